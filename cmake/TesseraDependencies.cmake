@@ -1,0 +1,19 @@
+# Every dependency comes from Debian's packages (deploy/install-deps.sh installs them).
+
+find_package(Threads REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(yaml-cpp REQUIRED)
+
+if(NOT TESSERA_FUZZ_ONLY)
+  find_package(gRPC CONFIG REQUIRED)
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET libpqxx)
+  find_package(Boost REQUIRED COMPONENTS system)
+  find_package(spdlog REQUIRED)
+  find_package(nlohmann_json REQUIRED)
+  find_package(CLI11 REQUIRED)
+  find_package(Catch2 REQUIRED)
+  include(Catch)
+  include(TesseraTesting)
+endif()

@@ -1,0 +1,33 @@
+# Compiler cache, warnings and the optional CUDA toolkit.
+
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  message(STATUS "ccache: ${CCACHE_PROGRAM}")
+endif()
+
+# Warnings for our own code only; generated protobuf code gets them relaxed in proto/.
+set(TESSERA_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+if(TESSERA_WERROR)
+  list(APPEND TESSERA_WARNINGS -Werror)
+endif()
+
+# Applies the project's warning flags to a target of ours.
+function(tessera_target_warnings target)
+  target_compile_options(${target} PRIVATE ${TESSERA_WARNINGS})
+endfunction()
+
+# CUDA and NCCL are optional: GPU code paths compile when /usr/local/cuda is there.
+if(NOT TESSERA_FUZZ_ONLY)
+  find_package(CUDAToolkit QUIET)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS /usr/local/cuda/include ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(NCCL_LIBRARY nccl HINTS /usr/local/cuda/lib64 /usr/local/cuda/lib ${CUDAToolkit_LIBRARY_DIR})
+  if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(TESSERA_HAVE_CUDA ON)
+    message(STATUS "CUDA ${CUDAToolkit_VERSION} and NCCL found: GPU code paths are built")
+  else()
+    set(TESSERA_HAVE_CUDA OFF)
+    message(STATUS "CUDA/NCCL not found: GPU code paths are skipped")
+  endif()
+endif()
