@@ -17,7 +17,7 @@ function(tessera_add_test name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   tessera_target_warnings(${name})
   if(ARG_WHOLE)
-    add_test(NAME ${ARG_LABEL}:${name} COMMAND ${name} --reporter compact --success-off)
+    add_test(NAME ${ARG_LABEL}:${name} COMMAND ${name} --durations yes)
     set_tests_properties(${ARG_LABEL}:${name} PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
   else()
     catch_discover_tests(${name} TEST_PREFIX "${ARG_LABEL}:${name}:"
