@@ -11,11 +11,11 @@ google::protobuf::Timestamp ToProtoTime(absl::Time t);
 absl::Time FromProtoTime(const google::protobuf::Timestamp& ts);
 
 // Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define TESSERA_RETURN_IF_ERROR(expr)          \
-  do {                                         \
+#define TESSERA_RETURN_IF_ERROR(expr)           \
+  do {                                          \
     if (absl::Status _st = (expr); !_st.ok()) { \
-      return _st;                              \
-    }                                          \
+      return _st;                               \
+    }                                           \
   } while (0)
 
 #define TESSERA_CONCAT_INNER(a, b) a##b

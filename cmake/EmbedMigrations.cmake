@@ -1,0 +1,22 @@
+# Generates a C++ source holding every services/store/migrations/NNNN_name.sql file, in order,
+# so that a binary carries its schema and applies it at start.
+#   cmake -DMIGRATIONS_DIR=... -DOUTPUT=... -P EmbedMigrations.cmake
+file(GLOB files "${MIGRATIONS_DIR}/*.sql")
+list(SORT files)
+set(body "// Generated from ${MIGRATIONS_DIR} by cmake/EmbedMigrations.cmake. Do not edit.\n")
+string(APPEND body "#include \"services/store/postgres/migrations.h\"\n\n")
+string(APPEND body "namespace tessera::store {\n\nconst std::vector<Migration>& EmbeddedMigrations() {\n")
+string(APPEND body "  static const std::vector<Migration> migrations = {\n")
+foreach(f IN LISTS files)
+  get_filename_component(name "${f}" NAME_WE)
+  string(REGEX MATCH "^([0-9]+)_(.*)$" _ "${name}")
+  if(NOT CMAKE_MATCH_1)
+    message(FATAL_ERROR "migration file ${f} must be named NNNN_description.sql")
+  endif()
+  math(EXPR version "${CMAKE_MATCH_1}")
+  file(READ "${f}" sql)
+  string(APPEND body "      {${version}, \"${CMAKE_MATCH_2}\", R\"tessera_sql(${sql})tessera_sql\"},\n")
+endforeach()
+string(APPEND body "  };\n  return migrations;\n}\n\n}  // namespace tessera::store\n")
+file(WRITE "${OUTPUT}.tmp" "${body}")
+file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Manages a private PostgreSQL instance in a folder of its own, for the quick start, the local
+# cluster and the test harness. PostgreSQL refuses to run as root, so as root the server runs as
+# the `postgres` user on a data folder that user owns.
+#
+#   deploy/pg-instance.sh start DIR [PORT] [--ephemeral]
+#       initdb on first use, start on 127.0.0.1:PORT (a free port when omitted), create the
+#       database "tessera", print its URL. --ephemeral trades durability for speed (tests only).
+#   deploy/pg-instance.sh stop DIR [fast|immediate]
+#   deploy/pg-instance.sh url DIR        the URL of a running instance
+#   deploy/pg-instance.sh status DIR     exit 0 when it runs
+#   deploy/pg-instance.sh destroy DIR    stop it and remove its data
+set -euo pipefail
+
+die() { echo "pg-instance: $*" >&2; exit 1; }
+
+PGBIN=""
+for candidate in /usr/lib/postgresql/*/bin; do
+  [ -x "$candidate/initdb" ] && PGBIN="$candidate"
+done
+[ -n "$PGBIN" ] || die "PostgreSQL server binaries not found under /usr/lib/postgresql (run deploy/install-deps.sh)"
+
+as_server_user() {
+  if [ "$(id -u)" -eq 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# The data folder: DIR/pgdata, unless the server user cannot reach DIR (root's home, say); then a
+# folder under /var/tmp named after DIR, recorded in DIR/pgdata-location.
+data_dir_for() {
+  local dir="$1"
+  if [ -f "$dir/pgdata-location" ]; then
+    cat "$dir/pgdata-location"
+    return
+  fi
+  if [ "$(id -u)" -ne 0 ] || runuser -u postgres -- test -x "$dir" 2>/dev/null; then
+    echo "$dir/pgdata"
+  else
+    echo "/var/tmp/tessera-pg-$(echo -n "$(realpath "$dir")" | sha1sum | cut -c1-16)"
+  fi
+}
+
+free_port() {
+  python3 - <<'PY' 2>/dev/null || echo $(( 20000 + RANDOM % 20000 ))
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+PY
+}
+
+cmd="${1:-}"; dir="${2:-}"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: pg-instance.sh start|stop|url|status|destroy DIR [PORT]"
+mkdir -p "$dir"
+dir="$(realpath "$dir")"
+data="$(data_dir_for "$dir")"
+
+case "$cmd" in
+  start)
+    port="${3:-}"
+    ephemeral=0
+    for a in "$@"; do [ "$a" = "--ephemeral" ] && ephemeral=1; done
+    [ "$port" = "--ephemeral" ] && port=""
+    if [ ! -f "$data/PG_VERSION" ]; then
+      mkdir -p "$data"
+      [ "$data" = "$dir/pgdata" ] || echo "$data" > "$dir/pgdata-location"
+      [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$data"
+      chmod 700 "$data"
+      as_server_user "$PGBIN/initdb" -D "$data" -A trust -U tessera -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 \
+        || die "initdb failed; see $dir/initdb.log"
+    fi
+    if as_server_user "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+      cat "$dir/url"
+      exit 0
+    fi
+    [ -n "$port" ] || { [ -f "$dir/port" ] && port="$(cat "$dir/port")"; } || true
+    [ -n "$port" ] || port="$(free_port)"
+    opts="-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200"
+    if [ "$ephemeral" -eq 1 ]; then
+      opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    fi
+    as_server_user "$PGBIN/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 -o "$opts" start >/dev/null \
+      || die "PostgreSQL did not start on port $port; see $data/server.log"
+    echo "$port" > "$dir/port"
+    if ! "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U tessera -d postgres -tAc \
+        "SELECT 1 FROM pg_database WHERE datname = 'tessera'" | grep -q 1; then
+      "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U tessera -d postgres -qc "CREATE DATABASE tessera" >/dev/null
+    fi
+    echo "postgresql://tessera@127.0.0.1:$port/tessera" | tee "$dir/url"
+    ;;
+  stop)
+    mode="${3:-fast}"
+    if as_server_user "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+      as_server_user "$PGBIN/pg_ctl" -D "$data" -m "$mode" -w -t 60 stop >/dev/null
+    fi
+    ;;
+  url)
+    [ -f "$dir/url" ] || die "no instance in $dir"
+    cat "$dir/url"
+    ;;
+  status)
+    as_server_user "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1
+    ;;
+  destroy)
+    if as_server_user "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+      as_server_user "$PGBIN/pg_ctl" -D "$data" -m immediate -w -t 60 stop >/dev/null || true
+    fi
+    rm -rf "$data" "$dir/pgdata-location" "$dir/url" "$dir/port" "$dir/initdb.log"
+    ;;
+  *) die "unknown command '$cmd' (start|stop|url|status|destroy)" ;;
+esac

@@ -1,0 +1,65 @@
+#pragma once
+// The tables of the in-memory store, shared by its per-domain views under one lock, so that
+// cross-domain writes (a node update with its events) are atomic as in PostgreSQL.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "services/store/stores.h"
+
+namespace tessera::store {
+
+struct MemoryDatabase {
+  absl::Mutex mu;
+  // When set, every call fails with UNAVAILABLE, as when PostgreSQL is down.
+  bool unavailable ABSL_GUARDED_BY(mu) = false;
+
+  std::map<std::string, v1::Run> runs ABSL_GUARDED_BY(mu);  // by id
+  std::map<std::string, std::string> run_ids_by_name ABSL_GUARDED_BY(mu);
+  std::map<std::pair<std::string, int>, v1::Attempt> attempts ABSL_GUARDED_BY(mu);
+  std::vector<v1::RunEvent> run_events ABSL_GUARDED_BY(mu);
+  int64_t next_run_event_id ABSL_GUARDED_BY(mu) = 1;
+
+  std::map<std::string, v1::Node> nodes ABSL_GUARDED_BY(mu);
+  std::vector<v1::NodeEvent> node_events ABSL_GUARDED_BY(mu);
+  int64_t next_node_event_id ABSL_GUARDED_BY(mu) = 1;
+
+  std::map<std::string, v1::Sweep> sweeps ABSL_GUARDED_BY(mu);
+  std::vector<v1::HealthCheckResult> health_results ABSL_GUARDED_BY(mu);
+  int64_t next_health_result_id ABSL_GUARDED_BY(mu) = 1;
+
+  std::map<std::string, ApiKeyRecord> api_keys ABSL_GUARDED_BY(mu);  // by id
+
+  struct RecordedResponse {
+    IdempotentResponse response;
+    absl::Time recorded_at;
+  };
+  std::map<std::pair<std::string, std::string>, RecordedResponse> idempotency ABSL_GUARDED_BY(mu);
+
+  void SetUnavailable(bool value) {
+    absl::MutexLock lock(&mu);
+    unavailable = value;
+  }
+  absl::Status CheckAvailable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return unavailable ? absl::UnavailableError("database unavailable (simulated)")
+                       : absl::OkStatus();
+  }
+};
+
+// Stores over the given database (MakeMemoryStores() makes a fresh one).
+Stores MakeMemoryStores(std::shared_ptr<MemoryDatabase> db);
+
+std::shared_ptr<RunStore> MakeMemoryRunStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<NodeStore> MakeMemoryNodeStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<NodeEventStore> MakeMemoryNodeEventStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<HealthStore> MakeMemoryHealthStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<ApiKeyStore> MakeMemoryApiKeyStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<IdempotencyStore> MakeMemoryIdempotencyStore(std::shared_ptr<MemoryDatabase> db);
+
+}  // namespace tessera::store

@@ -1,0 +1,35 @@
+#pragma once
+// Encoding of protobuf messages and times in PostgreSQL rows.
+
+#include <pqxx/pqxx>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/timestamp.pb.h"
+#include "services/store/filters.h"
+
+namespace tessera::store {
+
+// SQL for a timestamptz from a parameter holding microseconds since the epoch.
+inline std::string MicrosParam(int n) {
+  return absl::StrCat("(timestamptz 'epoch' + $", n, "::bigint * interval '1 microsecond')");
+}
+
+inline pqxx::binarystring EncodeMessage(const google::protobuf::Message& message) {
+  std::string bytes;
+  message.SerializeToString(&bytes);
+  return pqxx::binarystring(bytes);
+}
+
+inline absl::Status DecodeMessage(const pqxx::field& field, google::protobuf::Message* message) {
+  const pqxx::binarystring bytes(field);
+  if (!message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(
+        absl::StrCat("a stored ", message->GetTypeName(), " could not be decoded"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,116 @@
+#include <pqxx/pqxx>
+
+#include "absl/strings/str_cat.h"
+#include "services/store/postgres/pg_codec.h"
+#include "services/store/postgres/pg_stores.h"
+
+namespace tessera::store {
+namespace {
+
+class PgHealthStore final : public HealthStore {
+ public:
+  explicit PgHealthStore(std::shared_ptr<PgPool> pool) : pool_(std::move(pool)) {}
+
+  absl::Status CreateSweep(const v1::Sweep& sweep) override {
+    absl::Status st = pool_->Transact("creating a sweep", [&](pqxx::work& tx) {
+      tx.exec_params(absl::StrCat("INSERT INTO health_sweeps (id, created_at, body) VALUES ($1, ",
+                                  MicrosParam(2), ", $3)"),
+                     sweep.id(), ToMicros(sweep.created_at()), EncodeMessage(sweep));
+      return absl::OkStatus();
+    });
+    if (absl::IsAlreadyExists(st)) {
+      return absl::AlreadyExistsError(absl::StrCat("sweep ", sweep.id(), " already exists"));
+    }
+    return st;
+  }
+
+  absl::StatusOr<v1::Sweep> GetSweep(std::string_view id) override {
+    v1::Sweep sweep;
+    absl::Status st = pool_->Transact("reading a sweep", [&](pqxx::work& tx) -> absl::Status {
+      const pqxx::result rows =
+          tx.exec_params("SELECT body FROM health_sweeps WHERE id = $1", std::string(id));
+      if (rows.empty())
+        return absl::NotFoundError(absl::StrCat("sweep ", std::string(id), " not found"));
+      return DecodeMessage(rows[0][0], &sweep);
+    });
+    if (!st.ok()) return st;
+    return sweep;
+  }
+
+  absl::Status UpdateSweep(const v1::Sweep& sweep) override {
+    return pool_->Transact("updating a sweep", [&](pqxx::work& tx) -> absl::Status {
+      const pqxx::result r = tx.exec_params("UPDATE health_sweeps SET body = $2 WHERE id = $1",
+                                            sweep.id(), EncodeMessage(sweep));
+      if (r.affected_rows() == 0) {
+        return absl::NotFoundError(absl::StrCat("sweep ", sweep.id(), " not found"));
+      }
+      return absl::OkStatus();
+    });
+  }
+
+  absl::StatusOr<std::vector<v1::Sweep>> ListSweeps(int limit) override {
+    std::vector<v1::Sweep> out;
+    absl::Status st = pool_->Transact("listing sweeps", [&](pqxx::work& tx) -> absl::Status {
+      for (const auto& row : tx.exec_params(
+               "SELECT body FROM health_sweeps ORDER BY created_at DESC, id COLLATE \"C\" DESC"
+               " LIMIT CASE WHEN $1 <= 0 THEN NULL ELSE $1 END",
+               limit)) {
+        v1::Sweep s;
+        if (auto d = DecodeMessage(row[0], &s); !d.ok()) return d;
+        out.push_back(std::move(s));
+      }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
+  absl::StatusOr<v1::HealthCheckResult> AddResult(const v1::HealthCheckResult& result) override {
+    v1::HealthCheckResult stored = result;
+    absl::Status st = pool_->Transact("recording a health result", [&](pqxx::work& tx) {
+      v1::HealthCheckResult body = result;
+      body.clear_id();
+      const pqxx::result r = tx.exec_params(
+          "INSERT INTO health_results (sweep_id, node_name, body) VALUES ($1, $2, $3)"
+          " RETURNING id",
+          result.sweep_id(), result.node_name(), EncodeMessage(body));
+      stored.set_id(r[0][0].as<int64_t>());
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return stored;
+  }
+
+  absl::StatusOr<std::vector<v1::HealthCheckResult>> ListResults(
+      const std::vector<std::string>& node_names, std::string_view sweep_id, int limit) override {
+    std::vector<v1::HealthCheckResult> out;
+    absl::Status st =
+        pool_->Transact("listing health results", [&](pqxx::work& tx) -> absl::Status {
+          for (const auto& row :
+               tx.exec_params("SELECT id, body FROM health_results WHERE"
+                              " (cardinality($1::text[]) = 0 OR node_name = ANY ($1::text[]))"
+                              " AND ($2 = '' OR sweep_id = $2)"
+                              " ORDER BY id DESC LIMIT CASE WHEN $3 <= 0 THEN NULL ELSE $3 END",
+                              PgTextArray(node_names), std::string(sweep_id), limit)) {
+            v1::HealthCheckResult r;
+            if (auto d = DecodeMessage(row[1], &r); !d.ok()) return d;
+            r.set_id(row[0].as<int64_t>());
+            out.push_back(std::move(r));
+          }
+          return absl::OkStatus();
+        });
+    if (!st.ok()) return st;
+    return out;
+  }
+
+ private:
+  std::shared_ptr<PgPool> pool_;
+};
+
+}  // namespace
+
+std::shared_ptr<HealthStore> MakePgHealthStore(std::shared_ptr<PgPool> pool) {
+  return std::make_shared<PgHealthStore>(std::move(pool));
+}
+
+}  // namespace tessera::store

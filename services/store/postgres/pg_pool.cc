@@ -1,0 +1,166 @@
+#include "services/store/postgres/pg_pool.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tessera::store {
+namespace {
+
+// SQLSTATE classes that mean the server went away or is not accepting work right now.
+bool IsUnavailableSqlState(const std::string& state) {
+  return absl::StartsWith(state, "08") ||  // connection exception
+         state == "57P01" ||               // admin_shutdown
+         state == "57P02" ||               // crash_shutdown
+         state == "57P03" ||               // cannot_connect_now
+         state == "53300";                 // too_many_connections
+}
+
+enum class Failure { kRetryable, kFinal };
+
+}  // namespace
+
+std::string WithConnectTimeout(const std::string& conninfo, int seconds) {
+  if (absl::StrContains(conninfo, "connect_timeout")) return conninfo;
+  const bool is_url =
+      absl::StartsWith(conninfo, "postgresql://") || absl::StartsWith(conninfo, "postgres://");
+  if (is_url) {
+    return absl::StrCat(conninfo, absl::StrContains(conninfo, "?") ? "&" : "?",
+                        "connect_timeout=", seconds);
+  }
+  return absl::StrCat(conninfo, " connect_timeout=", seconds);
+}
+
+std::string PgTextArray(const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ",";
+    out += '"';
+    for (char c : values[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += "}";
+  return out;
+}
+
+std::string PgIntArray(const std::vector<int>& values) {
+  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
+}
+
+PgPool::PgPool(std::string conninfo, int size, int connect_timeout_seconds)
+    : conninfo_(WithConnectTimeout(conninfo, connect_timeout_seconds)),
+      size_(size > 0 ? size : 1) {}
+
+PgPool::~PgPool() = default;
+
+absl::StatusOr<PgPool::Lease> PgPool::Acquire(const char* what) {
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](PgPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+          return !p->idle_.empty() || p->open_ < p->size_;
+        },
+        this));
+    if (!idle_.empty()) {
+      Lease lease{std::move(idle_.back()), true};
+      idle_.pop_back();
+      return lease;
+    }
+    ++open_;  // reserve a slot, connect outside the lock
+  }
+  try {
+    return Lease{std::make_unique<pqxx::connection>(conninfo_), false};
+  } catch (const std::exception& e) {
+    Discard();
+    return absl::UnavailableError(
+        absl::StrCat("database unavailable while ", what, ": ", e.what()));
+  }
+}
+
+void PgPool::Release(std::unique_ptr<pqxx::connection> connection) {
+  absl::MutexLock lock(&mu_);
+  idle_.push_back(std::move(connection));
+}
+
+void PgPool::Discard() {
+  absl::MutexLock lock(&mu_);
+  --open_;
+}
+
+absl::Status PgPool::Transact(const char* what,
+                              const std::function<absl::Status(pqxx::work&)>& body) {
+  for (int attempt = 0;; ++attempt) {
+    auto lease = Acquire(what);
+    if (!lease.ok()) return lease.status();
+    std::unique_ptr<pqxx::connection> conn = std::move(lease->connection);
+    absl::Status failure;
+    Failure kind = Failure::kFinal;
+    try {
+      pqxx::work tx(*conn);
+      absl::Status st = body(tx);
+      if (st.ok()) {
+        tx.commit();
+      } else {
+        tx.abort();
+      }
+      Release(std::move(conn));
+      return st;
+    } catch (const pqxx::in_doubt_error& e) {
+      // The connection broke during COMMIT: it may or may not have happened. Never retry.
+      failure = absl::UnavailableError(absl::StrCat("database connection lost while committing ",
+                                                    what, "; the outcome is unknown: ", e.what()));
+    } catch (const pqxx::broken_connection& e) {
+      failure =
+          absl::UnavailableError(absl::StrCat("database unavailable while ", what, ": ", e.what()));
+      kind = Failure::kRetryable;
+    } catch (const pqxx::unique_violation& e) {
+      Release(std::move(conn));
+      return absl::AlreadyExistsError(absl::StrCat(what, ": already exists (", e.what(), ")"));
+    } catch (const pqxx::sql_error& e) {
+      if (IsUnavailableSqlState(e.sqlstate())) {
+        failure = absl::UnavailableError(
+            absl::StrCat("database unavailable while ", what, ": ", e.what()));
+        kind = Failure::kRetryable;
+      } else if (conn->is_open()) {
+        Release(std::move(conn));
+        return absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what()));
+      } else {
+        failure = absl::UnavailableError(
+            absl::StrCat("database unavailable while ", what, ": ", e.what()));
+        kind = Failure::kRetryable;
+      }
+    } catch (const std::exception& e) {
+      if (conn->is_open()) {
+        Release(std::move(conn));
+        return absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what()));
+      }
+      failure =
+          absl::UnavailableError(absl::StrCat("database unavailable while ", what, ": ", e.what()));
+      kind = Failure::kRetryable;
+    }
+    // The connection is unusable: drop it. A stale pooled connection (the server restarted
+    // since it was opened) earns one retry on a fresh connection.
+    conn.reset();
+    Discard();
+    if (kind == Failure::kRetryable && lease->reused && attempt == 0) {
+      spdlog::info("database connection was broken ({}); reconnecting",
+                   std::string(failure.message()));
+      continue;
+    }
+    return failure;
+  }
+}
+
+absl::Status PgPool::Ping() {
+  return Transact("checking the connection", [](pqxx::work& tx) {
+    tx.exec("SELECT 1");
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,57 @@
+#pragma once
+// A small pool of PostgreSQL connections that turns database trouble into absl::Status:
+// an unreachable or restarted server is UNAVAILABLE (and the pool reconnects on the next call),
+// a unique-key clash is ALREADY_EXISTS, anything else INTERNAL. It never throws.
+
+#include <functional>
+#include <memory>
+#include <pqxx/pqxx>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace tessera::store {
+
+class PgPool {
+ public:
+  // `conninfo`: a libpq URL or key=value string. At most `size` connections are open at once.
+  PgPool(std::string conninfo, int size, int connect_timeout_seconds);
+  ~PgPool();
+
+  // Runs `body` in one transaction and commits it when `body` returns OK (rolls back otherwise).
+  // A connection found broken before anything was committed is replaced and `body` is retried
+  // once, so a server restart between two calls is invisible to the caller.
+  absl::Status Transact(const char* what, const std::function<absl::Status(pqxx::work&)>& body);
+
+  // Checks that the server answers.
+  absl::Status Ping();
+
+  const std::string& conninfo() const { return conninfo_; }
+
+ private:
+  struct Lease {
+    std::unique_ptr<pqxx::connection> connection;
+    bool reused = false;
+  };
+  absl::StatusOr<Lease> Acquire(const char* what);
+  void Release(std::unique_ptr<pqxx::connection> connection);
+  void Discard();
+
+  const std::string conninfo_;
+  const int size_;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
+  int open_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Adds connect_timeout to a libpq URL or key=value string unless it already has one.
+std::string WithConnectTimeout(const std::string& conninfo, int seconds);
+
+// A PostgreSQL array literal ("{...}") of the given strings, quoted and escaped.
+std::string PgTextArray(const std::vector<std::string>& values);
+std::string PgIntArray(const std::vector<int>& values);
+
+}  // namespace tessera::store

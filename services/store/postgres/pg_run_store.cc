@@ -1,0 +1,234 @@
+#include <pqxx/pqxx>
+
+#include "absl/strings/str_cat.h"
+#include "services/store/filters.h"
+#include "services/store/postgres/pg_codec.h"
+#include "services/store/postgres/pg_stores.h"
+
+namespace tessera::store {
+namespace {
+
+absl::Status InsertEvents(pqxx::work& tx, const std::string& run_id,
+                          const std::vector<v1::RunEvent>& events) {
+  for (const auto& e : events) {
+    v1::RunEvent body = e;
+    body.set_run_id(run_id);
+    body.clear_id();  // the id is the row's
+    tx.exec_params(absl::StrCat("INSERT INTO run_events (run_id, time, body) VALUES ($1, ",
+                                MicrosParam(2), ", $3)"),
+                   run_id, ToMicros(e.time()), EncodeMessage(body));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Run> DecodeRun(const pqxx::row& row, int body_col, int version_col) {
+  v1::Run run;
+  if (auto st = DecodeMessage(row[body_col], &run); !st.ok()) return st;
+  run.set_version(row[version_col].as<int64_t>());
+  return run;
+}
+
+class PgRunStore final : public RunStore {
+ public:
+  explicit PgRunStore(std::shared_ptr<PgPool> pool) : pool_(std::move(pool)) {}
+
+  absl::StatusOr<v1::Run> CreateRun(const v1::Run& run,
+                                    const std::vector<v1::RunEvent>& events) override {
+    v1::Run stored = run;
+    stored.set_version(1);
+    absl::Status st = pool_->Transact("creating a run", [&](pqxx::work& tx) {
+      tx.exec_params(absl::StrCat("INSERT INTO runs (id, name, user_name, status, cluster, "
+                                  "gpu_type, created_at, version, body) VALUES ($1, $2, $3, $4, "
+                                  "$5, $6, ",
+                                  MicrosParam(7), ", 1, $8)"),
+                     stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
+                     stored.spec().compute().cluster(), stored.spec().compute().gpu_type(),
+                     ToMicros(stored.created_at()), EncodeMessage(stored));
+      return InsertEvents(tx, stored.id(), events);
+    });
+    if (absl::IsAlreadyExists(st)) {
+      return absl::AlreadyExistsError(absl::StrCat("run ", run.name(), " already exists"));
+    }
+    if (!st.ok()) return st;
+    return stored;
+  }
+
+  absl::StatusOr<v1::Run> GetRun(std::string_view name) override {
+    return GetOne("name", name, absl::StrCat("run ", std::string(name), " not found"));
+  }
+
+  absl::StatusOr<v1::Run> GetRunById(std::string_view id) override {
+    return GetOne("id", id, absl::StrCat("run id ", std::string(id), " not found"));
+  }
+
+  absl::StatusOr<std::vector<v1::Run>> ListRuns(const v1::RunFilter& filter) override {
+    std::vector<std::string> likes;
+    for (const auto& g : filter.name_globs()) likes.push_back(GlobToSqlLike(g));
+    std::vector<int> statuses(filter.statuses().begin(), filter.statuses().end());
+    const int limit = filter.latest() ? 1 : (filter.limit() > 0 ? filter.limit() : -1);
+    const std::string sql = absl::StrCat(
+        "SELECT body, version FROM runs WHERE"
+        " (cardinality($1::text[]) = 0 OR name LIKE ANY ($1::text[]))"
+        " AND (cardinality($2::int[]) = 0 OR status = ANY ($2::int[]))"
+        " AND ($3 = '' OR user_name = $3)"
+        " AND ($4 = '' OR cluster = $4)"
+        " AND ($5 = '' OR gpu_type = $5)"
+        " AND (NOT $6 OR created_at < ",
+        MicrosParam(7), ") AND (NOT $8 OR created_at > ", MicrosParam(9),
+        ") ORDER BY created_at DESC, id COLLATE \"C\" DESC"
+        " LIMIT CASE WHEN $10 < 0 THEN NULL ELSE $10 END");
+    std::vector<v1::Run> out;
+    absl::Status st = pool_->Transact("listing runs", [&](pqxx::work& tx) -> absl::Status {
+      const pqxx::result rows = tx.exec_params(
+          sql, PgTextArray(likes), PgIntArray(statuses), filter.user(), filter.cluster(),
+          filter.gpu_type(), filter.has_created_before(), ToMicros(filter.created_before()),
+          filter.has_created_after(), ToMicros(filter.created_after()), limit);
+      for (const auto& row : rows) {
+        auto run = DecodeRun(row, 0, 1);
+        if (!run.ok()) return run.status();
+        out.push_back(*std::move(run));
+      }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
+  absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
+                                    const std::vector<v1::RunEvent>& events) override {
+    v1::Run stored = run;
+    stored.set_version(expected_version + 1);
+    absl::Status st = pool_->Transact("updating a run", [&](pqxx::work& tx) -> absl::Status {
+      const pqxx::result r = tx.exec_params(
+          "UPDATE runs SET name = $2, user_name = $3, status = $4, cluster = $5, gpu_type = $6,"
+          " version = $7 + 1, body = $8 WHERE id = $1 AND version = $7",
+          stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
+          stored.spec().compute().cluster(), stored.spec().compute().gpu_type(), expected_version,
+          EncodeMessage(stored));
+      if (r.affected_rows() == 0) {
+        const pqxx::result current =
+            tx.exec_params("SELECT version FROM runs WHERE id = $1", stored.id());
+        if (current.empty()) {
+          return absl::NotFoundError(absl::StrCat("run ", run.name(), " not found"));
+        }
+        return absl::AbortedError(
+            absl::StrCat("run ", run.name(), " changed concurrently (version ",
+                         current[0][0].as<int64_t>(), ", expected ", expected_version, ")"));
+      }
+      return InsertEvents(tx, stored.id(), events);
+    });
+    if (absl::IsAlreadyExists(st)) {
+      return absl::AlreadyExistsError(absl::StrCat("run ", run.name(), " already exists"));
+    }
+    if (!st.ok()) return st;
+    return stored;
+  }
+
+  absl::Status DeleteRun(std::string_view id) override {
+    return pool_->Transact("deleting a run", [&](pqxx::work& tx) -> absl::Status {
+      // Attempts and events go with it (ON DELETE CASCADE).
+      const pqxx::result r = tx.exec_params("DELETE FROM runs WHERE id = $1", std::string(id));
+      if (r.affected_rows() == 0)
+        return absl::NotFoundError(absl::StrCat("run id ", std::string(id), " not found"));
+      return absl::OkStatus();
+    });
+  }
+
+  absl::Status PutAttempt(const v1::Attempt& attempt) override {
+    return pool_->Transact("recording an attempt", [&](pqxx::work& tx) -> absl::Status {
+      const pqxx::result exists =
+          tx.exec_params("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", attempt.run_id());
+      if (exists.empty()) {
+        return absl::NotFoundError(absl::StrCat("run id ", attempt.run_id(), " not found"));
+      }
+      tx.exec_params(
+          "INSERT INTO run_attempts (run_id, resumption_index, body) VALUES ($1, $2, $3)"
+          " ON CONFLICT (run_id, resumption_index) DO UPDATE SET body = EXCLUDED.body",
+          attempt.run_id(), attempt.resumption_index(), EncodeMessage(attempt));
+      return absl::OkStatus();
+    });
+  }
+
+  absl::StatusOr<std::vector<v1::Attempt>> ListAttempts(std::string_view run_id) override {
+    std::vector<v1::Attempt> out;
+    absl::Status st = pool_->Transact("listing attempts", [&](pqxx::work& tx) -> absl::Status {
+      for (const auto& row : tx.exec_params(
+               "SELECT body FROM run_attempts WHERE run_id = $1 ORDER BY resumption_index",
+               std::string(run_id))) {
+        v1::Attempt a;
+        if (auto s = DecodeMessage(row[0], &a); !s.ok()) return s;
+        out.push_back(std::move(a));
+      }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
+  absl::StatusOr<v1::RunEvent> AppendEvent(const v1::RunEvent& event) override {
+    v1::RunEvent stored = event;
+    absl::Status st = pool_->Transact("appending a run event", [&](pqxx::work& tx) -> absl::Status {
+      const pqxx::result exists =
+          tx.exec_params("SELECT 1 FROM runs WHERE id = $1", event.run_id());
+      if (exists.empty()) {
+        return absl::NotFoundError(absl::StrCat("run id ", event.run_id(), " not found"));
+      }
+      v1::RunEvent body = event;
+      body.clear_id();
+      const pqxx::result r =
+          tx.exec_params(absl::StrCat("INSERT INTO run_events (run_id, time, body) VALUES ($1, ",
+                                      MicrosParam(2), ", $3) RETURNING id"),
+                         event.run_id(), ToMicros(event.time()), EncodeMessage(body));
+      stored.set_id(r[0][0].as<int64_t>());
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return stored;
+  }
+
+  absl::StatusOr<std::vector<v1::RunEvent>> ListEvents(std::string_view run_id, int64_t after_id,
+                                                       int limit) override {
+    std::vector<v1::RunEvent> out;
+    absl::Status st = pool_->Transact("listing run events", [&](pqxx::work& tx) -> absl::Status {
+      for (const auto& row : tx.exec_params(
+               "SELECT id, body FROM run_events WHERE run_id = $1 AND id > $2 ORDER BY id"
+               " LIMIT CASE WHEN $3 <= 0 THEN NULL ELSE $3 END",
+               std::string(run_id), after_id, limit)) {
+        v1::RunEvent e;
+        if (auto s = DecodeMessage(row[1], &e); !s.ok()) return s;
+        e.set_id(row[0].as<int64_t>());
+        out.push_back(std::move(e));
+      }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
+ private:
+  absl::StatusOr<v1::Run> GetOne(const char* column, std::string_view key,
+                                 const std::string& not_found) {
+    v1::Run run;
+    absl::Status st = pool_->Transact("reading a run", [&](pqxx::work& tx) -> absl::Status {
+      const pqxx::result rows = tx.exec_params(
+          absl::StrCat("SELECT body, version FROM runs WHERE ", column, " = $1"), std::string(key));
+      if (rows.empty()) return absl::NotFoundError(not_found);
+      auto decoded = DecodeRun(rows[0], 0, 1);
+      if (!decoded.ok()) return decoded.status();
+      run = *std::move(decoded);
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return run;
+  }
+
+  std::shared_ptr<PgPool> pool_;
+};
+
+}  // namespace
+
+std::shared_ptr<RunStore> MakePgRunStore(std::shared_ptr<PgPool> pool) {
+  return std::make_shared<PgRunStore>(std::move(pool));
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,51 @@
+#pragma once
+// Runs, their attempts and their event log (owned by the run manager).
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tessera/v1/runs.pb.h"
+
+namespace tessera::store {
+
+class RunStore {
+ public:
+  virtual ~RunStore() = default;
+
+  // Stores a new run with version 1, together with its first events (atomically).
+  // ALREADY_EXISTS when the id or the name is taken.
+  virtual absl::StatusOr<v1::Run> CreateRun(const v1::Run& run,
+                                            const std::vector<v1::RunEvent>& events) = 0;
+
+  virtual absl::StatusOr<v1::Run> GetRun(std::string_view name) = 0;
+  virtual absl::StatusOr<v1::Run> GetRunById(std::string_view id) = 0;
+
+  // Newest first. Name globs use shell syntax (* and ?); an empty filter lists every run.
+  virtual absl::StatusOr<std::vector<v1::Run>> ListRuns(const v1::RunFilter& filter) = 0;
+
+  // Compare-and-set: replaces the run only when its stored version is `expected_version`, and
+  // appends `events` in the same transaction. The stored run gets version + 1.
+  // ABORTED when another writer moved the run first; NOT_FOUND when it does not exist.
+  virtual absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
+                                            const std::vector<v1::RunEvent>& events) = 0;
+
+  // Removes the run with its attempts and events. NOT_FOUND when absent.
+  virtual absl::Status DeleteRun(std::string_view id) = 0;
+
+  // Inserts or replaces the attempt (run_id, resumption_index). NOT_FOUND without its run.
+  virtual absl::Status PutAttempt(const v1::Attempt& attempt) = 0;
+  // In resumption order.
+  virtual absl::StatusOr<std::vector<v1::Attempt>> ListAttempts(std::string_view run_id) = 0;
+
+  // Assigns the event an id (increasing across all runs) and its run's next position.
+  virtual absl::StatusOr<v1::RunEvent> AppendEvent(const v1::RunEvent& event) = 0;
+  // Oldest first; only ids above `after_id`; at most `limit` (0: all).
+  virtual absl::StatusOr<std::vector<v1::RunEvent>> ListEvents(std::string_view run_id,
+                                                               int64_t after_id = 0,
+                                                               int limit = 0) = 0;
+};
+
+}  // namespace tessera::store

@@ -1,0 +1,44 @@
+#pragma once
+// One handle on every storage domain, backed either by PostgreSQL or by memory.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "services/common/clock.h"
+#include "services/store/api_key_store.h"
+#include "services/store/health_store.h"
+#include "services/store/idempotency_store.h"
+#include "services/store/node_event_store.h"
+#include "services/store/node_store.h"
+#include "services/store/run_store.h"
+
+namespace tessera::store {
+
+struct Stores {
+  std::shared_ptr<RunStore> runs;
+  std::shared_ptr<NodeStore> nodes;
+  std::shared_ptr<NodeEventStore> node_events;
+  std::shared_ptr<HealthStore> health;
+  std::shared_ptr<ApiKeyStore> api_keys;
+  std::shared_ptr<IdempotencyStore> idempotency;
+};
+
+struct PostgresOptions {
+  // A libpq URL (postgresql://user@host:port/db) or key=value string.
+  std::string url;
+  // Connections kept open; calls beyond that wait for a free one.
+  int pool_size = 4;
+  // How long a connection attempt may take before the call fails with UNAVAILABLE.
+  int connect_timeout_seconds = 3;
+};
+
+// Connects, applies pending migrations and returns stores over PostgreSQL. UNAVAILABLE when
+// the server cannot be reached.
+absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options);
+
+// Stores in memory, for unit tests and fast fakes. One shared "database": an update of a node
+// with events is visible through node_events, as in PostgreSQL.
+Stores MakeMemoryStores();
+
+}  // namespace tessera::store

@@ -1,0 +1,109 @@
+// PostgreSQL-only behaviour: migrations, and surviving a server restart mid-test.
+#include <catch2/catch.hpp>
+#include <pqxx/pqxx>
+
+#include "services/common/status_util.h"
+#include "services/store/postgres/migrations.h"
+#include "services/store/stores.h"
+#include "tests/support/postgres_server.h"
+
+namespace tessera::store {
+namespace {
+
+v1::Run MakeRun(const std::string& name) {
+  v1::Run run;
+  run.set_id("id-" + name);
+  run.set_name(name);
+  run.set_user("alice");
+  run.set_status(v1::RUN_STATUS_QUEUED);
+  run.mutable_spec()->set_command("echo hi");
+  *run.mutable_created_at() = ToProtoTime(absl::Now());
+  return run;
+}
+
+TEST_CASE("migrations are applied once and recorded", "[postgres][migrations]") {
+  auto& pg = testing::SharedPostgres();
+  REQUIRE(pg.ResetDatabase().ok());
+  REQUIRE(OpenPostgresStores({.url = pg.url()}).ok());
+  REQUIRE(OpenPostgresStores({.url = pg.url()}).ok());  // a second start applies nothing
+
+  pqxx::connection c(pg.url());
+  pqxx::work tx(c);
+  const auto rows = tx.exec("SELECT version, name FROM schema_migrations ORDER BY version");
+  REQUIRE(rows.size() == EmbeddedMigrations().size());
+  CHECK(rows[0][0].as<int>() == 1);
+  CHECK(rows[0][1].as<std::string>() == "initial");
+}
+
+TEST_CASE("a database newer than the binary is refused", "[postgres][migrations]") {
+  auto& pg = testing::SharedPostgres();
+  REQUIRE(pg.ResetDatabase().ok());
+  REQUIRE(OpenPostgresStores({.url = pg.url()}).ok());
+  {
+    pqxx::connection c(pg.url());
+    pqxx::work tx(c);
+    tx.exec("INSERT INTO schema_migrations (version, name) VALUES (9999, 'from_the_future')");
+    tx.commit();
+  }
+  auto stores = OpenPostgresStores({.url = pg.url()});
+  CHECK(absl::IsFailedPrecondition(stores.status()));
+  CHECK(stores.status().message().find("9999") != std::string::npos);
+}
+
+TEST_CASE("a failing migration leaves the schema as it was", "[postgres][migrations]") {
+  auto& pg = testing::SharedPostgres();
+  REQUIRE(pg.ResetDatabase().ok());
+  PgPool pool(pg.url(), 1, 3);
+  std::vector<Migration> migrations = EmbeddedMigrations();
+  migrations.push_back({9000, "broken", "CREATE TABLE half_done (x int); SELECT no_such_column;"});
+  CHECK_FALSE(ApplyMigrations(pool, migrations).ok());
+  pqxx::connection c(pg.url());
+  pqxx::work tx(c);
+  CHECK(tx.exec("SELECT to_regclass('runs') IS NULL")[0][0].as<bool>());
+  CHECK(tx.exec("SELECT to_regclass('half_done') IS NULL")[0][0].as<bool>());
+}
+
+TEST_CASE("restarting PostgreSQL mid-test: UNAVAILABLE, then success, nothing lost",
+          "[postgres][restart]") {
+  auto& pg = testing::SharedPostgres();
+  REQUIRE(pg.ResetDatabase().ok());
+  auto opened = OpenPostgresStores({.url = pg.url(), .pool_size = 2});
+  REQUIRE(opened.ok());
+  Stores s = *opened;
+  for (int i = 0; i < 20; ++i)
+    REQUIRE(s.runs->CreateRun(MakeRun("before-" + std::to_string(i)), {}).ok());
+  v1::NodeEvent event;
+  event.set_node_name("n1");
+  event.set_type(v1::NODE_EVENT_TYPE_CORDONED);
+  REQUIRE(s.node_events->AppendNodeEvent(event).ok());
+
+  REQUIRE(pg.Stop().ok());
+  // Every kind of call fails cleanly while the server is down, without crashing or hanging.
+  const absl::Time down_at = absl::Now();
+  CHECK(absl::IsUnavailable(s.runs->GetRun("before-0").status()));
+  CHECK(absl::IsUnavailable(s.runs->CreateRun(MakeRun("during"), {}).status()));
+  CHECK(absl::IsUnavailable(s.runs->ListRuns({}).status()));
+  CHECK(absl::IsUnavailable(s.nodes->ListNodes({}).status()));
+  CHECK(absl::IsUnavailable(s.node_events->AppendNodeEvent(event).status()));
+  CHECK(absl::IsUnavailable(s.api_keys->ListKeys("").status()));
+  CHECK(absl::Now() - down_at < absl::Seconds(10));
+
+  REQUIRE(pg.Resume().ok());
+  // The stores reconnect by themselves; the first call after the restart already succeeds.
+  auto listed = s.runs->ListRuns({});
+  REQUIRE(listed.ok());
+  CHECK(listed->size() == 20);
+  REQUIRE(s.runs->CreateRun(MakeRun("after"), {}).ok());
+  CHECK(s.runs->GetRun("after").ok());
+  CHECK(absl::IsNotFound(s.runs->GetRun("during").status()));  // the failed write did not happen
+  auto events = s.node_events->ListNodeEvents({});
+  REQUIRE(events.ok());
+  CHECK(events->size() == 1);
+  // The node events sequence continues after the restart.
+  auto next = s.node_events->AppendNodeEvent(event);
+  REQUIRE(next.ok());
+  CHECK(next->id() > (*events)[0].id());
+}
+
+}  // namespace
+}  // namespace tessera::store

@@ -1,0 +1,44 @@
+#pragma once
+// A private PostgreSQL server for integration tests: initdb into a temporary folder, a free
+// port on 127.0.0.1, run as the `postgres` user when the test runs as root, removed afterwards.
+// It drives deploy/pg-instance.sh, the same script the quick start uses.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tessera::testing {
+
+class PostgresServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<PostgresServer>> Start();
+  ~PostgresServer();
+
+  // postgresql://tessera@127.0.0.1:PORT/tessera
+  const std::string& url() const { return url_; }
+  int port() const { return port_; }
+
+  // Stops the server (fast shutdown: clients are disconnected) and starts it again on the same
+  // port with the same data.
+  absl::Status Stop();
+  absl::Status Resume();
+
+  // Drops and recreates the `tessera` database, for a clean slate between test cases.
+  absl::Status ResetDatabase();
+
+ private:
+  explicit PostgresServer(std::string dir) : dir_(std::move(dir)) {}
+  absl::Status RunScript(const std::string& args, std::string* output = nullptr);
+
+  std::string dir_;
+  std::string url_;
+  int port_ = 0;
+};
+
+// One server per test process, started on first use and removed at exit. Tests that use it
+// call ResetDatabase() first.
+PostgresServer& SharedPostgres();
+
+}  // namespace tessera::testing

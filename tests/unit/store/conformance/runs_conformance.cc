@@ -1,0 +1,260 @@
+// Runs, attempts and run events.
+#include <atomic>
+#include <thread>
+
+#include "tests/unit/store/conformance/conformance.h"
+
+namespace tessera::store::conformance {
+namespace {
+
+using v1::RunStatus;
+
+CONFORMANCE_CASE("runs: create, get by name and id, duplicates rejected") {
+  Stores s = FreshStores();
+  auto created = s.runs->CreateRun(MakeRun("train-a", 1), {});
+  REQUIRE(created.ok());
+  CHECK(created->version() == 1);
+
+  auto by_name = s.runs->GetRun("train-a");
+  REQUIRE(by_name.ok());
+  CHECK(by_name->id() == "id-train-a");
+  CHECK(by_name->spec().command() == "python train.py");
+  CHECK(by_name->version() == 1);
+  auto by_id = s.runs->GetRunById("id-train-a");
+  REQUIRE(by_id.ok());
+  CHECK(by_id->name() == "train-a");
+
+  CHECK(absl::IsAlreadyExists(s.runs->CreateRun(MakeRun("train-a", 2), {}).status()));
+  v1::Run same_id = MakeRun("train-b", 2);
+  same_id.set_id("id-train-a");
+  CHECK(absl::IsAlreadyExists(s.runs->CreateRun(same_id, {}).status()));
+  CHECK(absl::IsNotFound(s.runs->GetRun("nope").status()));
+  CHECK(absl::IsNotFound(s.runs->GetRunById("nope").status()));
+}
+
+CONFORMANCE_CASE("runs: list filters by glob, status, user, cluster, gpu type and time") {
+  Stores s = FreshStores();
+  v1::Run a = MakeRun("train-a", 10, "alice");
+  v1::Run b = MakeRun("train-b", 20, "bob");
+  b.set_status(v1::RUN_STATUS_RUNNING);
+  v1::Run c = MakeRun("eval_c", 30, "alice");
+  c.mutable_spec()->mutable_compute()->set_cluster("c2");
+  c.mutable_spec()->mutable_compute()->set_gpu_type("a100");
+  v1::Run d = MakeRun("train%d", 40, "carol");
+  for (const auto& r : {a, b, c, d}) REQUIRE(s.runs->CreateRun(r, {}).ok());
+
+  auto list = [&](const v1::RunFilter& f) {
+    auto r = s.runs->ListRuns(f);
+    REQUIRE(r.ok());
+    return Names(*r);
+  };
+  using V = std::vector<std::string>;
+  v1::RunFilter f;
+  CHECK(list(f) == V{"train%d", "eval_c", "train-b", "train-a"});  // newest first
+
+  f.add_name_globs("train-*");
+  CHECK(list(f) == V{"train-b", "train-a"});
+  f.clear_name_globs();
+  f.add_name_globs("train%?");  // % and _ are literal in globs
+  CHECK(list(f) == V{"train%d"});
+  f.clear_name_globs();
+  f.add_name_globs("eval?c");
+  f.add_name_globs("*-a");
+  CHECK(list(f) == V{"eval_c", "train-a"});
+  f.clear_name_globs();
+  f.add_name_globs("train_*");  // '_' is not a wildcard
+  CHECK(list(f).empty());
+  f.clear_name_globs();
+
+  f.add_statuses(v1::RUN_STATUS_RUNNING);
+  CHECK(list(f) == V{"train-b"});
+  f.add_statuses(v1::RUN_STATUS_QUEUED);
+  CHECK(list(f).size() == 4);
+  f.clear_statuses();
+
+  f.set_user("alice");
+  CHECK(list(f) == V{"eval_c", "train-a"});
+  f.clear_user();
+  f.set_cluster("c2");
+  CHECK(list(f) == V{"eval_c"});
+  f.clear_cluster();
+  f.set_gpu_type("h100");
+  CHECK(list(f) == V{"train%d", "train-b", "train-a"});
+  f.clear_gpu_type();
+
+  *f.mutable_created_before() = ToProtoTime(T(30));
+  CHECK(list(f) == V{"train-b", "train-a"});  // strictly before
+  *f.mutable_created_after() = ToProtoTime(T(10));
+  CHECK(list(f) == V{"train-b"});  // strictly after
+  f.clear_created_before();
+  f.clear_created_after();
+
+  f.set_limit(2);
+  CHECK(list(f) == V{"train%d", "eval_c"});
+  f.set_limit(0);
+  f.set_latest(true);
+  f.set_user("alice");
+  CHECK(list(f) == V{"eval_c"});
+}
+
+CONFORMANCE_CASE("runs: update is compare-and-set and commits its events with it") {
+  Stores s = FreshStores();
+  auto run = s.runs->CreateRun(MakeRun("r", 1),
+                               {MakeRunEvent(v1::RUN_EVENT_TYPE_CREATED, "Run created", 1)});
+  REQUIRE(run.ok());
+
+  v1::Run next = *run;
+  next.set_status(v1::RUN_STATUS_STARTING);
+  auto updated =
+      s.runs->UpdateRun(next, 1, {MakeRunEvent(v1::RUN_EVENT_TYPE_PLACED, "Run placed", 2)});
+  REQUIRE(updated.ok());
+  CHECK(updated->version() == 2);
+  CHECK(s.runs->GetRun("r")->status() == v1::RUN_STATUS_STARTING);
+
+  // A writer holding the old version loses, and its events are not recorded.
+  v1::Run stale = *run;
+  stale.set_status(v1::RUN_STATUS_FAILED);
+  auto lost = s.runs->UpdateRun(stale, 1, {MakeRunEvent(v1::RUN_EVENT_TYPE_FAILED, "nope", 3)});
+  CHECK(absl::IsAborted(lost.status()));
+  CHECK(s.runs->GetRun("r")->status() == v1::RUN_STATUS_STARTING);
+  auto events = s.runs->ListEvents(run->id());
+  REQUIRE(events.ok());
+  REQUIRE(events->size() == 2);
+  CHECK((*events)[0].message() == "Run created");
+  CHECK((*events)[1].message() == "Run placed");
+  CHECK((*events)[0].id() < (*events)[1].id());
+
+  v1::Run ghost = MakeRun("ghost", 1);
+  CHECK(absl::IsNotFound(s.runs->UpdateRun(ghost, 1, {}).status()));
+}
+
+CONFORMANCE_CASE("runs: two writers never both move the same run") {
+  Stores s = FreshStores();
+  auto run = s.runs->CreateRun(MakeRun("contended", 1), {});
+  REQUIRE(run.ok());
+
+  // Eight schedulers race to start the same queued run from the same version: one wins.
+  std::atomic<int> winners = 0, aborted = 0;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      v1::Run mine = *run;
+      mine.set_status(v1::RUN_STATUS_STARTING);
+      mine.set_status_reason("placed by scheduler " + std::to_string(i));
+      auto r = s.runs->UpdateRun(mine, run->version(), {});
+      if (r.ok()) ++winners;
+      if (absl::IsAborted(r.status())) ++aborted;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(winners == 1);
+  CHECK(aborted == 7);
+
+  // Read-modify-write with retry on ABORTED never loses an increment.
+  threads.clear();
+  constexpr int kThreads = 4, kIncrements = 15;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      for (int n = 0; n < kIncrements;) {
+        auto cur = s.runs->GetRun("contended");
+        if (!cur.ok()) continue;
+        v1::Run next = *cur;
+        next.set_retries_used(cur->retries_used() + 1);
+        if (s.runs->UpdateRun(next, cur->version(), {}).ok()) ++n;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto final_run = s.runs->GetRun("contended");
+  REQUIRE(final_run.ok());
+  CHECK(final_run->retries_used() == kThreads * kIncrements);
+  CHECK(final_run->version() == 2 + kThreads * kIncrements);
+}
+
+CONFORMANCE_CASE("runs: attempts are upserted and listed in resumption order") {
+  Stores s = FreshStores();
+  auto run = s.runs->CreateRun(MakeRun("r", 1), {});
+  REQUIRE(run.ok());
+  for (int i : {1, 0}) {
+    v1::Attempt a;
+    a.set_run_id(run->id());
+    a.set_resumption_index(i);
+    a.set_status(v1::RUN_STATUS_RUNNING);
+    auto* n = a.add_nodes();
+    n->set_node_name("node-" + std::to_string(i));
+    n->add_gpu_indices(3);
+    REQUIRE(s.runs->PutAttempt(a).ok());
+  }
+  v1::Attempt ended;
+  ended.set_run_id(run->id());
+  ended.set_resumption_index(0);
+  ended.set_status(v1::RUN_STATUS_FAILED);
+  ended.set_end_reason(v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  ended.set_reason("node-0 lost");
+  REQUIRE(s.runs->PutAttempt(ended).ok());
+
+  auto attempts = s.runs->ListAttempts(run->id());
+  REQUIRE(attempts.ok());
+  REQUIRE(attempts->size() == 2);
+  CHECK((*attempts)[0].resumption_index() == 0);
+  CHECK((*attempts)[0].end_reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  CHECK((*attempts)[0].reason() == "node-0 lost");
+  CHECK((*attempts)[1].resumption_index() == 1);
+  CHECK((*attempts)[1].nodes(0).gpu_indices(0) == 3);
+
+  v1::Attempt orphan;
+  orphan.set_run_id("missing");
+  CHECK(absl::IsNotFound(s.runs->PutAttempt(orphan)));
+}
+
+CONFORMANCE_CASE("runs: events keep their order, details and paging") {
+  Stores s = FreshStores();
+  auto run = s.runs->CreateRun(MakeRun("r", 1), {});
+  REQUIRE(run.ok());
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    v1::RunEvent e = MakeRunEvent(v1::RUN_EVENT_TYPE_UPDATED, "event " + std::to_string(i), i);
+    e.set_run_id(run->id());
+    e.set_resumption_index(i / 2);
+    (*e.mutable_details())["n"] = std::to_string(i);
+    auto stored = s.runs->AppendEvent(e);
+    REQUIRE(stored.ok());
+    ids.push_back(stored->id());
+  }
+  CHECK(std::is_sorted(ids.begin(), ids.end()));
+  auto after = s.runs->ListEvents(run->id(), ids[1], 2);
+  REQUIRE(after.ok());
+  REQUIRE(after->size() == 2);
+  CHECK((*after)[0].message() == "event 2");
+  CHECK((*after)[0].details().at("n") == "2");
+  CHECK((*after)[0].resumption_index() == 1);
+  CHECK((*after)[1].id() == ids[3]);
+  CHECK(absl::FromUnixSeconds((*after)[1].time().seconds()) == T(3));
+
+  v1::RunEvent orphan = MakeRunEvent(v1::RUN_EVENT_TYPE_UPDATED, "x", 0);
+  orphan.set_run_id("missing");
+  CHECK(absl::IsNotFound(s.runs->AppendEvent(orphan).status()));
+}
+
+CONFORMANCE_CASE("runs: delete removes the run with its attempts and events") {
+  Stores s = FreshStores();
+  auto run = s.runs->CreateRun(MakeRun("r", 1),
+                               {MakeRunEvent(v1::RUN_EVENT_TYPE_CREATED, "Run created", 1)});
+  REQUIRE(run.ok());
+  REQUIRE(s.runs->CreateRun(MakeRun("keep", 2), {}).ok());
+  v1::Attempt a;
+  a.set_run_id(run->id());
+  REQUIRE(s.runs->PutAttempt(a).ok());
+
+  REQUIRE(s.runs->DeleteRun(run->id()).ok());
+  CHECK(absl::IsNotFound(s.runs->GetRun("r").status()));
+  CHECK(s.runs->ListAttempts(run->id())->empty());
+  CHECK(s.runs->ListEvents(run->id())->empty());
+  CHECK(s.runs->GetRun("keep").ok());
+  CHECK(absl::IsNotFound(s.runs->DeleteRun(run->id())));
+  // The name is free again.
+  CHECK(s.runs->CreateRun(MakeRun("r", 3), {}).ok());
+}
+
+}  // namespace
+}  // namespace tessera::store::conformance
