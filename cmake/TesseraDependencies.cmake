@@ -7,6 +7,7 @@ find_package(yaml-cpp REQUIRED)
 
 if(NOT TESSERA_FUZZ_ONLY)
   find_package(gRPC CONFIG REQUIRED)
+  find_package(OpenSSL REQUIRED)
   find_package(PkgConfig REQUIRED)
   pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET libpqxx)
   find_package(Boost REQUIRED COMPONENTS system)

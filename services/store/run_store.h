@@ -27,10 +27,12 @@ class RunStore {
   virtual absl::StatusOr<std::vector<v1::Run>> ListRuns(const v1::RunFilter& filter) = 0;
 
   // Compare-and-set: replaces the run only when its stored version is `expected_version`, and
-  // appends `events` in the same transaction. The stored run gets version + 1.
-  // ABORTED when another writer moved the run first; NOT_FOUND when it does not exist.
+  // appends `events` and upserts `attempts` in the same transaction. The stored run gets
+  // version + 1. ABORTED when another writer moved the run first; NOT_FOUND when it does not
+  // exist.
   virtual absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
-                                            const std::vector<v1::RunEvent>& events) = 0;
+                                            const std::vector<v1::RunEvent>& events,
+                                            const std::vector<v1::Attempt>& attempts = {}) = 0;
 
   // Removes the run with its attempts and events. NOT_FOUND when absent.
   virtual absl::Status DeleteRun(std::string_view id) = 0;
@@ -46,6 +48,10 @@ class RunStore {
   virtual absl::StatusOr<std::vector<v1::RunEvent>> ListEvents(std::string_view run_id,
                                                                int64_t after_id = 0,
                                                                int limit = 0) = 0;
+  // Events of every run with ids above `after_id`, oldest first, at most `limit` (0: all):
+  // what a watcher polls to follow every change.
+  virtual absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id,
+                                                                  int limit) = 0;
 };
 
 }  // namespace tessera::store

@@ -62,7 +62,8 @@ class MemoryRunStore final : public RunStore {
   }
 
   absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
-                                    const std::vector<v1::RunEvent>& events) override {
+                                    const std::vector<v1::RunEvent>& events,
+                                    const std::vector<v1::Attempt>& attempts) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
     auto it = db_->runs.find(run.id());
@@ -84,6 +85,7 @@ class MemoryRunStore final : public RunStore {
     stored.set_version(expected_version + 1);
     it->second = stored;
     for (const auto& e : events) AppendLocked(e, stored.id());
+    for (const auto& a : attempts) db_->attempts[{stored.id(), a.resumption_index()}] = a;
     return stored;
   }
 
@@ -136,6 +138,18 @@ class MemoryRunStore final : public RunStore {
     std::vector<v1::RunEvent> out;
     for (const auto& e : db_->run_events) {
       if (e.run_id() != run_id || e.id() <= after_id) continue;
+      out.push_back(e);
+      if (limit > 0 && static_cast<int>(out.size()) >= limit) break;
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id, int limit) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    std::vector<v1::RunEvent> out;
+    for (const auto& e : db_->run_events) {
+      if (e.id() <= after_id) continue;
       out.push_back(e);
       if (limit > 0 && static_cast<int>(out.size()) >= limit) break;
     }

@@ -95,7 +95,8 @@ class PgRunStore final : public RunStore {
   }
 
   absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
-                                    const std::vector<v1::RunEvent>& events) override {
+                                    const std::vector<v1::RunEvent>& events,
+                                    const std::vector<v1::Attempt>& attempts) override {
     v1::Run stored = run;
     stored.set_version(expected_version + 1);
     absl::Status st = pool_->Transact("updating a run", [&](pqxx::work& tx) -> absl::Status {
@@ -115,6 +116,7 @@ class PgRunStore final : public RunStore {
             absl::StrCat("run ", run.name(), " changed concurrently (version ",
                          current[0][0].as<int64_t>(), ", expected ", expected_version, ")"));
       }
+      for (const auto& a : attempts) UpsertAttempt(tx, stored.id(), a);
       return InsertEvents(tx, stored.id(), events);
     });
     if (absl::IsAlreadyExists(st)) {
@@ -141,10 +143,7 @@ class PgRunStore final : public RunStore {
       if (exists.empty()) {
         return absl::NotFoundError(absl::StrCat("run id ", attempt.run_id(), " not found"));
       }
-      tx.exec_params(
-          "INSERT INTO run_attempts (run_id, resumption_index, body) VALUES ($1, $2, $3)"
-          " ON CONFLICT (run_id, resumption_index) DO UPDATE SET body = EXCLUDED.body",
-          attempt.run_id(), attempt.resumption_index(), EncodeMessage(attempt));
+      UpsertAttempt(tx, attempt.run_id(), attempt);
       return absl::OkStatus();
     });
   }
@@ -205,7 +204,32 @@ class PgRunStore final : public RunStore {
     return out;
   }
 
+  absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id, int limit) override {
+    std::vector<v1::RunEvent> out;
+    absl::Status st = pool_->Transact("listing run events", [&](pqxx::work& tx) -> absl::Status {
+      for (const auto& row :
+           tx.exec_params("SELECT id, body FROM run_events WHERE id > $1 ORDER BY id"
+                          " LIMIT CASE WHEN $2 <= 0 THEN NULL ELSE $2 END",
+                          after_id, limit)) {
+        v1::RunEvent e;
+        if (auto s = DecodeMessage(row[1], &e); !s.ok()) return s;
+        e.set_id(row[0].as<int64_t>());
+        out.push_back(std::move(e));
+      }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
  private:
+  static void UpsertAttempt(pqxx::work& tx, const std::string& run_id, const v1::Attempt& attempt) {
+    tx.exec_params(
+        "INSERT INTO run_attempts (run_id, resumption_index, body) VALUES ($1, $2, $3)"
+        " ON CONFLICT (run_id, resumption_index) DO UPDATE SET body = EXCLUDED.body",
+        run_id, attempt.resumption_index(), EncodeMessage(attempt));
+  }
+
   absl::StatusOr<v1::Run> GetOne(const char* column, std::string_view key,
                                  const std::string& not_found) {
     v1::Run run;

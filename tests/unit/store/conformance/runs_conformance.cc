@@ -236,6 +236,43 @@ CONFORMANCE_CASE("runs: events keep their order, details and paging") {
   CHECK(absl::IsNotFound(s.runs->AppendEvent(orphan).status()));
 }
 
+CONFORMANCE_CASE("runs: an update upserts attempts in its transaction; all events list globally") {
+  Stores s = FreshStores();
+  auto a = s.runs->CreateRun(MakeRun("a", 1), {MakeRunEvent(v1::RUN_EVENT_TYPE_CREATED, "a created", 1)});
+  auto b = s.runs->CreateRun(MakeRun("b", 2), {MakeRunEvent(v1::RUN_EVENT_TYPE_CREATED, "b created", 2)});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  v1::Attempt attempt;
+  attempt.set_run_id(a->id());
+  attempt.set_resumption_index(0);
+  attempt.set_status(v1::RUN_STATUS_QUEUED);
+  v1::Run next = *a;
+  next.set_status(v1::RUN_STATUS_QUEUED);
+  next.set_resumption_index(0);
+  REQUIRE(s.runs->UpdateRun(next, 1, {MakeRunEvent(v1::RUN_EVENT_TYPE_QUEUED, "a queued", 3)},
+                            {attempt})
+              .ok());
+  // A losing compare-and-set writes no attempt either.
+  v1::Attempt other = attempt;
+  other.set_resumption_index(1);
+  CHECK(absl::IsAborted(s.runs->UpdateRun(next, 1, {}, {other}).status()));
+  auto attempts = s.runs->ListAttempts(a->id());
+  REQUIRE(attempts.ok());
+  REQUIRE(attempts->size() == 1);
+  CHECK((*attempts)[0].status() == v1::RUN_STATUS_QUEUED);
+
+  auto all = s.runs->ListAllEvents(0, 0);
+  REQUIRE(all.ok());
+  std::vector<std::string> messages;
+  for (const auto& e : *all) messages.push_back(e.message());
+  CHECK(messages == std::vector<std::string>{"a created", "b created", "a queued"});
+  auto tail = s.runs->ListAllEvents((*all)[0].id(), 1);
+  REQUIRE(tail.ok());
+  REQUIRE(tail->size() == 1);
+  CHECK((*tail)[0].message() == "b created");
+  CHECK((*tail)[0].run_id() == b->id());
+}
+
 CONFORMANCE_CASE("runs: delete removes the run with its attempts and events") {
   Stores s = FreshStores();
   auto run = s.runs->CreateRun(MakeRun("r", 1),

@@ -1,0 +1,109 @@
+#pragma once
+// The placement cycle: given the cluster (nodes and running allocations) and the queue, decide
+// which runs start where, which runs are preempted for them, and which nodes are held back.
+//
+//  - Order: priority (high > medium > low > lowest), then FIFO by creation time, then run id.
+//  - Gang placement: all of a run's nodes or none; a run's nodes are alike (one cluster, one GPU
+//    type, one node size) and schedulable (worker online, admin SCHEDULABLE, health not
+//    UNHEALTHY).
+//  - Preemption: a run that does not fit may evict preemptible runs of strictly lower priority
+//    (see preemption.h for how victims are chosen). The placement is reported with
+//    after_preemption set; the caller stops the victims and requeues them ("Run was preempted").
+//  - Backfill (EASY, without run-time estimates): the first run of a pool that can neither fit
+//    nor preempt reserves the nodes it will start on (those with the most free GPUs); later runs
+//    may start only on the pool's other nodes, so they never delay it. There are no duration
+//    estimates, so nothing may borrow reserved nodes "until the head's start time": a reserved
+//    node's idle GPUs stay idle until the head starts. Reservations last one cycle and are
+//    recomputed on the next.
+//  - Topology: a multi-node run goes under one switch if it can, else one rack, else across as
+//    few switches as possible; node ranks follow (cluster, gpu type, switch, rack, name) order.
+//  - Determinism: the decision depends only on the contents of the inputs, not on their order.
+//
+// The Placer keeps its state between cycles: placements and preemptions it decides are applied
+// to it, and the caller reports runs that end (Release) and nodes that change state (a node
+// added to or removed from the inventory needs a new Placer). A cycle costs O(Q) to order a
+// queue that is nearly in order (O(Q log Q) at worst, see queue_order.h), then per run
+// O(pools x GPUs per node) to decide it cannot fit, O(log nodes + nodes placed x GPUs per node)
+// to place it; once nothing is free and no preemption is possible for the remaining priorities
+// the rest of the queue is not examined. Only a preemption search visits a pool's nodes one by
+// one, with per-node summaries and a pool-wide lower bound that cut the scan short.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "scheduler/placement/allocations.h"
+#include "scheduler/placement/capacity_index.h"
+#include "scheduler/placement/request_shape.h"
+#include "scheduler/placement/types.h"
+
+namespace tessera::scheduler {
+
+// How long one queued run's decision took (benchmarks).
+struct DecisionTiming {
+  size_t queue_index = 0;
+  int64_t nanos = 0;
+};
+
+struct PlaceOptions {
+  // Start time recorded for runs placed in this cycle (victim choice prefers the newest).
+  int64_t now_micros = 0;
+  // When set, receives the time of each examined run's decision, in examination order (runs
+  // left unexamined once the cluster is full are not timed).
+  std::vector<DecisionTiming>* timings = nullptr;
+};
+
+class Placer {
+ public:
+  explicit Placer(const ClusterState& state);
+
+  // One placement cycle over `queue` (in any order). Applies its placements and preemptions to
+  // the Placer's state; reservations end with the cycle.
+  PlacementDecision PlaceQueue(const std::vector<QueuedRun>& queue,
+                               const PlaceOptions& options = {});
+
+  // A run ended (completed, failed, stopped), or a decided placement could not be carried out:
+  // its units are free again. Returns false when it held nothing (runs preempted by PlaceQueue
+  // are already released).
+  bool Release(absl::string_view run_id);
+  // A node was cordoned, drained, lost or marked unhealthy (false), or came back (true). Its
+  // running allocations stay; it receives nothing new while unschedulable.
+  bool SetNodeSchedulable(absl::string_view node, bool schedulable);
+
+  // Introspection (tests, the queue view): free units on a node (-1 when unknown), and
+  // whether a run holds resources.
+  int FreeUnits(absl::string_view node) const;
+  bool IsPlaced(absl::string_view run_id) const;
+  const CapacityIndex& capacity() const { return capacity_; }
+
+ private:
+  struct Candidate {
+    uint32_t pool;
+    Shape shape;
+  };
+  struct Cycle;
+
+  // Decides one run; returns true when placed, else sets *reason.
+  bool PlaceRun(Cycle& cycle, const QueuedRun& run, WaitReason* reason);
+  bool PlaceNamed(Cycle& cycle, const QueuedRun& run, WaitReason* reason);
+  void CollectCandidates(const ResourceRequest& request);
+  bool TryPreempt(Cycle& cycle, const QueuedRun& run, const Candidate& candidate,
+                  const std::vector<uint32_t>* explicit_nodes);
+  void Commit(Cycle& cycle, const QueuedRun& run, const Candidate& candidate,
+              const std::vector<uint32_t>& nodes, bool after_preemption);
+  void Reserve(Cycle& cycle, const QueuedRun& run, uint32_t pool,
+               const std::vector<uint32_t>& nodes);
+  bool PreemptionKnownToFail(const Cycle& cycle, const Candidate& candidate,
+                             Priority priority) const;
+  void RememberPreemptionFailure(Cycle& cycle, const Candidate& candidate, Priority priority);
+
+  CapacityIndex capacity_;
+  Allocations allocations_;
+  // Scratch buffers reused across runs.
+  std::vector<Candidate> candidates_;
+  std::vector<uint32_t> nodes_;
+  std::vector<uint32_t> victims_;
+};
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,155 @@
+// The SchedulerService API: the node inventory, the queue and the submit-time fit check.
+#include "absl/strings/str_cat.h"
+#include "scheduler/placement/placer.h"
+#include "scheduler/placement/proto_convert.h"
+#include "scheduler/placement/validate.h"
+#include "scheduler/service/scheduler_core.h"
+#include "services/common/rpc.h"
+#include "services/common/status_util.h"
+
+namespace tessera::scheduler {
+namespace {
+
+absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string>& labels) {
+  for (const auto& [k, v] : labels) {
+    if (k.empty() || k.size() > 63) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("labels: key \"", k, "\" must have 1 to 63 characters"));
+    }
+    if (v.size() > 253) {
+      return absl::InvalidArgumentError(absl::StrCat("labels.", k, ": at most 253 characters"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SchedulerCore::ListNodes(const Who&, const v1::ListNodesRequest& req,
+                                      v1::ListNodesResponse* resp) {
+  if (req.filter().limit() < 0)
+    return absl::InvalidArgumentError("filter.limit: must not be negative");
+  auto nodes = nodes_->ListNodes(req.filter());
+  if (!nodes.ok()) return nodes.status();
+  for (auto& n : *nodes) *resp->add_nodes() = std::move(n);
+  return absl::OkStatus();
+}
+
+absl::Status SchedulerCore::GetNode(const Who& who, const v1::GetNodeRequest& req,
+                                    v1::GetNodeResponse* resp) {
+  if (req.name().empty()) return absl::InvalidArgumentError("name: required");
+  auto node = nodes_->GetNode(req.name());
+  if (!node.ok()) return node.status();
+  *resp->mutable_node() = *std::move(node);
+  auto active = runs_->ListRuns(
+      {v1::RUN_STATUS_STARTING, v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING});
+  if (!active.ok()) return active.status();
+  for (const auto& run : *active) {
+    if (!who.may_act_for(run.user())) continue;
+    for (const auto& n : run.nodes()) {
+      if (n.node_name() == req.name()) {
+        resp->add_run_names(run.name());
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SchedulerCore::SetNodeLabels(const Who& who, const v1::SetNodeLabelsRequest& req,
+                                          v1::SetNodeLabelsResponse* resp) {
+  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "labelling a node"));
+  if (req.name().empty()) return absl::InvalidArgumentError("name: required");
+  TESSERA_RETURN_IF_ERROR(ValidateLabels(req.labels()));
+  for (int i = 0; i < 20; ++i) {
+    auto node = nodes_->GetNode(req.name());
+    if (!node.ok()) return node.status();
+    v1::Node next = *node;
+    for (const auto& [k, v] : req.labels()) {
+      if (v.empty()) {
+        next.mutable_labels()->erase(k);
+      } else {
+        (*next.mutable_labels())[k] = v;
+      }
+    }
+    auto updated = nodes_->UpdateNode(next, node->version(), {});
+    if (absl::IsAborted(updated.status())) continue;
+    if (!updated.ok()) return updated.status();
+    *resp->mutable_node() = *std::move(updated);
+    return absl::OkStatus();
+  }
+  return absl::AbortedError("the node is changing too often; try again");
+}
+
+absl::Status SchedulerCore::RemoveNode(const Who& who, const v1::RemoveNodeRequest& req,
+                                       v1::RemoveNodeResponse*) {
+  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "removing a node"));
+  auto node = nodes_->GetNode(req.name());
+  if (!node.ok()) return node.status();
+  if (node->liveness() == v1::NODE_LIVENESS_ONLINE) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", req.name(),
+                     " is online; stop its worker (or wait for its lease to expire) first"));
+  }
+  return nodes_->DeleteNode(req.name());
+}
+
+absl::Status SchedulerCore::GetQueue(const Who& who, const v1::GetQueueRequest& req,
+                                     v1::GetQueueResponse* resp) {
+  if (req.limit() < 0) return absl::InvalidArgumentError("limit: must not be negative");
+  auto queued = runs_->ListRuns({v1::RUN_STATUS_QUEUED});
+  if (!queued.ok()) return queued.status();
+  auto active = runs_->ListRuns(
+      {v1::RUN_STATUS_STARTING, v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING});
+  if (!active.ok()) return active.status();
+  auto nodes = nodes_->ListNodes({});
+  if (!nodes.ok()) return nodes.status();
+  // A dry run of the next cycle tells each queued run's position and why it waits.
+  ClusterState state;
+  for (const auto& n : *nodes) state.nodes.push_back(NodeInfoFromProto(n));
+  for (const auto& r : *active) {
+    v1::Attempt a;
+    a.set_run_id(r.id());
+    a.set_resumption_index(r.resumption_index());
+    *a.mutable_nodes() = r.nodes();
+    if (r.nodes_size() > 0) state.running.push_back(AllocationFromProto(r, a));
+  }
+  std::vector<QueuedRun> queue;
+  std::vector<const v1::Run*> runs;
+  for (const auto& r : *queued) {
+    if (!req.cluster().empty() && r.spec().compute().cluster() != req.cluster()) continue;
+    queue.push_back(QueuedRunFromProto(r));
+    runs.push_back(&r);
+  }
+  Placer placer(state);
+  const PlacementDecision decision = placer.PlaceQueue(queue);
+  std::map<std::string, size_t> index_of;
+  for (size_t i = 0; i < queue.size(); ++i) index_of[queue[i].run_id] = i;
+  int position = 0;
+  auto add = [&](size_t i, const std::string& why) {
+    if (req.limit() > 0 && resp->entries_size() >= req.limit()) return;
+    v1::QueueEntry* e = resp->add_entries();
+    *e->mutable_run() = *runs[i];
+    if (!who.may_act_for(runs[i]->user())) {
+      // Other users' runs show their place in the queue, not their details.
+      e->mutable_run()->clear_spec();
+      e->mutable_run()->set_name("(another user's run)");
+    }
+    e->set_position(position++);
+    e->set_waiting_reason(why);
+  };
+  for (const auto& p : decision.placements) add(index_of[p.run_id], "placed in the next cycle");
+  for (const auto& w : decision.waiting) add(w.queue_index, WaitReasonName(w.reason));
+  return absl::OkStatus();
+}
+
+absl::Status SchedulerCore::CheckFit(const Who&, const v1::CheckFitRequest& req,
+                                     v1::CheckFitResponse*) {
+  auto nodes = nodes_->ListNodes({});
+  if (!nodes.ok()) return nodes.status();
+  std::vector<NodeInfo> infos;
+  for (const auto& n : *nodes) infos.push_back(NodeInfoFromProto(n));
+  return ValidateFits(RequestFromProto(req.compute()), Inventory(infos));
+}
+
+}  // namespace tessera::scheduler

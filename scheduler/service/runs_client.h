@@ -1,0 +1,30 @@
+#pragma once
+// The scheduler's view of the run manager: it reads the queue and reports what happens to
+// attempts, only through the run manager's API.
+
+#include <grpcpp/channel.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "services/common/channel_ref.h"
+#include "tessera/v1/runs.grpc.pb.h"
+
+namespace tessera::scheduler {
+
+class RunsClient {
+ public:
+  virtual ~RunsClient() = default;
+  virtual absl::StatusOr<std::vector<v1::Run>> ListRuns(
+      const std::vector<v1::RunStatus>& statuses) = 0;
+  virtual absl::StatusOr<v1::Run> RecordAttempt(const v1::Attempt& attempt) = 0;
+  virtual absl::Status ReportProgress(const v1::ReportProgressRequest& request) = 0;
+};
+
+// Over gRPC with a system API key.
+std::shared_ptr<RunsClient> MakeGrpcRunsClient(std::shared_ptr<ChannelRef> channel,
+                                               std::string system_key);
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,85 @@
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <mutex>
+
+#include "scheduler/service/scheduler_service.h"
+
+namespace tessera::scheduler {
+
+grpc::Status WorkerControlService::Connect(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderWriter<v1::ControlMessage, v1::WorkerMessage>* stream) {
+  auto who = auth_->Authenticate(*ctx);
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (auto st = RequireSystem(*who, "the worker control stream"); !st.ok()) return ToGrpcStatus(st);
+  if (!is_leader_()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "this scheduler instance is a standby; connect to the leader");
+  }
+  v1::WorkerMessage first;
+  if (!stream->Read(&first)) return grpc::Status::OK;
+  if (!first.has_register_()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first message on the control stream must be register");
+  }
+  const std::string node = first.register_().node().name();
+  // gRPC allows one Write at a time on a stream; the scheduler's cycle and this thread both
+  // write, so writes go through one mutex.
+  auto write_mu = std::make_shared<std::mutex>();
+  auto write = [stream, write_mu](const v1::ControlMessage& m) {
+    std::lock_guard<std::mutex> lock(*write_mu);
+    return stream->Write(m);
+  };
+  // Attach before registering so that orphan stops decided during registration reach it.
+  const uint64_t token = workers_->Attach(node, write);
+  auto registered = core_->RegisterWorker(first.register_());
+  if (!registered.ok()) {
+    workers_->Detach(node, token);
+    return ToGrpcStatus(registered.status());
+  }
+  v1::ControlMessage reply;
+  *reply.mutable_registered() = *registered;
+  write(reply);
+
+  grpc::Status result = grpc::Status::OK;
+  v1::WorkerMessage msg;
+  while (stream->Read(&msg)) {
+    absl::Status st;
+    switch (msg.body_case()) {
+      case v1::WorkerMessage::kHeartbeat: {
+        auto renewed = core_->Heartbeat(node, msg.heartbeat());
+        if (renewed.ok()) {
+          v1::ControlMessage m;
+          *m.mutable_lease_renewed() = *renewed;
+          write(m);
+        }
+        st = renewed.status();
+        break;
+      }
+      case v1::WorkerMessage::kAttemptUpdate:
+        st = core_->OnAttemptUpdate(node, msg.attempt_update());
+        break;
+      case v1::WorkerMessage::kProgress:
+        st = core_->OnProgress(node, msg.progress());
+        break;
+      case v1::WorkerMessage::kAck:
+        if (!msg.ack().ok()) {
+          spdlog::warn("node {} could not carry out {}: {}", node, msg.ack().command_id(),
+                       msg.ack().error());
+        }
+        break;
+      default:
+        st = absl::InvalidArgumentError("unexpected message on the control stream");
+    }
+    if (absl::IsFailedPrecondition(st) || absl::IsInvalidArgument(st)) {
+      result = ToGrpcStatus(st);  // the worker must start over (register again)
+      break;
+    }
+    if (!st.ok()) spdlog::warn("control stream of node {}: {}", node, st.ToString());
+  }
+  workers_->Detach(node, token);
+  return result;
+}
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,128 @@
+#include "services/common/service_host.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "services/common/metrics/grpc_interceptor.h"
+
+namespace tessera {
+
+void AddHostFlags(CLI::App& app, HostOptions& options) {
+  app.add_option("--grpc-listen", options.grpc_listen, "host:port for the gRPC API (port 0: any)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", options.metrics_listen,
+                 "host:port for /metrics and /healthz (port 0: any)")
+      ->capture_default_str();
+  app.add_option("--log-level", options.log_level, "trace|debug|info|warn|error")
+      ->capture_default_str();
+}
+
+absl::Status ConfigureLogging(const std::string& level) {
+  const auto parsed = spdlog::level::from_str(level);
+  if (parsed == spdlog::level::off && level != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("--log-level: unknown level \"", level,
+                                                   "\" (trace, debug, info, warn, error, off)"));
+  }
+  spdlog::set_level(parsed);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%n] %v");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(const std::string& flag,
+                                                               const std::string& value) {
+  const auto colon = value.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(value.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": expected host:port with a port from 0 to 65535, got \"", value, "\""));
+  }
+  std::string host = value.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return std::make_pair(host, port);
+}
+
+absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
+    const HostOptions& options, const std::vector<grpc::Service*>& services,
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors) {
+  auto grpc_addr = ParseListenAddress("--grpc-listen", options.grpc_listen);
+  if (!grpc_addr.ok()) return grpc_addr.status();
+  auto metrics_addr = ParseListenAddress("--metrics-listen", options.metrics_listen);
+  if (!metrics_addr.ok()) return metrics_addr.status();
+
+  std::unique_ptr<ServiceHost> host(new ServiceHost());
+  auto endpoint = metrics::MetricsEndpoint::Start(metrics_addr->first,
+                                                  static_cast<uint16_t>(metrics_addr->second));
+  if (!endpoint.ok()) return endpoint.status();
+  host->endpoint_ = *std::move(endpoint);
+
+  auto metrics_factory = metrics::MakeMetricsInterceptorFactory();
+  if (!metrics_factory.ok()) return metrics_factory.status();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> all;
+  all.push_back(*std::move(metrics_factory));
+  for (auto& i : interceptors) all.push_back(std::move(i));
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.grpc_listen, grpc::InsecureServerCredentials(),
+                           &host->grpc_port_);
+  for (grpc::Service* s : services) builder.RegisterService(s);
+  builder.experimental().SetInterceptorCreators(std::move(all));
+  host->server_ = builder.BuildAndStart();
+  if (!host->server_ || host->grpc_port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("--grpc-listen: cannot listen on ",
+                                               options.grpc_listen,
+                                               " (address in use or not local?)"));
+  }
+  spdlog::info("serving gRPC on {}:{}, metrics on http://{}:{}/metrics", grpc_addr->first,
+               host->grpc_port_, metrics_addr->first, host->metrics_port());
+  return host;
+}
+
+ServiceHost::~ServiceHost() { Shutdown(); }
+
+int ServiceHost::metrics_port() const { return endpoint_ ? endpoint_->port() : 0; }
+
+std::shared_ptr<grpc::Channel> ServiceHost::InProcessChannel() {
+  return server_->InProcessChannel(grpc::ChannelArguments());
+}
+
+void ServiceHost::Shutdown() {
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    server_->Wait();
+    server_.reset();
+  }
+  endpoint_.reset();
+}
+
+namespace {
+sigset_t TerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+}  // namespace
+
+void BlockTerminationSignals() {
+  const sigset_t set = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void ServiceHost::RunUntilSignal() {
+  const sigset_t set = TerminationSignals();
+  int sig = 0;
+  sigwait(&set, &sig);
+  spdlog::info("received signal {}, shutting down", sig);
+  Shutdown();
+}
+
+}  // namespace tessera

@@ -1,0 +1,42 @@
+#pragma once
+// The gRPC adapter of CordonHandler.
+
+#include "services/common/rpc.h"
+#include "services/cordon/cordon_handler.h"
+
+namespace tessera::cordon {
+
+class CordonService final : public v1::CordonService::Service {
+ public:
+  CordonService(std::shared_ptr<CordonHandler> handler, std::shared_ptr<auth::Authenticator> auth,
+                absl::Duration watch_poll_interval = absl::Milliseconds(200))
+      : h_(std::move(handler)), auth_(std::move(auth)), poll_(watch_poll_interval) {}
+
+#define TESSERA_CORDON_RPC(Method)                                                         \
+  grpc::Status Method(grpc::ServerContext* ctx, const v1::Method##Request* req,            \
+                      v1::Method##Response* resp) override {                               \
+    return Serve(*auth_, ctx,                                                              \
+                 [&](const auth::Principal& who) { return h_->Method(who, *req, resp); }); \
+  }
+  TESSERA_CORDON_RPC(CordonNode)
+  TESSERA_CORDON_RPC(UncordonNode)
+  TESSERA_CORDON_RPC(DrainNode)
+  TESSERA_CORDON_RPC(ListNodeEvents)
+#undef TESSERA_CORDON_RPC
+
+  grpc::Status WatchNodeEvents(grpc::ServerContext* ctx, const v1::WatchNodeEventsRequest* req,
+                               grpc::ServerWriter<v1::NodeEvent>* writer) override {
+    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
+      return h_->WatchNodeEvents(
+          who, *req, [&](const v1::NodeEvent& e) { return writer->Write(e); },
+          [&] { return ctx->IsCancelled(); }, poll_);
+    });
+  }
+
+ private:
+  std::shared_ptr<CordonHandler> h_;
+  std::shared_ptr<auth::Authenticator> auth_;
+  absl::Duration poll_;
+};
+
+}  // namespace tessera::cordon

@@ -1,0 +1,25 @@
+#pragma once
+// Asks the scheduler whether a compute request can ever be placed on its cluster.
+
+#include <grpcpp/channel.h>
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "services/common/channel_ref.h"
+#include "tessera/v1/scheduler.grpc.pb.h"
+
+namespace tessera::runs {
+
+class FitChecker {
+ public:
+  virtual ~FitChecker() = default;
+  // OK, INVALID_ARGUMENT naming the field, or UNAVAILABLE when the scheduler cannot answer.
+  virtual absl::Status CheckFit(const v1::ComputeSpec& compute) = 0;
+};
+
+// Over the scheduler's gRPC API, authenticating with `system_key`.
+std::shared_ptr<FitChecker> MakeGrpcFitChecker(std::shared_ptr<ChannelRef> channel,
+                                               std::string system_key);
+
+}  // namespace tessera::runs

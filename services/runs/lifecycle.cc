@@ -1,0 +1,298 @@
+#include "services/runs/lifecycle.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/common/status_util.h"
+
+namespace tessera::runs {
+namespace {
+
+// Position of a status along an attempt's life; terminal statuses share the last place.
+int Rank(v1::RunStatus s) {
+  switch (s) {
+    case v1::RUN_STATUS_PENDING:
+      return 0;
+    case v1::RUN_STATUS_QUEUED:
+      return 1;
+    case v1::RUN_STATUS_STARTING:
+      return 2;
+    case v1::RUN_STATUS_RUNNING:
+      return 3;
+    case v1::RUN_STATUS_TERMINATING:
+      return 4;
+    case v1::RUN_STATUS_COMPLETED:
+    case v1::RUN_STATUS_STOPPED:
+    case v1::RUN_STATUS_FAILED:
+      return 5;
+    default:
+      return -1;
+  }
+}
+
+bool IsSystemFailure(v1::AttemptEndReason r) {
+  return r == v1::ATTEMPT_END_REASON_NODE_FAILURE || r == v1::ATTEMPT_END_REASON_GPU_FAULT ||
+         r == v1::ATTEMPT_END_REASON_HANG || r == v1::ATTEMPT_END_REASON_STRAGGLER;
+}
+
+std::string NodeList(const v1::Attempt& a) {
+  std::vector<std::string> names;
+  for (const auto& n : a.nodes()) names.push_back(n.node_name());
+  return absl::StrJoin(names, ", ");
+}
+
+std::string FailureMessage(const v1::Attempt& a) {
+  const std::string node = a.first_failed_node().empty() ? "" : a.first_failed_node();
+  switch (a.end_reason()) {
+    case v1::ATTEMPT_END_REASON_GPU_FAULT:
+      return absl::StrCat("Run was stopped due to a GPU fault", node.empty() ? "" : " on ", node);
+    case v1::ATTEMPT_END_REASON_HANG:
+      return absl::StrCat("Run was stopped because it hung", a.reason().empty() ? "" : ": ",
+                          a.reason());
+    case v1::ATTEMPT_END_REASON_STRAGGLER:
+      return absl::StrCat("Run was stopped because of a straggler node", node.empty() ? "" : " ",
+                          node);
+    default:
+      return absl::StrCat("Run was stopped due to node failure", node.empty() ? "" : " (", node,
+                          node.empty() ? "" : ")");
+  }
+}
+
+int FirstExitCode(const v1::Attempt& a) {
+  for (const auto& e : a.rank_exits()) {
+    if (e.rank() == a.first_failed_rank() && (e.exit_code() != 0 || e.signal() != 0)) {
+      return e.signal() != 0 ? 128 + e.signal() : e.exit_code();
+    }
+  }
+  for (const auto& e : a.rank_exits()) {
+    if (e.exit_code() != 0) return e.exit_code();
+    if (e.signal() != 0) return 128 + e.signal();
+  }
+  return 1;
+}
+
+v1::Attempt NextAttempt(const v1::Run& run, int index, absl::Time now) {
+  v1::Attempt next;
+  next.set_run_id(run.id());
+  next.set_resumption_index(index);
+  next.set_status(v1::RUN_STATUS_QUEUED);
+  *next.mutable_created_at() = ToProtoTime(now);
+  next.set_first_failed_rank(-1);
+  return next;
+}
+
+void Finish(v1::Run& run, v1::RunStatus status, const std::string& reason, absl::Time now) {
+  run.set_status(status);
+  run.set_status_reason(reason);
+  *run.mutable_ended_at() = ToProtoTime(now);
+}
+
+}  // namespace
+
+bool IsTerminal(v1::RunStatus s) {
+  return s == v1::RUN_STATUS_COMPLETED || s == v1::RUN_STATUS_STOPPED || s == v1::RUN_STATUS_FAILED;
+}
+
+bool IsActive(v1::RunStatus s) {
+  return s == v1::RUN_STATUS_STARTING || s == v1::RUN_STATUS_RUNNING ||
+         s == v1::RUN_STATUS_TERMINATING;
+}
+
+int RetryLimit(const v1::RunSpec& spec) {
+  if (spec.scheduling().has_max_retries()) return spec.scheduling().max_retries();
+  return spec.scheduling().retry_on_system_failure() ? 10 : 0;
+}
+
+v1::RunEvent MakeEvent(const v1::Run& run, v1::RunEventType type, std::string message,
+                       absl::Time now) {
+  v1::RunEvent e;
+  e.set_run_id(run.id());
+  e.set_resumption_index(run.resumption_index());
+  e.set_type(type);
+  e.set_message(std::move(message));
+  *e.mutable_time() = ToProtoTime(now);
+  return e;
+}
+
+absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
+                                              const std::optional<v1::Attempt>& current,
+                                              const v1::Attempt& update, absl::Time now) {
+  if (Rank(update.status()) < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attempt.status: ", v1::RunStatus_Name(update.status()), " is not an attempt state"));
+  }
+  Transition t{run, {}, {}, true};
+  v1::Run& r = t.run;
+  *r.mutable_updated_at() = ToProtoTime(now);
+
+  // Admission of a new attempt: PENDING run, next resumption index.
+  if (update.status() == v1::RUN_STATUS_QUEUED) {
+    if (current && current->resumption_index() == update.resumption_index()) {
+      t.changed = false;  // already admitted
+      return t;
+    }
+    if (run.status() != v1::RUN_STATUS_PENDING ||
+        update.resumption_index() != run.resumption_index() + 1) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "run ", run.name(), " is ", v1::RunStatus_Name(run.status()), " at resumption ",
+          run.resumption_index(), "; cannot queue attempt ", update.resumption_index()));
+    }
+    r.set_status(v1::RUN_STATUS_QUEUED);
+    r.set_resumption_index(update.resumption_index());
+    t.attempts.push_back(NextAttempt(r, update.resumption_index(), now));
+    t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_QUEUED, "Run queued", now));
+    return t;
+  }
+
+  if (!current || current->resumption_index() != update.resumption_index() ||
+      update.resumption_index() != run.resumption_index()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run.name(), " is at resumption ", run.resumption_index(),
+                     "; the report for resumption ", update.resumption_index(), " is stale"));
+  }
+  if (Rank(update.status()) < Rank(current->status())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("attempt ", update.resumption_index(), " of run ", run.name(), " is already ",
+                     v1::RunStatus_Name(current->status()), "; cannot go back to ",
+                     v1::RunStatus_Name(update.status())));
+  }
+  if (update.status() == current->status() || IsTerminal(current->status())) {
+    t.changed = false;  // a repeated report
+    return t;
+  }
+
+  v1::Attempt a = *current;
+  a.set_status(update.status());
+  switch (update.status()) {
+    case v1::RUN_STATUS_STARTING: {
+      *a.mutable_nodes() = update.nodes();
+      a.set_master_addr(update.master_addr());
+      a.set_master_port(update.master_port());
+      r.set_pending_seconds(r.pending_seconds() +
+                            absl::ToDoubleSeconds(now - FromProtoTime(current->created_at())));
+      if (run.status() == v1::RUN_STATUS_QUEUED) r.set_status(v1::RUN_STATUS_STARTING);
+      *r.mutable_nodes() = update.nodes();
+      t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_PLACED,
+                                   absl::StrCat("Run placed on ", NodeList(a)), now));
+      break;
+    }
+    case v1::RUN_STATUS_RUNNING: {
+      *a.mutable_started_at() = ToProtoTime(now);
+      a.set_resumed_from_step(update.resumed_from_step());
+      if (!r.has_started_at()) *r.mutable_started_at() = ToProtoTime(now);
+      if (run.status() == v1::RUN_STATUS_STARTING) r.set_status(v1::RUN_STATUS_RUNNING);
+      t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_STARTED, "Run started", now));
+      break;
+    }
+    case v1::RUN_STATUS_TERMINATING:
+      break;    // the run is already TERMINATING (stop) or the scheduler is ending the attempt
+    default: {  // the attempt ended
+      *a.mutable_ended_at() = ToProtoTime(now);
+      a.set_end_reason(update.end_reason());
+      a.set_detection_method(update.detection_method());
+      a.set_reason(update.reason());
+      *a.mutable_rank_exits() = update.rank_exits();
+      a.set_first_failed_rank(update.first_failed_rank());
+      a.set_first_failed_node(update.first_failed_node());
+      a.set_last_step(std::max(a.last_step(), update.last_step()));
+      if (a.has_started_at()) {
+        r.set_running_seconds(r.running_seconds() +
+                              absl::ToDoubleSeconds(now - FromProtoTime(a.started_at())));
+      }
+      const auto reason = update.end_reason();
+      if (reason == v1::ATTEMPT_END_REASON_SUCCEEDED) {
+        Finish(r, v1::RUN_STATUS_COMPLETED, "", now);
+        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_COMPLETED, "Run completed", now));
+      } else if (run.stop_requested() || reason == v1::ATTEMPT_END_REASON_STOPPED ||
+                 reason == v1::ATTEMPT_END_REASON_MAX_DURATION) {
+        std::string why = r.status_reason().empty() ? update.reason() : r.status_reason();
+        if (reason == v1::ATTEMPT_END_REASON_MAX_DURATION && why.empty()) {
+          why = "it exceeded its max_duration";
+        }
+        Finish(r, v1::RUN_STATUS_STOPPED, why, now);
+        t.events.push_back(
+            MakeEvent(r, v1::RUN_EVENT_TYPE_STOPPED,
+                      why.empty() ? "Run stopped" : absl::StrCat("Run stopped: ", why), now));
+      } else if (reason == v1::ATTEMPT_END_REASON_USER_EXIT ||
+                 reason == v1::ATTEMPT_END_REASON_UNSPECIFIED) {
+        const int code = FirstExitCode(update);
+        Finish(r, v1::RUN_STATUS_FAILED, absl::StrCat("exit code ", code), now);
+        t.events.push_back(
+            MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED,
+                      absl::StrCat("Run failed with exit code ", code,
+                                   update.first_failed_node().empty() ? "" : " (rank ",
+                                   update.first_failed_node().empty()
+                                       ? ""
+                                       : absl::StrCat(update.first_failed_rank(), " on ",
+                                                      update.first_failed_node(), ")")),
+                      now));
+      } else if (reason == v1::ATTEMPT_END_REASON_PREEMPTED) {
+        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_PREEMPTED, "Run was preempted", now));
+        r.set_status(v1::RUN_STATUS_QUEUED);
+        r.set_resumption_index(run.resumption_index() + 1);
+        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED,
+                                     "Run placed back in the scheduling queue", now));
+      } else if (IsSystemFailure(reason)) {
+        t.events.push_back(
+            MakeEvent(r, v1::RUN_EVENT_TYPE_NODE_FAILURE, FailureMessage(update), now));
+        const int limit = RetryLimit(run.spec());
+        if (run.retries_used() < limit) {
+          r.set_retries_used(run.retries_used() + 1);
+          r.set_status(v1::RUN_STATUS_QUEUED);
+          r.set_resumption_index(run.resumption_index() + 1);
+          t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED,
+                                       "Run placed back in the scheduling queue", now));
+        } else {
+          const std::string why =
+              limit == 0 ? "a system failure and retry_on_system_failure is off"
+                         : absl::StrCat("a system failure after all ", limit, " retries");
+          Finish(r, v1::RUN_STATUS_FAILED, why, now);
+          t.events.push_back(
+              MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED, absl::StrCat("Run failed: ", why), now));
+        }
+      }
+      break;
+    }
+  }
+  t.attempts.insert(t.attempts.begin(), a);
+  if (r.status() == v1::RUN_STATUS_QUEUED && r.resumption_index() > run.resumption_index()) {
+    r.clear_nodes();  // requeued: the next attempt gets new nodes
+    t.attempts.push_back(NextAttempt(r, r.resumption_index(), now));
+  }
+  return t;
+}
+
+Transition RequestStop(const v1::Run& run, const std::optional<v1::Attempt>& current,
+                       const std::string& actor, const std::string& reason, absl::Time now) {
+  Transition t{run, {}, {}, true};
+  v1::Run& r = t.run;
+  if (IsTerminal(run.status()) || run.status() == v1::RUN_STATUS_TERMINATING) {
+    t.changed = false;
+    return t;
+  }
+  *r.mutable_updated_at() = ToProtoTime(now);
+  r.set_stop_requested(true);
+  const std::string why =
+      reason.empty() ? absl::StrCat("stopped by ", actor) : absl::StrCat(reason, " (", actor, ")");
+  r.set_status_reason(why);
+  if (IsActive(run.status())) {
+    r.set_status(v1::RUN_STATUS_TERMINATING);
+    t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_STOP_REQUESTED,
+                                 absl::StrCat("Stop requested: ", why), now));
+    return t;
+  }
+  Finish(r, v1::RUN_STATUS_STOPPED, why, now);
+  if (current && !IsTerminal(current->status())) {
+    v1::Attempt a = *current;
+    a.set_status(v1::RUN_STATUS_STOPPED);
+    a.set_end_reason(v1::ATTEMPT_END_REASON_STOPPED);
+    a.set_detection_method(v1::DETECTION_METHOD_OPERATOR);
+    a.set_reason(why);
+    *a.mutable_ended_at() = ToProtoTime(now);
+    t.attempts.push_back(a);
+  }
+  t.events.push_back(
+      MakeEvent(r, v1::RUN_EVENT_TYPE_STOPPED, absl::StrCat("Run stopped: ", why), now));
+  return t;
+}
+
+}  // namespace tessera::runs

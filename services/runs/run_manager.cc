@@ -1,0 +1,399 @@
+#include "services/runs/run_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "absl/random/distributions.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/common/rpc.h"
+#include "services/common/status_util.h"
+#include "services/runs/describe.h"
+#include "services/runs/spec/run_spec_parser.h"
+#include "services/store/filters.h"
+
+namespace tessera::runs {
+namespace {
+
+constexpr int kMaxCasRetries = 20;
+constexpr int kMaxListLimit = 10'000;
+
+absl::Status ValidateFilter(const v1::RunFilter& f) {
+  if (f.limit() < 0 || f.limit() > kMaxListLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("filter.limit: must be between 0 and ", kMaxListLimit, ", got ", f.limit()));
+  }
+  for (const auto& g : f.name_globs()) {
+    if (g.empty() || g.size() > 128) {
+      return absl::InvalidArgumentError("filter.name_globs: a glob must have 1 to 128 characters");
+    }
+  }
+  for (int s : f.statuses()) {
+    if (!v1::RunStatus_IsValid(s) || s == v1::RUN_STATUS_UNSPECIFIED) {
+      return absl::InvalidArgumentError(absl::StrCat("filter.statuses: unknown status ", s));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireName(const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("name: required");
+  if (name.size() > 128) return absl::InvalidArgumentError("name: at most 128 characters");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
+                       std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
+                       absl::BitGen gen)
+    : runs_(std::move(runs)),
+      idem_(std::move(idem)),
+      fit_(std::move(fit)),
+      clock_(std::move(clock)),
+      gen_(std::move(gen)) {}
+
+std::string RunManager::RandomSuffix(int length) {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  absl::MutexLock lock(&gen_mu_);
+  std::string out;
+  for (int i = 0; i < length; ++i) {
+    out.push_back(kAlphabet[absl::Uniform<size_t>(gen_, 0, sizeof(kAlphabet) - 1)]);
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Run> RunManager::ReadVisible(const Who& who, const std::string& name) {
+  TESSERA_RETURN_IF_ERROR(RequireName(name));
+  auto run = runs_->GetRun(name);
+  if (!run.ok()) return run.status();
+  if (!who.may_act_for(run->user())) {
+    return absl::NotFoundError(absl::StrCat("run ", name, " not found"));
+  }
+  return run;
+}
+
+absl::StatusOr<v1::Run> RunManager::CreateFromSpec(const Who& who, const v1::RunSpec& spec,
+                                                   const std::string& message) {
+  TESSERA_RETURN_IF_ERROR(spec::ValidateRunSpec(spec));
+  TESSERA_RETURN_IF_ERROR(fit_->CheckFit(spec.compute()));
+  // mcli appends a short random suffix so that the same YAML can be submitted many times.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const absl::Time now = clock_->Now();
+    v1::Run run;
+    run.set_id(absl::StrCat("run-", RandomSuffix(20)));
+    run.set_name(absl::StrCat(spec.name(), "-", RandomSuffix(4 + attempt / 2)));
+    run.set_user(who.user);
+    *run.mutable_spec() = spec;
+    run.set_status(v1::RUN_STATUS_PENDING);
+    *run.mutable_created_at() = ToProtoTime(now);
+    *run.mutable_updated_at() = ToProtoTime(now);
+    run.set_resumption_index(-1);
+    auto created =
+        runs_->CreateRun(run, {MakeEvent(run, v1::RUN_EVENT_TYPE_CREATED, message, now)});
+    if (!absl::IsAlreadyExists(created.status())) return created;
+  }
+  return absl::InternalError("could not find a free run name after 8 tries");
+}
+
+absl::Status RunManager::SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
+                                   v1::SubmitRunResponse* resp) {
+  if (!req.has_spec()) return absl::InvalidArgumentError("spec: required");
+  return idem_->Run(absl::StrCat("SubmitRun/", who.user), req.idempotency_key(), req, resp,
+                    [&]() -> absl::Status {
+                      auto run = CreateFromSpec(who, req.spec(), "Run created");
+                      if (!run.ok()) return run.status();
+                      *resp->mutable_run() = *std::move(run);
+                      spdlog::info("run {} submitted by {}", resp->run().name(), who.user);
+                      return absl::OkStatus();
+                    });
+}
+
+absl::Status RunManager::GetRun(const Who& who, const v1::GetRunRequest& req,
+                                v1::GetRunResponse* resp) {
+  auto run = ReadVisible(who, req.name());
+  if (!run.ok()) return run.status();
+  *resp->mutable_run() = *std::move(run);
+  return absl::OkStatus();
+}
+
+absl::Status RunManager::ListRuns(const Who& who, const v1::ListRunsRequest& req,
+                                  v1::ListRunsResponse* resp) {
+  v1::RunFilter filter = req.filter();
+  TESSERA_RETURN_IF_ERROR(ValidateFilter(filter));
+  if (!who.is_admin()) {
+    if (!filter.user().empty() && filter.user() != who.user) {
+      return absl::PermissionDeniedError(
+          "filter.user: listing another user's runs requires an admin API key");
+    }
+    filter.set_user(who.user);
+  }
+  auto runs = runs_->ListRuns(filter);
+  if (!runs.ok()) return runs.status();
+  for (auto& r : *runs) *resp->add_runs() = std::move(r);
+  return absl::OkStatus();
+}
+
+absl::Status RunManager::DescribeRun(const Who& who, const v1::DescribeRunRequest& req,
+                                     v1::DescribeRunResponse* resp) {
+  auto run = ReadVisible(who, req.name());
+  if (!run.ok()) return run.status();
+  auto attempts = runs_->ListAttempts(run->id());
+  if (!attempts.ok()) return attempts.status();
+  auto events = runs_->ListEvents(run->id());
+  if (!events.ok()) return events.status();
+  *resp->mutable_description() = Describe(*run, *attempts, *events, clock_->Now());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Run> RunManager::Mutate(
+    const std::string& run_id,
+    const std::function<absl::StatusOr<Transition>(const v1::Run&,
+                                                   const std::vector<v1::Attempt>&)>& change) {
+  for (int i = 0; i < kMaxCasRetries; ++i) {
+    auto run = runs_->GetRunById(run_id);
+    if (!run.ok()) return run.status();
+    auto attempts = runs_->ListAttempts(run_id);
+    if (!attempts.ok()) return attempts.status();
+    auto t = change(*run, *attempts);
+    if (!t.ok()) return t.status();
+    if (!t->changed) return *run;
+    auto updated = runs_->UpdateRun(t->run, run->version(), t->events, t->attempts);
+    if (!absl::IsAborted(updated.status())) return updated;
+  }
+  return absl::AbortedError(absl::StrCat("run ", run_id, " is changing too often; try again"));
+}
+
+namespace {
+std::optional<v1::Attempt> CurrentAttempt(const v1::Run& run,
+                                          const std::vector<v1::Attempt>& attempts) {
+  for (const auto& a : attempts) {
+    if (a.resumption_index() == run.resumption_index()) return a;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+absl::Status RunManager::StopRun(const Who& who, const v1::StopRunRequest& req,
+                                 v1::StopRunResponse* resp) {
+  auto run = ReadVisible(who, req.name());
+  if (!run.ok()) return run.status();
+  if (req.reason().size() > 1024)
+    return absl::InvalidArgumentError("reason: at most 1024 characters");
+  return idem_->Run(
+      absl::StrCat("StopRun/", who.user), req.idempotency_key(), req, resp, [&]() -> absl::Status {
+        auto stopped = Mutate(run->id(), [&](const v1::Run& r, const auto& attempts) {
+          return absl::StatusOr<Transition>(
+              RequestStop(r, CurrentAttempt(r, attempts), who.user, req.reason(), clock_->Now()));
+        });
+        if (!stopped.ok()) return stopped.status();
+        *resp->mutable_run() = *std::move(stopped);
+        return absl::OkStatus();
+      });
+}
+
+absl::Status RunManager::DeleteRun(const Who& who, const v1::DeleteRunRequest& req,
+                                   v1::DeleteRunResponse* resp) {
+  return idem_->Run(absl::StrCat("DeleteRun/", who.user), req.idempotency_key(), req, resp,
+                    [&]() -> absl::Status {
+                      auto run = ReadVisible(who, req.name());
+                      if (!run.ok()) return run.status();
+                      if (IsActive(run->status())) {
+                        return absl::FailedPreconditionError(absl::StrCat(
+                            "run ", run->name(), " is ", v1::RunStatus_Name(run->status()),
+                            "; stop it first (mcli stop run ", run->name(), ")"));
+                      }
+                      return runs_->DeleteRun(run->id());
+                    });
+}
+
+absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& req,
+                                   v1::UpdateRunResponse* resp) {
+  if (req.has_max_duration_hours() &&
+      (req.max_duration_hours() < 0 || !std::isfinite(req.max_duration_hours()))) {
+    return absl::InvalidArgumentError("max_duration_hours: must be 0 (unlimited) or positive");
+  }
+  if (req.has_priority() &&
+      (!v1::Priority_IsValid(req.priority()) || req.priority() == v1::PRIORITY_UNSPECIFIED)) {
+    return absl::InvalidArgumentError(absl::StrCat("priority: unknown priority ", req.priority()));
+  }
+  if (!req.has_max_duration_hours() && !req.has_priority() && !req.has_preemptible()) {
+    return absl::InvalidArgumentError(
+        "nothing to update: set max_duration_hours, priority or preemptible");
+  }
+  auto run = ReadVisible(who, req.name());
+  if (!run.ok()) return run.status();
+  return idem_->Run(
+      absl::StrCat("UpdateRun/", who.user), req.idempotency_key(), req, resp,
+      [&]() -> absl::Status {
+        auto updated =
+            Mutate(run->id(), [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
+              if (IsTerminal(r.status())) {
+                return absl::FailedPreconditionError(absl::StrCat(
+                    "run ", r.name(), " has ended (", v1::RunStatus_Name(r.status()), ")"));
+              }
+              Transition t{r, {}, {}, true};
+              auto* sched = t.run.mutable_spec()->mutable_scheduling();
+              std::vector<std::string> what;
+              if (req.has_max_duration_hours()) {
+                sched->set_max_duration_hours(req.max_duration_hours());
+                what.push_back(absl::StrCat("max_duration=", req.max_duration_hours(), "h"));
+              }
+              if (req.has_priority()) {
+                sched->set_priority(req.priority());
+                what.push_back(absl::StrCat("priority=", v1::Priority_Name(req.priority())));
+              }
+              if (req.has_preemptible()) {
+                sched->set_preemptible(req.preemptible());
+                what.push_back(absl::StrCat("preemptible=", req.preemptible() ? "true" : "false"));
+              }
+              *t.run.mutable_updated_at() = ToProtoTime(clock_->Now());
+              t.events.push_back(MakeEvent(
+                  t.run, v1::RUN_EVENT_TYPE_UPDATED,
+                  absl::StrCat("Run updated by ", who.user, ": ", absl::StrJoin(what, ", ")),
+                  clock_->Now()));
+              return t;
+            });
+        if (!updated.ok()) return updated.status();
+        *resp->mutable_run() = *std::move(updated);
+        return absl::OkStatus();
+      });
+}
+
+absl::Status RunManager::RestartRun(const Who& who, const v1::RestartRunRequest& req,
+                                    v1::RestartRunResponse* resp) {
+  auto run = ReadVisible(who, req.name());
+  if (!run.ok()) return run.status();
+  return idem_->Run(
+      absl::StrCat("RestartRun/", who.user), req.idempotency_key(), req, resp,
+      [&]() -> absl::Status {
+        auto restarted =
+            Mutate(run->id(), [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
+              if (!IsTerminal(r.status())) {
+                return absl::FailedPreconditionError(
+                    absl::StrCat("run ", r.name(), " is ", v1::RunStatus_Name(r.status()),
+                                 "; only an ended run can be restarted"));
+              }
+              const absl::Time now = clock_->Now();
+              Transition t{r, {}, {}, true};
+              t.run.set_status(v1::RUN_STATUS_PENDING);
+              t.run.set_stop_requested(false);
+              t.run.set_status_reason("");
+              t.run.set_retries_used(0);
+              t.run.clear_ended_at();
+              *t.run.mutable_updated_at() = ToProtoTime(now);
+              t.events.push_back(MakeEvent(t.run, v1::RUN_EVENT_TYPE_UPDATED,
+                                           absl::StrCat("Run restarted by ", who.user), now));
+              return t;
+            });
+        if (!restarted.ok()) return restarted.status();
+        *resp->mutable_run() = *std::move(restarted);
+        return absl::OkStatus();
+      });
+}
+
+absl::Status RunManager::CloneRun(const Who& who, const v1::CloneRunRequest& req,
+                                  v1::CloneRunResponse* resp) {
+  auto source = ReadVisible(who, req.name());
+  if (!source.ok()) return source.status();
+  v1::RunSpec spec = source->spec();
+  if (!req.new_name().empty()) spec.set_name(req.new_name());
+  return idem_->Run(
+      absl::StrCat("CloneRun/", who.user), req.idempotency_key(), req, resp, [&]() -> absl::Status {
+        auto run =
+            CreateFromSpec(who, spec, absl::StrCat("Run created as a clone of ", source->name()));
+        if (!run.ok()) return run.status();
+        *resp->mutable_run() = *std::move(run);
+        return absl::OkStatus();
+      });
+}
+
+absl::Status RunManager::RecordAttempt(const Who& who, const v1::RecordAttemptRequest& req,
+                                       v1::RecordAttemptResponse* resp) {
+  TESSERA_RETURN_IF_ERROR(RequireSystem(who, "RecordAttempt"));
+  if (req.attempt().run_id().empty()) return absl::InvalidArgumentError("attempt.run_id: required");
+  auto run = Mutate(req.attempt().run_id(), [&](const v1::Run& r, const auto& attempts) {
+    return ApplyAttemptUpdate(r, CurrentAttempt(r, attempts), req.attempt(), clock_->Now());
+  });
+  if (!run.ok()) return run.status();
+  *resp->mutable_run() = *std::move(run);
+  return absl::OkStatus();
+}
+
+absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgressRequest& req,
+                                        v1::ReportProgressResponse*) {
+  TESSERA_RETURN_IF_ERROR(RequireSystem(who, "ReportProgress"));
+  if (req.run_id().empty()) return absl::InvalidArgumentError("run_id: required");
+  auto run = Mutate(
+      req.run_id(), [&](const v1::Run& r, const auto& attempts) -> absl::StatusOr<Transition> {
+        Transition t{r, {}, {}, true};
+        if (req.resumption_index() != r.resumption_index()) {
+          t.changed = false;  // a late report from an earlier attempt
+          return t;
+        }
+        *t.run.mutable_progress() = req.progress();
+        *t.run.mutable_progress()->mutable_reported_at() = ToProtoTime(clock_->Now());
+        if (auto current = CurrentAttempt(r, attempts)) {
+          current->set_last_step(std::max(current->last_step(), req.progress().step()));
+          t.attempts.push_back(*current);
+        }
+        return t;
+      });
+  return run.status();
+}
+
+absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& req,
+                                   const std::function<bool(const v1::RunChange&)>& send,
+                                   const std::function<bool()>& done,
+                                   absl::Duration poll_interval) {
+  TESSERA_RETURN_IF_ERROR(ValidateFilter(req.filter()));
+  // Start after the newest event: a watch shows changes from now on.
+  int64_t last_id = 0;
+  for (;;) {
+    auto latest = runs_->ListAllEvents(last_id, 1000);
+    if (!latest.ok()) return latest.status();
+    if (latest->empty()) break;
+    last_id = latest->back().id();
+  }
+  while (!done()) {
+    auto events = runs_->ListAllEvents(last_id, 500);
+    if (!events.ok()) return events.status();
+    for (const auto& e : *events) {
+      last_id = e.id();
+      auto run = runs_->GetRunById(e.run_id());
+      if (!run.ok()) continue;  // deleted since
+      if (!who.may_act_for(run->user()) || !store::RunMatches(*run, req.filter())) continue;
+      v1::RunChange change;
+      *change.mutable_run() = *std::move(run);
+      *change.mutable_event() = e;
+      if (!send(change)) return absl::OkStatus();
+    }
+    if (events->empty()) std::this_thread::sleep_for(absl::ToChronoMilliseconds(poll_interval));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> RunManager::EnforceMaxDuration() {
+  v1::RunFilter filter;
+  filter.add_statuses(v1::RUN_STATUS_RUNNING);
+  auto running = runs_->ListRuns(filter);
+  if (!running.ok()) return running.status();
+  int stopped = 0;
+  const absl::Time now = clock_->Now();
+  for (const auto& run : *running) {
+    const double hours = run.spec().scheduling().max_duration_hours();
+    if (hours <= 0 || !run.has_started_at()) continue;
+    const absl::Duration limit = absl::Seconds(hours * 3600);
+    if (now - FromProtoTime(run.started_at()) < limit) continue;
+    auto result = Mutate(run.id(), [&](const v1::Run& r, const auto& attempts) {
+      return absl::StatusOr<Transition>(
+          RequestStop(r, CurrentAttempt(r, attempts), "tessera",
+                      absl::StrCat("it exceeded its max_duration of ", hours, " hours"), now));
+    });
+    if (result.ok()) ++stopped;
+  }
+  return stopped;
+}
+
+}  // namespace tessera::runs

@@ -1,0 +1,77 @@
+#pragma once
+// The run manager: accepts, tracks and changes runs. Every dependency comes through the
+// constructor; the gRPC adapter (run_service.h) only authenticates and forwards.
+
+#include <functional>
+#include <memory>
+
+#include "absl/random/random.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "services/common/auth/principal.h"
+#include "services/common/clock.h"
+#include "services/common/idempotency.h"
+#include "services/runs/fit_checker.h"
+#include "services/runs/lifecycle.h"
+#include "services/store/run_store.h"
+#include "tessera/v1/runs.grpc.pb.h"
+
+namespace tessera::runs {
+
+class RunManager {
+ public:
+  RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
+             std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
+             absl::BitGen gen = absl::BitGen());
+
+  using Who = auth::Principal;
+  absl::Status SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
+                         v1::SubmitRunResponse* resp);
+  absl::Status GetRun(const Who& who, const v1::GetRunRequest& req, v1::GetRunResponse* resp);
+  absl::Status ListRuns(const Who& who, const v1::ListRunsRequest& req, v1::ListRunsResponse* resp);
+  absl::Status DescribeRun(const Who& who, const v1::DescribeRunRequest& req,
+                           v1::DescribeRunResponse* resp);
+  absl::Status StopRun(const Who& who, const v1::StopRunRequest& req, v1::StopRunResponse* resp);
+  absl::Status DeleteRun(const Who& who, const v1::DeleteRunRequest& req,
+                         v1::DeleteRunResponse* resp);
+  absl::Status UpdateRun(const Who& who, const v1::UpdateRunRequest& req,
+                         v1::UpdateRunResponse* resp);
+  absl::Status RestartRun(const Who& who, const v1::RestartRunRequest& req,
+                          v1::RestartRunResponse* resp);
+  absl::Status CloneRun(const Who& who, const v1::CloneRunRequest& req, v1::CloneRunResponse* resp);
+  absl::Status RecordAttempt(const Who& who, const v1::RecordAttemptRequest& req,
+                             v1::RecordAttemptResponse* resp);
+  absl::Status ReportProgress(const Who& who, const v1::ReportProgressRequest& req,
+                              v1::ReportProgressResponse* resp);
+
+  // Streams every change of a run visible to `who` matching the filter, starting with changes
+  // after the call; returns when `send` returns false (the client went away) or `done()`.
+  absl::Status WatchRuns(const Who& who, const v1::WatchRunsRequest& req,
+                         const std::function<bool(const v1::RunChange&)>& send,
+                         const std::function<bool()>& done, absl::Duration poll_interval);
+
+  // Asks every RUNNING run past its max_duration to stop. Called periodically; returns how
+  // many runs it stopped.
+  absl::StatusOr<int> EnforceMaxDuration();
+
+ private:
+  // Reads the run by name as `who` may see it: NOT_FOUND for other users' runs.
+  absl::StatusOr<v1::Run> ReadVisible(const Who& who, const std::string& name);
+  // Creates a run from a validated spec with a unique suffixed name.
+  absl::StatusOr<v1::Run> CreateFromSpec(const Who& who, const v1::RunSpec& spec,
+                                         const std::string& message);
+  // Applies `change` to the freshest copy of the run, retrying when another writer wins.
+  absl::StatusOr<v1::Run> Mutate(const std::string& run_id,
+                                 const std::function<absl::StatusOr<Transition>(
+                                     const v1::Run&, const std::vector<v1::Attempt>&)>& change);
+  std::string RandomSuffix(int length);
+
+  std::shared_ptr<store::RunStore> runs_;
+  std::shared_ptr<IdempotentCalls> idem_;
+  std::shared_ptr<FitChecker> fit_;
+  std::shared_ptr<Clock> clock_;
+  absl::Mutex gen_mu_;
+  absl::BitGen gen_ ABSL_GUARDED_BY(gen_mu_);
+};
+
+}  // namespace tessera::runs

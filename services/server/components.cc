@@ -1,0 +1,140 @@
+#include "services/server/components.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/random/random.h"
+#include "scheduler/service/leader_lock.h"
+#include "scheduler/service/scheduler_runner.h"
+#include "scheduler/service/scheduler_service.h"
+#include "services/admin/admin_handler.h"
+#include "services/admin/admin_service.h"
+#include "services/common/status_util.h"
+#include "services/cordon/cordon_service.h"
+#include "services/runs/run_service.h"
+
+namespace tessera::server {
+
+Foundation MakeFoundation(store::Stores stores, std::shared_ptr<Clock> clock) {
+  Foundation f;
+  f.stores = std::move(stores);
+  f.clock = clock;
+  f.authenticator = std::make_shared<auth::Authenticator>(f.stores.api_keys, clock);
+  f.idempotency = std::make_shared<IdempotentCalls>(f.stores.idempotency, clock);
+  return f;
+}
+
+namespace {
+
+class RunsComponent final : public Component {
+ public:
+  RunsComponent(const Foundation& f, std::shared_ptr<ChannelRef> scheduler,
+                const std::string& system_key)
+      : manager_(std::make_shared<runs::RunManager>(f.stores.runs, f.idempotency,
+                                                    runs::MakeGrpcFitChecker(scheduler, system_key),
+                                                    f.clock)),
+        runs_(manager_, f.authenticator),
+        admin_(std::make_shared<admin::AdminHandler>(f.stores.api_keys, f.idempotency, f.clock),
+               f.authenticator) {
+    // max_duration is enforced by a timer; every instance may run it (changes are
+    // compare-and-set).
+    timer_ = std::thread([this] {
+      while (!stop_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+        auto stopped = manager_->EnforceMaxDuration();
+        if (stopped.ok() && *stopped > 0)
+          spdlog::info("stopped {} run(s) past max_duration", *stopped);
+      }
+    });
+  }
+  ~RunsComponent() override {
+    stop_.Notify();
+    timer_.join();
+  }
+  std::vector<grpc::Service*> services() override { return {&runs_, &admin_}; }
+
+ private:
+  std::shared_ptr<runs::RunManager> manager_;
+  runs::RunService runs_;
+  admin::AdminService admin_;
+  absl::Notification stop_;
+  std::thread timer_;
+};
+
+class SchedulerComponent final : public Component {
+ public:
+  SchedulerComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
+                     const std::string& system_key, const SchedulerOptions& o)
+      : workers_(std::make_shared<scheduler::WorkerRegistry>()),
+        core_(std::make_shared<scheduler::SchedulerCore>(
+            f.stores.nodes, scheduler::MakeGrpcRunsClient(runs, system_key), workers_, f.clock,
+            scheduler::SchedulerConfig{.lease = o.lease,
+                                       .heartbeat_interval = o.heartbeat_interval,
+                                       .stop_grace = o.stop_grace})),
+        runner_(std::make_unique<scheduler::SchedulerRunner>(
+            core_,
+            o.database_url.empty() ? scheduler::MakeAlwaysLeader()
+                                   : scheduler::MakePgLeaderLock(o.database_url),
+            o.cycle_interval)),
+        api_(
+            core_, f.authenticator, [this] { return runner_->is_leader(); }, o.instance_id),
+        control_(core_, workers_, f.authenticator, [this] { return runner_->is_leader(); }) {}
+  ~SchedulerComponent() override { runner_.reset(); }
+  std::vector<grpc::Service*> services() override { return {&api_, &control_}; }
+
+ private:
+  std::shared_ptr<scheduler::WorkerRegistry> workers_;
+  std::shared_ptr<scheduler::SchedulerCore> core_;
+  std::unique_ptr<scheduler::SchedulerRunner> runner_;
+  scheduler::SchedulerService api_;
+  scheduler::WorkerControlService control_;
+};
+
+class CordonComponent final : public Component {
+ public:
+  explicit CordonComponent(const Foundation& f)
+      : service_(std::make_shared<cordon::CordonHandler>(f.stores.nodes, f.stores.node_events,
+                                                         f.idempotency, f.clock),
+                 f.authenticator) {}
+  std::vector<grpc::Service*> services() override { return {&service_}; }
+
+ private:
+  cordon::CordonService service_;
+};
+
+}  // namespace
+
+std::unique_ptr<Component> MakeRunsComponent(const Foundation& f,
+                                             std::shared_ptr<ChannelRef> scheduler,
+                                             const std::string& system_key) {
+  return std::make_unique<RunsComponent>(f, std::move(scheduler), system_key);
+}
+
+std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,
+                                                  std::shared_ptr<ChannelRef> runs,
+                                                  const std::string& system_key,
+                                                  const SchedulerOptions& options) {
+  return std::make_unique<SchedulerComponent>(f, std::move(runs), system_key, options);
+}
+
+std::unique_ptr<Component> MakeCordonComponent(const Foundation& f) {
+  return std::make_unique<CordonComponent>(f);
+}
+
+absl::StatusOr<std::unique_ptr<EphemeralSystemKey>> EphemeralSystemKey::Create(
+    const Foundation& f, const std::string& owner) {
+  absl::BitGen gen;
+  store::ApiKeyRecord record;
+  const std::string secret = auth::NewSecret(gen);
+  record.secret_hash = auth::HashSecret(secret);
+  record.key.set_id(auth::NewKeyId(gen));
+  record.key.set_user(owner);
+  record.key.set_role(v1::ROLE_SYSTEM);
+  record.key.set_description("ephemeral key of a running control-plane process");
+  *record.key.mutable_created_at() = ToProtoTime(f.clock->Now());
+  if (auto st = f.stores.api_keys->CreateKey(record); !st.ok()) return st;
+  return std::unique_ptr<EphemeralSystemKey>(
+      new EphemeralSystemKey(f.stores.api_keys, record.key.id(), secret));
+}
+
+EphemeralSystemKey::~EphemeralSystemKey() { (void)keys_->RevokeKey(id_); }
+
+}  // namespace tessera::server

@@ -1,0 +1,79 @@
+#pragma once
+// The control plane's services, each built from its dependencies, so that tessera-server (all in
+// one process) and the per-service binaries wire them the same way.
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "services/common/auth/api_keys.h"
+#include "services/common/channel_ref.h"
+#include "services/common/clock.h"
+#include "services/common/idempotency.h"
+#include "services/store/stores.h"
+
+namespace tessera::server {
+
+// What every component needs.
+struct Foundation {
+  store::Stores stores;
+  std::shared_ptr<Clock> clock;
+  std::shared_ptr<auth::Authenticator> authenticator;
+  std::shared_ptr<IdempotentCalls> idempotency;
+};
+
+Foundation MakeFoundation(store::Stores stores, std::shared_ptr<Clock> clock);
+
+// A built component: its gRPC services and what runs in the background.
+class Component {
+ public:
+  virtual ~Component() = default;
+  virtual std::vector<grpc::Service*> services() = 0;
+};
+
+// The run manager and the admin API; `scheduler` answers its submit-time fit checks.
+std::unique_ptr<Component> MakeRunsComponent(const Foundation& f,
+                                             std::shared_ptr<ChannelRef> scheduler,
+                                             const std::string& system_key);
+
+struct SchedulerOptions {
+  absl::Duration lease = absl::Seconds(3);
+  absl::Duration heartbeat_interval = absl::Milliseconds(500);
+  absl::Duration cycle_interval = absl::Milliseconds(200);
+  absl::Duration stop_grace = absl::Seconds(10);
+  // Empty: this instance always leads (single instance without election).
+  std::string database_url;
+  std::string instance_id;
+};
+
+// The scheduler and the workers' control stream; `runs` is the run manager's API.
+std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,
+                                                  std::shared_ptr<ChannelRef> runs,
+                                                  const std::string& system_key,
+                                                  const SchedulerOptions& options);
+
+// The cordon service.
+std::unique_ptr<Component> MakeCordonComponent(const Foundation& f);
+
+// A system API key for this process's own calls to the other services: created fresh at start
+// (it is kept only in memory) and revoked by the returned guard's destructor.
+class EphemeralSystemKey {
+ public:
+  static absl::StatusOr<std::unique_ptr<EphemeralSystemKey>> Create(const Foundation& f,
+                                                                    const std::string& owner);
+  ~EphemeralSystemKey();
+  const std::string& secret() const { return secret_; }
+
+ private:
+  EphemeralSystemKey(std::shared_ptr<store::ApiKeyStore> keys, std::string id, std::string secret)
+      : keys_(std::move(keys)), id_(std::move(id)), secret_(std::move(secret)) {}
+  std::shared_ptr<store::ApiKeyStore> keys_;
+  std::string id_;
+  std::string secret_;
+};
+
+}  // namespace tessera::server

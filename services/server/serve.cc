@@ -1,0 +1,142 @@
+#include "services/server/serve.h"
+
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "services/admin/admin_handler.h"
+#include "services/common/service_host.h"
+#include "services/server/components.h"
+
+namespace tessera::server {
+namespace {
+
+int Fail(const absl::Status& st) {
+  std::cerr << "Error: " << st.message() << "\n";
+  return absl::IsInvalidArgument(st) ? 2 : 1;
+}
+
+absl::StatusOr<v1::Role> ParseRole(const std::string& role) {
+  if (role == "user") return v1::ROLE_USER;
+  if (role == "admin") return v1::ROLE_ADMIN;
+  if (role == "system") return v1::ROLE_SYSTEM;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--role: unknown role \"", role, "\" (user, admin or system)"));
+}
+
+std::shared_ptr<ChannelRef> RemoteChannel(const std::string& endpoint) {
+  return std::make_shared<ChannelRef>(
+      grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
+}
+
+}  // namespace
+
+int ServeMain(const Parts& parts, int argc, char** argv) {
+  BlockTerminationSignals();
+  CLI::App app{parts.description, parts.binary};
+  HostOptions host;
+  store::PostgresOptions db;
+  SchedulerOptions sched;
+  std::string runs_endpoint, scheduler_endpoint;
+  double lease_seconds = 3, heartbeat_seconds = 0.5, stop_grace_seconds = 10;
+  AddHostFlags(app, host);
+  app.add_option("--database-url", db.url, "PostgreSQL URL (postgresql://user@host:port/db)")
+      ->envname("TESSERA_DATABASE_URL");
+  app.add_option("--database-pool-size", db.pool_size, "connections kept open")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  if (parts.scheduler) {
+    app.add_option("--lease-seconds", lease_seconds,
+                   "a node that has not heartbeat for this long is lost")
+        ->capture_default_str()
+        ->check(CLI::Range(0.2, 3600.0));
+    app.add_option("--heartbeat-seconds", heartbeat_seconds, "how often workers heartbeat")
+        ->capture_default_str()
+        ->check(CLI::Range(0.05, 600.0));
+    app.add_option("--stop-grace-seconds", stop_grace_seconds, "SIGTERM to SIGKILL for ranks")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 3600.0));
+  }
+  if (parts.runs && !parts.scheduler) {
+    app.add_option("--scheduler-endpoint", scheduler_endpoint, "host:port of tessera-scheduler")
+        ->required();
+  }
+  if (parts.scheduler && !parts.runs) {
+    app.add_option("--runs-endpoint", runs_endpoint, "host:port of tessera-runs")->required();
+  }
+
+  std::string key_user, key_role = "user", key_description;
+  CLI::App* create_key = app.add_subcommand(
+      "create-api-key", "create an API key directly in the database and print its secret");
+  create_key->add_option("--user", key_user, "the key's user")->required();
+  create_key->add_option("--role", key_role, "user, admin or system")->capture_default_str();
+  create_key->add_option("--description", key_description, "what the key is for");
+  CLI11_PARSE(app, argc, argv);
+
+  if (auto st = ConfigureLogging(host.log_level); !st.ok()) return Fail(st);
+  if (db.url.empty()) {
+    return Fail(absl::InvalidArgumentError("--database-url is required (or TESSERA_DATABASE_URL)"));
+  }
+  auto stores = store::OpenPostgresStores(db);
+  if (!stores.ok()) {
+    return Fail(absl::Status(stores.status().code(), absl::StrCat("cannot open the database: ",
+                                                                  stores.status().message())));
+  }
+  auto clock = SystemClock::Shared();
+
+  if (create_key->parsed()) {
+    auto role = ParseRole(key_role);
+    if (!role.ok()) return Fail(role.status());
+    auto secret =
+        admin::CreateApiKeyDirect(*stores->api_keys, *clock, key_user, *role, key_description);
+    if (!secret.ok()) return Fail(secret.status());
+    std::cout << *secret << "\n";
+    return 0;
+  }
+
+  Foundation f = MakeFoundation(*stores, clock);
+  auto system_key = EphemeralSystemKey::Create(f, parts.binary);
+  if (!system_key.ok()) return Fail(system_key.status());
+
+  // Services reach the ones in this process through the server's in-process channel (filled
+  // in once the server runs) and the others through their endpoints.
+  auto self = std::make_shared<ChannelRef>();
+  std::vector<std::unique_ptr<Component>> components;
+  if (parts.runs) {
+    components.push_back(MakeRunsComponent(
+        f, parts.scheduler ? self : RemoteChannel(scheduler_endpoint), (*system_key)->secret()));
+  }
+  if (parts.scheduler) {
+    sched.lease = absl::Seconds(lease_seconds);
+    sched.heartbeat_interval = absl::Seconds(heartbeat_seconds);
+    sched.stop_grace = absl::Seconds(stop_grace_seconds);
+    sched.database_url = db.url;
+    char hostname[256] = "";
+    gethostname(hostname, sizeof(hostname) - 1);
+    sched.instance_id = absl::StrCat(hostname, ":", getpid());
+    components.push_back(MakeSchedulerComponent(f, parts.runs ? self : RemoteChannel(runs_endpoint),
+                                                (*system_key)->secret(), sched));
+  }
+  if (parts.cordon) components.push_back(MakeCordonComponent(f));
+
+  std::vector<grpc::Service*> services;
+  for (auto& c : components) {
+    for (auto* s : c->services()) services.push_back(s);
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  auto served = ServiceHost::Start(host, services);
+  if (!served.ok()) return Fail(served.status());
+  self->Set((*served)->InProcessChannel());
+  // Tests and scripts read this line to learn the ports.
+  std::cout << "listening grpc=" << (*served)->grpc_port()
+            << " metrics=" << (*served)->metrics_port() << std::endl;
+  (*served)->RunUntilSignal();
+  components.clear();
+  return 0;
+}
+
+}  // namespace tessera::server

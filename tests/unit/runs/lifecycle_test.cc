@@ -1,0 +1,167 @@
+#include "services/runs/lifecycle.h"
+
+#include <catch2/catch.hpp>
+
+#include "services/common/status_util.h"
+
+namespace tessera::runs {
+namespace {
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
+v1::Run NewRun() {
+  v1::Run r;
+  r.set_id("run-1");
+  r.set_name("train-abcd");
+  r.set_status(v1::RUN_STATUS_PENDING);
+  r.set_resumption_index(-1);
+  *r.mutable_created_at() = ToProtoTime(kT0);
+  return r;
+}
+
+v1::Attempt Update(int index, v1::RunStatus status,
+                   v1::AttemptEndReason reason = v1::ATTEMPT_END_REASON_UNSPECIFIED) {
+  v1::Attempt a;
+  a.set_run_id("run-1");
+  a.set_resumption_index(index);
+  a.set_status(status);
+  a.set_end_reason(reason);
+  a.set_first_failed_rank(-1);
+  return a;
+}
+
+// Drives the run through a sequence of updates, each a second apart, returning the last result.
+struct Driver {
+  v1::Run run = NewRun();
+  std::optional<v1::Attempt> current;
+  absl::Time now = kT0;
+  std::vector<std::string> messages;
+
+  Transition Apply(const v1::Attempt& u) {
+    now += absl::Seconds(1);
+    auto t = ApplyAttemptUpdate(run, current, u, now);
+    REQUIRE(t.ok());
+    run = t->run;
+    for (const auto& e : t->events) messages.push_back(e.message());
+    for (const auto& a : t->attempts) {
+      if (a.resumption_index() == run.resumption_index()) current = a;
+    }
+    return *t;
+  }
+  void StartAttempt(int index) {
+    if (index == 0) Apply(Update(0, v1::RUN_STATUS_QUEUED));
+    v1::Attempt placed = Update(index, v1::RUN_STATUS_STARTING);
+    placed.add_nodes()->set_node_name("node-a");
+    Apply(placed);
+    Apply(Update(index, v1::RUN_STATUS_RUNNING));
+  }
+};
+
+TEST_CASE("a run goes PENDING, QUEUED, STARTING, RUNNING, COMPLETED with its events") {
+  Driver d;
+  d.StartAttempt(0);
+  CHECK(d.run.status() == v1::RUN_STATUS_RUNNING);
+  CHECK(d.run.pending_seconds() == 1);  // queued at t+1, placed at t+2
+  d.Apply(Update(0, v1::RUN_STATUS_COMPLETED, v1::ATTEMPT_END_REASON_SUCCEEDED));
+  CHECK(d.run.status() == v1::RUN_STATUS_COMPLETED);
+  CHECK(d.run.running_seconds() == 1);
+  CHECK(d.messages == std::vector<std::string>{"Run queued", "Run placed on node-a", "Run started",
+                                               "Run completed"});
+}
+
+TEST_CASE("a user's non-zero exit fails the run with the exit code") {
+  Driver d;
+  d.StartAttempt(0);
+  v1::Attempt end = Update(0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_USER_EXIT);
+  end.set_first_failed_rank(3);
+  end.set_first_failed_node("node-a");
+  auto* exit = end.add_rank_exits();
+  exit->set_rank(3);
+  exit->set_exit_code(7);
+  d.Apply(end);
+  CHECK(d.run.status() == v1::RUN_STATUS_FAILED);
+  CHECK(d.messages.back() == "Run failed with exit code 7 (rank 3 on node-a)");
+}
+
+TEST_CASE("a node failure requeues while retries are left, then fails") {
+  Driver d;
+  d.run.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(true);
+  d.run.mutable_spec()->mutable_scheduling()->set_max_retries(1);
+  d.StartAttempt(0);
+  v1::Attempt lost = Update(0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  lost.set_first_failed_node("node-a");
+  auto t = d.Apply(lost);
+  CHECK(d.run.status() == v1::RUN_STATUS_QUEUED);
+  CHECK(d.run.resumption_index() == 1);
+  CHECK(d.run.retries_used() == 1);
+  REQUIRE(t.attempts.size() == 2);
+  CHECK(t.attempts[0].end_reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  CHECK(t.attempts[1].resumption_index() == 1);
+  CHECK(t.attempts[1].status() == v1::RUN_STATUS_QUEUED);
+  CHECK(d.messages[d.messages.size() - 2] == "Run was stopped due to node failure (node-a)");
+  CHECK(d.messages.back() == "Run placed back in the scheduling queue");
+
+  d.StartAttempt(1);
+  d.Apply(Update(1, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_GPU_FAULT));
+  CHECK(d.run.status() == v1::RUN_STATUS_FAILED);
+  CHECK(d.messages.back() == "Run failed: a system failure after all 1 retries");
+}
+
+TEST_CASE("retry limits: off by default, 10 when on, max_retries overrides") {
+  v1::RunSpec spec;
+  CHECK(RetryLimit(spec) == 0);
+  spec.mutable_scheduling()->set_retry_on_system_failure(true);
+  CHECK(RetryLimit(spec) == 10);
+  spec.mutable_scheduling()->set_max_retries(3);
+  CHECK(RetryLimit(spec) == 3);
+}
+
+TEST_CASE("preemption requeues without using a retry") {
+  Driver d;
+  d.StartAttempt(0);
+  d.Apply(Update(0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_PREEMPTED));
+  CHECK(d.run.status() == v1::RUN_STATUS_QUEUED);
+  CHECK(d.run.retries_used() == 0);
+  CHECK(d.run.resumption_index() == 1);
+  CHECK(d.messages[d.messages.size() - 2] == "Run was preempted");
+}
+
+TEST_CASE("stale, backwards and repeated reports are refused or ignored") {
+  Driver d;
+  d.StartAttempt(0);
+  CHECK(absl::IsFailedPrecondition(
+      ApplyAttemptUpdate(d.run, d.current, Update(0, v1::RUN_STATUS_STARTING), d.now).status()));
+  CHECK(absl::IsFailedPrecondition(
+      ApplyAttemptUpdate(d.run, d.current, Update(5, v1::RUN_STATUS_RUNNING), d.now).status()));
+  auto repeated = ApplyAttemptUpdate(d.run, d.current, Update(0, v1::RUN_STATUS_RUNNING), d.now);
+  REQUIRE(repeated.ok());
+  CHECK_FALSE(repeated->changed);
+  CHECK(absl::IsInvalidArgument(
+      ApplyAttemptUpdate(d.run, d.current, Update(0, v1::RUN_STATUS_PENDING), d.now).status()));
+}
+
+TEST_CASE("stop: queued runs stop at once, running ones go TERMINATING then STOPPED") {
+  Driver queued;
+  queued.Apply(Update(0, v1::RUN_STATUS_QUEUED));
+  Transition t = RequestStop(queued.run, queued.current, "alice", "", kT0);
+  CHECK(t.run.status() == v1::RUN_STATUS_STOPPED);
+  REQUIRE(t.attempts.size() == 1);
+  CHECK(t.attempts[0].end_reason() == v1::ATTEMPT_END_REASON_STOPPED);
+  CHECK(t.events.back().message() == "Run stopped: stopped by alice");
+
+  Driver running;
+  running.StartAttempt(0);
+  t = RequestStop(running.run, running.current, "alice", "wrong lr", kT0);
+  CHECK(t.run.status() == v1::RUN_STATUS_TERMINATING);
+  CHECK(t.run.stop_requested());
+  CHECK(t.events.back().message() == "Stop requested: wrong lr (alice)");
+  running.run = t.run;
+  // Even a node failure while terminating ends as STOPPED, not requeued.
+  running.Apply(Update(0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE));
+  CHECK(running.run.status() == v1::RUN_STATUS_STOPPED);
+  CHECK(running.messages.back() == "Run stopped: wrong lr (alice)");
+  CHECK_FALSE(RequestStop(running.run, running.current, "alice", "", kT0).changed);
+}
+
+}  // namespace
+}  // namespace tessera::runs

@@ -1,0 +1,269 @@
+#include "services/runs/run_manager.h"
+
+#include <catch2/catch.hpp>
+
+#include "services/common/status_util.h"
+#include "services/store/memory/memory_database.h"
+
+namespace tessera::runs {
+namespace {
+
+class FakeFit final : public FitChecker {
+ public:
+  absl::Status result = absl::OkStatus();
+  absl::Status CheckFit(const v1::ComputeSpec&) override { return result; }
+};
+
+struct Fixture {
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  store::Stores stores = store::MakeMemoryStores();
+  std::shared_ptr<FakeFit> fit = std::make_shared<FakeFit>();
+  RunManager manager{stores.runs, std::make_shared<IdempotentCalls>(stores.idempotency, clock), fit,
+                     clock, absl::BitGen(std::seed_seq{42})};
+  auth::Principal alice{"alice", v1::ROLE_USER};
+  auth::Principal bob{"bob", v1::ROLE_USER};
+  auth::Principal admin{"root", v1::ROLE_ADMIN};
+  auth::Principal system{"tessera", v1::ROLE_SYSTEM};
+
+  v1::Run Submit(const auth::Principal& who, const std::string& name, const std::string& key = "") {
+    v1::SubmitRunRequest req;
+    req.set_idempotency_key(key);
+    req.mutable_spec()->set_name(name);
+    req.mutable_spec()->set_command("echo hi");
+    req.mutable_spec()->mutable_compute()->set_gpus(8);
+    v1::SubmitRunResponse resp;
+    REQUIRE(manager.SubmitRun(who, req, &resp).ok());
+    return resp.run();
+  }
+  v1::Run Record(const v1::Run& run, int index, v1::RunStatus status,
+                 v1::AttemptEndReason reason = v1::ATTEMPT_END_REASON_UNSPECIFIED) {
+    v1::RecordAttemptRequest req;
+    req.mutable_attempt()->set_run_id(run.id());
+    req.mutable_attempt()->set_resumption_index(index);
+    req.mutable_attempt()->set_status(status);
+    req.mutable_attempt()->set_end_reason(reason);
+    v1::RecordAttemptResponse resp;
+    auto st = manager.RecordAttempt(system, req, &resp);
+    REQUIRE(st.ok());
+    return resp.run();
+  }
+};
+
+TEST_CASE("submit names the run with a suffix, records it PENDING with its creation event") {
+  Fixture f;
+  v1::Run run = f.Submit(f.alice, "train");
+  CHECK(run.name().rfind("train-", 0) == 0);
+  CHECK(run.name().size() == std::string("train-").size() + 4);
+  CHECK(run.user() == "alice");
+  CHECK(run.status() == v1::RUN_STATUS_PENDING);
+  v1::Run second = f.Submit(f.alice, "train");
+  CHECK(second.name() != run.name());
+  auto events = f.stores.runs->ListEvents(run.id());
+  REQUIRE(events->size() == 1);
+  CHECK((*events)[0].message() == "Run created");
+}
+
+TEST_CASE("submit is idempotent by key and rejects a reused key with another request") {
+  Fixture f;
+  v1::Run a = f.Submit(f.alice, "train", "req-1");
+  v1::Run b = f.Submit(f.alice, "train", "req-1");
+  CHECK(a.name() == b.name());
+  CHECK(f.stores.runs->ListRuns({})->size() == 1);
+  v1::SubmitRunRequest other;
+  other.set_idempotency_key("req-1");
+  other.mutable_spec()->set_name("other");
+  other.mutable_spec()->set_command("x");
+  v1::SubmitRunResponse resp;
+  auto st = f.manager.SubmitRun(f.alice, other, &resp);
+  CHECK(absl::IsInvalidArgument(st));
+  CHECK(st.message().find("idempotency_key") != std::string::npos);
+}
+
+TEST_CASE("submit rejects bad specs and specs that cannot fit, creating nothing") {
+  Fixture f;
+  v1::SubmitRunRequest req;
+  v1::SubmitRunResponse resp;
+  CHECK(absl::IsInvalidArgument(f.manager.SubmitRun(f.alice, req, &resp)));
+  req.mutable_spec()->set_name("ok");
+  auto st = f.manager.SubmitRun(f.alice, req, &resp);  // no command
+  CHECK(absl::IsInvalidArgument(st));
+  CHECK(st.message().find("command") != std::string::npos);
+  req.mutable_spec()->set_command("x");
+  f.fit->result = absl::InvalidArgumentError("compute.gpus: 12 GPUs cannot be placed");
+  CHECK(f.manager.SubmitRun(f.alice, req, &resp).message() ==
+        "compute.gpus: 12 GPUs cannot be placed");
+  CHECK(f.stores.runs->ListRuns({})->empty());
+}
+
+TEST_CASE("users see and stop only their own runs; admins see all") {
+  Fixture f;
+  v1::Run mine = f.Submit(f.alice, "mine");
+  f.Submit(f.bob, "theirs");
+  v1::ListRunsResponse list;
+  REQUIRE(f.manager.ListRuns(f.alice, {}, &list).ok());
+  REQUIRE(list.runs_size() == 1);
+  CHECK(list.runs(0).name() == mine.name());
+  v1::ListRunsRequest other_user;
+  other_user.mutable_filter()->set_user("bob");
+  CHECK(absl::IsPermissionDenied(f.manager.ListRuns(f.alice, other_user, &list)));
+  v1::ListRunsResponse all;
+  REQUIRE(f.manager.ListRuns(f.admin, {}, &all).ok());
+  CHECK(all.runs_size() == 2);
+
+  v1::StopRunRequest stop;
+  stop.set_name(mine.name());
+  v1::StopRunResponse stopped;
+  CHECK(absl::IsNotFound(f.manager.StopRun(f.bob, stop, &stopped)));
+  REQUIRE(f.manager.StopRun(f.alice, stop, &stopped).ok());
+  CHECK(stopped.run().status() == v1::RUN_STATUS_STOPPED);
+
+  v1::GetRunRequest get;
+  get.set_name(mine.name());
+  v1::GetRunResponse got;
+  CHECK(absl::IsNotFound(f.manager.GetRun(f.bob, get, &got)));
+  CHECK(f.manager.GetRun(f.admin, get, &got).ok());
+}
+
+TEST_CASE("internal RPCs need a system key") {
+  Fixture f;
+  v1::Run run = f.Submit(f.alice, "r");
+  v1::RecordAttemptRequest req;
+  req.mutable_attempt()->set_run_id(run.id());
+  req.mutable_attempt()->set_status(v1::RUN_STATUS_QUEUED);
+  v1::RecordAttemptResponse resp;
+  CHECK(absl::IsPermissionDenied(f.manager.RecordAttempt(f.admin, req, &resp)));
+  v1::ReportProgressRequest progress;
+  progress.set_run_id(run.id());
+  v1::ReportProgressResponse presp;
+  CHECK(absl::IsPermissionDenied(f.manager.ReportProgress(f.alice, progress, &presp)));
+}
+
+TEST_CASE("describe shows attempts, events, interruptions and goodput") {
+  Fixture f;
+  v1::Run run = f.Submit(f.alice, "r");
+  v1::UpdateRunRequest retry;  // allow one retry through the spec
+  f.Record(run, 0, v1::RUN_STATUS_QUEUED);
+  f.clock->Advance(absl::Seconds(10));
+  f.Record(run, 0, v1::RUN_STATUS_STARTING);
+  f.Record(run, 0, v1::RUN_STATUS_RUNNING);
+  f.clock->Advance(absl::Seconds(100));
+  v1::Run failed = f.Record(run, 0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  CHECK(failed.status() == v1::RUN_STATUS_FAILED);  // retries are off by default
+
+  v1::DescribeRunRequest req;
+  req.set_name(run.name());
+  v1::DescribeRunResponse resp;
+  REQUIRE(f.manager.DescribeRun(f.alice, req, &resp).ok());
+  const auto& d = resp.description();
+  REQUIRE(d.attempts_size() == 1);
+  CHECK(d.attempts(0).end_reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  REQUIRE(d.interruptions_size() == 1);
+  CHECK(d.interruptions(0).seconds_lost() == 100);
+  CHECK(d.run().pending_seconds() == 10);
+  CHECK(d.goodput() == 0);
+  std::vector<std::string> messages;
+  for (const auto& e : d.events()) messages.push_back(e.message());
+  CHECK(messages == std::vector<std::string>{
+                        "Run created", "Run queued", "Run placed on ", "Run started",
+                        "Run was stopped due to node failure",
+                        "Run failed: a system failure and retry_on_system_failure is off"});
+}
+
+TEST_CASE("update, restart and clone") {
+  Fixture f;
+  v1::Run run = f.Submit(f.alice, "r");
+  v1::UpdateRunRequest up;
+  up.set_name(run.name());
+  up.set_max_duration_hours(2);
+  v1::UpdateRunResponse upr;
+  REQUIRE(f.manager.UpdateRun(f.alice, up, &upr).ok());
+  CHECK(upr.run().spec().scheduling().max_duration_hours() == 2);
+  up.set_max_duration_hours(-1);
+  CHECK(absl::IsInvalidArgument(f.manager.UpdateRun(f.alice, up, &upr)));
+
+  v1::RestartRunRequest restart;
+  restart.set_name(run.name());
+  v1::RestartRunResponse rr;
+  CHECK(absl::IsFailedPrecondition(f.manager.RestartRun(f.alice, restart, &rr)));
+  v1::StopRunRequest stop;
+  stop.set_name(run.name());
+  v1::StopRunResponse sr;
+  REQUIRE(f.manager.StopRun(f.alice, stop, &sr).ok());
+  REQUIRE(f.manager.RestartRun(f.alice, restart, &rr).ok());
+  CHECK(rr.run().status() == v1::RUN_STATUS_PENDING);
+
+  v1::CloneRunRequest clone;
+  clone.set_name(run.name());
+  clone.set_new_name("copy");
+  v1::CloneRunResponse cr;
+  REQUIRE(f.manager.CloneRun(f.alice, clone, &cr).ok());
+  CHECK(cr.run().name().rfind("copy-", 0) == 0);
+  CHECK(cr.run().spec().scheduling().max_duration_hours() == 2);
+}
+
+TEST_CASE("max_duration stops a run that runs too long, exactly at the limit") {
+  Fixture f;
+  v1::Run run = f.Submit(f.alice, "r");
+  v1::UpdateRunRequest up;
+  up.set_name(run.name());
+  up.set_max_duration_hours(1);
+  v1::UpdateRunResponse upr;
+  REQUIRE(f.manager.UpdateRun(f.alice, up, &upr).ok());
+  f.Record(run, 0, v1::RUN_STATUS_QUEUED);
+  f.Record(run, 0, v1::RUN_STATUS_STARTING);
+  f.Record(run, 0, v1::RUN_STATUS_RUNNING);
+  f.clock->Advance(absl::Minutes(59));
+  CHECK(*f.manager.EnforceMaxDuration() == 0);
+  f.clock->Advance(absl::Minutes(1));
+  CHECK(*f.manager.EnforceMaxDuration() == 1);
+  auto got = f.stores.runs->GetRun(run.name());
+  CHECK(got->status() == v1::RUN_STATUS_TERMINATING);
+  v1::Run stopped = f.Record(run, 0, v1::RUN_STATUS_STOPPED, v1::ATTEMPT_END_REASON_STOPPED);
+  CHECK(stopped.status() == v1::RUN_STATUS_STOPPED);
+  CHECK(stopped.status_reason().find("max_duration of 1 hours") != std::string::npos);
+}
+
+TEST_CASE("delete refuses active runs and removes ended ones") {
+  Fixture f;
+  v1::Run run = f.Submit(f.alice, "r");
+  f.Record(run, 0, v1::RUN_STATUS_QUEUED);
+  f.Record(run, 0, v1::RUN_STATUS_STARTING);
+  v1::DeleteRunRequest del;
+  del.set_name(run.name());
+  v1::DeleteRunResponse dr;
+  auto st = f.manager.DeleteRun(f.alice, del, &dr);
+  CHECK(absl::IsFailedPrecondition(st));
+  CHECK(st.message().find("mcli stop run") != std::string::npos);
+  f.Record(run, 0, v1::RUN_STATUS_COMPLETED, v1::ATTEMPT_END_REASON_SUCCEEDED);
+  REQUIRE(f.manager.DeleteRun(f.alice, del, &dr).ok());
+  CHECK(absl::IsNotFound(f.stores.runs->GetRun(run.name()).status()));
+}
+
+TEST_CASE("watch streams later changes of visible runs only") {
+  Fixture f;
+  f.Submit(f.alice, "before");  // not streamed: it happened before the watch
+  std::vector<v1::RunChange> seen;
+  int polls = 0;
+  auto st = f.manager.WatchRuns(
+      f.alice, {},
+      [&](const v1::RunChange& c) {
+        seen.push_back(c);
+        return true;
+      },
+      [&] {
+        // Make changes between polls, then stop after a few rounds.
+        if (polls == 0) {
+          f.Submit(f.bob, "bobs");
+          f.Submit(f.alice, "after");
+        }
+        return ++polls > 3;
+      },
+      absl::ZeroDuration());
+  REQUIRE(st.ok());
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].run().name().rfind("after-", 0) == 0);
+  CHECK(seen[0].event().message() == "Run created");
+}
+
+}  // namespace
+}  // namespace tessera::runs
