@@ -53,11 +53,25 @@ else
   done
 fi
 
+# An admin key for the local user, saved where mcli looks (~/.tessera/config.yaml), unless mcli
+# already has a key that works.
+user="$(id -un | tr 'A-Z' 'a-z' | tr -c 'a-z0-9._\n-' '-')"
+
+build/bin/mcli set endpoint "127.0.0.1:$GRPC_PORT" >/dev/null
+if ! build/bin/mcli whoami >/dev/null 2>&1; then
+  key="$(build/bin/tessera-server --database-url "$url" --log-level warn create-api-key \
+          --user "$user" --role admin --description "quickstart admin key")"
+  build/bin/mcli set api-key "$key" >/dev/null
+  echo "quickstart: created an admin API key for $user (saved in ~/.tessera/config.yaml)"
+fi
+
 cat <<INFO
 quickstart: Tessera is running
   gRPC API      127.0.0.1:$GRPC_PORT
   metrics       http://127.0.0.1:$METRICS_PORT/metrics
   logs          $STATE/logs/
   database      $url
+  you are       $(build/bin/mcli whoami 2>&1 | head -1)
+  try           build/bin/mcli get nodes; build/bin/mcli get runs
   stop it with  deploy/quickstart.sh down
 INFO

@@ -1,0 +1,144 @@
+#include "cli/client.h"
+
+#include <array>
+#include <cstdio>
+#include <random>
+
+#include "cli/errors.h"
+
+namespace tessera::cli {
+namespace {
+
+// Services whose calls are retried on UNAVAILABLE. Every mutating request carries an
+// idempotency key made once per invocation, so a retried call is deduplicated by the server.
+constexpr std::array<const char*, 6> kRetriedServices = {
+    "tessera.v1.RunService",   "tessera.v1.SchedulerService", "tessera.v1.CordonService",
+    "tessera.v1.AdminService", "tessera.v1.LogService",       "tessera.v1.HealthService"};
+
+std::string RetryServiceConfig() {
+  std::string names;
+  for (const char* service : kRetriedServices) {
+    if (!names.empty()) names += ",";
+    names += std::string("{\"service\":\"") + service + "\"}";
+  }
+  return "{\"methodConfig\":[{\"name\":[" + names +
+         "],\"retryPolicy\":{\"maxAttempts\":3,\"initialBackoff\":\"0.2s\","
+         "\"maxBackoff\":\"1s\",\"backoffMultiplier\":2,"
+         "\"retryableStatusCodes\":[\"UNAVAILABLE\"]}}]}";
+}
+
+bool StartsWith(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint) {
+  grpc::ChannelArguments args;
+  args.SetServiceConfigJSON(RetryServiceConfig());
+  // "https://host:port" asks for TLS; "http://host:port" and "host:port" for plain text.
+  if (StartsWith(endpoint, "https://")) {
+    return grpc::CreateCustomChannel(endpoint.substr(8),
+                                     grpc::SslCredentials(grpc::SslCredentialsOptions()), args);
+  }
+  const std::string target = StartsWith(endpoint, "http://") ? endpoint.substr(7) : endpoint;
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
+std::string NewUuid() {
+  std::random_device device;
+  std::mt19937_64 generator((static_cast<uint64_t>(device()) << 32) ^ device());
+  std::uniform_int_distribution<uint64_t> bits;
+  uint64_t high = bits(generator);
+  uint64_t low = bits(generator);
+  high = (high & ~0xF000ULL) | 0x4000ULL;                // version 4
+  low = (low & ~(0xC000ULL << 48)) | (0x8000ULL << 48);  // variant 10
+  char text[37];
+  std::snprintf(text, sizeof(text), "%08x-%04x-%04x-%04x-%012llx",
+                static_cast<unsigned>(high >> 32), static_cast<unsigned>((high >> 16) & 0xFFFF),
+                static_cast<unsigned>(high & 0xFFFF), static_cast<unsigned>(low >> 48),
+                static_cast<unsigned long long>(low & 0xFFFFFFFFFFFFULL));
+  return text;
+}
+
+std::string DescribeRpcError(const grpc::Status& status, const std::string& endpoint,
+                             bool has_api_key) {
+  const std::string& detail = status.error_message();
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAUTHENTICATED:
+      if (!has_api_key) {
+        return "no API key is set; run `mcli set api-key KEY` (or set TESSERA_API_KEY)";
+      }
+      return "the server rejected the API key" + (detail.empty() ? "" : " (" + detail + ")") +
+             "; run `mcli set api-key KEY` with a valid key";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "permission denied" + (detail.empty() ? "" : ": " + detail);
+    case grpc::StatusCode::UNAVAILABLE:
+      return "cannot reach the Tessera server at " + endpoint +
+             (detail.empty() ? "" : ": " + detail) +
+             " (set the endpoint with --endpoint or TESSERA_ENDPOINT)";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "the Tessera server at " + endpoint + " did not answer within " +
+             std::to_string(kCallDeadline.count()) + " s";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "the server at " + endpoint + " does not support this command" +
+             (detail.empty() ? "" : " (" + detail + ")");
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      if (!detail.empty()) return detail;
+      break;
+    default:
+      break;
+  }
+  static constexpr const char* kCodeNames[] = {"OK",
+                                               "CANCELLED",
+                                               "UNKNOWN",
+                                               "INVALID_ARGUMENT",
+                                               "DEADLINE_EXCEEDED",
+                                               "NOT_FOUND",
+                                               "ALREADY_EXISTS",
+                                               "PERMISSION_DENIED",
+                                               "RESOURCE_EXHAUSTED",
+                                               "FAILED_PRECONDITION",
+                                               "ABORTED",
+                                               "OUT_OF_RANGE",
+                                               "UNIMPLEMENTED",
+                                               "INTERNAL",
+                                               "UNAVAILABLE",
+                                               "DATA_LOSS",
+                                               "UNAUTHENTICATED"};
+  const int code = static_cast<int>(status.error_code());
+  const std::string name = code >= 0 && code <= 16 ? kCodeNames[code] : std::to_string(code);
+  return (detail.empty() ? std::string("the server failed") : detail) + " (" + name + ")";
+}
+
+Connection::Connection(std::string endpoint, std::string api_key)
+    : endpoint_(std::move(endpoint)),
+      api_key_(std::move(api_key)),
+      channel_(MakeChannel(endpoint_)) {}
+
+void Connection::AddMetadata(grpc::ClientContext& context) const {
+  if (!api_key_.empty()) context.AddMetadata("authorization", "Bearer " + api_key_);
+}
+
+std::unique_ptr<grpc::ClientContext> Connection::UnaryContext() const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  AddMetadata(*context);
+  context->set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+  return context;
+}
+
+std::unique_ptr<grpc::ClientContext> Connection::StreamContext() const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  AddMetadata(*context);
+  return context;
+}
+
+void Connection::Check(const grpc::Status& status) const {
+  if (status.ok()) return;
+  ThrowFailure(DescribeRpcError(status, endpoint_, !api_key_.empty()));
+}
+
+}  // namespace tessera::cli

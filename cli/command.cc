@@ -1,0 +1,26 @@
+#include "cli/command.h"
+
+namespace tessera::cli {
+
+CommandContext::CommandContext(Settings settings, OutputFormat format, std::ostream& out,
+                               std::ostream& err)
+    : settings_(std::move(settings)), format_(format), out_(out), err_(err) {}
+
+Connection& CommandContext::connection() {
+  if (!connection_) {
+    connection_ = std::make_unique<Connection>(settings_.endpoint.value, settings_.api_key.value);
+  }
+  return *connection_;
+}
+
+void OnParsed(CLI::App* command, ActionSlot& slot, Action action) {
+  command->callback([&slot, action = std::move(action)] { slot.action = action; });
+}
+
+bool PrintIfStructured(CommandContext& context, const Json& document) {
+  if (context.format() == OutputFormat::kTable) return false;
+  PrintDocument(context.out(), context.format(), document);
+  return true;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,92 @@
+// mcli cordon|uncordon|drain NODE: take a node out of scheduling, put it back, or let its runs
+// finish while nothing new is placed. Every change is recorded as a node event with its reason.
+
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/names.h"
+#include "tessera/v1/cordon.grpc.pb.h"
+
+namespace tessera::cli {
+namespace {
+
+using tessera::v1::CordonService;
+
+struct NodeOptions {
+  std::string node;
+  std::string reason;
+};
+
+// Prints what the node looks like after the change.
+void PrintNodeResult(CommandContext& context, const std::string& verb,
+                     const google::protobuf::Message& response, const tessera::v1::Node& node) {
+  if (PrintIfStructured(context, MessageToJson(response))) return;
+  context.out() << verb << " node " << node.name() << " (" << ShortName(node.admin_state())
+                << ")\n";
+}
+
+int Cordon(CommandContext& context, const NodeOptions& options) {
+  if (options.reason.empty()) ThrowUsage("cordon needs a reason: --reason \"...\"");
+  tessera::v1::CordonNodeRequest request;
+  request.set_idempotency_key(NewUuid());
+  request.set_node_name(options.node);
+  request.set_reason(options.reason);
+  Connection& connection = context.connection();
+  auto stub = CordonService::NewStub(connection.channel());
+  tessera::v1::CordonNodeResponse response;
+  connection.Unary([&](grpc::ClientContext* c) { return stub->CordonNode(c, request, &response); });
+  PrintNodeResult(context, "Cordoned", response, response.node());
+  return kExitOk;
+}
+
+int Uncordon(CommandContext& context, const NodeOptions& options) {
+  tessera::v1::UncordonNodeRequest request;
+  request.set_idempotency_key(NewUuid());
+  request.set_node_name(options.node);
+  request.set_reason(options.reason);
+  Connection& connection = context.connection();
+  auto stub = CordonService::NewStub(connection.channel());
+  tessera::v1::UncordonNodeResponse response;
+  connection.Unary(
+      [&](grpc::ClientContext* c) { return stub->UncordonNode(c, request, &response); });
+  PrintNodeResult(context, "Uncordoned", response, response.node());
+  return kExitOk;
+}
+
+int Drain(CommandContext& context, const NodeOptions& options) {
+  tessera::v1::DrainNodeRequest request;
+  request.set_idempotency_key(NewUuid());
+  request.set_node_name(options.node);
+  request.set_reason(options.reason);
+  Connection& connection = context.connection();
+  auto stub = CordonService::NewStub(connection.channel());
+  tessera::v1::DrainNodeResponse response;
+  connection.Unary([&](grpc::ClientContext* c) { return stub->DrainNode(c, request, &response); });
+  PrintNodeResult(context, "Draining", response, response.node());
+  return kExitOk;
+}
+
+// Adds one NODE [--reason R] command running `run`.
+void AddNodeCommand(CLI::App& app, ActionSlot& slot, const std::string& name,
+                    const std::string& description, bool reason_required,
+                    int (*run)(CommandContext&, const NodeOptions&)) {
+  auto options = std::make_shared<NodeOptions>();
+  CLI::App* command = app.add_subcommand(name, description);
+  command->add_option("NODE", options->node, "Node name")->required();
+  CLI::Option* reason =
+      command->add_option("--reason", options->reason, "Why (kept in the node's events)");
+  if (reason_required) reason->required();
+  OnParsed(command, slot,
+           [options, run](CommandContext& context) { return run(context, *options); });
+}
+
+}  // namespace
+
+void AddNodeCommands(CLI::App& app, ActionSlot& slot) {
+  AddNodeCommand(app, slot, "cordon", "Stop placing runs on a node", true, Cordon);
+  AddNodeCommand(app, slot, "uncordon", "Let runs be placed on a node again", false, Uncordon);
+  AddNodeCommand(app, slot, "drain", "Let a node's runs finish, placing nothing new on it", false,
+                 Drain);
+}
+
+}  // namespace tessera::cli

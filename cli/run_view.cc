@@ -1,0 +1,221 @@
+#include "cli/run_view.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+
+#include "cli/names.h"
+#include "cli/table.h"
+#include "cli/time_format.h"
+#include "services/runs/spec/run_spec_parser.h"
+
+namespace tessera::cli {
+namespace {
+
+using tessera::v1::Run;
+using tessera::v1::RunStatus;
+
+std::string Percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f%%", fraction * 100);
+  return text;
+}
+
+std::string Number(double value, int precision) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", precision, value);
+  return text;
+}
+
+std::string Join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string text;
+  for (const std::string& part : parts) {
+    if (!text.empty()) text += separator;
+    text += part;
+  }
+  return text;
+}
+
+std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
+
+std::string ComputeSummary(const tessera::v1::ComputeSpec& compute) {
+  std::string text = compute.gpus() > 0 ? std::to_string(compute.gpus()) + " GPUs" : "CPU only";
+  if (!compute.gpu_type().empty()) text += " (" + compute.gpu_type() + ")";
+  if (compute.nodes() > 0) text += " on " + std::to_string(compute.nodes()) + " nodes";
+  if (!compute.cluster().empty()) text += ", cluster " + compute.cluster();
+  if (compute.node_names_size() > 0) {
+    text += ", nodes " + Join({compute.node_names().begin(), compute.node_names().end()}, ",");
+  }
+  return text;
+}
+
+std::string SchedulingSummary(const tessera::v1::SchedulingSpec& scheduling) {
+  std::string text = "priority " + ShortName(scheduling.priority());
+  text += scheduling.preemptible() ? ", preemptible" : ", not preemptible";
+  if (scheduling.has_retry_on_system_failure()) {
+    text += scheduling.retry_on_system_failure() ? ", retries on system failure"
+                                                 : ", no retry on system failure";
+  }
+  if (scheduling.has_max_retries())
+    text += ", max " + std::to_string(scheduling.max_retries()) + " retries";
+  if (scheduling.max_duration_hours() > 0) {
+    text += ", max duration " + FormatSeconds(scheduling.max_duration_hours() * 3600);
+  }
+  return text;
+}
+
+std::string AttemptNodes(const tessera::v1::Attempt& attempt) {
+  std::vector<std::string> names;
+  for (const auto& node : attempt.nodes()) names.push_back(node.node_name());
+  return OrDash(Join(names, ","));
+}
+
+std::string AttemptReason(const tessera::v1::Attempt& attempt) {
+  std::vector<std::string> parts;
+  if (attempt.end_reason() != tessera::v1::ATTEMPT_END_REASON_UNSPECIFIED) {
+    parts.push_back(ShortName(attempt.end_reason()));
+  }
+  if (!attempt.reason().empty()) parts.push_back(attempt.reason());
+  if (!attempt.first_failed_node().empty() && attempt.first_failed_rank() >= 0) {
+    parts.push_back("first failure: rank " + std::to_string(attempt.first_failed_rank()) + " on " +
+                    attempt.first_failed_node());
+  }
+  return OrDash(Join(parts, ": "));
+}
+
+void PrintIndented(std::ostream& out, const std::string& text, const std::string& indent) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) out << (line.empty() ? "" : indent) << line << "\n";
+}
+
+}  // namespace
+
+bool IsTerminal(RunStatus status) {
+  return status == tessera::v1::RUN_STATUS_COMPLETED || status == tessera::v1::RUN_STATUS_STOPPED ||
+         status == tessera::v1::RUN_STATUS_FAILED;
+}
+
+std::string FormatProgress(const tessera::v1::RunProgress& progress) {
+  if (progress.total_steps() > 0) {
+    const double fraction = static_cast<double>(progress.step()) / progress.total_steps();
+    return std::to_string(progress.step()) + "/" + std::to_string(progress.total_steps()) + " (" +
+           std::to_string(static_cast<int>(std::floor(fraction * 100))) + "%)";
+  }
+  if (progress.step() > 0) return std::to_string(progress.step());
+  return "-";
+}
+
+void PrintRunTable(std::ostream& out, const google::protobuf::RepeatedPtrField<Run>& runs) {
+  Table table({"NAME", "USER", "CLUSTER", "GPUS", "STATUS", "RESUMPTION", "PROGRESS", "CREATED"});
+  for (const Run& run : runs) {
+    std::string status = ShortName(run.status());
+    if (run.stop_requested() && !IsTerminal(run.status())) status += " (stopping)";
+    table.AddRow({run.name(), OrDash(run.user()), OrDash(run.spec().compute().cluster()),
+                  std::to_string(run.spec().compute().gpus()), status,
+                  run.resumption_index() < 0 ? "-" : std::to_string(run.resumption_index()),
+                  FormatProgress(run.progress()), FormatTimestamp(run.created_at())});
+  }
+  table.Print(out);
+}
+
+void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& description) {
+  const Run& run = description.run();
+  Fields fields;
+  fields.Add("Run", run.name());
+  fields.Add("ID", OrDash(run.id()));
+  fields.Add("User", OrDash(run.user()));
+  std::string status = ShortName(run.status());
+  if (run.stop_requested() && !IsTerminal(run.status())) status += " (stop requested)";
+  if (!run.status_reason().empty()) status += ": " + run.status_reason();
+  fields.Add("Status", status);
+  fields.Add("Image", OrDash(run.spec().image()));
+  fields.Add("Compute", ComputeSummary(run.spec().compute()));
+  fields.Add("Scheduling", SchedulingSummary(run.spec().scheduling()));
+  fields.Add("Created", FormatTimestamp(run.created_at()));
+  fields.Add("Started", FormatTimestamp(run.started_at()));
+  fields.Add("Ended", FormatTimestamp(run.ended_at()));
+  fields.Add("Resumption",
+             run.resumption_index() < 0 ? "-" : std::to_string(run.resumption_index()));
+  fields.Add("Retries used", std::to_string(run.retries_used()));
+  fields.Add("Pending time", FormatSeconds(run.pending_seconds()));
+  fields.Add("Running time", FormatSeconds(run.running_seconds()));
+  fields.Add("Training time", run.effective_training_seconds() > 0
+                                  ? FormatSeconds(run.effective_training_seconds()) +
+                                        " effective, " + Percent(description.goodput()) + " goodput"
+                                  : "-");
+  const tessera::v1::RunProgress& progress = run.progress();
+  std::string progress_text = FormatProgress(progress);
+  if (progress.step() > 0 || progress.total_steps() > 0) {
+    progress_text += ", loss " + Number(progress.loss(), 4) + ", " +
+                     Number(progress.tokens_per_second(), 0) + " tokens/s, MFU " +
+                     Percent(progress.mfu());
+    if (IsSet(progress.reported_at())) {
+      progress_text += " (at " + FormatTimestamp(progress.reported_at()) + ")";
+    }
+  }
+  fields.Add("Progress", progress_text);
+  fields.Print(out);
+
+  out << "\nAttempts:\n";
+  if (description.attempts().empty()) {
+    out << "  (none yet)\n";
+  } else {
+    Table attempts({"RESUMPTION", "STATUS", "STARTED", "ENDED", "NODES", "STEPS", "REASON"}, 0);
+    attempts.SetMaxWidth(4, 60);
+    for (const auto& attempt : description.attempts()) {
+      attempts.AddRow(
+          {std::to_string(attempt.resumption_index()), ShortName(attempt.status()),
+           FormatTimestamp(attempt.started_at()), FormatTimestamp(attempt.ended_at()),
+           AttemptNodes(attempt),
+           std::to_string(attempt.resumed_from_step()) + "-" + std::to_string(attempt.last_step()),
+           AttemptReason(attempt)});
+    }
+    attempts.Print(out, "  ");
+  }
+
+  if (!description.interruptions().empty()) {
+    out << "\nInterruptions:\n";
+    Table interruptions({"RESUMPTION", "TIME", "CAUSE", "DETECTED BY", "LOST", "DETAIL"}, 0);
+    for (const auto& item : description.interruptions()) {
+      interruptions.AddRow({std::to_string(item.resumption_index()), FormatTimestamp(item.time()),
+                            ShortName(item.cause()), ShortName(item.detection_method()),
+                            FormatSeconds(item.seconds_lost()), OrDash(item.detail())});
+    }
+    interruptions.Print(out, "  ");
+  }
+
+  out << "\nEvents:\n";
+  if (description.events().empty()) {
+    out << "  (none)\n";
+  } else {
+    Table events({"TIME", "RESUMPTION", "EVENT", "MESSAGE"}, 0);
+    for (const auto& event : description.events()) {
+      events.AddRow({FormatTimestamp(event.time()), std::to_string(event.resumption_index()),
+                     ShortName(event.type()), event.message()});
+    }
+    events.Print(out, "  ");
+  }
+
+  out << "\nRun spec:\n";
+  PrintIndented(out, tessera::spec::RunSpecToYaml(run.spec()), "  ");
+}
+
+std::string FormatRunChange(const tessera::v1::RunChange& change) {
+  const bool has_event = change.has_event() && change.event().type() != 0;
+  const auto& time = has_event                          ? change.event().time()
+                     : IsSet(change.run().updated_at()) ? change.run().updated_at()
+                                                        : change.run().created_at();
+  std::string line = FormatTimestamp(time) + "  " + PadRight(ShortName(change.run().status()), 13);
+  if (has_event) {
+    line += change.event().message().empty() ? ShortName(change.event().type())
+                                             : change.event().message();
+  } else if (!change.run().status_reason().empty()) {
+    line += change.run().status_reason();
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,28 @@
+#pragma once
+// How runs look to a person: the `get runs` table, the `describe run` page and the lines that
+// `run submit --follow` prints.
+
+#include <iosfwd>
+#include <string>
+
+#include "google/protobuf/repeated_field.h"
+#include "tessera/v1/runs.pb.h"
+
+namespace tessera::cli {
+
+bool IsTerminal(tessera::v1::RunStatus status);
+
+// "120/1000 (12%)", "120" without a total, "-" before the first report.
+std::string FormatProgress(const tessera::v1::RunProgress& progress);
+
+// NAME USER CLUSTER GPUS STATUS RESUMPTION PROGRESS CREATED
+void PrintRunTable(std::ostream& out,
+                   const google::protobuf::RepeatedPtrField<tessera::v1::Run>& runs);
+
+// Spec, compute, status, times, progress, attempts, interruptions and the event log.
+void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& description);
+
+// One line for a change seen while following a run: "TIME  STATUS  message".
+std::string FormatRunChange(const tessera::v1::RunChange& change);
+
+}  // namespace tessera::cli

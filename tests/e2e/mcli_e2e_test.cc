@@ -1,0 +1,161 @@
+// mcli, the real binary, against the real tessera-server and PostgreSQL, with the worker side of
+// the control stream driven by the test: what a user types, end to end.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "tests/integration/control_plane/control_plane.h"
+
+namespace tessera::testing {
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+// Runs mcli with TESSERA_ENDPOINT/TESSERA_API_KEY set; output is stdout and stderr together.
+Result Mcli(const std::string& endpoint, const std::string& key, const std::string& args) {
+  const std::string cmd = absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", endpoint,
+                                       " TESSERA_API_KEY=", key, " ", BinaryPath("mcli"), " ",
+                                       args, " 2>&1");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = absl::StrCat("/tmp/tessera-e2e-", getpid(), "-", name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST_CASE("a user submits, watches, describes and stops runs with mcli", "[e2e]") {
+  auto pg = PostgresServer::Start();
+  REQUIRE(pg.ok());
+  const std::string url = (*pg)->url();
+  const std::string alice = CreateKey(url, "alice", "user");
+  const std::string ops = CreateKey(url, "ops", "admin");
+  const std::string system = CreateKey(url, "worker", "system");
+  ServerProcess server = StartServer("tessera-server", url,
+                                     {"--lease-seconds", "2", "--stop-grace-seconds", "1"});
+  FakeWorker w1(server.endpoint(), system, SimulatedNode("node-1"));
+  FakeWorker w2(server.endpoint(), system, SimulatedNode("node-2"));
+  REQUIRE(w1.Connect().ok());
+  REQUIRE(w2.Connect().ok());
+  const std::string ep = server.endpoint();
+
+  const std::string yaml = WriteFile("run.yaml", R"(name: gpt-tiny
+image: tessera/train:latest
+command: python train.py
+compute:
+  cluster: local
+  gpus: 16
+scheduling:
+  priority: high
+  retry_on_system_failure: true
+env_variables:
+  WANDB_MODE: offline
+parameters:
+  lr: 0.0003
+)");
+  Result submitted = Mcli(ep, alice, "run submit -f " + yaml);
+  INFO(submitted.out);
+  REQUIRE(submitted.code == 0);
+  const std::string name(absl::StripAsciiWhitespace(submitted.out));
+  CHECK(name.rfind("gpt-tiny-", 0) == 0);
+
+  Client client(ep, alice);
+  const v1::Run run = client.WaitForStatus(name, v1::RUN_STATUS_RUNNING);
+  auto start = w1.WaitForStart(run.id(), 0, absl::Seconds(5));
+  REQUIRE(start.has_value());
+  CHECK(start->env().at("WANDB_MODE") == "offline");
+  CHECK(start->parameters_json().find("\"lr\":0.0003") != std::string::npos);
+
+  Result table = Mcli(ep, alice, "get runs");
+  INFO(table.out);
+  CHECK(table.code == 0);
+  CHECK(table.out.find(name) != std::string::npos);
+  CHECK(table.out.find("RUNNING") != std::string::npos);
+
+  Result json = Mcli(ep, alice, "get runs -o json");
+  CHECK(json.out.find("\"name\": \"" + name + "\"") != std::string::npos);
+
+  Result others = Mcli(ep, ops, "get runs --user alice");
+  CHECK(others.out.find(name) != std::string::npos);
+
+  // Another user sees nothing of it and cannot stop it.
+  const std::string bob = CreateKey(url, "bob", "user");
+  CHECK(Mcli(ep, bob, "get runs").out.find(name) == std::string::npos);
+  Result bob_stop = Mcli(ep, bob, "stop run " + name);
+  CHECK(bob_stop.code == 1);
+  CHECK(bob_stop.out.find("not found") != std::string::npos);
+
+  Result stop = Mcli(ep, alice, "stop run " + name + " --reason 'wrong lr'");
+  INFO(stop.out);
+  CHECK(stop.code == 0);
+  client.WaitForStatus(name, v1::RUN_STATUS_STOPPED);
+  Result describe = Mcli(ep, alice, "describe run " + name);
+  INFO(describe.out);
+  CHECK(describe.out.find("Run created") != std::string::npos);
+  CHECK(describe.out.find("Run started") != std::string::npos);
+  CHECK(describe.out.find("wrong lr") != std::string::npos);
+
+  Result deleted = Mcli(ep, alice, "delete run " + name);
+  CHECK(deleted.code == 0);
+  CHECK(Mcli(ep, alice, "describe run " + name).code == 1);
+}
+
+TEST_CASE("operators cordon and watch nodes with mcli; mistakes get one clear line", "[e2e]") {
+  auto pg = PostgresServer::Start();
+  REQUIRE(pg.ok());
+  const std::string url = (*pg)->url();
+  const std::string alice = CreateKey(url, "alice", "user");
+  const std::string ops = CreateKey(url, "ops", "admin");
+  const std::string system = CreateKey(url, "worker", "system");
+  ServerProcess server = StartServer("tessera-server", url);
+  FakeWorker w1(server.endpoint(), system, SimulatedNode("node-1"));
+  REQUIRE(w1.Connect().ok());
+  const std::string ep = server.endpoint();
+
+  Result nodes = Mcli(ep, alice, "get nodes");
+  CHECK(nodes.out.find("node-1") != std::string::npos);
+  Result denied = Mcli(ep, alice, "cordon node-1 --reason test");
+  CHECK(denied.code == 1);
+  CHECK(denied.out.find("admin") != std::string::npos);
+  Result cordoned = Mcli(ep, ops, "cordon node-1 --reason 'xid 79'");
+  INFO(cordoned.out);
+  CHECK(cordoned.code == 0);
+  Result events = Mcli(ep, ops, "get events");
+  CHECK(events.out.find("xid 79") != std::string::npos);
+  Result node = Mcli(ep, ops, "describe node node-1");
+  CHECK(node.out.find("CORDONED") != std::string::npos);
+  CHECK(Mcli(ep, ops, "uncordon node-1").code == 0);
+
+  // Bad input: one line, a non-zero code, and nothing created.
+  const std::string bad = WriteFile("bad.yaml", "name: ok\ncommand: x\ncompute:\n  gpus: -8\n");
+  Result parsed = Mcli(ep, alice, "run -f " + bad);
+  CHECK(parsed.code == 2);
+  CHECK(parsed.out.find("line 4") != std::string::npos);
+  CHECK(parsed.out.find("compute.gpus") != std::string::npos);
+  const std::string odd = WriteFile("odd.yaml", "name: ok\ncommand: x\ncompute:\n  gpus: 12\n");
+  Result unfit = Mcli(ep, alice, "run -f " + odd);
+  CHECK(unfit.code != 0);
+  CHECK(unfit.out.find("compute.gpus") != std::string::npos);
+  Result wrong_key = Mcli(ep, "tsk_nope", "get runs");
+  CHECK(wrong_key.code == 1);
+  CHECK(wrong_key.out.find("mcli set api-key") != std::string::npos);
+  CHECK(Mcli(ep, alice, "get runs -o json").out.find("[]") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::testing

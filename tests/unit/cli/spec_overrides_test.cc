@@ -1,0 +1,115 @@
+// The run YAML read locally, and the command line's overrides applied and validated again.
+
+#include "cli/spec_overrides.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/errors.h"
+
+namespace {
+
+using tessera::cli::ApplyOverrides;
+using tessera::cli::CliError;
+using tessera::cli::LoadRunSpecFile;
+using tessera::cli::SpecOverrides;
+
+constexpr const char* kSpec = R"(name: train
+image: pytorch:latest
+command: python train.py
+compute:
+  cluster: c1
+  gpus: 8
+scheduling:
+  priority: low
+)";
+
+struct TempFile {
+  explicit TempFile(const std::string& text) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "mcli-spec-XXXXXX").string();
+    const int fd = mkstemp(pattern.data());
+    REQUIRE(fd >= 0);
+    close(fd);
+    path = pattern;
+    std::ofstream(path) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path); }
+  std::string path;
+};
+
+}  // namespace
+
+TEST_CASE("a run YAML file is parsed locally", "[cli][spec]") {
+  TempFile file(kSpec);
+  const auto spec = LoadRunSpecFile(file.path);
+  CHECK(spec.name() == "train");
+  CHECK(spec.compute().gpus() == 8);
+  CHECK(spec.scheduling().priority() == tessera::v1::PRIORITY_LOW);
+}
+
+TEST_CASE("overrides replace the file's values", "[cli][spec]") {
+  TempFile file(kSpec);
+  auto spec = LoadRunSpecFile(file.path);
+  SpecOverrides overrides;
+  overrides.gpus = 16;
+  overrides.cluster = "c2";
+  overrides.priority = "high";
+  overrides.name = "renamed";
+  ApplyOverrides(overrides, spec);
+  CHECK(spec.compute().gpus() == 16);
+  CHECK(spec.compute().cluster() == "c2");
+  CHECK(spec.scheduling().priority() == tessera::v1::PRIORITY_HIGH);
+  CHECK(spec.name() == "renamed");
+  CHECK(spec.image() == "pytorch:latest");
+}
+
+TEST_CASE("no overrides leave the spec as it was", "[cli][spec]") {
+  TempFile file(kSpec);
+  auto spec = LoadRunSpecFile(file.path);
+  const auto before = spec.SerializeAsString();
+  ApplyOverrides(SpecOverrides{}, spec);
+  CHECK(spec.SerializeAsString() == before);
+}
+
+TEST_CASE("overrides are validated again", "[cli][spec]") {
+  TempFile file(kSpec);
+  auto spec = LoadRunSpecFile(file.path);
+  SpecOverrides overrides;
+  overrides.gpus = -4;
+  try {
+    ApplyOverrides(overrides, spec);
+    FAIL("expected an error");
+  } catch (const CliError& e) {
+    CHECK(e.exit_code() == 2);
+    CHECK_THAT(e.what(), Catch::Contains("compute.gpus"));
+  }
+  SpecOverrides bad_priority;
+  bad_priority.priority = "urgent";
+  CHECK_THROWS_WITH(ApplyOverrides(bad_priority, spec), Catch::Contains("--priority"));
+}
+
+TEST_CASE("YAML errors name the file and the line", "[cli][spec]") {
+  TempFile file("name: train\ncommand: run\ncompute:\n  gpus: many\n");
+  try {
+    LoadRunSpecFile(file.path);
+    FAIL("expected an error");
+  } catch (const CliError& e) {
+    CHECK(e.exit_code() == 2);
+    CHECK_THAT(e.what(), Catch::StartsWith(file.path + ": line 4"));
+    CHECK_THAT(e.what(), Catch::Contains("compute.gpus"));
+  }
+}
+
+TEST_CASE("a missing file is a usage error", "[cli][spec]") {
+  try {
+    LoadRunSpecFile("/nonexistent/run.yaml");
+    FAIL("expected an error");
+  } catch (const CliError& e) {
+    CHECK(e.exit_code() == 2);
+    CHECK_THAT(e.what(), Catch::Contains("/nonexistent/run.yaml"));
+  }
+}
