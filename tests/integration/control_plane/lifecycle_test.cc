@@ -196,6 +196,43 @@ TEST_CASE("stop: every node is told to stop and the run ends STOPPED", "[control
   CHECK(w1->stops()[0].run_id() == run.id());
 }
 
+TEST_CASE("a high-priority run preempts a preemptible one, which goes back to the queue",
+          "[control-plane]") {
+  Plane p;
+  auto w1 = p.Worker("node-1");
+  Client alice(p.server.endpoint(), p.user_key);
+  v1::SubmitRunRequest low;
+  low.mutable_spec()->set_name("low");
+  low.mutable_spec()->set_command("x");
+  low.mutable_spec()->mutable_compute()->set_gpus(8);
+  low.mutable_spec()->mutable_scheduling()->set_priority(v1::PRIORITY_LOW);
+  low.mutable_spec()->mutable_scheduling()->set_preemptible(true);
+  v1::SubmitRunResponse low_resp;
+  REQUIRE(alice.runs->SubmitRun(alice.Ctx().get(), low, &low_resp).ok());
+  const v1::Run victim = low_resp.run();
+  alice.WaitForStatus(victim.name(), v1::RUN_STATUS_RUNNING);
+
+  v1::SubmitRunRequest high = low;
+  high.mutable_spec()->set_name("high");
+  high.mutable_spec()->mutable_scheduling()->set_priority(v1::PRIORITY_HIGH);
+  high.mutable_spec()->mutable_scheduling()->set_preemptible(false);
+  v1::SubmitRunResponse high_resp;
+  REQUIRE(alice.runs->SubmitRun(alice.Ctx().get(), high, &high_resp).ok());
+  // The victim is told to stop (the fake worker ends its ranks), then the high run starts.
+  REQUIRE(w1->WaitForStart(high_resp.run().id(), 0, absl::Seconds(10)));
+  REQUIRE(w1->stops().size() == 1);
+  CHECK(w1->stops()[0].run_id() == victim.id());
+  const v1::Run requeued = alice.Get(victim.name());
+  CHECK(requeued.status() == v1::RUN_STATUS_QUEUED);
+  CHECK(requeued.retries_used() == 0);
+  const v1::RunDescription d = alice.Describe(victim.name());
+  REQUIRE(d.attempts_size() == 2);
+  CHECK(d.attempts(0).end_reason() == v1::ATTEMPT_END_REASON_PREEMPTED);
+  bool preempted = false;
+  for (const auto& e : d.events()) preempted |= e.message() == "Run was preempted";
+  CHECK(preempted);
+}
+
 TEST_CASE("GPU counts that can never fit are rejected at submit", "[control-plane]") {
   Plane p;
   auto w1 = p.Worker("node-1");
