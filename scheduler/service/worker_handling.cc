@@ -146,6 +146,20 @@ absl::Status SchedulerCore::OnAttemptUpdate(const std::string& node,
   v1::Run run;
   AttemptState state;
   bool first_start = false, all_finished = false, newly_failed = false;
+  bool known;
+  {
+    absl::MutexLock lock(&mu_);
+    known = active_.count(update.run_id()) > 0;
+  }
+  if (!known) {
+    // Placed before this instance started (a restart or a takeover): learn the active runs now
+    // rather than drop the report.
+    auto active = runs_->ListRuns(
+        {v1::RUN_STATUS_STARTING, v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING});
+    if (!active.ok()) return active.status();
+    absl::MutexLock lock(&mu_);
+    for (const auto& r : *active) active_.emplace(r.id(), r);
+  }
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(update.run_id());
