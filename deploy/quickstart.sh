@@ -35,11 +35,13 @@ echo "quickstart: PostgreSQL at $url"
 
 GRPC_PORT="${TESSERA_GRPC_PORT:-50051}"
 METRICS_PORT="${TESSERA_METRICS_PORT:-9464}"
+HTTP_PORT="${TESSERA_HTTP_PORT:-8080}"
 if [ -f "$server_pid_file" ] && kill -0 "$(cat "$server_pid_file")" 2>/dev/null; then
   echo "quickstart: tessera-server already runs (pid $(cat "$server_pid_file"))"
 else
   nohup build/bin/tessera-server --database-url "$url" \
     --grpc-listen "127.0.0.1:$GRPC_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
+    --http-listen "127.0.0.1:$HTTP_PORT" \
     >"$STATE/logs/tessera-server.log" 2>&1 &
   echo $! > "$server_pid_file"
   for _ in $(seq 100); do
@@ -68,6 +70,7 @@ fi
 cat <<INFO
 quickstart: Tessera is running
   gRPC API      127.0.0.1:$GRPC_PORT
+  REST API      http://127.0.0.1:$HTTP_PORT/api/v1/ (OpenAPI: /api/v1/openapi.json)
   metrics       http://127.0.0.1:$METRICS_PORT/metrics
   logs          $STATE/logs/
   database      $url

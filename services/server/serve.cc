@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/service_host.h"
+#include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
 
 namespace tessera::server {
@@ -42,6 +43,8 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   store::PostgresOptions db;
   SchedulerOptions sched;
   std::string runs_endpoint, scheduler_endpoint;
+  const bool all_in_one = parts.runs && parts.scheduler && parts.cordon;
+  std::string http_listen = all_in_one ? "127.0.0.1:8080" : "";
   double lease_seconds = 3, heartbeat_seconds = 0.5, stop_grace_seconds = 10;
   AddHostFlags(app, host);
   app.add_option("--database-url", db.url, "PostgreSQL URL (postgresql://user@host:port/db)")
@@ -60,6 +63,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     app.add_option("--stop-grace-seconds", stop_grace_seconds, "SIGTERM to SIGKILL for ranks")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 3600.0));
+  }
+  if (all_in_one) {
+    app.add_option("--http-listen", http_listen,
+                   "host:port for the REST gateway (port 0: any; empty: no gateway)")
+        ->capture_default_str();
   }
   if (parts.runs && !parts.scheduler) {
     app.add_option("--scheduler-endpoint", scheduler_endpoint, "host:port of tessera-scheduler")
@@ -131,10 +139,22 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   auto served = ServiceHost::Start(host, services);
   if (!served.ok()) return Fail(served.status());
   self->Set((*served)->InProcessChannel());
+  // The REST gateway reaches the services through the same in-process channel.
+  std::unique_ptr<gateway::GatewayServer> rest;
+  if (!http_listen.empty()) {
+    auto addr = ParseListenAddress("--http-listen", http_listen);
+    if (!addr.ok()) return Fail(addr.status());
+    rest = std::make_unique<gateway::GatewayServer>((*served)->InProcessChannel());
+    if (auto st = rest->Start(addr->first, static_cast<uint16_t>(addr->second)); !st.ok()) {
+      return Fail(st);
+    }
+  }
   // Tests and scripts read this line to learn the ports.
   std::cout << "listening grpc=" << (*served)->grpc_port()
-            << " metrics=" << (*served)->metrics_port() << std::endl;
+            << " metrics=" << (*served)->metrics_port() << " http=" << (rest ? rest->port() : 0)
+            << std::endl;
   (*served)->RunUntilSignal();
+  if (rest) rest->Shutdown();
   components.clear();
   return 0;
 }

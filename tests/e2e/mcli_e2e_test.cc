@@ -20,9 +20,9 @@ struct Result {
 
 // Runs mcli with TESSERA_ENDPOINT/TESSERA_API_KEY set; output is stdout and stderr together.
 Result Mcli(const std::string& endpoint, const std::string& key, const std::string& args) {
-  const std::string cmd = absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", endpoint,
-                                       " TESSERA_API_KEY=", key, " ", BinaryPath("mcli"), " ",
-                                       args, " 2>&1");
+  const std::string cmd =
+      absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", endpoint,
+                   " TESSERA_API_KEY=", key, " ", BinaryPath("mcli"), " ", args, " 2>&1");
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
@@ -46,8 +46,8 @@ TEST_CASE("a user submits, watches, describes and stops runs with mcli", "[e2e]"
   const std::string alice = CreateKey(url, "alice", "user");
   const std::string ops = CreateKey(url, "ops", "admin");
   const std::string system = CreateKey(url, "worker", "system");
-  ServerProcess server = StartServer("tessera-server", url,
-                                     {"--lease-seconds", "2", "--stop-grace-seconds", "1"});
+  ServerProcess server =
+      StartServer("tessera-server", url, {"--lease-seconds", "2", "--stop-grace-seconds", "1"});
   FakeWorker w1(server.endpoint(), system, SimulatedNode("node-1"));
   FakeWorker w2(server.endpoint(), system, SimulatedNode("node-2"));
   REQUIRE(w1.Connect().ok());

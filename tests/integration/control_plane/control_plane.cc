@@ -27,6 +27,11 @@ ServerProcess StartServer(const std::string& binary, const std::string& database
     argv.push_back("--grpc-listen");
     argv.push_back("127.0.0.1:0");
   }
+  if (binary == "tessera-server" &&
+      std::find(extra.begin(), extra.end(), "--http-listen") == extra.end()) {
+    argv.push_back("--http-listen");
+    argv.push_back("127.0.0.1:0");
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto p = Process::Start(argv, TempLog(binary));
   REQUIRE(p.ok());
@@ -37,6 +42,9 @@ ServerProcess StartServer(const std::string& binary, const std::string& database
   std::string port = line->substr(line->find("grpc=") + 5);
   port = port.substr(0, port.find(' '));
   REQUIRE(absl::SimpleAtoi(port, &s.grpc_port));
+  if (const auto at = line->find("http="); at != std::string::npos) {
+    REQUIRE(absl::SimpleAtoi(line->substr(at + 5), &s.http_port));
+  }
   return s;
 }
 

@@ -27,6 +27,7 @@ std::string TempLog(const std::string& name);
 struct ServerProcess {
   Process process;
   int grpc_port = 0;
+  int http_port = 0;  // the REST gateway of tessera-server
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(grpc_port); }
 };
 ServerProcess StartServer(const std::string& binary, const std::string& database_url,

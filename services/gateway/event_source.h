@@ -1,0 +1,191 @@
+#pragma once
+// A source of Server-Sent Events, and the one the gateway uses: a gRPC server stream. The
+// connection that relays it waits on the client socket and on the source's notifications at once
+// (see sse_relay.h), so it notices a client that leaves while no event is coming.
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/client_callback.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "services/gateway/upstream.h"
+
+namespace tessera::gateway {
+
+// One event as it goes on the wire: "event: <event>\nid: <id>\ndata: <data>\n\n".
+struct SseEvent {
+  std::string event;
+  std::string id;  // omitted when empty
+  std::string data;
+};
+
+struct SourceItem {
+  enum class Kind {
+    kReady,  // the upstream accepted the stream: the response head can go out
+    kEvent,
+    kEnd,  // no more items; `status` says how the stream ended
+  };
+  Kind kind = Kind::kEnd;
+  SseEvent event;
+  grpc::Status status;
+};
+
+class EventSource {
+ public:
+  virtual ~EventSource() = default;
+  // Starts producing. `notify` is called, from another thread, whenever Next() may have
+  // something new; it must be cheap and must not call back into the source. Called once.
+  virtual void Start(std::function<void()> notify) = 0;
+  // The next item, if there is one now; never blocks. Nothing follows kEnd.
+  virtual std::optional<SourceItem> Next() = 0;
+  // Ends the stream soon (the client left, or the gateway is stopping): a kEnd follows.
+  // Safe from any thread, any number of times.
+  virtual void Cancel() = 0;
+};
+
+// A gRPC server stream as a source of events, read with the callback API: the reactor queues
+// each message (as an event) for the connection, and reads the next one only while the queue has
+// room, so a slow client slows the upstream read instead of growing memory. The callback API
+// (rather than a blocking reader) is what tells a stream the upstream accepted (initial metadata)
+// from one it refused at once (a trailers-only answer such as UNAUTHENTICATED): the first sends
+// the SSE head, the second becomes a plain JSON error with the right HTTP status.
+template <class Msg>
+class GrpcStreamSource final : public EventSource, public grpc::ClientReadReactor<Msg> {
+ public:
+  // Starts the call with the reactor, e.g. stub.async()->WatchRuns(ctx, &request, reactor).
+  using Starter = std::function<void(grpc::ClientContext*, grpc::ClientReadReactor<Msg>*)>;
+  using Converter = std::function<SseEvent(const Msg&)>;
+
+  GrpcStreamSource(std::shared_ptr<UpstreamCall> call, Starter start, Converter convert,
+                   std::size_t capacity = 64)
+      : call_(std::move(call)),
+        start_(std::move(start)),
+        convert_(std::move(convert)),
+        capacity_(capacity == 0 ? 1 : capacity) {}
+
+  // Cancels a stream still running and waits for gRPC to be done with the reactor.
+  ~GrpcStreamSource() override {
+    {
+      std::lock_guard lock(mu_);
+      if (!started_) return;
+    }
+    Cancel();
+    std::unique_lock lock(mu_);
+    done_cv_.wait(lock, [this] { return done_; });
+  }
+
+  void Start(std::function<void()> notify) override {
+    notify_ = std::move(notify);
+    {
+      std::lock_guard lock(mu_);
+      started_ = true;
+    }
+    start_(call_->context(), this);
+    // Reads are also started from Next(), outside the reactions: the hold keeps the call alive
+    // until no read will be started any more.
+    this->AddHold();
+    this->StartRead(&msg_);
+    this->StartCall();
+  }
+
+  std::optional<SourceItem> Next() override {
+    std::optional<SourceItem> item;
+    bool read = false;
+    {
+      std::lock_guard lock(mu_);
+      if (!queue_.empty()) {
+        item = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      if (paused_ && !cancelled_ && queue_.size() < capacity_) {
+        paused_ = false;
+        read = true;
+      }
+    }
+    if (read) this->StartRead(&msg_);
+    return item;
+  }
+
+  void Cancel() override {
+    bool remove_hold = false;
+    {
+      std::lock_guard lock(mu_);
+      cancelled_ = true;
+      if (paused_ && !hold_removed_) {  // no read outstanding: none will be started now
+        paused_ = false;
+        hold_removed_ = true;
+        remove_hold = true;
+      }
+    }
+    call_->TryCancel();
+    if (remove_hold) this->RemoveHold();
+  }
+
+ private:
+  void OnReadInitialMetadataDone(bool ok) override {
+    if (!ok) return;  // refused at once (trailers only), or failed: OnDone says how
+    Push(SourceItem{SourceItem::Kind::kReady, {}, {}});
+  }
+
+  void OnReadDone(bool ok) override {
+    bool read = false, remove_hold = false, pushed = false;
+    {
+      std::lock_guard lock(mu_);
+      if (ok && !cancelled_) {
+        queue_.push_back(SourceItem{SourceItem::Kind::kEvent, convert_(msg_), {}});
+        pushed = true;
+        if (queue_.size() < capacity_) {
+          read = true;
+        } else {
+          paused_ = true;
+        }
+      } else if (!hold_removed_) {
+        hold_removed_ = true;
+        remove_hold = true;
+      }
+    }
+    if (pushed) notify_();
+    if (read) this->StartRead(&msg_);
+    if (remove_hold) this->RemoveHold();
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    Push(SourceItem{SourceItem::Kind::kEnd, {}, status});
+    std::lock_guard lock(mu_);
+    done_ = true;
+    done_cv_.notify_all();
+  }
+
+  void Push(SourceItem item) {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(item));
+    }
+    notify_();
+  }
+
+  std::shared_ptr<UpstreamCall> call_;
+  Starter start_;
+  Converter convert_;
+  const std::size_t capacity_;
+  std::function<void()> notify_;
+  Msg msg_;
+
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  std::deque<SourceItem> queue_;
+  bool started_ = false;
+  bool paused_ = false;  // the queue was full: no read outstanding
+  bool cancelled_ = false;
+  bool hold_removed_ = false;
+  bool done_ = false;
+};
+
+}  // namespace tessera::gateway

@@ -1,0 +1,98 @@
+#pragma once
+// The REST gateway: JSON over HTTP (and Server-Sent Events for watches) for CI pipelines and
+// scripts, translated to the gRPC API. Each request's Authorization header is forwarded
+// unchanged as `authorization` metadata; the gRPC services decide.
+//
+//   GatewayServer gateway(grpc::CreateChannel("127.0.0.1:50051",
+//   grpc::InsecureChannelCredentials())); if (absl::Status st = gateway.Start("127.0.0.1", 8080);
+//   !st.ok()) ...
+//   ...
+//   gateway.Shutdown();  // or let the destructor do it
+//
+// The all-in-one tessera-server passes an in-process channel (grpc::Server::InProcessChannel).
+//
+// Threading: one thread accepts; each connection gets its own thread, up to max_connections
+// (beyond that a connection is answered 503 and closed). A thread per connection because the
+// work behind a request is a blocking gRPC call (and a watch holds its connection for as long
+// as the client listens), so an async HTTP front would need a thread pool behind it anyway;
+// this way a slow upstream call holds only its own connection, and the code reads top to bottom.
+// Every socket wait is a poll(2) that also watches a shutdown descriptor, and every upstream
+// call is registered for cancellation, so Shutdown() never waits on a client or an upstream.
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "services/gateway/connection.h"
+#include "services/gateway/route_table.h"
+#include "services/gateway/upstream.h"
+
+namespace tessera::gateway {
+
+struct GatewayOptions {
+  // Deadline of each unary upstream call (streams have none).
+  std::chrono::milliseconds upstream_timeout{30000};
+  // Connections served at once; more are answered 503.
+  std::size_t max_connections = 256;
+  ConnectionLimits limits;  // body size (4 MiB), timeouts, SSE keep-alive
+};
+
+class GatewayServer {
+ public:
+  explicit GatewayServer(std::shared_ptr<grpc::Channel> upstream, GatewayOptions options = {});
+  ~GatewayServer();  // Shutdown()
+  GatewayServer(const GatewayServer&) = delete;
+  GatewayServer& operator=(const GatewayServer&) = delete;
+
+  // Listens on `address` (an IP literal or a host name) and `port` (0: any free port, see
+  // port()) and starts serving. Once per server. A bad address or a failure to bind is an error
+  // naming the address.
+  absl::Status Start(const std::string& address, std::uint16_t port);
+
+  // The port actually bound (0 before Start).
+  std::uint16_t port() const { return port_; }
+
+  // Stops accepting, cancels the upstream calls in flight, closes every connection (event
+  // streams included) and joins every thread. Idempotent; returns promptly.
+  void Shutdown();
+
+  // The routes served, the ones the OpenAPI document lists.
+  const RouteTable& routes() const { return routes_; }
+
+  // Connections being served now.
+  std::size_t active_connections() const { return active_.load(); }
+
+ private:
+  struct Worker {
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+  void AcceptLoop();
+  void Spawn(int fd, std::string peer);
+  void ReapFinished();
+
+  const GatewayOptions options_;
+  std::shared_ptr<Upstream> upstream_;
+  RouteTable routes_;
+
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread acceptor_;
+  std::list<Worker> workers_;  // touched by the acceptor thread, then by Shutdown after joining it
+  std::atomic<std::size_t> active_{0};
+  std::mutex shutdown_mu_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace tessera::gateway

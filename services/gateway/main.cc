@@ -1,0 +1,83 @@
+// tessera-gateway: the REST/JSON gateway in front of the gRPC API, for CI pipelines and scripts.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+
+#include "services/common/metrics/http_endpoint.h"
+#include "services/common/service_host.h"
+#include "services/gateway/gateway_server.h"
+
+int main(int argc, char** argv) {
+  tessera::BlockTerminationSignals();
+  CLI::App app{"tessera-gateway: JSON over HTTP for the Tessera API"};
+  std::string listen = "127.0.0.1:8080";
+  std::string upstream = "127.0.0.1:50051";
+  std::string log_level = "info";
+  std::string metrics_listen = "127.0.0.1:9465";
+  int upstream_timeout_s = 30;
+  std::size_t max_connections = 256;
+  app.add_option("--listen", listen, "host:port to serve HTTP on (port 0: any)")
+      ->capture_default_str();
+  app.add_option("--upstream", upstream, "host:port of the gRPC API")->capture_default_str();
+  app.add_option("--metrics-listen", metrics_listen, "host:port for /metrics and /healthz")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_option("--upstream-timeout", upstream_timeout_s, "deadline of each gRPC call, seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--max-connections", max_connections, "connections served at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  CLI11_PARSE(app, argc, argv);
+
+  if (auto st = tessera::ConfigureLogging(log_level); !st.ok()) {
+    spdlog::error("{}", st.ToString());
+    return 2;
+  }
+  auto address = tessera::ParseListenAddress("--listen", listen);
+  if (!address.ok()) {
+    spdlog::error("{}", address.status().ToString());
+    return 2;
+  }
+  if (auto up = tessera::ParseListenAddress("--upstream", upstream); !up.ok()) {
+    spdlog::error("{}", up.status().ToString());
+    return 2;
+  }
+
+  auto metrics_address = tessera::ParseListenAddress("--metrics-listen", metrics_listen);
+  if (!metrics_address.ok()) {
+    spdlog::error("{}", metrics_address.status().ToString());
+    return 2;
+  }
+  // Every binary serves /metrics, the gateway too.
+  auto metrics = tessera::metrics::MetricsEndpoint::Start(
+      metrics_address->first, static_cast<std::uint16_t>(metrics_address->second));
+  if (!metrics.ok()) {
+    spdlog::error("{}", metrics.status().ToString());
+    return 1;
+  }
+
+  tessera::gateway::GatewayOptions options;
+  options.upstream_timeout = std::chrono::seconds(upstream_timeout_s);
+  options.max_connections = max_connections;
+  tessera::gateway::GatewayServer gateway(
+      grpc::CreateChannel(upstream, grpc::InsecureChannelCredentials()), options);
+  if (auto st = gateway.Start(address->first, static_cast<std::uint16_t>(address->second));
+      !st.ok()) {
+    spdlog::error("{}", st.ToString());
+    return 1;
+  }
+  spdlog::info("gateway: forwarding to gRPC at {}", upstream);
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int sig = 0;
+  sigwait(&set, &sig);
+  spdlog::info("received signal {}, shutting down", sig);
+  gateway.Shutdown();
+  return 0;
+}

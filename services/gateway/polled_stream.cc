@@ -1,0 +1,142 @@
+#include "services/gateway/polled_stream.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/error.hpp>
+#include <cerrno>
+
+namespace tessera::gateway {
+namespace {
+
+namespace net = boost::asio;
+
+boost::beast::error_code ErrnoCode(int err) {
+  return boost::beast::error_code(err, boost::system::system_category());
+}
+
+int RemainingMs(PolledStream::Clock::time_point deadline) {
+  if (deadline == PolledStream::Clock::time_point::max()) return -1;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - PolledStream::Clock::now())
+          .count();
+  if (left <= 0) return 0;
+  return left > 24 * 3600 * 1000 ? 24 * 3600 * 1000 : static_cast<int>(left);
+}
+
+}  // namespace
+
+PolledStream::PolledStream(int fd, int wake_fd) : fd_(fd), wake_fd_(wake_fd) {
+  const int flags = ::fcntl(fd_, F_GETFL, 0);
+  if (flags >= 0) ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
+}
+
+PolledStream::~PolledStream() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+PolledStream::Wait PolledStream::WaitFor(short events) {
+  for (;;) {
+    pollfd fds[2] = {{fd_, events, 0}, {wake_fd_, POLLIN, 0}};
+    const int timeout = RemainingMs(deadline_);
+    const int n = ::poll(fds, 2, timeout);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Wait::kError;
+    }
+    if (fds[1].revents != 0) return Wait::kWake;
+    if (fds[0].revents != 0) return Wait::kReady;  // errors and hang-ups show in the next call
+    if (n == 0 && timeout >= 0 && RemainingMs(deadline_) == 0) return Wait::kTimeout;
+  }
+}
+
+std::size_t PolledStream::ReadSome(void* data, std::size_t size, boost::beast::error_code& ec) {
+  for (;;) {
+    const ssize_t n = ::recv(fd_, data, size, 0);
+    if (n > 0) {
+      ec = {};
+      return static_cast<std::size_t>(n);
+    }
+    if (n == 0) {
+      ec = net::error::eof;
+      return 0;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      ec = ErrnoCode(errno);
+      return 0;
+    }
+    switch (WaitFor(POLLIN)) {
+      case Wait::kReady:
+        continue;
+      case Wait::kTimeout:
+        ec = net::error::timed_out;
+        return 0;
+      case Wait::kWake:
+        ec = net::error::operation_aborted;
+        return 0;
+      case Wait::kError:
+        ec = ErrnoCode(errno);
+        return 0;
+    }
+  }
+}
+
+std::size_t PolledStream::WriteSome(const iovec* iov, int count, boost::beast::error_code& ec) {
+  for (;;) {
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = static_cast<std::size_t>(count);
+    const ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    if (n >= 0) {
+      ec = {};
+      return static_cast<std::size_t>(n);
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      ec = ErrnoCode(errno);
+      return 0;
+    }
+    switch (WaitFor(POLLOUT)) {
+      case Wait::kReady:
+        continue;
+      case Wait::kTimeout:
+        ec = net::error::timed_out;
+        return 0;
+      case Wait::kWake:
+        ec = net::error::operation_aborted;
+        return 0;
+      case Wait::kError:
+        ec = ErrnoCode(errno);
+        return 0;
+    }
+  }
+}
+
+bool PolledStream::WriteAll(std::string_view data, boost::beast::error_code& ec) {
+  while (!data.empty()) {
+    iovec iov{const_cast<char*>(data.data()), data.size()};
+    const std::size_t n = WriteSome(&iov, 1, ec);
+    if (ec) return false;
+    data.remove_prefix(n);
+  }
+  return true;
+}
+
+void PolledStream::LingeringClose() {
+  ::shutdown(fd_, SHUT_WR);
+  expires_after(std::chrono::seconds(2));
+  char sink[16 * 1024];
+  std::size_t dropped = 0;
+  boost::beast::error_code ec;
+  // At most a few MiB: enough for a body the client was already sending.
+  while (dropped < (8u << 20)) {
+    const std::size_t n = ReadSome(sink, sizeof sink, ec);
+    if (ec) break;
+    dropped += n;
+  }
+}
+
+}  // namespace tessera::gateway

@@ -1,0 +1,77 @@
+#pragma once
+// The route table: every REST route once, with what the server needs to dispatch and validate a
+// request and what the OpenAPI document says about it. Both come from this one list, so the
+// document cannot drift from the routes.
+
+#include <google/protobuf/descriptor.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "services/gateway/http_types.h"
+#include "services/gateway/params.h"
+
+namespace tessera::gateway {
+
+// Called on the connection's thread with a request whose parameters are validated.
+using Handler = std::function<HandlerResult(const Request&)>;
+
+enum class ResponseKind {
+  kJson,               // application/json of `response`
+  kEventStream,        // text/event-stream of `response` messages
+  kJsonOrEventStream,  // JSON, or a stream when the request asks for one (?follow=true)
+};
+
+struct Route {
+  std::string method = {};  // "GET", "POST", "PATCH", "DELETE"
+  // A template: literal segments and {param} segments, e.g. "/api/v1/runs/{name}/stop".
+  std::string path = {};
+  std::string operation_id = {};  // unique, e.g. "stopRun"
+  std::string tag = {};           // groups operations in the document: "runs", "nodes", ...
+  std::string summary = {};
+  std::vector<ParamSpec> params = {};  // every {param} of `path` must be here as a path parameter
+  // The JSON body's message, or null when the route takes no body.
+  const google::protobuf::Descriptor* request_body = nullptr;
+  // The JSON response's message (kJson, kJsonOrEventStream).
+  const google::protobuf::Descriptor* response = nullptr;
+  // Streams: the message each event's data carries, and the SSE event name.
+  const google::protobuf::Descriptor* stream_message = nullptr;
+  std::string event_name = {};
+  ResponseKind response_kind = ResponseKind::kJson;
+  bool requires_auth = true;
+  Handler handler = {};
+};
+
+class RouteTable {
+ public:
+  // Adds a route. A malformed one (bad template, undeclared or duplicate path parameter, a
+  // method+path or operation id already there) is a programming error: it is recorded in
+  // status() and the route is left out.
+  void Add(Route route);
+  const absl::Status& status() const { return status_; }
+  const std::vector<Route>& routes() const { return routes_; }
+
+  struct Match {
+    const Route* route = nullptr;  // null: no route for this method
+    // Raw (still percent-encoded) path parameter values by name.
+    std::map<std::string, std::string> path_params;
+    // When `route` is null: the methods the path answers (empty: unknown path, 404).
+    std::vector<std::string> allowed;
+  };
+  // The route for `method` and a path without its query. A literal segment is preferred to a
+  // parameter, so GET /api/v1/runs/watch is the watch route and not the run named "watch".
+  Match Find(std::string_view method, std::string_view path) const;
+
+ private:
+  std::vector<Route> routes_;
+  absl::Status status_;
+};
+
+// Splits "/a/b/c" into {"a", "b", "c"}; "/" is {}; keeps empty segments ("/a//b/").
+std::vector<std::string_view> SplitPath(std::string_view path);
+
+}  // namespace tessera::gateway

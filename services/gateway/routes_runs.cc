@@ -1,0 +1,190 @@
+// /api/v1/runs: RunService over REST.
+#include <string>
+#include <vector>
+
+#include "services/gateway/route_helpers.h"
+#include "services/gateway/routes.h"
+
+namespace tessera::gateway {
+namespace {
+
+using v1::RunService;
+
+const char kRuns[] = "/api/v1/runs";
+const char kRun[] = "/api/v1/runs/{name}";
+
+ParamSpec RunNameParam() {
+  return PathParam("name", ParamType::kRunName, "The run's unique name.");
+}
+
+std::vector<ParamSpec> RunFilterParams() {
+  return {
+      RepeatedQueryParam("name", ParamType::kString, "Shell-style glob on the run name."),
+      EnumQueryParam("status", v1::RunStatus_descriptor(), "RUN_STATUS_", /*repeated=*/true,
+                     "Run status, RUNNING or RUN_STATUS_RUNNING."),
+      QueryParam("user", ParamType::kString, "Only runs of this user."),
+      QueryParam("cluster", ParamType::kString, "Only runs on this cluster."),
+      QueryParam("gpu_type", ParamType::kString, "Only runs asking for this GPU type."),
+      QueryParam("before", ParamType::kDateTime, "Only runs created before this time."),
+      QueryParam("after", ParamType::kDateTime, "Only runs created after this time."),
+      LimitParam(),
+      QueryParam("latest", ParamType::kBoolean, "Only the most recently created match."),
+  };
+}
+
+void FillRunFilter(QueryReader& q, v1::RunFilter* filter) {
+  for (const std::string& g : q.Strings("name")) filter->add_name_globs(g);
+  for (int s : q.Enums("status")) filter->add_statuses(static_cast<v1::RunStatus>(s));
+  filter->set_user(q.String("user"));
+  filter->set_cluster(q.String("cluster"));
+  filter->set_gpu_type(q.String("gpu_type"));
+  if (auto t = q.DateTime("before")) *filter->mutable_created_before() = *t;
+  if (auto t = q.DateTime("after")) *filter->mutable_created_after() = *t;
+  filter->set_limit(q.Count("limit"));
+  filter->set_latest(q.Boolean("latest"));
+}
+
+// A route on one run: binds {name} (and the body when `body` is set) into `Req` and calls `method`.
+template <class Req, class Resp>
+Handler OnRun(std::shared_ptr<Upstream> up, bool body,
+              grpc::Status (RunService::Stub::*method)(grpc::ClientContext*, const Req&, Resp*)) {
+  return [up, body, method](const Request& r) -> HandlerResult {
+    Req req;
+    if (absl::Status st = BindRequest(r, body, {{"name", "name"}}, &req); !st.ok()) {
+      return ErrorResponse(st);
+    }
+    return CallUnary(*up, r, up->runs(), method, req);
+  };
+}
+
+}  // namespace
+
+void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
+  using Stub = RunService::Stub;
+  t.Add({.method = "POST",
+         .path = kRuns,
+         .operation_id = "submitRun",
+         .tag = "runs",
+         .summary = "Submit a run (the Idempotency-Key header fills idempotency_key).",
+         .params = {IdempotencyKeyHeader()},
+         .request_body = v1::SubmitRunRequest::descriptor(),
+         .response = v1::SubmitRunResponse::descriptor(),
+         .handler = [up](const Request& r) -> HandlerResult {
+           v1::SubmitRunRequest req;
+           if (absl::Status st = BindRequest(r, true, {}, &req); !st.ok()) {
+             return ErrorResponse(st);
+           }
+           return CallUnary(*up, r, up->runs(), &Stub::SubmitRun, req);
+         }});
+
+  t.Add({.method = "GET",
+         .path = kRuns,
+         .operation_id = "listRuns",
+         .tag = "runs",
+         .summary = "List runs matching a filter.",
+         .params = RunFilterParams(),
+         .response = v1::ListRunsResponse::descriptor(),
+         .handler = [up](const Request& r) -> HandlerResult {
+           QueryReader q(r);
+           v1::ListRunsRequest req;
+           FillRunFilter(q, req.mutable_filter());
+           if (!q.status().ok()) return ErrorResponse(q.status());
+           return CallUnary(*up, r, up->runs(), &Stub::ListRuns, req);
+         }});
+
+  t.Add(
+      {.method = "GET",
+       .path = "/api/v1/runs/watch",
+       .operation_id = "watchRuns",
+       .tag = "runs",
+       .summary = "Follow changes to runs matching a filter, as Server-Sent Events "
+                  "(event: run, data: a RunChange).",
+       .params = RunFilterParams(),
+       .stream_message = v1::RunChange::descriptor(),
+       .event_name = "run",
+       .response_kind = ResponseKind::kEventStream,
+       .handler = [up](const Request& r) -> HandlerResult {
+         QueryReader q(r);
+         v1::WatchRunsRequest req;
+         FillRunFilter(q, req.mutable_filter());
+         if (!q.status().ok()) return ErrorResponse(q.status());
+         return OpenStream<v1::RunChange>(
+             *up, r,
+             [up, req](grpc::ClientContext* ctx, grpc::ClientReadReactor<v1::RunChange>* reactor) {
+               up->runs().async()->WatchRuns(ctx, &req, reactor);
+             },
+             "run",
+             [](const v1::RunChange& c) {
+               return c.event().id() > 0 ? std::to_string(c.event().id()) : std::string();
+             });
+       }});
+
+  t.Add({.method = "GET",
+         .path = kRun,
+         .operation_id = "getRun",
+         .tag = "runs",
+         .summary = "Get a run.",
+         .params = {RunNameParam()},
+         .response = v1::GetRunResponse::descriptor(),
+         .handler = OnRun(up, false, &Stub::GetRun)});
+
+  t.Add({.method = "PATCH",
+         .path = kRun,
+         .operation_id = "updateRun",
+         .tag = "runs",
+         .summary = "Change a run's max_duration_hours, priority or preemptible.",
+         .params = {RunNameParam(), IdempotencyKeyHeader()},
+         .request_body = v1::UpdateRunRequest::descriptor(),
+         .response = v1::UpdateRunResponse::descriptor(),
+         .handler = OnRun(up, true, &Stub::UpdateRun)});
+
+  t.Add({.method = "DELETE",
+         .path = kRun,
+         .operation_id = "deleteRun",
+         .tag = "runs",
+         .summary = "Delete a finished run.",
+         .params = {RunNameParam(), IdempotencyKeyHeader()},
+         .response = v1::DeleteRunResponse::descriptor(),
+         .handler = OnRun(up, false, &Stub::DeleteRun)});
+
+  t.Add({.method = "GET",
+         .path = "/api/v1/runs/{name}/describe",
+         .operation_id = "describeRun",
+         .tag = "runs",
+         .summary = "A run with its attempts, events, interruptions and goodput.",
+         .params = {RunNameParam()},
+         .response = v1::DescribeRunResponse::descriptor(),
+         .handler = OnRun(up, false, &Stub::DescribeRun)});
+
+  t.Add({.method = "POST",
+         .path = "/api/v1/runs/{name}/stop",
+         .operation_id = "stopRun",
+         .tag = "runs",
+         .summary = "Stop a run (body: optional reason).",
+         .params = {RunNameParam(), IdempotencyKeyHeader()},
+         .request_body = v1::StopRunRequest::descriptor(),
+         .response = v1::StopRunResponse::descriptor(),
+         .handler = OnRun(up, true, &Stub::StopRun)});
+
+  t.Add({.method = "POST",
+         .path = "/api/v1/runs/{name}/restart",
+         .operation_id = "restartRun",
+         .tag = "runs",
+         .summary = "Restart a stopped or failed run.",
+         .params = {RunNameParam(), IdempotencyKeyHeader()},
+         .request_body = v1::RestartRunRequest::descriptor(),
+         .response = v1::RestartRunResponse::descriptor(),
+         .handler = OnRun(up, true, &Stub::RestartRun)});
+
+  t.Add({.method = "POST",
+         .path = "/api/v1/runs/{name}/clone",
+         .operation_id = "cloneRun",
+         .tag = "runs",
+         .summary = "Submit a copy of a run (body: optional new_name).",
+         .params = {RunNameParam(), IdempotencyKeyHeader()},
+         .request_body = v1::CloneRunRequest::descriptor(),
+         .response = v1::CloneRunResponse::descriptor(),
+         .handler = OnRun(up, true, &Stub::CloneRun)});
+}
+
+}  // namespace tessera::gateway

@@ -1,0 +1,50 @@
+#include "services/gateway/upstream.h"
+
+#include <utility>
+
+namespace tessera::gateway {
+
+UpstreamCall::~UpstreamCall() { upstream_.Forget(this); }
+
+Upstream::Upstream(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds unary_timeout)
+    : channel_(std::move(channel)),
+      unary_timeout_(unary_timeout),
+      runs_(v1::RunService::NewStub(channel_)),
+      scheduler_(v1::SchedulerService::NewStub(channel_)),
+      cordon_(v1::CordonService::NewStub(channel_)),
+      health_(v1::HealthService::NewStub(channel_)),
+      admin_(v1::AdminService::NewStub(channel_)) {}
+
+std::unique_ptr<UpstreamCall> Upstream::NewUnaryCall(const std::string& authorization) {
+  return NewCall(authorization, /*with_deadline=*/true);
+}
+
+std::unique_ptr<UpstreamCall> Upstream::NewStreamCall(const std::string& authorization) {
+  return NewCall(authorization, /*with_deadline=*/false);
+}
+
+std::unique_ptr<UpstreamCall> Upstream::NewCall(const std::string& authorization,
+                                                bool with_deadline) {
+  std::unique_ptr<UpstreamCall> call(new UpstreamCall(*this));
+  grpc::ClientContext& ctx = call->context_;
+  if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+  if (with_deadline) ctx.set_deadline(std::chrono::system_clock::now() + unary_timeout_);
+  std::lock_guard lock(mu_);
+  calls_.insert(call.get());
+  // A context cancelled before its call starts cancels the call as soon as it starts.
+  if (cancelled_) ctx.TryCancel();
+  return call;
+}
+
+void Upstream::Forget(UpstreamCall* call) {
+  std::lock_guard lock(mu_);
+  calls_.erase(call);
+}
+
+void Upstream::CancelAll() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+  for (UpstreamCall* call : calls_) call->TryCancel();
+}
+
+}  // namespace tessera::gateway

@@ -1,0 +1,79 @@
+#pragma once
+// The gRPC side of the gateway: one stub per service over one channel, and the contexts of the
+// calls in flight, so that shutting the gateway down cancels them instead of waiting for them.
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "tessera/v1/admin.grpc.pb.h"
+#include "tessera/v1/cordon.grpc.pb.h"
+#include "tessera/v1/health.grpc.pb.h"
+#include "tessera/v1/runs.grpc.pb.h"
+#include "tessera/v1/scheduler.grpc.pb.h"
+
+namespace tessera::gateway {
+
+class Upstream;
+
+// One upstream call: its context, registered with the Upstream while it lives. The context
+// carries the client's Authorization header as `authorization` metadata and, for unary calls,
+// a deadline.
+class UpstreamCall {
+ public:
+  ~UpstreamCall();
+  UpstreamCall(const UpstreamCall&) = delete;
+  UpstreamCall& operator=(const UpstreamCall&) = delete;
+
+  grpc::ClientContext* context() { return &context_; }
+  void TryCancel() { context_.TryCancel(); }
+
+ private:
+  friend class Upstream;
+  explicit UpstreamCall(Upstream& upstream) : upstream_(upstream) {}
+  Upstream& upstream_;
+  grpc::ClientContext context_;
+};
+
+class Upstream {
+ public:
+  // `unary_timeout`: the deadline of every unary call (streams get none).
+  Upstream(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds unary_timeout);
+
+  v1::RunService::Stub& runs() { return *runs_; }
+  v1::SchedulerService::Stub& scheduler() { return *scheduler_; }
+  v1::CordonService::Stub& cordon() { return *cordon_; }
+  v1::HealthService::Stub& health() { return *health_; }
+  v1::AdminService::Stub& admin() { return *admin_; }
+
+  // A context for one call. `authorization` is forwarded unchanged when not empty. Once
+  // CancelAll has run, new calls are cancelled from the start.
+  std::unique_ptr<UpstreamCall> NewUnaryCall(const std::string& authorization);
+  std::unique_ptr<UpstreamCall> NewStreamCall(const std::string& authorization);
+
+  // Cancels every call in flight and every later one. For shutdown.
+  void CancelAll();
+
+ private:
+  friend class UpstreamCall;
+  std::unique_ptr<UpstreamCall> NewCall(const std::string& authorization, bool with_deadline);
+  void Forget(UpstreamCall* call);
+
+  std::shared_ptr<grpc::Channel> channel_;
+  const std::chrono::milliseconds unary_timeout_;
+  std::unique_ptr<v1::RunService::Stub> runs_;
+  std::unique_ptr<v1::SchedulerService::Stub> scheduler_;
+  std::unique_ptr<v1::CordonService::Stub> cordon_;
+  std::unique_ptr<v1::HealthService::Stub> health_;
+  std::unique_ptr<v1::AdminService::Stub> admin_;
+
+  std::mutex mu_;
+  std::set<UpstreamCall*> calls_;
+  bool cancelled_ = false;
+};
+
+}  // namespace tessera::gateway
