@@ -71,11 +71,20 @@ absl::StatusOr<CycleStats> SchedulerCore::RunCycle() {
   TESSERA_RETURN_IF_ERROR(ExpireLeases(*active, stats));
   SendStops(*active, stats);
 
+  // Attempts that ended above (lost nodes) hold nothing any more, and their runs may be back
+  // in the queue: place against what is still active.
+  std::vector<v1::Run> still_active;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& r : *active) {
+      if (active_.count(r.id())) still_active.push_back(r);
+    }
+  }
   auto queued = runs_->ListRuns({v1::RUN_STATUS_QUEUED});
   if (!queued.ok()) return queued.status();
   auto nodes = nodes_->ListNodes({});
   if (!nodes.ok()) return nodes.status();
-  if (!queued->empty()) TESSERA_RETURN_IF_ERROR(Place(*queued, *active, *nodes, stats));
+  if (!queued->empty()) TESSERA_RETURN_IF_ERROR(Place(*queued, still_active, *nodes, stats));
   return stats;
 }
 

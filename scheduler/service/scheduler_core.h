@@ -88,6 +88,7 @@ class SchedulerCore {
   };
   using AttemptKey = std::pair<std::string, int>;
 
+  void ReconcileFromHeartbeat(const std::string& node, const v1::Heartbeat& hb);
   absl::Status AdmitPending(const std::vector<v1::Run>& pending, CycleStats& stats);
   absl::Status ExpireLeases(const std::vector<v1::Run>& active, CycleStats& stats);
   void SendStops(const std::vector<v1::Run>& active, CycleStats& stats);

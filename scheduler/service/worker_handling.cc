@@ -136,9 +136,43 @@ absl::StatusOr<v1::LeaseRenewed> SchedulerCore::Heartbeat(const std::string& nod
     v1::LeaseRenewed out;
     *out.mutable_expires_at() = next.lease_expires_at();
     out.set_heartbeat_sequence(hb.sequence());
+    ReconcileFromHeartbeat(node_name, hb);
     return out;
   }
   return absl::AbortedError(absl::StrCat("node ", node_name, " is changing too often"));
+}
+
+void SchedulerCore::ReconcileFromHeartbeat(const std::string& node, const v1::Heartbeat& hb) {
+  // Each heartbeat says what the worker's ranks are doing. A report this instance missed (it
+  // restarted, or took over from another) is recovered from it, so an attempt never waits
+  // forever for a STARTED or FINISHED that went to a dead scheduler.
+  for (const auto& local : hb.attempts()) {
+    v1::AttemptUpdate update;
+    update.set_run_id(local.run_id());
+    update.set_resumption_index(local.resumption_index());
+    {
+      absl::MutexLock lock(&mu_);
+      auto run = active_.find(local.run_id());
+      if (run == active_.end() || run->second.resumption_index() != local.resumption_index()) {
+        continue;  // not active here (yet): the next cycle learns it, the next heartbeat retries
+      }
+      const AttemptState& state = attempts_[{local.run_id(), local.resumption_index()}];
+      if (local.running_ranks_size() > 0) {
+        if (state.started.count(node)) continue;
+        update.set_phase(v1::ATTEMPT_PHASE_STARTED);
+      } else if (local.exited_ranks_size() > 0) {
+        if (state.finished.count(node)) continue;
+        update.set_phase(v1::ATTEMPT_PHASE_FINISHED);
+        *update.mutable_rank_exits() = local.exited_ranks();
+        update.set_detail("recovered from a heartbeat");
+      } else {
+        continue;
+      }
+    }
+    if (auto st = OnAttemptUpdate(node, update); !st.ok()) {
+      spdlog::warn("reconciling node {} from its heartbeat: {}", node, st.ToString());
+    }
+  }
 }
 
 absl::Status SchedulerCore::OnAttemptUpdate(const std::string& node,
