@@ -64,7 +64,7 @@ if ! build/bin/mcli whoami >/dev/null 2>&1; then
   key="$(build/bin/tessera-server --database-url "$url" --log-level warn create-api-key \
           --user "$user" --role admin --description "quickstart admin key")"
   build/bin/mcli set api-key "$key" >/dev/null
-  echo "quickstart: created an admin API key for $user (saved in ~/.tessera/config.yaml)"
+  echo "quickstart: created an admin API key for $user (saved in ${TESSERA_CONFIG:-~/.tessera/config.yaml})"
 fi
 
 cat <<INFO
