@@ -1,0 +1,355 @@
+#include "worker/daemon/rank_launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+
+#if __has_include(<linux/close_range.h>)
+#include <linux/close_range.h>
+#endif
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::worker {
+namespace {
+
+constexpr absl::Duration kPollInterval = absl::Milliseconds(10);
+constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LANG"};
+
+class WallClock final : public Clock {
+ public:
+  absl::Time Now() override { return absl::Now(); }
+  void SleepFor(absl::Duration d) override { absl::SleepFor(d); }
+};
+
+// What a child that failed before exec reports through the error pipe.
+enum class ChildStage : int { kSetpgid = 1, kChdir, kDup, kExec };
+struct ChildError {
+  ChildStage stage;
+  int err;
+};
+
+std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+ExitInfo DecodeStatus(int status) {
+  ExitInfo info;
+  if (WIFEXITED(status)) {
+    info.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    info.signal = WTERMSIG(status);
+  }
+  return info;
+}
+
+// An fd that closes itself.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() { Reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::path& dir,
+                               const char* what) {
+  if (path.empty()) {
+    int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      return absl::InternalError(absl::StrCat("cannot open /dev/null: ", ErrnoText(errno)));
+    return fd;
+  }
+  std::filesystem::path p(path);
+  if (p.is_relative() && !dir.empty()) p = dir / p;
+  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open ", what, " file '", p.string(), "': ", ErrnoText(errno)));
+  }
+  return fd;
+}
+
+// Runs in the forked child: only async-signal-safe calls, no allocation.
+[[noreturn]] void ExecChild(const char* dir, int out_fd, int err_fd, int null_fd, int pipe_fd,
+                            const char* shell, char* const argv[], char* const envp[]) {
+  auto fail = [pipe_fd](ChildStage stage) {
+    ChildError e{stage, errno};
+    ssize_t unused = ::write(pipe_fd, &e, sizeof e);
+    (void)unused;
+    ::_exit(127);
+  };
+  if (::setpgid(0, 0) != 0) fail(ChildStage::kSetpgid);
+  // Signals: the daemon's mask and ignored signals would otherwise be inherited through exec.
+  sigset_t all;
+  sigemptyset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // KILL/STOP: EINVAL
+  if (dir != nullptr && ::chdir(dir) != 0) fail(ChildStage::kChdir);
+  if (::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(out_fd, STDOUT_FILENO) < 0 ||
+      ::dup2(err_fd, STDERR_FILENO) < 0) {
+    fail(ChildStage::kDup);
+  }
+#ifdef CLOSE_RANGE_CLOEXEC
+  // Descriptors the daemon leaked without O_CLOEXEC must not reach the rank.
+  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+#endif
+  ::execve(shell, argv, envp);
+  fail(ChildStage::kExec);
+  ::_exit(127);  // not reached
+}
+
+}  // namespace
+
+Clock& RealClock() {
+  static WallClock clock;
+  return clock;
+}
+
+std::string ExitInfo::ToString() const {
+  if (signal != 0) {
+    const char* name = ::sigabbrev_np(signal);
+    return absl::StrCat("killed by signal ", signal, name ? absl::StrCat(" (SIG", name, ")") : "");
+  }
+  return absl::StrCat("exit code ", exit_code);
+}
+
+absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& spec) {
+  if (spec.command.empty()) return absl::InvalidArgumentError("rank command is empty");
+  std::vector<std::string> env_strings;
+  for (const auto& [key, value] : spec.env) {
+    if (key.empty() || key.find('=') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid environment variable name '", key, "'"));
+    }
+    env_strings.push_back(key + "=" + value);
+  }
+  for (const char* key : kInheritedEnv) {
+    if (spec.env.count(key) != 0) continue;
+    if (const char* value = std::getenv(key)) env_strings.push_back(absl::StrCat(key, "=", value));
+  }
+
+  std::filesystem::path dir(spec.working_dir);
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir, ec)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create working folder '", spec.working_dir,
+                       "': ", ec ? ec.message() : "not a directory"));
+    }
+  }
+  absl::StatusOr<int> out = OpenOutput(spec.stdout_path, dir, "stdout");
+  if (!out.ok()) return out.status();
+  Fd out_fd(*out);
+  absl::StatusOr<int> err = OpenOutput(spec.stderr_path, dir, "stderr");
+  if (!err.ok()) return err.status();
+  Fd err_fd(*err);
+  Fd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (null_fd.get() < 0) {
+    return absl::InternalError(absl::StrCat("cannot open /dev/null: ", ErrnoText(errno)));
+  }
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe2: ", ErrnoText(errno)));
+  }
+  Fd pipe_read(pipe_fds[0]);
+  Fd pipe_write(pipe_fds[1]);
+
+  // Everything the child needs is built before fork: it must not allocate.
+  std::string shell = spec.shell;
+  std::string dash_c = "-c";
+  std::string command = spec.command;
+  char* argv[] = {shell.data(), dash_c.data(), command.data(), nullptr};
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  const char* dir_c = dir.empty() ? nullptr : dir.c_str();
+
+  pid_t pid = ::fork();
+  if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", ErrnoText(errno)));
+  if (pid == 0) {
+    ExecChild(dir_c, out_fd.get(), err_fd.get(), null_fd.get(), pipe_write.get(), shell.c_str(),
+              argv, envp.data());
+  }
+  // Also from the parent, so the group exists as soon as Start returns. EACCES: the child has
+  // already exec'd (after its own setpgid).
+  ::setpgid(pid, pid);
+  pipe_write.Reset();
+
+  ChildError child_error{};
+  ssize_t n;
+  do {
+    n = ::read(pipe_read.get(), &child_error, sizeof child_error);
+  } while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    int status;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    std::string why = ErrnoText(child_error.err);
+    switch (child_error.stage) {
+      case ChildStage::kSetpgid:
+        return absl::InternalError(absl::StrCat("setpgid for rank ", spec.rank, ": ", why));
+      case ChildStage::kChdir:
+        return absl::FailedPreconditionError(
+            absl::StrCat("cannot enter working folder '", spec.working_dir, "': ", why));
+      case ChildStage::kDup:
+        return absl::InternalError(absl::StrCat("dup2 for rank ", spec.rank, ": ", why));
+      case ChildStage::kExec:
+        return absl::FailedPreconditionError(
+            absl::StrCat("cannot execute '", spec.shell, "': ", why));
+    }
+    return absl::InternalError(absl::StrCat("rank ", spec.rank, " failed to start: ", why));
+  }
+  spdlog::info("rank {} (local rank {}) started: pid {} in '{}'", spec.rank, spec.local_rank, pid,
+               spec.working_dir);
+  return std::unique_ptr<RankProcess>(new RankProcess(pid, spec.rank));
+}
+
+RankProcess::~RankProcess() {
+  bool running;
+  {
+    absl::MutexLock lock(&mu_);
+    running = !PollLocked();
+  }
+  if (running) spdlog::warn("rank {} (pid {}) still running at teardown: killing it", rank_, pid_);
+  (void)SignalGroup(SIGKILL);  // also members that outlived the leader
+  if (running) ReapBlocking();
+}
+
+bool RankProcess::PollLocked() {
+  if (exit_.has_value()) return true;
+  int status;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return false;
+  if (r == pid_) {
+    exit_ = DecodeStatus(status);
+    spdlog::info("rank {} (pid {}) ended: {}", rank_, pid_, exit_->ToString());
+  } else {
+    // ECHILD: someone else reaped it (SIGCHLD ignored?); the status is lost.
+    spdlog::warn("rank {} (pid {}): waitpid failed ({}); exit status lost", rank_, pid_,
+                 ErrnoText(errno));
+    exit_ = ExitInfo{};
+  }
+  return true;
+}
+
+bool RankProcess::Poll() {
+  absl::MutexLock lock(&mu_);
+  return PollLocked();
+}
+
+std::optional<ExitInfo> RankProcess::exit() const {
+  absl::MutexLock lock(&mu_);
+  return exit_;
+}
+
+ExitInfo RankProcess::ReapBlocking() {
+  absl::MutexLock lock(&mu_);
+  if (exit_.has_value()) return *exit_;
+  int status;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  exit_ = r == pid_ ? DecodeStatus(status) : ExitInfo{};
+  spdlog::info("rank {} (pid {}) ended: {}", rank_, pid_, exit_->ToString());
+  return *exit_;
+}
+
+absl::Status RankProcess::SignalGroup(int sig) {
+  if (::killpg(pid_, sig) != 0 && errno != ESRCH) {
+    return absl::InternalError(
+        absl::StrCat("signal ", sig, " to process group ", pid_, ": ", ErrnoText(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RankProcess::Terminate() { return SignalGroup(SIGTERM); }
+absl::Status RankProcess::Kill() { return SignalGroup(SIGKILL); }
+
+absl::StatusOr<ExitInfo> RankProcess::WaitFor(absl::Duration timeout, Clock& clock) {
+  const absl::Time deadline = clock.Now() + timeout;
+  while (true) {
+    if (Poll()) return *exit();
+    const absl::Time now = clock.Now();
+    if (now >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "rank ", rank_, " (pid ", pid_, ") still running after ", absl::FormatDuration(timeout)));
+    }
+    clock.SleepFor(std::min(deadline - now, kPollInterval));
+  }
+}
+
+absl::StatusOr<ExitInfo> RankProcess::Stop(absl::Duration grace, Clock& clock) {
+  if (absl::Status s = Terminate(); !s.ok()) return s;
+  absl::StatusOr<ExitInfo> exited = WaitFor(grace, clock);
+  if (!exited.ok()) {
+    spdlog::warn("rank {} (pid {}) did not stop within {}: SIGKILL", rank_, pid_,
+                 absl::FormatDuration(grace));
+  }
+  if (absl::Status s = Kill(); !s.ok()) return s;
+  return exited.ok() ? *exited : ReapBlocking();
+}
+
+std::vector<ExitInfo> StopAll(const std::vector<RankProcess*>& procs, absl::Duration grace,
+                              Clock& clock) {
+  for (RankProcess* p : procs) {
+    if (p == nullptr) continue;
+    if (absl::Status s = p->Terminate(); !s.ok()) spdlog::warn("StopAll: {}", s.ToString());
+  }
+  const absl::Time deadline = clock.Now() + grace;
+  while (true) {
+    bool all_exited = true;
+    for (RankProcess* p : procs) {
+      if (p != nullptr && !p->Poll()) all_exited = false;
+    }
+    if (all_exited) break;
+    const absl::Time now = clock.Now();
+    if (now >= deadline) break;
+    clock.SleepFor(std::min(deadline - now, kPollInterval));
+  }
+  std::vector<ExitInfo> result;
+  result.reserve(procs.size());
+  for (RankProcess* p : procs) {
+    if (p == nullptr) continue;
+    if (!p->Poll())
+      spdlog::warn("rank {} (pid {}) did not stop within grace: SIGKILL", p->rank(), p->pid());
+    if (absl::Status s = p->Kill(); !s.ok()) spdlog::warn("StopAll: {}", s.ToString());
+  }
+  for (RankProcess* p : procs) {
+    if (p == nullptr) {
+      result.push_back(ExitInfo{});
+      continue;
+    }
+    // SIGKILL was sent to every group: the wait is bounded by the kernel delivering it.
+    absl::StatusOr<ExitInfo> e = p->WaitFor(absl::InfiniteDuration(), RealClock());
+    result.push_back(e.ok() ? *e : ExitInfo{});
+  }
+  return result;
+}
+
+}  // namespace tessera::worker

@@ -1,0 +1,109 @@
+// Starting, watching and stopping the rank processes of a run on one node.
+//
+// A rank runs `/bin/sh -c command` in its own process group, so that everything it spawns (a
+// launcher's children, `sleep 100 &` in a script) is signalled together: stopping a rank sends
+// SIGTERM to the whole group, waits for a grace period, then sends SIGKILL to whatever is left.
+// Time is injectable (Clock) so the grace logic can be driven by a fake clock in tests.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace tessera::worker {
+
+struct RankSpec {
+  int rank = 0;
+  int local_rank = 0;
+  std::string command;                     // run as `shell -c command`
+  std::map<std::string, std::string> env;  // the rank's whole environment (see Start)
+  std::string working_dir;                 // created if missing; empty: the daemon's own
+  // Appended to; created if missing. A relative path is relative to working_dir; empty means
+  // /dev/null.
+  std::string stdout_path;
+  std::string stderr_path;
+  std::string shell = "/bin/sh";
+};
+
+// How a rank process ended: either it exited (signal == 0, exit_code its status) or a signal
+// killed it (signal != 0, exit_code -1). exit_code is also -1 when the status was lost.
+struct ExitInfo {
+  int exit_code = -1;
+  int signal = 0;
+
+  bool signaled() const { return signal != 0; }
+  std::string ToString() const;
+  friend bool operator==(const ExitInfo&, const ExitInfo&) = default;
+};
+
+// Waiting reads the time and sleeps through a Clock; RealClock() is the wall clock.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual absl::Time Now() = 0;
+  virtual void SleepFor(absl::Duration d) = 0;
+};
+Clock& RealClock();
+
+// One rank process (the leader of its own process group). Thread-safe.
+class RankProcess {
+ public:
+  // Starts spec.command. The environment is exactly spec.env plus PATH, HOME, USER and LANG
+  // taken from the daemon when spec.env does not set them. Errors (a working folder that cannot
+  // be created or entered, an output file that cannot be opened, a shell that cannot be
+  // executed) come back as a status naming the path; nothing is left running then.
+  static absl::StatusOr<std::unique_ptr<RankProcess>> Start(const RankSpec& spec);
+
+  // Kills the whole group with SIGKILL and reaps the leader if that has not happened yet.
+  ~RankProcess();
+  RankProcess(const RankProcess&) = delete;
+  RankProcess& operator=(const RankProcess&) = delete;
+
+  pid_t pid() const { return pid_; }  // also the process group id
+  int rank() const { return rank_; }
+
+  // Non-blocking reap; true once the process has exited (and been reaped).
+  bool Poll();
+  // How the process ended, once Poll (or a wait) has seen it exit.
+  std::optional<ExitInfo> exit() const;
+
+  // SIGTERM / SIGKILL to the whole process group. OK when the group is already gone.
+  absl::Status Terminate();
+  absl::Status Kill();
+
+  // Waits up to `timeout` for the process to exit; DeadlineExceeded if it is still running.
+  absl::StatusOr<ExitInfo> WaitFor(absl::Duration timeout, Clock& clock = RealClock());
+
+  // SIGTERM to the group, up to `grace` for the leader to exit, then SIGKILL to the group
+  // (always, so no member outlives the stop) and reap the leader. Returns how it ended.
+  absl::StatusOr<ExitInfo> Stop(absl::Duration grace, Clock& clock = RealClock());
+
+ private:
+  RankProcess(pid_t pid, int rank) : pid_(pid), rank_(rank) {}
+  absl::Status SignalGroup(int sig);
+  bool PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  ExitInfo ReapBlocking();  // after SIGKILL: waits for the leader
+
+  const pid_t pid_;
+  const int rank_;
+  mutable absl::Mutex mu_;
+  std::optional<ExitInfo> exit_ ABSL_GUARDED_BY(mu_);
+};
+
+// Stops several ranks together: SIGTERM to every group, up to `grace` for all of them to exit,
+// SIGKILL to every group (stragglers and leftover members), then reaps every leader. Returns
+// each process's ExitInfo, in the order given. Null entries get a default ExitInfo.
+std::vector<ExitInfo> StopAll(const std::vector<RankProcess*>& procs, absl::Duration grace,
+                              Clock& clock = RealClock());
+
+}  // namespace tessera::worker
