@@ -51,64 +51,76 @@ int64_t SchedulerCore::placements_total() const {
 
 absl::StatusOr<CycleStats> SchedulerCore::RunCycle() {
   CycleStats stats;
-  auto pending = runs_->ListRuns({v1::RUN_STATUS_PENDING});
-  if (!pending.ok()) return pending.status();
-  TESSERA_RETURN_IF_ERROR(AdmitPending(*pending, stats));
-
-  auto active = runs_->ListRuns(
-      {v1::RUN_STATUS_STARTING, v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING});
-  if (!active.ok()) return active.status();
+  // One read of the runs and one of the nodes per cycle; what the cycle changes it learns from
+  // the answers to its own writes.
+  auto runs =
+      runs_->ListRuns({v1::RUN_STATUS_PENDING, v1::RUN_STATUS_QUEUED, v1::RUN_STATUS_STARTING,
+                       v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING});
+  if (!runs.ok()) return runs.status();
+  auto nodes = nodes_->ListNodes({});
+  if (!nodes.ok()) return nodes.status();
+  std::vector<v1::Run> pending, queued, active;
+  for (auto& r : *runs) {
+    if (r.status() == v1::RUN_STATUS_PENDING) {
+      pending.push_back(std::move(r));
+    } else if (r.status() == v1::RUN_STATUS_QUEUED) {
+      queued.push_back(std::move(r));
+    } else {
+      active.push_back(std::move(r));
+    }
+  }
   {
     absl::MutexLock lock(&mu_);
     active_.clear();
-    for (const auto& r : *active) active_[r.id()] = r;
+    for (const auto& r : active) active_[r.id()] = r;
     // Forget what we tracked for attempts that are no longer active.
     std::erase_if(attempts_, [&](const auto& kv) {
       auto it = active_.find(kv.first.first);
       return it == active_.end() || it->second.resumption_index() != kv.first.second;
     });
   }
-  TESSERA_RETURN_IF_ERROR(ExpireLeases(*active, stats));
-  SendStops(*active, stats);
+  TESSERA_RETURN_IF_ERROR(AdmitPending(pending, stats, queued));
+  TESSERA_RETURN_IF_ERROR(ExpireLeases(*nodes, active, stats, queued));
+  SendStops(active, stats);
 
   // Attempts that ended above (lost nodes) hold nothing any more, and their runs may be back
   // in the queue: place against what is still active.
   std::vector<v1::Run> still_active;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& r : *active) {
-      if (active_.count(r.id())) still_active.push_back(r);
+    for (auto& r : active) {
+      if (active_.count(r.id())) still_active.push_back(std::move(r));
     }
   }
-  auto queued = runs_->ListRuns({v1::RUN_STATUS_QUEUED});
-  if (!queued.ok()) return queued.status();
-  auto nodes = nodes_->ListNodes({});
-  if (!nodes.ok()) return nodes.status();
-  if (!queued->empty()) TESSERA_RETURN_IF_ERROR(Place(*queued, still_active, *nodes, stats));
+  if (!queued.empty()) TESSERA_RETURN_IF_ERROR(Place(queued, still_active, *nodes, stats));
   return stats;
 }
 
-absl::Status SchedulerCore::AdmitPending(const std::vector<v1::Run>& pending, CycleStats& stats) {
+absl::Status SchedulerCore::AdmitPending(const std::vector<v1::Run>& pending, CycleStats& stats,
+                                         std::vector<v1::Run>& queued) {
   for (const auto& run : pending) {
     v1::Attempt a;
     a.set_run_id(run.id());
     a.set_resumption_index(run.resumption_index() + 1);
     a.set_status(v1::RUN_STATUS_QUEUED);
-    auto st = runs_->RecordAttempt(a).status();
-    if (absl::IsUnavailable(st)) return st;
-    if (st.ok()) ++stats.admitted;
+    auto admitted = runs_->RecordAttempt(a);
+    if (absl::IsUnavailable(admitted.status())) return admitted.status();
+    if (!admitted.ok()) continue;
+    ++stats.admitted;
+    queued.push_back(*std::move(admitted));
   }
   return absl::OkStatus();
 }
 
-absl::Status SchedulerCore::ExpireLeases(const std::vector<v1::Run>& active, CycleStats& stats) {
-  v1::NodeFilter online;
-  online.add_liveness(v1::NODE_LIVENESS_ONLINE);
-  auto nodes = nodes_->ListNodes(online);
-  if (!nodes.ok()) return nodes.status();
+absl::Status SchedulerCore::ExpireLeases(std::vector<v1::Node>& nodes,
+                                         const std::vector<v1::Run>& active, CycleStats& stats,
+                                         std::vector<v1::Run>& queued) {
   const absl::Time now = clock_->Now();
-  for (const auto& node : *nodes) {
-    if (!node.has_lease_expires_at() || FromProtoTime(node.lease_expires_at()) > now) continue;
+  for (v1::Node& node : nodes) {
+    if (node.liveness() != v1::NODE_LIVENESS_ONLINE || !node.has_lease_expires_at() ||
+        FromProtoTime(node.lease_expires_at()) > now) {
+      continue;
+    }
     v1::Node lost = node;
     lost.set_liveness(v1::NODE_LIVENESS_LOST);
     v1::NodeEvent event;
@@ -122,6 +134,7 @@ absl::Status SchedulerCore::ExpireLeases(const std::vector<v1::Run>& active, Cyc
                                   "; lease expired"));
     auto updated = nodes_->UpdateNode(lost, node.version(), {event});
     if (!updated.ok()) continue;  // a heartbeat won the race: the node is alive
+    node = *std::move(updated);
     ++stats.lost_nodes;
     spdlog::warn("node {} lost: lease expired", node.name());
     for (const auto& run : active) {
@@ -136,11 +149,13 @@ absl::Status SchedulerCore::ExpireLeases(const std::vector<v1::Run>& active, Cyc
       state.first_failed_node = node.name();
       // The other nodes stop their ranks; the lost node's worker fences itself.
       StopAttemptOn(run, v1::ATTEMPT_END_REASON_NODE_FAILURE, "a node of the run was lost");
+      v1::Run ended;
       TESSERA_RETURN_IF_ERROR(EndAttempt(run.id(), run.resumption_index(), state,
                                          run.stop_requested() ? v1::ATTEMPT_END_REASON_STOPPED
                                                               : v1::ATTEMPT_END_REASON_NODE_FAILURE,
                                          v1::DETECTION_METHOD_LEASE_EXPIRY,
-                                         absl::StrCat("node ", node.name(), " was lost")));
+                                         absl::StrCat("node ", node.name(), " was lost"), &ended));
+      if (ended.status() == v1::RUN_STATUS_QUEUED) queued.push_back(std::move(ended));
     }
   }
   return absl::OkStatus();
@@ -192,7 +207,8 @@ void SchedulerCore::StopAttemptOn(const v1::Run& run, v1::AttemptEndReason why,
 
 absl::Status SchedulerCore::EndAttempt(const std::string& run_id, int resumption,
                                        const AttemptState& state, v1::AttemptEndReason reason,
-                                       v1::DetectionMethod how, const std::string& detail) {
+                                       v1::DetectionMethod how, const std::string& detail,
+                                       v1::Run* result) {
   v1::Attempt a;
   a.set_run_id(run_id);
   a.set_resumption_index(resumption);
@@ -205,12 +221,14 @@ absl::Status SchedulerCore::EndAttempt(const std::string& run_id, int resumption
   for (const auto& e : state.exits) *a.add_rank_exits() = e;
   a.set_first_failed_rank(state.first_failed_rank);
   a.set_first_failed_node(state.first_failed_node);
-  auto st = runs_->RecordAttempt(a).status();
+  auto recorded = runs_->RecordAttempt(a);
   {
     absl::MutexLock lock(&mu_);
     attempts_.erase({run_id, resumption});
     active_.erase(run_id);
   }
+  if (recorded.ok() && result != nullptr) *result = *recorded;
+  const absl::Status st = recorded.status();
   if (absl::IsFailedPrecondition(st)) return absl::OkStatus();  // already recorded
   return st;
 }

@@ -89,8 +89,13 @@ class SchedulerCore {
   using AttemptKey = std::pair<std::string, int>;
 
   void ReconcileFromHeartbeat(const std::string& node, const v1::Heartbeat& hb);
-  absl::Status AdmitPending(const std::vector<v1::Run>& pending, CycleStats& stats);
-  absl::Status ExpireLeases(const std::vector<v1::Run>& active, CycleStats& stats);
+  // Queues PENDING runs, appending them (as the run manager returns them) to `queued`.
+  absl::Status AdmitPending(const std::vector<v1::Run>& pending, CycleStats& stats,
+                            std::vector<v1::Run>& queued);
+  // Marks nodes whose lease expired LOST (updating `nodes`), ends their attempts, and appends
+  // the runs that went back to the queue to `queued`.
+  absl::Status ExpireLeases(std::vector<v1::Node>& nodes, const std::vector<v1::Run>& active,
+                            CycleStats& stats, std::vector<v1::Run>& queued);
   void SendStops(const std::vector<v1::Run>& active, CycleStats& stats);
   absl::Status Place(const std::vector<v1::Run>& queued, const std::vector<v1::Run>& active,
                      const std::vector<v1::Node>& nodes, CycleStats& stats);
@@ -100,7 +105,7 @@ class SchedulerCore {
                                   int first_rank);
   absl::Status EndAttempt(const std::string& run_id, int resumption, const AttemptState& state,
                           v1::AttemptEndReason reason, v1::DetectionMethod how,
-                          const std::string& detail);
+                          const std::string& detail, v1::Run* result = nullptr);
   std::string NextCommandId();
 
   std::shared_ptr<store::NodeStore> nodes_;

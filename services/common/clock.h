@@ -13,12 +13,15 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual absl::Time Now() const = 0;
+  // Waits `d` of this clock's time (a fake clock just moves on).
+  virtual void SleepFor(absl::Duration d) = 0;
 };
 
 // The wall clock.
 class SystemClock final : public Clock {
  public:
   absl::Time Now() const override { return absl::Now(); }
+  void SleepFor(absl::Duration d) override { absl::SleepFor(d); }
   // A process-wide instance for production wiring.
   static std::shared_ptr<Clock> Shared();
 };
@@ -31,6 +34,7 @@ class FakeClock final : public Clock {
     absl::MutexLock lock(&mu_);
     return now_;
   }
+  void SleepFor(absl::Duration d) override { Advance(d); }
   void Advance(absl::Duration d) {
     absl::MutexLock lock(&mu_);
     now_ += d;

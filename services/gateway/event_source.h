@@ -28,7 +28,6 @@ struct SseEvent {
 
 struct SourceItem {
   enum class Kind {
-    kReady,  // the upstream accepted the stream: the response head can go out
     kEvent,
     kEnd,  // no more items; `status` says how the stream ended
   };
@@ -53,9 +52,11 @@ class EventSource {
 // A gRPC server stream as a source of events, read with the callback API: the reactor queues
 // each message (as an event) for the connection, and reads the next one only while the queue has
 // room, so a slow client slows the upstream read instead of growing memory. The callback API
-// (rather than a blocking reader) is what tells a stream the upstream accepted (initial metadata)
-// from one it refused at once (a trailers-only answer such as UNAUTHENTICATED): the first sends
-// the SSE head, the second becomes a plain JSON error with the right HTTP status.
+// (rather than a blocking reader) lets the relay wait for the first event or the end without a
+// thread per stream. Initial metadata is not taken as acceptance: some transports (the
+// all-in-one server's in-process channel) send it even for a call refused at once, so the relay
+// sends the SSE head on the first event or after its head delay, and a refusal that ends the
+// stream before that becomes a plain JSON error with the right HTTP status.
 template <class Msg>
 class GrpcStreamSource final : public EventSource, public grpc::ClientReadReactor<Msg> {
  public:
@@ -129,11 +130,6 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
   }
 
  private:
-  void OnReadInitialMetadataDone(bool ok) override {
-    if (!ok) return;  // refused at once (trailers only), or failed: OnDone says how
-    Push(SourceItem{SourceItem::Kind::kReady, {}, {}});
-  }
-
   void OnReadDone(bool ok) override {
     bool read = false, remove_hold = false, pushed = false;
     {

@@ -38,11 +38,7 @@ class Relay {
           Finish(item->status);
           return outcome_;
         }
-        if (item->kind == SourceItem::Kind::kReady) {
-          // Not yet: some transports (the all-in-one server's in-process channel) send initial
-          // metadata even for a call refused at once, so the head waits for the first event,
-          // the end, or head_delay; a refusal then still becomes a plain JSON error.
-        } else if (SendHead()) {
+        if (SendHead()) {
           if (Write(FormatEvent(item->event))) ++outcome_.events;
         }
       }

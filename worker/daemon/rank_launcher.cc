@@ -27,12 +27,6 @@ namespace {
 constexpr absl::Duration kPollInterval = absl::Milliseconds(10);
 constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LANG"};
 
-class WallClock final : public Clock {
- public:
-  absl::Time Now() override { return absl::Now(); }
-  void SleepFor(absl::Duration d) override { absl::SleepFor(d); }
-};
-
 // What a child that failed before exec reports through the error pipe.
 enum class ChildStage : int { kSetpgid = 1, kChdir, kDup, kExec };
 struct ChildError {
@@ -120,11 +114,6 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
 }
 
 }  // namespace
-
-Clock& RealClock() {
-  static WallClock clock;
-  return clock;
-}
 
 std::string ExitInfo::ToString() const {
   if (signal != 0) {

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "services/common/clock.h"
 
 namespace tessera::worker {
 
@@ -46,14 +47,9 @@ struct ExitInfo {
   friend bool operator==(const ExitInfo&, const ExitInfo&) = default;
 };
 
-// Waiting reads the time and sleeps through a Clock; RealClock() is the wall clock.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual absl::Time Now() = 0;
-  virtual void SleepFor(absl::Duration d) = 0;
-};
-Clock& RealClock();
+// Waiting reads the time and sleeps through the project's injectable Clock
+// (services/common/clock.h); the default is the wall clock.
+inline Clock& RealClock() { return *SystemClock::Shared(); }
 
 // One rank process (the leader of its own process group). Thread-safe.
 class RankProcess {

@@ -4,12 +4,12 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "services/common/status_macros.h"
 #include "services/runs/spec/absl_view.h"
 #include "services/runs/spec/run_spec_parser.h"
 #include "services/runs/spec/run_spec_sections.h"
 #include "services/runs/spec/run_spec_validator.h"
 #include "services/runs/spec/spec_limits.h"
-#include "services/runs/spec/spec_status.h"
 #include "services/runs/spec/struct_yaml.h"
 #include "services/runs/spec/yaml_document.h"
 #include "services/runs/spec/yaml_fields.h"
@@ -24,27 +24,27 @@ using tessera::v1::RunSpec;
 
 FieldReader::Read StringInto(std::string* out) {
   return [out](const YAML::Node& node, const FieldPath& path) -> absl::Status {
-    TESSERA_SPEC_ASSIGN_OR_RETURN(*out, ReadString(node, path));
+    TESSERA_ASSIGN_OR_RETURN(*out, ReadString(node, path));
     return absl::OkStatus();
   };
 }
 
 template <typename Set>
 FieldReader::Read Int32Into(Set set, std::string expected, bool allow_zero) {
-  return [set, expected, allow_zero](const YAML::Node& node,
-                                     const FieldPath& path) -> absl::Status {
-    TESSERA_SPEC_ASSIGN_OR_RETURN(const int32_t value, ReadInt32(node, path, expected, allow_zero));
-    set(value);
-    return absl::OkStatus();
-  };
+  return
+      [set, expected, allow_zero](const YAML::Node& node, const FieldPath& path) -> absl::Status {
+        TESSERA_ASSIGN_OR_RETURN(const int32_t value, ReadInt32(node, path, expected, allow_zero));
+        set(value);
+        return absl::OkStatus();
+      };
 }
 
 template <typename Set>
 FieldReader::Read NumberInto(Set set, std::string expected) {
   // 0 is the proto's "not set" for every number field of scheduling, so it cannot be written.
   return [set, expected](const YAML::Node& node, const FieldPath& path) -> absl::Status {
-    TESSERA_SPEC_ASSIGN_OR_RETURN(const double value,
-                                  ReadNumber(node, path, expected, /*allow_zero=*/false));
+    TESSERA_ASSIGN_OR_RETURN(const double value,
+                             ReadNumber(node, path, expected, /*allow_zero=*/false));
     set(value);
     return absl::OkStatus();
   };
@@ -53,7 +53,7 @@ FieldReader::Read NumberInto(Set set, std::string expected) {
 template <typename Set>
 FieldReader::Read BoolInto(Set set) {
   return [set](const YAML::Node& node, const FieldPath& path) -> absl::Status {
-    TESSERA_SPEC_ASSIGN_OR_RETURN(const bool value, ReadBool(node, path));
+    TESSERA_ASSIGN_OR_RETURN(const bool value, ReadBool(node, path));
     set(value);
     return absl::OkStatus();
   };
@@ -61,11 +61,10 @@ FieldReader::Read BoolInto(Set set) {
 
 absl::Status ReadNodeNames(const YAML::Node& node, const FieldPath& path,
                            tessera::v1::ComputeSpec* compute) {
-  TESSERA_SPEC_RETURN_IF_ERROR(ExpectSequence(node, path));
+  TESSERA_RETURN_IF_ERROR(ExpectSequence(node, path));
   int index = 0;
   for (const auto& item : node) {
-    TESSERA_SPEC_ASSIGN_OR_RETURN(*compute->add_node_names(),
-                                  ReadString(item, path.Index(index++)));
+    TESSERA_ASSIGN_OR_RETURN(*compute->add_node_names(), ReadString(item, path.Index(index++)));
   }
   return absl::OkStatus();
 }
@@ -154,9 +153,9 @@ absl::Status ReadRunSpec(const YAML::Node& root, RunSpec* spec) {
 }
 
 absl::StatusOr<RunSpec> Parse(std::string_view yaml_text) {
-  TESSERA_SPEC_ASSIGN_OR_RETURN(const YAML::Node root, LoadSpecDocument(yaml_text));
+  TESSERA_ASSIGN_OR_RETURN(const YAML::Node root, LoadSpecDocument(yaml_text));
   RunSpec spec;
-  TESSERA_SPEC_RETURN_IF_ERROR(ReadRunSpec(root, &spec));
+  TESSERA_RETURN_IF_ERROR(ReadRunSpec(root, &spec));
   if (spec.scheduling().priority() == tessera::v1::PRIORITY_UNSPECIFIED) {
     spec.mutable_scheduling()->set_priority(tessera::v1::PRIORITY_MEDIUM);
   }

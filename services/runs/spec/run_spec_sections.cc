@@ -4,7 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "services/runs/spec/spec_status.h"
+#include "services/common/status_macros.h"
 #include "services/runs/spec/struct_yaml.h"
 #include "services/runs/spec/yaml_document.h"
 #include "services/runs/spec/yaml_fields.h"
@@ -45,16 +45,16 @@ absl::Status ReadEnvEntry(const YAML::Node& item, const FieldPath& path, tessera
   const FieldReader fields[] = {
       {"key",
        [&](const YAML::Node& value, const FieldPath& field) -> absl::Status {
-         TESSERA_SPEC_ASSIGN_OR_RETURN(*var->mutable_key(), ReadScalarText(value, field));
+         TESSERA_ASSIGN_OR_RETURN(*var->mutable_key(), ReadScalarText(value, field));
          return absl::OkStatus();
        }},
       {"value",
        [&](const YAML::Node& value, const FieldPath& field) -> absl::Status {
-         TESSERA_SPEC_ASSIGN_OR_RETURN(*var->mutable_value(), ReadScalarText(value, field));
+         TESSERA_ASSIGN_OR_RETURN(*var->mutable_value(), ReadScalarText(value, field));
          return absl::OkStatus();
        }},
   };
-  TESSERA_SPEC_RETURN_IF_ERROR(ReadMapping(item, path, fields));
+  TESSERA_RETURN_IF_ERROR(ReadMapping(item, path, fields));
   for (std::string_view name : {"key", "value"}) {
     const std::optional<KeyValue> entry = Lookup(item, name);
     if (!entry) return MissingField(item, path.Field(name));
@@ -73,8 +73,8 @@ absl::Status ReadEnvVariables(const YAML::Node& node, const FieldPath& path,
       const FieldPath entry = path.Index(index++);
       tessera::v1::EnvVar* var = spec->add_env_variables();
       var->set_key(pair.first.Scalar());
-      TESSERA_SPEC_ASSIGN_OR_RETURN(*var->mutable_value(),
-                                    ReadEntryValue(pair.first, pair.second, entry.Field("value")));
+      TESSERA_ASSIGN_OR_RETURN(*var->mutable_value(),
+                               ReadEntryValue(pair.first, pair.second, entry.Field("value")));
     }
     return absl::OkStatus();
   }
@@ -83,41 +83,41 @@ absl::Status ReadEnvVariables(const YAML::Node& node, const FieldPath& path,
   for (const auto& item : node) {
     const FieldPath entry = path.Index(index++);
     if (!item.IsMap()) return WrongValue(item, entry, "a mapping {key: NAME, value: value}");
-    TESSERA_SPEC_RETURN_IF_ERROR(ReadEnvEntry(item, entry, spec->add_env_variables()));
+    TESSERA_RETURN_IF_ERROR(ReadEnvEntry(item, entry, spec->add_env_variables()));
   }
   return absl::OkStatus();
 }
 
 absl::Status ReadMetadata(const YAML::Node& node, const FieldPath& path,
                           tessera::v1::RunSpec* spec) {
-  TESSERA_SPEC_RETURN_IF_ERROR(ExpectMapping(node, path));
+  TESSERA_RETURN_IF_ERROR(ExpectMapping(node, path));
   auto* metadata = spec->mutable_metadata();
   for (const auto& pair : node) {
     const std::string& key = pair.first.Scalar();
-    TESSERA_SPEC_ASSIGN_OR_RETURN((*metadata)[key],
-                                  ReadEntryValue(pair.first, pair.second, path.Field(key)));
+    TESSERA_ASSIGN_OR_RETURN((*metadata)[key],
+                             ReadEntryValue(pair.first, pair.second, path.Field(key)));
   }
   return absl::OkStatus();
 }
 
 absl::Status ReadIntegrations(const YAML::Node& node, const FieldPath& path,
                               tessera::v1::RunSpec* spec) {
-  TESSERA_SPEC_RETURN_IF_ERROR(ExpectSequence(node, path));
+  TESSERA_RETURN_IF_ERROR(ExpectSequence(node, path));
   constexpr std::string_view kType = "integration_type";
   int index = 0;
   for (const auto& item : node) {
     const FieldPath entry = path.Index(index++);
-    TESSERA_SPEC_RETURN_IF_ERROR(ExpectMapping(item, entry));
+    TESSERA_RETURN_IF_ERROR(ExpectMapping(item, entry));
     tessera::v1::Integration* integration = spec->add_integrations();
     const std::optional<KeyValue> type = Lookup(item, kType);
     if (!type) return MissingField(item, entry.Field(kType));
     if (type->value.IsNull()) return NullValue(type->key, entry.Field(kType), "a string");
-    TESSERA_SPEC_ASSIGN_OR_RETURN(*integration->mutable_integration_type(),
-                                  ReadString(type->value, entry.Field(kType)));
+    TESSERA_ASSIGN_OR_RETURN(*integration->mutable_integration_type(),
+                             ReadString(type->value, entry.Field(kType)));
     // Only integrations with other fields get a fields Struct, so that one without any round
     // trips through YAML unchanged.
     if (item.size() > 1) {
-      TESSERA_SPEC_RETURN_IF_ERROR(YamlToStruct(item, entry, integration->mutable_fields(), kType));
+      TESSERA_RETURN_IF_ERROR(YamlToStruct(item, entry, integration->mutable_fields(), kType));
     }
   }
   return absl::OkStatus();

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "services/runs/spec/spec_status.h"
+#include "services/common/status_macros.h"
 #include "services/runs/spec/yaml_fields.h"
 #include "services/runs/spec/yaml_scalar.h"
 
@@ -58,7 +58,7 @@ void YamlToValue(const YAML::Node& node, google::protobuf::Value* value) {
 
 absl::Status YamlToStruct(const YAML::Node& node, const FieldPath& path,
                           google::protobuf::Struct* out, std::string_view skip_key) {
-  TESSERA_SPEC_RETURN_IF_ERROR(ExpectMapping(node, path));
+  TESSERA_RETURN_IF_ERROR(ExpectMapping(node, path));
   FillStruct(node, skip_key, out);
   return absl::OkStatus();
 }

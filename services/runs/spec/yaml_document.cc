@@ -8,9 +8,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "services/common/status_macros.h"
 #include "services/runs/spec/absl_view.h"
 #include "services/runs/spec/spec_limits.h"
-#include "services/runs/spec/spec_status.h"
 #include "services/runs/spec/text_rules.h"
 #include "services/runs/spec/yaml_scalar.h"
 #include "yaml-cpp/depthguard.h"
@@ -37,7 +37,7 @@ std::string_view NodeTypeName(const YAML::Node& node) {
 class ShapeCheck {
  public:
   absl::Status Check(const YAML::Node& node, int depth) {
-    TESSERA_SPEC_RETURN_IF_ERROR(Count(node));
+    TESSERA_RETURN_IF_ERROR(Count(node));
     if (depth > kMaxNestingDepth) {
       return SpecError(node.Mark(), path_,
                        absl::StrCat("nesting is deeper than ", kMaxNestingDepth, " levels"));
@@ -88,18 +88,18 @@ class ShapeCheck {
   }
 
   absl::Status CheckSequence(const YAML::Node& node, int depth) {
-    TESSERA_SPEC_RETURN_IF_ERROR(CheckCollectionTag(node, kSeqTag));
+    TESSERA_RETURN_IF_ERROR(CheckCollectionTag(node, kSeqTag));
     int index = 0;
     for (const auto& item : node) {
       path_.PushIndex(index++);
-      TESSERA_SPEC_RETURN_IF_ERROR(Check(item, depth + 1));
+      TESSERA_RETURN_IF_ERROR(Check(item, depth + 1));
       path_.Pop();
     }
     return absl::OkStatus();
   }
 
   absl::Status CheckMapping(const YAML::Node& node, int depth) {
-    TESSERA_SPEC_RETURN_IF_ERROR(CheckCollectionTag(node, kMapTag));
+    TESSERA_RETURN_IF_ERROR(CheckCollectionTag(node, kMapTag));
     absl::flat_hash_map<std::string_view, YAML::Mark> seen;
     for (const auto& pair : node) {
       const YAML::Node& key = pair.first;
@@ -108,8 +108,8 @@ class ShapeCheck {
             key.Mark(), path_,
             absl::StrCat("mapping keys must be strings, got ", AbslView(NodeTypeName(key))));
       }
-      TESSERA_SPEC_RETURN_IF_ERROR(Count(key, /*is_key=*/true));
-      TESSERA_SPEC_RETURN_IF_ERROR(CheckScalar(key));
+      TESSERA_RETURN_IF_ERROR(Count(key, /*is_key=*/true));
+      TESSERA_RETURN_IF_ERROR(CheckScalar(key));
       const std::string& name = key.Scalar();
       const auto [it, inserted] = seen.emplace(name, key.Mark());
       path_.Push(name);
@@ -118,7 +118,7 @@ class ShapeCheck {
             key.Mark(), path_,
             absl::StrCat("duplicate key (first defined at line ", OneBased(it->second.line), ")"));
       }
-      TESSERA_SPEC_RETURN_IF_ERROR(Check(pair.second, depth + 1));
+      TESSERA_RETURN_IF_ERROR(Check(pair.second, depth + 1));
       path_.Pop();
     }
     return absl::OkStatus();
@@ -248,7 +248,7 @@ absl::StatusOr<YAML::Node> LoadSpecDocument(std::string_view text) {
                                                 " bytes, more than the limit of ", kMaxSpecBytes,
                                                 " bytes (1 MiB)"));
   }
-  TESSERA_SPEC_ASSIGN_OR_RETURN(YAML::Node root, LoadUnchecked(text));
+  TESSERA_ASSIGN_OR_RETURN(YAML::Node root, LoadUnchecked(text));
   try {
     if (!root.IsMap()) {
       return SpecError(root.Mark(),
@@ -257,7 +257,7 @@ absl::StatusOr<YAML::Node> LoadSpecDocument(std::string_view text) {
                                     AbslView(NodeTypeName(root))));
     }
     ShapeCheck check;
-    TESSERA_SPEC_RETURN_IF_ERROR(check.Check(root, 1));
+    TESSERA_RETURN_IF_ERROR(check.Check(root, 1));
   } catch (const YAML::Exception& e) {
     return SpecError(e.mark, absl::StrCat("YAML error: ", e.msg));
   }

@@ -7,8 +7,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "services/common/status_macros.h"
 #include "services/runs/spec/absl_view.h"
-#include "services/runs/spec/spec_status.h"
 #include "services/runs/spec/yaml_document.h"
 #include "services/runs/spec/yaml_scalar.h"
 
@@ -67,14 +67,14 @@ absl::StatusOr<TypedScalar> ReadTyped(const YAML::Node& node, const FieldPath& p
 
 absl::Status ReadMapping(const YAML::Node& node, const FieldPath& path,
                          std::span<const FieldReader> fields) {
-  TESSERA_SPEC_RETURN_IF_ERROR(ExpectMapping(node, path));
+  TESSERA_RETURN_IF_ERROR(ExpectMapping(node, path));
   for (const auto& pair : node) {
     const std::string& name = pair.first.Scalar();
     const auto field = std::find_if(fields.begin(), fields.end(),
                                     [&](const FieldReader& f) { return f.name == name; });
     if (field == fields.end()) return UnknownField(pair.first, path, fields);
     if (pair.second.IsNull()) continue;
-    TESSERA_SPEC_RETURN_IF_ERROR(field->read(pair.second, path.Field(name)));
+    TESSERA_RETURN_IF_ERROR(field->read(pair.second, path.Field(name)));
   }
   return absl::OkStatus();
 }
@@ -97,7 +97,7 @@ absl::Status ExpectSequence(const YAML::Node& node, const FieldPath& path) {
 }
 
 absl::StatusOr<std::string> ReadString(const YAML::Node& node, const FieldPath& path) {
-  TESSERA_SPEC_ASSIGN_OR_RETURN(const TypedScalar scalar, ReadTyped(node, path, "a string"));
+  TESSERA_ASSIGN_OR_RETURN(const TypedScalar scalar, ReadTyped(node, path, "a string"));
   if (scalar.kind != ScalarKind::kString) {
     return SpecError(node.Mark(), path,
                      absl::StrCat("must be a string, got ", DescribeNode(node),
@@ -116,7 +116,7 @@ absl::StatusOr<std::string> ReadScalarText(const YAML::Node& node, const FieldPa
 
 absl::StatusOr<int32_t> ReadInt32(const YAML::Node& node, const FieldPath& path,
                                   std::string_view expected, bool allow_zero) {
-  TESSERA_SPEC_ASSIGN_OR_RETURN(const TypedScalar scalar, ReadTyped(node, path, expected));
+  TESSERA_ASSIGN_OR_RETURN(const TypedScalar scalar, ReadTyped(node, path, expected));
   if (scalar.kind != ScalarKind::kInt) return WrongValue(node, path, expected);
   if (!scalar.int_value || *scalar.int_value < std::numeric_limits<int32_t>::min() ||
       *scalar.int_value > std::numeric_limits<int32_t>::max()) {
@@ -130,7 +130,7 @@ absl::StatusOr<int32_t> ReadInt32(const YAML::Node& node, const FieldPath& path,
 
 absl::StatusOr<double> ReadNumber(const YAML::Node& node, const FieldPath& path,
                                   std::string_view expected, bool allow_zero) {
-  TESSERA_SPEC_ASSIGN_OR_RETURN(const TypedScalar scalar, ReadTyped(node, path, expected));
+  TESSERA_ASSIGN_OR_RETURN(const TypedScalar scalar, ReadTyped(node, path, expected));
   if (scalar.kind != ScalarKind::kInt && scalar.kind != ScalarKind::kFloat) {
     return WrongValue(node, path, expected);
   }
@@ -140,7 +140,7 @@ absl::StatusOr<double> ReadNumber(const YAML::Node& node, const FieldPath& path,
 
 absl::StatusOr<bool> ReadBool(const YAML::Node& node, const FieldPath& path) {
   constexpr std::string_view kExpected = "true or false";
-  TESSERA_SPEC_ASSIGN_OR_RETURN(const TypedScalar scalar, ReadTyped(node, path, kExpected));
+  TESSERA_ASSIGN_OR_RETURN(const TypedScalar scalar, ReadTyped(node, path, kExpected));
   if (scalar.kind == ScalarKind::kString) {
     const std::string lower = absl::AsciiStrToLower(AbslView(scalar.text));
     for (std::string_view word : {"yes", "no", "on", "off", "y", "n"}) {

@@ -3,11 +3,13 @@
 
 #include <pqxx/pqxx>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/timestamp.pb.h"
+#include "services/common/status_macros.h"
 #include "services/store/filters.h"
 
 namespace tessera::store {
@@ -28,6 +30,29 @@ inline absl::Status DecodeMessage(const pqxx::field& field, google::protobuf::Me
   if (!message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::DataLossError(
         absl::StrCat("a stored ", message->GetTypeName(), " could not be decoded"));
+  }
+  return absl::OkStatus();
+}
+
+// Rows whose first column is a message's body.
+template <typename M>
+absl::Status DecodeBodyRows(const pqxx::result& rows, std::vector<M>* out) {
+  for (const auto& row : rows) {
+    M message;
+    TESSERA_RETURN_IF_ERROR(DecodeMessage(row[0], &message));
+    out->push_back(std::move(message));
+  }
+  return absl::OkStatus();
+}
+
+// Rows of (id, body): the id is the row's, set on each decoded message.
+template <typename M>
+absl::Status DecodeIdRows(const pqxx::result& rows, std::vector<M>* out) {
+  for (const auto& row : rows) {
+    M message;
+    TESSERA_RETURN_IF_ERROR(DecodeMessage(row[1], &message));
+    message.set_id(row[0].as<int64_t>());
+    out->push_back(std::move(message));
   }
   return absl::OkStatus();
 }

@@ -51,15 +51,12 @@ class PgHealthStore final : public HealthStore {
   absl::StatusOr<std::vector<v1::Sweep>> ListSweeps(int limit) override {
     std::vector<v1::Sweep> out;
     absl::Status st = pool_->Transact("listing sweeps", [&](pqxx::work& tx) -> absl::Status {
-      for (const auto& row : tx.exec_params(
-               "SELECT body FROM health_sweeps ORDER BY created_at DESC, id COLLATE \"C\" DESC"
-               " LIMIT CASE WHEN $1 <= 0 THEN NULL ELSE $1 END",
-               limit)) {
-        v1::Sweep s;
-        if (auto d = DecodeMessage(row[0], &s); !d.ok()) return d;
-        out.push_back(std::move(s));
-      }
-      return absl::OkStatus();
+      return DecodeBodyRows(
+          tx.exec_params(
+              "SELECT body FROM health_sweeps ORDER BY created_at DESC, id COLLATE \"C\" DESC"
+              " LIMIT CASE WHEN $1 <= 0 THEN NULL ELSE $1 END",
+              limit),
+          &out);
     });
     if (!st.ok()) return st;
     return out;
@@ -86,18 +83,13 @@ class PgHealthStore final : public HealthStore {
     std::vector<v1::HealthCheckResult> out;
     absl::Status st =
         pool_->Transact("listing health results", [&](pqxx::work& tx) -> absl::Status {
-          for (const auto& row :
-               tx.exec_params("SELECT id, body FROM health_results WHERE"
-                              " (cardinality($1::text[]) = 0 OR node_name = ANY ($1::text[]))"
-                              " AND ($2 = '' OR sweep_id = $2)"
-                              " ORDER BY id DESC LIMIT CASE WHEN $3 <= 0 THEN NULL ELSE $3 END",
-                              PgTextArray(node_names), std::string(sweep_id), limit)) {
-            v1::HealthCheckResult r;
-            if (auto d = DecodeMessage(row[1], &r); !d.ok()) return d;
-            r.set_id(row[0].as<int64_t>());
-            out.push_back(std::move(r));
-          }
-          return absl::OkStatus();
+          return DecodeIdRows(
+              tx.exec_params("SELECT id, body FROM health_results WHERE"
+                             " (cardinality($1::text[]) = 0 OR node_name = ANY ($1::text[]))"
+                             " AND ($2 = '' OR sweep_id = $2)"
+                             " ORDER BY id DESC LIMIT CASE WHEN $3 <= 0 THEN NULL ELSE $3 END",
+                             PgTextArray(node_names), std::string(sweep_id), limit),
+              &out);
         });
     if (!st.ok()) return st;
     return out;

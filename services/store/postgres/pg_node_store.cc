@@ -154,13 +154,7 @@ class PgNodeEventStore final : public NodeEventStore {
           " AND (cardinality($3::int[]) = 0 OR type = ANY ($3::int[]))"
           " ORDER BY id LIMIT CASE WHEN $4 <= 0 THEN NULL ELSE $4 END",
           filter.after_id(), PgTextArray(names), PgIntArray(types), filter.limit());
-      for (const auto& row : rows) {
-        v1::NodeEvent e;
-        if (auto s = DecodeMessage(row[1], &e); !s.ok()) return s;
-        e.set_id(row[0].as<int64_t>());
-        out.push_back(std::move(e));
-      }
-      return absl::OkStatus();
+      return DecodeIdRows(rows, &out);
     });
     if (!st.ok()) return st;
     return out;

@@ -151,14 +151,11 @@ class PgRunStore final : public RunStore {
   absl::StatusOr<std::vector<v1::Attempt>> ListAttempts(std::string_view run_id) override {
     std::vector<v1::Attempt> out;
     absl::Status st = pool_->Transact("listing attempts", [&](pqxx::work& tx) -> absl::Status {
-      for (const auto& row : tx.exec_params(
-               "SELECT body FROM run_attempts WHERE run_id = $1 ORDER BY resumption_index",
-               std::string(run_id))) {
-        v1::Attempt a;
-        if (auto s = DecodeMessage(row[0], &a); !s.ok()) return s;
-        out.push_back(std::move(a));
-      }
-      return absl::OkStatus();
+      return DecodeBodyRows(
+          tx.exec_params(
+              "SELECT body FROM run_attempts WHERE run_id = $1 ORDER BY resumption_index",
+              std::string(run_id)),
+          &out);
     });
     if (!st.ok()) return st;
     return out;
@@ -189,16 +186,11 @@ class PgRunStore final : public RunStore {
                                                        int limit) override {
     std::vector<v1::RunEvent> out;
     absl::Status st = pool_->Transact("listing run events", [&](pqxx::work& tx) -> absl::Status {
-      for (const auto& row : tx.exec_params(
-               "SELECT id, body FROM run_events WHERE run_id = $1 AND id > $2 ORDER BY id"
-               " LIMIT CASE WHEN $3 <= 0 THEN NULL ELSE $3 END",
-               std::string(run_id), after_id, limit)) {
-        v1::RunEvent e;
-        if (auto s = DecodeMessage(row[1], &e); !s.ok()) return s;
-        e.set_id(row[0].as<int64_t>());
-        out.push_back(std::move(e));
-      }
-      return absl::OkStatus();
+      return DecodeIdRows(
+          tx.exec_params("SELECT id, body FROM run_events WHERE run_id = $1 AND id > $2 ORDER BY id"
+                         " LIMIT CASE WHEN $3 <= 0 THEN NULL ELSE $3 END",
+                         std::string(run_id), after_id, limit),
+          &out);
     });
     if (!st.ok()) return st;
     return out;
@@ -207,16 +199,10 @@ class PgRunStore final : public RunStore {
   absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id, int limit) override {
     std::vector<v1::RunEvent> out;
     absl::Status st = pool_->Transact("listing run events", [&](pqxx::work& tx) -> absl::Status {
-      for (const auto& row :
-           tx.exec_params("SELECT id, body FROM run_events WHERE id > $1 ORDER BY id"
-                          " LIMIT CASE WHEN $2 <= 0 THEN NULL ELSE $2 END",
-                          after_id, limit)) {
-        v1::RunEvent e;
-        if (auto s = DecodeMessage(row[1], &e); !s.ok()) return s;
-        e.set_id(row[0].as<int64_t>());
-        out.push_back(std::move(e));
-      }
-      return absl::OkStatus();
+      return DecodeIdRows(tx.exec_params("SELECT id, body FROM run_events WHERE id > $1 ORDER BY id"
+                                         " LIMIT CASE WHEN $2 <= 0 THEN NULL ELSE $2 END",
+                                         after_id, limit),
+                          &out);
     });
     if (!st.ok()) return st;
     return out;

@@ -75,9 +75,9 @@ RankSpec Spec(const TempDir& tmp, std::string command) {
 }
 
 // Time moves only when someone sleeps, by the amount slept; real time passes 100 us a sleep.
-class FakeClock final : public Clock {
+class SteppingClock final : public Clock {
  public:
-  absl::Time Now() override { return now_; }
+  absl::Time Now() const override { return now_; }
   void SleepFor(absl::Duration d) override {
     now_ += d;
     absl::SleepFor(absl::Microseconds(100));
@@ -200,7 +200,7 @@ TEST_CASE("Stop measures the grace period on the injected clock") {
   auto p = RankProcess::Start(Spec(tmp, "trap '' TERM; echo $$; while :; do sleep 0.05; done"));
   REQUIRE(p.ok());
   REQUIRE(ReadPidLine(tmp.path / "work" / "stdout.log") == (*p)->pid());  // the trap is set
-  FakeClock clock;
+  SteppingClock clock;
   const absl::Time start = absl::Now();
   auto exit = (*p)->Stop(absl::Seconds(10), clock);  // 1000 fake sleeps of 10 ms
   REQUIRE(exit.ok());
