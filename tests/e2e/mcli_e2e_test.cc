@@ -13,24 +13,12 @@
 namespace tessera::testing {
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = ShellResult;
 
 // Runs mcli with TESSERA_ENDPOINT/TESSERA_API_KEY set; output is stdout and stderr together.
 Result Mcli(const std::string& endpoint, const std::string& key, const std::string& args) {
-  const std::string cmd =
-      absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", endpoint,
-                   " TESSERA_API_KEY=", key, " ", BinaryPath("mcli"), " ", args, " 2>&1");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), out};
+  return RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", endpoint,
+                               " TESSERA_API_KEY=", key, " ", BinaryPath("mcli"), " ", args));
 }
 
 std::string WriteFile(const std::string& name, const std::string& text) {
@@ -69,9 +57,9 @@ parameters:
   lr: 0.0003
 )");
   Result submitted = Mcli(ep, alice, "run submit -f " + yaml);
-  INFO(submitted.out);
-  REQUIRE(submitted.code == 0);
-  const std::string name(absl::StripAsciiWhitespace(submitted.out));
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string name(absl::StripAsciiWhitespace(submitted.output));
   CHECK(name.rfind("gpt-tiny-", 0) == 0);
 
   Client client(ep, alice);
@@ -82,37 +70,37 @@ parameters:
   CHECK(start->parameters_json().find("\"lr\":0.0003") != std::string::npos);
 
   Result table = Mcli(ep, alice, "get runs");
-  INFO(table.out);
-  CHECK(table.code == 0);
-  CHECK(table.out.find(name) != std::string::npos);
-  CHECK(table.out.find("RUNNING") != std::string::npos);
+  INFO(table.output);
+  CHECK(table.exit_code == 0);
+  CHECK(table.output.find(name) != std::string::npos);
+  CHECK(table.output.find("RUNNING") != std::string::npos);
 
   Result json = Mcli(ep, alice, "get runs -o json");
-  CHECK(json.out.find("\"name\": \"" + name + "\"") != std::string::npos);
+  CHECK(json.output.find("\"name\": \"" + name + "\"") != std::string::npos);
 
   Result others = Mcli(ep, ops, "get runs --user alice");
-  CHECK(others.out.find(name) != std::string::npos);
+  CHECK(others.output.find(name) != std::string::npos);
 
   // Another user sees nothing of it and cannot stop it.
   const std::string bob = CreateKey(url, "bob", "user");
-  CHECK(Mcli(ep, bob, "get runs").out.find(name) == std::string::npos);
+  CHECK(Mcli(ep, bob, "get runs").output.find(name) == std::string::npos);
   Result bob_stop = Mcli(ep, bob, "stop run " + name);
-  CHECK(bob_stop.code == 1);
-  CHECK(bob_stop.out.find("not found") != std::string::npos);
+  CHECK(bob_stop.exit_code == 1);
+  CHECK(bob_stop.output.find("not found") != std::string::npos);
 
   Result stop = Mcli(ep, alice, "stop run " + name + " --reason 'wrong lr'");
-  INFO(stop.out);
-  CHECK(stop.code == 0);
+  INFO(stop.output);
+  CHECK(stop.exit_code == 0);
   client.WaitForStatus(name, v1::RUN_STATUS_STOPPED);
   Result describe = Mcli(ep, alice, "describe run " + name);
-  INFO(describe.out);
-  CHECK(describe.out.find("Run created") != std::string::npos);
-  CHECK(describe.out.find("Run started") != std::string::npos);
-  CHECK(describe.out.find("wrong lr") != std::string::npos);
+  INFO(describe.output);
+  CHECK(describe.output.find("Run created") != std::string::npos);
+  CHECK(describe.output.find("Run started") != std::string::npos);
+  CHECK(describe.output.find("wrong lr") != std::string::npos);
 
   Result deleted = Mcli(ep, alice, "delete run " + name);
-  CHECK(deleted.code == 0);
-  CHECK(Mcli(ep, alice, "describe run " + name).code == 1);
+  CHECK(deleted.exit_code == 0);
+  CHECK(Mcli(ep, alice, "describe run " + name).exit_code == 1);
 }
 
 TEST_CASE("operators cordon and watch nodes with mcli; mistakes get one clear line", "[e2e]") {
@@ -128,33 +116,33 @@ TEST_CASE("operators cordon and watch nodes with mcli; mistakes get one clear li
   const std::string ep = server.endpoint();
 
   Result nodes = Mcli(ep, alice, "get nodes");
-  CHECK(nodes.out.find("node-1") != std::string::npos);
+  CHECK(nodes.output.find("node-1") != std::string::npos);
   Result denied = Mcli(ep, alice, "cordon node-1 --reason test");
-  CHECK(denied.code == 1);
-  CHECK(denied.out.find("admin") != std::string::npos);
+  CHECK(denied.exit_code == 1);
+  CHECK(denied.output.find("admin") != std::string::npos);
   Result cordoned = Mcli(ep, ops, "cordon node-1 --reason 'xid 79'");
-  INFO(cordoned.out);
-  CHECK(cordoned.code == 0);
+  INFO(cordoned.output);
+  CHECK(cordoned.exit_code == 0);
   Result events = Mcli(ep, ops, "get events");
-  CHECK(events.out.find("xid 79") != std::string::npos);
+  CHECK(events.output.find("xid 79") != std::string::npos);
   Result node = Mcli(ep, ops, "describe node node-1");
-  CHECK(node.out.find("CORDONED") != std::string::npos);
-  CHECK(Mcli(ep, ops, "uncordon node-1").code == 0);
+  CHECK(node.output.find("CORDONED") != std::string::npos);
+  CHECK(Mcli(ep, ops, "uncordon node-1").exit_code == 0);
 
   // Bad input: one line, a non-zero code, and nothing created.
   const std::string bad = WriteFile("bad.yaml", "name: ok\ncommand: x\ncompute:\n  gpus: -8\n");
   Result parsed = Mcli(ep, alice, "run -f " + bad);
-  CHECK(parsed.code == 2);
-  CHECK(parsed.out.find("line 4") != std::string::npos);
-  CHECK(parsed.out.find("compute.gpus") != std::string::npos);
+  CHECK(parsed.exit_code == 2);
+  CHECK(parsed.output.find("line 4") != std::string::npos);
+  CHECK(parsed.output.find("compute.gpus") != std::string::npos);
   const std::string odd = WriteFile("odd.yaml", "name: ok\ncommand: x\ncompute:\n  gpus: 12\n");
   Result unfit = Mcli(ep, alice, "run -f " + odd);
-  CHECK(unfit.code != 0);
-  CHECK(unfit.out.find("compute.gpus") != std::string::npos);
+  CHECK(unfit.exit_code != 0);
+  CHECK(unfit.output.find("compute.gpus") != std::string::npos);
   Result wrong_key = Mcli(ep, "tsk_nope", "get runs");
-  CHECK(wrong_key.code == 1);
-  CHECK(wrong_key.out.find("mcli set api-key") != std::string::npos);
-  CHECK(Mcli(ep, alice, "get runs -o json").out.find("[]") != std::string::npos);
+  CHECK(wrong_key.exit_code == 1);
+  CHECK(wrong_key.output.find("mcli set api-key") != std::string::npos);
+  CHECK(Mcli(ep, alice, "get runs -o json").output.find("[]") != std::string::npos);
 }
 
 }  // namespace

@@ -20,13 +20,7 @@ Http Curl(const std::string& method, const std::string& url, const std::string& 
   if (!body.empty())
     absl::StrAppend(&cmd, " -H 'Content-Type: application/json' --data '", body, "'");
   absl::StrAppend(&cmd, " '", url, "'");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  pclose(pipe);
+  const std::string out = RunShell(cmd).output;
   const auto nl = out.rfind('\n');
   REQUIRE(nl != std::string::npos);
   return {std::stoi(out.substr(nl + 1)), out.substr(0, nl)};

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "tests/support/process.h"
 
 namespace tessera::testing {
 namespace {
@@ -21,17 +22,12 @@ std::string Script() { return std::string(TESSERA_SOURCE_DIR) + "/deploy/pg-inst
 }  // namespace
 
 absl::Status PostgresServer::RunScript(const std::string& args, std::string* output) {
-  const std::string cmd = absl::StrCat(Script(), " ", args, " 2>&1");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return absl::InternalError(absl::StrCat("cannot run ", cmd));
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int rc = pclose(pipe);
-  if (output) *output = out;
-  if (rc != 0) {
-    return absl::InternalError(absl::StrCat("`", cmd, "` failed (", WEXITSTATUS(rc), "): ", out));
+  const std::string cmd = absl::StrCat(Script(), " ", args);
+  ShellResult result = RunShell(cmd);
+  if (output) *output = result.output;
+  if (result.exit_code != 0) {
+    return absl::InternalError(
+        absl::StrCat("`", cmd, "` failed (", result.exit_code, "): ", result.output));
   }
   return absl::OkStatus();
 }

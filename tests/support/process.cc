@@ -118,6 +118,18 @@ absl::StatusOr<std::string> Process::WaitForLine(const std::string& needle,
       absl::StrCat("no \"", needle, "\" within the timeout; log:\n", Log()));
 }
 
+ShellResult RunShell(const std::string& command) {
+  ShellResult result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) result.output.append(buf, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
 absl::StatusOr<std::string> RunCommand(const std::vector<std::string>& argv) {
   char templ[] = "/tmp/tessera-cmd-XXXXXX";
   const int fd = mkstemp(templ);

@@ -38,6 +38,13 @@ class Process {
   int exit_status_ = -1;
 };
 
+struct ShellResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+// Runs `command` with /bin/sh to completion.
+ShellResult RunShell(const std::string& command);
+
 // Runs a command to completion; returns its stdout, or an error with its output.
 absl::StatusOr<std::string> RunCommand(const std::vector<std::string>& argv);
 
