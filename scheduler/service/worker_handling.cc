@@ -157,7 +157,12 @@ void SchedulerCore::ReconcileFromHeartbeat(const std::string& node, const v1::He
         continue;  // not active here (yet): the next cycle learns it, the next heartbeat retries
       }
       const AttemptState& state = attempts_[{local.run_id(), local.resumption_index()}];
-      if (local.running_ranks_size() > 0) {
+      if (local.lost()) {
+        if (state.finished.count(node)) continue;
+        update.set_phase(v1::ATTEMPT_PHASE_LOST);
+        *update.mutable_rank_exits() = local.exited_ranks();
+        update.set_detail("the worker restarted and killed the ranks it found");
+      } else if (local.running_ranks_size() > 0) {
         if (state.started.count(node)) continue;
         update.set_phase(v1::ATTEMPT_PHASE_STARTED);
       } else if (local.exited_ranks_size() > 0) {
@@ -210,6 +215,17 @@ absl::Status SchedulerCore::OnAttemptUpdate(const std::string& node,
       case v1::ATTEMPT_PHASE_RANK_EXITED:
       case v1::ATTEMPT_PHASE_FINISHED:
       case v1::ATTEMPT_PHASE_START_FAILED:
+      case v1::ATTEMPT_PHASE_LOST:
+        if (update.phase() == v1::ATTEMPT_PHASE_LOST) {
+          // Not the user's failure: the ranks died with their worker. Recorded as exits, never
+          // as the first failed rank.
+          for (const auto& e : update.rank_exits()) s.exits.push_back(e);
+          s.finished.insert(node);
+          all_finished = true;
+          for (const auto& n : run.nodes())
+            all_finished = all_finished && s.finished.count(n.node_name());
+          break;
+        }
         for (const auto& e : update.rank_exits()) {
           s.exits.push_back(e);
           if (IsFailure(e) && s.first_failed_rank < 0 &&
@@ -246,6 +262,12 @@ absl::Status SchedulerCore::OnAttemptUpdate(const std::string& node,
     return EndAttempt(run.id(), run.resumption_index(), state, v1::ATTEMPT_END_REASON_NODE_FAILURE,
                       v1::DETECTION_METHOD_EXIT_CODE,
                       absl::StrCat("ranks could not start on ", node, ": ", update.detail()));
+  }
+  if (update.phase() == v1::ATTEMPT_PHASE_LOST) {
+    StopAttemptOn(run, v1::ATTEMPT_END_REASON_NODE_FAILURE, "a node's worker restarted");
+    return EndAttempt(run.id(), run.resumption_index(), state, v1::ATTEMPT_END_REASON_NODE_FAILURE,
+                      v1::DETECTION_METHOD_EXIT_CODE,
+                      absl::StrCat("the worker on ", node, " restarted: ", update.detail()));
   }
   if (newly_failed && !all_finished) {
     // One rank failed: the others cannot go on without it.

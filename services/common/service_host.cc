@@ -117,10 +117,15 @@ void BlockTerminationSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-void ServiceHost::RunUntilSignal() {
+int WaitForTerminationSignal() {
   const sigset_t set = TerminationSignals();
   int sig = 0;
   sigwait(&set, &sig);
+  return sig;
+}
+
+void ServiceHost::RunUntilSignal() {
+  const int sig = WaitForTerminationSignal();
   spdlog::info("received signal {}, shutting down", sig);
   Shutdown();
 }

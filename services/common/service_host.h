@@ -28,6 +28,9 @@ struct HostOptions {
 // ServiceHost::RunUntilSignal can wait for them. Call it first in main(), before any thread exists.
 void BlockTerminationSignals();
 
+// Waits (after BlockTerminationSignals) for SIGINT or SIGTERM and returns which arrived.
+int WaitForTerminationSignal();
+
 // Adds --grpc-listen, --metrics-listen and --log-level to a command line.
 void AddHostFlags(CLI::App& app, HostOptions& options);
 

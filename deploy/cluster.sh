@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# A local Tessera cluster on this machine: a private PostgreSQL, the control plane
+# (tessera-server) and N tessera-worker daemons with simulated GPUs, each with its own node name,
+# metrics port and state folder. Writes mcli's config (endpoint and an admin key).
+#
+#   deploy/cluster.sh up [--workers N] [--gpus-per-worker G]   start (or extend) it
+#   deploy/cluster.sh status                                   what runs, and where
+#   deploy/cluster.sh down                                     stop all of it
+#
+# Ports: TESSERA_GRPC_PORT (50051), TESSERA_HTTP_PORT (8080), TESSERA_METRICS_PORT (9464; workers
+# use the ports after it). State: TESSERA_STATE_DIR (.state/ in the repository).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+STATE="${TESSERA_STATE_DIR:-$ROOT/.state}"
+BIN="${TESSERA_BIN_DIR:-$ROOT/build/bin}"
+GRPC_PORT="${TESSERA_GRPC_PORT:-50051}"
+METRICS_PORT="${TESSERA_METRICS_PORT:-9464}"
+HTTP_PORT="${TESSERA_HTTP_PORT:-8080}"
+server_pid_file="$STATE/tessera-server.pid"
+
+die() { echo "cluster: $*" >&2; exit 2; }
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+stop_pid_file() {  # pid file, name
+  if alive "$1"; then
+    kill -TERM "$(cat "$1")"
+    for _ in $(seq 100); do alive "$1" || break; sleep 0.1; done
+    if alive "$1"; then kill -KILL "$(cat "$1")"; fi
+  fi
+  rm -f "$1"
+}
+
+workers() { ls -d "$STATE"/workers/*/ 2>/dev/null | sort -V || true; }
+
+down() {
+  for w in $(workers); do stop_pid_file "$w/pid" "worker $(basename "$w")"; done
+  stop_pid_file "$server_pid_file" tessera-server
+  if [ -d "$STATE/postgres" ]; then deploy/pg-instance.sh stop "$STATE/postgres"; fi
+  echo "cluster: stopped"
+}
+
+status() {
+  if alive "$server_pid_file"; then
+    echo "tessera-server  pid $(cat "$server_pid_file")  gRPC 127.0.0.1:$GRPC_PORT  REST http://127.0.0.1:$HTTP_PORT/api/v1/  metrics :$METRICS_PORT"
+  else
+    echo "tessera-server  not running"
+  fi
+  if [ -d "$STATE/postgres" ]; then
+    echo "postgres        $(deploy/pg-instance.sh status "$STATE/postgres" 2>&1 | head -1)"
+  fi
+  for w in $(workers); do
+    local name; name="$(basename "$w")"
+    if alive "$w/pid"; then
+      echo "worker $name  pid $(cat "$w/pid")  metrics :$(cat "$w/metrics_port")  state $w/state  log $w/worker.log"
+    else
+      echo "worker $name  not running  (log $w/worker.log)"
+    fi
+  done
+}
+
+wait_healthy() {  # port, pid file, log, name
+  for _ in $(seq 150); do
+    if curl -fsS "http://127.0.0.1:$1/healthz" >/dev/null 2>&1; then return 0; fi
+    if ! alive "$2"; then
+      echo "cluster: $4 exited; the end of its log:" >&2
+      tail -20 "$3" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  die "$4 did not answer on :$1 within 15 s (log: $3)"
+}
+
+up() {
+  local n=2 gpus=2
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --workers) n="${2:?--workers needs a number}"; shift 2 ;;
+      --gpus-per-worker) gpus="${2:?--gpus-per-worker needs a number}"; shift 2 ;;
+      *) die "unknown option \"$1\" (expected --workers N or --gpus-per-worker G)" ;;
+    esac
+  done
+  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -le 64 ] || die "--workers: a number from 0 to 64, not \"$n\""
+  [[ "$gpus" =~ ^[0-9]+$ ]] && [ "$gpus" -le 64 ] || die "--gpus-per-worker: a number from 0 to 64, not \"$gpus\""
+  for b in tessera-server tessera-worker mcli; do
+    [ -x "$BIN/$b" ] || die "$BIN/$b is missing: run deploy/build.sh first"
+  done
+  mkdir -p "$STATE/logs" "$STATE/workers"
+
+  local url; url="$(deploy/pg-instance.sh start "$STATE/postgres")"
+
+  if ! alive "$server_pid_file"; then
+    nohup "$BIN/tessera-server" --database-url "$url" \
+      --grpc-listen "127.0.0.1:$GRPC_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
+      --http-listen "127.0.0.1:$HTTP_PORT" >"$STATE/logs/tessera-server.log" 2>&1 &
+    echo $! >"$server_pid_file"
+  fi
+  wait_healthy "$METRICS_PORT" "$server_pid_file" "$STATE/logs/tessera-server.log" tessera-server
+
+  # One system key for the workers, kept with the cluster's state (mode 0600).
+  if [ ! -s "$STATE/worker.key" ]; then
+    (umask 077; "$BIN/tessera-server" --database-url "$url" --log-level warn create-api-key \
+       --user tessera-worker --role system --description "local cluster workers" >"$STATE/worker.key")
+  fi
+
+  local user; user="$(id -un | tr 'A-Z' 'a-z' | tr -c 'a-z0-9._\n-' '-')"
+  "$BIN/mcli" set endpoint "127.0.0.1:$GRPC_PORT" >/dev/null
+  if ! "$BIN/mcli" whoami >/dev/null 2>&1; then
+    local key
+    key="$("$BIN/tessera-server" --database-url "$url" --log-level warn create-api-key \
+            --user "$user" --role admin --description "local cluster admin key")"
+    "$BIN/mcli" set api-key "$key" >/dev/null
+  fi
+
+  for i in $(seq 0 $((n - 1))); do
+    local name="node-$i" dir="$STATE/workers/node-$i"
+    mkdir -p "$dir/state"
+    if alive "$dir/pid"; then continue; fi
+    local port=$((METRICS_PORT + 1 + i))
+    echo "$port" >"$dir/metrics_port"
+    TESSERA_API_KEY="$(cat "$STATE/worker.key")" nohup "$BIN/tessera-worker" \
+      --scheduler-endpoint "127.0.0.1:$GRPC_PORT" --node-name "$name" --cluster local \
+      --address 127.0.0.1 --simulate-gpus "$gpus" --state-dir "$dir/state" \
+      --label "rack=rack-$((i / 4))" --metrics-listen "127.0.0.1:$port" \
+      >"$dir/worker.log" 2>&1 &
+    echo $! >"$dir/pid"
+  done
+  for i in $(seq 0 $((n - 1))); do
+    local dir="$STATE/workers/node-$i"
+    wait_healthy "$(cat "$dir/metrics_port")" "$dir/pid" "$dir/worker.log" "worker node-$i"
+  done
+  # Registered and online: the scheduler has seen every worker.
+  for _ in $(seq 100); do
+    local online; online="$("$BIN/mcli" get nodes -o json 2>/dev/null | grep -c '"NODE_LIVENESS_ONLINE"' || true)"
+    [ "$online" -ge "$n" ] && break
+    sleep 0.1
+  done
+  echo "cluster: up with $n worker(s), $gpus simulated GPU(s) each"
+  status
+  echo "try: $BIN/mcli get nodes; $BIN/mcli run -f deploy/samples/hello.yaml --follow"
+}
+
+case "${1:-}" in
+  up) shift; up "$@" ;;
+  down) down ;;
+  status) status ;;
+  *) die "usage: deploy/cluster.sh up [--workers N] [--gpus-per-worker G] | status | down" ;;
+esac

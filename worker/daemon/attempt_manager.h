@@ -1,0 +1,103 @@
+// The worker's ranks: starts an attempt's local ranks, watches them exit, stops them on
+// command or when the worker fences itself, and cleans up what a previous incarnation of the
+// worker left behind. The control session (control_session.h) turns what happens here into
+// AttemptUpdates and heartbeats; the log shipper is told about every rank's output files.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "services/common/clock.h"
+#include "tessera/v1/worker.pb.h"
+#include "worker/daemon/attempt_record.h"
+#include "worker/daemon/rank_environment.h"
+#include "worker/daemon/rank_launcher.h"
+
+namespace tessera::worker {
+
+// One rank's output, for the log shipper.
+struct RankOutput {
+  std::string run_id;
+  int resumption_index = 0;
+  int node_rank = 0;
+  int rank = 0;
+  std::string stdout_path, stderr_path;
+};
+
+struct AttemptManagerOptions {
+  std::string state_dir;
+  std::string node_name;
+  bool simulated_gpus = false;
+  // How long an ended attempt stays in heartbeats, so a control plane that missed its FINISHED
+  // (it restarted, or a standby took over) still learns how it ended.
+  absl::Duration keep_ended = absl::Seconds(60);
+};
+
+class AttemptManager {
+ public:
+  // `on_output` is called for each rank started (and for each found at start-up), with the
+  // files to ship; `on_rank_done` once a rank has exited and its files are complete.
+  AttemptManager(AttemptManagerOptions options, std::shared_ptr<Clock> clock,
+                 std::function<void(const RankOutput&)> on_output,
+                 std::function<void(const RankOutput&)> on_rank_done);
+  // Stops every rank still running (SIGTERM, a short grace, SIGKILL).
+  ~AttemptManager();
+
+  // Kills the ranks a previous incarnation of this worker started (found in the state
+  // folder), and keeps their attempts as lost, to be reported. Returns how many ranks it killed.
+  int CleanUpPreviousIncarnation();
+
+  // Starts the attempt's local ranks. A repeat of a known attempt is a no-op. A failure to
+  // start leaves nothing running and queues a START_FAILED update.
+  absl::Status Start(const v1::StartAttempt& start);
+  // Stops the attempt's ranks in the background (SIGTERM, grace, SIGKILL to each group).
+  void Stop(const std::string& run_id, int resumption_index, absl::Duration grace);
+  // Fencing: SIGKILL every rank at once and wait until they are gone.
+  int KillAll();
+
+  // Reaps exited ranks and queues their updates; forgets attempts ended long ago.
+  void Poll();
+  // Updates not yet delivered, oldest first. Put back with Requeue when they could not be sent.
+  std::vector<v1::AttemptUpdate> TakeUpdates();
+  void Requeue(std::vector<v1::AttemptUpdate> updates);
+  // Every attempt this node knows: running ranks, exited ranks, lost.
+  std::vector<v1::LocalAttempt> LocalAttempts();
+  int running_ranks();
+
+ private:
+  struct Attempt {
+    v1::StartAttempt start;
+    AttemptPaths paths;
+    std::vector<std::unique_ptr<RankProcess>> procs;
+    std::vector<v1::RankExit> exits;
+    std::map<int, bool> reported;  // rank -> exit reported
+    bool lost = false;
+    std::optional<absl::Time> ended_at;
+  };
+  using Key = std::pair<std::string, int>;
+
+  v1::RankExit ExitOf(const Attempt& a, int rank, const ExitInfo& info) const;
+  RankOutput OutputOf(const Attempt& a, int rank) const;
+  void Queue(v1::AttemptUpdate u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const AttemptManagerOptions options_;
+  const std::shared_ptr<Clock> clock_;
+  const std::function<void(const RankOutput&)> on_output_, on_rank_done_;
+  AttemptRecords records_;
+  absl::Mutex mu_;
+  std::map<Key, Attempt> attempts_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::AttemptUpdate> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> stoppers_ ABSL_GUARDED_BY(mu_);
+  int64_t polls_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace tessera::worker

@@ -1,0 +1,62 @@
+// What a worker writes to its state folder about each attempt it starts, so that the next
+// incarnation (after a crash, kill -9 or upgrade) can find the rank processes and stop them:
+// no orphan rank survives its worker. A process is recognised by its pid AND its start time,
+// so a recycled pid is never signalled.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tessera::worker {
+
+struct RankRecord {
+  int rank = 0;
+  pid_t pid = 0;  // also the process group id
+  unsigned long long start_ticks = 0;
+};
+
+struct AttemptRecord {
+  std::string run_id;
+  std::string run_name;
+  int resumption_index = 0;
+  int node_rank = 0;
+  std::string dir;  // the attempt's folder (AttemptPaths::dir)
+  std::vector<RankRecord> ranks;
+};
+
+// The start time of `pid` in clock ticks since boot (field 22 of /proc/PID/stat); nullopt when
+// the process does not exist.
+std::optional<unsigned long long> ProcessStartTicks(pid_t pid);
+// True while `pid` exists and is not a zombie.
+bool ProcessAlive(pid_t pid);
+
+class AttemptRecords {
+ public:
+  explicit AttemptRecords(std::string state_dir);
+
+  // Written atomically (temporary file, fsync, rename).
+  absl::Status Save(const AttemptRecord& record);
+  absl::Status Remove(const std::string& run_id, int resumption_index);
+  // Every record; unreadable files are reported in the status of the entry and skipped.
+  std::vector<AttemptRecord> LoadAll(std::vector<std::string>* problems);
+
+ private:
+  std::string PathOf(const std::string& run_id, int resumption_index) const;
+  std::string dir_;
+};
+
+// Reaps zombies this process adopted as a child subreaper (descendants of ranks whose parents
+// exited), except the pids in `keep` (rank leaders, whose status their RankProcess collects).
+void ReapAdoptedZombies(const std::vector<pid_t>& keep);
+
+// Kills (SIGKILL to the group) every rank of `record` that is still the same process, and waits
+// up to `timeout` for them to be gone. Returns the ranks that were still running.
+std::vector<int> KillRecordedRanks(const AttemptRecord& record);
+
+}  // namespace tessera::worker

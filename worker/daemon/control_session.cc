@@ -1,0 +1,256 @@
+#include "worker/daemon/control_session.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status_util.h"
+
+namespace tessera::worker {
+namespace {
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+}  // namespace
+
+ControlSession::ControlSession(ControlSessionOptions options, AttemptManager& attempts,
+                               std::shared_ptr<Clock> clock, std::function<double()> uniform01)
+    : options_(std::move(options)),
+      attempts_(attempts),
+      clock_(std::move(clock)),
+      backoff_(absl::Milliseconds(100), absl::Seconds(5), std::move(uniform01)) {
+  grpc::ChannelArguments args;
+  // The lease is seconds long: reconnecting must not wait for gRPC's default minute backoff.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // No transport keepalive (servers answer frequent pings with GOAWAY): a silent peer is
+  // detected by the lease instead, see FenceLoop.
+  stub_ = v1::WorkerControl::NewStub(
+      grpc::CreateCustomChannel(options_.endpoint, grpc::InsecureChannelCredentials(), args));
+}
+
+ControlSession::~ControlSession() { Stop(); }
+
+void ControlSession::Start() {
+  stop_ = false;
+  loop_ = std::thread([this] { Loop(); });
+  fence_ = std::thread([this] { FenceLoop(); });
+}
+
+void ControlSession::Stop() {
+  stop_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    if (ctx_) ctx_->TryCancel();
+  }
+  if (loop_.joinable()) loop_.join();
+  if (fence_.joinable()) fence_.join();
+}
+
+ControlSessionStats ControlSession::stats() {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+bool ControlSession::Send(const v1::WorkerMessage& m) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return stream_ != nullptr && stream_->Write(m);
+}
+
+void ControlSession::Loop() {
+  while (!stop_) {
+    if (RunStream()) backoff_.Reset();
+    if (stop_) break;
+    const absl::Duration wait = backoff_.Next();
+    spdlog::info("control stream to {} lost; reconnecting in {}", options_.endpoint,
+                 absl::FormatDuration(wait));
+    const absl::Time until = clock_->Now() + wait;
+    while (!stop_ && clock_->Now() < until) clock_->SleepFor(absl::Milliseconds(20));
+  }
+}
+
+bool ControlSession::RunStream() {
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + options_.api_key);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_) return false;
+    ctx_ = &ctx;
+  }
+  auto stream = stub_->Connect(&ctx);
+  auto detach = [&] {
+    {
+      std::lock_guard<std::mutex> lock(write_mu_);
+      stream_ = nullptr;
+    }
+    absl::MutexLock lock(&mu_);
+    ctx_ = nullptr;
+    stats_.connected = false;
+  };
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    stream_ = stream.get();
+  }
+  v1::WorkerMessage reg;
+  *reg.mutable_register_()->mutable_node() = options_.node;
+  reg.mutable_register_()->set_process_id(options_.process_id);
+  for (auto& a : attempts_.LocalAttempts()) *reg.mutable_register_()->add_attempts() = a;
+  const absl::Time sent = clock_->Now();
+  v1::ControlMessage reply;
+  if (!Send(reg) || !stream->Read(&reply) || !reply.has_registered()) {
+    // Only an unexpected first reply needs cancelling; otherwise Finish has the server's reason.
+    if (reply.body_case() != v1::ControlMessage::BODY_NOT_SET) ctx.TryCancel();
+    stream->WritesDone();
+    const grpc::Status st = stream->Finish();
+    detach();
+    if (!stop_) {
+      spdlog::warn("registration with {} failed: {}", options_.endpoint,
+                   st.ok() ? "no answer" : st.error_message());
+    }
+    return false;
+  }
+  const v1::Registered& r = reply.registered();
+  {
+    absl::MutexLock lock(&mu_);
+    lease_.Registered(sent, FromProto(r.lease_duration()));
+    PublishDeadline();
+    heartbeat_interval_ = std::max(absl::Milliseconds(50), FromProto(r.heartbeat_interval()));
+    ++stats_.registrations;
+    stats_.connected = true;
+  }
+  spdlog::info("registered node {} (incarnation {}, lease {})", options_.node.name(),
+               r.incarnation(), absl::FormatDuration(FromProto(r.lease_duration())));
+
+  std::atomic<bool> read_ended{false};
+  std::thread reader([&] {
+    ReadLoop(stream.get());
+    read_ended = true;
+  });
+  int64_t sequence = 0;
+  absl::Time next_heartbeat = clock_->Now();
+  bool broken = false;
+  while (!stop_ && !broken && !read_ended) {
+    attempts_.Poll();
+    auto updates = attempts_.TakeUpdates();
+    for (size_t i = 0; i < updates.size() && !broken; ++i) {
+      v1::WorkerMessage m;
+      *m.mutable_attempt_update() = updates[i];
+      if (!Send(m)) {
+        // Kept for the next stream; heartbeats also carry the same facts.
+        attempts_.Requeue({updates.begin() + static_cast<long>(i), updates.end()});
+        broken = true;
+      }
+    }
+    const absl::Time now = clock_->Now();
+    if (!broken && now >= next_heartbeat) {
+      v1::WorkerMessage hb;
+      hb.mutable_heartbeat()->set_sequence(++sequence);
+      for (auto& a : attempts_.LocalAttempts()) *hb.mutable_heartbeat()->add_attempts() = a;
+      absl::Duration interval;
+      {
+        absl::MutexLock lock(&mu_);
+        lease_.HeartbeatSent(sequence, now);
+        interval = heartbeat_interval_;
+        ++stats_.heartbeats;
+      }
+      if (!Send(hb)) broken = true;
+      next_heartbeat = now + interval;
+    }
+    clock_->SleepFor(options_.poll_interval);
+  }
+  ctx.TryCancel();
+  reader.join();
+  const grpc::Status st = stream->Finish();
+  detach();
+  if (!stop_) spdlog::warn("control stream ended: {}", st.error_message());
+  return true;
+}
+
+void ControlSession::ReadLoop(
+    grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControlMessage>* stream) {
+  v1::ControlMessage msg;
+  while (stream->Read(&msg)) Handle(msg);
+}
+
+void ControlSession::Handle(const v1::ControlMessage& msg) {
+  v1::WorkerMessage ack;
+  ack.mutable_ack()->set_command_id(msg.command_id());
+  ack.mutable_ack()->set_ok(true);
+  switch (msg.body_case()) {
+    case v1::ControlMessage::kLeaseRenewed: {
+      absl::MutexLock lock(&mu_);
+      lease_.Renewed(msg.lease_renewed().heartbeat_sequence());
+      PublishDeadline();
+      return;  // not a command
+    }
+    case v1::ControlMessage::kStartAttempt: {
+      auto st = attempts_.Start(msg.start_attempt());
+      if (!st.ok()) {
+        spdlog::error("starting run {} attempt {}: {}", msg.start_attempt().run_id(),
+                      msg.start_attempt().resumption_index(), st.ToString());
+        ack.mutable_ack()->set_ok(false);
+        ack.mutable_ack()->set_error(std::string(st.message()));
+      }
+      break;
+    }
+    case v1::ControlMessage::kStopAttempt: {
+      const auto& s = msg.stop_attempt();
+      spdlog::info("stop run {} attempt {}: {}", s.run_id(), s.resumption_index(), s.reason());
+      attempts_.Stop(s.run_id(), s.resumption_index(), FromProto(s.grace_period()));
+      break;
+    }
+    case v1::ControlMessage::kRegistered:
+      return;
+    default:
+      // Canaries and fault injection belong to the health loop, which this worker does not run
+      // yet: say so rather than pretend.
+      ack.mutable_ack()->set_ok(false);
+      ack.mutable_ack()->set_error(absl::StrCat("this worker does not support command ",
+                                                static_cast<int>(msg.body_case())));
+      break;
+  }
+  if (!msg.command_id().empty()) Send(ack);
+}
+
+void ControlSession::PublishDeadline() {
+  if (options_.on_fence_deadline && lease_.valid_until()) {
+    options_.on_fence_deadline(*lease_.valid_until() - options_.fence_margin);
+  }
+}
+
+void ControlSession::FenceLoop() {
+  bool fenced = false;
+  while (!stop_) {
+    bool must;
+    {
+      absl::MutexLock lock(&mu_);
+      must = lease_.MustFence(clock_->Now(), options_.fence_margin);
+    }
+    {
+      // No renewal for a whole lease: the stream is dead even if the transport has not noticed
+      // (a cut network drops packets silently). Cancel it so the session reconnects.
+      absl::MutexLock lock(&mu_);
+      if (ctx_ && stats_.connected && lease_.MustFence(clock_->Now(), absl::ZeroDuration())) {
+        ctx_->TryCancel();
+      }
+    }
+    if (must && !fenced) {
+      const int killed = attempts_.KillAll();
+      if (killed > 0) {
+        spdlog::error("lease about to end without renewal: fenced node {} (killed {} rank(s))",
+                      options_.node.name(), killed);
+        absl::MutexLock lock(&mu_);
+        ++stats_.fences;
+      }
+      fenced = true;
+    } else if (!must) {
+      fenced = false;
+    }
+    // While fenced, anything started late (a StartAttempt read just before the cut) dies too.
+    if (must && attempts_.running_ranks() > 0) fenced = false;
+    clock_->SleepFor(absl::Milliseconds(25));
+  }
+}
+
+}  // namespace tessera::worker

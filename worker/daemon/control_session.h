@@ -1,0 +1,85 @@
+// The worker's end of the control stream: registers the node (with what it still runs),
+// heartbeats under the lease, carries out StartAttempt/StopAttempt, reports what the ranks do,
+// and reconnects with backoff when the stream breaks. A watchdog fences the node: when the lease
+// is about to end without a renewal (the control plane is unreachable, or this process was
+// frozen), every rank is killed before the control plane may start a replacement elsewhere.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "services/common/clock.h"
+#include "tessera/v1/worker.grpc.pb.h"
+#include "worker/daemon/attempt_manager.h"
+#include "worker/daemon/backoff.h"
+#include "worker/daemon/lease_tracker.h"
+
+namespace tessera::worker {
+
+struct ControlSessionOptions {
+  std::string endpoint;  // host:port of the scheduler
+  std::string api_key;   // a system key
+  v1::Node node;         // name, cluster, GPUs, address ...
+  std::string process_id;
+  // Ranks are killed this long before the lease ends.
+  absl::Duration fence_margin = absl::Milliseconds(500);
+  absl::Duration poll_interval = absl::Milliseconds(20);
+  // Called with the new deadline (lease end minus margin) each time the lease is extended, for
+  // the fence watchdog.
+  std::function<void(absl::Time)> on_fence_deadline;
+};
+
+struct ControlSessionStats {
+  int64_t registrations = 0;
+  int64_t heartbeats = 0;
+  int64_t fences = 0;
+  bool connected = false;
+};
+
+class ControlSession {
+ public:
+  ControlSession(ControlSessionOptions options, AttemptManager& attempts,
+                 std::shared_ptr<Clock> clock, std::function<double()> uniform01);
+  ~ControlSession();
+
+  void Start();
+  void Stop();
+  ControlSessionStats stats();
+
+ private:
+  void Loop();
+  // One stream from registration until it breaks; true if registration succeeded.
+  bool RunStream();
+  void ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControlMessage>* stream);
+  void Handle(const v1::ControlMessage& msg);
+  bool Send(const v1::WorkerMessage& m);
+  void FenceLoop();
+  void PublishDeadline() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ControlSessionOptions options_;
+  AttemptManager& attempts_;
+  const std::shared_ptr<Clock> clock_;
+  Backoff backoff_;
+  std::unique_ptr<v1::WorkerControl::Stub> stub_;
+  std::atomic<bool> stop_{false};
+  std::thread loop_, fence_;
+
+  std::mutex write_mu_;
+  grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControlMessage>* stream_ = nullptr;
+
+  absl::Mutex mu_;
+  LeaseTracker lease_ ABSL_GUARDED_BY(mu_);
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Milliseconds(500);
+  grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  ControlSessionStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera::worker

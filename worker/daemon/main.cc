@@ -1,0 +1,96 @@
+// tessera-worker: the node daemon. See worker_daemon.h.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/strings/str_split.h"
+#include "services/common/service_host.h"
+#include "worker/daemon/fence_watchdog.h"
+#include "worker/daemon/worker_daemon.h"
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::cerr << "tessera-worker: " << message << "\n";
+  return 2;
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The fence watchdog is this same binary, started by the worker (see fence_watchdog.h).
+  if (argc == 5 && std::string(argv[1]) == "fence-watchdog") {
+    return tessera::worker::FenceWatchdogMain(argv[2], absl::Milliseconds(std::atoll(argv[3])),
+                                              static_cast<pid_t>(std::atoll(argv[4])));
+  }
+  tessera::BlockTerminationSignals();
+  CLI::App app{"tessera-worker: registers this node, starts and stops ranks, ships their logs"};
+  tessera::worker::WorkerOptions o;
+  o.node_name = Hostname();
+  o.state_dir = "/var/lib/tessera-worker";
+  std::string api_key_file, log_level = "info";
+  std::vector<std::string> labels;
+  int fence_margin_ms = 500;
+  app.add_option("--scheduler-endpoint", o.scheduler_endpoint, "host:port of the scheduler")
+      ->required();
+  app.add_option("--log-endpoint", o.log_endpoint,
+                 "host:port of the log service (default: the scheduler's)");
+  app.add_option("--api-key", o.api_key, "a system API key (or TESSERA_API_KEY)");
+  app.add_option("--api-key-file", api_key_file, "a file holding the system API key");
+  app.add_option("--node-name", o.node_name, "this node's name")->capture_default_str();
+  app.add_option("--cluster", o.cluster, "the cluster this node belongs to")
+      ->capture_default_str();
+  app.add_option("--address", o.address,
+                 "host where this node's ranks are reachable (MASTER_ADDR; default: node name)");
+  app.add_option("--simulate-gpus", o.simulate_gpus,
+                 "report N simulated GPUs instead of asking NVML (0: a CPU-only node)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--state-dir", o.state_dir, "run folders, spooled logs, attempt records")
+      ->capture_default_str();
+  app.add_option("--label", labels, "KEY=VALUE node label (rack, switch ...), repeatable");
+  app.add_option("--fence-margin-ms", fence_margin_ms,
+                 "kill ranks this long before an unrenewed lease ends")
+      ->capture_default_str()
+      ->check(CLI::Range(50, 60000));
+  app.add_flag("!--no-fence-watchdog", o.fence_watchdog,
+               "do not start the separate fencing process");
+  app.add_option("--metrics-listen", o.metrics_listen, "host:port for /metrics (empty: none)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (auto st = tessera::ConfigureLogging(log_level); !st.ok()) return Fail(std::string(st.message()));
+  if (o.api_key.empty() && !api_key_file.empty()) {
+    std::ifstream in(api_key_file);
+    if (!(in >> o.api_key)) return Fail("--api-key-file: cannot read " + api_key_file);
+  }
+  if (o.api_key.empty()) {
+    if (const char* env = std::getenv("TESSERA_API_KEY")) o.api_key = env;
+  }
+  for (const auto& label : labels) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(label, absl::MaxSplits('=', 1));
+    if (kv.first.empty() || label.find('=') == std::string::npos) {
+      return Fail("--label: expected KEY=VALUE, got \"" + label + "\"");
+    }
+    o.labels[kv.first] = kv.second;
+  }
+  o.fence_margin = absl::Milliseconds(fence_margin_ms);
+
+  auto daemon = tessera::worker::WorkerDaemon::Start(o);
+  if (!daemon.ok()) return Fail(std::string(daemon.status().message()));
+  std::cout << "tessera-worker " << o.node_name << " running; metrics="
+            << (*daemon)->metrics_port() << std::endl;
+  tessera::WaitForTerminationSignal();
+  spdlog::info("stopping");
+  daemon->reset();
+  return 0;
+}

@@ -1,0 +1,94 @@
+#include "worker/daemon/rank_environment.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tessera::worker {
+namespace {
+
+// Set by the worker for every rank; a run's env_variables may not replace them, since a wrong
+// RANK or WORLD_SIZE would hang or corrupt a distributed job in ways that are hard to trace.
+constexpr const char* kReserved[] = {
+    "RUN_NAME",    "RUN_ID",      "WORLD_SIZE",       "RANK",       "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE", "NODE_RANK", "NUM_NODES",     "MASTER_ADDR", "MASTER_PORT",
+    "RESUMPTION_INDEX", "PARAMETERS", "CUDA_VISIBLE_DEVICES"};
+
+}  // namespace
+
+AttemptPaths PathsFor(const std::string& state_dir, const std::string& run_id, int resumption) {
+  AttemptPaths p;
+  p.dir = absl::StrCat(state_dir, "/runs/", run_id, "/attempt-", resumption);
+  p.work_dir = p.dir + "/work";
+  p.logs_dir = p.dir + "/logs";
+  p.parameters_path = p.dir + "/parameters.json";
+  return p;
+}
+
+std::string RankLogPath(const AttemptPaths& paths, int rank, const std::string& stream) {
+  return absl::StrCat(paths.logs_dir, "/rank-", rank, ".", stream);
+}
+
+absl::StatusOr<std::vector<RankSpec>> BuildRankSpecs(const v1::StartAttempt& start,
+                                                     const AttemptPaths& paths,
+                                                     bool simulated_gpus) {
+  if (start.run_id().empty()) return absl::InvalidArgumentError("start_attempt.run_id: required");
+  if (start.command().empty()) {
+    return absl::InvalidArgumentError("start_attempt.command: the run has no command");
+  }
+  const int local = start.local_world_size();
+  if (local <= 0) {
+    return absl::InvalidArgumentError("start_attempt.local_world_size: must be positive");
+  }
+  if (start.gpu_indices_size() > 0 && start.gpu_indices_size() != local) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("start_attempt.gpu_indices: ", start.gpu_indices_size(),
+                     " GPUs for a local world size of ", local));
+  }
+  if (start.first_rank() < 0 || start.first_rank() + local > start.world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_attempt.first_rank: ranks ", start.first_rank(), "..",
+        start.first_rank() + local - 1, " do not fit a world size of ", start.world_size()));
+  }
+  for (const char* name : kReserved) {
+    if (start.env().count(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "start_attempt.env.", name, ": set by Tessera for every rank; choose another name"));
+    }
+  }
+  std::vector<RankSpec> specs;
+  for (int local_rank = 0; local_rank < local; ++local_rank) {
+    RankSpec spec;
+    spec.rank = start.first_rank() + local_rank;
+    spec.local_rank = local_rank;
+    spec.command = start.command();
+    spec.working_dir = paths.work_dir;
+    spec.stdout_path = RankLogPath(paths, spec.rank, "stdout");
+    spec.stderr_path = RankLogPath(paths, spec.rank, "stderr");
+    for (const auto& [k, v] : start.env()) spec.env[k] = v;
+    auto& env = spec.env;
+    env["RUN_NAME"] = start.run_name();
+    env["RUN_ID"] = start.run_id();
+    env["WORLD_SIZE"] = std::to_string(start.world_size());
+    env["RANK"] = std::to_string(spec.rank);
+    env["LOCAL_RANK"] = std::to_string(local_rank);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(local);
+    env["NODE_RANK"] = std::to_string(start.node_rank());
+    env["NUM_NODES"] = std::to_string(start.num_nodes());
+    env["MASTER_ADDR"] = start.master_addr();
+    env["MASTER_PORT"] = std::to_string(start.master_port());
+    env["RESUMPTION_INDEX"] = std::to_string(start.resumption_index());
+    env["PARAMETERS"] = paths.parameters_path;
+    if (start.gpu_indices_size() > 0) {
+      // One GPU per rank: frameworks then use device 0 of what they see.
+      env["CUDA_VISIBLE_DEVICES"] = std::to_string(start.gpu_indices(local_rank));
+      if (simulated_gpus) env["TESSERA_SIMULATED_GPUS"] = "1";
+    }
+    // Python prints through a buffer when stdout is a file; unbuffered output is what makes
+    // `mcli logs -f` live. A user's own setting wins.
+    if (!env.count("PYTHONUNBUFFERED")) env["PYTHONUNBUFFERED"] = "1";
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+}  // namespace tessera::worker

@@ -1,0 +1,37 @@
+// What each rank of an attempt gets: its environment (every variable of the design plus the
+// user's), its working folder and its output files. Pure functions, so the rules are unit-tested
+// without starting anything.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tessera/v1/worker.pb.h"
+#include "worker/daemon/rank_launcher.h"
+
+namespace tessera::worker {
+
+// Where an attempt lives on the node: <state>/runs/<run_id>/attempt-<k>/. The ranks start in
+// `work_dir`; their output goes to `logs_dir`/rank-<R>.stdout|.stderr (the spool the log
+// shipper reads); the parameters file is `parameters_path`.
+struct AttemptPaths {
+  std::string dir;
+  std::string work_dir;
+  std::string logs_dir;
+  std::string parameters_path;
+};
+
+AttemptPaths PathsFor(const std::string& state_dir, const std::string& run_id, int resumption);
+
+// Output file of one rank's stream ("stdout" or "stderr").
+std::string RankLogPath(const AttemptPaths& paths, int rank, const std::string& stream);
+
+// One RankSpec per local rank. Errors name the StartAttempt field that is wrong (no command,
+// a local world size that disagrees with the GPUs given, ranks beyond the world size, a user
+// variable that would override one of the design's).
+absl::StatusOr<std::vector<RankSpec>> BuildRankSpecs(const v1::StartAttempt& start,
+                                                     const AttemptPaths& paths,
+                                                     bool simulated_gpus);
+
+}  // namespace tessera::worker

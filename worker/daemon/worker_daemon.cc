@@ -1,0 +1,174 @@
+#include "worker/daemon/worker_daemon.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "services/common/metrics/registry.h"
+#include "services/common/service_host.h"
+#include "worker/gpu/gpu_discovery.h"
+
+namespace tessera::worker {
+namespace {
+
+// The worker's gauges in the process-wide registry (one worker per process).
+struct WorkerMetrics {
+  metrics::Gauge& running_ranks;
+  metrics::Gauge& lines_shipped;
+  metrics::Gauge& log_reconnects;
+  metrics::Gauge& registrations;
+  metrics::Gauge& fences;
+  metrics::Gauge& connected;
+
+  static WorkerMetrics& Get() {
+    auto& r = metrics::Registry::Default();
+    auto gauge = [&](const char* name, const char* help) -> metrics::Gauge& {
+      return (*r.AddGauge(name, help))->WithLabels();
+    };
+    static WorkerMetrics m{
+        gauge("tessera_worker_running_ranks", "Rank processes running on this node"),
+        gauge("tessera_worker_log_lines_acked", "Log lines acknowledged by the log service"),
+        gauge("tessera_worker_log_reconnects", "Times the log stream was re-established"),
+        gauge("tessera_worker_registrations", "Registrations with the scheduler"),
+        gauge("tessera_worker_fences", "Times the worker killed its ranks for want of a lease"),
+        gauge("tessera_worker_connected", "1 while the control stream is up")};
+    return m;
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOptions& o) {
+  if (o.scheduler_endpoint.empty()) {
+    return absl::InvalidArgumentError("--scheduler-endpoint: required");
+  }
+  if (o.api_key.empty()) {
+    return absl::InvalidArgumentError(
+        "--api-key: required (a system key; or set TESSERA_API_KEY or --api-key-file)");
+  }
+  if (o.node_name.empty()) return absl::InvalidArgumentError("--node-name: required");
+  if (o.state_dir.empty()) return absl::InvalidArgumentError("--state-dir: required");
+  std::error_code ec;
+  std::filesystem::create_directories(o.state_dir, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--state-dir: cannot create ", o.state_dir, ": ", ec.message()));
+  }
+  auto inventory = DiscoverGpus(o.simulate_gpus);
+  if (!inventory.ok()) return inventory.status();
+
+  // Descendants of ranks whose parents exit are reparented here instead of to init (which in a
+  // container may not reap them), so a rank's group is always fully accounted for.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  std::unique_ptr<WorkerDaemon> d(new WorkerDaemon());
+  d->options_ = o;
+  d->clock_ = SystemClock::Shared();
+  if (d->options_.log_endpoint.empty()) d->options_.log_endpoint = o.scheduler_endpoint;
+
+  d->shipper_ = std::make_unique<LogShipper>(
+      LogShipperOptions{.node_name = o.node_name,
+                        .endpoint = d->options_.log_endpoint,
+                        .api_key = o.api_key},
+      d->clock_);
+  LogShipper* shipper = d->shipper_.get();
+  d->attempts_ = std::make_unique<AttemptManager>(
+      AttemptManagerOptions{.state_dir = o.state_dir,
+                            .node_name = o.node_name,
+                            .simulated_gpus = inventory->source == "simulated"},
+      d->clock_, [shipper](const RankOutput& out) { shipper->Watch(out); },
+      [shipper](const RankOutput& out) { shipper->RankDone(out); });
+
+  // What a previous incarnation left: kill its watchdog and its ranks, ship their output.
+  StopPreviousWatchdog(o.state_dir);
+  const int killed = d->attempts_->CleanUpPreviousIncarnation();
+  if (killed > 0) spdlog::warn("killed {} rank(s) left by the previous worker", killed);
+  d->shipper_->RecoverSpools(o.state_dir);
+  d->shipper_->Start();
+
+  d->lease_file_ = std::make_unique<LeaseFile>(o.state_dir);
+  if (o.fence_watchdog) {
+    auto pid = SpawnFenceWatchdog(o.state_dir, absl::ZeroDuration());
+    if (!pid.ok()) return pid.status();
+    d->watchdog_ = *pid;
+  }
+
+  v1::Node node;
+  node.set_name(o.node_name);
+  node.set_cluster(o.cluster);
+  node.set_gpu_type(inventory->gpu_type);
+  node.set_gpu_count(static_cast<int>(inventory->gpus.size()));
+  for (const auto& g : inventory->gpus) *node.add_gpus() = g;
+  for (const auto& [k, v] : o.labels) (*node.mutable_labels())[k] = v;
+  node.set_address(o.address.empty() ? o.node_name : o.address);
+  node.set_cpu_count(static_cast<int>(std::thread::hardware_concurrency()));
+  node.set_memory_bytes(static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE));
+  node.set_worker_version("tessera-worker 0.4");
+  spdlog::info("node {}: {} GPU(s) ({}), state in {}", o.node_name, node.gpu_count(),
+               inventory->source, o.state_dir);
+
+  LeaseFile* lease_file = d->lease_file_.get();
+  auto gen = std::make_shared<absl::BitGen>();
+  d->session_ = std::make_unique<ControlSession>(
+      ControlSessionOptions{
+          .endpoint = o.scheduler_endpoint,
+          .api_key = o.api_key,
+          .node = node,
+          .process_id = absl::StrCat(o.node_name, "-", getpid(), "-",
+                                     absl::Hex(absl::Uniform<uint32_t>(*gen))),
+          .fence_margin = o.fence_margin,
+          .on_fence_deadline = [lease_file](absl::Time t) { lease_file->Write(t); }},
+      *d->attempts_, d->clock_, [gen] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
+  d->session_->Start();
+
+  if (!o.metrics_listen.empty()) {
+    auto addr = ParseListenAddress("--metrics-listen", o.metrics_listen);
+    if (!addr.ok()) return addr.status();
+    auto endpoint = metrics::MetricsEndpoint::Start(addr->first, addr->second);
+    if (!endpoint.ok()) return endpoint.status();
+    d->endpoint_ = std::move(*endpoint);
+  }
+  WorkerDaemon* self = d.get();
+  d->metrics_thread_ = std::thread([self] {
+    while (!self->stop_.WaitForNotificationWithTimeout(absl::Seconds(1))) self->RefreshMetrics();
+  });
+  return d;
+}
+
+void WorkerDaemon::RefreshMetrics() {
+  auto& m = WorkerMetrics::Get();
+  const auto ship = shipper_->stats();
+  const auto control = session_->stats();
+  m.running_ranks.Set(attempts_->running_ranks());
+  m.lines_shipped.Set(static_cast<double>(ship.lines_acked));
+  m.log_reconnects.Set(static_cast<double>(ship.reconnects));
+  m.registrations.Set(static_cast<double>(control.registrations));
+  m.fences.Set(static_cast<double>(control.fences));
+  m.connected.Set(control.connected ? 1 : 0);
+}
+
+WorkerDaemon::~WorkerDaemon() {
+  // Order: no new commands; the ranks stop (their exits are not reported, since the node goes
+  // away and the control plane ends its attempts when the lease lapses); their last lines are
+  // shipped if the log service takes them within a few seconds.
+  stop_.Notify();
+  if (metrics_thread_.joinable()) metrics_thread_.join();
+  session_.reset();
+  attempts_.reset();
+  for (int i = 0; i < 300 && !shipper_->Drained(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  shipper_.reset();
+  if (watchdog_ > 0) {
+    ::kill(watchdog_, SIGKILL);
+    std::filesystem::remove(std::filesystem::path(options_.state_dir) / "watchdog.pid");
+  }
+}
+
+}  // namespace tessera::worker

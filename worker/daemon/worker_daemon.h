@@ -1,0 +1,60 @@
+// tessera-worker, assembled: finds the GPUs, cleans up after a previous incarnation, starts the
+// fence watchdog, the log shipper and the control session, and serves /metrics.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "services/common/metrics/http_endpoint.h"
+#include "worker/daemon/attempt_manager.h"
+#include "worker/daemon/control_session.h"
+#include "worker/daemon/fence_watchdog.h"
+#include "worker/logship/log_shipper.h"
+
+namespace tessera::worker {
+
+struct WorkerOptions {
+  std::string scheduler_endpoint;
+  std::string log_endpoint;  // empty: the scheduler's
+  std::string api_key;
+  std::string node_name;
+  std::string cluster = "local";
+  std::string address;  // where this node's ranks are reachable (MASTER_ADDR); default: node name
+  int simulate_gpus = -1;
+  std::string state_dir;
+  std::map<std::string, std::string> labels;
+  absl::Duration fence_margin = absl::Milliseconds(500);
+  bool fence_watchdog = true;
+  std::string metrics_listen;  // host:port; empty: none
+};
+
+class WorkerDaemon {
+ public:
+  static absl::StatusOr<std::unique_ptr<WorkerDaemon>> Start(const WorkerOptions& options);
+  // Stops the session, stops the ranks, ships what remains (briefly), stops the watchdog.
+  ~WorkerDaemon();
+  int metrics_port() const { return endpoint_ ? endpoint_->port() : 0; }
+
+ private:
+  WorkerDaemon() = default;
+  void RefreshMetrics();
+
+  WorkerOptions options_;
+  std::shared_ptr<Clock> clock_;
+  std::unique_ptr<LogShipper> shipper_;
+  std::unique_ptr<AttemptManager> attempts_;
+  std::unique_ptr<LeaseFile> lease_file_;
+  std::unique_ptr<ControlSession> session_;
+  std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
+  pid_t watchdog_ = 0;
+  absl::Notification stop_;
+  std::thread metrics_thread_;
+};
+
+}  // namespace tessera::worker
