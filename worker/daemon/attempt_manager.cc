@@ -81,8 +81,8 @@ int AttemptManager::CleanUpPreviousIncarnation() {
   for (const auto& record : found) {
     auto killed = KillRecordedRanks(record);
     killed_total += static_cast<int>(killed.size());
-    spdlog::warn("run {} attempt {}: killed {} rank(s) left by the previous worker",
-                 record.run_id, record.resumption_index, killed.size());
+    spdlog::warn("run {} attempt {}: killed {} rank(s) left by the previous worker", record.run_id,
+                 record.resumption_index, killed.size());
     Attempt a;
     a.start.set_run_id(record.run_id);
     a.start.set_run_name(record.run_name);
@@ -98,8 +98,7 @@ int AttemptManager::CleanUpPreviousIncarnation() {
     u.set_detail(absl::StrCat("the worker on ", options_.node_name, " restarted and killed ",
                               killed.size(), " rank(s) of its previous incarnation"));
     for (const auto& rank : record.ranks) {
-      const bool was_running =
-          std::find(killed.begin(), killed.end(), rank.rank) != killed.end();
+      const bool was_running = std::find(killed.begin(), killed.end(), rank.rank) != killed.end();
       ExitInfo info;
       if (was_running) info.signal = SIGKILL;
       *u.add_rank_exits() = ExitOf(a, rank.rank, info);
@@ -156,8 +155,8 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
       !st.ok()) {
     return fail(st);
   }
-  AttemptRecord record{start.run_id(), start.run_name(), start.resumption_index(),
-                       start.node_rank(), a.paths.dir, {}};
+  AttemptRecord record{start.run_id(),    start.run_name(), start.resumption_index(),
+                       start.node_rank(), a.paths.dir,      {}};
   for (const auto& spec : *specs) {
     // The shipper learns of the files before the rank can write its first line.
     on_output_(OutputOf(a, spec.rank));
@@ -239,8 +238,8 @@ void AttemptManager::Poll() {
         *u.add_rank_exits() = ExitOf(a, p->rank(), *p->exit());
         a.exits.push_back(u.rank_exits(u.rank_exits_size() - 1));
         done.push_back(OutputOf(a, p->rank()));
-        spdlog::info("run {} attempt {}: rank {} {}", a.start.run_id(),
-                     a.start.resumption_index(), p->rank(), p->exit()->ToString());
+        spdlog::info("run {} attempt {}: rank {} {}", a.start.run_id(), a.start.resumption_index(),
+                     p->rank(), p->exit()->ToString());
       }
       if (u.rank_exits_size() > 0 || (all_exited && !a.procs.empty())) {
         u.set_run_id(a.start.run_id());

@@ -1,12 +1,12 @@
 #include "worker/daemon/attempt_record.h"
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -39,9 +39,9 @@ std::vector<std::string> FieldsAfterComm(const std::string& stat) {
   return out;
 }
 
-// Live members of process group `pgid` that started no earlier than `since` (older ones belong
-// to an unrelated group that happens to have the same id).
-std::vector<pid_t> GroupMembers(pid_t pgid, unsigned long long since) {
+}  // namespace
+
+std::vector<pid_t> LiveGroupMembers(pid_t pgid, unsigned long long since) {
   std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
@@ -56,8 +56,6 @@ std::vector<pid_t> GroupMembers(pid_t pgid, unsigned long long since) {
   }
   return out;
 }
-
-}  // namespace
 
 std::optional<unsigned long long> ProcessStartTicks(pid_t pid) {
   auto stat = ReadStat(pid);
@@ -92,7 +90,8 @@ absl::Status AttemptRecords::Save(const AttemptRecord& r) {
                       {"dir", r.dir},
                       {"ranks", nlohmann::json::array()}};
   for (const auto& rank : r.ranks) {
-    j["ranks"].push_back({{"rank", rank.rank}, {"pid", rank.pid}, {"start_ticks", rank.start_ticks}});
+    j["ranks"].push_back(
+        {{"rank", rank.rank}, {"pid", rank.pid}, {"start_ticks", rank.start_ticks}});
   }
   const std::string path = PathOf(r.run_id, r.resumption_index);
   const std::string tmp = path + ".tmp";
@@ -111,7 +110,8 @@ absl::Status AttemptRecords::Save(const AttemptRecord& r) {
 absl::Status AttemptRecords::Remove(const std::string& run_id, int resumption_index) {
   std::error_code ec;
   fs::remove(PathOf(run_id, resumption_index), ec);
-  if (ec) return absl::InternalError(absl::StrCat("removing the record of ", run_id, ": ", ec.message()));
+  if (ec)
+    return absl::InternalError(absl::StrCat("removing the record of ", run_id, ": ", ec.message()));
   return absl::OkStatus();
 }
 
@@ -165,7 +165,7 @@ std::vector<int> KillRecordedRanks(const AttemptRecord& record) {
   for (const auto& rank : record.ranks) {
     // The leader may be gone while what it spawned lives on in its group; a member started
     // before the leader means the id was recycled for an unrelated group.
-    auto members = GroupMembers(rank.pid, rank.start_ticks);
+    auto members = LiveGroupMembers(rank.pid, rank.start_ticks);
     auto ticks = ProcessStartTicks(rank.pid);
     const bool leader = ticks && *ticks == rank.start_ticks;
     if (!leader && members.empty()) continue;

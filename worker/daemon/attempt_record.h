@@ -33,6 +33,9 @@ struct AttemptRecord {
 // The start time of `pid` in clock ticks since boot (field 22 of /proc/PID/stat); nullopt when
 // the process does not exist.
 std::optional<unsigned long long> ProcessStartTicks(pid_t pid);
+// Live (not zombie) members of process group `pgid` that started no earlier than `since` clock
+// ticks after boot (older ones belong to an unrelated group that happens to have the same id).
+std::vector<pid_t> LiveGroupMembers(pid_t pgid, unsigned long long since = 0);
 // True while `pid` exists and is not a zombie.
 bool ProcessAlive(pid_t pid);
 

@@ -206,8 +206,8 @@ void ControlSession::Handle(const v1::ControlMessage& msg) {
       // Canaries and fault injection belong to the health loop, which this worker does not run
       // yet: say so rather than pretend.
       ack.mutable_ack()->set_ok(false);
-      ack.mutable_ack()->set_error(absl::StrCat("this worker does not support command ",
-                                                static_cast<int>(msg.body_case())));
+      ack.mutable_ack()->set_error(
+          absl::StrCat("this worker does not support command ", static_cast<int>(msg.body_case())));
       break;
   }
   if (!msg.command_id().empty()) Send(ack);

@@ -54,8 +54,8 @@ absl::StatusOr<pid_t> SpawnFenceWatchdog(const std::string& state_dir, absl::Dur
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
   if (pid == 0) {
     ::setsid();
-    const char* argv[] = {"tessera-worker", "fence-watchdog", state_dir.c_str(),
-                          margin_ms.c_str(), parent.c_str(), nullptr};
+    const char* argv[] = {"tessera-worker",  "fence-watchdog", state_dir.c_str(),
+                          margin_ms.c_str(), parent.c_str(),   nullptr};
     ::execv("/proc/self/exe", const_cast<char* const*>(argv));
     _exit(127);
   }

@@ -47,8 +47,7 @@ int main(int argc, char** argv) {
   app.add_option("--api-key", o.api_key, "a system API key (or TESSERA_API_KEY)");
   app.add_option("--api-key-file", api_key_file, "a file holding the system API key");
   app.add_option("--node-name", o.node_name, "this node's name")->capture_default_str();
-  app.add_option("--cluster", o.cluster, "the cluster this node belongs to")
-      ->capture_default_str();
+  app.add_option("--cluster", o.cluster, "the cluster this node belongs to")->capture_default_str();
   app.add_option("--address", o.address,
                  "host where this node's ranks are reachable (MASTER_ADDR; default: node name)");
   app.add_option("--simulate-gpus", o.simulate_gpus,
@@ -68,7 +67,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  if (auto st = tessera::ConfigureLogging(log_level); !st.ok()) return Fail(std::string(st.message()));
+  if (auto st = tessera::ConfigureLogging(log_level); !st.ok())
+    return Fail(std::string(st.message()));
   if (o.api_key.empty() && !api_key_file.empty()) {
     std::ifstream in(api_key_file);
     if (!(in >> o.api_key)) return Fail("--api-key-file: cannot read " + api_key_file);
@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
 
   auto daemon = tessera::worker::WorkerDaemon::Start(o);
   if (!daemon.ok()) return Fail(std::string(daemon.status().message()));
-  std::cout << "tessera-worker " << o.node_name << " running; metrics="
-            << (*daemon)->metrics_port() << std::endl;
+  std::cout << "tessera-worker " << o.node_name << " running; metrics=" << (*daemon)->metrics_port()
+            << std::endl;
   tessera::WaitForTerminationSignal();
   spdlog::info("stopping");
   daemon->reset();

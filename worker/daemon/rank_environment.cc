@@ -9,8 +9,8 @@ namespace {
 // Set by the worker for every rank; a run's env_variables may not replace them, since a wrong
 // RANK or WORLD_SIZE would hang or corrupt a distributed job in ways that are hard to trace.
 constexpr const char* kReserved[] = {
-    "RUN_NAME",    "RUN_ID",      "WORLD_SIZE",       "RANK",       "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE", "NODE_RANK", "NUM_NODES",     "MASTER_ADDR", "MASTER_PORT",
+    "RUN_NAME",         "RUN_ID",     "WORLD_SIZE",          "RANK",        "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE", "NODE_RANK",  "NUM_NODES",           "MASTER_ADDR", "MASTER_PORT",
     "RESUMPTION_INDEX", "PARAMETERS", "CUDA_VISIBLE_DEVICES"};
 
 }  // namespace

@@ -73,9 +73,8 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   if (d->options_.log_endpoint.empty()) d->options_.log_endpoint = o.scheduler_endpoint;
 
   d->shipper_ = std::make_unique<LogShipper>(
-      LogShipperOptions{.node_name = o.node_name,
-                        .endpoint = d->options_.log_endpoint,
-                        .api_key = o.api_key},
+      LogShipperOptions{
+          .node_name = o.node_name, .endpoint = d->options_.log_endpoint, .api_key = o.api_key},
       d->clock_);
   LogShipper* shipper = d->shipper_.get();
   d->attempts_ = std::make_unique<AttemptManager>(

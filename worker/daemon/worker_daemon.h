@@ -7,9 +7,8 @@
 #include <string>
 #include <thread>
 
-#include "absl/synchronization/notification.h"
-
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "services/common/metrics/http_endpoint.h"
 #include "worker/daemon/attempt_manager.h"

@@ -1,10 +1,9 @@
 #include "worker/logship/log_shipper.h"
 
 #include <spdlog/spdlog.h>
-
-#include <filesystem>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "absl/random/random.h"
@@ -93,8 +92,7 @@ void LogShipper::RecoverSpools(const std::string& state_dir) {
     for (const auto& attempt : fs::directory_iterator(run.path(), ec)) {
       const std::string name = attempt.path().filename().string();
       int resumption = 0;
-      if (!absl::StartsWith(name, "attempt-") ||
-          !absl::SimpleAtoi(name.substr(8), &resumption)) {
+      if (!absl::StartsWith(name, "attempt-") || !absl::SimpleAtoi(name.substr(8), &resumption)) {
         continue;
       }
       int node_rank = 0;
@@ -254,9 +252,9 @@ bool LogShipper::RunStream() {
 }
 
 void LogShipper::Loop() {
-  Backoff backoff(absl::Milliseconds(100), absl::Seconds(2), [gen = std::make_shared<absl::BitGen>()] {
-    return absl::Uniform<double>(*gen, 0.0, 1.0);
-  });
+  Backoff backoff(
+      absl::Milliseconds(100), absl::Seconds(2),
+      [gen = std::make_shared<absl::BitGen>()] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
   while (!stop_) {
     if (RunStream()) backoff.Reset();
     if (stop_) break;

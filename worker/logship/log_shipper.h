@@ -33,7 +33,7 @@ struct LogShipperOptions {
   std::string api_key;   // a system key
   size_t batch_lines = 4096;
   size_t batch_bytes = 1 << 20;
-  size_t max_in_flight = 4;       // batches sent and not yet acknowledged
+  size_t max_in_flight = 4;  // batches sent and not yet acknowledged
   absl::Duration idle_poll = absl::Milliseconds(2);
 };
 

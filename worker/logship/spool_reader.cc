@@ -4,9 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -40,8 +40,8 @@ absl::Status SpoolReader::Read(size_t max_lines, size_t max_bytes, bool final,
   // Always room for one whole line, however small max_bytes is.
   const size_t want = std::max(max_bytes, kMaxLine + 1);
   while (buf_.size() < want) {
-    const ssize_t n = ::pread(fd_, chunk, sizeof chunk,
-                              buf_start_ + static_cast<int64_t>(buf_.size()));
+    const ssize_t n =
+        ::pread(fd_, chunk, sizeof chunk, buf_start_ + static_cast<int64_t>(buf_.size()));
     if (n < 0) {
       if (errno == EINTR) continue;
       return absl::InternalError(absl::StrCat("reading ", path_, ": ", strerror(errno)));
@@ -100,8 +100,7 @@ absl::Status SaveAckState(const std::string& spool_path, const AckState& state) 
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << state.acked.offset << ' ' << state.acked.sequence << (state.done ? " done" : "")
-        << '\n';
+    out << state.acked.offset << ' ' << state.acked.sequence << (state.done ? " done" : "") << '\n';
     if (!out) return absl::InternalError(absl::StrCat("writing ", tmp));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {

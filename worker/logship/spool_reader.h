@@ -18,8 +18,8 @@ struct SpoolPosition {
 };
 
 struct SpoolLine {
-  std::string text;       // without the newline
-  SpoolPosition end;      // the position after this line
+  std::string text;   // without the newline
+  SpoolPosition end;  // the position after this line
 };
 
 class SpoolReader {

@@ -1,0 +1,261 @@
+// tessera-worker end to end: real tessera-server, PostgreSQL and worker processes; ranks are
+// shell commands that leave markers (pids, start times) for the test to check.
+#include <signal.h>
+
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/integration/worker/local_cluster.h"
+
+namespace tessera::testing {
+namespace {
+
+pid_t PidMark(LocalCluster& c, const std::string& file) {
+  auto text = c.WaitForMark(file);
+  REQUIRE(text.has_value());
+  int pid = 0;
+  REQUIRE(absl::SimpleAtoi(*text, &pid));
+  return pid;
+}
+
+// Polls until no process of the group is alive; returns when that was seen (unix nanos).
+std::optional<int64_t> WaitForGroupDeath(pid_t pgid, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (!GroupAlive(pgid)) return NowNanos();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return std::nullopt;
+}
+
+std::map<std::string, std::string> EnvOf(const std::string& spool) {
+  std::map<std::string, std::string> env;
+  for (absl::string_view line : absl::StrSplit(spool, '\n')) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    if (!kv.first.empty() && line.find('=') != absl::string_view::npos) env[kv.first] = kv.second;
+  }
+  return env;
+}
+
+TEST_CASE("a 2-node x 2-rank run gets every variable, a parameters file and its own folder",
+          "[worker]") {
+  LocalCluster c;
+  c.StartWorker("node-a");
+  c.StartWorker("node-b");
+  const std::string command =
+      "env | grep -E '^(RUN_NAME|RUN_ID|WORLD_SIZE|RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|NODE_RANK|"
+      "NUM_NODES|MASTER_ADDR|MASTER_PORT|RESUMPTION_INDEX|PARAMETERS|CUDA_VISIBLE_DEVICES)='; "
+      "echo \"PWD=$(pwd)\"; echo \"PARAMS=$(cat \"$PARAMETERS\")\"; "
+      "i=0; while [ $i -lt 300 ]; do echo \"line $i\"; i=$((i+1)); done; echo oops >&2";
+  v1::Run run = c.Submit("env-print", command, 4, 2);
+  v1::Run done = c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED);
+  REQUIRE(done.nodes_size() == 2);
+  std::map<int, std::string> node_of_rank;
+  for (const auto& n : done.nodes()) {
+    node_of_rank[n.node_rank() * 2] = n.node_name();
+    node_of_rank[n.node_rank() * 2 + 1] = n.node_name();
+  }
+  std::string master_port;
+  for (int rank = 0; rank < 4; ++rank) {
+    INFO("rank " << rank);
+    const std::string out = c.SpoolOf(node_of_rank[rank], run.id(), 0, rank);
+    auto env = EnvOf(out);
+    CHECK(env["RUN_NAME"] == run.name());
+    CHECK(env["RUN_ID"] == run.id());
+    CHECK(env["WORLD_SIZE"] == "4");
+    CHECK(env["RANK"] == std::to_string(rank));
+    CHECK(env["LOCAL_RANK"] == std::to_string(rank % 2));
+    CHECK(env["LOCAL_WORLD_SIZE"] == "2");
+    CHECK(env["NODE_RANK"] == std::to_string(rank / 2));
+    CHECK(env["NUM_NODES"] == "2");
+    CHECK(env["MASTER_ADDR"] == "127.0.0.1");
+    CHECK(!env["MASTER_PORT"].empty());
+    if (master_port.empty()) master_port = env["MASTER_PORT"];
+    CHECK(env["MASTER_PORT"] == master_port);
+    CHECK(env["RESUMPTION_INDEX"] == "0");
+    CHECK(env["CUDA_VISIBLE_DEVICES"] == std::to_string(rank % 2));
+    CHECK(env["PARAMS"] == "{}");
+    CHECK(absl::StrContains(env["PARAMETERS"], run.id() + "/attempt-0/parameters.json"));
+    CHECK(absl::StrContains(env["PWD"], run.id() + "/attempt-0/work"));
+    // Every line, in order.
+    std::vector<std::string> counted;
+    for (absl::string_view line : absl::StrSplit(out, '\n')) {
+      if (absl::StartsWith(line, "line ")) counted.emplace_back(line);
+    }
+    REQUIRE(counted.size() == 300);
+    for (int i = 0; i < 300; ++i) CHECK(counted[i] == absl::StrCat("line ", i));
+    CHECK(c.SpoolOf(node_of_rank[rank], run.id(), 0, rank, "stderr") == "oops\n");
+  }
+}
+
+TEST_CASE("kill -9 of a worker: its node is lost within the lease, the run resumes elsewhere",
+          "[worker]") {
+  LocalCluster c;
+  c.StartWorker("node-a");
+  c.StartWorker("node-b");
+  c.StartWorker("node-c");
+  // Attempt 0 runs until its node dies; the resumed attempt finishes at once.
+  const std::string command =
+      "echo $$ > \"$MARKS/pid-$RESUMPTION_INDEX-$RANK\"; "
+      "if [ \"$RESUMPTION_INDEX\" = 0 ]; then sleep 300 & wait; fi; echo \"done $RANK\"";
+  v1::Run run = c.Submit("survivor", command, 4, 2, /*retry=*/true);
+  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  std::vector<pid_t> attempt0;
+  for (int rank = 0; rank < 4; ++rank) attempt0.push_back(PidMark(c, absl::StrCat("pid-0-", rank)));
+  const std::string victim = c.client->Get(run.name()).nodes(0).node_name();
+
+  REQUIRE(c.worker(victim).process->Kill(SIGKILL).ok());
+  const absl::Duration lost_after = c.WaitForLiveness(victim, v1::NODE_LIVENESS_LOST);
+  INFO("node lost after " << absl::FormatDuration(lost_after));
+  // The lease is 3 s from the last heartbeat (sent at most 0.5 s before the kill), and the
+  // scheduler looks every 0.2 s.
+  CHECK(lost_after < absl::Milliseconds(3300));
+
+  v1::Run done = c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(30));
+  CHECK(done.resumption_index() == 1);
+  for (const auto& n : done.nodes()) CHECK(n.node_name() != victim);
+  // The dead worker's ranks did not outlive it: its fence watchdog killed them.
+  for (pid_t pid : attempt0) CHECK_FALSE(GroupAlive(pid));
+
+  v1::RunDescription d = c.client->Describe(run.name());
+  REQUIRE(d.attempts_size() == 2);
+  CHECK(d.attempts(0).end_reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  CHECK(d.attempts(0).detection_method() == v1::DETECTION_METHOD_LEASE_EXPIRY);
+  CHECK(absl::StrContains(d.attempts(0).reason(), victim));
+  CHECK(d.attempts(1).end_reason() == v1::ATTEMPT_END_REASON_SUCCEEDED);
+  // And mcli shows it to a person.
+  auto shown = RunShell(absl::StrCat(BinaryPath("mcli"), " --endpoint ", c.server.endpoint(),
+                                     " --api-key ", c.admin_key, " describe run ", run.name()));
+  INFO(shown.output);
+  CHECK(shown.exit_code == 0);
+  CHECK(absl::StrContains(shown.output, "NODE_FAILURE"));
+  CHECK(absl::StrContains(shown.output, victim));
+}
+
+TEST_CASE("a frozen worker is fenced: its ranks are dead before the replacement starts",
+          "[worker]") {
+  LocalCluster c;
+  c.StartWorker("node-a");
+  c.StartWorker("node-b");
+  const std::string command =
+      "date +%s%N > \"$MARKS/start-$RESUMPTION_INDEX\"; echo $$ > "
+      "\"$MARKS/pid-$RESUMPTION_INDEX\"; "
+      "sleep 300 & wait";
+  v1::Run run = c.Submit("fenced", command, 2, 1, /*retry=*/true);
+  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  const pid_t old_group = PidMark(c, "pid-0");
+  const std::string frozen = c.client->Get(run.name()).nodes(0).node_name();
+
+  // SIGSTOP freezes the worker: no heartbeat, no fencing thread; only the separate watchdog
+  // can still act.
+  REQUIRE(::kill(c.worker(frozen).process->pid(), SIGSTOP) == 0);
+  auto died = WaitForGroupDeath(old_group, absl::Seconds(10));
+  REQUIRE(died.has_value());
+  auto started = c.WaitForMark("start-1");
+  REQUIRE(started.has_value());
+  int64_t replacement_start = 0;
+  REQUIRE(absl::SimpleAtoi(*started, &replacement_start));
+  INFO("old ranks dead " << (replacement_start - *died) / 1000000 << " ms before the replacement");
+  CHECK(*died < replacement_start);
+  CHECK(c.client->Get(run.name()).nodes(0).node_name() != frozen);
+
+  // Thawed, the worker registers again and the node comes back.
+  REQUIRE(::kill(c.worker(frozen).process->pid(), SIGCONT) == 0);
+  c.WaitForLiveness(frozen, v1::NODE_LIVENESS_ONLINE);
+}
+
+TEST_CASE("stop: ranks get SIGTERM, and whatever ignores it is killed at the grace period",
+          "[worker]") {
+  LocalCluster c({"--stop-grace-seconds", "2"});
+  c.StartWorker("node-a");
+  // Rank 0 ignores SIGTERM (and so does its sleep, which inherits that); rank 1 does not.
+  const std::string command =
+      "if [ \"$RANK\" = 0 ]; then trap '' TERM; fi; echo $$ > \"$MARKS/pid-$RANK\"; "
+      "sleep 300 & wait; sleep 300";
+  v1::Run run = c.Submit("stoppable", command, 2, 1);
+  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  const pid_t stubborn = PidMark(c, "pid-0");
+  const pid_t polite = PidMark(c, "pid-1");
+
+  const int64_t asked = NowNanos();
+  v1::StopRunRequest req;
+  req.set_name(run.name());
+  v1::StopRunResponse resp;
+  REQUIRE(c.client->runs->StopRun(c.client->Ctx().get(), req, &resp).ok());
+  auto polite_dead = WaitForGroupDeath(polite, absl::Seconds(5));
+  auto stubborn_dead = WaitForGroupDeath(stubborn, absl::Seconds(5));
+  REQUIRE(polite_dead.has_value());
+  REQUIRE(stubborn_dead.has_value());
+  const double polite_s = (*polite_dead - asked) / 1e9, stubborn_s = (*stubborn_dead - asked) / 1e9;
+  INFO("polite rank gone after " << polite_s << " s, stubborn after " << stubborn_s << " s");
+  CHECK(polite_s < 1.0);
+  CHECK(stubborn_s >= 1.9);  // the grace period was granted
+  CHECK(stubborn_s < 3.0);   // and not exceeded by much
+  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_STOPPED);
+}
+
+TEST_CASE("a restarted worker kills what its previous incarnation started; the run resumes",
+          "[worker]") {
+  LocalCluster c;
+  c.StartWorker("node-a");
+  const std::string command =
+      "echo $$ > \"$MARKS/pid-$RESUMPTION_INDEX\"; "
+      "if [ \"$RESUMPTION_INDEX\" = 0 ]; then sleep 300 & wait; fi; echo resumed";
+  v1::Run run = c.Submit("restarted", command, 2, 1, /*retry=*/true);
+  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  const pid_t old_group = PidMark(c, "pid-0");
+  // Kill the worker and its watchdog, as a crash of the whole service would.
+  auto& w = c.worker("node-a");
+  std::ifstream watchdog_file(w.state_dir + "/watchdog.pid");
+  pid_t watchdog = 0;
+  watchdog_file >> watchdog;
+  REQUIRE(watchdog > 0);
+  REQUIRE(w.process->Kill(SIGKILL).ok());
+  ::kill(watchdog, SIGKILL);
+  REQUIRE(GroupAlive(old_group));  // orphaned, for now
+
+  const absl::Time restarted = absl::Now();
+  c.StartWorker("node-a");
+  auto died = WaitForGroupDeath(old_group, absl::Seconds(5));
+  REQUIRE(died.has_value());
+  // Well before the old lease could have ended: the new incarnation did it.
+  CHECK(absl::FromUnixNanos(*died) - restarted < absl::Seconds(2));
+
+  v1::Run done = c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(30));
+  CHECK(done.resumption_index() == 1);
+  v1::RunDescription d = c.client->Describe(run.name());
+  REQUIRE(d.attempts_size() == 2);
+  CHECK(d.attempts(0).end_reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  CHECK(absl::StrContains(d.attempts(0).reason(), "restarted"));
+}
+
+TEST_CASE("a failing rank fails the run with its exit code, and the other ranks are stopped",
+          "[worker]") {
+  LocalCluster c({"--stop-grace-seconds", "1"});
+  c.StartWorker("node-a");
+  c.StartWorker("node-b");
+  const std::string command =
+      "echo $$ > \"$MARKS/pid-$RANK\"; if [ \"$RANK\" = 2 ]; then sleep 0.5; exit 7; fi; "
+      "sleep 300 & wait";
+  v1::Run run = c.Submit("failing", command, 4, 2);
+  v1::Run failed = c.client->WaitForStatus(run.name(), v1::RUN_STATUS_FAILED);
+  for (int rank : {0, 1, 3}) {
+    CHECK(WaitForGroupDeath(PidMark(c, absl::StrCat("pid-", rank)), absl::Seconds(5)).has_value());
+  }
+  v1::RunDescription d = c.client->Describe(run.name());
+  REQUIRE(d.attempts_size() == 1);
+  CHECK(d.attempts(0).end_reason() == v1::ATTEMPT_END_REASON_USER_EXIT);
+  bool found = false;
+  for (const auto& e : d.attempts(0).rank_exits())
+    found = found || (e.rank() == 2 && e.exit_code() == 7);
+  CHECK(found);
+  CHECK(absl::StrContains(failed.status_reason() + d.attempts(0).reason(), "7"));
+}
+
+}  // namespace
+}  // namespace tessera::testing
