@@ -174,3 +174,57 @@ TEST_CASE("re-registration keeps what operators decided and counts incarnations"
 
 }  // namespace
 }  // namespace tessera::scheduler
+
+namespace tessera::scheduler {
+namespace {
+
+TEST_CASE("ranks lost with a restarted worker end the attempt as a node failure, not the user's") {
+  Fixture f;
+  f.Register("n1");
+  v1::Run run = f.Submit(8, /*retry=*/true);
+  REQUIRE(f.core->RunCycle().ok());
+  REQUIRE(f.core->RunCycle().ok());
+  v1::AttemptUpdate started;
+  started.set_run_id(run.id());
+  started.set_phase(v1::ATTEMPT_PHASE_STARTED);
+  REQUIRE(f.core->OnAttemptUpdate("n1", started).ok());
+  REQUIRE(f.Get(run).status() == v1::RUN_STATUS_RUNNING);
+
+  v1::AttemptUpdate lost;
+  lost.set_run_id(run.id());
+  lost.set_phase(v1::ATTEMPT_PHASE_LOST);
+  lost.set_detail("killed 8 rank(s)");
+  auto* e = lost.add_rank_exits();
+  e->set_rank(0);
+  e->set_signal(9);
+  e->set_exit_code(137);
+  REQUIRE(f.core->OnAttemptUpdate("n1", lost).ok());
+  v1::Run requeued = f.Get(run);
+  CHECK(requeued.resumption_index() == 1);  // retried: not a user failure
+  auto attempts = f.stores.runs->ListAttempts(run.id());
+  REQUIRE(attempts.ok());
+  REQUIRE(attempts->size() >= 1);
+  CHECK((*attempts)[0].end_reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  CHECK((*attempts)[0].reason().find("restarted") != std::string::npos);
+}
+
+TEST_CASE("a heartbeat that says an attempt was lost is enough when the update was missed") {
+  Fixture f;
+  f.Register("n1");
+  v1::Run run = f.Submit(8, /*retry=*/false);
+  REQUIRE(f.core->RunCycle().ok());
+  REQUIRE(f.core->RunCycle().ok());
+  REQUIRE(f.core->Heartbeat("n1", f.Beat(run, /*running=*/true)).ok());
+  v1::Heartbeat hb = f.Beat(run, /*running=*/false, 137);
+  hb.mutable_attempts(0)->set_lost(true);
+  REQUIRE(f.core->Heartbeat("n1", hb).ok());
+  v1::Run ended = f.Get(run);
+  // No retries asked for: the run fails, but as a node failure.
+  CHECK(ended.status() == v1::RUN_STATUS_FAILED);
+  auto attempts = f.stores.runs->ListAttempts(run.id());
+  REQUIRE(attempts.ok());
+  CHECK((*attempts)[0].end_reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+}
+
+}  // namespace
+}  // namespace tessera::scheduler

@@ -1,0 +1,170 @@
+// The attempt manager on real rank processes (shell commands) in a temporary state folder.
+#include "worker/daemon/attempt_manager.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace tessera::worker {
+namespace {
+namespace fs = std::filesystem;
+
+struct Fixture {
+  std::string state;
+  std::vector<RankOutput> watched, done;
+  std::unique_ptr<AttemptManager> manager;
+  Fixture() {
+    std::string tmpl = (fs::temp_directory_path() / "attempt_manager_test.XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    state = tmpl;
+    manager = New();
+  }
+  ~Fixture() {
+    manager.reset();
+    fs::remove_all(state);
+  }
+  std::unique_ptr<AttemptManager> New() {
+    return std::make_unique<AttemptManager>(
+        AttemptManagerOptions{.state_dir = state, .node_name = "n1"}, SystemClock::Shared(),
+        [this](const RankOutput& o) { watched.push_back(o); },
+        [this](const RankOutput& o) { done.push_back(o); });
+  }
+  // Polls until an update with `phase` arrives; returns every update seen.
+  std::vector<v1::AttemptUpdate> PollFor(v1::AttemptPhase phase, double seconds = 10) {
+    std::vector<v1::AttemptUpdate> seen;
+    const absl::Time deadline = absl::Now() + absl::Seconds(seconds);
+    while (absl::Now() < deadline) {
+      manager->Poll();
+      for (auto& u : manager->TakeUpdates()) seen.push_back(u);
+      for (const auto& u : seen) {
+        if (u.phase() == phase) return seen;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL("no update with phase " << v1::AttemptPhase_Name(phase));
+    return seen;
+  }
+};
+
+v1::StartAttempt Start(const std::string& command, int ranks = 2) {
+  v1::StartAttempt s;
+  s.set_run_id("run-1");
+  s.set_run_name("r");
+  s.set_command(command);
+  s.set_world_size(ranks);
+  s.set_local_world_size(ranks);
+  s.set_num_nodes(1);
+  s.set_parameters_json(R"({"lr":0.1})");
+  return s;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST_CASE("an attempt's ranks start, exit, and are reported with their exit codes") {
+  Fixture f;
+  REQUIRE(
+      f.manager->Start(Start("echo \"hi $RANK\"; cat \"$PARAMETERS\"; exit $((RANK + 3))")).ok());
+  REQUIRE(f.watched.size() == 2);
+  auto updates = f.PollFor(v1::ATTEMPT_PHASE_FINISHED);
+  CHECK(updates.front().phase() == v1::ATTEMPT_PHASE_STARTED);
+  std::map<int, int> codes;
+  for (const auto& u : updates) {
+    for (const auto& e : u.rank_exits()) codes[e.rank()] = e.exit_code();
+  }
+  CHECK(codes == std::map<int, int>{{0, 3}, {1, 4}});
+  CHECK(f.done.size() == 2);
+  CHECK(Read(f.watched[1].stdout_path) == "hi 1\n{\"lr\":0.1}");
+  // A repeat of the same start (a resent command) starts nothing.
+  REQUIRE(f.manager->Start(Start("exit 1")).ok());
+  CHECK(f.manager->TakeUpdates().empty());
+  auto local = f.manager->LocalAttempts();
+  REQUIRE(local.size() == 1);
+  CHECK(local[0].running_ranks_size() == 0);
+  CHECK(local[0].exited_ranks_size() == 2);
+  // The record is gone once every rank has exited: nothing to clean up after a restart.
+  CHECK(fs::is_empty(f.state + "/attempts"));
+}
+
+TEST_CASE("a start that cannot work is reported as START_FAILED, and nothing runs") {
+  Fixture f;
+  v1::StartAttempt s = Start("sleep 100");
+  (*s.mutable_env())["WORLD_SIZE"] = "9";
+  CHECK_FALSE(f.manager->Start(s).ok());
+  auto updates = f.manager->TakeUpdates();
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0].phase() == v1::ATTEMPT_PHASE_START_FAILED);
+  CHECK(updates[0].detail().find("start_attempt.env.WORLD_SIZE") != std::string::npos);
+  CHECK(f.manager->running_ranks() == 0);
+}
+
+TEST_CASE("stop terminates the ranks' groups; KillAll fences at once") {
+  Fixture f;
+  REQUIRE(f.manager->Start(Start("sleep 100 & wait")).ok());
+  CHECK(f.manager->running_ranks() == 2);
+  f.manager->Stop("run-1", 0, absl::Seconds(5));
+  auto updates = f.PollFor(v1::ATTEMPT_PHASE_FINISHED);
+  for (const auto& u : updates) {
+    for (const auto& e : u.rank_exits()) CHECK(e.signal() == SIGTERM);
+  }
+  v1::StartAttempt second = Start("trap '' TERM; sleep 100 & wait");
+  second.set_resumption_index(1);
+  REQUIRE(f.manager->Start(second).ok());
+  const absl::Time t = absl::Now();
+  CHECK(f.manager->KillAll() == 2);
+  CHECK(absl::Now() - t < absl::Seconds(2));
+  CHECK(f.manager->running_ranks() == 0);
+}
+
+TEST_CASE("a new incarnation kills the ranks its predecessor recorded and reports them lost") {
+  Fixture f;
+  // A rank left behind by a crashed worker: its own group, recorded in the state folder.
+  const pid_t orphan = ::fork();
+  REQUIRE(orphan >= 0);
+  if (orphan == 0) {
+    ::setpgid(0, 0);
+    execl("/bin/sh", "sh", "-c", "sleep 100 & wait", nullptr);
+    _exit(127);
+  }
+  ::setpgid(orphan, orphan);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  AttemptRecords records(f.state);
+  AttemptRecord r{"run-9", "old", 3, 0, f.state + "/runs/run-9/attempt-3", {}};
+  r.ranks.push_back({0, orphan, *ProcessStartTicks(orphan)});
+  r.ranks.push_back({1, 999999, 1});  // long gone
+  REQUIRE(records.Save(r).ok());
+
+  CHECK(f.manager->CleanUpPreviousIncarnation() == 1);
+  ::waitpid(orphan, nullptr, 0);  // this test is its parent
+  CHECK(LiveGroupMembers(orphan).empty());
+  auto updates = f.manager->TakeUpdates();
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0].phase() == v1::ATTEMPT_PHASE_LOST);
+  CHECK(updates[0].resumption_index() == 3);
+  REQUIRE(updates[0].rank_exits_size() == 2);
+  CHECK(updates[0].rank_exits(0).signal() == SIGKILL);
+  auto local = f.manager->LocalAttempts();
+  REQUIRE(local.size() == 1);
+  CHECK(local[0].lost());
+  // Their output is still shipped.
+  CHECK(f.watched.size() == 2);
+  CHECK(f.done.size() == 2);
+  CHECK(records.LoadAll(nullptr).empty());
+}
+
+TEST_CASE("a recycled pid is never signalled") {
+  Fixture f;
+  AttemptRecord r{"run-1", "r", 0, 0, "", {{0, ::getpid(), 1}}};  // this test, wrong start time
+  CHECK(KillRecordedRanks(r).empty());
+}
+
+}  // namespace
+}  // namespace tessera::worker

@@ -1,0 +1,201 @@
+// The log shipper against an in-process LogService over a real loopback socket: every line
+// arrives once with its metadata, a restarted service and a restarted shipper lose nothing.
+#include "worker/logship/log_shipper.h"
+
+#include <grpcpp/grpcpp.h>
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::worker {
+namespace {
+namespace fs = std::filesystem;
+
+// Stores lines by (rank, stream, sequence) like the real service, and counts every receipt.
+class RecordingLogs final : public v1::LogService::Service {
+ public:
+  grpc::Status PushLogs(grpc::ServerContext* ctx,
+                        grpc::ServerReaderWriter<v1::LogAck, v1::LogBatch>* stream) override {
+    auth_seen = ctx->client_metadata().count("authorization") > 0;
+    v1::LogBatch batch;
+    while (stream->Read(&batch)) {
+      v1::LogAck ack;
+      ack.set_idempotency_key(batch.idempotency_key());
+      {
+        absl::MutexLock lock(&mu);
+        for (const auto& l : batch.lines()) {
+          ++receipts;
+          lines.emplace(std::make_tuple(l.rank(), static_cast<int>(l.stream()), l.sequence()), l);
+        }
+        if (drop_acks) continue;
+      }
+      stream->Write(ack);
+    }
+    return grpc::Status::OK;
+  }
+  absl::Mutex mu;
+  std::map<std::tuple<int, int, int64_t>, v1::LogLine> lines;
+  int64_t receipts = 0;
+  bool drop_acks = false;
+  std::atomic<bool> auth_seen{false};
+};
+
+struct Server {
+  RecordingLogs service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  explicit Server(int fixed_port = 0) {
+    grpc::ServerBuilder b;
+    b.AddListeningPort(absl::StrCat("127.0.0.1:", fixed_port), grpc::InsecureServerCredentials(),
+                       &port);
+    b.RegisterService(&service);
+    server = b.BuildAndStart();
+    REQUIRE(server != nullptr);
+  }
+  ~Server() { server->Shutdown(std::chrono::system_clock::now()); }
+  size_t Count() {
+    absl::MutexLock lock(&service.mu);
+    return service.lines.size();
+  }
+};
+
+struct Folder {
+  std::string dir;
+  Folder() {
+    std::string tmpl = (fs::temp_directory_path() / "log_shipper_test.XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    dir = tmpl;
+  }
+  ~Folder() { fs::remove_all(dir); }
+  RankOutput Rank(int rank) {
+    return {"run-1",
+            0,
+            1,
+            rank,
+            absl::StrCat(dir, "/rank-", rank, ".stdout"),
+            absl::StrCat(dir, "/rank-", rank, ".stderr")};
+  }
+};
+
+void Append(const std::string& path, int from, int to) {
+  std::ofstream out(path, std::ios::app);
+  for (int i = from; i < to; ++i) out << "line " << i << "\n";
+}
+
+bool WaitFor(const std::function<bool()>& done, absl::Duration timeout = absl::Seconds(10)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+std::unique_ptr<LogShipper> Shipper(int port) {
+  return std::make_unique<LogShipper>(
+      LogShipperOptions{.node_name = "n1",
+                        .endpoint = absl::StrCat("127.0.0.1:", port),
+                        .api_key = "k",
+                        .batch_lines = 100},
+      SystemClock::Shared());
+}
+
+TEST_CASE("every line is shipped once, numbered per rank and stream, with its metadata") {
+  Server server;
+  Folder folder;
+  auto shipper = Shipper(server.port);
+  shipper->Watch(folder.Rank(0));
+  shipper->Watch(folder.Rank(1));
+  shipper->Start();
+  Append(folder.Rank(0).stdout_path, 0, 500);
+  Append(folder.Rank(1).stdout_path, 0, 250);
+  std::ofstream(folder.Rank(1).stderr_path) << "err 0\nno newline";
+  REQUIRE(WaitFor([&] { return server.Count() == 751; }));
+  shipper->RankDone(folder.Rank(1));
+  REQUIRE(WaitFor([&] { return server.Count() == 752 && shipper->Drained(); }));
+  absl::MutexLock lock(&server.service.mu);
+  for (int i = 0; i < 500; ++i) {
+    const auto& l = server.service.lines.at({0, v1::LOG_STREAM_STDOUT, i});
+    CHECK(l.text() == absl::StrCat("line ", i));
+    CHECK(l.run_id() == "run-1");
+    CHECK(l.node_rank() == 1);
+    CHECK(l.node_name() == "n1");
+  }
+  CHECK(server.service.lines.at({1, v1::LOG_STREAM_STDERR, 1}).text() == "no newline");
+  CHECK(server.service.receipts == 752);  // nothing sent twice on a healthy stream
+  CHECK(server.service.auth_seen);
+}
+
+TEST_CASE("a restarted log service gets the unacknowledged lines again and loses none") {
+  Folder folder;
+  auto first = std::make_unique<Server>();
+  const int port = first->port;
+  auto shipper = Shipper(port);
+  shipper->Watch(folder.Rank(0));
+  shipper->Start();
+  {
+    absl::MutexLock lock(&first->service.mu);
+    first->service.drop_acks = true;  // the service dies before it acknowledges these
+  }
+  Append(folder.Rank(0).stdout_path, 0, 300);
+  REQUIRE(WaitFor([&] { return first->Count() == 300; }));
+  first.reset();
+  Append(folder.Rank(0).stdout_path, 300, 400);  // printed while the service is down
+  Server second(port);
+  REQUIRE(WaitFor([&] { return second.Count() == 400 && shipper->Drained(); }, absl::Seconds(15)));
+  absl::MutexLock lock(&second.service.mu);
+  for (int i = 0; i < 400; ++i) {
+    CHECK(second.service.lines.at({0, v1::LOG_STREAM_STDOUT, i}).text() ==
+          absl::StrCat("line ", i));
+  }
+  CHECK(shipper->stats().batches_resent >= 1);
+}
+
+TEST_CASE("a restarted worker resumes at the acknowledged position") {
+  Server server;
+  Folder folder;
+  {
+    auto shipper = Shipper(server.port);
+    shipper->Watch(folder.Rank(0));
+    shipper->Start();
+    Append(folder.Rank(0).stdout_path, 0, 200);
+    REQUIRE(WaitFor([&] { return shipper->Drained(); }));
+    shipper->Stop();  // saves the acknowledged position
+  }
+  Append(folder.Rank(0).stdout_path, 200, 260);
+  int64_t before;
+  {
+    absl::MutexLock lock(&server.service.mu);
+    before = server.service.receipts;
+  }
+  auto shipper = Shipper(server.port);
+  shipper->Watch(folder.Rank(0));
+  shipper->Start();
+  REQUIRE(WaitFor([&] { return server.Count() == 260; }));
+  absl::MutexLock lock(&server.service.mu);
+  CHECK(server.service.receipts - before == 60);  // only the new lines
+  CHECK(server.service.lines.at({0, v1::LOG_STREAM_STDOUT, 259}).text() == "line 259");
+}
+
+TEST_CASE("a fully shipped rank's files are dropped and not picked up again") {
+  Server server;
+  Folder folder;
+  auto shipper = Shipper(server.port);
+  shipper->Watch(folder.Rank(0));
+  shipper->Start();
+  Append(folder.Rank(0).stdout_path, 0, 10);
+  shipper->RankDone(folder.Rank(0));
+  REQUIRE(WaitFor([&] { return shipper->stats().files_tracked == 0; }));
+  CHECK(LoadAckState(folder.Rank(0).stdout_path).done);
+  shipper->Watch(folder.Rank(0));
+  CHECK(shipper->stats().files_tracked == 0);
+}
+
+}  // namespace
+}  // namespace tessera::worker
