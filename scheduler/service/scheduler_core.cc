@@ -39,6 +39,30 @@ SchedulerCore::SchedulerCore(std::shared_ptr<store::NodeStore> nodes,
       clock_(std::move(clock)),
       config_(config) {}
 
+void SchedulerCore::NodeDrained(const std::string& run_id, int resumption,
+                                const std::string& node) {
+  absl::MutexLock lock(&mu_);
+  auto it = draining_.find(run_id);
+  if (it == draining_.end() || it->second.run.resumption_index() != resumption) return;
+  auto* nodes = it->second.run.mutable_nodes();
+  for (int i = 0; i < nodes->size(); ++i) {
+    if (nodes->Get(i).node_name() == node) {
+      nodes->DeleteSubrange(i, 1);
+      break;
+    }
+  }
+  if (nodes->empty()) draining_.erase(it);
+}
+
+void SchedulerCore::NodeLostWhileDraining(const std::string& node) {
+  std::vector<std::pair<std::string, int>> affected;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, d] : draining_) affected.emplace_back(id, d.run.resumption_index());
+  }
+  for (const auto& [id, k] : affected) NodeDrained(id, k, node);
+}
+
 std::string SchedulerCore::NextCommandId() {
   absl::MutexLock lock(&mu_);
   return absl::StrCat("cmd-", next_command_++);
@@ -137,6 +161,7 @@ absl::Status SchedulerCore::ExpireLeases(std::vector<v1::Node>& nodes,
     node = *std::move(updated);
     ++stats.lost_nodes;
     spdlog::warn("node {} lost: lease expired", node.name());
+    NodeLostWhileDraining(node.name());
     for (const auto& run : active) {
       bool on_node = false;
       for (const auto& n : run.nodes()) on_node = on_node || n.node_name() == node.name();
@@ -157,6 +182,7 @@ absl::Status SchedulerCore::ExpireLeases(std::vector<v1::Node>& nodes,
                                          absl::StrCat("node ", node.name(), " was lost"), &ended));
       if (ended.status() == v1::RUN_STATUS_QUEUED) queued.push_back(std::move(ended));
     }
+    NodeLostWhileDraining(node.name());  // its worker fenced itself: nothing runs there
   }
   return absl::OkStatus();
 }
@@ -224,7 +250,21 @@ absl::Status SchedulerCore::EndAttempt(const std::string& run_id, int resumption
   auto recorded = runs_->RecordAttempt(a);
   {
     absl::MutexLock lock(&mu_);
+    // Reports may have arrived since `state` was copied (a stop answered at once).
+    std::set<std::string> finished = state.finished;
+    if (auto st = attempts_.find({run_id, resumption}); st != attempts_.end()) {
+      finished.insert(st->second.finished.begin(), st->second.finished.end());
+    }
     attempts_.erase({run_id, resumption});
+    if (auto it = active_.find(run_id);
+        it != active_.end() && reason != v1::ATTEMPT_END_REASON_SUCCEEDED) {
+      Draining d{it->second, clock_->Now() + config_.stop_grace + config_.lease};
+      d.run.clear_nodes();
+      for (const auto& n : it->second.nodes()) {
+        if (!finished.count(n.node_name())) *d.run.add_nodes() = n;
+      }
+      if (d.run.nodes_size() > 0) draining_[run_id] = std::move(d);
+    }
     active_.erase(run_id);
   }
   if (recorded.ok() && result != nullptr) *result = *recorded;
@@ -284,9 +324,28 @@ absl::Status SchedulerCore::Place(const std::vector<v1::Run>& queued,
     }
     state.running.push_back(std::move(alloc));
   }
+  std::set<std::string> waiting_for_drain;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    for (auto it = draining_.begin(); it != draining_.end();) {
+      if (now >= it->second.give_up) {
+        spdlog::warn("run {}: nodes never confirmed that attempt {} stopped; placing it again",
+                     it->first, it->second.run.resumption_index());
+        it = draining_.erase(it);
+        continue;
+      }
+      RunningAllocation alloc = AllocationFromProto(it->second.run, AttemptOf(it->second.run));
+      alloc.preemptible = false;
+      state.running.push_back(std::move(alloc));
+      waiting_for_drain.insert(it->first);
+      ++it;
+    }
+  }
   std::vector<QueuedRun> queue;
   std::map<std::string, const v1::Run*> queued_by_id;
   for (const auto& r : queued) {
+    if (waiting_for_drain.count(r.id())) continue;  // its previous attempt is still exiting
     queue.push_back(QueuedRunFromProto(r));
     queued_by_id[r.id()] = &r;
   }

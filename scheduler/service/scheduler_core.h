@@ -87,6 +87,14 @@ class SchedulerCore {
     absl::Time stop_sent_at = absl::InfinitePast();
   };
   using AttemptKey = std::pair<std::string, int>;
+  // An ended attempt whose ranks may still run on some nodes (they were told to stop and have not
+  // confirmed). Until they confirm, are lost (and so fenced), or `give_up` passes, their GPUs stay
+  // allocated and the run's next attempt is not placed: two attempts of one run never run at
+  // once, and a new run never shares a GPU with ranks that are still exiting.
+  struct Draining {
+    v1::Run run;  // the ended attempt's run, its nodes narrowed to those still draining
+    absl::Time give_up;
+  };
 
   void ReconcileFromHeartbeat(const std::string& node, const v1::Heartbeat& hb);
   // Queues PENDING runs, appending them (as the run manager returns them) to `queued`.
@@ -107,6 +115,9 @@ class SchedulerCore {
                           v1::AttemptEndReason reason, v1::DetectionMethod how,
                           const std::string& detail, v1::Run* result = nullptr);
   std::string NextCommandId();
+  // Bookkeeping of draining_: a node reported the attempt's ranks gone; a node was lost.
+  void NodeDrained(const std::string& run_id, int resumption, const std::string& node);
+  void NodeLostWhileDraining(const std::string& node);
 
   std::shared_ptr<store::NodeStore> nodes_;
   std::shared_ptr<RunsClient> runs_;
@@ -118,6 +129,7 @@ class SchedulerCore {
   std::map<AttemptKey, AttemptState> attempts_ ABSL_GUARDED_BY(mu_);
   // Active runs by id, with the nodes of their current attempt, from the last cycle.
   std::map<std::string, v1::Run> active_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Draining> draining_ ABSL_GUARDED_BY(mu_);
   int64_t placements_total_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_command_ ABSL_GUARDED_BY(mu_) = 1;
 };

@@ -143,6 +143,7 @@ absl::StatusOr<v1::LeaseRenewed> SchedulerCore::Heartbeat(const std::string& nod
 }
 
 void SchedulerCore::ReconcileFromHeartbeat(const std::string& node, const v1::Heartbeat& hb) {
+  std::vector<v1::LocalAttempt> drained;
   // Each heartbeat says what the worker's ranks are doing. A report this instance missed (it
   // restarted, or took over from another) is recovered from it, so an attempt never waits
   // forever for a STARTED or FINISHED that went to a dead scheduler.
@@ -154,6 +155,8 @@ void SchedulerCore::ReconcileFromHeartbeat(const std::string& node, const v1::He
       absl::MutexLock lock(&mu_);
       auto run = active_.find(local.run_id());
       if (run == active_.end() || run->second.resumption_index() != local.resumption_index()) {
+        // An ended attempt: once its ranks are gone here, the node no longer drains it.
+        if (local.running_ranks_size() == 0) drained.push_back(local);
         continue;  // not active here (yet): the next cycle learns it, the next heartbeat retries
       }
       const AttemptState& state = attempts_[{local.run_id(), local.resumption_index()}];
@@ -178,13 +181,14 @@ void SchedulerCore::ReconcileFromHeartbeat(const std::string& node, const v1::He
       spdlog::warn("reconciling node {} from its heartbeat: {}", node, st.ToString());
     }
   }
+  for (const auto& local : drained) NodeDrained(local.run_id(), local.resumption_index(), node);
 }
 
 absl::Status SchedulerCore::OnAttemptUpdate(const std::string& node,
                                             const v1::AttemptUpdate& update) {
   v1::Run run;
   AttemptState state;
-  bool first_start = false, all_finished = false, newly_failed = false;
+  bool first_start = false, all_finished = false, newly_failed = false, drained_now = false;
   bool known;
   {
     absl::MutexLock lock(&mu_);
@@ -203,7 +207,25 @@ absl::Status SchedulerCore::OnAttemptUpdate(const std::string& node,
     absl::MutexLock lock(&mu_);
     auto it = active_.find(update.run_id());
     if (it == active_.end() || it->second.resumption_index() != update.resumption_index()) {
-      return absl::OkStatus();  // an attempt that already ended: nothing left to decide
+      // An attempt that already ended: nothing left to decide, except that its ranks are gone.
+      if (update.phase() != v1::ATTEMPT_PHASE_STARTED &&
+          update.phase() != v1::ATTEMPT_PHASE_RANK_EXITED) {
+        drained_now = true;
+      } else {
+        return absl::OkStatus();
+      }
+    }
+  }
+  if (drained_now) {
+    NodeDrained(update.run_id(), update.resumption_index(), node);
+    return absl::OkStatus();
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(update.run_id());
+    // It may have ended between the two looks.
+    if (it == active_.end() || it->second.resumption_index() != update.resumption_index()) {
+      return absl::OkStatus();
     }
     run = it->second;
     AttemptState& s = attempts_[{update.run_id(), update.resumption_index()}];

@@ -122,6 +122,23 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
     absl::MutexLock lock(&mu_);
     if (attempts_.count(key)) return absl::OkStatus();  // a resent command
   }
+  // An older attempt of the same run still running here was given up by the control plane
+  // (it placed a newer one): it must not overlap the new one.
+  std::vector<RankProcess*> stale;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [k, old] : attempts_) {
+      if (k.first != start.run_id() || k.second >= start.resumption_index()) continue;
+      for (auto& p : old.procs) {
+        if (!p->exit()) stale.push_back(p.get());
+      }
+    }
+  }
+  if (!stale.empty()) {
+    spdlog::warn("run {}: killing {} rank(s) of an older attempt before starting attempt {}",
+                 start.run_id(), stale.size(), start.resumption_index());
+    StopAll(stale, absl::ZeroDuration(), *clock_);
+  }
   Attempt a;
   a.start = start;
   a.paths = PathsFor(options_.state_dir, start.run_id(), start.resumption_index());

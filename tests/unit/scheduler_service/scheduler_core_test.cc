@@ -228,3 +228,84 @@ TEST_CASE("a heartbeat that says an attempt was lost is enough when the update w
 
 }  // namespace
 }  // namespace tessera::scheduler
+
+namespace tessera::scheduler {
+namespace {
+
+// Places a 16-GPU run on two of three 8-GPU nodes and lets one of its nodes go silent; returns
+// the run and the name of the surviving node of attempt 0.
+std::pair<v1::Run, std::string> LoseOneNodeOfTwo(Fixture& f) {
+  f.Register("n1");
+  f.Register("n2");
+  f.Register("n3");
+  v1::Run run = f.Submit(16, /*retry=*/true);
+  REQUIRE(f.core->RunCycle().ok());
+  REQUIRE(f.core->RunCycle().ok());
+  v1::Run placed = f.Get(run);
+  REQUIRE(placed.nodes_size() == 2);
+  const std::string lost = placed.nodes(0).node_name(), survivor = placed.nodes(1).node_name();
+  std::string idle;
+  for (const char* n : {"n1", "n2", "n3"}) {
+    if (n != lost && n != survivor) idle = n;
+  }
+  f.clock->Advance(absl::Seconds(3));
+  REQUIRE(f.core->Heartbeat(survivor, {}).ok());
+  REQUIRE(f.core->Heartbeat(idle, {}).ok());
+  REQUIRE(f.core->RunCycle().ok());
+  REQUIRE(f.stores.nodes->GetNode(lost)->liveness() == v1::NODE_LIVENESS_LOST);
+  return {run, survivor};
+}
+
+TEST_CASE("the next attempt waits until the previous one's ranks have exited everywhere") {
+  Fixture f;
+  auto [run, survivor] = LoseOneNodeOfTwo(f);
+  // Requeued, but the survivor still runs attempt 0's ranks (they are stopping): not placed.
+  v1::Run waiting = f.Get(run);
+  CHECK(waiting.resumption_index() == 1);
+  CHECK(waiting.status() == v1::RUN_STATUS_QUEUED);
+  REQUIRE(f.core->RunCycle().ok());
+  CHECK(f.Get(run).status() == v1::RUN_STATUS_QUEUED);
+
+  // The survivor reports attempt 0 finished: now the run is placed.
+  v1::AttemptUpdate finished;
+  finished.set_run_id(run.id());
+  finished.set_resumption_index(0);
+  finished.set_phase(v1::ATTEMPT_PHASE_FINISHED);
+  REQUIRE(f.core->OnAttemptUpdate(survivor, finished).ok());
+  REQUIRE(f.core->RunCycle().ok());
+  v1::Run placed = f.Get(run);
+  CHECK(placed.status() == v1::RUN_STATUS_STARTING);
+  CHECK(placed.resumption_index() == 1);
+}
+
+TEST_CASE("a heartbeat without the old attempt's ranks also ends the wait") {
+  Fixture f;
+  auto [run, survivor] = LoseOneNodeOfTwo(f);
+  v1::Heartbeat hb;
+  auto* a = hb.add_attempts();
+  a->set_run_id(run.id());
+  a->set_resumption_index(0);
+  a->add_exited_ranks()->set_rank(8);
+  REQUIRE(f.core->Heartbeat(survivor, hb).ok());
+  REQUIRE(f.core->RunCycle().ok());
+  CHECK(f.Get(run).status() == v1::RUN_STATUS_STARTING);
+}
+
+TEST_CASE("a node that never confirms is waited for one stop grace and one lease, no longer") {
+  Fixture f;
+  auto [run, survivor] = LoseOneNodeOfTwo(f);
+  // Everyone keeps heartbeating, but the survivor never says its ranks are gone.
+  for (int i = 0; i < 25; ++i) {
+    f.clock->Advance(absl::Milliseconds(500));
+    for (const char* n : {"n1", "n2", "n3"}) (void)f.core->Heartbeat(n, {});
+    REQUIRE(f.core->RunCycle().ok());
+    CHECK(f.Get(run).status() == v1::RUN_STATUS_QUEUED);  // 12.5 s < 10 s grace + 3 s lease
+  }
+  f.clock->Advance(absl::Milliseconds(500));
+  for (const char* n : {"n1", "n2", "n3"}) (void)f.core->Heartbeat(n, {});
+  REQUIRE(f.core->RunCycle().ok());
+  CHECK(f.Get(run).status() == v1::RUN_STATUS_STARTING);
+}
+
+}  // namespace
+}  // namespace tessera::scheduler

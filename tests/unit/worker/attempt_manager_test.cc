@@ -168,3 +168,25 @@ TEST_CASE("a recycled pid is never signalled") {
 
 }  // namespace
 }  // namespace tessera::worker
+
+namespace tessera::worker {
+namespace {
+
+TEST_CASE("a newer attempt of a run kills what is left of an older one on the node first") {
+  Fixture f;
+  REQUIRE(f.manager->Start(Start("trap '' TERM; sleep 100 & wait")).ok());
+  CHECK(f.manager->running_ranks() == 2);
+  v1::StartAttempt next = Start("sleep 100 & wait");
+  next.set_resumption_index(1);
+  REQUIRE(f.manager->Start(next).ok());
+  // Only the new attempt's ranks run.
+  CHECK(f.manager->running_ranks() == 2);
+  auto local = f.manager->LocalAttempts();
+  for (const auto& a : local) {
+    if (a.resumption_index() == 0) CHECK(a.running_ranks_size() == 0);
+    if (a.resumption_index() == 1) CHECK(a.running_ranks_size() == 2);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::worker
