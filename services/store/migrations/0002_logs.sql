@@ -13,8 +13,8 @@ CREATE TABLE log_lines (
   text              bytea NOT NULL,
   PRIMARY KEY (run_id, resumption_index, rank, stream, sequence)
 );
--- Tail and time-ordered reads of one attempt.
-CREATE INDEX log_lines_time_idx ON log_lines (run_id, resumption_index, time);
+-- No index on time: every read goes stream by stream through the primary key (a stream's lines
+-- are in time order) and merges the streams, which keeps ingest to one index per line.
 
 -- One row per (run, resumption, rank, stream): every line up to durable_sequence is stored;
 -- max_sequence is the highest stored. Updated in the transaction that stores the lines.

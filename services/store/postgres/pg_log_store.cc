@@ -268,9 +268,16 @@ class PgLogStore final : public LogStore {
     std::vector<v1::LogLine> out;
     absl::Status st = pool_->Transact("reading the tail of a log", [&](pqxx::work& tx) {
       const pqxx::result rows = tx.exec_params(
+          // The last lines of each stream (by sequence, through the primary key: lines of a
+          // stream are in time order), then the last of those by time.
           absl::StrCat("SELECT ", kLineColumns,
-                       " FROM log_lines l WHERE l.run_id = $1 AND l.resumption_index = $2"
-                       " AND (NOT $3::bool OR l.rank = $4) AND (NOT $5::bool OR l.node_rank = $6)"
+                       " FROM log_streams s CROSS JOIN LATERAL (SELECT * FROM log_lines l"
+                       "   WHERE l.run_id = s.run_id AND l.resumption_index = s.resumption_index"
+                       "   AND l.rank = s.rank AND l.stream = s.stream"
+                       "   AND (NOT $5::bool OR l.node_rank = $6)"
+                       "   ORDER BY l.sequence DESC LIMIT $7) l"
+                       " WHERE s.run_id = $1 AND s.resumption_index = $2"
+                       "   AND (NOT $3::bool OR s.rank = $4)"
                        " ORDER BY l.time DESC, l.rank DESC, l.stream DESC, l.sequence DESC"
                        " LIMIT $7"),
           q.run_id, q.resumption_index, q.rank.has_value(), q.rank.value_or(0),
