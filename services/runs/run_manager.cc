@@ -47,11 +47,12 @@ absl::Status RequireName(const std::string& name) {
 
 RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
                        std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
-                       absl::BitGen gen)
+                       std::shared_ptr<LogDeleter> logs, absl::BitGen gen)
     : runs_(std::move(runs)),
       idem_(std::move(idem)),
       fit_(std::move(fit)),
       clock_(std::move(clock)),
+      logs_(std::move(logs)),
       gen_(std::move(gen)) {}
 
 std::string RunManager::RandomSuffix(int length) {
@@ -204,7 +205,16 @@ absl::Status RunManager::DeleteRun(const Who& who, const v1::DeleteRunRequest& r
                             "run ", run->name(), " is ", v1::RunStatus_Name(run->status()),
                             "; stop it first (mcli stop run ", run->name(), ")"));
                       }
-                      return runs_->DeleteRun(run->id());
+                      TESSERA_RETURN_IF_ERROR(runs_->DeleteRun(run->id()));
+                      if (logs_) {
+                        if (auto st = logs_->DeleteRunLogs(run->id()); !st.ok()) {
+                          spdlog::warn(
+                              "run {} ({}) was deleted but its logs remain: {}; delete them with "
+                              "DeleteRunLogs",
+                              run->name(), run->id(), std::string(st.message()));
+                        }
+                      }
+                      return absl::OkStatus();
                     });
 }
 

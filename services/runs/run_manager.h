@@ -13,6 +13,7 @@
 #include "services/common/idempotency.h"
 #include "services/runs/fit_checker.h"
 #include "services/runs/lifecycle.h"
+#include "services/runs/log_deleter.h"
 #include "services/store/run_store.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
@@ -20,9 +21,10 @@ namespace tessera::runs {
 
 class RunManager {
  public:
+  // `logs` deletes a deleted run's logs; null when there is no log service.
   RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
              std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
-             absl::BitGen gen = absl::BitGen());
+             std::shared_ptr<LogDeleter> logs = nullptr, absl::BitGen gen = absl::BitGen());
 
   using Who = auth::Principal;
   absl::Status SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
@@ -32,6 +34,9 @@ class RunManager {
   absl::Status DescribeRun(const Who& who, const v1::DescribeRunRequest& req,
                            v1::DescribeRunResponse* resp);
   absl::Status StopRun(const Who& who, const v1::StopRunRequest& req, v1::StopRunResponse* resp);
+  // Deletes an ended run and asks the log service to delete its logs. A log service that
+  // cannot be reached does not stop the delete: the run is deleted and a warning names the run
+  // whose logs remain (DeleteRunLogs removes them later).
   absl::Status DeleteRun(const Who& who, const v1::DeleteRunRequest& req,
                          v1::DeleteRunResponse* resp);
   absl::Status UpdateRun(const Who& who, const v1::UpdateRunRequest& req,
@@ -70,6 +75,7 @@ class RunManager {
   std::shared_ptr<IdempotentCalls> idem_;
   std::shared_ptr<FitChecker> fit_;
   std::shared_ptr<Clock> clock_;
+  std::shared_ptr<LogDeleter> logs_;
   absl::Mutex gen_mu_;
   absl::BitGen gen_ ABSL_GUARDED_BY(gen_mu_);
 };

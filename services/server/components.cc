@@ -10,6 +10,7 @@
 #include "services/admin/admin_service.h"
 #include "services/common/status_util.h"
 #include "services/cordon/cordon_service.h"
+#include "services/logs/log_service.h"
 #include "services/runs/run_service.h"
 
 namespace tessera::server {
@@ -28,10 +29,10 @@ namespace {
 class RunsComponent final : public Component {
  public:
   RunsComponent(const Foundation& f, std::shared_ptr<ChannelRef> scheduler,
-                const std::string& system_key)
-      : manager_(std::make_shared<runs::RunManager>(f.stores.runs, f.idempotency,
-                                                    runs::MakeGrpcFitChecker(scheduler, system_key),
-                                                    f.clock)),
+                std::shared_ptr<ChannelRef> logs, const std::string& system_key)
+      : manager_(std::make_shared<runs::RunManager>(
+            f.stores.runs, f.idempotency, runs::MakeGrpcFitChecker(scheduler, system_key), f.clock,
+            logs ? runs::MakeGrpcLogDeleter(logs, system_key) : nullptr)),
         runs_(manager_, f.authenticator),
         admin_(std::make_shared<admin::AdminHandler>(f.stores.api_keys, f.idempotency, f.clock),
                f.authenticator) {
@@ -100,12 +101,31 @@ class CordonComponent final : public Component {
   cordon::CordonService service_;
 };
 
+class LogsComponent final : public Component {
+ public:
+  LogsComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
+                const std::string& system_key)
+      : service_(std::make_shared<logs::LogHandler>(
+                     f.stores.logs, logs::MakeGrpcRunLookup(std::move(runs), system_key), f.clock),
+                 f.authenticator) {}
+  std::vector<grpc::Service*> services() override { return {&service_}; }
+
+ private:
+  logs::LogService service_;
+};
+
 }  // namespace
 
 std::unique_ptr<Component> MakeRunsComponent(const Foundation& f,
                                              std::shared_ptr<ChannelRef> scheduler,
+                                             std::shared_ptr<ChannelRef> logs,
                                              const std::string& system_key) {
-  return std::make_unique<RunsComponent>(f, std::move(scheduler), system_key);
+  return std::make_unique<RunsComponent>(f, std::move(scheduler), std::move(logs), system_key);
+}
+
+std::unique_ptr<Component> MakeLogsComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
+                                             const std::string& system_key) {
+  return std::make_unique<LogsComponent>(f, std::move(runs), system_key);
 }
 
 std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,

@@ -35,9 +35,11 @@ class Component {
   virtual std::vector<grpc::Service*> services() = 0;
 };
 
-// The run manager and the admin API; `scheduler` answers its submit-time fit checks.
+// The run manager and the admin API; `scheduler` answers its submit-time fit checks and `logs`
+// (null: no log service) deletes the logs of deleted runs.
 std::unique_ptr<Component> MakeRunsComponent(const Foundation& f,
                                              std::shared_ptr<ChannelRef> scheduler,
+                                             std::shared_ptr<ChannelRef> logs,
                                              const std::string& system_key);
 
 struct SchedulerOptions {
@@ -58,6 +60,10 @@ std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,
 
 // The cordon service.
 std::unique_ptr<Component> MakeCordonComponent(const Foundation& f);
+
+// The log service; `runs` is the run manager's API (for run names, owners and attempts).
+std::unique_ptr<Component> MakeLogsComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
+                                             const std::string& system_key);
 
 // A system API key for this process's own calls to the other services: created fresh at start
 // (it is kept only in memory) and revoked by the returned guard's destructor.

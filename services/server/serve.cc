@@ -42,8 +42,8 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   HostOptions host;
   store::PostgresOptions db;
   SchedulerOptions sched;
-  std::string runs_endpoint, scheduler_endpoint;
-  const bool all_in_one = parts.runs && parts.scheduler && parts.cordon;
+  std::string runs_endpoint, scheduler_endpoint, logs_endpoint;
+  const bool all_in_one = parts.runs && parts.scheduler && parts.cordon && parts.logs;
   std::string http_listen = all_in_one ? "127.0.0.1:8080" : "";
   double lease_seconds = 3, heartbeat_seconds = 0.5, stop_grace_seconds = 10;
   AddHostFlags(app, host);
@@ -73,8 +73,12 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     app.add_option("--scheduler-endpoint", scheduler_endpoint, "host:port of tessera-scheduler")
         ->required();
   }
-  if (parts.scheduler && !parts.runs) {
+  if ((parts.scheduler || parts.logs) && !parts.runs) {
     app.add_option("--runs-endpoint", runs_endpoint, "host:port of tessera-runs")->required();
+  }
+  if (parts.runs && !parts.logs) {
+    app.add_option("--logs-endpoint", logs_endpoint,
+                   "host:port of tessera-logs, to delete the logs of deleted runs (empty: none)");
   }
 
   std::string key_user, key_role = "user", key_description;
@@ -115,8 +119,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   auto self = std::make_shared<ChannelRef>();
   std::vector<std::unique_ptr<Component>> components;
   if (parts.runs) {
-    components.push_back(MakeRunsComponent(
-        f, parts.scheduler ? self : RemoteChannel(scheduler_endpoint), (*system_key)->secret()));
+    std::shared_ptr<ChannelRef> logs = parts.logs ? self : nullptr;
+    if (!parts.logs && !logs_endpoint.empty()) logs = RemoteChannel(logs_endpoint);
+    components.push_back(
+        MakeRunsComponent(f, parts.scheduler ? self : RemoteChannel(scheduler_endpoint), logs,
+                          (*system_key)->secret()));
   }
   if (parts.scheduler) {
     sched.lease = absl::Seconds(lease_seconds);
@@ -130,6 +137,10 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                                                 (*system_key)->secret(), sched));
   }
   if (parts.cordon) components.push_back(MakeCordonComponent(f));
+  if (parts.logs) {
+    components.push_back(MakeLogsComponent(f, parts.runs ? self : RemoteChannel(runs_endpoint),
+                                           (*system_key)->secret()));
+  }
 
   std::vector<grpc::Service*> services;
   for (auto& c : components) {

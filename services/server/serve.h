@@ -9,6 +9,7 @@ struct Parts {
   bool runs = false;       // run manager + admin API
   bool scheduler = false;  // scheduler + worker control stream
   bool cordon = false;     // cordon service
+  bool logs = false;       // log service
 };
 
 // Parses flags, opens the database, hosts the chosen parts and serves until SIGINT/SIGTERM.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "services/store/log_store.h"
+
 namespace tessera::store {
 
 bool GlobMatches(std::string_view pattern, std::string_view text) {
@@ -116,6 +118,14 @@ bool NodeEventMatches(const v1::NodeEvent& event, const v1::NodeEventFilter& fil
     return false;
   }
   return true;
+}
+
+bool LogLineBefore(const v1::LogLine& a, const v1::LogLine& b) {
+  const int64_t ta = ToMicros(a.time()), tb = ToMicros(b.time());
+  if (ta != tb) return ta < tb;
+  if (a.rank() != b.rank()) return a.rank() < b.rank();
+  if (a.stream() != b.stream()) return a.stream() < b.stream();
+  return a.sequence() < b.sequence();
 }
 
 }  // namespace tessera::store

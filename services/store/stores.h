@@ -9,6 +9,7 @@
 #include "services/store/api_key_store.h"
 #include "services/store/health_store.h"
 #include "services/store/idempotency_store.h"
+#include "services/store/log_store.h"
 #include "services/store/node_event_store.h"
 #include "services/store/node_store.h"
 #include "services/store/run_store.h"
@@ -22,6 +23,7 @@ struct Stores {
   std::shared_ptr<HealthStore> health;
   std::shared_ptr<ApiKeyStore> api_keys;
   std::shared_ptr<IdempotencyStore> idempotency;
+  std::shared_ptr<LogStore> logs;
 };
 
 struct PostgresOptions {

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,14 @@ struct MemoryDatabase {
 
   std::map<std::string, ApiKeyRecord> api_keys ABSL_GUARDED_BY(mu);  // by id
 
+  // Rank output by (run id, resumption, rank, stream): the stream's watermarks and its lines
+  // by sequence.
+  struct LogLines {
+    LogStreamInfo info;
+    std::map<int64_t, v1::LogLine> lines;
+  };
+  std::map<std::tuple<std::string, int32_t, int32_t, int32_t>, LogLines> logs ABSL_GUARDED_BY(mu);
+
   struct RecordedResponse {
     IdempotentResponse response;
     absl::Time recorded_at;
@@ -61,5 +70,6 @@ std::shared_ptr<NodeEventStore> MakeMemoryNodeEventStore(std::shared_ptr<MemoryD
 std::shared_ptr<HealthStore> MakeMemoryHealthStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<ApiKeyStore> MakeMemoryApiKeyStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<IdempotencyStore> MakeMemoryIdempotencyStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<LogStore> MakeMemoryLogStore(std::shared_ptr<MemoryDatabase> db);
 
 }  // namespace tessera::store

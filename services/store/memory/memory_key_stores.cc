@@ -117,6 +117,7 @@ Stores MakeMemoryStores(std::shared_ptr<MemoryDatabase> db) {
   s.health = MakeMemoryHealthStore(db);
   s.api_keys = MakeMemoryApiKeyStore(db);
   s.idempotency = MakeMemoryIdempotencyStore(db);
+  s.logs = MakeMemoryLogStore(db);
   return s;
 }
 

@@ -153,6 +153,7 @@ absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
   s.health = MakePgHealthStore(pool);
   s.api_keys = MakePgApiKeyStore(pool);
   s.idempotency = MakePgIdempotencyStore(pool);
+  s.logs = MakePgLogStore(pool);
   return s;
 }
 

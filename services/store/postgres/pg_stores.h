@@ -14,5 +14,6 @@ std::shared_ptr<NodeEventStore> MakePgNodeEventStore(std::shared_ptr<PgPool> poo
 std::shared_ptr<HealthStore> MakePgHealthStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<ApiKeyStore> MakePgApiKeyStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<IdempotencyStore> MakePgIdempotencyStore(std::shared_ptr<PgPool> pool);
+std::shared_ptr<LogStore> MakePgLogStore(std::shared_ptr<PgPool> pool);
 
 }  // namespace tessera::store

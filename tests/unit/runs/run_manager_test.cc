@@ -14,12 +14,24 @@ class FakeFit final : public FitChecker {
   absl::Status CheckFit(const v1::ComputeSpec&) override { return result; }
 };
 
+class FakeLogDeleter final : public LogDeleter {
+ public:
+  absl::Status result = absl::OkStatus();
+  std::vector<std::string> deleted;
+  absl::Status DeleteRunLogs(const std::string& run_id) override {
+    deleted.push_back(run_id);
+    return result;
+  }
+};
+
 struct Fixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
   store::Stores stores = store::MakeMemoryStores();
   std::shared_ptr<FakeFit> fit = std::make_shared<FakeFit>();
-  RunManager manager{stores.runs, std::make_shared<IdempotentCalls>(stores.idempotency, clock), fit,
-                     clock, absl::BitGen(std::seed_seq{42})};
+  std::shared_ptr<FakeLogDeleter> logs = std::make_shared<FakeLogDeleter>();
+  std::shared_ptr<IdempotentCalls> idem =
+      std::make_shared<IdempotentCalls>(stores.idempotency, clock);
+  RunManager manager{stores.runs, idem, fit, clock, logs, absl::BitGen(std::seed_seq{42})};
   auth::Principal alice{"alice", v1::ROLE_USER};
   auth::Principal bob{"bob", v1::ROLE_USER};
   auth::Principal admin{"root", v1::ROLE_ADMIN};
@@ -235,8 +247,25 @@ TEST_CASE("delete refuses active runs and removes ended ones") {
   CHECK(absl::IsFailedPrecondition(st));
   CHECK(st.message().find("mcli stop run") != std::string::npos);
   f.Record(run, 0, v1::RUN_STATUS_COMPLETED, v1::ATTEMPT_END_REASON_SUCCEEDED);
+  CHECK(f.logs->deleted.empty());
   REQUIRE(f.manager.DeleteRun(f.alice, del, &dr).ok());
   CHECK(absl::IsNotFound(f.stores.runs->GetRun(run.name()).status()));
+  CHECK(f.logs->deleted == std::vector<std::string>{run.id()});
+}
+
+TEST_CASE("delete removes the run even when the log service cannot be reached") {
+  Fixture f;
+  f.logs->result = absl::UnavailableError("log service down");
+  v1::Run run = f.Submit(f.alice, "r");
+  f.Record(run, 0, v1::RUN_STATUS_QUEUED);
+  f.Record(run, 0, v1::RUN_STATUS_STARTING);
+  f.Record(run, 0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_USER_EXIT);
+  v1::DeleteRunRequest del;
+  del.set_name(run.name());
+  v1::DeleteRunResponse dr;
+  REQUIRE(f.manager.DeleteRun(f.alice, del, &dr).ok());
+  CHECK(absl::IsNotFound(f.stores.runs->GetRun(run.name()).status()));
+  CHECK(f.logs->deleted.size() == 1);
 }
 
 TEST_CASE("watch streams later changes of visible runs only") {

@@ -1,0 +1,286 @@
+#include "services/logs/log_handler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <iterator>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/rpc.h"
+#include "services/common/status_macros.h"
+#include "services/common/status_util.h"
+#include "services/logs/first_exception.h"
+#include "services/logs/log_reader.h"
+
+namespace tessera::logs {
+namespace {
+
+template <typename T>
+T* Metric(absl::StatusOr<metrics::Family<T>*> family, const char* name) {
+  if (family.ok()) return &(*family)->WithLabels({});
+  spdlog::error("metric {}: {}", name, std::string(family.status().message()));
+  static T detached;
+  return &detached;
+}
+
+bool IsTerminal(v1::RunStatus s) {
+  return s == v1::RUN_STATUS_COMPLETED || s == v1::RUN_STATUS_STOPPED || s == v1::RUN_STATUS_FAILED;
+}
+
+// The first rank that failed in the attempt, if one did.
+std::optional<int32_t> FirstFailedRank(const v1::Attempt& a) {
+  if (!a.first_failed_node().empty() || a.first_failed_rank() > 0) return a.first_failed_rank();
+  for (const auto& exit : a.rank_exits()) {
+    if (exit.exit_code() != 0 || exit.signal() != 0) return exit.rank();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+struct LogHandler::Target {
+  std::string run_name;
+  int32_t resumption = 0;
+  store::LogQuery query;
+  // "run NAME attempt N (rank R)", for messages.
+  std::string what;
+};
+
+LogHandler::LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<RunLookup> runs,
+                       std::shared_ptr<Clock> clock, LogHandlerOptions options,
+                       metrics::Registry& registry)
+    : logs_(std::move(logs)),
+      runs_(std::move(runs)),
+      clock_(std::move(clock)),
+      options_(options),
+      lines_(Metric(registry.AddCounter("tessera_logs_lines_ingested_total",
+                                        "Log lines stored (resent lines not counted)."),
+                    "lines")),
+      duplicate_lines_(Metric(registry.AddCounter("tessera_logs_duplicate_lines_total",
+                                                  "Resent log lines that were already stored."),
+                              "duplicates")),
+      batches_(Metric(
+          registry.AddCounter("tessera_logs_batches_total", "Log batches stored and acknowledged."),
+          "batches")),
+      bytes_(Metric(registry.AddCounter("tessera_logs_bytes_ingested_total",
+                                        "Bytes of log text received in stored batches."),
+                    "bytes")),
+      followers_(Metric(registry.AddGauge("tessera_logs_followers", "GetLogs calls following."),
+                        "followers")) {}
+
+absl::Status LogHandler::ValidateBatch(const v1::LogBatch& batch) {
+  for (int i = 0; i < batch.lines_size(); ++i) {
+    const v1::LogLine& l = batch.lines(i);
+    auto bad = [&](const char* field, const std::string& why) {
+      return absl::InvalidArgumentError(absl::StrCat("lines[", i, "].", field, ": ", why));
+    };
+    if (l.run_id().empty()) return bad("run_id", "required");
+    if (l.resumption_index() < 0) return bad("resumption_index", "must not be negative");
+    if (l.rank() < 0) return bad("rank", "must not be negative");
+    if (l.node_rank() < 0) return bad("node_rank", "must not be negative");
+    if (l.sequence() < 0) return bad("sequence", "must not be negative");
+    if (l.stream() != v1::LOG_STREAM_STDOUT && l.stream() != v1::LOG_STREAM_STDERR) {
+      return bad("stream", absl::StrCat("unknown stream ", l.stream(),
+                                        " (LOG_STREAM_STDOUT or LOG_STREAM_STDERR)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LogHandler::PushBatch(const Who& who, const v1::LogBatch& batch, v1::LogAck* ack) {
+  TESSERA_RETURN_IF_ERROR(RequireSystem(who, "PushLogs"));
+  TESSERA_RETURN_IF_ERROR(ValidateBatch(batch));
+  std::vector<v1::LogLine> lines(batch.lines().begin(), batch.lines().end());
+  int64_t bytes = 0;
+  for (auto& l : lines) {
+    if (l.node_name().empty()) l.set_node_name(batch.node_name());
+    bytes += static_cast<int64_t>(l.text().size());
+  }
+  auto stored = logs_->AppendLogs(lines);
+  if (!stored.ok()) return stored.status();
+  ack->set_idempotency_key(batch.idempotency_key());
+  for (const auto& s : stored->watermarks) {
+    auto* w = ack->add_watermarks();
+    w->set_run_id(s.run_id);
+    w->set_resumption_index(s.resumption_index);
+    w->set_rank(s.rank);
+    w->set_stream(s.stream);
+    w->set_durable_sequence(s.durable_sequence);
+  }
+  batches_->Increment();
+  lines_->Increment(static_cast<double>(stored->inserted));
+  duplicate_lines_->Increment(static_cast<double>(lines.size() - stored->inserted));
+  bytes_->Increment(static_cast<double>(bytes));
+  if (stored->inserted > 0) notifier_.Notify();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
+                                                       const v1::GetLogsRequest& req) {
+  if (req.run_name().empty()) return absl::InvalidArgumentError("run_name: required");
+  if (req.tail() < 0) return absl::InvalidArgumentError("tail: must not be negative");
+  if (req.previous() && req.has_resumption_index()) {
+    return absl::InvalidArgumentError("previous and resumption_index: give at most one");
+  }
+  if (req.failed() && (req.has_rank() || req.has_node_rank())) {
+    return absl::InvalidArgumentError("failed: cannot be combined with rank or node_rank");
+  }
+  auto desc = runs_->DescribeRun(req.run_name());
+  if (!desc.ok()) return desc.status();
+  const v1::Run& run = desc->run();
+  if (!who.may_act_for(run.user())) {
+    return absl::NotFoundError(absl::StrCat("run ", req.run_name(), " not found"));
+  }
+  const int32_t latest = std::max(run.resumption_index(), 0);
+  Target t;
+  t.run_name = run.name();
+  t.resumption = latest;
+  if (req.has_resumption_index()) {
+    if (req.resumption_index() < 0 || req.resumption_index() > latest) {
+      return absl::NotFoundError(absl::StrCat("run ", run.name(), " has no attempt ",
+                                              req.resumption_index(), " (its latest is ", latest,
+                                              ")"));
+    }
+    t.resumption = req.resumption_index();
+  } else if (req.previous()) {
+    if (latest == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("run ", run.name(), " has no attempt before attempt 0"));
+    }
+    t.resumption = latest - 1;
+  }
+  t.query.run_id = run.id();
+  t.query.resumption_index = t.resumption;
+  if (req.has_rank()) t.query.rank = req.rank();
+  if (req.has_node_rank()) t.query.node_rank = req.node_rank();
+
+  const bool by_default = run.status() == v1::RUN_STATUS_FAILED && !req.has_rank() &&
+                          !req.has_node_rank() && t.resumption == latest;
+  if (req.failed() || by_default) {
+    std::optional<int32_t> failed;
+    for (const auto& a : desc->attempts()) {
+      if (a.resumption_index() == t.resumption) failed = FirstFailedRank(a);
+    }
+    if (failed) {
+      t.query.rank = *failed;
+    } else if (req.failed()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no rank failed in attempt ", t.resumption, " of run ", run.name()));
+    }
+  }
+  t.what = absl::StrCat("run ", run.name(), " attempt ", t.resumption);
+  if (t.query.rank) absl::StrAppend(&t.what, " rank ", *t.query.rank);
+  if (t.query.node_rank) absl::StrAppend(&t.what, " node rank ", *t.query.node_rank);
+  return t;
+}
+
+absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
+                                 const std::function<bool(const v1::LogLine&)>& send,
+                                 const std::function<bool()>& done) {
+  TESSERA_ASSIGN_OR_RETURN(Target t, Resolve(who, req));
+  if (req.first_exception()) return SendFirstException(t, send);
+  LogReader reader(logs_, t.query, clock_, options_.gap_timeout);
+  if (req.tail() > 0) {
+    auto tail = logs_->TailLogs(t.query, req.tail());
+    if (!tail.ok()) return tail.status();
+    for (const auto& l : *tail) {
+      if (!send(l)) return absl::OkStatus();
+    }
+    if (!req.follow()) return absl::OkStatus();
+    auto streams = logs_->ListLogStreams(t.query.run_id, t.resumption);
+    if (!streams.ok()) return streams.status();
+    reader.StartAfter(*tail, *streams);
+  } else if (!req.follow()) {
+    while (!done()) {
+      auto page = reader.Next(/*skip_gaps=*/true);
+      if (!page.ok()) return page.status();
+      for (const auto& l : page->lines) {
+        if (!send(l)) return absl::OkStatus();
+      }
+      if (page->lines.empty() && !page->more) break;
+    }
+    return absl::OkStatus();
+  }
+  return Follow(t, reader, send, done);
+}
+
+absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
+                                const std::function<bool(const v1::LogLine&)>& send,
+                                const std::function<bool()>& done) {
+  followers_->Increment();
+  struct Leave {
+    metrics::Gauge* g;
+    ~Leave() { g->Decrement(); }
+  } leave{followers_};
+  std::optional<absl::Time> ended_at;
+  absl::Time last_check = absl::InfinitePast();
+  while (!done()) {
+    const uint64_t seen = notifier_.generation();
+    auto page = reader.Next(/*skip_gaps=*/false);
+    if (!page.ok()) {
+      if (!absl::IsUnavailable(page.status())) return page.status();
+      spdlog::warn("following {}: {}", t.what, std::string(page.status().message()));
+    } else {
+      for (const auto& l : page->lines) {
+        if (!send(l)) return absl::OkStatus();
+      }
+      if (!page->lines.empty()) continue;
+    }
+    const absl::Time now = clock_->Now();
+    if (!ended_at && now - last_check >= options_.run_check_interval) {
+      last_check = now;
+      auto desc = runs_->DescribeRun(t.run_name);
+      if (absl::IsNotFound(desc.status())) return desc.status();  // deleted meanwhile
+      if (!desc.ok()) {
+        spdlog::warn("following {}: {}", t.what, std::string(desc.status().message()));
+      } else if (IsTerminal(desc->run().status()) ||
+                 desc->run().resumption_index() > t.resumption) {
+        ended_at = now;
+        for (const auto& a : desc->attempts()) {
+          if (a.resumption_index() == t.resumption && a.has_ended_at()) {
+            ended_at = std::min(now, FromProtoTime(a.ended_at()));
+          }
+        }
+      }
+    }
+    if (ended_at && page.ok() && !page->more && !page->waiting_on_gap &&
+        now - *ended_at >= options_.end_grace) {
+      return absl::OkStatus();
+    }
+    notifier_.WaitForChange(seen, options_.poll_interval, *clock_);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LogHandler::SendFirstException(const Target& t,
+                                            const std::function<bool(const v1::LogLine&)>& send) {
+  LogReader reader(logs_, t.query, clock_, options_.gap_timeout);
+  ExceptionFinder finder(options_.exception_context_lines);
+  bool complete = false;
+  while (!complete) {
+    auto page = reader.Next(/*skip_gaps=*/true);
+    if (!page.ok()) return page.status();
+    for (const auto& l : page->lines) {
+      if ((complete = finder.Add(l))) break;
+    }
+    if (page->lines.empty() && !page->more) break;
+  }
+  const auto lines = finder.Result();
+  if (lines.empty())
+    return absl::NotFoundError(absl::StrCat("no exception in the logs of ", t.what));
+  for (const auto& l : lines) {
+    if (!send(l)) break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LogHandler::DeleteRunLogs(const Who& who, const v1::DeleteRunLogsRequest& req,
+                                       v1::DeleteRunLogsResponse*) {
+  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "DeleteRunLogs"));
+  if (req.run_id().empty()) return absl::InvalidArgumentError("run_id: required");
+  TESSERA_RETURN_IF_ERROR(logs_->DeleteRunLogs(req.run_id()));
+  spdlog::info("deleted the logs of run {} for {}", req.run_id(), who.user);
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::logs

@@ -1,0 +1,81 @@
+#pragma once
+// The log service: workers push every line of every rank's output (PushLogs); it is stored
+// durably, acknowledged with per-stream watermarks, and shown to users filtered, tailed or
+// followed live (GetLogs). Every dependency comes through the constructor; the gRPC adapter
+// (log_service.h) only authenticates and forwards.
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "services/common/auth/principal.h"
+#include "services/common/clock.h"
+#include "services/common/metrics/registry.h"
+#include "services/logs/log_notifier.h"
+#include "services/logs/run_lookup.h"
+#include "services/store/log_store.h"
+#include "tessera/v1/logs.grpc.pb.h"
+
+namespace tessera::logs {
+
+class LogReader;
+
+struct LogHandlerOptions {
+  // How often a follower reads the store when no batch was committed in this process.
+  absl::Duration poll_interval = absl::Milliseconds(250);
+  // How often a follower asks the run manager whether its attempt has ended.
+  absl::Duration run_check_interval = absl::Seconds(1);
+  // After its attempt ends, a follower keeps reading until no line arrived for this long, for
+  // the workers' last batches.
+  absl::Duration end_grace = absl::Seconds(2);
+  // A follower waits this long for a missing line before going on without it.
+  absl::Duration gap_timeout = absl::Seconds(30);
+  // Lines of context shown before a first exception.
+  int exception_context_lines = 5;
+};
+
+class LogHandler {
+ public:
+  LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<RunLookup> runs,
+             std::shared_ptr<Clock> clock, LogHandlerOptions options = {},
+             metrics::Registry& registry = metrics::Registry::Default());
+
+  using Who = auth::Principal;
+  // Stores one batch in one transaction (system keys only) and acknowledges it; then wakes the
+  // followers. INVALID_ARGUMENT naming the field for a malformed batch.
+  absl::Status PushBatch(const Who& who, const v1::LogBatch& batch, v1::LogAck* ack);
+  // Sends the requested lines; with `follow`, then new lines as they arrive until the attempt
+  // has ended and everything stored was sent, `send` returns false or `done()`.
+  absl::Status GetLogs(const Who& who, const v1::GetLogsRequest& req,
+                       const std::function<bool(const v1::LogLine&)>& send,
+                       const std::function<bool()>& done);
+  // Removes every line of a run (admins and system keys); OK when there is none.
+  absl::Status DeleteRunLogs(const Who& who, const v1::DeleteRunLogsRequest& req,
+                             v1::DeleteRunLogsResponse* resp);
+
+  // Checks a batch without storing it.
+  static absl::Status ValidateBatch(const v1::LogBatch& batch);
+
+ private:
+  struct Target;
+  absl::StatusOr<Target> Resolve(const Who& who, const v1::GetLogsRequest& req);
+  absl::Status SendFirstException(const Target& t,
+                                  const std::function<bool(const v1::LogLine&)>& send);
+  absl::Status Follow(const Target& t, LogReader& reader,
+                      const std::function<bool(const v1::LogLine&)>& send,
+                      const std::function<bool()>& done);
+
+  std::shared_ptr<store::LogStore> logs_;
+  std::shared_ptr<RunLookup> runs_;
+  std::shared_ptr<Clock> clock_;
+  LogHandlerOptions options_;
+  LogNotifier notifier_;
+  metrics::Counter* lines_;
+  metrics::Counter* duplicate_lines_;
+  metrics::Counter* batches_;
+  metrics::Counter* bytes_;
+  metrics::Gauge* followers_;
+};
+
+}  // namespace tessera::logs

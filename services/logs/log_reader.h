@@ -1,0 +1,48 @@
+#pragma once
+// Reads one attempt's lines page by page in display order (time, then rank, stream, sequence),
+// keeping per (rank, stream) the next sequence to show. Only contiguous sequences are shown: a
+// line after a gap waits until the missing line is stored (its batch has not committed yet), so
+// a reader never loses, skips or repeats a line. A gap that outlasts `gap_timeout` is given up
+// (the line is lost for good) with a warning.
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "services/common/clock.h"
+#include "services/store/log_store.h"
+
+namespace tessera::logs {
+
+class LogReader {
+ public:
+  LogReader(std::shared_ptr<store::LogStore> store, store::LogQuery query,
+            std::shared_ptr<Clock> clock, absl::Duration gap_timeout, int page_size = 2000);
+
+  struct Page {
+    std::vector<v1::LogLine> lines;
+    // More is stored now: read again before waiting.
+    bool more = false;
+    // Lines are stored behind a gap that is still awaited.
+    bool waiting_on_gap = false;
+  };
+  // The next lines. `skip_gaps`: do not wait for missing lines (a one-off read).
+  absl::StatusOr<Page> Next(bool skip_gaps);
+
+  // Continues after `shown` (the lines already shown, e.g. a tail) and, for streams with no line
+  // among them, after everything stored now.
+  void StartAfter(const std::vector<v1::LogLine>& shown,
+                  const std::vector<store::LogStreamInfo>& streams);
+
+ private:
+  std::shared_ptr<store::LogStore> store_;
+  store::LogQuery query_;
+  std::shared_ptr<Clock> clock_;
+  absl::Duration gap_timeout_;
+  int page_size_;
+  std::map<store::LogStreamKey, absl::Time> gap_since_;
+};
+
+}  // namespace tessera::logs

@@ -1,0 +1,51 @@
+#pragma once
+// The gRPC adapter of LogHandler.
+
+#include "services/common/rpc.h"
+#include "services/common/status_macros.h"
+#include "services/logs/log_handler.h"
+
+namespace tessera::logs {
+
+class LogService final : public v1::LogService::Service {
+ public:
+  LogService(std::shared_ptr<LogHandler> handler, std::shared_ptr<auth::Authenticator> auth)
+      : h_(std::move(handler)), auth_(std::move(auth)) {}
+
+  // Each batch is stored and acknowledged before the next is read; a malformed batch ends the
+  // stream with INVALID_ARGUMENT naming the field.
+  grpc::Status PushLogs(grpc::ServerContext* ctx,
+                        grpc::ServerReaderWriter<v1::LogAck, v1::LogBatch>* stream) override {
+    return Serve(*auth_, ctx, [&](const auth::Principal& who) -> absl::Status {
+      TESSERA_RETURN_IF_ERROR(RequireSystem(who, "PushLogs"));
+      v1::LogBatch batch;
+      while (stream->Read(&batch)) {
+        v1::LogAck ack;
+        TESSERA_RETURN_IF_ERROR(h_->PushBatch(who, batch, &ack));
+        if (!stream->Write(ack)) return absl::CancelledError("the log stream was closed");
+      }
+      return absl::OkStatus();
+    });
+  }
+
+  grpc::Status GetLogs(grpc::ServerContext* ctx, const v1::GetLogsRequest* req,
+                       grpc::ServerWriter<v1::LogLine>* writer) override {
+    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
+      return h_->GetLogs(
+          who, *req, [&](const v1::LogLine& l) { return writer->Write(l); },
+          [&] { return ctx->IsCancelled(); });
+    });
+  }
+
+  grpc::Status DeleteRunLogs(grpc::ServerContext* ctx, const v1::DeleteRunLogsRequest* req,
+                             v1::DeleteRunLogsResponse* resp) override {
+    return Serve(*auth_, ctx,
+                 [&](const auth::Principal& who) { return h_->DeleteRunLogs(who, *req, resp); });
+  }
+
+ private:
+  std::shared_ptr<LogHandler> h_;
+  std::shared_ptr<auth::Authenticator> auth_;
+};
+
+}  // namespace tessera::logs

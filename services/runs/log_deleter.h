@@ -1,0 +1,23 @@
+#pragma once
+// Asks the log service to delete a run's logs when the run is deleted.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "services/common/channel_ref.h"
+
+namespace tessera::runs {
+
+class LogDeleter {
+ public:
+  virtual ~LogDeleter() = default;
+  // OK also when the run has no logs; UNAVAILABLE when the log service cannot be reached.
+  virtual absl::Status DeleteRunLogs(const std::string& run_id) = 0;
+};
+
+// Over the log service's gRPC API, authenticating with `system_key`.
+std::shared_ptr<LogDeleter> MakeGrpcLogDeleter(std::shared_ptr<ChannelRef> channel,
+                                               std::string system_key);
+
+}  // namespace tessera::runs

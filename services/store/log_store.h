@@ -1,0 +1,80 @@
+#pragma once
+// Rank output (owned by the log service): every line of every rank's stdout and stderr, keyed by
+// (run, resumption, rank, stream, sequence). Sequences count from 0 per key with no gaps, so a
+// resent line is recognised and not stored twice, and a reader can tell a missing line.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tessera/v1/logs.pb.h"
+
+namespace tessera::store {
+
+// (rank, stream) inside one attempt.
+using LogStreamKey = std::pair<int32_t, int32_t>;
+
+// What is stored for one (run, resumption, rank, stream).
+struct LogStreamInfo {
+  std::string run_id;
+  int32_t resumption_index = 0;
+  int32_t rank = 0;
+  v1::LogStream stream = v1::LOG_STREAM_UNSPECIFIED;
+  int32_t node_rank = 0;
+  std::string node_name;
+  // Every line 0..durable_sequence is stored (-1: not line 0 yet).
+  int64_t durable_sequence = -1;
+  // The highest sequence stored (above durable_sequence when an earlier line is missing).
+  int64_t max_sequence = -1;
+};
+
+struct LogAppendResult {
+  // One per (run, resumption, rank, stream) in the batch, in the order of first appearance.
+  std::vector<LogStreamInfo> watermarks;
+  // Lines stored by this call (resent lines are not counted).
+  int64_t inserted = 0;
+};
+
+struct LogQuery {
+  std::string run_id = {};
+  int32_t resumption_index = 0;
+  std::optional<int32_t> rank = std::nullopt;
+  std::optional<int32_t> node_rank = std::nullopt;
+  // Per (rank, stream): the first sequence wanted (lines below it are skipped; absent: 0).
+  std::map<LogStreamKey, int64_t> from_sequence = {};
+  // At most this many lines per (rank, stream), the lowest sequences (0: no limit).
+  int limit_per_stream = 0;
+};
+
+class LogStore {
+ public:
+  virtual ~LogStore() = default;
+
+  // Stores the lines in one transaction, skipping any already stored (same key and sequence),
+  // and returns the watermark of every key in the batch.
+  virtual absl::StatusOr<LogAppendResult> AppendLogs(const std::vector<v1::LogLine>& lines) = 0;
+
+  // Lines of one attempt matching the query, ordered by (time, rank, stream, sequence).
+  virtual absl::StatusOr<std::vector<v1::LogLine>> ReadLogs(const LogQuery& query) = 0;
+
+  // The last `n` lines of one attempt matching the query (from_sequence is ignored), in the same
+  // order as ReadLogs.
+  virtual absl::StatusOr<std::vector<v1::LogLine>> TailLogs(const LogQuery& query, int n) = 0;
+
+  // Every (resumption, rank, stream) stored for the run, ordered by those; only those of
+  // `resumption_index` when set.
+  virtual absl::StatusOr<std::vector<LogStreamInfo>> ListLogStreams(
+      const std::string& run_id, std::optional<int32_t> resumption_index) = 0;
+
+  // Removes every line of the run; OK when there is none.
+  virtual absl::Status DeleteRunLogs(const std::string& run_id) = 0;
+};
+
+// The order of ReadLogs and TailLogs: (time, rank, stream, sequence).
+bool LogLineBefore(const v1::LogLine& a, const v1::LogLine& b);
+
+}  // namespace tessera::store

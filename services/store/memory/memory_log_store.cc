@@ -1,0 +1,136 @@
+// Rank output in memory.
+#include <algorithm>
+
+#include "services/store/filters.h"
+#include "services/store/memory/memory_database.h"
+
+namespace tessera::store {
+namespace {
+
+using Key = std::tuple<std::string, int32_t, int32_t, int32_t>;
+
+Key KeyOf(const v1::LogLine& l) {
+  return {l.run_id(), l.resumption_index(), l.rank(), static_cast<int32_t>(l.stream())};
+}
+
+// PostgreSQL keeps microseconds; so does memory, so that both order lines alike.
+v1::LogLine Normalized(const v1::LogLine& line) {
+  v1::LogLine out = line;
+  out.mutable_time()->set_nanos(line.time().nanos() / 1000 * 1000);
+  return out;
+}
+
+bool Matches(const LogQuery& q, const v1::LogLine& l) {
+  return (!q.rank || l.rank() == *q.rank) && (!q.node_rank || l.node_rank() == *q.node_rank);
+}
+
+class MemoryLogStore final : public LogStore {
+ public:
+  explicit MemoryLogStore(std::shared_ptr<MemoryDatabase> db) : db_(std::move(db)) {}
+
+  absl::StatusOr<LogAppendResult> AppendLogs(const std::vector<v1::LogLine>& lines) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    LogAppendResult result;
+    std::vector<Key> order;
+    for (const auto& line : lines) {
+      const Key key = KeyOf(line);
+      auto [it, fresh] = db_->logs.try_emplace(key);
+      MemoryDatabase::LogLines& s = it->second;
+      if (fresh) {
+        s.info.run_id = line.run_id();
+        s.info.resumption_index = line.resumption_index();
+        s.info.rank = line.rank();
+        s.info.stream = line.stream();
+      }
+      if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
+      s.info.node_rank = line.node_rank();
+      s.info.node_name = line.node_name();
+      if (s.lines.emplace(line.sequence(), Normalized(line)).second) ++result.inserted;
+      s.info.max_sequence = std::max(s.info.max_sequence, line.sequence());
+      while (s.lines.count(s.info.durable_sequence + 1)) ++s.info.durable_sequence;
+    }
+    for (const auto& key : order) result.watermarks.push_back(db_->logs[key].info);
+    return result;
+  }
+
+  absl::StatusOr<std::vector<v1::LogLine>> ReadLogs(const LogQuery& q) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    std::vector<v1::LogLine> out;
+    for (const auto& [key, s] : Attempt(q)) {
+      const auto from = q.from_sequence.find({s->info.rank, s->info.stream});
+      int taken = 0;
+      for (auto it = s->lines.lower_bound(from == q.from_sequence.end() ? 0 : from->second);
+           it != s->lines.end(); ++it) {
+        if (q.limit_per_stream > 0 && taken == q.limit_per_stream) break;
+        if (!Matches(q, it->second)) continue;
+        out.push_back(it->second);
+        ++taken;
+      }
+    }
+    std::sort(out.begin(), out.end(), LogLineBefore);
+    return out;
+  }
+
+  absl::StatusOr<std::vector<v1::LogLine>> TailLogs(const LogQuery& q, int n) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    std::vector<v1::LogLine> out;
+    for (const auto& [key, s] : Attempt(q)) {
+      for (const auto& [seq, line] : s->lines) {
+        if (Matches(q, line)) out.push_back(line);
+      }
+    }
+    std::sort(out.begin(), out.end(), LogLineBefore);
+    if (n >= 0 && out.size() > static_cast<size_t>(n)) out.erase(out.begin(), out.end() - n);
+    return out;
+  }
+
+  absl::StatusOr<std::vector<LogStreamInfo>> ListLogStreams(
+      const std::string& run_id, std::optional<int32_t> resumption_index) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    std::vector<LogStreamInfo> out;
+    for (auto it = db_->logs.lower_bound({run_id, INT32_MIN, INT32_MIN, INT32_MIN});
+         it != db_->logs.end() && std::get<0>(it->first) == run_id; ++it) {
+      if (!resumption_index || it->second.info.resumption_index == *resumption_index) {
+        out.push_back(it->second.info);
+      }
+    }
+    return out;
+  }
+
+  absl::Status DeleteRunLogs(const std::string& run_id) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    auto it = db_->logs.lower_bound({run_id, INT32_MIN, INT32_MIN, INT32_MIN});
+    while (it != db_->logs.end() && std::get<0>(it->first) == run_id) it = db_->logs.erase(it);
+    return absl::OkStatus();
+  }
+
+ private:
+  // The streams of the query's attempt.
+  std::vector<std::pair<Key, const MemoryDatabase::LogLines*>> Attempt(const LogQuery& q)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_->mu) {
+    std::vector<std::pair<Key, const MemoryDatabase::LogLines*>> out;
+    for (auto it = db_->logs.lower_bound({q.run_id, q.resumption_index, INT32_MIN, INT32_MIN});
+         it != db_->logs.end() && std::get<0>(it->first) == q.run_id &&
+         std::get<1>(it->first) == q.resumption_index;
+         ++it) {
+      if (q.rank && it->second.info.rank != *q.rank) continue;
+      out.emplace_back(it->first, &it->second);
+    }
+    return out;
+  }
+
+  std::shared_ptr<MemoryDatabase> db_;
+};
+
+}  // namespace
+
+std::shared_ptr<LogStore> MakeMemoryLogStore(std::shared_ptr<MemoryDatabase> db) {
+  return std::make_shared<MemoryLogStore>(std::move(db));
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,144 @@
+// Following a run's logs: contiguous sequences only, gaps filled later, the end of the stream.
+#include <atomic>
+#include <thread>
+
+#include "tests/unit/logs/log_test_fixture.h"
+
+namespace tessera::logs::testing {
+namespace {
+
+// GetLogs on a thread, collecting what it sends.
+class Follower {
+ public:
+  Follower(Fixture& f, v1::GetLogsRequest req) {
+    req.set_follow(true);
+    thread_ = std::thread([this, &f, req] {
+      auto st = f.handler.GetLogs(
+          f.alice, req,
+          [this](const v1::LogLine& l) {
+            absl::MutexLock lock(&mu_);
+            texts_.push_back(l.text());
+            return true;
+          },
+          [this] { return stop_.load(); });
+      absl::MutexLock lock(&mu_);
+      status_ = st;
+      ended_ = true;
+    });
+  }
+  ~Follower() {
+    stop_ = true;
+    thread_.join();
+  }
+  // Waits (in real time, up to 10 s) until `n` lines were sent.
+  Texts WaitFor(size_t n) {
+    for (int i = 0; i < 1000 && Now().size() < n; ++i) absl::SleepFor(absl::Milliseconds(10));
+    return Now();
+  }
+  Texts Now() {
+    absl::MutexLock lock(&mu_);
+    return texts_;
+  }
+  // Waits until GetLogs returned; false if it did not within 10 s.
+  bool WaitForEnd() {
+    absl::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(absl::Condition(&ended_), absl::Seconds(10));
+  }
+  absl::Status status() {
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  Texts texts_ ABSL_GUARDED_BY(mu_);
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+LogHandlerOptions PatientOptions() {
+  LogHandlerOptions o;
+  o.gap_timeout = absl::Hours(1'000'000);  // the fake clock races ahead while the test waits
+  return o;
+}
+
+void End(Fixture& f, const std::string& name, v1::RunStatus status) {
+  auto d = f.runs->Get(name);
+  d.mutable_run()->set_status(status);
+  *d.mutable_attempts(d.attempts_size() - 1)->mutable_ended_at() = ToProtoTime(f.clock->Now());
+  f.runs->Set(d);
+}
+
+TEST_CASE("follow sends what is stored, then new lines, waiting for a gap to be filled") {
+  Fixture f(PatientOptions());
+  f.AddRun("r", v1::RUN_STATUS_RUNNING);
+  REQUIRE(f.Push({f.Line(0, kOut, 0, 1, "a0"), f.Line(1, kOut, 0, 2, "b0")}).ok());
+  Follower follower(f, Req());
+  CHECK(follower.WaitFor(2) == Texts{"a0", "b0"});
+
+  // a2 arrives before a1 (a1's batch has not committed yet): a2 waits, b1 does not.
+  REQUIRE(f.Push({f.Line(0, kOut, 2, 5, "a2"), f.Line(1, kOut, 1, 6, "b1")}).ok());
+  CHECK(follower.WaitFor(3) == Texts{"a0", "b0", "b1"});
+  absl::SleepFor(absl::Milliseconds(100));
+  CHECK(follower.Now().size() == 3);
+  REQUIRE(f.Push({f.Line(0, kOut, 1, 4, "a1")}).ok());
+  CHECK(follower.WaitFor(5) == Texts{"a0", "b0", "b1", "a1", "a2"});
+  // A resent line is not sent again.
+  REQUIRE(f.Push({f.Line(0, kOut, 1, 4, "a1"), f.Line(0, kErr, 0, 7, "e0")}).ok());
+  CHECK(follower.WaitFor(6) == Texts{"a0", "b0", "b1", "a1", "a2", "e0"});
+
+  End(f, "r", v1::RUN_STATUS_COMPLETED);
+  REQUIRE(follower.WaitForEnd());
+  CHECK(follower.status().ok());
+  CHECK(follower.Now().size() == 6);
+}
+
+TEST_CASE("follow ends when a newer attempt starts, after the attempt's last lines") {
+  Fixture f(PatientOptions());
+  f.AddRun("r", v1::RUN_STATUS_RUNNING);
+  REQUIRE(f.Push({f.Line(0, kOut, 0, 1, "a0")}).ok());
+  Follower follower(f, Req());
+  CHECK(follower.WaitFor(1) == Texts{"a0"});
+  auto d = f.AddRun("r", v1::RUN_STATUS_QUEUED, 1);
+  REQUIRE(follower.WaitForEnd());
+  CHECK(follower.status().ok());
+  REQUIRE(f.Push({f.Line(0, kOut, 0, 1, "next attempt", 1)}).ok());
+  CHECK(follower.Now() == Texts{"a0"});
+}
+
+TEST_CASE("follow of an attempt that has ended sends what is stored and ends") {
+  Fixture f(PatientOptions());
+  auto d = f.AddRun("r", v1::RUN_STATUS_COMPLETED);
+  *d.mutable_attempts(0)->mutable_ended_at() = ToProtoTime(f.clock->Now() - absl::Minutes(5));
+  f.runs->Set(d);
+  REQUIRE(f.Push({f.Line(0, kOut, 0, 1, "a0"), f.Line(0, kOut, 1, 2, "a1")}).ok());
+  Follower follower(f, Req());
+  REQUIRE(follower.WaitForEnd());
+  CHECK(follower.status().ok());
+  CHECK(follower.Now() == Texts{"a0", "a1"});
+}
+
+TEST_CASE(
+    "follow with tail starts after the last lines; a gap that outlasts the timeout is skipped") {
+  LogHandlerOptions o;
+  o.gap_timeout = absl::Seconds(30);
+  Fixture f(o);
+  f.AddRun("r", v1::RUN_STATUS_RUNNING);
+  REQUIRE(f.Push({f.Line(0, kOut, 0, 1, "a0"), f.Line(0, kOut, 1, 2, "a1"),
+                  f.Line(1, kOut, 0, 3, "b0"), f.Line(1, kOut, 1, 4, "b1")})
+              .ok());
+  auto req = Req();
+  req.set_tail(1);
+  Follower follower(f, req);
+  CHECK(follower.WaitFor(1) == Texts{"b1"});
+  // Line a2 never comes: after the gap timeout a3 is shown anyway.
+  REQUIRE(f.Push({f.Line(0, kOut, 3, 9, "a3"), f.Line(1, kOut, 2, 8, "b2")}).ok());
+  CHECK(follower.WaitFor(3) == Texts{"b1", "b2", "a3"});
+  End(f, "r", v1::RUN_STATUS_FAILED);
+  REQUIRE(follower.WaitForEnd());
+}
+
+}  // namespace
+}  // namespace tessera::logs::testing

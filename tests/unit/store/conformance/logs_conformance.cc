@@ -1,0 +1,174 @@
+// Rank output: idempotent appends with watermarks, cursor reads, tails, deletes.
+#include "absl/strings/str_cat.h"
+#include "tests/unit/store/conformance/conformance.h"
+
+namespace tessera::store::conformance {
+namespace {
+
+v1::LogLine Line(const std::string& run, int resumption, int rank, v1::LogStream stream,
+                 int64_t seq, int64_t micros, const std::string& text, int node_rank = 0) {
+  v1::LogLine l;
+  l.set_run_id(run);
+  l.set_resumption_index(resumption);
+  l.set_rank(rank);
+  l.set_node_rank(node_rank);
+  l.set_node_name("node-" + std::to_string(node_rank));
+  l.set_stream(stream);
+  l.set_sequence(seq);
+  *l.mutable_time() = ToProtoTime(T(0) + absl::Microseconds(micros));
+  l.set_text(text);
+  return l;
+}
+constexpr auto kOut = v1::LOG_STREAM_STDOUT;
+constexpr auto kErr = v1::LOG_STREAM_STDERR;
+
+std::vector<std::string> Texts(const std::vector<v1::LogLine>& lines) {
+  std::vector<std::string> out;
+  for (const auto& l : lines) out.push_back(l.text());
+  return out;
+}
+
+CONFORMANCE_CASE("logs: a batch is stored once; watermarks count contiguous lines") {
+  Stores s = FreshStores();
+  auto first =
+      s.logs->AppendLogs({Line("r1", 0, 0, kOut, 0, 10, "a"), Line("r1", 0, 0, kOut, 1, 20, "b"),
+                          Line("r1", 0, 1, kErr, 0, 15, std::string("\0\xff", 2), 1)});
+  REQUIRE(first.ok());
+  CHECK(first->inserted == 3);
+  REQUIRE(first->watermarks.size() == 2);
+  CHECK(first->watermarks[0].rank == 0);
+  CHECK(first->watermarks[0].stream == kOut);
+  CHECK(first->watermarks[0].durable_sequence == 1);
+  CHECK(first->watermarks[1].rank == 1);
+  CHECK(first->watermarks[1].durable_sequence == 0);
+  CHECK(first->watermarks[1].node_name == "node-1");
+
+  // Resent: nothing new, same watermarks.
+  auto again = s.logs->AppendLogs({Line("r1", 0, 0, kOut, 1, 20, "b")});
+  REQUIRE(again.ok());
+  CHECK(again->inserted == 0);
+  REQUIRE(again->watermarks.size() == 1);
+  CHECK(again->watermarks[0].durable_sequence == 1);
+
+  // A gap holds the watermark until it is filled.
+  auto gap = s.logs->AppendLogs({Line("r1", 0, 0, kOut, 3, 40, "d")});
+  REQUIRE(gap.ok());
+  CHECK(gap->watermarks[0].durable_sequence == 1);
+  CHECK(gap->watermarks[0].max_sequence == 3);
+  auto filled = s.logs->AppendLogs({Line("r1", 0, 0, kOut, 2, 30, "c")});
+  REQUIRE(filled.ok());
+  CHECK(filled->watermarks[0].durable_sequence == 3);
+
+  auto all = s.logs->ReadLogs({.run_id = "r1", .resumption_index = 0});
+  REQUIRE(all.ok());
+  // Ordered by time; bytes kept as they are.
+  CHECK(Texts(*all) == std::vector<std::string>{"a", std::string("\0\xff", 2), "b", "c", "d"});
+  CHECK((*all)[0].run_id() == "r1");
+  CHECK((*all)[0].node_name() == "node-0");
+  CHECK(absl::ToUnixMicros(FromProtoTime((*all)[1].time())) ==
+        absl::ToUnixMicros(T(0) + absl::Microseconds(15)));
+  CHECK((*all)[1].stream() == kErr);
+  CHECK((*all)[1].rank() == 1);
+  CHECK((*all)[1].node_rank() == 1);
+}
+
+CONFORMANCE_CASE("logs: reads filter by rank and node rank, start at cursors, limit per stream") {
+  Stores s = FreshStores();
+  std::vector<v1::LogLine> batch;
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int seq = 0; seq < 5; ++seq) {
+      batch.push_back(Line("r1", 1, rank, seq % 2 ? kErr : kOut, 0, seq * 100 + rank,
+                           absl::StrCat(rank, ":", seq), rank / 2));
+    }
+  }
+  // Sequences per (rank, stream): stdout gets 0,1,2 (seq 0,2,4), stderr 0,1 (seq 1,3).
+  for (auto& l : batch) {
+    const int seq = std::stoi(l.text().substr(l.text().find(':') + 1));
+    l.set_sequence(seq / 2);
+  }
+  REQUIRE(s.logs->AppendLogs(batch).ok());
+  REQUIRE(s.logs->AppendLogs({Line("r1", 0, 0, kOut, 0, 1, "old")}).ok());
+  REQUIRE(s.logs->AppendLogs({Line("r2", 1, 0, kOut, 0, 1, "other")}).ok());
+
+  auto all = s.logs->ReadLogs({.run_id = "r1", .resumption_index = 1});
+  REQUIRE(all.ok());
+  CHECK(all->size() == 20);
+  CHECK((*all)[0].text() == "0:0");
+  CHECK((*all)[3].text() == "3:0");
+  CHECK((*all)[4].text() == "0:1");
+
+  auto rank2 = s.logs->ReadLogs({.run_id = "r1", .resumption_index = 1, .rank = 2});
+  REQUIRE(rank2.ok());
+  CHECK(Texts(*rank2) == std::vector<std::string>{"2:0", "2:1", "2:2", "2:3", "2:4"});
+
+  auto node1 = s.logs->ReadLogs({.run_id = "r1", .resumption_index = 1, .node_rank = 1});
+  REQUIRE(node1.ok());
+  CHECK(node1->size() == 10);
+  for (const auto& l : *node1) CHECK(l.rank() >= 2);
+
+  LogQuery q{.run_id = "r1", .resumption_index = 1, .rank = 0};
+  q.from_sequence[{0, kOut}] = 1;
+  q.from_sequence[{0, kErr}] = 2;
+  auto after = s.logs->ReadLogs(q);
+  REQUIRE(after.ok());
+  CHECK(Texts(*after) == std::vector<std::string>{"0:2", "0:4"});
+
+  auto limited = s.logs->ReadLogs({.run_id = "r1", .resumption_index = 1, .limit_per_stream = 1});
+  REQUIRE(limited.ok());
+  CHECK(limited->size() == 8);  // 4 ranks x 2 streams, one line each
+  for (const auto& l : *limited) CHECK(l.sequence() == 0);
+}
+
+CONFORMANCE_CASE("logs: tail is the last lines in time order; streams are listed per attempt") {
+  Stores s = FreshStores();
+  std::vector<v1::LogLine> batch;
+  for (int seq = 0; seq < 10; ++seq) {
+    batch.push_back(Line("r1", 0, seq % 2, kOut, seq / 2, seq, absl::StrCat("l", seq), seq % 2));
+  }
+  REQUIRE(s.logs->AppendLogs(batch).ok());
+  REQUIRE(s.logs->AppendLogs({Line("r1", 1, 0, kErr, 0, 100, "next")}).ok());
+
+  auto tail = s.logs->TailLogs({.run_id = "r1", .resumption_index = 0}, 3);
+  REQUIRE(tail.ok());
+  CHECK(Texts(*tail) == std::vector<std::string>{"l7", "l8", "l9"});
+  auto tail_rank0 = s.logs->TailLogs({.run_id = "r1", .resumption_index = 0, .rank = 0}, 2);
+  REQUIRE(tail_rank0.ok());
+  CHECK(Texts(*tail_rank0) == std::vector<std::string>{"l6", "l8"});
+  auto tail_all = s.logs->TailLogs({.run_id = "r1", .resumption_index = 0, .node_rank = 1}, 100);
+  REQUIRE(tail_all.ok());
+  CHECK(tail_all->size() == 5);
+
+  auto streams = s.logs->ListLogStreams("r1", std::nullopt);
+  REQUIRE(streams.ok());
+  REQUIRE(streams->size() == 3);
+  CHECK((*streams)[0].resumption_index == 0);
+  CHECK((*streams)[0].rank == 0);
+  CHECK((*streams)[0].durable_sequence == 4);
+  CHECK((*streams)[1].rank == 1);
+  CHECK((*streams)[1].node_rank == 1);
+  CHECK((*streams)[2].resumption_index == 1);
+  CHECK((*streams)[2].stream == kErr);
+  auto only1 = s.logs->ListLogStreams("r1", 1);
+  REQUIRE(only1.ok());
+  CHECK(only1->size() == 1);
+  CHECK(s.logs->ListLogStreams("nope", std::nullopt)->empty());
+}
+
+CONFORMANCE_CASE("logs: deleting a run's lines leaves other runs; deleting twice is fine") {
+  Stores s = FreshStores();
+  REQUIRE(s.logs->AppendLogs({Line("r1", 0, 0, kOut, 0, 1, "a"), Line("r2", 0, 0, kOut, 0, 1, "b")})
+              .ok());
+  REQUIRE(s.logs->DeleteRunLogs("r1").ok());
+  REQUIRE(s.logs->DeleteRunLogs("r1").ok());
+  CHECK(s.logs->ReadLogs({.run_id = "r1"})->empty());
+  CHECK(s.logs->ListLogStreams("r1", std::nullopt)->empty());
+  CHECK(s.logs->ReadLogs({.run_id = "r2"})->size() == 1);
+  // Stored again from 0 after a delete.
+  auto again = s.logs->AppendLogs({Line("r1", 0, 0, kOut, 0, 1, "a")});
+  REQUIRE(again.ok());
+  CHECK(again->inserted == 1);
+  CHECK(again->watermarks[0].durable_sequence == 0);
+}
+
+}  // namespace
+}  // namespace tessera::store::conformance
