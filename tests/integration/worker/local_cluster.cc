@@ -147,6 +147,24 @@ std::optional<std::string> LocalCluster::WaitForMark(const std::string& file,
   return std::nullopt;
 }
 
+std::vector<v1::LogLine> LocalCluster::Logs(const std::string& run_name, std::optional<int> rank,
+                                            const std::string& endpoint) {
+  auto stub = v1::LogService::NewStub(grpc::CreateChannel(
+      endpoint.empty() ? server.endpoint() : endpoint, grpc::InsecureChannelCredentials()));
+  v1::GetLogsRequest req;
+  req.set_run_name(run_name);
+  if (rank) req.set_rank(*rank);
+  auto ctx = client->Ctx();
+  auto reader = stub->GetLogs(ctx.get(), req);
+  std::vector<v1::LogLine> out;
+  v1::LogLine line;
+  while (reader->Read(&line)) out.push_back(line);
+  grpc::Status st = reader->Finish();
+  INFO(st.error_message());
+  REQUIRE(st.ok());
+  return out;
+}
+
 std::string LocalCluster::SpoolOf(const std::string& worker_name, const std::string& run_id,
                                   int resumption, int rank, const std::string& stream) {
   std::ifstream in(absl::StrCat(worker(worker_name).state_dir, "/runs/", run_id, "/attempt-",

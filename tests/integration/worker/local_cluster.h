@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/v1/logs.grpc.pb.h"
 #include "tests/integration/control_plane/control_plane.h"
 
 namespace tessera::testing {
@@ -40,6 +41,10 @@ class LocalCluster {
   const std::string& marks_dir() const { return marks_; }
   std::optional<std::string> WaitForMark(const std::string& file,
                                          absl::Duration timeout = absl::Seconds(20));
+  // Every stored line of a run's rank (stdout and stderr, in time order), through GetLogs on
+  // `endpoint` (default: tessera-server's).
+  std::vector<v1::LogLine> Logs(const std::string& run_name, std::optional<int> rank,
+                                const std::string& endpoint = "");
   // A rank's spooled output on its worker.
   std::string SpoolOf(const std::string& worker, const std::string& run_id, int resumption,
                       int rank, const std::string& stream = "stdout");

@@ -33,6 +33,20 @@ std::optional<int64_t> WaitForGroupDeath(pid_t pgid, absl::Duration timeout) {
   return std::nullopt;
 }
 
+// The run's stored lines for `rank` once at least `want` have arrived (the last ones are shipped
+// just after the run ends).
+std::vector<v1::LogLine> WaitForLogs(LocalCluster& c, const std::string& run, int rank, size_t want,
+                                     const std::string& endpoint = "") {
+  std::vector<v1::LogLine> lines;
+  const absl::Time deadline = absl::Now() + absl::Seconds(15);
+  do {
+    lines = c.Logs(run, rank, endpoint);
+    if (lines.size() >= want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (absl::Now() < deadline);
+  return lines;
+}
+
 std::map<std::string, std::string> EnvOf(const std::string& spool) {
   std::map<std::string, std::string> env;
   for (absl::string_view line : absl::StrSplit(spool, '\n')) {
@@ -90,6 +104,23 @@ TEST_CASE("a 2-node x 2-rank run gets every variable, a parameters file and its 
     REQUIRE(counted.size() == 300);
     for (int i = 0; i < 300; ++i) CHECK(counted[i] == absl::StrCat("line ", i));
     CHECK(c.SpoolOf(node_of_rank[rank], run.id(), 0, rank, "stderr") == "oops\n");
+
+    // The same lines reached the log service, each once, in order, with their metadata.
+    std::vector<std::string> shipped;
+    bool saw_stderr = false;
+    for (const auto& l : WaitForLogs(c, run.name(), rank, 300 + 17)) {
+      CHECK(l.rank() == rank);
+      CHECK(l.node_rank() == rank / 2);
+      CHECK(l.node_name() == node_of_rank[rank]);
+      CHECK(l.resumption_index() == 0);
+      if (l.stream() == v1::LOG_STREAM_STDERR) {
+        saw_stderr = l.text() == "oops";
+        continue;
+      }
+      if (absl::StartsWith(l.text(), "line ")) shipped.push_back(l.text());
+    }
+    CHECK(shipped == counted);
+    CHECK(saw_stderr);
   }
 }
 
@@ -255,6 +286,43 @@ TEST_CASE("a failing rank fails the run with its exit code, and the other ranks 
     found = found || (e.rank() == 2 && e.exit_code() == 7);
   CHECK(found);
   CHECK(absl::StrContains(failed.status_reason() + d.attempts(0).reason(), "7"));
+}
+
+}  // namespace
+}  // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+TEST_CASE("a log service killed and restarted during a run loses no line and stores none twice",
+          "[worker]") {
+  LocalCluster c;
+  // The log service as its own process, so it can die alone.
+  ServerProcess logs = StartServer("tessera-logs", c.pg->url(),
+                                   {"--runs-endpoint", c.server.endpoint()});
+  const std::string logs_endpoint = logs.endpoint();
+  c.StartWorker("node-a", 2, {"--log-endpoint", logs_endpoint});
+  // About 4 s of steady output from each of two ranks.
+  const std::string command =
+      "i=0; while [ $i -lt 4000 ]; do echo \"r$RANK line $i\"; i=$((i+1)); "
+      "if [ $((i % 100)) = 0 ]; then sleep 0.1; fi; done";
+  v1::Run run = c.Submit("chatty", command, 2, 1);
+  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  REQUIRE(logs.process.Kill(SIGKILL).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // printing goes on meanwhile
+  logs = StartServer("tessera-logs", c.pg->url(),
+                     {"--runs-endpoint", c.server.endpoint(), "--grpc-listen", logs_endpoint});
+  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(30));
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank);
+    auto lines = WaitForLogs(c, run.name(), rank, 4000, logs_endpoint);
+    REQUIRE(lines.size() == 4000);  // none lost, none twice
+    for (int i = 0; i < 4000; ++i) {
+      CHECK(lines[i].sequence() == i);
+      CHECK(lines[i].text() == absl::StrCat("r", rank, " line ", i));
+    }
+  }
 }
 
 }  // namespace
