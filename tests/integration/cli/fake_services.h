@@ -9,6 +9,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -107,27 +108,38 @@ class FakeRunService : public v1::RunService::Service {
                 v1::GetRunResponse* response) override {
     if (Status auth = recorder_.Authorize(context); !auth.ok()) return auth;
     std::lock_guard<std::mutex> lock(mu);
-    const auto ended = ended_runs.find(request->name());
-    *response->mutable_run() = ended != ended_runs.end()
-                                   ? ended->second
+    const auto latest = after_attempts.find(request->name());
+    *response->mutable_run() = latest != after_attempts.end()
+                                   ? latest->second
                                    : SampleRun(request->name(), v1::RUN_STATUS_PENDING);
     return Status::OK;
   }
 
-  // The run's attempt ended (its followed logs did): "crash-*" runs fail, others complete.
-  void EndRun(const std::string& name) {
-    const bool crash = name.rfind("crash", 0) == 0;
-    v1::Run run = SampleRun(name, crash ? v1::RUN_STATUS_FAILED : v1::RUN_STATUS_COMPLETED);
-    run.set_status_reason(crash ? "Run failed with exit code 1 (rank 1 on node-a)"
-                                : "Run completed");
-    *run.mutable_updated_at() = At(kT0 + 10);
+  // The run's attempt `resumption_index` ended (its followed logs did): "crash-*" runs fail,
+  // "requeue-*" runs go back to the queue after attempt 0 (then complete), others complete.
+  void EndAttempt(const std::string& name, int resumption_index) {
+    v1::Run run = SampleRun(name, v1::RUN_STATUS_COMPLETED);
+    run.set_status_reason("Run completed");
+    run.set_resumption_index(resumption_index);
+    if (name.rfind("crash", 0) == 0) {
+      run.set_status(v1::RUN_STATUS_FAILED);
+      run.set_status_reason("Run failed with exit code 1 (rank 1 on node-a)");
+    } else if (name.rfind("requeue", 0) == 0 && resumption_index == 0) {
+      run.set_status(v1::RUN_STATUS_QUEUED);
+      run.set_status_reason("Run was placed back in the queue (node-a failed)");
+      run.set_resumption_index(1);
+    }
+    *run.mutable_updated_at() = At(kT0 + 10 + resumption_index);
     std::lock_guard<std::mutex> lock(mu);
-    ended_runs[name] = run;
+    after_attempts[name] = run;
   }
 
-  bool Ended(const std::string& name) {
+  // The run as its last ended attempt left it, if one ended.
+  std::optional<v1::Run> AfterAttempts(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu);
-    return ended_runs.count(name) > 0;
+    const auto latest = after_attempts.find(name);
+    if (latest == after_attempts.end()) return std::nullopt;
+    return latest->second;
   }
 
   Status ListRuns(ServerContext* context, const v1::ListRunsRequest* request,
@@ -187,8 +199,8 @@ class FakeRunService : public v1::RunService::Service {
     return Status::OK;
   }
 
-  // Streams the run through STARTING and RUNNING; its end comes when its logs were followed to
-  // their end (EndRun), as with a real run whose attempt ends. A run that has ended gets no
+  // Streams the run's next attempt through STARTING and RUNNING; the attempt ends when its logs
+  // were followed to their end (EndAttempt), as with a real run. A run that has ended gets no
   // changes. The stream stays open: mcli must end it itself.
   Status WatchRuns(ServerContext* context, const v1::WatchRunsRequest* request,
                    grpc::ServerWriter<v1::RunChange>* writer) override {
@@ -196,14 +208,17 @@ class FakeRunService : public v1::RunService::Service {
     const std::string name = request->filter().name_globs_size() > 0
                                  ? request->filter().name_globs(0)
                                  : std::string("unknown");
-    if (!Ended(name)) {
+    const std::optional<v1::Run> latest = AfterAttempts(name);
+    if (!latest.has_value() || latest->status() == v1::RUN_STATUS_QUEUED) {
+      const int attempt = latest.has_value() ? latest->resumption_index() : 0;
       const std::pair<v1::RunStatus, const char*> steps[] = {
           {v1::RUN_STATUS_STARTING, "Run was placed on node-a"},
           {v1::RUN_STATUS_RUNNING, "Run started"}};
-      int64_t offset = 1;
+      int64_t offset = 1 + 20 * attempt;
       for (const auto& [status, message] : steps) {
         v1::RunChange change;
         *change.mutable_run() = SampleRun(name, status);
+        change.mutable_run()->set_resumption_index(attempt);
         change.mutable_event()->set_type(v1::RUN_EVENT_TYPE_STARTED);
         change.mutable_event()->set_message(message);
         *change.mutable_event()->mutable_time() = At(kT0 + offset++);
@@ -219,14 +234,14 @@ class FakeRunService : public v1::RunService::Service {
     submits.clear();
     lists.clear();
     stops.clear();
-    ended_runs.clear();
+    after_attempts.clear();
   }
 
   std::mutex mu;
   std::vector<v1::SubmitRunRequest> submits;
   std::vector<v1::ListRunsRequest> lists;
   std::vector<v1::StopRunRequest> stops;
-  std::map<std::string, v1::Run> ended_runs;
+  std::map<std::string, v1::Run> after_attempts;
 
  private:
   Recorder& recorder_;
@@ -234,7 +249,7 @@ class FakeRunService : public v1::RunService::Service {
 
 // Three lines of the latest attempt, in time order: rank 0 stdout, rank 1 stderr, and rank 0
 // again with a byte that is not UTF-8. --rank filters them. With follow, the lines come 300 ms
-// apart, then the attempt ends (the run too, see FakeRunService::EndRun), except for the run
+// apart, then the attempt ends (see FakeRunService::EndAttempt), except for the run
 // "endless", whose stream stays open until mcli cancels it. The run "missing" does not exist.
 class FakeLogService : public v1::LogService::Service {
  public:
@@ -264,7 +279,7 @@ class FakeLogService : public v1::LogService::Service {
       if (request->has_rank() && request->rank() != spec.rank) continue;
       v1::LogLine line;
       line.set_run_id("id-" + request->run_name());
-      line.set_resumption_index(0);
+      line.set_resumption_index(request->resumption_index());
       line.set_rank(spec.rank);
       line.set_node_rank(0);
       line.set_node_name("node-a");
@@ -282,7 +297,8 @@ class FakeLogService : public v1::LogService::Service {
       ++cancelled;
       return Status(grpc::StatusCode::CANCELLED, "cancelled");
     }
-    runs_.EndRun(request->run_name());
+    runs_.EndAttempt(request->run_name(),
+                     request->has_resumption_index() ? request->resumption_index() : 0);
     return Status::OK;
   }
 

@@ -206,4 +206,26 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
     CHECK(result.err ==
           "Error: run crash-abc123 ended FAILED: Run failed with exit code 1 (rank 1 on node-a)\n");
   }
+  SECTION("a run requeued after its first attempt: the logs of each attempt, exit 0") {
+    std::string yaml = kRunYaml;
+    yaml.replace(yaml.find("name: train"), 11, "name: requeue");
+    const Result result = Mcli({"run", "submit", "-f", dir.Write("run.yaml", yaml), "--follow"});
+    INFO(result);
+    REQUIRE(result.exit_code == 0);
+    const auto lines = Lines(result.out);
+    REQUIRE(lines.size() == 14);
+    CHECK(lines[3] == "2023-11-14 22:13:22  RUNNING      Run started");
+    CHECK(lines[4] == "[rank 0] step 1 loss 2.50");
+    CHECK(lines[7] ==
+          "2023-11-14 22:13:30  QUEUED       Run was placed back in the queue (node-a failed)");
+    CHECK(lines[8] == "2023-11-14 22:13:41  STARTING     Run was placed on node-a");
+    CHECK(lines[9] == "2023-11-14 22:13:42  RUNNING      Run started");
+    CHECK(lines[10] == "[rank 0] step 1 loss 2.50");
+    CHECK(lines[13] == "2023-11-14 22:13:31  COMPLETED    Run completed");
+    const std::vector<v1::GetLogsRequest> requests = server.logs.Requests();
+    REQUIRE(requests.size() == 2);
+    CHECK(requests[0].resumption_index() == 0);
+    CHECK(requests[1].resumption_index() == 1);
+    CHECK(requests[1].follow());
+  }
 }
