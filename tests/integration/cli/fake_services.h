@@ -250,7 +250,8 @@ class FakeRunService : public v1::RunService::Service {
 // Three lines of the latest attempt, in time order: rank 0 stdout, rank 1 stderr, and rank 0
 // again with a byte that is not UTF-8. --rank filters them. With follow, the lines come 300 ms
 // apart, then the attempt ends (see FakeRunService::EndAttempt), except for the run
-// "endless", whose stream stays open until mcli cancels it. The run "missing" does not exist.
+// "endless", whose stream stays open until mcli cancels it. The run "missing" does not exist;
+// "nologs-*" runs have no logs (UNIMPLEMENTED, as from a server without a log service).
 class FakeLogService : public v1::LogService::Service {
  public:
   FakeLogService(Recorder& recorder, FakeRunService& runs) : recorder_(recorder), runs_(runs) {}
@@ -264,6 +265,10 @@ class FakeLogService : public v1::LogService::Service {
     }
     if (request->run_name() == "missing") {
       return Status(grpc::StatusCode::NOT_FOUND, "run \"missing\" not found");
+    }
+    if (request->run_name().rfind("nologs", 0) == 0) {  // its attempt ends unseen
+      runs_.EndAttempt(request->run_name(), 0);
+      return Status(grpc::StatusCode::UNIMPLEMENTED, "");
     }
     const struct {
       int rank;

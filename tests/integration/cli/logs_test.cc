@@ -228,4 +228,15 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
     CHECK(requests[1].resumption_index() == 1);
     CHECK(requests[1].follow());
   }
+  SECTION("logs that cannot be shown are a warning; the run is still followed to its end") {
+    std::string yaml = kRunYaml;
+    yaml.replace(yaml.find("name: train"), 11, "name: nologs");
+    const Result result = Mcli({"run", "submit", "-f", dir.Write("run.yaml", yaml), "--follow"});
+    INFO(result);
+    CHECK(result.exit_code == 0);
+    CHECK_THAT(Lines(result.out).back(), Catch::Contains("COMPLETED"));
+    CHECK_THAT(result.err, Catch::StartsWith("Warning: cannot show the logs of run nologs-abc123: "
+                                             "the server at ") &&
+                               Catch::Contains("does not support this command"));
+  }
 }
