@@ -18,6 +18,13 @@ v1::GetLogsRequest OnlyRequest(FakeServer& server) {
   return requests[0];
 }
 
+// mcli run submit --follow of the sample run YAML with its name changed to `name`.
+Result SubmitFollow(const TempDir& dir, const std::string& name) {
+  std::string yaml = kRunYaml;
+  yaml.replace(yaml.find("name: train"), 11, "name: " + name);
+  return Mcli({"run", "submit", "-f", dir.Write("run.yaml", yaml), "--follow"});
+}
+
 }  // namespace
 
 TEST_CASE("logs without flags asks for the latest attempt of every rank", "[cli][logs]") {
@@ -174,8 +181,7 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
   FakeServer& server = Server();
   TempDir dir;
   SECTION("a run that completes: exit 0") {
-    const Result result =
-        Mcli({"run", "submit", "-f", dir.Write("run.yaml", kRunYaml), "--follow"});
+    const Result result = SubmitFollow(dir, "train");
     INFO(result);
     REQUIRE(result.exit_code == 0);
     const auto lines = Lines(result.out);
@@ -195,9 +201,7 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
     CHECK((request.has_resumption_index() && request.resumption_index() == 0));
   }
   SECTION("a run that fails: exit 1 with its final status") {
-    std::string yaml = kRunYaml;
-    yaml.replace(yaml.find("name: train"), 11, "name: crash");
-    const Result result = Mcli({"run", "submit", "-f", dir.Write("run.yaml", yaml), "--follow"});
+    const Result result = SubmitFollow(dir, "crash");
     INFO(result);
     CHECK(result.exit_code == 1);
     const auto lines = Lines(result.out);
@@ -207,9 +211,7 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
           "Error: run crash-abc123 ended FAILED: Run failed with exit code 1 (rank 1 on node-a)\n");
   }
   SECTION("a run requeued after its first attempt: the logs of each attempt, exit 0") {
-    std::string yaml = kRunYaml;
-    yaml.replace(yaml.find("name: train"), 11, "name: requeue");
-    const Result result = Mcli({"run", "submit", "-f", dir.Write("run.yaml", yaml), "--follow"});
+    const Result result = SubmitFollow(dir, "requeue");
     INFO(result);
     REQUIRE(result.exit_code == 0);
     const auto lines = Lines(result.out);
@@ -229,9 +231,7 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
     CHECK(requests[1].follow());
   }
   SECTION("logs that cannot be shown are a warning; the run is still followed to its end") {
-    std::string yaml = kRunYaml;
-    yaml.replace(yaml.find("name: train"), 11, "name: nologs");
-    const Result result = Mcli({"run", "submit", "-f", dir.Write("run.yaml", yaml), "--follow"});
+    const Result result = SubmitFollow(dir, "nologs");
     INFO(result);
     CHECK(result.exit_code == 0);
     CHECK_THAT(Lines(result.out).back(), Catch::Contains("COMPLETED"));
