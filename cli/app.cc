@@ -50,6 +50,7 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
   AddNodeCommands(app, slot);
   AddConfigCommands(app, slot);
   AddAdminCommands(app, slot);
+  AddLogsCommands(app, slot);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "tessera/v1/logs.pb.h"
 
 namespace tessera::cli {
 
@@ -23,5 +24,14 @@ void AddNodeCommands(CLI::App& app, ActionSlot& slot);
 void AddConfigCommands(CLI::App& app, ActionSlot& slot);
 // mcli admin create-api-key|list-api-keys|revoke-api-key
 void AddAdminCommands(CLI::App& app, ActionSlot& slot);
+// mcli logs RUN [-f] [--rank N] [--node-rank N] [--resumption N | --prev] [--failed] [--tail N]
+//               [--first-exception]
+void AddLogsCommands(CLI::App& app, ActionSlot& slot);
+
+// Prints the lines of a GetLogs stream as mcli logs does (raw text, "[rank N] " first unless the
+// request selects one rank; JSON Lines with -o json) until the server ends the stream. Returns
+// kExitOk, or kExitInterrupted when Ctrl-C ended it; a failed stream throws CliError (exit 1).
+// Also used by mcli run submit --follow.
+int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& request);
 
 }  // namespace tessera::cli

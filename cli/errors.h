@@ -11,6 +11,8 @@ namespace tessera::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+// Ctrl-C ended a followed stream (128 + SIGINT, what a shell reports for a process it stopped).
+inline constexpr int kExitInterrupted = 130;
 
 class CliError : public std::runtime_error {
  public:

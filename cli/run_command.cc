@@ -1,5 +1,5 @@
 // mcli run -f FILE / mcli run submit -f FILE: parse the run YAML here, apply the overrides,
-// submit, print the run's name and, with --follow, its status changes until it ends.
+// submit, print the run's name and, with --follow, its status changes and logs until it ends.
 
 #include <memory>
 
@@ -36,7 +36,9 @@ void AddSubmitFlags(CLI::App* command, const std::shared_ptr<SubmitOptions>& opt
       "--name", [o](const std::string& name) { o->overrides.name = name; }, "Override name");
   command->add_option("--idempotency-key", o->idempotency_key,
                       "Key that makes a repeated submit create one run (default: random)");
-  command->add_flag("--follow", o->follow, "Print the run's status changes until it ends");
+  command->add_flag("--follow", o->follow,
+                    "Print the run's status changes and its logs until it ends (exit 0 if it "
+                    "completed)");
 }
 
 // The exit code for a run that ended: 0 when it completed; otherwise an error naming its status.
@@ -56,8 +58,12 @@ void PrintChange(CommandContext& context, const tessera::v1::RunChange& change) 
   }
 }
 
-// Watches the run until it reaches a terminal status, printing each change.
-int FollowRun(CommandContext& context, const std::string& name) {
+// Watches the run, printing its status changes (its current state first, unless that is the
+// status printed last), until `done(run)`; returns the run as it was then. `last` is the status
+// printed last, kept across calls.
+template <typename Done>
+tessera::v1::Run WatchUntil(CommandContext& context, const std::string& name,
+                            tessera::v1::RunStatus& last, Done&& done) {
   Connection& connection = context.connection();
   std::unique_ptr<RunService::Stub> stub = RunService::NewStub(connection.channel());
   tessera::v1::WatchRunsRequest request;
@@ -65,6 +71,11 @@ int FollowRun(CommandContext& context, const std::string& name) {
   const std::unique_ptr<grpc::ClientContext> stream_context = connection.StreamContext();
   std::unique_ptr<grpc::ClientReader<tessera::v1::RunChange>> reader =
       stub->WatchRuns(stream_context.get(), request);
+  const auto stop = [&](const tessera::v1::Run& run) {
+    stream_context->TryCancel();
+    reader->Finish();
+    return run;
+  };
 
   // The run may have moved (or ended) before the watch began: start from its current state.
   tessera::v1::GetRunRequest get;
@@ -73,27 +84,52 @@ int FollowRun(CommandContext& context, const std::string& name) {
   connection.Unary([&](grpc::ClientContext* c) { return stub->GetRun(c, get, &current); });
   tessera::v1::RunChange change;
   *change.mutable_run() = current.run();
-  PrintChange(context, change);
-  tessera::v1::RunStatus last = current.run().status();
-  if (IsTerminal(last)) {
-    stream_context->TryCancel();
-    reader->Finish();
-    return FinalStatus(current.run());
-  }
+  if (current.run().status() != last) PrintChange(context, change);
+  last = current.run().status();
+  if (done(current.run())) return stop(current.run());
   while (reader->Read(&change)) {
     if (change.run().name() != name) continue;
     const bool has_event = change.has_event() && change.event().type() != 0;
     if (change.run().status() == last && !has_event) continue;
     last = change.run().status();
     PrintChange(context, change);
-    if (IsTerminal(last)) {
-      stream_context->TryCancel();
-      reader->Finish();
-      return FinalStatus(change.run());
-    }
+    if (done(change.run())) return stop(change.run());
   }
   connection.Check(reader->Finish());
   ThrowFailure("the server ended the watch of run " + name + " before the run ended");
+}
+
+// Follows the logs of the run's current attempt until the attempt ends. Logs that cannot be
+// shown (a server without the log service) are a warning: the run is still followed.
+int FollowAttemptLogs(CommandContext& context, const tessera::v1::Run& run) {
+  tessera::v1::GetLogsRequest request;
+  request.set_run_name(run.name());
+  request.set_resumption_index(run.resumption_index());
+  request.set_follow(true);
+  try {
+    return PrintLogStream(context, request);
+  } catch (const CliError& e) {
+    context.err() << "Warning: cannot show the logs of run " << run.name() << ": " << e.what()
+                  << "\n";
+    return kExitOk;
+  }
+}
+
+// Prints the run's status changes until it runs, then its logs until that attempt ends, and so
+// on (a requeued run runs again as its next attempt) until the run ends; exit 0 when it
+// completed.
+int FollowRun(CommandContext& context, const std::string& name) {
+  tessera::v1::RunStatus last = tessera::v1::RUN_STATUS_UNSPECIFIED;
+  int followed_attempt = -1;  // the latest attempt whose logs were printed to their end
+  for (;;) {
+    const tessera::v1::Run run = WatchUntil(context, name, last, [&](const tessera::v1::Run& r) {
+      return IsTerminal(r.status()) || (r.status() == tessera::v1::RUN_STATUS_RUNNING &&
+                                        r.resumption_index() > followed_attempt);
+    });
+    if (IsTerminal(run.status())) return FinalStatus(run);
+    followed_attempt = run.resumption_index();
+    if (FollowAttemptLogs(context, run) == kExitInterrupted) return kExitInterrupted;
+  }
 }
 
 int Submit(CommandContext& context, const SubmitOptions& options) {

@@ -82,6 +82,7 @@ HandlerResult Dispatch(const RouteTable& table, WireRequest wire) {
     return ErrorResponse(st);
   }
 
+  if (const std::string* accept = Header(wire, "accept")) request.accept = *accept;
   if (const std::string* auth = Header(wire, "authorization")) {
     // Forwarded as gRPC metadata, which takes printable ASCII only.
     if (!Printable(*auth)) {

@@ -57,7 +57,8 @@ void RefuseBusy(int fd) {
 
 GatewayServer::GatewayServer(std::shared_ptr<grpc::Channel> upstream, GatewayOptions options)
     : options_(std::move(options)),
-      upstream_(std::make_shared<Upstream>(std::move(upstream), options_.upstream_timeout)),
+      upstream_(std::make_shared<Upstream>(std::move(upstream), options_.upstream_timeout,
+                                           options_.logs_channel)),
       routes_(BuildRouteTable(upstream_)) {}
 
 GatewayServer::~GatewayServer() { Shutdown(); }

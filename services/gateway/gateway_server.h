@@ -44,6 +44,9 @@ struct GatewayOptions {
   // Connections served at once; more are answered 503.
   std::size_t max_connections = 256;
   ConnectionLimits limits;  // body size (4 MiB), timeouts, SSE keep-alive
+  // The LogService's channel, when it runs apart from the other services; null: the upstream
+  // channel (the all-in-one server hosts it with the others).
+  std::shared_ptr<grpc::Channel> logs_channel;
 };
 
 class GatewayServer {

@@ -26,6 +26,7 @@ struct Request {
   std::string authorization;
   std::string idempotency_key;
   std::string last_event_id;
+  std::string accept;  // the Accept header, for routes that answer JSON or an event stream
   std::string body;
   // The matched route's parameters (what the values above were validated against).
   const std::vector<ParamSpec>* params = nullptr;

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tessera-gateway: JSON over HTTP for the Tessera API"};
   std::string listen = "127.0.0.1:8080";
   std::string upstream = "127.0.0.1:50051";
+  std::string logs_endpoint;
   std::string log_level = "info";
   std::string metrics_listen = "127.0.0.1:9465";
   int upstream_timeout_s = 30;
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "host:port to serve HTTP on (port 0: any)")
       ->capture_default_str();
   app.add_option("--upstream", upstream, "host:port of the gRPC API")->capture_default_str();
+  app.add_option("--logs-endpoint", logs_endpoint,
+                 "host:port of the log service (default: the --upstream endpoint)");
   app.add_option("--metrics-listen", metrics_listen, "host:port for /metrics and /healthz")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
@@ -45,6 +48,11 @@ int main(int argc, char** argv) {
     spdlog::error("{}", up.status().ToString());
     return 2;
   }
+  if (logs_endpoint.empty()) logs_endpoint = upstream;
+  if (auto logs = tessera::ParseListenAddress("--logs-endpoint", logs_endpoint); !logs.ok()) {
+    spdlog::error("{}", logs.status().ToString());
+    return 2;
+  }
 
   auto metrics_address = tessera::ParseListenAddress("--metrics-listen", metrics_listen);
   if (!metrics_address.ok()) {
@@ -62,6 +70,9 @@ int main(int argc, char** argv) {
   tessera::gateway::GatewayOptions options;
   options.upstream_timeout = std::chrono::seconds(upstream_timeout_s);
   options.max_connections = max_connections;
+  if (logs_endpoint != upstream) {
+    options.logs_channel = grpc::CreateChannel(logs_endpoint, grpc::InsecureChannelCredentials());
+  }
   tessera::gateway::GatewayServer gateway(
       grpc::CreateChannel(upstream, grpc::InsecureChannelCredentials()), options);
   if (auto st = gateway.Start(address->first, static_cast<std::uint16_t>(address->second));
@@ -69,7 +80,7 @@ int main(int argc, char** argv) {
     spdlog::error("{}", st.ToString());
     return 1;
   }
-  spdlog::info("gateway: forwarding to gRPC at {}", upstream);
+  spdlog::info("gateway: forwarding to gRPC at {} (logs: {})", upstream, logs_endpoint);
 
   sigset_t set;
   sigemptyset(&set);

@@ -74,7 +74,9 @@ json JsonContent(json schema) {
 }
 
 json EventStreamContent(const Route& r, json& schemas) {
-  json data = r.stream_message != nullptr ? SchemaRef(r.stream_message, schemas) : json::object();
+  json data = r.stream_schema               ? r.stream_schema(schemas)
+              : r.stream_message != nullptr ? SchemaRef(r.stream_message, schemas)
+                                            : json::object();
   return json{{"text/event-stream",
                {{"schema",
                  {{"type", "string"},
@@ -83,6 +85,12 @@ json EventStreamContent(const Route& r, json& schemas) {
                                       "event carries an Error if the stream fails."}}},
                 {"x-event-name", r.event_name},
                 {"x-event-data", data}}}};
+}
+
+json ResponseSchema(const Route& r, json& schemas) {
+  if (r.response_schema) return r.response_schema(schemas);
+  if (r.response != nullptr) return SchemaRef(r.response, schemas);
+  return json{{"type", "object"}};
 }
 
 json Operation(const Route& r, json& schemas) {
@@ -97,15 +105,14 @@ json Operation(const Route& r, json& schemas) {
   json ok = {{"description", "OK"}};
   switch (r.response_kind) {
     case ResponseKind::kJson:
-      ok["content"] = JsonContent(r.response != nullptr ? SchemaRef(r.response, schemas)
-                                                        : json{{"type", "object"}});
+      ok["content"] = JsonContent(ResponseSchema(r, schemas));
       break;
     case ResponseKind::kEventStream:
       ok["content"] = EventStreamContent(r, schemas);
       break;
     case ResponseKind::kJsonOrEventStream: {
       json content = EventStreamContent(r, schemas);
-      content["application/json"] = {{"schema", SchemaRef(r.response, schemas)}};
+      content["application/json"] = {{"schema", ResponseSchema(r, schemas)}};
       ok["content"] = content;
       break;
     }

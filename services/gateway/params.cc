@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "services/common/utf8.h"
 
 namespace tessera::gateway {
 namespace {
@@ -303,42 +304,7 @@ absl::StatusOr<std::string> DecodePathSegment(std::string_view segment) {
   return PercentDecode(segment, /*plus_is_space=*/false);
 }
 
-bool IsValidUtf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    std::uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      n = 1;
-      cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;
-    for (std::size_t k = 1; k <= n; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    // Overlong forms, surrogates, and code points past U+10FFFF.
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
-      return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
+bool IsValidUtf8(std::string_view s) { return tessera::IsValidUtf8(s); }
 
 absl::Status BindQuery(const std::vector<ParamSpec>& params,
                        const std::vector<std::pair<std::string, std::string>>& pairs,

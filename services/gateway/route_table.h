@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,10 @@ namespace tessera::gateway {
 
 // Called on the connection's thread with a request whose parameters are validated.
 using Handler = std::function<HandlerResult(const Request&)>;
+
+// For a shape the gateway prints itself rather than a message's JSON mapping: returns its schema
+// for the OpenAPI document (usually a $ref), adding what it refers to under `schemas`.
+using SchemaBuilder = std::function<nlohmann::json(nlohmann::json& schemas)>;
 
 enum class ResponseKind {
   kJson,               // application/json of `response`
@@ -41,6 +46,10 @@ struct Route {
   // Streams: the message each event's data carries, and the SSE event name.
   const google::protobuf::Descriptor* stream_message = nullptr;
   std::string event_name = {};
+  // When set, these describe the JSON response and each event's data instead of `response` and
+  // `stream_message`.
+  SchemaBuilder response_schema = {};
+  SchemaBuilder stream_schema = {};
   ResponseKind response_kind = ResponseKind::kJson;
   bool requires_auth = true;
   Handler handler = {};

@@ -20,6 +20,7 @@ ParamSpec LimitParam() {
 RouteTable BuildRouteTable(std::shared_ptr<Upstream> upstream) {
   RouteTable t;
   AddRunRoutes(t, upstream);
+  AddLogRoutes(t, upstream);
   AddNodeRoutes(t, upstream);
   AddHealthRoutes(t, upstream);
   AddAdminRoutes(t, upstream);

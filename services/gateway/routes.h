@@ -8,12 +8,14 @@
 
 namespace tessera::gateway {
 
-// The whole table: runs, nodes, health, admin, then /api/v1/openapi.json (rendered from the
+// The whole table: runs, logs, nodes, health, admin, then /api/v1/openapi.json (rendered from the
 // table itself) and /healthz. Check status() of the result.
 RouteTable BuildRouteTable(std::shared_ptr<Upstream> upstream);
 
 // /api/v1/runs... (RunService).
 void AddRunRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
+// /api/v1/runs/{name}/logs (LogService).
+void AddLogRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
 // /api/v1/nodes..., /api/v1/events, /api/v1/queue (SchedulerService, CordonService).
 void AddNodeRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
 // /api/v1/health/... (HealthService).

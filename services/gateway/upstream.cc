@@ -6,14 +6,16 @@ namespace tessera::gateway {
 
 UpstreamCall::~UpstreamCall() { upstream_.Forget(this); }
 
-Upstream::Upstream(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds unary_timeout)
+Upstream::Upstream(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds unary_timeout,
+                   std::shared_ptr<grpc::Channel> logs_channel)
     : channel_(std::move(channel)),
       unary_timeout_(unary_timeout),
       runs_(v1::RunService::NewStub(channel_)),
       scheduler_(v1::SchedulerService::NewStub(channel_)),
       cordon_(v1::CordonService::NewStub(channel_)),
       health_(v1::HealthService::NewStub(channel_)),
-      admin_(v1::AdminService::NewStub(channel_)) {}
+      admin_(v1::AdminService::NewStub(channel_)),
+      logs_(v1::LogService::NewStub(logs_channel != nullptr ? logs_channel : channel_)) {}
 
 std::unique_ptr<UpstreamCall> Upstream::NewUnaryCall(const std::string& authorization) {
   return NewCall(authorization, /*with_deadline=*/true);

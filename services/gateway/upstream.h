@@ -1,6 +1,7 @@
 #pragma once
-// The gRPC side of the gateway: one stub per service over one channel, and the contexts of the
-// calls in flight, so that shutting the gateway down cancels them instead of waiting for them.
+// The gRPC side of the gateway: one stub per service over one channel (the LogService may have
+// its own), and the contexts of the calls in flight, so that shutting the gateway down cancels
+// them instead of waiting for them.
 
 #include <grpcpp/grpcpp.h>
 
@@ -13,6 +14,7 @@
 #include "tessera/v1/admin.grpc.pb.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/health.grpc.pb.h"
+#include "tessera/v1/logs.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 
@@ -41,14 +43,17 @@ class UpstreamCall {
 
 class Upstream {
  public:
-  // `unary_timeout`: the deadline of every unary call (streams get none).
-  Upstream(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds unary_timeout);
+  // `unary_timeout`: the deadline of every unary call (streams get none). `logs_channel` reaches
+  // the LogService, which may run apart from the others; null: `channel` does.
+  Upstream(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds unary_timeout,
+           std::shared_ptr<grpc::Channel> logs_channel = nullptr);
 
   v1::RunService::Stub& runs() { return *runs_; }
   v1::SchedulerService::Stub& scheduler() { return *scheduler_; }
   v1::CordonService::Stub& cordon() { return *cordon_; }
   v1::HealthService::Stub& health() { return *health_; }
   v1::AdminService::Stub& admin() { return *admin_; }
+  v1::LogService::Stub& logs() { return *logs_; }
 
   // A context for one call. `authorization` is forwarded unchanged when not empty. Once
   // CancelAll has run, new calls are cancelled from the start.
@@ -70,6 +75,7 @@ class Upstream {
   std::unique_ptr<v1::CordonService::Stub> cordon_;
   std::unique_ptr<v1::HealthService::Stub> health_;
   std::unique_ptr<v1::AdminService::Stub> admin_;
+  std::unique_ptr<v1::LogService::Stub> logs_;
 
   std::mutex mu_;
   std::set<UpstreamCall*> calls_;

@@ -1,7 +1,7 @@
 #pragma once
-// Fake RunService, SchedulerService, CordonService and AdminService on a real gRPC server at
-// 127.0.0.1:0, for running the real mcli binary against. The fakes record every request and
-// answer UNAUTHENTICATED unless the call carries `authorization: Bearer test-key`.
+// Fake RunService, SchedulerService, CordonService, AdminService and LogService on a real gRPC
+// server at 127.0.0.1:0, for running the real mcli binary against. The fakes record every request
+// and answer UNAUTHENTICATED unless the call carries `authorization: Bearer test-key`.
 
 #include <grpcpp/grpcpp.h>
 
@@ -9,12 +9,14 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "tessera/v1/admin.grpc.pb.h"
 #include "tessera/v1/cordon.grpc.pb.h"
+#include "tessera/v1/logs.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 
@@ -105,8 +107,39 @@ class FakeRunService : public v1::RunService::Service {
   Status GetRun(ServerContext* context, const v1::GetRunRequest* request,
                 v1::GetRunResponse* response) override {
     if (Status auth = recorder_.Authorize(context); !auth.ok()) return auth;
-    *response->mutable_run() = SampleRun(request->name(), v1::RUN_STATUS_PENDING);
+    std::lock_guard<std::mutex> lock(mu);
+    const auto latest = after_attempts.find(request->name());
+    *response->mutable_run() = latest != after_attempts.end()
+                                   ? latest->second
+                                   : SampleRun(request->name(), v1::RUN_STATUS_PENDING);
     return Status::OK;
+  }
+
+  // The run's attempt `resumption_index` ended (its followed logs did): "crash-*" runs fail,
+  // "requeue-*" runs go back to the queue after attempt 0 (then complete), others complete.
+  void EndAttempt(const std::string& name, int resumption_index) {
+    v1::Run run = SampleRun(name, v1::RUN_STATUS_COMPLETED);
+    run.set_status_reason("Run completed");
+    run.set_resumption_index(resumption_index);
+    if (name.rfind("crash", 0) == 0) {
+      run.set_status(v1::RUN_STATUS_FAILED);
+      run.set_status_reason("Run failed with exit code 1 (rank 1 on node-a)");
+    } else if (name.rfind("requeue", 0) == 0 && resumption_index == 0) {
+      run.set_status(v1::RUN_STATUS_QUEUED);
+      run.set_status_reason("Run was placed back in the queue (node-a failed)");
+      run.set_resumption_index(1);
+    }
+    *run.mutable_updated_at() = At(kT0 + 10 + resumption_index);
+    std::lock_guard<std::mutex> lock(mu);
+    after_attempts[name] = run;
+  }
+
+  // The run as its last ended attempt left it, if one ended.
+  std::optional<v1::Run> AfterAttempts(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto latest = after_attempts.find(name);
+    if (latest == after_attempts.end()) return std::nullopt;
+    return latest->second;
   }
 
   Status ListRuns(ServerContext* context, const v1::ListRunsRequest* request,
@@ -166,27 +199,32 @@ class FakeRunService : public v1::RunService::Service {
     return Status::OK;
   }
 
-  // Streams the run through STARTING, RUNNING and COMPLETED.
+  // Streams the run's next attempt through STARTING and RUNNING; the attempt ends when its logs
+  // were followed to their end (EndAttempt), as with a real run. A run that has ended gets no
+  // changes. The stream stays open: mcli must end it itself.
   Status WatchRuns(ServerContext* context, const v1::WatchRunsRequest* request,
                    grpc::ServerWriter<v1::RunChange>* writer) override {
     if (Status auth = recorder_.Authorize(context); !auth.ok()) return auth;
     const std::string name = request->filter().name_globs_size() > 0
                                  ? request->filter().name_globs(0)
                                  : std::string("unknown");
-    const std::pair<v1::RunStatus, const char*> steps[] = {
-        {v1::RUN_STATUS_STARTING, "Run was placed on node-a"},
-        {v1::RUN_STATUS_RUNNING, "Run started"},
-        {v1::RUN_STATUS_COMPLETED, "Run completed"}};
-    int64_t offset = 1;
-    for (const auto& [status, message] : steps) {
-      v1::RunChange change;
-      *change.mutable_run() = SampleRun(name, status);
-      change.mutable_event()->set_type(v1::RUN_EVENT_TYPE_STARTED);
-      change.mutable_event()->set_message(message);
-      *change.mutable_event()->mutable_time() = At(kT0 + offset++);
-      if (!writer->Write(change)) break;
+    const std::optional<v1::Run> latest = AfterAttempts(name);
+    if (!latest.has_value() || latest->status() == v1::RUN_STATUS_QUEUED) {
+      const int attempt = latest.has_value() ? latest->resumption_index() : 0;
+      const std::pair<v1::RunStatus, const char*> steps[] = {
+          {v1::RUN_STATUS_STARTING, "Run was placed on node-a"},
+          {v1::RUN_STATUS_RUNNING, "Run started"}};
+      int64_t offset = 1 + 20 * attempt;
+      for (const auto& [status, message] : steps) {
+        v1::RunChange change;
+        *change.mutable_run() = SampleRun(name, status);
+        change.mutable_run()->set_resumption_index(attempt);
+        change.mutable_event()->set_type(v1::RUN_EVENT_TYPE_STARTED);
+        change.mutable_event()->set_message(message);
+        *change.mutable_event()->mutable_time() = At(kT0 + offset++);
+        if (!writer->Write(change)) break;
+      }
     }
-    // Hold the stream open: mcli must end it itself once the run has ended.
     while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return Status::OK;
   }
@@ -196,15 +234,97 @@ class FakeRunService : public v1::RunService::Service {
     submits.clear();
     lists.clear();
     stops.clear();
+    after_attempts.clear();
   }
 
   std::mutex mu;
   std::vector<v1::SubmitRunRequest> submits;
   std::vector<v1::ListRunsRequest> lists;
   std::vector<v1::StopRunRequest> stops;
+  std::map<std::string, v1::Run> after_attempts;
 
  private:
   Recorder& recorder_;
+};
+
+// Three lines of the latest attempt, in time order: rank 0 stdout, rank 1 stderr, and rank 0
+// again with a byte that is not UTF-8. --rank filters them. With follow, the lines come 300 ms
+// apart, then the attempt ends (see FakeRunService::EndAttempt), except for the run
+// "endless", whose stream stays open until mcli cancels it. The run "missing" does not exist;
+// "nologs-*" runs have no logs (UNIMPLEMENTED, as from a server without a log service).
+class FakeLogService : public v1::LogService::Service {
+ public:
+  FakeLogService(Recorder& recorder, FakeRunService& runs) : recorder_(recorder), runs_(runs) {}
+
+  Status GetLogs(ServerContext* context, const v1::GetLogsRequest* request,
+                 grpc::ServerWriter<v1::LogLine>* writer) override {
+    if (Status auth = recorder_.Authorize(context); !auth.ok()) return auth;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      requests.push_back(*request);
+    }
+    if (request->run_name() == "missing") {
+      return Status(grpc::StatusCode::NOT_FOUND, "run \"missing\" not found");
+    }
+    if (request->run_name().rfind("nologs", 0) == 0) {  // its attempt ends unseen
+      runs_.EndAttempt(request->run_name(), 0);
+      return Status(grpc::StatusCode::UNIMPLEMENTED, "");
+    }
+    const struct {
+      int rank;
+      v1::LogStream stream;
+      const char* text;
+    } lines[] = {{0, v1::LOG_STREAM_STDOUT, "step 1 loss 2.50"},
+                 {1, v1::LOG_STREAM_STDERR, "warning: slow data loader"},
+                 {0, v1::LOG_STREAM_STDOUT, "bad \xff byte"}};
+    int64_t sequence[2][3] = {};
+    int i = 0;
+    for (const auto& spec : lines) {
+      ++i;
+      if (request->has_rank() && request->rank() != spec.rank) continue;
+      v1::LogLine line;
+      line.set_run_id("id-" + request->run_name());
+      line.set_resumption_index(request->resumption_index());
+      line.set_rank(spec.rank);
+      line.set_node_rank(0);
+      line.set_node_name("node-a");
+      line.set_stream(spec.stream);
+      line.set_sequence(sequence[spec.rank][spec.stream]++);
+      *line.mutable_time() = At(kT0 + i);
+      line.set_text(spec.text);
+      if (!writer->Write(line)) return Status::OK;
+      if (request->follow()) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    if (!request->follow()) return Status::OK;
+    if (request->run_name() == "endless") {
+      while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::lock_guard<std::mutex> lock(mu);
+      ++cancelled;
+      return Status(grpc::StatusCode::CANCELLED, "cancelled");
+    }
+    runs_.EndAttempt(request->run_name(),
+                     request->has_resumption_index() ? request->resumption_index() : 0);
+    return Status::OK;
+  }
+
+  void Reset() {
+    std::lock_guard<std::mutex> lock(mu);
+    requests.clear();
+    cancelled = 0;
+  }
+
+  std::vector<v1::GetLogsRequest> Requests() {
+    std::lock_guard<std::mutex> lock(mu);
+    return requests;
+  }
+
+  std::mutex mu;
+  std::vector<v1::GetLogsRequest> requests;
+  int cancelled = 0;
+
+ private:
+  Recorder& recorder_;
+  FakeRunService& runs_;
 };
 
 class FakeSchedulerService : public v1::SchedulerService::Service {
@@ -297,13 +417,19 @@ class FakeAdminService : public v1::AdminService::Service {
 
 class FakeServer {
  public:
-  FakeServer() : runs(recorder), scheduler(recorder), cordon(recorder), admin(recorder) {
+  FakeServer()
+      : runs(recorder),
+        scheduler(recorder),
+        cordon(recorder),
+        admin(recorder),
+        logs(recorder, runs) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&runs);
     builder.RegisterService(&scheduler);
     builder.RegisterService(&cordon);
     builder.RegisterService(&admin);
+    builder.RegisterService(&logs);
     server_ = builder.BuildAndStart();
     REQUIRE(server_ != nullptr);
     REQUIRE(port_ > 0);
@@ -315,6 +441,7 @@ class FakeServer {
     recorder.Reset();
     runs.Reset();
     cordon.Reset();
+    logs.Reset();
   }
 
   Recorder recorder;
@@ -322,6 +449,7 @@ class FakeServer {
   FakeSchedulerService scheduler;
   FakeCordonService cordon;
   FakeAdminService admin;
+  FakeLogService logs;
 
  private:
   int port_ = 0;

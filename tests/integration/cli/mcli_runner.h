@@ -66,9 +66,11 @@ inline std::ostream& operator<<(std::ostream& os, const Result& result) {
             << result.err;
 }
 
-// Runs the mcli binary with exactly `env` as its environment; kills it after 60 s.
+// Runs the mcli binary with exactly `env` as its environment; kills it after 60 s. With
+// `interrupt_after_lines`, sends it SIGINT (Ctrl-C) once it has printed that many lines.
 inline Result RunMcli(const std::vector<std::string>& args,
-                      const std::map<std::string, std::string>& env) {
+                      const std::map<std::string, std::string>& env,
+                      size_t interrupt_after_lines = 0) {
   int out_pipe[2];
   int err_pipe[2];
   REQUIRE(pipe2(out_pipe, O_CLOEXEC) == 0);
@@ -121,6 +123,10 @@ inline Result RunMcli(const std::vector<std::string>& args,
           for (ssize_t j = 0; j < n; ++j) {
             if (buffer[j] == '\n') result.out_line_times.push_back(now);
           }
+          if (interrupt_after_lines > 0 && result.out_line_times.size() >= interrupt_after_lines) {
+            kill(pid, SIGINT);
+            interrupt_after_lines = 0;
+          }
         }
       } else {
         close(fds[i].fd);
@@ -140,7 +146,8 @@ inline Result RunMcli(const std::vector<std::string>& args,
 
 // mcli against the fake server, with the right key, a private HOME and UTC times.
 inline Result Mcli(const std::vector<std::string>& args,
-                   std::map<std::string, std::string> overrides = {}) {
+                   std::map<std::string, std::string> overrides = {},
+                   size_t interrupt_after_lines = 0) {
   static TempDir home;
   std::map<std::string, std::string> env = {{"HOME", home.path},
                                             {"PATH", "/usr/bin:/bin"},
@@ -154,7 +161,7 @@ inline Result Mcli(const std::vector<std::string>& args,
       env[name] = value;
     }
   }
-  return RunMcli(args, env);
+  return RunMcli(args, env, interrupt_after_lines);
 }
 
 inline std::vector<std::string> Lines(const std::string& text) {

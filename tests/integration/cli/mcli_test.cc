@@ -1,7 +1,7 @@
 // The real mcli binary, run as a subprocess, against fake RunService, SchedulerService,
-// CordonService and AdminService implementations on a real gRPC server at 127.0.0.1:0. The
-// fakes record every request and answer UNAUTHENTICATED unless the call carries
-// `authorization: Bearer test-key`.
+// CordonService and AdminService implementations on a real gRPC server at 127.0.0.1:0 (mcli logs
+// and run submit --follow: logs_test.cc). The fakes record every request and answer
+// UNAUTHENTICATED unless the call carries `authorization: Bearer test-key`.
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -79,22 +79,6 @@ TEST_CASE("a bad run YAML fails with its line and sends nothing", "[cli][submit]
   CHECK(unknown_result.exit_code == 2);
   CHECK_THAT(unknown_result.err, Catch::Contains("line 4") && Catch::Contains("compute.gpu"));
   CHECK(server.recorder.calls() == 0);
-}
-
-TEST_CASE("run submit --follow prints status changes until the run ends", "[cli][submit]") {
-  Server();
-  TempDir dir;
-  const std::string file = dir.Write("run.yaml", kRunYaml);
-  const Result result = Mcli({"run", "submit", "-f", file, "--follow"});
-  INFO(result);
-  REQUIRE(result.exit_code == 0);
-  const auto lines = Lines(result.out);
-  REQUIRE(lines.size() == 5);
-  CHECK(lines[0] == "train-abc123");
-  CHECK_THAT(lines[1], Catch::Contains("PENDING"));
-  CHECK(lines[2] == "2023-11-14 22:13:21  STARTING     Run was placed on node-a");
-  CHECK(lines[3] == "2023-11-14 22:13:22  RUNNING      Run started");
-  CHECK(lines[4] == "2023-11-14 22:13:23  COMPLETED    Run completed");
 }
 
 TEST_CASE("get runs prints an aligned table and sends the filter", "[cli][get]") {

@@ -101,6 +101,21 @@ TEST_CASE("a bad run YAML fails before any server is dialled", "[cli][args]") {
   CheckUsageError(Mcli({"run", "-f", path, "--gpus", "-2"}), "compute.gpus");
 }
 
+TEST_CASE("mcli logs: bad flags exit 2 with one line naming them, before any call",
+          "[cli][args][logs]") {
+  // The endpoint is unreachable: getting past the arguments would be exit 1, not 2.
+  CheckUsageError(Mcli({"logs"}), "RUN");
+  CheckUsageError(Mcli({"logs", "r", "--prev", "--resumption", "1"}), "--prev and --resumption");
+  CheckUsageError(Mcli({"logs", "r", "--rank", "-1"}), "--rank: expected a whole number");
+  CheckUsageError(Mcli({"logs", "r", "--node-rank", "one"}), "--node-rank");
+  CheckUsageError(Mcli({"logs", "r", "--resumption", "-2"}), "--resumption");
+  CheckUsageError(Mcli({"logs", "r", "--tail", "0"}), "at least 1");
+  CheckUsageError(Mcli({"logs", "r", "--since", "1h"}), "--since");
+  const Result help = Mcli({"logs", "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Catch::Contains("--first-exception") && Catch::Contains("--prev"));
+}
+
 TEST_CASE("help and version exit 0", "[cli][args]") {
   Result help = Mcli({"--help"});
   CHECK(help.exit_code == 0);

@@ -16,6 +16,7 @@
 #include "tessera/v1/admin.grpc.pb.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/health.grpc.pb.h"
+#include "tessera/v1/logs.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 
@@ -330,6 +331,33 @@ class FakeAdmin final : public v1::AdminService::Service {
 
  private:
   Recorder& rec_;
+};
+
+// Streams `events` log lines as StreamControl says: ranks alternate 0, 1 (rank 1's lines on
+// stderr), and line 2 is not valid UTF-8.
+class FakeLogs final : public v1::LogService::Service {
+ public:
+  FakeLogs(Recorder& rec, StreamControl& stream) : rec_(rec), stream_(stream) {}
+  grpc::Status GetLogs(grpc::ServerContext* c, const v1::GetLogsRequest* r,
+                       grpc::ServerWriter<v1::LogLine>* w) override {
+    if (grpc::Status st = rec_.Record(c, "GetLogs", *r); !st.ok()) return st;
+    return stream_.Serve(c, w, [r](int i) {
+      v1::LogLine line;
+      line.set_run_id("id-" + r->run_name());
+      line.set_rank(i % 2);
+      line.set_node_rank(0);
+      line.set_node_name("node-1");
+      line.set_stream(i % 2 == 0 ? v1::LOG_STREAM_STDOUT : v1::LOG_STREAM_STDERR);
+      line.set_sequence(i / 2);
+      line.mutable_time()->set_seconds(1700000000 + i);
+      line.set_text(i == 2 ? std::string("bad \xff byte") : "line " + std::to_string(i));
+      return line;
+    });
+  }
+
+ private:
+  Recorder& rec_;
+  StreamControl& stream_;
 };
 
 }  // namespace tessera::gateway::testing

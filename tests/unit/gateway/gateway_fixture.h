@@ -47,7 +47,12 @@ struct HttpResult {
 class GatewayFixture {
  public:
   explicit GatewayFixture(gateway::GatewayOptions options = {})
-      : runs_(rec, stream), scheduler_(rec), cordon_(rec, stream), health_(rec), admin_(rec) {
+      : runs_(rec, stream),
+        scheduler_(rec),
+        cordon_(rec, stream),
+        health_(rec),
+        admin_(rec),
+        logs_(rec, stream) {
     spdlog::set_level(spdlog::level::warn);  // no access log in test output
     grpc::ServerBuilder builder;
     int port = 0;
@@ -57,6 +62,7 @@ class GatewayFixture {
     builder.RegisterService(&cordon_);
     builder.RegisterService(&health_);
     builder.RegisterService(&admin_);
+    builder.RegisterService(&logs_);
     server_ = builder.BuildAndStart();
     REQUIRE(server_ != nullptr);
     REQUIRE(port != 0);
@@ -122,6 +128,7 @@ class GatewayFixture {
   FakeCordon cordon_;
   FakeHealth health_;
   FakeAdmin admin_;
+  FakeLogs logs_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<GatewayServer> gateway_;
 };

@@ -1,0 +1,195 @@
+// mcli logs RUN: a run's output from the log service, as the ranks printed it; -f follows it
+// live until the attempt ends or the user presses Ctrl-C.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "cli/commands.h"
+#include "services/common/utf8.h"
+#include "tessera/v1/logs.grpc.pb.h"
+
+namespace tessera::cli {
+namespace {
+
+struct LogsOptions {
+  std::string run;
+  bool follow = false;
+  std::optional<int> rank;
+  std::optional<int> node_rank;
+  std::optional<int> resumption;
+  bool previous = false;
+  bool failed = false;
+  int tail = 0;
+  bool first_exception = false;
+};
+
+tessera::v1::GetLogsRequest RequestFrom(const LogsOptions& options) {
+  if (options.previous && options.resumption.has_value()) {
+    ThrowUsage("--prev and --resumption both choose the attempt; give one of them");
+  }
+  tessera::v1::GetLogsRequest request;
+  request.set_run_name(options.run);
+  if (options.rank) request.set_rank(*options.rank);
+  if (options.node_rank) request.set_node_rank(*options.node_rank);
+  if (options.resumption) request.set_resumption_index(*options.resumption);
+  request.set_previous(options.previous);
+  request.set_failed(options.failed);
+  request.set_tail(options.tail);
+  request.set_follow(options.follow);
+  request.set_first_exception(options.first_exception);
+  return request;
+}
+
+// Whether the request asks for one rank's output, so that lines need no "[rank N] " prefix.
+bool OneRank(const tessera::v1::GetLogsRequest& request) {
+  return request.has_rank() || request.failed() || request.first_exception();
+}
+
+// A log line as JSON: protobuf's mapping, except that `text` is a string (invalid UTF-8 bytes
+// replaced by U+FFFD); the exact bytes are in `text_base64` when the text was not valid UTF-8.
+Json LogLineJson(const tessera::v1::LogLine& line) {
+  Json json = MessageToJson(line);
+  if (!IsValidUtf8(line.text())) json["text_base64"] = json["text"];
+  json["text"] = ToValidUtf8(line.text());
+  return json;
+}
+
+void PrintLine(CommandContext& context, const tessera::v1::LogLine& line, bool prefix) {
+  if (context.format() != OutputFormat::kTable) {
+    PrintStreamedDocument(context.out(), context.format(), LogLineJson(line));
+    return;
+  }
+  std::ostream& out = context.out();
+  if (prefix) out << "[rank " << line.rank() << "] ";
+  out.write(line.text().data(), static_cast<std::streamsize>(line.text().size()));
+  out << '\n';
+}
+
+// While it lives, Ctrl-C (SIGINT) cancels `call` instead of killing mcli, so that a stream ends
+// cleanly: everything received is printed and the command returns kExitInterrupted. The signal
+// handler only writes to a pipe; a thread turns that into TryCancel, which is not safe to call
+// from a handler.
+class CancelOnInterrupt {
+ public:
+  explicit CancelOnInterrupt(grpc::ClientContext* call) {
+    if (::pipe2(pipe_, O_CLOEXEC) != 0) return;  // no pipe: Ctrl-C keeps its default
+    write_fd_.store(pipe_[1]);
+    struct sigaction action = {};
+    action.sa_handler = OnSignal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &previous_);
+    watcher_ = std::thread([this, call] {
+      char c = 0;
+      while (::read(pipe_[0], &c, 1) == 1 && c == 'i') {
+        interrupted_.store(true);
+        call->TryCancel();
+      }
+    });
+  }
+
+  ~CancelOnInterrupt() {
+    if (!watcher_.joinable()) return;
+    ::sigaction(SIGINT, &previous_, nullptr);
+    write_fd_.store(-1);
+    [[maybe_unused]] const ssize_t n = ::write(pipe_[1], "q", 1);
+    watcher_.join();
+    ::close(pipe_[0]);
+    ::close(pipe_[1]);
+  }
+
+  CancelOnInterrupt(const CancelOnInterrupt&) = delete;
+  CancelOnInterrupt& operator=(const CancelOnInterrupt&) = delete;
+
+  bool interrupted() const { return interrupted_.load(); }
+
+ private:
+  static void OnSignal(int) {
+    const int fd = write_fd_.load();
+    if (fd >= 0) {
+      [[maybe_unused]] const ssize_t n = ::write(fd, "i", 1);
+    }
+  }
+
+  static inline std::atomic<int> write_fd_{-1};
+  int pipe_[2] = {-1, -1};
+  struct sigaction previous_ = {};
+  std::thread watcher_;
+  std::atomic<bool> interrupted_{false};
+};
+
+// A whole number of at least `min`; the error names what was given.
+CLI::Validator AtLeast(int min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        int value = 0;
+        if (CLI::detail::lexical_cast(text, value) && value >= min) return {};
+        return "expected a whole number of at least " + std::to_string(min) + ", got \"" + text +
+               "\"";
+      },
+      ">=" + std::to_string(min));
+}
+
+int Logs(CommandContext& context, const LogsOptions& options) {
+  return PrintLogStream(context, RequestFrom(options));
+}
+
+}  // namespace
+
+int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& request) {
+  Connection& connection = context.connection();
+  std::unique_ptr<tessera::v1::LogService::Stub> stub =
+      tessera::v1::LogService::NewStub(connection.channel());
+  // No deadline even without follow: a long log may take longer than a unary call's 30 s.
+  const std::unique_ptr<grpc::ClientContext> call = connection.StreamContext();
+  const CancelOnInterrupt interrupt(call.get());
+  std::unique_ptr<grpc::ClientReader<tessera::v1::LogLine>> reader =
+      stub->GetLogs(call.get(), request);
+  const bool prefix = !OneRank(request);
+  tessera::v1::LogLine line;
+  while (reader->Read(&line)) {
+    PrintLine(context, line, prefix);
+    if (request.follow()) context.out().flush();
+  }
+  context.out().flush();
+  const grpc::Status status = reader->Finish();
+  if (interrupt.interrupted()) return kExitInterrupted;
+  connection.Check(status);
+  return kExitOk;
+}
+
+void AddLogsCommands(CLI::App& app, ActionSlot& slot) {
+  auto options = std::make_shared<LogsOptions>();
+  LogsOptions* o = options.get();
+  CLI::App* logs = app.add_subcommand(
+      "logs", "Print a run's output (the latest attempt, every rank, ordered by time)");
+  logs->add_option("RUN", o->run, "Run name (the full name, as mcli get runs shows it)")
+      ->required();
+  logs->add_flag("-f,--follow", o->follow,
+                 "Keep printing new lines until the attempt ends (Ctrl-C to stop)");
+  logs->add_option_function<int>(
+          "--rank", [o](const int& rank) { o->rank = rank; }, "Only this rank's output")
+      ->check(AtLeast(0));
+  logs->add_option_function<int>(
+          "--node-rank", [o](const int& node_rank) { o->node_rank = node_rank; },
+          "Only the output of the ranks on this node (by node rank)")
+      ->check(AtLeast(0));
+  logs->add_option_function<int>(
+          "--resumption", [o](const int& index) { o->resumption = index; },
+          "This attempt (resumption index 0, 1, ...) instead of the latest")
+      ->check(AtLeast(0));
+  logs->add_flag("--prev", o->previous, "The attempt before the latest");
+  logs->add_flag("--failed", o->failed,
+                 "Only the first failed rank's output (the default for a failed run)");
+  logs->add_option("--tail", o->tail, "Only the last N lines")->check(AtLeast(1));
+  logs->add_flag("--first-exception", o->first_exception,
+                 "Only the first exception (Python traceback, C++ terminate) and its context");
+  OnParsed(logs, slot, [options](CommandContext& context) { return Logs(context, *options); });
+}
+
+}  // namespace tessera::cli

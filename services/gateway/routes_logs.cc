@@ -1,0 +1,135 @@
+// /api/v1/runs/{name}/logs: LogService.GetLogs over REST, as one JSON document or as Server-Sent
+// Events. A log line's text is bytes in the proto; here it is a UTF-8 string (see LogLineJson).
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "services/common/utf8.h"
+#include "services/gateway/proto_schema.h"
+#include "services/gateway/route_helpers.h"
+#include "services/gateway/routes.h"
+
+namespace tessera::gateway {
+namespace {
+
+using nlohmann::json;
+
+// A log line as the REST API prints it: the LogLine's JSON mapping, except that `text` is a
+// string (bytes that are not UTF-8 replaced by U+FFFD) rather than base64, and `text_base64`
+// carries the exact bytes only when they were not valid UTF-8, so that nothing is lost.
+json LogLineJson(const v1::LogLine& line) {
+  json out = json::parse(ToJson(line));
+  if (!IsValidUtf8(line.text())) out["text_base64"] = out["text"];
+  out["text"] = ToValidUtf8(line.text());
+  return out;
+}
+
+// The LogLine schema, with `text` and `text_base64` as LogLineJson prints them.
+json LogLineSchema(json& schemas) {
+  json ref = SchemaRef(v1::LogLine::descriptor(), schemas);
+  json& properties = schemas["LogLine"]["properties"];
+  properties["text"] = {{"type", "string"},
+                        {"description",
+                         "The line as printed, without its newline, as UTF-8 text: bytes that are "
+                         "not UTF-8 are replaced by U+FFFD."}};
+  properties["text_base64"] = {
+      {"type", "string"},
+      {"format", "byte"},
+      {"description", "The line's exact bytes, base64; only when they are not valid UTF-8."}};
+  return ref;
+}
+
+json LogLinesSchema(json& schemas) {
+  schemas["LogLines"] = {
+      {"type", "object"},
+      {"required", json::array({"lines"})},
+      {"properties", {{"lines", {{"type", "array"}, {"items", LogLineSchema(schemas)}}}}}};
+  return {{"$ref", "#/components/schemas/LogLines"}};
+}
+
+std::vector<ParamSpec> LogParams() {
+  return {
+      PathParam("name", ParamType::kRunName, "The run's unique name."),
+      QueryParam("rank", ParamType::kCount, "Only this rank's output."),
+      QueryParam("node_rank", ParamType::kCount, "Only the output of the ranks on this node."),
+      QueryParam("resumption", ParamType::kCount,
+                 "This attempt (resumption index) instead of the latest."),
+      QueryParam("prev", ParamType::kBoolean, "The attempt before the latest."),
+      QueryParam("failed", ParamType::kBoolean,
+                 "Only the first failed rank's output (the default for a failed run)."),
+      QueryParam("tail", ParamType::kCount, "Only the last N lines (0: all)."),
+      QueryParam("follow", ParamType::kBoolean,
+                 "Stream new lines as Server-Sent Events until the attempt ends."),
+      QueryParam("first_exception", ParamType::kBoolean,
+                 "Only the first exception (Python traceback, C++ terminate) and its context."),
+  };
+}
+
+bool WantsEventStream(const std::string& accept) {
+  return absl::StrContains(absl::AsciiStrToLower(accept), "text/event-stream");
+}
+
+// Reads the whole (not followed) stream into {"lines": [...]}, under the unary deadline.
+Response AllLines(Upstream& up, const Request& r, const v1::GetLogsRequest& req) {
+  std::unique_ptr<UpstreamCall> call = up.NewUnaryCall(r.authorization);
+  std::unique_ptr<grpc::ClientReader<v1::LogLine>> reader = up.logs().GetLogs(call->context(), req);
+  json lines = json::array();
+  v1::LogLine line;
+  while (reader->Read(&line)) lines.push_back(LogLineJson(line));
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) return ErrorResponse(status);
+  Response response;
+  response.body = json{{"lines", std::move(lines)}}.dump();
+  return response;
+}
+
+HandlerResult GetLogs(const std::shared_ptr<Upstream>& up, const Request& r) {
+  QueryReader q(r);
+  v1::GetLogsRequest req;
+  req.set_run_name(r.PathParam("name"));
+  if (q.Has("rank")) req.set_rank(q.Count("rank"));
+  if (q.Has("node_rank")) req.set_node_rank(q.Count("node_rank"));
+  if (q.Has("resumption")) req.set_resumption_index(q.Count("resumption"));
+  req.set_previous(q.Boolean("prev"));
+  req.set_failed(q.Boolean("failed"));
+  req.set_tail(q.Count("tail"));
+  req.set_follow(q.Boolean("follow"));
+  req.set_first_exception(q.Boolean("first_exception"));
+  if (!q.status().ok()) return ErrorResponse(q.status());
+  if (req.previous() && req.has_resumption_index()) {
+    return BadRequest(
+        "query parameters \"prev\" and \"resumption\" both choose the attempt; give one of them");
+  }
+  if (!req.follow() && !WantsEventStream(r.accept)) return AllLines(*up, r, req);
+  return std::make_unique<GrpcStreamSource<v1::LogLine>>(
+      up->NewStreamCall(r.authorization),
+      [up, req](grpc::ClientContext* ctx, grpc::ClientReadReactor<v1::LogLine>* reactor) {
+        up->logs().async()->GetLogs(ctx, &req, reactor);
+      },
+      [](const v1::LogLine& line) {
+        return SseEvent{"log", "", LogLineJson(line).dump()};
+      });
+}
+
+}  // namespace
+
+void AddLogRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
+  t.Add({.method = "GET",
+         .path = "/api/v1/runs/{name}/logs",
+         .operation_id = "getRunLogs",
+         .tag = "runs",
+         .summary =
+             "A run's output (the latest attempt, every rank, ordered by time) as "
+             "{\"lines\": [...]}; with follow=true or Accept: text/event-stream, Server-Sent "
+             "Events (event: log, data: a LogLine) until the stream ends.",
+         .params = LogParams(),
+         .stream_message = v1::LogLine::descriptor(),
+         .event_name = "log",
+         .response_schema = LogLinesSchema,
+         .stream_schema = LogLineSchema,
+         .response_kind = ResponseKind::kJsonOrEventStream,
+         .handler = [up](const Request& r) { return GetLogs(up, r); }});
+}
+
+}  // namespace tessera::gateway

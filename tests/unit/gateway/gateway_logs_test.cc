@@ -1,0 +1,204 @@
+// GET /api/v1/runs/{name}/logs: the query mapped onto GetLogsRequest, {"lines": [...]} with text
+// as UTF-8, Server-Sent Events with follow=true or Accept: text/event-stream, parameter errors,
+// the OpenAPI entry, and a LogService on its own channel.
+#include "services/gateway/openapi.h"
+#include "tests/unit/gateway/gateway_fixture.h"
+
+namespace tessera::gateway::testing {
+namespace {
+
+using nlohmann::json;
+
+TEST_CASE("logs: every query parameter reaches GetLogsRequest", "[gateway][logs]") {
+  GatewayFixture f;
+  SECTION("none: the latest attempt, every rank, no follow") {
+    REQUIRE(f.Send("GET", "/api/v1/runs/train-1/logs").status == 200);
+    const auto req = f.rec.LastAs<v1::GetLogsRequest>("GetLogs");
+    CHECK(req.run_name() == "train-1");
+    CHECK_FALSE(req.has_rank());
+    CHECK_FALSE(req.has_node_rank());
+    CHECK_FALSE(req.has_resumption_index());
+    CHECK_FALSE(req.previous());
+    CHECK_FALSE(req.failed());
+    CHECK(req.tail() == 0);
+    CHECK_FALSE(req.follow());
+    CHECK_FALSE(req.first_exception());
+    CHECK(f.rec.Last().authorization == kGoodAuth);
+  }
+  SECTION("all of them") {
+    const HttpResult r = f.Send("GET",
+                                "/api/v1/runs/train-1/logs?rank=0&node_rank=0&resumption=2&"
+                                "failed=true&tail=10&first_exception=1");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    const auto req = f.rec.LastAs<v1::GetLogsRequest>("GetLogs");
+    CHECK((req.has_rank() && req.rank() == 0));  // rank 0 is set, not the default
+    CHECK((req.has_node_rank() && req.node_rank() == 0));
+    CHECK((req.has_resumption_index() && req.resumption_index() == 2));
+    CHECK(req.failed());
+    CHECK(req.tail() == 10);
+    CHECK(req.first_exception());
+    CHECK_FALSE(req.previous());
+  }
+  SECTION("prev") {
+    REQUIRE(f.Send("GET", "/api/v1/runs/train-1/logs?prev=true").status == 200);
+    CHECK(f.rec.LastAs<v1::GetLogsRequest>("GetLogs").previous());
+  }
+}
+
+TEST_CASE("logs: JSON lines carry text as UTF-8, and the exact bytes when it was not",
+          "[gateway][logs]") {
+  GatewayFixture f;
+  const HttpResult r = f.Send("GET", "/api/v1/runs/train-1/logs");
+  REQUIRE(r.status == 200);
+  CHECK(r.headers.at("content-type") == "application/json");
+  const json lines = r.Json()["lines"];
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0]["text"] == "line 0");
+  CHECK(lines[0]["rank"] == 0);
+  CHECK(lines[0]["stream"] == "LOG_STREAM_STDOUT");
+  CHECK(lines[0]["node_name"] == "node-1");
+  CHECK(lines[0]["time"] == "2023-11-14T22:13:20Z");
+  CHECK_FALSE(lines[0].contains("text_base64"));
+  CHECK(lines[1]["rank"] == 1);
+  CHECK(lines[1]["stream"] == "LOG_STREAM_STDERR");
+  CHECK(lines[2]["text"] == "bad \xEF\xBF\xBD byte");    // U+FFFD for the 0xFF byte
+  CHECK(lines[2]["text_base64"] == "YmFkIP8gYnl0ZQ==");  // base64 of "bad \xff byte"
+}
+
+TEST_CASE("logs: bad parameters are one 400 naming the parameter, before any call",
+          "[gateway][logs]") {
+  GatewayFixture f;
+  const std::pair<const char*, const char*> cases[] = {
+      {"rank=-1", "\"rank\""},
+      {"node_rank=x", "\"node_rank\""},
+      {"resumption=1.5", "\"resumption\""},
+      {"tail=ten", "\"tail\""},
+      {"follow=maybe", "\"follow\""},
+      {"prev=2", "\"prev\""},
+      {"failed=yes please", "\"failed\""},
+      {"first_exception=no", "\"first_exception\""},
+      {"lines=3", "\"lines\""},
+      {"prev=true&resumption=1", "\"prev\" and \"resumption\""},
+  };
+  for (const auto& [query, named] : cases) {
+    std::string target = std::string("/api/v1/runs/train-1/logs?") + query;
+    for (char& c : target) {
+      if (c == ' ') c = '+';
+    }
+    const HttpResult r = f.Send("GET", target);
+    INFO(target << " -> " << r.body);
+    CHECK(r.status == 400);
+    CHECK(r.ErrorCode() == "INVALID_ARGUMENT");
+    CHECK_THAT(r.ErrorMessage(), Catch::Contains(named));
+  }
+  const HttpResult bad_name = f.Send("GET", "/api/v1/runs/Not_A_Run/logs");
+  CHECK(bad_name.status == 400);
+  CHECK_THAT(bad_name.ErrorMessage(), Catch::Contains("\"name\""));
+  CHECK(f.rec.count() == 0);
+}
+
+TEST_CASE("logs: an upstream error is the matching JSON error", "[gateway][logs]") {
+  GatewayFixture f;
+  f.rec.FailNext(grpc::Status(grpc::StatusCode::NOT_FOUND, "run \"train-9\" not found"));
+  const HttpResult r = f.Send("GET", "/api/v1/runs/train-9/logs");
+  CHECK(r.status == 404);
+  CHECK(r.ErrorMessage() == "run \"train-9\" not found");
+  CHECK(f.Send("GET", "/api/v1/runs/train-9/logs", "", "").status == 401);
+}
+
+TEST_CASE("logs: follow=true streams one event per line until the stream ends",
+          "[gateway][logs][sse]") {
+  GatewayFixture f;
+  SseClient client(f.port(), "/api/v1/runs/train-1/logs?follow=true&rank=1");
+  const std::string head = client.ReadHead();
+  CHECK_THAT(head, Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(head, Catch::Contains("Content-Type: text/event-stream"));
+  std::vector<json> data;
+  for (std::string event = client.NextEvent(); !event.empty(); event = client.NextEvent()) {
+    INFO(event);
+    CHECK(EventField(event, "event") == "log");
+    data.push_back(EventData(event));
+  }
+  REQUIRE(data.size() == 3);  // the fake ignores the filter; the gateway relays what comes
+  CHECK(data[0]["text"] == "line 0");
+  CHECK(data[1]["text"] == "line 1");
+  CHECK(data[2]["text_base64"] == "YmFkIP8gYnl0ZQ==");
+  const auto req = f.rec.LastAs<v1::GetLogsRequest>("GetLogs");
+  CHECK(req.follow());
+  CHECK(req.rank() == 1);
+}
+
+TEST_CASE("logs: Accept: text/event-stream streams without following", "[gateway][logs][sse]") {
+  GatewayFixture f;
+  SseClient client(f.port(), "/api/v1/runs/train-1/logs?tail=2");  // sends the Accept header
+  CHECK_THAT(client.ReadHead(), Catch::Contains("text/event-stream"));
+  CHECK(EventField(client.NextEvent(), "event") == "log");
+  const auto req = f.rec.LastAs<v1::GetLogsRequest>("GetLogs");
+  CHECK_FALSE(req.follow());
+  CHECK(req.tail() == 2);
+}
+
+TEST_CASE("logs: a followed stream the client leaves is cancelled upstream",
+          "[gateway][logs][sse]") {
+  GatewayFixture f;
+  f.stream.events = 1;
+  f.stream.hold_open = true;
+  SseClient client(f.port(), "/api/v1/runs/train-1/logs?follow");
+  CHECK_THAT(client.ReadHead(), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK(EventData(client.NextEvent())["text"] == "line 0");
+  client.Close();
+  CHECK(f.stream.WaitCancelled(1));
+}
+
+TEST_CASE("logs: the OpenAPI document describes the route and text as a string",
+          "[gateway][logs][openapi]") {
+  GatewayFixture f;
+  const json doc = BuildOpenApi(f.gateway().routes());
+  const json& op = doc["paths"]["/api/v1/runs/{name}/logs"]["get"];
+  REQUIRE(op.is_object());
+  CHECK(op["operationId"] == "getRunLogs");
+  std::set<std::string> names;
+  for (const json& p : op["parameters"]) names.insert(p["name"].get<std::string>());
+  CHECK(names == std::set<std::string>{"name", "rank", "node_rank", "resumption", "prev", "failed",
+                                       "tail", "follow", "first_exception"});
+  const json& content = op["responses"]["200"]["content"];
+  CHECK(content["application/json"]["schema"]["$ref"] == "#/components/schemas/LogLines");
+  CHECK(content["text/event-stream"]["x-event-name"] == "log");
+  CHECK(content["text/event-stream"]["x-event-data"]["$ref"] == "#/components/schemas/LogLine");
+  const json& line = doc["components"]["schemas"]["LogLine"]["properties"];
+  CHECK(line["text"]["type"] == "string");
+  CHECK_FALSE(line["text"].contains("format"));  // not base64
+  CHECK(line["text_base64"]["format"] == "byte");
+  CHECK(doc["components"]["schemas"]["LogLines"]["properties"]["lines"]["items"]["$ref"] ==
+        "#/components/schemas/LogLine");
+}
+
+TEST_CASE("logs: a LogService on its own channel (tessera-gateway --logs-endpoint)",
+          "[gateway][logs]") {
+  Recorder logs_rec;
+  StreamControl logs_stream;
+  FakeLogs logs(logs_rec, logs_stream);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&logs);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  REQUIRE(server != nullptr);
+
+  GatewayOptions options;
+  options.logs_channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+  {
+    GatewayFixture f(options);
+    const HttpResult r = f.Send("GET", "/api/v1/runs/train-1/logs");
+    REQUIRE(r.status == 200);
+    CHECK(r.Json()["lines"].size() == 3);
+    CHECK(f.rec.count() == 0);  // the main upstream's LogService was not called
+    CHECK(logs_rec.LastAs<v1::GetLogsRequest>("GetLogs").run_name() == "train-1");
+  }
+  server->Shutdown();
+}
+
+}  // namespace
+}  // namespace tessera::gateway::testing
