@@ -150,7 +150,9 @@ int Main(const Options& o) {
   Options so = o;
   so.lines = store_lines;
   so.workers = 1;
-  auto store_batches = Batches(so, 0, "bench-store");
+  // Fresh run ids, so that a database used before holds none of these lines.
+  const std::string suffix = absl::StrCat("-", absl::ToUnixMicros(absl::Now()));
+  auto store_batches = Batches(so, 0, "bench-store" + suffix);
   absl::Time start = absl::Now();
   for (const auto& b : store_batches) {
     if (!stores->logs->AppendLogs({b.lines().begin(), b.lines().end()}).ok()) return 1;
@@ -158,9 +160,9 @@ int Main(const Options& o) {
   const double store_rate = store_lines / absl::ToDoubleSeconds(absl::Now() - start);
 
   const double raw_rate =
-      PushAll(absl::StrCat("127.0.0.1:", (*raw_host)->grpc_port()), *key, o, "bench-raw");
-  const double stored_rate =
-      PushAll(absl::StrCat("127.0.0.1:", (*stored_host)->grpc_port()), *key, o, "bench-e2e");
+      PushAll(absl::StrCat("127.0.0.1:", (*raw_host)->grpc_port()), *key, o, "bench-raw" + suffix);
+  const double stored_rate = PushAll(absl::StrCat("127.0.0.1:", (*stored_host)->grpc_port()), *key,
+                                     o, "bench-e2e" + suffix);
   std::printf("lines %d, batch %d, workers %d\n", o.lines, o.batch, o.workers);
   std::printf("store alone (AppendLogs, 1 caller): %10.0f lines/s\n", store_rate);
   std::printf("raw gRPC streaming (ack only):      %10.0f lines/s\n", raw_rate);

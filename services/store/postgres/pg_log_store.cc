@@ -43,11 +43,12 @@ std::string HexArray(const std::vector<const std::string*>& values) {
 
 // Creates the watermark rows of the batch's streams if need be and locks them until the batch
 // commits: the writers of one stream take turns, so each knows which lines are already stored.
+// Rows are locked in key order, so two batches of the same streams cannot deadlock.
 constexpr char kLockStreams[] =
     "INSERT INTO log_streams AS s (run_id, resumption_index, rank, stream, node_rank, node_name,"
     "   durable_sequence, max_sequence)"
     " SELECT *, -1::bigint, -1::bigint FROM unnest($1::text[], $2::int[], $3::int[],"
-    "   $4::smallint[], $5::int[], $6::text[])"
+    "   $4::smallint[], $5::int[], $6::text[]) ORDER BY 1, 2, 3, 4"
     " ON CONFLICT (run_id, resumption_index, rank, stream) DO UPDATE SET"
     "   node_rank = EXCLUDED.node_rank, node_name = EXCLUDED.node_name"
     " RETURNING run_id, resumption_index, rank, stream, durable_sequence, max_sequence";

@@ -185,5 +185,44 @@ TEST_CASE("logs: push, resend, follow, kill -9 mid-push, delete", "[logs]") {
   worker.Disconnect();
 }
 
+TEST_CASE("logs: tessera-logs as its own process; followers on another process see its lines",
+          "[logs]") {
+  auto pg = PostgresServer::Start();
+  REQUIRE(pg.ok());
+  const std::string url = (*pg)->url();
+  const std::string worker_key = CreateKey(url, "worker", "system");
+  const std::string alice_key = CreateKey(url, "alice", "user");
+  ServerProcess server =
+      StartServer("tessera-server", url, {"--lease-seconds", "60", "--heartbeat-seconds", "0.2"});
+  ServerProcess logs = StartServer("tessera-logs", url, {"--runs-endpoint", server.endpoint()});
+
+  FakeWorker worker(server.endpoint(), worker_key, SimulatedNode("node-1"));
+  REQUIRE(worker.Connect().ok());
+  Client alice(server.endpoint(), alice_key);
+  v1::Run run = alice.Submit("apart", 8);
+  REQUIRE(worker.WaitForStart(run.id(), 0, absl::Seconds(10)).has_value());
+  alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+
+  // Followers on tessera-server (woken only by polling) and on tessera-logs itself.
+  v1::GetLogsRequest follow;
+  follow.set_run_name(run.name());
+  follow.set_follow(true);
+  std::vector<std::string> on_server, on_logs;
+  std::thread f1([&] { on_server = ReadAll(server.endpoint(), alice_key, follow); });
+  std::thread f2([&] { on_logs = ReadAll(logs.endpoint(), alice_key, follow); });
+  absl::SleepFor(absl::Milliseconds(300));
+  for (int i = 0; i < 5; ++i) {
+    CHECK(Push(logs.endpoint(), worker_key, run.id(), i, i + 1).complete);
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  worker.Finish(run.id(), 0, 0);
+  alice.WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED);
+  f1.join();
+  f2.join();
+  CHECK(on_server == Expected(500));
+  CHECK(on_logs == Expected(500));
+  worker.Disconnect();
+}
+
 }  // namespace
 }  // namespace tessera::testing
