@@ -42,7 +42,8 @@ int64_t NowNs() { return absl::GetCurrentTimeNanos(); }
 // A rank: N lines of B bytes, "SEQ NANOS xxxx...", through stdio's buffer as a program would.
 int Print(long n, long bytes) {
   std::string pad(static_cast<size_t>(std::max(0L, bytes - 32)), 'x');
-  for (long i = 0; i < n; ++i) std::printf("%ld %lld %s\n", i, static_cast<long long>(NowNs()), pad.c_str());
+  for (long i = 0; i < n; ++i)
+    std::printf("%ld %lld %s\n", i, static_cast<long long>(NowNs()), pad.c_str());
   std::fflush(stdout);
   return 0;
 }
@@ -162,24 +163,26 @@ Figures EndToEnd(int ranks, long lines, long bytes, const std::string& self) {
   }
   const std::string url = (*pg)->url();
   const std::string system_key = Key(url, "system"), admin_key = Key(url, "admin");
-  const std::string dir = std::filesystem::temp_directory_path() / ("bench-logs-" + std::to_string(getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("bench-logs-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  auto server = Process::Start({Bin("tessera-server"), "--database-url", url, "--grpc-listen",
-                                "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-                                "--log-level", "warn"},
-                               dir + "/server.log");
+  auto server =
+      Process::Start({Bin("tessera-server"), "--database-url", url, "--grpc-listen", "127.0.0.1:0",
+                      "--metrics-listen", "127.0.0.1:0", "--log-level", "warn"},
+                     dir + "/server.log");
   auto line = server->WaitForLine("listening grpc=");
   if (!line.ok()) {
     std::cerr << "tessera-server: " << line.status() << "\n" << server->Log();
     std::exit(1);
   }
-  const std::string port = line->substr(line->find("grpc=") + 5, line->find(' ', line->find("grpc=")) - line->find("grpc=") - 5);
+  const std::string port = line->substr(
+      line->find("grpc=") + 5, line->find(' ', line->find("grpc=")) - line->find("grpc=") - 5);
   const std::string endpoint = "127.0.0.1:" + port;
-  auto worker = Process::Start({Bin("tessera-worker"), "--scheduler-endpoint", endpoint,
-                                "--api-key", system_key, "--node-name", "bench-node",
-                                "--simulate-gpus", std::to_string(ranks), "--state-dir",
-                                dir + "/worker", "--address", "127.0.0.1", "--log-level", "warn"},
-                               dir + "/worker.log");
+  auto worker = Process::Start(
+      {Bin("tessera-worker"), "--scheduler-endpoint", endpoint, "--api-key", system_key,
+       "--node-name", "bench-node", "--simulate-gpus", std::to_string(ranks), "--state-dir",
+       dir + "/worker", "--address", "127.0.0.1", "--log-level", "warn"},
+      dir + "/worker.log");
   auto channel = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
   auto runs = v1::RunService::NewStub(channel);
   auto logs = v1::LogService::NewStub(channel);
@@ -196,8 +199,8 @@ Figures EndToEnd(int ranks, long lines, long bytes, const std::string& self) {
   const std::string go = dir + "/go";
   v1::SubmitRunRequest submit;
   submit.mutable_spec()->set_name("bench");
-  submit.mutable_spec()->set_command(absl::StrCat("while [ ! -f ", go, " ]; do sleep 0.01; done; exec ",
-                                                  self, " print ", lines, " ", bytes));
+  submit.mutable_spec()->set_command(absl::StrCat(
+      "while [ ! -f ", go, " ]; do sleep 0.01; done; exec ", self, " print ", lines, " ", bytes));
   submit.mutable_spec()->mutable_compute()->set_gpus(ranks);
   v1::SubmitRunResponse submitted;
   if (auto st = runs->SubmitRun(Ctx(admin_key).get(), submit, &submitted); !st.ok()) {
@@ -245,14 +248,18 @@ Figures EndToEnd(int ranks, long lines, long bytes, const std::string& self) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::string(argv[1]) == "print") return Print(std::atol(argv[2]), std::atol(argv[3]));
+  if (argc == 4 && std::string(argv[1]) == "print")
+    return Print(std::atol(argv[2]), std::atol(argv[3]));
   int ranks = 2;
   long lines = 200000, bytes = 100;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--ranks") ranks = std::atoi(argv[i + 1]);
-    else if (flag == "--lines") lines = std::atol(argv[i + 1]);
-    else if (flag == "--line-bytes") bytes = std::atol(argv[i + 1]);
+    if (flag == "--ranks")
+      ranks = std::atoi(argv[i + 1]);
+    else if (flag == "--lines")
+      lines = std::atol(argv[i + 1]);
+    else if (flag == "--line-bytes")
+      bytes = std::atol(argv[i + 1]);
     else {
       std::cerr << "bench_logs: unknown flag " << flag << " (--ranks, --lines, --line-bytes)\n";
       return 2;

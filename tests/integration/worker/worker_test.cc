@@ -108,7 +108,7 @@ TEST_CASE("a 2-node x 2-rank run gets every variable, a parameters file and its 
     // The same lines reached the log service, each once, in order, with their metadata.
     std::vector<std::string> shipped;
     bool saw_stderr = false;
-    for (const auto& l : WaitForLogs(c, run.name(), rank, 300 + 17)) {
+    for (const auto& l : WaitForLogs(c, run.name(), rank, 13 + 2 + 300 + 1)) {
       CHECK(l.rank() == rank);
       CHECK(l.node_rank() == rank / 2);
       CHECK(l.node_name() == node_of_rank[rank]);
@@ -298,8 +298,8 @@ TEST_CASE("a log service killed and restarted during a run loses no line and sto
           "[worker]") {
   LocalCluster c;
   // The log service as its own process, so it can die alone.
-  ServerProcess logs = StartServer("tessera-logs", c.pg->url(),
-                                   {"--runs-endpoint", c.server.endpoint()});
+  ServerProcess logs =
+      StartServer("tessera-logs", c.pg->url(), {"--runs-endpoint", c.server.endpoint()});
   const std::string logs_endpoint = logs.endpoint();
   c.StartWorker("node-a", 2, {"--log-endpoint", logs_endpoint});
   // About 4 s of steady output from each of two ranks.
