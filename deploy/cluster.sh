@@ -31,7 +31,7 @@ stop_pid_file() {  # pid file, name
   rm -f "$1"
 }
 
-workers() { ls -d "$STATE"/workers/*/ 2>/dev/null | sort -V || true; }
+workers() { for w in "$STATE"/workers/*; do [ -d "$w" ] && echo "$w"; done | sort -V; }
 
 down() {
   for w in $(workers); do stop_pid_file "$w/pid" "worker $(basename "$w")"; done
@@ -47,7 +47,11 @@ status() {
     echo "tessera-server  not running"
   fi
   if [ -d "$STATE/postgres" ]; then
-    echo "postgres        $(deploy/pg-instance.sh status "$STATE/postgres" 2>&1 | head -1)"
+    if deploy/pg-instance.sh status "$STATE/postgres"; then
+      echo "postgres        $(deploy/pg-instance.sh url "$STATE/postgres")  data $STATE/postgres"
+    else
+      echo "postgres        not running  (data $STATE/postgres)"
+    fi
   fi
   for w in $(workers); do
     local name; name="$(basename "$w")"
