@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/hash/hash.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "scheduler/placement/placer.h"
@@ -391,13 +392,25 @@ absl::Status SchedulerCore::Place(const std::vector<v1::Run>& queued,
       ++placements_total_;
     }
     ++stats.placed;
-    const int procs = std::max(1, run.spec().compute().procs_per_node());
+    // One rank per GPU; without GPUs, the run's procs_per_node, else the node's own
+    // (tessera-worker --procs-per-node), else one.
+    auto local_size = [&](const v1::AttemptNode& n) {
+      if (n.gpu_indices_size() > 0) return n.gpu_indices_size();
+      if (run.spec().compute().procs_per_node() > 0) return run.spec().compute().procs_per_node();
+      int procs = 1;
+      if (auto node = by_name.find(n.node_name()); node != by_name.end()) {
+        auto label = node->second->labels().find(std::string(kProcsPerNodeLabel));
+        if (label != node->second->labels().end() && !absl::SimpleAtoi(label->second, &procs)) {
+          procs = 1;
+        }
+      }
+      return std::max(1, procs);
+    };
     int world = 0;
-    for (const auto& n : attempt.nodes())
-      world += n.gpu_indices_size() > 0 ? n.gpu_indices_size() : procs;
+    for (const auto& n : attempt.nodes()) world += local_size(n);
     int first_rank = 0;
     for (const auto& n : attempt.nodes()) {
-      const int local = n.gpu_indices_size() > 0 ? n.gpu_indices_size() : procs;
+      const int local = local_size(n);
       if (!workers_->Send(n.node_name(), StartMessage(run, attempt, n, world, local, first_rank))) {
         spdlog::warn("node {} has no worker stream here; its lease decides", n.node_name());
       }

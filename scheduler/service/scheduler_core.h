@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -23,6 +24,10 @@
 #include "tessera/v1/worker.pb.h"
 
 namespace tessera::scheduler {
+
+// A node label set by `tessera-worker --procs-per-node N`: ranks per node for runs that use no
+// GPUs there and do not set compute.procs_per_node.
+inline constexpr std::string_view kProcsPerNodeLabel = "tessera.io/procs-per-node";
 
 struct SchedulerConfig {
   // A node whose worker has not heartbeat for this long is lost.

@@ -53,6 +53,10 @@ int main(int argc, char** argv) {
   app.add_option("--simulate-gpus", o.simulate_gpus,
                  "report N simulated GPUs instead of asking NVML (0: a CPU-only node)")
       ->check(CLI::Range(0, 64));
+  int procs_per_node = 0;
+  app.add_option("--procs-per-node", procs_per_node,
+                 "ranks per node for runs that use no GPUs here (default: the run's, else 1)")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--state-dir", o.state_dir, "run folders, spooled logs, attempt records")
       ->capture_default_str();
   app.add_option("--label", labels, "KEY=VALUE node label (rack, switch ...), repeatable");
@@ -84,6 +88,7 @@ int main(int argc, char** argv) {
     o.labels[kv.first] = kv.second;
   }
   o.fence_margin = absl::Milliseconds(fence_margin_ms);
+  if (procs_per_node > 0) o.labels["tessera.io/procs-per-node"] = std::to_string(procs_per_node);
 
   auto daemon = tessera::worker::WorkerDaemon::Start(o);
   if (!daemon.ok()) return Fail(std::string(daemon.status().message()));

@@ -309,3 +309,50 @@ TEST_CASE("a node that never confirms is waited for one stop grace and one lease
 
 }  // namespace
 }  // namespace tessera::scheduler
+
+namespace tessera::scheduler {
+namespace {
+
+TEST_CASE("ranks per node: one per GPU, else the run's procs_per_node, else the node's label") {
+  Fixture f;
+  f.workers->Attach("cpu1", [&f](const v1::ControlMessage& m) {
+    f.sent.emplace_back("cpu1", m);
+    return true;
+  });
+  v1::RegisterWorker reg;
+  reg.mutable_node()->set_name("cpu1");
+  reg.mutable_node()->set_cluster("local");
+  (*reg.mutable_node()->mutable_labels())[std::string(kProcsPerNodeLabel)] = "3";
+  REQUIRE(f.core->RegisterWorker(reg).ok());
+
+  auto start_of = [&](int procs_per_node) {
+    v1::SubmitRunRequest req;
+    req.mutable_spec()->set_name("cpu");
+    req.mutable_spec()->set_command("x");
+    req.mutable_spec()->mutable_compute()->set_gpus(0);
+    req.mutable_spec()->mutable_compute()->set_nodes(1);
+    req.mutable_spec()->mutable_compute()->set_procs_per_node(procs_per_node);
+    v1::SubmitRunResponse resp;
+    REQUIRE(f.manager.SubmitRun({"alice", v1::ROLE_USER}, req, &resp).ok());
+    f.sent.clear();
+    REQUIRE(f.core->RunCycle().ok());
+    REQUIRE(f.core->RunCycle().ok());
+    REQUIRE(f.sent.size() == 1);
+    v1::StartAttempt s = f.sent[0].second.start_attempt();
+    // Finish it so the node is free for the next case.
+    v1::AttemptUpdate done;
+    done.set_run_id(s.run_id());
+    done.set_phase(v1::ATTEMPT_PHASE_FINISHED);
+    REQUIRE(f.core->OnAttemptUpdate("cpu1", done).ok());
+    return s;
+  };
+  v1::StartAttempt by_label = start_of(0);
+  CHECK(by_label.local_world_size() == 3);
+  CHECK(by_label.world_size() == 3);
+  CHECK(by_label.gpu_indices_size() == 0);
+  v1::StartAttempt by_run = start_of(2);
+  CHECK(by_run.local_world_size() == 2);
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
