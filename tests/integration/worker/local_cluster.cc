@@ -45,7 +45,8 @@ LocalCluster::~LocalCluster() {
 }
 
 WorkerHandle& LocalCluster::StartWorker(const std::string& name, int gpus,
-                                        std::vector<std::string> extra) {
+                                        std::vector<std::string> extra,
+                                        const std::string& scheduler_endpoint) {
   WorkerHandle* handle = nullptr;
   for (auto& w : workers_) {
     if (w->name == name) handle = w.get();
@@ -56,21 +57,22 @@ WorkerHandle& LocalCluster::StartWorker(const std::string& name, int gpus,
     handle->name = name;
     handle->state_dir = absl::StrCat(root_, "/", name);
   }
-  std::vector<std::string> argv = {BinaryPath("tessera-worker"),
-                                   "--scheduler-endpoint",
-                                   server.endpoint(),
-                                   "--api-key",
-                                   system_key,
-                                   "--node-name",
-                                   name,
-                                   "--cluster",
-                                   "local",
-                                   "--address",
-                                   "127.0.0.1",
-                                   "--simulate-gpus",
-                                   std::to_string(gpus),
-                                   "--state-dir",
-                                   handle->state_dir};
+  std::vector<std::string> argv = {
+      BinaryPath("tessera-worker"),
+      "--scheduler-endpoint",
+      scheduler_endpoint.empty() ? server.endpoint() : scheduler_endpoint,
+      "--api-key",
+      system_key,
+      "--node-name",
+      name,
+      "--cluster",
+      "local",
+      "--address",
+      "127.0.0.1",
+      "--simulate-gpus",
+      std::to_string(gpus),
+      "--state-dir",
+      handle->state_dir};
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto proc = Process::Start(argv, TempLog("worker-" + name));
   REQUIRE(proc.ok());

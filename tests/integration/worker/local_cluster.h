@@ -26,8 +26,10 @@ class LocalCluster {
   ~LocalCluster();
 
   // Starts (or restarts, with the same state folder) worker `name` and waits until it is online.
+  // `scheduler_endpoint` overrides the server's (e.g. a proxy in between).
   WorkerHandle& StartWorker(const std::string& name, int gpus = 2,
-                            std::vector<std::string> extra = {});
+                            std::vector<std::string> extra = {},
+                            const std::string& scheduler_endpoint = "");
   WorkerHandle& worker(const std::string& name);
   v1::Node Node(const std::string& name);
   // Waits until the node has `liveness`; returns how long that took.

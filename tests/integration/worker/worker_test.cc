@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/integration/worker/local_cluster.h"
+#include "tests/support/tcp_proxy.h"
 
 namespace tessera::testing {
 namespace {
@@ -143,6 +145,7 @@ TEST_CASE("kill -9 of a worker: its node is lost within the lease, the run resum
   REQUIRE(c.worker(victim).process->Kill(SIGKILL).ok());
   const absl::Duration lost_after = c.WaitForLiveness(victim, v1::NODE_LIVENESS_LOST);
   INFO("node lost after " << absl::FormatDuration(lost_after));
+  std::cout << "figure: node lost " << absl::FormatDuration(lost_after) << " after kill -9\n";
   // The lease is 3 s from the last heartbeat (sent at most 0.5 s before the kill), and the
   // scheduler looks every 0.2 s.
   CHECK(lost_after < absl::Milliseconds(3300));
@@ -192,6 +195,8 @@ TEST_CASE("a frozen worker is fenced: its ranks are dead before the replacement 
   int64_t replacement_start = 0;
   REQUIRE(absl::SimpleAtoi(*started, &replacement_start));
   INFO("old ranks dead " << (replacement_start - *died) / 1000000 << " ms before the replacement");
+  std::cout << "figure: SIGSTOP: old ranks dead " << (replacement_start - *died) / 1000000
+            << " ms before the replacement started\n";
   CHECK(*died < replacement_start);
   CHECK(c.client->Get(run.name()).nodes(0).node_name() != frozen);
 
@@ -224,6 +229,8 @@ TEST_CASE("stop: ranks get SIGTERM, and whatever ignores it is killed at the gra
   REQUIRE(stubborn_dead.has_value());
   const double polite_s = (*polite_dead - asked) / 1e9, stubborn_s = (*stubborn_dead - asked) / 1e9;
   INFO("polite rank gone after " << polite_s << " s, stubborn after " << stubborn_s << " s");
+  std::cout << "figure: stop: polite rank gone after " << polite_s << " s, stubborn after "
+            << stubborn_s << " s (grace 2 s)\n";
   CHECK(polite_s < 1.0);
   CHECK(stubborn_s >= 1.9);  // the grace period was granted
   CHECK(stubborn_s < 3.0);   // and not exceeded by much
@@ -323,6 +330,49 @@ TEST_CASE("a log service killed and restarted during a run loses no line and sto
       CHECK(lines[i].text() == absl::StrCat("r", rank, " line ", i));
     }
   }
+}
+
+}  // namespace
+}  // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+TEST_CASE("a worker cut off from the network kills its ranks before the replacement starts",
+          "[worker]") {
+  LocalCluster c;
+  TcpProxy link(c.server.grpc_port);
+  const std::string via = absl::StrCat("127.0.0.1:", link.port());
+  // Only the worker's own fencing thread: the watchdog process is left out, so this checks the
+  // in-process path that acts when the network, not the worker, fails.
+  c.StartWorker("node-a", 2, {"--no-fence-watchdog", "--log-endpoint", via}, via);
+  const std::string command =
+      "date +%s%N > \"$MARKS/start-$RESUMPTION_INDEX\"; echo $$ > "
+      "\"$MARKS/pid-$RESUMPTION_INDEX\"; "
+      "sleep 300 & wait";
+  v1::Run run = c.Submit("partitioned", command, 2, 1, /*retry=*/true);
+  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  REQUIRE(c.client->Get(run.name()).nodes(0).node_name() == "node-a");
+  const pid_t old_group = PidMark(c, "pid-0");
+  c.StartWorker("node-b");
+
+  link.Cut();
+  auto died = WaitForGroupDeath(old_group, absl::Seconds(10));
+  REQUIRE(died.has_value());
+  auto started = c.WaitForMark("start-1");
+  REQUIRE(started.has_value());
+  int64_t replacement_start = 0;
+  REQUIRE(absl::SimpleAtoi(*started, &replacement_start));
+  INFO("old ranks dead " << (replacement_start - *died) / 1000000 << " ms before the replacement");
+  std::cout << "figure: network cut: old ranks dead " << (replacement_start - *died) / 1000000
+            << " ms before the replacement started\n";
+  CHECK(*died < replacement_start);
+  CHECK(c.client->Get(run.name()).nodes(0).node_name() == "node-b");
+  // The worker is alive all along; once the network is back it registers again.
+  CHECK(c.worker("node-a").process->Running());
+  link.Restore();
+  c.WaitForLiveness("node-a", v1::NODE_LIVENESS_ONLINE, absl::Seconds(20));
+  CHECK(absl::StrContains(c.worker("node-a").process->Log(), "fenced node node-a"));
 }
 
 }  // namespace
