@@ -39,21 +39,27 @@ std::vector<std::string> FieldsAfterComm(const std::string& stat) {
   return out;
 }
 
-}  // namespace
-
-std::vector<pid_t> LiveGroupMembers(pid_t pgid, unsigned long long since) {
-  std::vector<pid_t> out;
+// Calls `fn(pid, fields)` for every process, with the fields of /proc/PID/stat after the
+// command name (state first).
+template <typename Fn>
+void ForEachProcess(Fn fn) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
-    auto stat = ReadStat(pid);
-    if (!stat) continue;
-    auto f = FieldsAfterComm(*stat);
-    if (f.size() < 20 || f[0] == "Z" || f[0] == "X") continue;
-    if (std::stol(f[2]) == pgid && std::stoull(f[19]) >= since) out.push_back(pid);
+    if (auto stat = ReadStat(pid)) fn(pid, FieldsAfterComm(*stat));
   }
+}
+
+}  // namespace
+
+std::vector<pid_t> LiveGroupMembers(pid_t pgid, unsigned long long since) {
+  std::vector<pid_t> out;
+  ForEachProcess([&](pid_t pid, const std::vector<std::string>& f) {
+    if (f.size() < 20 || f[0] == "Z" || f[0] == "X") return;
+    if (std::stol(f[2]) == pgid && std::stoull(f[19]) >= since) out.push_back(pid);
+  });
   return out;
 }
 
@@ -145,18 +151,11 @@ std::vector<AttemptRecord> AttemptRecords::LoadAll(std::vector<std::string>* pro
 
 void ReapAdoptedZombies(const std::vector<pid_t>& keep) {
   const std::string self = std::to_string(::getpid());
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(name));
-    auto stat = ReadStat(pid);
-    if (!stat) continue;
-    auto f = FieldsAfterComm(*stat);
-    if (f.size() < 2 || f[0] != "Z" || f[1] != self) continue;
-    if (std::find(keep.begin(), keep.end(), pid) != keep.end()) continue;
+  ForEachProcess([&](pid_t pid, const std::vector<std::string>& f) {
+    if (f.size() < 2 || f[0] != "Z" || f[1] != self) return;
+    if (std::find(keep.begin(), keep.end(), pid) != keep.end()) return;
     ::waitpid(pid, nullptr, WNOHANG);
-  }
+  });
 }
 
 std::vector<int> KillRecordedRanks(const AttemptRecord& record) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_util.h"
+#include "worker/daemon/worker_channel.h"
 
 namespace tessera::worker {
 namespace {
@@ -20,14 +21,7 @@ ControlSession::ControlSession(ControlSessionOptions options, AttemptManager& at
       attempts_(attempts),
       clock_(std::move(clock)),
       backoff_(absl::Milliseconds(100), absl::Seconds(5), std::move(uniform01)) {
-  grpc::ChannelArguments args;
-  // The lease is seconds long: reconnecting must not wait for gRPC's default minute backoff.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  // No transport keepalive (servers answer frequent pings with GOAWAY): a silent peer is
-  // detected by the lease instead, see FenceLoop.
-  stub_ = v1::WorkerControl::NewStub(
-      grpc::CreateCustomChannel(options_.endpoint, grpc::InsecureChannelCredentials(), args));
+  stub_ = v1::WorkerControl::NewStub(WorkerChannel(options_.endpoint));
 }
 
 ControlSession::~ControlSession() { Stop(); }

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/status_util.h"
+#include "worker/daemon/worker_channel.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;
@@ -28,12 +29,7 @@ std::string RandomId() {
 
 LogShipper::LogShipper(LogShipperOptions options, std::shared_ptr<Clock> clock)
     : options_(std::move(options)), clock_(std::move(clock)), instance_(RandomId()) {
-  grpc::ChannelArguments args;
-  // Reconnect quickly after the log service restarts: the default backoff grows to minutes.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  stub_ = v1::LogService::NewStub(
-      grpc::CreateCustomChannel(options_.endpoint, grpc::InsecureChannelCredentials(), args));
+  stub_ = v1::LogService::NewStub(WorkerChannel(options_.endpoint));
 }
 
 LogShipper::~LogShipper() { Stop(); }

@@ -49,6 +49,21 @@ std::vector<v1::LogLine> WaitForLogs(LocalCluster& c, const std::string& run, in
   return lines;
 }
 
+// The old attempt's group died before attempt 1 started elsewhere (its start mark holds the
+// time its first rank began). Prints the margin as a figure.
+void CheckDeadBeforeReplacement(LocalCluster& c, pid_t old_group, const std::string& what) {
+  auto died = WaitForGroupDeath(old_group, absl::Seconds(10));
+  REQUIRE(died.has_value());
+  auto started = c.WaitForMark("start-1");
+  REQUIRE(started.has_value());
+  int64_t replacement_start = 0;
+  REQUIRE(absl::SimpleAtoi(*started, &replacement_start));
+  INFO("old ranks dead " << (replacement_start - *died) / 1000000 << " ms before the replacement");
+  std::cout << "figure: " << what << ": old ranks dead " << (replacement_start - *died) / 1000000
+            << " ms before the replacement started\n";
+  CHECK(*died < replacement_start);
+}
+
 std::map<std::string, std::string> EnvOf(const std::string& spool) {
   std::map<std::string, std::string> env;
   for (absl::string_view line : absl::StrSplit(spool, '\n')) {
@@ -188,16 +203,7 @@ TEST_CASE("a frozen worker is fenced: its ranks are dead before the replacement 
   // SIGSTOP freezes the worker: no heartbeat, no fencing thread; only the separate watchdog
   // can still act.
   REQUIRE(::kill(c.worker(frozen).process->pid(), SIGSTOP) == 0);
-  auto died = WaitForGroupDeath(old_group, absl::Seconds(10));
-  REQUIRE(died.has_value());
-  auto started = c.WaitForMark("start-1");
-  REQUIRE(started.has_value());
-  int64_t replacement_start = 0;
-  REQUIRE(absl::SimpleAtoi(*started, &replacement_start));
-  INFO("old ranks dead " << (replacement_start - *died) / 1000000 << " ms before the replacement");
-  std::cout << "figure: SIGSTOP: old ranks dead " << (replacement_start - *died) / 1000000
-            << " ms before the replacement started\n";
-  CHECK(*died < replacement_start);
+  CheckDeadBeforeReplacement(c, old_group, "SIGSTOP");
   CHECK(c.client->Get(run.name()).nodes(0).node_name() != frozen);
 
   // Thawed, the worker registers again and the node comes back.
@@ -357,16 +363,7 @@ TEST_CASE("a worker cut off from the network kills its ranks before the replacem
   c.StartWorker("node-b");
 
   link.Cut();
-  auto died = WaitForGroupDeath(old_group, absl::Seconds(10));
-  REQUIRE(died.has_value());
-  auto started = c.WaitForMark("start-1");
-  REQUIRE(started.has_value());
-  int64_t replacement_start = 0;
-  REQUIRE(absl::SimpleAtoi(*started, &replacement_start));
-  INFO("old ranks dead " << (replacement_start - *died) / 1000000 << " ms before the replacement");
-  std::cout << "figure: network cut: old ranks dead " << (replacement_start - *died) / 1000000
-            << " ms before the replacement started\n";
-  CHECK(*died < replacement_start);
+  CheckDeadBeforeReplacement(c, old_group, "network cut");
   CHECK(c.client->Get(run.name()).nodes(0).node_name() == "node-b");
   // The worker is alive all along; once the network is back it registers again.
   CHECK(c.worker("node-a").process->Running());

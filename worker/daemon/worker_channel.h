@@ -1,0 +1,21 @@
+#pragma once
+// The worker's channels to the control plane. A lease is seconds long, so a worker must
+// reconnect within a second of a restarted or reachable-again service, not after gRPC's default
+// backoff of up to two minutes. No transport keepalive: servers answer frequent pings with
+// GOAWAY, and a silent peer is detected by the lease instead (see ControlSession::FenceLoop).
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+namespace tessera::worker {
+
+inline std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& endpoint) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace tessera::worker
