@@ -163,7 +163,7 @@ TEST_CASE("kill -9 of a worker: its node is lost within the lease, the run resum
   std::cout << "figure: node lost " << absl::FormatDuration(lost_after) << " after kill -9\n";
   // The lease is 3 s from the last heartbeat (sent at most 0.5 s before the kill), and the
   // scheduler looks every 0.2 s.
-  CHECK(lost_after < absl::Milliseconds(3300));
+  CHECK(lost_after < absl::Milliseconds(3500));  // slack for a loaded machine
 
   v1::Run done = c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(30));
   CHECK(done.resumption_index() == 1);
