@@ -59,6 +59,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--state-dir", o.state_dir, "run folders, spooled logs, attempt records")
       ->capture_default_str();
+  double keep_finished_hours = 24;
+  app.add_option("--keep-finished-hours", keep_finished_hours,
+                 "remove a finished attempt's folder (work dir, shipped logs) after this long")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 24.0 * 365));
   app.add_option("--label", labels, "KEY=VALUE node label (rack, switch ...), repeatable");
   app.add_option("--fence-margin-ms", fence_margin_ms,
                  "kill ranks this long before an unrenewed lease ends")
@@ -88,6 +93,7 @@ int main(int argc, char** argv) {
     o.labels[kv.first] = kv.second;
   }
   o.fence_margin = absl::Milliseconds(fence_margin_ms);
+  o.keep_finished = absl::Seconds(keep_finished_hours * 3600);
   if (procs_per_node > 0) o.labels["tessera.io/procs-per-node"] = std::to_string(procs_per_node);
 
   auto daemon = tessera::worker::WorkerDaemon::Start(o);

@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/metrics/registry.h"
 #include "services/common/service_host.h"
+#include "worker/daemon/state_gc.h"
 #include "worker/gpu/gpu_discovery.h"
 
 namespace tessera::worker {
@@ -135,9 +137,20 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   }
   WorkerDaemon* self = d.get();
   d->metrics_thread_ = std::thread([self] {
-    while (!self->stop_.WaitForNotificationWithTimeout(absl::Seconds(1))) self->RefreshMetrics();
+    for (int tick = 0; !self->stop_.WaitForNotificationWithTimeout(absl::Seconds(1)); ++tick) {
+      self->RefreshMetrics();
+      if (tick % 60 == 0) self->CollectGarbage();
+    }
   });
   return d;
+}
+
+void WorkerDaemon::CollectGarbage() {
+  std::set<std::pair<std::string, int>> active;
+  for (const auto& a : attempts_->LocalAttempts()) active.emplace(a.run_id(), a.resumption_index());
+  const int removed =
+      CollectFinishedAttempts(options_.state_dir, active, options_.keep_finished, clock_->Now());
+  if (removed > 0) spdlog::info("removed {} finished attempt folder(s)", removed);
 }
 
 void WorkerDaemon::RefreshMetrics() {

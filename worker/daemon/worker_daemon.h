@@ -31,6 +31,9 @@ struct WorkerOptions {
   absl::Duration fence_margin = absl::Milliseconds(500);
   bool fence_watchdog = true;
   std::string metrics_listen;  // host:port; empty: none
+  // Attempt folders (work dir, spooled logs) are removed this long after they last changed,
+  // once their ranks are gone and their logs shipped.
+  absl::Duration keep_finished = absl::Hours(24);
 };
 
 class WorkerDaemon {
@@ -43,6 +46,7 @@ class WorkerDaemon {
  private:
   WorkerDaemon() = default;
   void RefreshMetrics();
+  void CollectGarbage();
 
   WorkerOptions options_;
   std::shared_ptr<Clock> clock_;
