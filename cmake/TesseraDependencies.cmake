@@ -15,6 +15,8 @@ if(NOT TESSERA_FUZZ_ONLY)
   find_package(nlohmann_json REQUIRED)
   find_package(CLI11 REQUIRED)
   find_package(Catch2 REQUIRED)
+  # LibTorch (Debian's libtorch-dev, CPU) for the training engine and the canary.
+  find_package(Torch REQUIRED)
   include(Catch)
   include(TesseraTesting)
 endif()

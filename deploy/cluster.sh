@@ -90,7 +90,7 @@ up() {
   for b in tessera-server tessera-worker mcli; do
     [ -x "$BIN/$b" ] || die "$BIN/$b is missing: run deploy/build.sh first"
   done
-  mkdir -p "$STATE/logs" "$STATE/workers"
+  mkdir -p "$STATE/logs" "$STATE/workers" "$STATE/shared"
 
   local url; url="$(deploy/pg-instance.sh start "$STATE/postgres")"
 
@@ -123,10 +123,13 @@ up() {
     if alive "$dir/pid"; then continue; fi
     local port=$((METRICS_PORT + 1 + i))
     echo "$port" >"$dir/metrics_port"
-    TESSERA_API_KEY="$(cat "$STATE/worker.key")" nohup "$BIN/tessera-worker" \
+    # Ranks find tessera-train and tessera-data on PATH, and a folder every node shares (for
+    # datasets and checkpoints) in TESSERA_SHARED_DIR.
+    PATH="$BIN:$PATH" TESSERA_API_KEY="$(cat "$STATE/worker.key")" nohup "$BIN/tessera-worker" \
       --scheduler-endpoint "127.0.0.1:$GRPC_PORT" --node-name "$name" --cluster local \
       --address 127.0.0.1 --simulate-gpus "$gpus" --state-dir "$dir/state" \
       --label "rack=rack-$((i / 4))" --metrics-listen "127.0.0.1:$port" \
+      --rank-env "TESSERA_SHARED_DIR=$STATE/shared" \
       >"$dir/worker.log" 2>&1 &
     echo $! >"$dir/pid"
   done

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every build, test and run-time dependency of Tessera from Debian 12's packages.
 # Idempotent: packages already present are skipped, so a second run is fast and changes nothing.
+# libopenblas0-pthread becomes the system BLAS (update-alternatives): Debian's LibTorch calls the
+# generic libblas.so.3, which is otherwise the reference BLAS, 25 times slower.
 set -euo pipefail
 
 PACKAGES=(
@@ -8,7 +10,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libpqxx-dev libpq-dev libboost-dev libboost-system-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libssl-dev
-  libtorch-dev libgloo-dev python3-torch
+  libtorch-dev libgloo-dev python3-torch libxxhash-dev libopenblas0-pthread
   postgresql postgresql-contrib procps iproute2 util-linux curl
 )
 

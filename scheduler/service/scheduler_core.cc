@@ -287,10 +287,12 @@ v1::ControlMessage SchedulerCore::StartMessage(const v1::Run& run, const v1::Att
   for (const auto& e : run.spec().env_variables()) (*s->mutable_env())[e.key()] = e.value();
   google::protobuf::util::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
-  std::string json = "{}";
+  // MessageToJsonString appends to its output: start from an empty string.
+  std::string json;
   if (run.spec().has_parameters()) {
     (void)google::protobuf::util::MessageToJsonString(run.spec().parameters(), &json, opts);
   }
+  if (json.empty()) json = "{}";
   s->set_parameters_json(json);
   s->set_node_rank(node.node_rank());
   s->set_num_nodes(attempt.nodes_size());

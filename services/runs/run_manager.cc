@@ -346,6 +346,10 @@ absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgress
         *t.run.mutable_progress()->mutable_reported_at() = ToProtoTime(clock_->Now());
         if (auto current = CurrentAttempt(r, attempts)) {
           current->set_last_step(std::max(current->last_step(), req.progress().step()));
+          // The engine knows which checkpoint it loaded; the scheduler does not.
+          if (req.progress().resumed_from_step() > 0) {
+            current->set_resumed_from_step(req.progress().resumed_from_step());
+          }
           t.attempts.push_back(*current);
         }
         return t;

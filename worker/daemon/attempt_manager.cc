@@ -65,7 +65,8 @@ RankOutput AttemptManager::OutputOf(const Attempt& a, int rank) const {
                     a.start.node_rank(),
                     rank,
                     RankLogPath(a.paths, rank, "stdout"),
-                    RankLogPath(a.paths, rank, "stderr")};
+                    RankLogPath(a.paths, rank, "stderr"),
+                    RankProgressPath(a.paths, rank)};
 }
 
 void AttemptManager::Queue(v1::AttemptUpdate u) {
@@ -157,6 +158,13 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
   };
   auto specs = BuildRankSpecs(start, a.paths, options_.simulated_gpus);
   if (!specs.ok()) return fail(specs.status());
+  for (auto& spec : *specs) {
+    for (const auto& [k, v] : options_.rank_env) spec.env.emplace(k, v);
+  }
+  // The GPU's model, for engines that compute MFU from the device's peak.
+  if (!options_.gpu_model.empty() && start.gpu_indices_size() > 0) {
+    for (auto& spec : *specs) spec.env.emplace("TESSERA_GPU_NAME", options_.gpu_model);
+  }
   std::error_code ec;
   for (const auto& dir : {a.paths.work_dir, a.paths.logs_dir}) {
     fs::create_directories(dir, ec);

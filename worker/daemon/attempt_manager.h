@@ -31,12 +31,18 @@ struct RankOutput {
   int node_rank = 0;
   int rank = 0;
   std::string stdout_path, stderr_path;
+  // Where the rank may report training progress (TESSERA_PROGRESS_FILE).
+  std::string progress_path;
 };
 
 struct AttemptManagerOptions {
   std::string state_dir;
   std::string node_name;
   bool simulated_gpus = false;
+  // The model NVML reports for this node's GPUs (empty for simulated or no GPUs).
+  std::string gpu_model;
+  // The node's environment for every rank (worker --rank-env); a run's own variables win.
+  std::map<std::string, std::string> rank_env;
   // How long an ended attempt stays in heartbeats, so a control plane that missed its FINISHED
   // (it restarted, or a standby took over) still learns how it ended.
   absl::Duration keep_ended = absl::Seconds(60);

@@ -136,6 +136,17 @@ bool ControlSession::RunStream() {
         broken = true;
       }
     }
+    if (options_.progress != nullptr && !broken) {
+      // Progress is advisory: what a broken stream loses, the next record replaces.
+      for (auto& p : options_.progress->Poll()) {
+        v1::WorkerMessage m;
+        *m.mutable_progress() = std::move(p);
+        if (!Send(m)) {
+          broken = true;
+          break;
+        }
+      }
+    }
     const absl::Time now = clock_->Now();
     if (!broken && now >= next_heartbeat) {
       v1::WorkerMessage hb;

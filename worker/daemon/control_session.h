@@ -21,6 +21,7 @@
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/backoff.h"
 #include "worker/daemon/lease_tracker.h"
+#include "worker/daemon/progress_watcher.h"
 
 namespace tessera::worker {
 
@@ -32,6 +33,8 @@ struct ControlSessionOptions {
   // Ranks are killed this long before the lease ends.
   absl::Duration fence_margin = absl::Milliseconds(500);
   absl::Duration poll_interval = absl::Milliseconds(20);
+  // Training progress to forward (none when null).
+  ProgressWatcher* progress = nullptr;
   // Called with the new deadline (lease end minus margin) each time the lease is extended, for
   // the fence watchdog.
   std::function<void(absl::Time)> on_fence_deadline;

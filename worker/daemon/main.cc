@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "services/common/service_host.h"
 #include "worker/daemon/fence_watchdog.h"
+#include "worker/daemon/rank_environment.h"
 #include "worker/daemon/worker_daemon.h"
 
 namespace {
@@ -65,6 +66,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 24.0 * 365));
   app.add_option("--label", labels, "KEY=VALUE node label (rack, switch ...), repeatable");
+  std::vector<std::string> rank_env;
+  app.add_option("--rank-env", rank_env,
+                 "KEY=VALUE for every rank on this node (a shared folder, NCCL settings ...); "
+                 "a run's own env_variables win; repeatable");
   app.add_option("--fence-margin-ms", fence_margin_ms,
                  "kill ranks this long before an unrenewed lease ends")
       ->capture_default_str()
@@ -91,6 +96,16 @@ int main(int argc, char** argv) {
       return Fail("--label: expected KEY=VALUE, got \"" + label + "\"");
     }
     o.labels[kv.first] = kv.second;
+  }
+  for (const auto& entry : rank_env) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(entry, absl::MaxSplits('=', 1));
+    if (kv.first.empty() || entry.find('=') == std::string::npos) {
+      return Fail("--rank-env: expected KEY=VALUE, got \"" + entry + "\"");
+    }
+    if (tessera::worker::IsReservedRankVariable(kv.first)) {
+      return Fail("--rank-env: " + kv.first + " is set by Tessera for every rank");
+    }
+    o.rank_env[kv.first] = kv.second;
   }
   o.fence_margin = absl::Milliseconds(fence_margin_ms);
   o.keep_finished = absl::Seconds(keep_finished_hours * 3600);

@@ -8,12 +8,29 @@ namespace {
 
 // Set by the worker for every rank; a run's env_variables may not replace them, since a wrong
 // RANK or WORLD_SIZE would hang or corrupt a distributed job in ways that are hard to trace.
-constexpr const char* kReserved[] = {
-    "RUN_NAME",         "RUN_ID",     "WORLD_SIZE",          "RANK",        "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE", "NODE_RANK",  "NUM_NODES",           "MASTER_ADDR", "MASTER_PORT",
-    "RESUMPTION_INDEX", "PARAMETERS", "CUDA_VISIBLE_DEVICES"};
+constexpr const char* kReserved[] = {"RUN_NAME",
+                                     "RUN_ID",
+                                     "WORLD_SIZE",
+                                     "RANK",
+                                     "LOCAL_RANK",
+                                     "LOCAL_WORLD_SIZE",
+                                     "NODE_RANK",
+                                     "NUM_NODES",
+                                     "MASTER_ADDR",
+                                     "MASTER_PORT",
+                                     "RESUMPTION_INDEX",
+                                     "PARAMETERS",
+                                     "CUDA_VISIBLE_DEVICES",
+                                     "TESSERA_PROGRESS_FILE"};
 
 }  // namespace
+
+bool IsReservedRankVariable(const std::string& name) {
+  for (const char* reserved : kReserved) {
+    if (name == reserved) return true;
+  }
+  return false;
+}
 
 AttemptPaths PathsFor(const std::string& state_dir, const std::string& run_id, int resumption) {
   AttemptPaths p;
@@ -22,6 +39,10 @@ AttemptPaths PathsFor(const std::string& state_dir, const std::string& run_id, i
   p.logs_dir = p.dir + "/logs";
   p.parameters_path = p.dir + "/parameters.json";
   return p;
+}
+
+std::string RankProgressPath(const AttemptPaths& paths, int rank) {
+  return absl::StrCat(paths.logs_dir, "/rank-", rank, ".progress");
 }
 
 std::string RankLogPath(const AttemptPaths& paths, int rank, const std::string& stream) {
@@ -78,6 +99,7 @@ absl::StatusOr<std::vector<RankSpec>> BuildRankSpecs(const v1::StartAttempt& sta
     env["MASTER_PORT"] = std::to_string(start.master_port());
     env["RESUMPTION_INDEX"] = std::to_string(start.resumption_index());
     env["PARAMETERS"] = paths.parameters_path;
+    env["TESSERA_PROGRESS_FILE"] = RankProgressPath(paths, spec.rank);
     if (start.gpu_indices_size() > 0) {
       // One GPU per rank: frameworks then use device 0 of what they see.
       env["CUDA_VISIBLE_DEVICES"] = std::to_string(start.gpu_indices(local_rank));

@@ -26,6 +26,11 @@ AttemptPaths PathsFor(const std::string& state_dir, const std::string& run_id, i
 
 // Output file of one rank's stream ("stdout" or "stderr").
 std::string RankLogPath(const AttemptPaths& paths, int rank, const std::string& stream);
+// The file a rank reports its training progress to (TESSERA_PROGRESS_FILE).
+std::string RankProgressPath(const AttemptPaths& paths, int rank);
+
+// True for the variables Tessera sets for every rank (RANK, WORLD_SIZE, ...).
+bool IsReservedRankVariable(const std::string& name);
 
 // One RankSpec per local rank. Errors name the StartAttempt field that is wrong (no command,
 // a local world size that disagrees with the GPUs given, ranks beyond the world size, a user

@@ -79,12 +79,25 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .node_name = o.node_name, .endpoint = d->options_.log_endpoint, .api_key = o.api_key},
       d->clock_);
   LogShipper* shipper = d->shipper_.get();
+  d->progress_ = std::make_unique<ProgressWatcher>(d->clock_);
+  ProgressWatcher* progress = d->progress_.get();
+  const bool simulated = inventory->source == "simulated";
   d->attempts_ = std::make_unique<AttemptManager>(
-      AttemptManagerOptions{.state_dir = o.state_dir,
-                            .node_name = o.node_name,
-                            .simulated_gpus = inventory->source == "simulated"},
-      d->clock_, [shipper](const RankOutput& out) { shipper->Watch(out); },
-      [shipper](const RankOutput& out) { shipper->RankDone(out); });
+      AttemptManagerOptions{
+          .state_dir = o.state_dir,
+          .node_name = o.node_name,
+          .simulated_gpus = simulated,
+          .gpu_model = simulated || inventory->gpus.empty() ? "" : inventory->gpus[0].model(),
+          .rank_env = o.rank_env},
+      d->clock_,
+      [shipper, progress](const RankOutput& out) {
+        shipper->Watch(out);
+        progress->Watch(out);
+      },
+      [shipper, progress](const RankOutput& out) {
+        shipper->RankDone(out);
+        progress->RankDone(out);
+      });
 
   // What a previous incarnation left: kill its watchdog and its ranks, ship their output.
   StopPreviousWatchdog(o.state_dir);
@@ -124,6 +137,7 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .process_id = absl::StrCat(o.node_name, "-", getpid(), "-",
                                      absl::Hex(absl::Uniform<uint32_t>(*gen))),
           .fence_margin = o.fence_margin,
+          .progress = progress,
           .on_fence_deadline = [lease_file](absl::Time t) { lease_file->Write(t); }},
       *d->attempts_, d->clock_, [gen] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
   d->session_->Start();

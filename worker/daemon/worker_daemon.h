@@ -14,6 +14,7 @@
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/control_session.h"
 #include "worker/daemon/fence_watchdog.h"
+#include "worker/daemon/progress_watcher.h"
 #include "worker/logship/log_shipper.h"
 
 namespace tessera::worker {
@@ -28,6 +29,8 @@ struct WorkerOptions {
   int simulate_gpus = -1;
   std::string state_dir;
   std::map<std::string, std::string> labels;
+  // Environment for every rank on this node; a run's own env_variables win.
+  std::map<std::string, std::string> rank_env;
   absl::Duration fence_margin = absl::Milliseconds(500);
   bool fence_watchdog = true;
   std::string metrics_listen;  // host:port; empty: none
@@ -51,6 +54,7 @@ class WorkerDaemon {
   WorkerOptions options_;
   std::shared_ptr<Clock> clock_;
   std::unique_ptr<LogShipper> shipper_;
+  std::unique_ptr<ProgressWatcher> progress_;
   std::unique_ptr<AttemptManager> attempts_;
   std::unique_ptr<LeaseFile> lease_file_;
   std::unique_ptr<ControlSession> session_;

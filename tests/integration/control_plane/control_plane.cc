@@ -118,6 +118,13 @@ v1::Run Client::WaitForStatus(const std::string& name, v1::RunStatus status,
   while (absl::Now() < deadline) {
     run = Get(name);
     if (run.status() == status) return run;
+    const bool ended = run.status() == v1::RUN_STATUS_COMPLETED ||
+                       run.status() == v1::RUN_STATUS_FAILED ||
+                       run.status() == v1::RUN_STATUS_STOPPED;
+    if (ended) {  // it will not change any more: say so now, not at the timeout
+      FAIL("run " << name << " ended " << v1::RunStatus_Name(run.status()) << " ("
+                  << run.status_reason() << "), waited for " << v1::RunStatus_Name(status));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   INFO("run " << name << " is " << v1::RunStatus_Name(run.status()) << ", waited for "

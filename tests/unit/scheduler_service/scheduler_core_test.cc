@@ -2,6 +2,8 @@
 // manager called directly: leases, placement and recovery are checked exactly, without sleeps.
 #include "scheduler/service/scheduler_core.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <catch2/catch.hpp>
 
 #include "services/common/status_util.h"
@@ -352,6 +354,30 @@ TEST_CASE("ranks per node: one per GPU, else the run's procs_per_node, else the 
   CHECK(by_label.gpu_indices_size() == 0);
   v1::StartAttempt by_run = start_of(2);
   CHECK(by_run.local_world_size() == 2);
+}
+
+TEST_CASE("the run's parameters reach the ranks as exactly their JSON") {
+  Fixture f;
+  f.Register("n1");
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("p");
+  req.mutable_spec()->set_command("x");
+  req.mutable_spec()->mutable_compute()->set_gpus(1);
+  auto& fields = *req.mutable_spec()->mutable_parameters()->mutable_fields();
+  fields["lr"].set_number_value(0.5);
+  fields["max_duration"].set_string_value("60ba");
+  v1::SubmitRunResponse resp;
+  REQUIRE(f.manager.SubmitRun({"alice", v1::ROLE_USER}, req, &resp).ok());
+  REQUIRE(f.core->RunCycle().ok());
+  REQUIRE(f.core->RunCycle().ok());
+  REQUIRE(f.sent.size() == 1);
+  google::protobuf::Struct got;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(
+              f.sent[0].second.start_attempt().parameters_json(), &got)
+              .ok());
+  CHECK(got.fields().size() == 2);
+  CHECK(got.fields().at("lr").number_value() == 0.5);
+  CHECK(got.fields().at("max_duration").string_value() == "60ba");
 }
 
 }  // namespace

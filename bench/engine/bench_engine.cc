@@ -1,0 +1,201 @@
+// bench_engine: tessera-train's speed against bounds measured in the same run.
+//
+//  1. Step time: one optimizer step of the engine (data, forward, backward, clipping, AdamW over
+//     the flat buffer) against the same GPT in Python PyTorch (Debian's python3-torch, the same
+//     LibTorch), same batch and threads. Target: ratio at most 1.0.
+//  2. Checkpoint save throughput: a foreground save of a model's shard (params, exp_avg,
+//     exp_avg_sq; written, hashed, flushed, committed) against a plain sequential write + fsync
+//     of the same bytes to the same folder. Target: ratio at least 0.8.
+//  3. Background save: the time training is blocked by a background save against a foreground
+//     save of the same step. Target: at most 0.1.
+//
+//   bench_engine [--threads N] [--steps N] [--save-layers N] [--folder DIR]
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "worker/engine/data/token_shards.h"
+#include "worker/engine/data/tokenizer.h"
+#include "worker/engine/train/trainer.h"
+
+namespace {
+namespace fs = std::filesystem;
+using namespace tessera::engine;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Shape {
+  int64_t vocab = 4096, d_model = 256, heads = 8, layers = 4, seq = 256, batch = 8;
+};
+
+// Random tokens, enough for every step.
+std::string MakeDataset(const std::string& folder, const Shape& s, int64_t samples) {
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  ShardWriter w(folder, s.seq + 1, 2, 1 << 12);
+  std::mt19937 rng(1);
+  std::vector<uint32_t> sample(static_cast<size_t>(s.seq + 1));
+  for (int64_t i = 0; i < samples; ++i) {
+    for (auto& t : sample) t = rng() % static_cast<uint32_t>(s.vocab);
+    if (!w.Add(sample).ok()) std::abort();
+  }
+  nlohmann::json tokenizer = {{"kind", "byte"}};
+  // A vocabulary as large as the model's: the byte tokenizer's is 257, so name the model's.
+  if (!w.Finish(tokenizer, samples * (s.seq + 1)).ok()) std::abort();
+  return folder;
+}
+
+TrainConfig ConfigFor(const Shape& s, const std::string& data, int threads,
+                      const std::string& save_folder) {
+  TrainConfig c;
+  c.model.preset = "custom";
+  c.model.d_model = s.d_model;
+  c.model.n_heads = s.heads;
+  c.model.n_layers = s.layers;
+  c.model.max_seq_len = s.seq;
+  c.model.vocab_size = s.vocab;
+  c.data_path = data;
+  c.global_train_batch_size = s.batch;
+  c.max_duration = TrainDuration{1000, TrainDuration::Unit::kBatches};
+  c.threads = threads;
+  c.save_folder = save_folder;
+  c.autoresume = false;
+  c.log_interval = 1000000;
+  return c;
+}
+
+double PlainWrite(const std::string& path, const std::vector<char>& bytes) {
+  const auto start = Clock::now();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n =
+        ::write(fd, bytes.data() + done, std::min<size_t>(8 << 20, bytes.size() - done));
+    if (n <= 0) std::abort();
+    done += static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  return Seconds(start);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, steps = 20, save_layers = 8;
+  std::string folder = "/tmp/tessera-bench-engine";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    int v = 0;
+    if (flag == "--folder")
+      folder = argv[i + 1];
+    else if (!absl::SimpleAtoi(argv[i + 1], &v)) {
+      std::cerr << "bad value for " << flag << "\n";
+      return 2;
+    } else if (flag == "--threads")
+      threads = v;
+    else if (flag == "--steps")
+      steps = v;
+    else if (flag == "--save-layers")
+      save_layers = v;
+    else {
+      std::cerr << "unknown flag " << flag << "\n";
+      return 2;
+    }
+  }
+  setenv("TESSERA_CACHE_DIR", (folder + "/cache").c_str(), 1);
+  Shape s;
+  const std::string data = MakeDataset(folder + "/data", s, (steps + 5) * s.batch);
+
+  // 1. Step time against Python PyTorch.
+  double engine_step = 0;
+  {
+    auto trainer = Trainer::Create(ConfigFor(s, data, threads, ""), RankContext{});
+    if (!trainer.ok()) {
+      std::cerr << trainer.status() << "\n";
+      return 1;
+    }
+    std::vector<double> times;
+    for (int i = 0; i < steps + 3; ++i) {
+      const auto start = Clock::now();
+      if (!(*trainer)->Step().ok()) return 1;
+      if (i >= 3) times.push_back(Seconds(start));
+    }
+    engine_step = Median(times);
+  }
+  const std::string python = absl::StrCat(
+      "OPENBLAS_NUM_THREADS=", threads, " OMP_NUM_THREADS=", threads, " /usr/bin/python3 ",
+      TESSERA_SOURCE_DIR, "/bench/engine/gpt_reference.py --vocab ", s.vocab, " --d-model ",
+      s.d_model, " --heads ", s.heads, " --layers ", s.layers, " --seq ", s.seq, " --batch ",
+      s.batch, " --threads ", threads, " --steps ", steps);
+  FILE* p = ::popen(python.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  if (p == nullptr || ::pclose(p) != 0) {
+    std::cerr << "the Python reference failed: " << out << "\n";
+    return 1;
+  }
+  const double python_step = nlohmann::json::parse(out)["step_seconds"].get<double>();
+  std::printf("step time (d_model %lld, %lld layers, seq %lld, batch %lld, %d threads):\n",
+              (long long)s.d_model, (long long)s.layers, (long long)s.seq, (long long)s.batch,
+              threads);
+  std::printf("  tessera-train %.1f ms, Python PyTorch %.1f ms: ratio %.2f (target <= 1.0)\n",
+              engine_step * 1e3, python_step * 1e3, engine_step / python_step);
+
+  // 2 and 3. Saves of a larger model's shard.
+  Shape big = s;
+  big.layers = save_layers;
+  big.d_model = 768;
+  big.heads = 12;
+  const std::string ckpt = folder + "/ckpt";
+  auto trainer = Trainer::Create(ConfigFor(big, data, threads, ckpt), RankContext{});
+  if (!trainer.ok()) {
+    std::cerr << trainer.status() << "\n";
+    return 1;
+  }
+  const int64_t bytes = (*trainer)->flat().numel() * 3 * 4;
+  std::vector<char> plain(static_cast<size_t>(bytes), 'x');
+  std::vector<double> save_times, plain_times, blocked;
+  for (int round = 0; round < 5; ++round) {
+    plain_times.push_back(PlainWrite(folder + "/plain.bin", plain));
+    fs::remove(folder + "/plain.bin");
+    const auto start = Clock::now();
+    if (!(*trainer)->Save(false).ok()) return 1;
+    save_times.push_back(Seconds(start));
+    if (!(*trainer)->Save(true).ok()) return 1;
+    blocked.push_back(absl::ToDoubleSeconds((*trainer)->saver()->last_blocked()));
+    if (!(*trainer)->saver()->Wait().ok()) return 1;
+  }
+  const double save = Median(save_times), raw = Median(plain_times), block = Median(blocked);
+  std::printf("checkpoint save (%.0f MB: params, exp_avg, exp_avg_sq of %.1fM parameters):\n",
+              bytes / 1e6, (*trainer)->flat().numel() / 1e6);
+  std::printf("  save %.0f MB/s, plain write + fsync %.0f MB/s: ratio %.2f (target >= 0.8)\n",
+              bytes / save / 1e6, bytes / raw / 1e6, raw / save);
+  std::printf(
+      "  blocked by a background save %.1f ms, foreground save %.1f ms: ratio %.3f "
+      "(target <= 0.1)\n",
+      block * 1e3, save * 1e3, block / save);
+  fs::remove_all(folder);
+  return 0;
+}

@@ -1,0 +1,118 @@
+// tessera-train through the whole platform, as a user runs it: examples/gpt-tiny.yaml submitted
+// with mcli to a local cluster (PostgreSQL, tessera-server, tessera-worker daemons), its loss
+// falling on real text, its progress in mcli; and a worker killed mid-training, after which the
+// requeued run resumes from its newest checkpoint on the remaining nodes.
+#include <signal.h>
+
+#include <regex>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "tests/integration/worker/local_cluster.h"
+
+namespace tessera::testing {
+namespace {
+
+ShellResult Mcli(LocalCluster& c, const std::string& args) {
+  return RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", c.server.endpoint(),
+                               " TESSERA_API_KEY=", c.admin_key, " ", BinaryPath("mcli"), " ",
+                               args));
+}
+
+// A worker whose ranks find tessera-train on PATH and share a folder with the other nodes.
+void StartTrainingWorker(LocalCluster& c, const std::string& name, const std::string& shared) {
+  c.StartWorker(
+      name, 2,
+      {"--rank-env", absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin"), "--rank-env",
+       "TESSERA_SHARED_DIR=" + shared, "--rank-env", "TESSERA_CACHE_DIR=" + shared + "/cache"});
+}
+
+// The losses rank 0 printed ("step 10/150: loss 6.123456 ..."), by step.
+std::map<int, double> LossesIn(const std::string& logs) {
+  std::map<int, double> losses;
+  static const std::regex line(R"(step (\d+)/\d+: loss ([0-9.]+))");
+  for (std::sregex_iterator it(logs.begin(), logs.end(), line), end; it != end; ++it) {
+    losses[std::stoi((*it)[1])] = std::stod((*it)[2]);
+  }
+  return losses;
+}
+
+std::string Example() { return std::string(TESSERA_SOURCE_DIR) + "/examples/gpt-tiny.yaml"; }
+
+TEST_CASE("examples/gpt-tiny.yaml trains on two nodes and its loss falls", "[e2e]") {
+  LocalCluster c;
+  const std::string shared = c.marks_dir() + "/shared";
+  StartTrainingWorker(c, "node-a", shared);
+  StartTrainingWorker(c, "node-b", shared);
+  ShellResult submitted = Mcli(c, "run -f " + Example());
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string name(absl::StripAsciiWhitespace(submitted.output));
+  v1::Run run = c.client->WaitForStatus(name, v1::RUN_STATUS_COMPLETED, absl::Seconds(240));
+  CHECK(run.progress().step() == 150);
+  CHECK(run.progress().total_steps() == 150);
+  CHECK(run.progress().tokens_per_second() > 0);
+
+  ShellResult logs = Mcli(c, "logs " + name + " --rank 0");
+  INFO(logs.output);
+  const auto losses = LossesIn(logs.output);
+  REQUIRE(losses.count(10));
+  REQUIRE(losses.count(150));
+  std::printf("gpt-tiny on 2 nodes x 2 ranks: loss %.3f at step 10, %.3f at step 150\n",
+              losses.at(10), losses.at(150));
+  CHECK(losses.at(150) < losses.at(10) - 0.5);
+  CHECK(absl::StrContains(logs.output, "4 ranks on cpu (FULL_SHARD"));
+  CHECK(absl::StrContains(logs.output, "training finished: 150 steps"));
+
+  ShellResult described = Mcli(c, "describe run " + name);
+  INFO(described.output);
+  CHECK(absl::StrContains(described.output, "150/150 (100%), loss "));
+  CHECK(absl::StrContains(described.output, "tokens/s, MFU "));
+  ShellResult listed = Mcli(c, "get runs");
+  CHECK(absl::StrContains(listed.output, "150/150"));
+}
+
+TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on the others",
+          "[e2e]") {
+  LocalCluster c;
+  const std::string shared = c.marks_dir() + "/shared";
+  StartTrainingWorker(c, "node-a", shared);
+  StartTrainingWorker(c, "node-b", shared);
+  StartTrainingWorker(c, "node-c", shared);
+  ShellResult submitted = Mcli(c, "run -f " + Example());
+  REQUIRE(submitted.exit_code == 0);
+  const std::string name(absl::StripAsciiWhitespace(submitted.output));
+  v1::Run run = c.client->WaitForStatus(name, v1::RUN_STATUS_RUNNING, absl::Seconds(60));
+  // Wait until a checkpoint is committed (every 25 batches), then kill a node of the run.
+  for (int i = 0; i < 1200 && run.progress().step() < 40; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    run = c.client->WaitForStatus(name, v1::RUN_STATUS_RUNNING, absl::Seconds(5));
+  }
+  REQUIRE(run.progress().step() >= 40);
+  REQUIRE(run.nodes_size() == 2);
+  const std::string victim = run.nodes(1).node_name();
+  REQUIRE(c.worker(victim).process->Kill(SIGKILL).ok());
+
+  run = c.client->WaitForStatus(name, v1::RUN_STATUS_COMPLETED, absl::Seconds(240));
+  CHECK(run.resumption_index() == 1);
+  ShellResult described = Mcli(c, "describe run " + name);
+  INFO(described.output);
+  CHECK(absl::StrContains(described.output, "NODE_FAILURE"));
+  ShellResult logs = Mcli(c, "logs " + name + " --rank 0");
+  INFO(logs.output);
+  std::smatch m;
+  REQUIRE(std::regex_search(logs.output, m, std::regex(R"(resumed from step (\d+))")));
+  const int resumed = std::stoi(m[1]);
+  CHECK(resumed >= 25);
+  CHECK(resumed % 25 == 0);
+  CHECK(run.progress().step() == 150);
+  CHECK(run.progress().resumed_from_step() == resumed);
+  // The second attempt ran on the two nodes that were left.
+  for (const auto& node : run.nodes()) CHECK(node.node_name() != victim);
+}
+
+}  // namespace
+}  // namespace tessera::testing

@@ -1,0 +1,173 @@
+// tessera-train as real multi-process jobs on real text: exact resumption after SIGKILL on the
+// same and on a different number of ranks, refused checkpoints, hybrid sharding, bad configs.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "tests/integration/control_plane/control_plane.h"
+#include "tests/integration/engine/engine_job.h"
+#include "worker/engine/checkpoint/checkpoint_folder.h"
+#include "worker/engine/checkpoint/shard_file.h"
+
+namespace tessera::testing {
+namespace {
+namespace fs = std::filesystem;
+
+struct Scratch {
+  std::string path;
+  Scratch() {
+    path = absl::StrCat("/tmp/tessera-engine-test-", getpid(), "-", counter++);
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Scratch() { fs::remove_all(path); }
+  std::string Config(const std::string& name, const std::string& save_folder,
+                     const std::string& extra = "") const {
+    const std::string file = path + "/" + name + ".yaml";
+    std::ofstream(file) << absl::StrReplaceAll(R"(
+model: {preset: tiny, d_model: 64, n_heads: 4, n_layers: 2}
+data: {path: DATA, shuffle_seed: 7, num_canonical_nodes: 2}
+optimizer: {lr: 3.0e-3, weight_decay: 0.1}
+scheduler: {t_warmup: 5ba, alpha_f: 0.1}
+max_duration: 60ba
+global_train_batch_size: 8
+gradient_clipping: 1.0
+save_folder: SAVE
+save_interval: 10ba
+log_interval: 1
+threads: 1
+)",
+                                               {{"DATA", LicenceDataset()}, {"SAVE", save_folder}})
+                        << extra;
+    return file;
+  }
+  static inline int counter = 0;
+};
+
+void RequireAllExitedZero(EngineJob& job, int world) {
+  const auto codes = job.Wait();
+  for (int r = 0; r < world; ++r) {
+    INFO("rank " << r << " log:\n" << job.Log(r));
+    REQUIRE(codes[static_cast<size_t>(r)] == 0);
+  }
+}
+
+TEST_CASE(
+    "killed at step 37 and resumed from step 30: bit-identical on 4 ranks, within 1e-4 on 2") {
+  Scratch s;
+  // Run A: 60 steps on 4 ranks without interruption.
+  EngineJob a(s.path + "/a", s.Config("a", s.path + "/ckpt-a"), 4);
+  RequireAllExitedZero(a, 4);
+  const auto reference = a.Progress(0);
+  REQUIRE(reference.size() == 60);
+  CHECK(reference.at(60).loss < reference.at(1).loss - 1.0);  // it learns the licences
+  CHECK(reference.at(60).tokens_per_second > 0);
+  CHECK(reference.at(60).mfu > 0);
+  CHECK(a.Log(0).find("training finished: 60 steps") != std::string::npos);
+
+  // Run B: the same, SIGKILLed on every rank once step 37 is done.
+  const std::string ckpt_b = s.path + "/ckpt-b";
+  const std::string config_b = s.Config("b", ckpt_b);
+  {
+    EngineJob b(s.path + "/b", config_b, 4, {{"TESSERA_DEBUG_STOP_AFTER_STEP", "37"}});
+    b.KillWhenStopped();
+    CHECK(b.Progress(0).rbegin()->first == 37);
+  }
+  engine::CheckpointFolder folder(ckpt_b);
+  REQUIRE(folder.CommittedSteps() == std::vector<int64_t>{30, 20, 10});
+  // Keep the step-30 checkpoint for the 2-rank resumption.
+  fs::copy(ckpt_b, s.path + "/ckpt-c", fs::copy_options::recursive);
+
+  EngineJob b2(s.path + "/b2", config_b, 4);
+  RequireAllExitedZero(b2, 4);
+  CHECK(b2.Log(0).find("resumed from step 30") != std::string::npos);
+  const auto resumed = b2.Progress(0);
+  REQUIRE(resumed.begin()->first == 31);
+  REQUIRE(resumed.rbegin()->first == 60);
+  for (const auto& [step, record] : resumed) {
+    INFO("step " << step);
+    CHECK(record.loss == reference.at(step).loss);  // bit for bit
+    CHECK(record.learning_rate == reference.at(step).learning_rate);
+    CHECK(record.resumed_from_step == 30);
+  }
+
+  // Run C: resume the step-30 checkpoint on 2 ranks (4 samples each, same global batch).
+  EngineJob c(s.path + "/c", s.Config("c", s.path + "/ckpt-c"), 2);
+  RequireAllExitedZero(c, 2);
+  CHECK(c.Log(0).find("resumed from step 30") != std::string::npos);
+  CHECK(c.Log(0).find("saved by 4 ranks") != std::string::npos);
+  const auto two_ranks = c.Progress(0);
+  REQUIRE(two_ranks.size() == 30);
+  double worst = 0;
+  for (const auto& [step, record] : two_ranks) {
+    const double want = reference.at(step).loss;
+    worst = std::max(worst, std::abs(record.loss - want) / want);
+  }
+  std::printf("2-rank resumption: worst relative loss difference %.3g over 30 steps\n", worst);
+  CHECK(worst < 1e-4);
+}
+
+TEST_CASE("a checkpoint with a truncated shard is refused and the previous one resumes") {
+  Scratch s;
+  const std::string ckpt = s.path + "/ckpt";
+  EngineJob first(s.path + "/1", s.Config("first", ckpt, "num_checkpoints_to_keep: 0\n"), 2,
+                  {{"TESSERA_DEBUG_STOP_AFTER_STEP", "20"}});
+  first.KillWhenStopped();
+  engine::CheckpointFolder folder(ckpt);
+  REQUIRE(folder.CommittedSteps() == std::vector<int64_t>{20, 10});
+  fs::resize_file(folder.StepFolder(20) + "/" + engine::ShardFileName(1, 2), 1000);
+
+  EngineJob second(s.path + "/2", s.Config("second", ckpt, "num_checkpoints_to_keep: 0\n"), 2);
+  RequireAllExitedZero(second, 2);
+  const std::string log = second.Log(0);
+  CHECK(log.find("checkpoint refused: step 20:") != std::string::npos);
+  CHECK(log.find("shard-00001-of-00002.bin: 1000 bytes, the manifest says") != std::string::npos);
+  CHECK(log.find("resumed from step 10") != std::string::npos);
+  CHECK(second.Progress(0).begin()->first == 11);
+}
+
+TEST_CASE("hybrid sharding: shards inside groups of 2, replicas across; the first replica writes") {
+  Scratch s;
+  EngineJob full(s.path + "/full", s.Config("full", s.path + "/ckpt-full"), 4);
+  RequireAllExitedZero(full, 4);
+  std::string hybrid_config =
+      s.Config("hybrid", s.path + "/ckpt-hybrid",
+               "fsdp: {sharding_strategy: HYBRID_SHARD, shard_group_size: 2}\n");
+  EngineJob hybrid(s.path + "/hybrid", hybrid_config, 4);
+  RequireAllExitedZero(hybrid, 4);
+  CHECK(hybrid.Log(0).find("HYBRID_SHARD, 2 shard groups of 2") != std::string::npos);
+  const auto f = full.Progress(0), h = hybrid.Progress(0);
+  REQUIRE(h.size() == 60);
+  for (int64_t step : {1, 10, 30, 60}) {
+    CHECK(h.at(step).loss == Approx(f.at(step).loss).epsilon(1e-4));
+  }
+  engine::CheckpointFolder folder(s.path + "/ckpt-hybrid");
+  auto m = folder.ReadManifest(60);
+  REQUIRE(m.ok());
+  CHECK(m->shards.size() == 2);
+  CHECK(m->sharding == "HYBRID_SHARD");
+  CHECK(m->world_size == 4);
+}
+
+TEST_CASE("a bad configuration fails every rank at once with the field named") {
+  Scratch s;
+  const std::string file = s.path + "/bad.yaml";
+  std::ofstream(file) << "data: {path: " << LicenceDataset()
+                      << "}\nmax_duration: 10ba\noptimiser: {lr: 1}\n";
+  EngineJob job(s.path + "/bad", file, 2);
+  const auto codes = job.Wait(absl::Seconds(30));
+  CHECK(codes == std::vector<int>{2, 2});
+  CHECK(job.Log(0).find(file + ":3: optimiser: unknown field") != std::string::npos);
+
+  std::ofstream(s.path + "/batch.yaml")
+      << "data: {path: " << LicenceDataset() << "}\nglobal_train_batch_size: 5\n";
+  EngineJob uneven(s.path + "/uneven", s.path + "/batch.yaml", 2);
+  CHECK(uneven.Wait(absl::Seconds(30)) == std::vector<int>{2, 2});
+  CHECK(uneven.Log(1).find("global_train_batch_size: 5 does not split evenly over 2 ranks") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::testing

@@ -1,0 +1,239 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <numeric>
+#include <thread>
+
+#include "tests/unit/engine/engine_test_util.h"
+#include "worker/engine/checkpoint/checkpoint_folder.h"
+#include "worker/engine/checkpoint/checkpoint_saver.h"
+#include "worker/engine/checkpoint/shard_file.h"
+
+namespace tessera::engine {
+namespace {
+using testing::TempFolder;
+namespace fs = std::filesystem;
+
+constexpr int64_t kNumel = 1001;  // not a multiple of the shard counts
+
+// The three arrays of a flat buffer: params = i, exp_avg = -i, exp_avg_sq = step + i.
+struct FlatState {
+  std::vector<float> arrays[3];
+  explicit FlatState(int64_t step) {
+    for (auto& a : arrays) a.resize(kNumel);
+    for (int64_t i = 0; i < kNumel; ++i) {
+      arrays[0][static_cast<size_t>(i)] = static_cast<float>(i);
+      arrays[1][static_cast<size_t>(i)] = -static_cast<float>(i);
+      arrays[2][static_cast<size_t>(i)] = static_cast<float>(step + i);
+    }
+  }
+};
+
+CheckpointManifest Template(int64_t step, int world) {
+  CheckpointManifest m;
+  m.step = step;
+  m.world_size = world;
+  m.sharding = "FULL_SHARD";
+  m.shard_group_size = world;
+  m.numel = kNumel;
+  m.arrays = {"params", "exp_avg", "exp_avg_sq"};
+  m.data = DataState{1, step * 8};
+  m.tokens_seen = step * 64;
+  m.seed = 17;
+  m.config_hash = "shape-a";
+  return m;
+}
+
+// Saves `step` as `world` ranks (threads), each writing its shard; rank 0 commits.
+void SaveAsRanks(const std::string& root, int64_t step, int world, bool background) {
+  InProcessCommitChannel channel;
+  FlatState state(step);
+  const int64_t shard = (kNumel + world - 1) / world;
+  std::vector<std::thread> ranks;
+  std::vector<absl::Status> results(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      SaveRole role{true, r, world, r == 0};
+      CheckpointSaver saver(CheckpointFolder(root), &channel, role, 0, absl::Seconds(20));
+      SaveJob job;
+      job.manifest = Template(step, world);
+      job.payload.offset = std::min(kNumel, r * shard);
+      job.payload.count = std::min(kNumel, (r + 1) * shard) - job.payload.offset;
+      for (auto& a : state.arrays) job.payload.arrays.push_back(a.data() + job.payload.offset);
+      absl::Status st = saver.Save(job, background);
+      if (st.ok()) st = saver.Wait();
+      results[static_cast<size_t>(r)] = st;
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (const auto& st : results) REQUIRE(st.ok());
+}
+
+absl::Status Compatible(const CheckpointManifest& m) {
+  return m.config_hash == "shape-a" ? absl::OkStatus()
+                                    : absl::FailedPreconditionError("another shape");
+}
+
+TEST_CASE("a checkpoint saved by 4 ranks loads on 3, 2 or 1: shards are re-split") {
+  TempFolder tmp;
+  SaveAsRanks(tmp.path, 30, 4, /*background=*/true);
+  CheckpointFolder folder(tmp.path);
+  CHECK(folder.CommittedSteps() == std::vector<int64_t>{30});
+  auto m = folder.ReadManifest(30);
+  REQUIRE(m.ok());
+  CHECK(m->shards.size() == 4);
+  CHECK(m->data == DataState{1, 240});
+  CHECK(m->tokens_seen == 1920);
+  FlatState expected(30);
+  for (int ranks : {3, 2, 1}) {
+    const int64_t shard = (kNumel + ranks - 1) / ranks;
+    for (int r = 0; r < ranks; ++r) {
+      const int64_t begin = std::min(kNumel, r * shard), end = std::min(kNumel, (r + 1) * shard);
+      for (int a = 0; a < 3; ++a) {
+        std::vector<float> got(static_cast<size_t>(end - begin));
+        REQUIRE(ReadFlatRange(folder.StepFolder(30), *m, a, begin, end, got.data()).ok());
+        CHECK(std::equal(got.begin(), got.end(), expected.arrays[a].begin() + begin));
+      }
+    }
+  }
+  CHECK(ReadFlatRange(folder.StepFolder(30), *m, 3, 0, 1, nullptr).code() ==
+        absl::StatusCode::kOutOfRange);
+}
+
+TEST_CASE("a missing or truncated shard is refused and the previous checkpoint is used") {
+  TempFolder tmp;
+  SaveAsRanks(tmp.path, 10, 2, false);
+  SaveAsRanks(tmp.path, 20, 2, false);
+  SaveAsRanks(tmp.path, 30, 2, false);
+  CheckpointFolder folder(tmp.path);
+  CHECK(folder.CommittedSteps() == std::vector<int64_t>{30, 20, 10});
+  std::vector<std::string> refused;
+  auto latest = folder.LatestValid(Compatible, &refused);
+  REQUIRE(latest.has_value());
+  CHECK(latest->step == 30);
+  CHECK(refused.empty());
+
+  fs::resize_file(folder.StepFolder(30) + "/" + ShardFileName(1, 2), 100);
+  fs::remove(folder.StepFolder(20) + "/" + ShardFileName(0, 2));
+  latest = folder.LatestValid(Compatible, &refused);
+  REQUIRE(latest.has_value());
+  CHECK(latest->step == 10);
+  REQUIRE(refused.size() == 2);
+  CHECK(refused[0].find("step 30: ") == 0);
+  CHECK(refused[0].find("shard-00001-of-00002.bin: 100 bytes, the manifest says") !=
+        std::string::npos);
+  CHECK(refused[1].find("step 20: ") == 0);
+  CHECK(refused[1].find("shard-00000-of-00002.bin: missing") != std::string::npos);
+}
+
+TEST_CASE("a corrupted shard of the right size is caught by its hash") {
+  TempFolder tmp;
+  SaveAsRanks(tmp.path, 5, 1, false);
+  SaveAsRanks(tmp.path, 6, 1, false);
+  CheckpointFolder folder(tmp.path);
+  {
+    std::fstream f(folder.StepFolder(6) + "/" + ShardFileName(0, 1),
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(kShardHeaderBytes + 40);
+    f.put('\x55');
+  }
+  std::vector<std::string> refused;
+  auto latest = folder.LatestValid(Compatible, &refused);
+  REQUIRE(latest.has_value());
+  CHECK(latest->step == 5);
+  REQUIRE(refused.size() == 1);
+  CHECK(refused[0].find("content hash") != std::string::npos);
+}
+
+TEST_CASE("an incompatible checkpoint is refused with the reason") {
+  TempFolder tmp;
+  SaveAsRanks(tmp.path, 8, 1, false);
+  std::vector<std::string> refused;
+  auto latest = CheckpointFolder(tmp.path).LatestValid(
+      [](const CheckpointManifest&) { return absl::FailedPreconditionError("another shape"); },
+      &refused);
+  CHECK_FALSE(latest.has_value());
+  CHECK(refused == std::vector<std::string>{"step 8: another shape"});
+}
+
+TEST_CASE("a step is not committed until every shard is written") {
+  TempFolder tmp;
+  InProcessCommitChannel channel;
+  FlatState state(40);
+  // Rank 0 of 2 writes its shard; rank 1 never does (it died): no manifest, nothing loads.
+  CheckpointSaver saver(CheckpointFolder(tmp.path), &channel, SaveRole{true, 0, 2, true}, 0,
+                        absl::Milliseconds(200));
+  SaveJob job;
+  job.manifest = Template(40, 2);
+  job.payload.count = 501;
+  for (auto& a : state.arrays) job.payload.arrays.push_back(a.data());
+  REQUIRE(saver.Save(job, true).ok());
+  const absl::Status st = saver.Wait();
+  CHECK(st.code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(st.message().find("step 40 not committed: shard 1 of step 40") != std::string::npos);
+  CheckpointFolder folder(tmp.path);
+  CHECK(folder.CommittedSteps().empty());
+  CHECK(fs::exists(folder.StepFolder(40) + "/" + ShardFileName(0, 2)));
+  CHECK_FALSE(fs::exists(folder.StepFolder(40) + "/" + kManifestFile));
+  CHECK(saver.last_committed_step() == -1);
+}
+
+TEST_CASE("retention keeps the newest N and removes abandoned saves") {
+  TempFolder tmp;
+  CheckpointFolder folder(tmp.path);
+  REQUIRE(folder.PrepareStep(3).ok());  // a save cut short by a crash
+  for (int64_t step : {5, 10, 15, 20}) SaveAsRanks(tmp.path, step, 2, true);
+  REQUIRE(folder.Retain(2).ok());
+  CHECK(folder.CommittedSteps() == std::vector<int64_t>{20, 15});
+  CHECK_FALSE(fs::exists(folder.StepFolder(3)));
+  CHECK_FALSE(fs::exists(folder.StepFolder(5)));
+  // `latest` names the newest commit.
+  std::ifstream latest(tmp.path + "/" + kLatestFile);
+  std::string name;
+  latest >> name;
+  CHECK(name == "step-00000020");
+}
+
+TEST_CASE("a background save copies the shard: later changes do not reach the file") {
+  TempFolder tmp;
+  InProcessCommitChannel channel;
+  CheckpointSaver saver(CheckpointFolder(tmp.path), &channel, SaveRole{true, 0, 1, true}, 0,
+                        absl::Seconds(5));
+  FlatState state(1);
+  SaveJob job;
+  job.manifest = Template(1, 1);
+  job.payload.count = kNumel;
+  for (auto& a : state.arrays) job.payload.arrays.push_back(a.data());
+  REQUIRE(saver.Save(job, true).ok());
+  for (auto& a : state.arrays) std::fill(a.begin(), a.end(), 99.0f);  // training goes on
+  REQUIRE(saver.Wait().ok());
+  CHECK(saver.last_committed_step() == 1);
+  CheckpointFolder folder(tmp.path);
+  auto m = folder.ReadManifest(1);
+  REQUIRE(m.ok());
+  std::vector<float> params(kNumel);
+  REQUIRE(ReadFlatRange(folder.StepFolder(1), *m, 0, 0, kNumel, params.data()).ok());
+  CHECK(params[500] == 500.0f);
+}
+
+TEST_CASE("manifest errors name the field") {
+  auto j = Template(3, 1).ToJson();
+  j["shards"] = nlohmann::json::array({{{"index", 0},
+                                        {"file", "a"},
+                                        {"offset", 0},
+                                        {"count", 10},
+                                        {"bytes", 1},
+                                        {"xxh3_128", "x"}}});
+  CHECK(CheckpointManifest::FromJson(j, "m.json").status().message() ==
+        "m.json: shards: the shards cover 10 of 1001 elements");
+  j.erase("data");
+  CHECK(CheckpointManifest::FromJson(j, "m.json").status().message() == "m.json: data: required");
+  j = Template(3, 1).ToJson();
+  j["step"] = "three";
+  CHECK(CheckpointManifest::FromJson(j, "m.json")
+            .status()
+            .message()
+            .find("m.json: step: has the wrong type") == 0);
+}
+
+}  // namespace
+}  // namespace tessera::engine

@@ -1,0 +1,187 @@
+#include "worker/engine/train/train_config.h"
+
+#include <catch2/catch.hpp>
+
+#include "worker/engine/train/lr_schedule.h"
+#include "worker/engine/train/model_flops.h"
+#include "worker/engine/train/progress_reporter.h"
+#include "worker/engine/train/rank_context.h"
+
+namespace tessera::engine {
+namespace {
+
+const std::map<std::string, std::string> kEnv = {{"SHARED", "/mnt/shared"}, {"RUN_NAME", "gpt-x1"}};
+
+absl::StatusOr<TrainConfig> Parse(const std::string& text) {
+  return ParseTrainConfig(text, "train.yaml", kEnv);
+}
+
+std::string ErrorOf(const std::string& text) {
+  auto c = Parse(text);
+  REQUIRE_FALSE(c.ok());
+  return std::string(c.status().message());
+}
+
+TEST_CASE("a full configuration parses with presets, durations and variables") {
+  auto c = Parse(R"(
+model:
+  preset: 125m
+  max_seq_len: 256
+data:
+  path: ${SHARED}/data
+  shuffle_seed: 3
+  num_canonical_nodes: 8
+optimizer:
+  lr: 3.0e-4
+  betas: [0.9, 0.98]
+  weight_decay: 0.0
+scheduler:
+  t_warmup: 20ba
+  alpha_f: 0.0
+max_duration: 2ep
+global_train_batch_size: 64
+device_train_microbatch_size: 4
+gradient_clipping: 0.5
+precision: amp_bf16
+fsdp:
+  sharding_strategy: HYBRID_SHARD
+  shard_group_size: 8
+save_folder: ${SHARED}/ckpt/${RUN_NAME}
+save_interval: 50ba
+num_checkpoints_to_keep: 3
+save_in_background: false
+log_interval: 10ba
+)");
+  REQUIRE(c.ok());
+  CHECK(c->model.d_model == 768);
+  CHECK(c->model.n_layers == 12);
+  CHECK(c->model.max_seq_len == 256);
+  CHECK(c->data_path == "/mnt/shared/data");
+  CHECK(c->shuffle.seed == 3);
+  CHECK(c->shuffle.num_canonical_nodes == 8);
+  CHECK(c->optimizer.beta2 == 0.98);
+  CHECK(c->optimizer.weight_decay == 0.0);
+  CHECK(c->scheduler.warmup_batches == 20);
+  CHECK(c->max_duration.unit == TrainDuration::Unit::kEpochs);
+  CHECK(c->max_duration.Batches(7) == 14);
+  CHECK(c->sharding == Sharding::kHybridShard);
+  CHECK(c->shard_group_size == 8);
+  CHECK(c->save_folder == "/mnt/shared/ckpt/gpt-x1");
+  CHECK(c->save_interval.Batches(1000) == 50);
+  CHECK(c->num_checkpoints_to_keep == 3);
+  CHECK_FALSE(c->save_in_background);
+  CHECK(c->log_interval == 10);
+}
+
+TEST_CASE("the parameters JSON the worker writes is a valid configuration") {
+  auto c =
+      Parse(R"({"data": {"path": "/d"}, "max_duration": "60ba", "model": {"preset": "tiny"}})");
+  REQUIRE(c.ok());
+  CHECK(c->model.d_model == 64);
+  CHECK(c->max_duration.Batches(1) == 60);
+  CHECK(c->sharding == Sharding::kFullShard);
+}
+
+TEST_CASE("errors name the field and its line") {
+  CHECK(ErrorOf("data: {path: /d}\nmax_duraton: 10ba\n")
+            .find("train.yaml:2: max_duraton: unknown field") == 0);
+  CHECK(ErrorOf("data: {path: /d}\nmodel:\n  n_layer: 2\n")
+            .find("train.yaml:3: model.n_layer: unknown field") == 0);
+  CHECK(ErrorOf("data: {path: /d}\nmax_duration: 10 steps\n") ==
+        "train.yaml:2: max_duration: \"10 steps\" is not a duration: use batches (50ba) or epochs "
+        "(2ep)");
+  CHECK(ErrorOf("data: {path: /d}\noptimizer:\n  lr: fast\n") ==
+        "train.yaml:3: optimizer.lr: must be a number, not \"fast\"");
+  CHECK(ErrorOf("data: {path: /d}\noptimizer: {lr: -1}\n") ==
+        "train.yaml:2: optimizer.lr: must be positive");
+  CHECK(ErrorOf("max_duration: 10ba\n").find("data: required") != std::string::npos);
+  CHECK(ErrorOf("data:\n  path: ${NOPE}/x\n") ==
+        "train.yaml:2: data.path: \"${NOPE}/x\": the environment variable NOPE is not set");
+  CHECK(ErrorOf("data: {path: /d}\nmodel: {preset: 70b}\n") ==
+        "train.yaml:2: model.preset: must be tiny, 125m, 350m, 1b or 7b, not \"70b\"");
+  CHECK(ErrorOf("data: {path: /d}\nmodel: {d_model: 100, n_heads: 3}\n")
+            .find("model.d_model: 100 is not a multiple of n_heads (3)") != std::string::npos);
+  CHECK(ErrorOf("data: {path: /d}\nfsdp: {sharding_strategy: ZERO3}\n") ==
+        "train.yaml:2: fsdp.sharding_strategy: must be FULL_SHARD, HYBRID_SHARD or NO_SHARD");
+  CHECK(ErrorOf("data: {path: /d}\nsave_interval: 5ba\n") ==
+        "train.yaml:2: save_interval: needs a save_folder");
+  CHECK(ErrorOf("data: {path: /d}\noptimizer: {betas: [0.9]}\n")
+            .find("optimizer.betas: must be two numbers") != std::string::npos);
+  CHECK(ErrorOf("data: [1, 2\n").find("train.yaml:") == 0);
+  CHECK(ErrorOf("").find("the configuration is empty") != std::string::npos);
+}
+
+TEST_CASE("the model shape hash changes with the shape only") {
+  ModelConfig a;
+  REQUIRE(ApplyModelPreset(a).ok());
+  a.vocab_size = 1000;
+  ModelConfig b = a;
+  b.dropout = 0.1;
+  b.max_seq_len = 4096;
+  CHECK(a.ShapeHash() == b.ShapeHash());
+  b.n_layers = 3;
+  CHECK(a.ShapeHash() != b.ShapeHash());
+}
+
+TEST_CASE("warmup then cosine to alpha_f") {
+  OptimizerConfig o;
+  o.lr = 1.0;
+  SchedulerConfig s{10, 0.1};
+  CHECK(LearningRate(o, s, 0, 110) == Approx(0.1));
+  CHECK(LearningRate(o, s, 9, 110) == Approx(1.0));
+  CHECK(LearningRate(o, s, 10, 110) == Approx(1.0));
+  CHECK(LearningRate(o, s, 60, 110) == Approx(0.55));
+  CHECK(LearningRate(o, s, 110, 110) == Approx(0.1));
+  CHECK(LearningRate(o, SchedulerConfig{0, 0.0}, 50, 100) == Approx(0.5));
+}
+
+TEST_CASE("FLOPs per token and MFU follow the model's shape") {
+  ModelConfig m;
+  m.d_model = 768;
+  m.n_layers = 12;
+  m.vocab_size = 50368;
+  m.mlp_ratio = 4;
+  // 12 * (4 + 8) * 768^2 = 84.9M matrix parameters + 38.7M output projection.
+  const double flops = TrainingFlopsPerToken(m, 2048);
+  CHECK(flops == Approx(6 * (12 * 12 * 768.0 * 768 + 768.0 * 50368) + 12 * 12 * 768.0 * 2048));
+  CHECK(Mfu(flops, 1e5, 312e12, 8) == Approx(flops * 1e5 / (312e12 * 8)));
+  CHECK(*GpuPeakFlops("NVIDIA H100 80GB HBM3") == 989e12);
+  CHECK(*GpuPeakFlops("NVIDIA A100-SXM4-80GB") == 312e12);
+  CHECK(*GpuPeakFlops("NVIDIA A10G") == 125e12);
+  CHECK(*GpuPeakFlops("NVIDIA L4") == 121e12);
+  CHECK_FALSE(GpuPeakFlops("Some Future GPU").has_value());
+}
+
+TEST_CASE("progress records round-trip with full precision") {
+  ProgressRecord r{37, 60, 5.123456789012345, 3e-4, 12345.5, 0.125, 30, 1700000000.25};
+  auto back = ProgressFromJsonLine(ProgressToJsonLine(r));
+  REQUIRE(back.ok());
+  CHECK(back->loss == r.loss);  // bit-for-bit: the determinism test compares these
+  CHECK(back->step == 37);
+  CHECK(back->resumed_from_step == 30);
+  CHECK_FALSE(ProgressFromJsonLine("step 3").ok());
+}
+
+TEST_CASE("the rank's place in the job comes from the worker's variables") {
+  auto c = RankContextFromEnv({{"RANK", "3"},
+                               {"WORLD_SIZE", "4"},
+                               {"LOCAL_RANK", "1"},
+                               {"LOCAL_WORLD_SIZE", "2"},
+                               {"MASTER_ADDR", "10.0.0.1"},
+                               {"MASTER_PORT", "29400"},
+                               {"PARAMETERS", "/p.json"}});
+  REQUIRE(c.ok());
+  CHECK(c->rank == 3);
+  CHECK(c->master_addr == "10.0.0.1");
+  CHECK(c->parameters_path == "/p.json");
+  auto solo = RankContextFromEnv({});
+  REQUIRE(solo.ok());
+  CHECK(solo->world_size == 1);
+  CHECK(RankContextFromEnv({{"RANK", "4"}, {"WORLD_SIZE", "4"}}).status().message() ==
+        "RANK=4 is not below WORLD_SIZE=4");
+  CHECK(RankContextFromEnv({{"WORLD_SIZE", "zero"}}).status().message() ==
+        "WORLD_SIZE=zero: must be an integer of at least 1");
+}
+
+}  // namespace
+}  // namespace tessera::engine

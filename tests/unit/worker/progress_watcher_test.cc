@@ -1,0 +1,113 @@
+#include "worker/daemon/progress_watcher.h"
+
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+namespace tessera::worker {
+namespace {
+namespace fs = std::filesystem;
+
+struct Fixture {
+  std::string dir;
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  ProgressWatcher watcher{clock, absl::Seconds(1)};
+  Fixture() {
+    std::string tmpl = (fs::temp_directory_path() / "progress_watcher_test.XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    dir = tmpl;
+  }
+  ~Fixture() { fs::remove_all(dir); }
+  RankOutput Rank(int rank) {
+    RankOutput o;
+    o.run_id = "run-1";
+    o.resumption_index = 2;
+    o.rank = rank;
+    o.progress_path = dir + "/rank-" + std::to_string(rank) + ".progress";
+    return o;
+  }
+  void Append(int rank, const std::string& text) {
+    std::ofstream(Rank(rank).progress_path, std::ios::app) << text;
+  }
+  static std::string Record(int64_t step, double loss) {
+    return "{\"step\":" + std::to_string(step) +
+           ",\"total_steps\":100,\"loss\":" + std::to_string(loss) +
+           ",\"lr\":0.001,\"tokens_per_second\":5000,\"mfu\":0.25," +
+           "\"resumed_from_step\":40,\"time\":1700000000.5}\n";
+  }
+};
+
+TEST_CASE("the lowest rank's newest record goes out, at most once per interval") {
+  Fixture f;
+  f.watcher.Watch(f.Rank(4));
+  f.watcher.Watch(f.Rank(5));
+  CHECK(f.watcher.Poll().empty());  // nothing reported yet (and no file: not an error)
+  f.Append(5, Fixture::Record(41, 3.0));
+  CHECK(f.watcher.Poll().empty());  // rank 4 speaks for the attempt
+  f.Append(4, Fixture::Record(41, 2.5) + Fixture::Record(42, 2.25));
+  auto updates = f.watcher.Poll();
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0].run_id() == "run-1");
+  CHECK(updates[0].resumption_index() == 2);
+  CHECK(updates[0].rank() == 4);
+  CHECK(updates[0].progress().step() == 42);
+  CHECK(updates[0].progress().loss() == 2.25);
+  CHECK(updates[0].progress().total_steps() == 100);
+  CHECK(updates[0].progress().mfu() == 0.25);
+  CHECK(updates[0].progress().resumed_from_step() == 40);
+
+  f.Append(4, Fixture::Record(43, 2.0));
+  CHECK(f.watcher.Poll().empty());  // within the interval
+  f.clock->Advance(absl::Seconds(1));
+  updates = f.watcher.Poll();
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0].progress().step() == 43);
+  f.clock->Advance(absl::Seconds(5));
+  CHECK(f.watcher.Poll().empty());  // nothing new
+}
+
+TEST_CASE("a partial line waits for its end; other lines are skipped, not fatal") {
+  Fixture f;
+  f.watcher.Watch(f.Rank(0));
+  const std::string record = Fixture::Record(7, 1.5);
+  f.Append(0, "warming up\n" + record.substr(0, 20));
+  CHECK(f.watcher.Poll().empty());
+  f.Append(0, record.substr(20));
+  auto updates = f.watcher.Poll();
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0].progress().step() == 7);
+}
+
+TEST_CASE("a finished rank's last record goes out at once, then it is forgotten") {
+  Fixture f;
+  f.watcher.Watch(f.Rank(0));
+  f.Append(0, Fixture::Record(10, 1.0));
+  REQUIRE(f.watcher.Poll().size() == 1);
+  f.Append(0, Fixture::Record(11, 0.9));
+  f.watcher.RankDone(f.Rank(0));
+  auto updates = f.watcher.Poll();  // within the interval, but the rank is done
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0].progress().step() == 11);
+  CHECK(f.watcher.Ranks().empty());
+}
+
+TEST_CASE("each rank's state says when its progress last moved") {
+  Fixture f;
+  f.watcher.Watch(f.Rank(0));
+  f.watcher.Watch(f.Rank(1));
+  const absl::Time start = f.clock->Now();
+  f.clock->Advance(absl::Seconds(3));
+  f.Append(1, Fixture::Record(1, 5.0));
+  f.watcher.Poll();
+  auto ranks = f.watcher.Ranks();
+  REQUIRE(ranks.size() == 2);
+  CHECK_FALSE(ranks[0].latest.has_value());
+  CHECK(ranks[0].last_change == start);
+  CHECK(ranks[1].latest->step() == 1);
+  CHECK(ranks[1].last_change == start + absl::Seconds(3));
+}
+
+}  // namespace
+}  // namespace tessera::worker

@@ -1,0 +1,120 @@
+#include "worker/daemon/progress_watcher.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "services/common/status_util.h"
+#include "worker/engine/train/progress_reporter.h"
+
+namespace tessera::worker {
+
+ProgressWatcher::ProgressWatcher(std::shared_ptr<Clock> clock, absl::Duration min_interval)
+    : clock_(std::move(clock)), min_interval_(min_interval) {}
+
+void ProgressWatcher::Watch(const RankOutput& rank) {
+  if (rank.progress_path.empty()) return;
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = files_.try_emplace({rank.run_id, rank.resumption_index, rank.rank});
+  if (!inserted) return;
+  File& f = it->second;
+  f.path = rank.progress_path;
+  f.state.run_id = rank.run_id;
+  f.state.resumption_index = rank.resumption_index;
+  f.state.rank = rank.rank;
+  f.state.watched_since = clock_->Now();
+  f.state.last_change = f.state.watched_since;
+}
+
+void ProgressWatcher::RankDone(const RankOutput& rank) {
+  absl::MutexLock lock(&mu_);
+  auto it = files_.find({rank.run_id, rank.resumption_index, rank.rank});
+  if (it == files_.end()) return;
+  ReadNew(it->second);
+  it->second.state.done = true;
+}
+
+void ProgressWatcher::ReadNew(File& f) {
+  const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;  // the rank has not reported yet (or never will: not tessera-train)
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, f.offset);
+    if (n <= 0) break;
+    f.offset += n;
+    f.partial.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  size_t start = 0;
+  for (size_t nl; (nl = f.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+    auto record = engine::ProgressFromJsonLine(f.partial.substr(start, nl - start));
+    if (!record.ok()) continue;  // not ours to judge: skip what is not a record
+    v1::RunProgress p;
+    p.set_step(record->step);
+    p.set_total_steps(record->total_steps);
+    p.set_loss(record->loss);
+    p.set_learning_rate(record->learning_rate);
+    p.set_tokens_per_second(record->tokens_per_second);
+    p.set_mfu(record->mfu);
+    p.set_resumed_from_step(record->resumed_from_step);
+    *p.mutable_reported_at() =
+        ToProtoTime(absl::FromUnixMicros(static_cast<int64_t>(record->time * 1e6)));
+    f.state.latest = std::move(p);
+    f.state.last_change = clock_->Now();
+  }
+  f.partial.erase(0, start);
+}
+
+std::vector<v1::ProgressUpdate> ProgressWatcher::Poll() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  // The lowest local rank of each attempt speaks for it.
+  std::map<AttemptKey, File*> speaker;
+  for (auto& [key, f] : files_) {
+    if (!f.state.done) ReadNew(f);
+    auto& s = speaker[{f.state.run_id, f.state.resumption_index}];
+    if (s == nullptr) s = &f;
+  }
+  std::vector<v1::ProgressUpdate> updates;
+  for (auto& [attempt, f] : speaker) {
+    AttemptSent& sent = sent_[attempt];
+    if (!f->state.latest || f->state.latest->step() == sent.step) continue;
+    if (now - sent.at < min_interval_ && !f->state.done) continue;
+    v1::ProgressUpdate u;
+    u.set_run_id(attempt.first);
+    u.set_resumption_index(attempt.second);
+    u.set_rank(f->state.rank);
+    *u.mutable_progress() = *f->state.latest;
+    updates.push_back(std::move(u));
+    sent.at = now;
+    sent.step = f->state.latest->step();
+  }
+  // Forget attempts whose ranks are all done and whose newest record went out.
+  for (auto it = files_.begin(); it != files_.end();) {
+    const AttemptKey attempt{it->second.state.run_id, it->second.state.resumption_index};
+    const bool flushed = !it->second.state.latest ||
+                         sent_[attempt].step == it->second.state.latest->step() ||
+                         speaker[attempt] != &it->second;
+    if (it->second.state.done && flushed) {
+      it = files_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = sent_.begin(); it != sent_.end();) {
+    if (!speaker.count(it->first)) {
+      it = sent_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return updates;
+}
+
+std::vector<ProgressWatcher::RankState> ProgressWatcher::Ranks() {
+  absl::MutexLock lock(&mu_);
+  std::vector<RankState> out;
+  for (const auto& [key, f] : files_) out.push_back(f.state);
+  return out;
+}
+
+}  // namespace tessera::worker

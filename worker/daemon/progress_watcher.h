@@ -1,0 +1,68 @@
+// What the ranks report about their training (tessera-train appends one JSON object per step to
+// the file TESSERA_PROGRESS_FILE names; see worker/engine/train/progress_reporter.h). The
+// watcher tails every rank's file, keeps each rank's newest record and when it last moved, and
+// hands the control session one update per attempt at most every `min_interval` — the newest
+// record of the attempt's lowest local rank — so a run's progress reaches the run manager
+// without a database write per step.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "services/common/clock.h"
+#include "tessera/v1/worker.pb.h"
+#include "worker/daemon/attempt_manager.h"
+
+namespace tessera::worker {
+
+class ProgressWatcher {
+ public:
+  ProgressWatcher(std::shared_ptr<Clock> clock, absl::Duration min_interval = absl::Seconds(1));
+
+  void Watch(const RankOutput& rank);
+  // The rank has exited: its file is read one last time and then forgotten once sent.
+  void RankDone(const RankOutput& rank);
+
+  // Reads what the files gained and returns the updates due now.
+  std::vector<v1::ProgressUpdate> Poll();
+
+  // A rank's newest record and when it last changed.
+  struct RankState {
+    std::string run_id;
+    int resumption_index = 0;
+    int rank = 0;
+    std::optional<v1::RunProgress> latest;
+    absl::Time watched_since;
+    absl::Time last_change;
+    bool done = false;
+  };
+  std::vector<RankState> Ranks();
+
+ private:
+  using AttemptKey = std::pair<std::string, int>;
+  struct File {
+    RankState state;
+    std::string path;
+    int64_t offset = 0;
+    std::string partial;
+  };
+  struct AttemptSent {
+    absl::Time at = absl::InfinitePast();
+    int64_t step = -1;
+  };
+  void ReadNew(File& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::shared_ptr<Clock> clock_;
+  const absl::Duration min_interval_;
+  absl::Mutex mu_;
+  std::map<std::tuple<std::string, int, int>, File> files_ ABSL_GUARDED_BY(mu_);
+  std::map<AttemptKey, AttemptSent> sent_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera::worker

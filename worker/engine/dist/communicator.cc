@@ -1,0 +1,119 @@
+#include "worker/engine/dist/communicator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "worker/engine/dist/nccl_communicator.h"
+
+namespace tessera::engine {
+namespace {
+
+class GlooCommunicator final : public Communicator {
+ public:
+  GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg) : pg_(std::move(pg)) {}
+  int rank() const override { return pg_->getRank(); }
+  int size() const override { return pg_->getSize(); }
+  std::string backend() const override { return "gloo"; }
+
+  void AllReduceSum(torch::Tensor& tensor) override {
+    std::vector<torch::Tensor> tensors{tensor};
+    pg_->allreduce(tensors)->wait();
+  }
+  void AllGather(torch::Tensor& full) override {
+    const int64_t part = full.numel() / size();
+    std::vector<torch::Tensor> outputs;
+    for (int r = 0; r < size(); ++r) outputs.push_back(full.narrow(0, r * part, part));
+    // The input must not alias an output Gloo writes to.
+    std::vector<torch::Tensor> input{outputs[static_cast<size_t>(rank())].clone()};
+    std::vector<std::vector<torch::Tensor>> out{outputs};
+    pg_->allgather(out, input)->wait();
+  }
+  void ReduceScatterSum(torch::Tensor& full, torch::Tensor& part) override {
+    AllReduceSum(full);
+    part.copy_(full.narrow(0, rank() * part.numel(), part.numel()));
+  }
+  void Broadcast(torch::Tensor& tensor, int root) override {
+    std::vector<torch::Tensor> tensors{tensor};
+    c10d::BroadcastOptions o;
+    o.rootRank = root;
+    pg_->broadcast(tensors, o)->wait();
+  }
+  void Barrier() override { pg_->barrier()->wait(); }
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+};
+
+absl::StatusOr<c10::intrusive_ptr<c10d::Store>> Connect(const Rendezvous& rv, bool server,
+                                                        bool wait_workers) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<uint16_t>(rv.master_port);
+  o.isServer = server;
+  if (wait_workers) o.numWorkers = static_cast<size_t>(rv.world_size);
+  o.waitWorkers = wait_workers;
+  o.timeout = rv.timeout;
+  try {
+    return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::TCPStore>(rv.master_addr, o));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("rendezvous at ", rv.master_addr, ":", rv.master_port, " failed: ", e.what()));
+  }
+}
+
+}  // namespace
+
+std::string DefaultGlooHost(const std::string& master_addr) {
+  if (const char* host = std::getenv("TESSERA_GLOO_HOST"); host != nullptr && *host != '\0') {
+    return host;
+  }
+  if (master_addr == "localhost" || master_addr.rfind("127.", 0) == 0) return "127.0.0.1";
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+absl::StatusOr<c10::intrusive_ptr<c10d::Store>> ConnectStore(const Rendezvous& rv) {
+  return Connect(rv, rv.rank == 0, /*wait_workers=*/true);
+}
+
+absl::StatusOr<c10::intrusive_ptr<c10d::Store>> ConnectExtraClient(const Rendezvous& rv) {
+  return Connect(rv, /*server=*/false, /*wait_workers=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
+    CollectiveBackend backend, const c10::intrusive_ptr<c10d::Store>& store,
+    const std::string& name, const std::vector<int>& members, int world_rank,
+    const std::string& gloo_host, std::chrono::milliseconds timeout) {
+  const auto it = std::find(members.begin(), members.end(), world_rank);
+  if (it == members.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", world_rank, " is not in group ", name));
+  }
+  const int rank = static_cast<int>(it - members.begin());
+  const int size = static_cast<int>(members.size());
+  if (size == 1) return std::unique_ptr<Communicator>(new SoloCommunicator());
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
+  if (backend == CollectiveBackend::kNccl) {
+    return CreateNcclCommunicator(prefixed, rank, size);
+  }
+  try {
+    auto opts = c10d::ProcessGroupGloo::Options::create();
+    opts->timeout = timeout;
+    const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
+    if (iface != nullptr && *iface != '\0') {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+    } else {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(gloo_host));
+    }
+    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, opts);
+    return std::unique_ptr<Communicator>(new GlooCommunicator(std::move(pg)));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("gloo group ", name, ": ", e.what()));
+  }
+}
+
+}  // namespace tessera::engine

@@ -1,0 +1,33 @@
+#pragma once
+// Where this process sits in the job, from the environment the worker gives every rank
+// (RANK, WORLD_SIZE, LOCAL_RANK, ...). Without them tessera-train runs as a single rank, so it
+// also works standalone.
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace tessera::engine {
+
+struct RankContext {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string run_name;
+  int resumption_index = 0;
+  std::string parameters_path;  // PARAMETERS
+  std::string progress_file;    // TESSERA_PROGRESS_FILE
+};
+
+// Reads the variables from `env`; a malformed or inconsistent one is an error naming it.
+absl::StatusOr<RankContext> RankContextFromEnv(const std::map<std::string, std::string>& env);
+
+// The process environment as a map.
+std::map<std::string, std::string> ProcessEnvironment();
+
+}  // namespace tessera::engine

@@ -1,0 +1,409 @@
+#include "worker/engine/train/train_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/common/status_macros.h"
+#include "worker/engine/common/content_hash.h"
+
+namespace tessera::engine {
+namespace {
+
+// Reads typed fields out of YAML mappings; every error names the source, line and field.
+class FieldReader {
+ public:
+  FieldReader(std::string source, const std::map<std::string, std::string>& env)
+      : source_(std::move(source)), env_(env) {}
+
+  absl::Status Error(const YAML::Node& at, const std::string& path, const std::string& what) const {
+    const int line = at.IsDefined() && at.Mark().line >= 0 ? at.Mark().line + 1 : 0;
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_, line > 0 ? absl::StrCat(":", line) : "", ": ", path, ": ", what));
+  }
+
+  // Every key of `map` must be one of `known`.
+  absl::Status OnlyKnown(const YAML::Node& map, const std::string& prefix,
+                         const std::set<std::string>& known) const {
+    if (!map.IsMap())
+      return Error(map, prefix.empty() ? "(top level)" : prefix, "must be a mapping");
+    for (const auto& kv : map) {
+      const std::string key = kv.first.as<std::string>("");
+      if (!known.count(key)) {
+        return Error(kv.first, prefix.empty() ? key : prefix + "." + key,
+                     absl::StrCat("unknown field (known: ", absl::StrJoin(known, ", "), ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  template <typename T>
+  absl::Status Read(const YAML::Node& map, const std::string& key, const std::string& prefix,
+                    T* out) const {
+    const YAML::Node node = map[key];
+    if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();  // keep the default
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (!node.IsScalar()) return Error(node, path, "must be a single value");
+    if constexpr (std::is_same_v<T, std::string>) {
+      auto expanded = ExpandVariables(node.Scalar(), env_);
+      if (!expanded.ok()) return Error(node, path, std::string(expanded.status().message()));
+      *out = *expanded;
+      return absl::OkStatus();
+    } else if constexpr (std::is_same_v<T, bool>) {
+      const std::string v = absl::AsciiStrToLower(node.Scalar());
+      if (v == "true" || v == "yes" || v == "on")
+        *out = true;
+      else if (v == "false" || v == "no" || v == "off")
+        *out = false;
+      else
+        return Error(node, path,
+                     absl::StrCat("must be true or false, not \"", node.Scalar(), "\""));
+      return absl::OkStatus();
+    } else if constexpr (std::is_floating_point_v<T>) {
+      double v = 0;
+      if (!absl::SimpleAtod(node.Scalar(), &v) || !std::isfinite(v)) {
+        return Error(node, path, absl::StrCat("must be a number, not \"", node.Scalar(), "\""));
+      }
+      *out = v;
+      return absl::OkStatus();
+    } else {
+      int64_t v = 0;
+      if (!absl::SimpleAtoi(node.Scalar(), &v)) {
+        return Error(node, path, absl::StrCat("must be an integer, not \"", node.Scalar(), "\""));
+      }
+      *out = static_cast<T>(v);
+      return absl::OkStatus();
+    }
+  }
+
+  absl::Status ReadDuration(const YAML::Node& map, const std::string& key, TrainDuration* out,
+                            bool batches_only = false) const {
+    const YAML::Node node = map[key];
+    if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
+    if (!node.IsScalar()) return Error(node, key, "must be a duration like 50ba or 2ep");
+    auto d = ParseTrainDuration(node.Scalar());
+    if (!d.ok()) return Error(node, key, std::string(d.status().message()));
+    if (batches_only && d->unit != TrainDuration::Unit::kBatches) {
+      return Error(node, key, "must be in batches (like 10ba)");
+    }
+    *out = *d;
+    return absl::OkStatus();
+  }
+
+  absl::Status Positive(const YAML::Node& map, const std::string& key, const std::string& prefix,
+                        double value, bool allow_zero) const {
+    if (value > 0 || (allow_zero && value == 0)) return absl::OkStatus();
+    const YAML::Node node = map[key];
+    return Error(node.IsDefined() ? node : map, prefix.empty() ? key : prefix + "." + key,
+                 allow_zero ? "must not be negative" : "must be positive");
+  }
+
+ private:
+  std::string source_;
+  const std::map<std::string, std::string>& env_;
+};
+
+struct Preset {
+  const char* name;
+  int64_t d_model, n_heads, n_layers, max_seq_len;
+};
+// MPT-style shapes; vocab comes from the dataset.
+constexpr Preset kPresets[] = {{"tiny", 64, 4, 2, 64},
+                               {"125m", 768, 12, 12, 2048},
+                               {"350m", 1024, 16, 24, 2048},
+                               {"1b", 2048, 16, 24, 2048},
+                               {"7b", 4096, 32, 32, 2048}};
+
+}  // namespace
+
+std::string TrainDuration::ToString() const {
+  return absl::StrCat(value, unit == Unit::kBatches ? "ba" : "ep");
+}
+
+absl::StatusOr<TrainDuration> ParseTrainDuration(const std::string& text) {
+  const std::string t(absl::StripAsciiWhitespace(text));
+  TrainDuration d;
+  std::string number;
+  if (absl::EndsWith(t, "ba")) {
+    number = t.substr(0, t.size() - 2);
+  } else if (absl::EndsWith(t, "ep")) {
+    number = t.substr(0, t.size() - 2);
+    d.unit = TrainDuration::Unit::kEpochs;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text, "\" is not a duration: use batches (50ba) or epochs (2ep)"));
+  }
+  if (!absl::SimpleAtoi(number, &d.value) || d.value < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text, "\" is not a duration: the count must be a whole number"));
+  }
+  return d;
+}
+
+absl::StatusOr<std::string> ExpandVariables(const std::string& text,
+                                            const std::map<std::string, std::string>& env) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, 2, "${") != 0) {
+      out.push_back(text[i++]);
+      continue;
+    }
+    const size_t end = text.find('}', i + 2);
+    if (end == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", text, "\": ${ without a closing }"));
+    }
+    const std::string name = text.substr(i + 2, end - i - 2);
+    auto it = env.find(name);
+    if (it == env.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", text, "\": the environment variable ", name, " is not set"));
+    }
+    out += it->second;
+    i = end + 1;
+  }
+  return out;
+}
+
+nlohmann::json ModelConfig::ToJson() const {
+  return {{"preset", preset},       {"d_model", d_model},         {"n_heads", n_heads},
+          {"n_layers", n_layers},   {"max_seq_len", max_seq_len}, {"vocab_size", vocab_size},
+          {"mlp_ratio", mlp_ratio}, {"dropout", dropout},         {"init_std", init_std}};
+}
+
+std::string ModelConfig::ShapeHash() const {
+  return HashBytes(absl::StrCat("gpt-alibi/v1 d_model=", d_model, " n_heads=", n_heads,
+                                " n_layers=", n_layers, " vocab=", vocab_size,
+                                " mlp_hidden=", static_cast<int64_t>(mlp_ratio * d_model)));
+}
+
+absl::Status ApplyModelPreset(ModelConfig& m) {
+  for (const auto& p : kPresets) {
+    if (m.preset != p.name) continue;
+    if (m.d_model == 0) m.d_model = p.d_model;
+    if (m.n_heads == 0) m.n_heads = p.n_heads;
+    if (m.n_layers == 0) m.n_layers = p.n_layers;
+    if (m.max_seq_len == 0) m.max_seq_len = p.max_seq_len;
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("model.preset: must be tiny, 125m, 350m, 1b or 7b, not \"", m.preset, "\""));
+}
+
+std::string ShardingName(Sharding s) {
+  switch (s) {
+    case Sharding::kFullShard:
+      return "FULL_SHARD";
+    case Sharding::kHybridShard:
+      return "HYBRID_SHARD";
+    case Sharding::kNoShard:
+      return "NO_SHARD";
+  }
+  return "?";
+}
+
+absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& source,
+                                             const std::map<std::string, std::string>& env) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", e.mark.line + 1, ": not valid YAML: ", e.msg));
+  }
+  FieldReader r(source, env);
+  if (!root.IsDefined() || root.IsNull()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": the configuration is empty"));
+  }
+  TESSERA_RETURN_IF_ERROR(r.OnlyKnown(root, "",
+                                      {"model",
+                                       "data",
+                                       "optimizer",
+                                       "scheduler",
+                                       "max_duration",
+                                       "global_train_batch_size",
+                                       "device_train_microbatch_size",
+                                       "gradient_clipping",
+                                       "precision",
+                                       "seed",
+                                       "fsdp",
+                                       "save_folder",
+                                       "save_interval",
+                                       "num_checkpoints_to_keep",
+                                       "save_num_checkpoints_to_keep",
+                                       "save_in_background",
+                                       "autoresume",
+                                       "save_commit_timeout_seconds",
+                                       "log_interval",
+                                       "threads",
+                                       "device"}));
+  TrainConfig c;
+
+  if (const YAML::Node m = root["model"]; m.IsDefined() && !m.IsNull()) {
+    TESSERA_RETURN_IF_ERROR(r.OnlyKnown(m, "model",
+                                        {"preset", "d_model", "n_heads", "n_layers", "max_seq_len",
+                                         "vocab_size", "mlp_ratio", "dropout", "init_std"}));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "preset", "model", &c.model.preset));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "d_model", "model", &c.model.d_model));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "n_heads", "model", &c.model.n_heads));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "n_layers", "model", &c.model.n_layers));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "max_seq_len", "model", &c.model.max_seq_len));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "vocab_size", "model", &c.model.vocab_size));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "mlp_ratio", "model", &c.model.mlp_ratio));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "dropout", "model", &c.model.dropout));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "init_std", "model", &c.model.init_std));
+    for (const char* k : {"d_model", "n_heads", "n_layers", "max_seq_len", "vocab_size"}) {
+      int64_t v = 0;
+      TESSERA_RETURN_IF_ERROR(r.Read(m, k, "model", &v));
+      TESSERA_RETURN_IF_ERROR(r.Positive(m, k, "model", static_cast<double>(v), true));
+    }
+    TESSERA_RETURN_IF_ERROR(r.Positive(m, "mlp_ratio", "model", c.model.mlp_ratio, false));
+    TESSERA_RETURN_IF_ERROR(r.Positive(m, "init_std", "model", c.model.init_std, false));
+    if (c.model.dropout < 0 || c.model.dropout >= 1) {
+      return r.Error(m["dropout"], "model.dropout", "must be in [0, 1)");
+    }
+  }
+  if (auto st = ApplyModelPreset(c.model); !st.ok()) {
+    return r.Error(root["model"]["preset"], "model.preset", std::string(st.message()).substr(14));
+  }
+  if (c.model.d_model % c.model.n_heads != 0) {
+    return r.Error(
+        root["model"], "model.d_model",
+        absl::StrCat(c.model.d_model, " is not a multiple of n_heads (", c.model.n_heads, ")"));
+  }
+
+  const YAML::Node d = root["data"];
+  if (!d.IsDefined() || d.IsNull()) {
+    return r.Error(root, "data", "required (data.path: a folder written by tessera-data convert)");
+  }
+  TESSERA_RETURN_IF_ERROR(r.OnlyKnown(
+      d, "data", {"path", "shuffle", "shuffle_seed", "num_canonical_nodes", "shuffle_block_size"}));
+  TESSERA_RETURN_IF_ERROR(r.Read(d, "path", "data", &c.data_path));
+  if (c.data_path.empty()) return r.Error(d, "data.path", "required");
+  TESSERA_RETURN_IF_ERROR(r.Read(d, "shuffle", "data", &c.shuffle.shuffle));
+  TESSERA_RETURN_IF_ERROR(r.Read(d, "shuffle_seed", "data", &c.shuffle.seed));
+  TESSERA_RETURN_IF_ERROR(r.Read(d, "num_canonical_nodes", "data", &c.shuffle.num_canonical_nodes));
+  TESSERA_RETURN_IF_ERROR(r.Positive(d, "num_canonical_nodes", "data",
+                                     static_cast<double>(c.shuffle.num_canonical_nodes), false));
+  TESSERA_RETURN_IF_ERROR(r.Read(d, "shuffle_block_size", "data", &c.shuffle.shuffle_block_size));
+  TESSERA_RETURN_IF_ERROR(r.Positive(d, "shuffle_block_size", "data",
+                                     static_cast<double>(c.shuffle.shuffle_block_size), false));
+
+  if (const YAML::Node o = root["optimizer"]; o.IsDefined() && !o.IsNull()) {
+    TESSERA_RETURN_IF_ERROR(
+        r.OnlyKnown(o, "optimizer", {"name", "lr", "betas", "eps", "weight_decay"}));
+    std::string name = "decoupled_adamw";
+    TESSERA_RETURN_IF_ERROR(r.Read(o, "name", "optimizer", &name));
+    if (name != "decoupled_adamw" && name != "adamw") {
+      return r.Error(o["name"], "optimizer.name", "must be adamw (decoupled_adamw)");
+    }
+    TESSERA_RETURN_IF_ERROR(r.Read(o, "lr", "optimizer", &c.optimizer.lr));
+    TESSERA_RETURN_IF_ERROR(r.Positive(o, "lr", "optimizer", c.optimizer.lr, false));
+    TESSERA_RETURN_IF_ERROR(r.Read(o, "eps", "optimizer", &c.optimizer.eps));
+    TESSERA_RETURN_IF_ERROR(r.Positive(o, "eps", "optimizer", c.optimizer.eps, false));
+    TESSERA_RETURN_IF_ERROR(r.Read(o, "weight_decay", "optimizer", &c.optimizer.weight_decay));
+    TESSERA_RETURN_IF_ERROR(
+        r.Positive(o, "weight_decay", "optimizer", c.optimizer.weight_decay, true));
+    if (const YAML::Node b = o["betas"]; b.IsDefined()) {
+      double b1 = 0, b2 = 0;
+      if (!b.IsSequence() || b.size() != 2 || !absl::SimpleAtod(b[0].as<std::string>(""), &b1) ||
+          !absl::SimpleAtod(b[1].as<std::string>(""), &b2) || b1 < 0 || b1 >= 1 || b2 < 0 ||
+          b2 >= 1) {
+        return r.Error(b, "optimizer.betas", "must be two numbers in [0, 1), like [0.9, 0.95]");
+      }
+      c.optimizer.beta1 = b1;
+      c.optimizer.beta2 = b2;
+    }
+  }
+  if (const YAML::Node s = root["scheduler"]; s.IsDefined() && !s.IsNull()) {
+    TESSERA_RETURN_IF_ERROR(r.OnlyKnown(s, "scheduler", {"name", "t_warmup", "alpha_f"}));
+    std::string name = "cosine_with_warmup";
+    TESSERA_RETURN_IF_ERROR(r.Read(s, "name", "scheduler", &name));
+    if (name != "cosine_with_warmup") {
+      return r.Error(s["name"], "scheduler.name", "must be cosine_with_warmup");
+    }
+    TrainDuration warmup;
+    TESSERA_RETURN_IF_ERROR(r.ReadDuration(s, "t_warmup", &warmup, /*batches_only=*/true));
+    c.scheduler.warmup_batches = warmup.value;
+    TESSERA_RETURN_IF_ERROR(r.Read(s, "alpha_f", "scheduler", &c.scheduler.alpha_f));
+    if (c.scheduler.alpha_f < 0 || c.scheduler.alpha_f > 1) {
+      return r.Error(s["alpha_f"], "scheduler.alpha_f", "must be in [0, 1]");
+    }
+  }
+
+  TESSERA_RETURN_IF_ERROR(r.ReadDuration(root, "max_duration", &c.max_duration));
+  if (c.max_duration.value <= 0)
+    return r.Error(root["max_duration"], "max_duration", "must be positive");
+  TESSERA_RETURN_IF_ERROR(r.Read(root, "global_train_batch_size", "", &c.global_train_batch_size));
+  TESSERA_RETURN_IF_ERROR(r.Positive(root, "global_train_batch_size", "",
+                                     static_cast<double>(c.global_train_batch_size), false));
+  TESSERA_RETURN_IF_ERROR(
+      r.Read(root, "device_train_microbatch_size", "", &c.device_train_microbatch_size));
+  TESSERA_RETURN_IF_ERROR(r.Positive(root, "device_train_microbatch_size", "",
+                                     static_cast<double>(c.device_train_microbatch_size), true));
+  TESSERA_RETURN_IF_ERROR(r.Read(root, "gradient_clipping", "", &c.gradient_clipping));
+  TESSERA_RETURN_IF_ERROR(r.Positive(root, "gradient_clipping", "", c.gradient_clipping, true));
+  TESSERA_RETURN_IF_ERROR(r.Read(root, "precision", "", &c.precision));
+  if (c.precision != "fp32" && c.precision != "amp_bf16") {
+    return r.Error(root["precision"], "precision", "must be fp32 or amp_bf16");
+  }
+  TESSERA_RETURN_IF_ERROR(r.Read(root, "seed", "", &c.seed));
+
+  if (const YAML::Node f = root["fsdp"]; f.IsDefined() && !f.IsNull()) {
+    TESSERA_RETURN_IF_ERROR(r.OnlyKnown(f, "fsdp", {"sharding_strategy", "shard_group_size"}));
+    std::string strategy = "FULL_SHARD";
+    TESSERA_RETURN_IF_ERROR(r.Read(f, "sharding_strategy", "fsdp", &strategy));
+    if (strategy == "FULL_SHARD")
+      c.sharding = Sharding::kFullShard;
+    else if (strategy == "HYBRID_SHARD")
+      c.sharding = Sharding::kHybridShard;
+    else if (strategy == "NO_SHARD")
+      c.sharding = Sharding::kNoShard;
+    else {
+      return r.Error(f["sharding_strategy"], "fsdp.sharding_strategy",
+                     "must be FULL_SHARD, HYBRID_SHARD or NO_SHARD");
+    }
+    TESSERA_RETURN_IF_ERROR(r.Read(f, "shard_group_size", "fsdp", &c.shard_group_size));
+    TESSERA_RETURN_IF_ERROR(r.Positive(f, "shard_group_size", "fsdp", c.shard_group_size, true));
+  }
+
+  TESSERA_RETURN_IF_ERROR(r.Read(root, "save_folder", "", &c.save_folder));
+  TESSERA_RETURN_IF_ERROR(r.ReadDuration(root, "save_interval", &c.save_interval));
+  TESSERA_RETURN_IF_ERROR(r.Read(root, "num_checkpoints_to_keep", "", &c.num_checkpoints_to_keep));
+  TESSERA_RETURN_IF_ERROR(
+      r.Read(root, "save_num_checkpoints_to_keep", "", &c.num_checkpoints_to_keep));
+  TESSERA_RETURN_IF_ERROR(
+      r.Positive(root, "num_checkpoints_to_keep", "", c.num_checkpoints_to_keep, true));
+  TESSERA_RETURN_IF_ERROR(r.Read(root, "save_in_background", "", &c.save_in_background));
+  TESSERA_RETURN_IF_ERROR(r.Read(root, "autoresume", "", &c.autoresume));
+  TESSERA_RETURN_IF_ERROR(
+      r.Read(root, "save_commit_timeout_seconds", "", &c.save_commit_timeout_seconds));
+  TESSERA_RETURN_IF_ERROR(
+      r.Positive(root, "save_commit_timeout_seconds", "", c.save_commit_timeout_seconds, false));
+  if (c.save_interval.value > 0 && c.save_folder.empty()) {
+    return r.Error(root["save_interval"], "save_interval", "needs a save_folder");
+  }
+  if (const YAML::Node l = root["log_interval"]; l.IsDefined() && !l.IsNull()) {
+    TrainDuration li{1, TrainDuration::Unit::kBatches};
+    if (l.IsScalar() && absl::SimpleAtoi(l.Scalar(), &li.value)) {
+    } else {
+      TESSERA_RETURN_IF_ERROR(r.ReadDuration(root, "log_interval", &li, /*batches_only=*/true));
+    }
+    if (li.value <= 0) return r.Error(l, "log_interval", "must be positive");
+    c.log_interval = li.value;
+  }
+  TESSERA_RETURN_IF_ERROR(r.Read(root, "threads", "", &c.threads));
+  TESSERA_RETURN_IF_ERROR(r.Positive(root, "threads", "", c.threads, true));
+  TESSERA_RETURN_IF_ERROR(r.Read(root, "device", "", &c.device));
+  if (c.device != "auto" && c.device != "cpu" && c.device != "cuda") {
+    return r.Error(root["device"], "device", "must be auto, cpu or cuda");
+  }
+  return c;
+}
+
+}  // namespace tessera::engine

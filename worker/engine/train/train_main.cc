@@ -1,0 +1,52 @@
+// tessera-train: trains a GPT with sharded data parallelism. Reads its configuration from
+// --config, else from $PARAMETERS (the run's `parameters`, written by the worker), and its place
+// in the job from RANK, WORLD_SIZE, MASTER_ADDR ... (a single rank when they are absent).
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "worker/engine/common/file_util.h"
+#include "worker/engine/train/rank_context.h"
+#include "worker/engine/train/train_config.h"
+#include "worker/engine/train/trainer.h"
+
+namespace {
+
+int Fail(const absl::Status& st) {
+  std::cerr << "tessera-train: " << st.message() << std::endl;
+  return st.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tessera-train: a LibTorch GPT trainer with sharded data parallelism and autoresume"};
+  std::string config_path;
+  app.add_option("--config", config_path, "training YAML (default: $PARAMETERS)");
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+
+  const auto env = tessera::engine::ProcessEnvironment();
+  auto context = tessera::engine::RankContextFromEnv(env);
+  if (!context.ok()) return Fail(context.status());
+  if (config_path.empty()) config_path = context->parameters_path;
+  if (config_path.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "no configuration: pass --config FILE or run under a worker (PARAMETERS)"));
+  }
+  auto text = tessera::engine::ReadWholeFile(config_path);
+  if (!text.ok()) return Fail(text.status());
+  auto config = tessera::engine::ParseTrainConfig(*text, config_path, env);
+  if (!config.ok()) return Fail(config.status());
+  try {
+    auto trainer = tessera::engine::Trainer::Create(*std::move(config), *context);
+    if (!trainer.ok()) return Fail(trainer.status());
+    if (auto st = (*trainer)->Run(); !st.ok()) return Fail(st);
+  } catch (const std::exception& e) {
+    // LibTorch and c10d report failures (a peer that died mid-collective) as exceptions.
+    return Fail(absl::InternalError(e.what()));
+  }
+  return 0;
+}

@@ -1,0 +1,436 @@
+#include "worker/engine/train/trainer.h"
+
+#include <ATen/autocast_mode.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "services/common/status_macros.h"
+#include "worker/engine/data/deterministic_random.h"
+#include "worker/engine/data/tokenizer.h"
+#include "worker/engine/dist/store_commit_channel.h"
+#include "worker/engine/train/device_peak.h"
+#include "worker/engine/train/lr_schedule.h"
+#include "worker/engine/train/model_flops.h"
+
+namespace tessera::engine {
+namespace {
+
+constexpr const char* kArrays[] = {"params", "exp_avg", "exp_avg_sq"};
+
+double UnixNow() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
+
+std::vector<int> Range(int first, int count, int stride) {
+  std::vector<int> v;
+  for (int i = 0; i < count; ++i) v.push_back(first + i * stride);
+  return v;
+}
+
+// A test hook: stop (SIGSTOP) right after this step, once its save is durable, so that a test
+// can SIGKILL every rank at a known step.
+int64_t DebugStopAfterStep() {
+  const char* v = std::getenv("TESSERA_DEBUG_STOP_AFTER_STEP");
+  int64_t step = -1;
+  if (v != nullptr && absl::SimpleAtoi(v, &step)) return step;
+  return -1;
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainConfig config, RankContext context)
+    : config_(std::move(config)), ctx_(std::move(context)) {}
+
+Trainer::~Trainer() {
+  if (saver_) saver_->Wait().IgnoreError();
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainConfig config, RankContext context) {
+  std::unique_ptr<Trainer> t(new Trainer(std::move(config), std::move(context)));
+  TESSERA_RETURN_IF_ERROR(t->Setup());
+  return t;
+}
+
+absl::Status Trainer::Setup() {
+  // Threads: the node's cores shared by its ranks, unless the config says otherwise.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  SetComputeThreads(config_.threads > 0 ? config_.threads
+                                        : std::max(1, cores / ctx_.local_world_size));
+
+  const bool cuda =
+      config_.device == "cuda" || (config_.device == "auto" && torch::cuda::is_available());
+  if (cuda) {
+    if (!torch::cuda::is_available()) {
+      return absl::FailedPreconditionError("device: cuda, but this LibTorch sees no CUDA device");
+    }
+    // The worker gives each rank one GPU through CUDA_VISIBLE_DEVICES.
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    const bool one_gpu = visible != nullptr && std::string(visible).find(',') == std::string::npos;
+    device_ = torch::Device(torch::kCUDA, one_gpu ? 0 : ctx_.local_rank);
+  }
+  if (config_.precision == "amp_bf16") {
+    if (cuda) {
+      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+      at::autocast::set_enabled(true);
+    } else {
+      spdlog::warn("precision amp_bf16 applies to GPUs; this CPU run trains in fp32");
+    }
+  }
+
+  // Data.
+  TESSERA_ASSIGN_OR_RETURN(auto reader, TokenShardReader::Open(config_.data_path));
+  const int64_t sample_tokens = reader->index().sample_tokens;
+  auto tokenizer = TokenizerFromJson(reader->index().tokenizer);
+  if (!tokenizer.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config_.data_path, "/index.json: ", tokenizer.status().message()));
+  }
+  const int64_t data_vocab = (*tokenizer)->vocab_size();
+  if (config_.model.vocab_size == 0) config_.model.vocab_size = data_vocab;
+  if (config_.model.vocab_size < data_vocab) {
+    return absl::InvalidArgumentError(absl::StrCat("model.vocab_size: ", config_.model.vocab_size,
+                                                   " is smaller than the dataset's tokenizer (",
+                                                   data_vocab, ")"));
+  }
+  seq_len_ = std::min(config_.model.max_seq_len, sample_tokens - 1);
+  if (config_.global_train_batch_size % ctx_.world_size != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("global_train_batch_size: ", config_.global_train_batch_size,
+                     " does not split evenly over ", ctx_.world_size, " ranks"));
+  }
+  const int64_t per_rank = config_.global_train_batch_size / ctx_.world_size;
+  if (config_.device_train_microbatch_size == 0) config_.device_train_microbatch_size = per_rank;
+  if (per_rank % config_.device_train_microbatch_size != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device_train_microbatch_size: ", config_.device_train_microbatch_size,
+                     " does not divide the ", per_rank, " samples each rank gets per batch"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(dataset_, StreamingDataset::Create(std::move(reader), config_.shuffle,
+                                                              config_.global_train_batch_size));
+  total_steps_ = config_.max_duration.Batches(dataset_->batches_per_epoch());
+  batch_buffer_.resize(static_cast<size_t>(per_rank * sample_tokens));
+
+  // Peak FLOP/s for MFU, before the model seeds the generator.
+  flops_per_token_ = TrainingFlopsPerToken(config_.model, seq_len_);
+  if (device_.is_cuda()) {
+    // The device name comes from the worker's NVML view when LibTorch cannot say.
+    const char* name = std::getenv("TESSERA_GPU_NAME");
+    peak_flops_per_rank_ = GpuPeakFlops(name != nullptr ? name : "").value_or(0);
+  } else {
+    auto peak = CpuNodePeakFlops(DefaultPeakCachePath());
+    if (peak.ok()) {
+      peak_flops_per_rank_ = *peak / ctx_.local_world_size;
+    } else {
+      spdlog::warn("no CPU peak for MFU: {}", peak.status().ToString());
+    }
+  }
+
+  TESSERA_RETURN_IF_ERROR(SetupCommunicators());
+
+  // The model: the same seed on every rank gives the same initial parameters.
+  torch::manual_seed(config_.seed);
+  model_ = Gpt(config_.model);
+  model_->to(device_);
+  model_->train();
+  flat_ = std::make_unique<FlatParameters>(*model_, shard_group_size_);
+  optimizer_ = std::make_unique<ShardedAdamW>(config_.optimizer, flat_->ParamShard(shard_index_),
+                                              flat_->DecayShard(shard_index_));
+  if (world_->backend() == "nccl") grad_shard_ = torch::zeros_like(flat_->ParamShard(0));
+  progress_ = std::make_unique<ProgressReporter>(ctx_.progress_file);
+
+  if (!config_.save_folder.empty()) {
+    SaveRole role;
+    role.shard_index = shard_index_;
+    role.shard_count = shard_group_size_;
+    role.writes_shard = ctx_.rank < shard_group_size_;  // the first replica
+    role.commits = ctx_.rank == 0;
+    if (ctx_.world_size > 1) {
+      Rendezvous rv{ctx_.rank, ctx_.world_size, ctx_.master_addr, ctx_.master_port};
+      TESSERA_ASSIGN_OR_RETURN(auto client, ConnectExtraClient(rv));
+      commit_channel_ = std::make_unique<StoreCommitChannel>(std::move(client));
+    } else {
+      commit_channel_ = std::make_unique<InProcessCommitChannel>();
+    }
+    saver_ = std::make_unique<CheckpointSaver>(
+        CheckpointFolder(config_.save_folder), commit_channel_.get(), role,
+        config_.num_checkpoints_to_keep, absl::Seconds(config_.save_commit_timeout_seconds));
+    if (config_.autoresume) TESSERA_RETURN_IF_ERROR(Resume());
+  }
+  const int64_t params = flat_->numel();
+  if (ctx_.rank == 0) {
+    spdlog::info(
+        "tessera-train: GPT {} ({} layers, d_model {}, {} heads, vocab {}, seq {}): {:.2f}M "
+        "parameters; {} ranks on {} ({}, {} shard group{} of {}); global batch {}, microbatch {}; "
+        "{} steps ({} per epoch of {} samples)",
+        config_.model.preset, config_.model.n_layers, config_.model.d_model, config_.model.n_heads,
+        config_.model.vocab_size, seq_len_, params / 1e6, ctx_.world_size, device_.str(),
+        ShardingName(config_.sharding), ctx_.world_size / shard_group_size_,
+        ctx_.world_size / shard_group_size_ == 1 ? "" : "s", shard_group_size_,
+        config_.global_train_batch_size, config_.device_train_microbatch_size, total_steps_,
+        dataset_->batches_per_epoch(), dataset_->samples());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SetupCommunicators() {
+  switch (config_.sharding) {
+    case Sharding::kFullShard:
+      shard_group_size_ = ctx_.world_size;
+      break;
+    case Sharding::kNoShard:
+      shard_group_size_ = 1;
+      break;
+    case Sharding::kHybridShard:
+      shard_group_size_ =
+          config_.shard_group_size > 0 ? config_.shard_group_size : ctx_.local_world_size;
+      break;
+  }
+  if (ctx_.world_size % shard_group_size_ != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("fsdp.shard_group_size: ", shard_group_size_,
+                                                   " does not divide the world size ",
+                                                   ctx_.world_size));
+  }
+  shard_index_ = ctx_.rank % shard_group_size_;
+  if (ctx_.world_size == 1) {
+    world_ = std::make_unique<SoloCommunicator>();
+    shard_group_ = std::make_unique<SoloCommunicator>();
+    replica_group_ = std::make_unique<SoloCommunicator>();
+    return absl::OkStatus();
+  }
+  Rendezvous rv{ctx_.rank, ctx_.world_size, ctx_.master_addr, ctx_.master_port};
+  TESSERA_ASSIGN_OR_RETURN(store_, ConnectStore(rv));
+  const auto backend = device_.is_cuda() ? CollectiveBackend::kNccl : CollectiveBackend::kGloo;
+  const std::string host = DefaultGlooHost(ctx_.master_addr);
+  const int groups = ctx_.world_size / shard_group_size_;
+  const int group = ctx_.rank / shard_group_size_;
+  TESSERA_ASSIGN_OR_RETURN(
+      world_, CreateCommunicator(backend, store_, "world/", Range(0, ctx_.world_size, 1), ctx_.rank,
+                                 host, rv.timeout));
+  TESSERA_ASSIGN_OR_RETURN(
+      shard_group_, CreateCommunicator(backend, store_, absl::StrCat("shard-", group, "/"),
+                                       Range(group * shard_group_size_, shard_group_size_, 1),
+                                       ctx_.rank, host, rv.timeout));
+  TESSERA_ASSIGN_OR_RETURN(
+      replica_group_,
+      CreateCommunicator(backend, store_, absl::StrCat("replica-", shard_index_, "/"),
+                         Range(shard_index_, groups, shard_group_size_), ctx_.rank, host,
+                         rv.timeout));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Resume() {
+  CheckpointFolder folder(config_.save_folder);
+  const std::string shape = config_.model.ShapeHash();
+  // Rank 0 chooses (reading every shard once to check its hash); everyone loads its choice.
+  auto chosen =
+      torch::full({1}, int64_t{-1}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  if (ctx_.rank == 0) {
+    std::vector<std::string> refused;
+    auto latest = folder.LatestValid(
+        [&](const CheckpointManifest& m) -> absl::Status {
+          if (m.config_hash != shape || m.numel != flat_->numel()) {
+            return absl::FailedPreconditionError(
+                absl::StrCat("it holds a model of another shape (", m.model.dump(), ")"));
+          }
+          if (m.arrays != std::vector<std::string>(std::begin(kArrays), std::end(kArrays))) {
+            return absl::FailedPreconditionError("it holds other arrays than this trainer's");
+          }
+          return absl::OkStatus();
+        },
+        &refused);
+    for (const auto& why : refused) spdlog::warn("checkpoint refused: {}", why);
+    if (latest) chosen.fill_(latest->step);
+  }
+  world_->Broadcast(chosen, 0);
+  const int64_t step = chosen.to(torch::kCPU).item<int64_t>();
+  if (step < 0) {
+    if (ctx_.rank == 0) spdlog::info("no checkpoint in {}: starting from scratch", folder.root());
+    return absl::OkStatus();
+  }
+  TESSERA_ASSIGN_OR_RETURN(const CheckpointManifest manifest, folder.ReadManifest(step));
+  const int64_t begin = flat_->ShardBegin(shard_index_), count = flat_->ShardCount(shard_index_);
+  torch::Tensor targets[] = {flat_->ParamShard(shard_index_), optimizer_->exp_avg(),
+                             optimizer_->exp_avg_sq()};
+  auto staging = torch::empty({count}, torch::kFloat32);
+  for (int a = 0; a < 3; ++a) {
+    TESSERA_RETURN_IF_ERROR(ReadFlatRange(folder.StepFolder(step), manifest, a, begin,
+                                          begin + count, staging.data_ptr<float>()));
+    torch::NoGradGuard no_grad;
+    targets[a].narrow(0, 0, count).copy_(staging);
+  }
+  shard_group_->AllGather(flat_->params());
+  step_ = manifest.step;
+  resumed_from_step_ = manifest.step;
+  last_saved_step_ = manifest.step;
+  tokens_seen_ = manifest.tokens_seen;
+  data_state_ = manifest.data;
+  if (data_state_.sample_in_epoch + config_.global_train_batch_size > dataset_->samples()) {
+    data_state_ = DataState{data_state_.epoch + 1, 0};  // a larger global batch than before
+  }
+  if (ctx_.rank == 0) {
+    spdlog::info("resumed from step {} in {} (saved by {} ranks, {}); data at epoch {}, sample {}",
+                 step, folder.StepFolder(step), manifest.world_size, manifest.sharding,
+                 data_state_.epoch, data_state_.sample_in_epoch);
+  }
+  return absl::OkStatus();
+}
+
+void Trainer::ReduceGradients() {
+  auto& grads = flat_->grads();
+  if (world_->backend() == "nccl") {
+    shard_group_->ReduceScatterSum(grads, grad_shard_);
+    replica_group_->AllReduceSum(grad_shard_);
+  } else {
+    world_->AllReduceSum(grads);  // Gloo has no reduce-scatter: keep this rank's part
+  }
+}
+
+absl::StatusOr<StepResult> Trainer::Step() {
+  const int64_t per_rank = config_.global_train_batch_size / ctx_.world_size;
+  const int64_t micro = config_.device_train_microbatch_size;
+  const int64_t sample_tokens = dataset_->sample_tokens();
+  TESSERA_RETURN_IF_ERROR(
+      dataset_->ReadBatchSlice(data_state_, ctx_.rank * per_rank, per_rank, batch_buffer_.data()));
+  auto batch =
+      torch::from_blob(batch_buffer_.data(), {per_rank, sample_tokens}, torch::kInt64).to(device_);
+  const double denominator = static_cast<double>(config_.global_train_batch_size * seq_len_);
+
+  flat_->grads().zero_();
+  auto loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  for (int64_t m = 0; m < per_rank / micro; ++m) {
+    // Dropout draws from (seed, step, rank, microbatch): resumption replays it exactly.
+    torch::manual_seed(DeterministicRandom::Mix(
+        DeterministicRandom::Mix(config_.seed, static_cast<uint64_t>(step_)),
+        static_cast<uint64_t>(ctx_.rank * 4096 + m)));
+    auto rows = batch.narrow(0, m * micro, micro);
+    auto inputs = rows.narrow(1, 0, seq_len_);
+    auto labels = rows.narrow(1, 1, seq_len_);
+    auto loss = model_->LossSum(inputs, labels);
+    (loss / denominator).backward();
+    loss_sum += loss.detach().to(torch::kFloat64);
+  }
+  world_->AllReduceSum(loss_sum);
+  ReduceGradients();
+
+  torch::NoGradGuard no_grad;
+  torch::Tensor grad = world_->backend() == "nccl" ? grad_shard_ : flat_->GradShard(shard_index_);
+  auto norm_sq = grad.pow(2).sum().to(torch::kFloat64).view({1});
+  shard_group_->AllReduceSum(norm_sq);
+  StepResult result;
+  result.grad_norm = std::sqrt(norm_sq.to(torch::kCPU).item<double>());
+  if (config_.gradient_clipping > 0) {
+    const double coef = std::min(1.0, config_.gradient_clipping / (result.grad_norm + 1e-6));
+    if (coef < 1.0) grad.mul_(coef);
+  }
+  result.learning_rate = LearningRate(config_.optimizer, config_.scheduler, step_, total_steps_);
+  optimizer_->Step(grad, result.learning_rate, step_ + 1);
+  shard_group_->AllGather(flat_->params());
+
+  result.loss = loss_sum.to(torch::kCPU).item<double>() / denominator;
+  ++step_;
+  tokens_seen_ += config_.global_train_batch_size * seq_len_;
+  data_state_ = dataset_->Advance(data_state_);
+  return result;
+}
+
+absl::Status Trainer::Save(bool background) {
+  if (!saver_) return absl::OkStatus();
+  CheckpointManifest m;
+  m.step = step_;
+  m.world_size = ctx_.world_size;
+  m.sharding = ShardingName(config_.sharding);
+  m.shard_group_size = shard_group_size_;
+  m.numel = flat_->numel();
+  m.arrays.assign(std::begin(kArrays), std::end(kArrays));
+  m.data = data_state_;
+  m.tokens_seen = tokens_seen_;
+  m.seed = config_.seed;
+  m.config_hash = config_.model.ShapeHash();
+  m.model = config_.model.ToJson();
+  m.saved_at = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+  SaveJob job;
+  job.manifest = std::move(m);
+  job.payload.offset = flat_->ShardBegin(shard_index_);
+  job.payload.count = flat_->ShardCount(shard_index_);
+  std::vector<torch::Tensor> host;  // GPU shards are copied to host memory first
+  for (torch::Tensor t :
+       {flat_->ParamShard(shard_index_), optimizer_->exp_avg(), optimizer_->exp_avg_sq()}) {
+    t = t.narrow(0, 0, job.payload.count);
+    if (!t.is_cpu()) t = t.to(torch::kCPU);
+    host.push_back(t.contiguous());
+    job.payload.arrays.push_back(host.back().data_ptr<float>());
+  }
+  last_saved_step_ = step_;
+  return saver_->Save(job, background && config_.save_in_background);
+}
+
+void Trainer::Report(const StepResult& result, double step_seconds) {
+  window_seconds_ += step_seconds;
+  window_tokens_ += config_.global_train_batch_size * seq_len_;
+  const double now = UnixNow();
+  const bool due =
+      step_ % config_.log_interval == 0 || step_ == total_steps_ || now - last_report_time_ >= 1.0;
+  if (!due) return;
+  ProgressRecord r;
+  r.step = step_;
+  r.total_steps = total_steps_;
+  r.loss = result.loss;
+  r.learning_rate = result.learning_rate;
+  r.tokens_per_second = window_seconds_ > 0 ? window_tokens_ / window_seconds_ : 0;
+  r.mfu = Mfu(flops_per_token_, r.tokens_per_second, peak_flops_per_rank_, ctx_.world_size);
+  r.resumed_from_step = resumed_from_step_;
+  r.time = now;
+  progress_->Report(r);
+  if (ctx_.rank == 0 && (step_ % config_.log_interval == 0 || step_ == total_steps_)) {
+    spdlog::info("step {}/{}: loss {:.6f} lr {:.3e} grad_norm {:.4f} tokens/s {:.0f} MFU {:.2f}%",
+                 step_, total_steps_, result.loss, result.learning_rate, result.grad_norm,
+                 r.tokens_per_second, 100 * r.mfu);
+  }
+  last_report_time_ = now;
+  window_seconds_ = 0;
+  window_tokens_ = 0;
+}
+
+absl::Status Trainer::Run() {
+  if (step_ >= total_steps_) {
+    if (ctx_.rank == 0)
+      spdlog::info("already trained {} of {} steps: nothing to do", step_, total_steps_);
+    return absl::OkStatus();
+  }
+  const int64_t save_every = config_.save_interval.Batches(dataset_->batches_per_epoch());
+  const int64_t stop_after = DebugStopAfterStep();
+  last_report_time_ = UnixNow();
+  while (step_ < total_steps_) {
+    const auto start = std::chrono::steady_clock::now();
+    TESSERA_ASSIGN_OR_RETURN(const StepResult result, Step());
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!std::isfinite(result.loss)) {
+      return absl::InternalError(absl::StrCat("the loss is ", result.loss, " at step ", step_));
+    }
+    Report(result, seconds);
+    if (save_every > 0 && step_ % save_every == 0 && step_ < total_steps_) {
+      TESSERA_RETURN_IF_ERROR(Save(/*background=*/true));
+    }
+    if (step_ == stop_after) {
+      if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
+      std::fflush(nullptr);
+      ::raise(SIGSTOP);
+    }
+  }
+  if (saver_ && last_saved_step_ != step_) TESSERA_RETURN_IF_ERROR(Save(/*background=*/false));
+  if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
+  world_->Barrier();  // rank 0 serves the store: it leaves last
+  if (ctx_.rank == 0) {
+    spdlog::info("training finished: {} steps, {} tokens", step_, tokens_seen_);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::engine

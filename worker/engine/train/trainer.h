@@ -1,0 +1,96 @@
+#pragma once
+// tessera-train's training loop: a GPT over a streaming dataset with sharded data parallelism
+// (FULL_SHARD, HYBRID_SHARD, NO_SHARD over a flat parameter buffer), sharded checkpoints saved in
+// the background, and autoresume from the newest committed checkpoint on any number of ranks.
+//
+// One step: gather is already done (every rank holds the full parameters); each rank runs
+// forward and backward over its slice of the global batch (in microbatches), gradients are
+// reduced to their owners, the global norm is clipped, each owner updates its shard with AdamW,
+// and the shards are gathered back into every rank's full buffer.
+
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "worker/engine/checkpoint/checkpoint_saver.h"
+#include "worker/engine/data/streaming_dataset.h"
+#include "worker/engine/dist/communicator.h"
+#include "worker/engine/model/gpt.h"
+#include "worker/engine/train/flat_parameters.h"
+#include "worker/engine/train/progress_reporter.h"
+#include "worker/engine/train/rank_context.h"
+#include "worker/engine/train/sharded_adamw.h"
+#include "worker/engine/train/train_config.h"
+
+namespace tessera::engine {
+
+struct StepResult {
+  double loss = 0;  // mean over the global batch
+  double grad_norm = 0;
+  double learning_rate = 0;
+};
+
+class Trainer {
+ public:
+  // Opens the data, builds the model, joins the other ranks and, with autoresume, loads the
+  // newest committed checkpoint.
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(TrainConfig config, RankContext context);
+  ~Trainer();
+
+  // Trains until max_duration; saves on save_interval and at the end.
+  absl::Status Run();
+  // One optimizer step (exposed for benchmarks).
+  absl::StatusOr<StepResult> Step();
+  // Saves the current step (exposed for benchmarks); `background` as the config's default.
+  absl::Status Save(bool background);
+
+  int64_t step() const { return step_; }
+  int64_t total_steps() const { return total_steps_; }
+  int64_t resumed_from_step() const { return resumed_from_step_; }
+  const DataState& data_state() const { return data_state_; }
+  CheckpointSaver* saver() { return saver_.get(); }
+  const FlatParameters& flat() const { return *flat_; }
+  double flops_per_token() const { return flops_per_token_; }
+
+ private:
+  Trainer(TrainConfig config, RankContext context);
+  absl::Status Setup();
+  absl::Status SetupCommunicators();
+  absl::Status Resume();
+  void ReduceGradients();
+  void Report(const StepResult& result, double step_seconds);
+
+  TrainConfig config_;
+  RankContext ctx_;
+  torch::Device device_{torch::kCPU};
+  int shard_group_size_ = 1;
+  int shard_index_ = 0;  // this rank's shard (its rank in the shard group)
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::unique_ptr<Communicator> world_, shard_group_, replica_group_;
+  std::unique_ptr<StreamingDataset> dataset_;
+  Gpt model_{nullptr};
+  std::unique_ptr<FlatParameters> flat_;
+  std::unique_ptr<ShardedAdamW> optimizer_;
+  torch::Tensor grad_shard_;  // NCCL: the reduce-scatter's output
+  std::unique_ptr<CommitChannel> commit_channel_;
+  std::unique_ptr<CheckpointSaver> saver_;
+  std::unique_ptr<ProgressReporter> progress_;
+  std::vector<int64_t> batch_buffer_;
+
+  int64_t step_ = 0;
+  int64_t total_steps_ = 0;
+  int64_t resumed_from_step_ = 0;
+  int64_t tokens_seen_ = 0;
+  int64_t last_saved_step_ = -1;
+  DataState data_state_;
+  int64_t seq_len_ = 0;
+  double flops_per_token_ = 0;
+  double peak_flops_per_rank_ = 0;
+  // For tokens/s over the steps since the last report.
+  double window_seconds_ = 0;
+  int64_t window_tokens_ = 0;
+  double last_report_time_ = 0;
+};
+
+}  // namespace tessera::engine
