@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "worker/engine/data/token_shards.h"
 #include "worker/engine/data/tokenizer.h"
+#include "worker/engine/train/runtime_tuning.h"
 #include "worker/engine/train/trainer.h"
 
 namespace {
@@ -84,9 +85,12 @@ TrainConfig ConfigFor(const Shape& s, const std::string& data, int threads,
   return c;
 }
 
+// The bound: the same bytes written the way a save writes a file (a new file under a temporary
+// name, fsync, renamed over the previous one), without hashing, manifest or commit.
 double PlainWrite(const std::string& path, const std::vector<char>& bytes) {
   const auto start = Clock::now();
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n =
@@ -96,12 +100,14 @@ double PlainWrite(const std::string& path, const std::vector<char>& bytes) {
   }
   ::fsync(fd);
   ::close(fd);
+  ::rename(tmp.c_str(), path.c_str());
   return Seconds(start);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  EnsurePassiveOpenMpWait(argv);  // as tessera-train does; Python inherits it
   int threads = 2, steps = 20, save_layers = 8;
   std::string folder = "/tmp/tessera-bench-engine";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -124,6 +130,7 @@ int main(int argc, char** argv) {
     }
   }
   setenv("TESSERA_CACHE_DIR", (folder + "/cache").c_str(), 1);
+  TuneAllocatorForTraining();  // as tessera-train does
   Shape s;
   const std::string data = MakeDataset(folder + "/data", s, (steps + 5) * s.batch);
 
@@ -176,13 +183,16 @@ int main(int argc, char** argv) {
   }
   const int64_t bytes = (*trainer)->flat().numel() * 3 * 4;
   std::vector<char> plain(static_cast<size_t>(bytes), 'x');
+  fs::create_directories(ckpt);
   std::vector<double> save_times, plain_times, blocked;
-  for (int round = 0; round < 5; ++round) {
-    plain_times.push_back(PlainWrite(folder + "/plain.bin", plain));
-    fs::remove(folder + "/plain.bin");
+  for (int round = 0; round < 6; ++round) {
+    // Alternate which goes first: the disk's write-back of one slows the other.
+    auto plain_write = [&] { plain_times.push_back(PlainWrite(ckpt + "/plain.bin", plain)); };
+    if (round % 2 == 0) plain_write();
     const auto start = Clock::now();
     if (!(*trainer)->Save(false).ok()) return 1;
     save_times.push_back(Seconds(start));
+    if (round % 2 == 1) plain_write();
     if (!(*trainer)->Save(true).ok()) return 1;
     blocked.push_back(absl::ToDoubleSeconds((*trainer)->saver()->last_blocked()));
     if (!(*trainer)->saver()->Wait().ok()) return 1;

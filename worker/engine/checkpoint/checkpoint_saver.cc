@@ -93,13 +93,18 @@ absl::Status CheckpointSaver::Save(const SaveJob& job, bool background) {
   // Copy the shard: training may change its memory as soon as this returns.
   ShardPayload owned = job.payload;
   if (role_.writes_shard) {
+    // One thread per array: a copy is bound by one core's memory bandwidth, not the machine's.
     copies_.resize(job.payload.arrays.size());
+    std::vector<std::thread> copiers;
     for (size_t a = 0; a < job.payload.arrays.size(); ++a) {
       copies_[a].resize(static_cast<size_t>(job.payload.count));
-      std::memcpy(copies_[a].data(), job.payload.arrays[a],
-                  static_cast<size_t>(job.payload.count) * sizeof(float));
       owned.arrays[a] = copies_[a].data();
+      copiers.emplace_back([&, a] {
+        std::memcpy(copies_[a].data(), job.payload.arrays[a],
+                    static_cast<size_t>(job.payload.count) * sizeof(float));
+      });
     }
+    for (auto& t : copiers) t.join();
   }
   thread_ = std::thread([this, manifest = job.manifest, owned] {
     background_status_ = Run(manifest, owned);

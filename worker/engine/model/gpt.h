@@ -15,6 +15,9 @@ namespace tessera::engine {
 struct AttentionBias {
   torch::Tensor alibi;
   torch::Tensor causal_mask;
+  // Both in one additive [H, T, T] tensor (-inf above the diagonal), when it is small enough to
+  // keep: one pass over the scores instead of two, forward and backward.
+  torch::Tensor combined;
 };
 
 // ALiBi's per-head slopes (Press et al.): a geometric sequence, interleaved for head counts that
@@ -57,6 +60,7 @@ class GptImpl : public torch::nn::Module {
 
  private:
   AttentionBias BiasFor(int64_t t, const torch::Device& device);
+  AttentionBias cached_bias_;  // for the last sequence length seen
 
   ModelConfig config_;
   torch::nn::Embedding wte_{nullptr};

@@ -22,7 +22,7 @@ class ShardedAdamW {
 
  private:
   OptimizerConfig config_;
-  torch::Tensor params_, decay_mask_, exp_avg_, exp_avg_sq_;
+  torch::Tensor params_, decay_mask_, exp_avg_, exp_avg_sq_, denom_;
 };
 
 }  // namespace tessera::engine

@@ -8,6 +8,7 @@
 
 #include "worker/engine/common/file_util.h"
 #include "worker/engine/train/rank_context.h"
+#include "worker/engine/train/runtime_tuning.h"
 #include "worker/engine/train/train_config.h"
 #include "worker/engine/train/trainer.h"
 
@@ -21,11 +22,13 @@ int Fail(const absl::Status& st) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tessera::engine::EnsurePassiveOpenMpWait(argv);
   CLI::App app{
       "tessera-train: a LibTorch GPT trainer with sharded data parallelism and autoresume"};
   std::string config_path;
   app.add_option("--config", config_path, "training YAML (default: $PARAMETERS)");
   CLI11_PARSE(app, argc, argv);
+  tessera::engine::TuneAllocatorForTraining();
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
 
   const auto env = tessera::engine::ProcessEnvironment();

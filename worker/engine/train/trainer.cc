@@ -320,7 +320,7 @@ absl::StatusOr<StepResult> Trainer::Step() {
 
   torch::NoGradGuard no_grad;
   torch::Tensor grad = world_->backend() == "nccl" ? grad_shard_ : flat_->GradShard(shard_index_);
-  auto norm_sq = grad.pow(2).sum().to(torch::kFloat64).view({1});
+  auto norm_sq = grad.norm().to(torch::kFloat64).square().view({1});
   shard_group_->AllReduceSum(norm_sq);
   StepResult result;
   result.grad_norm = std::sqrt(norm_sq.to(torch::kCPU).item<double>());
