@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The quick start: installs what Tessera needs, builds it, starts a local cluster (PostgreSQL,
-# tessera-server and two workers with two simulated GPUs each; see deploy/cluster.sh), and runs
-# a sample 2-node job, following its logs.
+# tessera-server and two workers with two simulated GPUs each; see deploy/cluster.sh), and trains
+# a tiny GPT on two nodes (examples/gpt-tiny.yaml), following its status and logs.
 #
 #   deploy/quickstart.sh          start (or reuse) the cluster and run the sample job
 #   deploy/quickstart.sh down     stop everything it started
@@ -20,8 +20,8 @@ deploy/build.sh
 deploy/cluster.sh up --workers "${TESSERA_WORKERS:-2}" --gpus-per-worker "${TESSERA_GPUS_PER_WORKER:-2}"
 
 echo
-echo "quickstart: submitting deploy/samples/hello.yaml (2 nodes x 2 ranks) and following it"
-build/bin/mcli run -f deploy/samples/hello.yaml --follow
+echo "quickstart: submitting examples/gpt-tiny.yaml (a GPT trained on 2 nodes x 2 ranks) and following it"
+build/bin/mcli run -f examples/gpt-tiny.yaml --follow
 echo
-echo "quickstart: the cluster keeps running; try build/bin/mcli get runs, build/bin/mcli get nodes,"
-echo "            build/bin/mcli logs RUN, and stop it with deploy/quickstart.sh down"
+echo "quickstart: the cluster keeps running; try build/bin/mcli get runs, build/bin/mcli describe run RUN,"
+echo "            build/bin/mcli logs RUN --rank 0, and stop it with deploy/quickstart.sh down"
