@@ -75,7 +75,7 @@ int RevokeApiKey(CommandContext& context, const std::string& id) {
 }  // namespace
 
 void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
-  CLI::App* admin = app.add_subcommand("admin", "Administration: API keys");
+  CLI::App* admin = app.add_subcommand("admin", "Administration: API keys, fault injection");
   admin->require_subcommand(1);
 
   auto create = std::make_shared<CreateKeyOptions>();
@@ -96,6 +96,8 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
   CLI::App* revoke_key = admin->add_subcommand("revoke-api-key", "Revoke an API key");
   revoke_key->add_option("ID", *id, "The key's ID")->required();
   OnParsed(revoke_key, slot, [id](CommandContext& context) { return RevokeApiKey(context, *id); });
+
+  AddInjectFaultCommand(admin, slot);
 }
 
 }  // namespace tessera::cli

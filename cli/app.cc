@@ -51,6 +51,7 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
   AddConfigCommands(app, slot);
   AddAdminCommands(app, slot);
   AddLogsCommands(app, slot);
+  AddHealthCommands(app, slot);
 }
 
 }  // namespace

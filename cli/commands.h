@@ -4,8 +4,10 @@
 // `mcli health`) is one new file with its Add* function, declared here and listed in app.cc.
 
 #include <CLI/CLI.hpp>
+#include <optional>
 
 #include "cli/command.h"
+#include "tessera/v1/health.pb.h"
 #include "tessera/v1/logs.pb.h"
 
 namespace tessera::cli {
@@ -27,6 +29,16 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot);
 // mcli logs RUN [-f] [--rank N] [--node-rank N] [--resumption N | --prev] [--failed] [--tail N]
 //               [--first-exception]
 void AddLogsCommands(CLI::App& app, ActionSlot& slot);
+
+// mcli health sweep|sweeps|show
+void AddHealthCommands(CLI::App& app, ActionSlot& slot);
+// mcli get health|sweeps (added to `get`)
+void AddGetHealthCommands(CLI::App* get, ActionSlot& slot);
+// mcli admin inject-fault NODE --kind KIND (added to `admin`)
+void AddInjectFaultCommand(CLI::App* admin, ActionSlot& slot);
+// The node's newest health results, or nullopt when the health API does not answer.
+std::optional<google::protobuf::RepeatedPtrField<tessera::v1::HealthCheckResult>> RecentHealth(
+    Connection& connection, const std::string& node, int limit);
 
 // Prints the lines of a GetLogs stream as mcli logs does (raw text, "[rank N] " first unless the
 // request selects one rank; JSON Lines with -o json) until the server ends the stream. Returns

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/health_view.h"
 #include "cli/node_view.h"
 #include "cli/run_view.h"
 #include "tessera/v1/cordon.grpc.pb.h"
@@ -56,6 +57,12 @@ int DescribeNode(CommandContext& context, const std::string& name) {
     return kExitOk;
   }
   PrintNodeDescription(context.out(), node, events.events());
+  context.out() << "\nHealth checks:\n";
+  if (auto health = RecentHealth(connection, name, 10)) {
+    PrintHealthResults(context.out(), *health, "  ");
+  } else {
+    context.out() << "  (the health API did not answer)\n";
+  }
   return kExitOk;
 }
 

@@ -137,7 +137,7 @@ int GetEvents(CommandContext& context, const GetEventsOptions& options) {
 }  // namespace
 
 void AddGetCommands(CLI::App& app, ActionSlot& slot) {
-  CLI::App* get = app.add_subcommand("get", "List runs, nodes or node events");
+  CLI::App* get = app.add_subcommand("get", "List runs, nodes, node events or health results");
   get->require_subcommand(1);
 
   auto runs = std::make_shared<GetRunsOptions>();
@@ -173,6 +173,7 @@ void AddGetCommands(CLI::App& app, ActionSlot& slot) {
       ->check(CLI::Range(0, 1000000));
   get_events->add_flag("-f,--follow", events->follow,
                        "Keep printing new events as they happen (Ctrl-C to stop)");
+  AddGetHealthCommands(get, slot);
   OnParsed(get_events, slot,
            [events](CommandContext& context) { return GetEvents(context, *events); });
 }

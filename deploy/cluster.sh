@@ -3,12 +3,14 @@
 # (tessera-server) and N tessera-worker daemons with simulated GPUs, each with its own node name,
 # metrics port and state folder. Writes mcli's config (endpoint and an admin key).
 #
-#   deploy/cluster.sh up [--workers N] [--gpus-per-worker G]   start (or extend) it
+#   deploy/cluster.sh up [--workers N] [--gpus-per-worker G] [--allow-fault-injection]
+#                                                              start (or extend) it
 #   deploy/cluster.sh status                                   what runs, and where
 #   deploy/cluster.sh down                                     stop all of it
 #
 # Ports: TESSERA_GRPC_PORT (50051), TESSERA_HTTP_PORT (8080), TESSERA_METRICS_PORT (9464; workers
-# use the ports after it). State: TESSERA_STATE_DIR (.state/ in the repository).
+# use the ports after it). State: TESSERA_STATE_DIR (.state/ in the repository). More flags for
+# tessera-server: TESSERA_SERVER_FLAGS (e.g. "--stop-grace-seconds 2 --uncordon-after-passes 3").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -77,12 +79,13 @@ wait_healthy() {  # port, pid file, log, name
 }
 
 up() {
-  local n=2 gpus=2
+  local n=2 gpus=2 faults=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --workers) n="${2:?--workers needs a number}"; shift 2 ;;
       --gpus-per-worker) gpus="${2:?--gpus-per-worker needs a number}"; shift 2 ;;
-      *) die "unknown option \"$1\" (expected --workers N or --gpus-per-worker G)" ;;
+      --allow-fault-injection) faults=(--allow-fault-injection); shift ;;
+      *) die "unknown option \"$1\" (expected --workers N, --gpus-per-worker G or --allow-fault-injection)" ;;
     esac
   done
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -le 64 ] || die "--workers: a number from 0 to 64, not \"$n\""
@@ -97,7 +100,7 @@ up() {
   if ! alive "$server_pid_file"; then
     nohup "$BIN/tessera-server" --database-url "$url" \
       --grpc-listen "127.0.0.1:$GRPC_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
-      --http-listen "127.0.0.1:$HTTP_PORT" >"$STATE/logs/tessera-server.log" 2>&1 &
+      --http-listen "127.0.0.1:$HTTP_PORT" ${TESSERA_SERVER_FLAGS:-} >"$STATE/logs/tessera-server.log" 2>&1 &
     echo $! >"$server_pid_file"
   fi
   wait_healthy "$METRICS_PORT" "$server_pid_file" "$STATE/logs/tessera-server.log" tessera-server
@@ -129,7 +132,7 @@ up() {
       --scheduler-endpoint "127.0.0.1:$GRPC_PORT" --node-name "$name" --cluster local \
       --address 127.0.0.1 --simulate-gpus "$gpus" --state-dir "$dir/state" \
       --label "rack=rack-$((i / 4))" --metrics-listen "127.0.0.1:$port" \
-      --rank-env "TESSERA_SHARED_DIR=$STATE/shared" \
+      --rank-env "TESSERA_SHARED_DIR=$STATE/shared" ${faults[@]+"${faults[@]}"} \
       >"$dir/worker.log" 2>&1 &
     echo $! >"$dir/pid"
   done

@@ -33,12 +33,13 @@ std::string HostOf(const std::string& address) {
 SchedulerCore::SchedulerCore(std::shared_ptr<store::NodeStore> nodes,
                              std::shared_ptr<RunsClient> runs,
                              std::shared_ptr<WorkerRegistry> workers, std::shared_ptr<Clock> clock,
-                             SchedulerConfig config)
+                             SchedulerConfig config, std::shared_ptr<HealthClient> health)
     : nodes_(std::move(nodes)),
       runs_(std::move(runs)),
       workers_(std::move(workers)),
       clock_(std::move(clock)),
-      config_(config) {}
+      config_(config),
+      health_(std::move(health)) {}
 
 void SchedulerCore::NodeDrained(const std::string& run_id, int resumption,
                                 const std::string& node) {

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "scheduler/service/health_client.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/worker_registry.h"
 #include "services/common/auth/principal.h"
@@ -52,7 +53,7 @@ class SchedulerCore {
  public:
   SchedulerCore(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                 std::shared_ptr<WorkerRegistry> workers, std::shared_ptr<Clock> clock,
-                SchedulerConfig config);
+                SchedulerConfig config, std::shared_ptr<HealthClient> health = nullptr);
 
   // --- the worker control stream ---
   // Registers (or re-registers) the worker's node and returns the lease terms. Attempts the
@@ -61,6 +62,11 @@ class SchedulerCore {
   absl::StatusOr<v1::LeaseRenewed> Heartbeat(const std::string& node, const v1::Heartbeat& hb);
   absl::Status OnAttemptUpdate(const std::string& node, const v1::AttemptUpdate& update);
   absl::Status OnProgress(const std::string& node, const v1::ProgressUpdate& progress);
+  // What workers report about the hardware goes on to the health API. A hung rank's attempt is
+  // ended here when the health API cannot take the report (it normally cordons and evicts).
+  absl::Status OnHealthResult(const std::string& node, const v1::HealthCheckResult& result);
+  absl::Status OnGpuFault(const std::string& node, const v1::GpuFault& fault);
+  absl::Status OnRankHang(const std::string& node, const v1::RankHang& hang);
 
   // --- the leader's cycle ---
   absl::StatusOr<CycleStats> RunCycle();
@@ -76,6 +82,10 @@ class SchedulerCore {
                           v1::RemoveNodeResponse* resp);
   absl::Status GetQueue(const Who& who, const v1::GetQueueRequest& req, v1::GetQueueResponse* resp);
   absl::Status CheckFit(const Who& who, const v1::CheckFitRequest& req, v1::CheckFitResponse* resp);
+  absl::Status DispatchToWorker(const Who& who, const v1::DispatchToWorkerRequest& req,
+                                v1::DispatchToWorkerResponse* resp);
+  absl::Status EvictNode(const Who& who, const v1::EvictNodeRequest& req,
+                         v1::EvictNodeResponse* resp);
   int64_t placements_total() const;
 
  private:
@@ -120,6 +130,12 @@ class SchedulerCore {
                           v1::AttemptEndReason reason, v1::DetectionMethod how,
                           const std::string& detail, v1::Run* result = nullptr);
   std::string NextCommandId();
+  // Ends every active attempt with ranks on `node` for `reason`; returns the runs' names.
+  absl::StatusOr<std::vector<std::string>> EndAttemptsOnNode(const std::string& node,
+                                                             v1::AttemptEndReason reason,
+                                                             v1::DetectionMethod how,
+                                                             const std::string& detail,
+                                                             const std::string& only_run_id = "");
   // Bookkeeping of draining_: a node reported the attempt's ranks gone; a node was lost.
   void NodeDrained(const std::string& run_id, int resumption, const std::string& node);
   void NodeLostWhileDraining(const std::string& node);
@@ -129,6 +145,7 @@ class SchedulerCore {
   std::shared_ptr<WorkerRegistry> workers_;
   std::shared_ptr<Clock> clock_;
   const SchedulerConfig config_;
+  std::shared_ptr<HealthClient> health_;  // may be null: no health API
 
   mutable absl::Mutex mu_;
   std::map<AttemptKey, AttemptState> attempts_ ABSL_GUARDED_BY(mu_);

@@ -29,6 +29,8 @@ class SchedulerService final : public v1::SchedulerService::Service {
   TESSERA_SCHED_RPC(RemoveNode, RemoveNodeRequest, RemoveNodeResponse)
   TESSERA_SCHED_RPC(GetQueue, GetQueueRequest, GetQueueResponse)
   TESSERA_SCHED_RPC(CheckFit, CheckFitRequest, CheckFitResponse)
+  TESSERA_SCHED_RPC(DispatchToWorker, DispatchToWorkerRequest, DispatchToWorkerResponse)
+  TESSERA_SCHED_RPC(EvictNode, EvictNodeRequest, EvictNodeResponse)
 #undef TESSERA_SCHED_RPC
 
   grpc::Status GetStatus(grpc::ServerContext* ctx, const v1::SchedulerStatusRequest*,

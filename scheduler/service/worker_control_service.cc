@@ -6,6 +6,13 @@
 #include "scheduler/service/scheduler_service.h"
 
 namespace tessera::scheduler {
+namespace {
+
+void LogHealthRelay(const std::string& node, const char* what, const absl::Status& st) {
+  if (!st.ok()) spdlog::warn("{} from node {}: {}", what, node, st.ToString());
+}
+
+}  // namespace
 
 grpc::Status WorkerControlService::Connect(
     grpc::ServerContext* ctx,
@@ -63,7 +70,19 @@ grpc::Status WorkerControlService::Connect(
       case v1::WorkerMessage::kProgress:
         st = core_->OnProgress(node, msg.progress());
         break;
+      // The health API's answers are its own business: a refusal there is logged, and never ends
+      // the worker's stream.
+      case v1::WorkerMessage::kHealthResult:
+        LogHealthRelay(node, "canary result", core_->OnHealthResult(node, msg.health_result()));
+        break;
+      case v1::WorkerMessage::kGpuFault:
+        LogHealthRelay(node, "GPU fault", core_->OnGpuFault(node, msg.gpu_fault()));
+        break;
+      case v1::WorkerMessage::kRankHang:
+        LogHealthRelay(node, "rank hang", core_->OnRankHang(node, msg.rank_hang()));
+        break;
       case v1::WorkerMessage::kAck:
+        workers_->OnAck(msg.ack());
         if (!msg.ack().ok()) {
           spdlog::warn("node {} could not carry out {}: {}", node, msg.ack().command_id(),
                        msg.ack().error());

@@ -312,6 +312,7 @@ absl::Status SchedulerCore::OnProgress(const std::string& node,
   req.set_run_id(progress.run_id());
   req.set_resumption_index(progress.resumption_index());
   *req.mutable_progress() = progress.progress();
+  req.set_node_name(node);
   return runs_->ReportProgress(req);
 }
 

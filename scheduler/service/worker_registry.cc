@@ -1,5 +1,7 @@
 #include "scheduler/service/worker_registry.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace tessera::scheduler {
 
 uint64_t WorkerRegistry::Attach(const std::string& node, Sender sender) {
@@ -31,6 +33,41 @@ bool WorkerRegistry::Send(const std::string& node, const v1::ControlMessage& mes
 bool WorkerRegistry::Connected(const std::string& node) {
   absl::MutexLock lock(&mu_);
   return workers_.count(node) > 0;
+}
+
+absl::Status WorkerRegistry::SendAndWait(const std::string& node, const v1::ControlMessage& message,
+                                         absl::Duration timeout) {
+  const std::string id = message.command_id();
+  {
+    absl::MutexLock lock(&acks_mu_);
+    acks_[id] = std::nullopt;
+  }
+  auto forget = [&] {
+    absl::MutexLock lock(&acks_mu_);
+    acks_.erase(id);
+  };
+  if (!Send(node, message)) {
+    forget();
+    return absl::UnavailableError(
+        absl::StrCat("the worker of node ", node, " is not connected to this scheduler"));
+  }
+  absl::MutexLock lock(&acks_mu_);
+  auto answered = [&] { return acks_[id].has_value(); };
+  if (!acks_mu_.AwaitWithTimeout(absl::Condition(&answered), timeout)) {
+    acks_.erase(id);
+    return absl::DeadlineExceededError(
+        absl::StrCat("node ", node, " did not acknowledge within ", absl::FormatDuration(timeout)));
+  }
+  const v1::CommandAck ack = *acks_[id];
+  acks_.erase(id);
+  if (!ack.ok()) return absl::FailedPreconditionError(ack.error());
+  return absl::OkStatus();
+}
+
+void WorkerRegistry::OnAck(const v1::CommandAck& ack) {
+  absl::MutexLock lock(&acks_mu_);
+  auto it = acks_.find(ack.command_id());
+  if (it != acks_.end()) it->second = ack;
 }
 
 }  // namespace tessera::scheduler

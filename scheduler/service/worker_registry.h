@@ -4,9 +4,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "tessera/v1/worker.pb.h"
 
 namespace tessera::scheduler {
@@ -24,6 +27,14 @@ class WorkerRegistry {
   bool Send(const std::string& node, const v1::ControlMessage& message);
   bool Connected(const std::string& node);
 
+  // Sends a command and waits for the worker's acknowledgement of its command_id: UNAVAILABLE
+  // when the node's worker is not connected here, DEADLINE_EXCEEDED without an answer in
+  // `timeout`, FAILED_PRECONDITION with the worker's reason when it refused.
+  absl::Status SendAndWait(const std::string& node, const v1::ControlMessage& message,
+                           absl::Duration timeout);
+  // A worker's acknowledgement, for whoever waits for it.
+  void OnAck(const v1::CommandAck& ack);
+
  private:
   struct Entry {
     uint64_t token;
@@ -31,6 +42,9 @@ class WorkerRegistry {
   };
   absl::Mutex mu_;
   std::map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex acks_mu_;
+  // Commands waited for, by id; set once their ack arrives.
+  std::map<std::string, std::optional<v1::CommandAck>> acks_ ABSL_GUARDED_BY(acks_mu_);
   uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

@@ -342,7 +342,19 @@ absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgress
           t.changed = false;  // a late report from an earlier attempt
           return t;
         }
+        // Each node's compute time is kept from its own reports, for straggler detection; only
+        // the current attempt's nodes count.
+        google::protobuf::Map<std::string, double> node_compute;
+        for (const auto& n : r.nodes()) {
+          auto it = r.progress().node_compute_seconds().find(n.node_name());
+          if (it != r.progress().node_compute_seconds().end()) node_compute[it->first] = it->second;
+        }
         *t.run.mutable_progress() = req.progress();
+        *t.run.mutable_progress()->mutable_node_compute_seconds() = std::move(node_compute);
+        if (!req.node_name().empty() && req.progress().compute_seconds() > 0) {
+          (*t.run.mutable_progress()->mutable_node_compute_seconds())[req.node_name()] =
+              req.progress().compute_seconds();
+        }
         *t.run.mutable_progress()->mutable_reported_at() = ToProtoTime(clock_->Now());
         if (auto current = CurrentAttempt(r, attempts)) {
           current->set_last_step(std::max(current->last_step(), req.progress().step()));

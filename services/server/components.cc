@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/random/random.h"
+#include "healthcheck/health_service.h"
 #include "scheduler/service/leader_lock.h"
 #include "scheduler/service/scheduler_runner.h"
 #include "scheduler/service/scheduler_service.h"
@@ -63,13 +64,15 @@ class RunsComponent final : public Component {
 class SchedulerComponent final : public Component {
  public:
   SchedulerComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
-                     const std::string& system_key, const SchedulerOptions& o)
+                     std::shared_ptr<ChannelRef> health, const std::string& system_key,
+                     const SchedulerOptions& o)
       : workers_(std::make_shared<scheduler::WorkerRegistry>()),
         core_(std::make_shared<scheduler::SchedulerCore>(
             f.stores.nodes, scheduler::MakeGrpcRunsClient(runs, system_key), workers_, f.clock,
             scheduler::SchedulerConfig{.lease = o.lease,
                                        .heartbeat_interval = o.heartbeat_interval,
-                                       .stop_grace = o.stop_grace})),
+                                       .stop_grace = o.stop_grace},
+            health ? scheduler::MakeGrpcHealthClient(health, system_key) : nullptr)),
         runner_(std::make_unique<scheduler::SchedulerRunner>(
             core_,
             o.database_url.empty() ? scheduler::MakeAlwaysLeader()
@@ -101,6 +104,47 @@ class CordonComponent final : public Component {
   cordon::CordonService service_;
 };
 
+class HealthComponent final : public Component {
+ public:
+  HealthComponent(const Foundation& f, std::shared_ptr<ChannelRef> scheduler,
+                  std::shared_ptr<ChannelRef> cordon, std::shared_ptr<ChannelRef> runs,
+                  const std::string& system_key, const HealthOptions& o)
+      : handler_(std::make_shared<health::HealthHandler>(
+            f.stores.health, health::MakeGrpcSchedulerApi(scheduler, system_key),
+            health::MakeGrpcCordonApi(cordon, system_key),
+            health::MakeGrpcRunsApi(runs, system_key), f.idempotency, f.clock,
+            [gen = std::make_shared<absl::BitGen>()] { return absl::Uniform<uint64_t>(*gen); },
+            ConfigFrom(o))),
+        service_(handler_, f.authenticator) {
+    ticker_ = std::thread([this, tick = o.tick] {
+      while (!stop_.WaitForNotificationWithTimeout(tick)) handler_->Tick();
+    });
+  }
+  ~HealthComponent() override {
+    stop_.Notify();
+    ticker_.join();
+  }
+  std::vector<grpc::Service*> services() override { return {&service_}; }
+
+ private:
+  static health::HealthConfig ConfigFrom(const HealthOptions& o) {
+    health::HealthConfig c;
+    c.sweep_interval = o.sweep_interval;
+    c.uncordon_after_passes = o.uncordon_after_passes;
+    c.canary.compute_seconds = o.canary_compute_seconds;
+    c.canary.compute_timeout = o.canary_timeout;
+    c.canary.allreduce_timeout = o.canary_timeout;
+    c.watch.mfu_reports = o.mfu_reports;
+    c.watch.straggler_factor = o.straggler_factor;
+    if (!o.cpu_payload_bytes.empty()) c.canary.cpu_payload_bytes = o.cpu_payload_bytes;
+    return c;
+  }
+  std::shared_ptr<health::HealthHandler> handler_;
+  health::HealthService service_;
+  absl::Notification stop_;
+  std::thread ticker_;
+};
+
 class LogsComponent final : public Component {
  public:
   LogsComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
@@ -130,9 +174,18 @@ std::unique_ptr<Component> MakeLogsComponent(const Foundation& f, std::shared_pt
 
 std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,
                                                   std::shared_ptr<ChannelRef> runs,
+                                                  std::shared_ptr<ChannelRef> health,
                                                   const std::string& system_key,
                                                   const SchedulerOptions& options) {
-  return std::make_unique<SchedulerComponent>(f, std::move(runs), system_key, options);
+  return std::make_unique<SchedulerComponent>(f, std::move(runs), std::move(health), system_key,
+                                              options);
+}
+
+std::unique_ptr<Component> MakeHealthComponent(
+    const Foundation& f, std::shared_ptr<ChannelRef> scheduler, std::shared_ptr<ChannelRef> cordon,
+    std::shared_ptr<ChannelRef> runs, const std::string& system_key, const HealthOptions& options) {
+  return std::make_unique<HealthComponent>(f, std::move(scheduler), std::move(cordon),
+                                           std::move(runs), system_key, options);
 }
 
 std::unique_ptr<Component> MakeCordonComponent(const Foundation& f) {

@@ -52,14 +52,34 @@ struct SchedulerOptions {
   std::string instance_id;
 };
 
-// The scheduler and the workers' control stream; `runs` is the run manager's API.
+// The scheduler and the workers' control stream; `runs` is the run manager's API, `health`
+// (null: none) the health API that workers' hardware reports go to.
 std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,
                                                   std::shared_ptr<ChannelRef> runs,
+                                                  std::shared_ptr<ChannelRef> health,
                                                   const std::string& system_key,
                                                   const SchedulerOptions& options);
 
 // The cordon service.
 std::unique_ptr<Component> MakeCordonComponent(const Foundation& f);
+
+struct HealthOptions {
+  absl::Duration sweep_interval = absl::ZeroDuration();
+  int uncordon_after_passes = 0;
+  double canary_compute_seconds = 1.0;
+  absl::Duration canary_timeout = absl::Seconds(60);
+  int mfu_reports = 3;
+  double straggler_factor = 1.5;
+  absl::Duration tick = absl::Milliseconds(200);
+  // All-reduce payloads between CPU nodes (empty: 1, 4, 16 and 64 MiB).
+  std::vector<int64_t> cpu_payload_bytes;
+};
+
+// The health API; it reaches the scheduler, the cordon service and the run manager through
+// their APIs.
+std::unique_ptr<Component> MakeHealthComponent(
+    const Foundation& f, std::shared_ptr<ChannelRef> scheduler, std::shared_ptr<ChannelRef> cordon,
+    std::shared_ptr<ChannelRef> runs, const std::string& system_key, const HealthOptions& options);
 
 // The log service; `runs` is the run manager's API (for run names, owners and attempts).
 std::unique_ptr<Component> MakeLogsComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,

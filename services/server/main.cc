@@ -4,6 +4,6 @@
 int main(int argc, char** argv) {
   return tessera::server::ServeMain(
       {"tessera-server", "tessera-server: the Tessera control plane in one process", true, true,
-       true, true},
+       true, true, true},
       argc, argv);
 }

@@ -12,6 +12,7 @@
 #include "services/common/service_host.h"
 #include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
+#include "worker/canary/canary_result.h"
 
 namespace tessera::server {
 namespace {
@@ -42,8 +43,12 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   HostOptions host;
   store::PostgresOptions db;
   SchedulerOptions sched;
-  std::string runs_endpoint, scheduler_endpoint, logs_endpoint;
-  const bool all_in_one = parts.runs && parts.scheduler && parts.cordon && parts.logs;
+  std::string runs_endpoint, scheduler_endpoint, logs_endpoint, cordon_endpoint, health_endpoint;
+  const bool all_in_one =
+      parts.runs && parts.scheduler && parts.cordon && parts.logs && parts.health;
+  HealthOptions health;
+  double sweep_interval_seconds = 0, canary_timeout_seconds = 60;
+  std::string canary_sizes;
   std::string http_listen = all_in_one ? "127.0.0.1:8080" : "";
   double lease_seconds = 3, heartbeat_seconds = 0.5, stop_grace_seconds = 10;
   AddHostFlags(app, host);
@@ -75,6 +80,50 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   }
   if ((parts.scheduler || parts.logs) && !parts.runs) {
     app.add_option("--runs-endpoint", runs_endpoint, "host:port of tessera-runs")->required();
+  }
+  if (parts.health) {
+    app.add_option("--sweep-interval-seconds", sweep_interval_seconds,
+                   "sweep the idle nodes this often (0: only on demand and when runs degrade)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 30.0 * 86400));
+    app.add_option("--uncordon-after-passes", health.uncordon_after_passes,
+                   "return a node the health API cordoned after this many passing sweeps in a "
+                   "row (0: an operator uncordons it)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1000));
+    app.add_option("--canary-compute-seconds", health.canary_compute_seconds,
+                   "how long each compute stress test measures")
+        ->capture_default_str()
+        ->check(CLI::Range(0.05, 600.0));
+    app.add_option("--canary-timeout-seconds", canary_timeout_seconds,
+                   "a canary that takes longer counts as a timeout")
+        ->capture_default_str()
+        ->check(CLI::Range(1.0, 3600.0));
+    app.add_option("--canary-sizes", canary_sizes,
+                   "all-reduce payloads between CPU nodes (default 1MiB,4MiB,16MiB,64MiB)");
+    app.add_option("--mfu-drop-reports", health.mfu_reports,
+                   "progress reports under a run's mfu_threshold before its nodes are swept")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    app.add_option("--straggler-factor", health.straggler_factor,
+                   "a node whose compute time per step is this many times its peers' is swept")
+        ->capture_default_str()
+        ->check(CLI::Range(1.05, 100.0));
+  }
+  if (parts.health && !parts.scheduler) {
+    app.add_option("--scheduler-endpoint", scheduler_endpoint, "host:port of tessera-scheduler")
+        ->required();
+  }
+  if (parts.health && !parts.cordon) {
+    app.add_option("--cordon-endpoint", cordon_endpoint, "host:port of tessera-cordon")->required();
+  }
+  if (parts.health && !parts.runs) {
+    app.add_option("--runs-endpoint", runs_endpoint, "host:port of tessera-runs")->required();
+  }
+  if (parts.scheduler && !parts.health) {
+    app.add_option("--health-endpoint", health_endpoint,
+                   "host:port of tessera-health, for GPU faults, hangs and canary results "
+                   "(empty: none; hung and faulty runs are still evicted)");
   }
   if (parts.runs && !parts.logs) {
     app.add_option("--logs-endpoint", logs_endpoint,
@@ -133,10 +182,28 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     char hostname[256] = "";
     gethostname(hostname, sizeof(hostname) - 1);
     sched.instance_id = absl::StrCat(hostname, ":", getpid());
+    std::shared_ptr<ChannelRef> health_channel = parts.health ? self : nullptr;
+    if (!parts.health && !health_endpoint.empty()) health_channel = RemoteChannel(health_endpoint);
     components.push_back(MakeSchedulerComponent(f, parts.runs ? self : RemoteChannel(runs_endpoint),
-                                                (*system_key)->secret(), sched));
+                                                health_channel, (*system_key)->secret(), sched));
   }
   if (parts.cordon) components.push_back(MakeCordonComponent(f));
+  if (parts.health) {
+    health.sweep_interval = absl::Seconds(sweep_interval_seconds);
+    health.canary_timeout = absl::Seconds(canary_timeout_seconds);
+    if (!canary_sizes.empty()) {
+      auto sizes = canary::ParseByteSizes(canary_sizes);
+      if (!sizes.ok()) {
+        return Fail(
+            absl::InvalidArgumentError(absl::StrCat("--canary-sizes: ", sizes.status().message())));
+      }
+      health.cpu_payload_bytes = *sizes;
+    }
+    components.push_back(MakeHealthComponent(
+        f, parts.scheduler ? self : RemoteChannel(scheduler_endpoint),
+        parts.cordon ? self : RemoteChannel(cordon_endpoint),
+        parts.runs ? self : RemoteChannel(runs_endpoint), (*system_key)->secret(), health));
+  }
   if (parts.logs) {
     components.push_back(MakeLogsComponent(f, parts.runs ? self : RemoteChannel(runs_endpoint),
                                            (*system_key)->secret()));

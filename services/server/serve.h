@@ -10,6 +10,7 @@ struct Parts {
   bool scheduler = false;  // scheduler + worker control stream
   bool cordon = false;     // cordon service
   bool logs = false;       // log service
+  bool health = false;     // health API (sweeps, remediation)
 };
 
 // Parses flags, opens the database, hosts the chosen parts and serves until SIGINT/SIGTERM.

@@ -26,11 +26,13 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
 
 AttemptManager::AttemptManager(AttemptManagerOptions options, std::shared_ptr<Clock> clock,
                                std::function<void(const RankOutput&)> on_output,
-                               std::function<void(const RankOutput&)> on_rank_done)
+                               std::function<void(const RankOutput&)> on_rank_done,
+                               std::function<void(const RankOutput&)> on_started)
     : options_(std::move(options)),
       clock_(std::move(clock)),
       on_output_(std::move(on_output)),
       on_rank_done_(std::move(on_rank_done)),
+      on_started_(std::move(on_started)),
       records_(options_.state_dir) {}
 
 AttemptManager::~AttemptManager() {
@@ -60,13 +62,19 @@ v1::RankExit AttemptManager::ExitOf(const Attempt& a, int rank, const ExitInfo& 
 }
 
 RankOutput AttemptManager::OutputOf(const Attempt& a, int rank) const {
+  pid_t pid = 0;
+  for (const auto& p : a.procs) {
+    if (p->rank() == rank) pid = p->pid();
+  }
   return RankOutput{a.start.run_id(),
                     a.start.resumption_index(),
                     a.start.node_rank(),
                     rank,
                     RankLogPath(a.paths, rank, "stdout"),
                     RankLogPath(a.paths, rank, "stderr"),
-                    RankProgressPath(a.paths, rank)};
+                    RankProgressPath(a.paths, rank),
+                    absl::Seconds(a.start.hang_timeout_seconds()),
+                    pid};
 }
 
 void AttemptManager::Queue(v1::AttemptUpdate u) {
@@ -193,6 +201,7 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
     record.ranks.push_back(
         {spec.rank, (*proc)->pid(), ProcessStartTicks((*proc)->pid()).value_or(0)});
     a.procs.push_back(std::move(*proc));
+    if (on_started_) on_started_(OutputOf(a, spec.rank));
   }
   // Written before reporting STARTED: from here on a crash of this worker is followed by a
   // clean-up of these ranks, never by orphans.
@@ -317,6 +326,17 @@ std::vector<v1::LocalAttempt> AttemptManager::LocalAttempts() {
     out.push_back(std::move(l));
   }
   return out;
+}
+
+std::vector<pid_t> AttemptManager::RankProcessGroups() {
+  absl::MutexLock lock(&mu_);
+  std::vector<pid_t> groups;
+  for (auto& [key, a] : attempts_) {
+    for (auto& p : a.procs) {
+      if (!p->exit()) groups.push_back(p->pid());
+    }
+  }
+  return groups;
 }
 
 int AttemptManager::running_ranks() {

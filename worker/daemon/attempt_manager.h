@@ -33,6 +33,9 @@ struct RankOutput {
   std::string stdout_path, stderr_path;
   // Where the rank may report training progress (TESSERA_PROGRESS_FILE).
   std::string progress_path;
+  // The run's hang_timeout: a rank whose progress stops for this long is hung (0: never).
+  absl::Duration hang_timeout = absl::ZeroDuration();
+  pid_t pid = 0;  // the rank's process (0: not known)
 };
 
 struct AttemptManagerOptions {
@@ -52,9 +55,11 @@ class AttemptManager {
  public:
   // `on_output` is called for each rank started (and for each found at start-up), with the
   // files to ship; `on_rank_done` once a rank has exited and its files are complete.
+  // `on_started` (optional) once the rank's process runs, with its pid.
   AttemptManager(AttemptManagerOptions options, std::shared_ptr<Clock> clock,
                  std::function<void(const RankOutput&)> on_output,
-                 std::function<void(const RankOutput&)> on_rank_done);
+                 std::function<void(const RankOutput&)> on_rank_done,
+                 std::function<void(const RankOutput&)> on_started = nullptr);
   // Stops every rank still running (SIGTERM, a short grace, SIGKILL).
   ~AttemptManager();
 
@@ -78,6 +83,8 @@ class AttemptManager {
   // Every attempt this node knows: running ranks, exited ranks, lost.
   std::vector<v1::LocalAttempt> LocalAttempts();
   int running_ranks();
+  // The process groups of every running rank (for fault injection's throttle).
+  std::vector<pid_t> RankProcessGroups();
 
  private:
   struct Attempt {
@@ -97,7 +104,7 @@ class AttemptManager {
 
   const AttemptManagerOptions options_;
   const std::shared_ptr<Clock> clock_;
-  const std::function<void(const RankOutput&)> on_output_, on_rank_done_;
+  const std::function<void(const RankOutput&)> on_output_, on_rank_done_, on_started_;
   AttemptRecords records_;
   absl::Mutex mu_;
   std::map<Key, Attempt> attempts_ ABSL_GUARDED_BY(mu_);

@@ -52,8 +52,59 @@ bool ControlSession::Send(const v1::WorkerMessage& m) {
   return stream_ != nullptr && stream_->Write(m);
 }
 
+void ControlSession::DropNetwork(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  network_dropped_until_ = clock_->Now() + d;
+  if (ctx_) ctx_->TryCancel();
+  spdlog::warn("network of node {} dropped for {}", options_.node.name(), absl::FormatDuration(d));
+}
+
+bool ControlSession::SendHealthReports() {
+  if (options_.canaries != nullptr) {
+    for (auto& r : options_.canaries->TakeResults()) {
+      v1::WorkerMessage m;
+      *m.mutable_health_result() = std::move(r);
+      if (!Send(m)) return false;  // a result lost with the stream times out in its sweep
+    }
+  }
+  if (options_.gpu_probe != nullptr && clock_->Now() >= next_gpu_probe_) {
+    next_gpu_probe_ = clock_->Now() + options_.gpu_probe_interval;
+    for (auto& f : options_.gpu_probe->Poll()) {
+      spdlog::error("GPU fault on {} GPU {}: {}", options_.node.name(), f.gpu_index(), f.detail());
+      unsent_faults_.push_back(std::move(f));
+    }
+  }
+  while (!unsent_faults_.empty()) {  // faults are kept until they go out
+    v1::WorkerMessage m;
+    *m.mutable_gpu_fault() = unsent_faults_.front();
+    if (!Send(m)) return false;
+    unsent_faults_.erase(unsent_faults_.begin());
+  }
+  if (options_.progress != nullptr) {
+    for (auto& h : options_.progress->TakeHangs()) {
+      h.set_node_name(options_.node.name());
+      spdlog::error("run {} attempt {}: rank {} made no progress for {:.1f} s (last step {})",
+                    h.run_id(), h.resumption_index(), h.rank(), h.seconds_without_progress(),
+                    h.last_step());
+      v1::WorkerMessage m;
+      *m.mutable_rank_hang() = std::move(h);
+      if (!Send(m)) return false;
+    }
+  }
+  return true;
+}
+
 void ControlSession::Loop() {
   while (!stop_) {
+    absl::Time cut_until;
+    {
+      absl::MutexLock lock(&mu_);
+      cut_until = network_dropped_until_;
+    }
+    if (clock_->Now() < cut_until) {  // cut off: no stream until the network is back
+      while (!stop_ && clock_->Now() < cut_until) clock_->SleepFor(absl::Milliseconds(20));
+      continue;
+    }
     if (RunStream()) backoff_.Reset();
     if (stop_) break;
     const absl::Duration wait = backoff_.Next();
@@ -147,6 +198,11 @@ bool ControlSession::RunStream() {
         }
       }
     }
+    if (!broken && !SendHealthReports()) broken = true;
+    {
+      absl::MutexLock lock(&mu_);
+      if (clock_->Now() < network_dropped_until_) broken = true;
+    }
     const absl::Time now = clock_->Now();
     if (!broken && now >= next_heartbeat) {
       v1::WorkerMessage hb;
@@ -207,9 +263,42 @@ void ControlSession::Handle(const v1::ControlMessage& msg) {
     }
     case v1::ControlMessage::kRegistered:
       return;
+    case v1::ControlMessage::kStartCanary: {
+      absl::Status st = options_.canaries == nullptr
+                            ? absl::FailedPreconditionError("this worker runs no canaries")
+                            : options_.canaries->Start(msg.start_canary());
+      if (!st.ok()) {
+        ack.mutable_ack()->set_ok(false);
+        ack.mutable_ack()->set_error(std::string(st.message()));
+      }
+      break;
+    }
+    case v1::ControlMessage::kInjectFault: {
+      if (options_.faults == nullptr) {
+        ack.mutable_ack()->set_ok(false);
+        ack.mutable_ack()->set_error("this worker does not allow fault injection");
+        break;
+      }
+      // A crash or a cut network ends this stream: acknowledge first.
+      const auto kind = msg.inject_fault().kind();
+      if (kind == v1::FAULT_KIND_CRASH || kind == v1::FAULT_KIND_NETDROP) {
+        if (absl::Status st = options_.faults->Validate(msg.inject_fault()); !st.ok()) {
+          ack.mutable_ack()->set_ok(false);
+          ack.mutable_ack()->set_error(std::string(st.message()));
+          break;
+        }
+        if (!msg.command_id().empty()) Send(ack);
+        (void)options_.faults->Inject(msg.inject_fault());
+        return;
+      }
+      absl::Status st = options_.faults->Inject(msg.inject_fault());
+      if (!st.ok()) {
+        ack.mutable_ack()->set_ok(false);
+        ack.mutable_ack()->set_error(std::string(st.message()));
+      }
+      break;
+    }
     default:
-      // Canaries and fault injection belong to the health loop, which this worker does not run
-      // yet: say so rather than pretend.
       ack.mutable_ack()->set_ok(false);
       ack.mutable_ack()->set_error(
           absl::StrCat("this worker does not support command ", static_cast<int>(msg.body_case())));

@@ -20,8 +20,11 @@
 #include "tessera/v1/worker.grpc.pb.h"
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/backoff.h"
+#include "worker/daemon/canary_runner.h"
+#include "worker/daemon/fault_injector.h"
 #include "worker/daemon/lease_tracker.h"
 #include "worker/daemon/progress_watcher.h"
+#include "worker/gpu/gpu_probe.h"
 
 namespace tessera::worker {
 
@@ -33,8 +36,13 @@ struct ControlSessionOptions {
   // Ranks are killed this long before the lease ends.
   absl::Duration fence_margin = absl::Milliseconds(500);
   absl::Duration poll_interval = absl::Milliseconds(20);
-  // Training progress to forward (none when null).
+  // Training progress to forward and hangs to report (none when null).
   ProgressWatcher* progress = nullptr;
+  // The health loop's parts on this node (none when null): canaries, fault injection, GPU probes.
+  CanaryRunner* canaries = nullptr;
+  FaultInjector* faults = nullptr;
+  GpuProbe* gpu_probe = nullptr;
+  absl::Duration gpu_probe_interval = absl::Seconds(1);
   // Called with the new deadline (lease end minus margin) each time the lease is extended, for
   // the fence watchdog.
   std::function<void(absl::Time)> on_fence_deadline;
@@ -56,6 +64,8 @@ class ControlSession {
   void Start();
   void Stop();
   ControlSessionStats stats();
+  // Fault injection's netdrop: the stream is cut and not reopened for `d`.
+  void DropNetwork(absl::Duration d);
 
  private:
   void Loop();
@@ -64,6 +74,8 @@ class ControlSession {
   void ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControlMessage>* stream);
   void Handle(const v1::ControlMessage& msg);
   bool Send(const v1::WorkerMessage& m);
+  // Canary results, GPU faults and hangs; false when the stream broke.
+  bool SendHealthReports();
   void FenceLoop();
   void PublishDeadline() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -83,6 +95,9 @@ class ControlSession {
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Milliseconds(500);
   grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   ControlSessionStats stats_ ABSL_GUARDED_BY(mu_);
+  absl::Time network_dropped_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time next_gpu_probe_ = absl::InfinitePast();  // the loop thread's
+  std::vector<v1::GpuFault> unsent_faults_;           // the loop thread's
 };
 
 }  // namespace tessera::worker

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_split.h"
@@ -77,6 +78,10 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-fence-watchdog", o.fence_watchdog,
                "do not start the separate fencing process");
   app.add_option("--metrics-listen", o.metrics_listen, "host:port for /metrics (empty: none)");
+  app.add_flag("--allow-fault-injection", o.allow_fault_injection,
+               "let admins inject faults here (mcli admin inject-fault): for testing only");
+  app.add_option("--canary-binary", o.canary_binary,
+                 "the tessera-canary program (default: next to tessera-worker)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -111,6 +116,10 @@ int main(int argc, char** argv) {
   o.keep_finished = absl::Seconds(keep_finished_hours * 3600);
   if (procs_per_node > 0) o.labels["tessera.io/procs-per-node"] = std::to_string(procs_per_node);
 
+  if (o.canary_binary.empty() || o.canary_binary == "tessera-canary") {
+    o.canary_binary =
+        (std::filesystem::canonical("/proc/self/exe").parent_path() / "tessera-canary").string();
+  }
   auto daemon = tessera::worker::WorkerDaemon::Start(o);
   if (!daemon.ok()) return Fail(std::string(daemon.status().message()));
   std::cout << "tessera-worker " << o.node_name << " running; metrics=" << (*daemon)->metrics_port()

@@ -3,10 +3,31 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
+
 #include "services/common/status_util.h"
 #include "worker/engine/train/progress_reporter.h"
 
 namespace tessera::worker {
+namespace {
+
+// True when the process is stopped (SIGSTOP): /proc/PID/stat's state is T.
+bool ProcessStopped(pid_t pid) {
+  if (pid <= 0) return false;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512] = {};
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  const char* close_paren = std::strrchr(buf, ')');  // the command name may hold spaces
+  return close_paren != nullptr && close_paren[1] == ' ' && close_paren[2] == 'T';
+}
+
+}  // namespace
 
 ProgressWatcher::ProgressWatcher(std::shared_ptr<Clock> clock, absl::Duration min_interval)
     : clock_(std::move(clock)), min_interval_(min_interval) {}
@@ -23,6 +44,8 @@ void ProgressWatcher::Watch(const RankOutput& rank) {
   f.state.rank = rank.rank;
   f.state.watched_since = clock_->Now();
   f.state.last_change = f.state.watched_since;
+  f.state.hang_timeout = rank.hang_timeout;
+  f.state.pid = rank.pid;
 }
 
 void ProgressWatcher::RankDone(const RankOutput& rank) {
@@ -56,6 +79,7 @@ void ProgressWatcher::ReadNew(File& f) {
     p.set_tokens_per_second(record->tokens_per_second);
     p.set_mfu(record->mfu);
     p.set_resumed_from_step(record->resumed_from_step);
+    p.set_compute_seconds(record->compute_seconds);
     *p.mutable_reported_at() =
         ToProtoTime(absl::FromUnixMicros(static_cast<int64_t>(record->time * 1e6)));
     f.state.latest = std::move(p);
@@ -107,7 +131,33 @@ std::vector<v1::ProgressUpdate> ProgressWatcher::Poll() {
       ++it;
     }
   }
+  for (auto it = hang_reported_.begin(); it != hang_reported_.end();) {
+    it = speaker.count(*it) ? std::next(it) : hang_reported_.erase(it);
+  }
   return updates;
+}
+
+std::vector<v1::RankHang> ProgressWatcher::TakeHangs() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  std::vector<v1::RankHang> hangs;
+  for (auto& [key, f] : files_) {
+    const RankState& s = f.state;
+    if (s.done || !s.latest || s.hang_timeout <= absl::ZeroDuration()) continue;
+    if (now - s.last_change < s.hang_timeout) continue;
+    const bool waiting = engine::ReadWaitingMarker(f.path) && !ProcessStopped(s.pid);
+    if (waiting && now - s.last_change < 2 * s.hang_timeout) continue;
+    if (!hang_reported_.insert({s.run_id, s.resumption_index}).second) continue;
+    v1::RankHang h;
+    h.set_run_id(s.run_id);
+    h.set_resumption_index(s.resumption_index);
+    h.set_rank(s.rank);
+    h.set_last_step(s.latest->step());
+    h.set_seconds_without_progress(absl::ToDoubleSeconds(now - s.last_change));
+    h.set_in_collective(waiting);
+    hangs.push_back(std::move(h));
+  }
+  return hangs;
 }
 
 std::vector<ProgressWatcher::RankState> ProgressWatcher::Ranks() {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -32,6 +33,12 @@ class ProgressWatcher {
   // Reads what the files gained and returns the updates due now.
   std::vector<v1::ProgressUpdate> Poll();
 
+  // Ranks that reported progress at least once and then none for their hang_timeout, while
+  // still running; each attempt is reported once. A rank waiting in a collective (and not
+  // stopped) is more likely waiting for a hung peer than hung itself: it is reported only after
+  // twice the timeout, marked in_collective, so that the peer's node is blamed first.
+  std::vector<v1::RankHang> TakeHangs();
+
   // A rank's newest record and when it last changed.
   struct RankState {
     std::string run_id;
@@ -41,6 +48,8 @@ class ProgressWatcher {
     absl::Time watched_since;
     absl::Time last_change;
     bool done = false;
+    absl::Duration hang_timeout = absl::ZeroDuration();
+    pid_t pid = 0;
   };
   std::vector<RankState> Ranks();
 
@@ -63,6 +72,7 @@ class ProgressWatcher {
   absl::Mutex mu_;
   std::map<std::tuple<std::string, int, int>, File> files_ ABSL_GUARDED_BY(mu_);
   std::map<AttemptKey, AttemptSent> sent_ ABSL_GUARDED_BY(mu_);
+  std::set<AttemptKey> hang_reported_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera::worker

@@ -89,15 +89,12 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .simulated_gpus = simulated,
           .gpu_model = simulated || inventory->gpus.empty() ? "" : inventory->gpus[0].model(),
           .rank_env = o.rank_env},
-      d->clock_,
-      [shipper, progress](const RankOutput& out) {
-        shipper->Watch(out);
-        progress->Watch(out);
-      },
+      d->clock_, [shipper](const RankOutput& out) { shipper->Watch(out); },
       [shipper, progress](const RankOutput& out) {
         shipper->RankDone(out);
         progress->RankDone(out);
-      });
+      },
+      [progress](const RankOutput& out) { progress->Watch(out); });
 
   // What a previous incarnation left: kill its watchdog and its ranks, ship their output.
   StopPreviousWatchdog(o.state_dir);
@@ -127,6 +124,35 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   spdlog::info("node {}: {} GPU(s) ({}), state in {}", o.node_name, node.gpu_count(),
                inventory->source, o.state_dir);
 
+  // The health loop's parts: GPU probes, canaries, fault injection (which throttles ranks and
+  // canaries alike).
+  if (simulated) {
+    auto sim = std::make_unique<SimulatedGpuProbe>();
+    d->simulated_gpus_ = sim.get();
+    d->gpu_probe_ = std::move(sim);
+  } else if (!inventory->gpus.empty()) {
+    if (auto api = LoadNvmlApi(static_cast<int>(inventory->gpus.size()))) {
+      d->gpu_probe_ = std::make_unique<NvmlGpuProbe>(
+          *std::move(api), static_cast<int>(inventory->gpus.size()), o.node_name);
+    }
+  }
+  d->canaries_ =
+      std::make_unique<CanaryRunner>(o.canary_binary, o.node_name, o.state_dir, d->clock_);
+  WorkerDaemon* daemon = d.get();
+  d->throttle_ = std::make_unique<ProcessThrottle>([daemon] {
+    auto groups = daemon->attempts_->RankProcessGroups();
+    for (pid_t g : daemon->canaries_->ProcessGroups()) groups.push_back(g);
+    return groups;
+  });
+  d->faults_ = std::make_unique<FaultInjector>(
+      o.allow_fault_injection, o.node_name,
+      FaultTargets{.simulated_gpus = d->simulated_gpus_,
+                   .gpu_count = static_cast<int>(inventory->gpus.size()),
+                   .throttle = d->throttle_.get(),
+                   .drop_network = [daemon](absl::Duration t) { daemon->session_->DropNetwork(t); },
+                   .crash = [daemon] { daemon->Crash(); }});
+  node.set_fault_injection_allowed(o.allow_fault_injection);
+
   LeaseFile* lease_file = d->lease_file_.get();
   auto gen = std::make_shared<absl::BitGen>();
   d->session_ = std::make_unique<ControlSession>(
@@ -138,6 +164,9 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
                                      absl::Hex(absl::Uniform<uint32_t>(*gen))),
           .fence_margin = o.fence_margin,
           .progress = progress,
+          .canaries = d->canaries_.get(),
+          .faults = d->faults_.get(),
+          .gpu_probe = d->gpu_probe_.get(),
           .on_fence_deadline = [lease_file](absl::Time t) { lease_file->Write(t); }},
       *d->attempts_, d->clock_, [gen] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
   d->session_->Start();
@@ -157,6 +186,16 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
     }
   });
   return d;
+}
+
+void WorkerDaemon::Crash() {
+  // As a power loss would: the ranks, the canaries and the fence watchdog die with the worker,
+  // nothing is reported, and the control plane finds out when the lease lapses.
+  spdlog::error("injected crash: node {} goes down now", options_.node_name);
+  attempts_->KillAll();
+  for (pid_t g : canaries_->ProcessGroups()) ::kill(-g, SIGKILL);
+  if (watchdog_ > 0) ::kill(watchdog_, SIGKILL);
+  ::_exit(137);
 }
 
 void WorkerDaemon::CollectGarbage() {
@@ -186,6 +225,8 @@ WorkerDaemon::~WorkerDaemon() {
   stop_.Notify();
   if (metrics_thread_.joinable()) metrics_thread_.join();
   session_.reset();
+  throttle_.reset();  // lets stopped ranks run again, so that they can be stopped
+  canaries_.reset();
   attempts_.reset();
   for (int i = 0; i < 300 && !shipper_->Drained(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

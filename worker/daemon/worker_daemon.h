@@ -31,6 +31,10 @@ struct WorkerOptions {
   std::map<std::string, std::string> labels;
   // Environment for every rank on this node; a run's own env_variables win.
   std::map<std::string, std::string> rank_env;
+  // Admins may inject faults into this node (simulated GPU errors, slowness, hangs ...).
+  bool allow_fault_injection = false;
+  // The canary program the health API's checks run.
+  std::string canary_binary = "tessera-canary";
   absl::Duration fence_margin = absl::Milliseconds(500);
   bool fence_watchdog = true;
   std::string metrics_listen;  // host:port; empty: none
@@ -50,6 +54,7 @@ class WorkerDaemon {
   WorkerDaemon() = default;
   void RefreshMetrics();
   void CollectGarbage();
+  [[noreturn]] void Crash();
 
   WorkerOptions options_;
   std::shared_ptr<Clock> clock_;
@@ -57,6 +62,11 @@ class WorkerDaemon {
   std::unique_ptr<ProgressWatcher> progress_;
   std::unique_ptr<AttemptManager> attempts_;
   std::unique_ptr<LeaseFile> lease_file_;
+  std::unique_ptr<GpuProbe> gpu_probe_;
+  SimulatedGpuProbe* simulated_gpus_ = nullptr;
+  std::unique_ptr<CanaryRunner> canaries_;
+  std::unique_ptr<ProcessThrottle> throttle_;
+  std::unique_ptr<FaultInjector> faults_;
   std::unique_ptr<ControlSession> session_;
   std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
   pid_t watchdog_ = 0;

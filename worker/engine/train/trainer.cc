@@ -301,6 +301,7 @@ absl::StatusOr<StepResult> Trainer::Step() {
       torch::from_blob(batch_buffer_.data(), {per_rank, sample_tokens}, torch::kInt64).to(device_);
   const double denominator = static_cast<double>(config_.global_train_batch_size * seq_len_);
 
+  const auto compute_start = std::chrono::steady_clock::now();
   flat_->grads().zero_();
   auto loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   for (int64_t m = 0; m < per_rank / micro; ++m) {
@@ -315,14 +316,21 @@ absl::StatusOr<StepResult> Trainer::Step() {
     (loss / denominator).backward();
     loss_sum += loss.detach().to(torch::kFloat64);
   }
+  const double compute_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
+  progress_->MarkWaiting(true);
   world_->AllReduceSum(loss_sum);
   ReduceGradients();
+  progress_->MarkWaiting(false);
 
   torch::NoGradGuard no_grad;
   torch::Tensor grad = world_->backend() == "nccl" ? grad_shard_ : flat_->GradShard(shard_index_);
   auto norm_sq = grad.norm().to(torch::kFloat64).square().view({1});
+  progress_->MarkWaiting(true);
   shard_group_->AllReduceSum(norm_sq);
+  progress_->MarkWaiting(false);
   StepResult result;
+  result.compute_seconds = compute_seconds;
   result.grad_norm = std::sqrt(norm_sq.to(torch::kCPU).item<double>());
   if (config_.gradient_clipping > 0) {
     const double coef = std::min(1.0, config_.gradient_clipping / (result.grad_norm + 1e-6));
@@ -330,7 +338,9 @@ absl::StatusOr<StepResult> Trainer::Step() {
   }
   result.learning_rate = LearningRate(config_.optimizer, config_.scheduler, step_, total_steps_);
   optimizer_->Step(grad, result.learning_rate, step_ + 1);
+  progress_->MarkWaiting(true);
   shard_group_->AllGather(flat_->params());
+  progress_->MarkWaiting(false);
 
   result.loss = loss_sum.to(torch::kCPU).item<double>() / denominator;
   ++step_;
@@ -372,6 +382,8 @@ absl::Status Trainer::Save(bool background) {
 
 void Trainer::Report(const StepResult& result, double step_seconds) {
   window_seconds_ += step_seconds;
+  window_compute_seconds_ += result.compute_seconds;
+  ++window_steps_;
   window_tokens_ += config_.global_train_batch_size * seq_len_;
   const double now = UnixNow();
   const bool due =
@@ -386,6 +398,7 @@ void Trainer::Report(const StepResult& result, double step_seconds) {
   r.mfu = Mfu(flops_per_token_, r.tokens_per_second, peak_flops_per_rank_, ctx_.world_size);
   r.resumed_from_step = resumed_from_step_;
   r.time = now;
+  r.compute_seconds = window_compute_seconds_ / static_cast<double>(window_steps_);
   progress_->Report(r);
   if (ctx_.rank == 0 && (step_ % config_.log_interval == 0 || step_ == total_steps_)) {
     spdlog::info("step {}/{}: loss {:.6f} lr {:.3e} grad_norm {:.4f} tokens/s {:.0f} MFU {:.2f}%",
@@ -394,6 +407,8 @@ void Trainer::Report(const StepResult& result, double step_seconds) {
   }
   last_report_time_ = now;
   window_seconds_ = 0;
+  window_compute_seconds_ = 0;
+  window_steps_ = 0;
   window_tokens_ = 0;
 }
 

@@ -29,6 +29,7 @@ struct StepResult {
   double loss = 0;  // mean over the global batch
   double grad_norm = 0;
   double learning_rate = 0;
+  double compute_seconds = 0;  // forward and backward on this rank
 };
 
 class Trainer {
@@ -89,6 +90,8 @@ class Trainer {
   double peak_flops_per_rank_ = 0;
   // For tokens/s over the steps since the last report.
   double window_seconds_ = 0;
+  double window_compute_seconds_ = 0;
+  int64_t window_steps_ = 0;
   int64_t window_tokens_ = 0;
   double last_report_time_ = 0;
 };

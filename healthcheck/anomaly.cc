@@ -1,0 +1,185 @@
+#include "healthcheck/anomaly.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace tessera::health {
+namespace {
+
+constexpr double kMadToSigma = 1.4826;
+
+bool Failed(v1::HealthVerdict v) { return v != v1::HEALTH_VERDICT_PASSED; }
+
+// Which values are far below the others' median, by the rules in anomaly.h.
+std::vector<bool> FarBelow(const std::vector<double>& values, const AnomalyConfig& c,
+                           double* median_out, double* mad_out) {
+  const double median = Median(values);
+  const double mad = MedianAbsoluteDeviation(values, median);
+  *median_out = median;
+  *mad_out = mad;
+  const bool spread = static_cast<int>(values.size()) >= c.min_nodes_for_spread;
+  std::vector<bool> slow(values.size(), false);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    if (spread) {
+      const double sigma = kMadToSigma * mad;
+      slow[i] = v < c.slow_fraction * median && (sigma <= 0 || median - v > c.mad_k * sigma);
+    } else {
+      slow[i] = v < c.small_group_fraction * median;
+    }
+  }
+  return slow;
+}
+
+}  // namespace
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+double MedianAbsoluteDeviation(const std::vector<double>& values, double median) {
+  std::vector<double> deviations;
+  for (double v : values) deviations.push_back(std::abs(v - median));
+  return Median(deviations);
+}
+
+std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
+                                   const std::vector<std::vector<std::string>>& groups,
+                                   const std::vector<v1::HealthCheckResult>& results,
+                                   const AnomalyConfig& config) {
+  std::map<std::string, Anomaly> found;
+  auto condemn = [&](const std::string& node, v1::HealthVerdict verdict, std::string finding,
+                     std::map<std::string, double> evidence = {}) {
+    if (found.count(node)) return;  // the first (most direct) reason stands
+    found[node] = Anomaly{node, verdict, std::move(finding), std::move(evidence)};
+  };
+
+  // Compute stress, per node.
+  std::map<std::string, const v1::HealthCheckResult*> compute;
+  std::map<std::string, std::vector<const v1::HealthCheckResult*>> allreduce;  // by node
+  for (const auto& r : results) {
+    if (r.kind() == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS) compute[r.node_name()] = &r;
+    if (r.kind() == v1::HEALTH_CHECK_KIND_ALLREDUCE) allreduce[r.node_name()].push_back(&r);
+  }
+  std::vector<std::string> measured;
+  std::vector<double> rates;
+  for (const auto& node : nodes) {
+    auto it = compute.find(node);
+    if (it == compute.end()) {
+      condemn(node, v1::HEALTH_VERDICT_TIMEOUT,
+              absl::StrFormat("%s: no compute stress result before the sweep's deadline", node));
+      continue;
+    }
+    const auto& r = *it->second;
+    if (Failed(r.verdict()) && r.verdict() != v1::HEALTH_VERDICT_SLOW) {
+      condemn(node, r.verdict(),
+              absl::StrFormat("%s: compute stress %s: %s", node,
+                              v1::HealthVerdict_Name(r.verdict()), r.error()));
+      continue;
+    }
+    measured.push_back(node);
+    rates.push_back(r.compute_tflops());
+  }
+  if (measured.size() >= 2) {
+    double median = 0, mad = 0;
+    const auto slow = FarBelow(rates, config, &median, &mad);
+    for (size_t i = 0; i < measured.size(); ++i) {
+      if (!slow[i]) continue;
+      condemn(measured[i], v1::HEALTH_VERDICT_SLOW,
+              absl::StrFormat("%s: compute %.3g TFLOP/s, %.2f x the median %.3g of %d nodes "
+                              "(MAD %.3g)",
+                              measured[i], rates[i], median > 0 ? rates[i] / median : 0, median,
+                              measured.size(), mad),
+              {{"compute_tflops", rates[i]},
+               {"peer_median_tflops", median},
+               {"peer_mad_tflops", mad},
+               {"fraction_of_median", median > 0 ? rates[i] / median : 0}});
+    }
+  }
+
+  // All-reduce, per group: failed (a member's check failed or is missing) or slow (busbw at the
+  // largest payload far below the groups' median).
+  std::vector<bool> group_bad(groups.size(), false);
+  std::vector<std::string> group_why(groups.size());
+  std::vector<v1::HealthVerdict> group_verdict(groups.size(), v1::HEALTH_VERDICT_SLOW);
+  std::vector<double> busbw;
+  std::vector<size_t> measured_groups;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    double worst = -1;
+    for (const auto& member : groups[g]) {
+      const v1::HealthCheckResult* mine = nullptr;
+      for (const auto* r : allreduce[member]) {
+        if (std::vector<std::string>(r->group().begin(), r->group().end()) == groups[g]) mine = r;
+      }
+      if (mine == nullptr) {
+        group_bad[g] = true;
+        group_verdict[g] = v1::HEALTH_VERDICT_TIMEOUT;
+        group_why[g] = absl::StrCat("no all-reduce result from ", member);
+        break;
+      }
+      if (Failed(mine->verdict())) {
+        group_bad[g] = true;
+        group_verdict[g] = mine->verdict();
+        group_why[g] = absl::StrCat(member, " reported ", v1::HealthVerdict_Name(mine->verdict()),
+                                    ": ", mine->error());
+        break;
+      }
+      if (mine->samples_size() > 0) {
+        const double b = mine->samples(mine->samples_size() - 1).busbw_gbps();
+        worst = worst < 0 ? b : std::min(worst, b);
+      }
+    }
+    if (!group_bad[g] && worst >= 0) {
+      busbw.push_back(worst);
+      measured_groups.push_back(g);
+    }
+  }
+  if (busbw.size() >= 2) {
+    double median = 0, mad = 0;
+    const auto slow = FarBelow(busbw, config, &median, &mad);
+    for (size_t i = 0; i < busbw.size(); ++i) {
+      if (!slow[i]) continue;
+      group_bad[measured_groups[i]] = true;
+      group_why[measured_groups[i]] =
+          absl::StrFormat("busbw %.3g GB/s, %.2f x the median %.3g of %d groups", busbw[i],
+                          median > 0 ? busbw[i] / median : 0, median, busbw.size());
+    }
+  }
+  // A member of a bad group is implicated unless another of its groups was fine, or a partner
+  // in that group is already condemned on its own.
+  std::map<std::string, int> bad_groups, all_groups;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (const auto& m : groups[g]) {
+      ++all_groups[m];
+      if (group_bad[g]) ++bad_groups[m];
+    }
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (!group_bad[g]) continue;
+    bool explained = false;
+    for (const auto& m : groups[g]) explained = explained || found.count(m);
+    if (explained) continue;
+    for (const auto& m : groups[g]) {
+      if (bad_groups[m] < all_groups[m]) continue;  // cleared by a good group
+      condemn(m, group_verdict[g],
+              absl::StrFormat("%s: all-reduce with %s: %s", m, absl::StrJoin(groups[g], "+"),
+                              group_why[g]));
+    }
+  }
+
+  std::vector<Anomaly> out;
+  for (const auto& node : nodes) {
+    if (auto it = found.find(node); it != found.end()) out.push_back(it->second);
+  }
+  return out;
+}
+
+}  // namespace tessera::health

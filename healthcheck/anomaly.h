@@ -1,0 +1,49 @@
+#pragma once
+// Which nodes a sweep's results condemn. A node is anomalous when a check on it gave wrong data,
+// timed out or failed, or when its figures are far below its peers' median — robust statistics,
+// not a fixed number: the median and the median absolute deviation (MAD) of the sweep's nodes.
+//
+//   compute stress   value < slow_fraction * median, and (with 4 or more nodes) also more than
+//                    mad_k robust standard deviations (1.4826 * MAD) below the median
+//   all-reduce       the same on each group's busbw at its largest payload; a group failing or
+//                    slow implicates its members, and a member whose other group passed is
+//                    cleared (the ring gives every node two partners)
+//
+// With fewer than 4 nodes there is too little to estimate a spread from, so only a node below
+// small_group_fraction of the median (default: half speed) is called slow.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tessera/v1/health.pb.h"
+
+namespace tessera::health {
+
+struct AnomalyConfig {
+  double slow_fraction = 0.85;
+  double mad_k = 5.0;
+  double small_group_fraction = 0.5;
+  int min_nodes_for_spread = 4;
+};
+
+struct Anomaly {
+  std::string node;
+  v1::HealthVerdict verdict = v1::HEALTH_VERDICT_UNSPECIFIED;
+  // "node-2: compute 0.31 TFLOP/s, 0.29 x the median 1.07 of 3 nodes"
+  std::string finding;
+  std::map<std::string, double> evidence;
+};
+
+// `results` holds the sweep's results (several per node); `groups` the all-reduce groups.
+// Nodes without a compute result are TIMEOUT; so are group members without an all-reduce one.
+std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
+                                   const std::vector<std::vector<std::string>>& groups,
+                                   const std::vector<v1::HealthCheckResult>& results,
+                                   const AnomalyConfig& config);
+
+// Median and median absolute deviation.
+double Median(std::vector<double> values);
+double MedianAbsoluteDeviation(const std::vector<double>& values, double median);
+
+}  // namespace tessera::health

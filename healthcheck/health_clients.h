@@ -1,0 +1,50 @@
+#pragma once
+// The health API's views of the other services, each only through its gRPC API: the scheduler
+// (nodes, commands to workers, evicting a node's runs), the cordon service, the run manager.
+// Interfaces, so the handler is tested with fakes; the gRPC implementations use a system key.
+
+#include <google/protobuf/struct.pb.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "services/common/channel_ref.h"
+#include "tessera/v1/cordon.grpc.pb.h"
+#include "tessera/v1/runs.grpc.pb.h"
+#include "tessera/v1/scheduler.grpc.pb.h"
+
+namespace tessera::health {
+
+class SchedulerApi {
+ public:
+  virtual ~SchedulerApi() = default;
+  virtual absl::StatusOr<std::vector<v1::Node>> ListNodes() = 0;
+  virtual absl::Status DispatchToWorker(const v1::DispatchToWorkerRequest& req) = 0;
+  // Returns the names of the runs whose attempts ended.
+  virtual absl::StatusOr<std::vector<std::string>> EvictNode(const v1::EvictNodeRequest& req) = 0;
+};
+
+class CordonApi {
+ public:
+  virtual ~CordonApi() = default;
+  virtual absl::Status Cordon(const std::string& node, const std::string& reason,
+                              const google::protobuf::Struct& evidence) = 0;
+  virtual absl::Status Uncordon(const std::string& node, const std::string& reason) = 0;
+};
+
+class RunsApi {
+ public:
+  virtual ~RunsApi() = default;
+  virtual absl::StatusOr<std::vector<v1::Run>> ListRunning() = 0;
+};
+
+std::shared_ptr<SchedulerApi> MakeGrpcSchedulerApi(std::shared_ptr<ChannelRef> channel,
+                                                   std::string system_key);
+std::shared_ptr<CordonApi> MakeGrpcCordonApi(std::shared_ptr<ChannelRef> channel,
+                                             std::string system_key);
+std::shared_ptr<RunsApi> MakeGrpcRunsApi(std::shared_ptr<ChannelRef> channel,
+                                         std::string system_key);
+
+}  // namespace tessera::health

@@ -1,0 +1,265 @@
+// The HealthService RPCs. The sweeps' progress and remediation are in sweep_driver.cc.
+#include "healthcheck/health_handler.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "healthcheck/gpu_faults.h"
+#include "services/common/rpc.h"
+#include "services/common/status_macros.h"
+#include "services/common/status_util.h"
+
+namespace tessera::health {
+
+HealthHandler::HealthHandler(std::shared_ptr<store::HealthStore> store,
+                             std::shared_ptr<SchedulerApi> scheduler,
+                             std::shared_ptr<CordonApi> cordon, std::shared_ptr<RunsApi> runs,
+                             std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
+                             std::function<uint64_t()> random, HealthConfig config)
+    : store_(std::move(store)),
+      scheduler_(std::move(scheduler)),
+      cordon_(std::move(cordon)),
+      runs_(std::move(runs)),
+      idem_(std::move(idem)),
+      clock_(std::move(clock)),
+      random_(std::move(random)),
+      config_(std::move(config)),
+      watch_(config_.watch) {}
+
+absl::StatusOr<std::map<std::string, v1::Node>> HealthHandler::NodesByName() {
+  TESSERA_ASSIGN_OR_RETURN(auto nodes, scheduler_->ListNodes());
+  std::map<std::string, v1::Node> by_name;
+  for (auto& n : nodes) by_name[n.name()] = std::move(n);
+  return by_name;
+}
+
+std::string HealthHandler::NewSweepId() {
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string id = "sw-";
+  uint64_t r = random_();
+  for (int i = 0; i < 10; ++i, r /= 36) id.push_back(kDigits[r % 36]);
+  return id;
+}
+
+absl::StatusOr<v1::Sweep> HealthHandler::CreateSweep(v1::SweepTrigger trigger,
+                                                     std::vector<std::string> nodes,
+                                                     const std::string& requested_by,
+                                                     const std::string& run_name,
+                                                     const std::string& suspect_node) {
+  TESSERA_ASSIGN_OR_RETURN(auto known, NodesByName());
+  if (nodes.empty()) {
+    // Ready for checking: online, and schedulable or cordoned by the health API itself (so that a
+    // node it took out can pass its way back).
+    for (const auto& [name, n] : known) {
+      if (n.liveness() != v1::NODE_LIVENESS_ONLINE) continue;
+      const bool ours = n.admin_state() == v1::NODE_ADMIN_STATE_CORDONED &&
+                        n.status_reason().rfind(kCordonReasonPrefix, 0) == 0;
+      if (n.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE || ours) nodes.push_back(name);
+    }
+    if (nodes.empty()) return absl::FailedPreconditionError("no node is ready for checking");
+  }
+  std::vector<v1::Node> chosen;
+  for (const auto& name : nodes) {
+    auto it = known.find(name);
+    if (it == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("node_names: no node named ", name));
+    }
+    if (it->second.liveness() != v1::NODE_LIVENESS_ONLINE) {
+      return absl::InvalidArgumentError(absl::StrCat("node_names: node ", name, " is ",
+                                                     v1::NodeLiveness_Name(it->second.liveness()),
+                                                     ", not online"));
+    }
+    bool seen = false;
+    for (const auto& c : chosen) seen = seen || c.name() == name;
+    if (!seen) chosen.push_back(it->second);
+  }
+  v1::Sweep sweep;
+  sweep.set_id(NewSweepId());
+  sweep.set_trigger(trigger);
+  sweep.set_state(v1::SWEEP_STATE_RUNNING);
+  for (const auto& n : NeighbourOrder(chosen)) sweep.add_node_names(n.name());
+  *sweep.mutable_created_at() = ToProtoTime(clock_->Now());
+  sweep.set_requested_by(requested_by);
+  sweep.set_run_name(run_name);
+  sweep.set_suspect_node(suspect_node);
+  sweep.set_expected_results(
+      ExpectedResults({sweep.node_names().begin(), sweep.node_names().end()}));
+  TESSERA_RETURN_IF_ERROR(store_->CreateSweep(sweep));
+  spdlog::info("sweep {} ({}) of {} node(s){}", sweep.id(), v1::SweepTrigger_Name(trigger),
+               sweep.node_names_size(), run_name.empty() ? "" : " for run " + run_name);
+  return sweep;
+}
+
+absl::Status HealthHandler::StartSweep(const Who& who, const v1::StartSweepRequest& req,
+                                       v1::StartSweepResponse* resp) {
+  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "starting a health sweep"));
+  const v1::SweepTrigger trigger =
+      req.trigger() == v1::SWEEP_TRIGGER_UNSPECIFIED ? v1::SWEEP_TRIGGER_ON_DEMAND : req.trigger();
+  if (!v1::SweepTrigger_IsValid(trigger)) return absl::InvalidArgumentError("trigger: unknown");
+  return idem_->Run(absl::StrCat("StartSweep/", who.user), req.idempotency_key(), req, resp, [&] {
+    TESSERA_ASSIGN_OR_RETURN(
+        *resp->mutable_sweep(),
+        CreateSweep(trigger, {req.node_names().begin(), req.node_names().end()}, who.user, "", ""));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status HealthHandler::GetSweep(const Who&, const v1::GetSweepRequest& req,
+                                     v1::GetSweepResponse* resp) {
+  if (req.id().empty()) return absl::InvalidArgumentError("id: required");
+  auto sweep = store_->GetSweep(req.id());
+  if (absl::IsNotFound(sweep.status())) {
+    return absl::NotFoundError(absl::StrCat("no sweep ", req.id()));
+  }
+  if (!sweep.ok()) return sweep.status();
+  *resp->mutable_sweep() = *std::move(sweep);
+  TESSERA_ASSIGN_OR_RETURN(auto results, store_->ListResults({}, req.id(), 0));
+  for (auto& r : results) *resp->add_results() = std::move(r);
+  return absl::OkStatus();
+}
+
+absl::Status HealthHandler::ListSweeps(const Who&, const v1::ListSweepsRequest& req,
+                                       v1::ListSweepsResponse* resp) {
+  if (req.limit() < 0 || req.limit() > 10'000) {
+    return absl::InvalidArgumentError("limit: must be between 0 and 10000");
+  }
+  TESSERA_ASSIGN_OR_RETURN(auto sweeps, store_->ListSweeps(req.limit() == 0 ? 50 : req.limit()));
+  for (auto& s : sweeps) *resp->add_sweeps() = std::move(s);
+  return absl::OkStatus();
+}
+
+absl::Status HealthHandler::ListHealthResults(const Who&, const v1::ListHealthResultsRequest& req,
+                                              v1::ListHealthResultsResponse* resp) {
+  if (req.limit() < 0 || req.limit() > 10'000) {
+    return absl::InvalidArgumentError("limit: must be between 0 and 10000");
+  }
+  TESSERA_ASSIGN_OR_RETURN(
+      auto results, store_->ListResults({req.node_names().begin(), req.node_names().end()},
+                                        req.sweep_id(), req.limit() == 0 ? 100 : req.limit()));
+  for (auto& r : results) *resp->add_results() = std::move(r);
+  return absl::OkStatus();
+}
+
+absl::Status HealthHandler::ReportHealthResult(const Who& who,
+                                               const v1::ReportHealthResultRequest& req,
+                                               v1::ReportHealthResultResponse*) {
+  TESSERA_RETURN_IF_ERROR(RequireSystem(who, "reporting health results"));
+  const auto& r = req.result();
+  if (r.node_name().empty()) return absl::InvalidArgumentError("result.node_name: required");
+  if (r.kind() == v1::HEALTH_CHECK_KIND_UNSPECIFIED) {
+    return absl::InvalidArgumentError("result.kind: required");
+  }
+  if (!r.sweep_id().empty()) {
+    auto sweep = store_->GetSweep(r.sweep_id());
+    if (absl::IsNotFound(sweep.status())) {
+      return absl::NotFoundError(absl::StrCat("result.sweep_id: no sweep ", r.sweep_id()));
+    }
+    if (!sweep.ok()) return sweep.status();
+    if (sweep->state() != v1::SWEEP_STATE_RUNNING) return absl::OkStatus();  // too late: timed out
+  }
+  return store_->AddResult(r).status();
+}
+
+absl::Status HealthHandler::ReportGpuFault(const Who& who, const v1::ReportGpuFaultRequest& req,
+                                           v1::ReportGpuFaultResponse*) {
+  TESSERA_RETURN_IF_ERROR(RequireSystem(who, "reporting GPU faults"));
+  const auto& f = req.fault();
+  if (f.node_name().empty()) return absl::InvalidArgumentError("fault.node_name: required");
+  v1::HealthCheckResult r;
+  r.set_node_name(f.node_name());
+  r.set_kind(v1::HEALTH_CHECK_KIND_GPU_PROBE);
+  r.set_verdict(v1::HEALTH_VERDICT_GPU_FAULT);
+  r.set_error(absl::StrCat("GPU ", f.gpu_index(), ": ", f.detail()));
+  *r.mutable_started_at() = f.has_time() ? f.time() : ToProtoTime(clock_->Now());
+  *r.mutable_finished_at() = r.started_at();
+  TESSERA_RETURN_IF_ERROR(store_->AddResult(r).status());
+  if (!IsFatalGpuFault(f)) {
+    spdlog::warn("GPU fault on {} (not fatal): {}", f.node_name(), r.error());
+    return absl::OkStatus();
+  }
+  google::protobuf::Struct evidence;
+  auto& e = *evidence.mutable_fields();
+  e["gpu_index"].set_number_value(f.gpu_index());
+  e["kind"].set_string_value(v1::GpuFaultKind_Name(f.kind()));
+  if (f.xid() != 0) e["xid"].set_number_value(f.xid());
+  e["detail"].set_string_value(f.detail());
+  e["injected"].set_bool_value(f.injected());
+  TakeOutOfService(f.node_name(), absl::StrCat(kCordonReasonPrefix, r.error()), evidence,
+                   v1::ATTEMPT_END_REASON_GPU_FAULT, v1::DETECTION_METHOD_GPU_PROBE);
+  return absl::OkStatus();
+}
+
+absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankHangRequest& req,
+                                           v1::ReportRankHangResponse*) {
+  TESSERA_RETURN_IF_ERROR(RequireSystem(who, "reporting hung ranks"));
+  if (req.node_name().empty()) return absl::InvalidArgumentError("node_name: required");
+  if (req.run_id().empty()) return absl::InvalidArgumentError("run_id: required");
+  const std::string what = absl::StrFormat(
+      "rank %d of run %s (attempt %d) on %s made no progress for %.1f s (last step %d)", req.rank(),
+      req.run_id(), req.resumption_index(), req.node_name(), req.seconds_without_progress(),
+      req.last_step());
+  google::protobuf::Struct evidence;
+  auto& e = *evidence.mutable_fields();
+  e["run_id"].set_string_value(req.run_id());
+  e["resumption_index"].set_number_value(req.resumption_index());
+  e["rank"].set_number_value(req.rank());
+  e["last_step"].set_number_value(static_cast<double>(req.last_step()));
+  e["seconds_without_progress"].set_number_value(req.seconds_without_progress());
+  if (req.in_collective()) {
+    // The rank waits for the others: the run restarts, but nothing says its node is bad.
+    v1::EvictNodeRequest evict;
+    evict.set_node_name(req.node_name());
+    evict.set_reason(v1::ATTEMPT_END_REASON_HANG);
+    evict.set_detection_method(v1::DETECTION_METHOD_HANG_TIMEOUT);
+    evict.set_detail(what + " while waiting in a collective");
+    evict.set_run_id(req.run_id());
+    auto evicted = scheduler_->EvictNode(evict);
+    if (!evicted.ok()) return evicted.status();
+    return absl::OkStatus();
+  }
+  TakeOutOfService(req.node_name(), absl::StrCat(kCordonReasonPrefix, what), evidence,
+                   v1::ATTEMPT_END_REASON_HANG, v1::DETECTION_METHOD_HANG_TIMEOUT);
+  // Check the node: a node that passes can return (uncordon_after_passes).
+  auto sweep =
+      CreateSweep(v1::SWEEP_TRIGGER_HANG, {req.node_name()}, "tessera-health", "", req.node_name());
+  if (!sweep.ok())
+    spdlog::warn("no sweep of {} after its hang: {}", req.node_name(), sweep.status().ToString());
+  return absl::OkStatus();
+}
+
+absl::Status HealthHandler::InjectFault(const Who& who, const v1::InjectFaultRequest& req,
+                                        v1::InjectFaultResponse* resp) {
+  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "injecting faults"));
+  if (req.node_name().empty()) return absl::InvalidArgumentError("node_name: required");
+  if (req.kind() == v1::FAULT_KIND_UNSPECIFIED || !v1::FaultKind_IsValid(req.kind())) {
+    return absl::InvalidArgumentError(
+        "kind: required (xid, ecc, slow, hang, crash, netdrop or clear)");
+  }
+  TESSERA_ASSIGN_OR_RETURN(auto nodes, NodesByName());
+  auto it = nodes.find(req.node_name());
+  if (it == nodes.end())
+    return absl::NotFoundError(absl::StrCat("no node named ", req.node_name()));
+  if (!it->second.fault_injection_allowed()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", req.node_name(),
+                     " does not allow fault injection (its worker runs without "
+                     "--allow-fault-injection)"));
+  }
+  return idem_->Run(absl::StrCat("InjectFault/", who.user), req.idempotency_key(), req, resp, [&] {
+    v1::DispatchToWorkerRequest d;
+    d.set_node_name(req.node_name());
+    auto* f = d.mutable_inject_fault();
+    f->set_kind(req.kind());
+    f->set_factor(req.factor());
+    f->set_gpu_index(req.gpu_index());
+    f->set_seconds(req.seconds());
+    d.set_timeout_seconds(absl::ToDoubleSeconds(config_.dispatch_timeout));
+    TESSERA_RETURN_IF_ERROR(scheduler_->DispatchToWorker(d));
+    spdlog::warn("{} injected {} into {}", who.user, v1::FaultKind_Name(req.kind()),
+                 req.node_name());
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace tessera::health

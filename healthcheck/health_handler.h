@@ -1,0 +1,122 @@
+#pragma once
+// The health API (HealthService): canary sweeps, GPU probe reports, hang reports, fault
+// injection, and remediation. Every dependency comes through the constructor.
+//
+// A sweep is created by StartSweep (on demand), on a schedule, or by the run watch (a run's MFU
+// under its threshold, a straggling node). Tick() — called every few hundred milliseconds by the
+// component's thread — drives each running sweep through its phases (compute stress on every
+// node, then all-reduce on neighbouring pairs), fills in what did not come back as timeouts,
+// finds the anomalous nodes (anomaly.h) and remediates: the node is cordoned with the evidence,
+// and any run with an attempt there is evicted — it goes back to the queue and resumes from its
+// latest checkpoint on healthy nodes. A fatal GPU fault or a hung rank does the same at once.
+// Nodes cordoned by the health API return after an operator uncordons them, or after passing
+// `uncordon_after_passes` sweeps in a row when that is set.
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "absl/random/bit_gen_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "healthcheck/anomaly.h"
+#include "healthcheck/health_clients.h"
+#include "healthcheck/run_watch.h"
+#include "healthcheck/sweep_plan.h"
+#include "services/common/auth/principal.h"
+#include "services/common/clock.h"
+#include "services/common/idempotency.h"
+#include "services/store/health_store.h"
+#include "tessera/v1/health.grpc.pb.h"
+
+namespace tessera::health {
+
+// The prefix of the reasons the health API cordons with (so it knows which nodes it may return).
+inline constexpr char kCordonReasonPrefix[] = "health: ";
+
+struct HealthConfig {
+  CanaryConfig canary;
+  AnomalyConfig anomaly;
+  RunWatchConfig watch;
+  // Sweeps of the idle nodes on a schedule; zero: none.
+  absl::Duration sweep_interval = absl::ZeroDuration();
+  // A node the health API cordoned returns after this many passing sweeps in a row; 0: never
+  // (an operator uncordons it).
+  int uncordon_after_passes = 0;
+  // Idle nodes added to a run-triggered sweep, for peers to compare with.
+  int max_peers = 8;
+  int port_base = 39000;
+  int port_span = 2000;
+  absl::Duration dispatch_timeout = absl::Seconds(5);
+  absl::Duration run_watch_interval = absl::Seconds(1);
+};
+
+class HealthHandler {
+ public:
+  HealthHandler(std::shared_ptr<store::HealthStore> store, std::shared_ptr<SchedulerApi> scheduler,
+                std::shared_ptr<CordonApi> cordon, std::shared_ptr<RunsApi> runs,
+                std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
+                std::function<uint64_t()> random, HealthConfig config);
+
+  using Who = auth::Principal;
+  absl::Status StartSweep(const Who& who, const v1::StartSweepRequest& req,
+                          v1::StartSweepResponse* resp);
+  absl::Status GetSweep(const Who& who, const v1::GetSweepRequest& req, v1::GetSweepResponse* resp);
+  absl::Status ListSweeps(const Who& who, const v1::ListSweepsRequest& req,
+                          v1::ListSweepsResponse* resp);
+  absl::Status ListHealthResults(const Who& who, const v1::ListHealthResultsRequest& req,
+                                 v1::ListHealthResultsResponse* resp);
+  absl::Status ReportHealthResult(const Who& who, const v1::ReportHealthResultRequest& req,
+                                  v1::ReportHealthResultResponse* resp);
+  absl::Status ReportGpuFault(const Who& who, const v1::ReportGpuFaultRequest& req,
+                              v1::ReportGpuFaultResponse* resp);
+  absl::Status ReportRankHang(const Who& who, const v1::ReportRankHangRequest& req,
+                              v1::ReportRankHangResponse* resp);
+  absl::Status InjectFault(const Who& who, const v1::InjectFaultRequest& req,
+                           v1::InjectFaultResponse* resp);
+
+  // Drives sweeps, scheduled sweeps and the run watch. Never blocks an RPC.
+  void Tick();
+
+  // A sweep of `nodes` (all ready nodes when empty), RUNNING and not yet dispatched.
+  absl::StatusOr<v1::Sweep> CreateSweep(v1::SweepTrigger trigger, std::vector<std::string> nodes,
+                                        const std::string& requested_by,
+                                        const std::string& run_name,
+                                        const std::string& suspect_node);
+
+ private:
+  void AdvanceSweep(v1::Sweep sweep);
+  void Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>& dispatches);
+  void FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results);
+  // Takes out the anomalous nodes not yet taken out by this sweep, recording them in it.
+  void Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies);
+  // Cordons the node (unless it is already) and evicts its runs.
+  void TakeOutOfService(const std::string& node, const std::string& reason,
+                        const google::protobuf::Struct& evidence, v1::AttemptEndReason cause,
+                        v1::DetectionMethod how);
+  void MaybeReturnToService(const v1::Sweep& sweep);
+  void WatchRuns();
+  void ScheduleSweeps();
+  void RecordTimeouts(const v1::Sweep& sweep, v1::HealthCheckKind kind,
+                      const std::vector<std::vector<std::string>>& expected,
+                      std::vector<v1::HealthCheckResult>& results);
+  absl::StatusOr<std::map<std::string, v1::Node>> NodesByName();
+  std::string NewSweepId();
+
+  std::shared_ptr<store::HealthStore> store_;
+  std::shared_ptr<SchedulerApi> scheduler_;
+  std::shared_ptr<CordonApi> cordon_;
+  std::shared_ptr<RunsApi> runs_;
+  std::shared_ptr<IdempotentCalls> idem_;
+  std::shared_ptr<Clock> clock_;
+  std::function<uint64_t()> random_;
+  const HealthConfig config_;
+
+  absl::Mutex mu_;  // the run watch and the tick's schedule
+  RunWatch watch_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_watch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time next_scheduled_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Mutex tick_mu_;  // one Tick at a time
+};
+
+}  // namespace tessera::health

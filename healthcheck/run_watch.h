@@ -1,0 +1,56 @@
+#pragma once
+// Watching running runs for signs of a bad node, from the progress their ranks report:
+//   MFU drop   the run's MFU stayed under its scheduling.mfu_threshold for `mfu_reports`
+//              consecutive reports
+//   straggler  one node's compute time per step (forward and backward, without waiting for the
+//              others) stayed above straggler_factor times the median of the run's other nodes
+//              for `straggler_reports` consecutive reports
+// Either starts a sweep of the run's nodes (and idle peers) — once per attempt — which confirms
+// the bad node before anything is cordoned.
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/time/time.h"
+#include "tessera/v1/health.pb.h"
+#include "tessera/v1/runs.pb.h"
+
+namespace tessera::health {
+
+struct RunWatchConfig {
+  int mfu_reports = 3;
+  double straggler_factor = 1.5;
+  int straggler_reports = 3;
+};
+
+struct SweepTriggerEvent {
+  v1::SweepTrigger trigger = v1::SWEEP_TRIGGER_UNSPECIFIED;
+  std::string run_name;
+  std::string suspect_node;  // the straggler; empty for an MFU drop
+  std::string reason;        // "MFU 3.1% under its threshold 6.0% for 3 reports"
+};
+
+class RunWatch {
+ public:
+  explicit RunWatch(RunWatchConfig config) : config_(config) {}
+  // Feeds a RUNNING run as the run manager has it now; a new report (a later reported_at)
+  // counts once. Returns a trigger when one is due.
+  std::optional<SweepTriggerEvent> Observe(const v1::Run& run);
+  // Forgets runs that are no longer running.
+  void Retain(const std::set<std::string>& running_run_ids);
+
+ private:
+  struct State {
+    int resumption = -1;
+    int64_t last_report_nanos = 0;
+    int low_mfu = 0;
+    std::map<std::string, int> straggling;  // node -> consecutive reports
+    bool triggered = false;
+  };
+  RunWatchConfig config_;
+  std::map<std::string, State> runs_;
+};
+
+}  // namespace tessera::health

@@ -1,0 +1,342 @@
+// The health API's background work: driving sweeps through their phases, remediating what they
+// find, returning nodes that pass, scheduled sweeps, and the run watch.
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "healthcheck/health_handler.h"
+#include "services/common/status_util.h"
+
+namespace tessera::health {
+namespace {
+
+bool ResultIn(const v1::HealthCheckResult& r, v1::HealthCheckKind kind, const std::string& node,
+              const std::vector<std::string>& group) {
+  return r.kind() == kind && r.node_name() == node &&
+         (group.empty() || std::vector<std::string>(r.group().begin(), r.group().end()) == group);
+}
+
+v1::AttemptEndReason CauseOf(v1::HealthVerdict v) {
+  switch (v) {
+    case v1::HEALTH_VERDICT_SLOW:
+      return v1::ATTEMPT_END_REASON_STRAGGLER;
+    case v1::HEALTH_VERDICT_GPU_FAULT:
+      return v1::ATTEMPT_END_REASON_GPU_FAULT;
+    default:
+      return v1::ATTEMPT_END_REASON_NODE_FAILURE;
+  }
+}
+
+}  // namespace
+
+void HealthHandler::Tick() {
+  if (!tick_mu_.TryLock()) return;
+  auto sweeps = store_->ListSweeps(200);
+  if (sweeps.ok()) {
+    for (auto& s : *sweeps) {
+      if (s.state() == v1::SWEEP_STATE_RUNNING) AdvanceSweep(std::move(s));
+    }
+  } else {
+    spdlog::warn("health: cannot read sweeps: {}", sweeps.status().ToString());
+  }
+  ScheduleSweeps();
+  WatchRuns();
+  tick_mu_.Unlock();
+}
+
+void HealthHandler::Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>& dispatches) {
+  for (const auto& d : dispatches) {
+    v1::DispatchToWorkerRequest req;
+    req.set_node_name(d.node);
+    *req.mutable_start_canary() = d.canary;
+    req.set_timeout_seconds(absl::ToDoubleSeconds(config_.dispatch_timeout));
+    absl::Status st = scheduler_->DispatchToWorker(req);
+    if (st.ok()) continue;
+    // The node could not even start it: that is its result.
+    v1::HealthCheckResult r;
+    r.set_sweep_id(sweep.id());
+    r.set_node_name(d.node);
+    r.set_kind(d.canary.kind());
+    *r.mutable_group() = d.canary.group();
+    r.set_verdict(v1::HEALTH_VERDICT_ERROR);
+    r.set_error(absl::StrCat("the canary could not start: ", st.message()));
+    *r.mutable_started_at() = ToProtoTime(clock_->Now());
+    *r.mutable_finished_at() = r.started_at();
+    (void)store_->AddResult(r);
+  }
+}
+
+// Every member of every group that has no result of `kind` gets a TIMEOUT result (compute stress
+// comes in single-node groups).
+void HealthHandler::RecordTimeouts(const v1::Sweep& sweep, v1::HealthCheckKind kind,
+                                   const std::vector<std::vector<std::string>>& groups,
+                                   std::vector<v1::HealthCheckResult>& results) {
+  const bool compute = kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS;
+  for (const auto& group : groups) {
+    for (const auto& node : group) {
+      const std::vector<std::string> match = compute ? std::vector<std::string>{} : group;
+      bool have = false;
+      for (const auto& r : results) have = have || ResultIn(r, kind, node, match);
+      if (have) continue;
+      v1::HealthCheckResult r;
+      r.set_sweep_id(sweep.id());
+      r.set_node_name(node);
+      r.set_kind(kind);
+      for (const auto& m : group) r.add_group(m);
+      r.set_verdict(v1::HEALTH_VERDICT_TIMEOUT);
+      r.set_error("no result before the sweep's deadline");
+      *r.mutable_finished_at() = ToProtoTime(clock_->Now());
+      auto added = store_->AddResult(r);
+      results.push_back(added.ok() ? *added : r);
+    }
+  }
+}
+
+// A sweep runs in stages: the compute stress rounds, then the all-reduce rounds. `phase` is the
+// 1-based stage running (0: none yet). A stage ends when every result it expects is in or its
+// deadline passed (the missing ones are recorded as timeouts); then the next is dispatched.
+void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
+  const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
+  auto results = store_->ListResults({}, sweep.id(), 0);
+  auto known = NodesByName();
+  if (!results.ok() || !known.ok()) return;  // try again next tick
+  struct Stage {
+    v1::HealthCheckKind kind;
+    std::vector<std::vector<std::string>> groups;  // compute: single-node groups
+  };
+  std::vector<Stage> stages;
+  for (const auto& round : ComputeRounds(nodes, *known)) {
+    Stage s{v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {}};
+    for (const auto& n : round) s.groups.push_back({n});
+    stages.push_back(std::move(s));
+  }
+  for (auto& round : Rounds(RingPairs(nodes))) {
+    stages.push_back({v1::HEALTH_CHECK_KIND_ALLREDUCE, std::move(round)});
+  }
+  auto dispatch = [&](size_t index) {
+    const Stage& stage = stages[index];
+    if (stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS) {
+      std::vector<std::string> members;
+      for (const auto& g : stage.groups) members.push_back(g[0]);
+      Dispatch(sweep, ComputePhase(sweep.id(), members, config_.canary));
+    } else {
+      const int span = std::max(1, config_.port_span - static_cast<int>(stage.groups.size()));
+      const int port =
+          config_.port_base + static_cast<int>(random_() % static_cast<uint64_t>(span));
+      Dispatch(sweep, AllReducePhase(sweep.id(), stage.groups, *known, port, config_.canary));
+    }
+    const absl::Duration timeout = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS
+                                       ? config_.canary.compute_timeout
+                                       : config_.canary.allreduce_timeout;
+    sweep.set_phase(static_cast<int>(index) + 1);
+    *sweep.mutable_deadline() = ToProtoTime(clock_->Now() + timeout + absl::Seconds(5));
+    (void)store_->UpdateSweep(sweep);
+  };
+  if (sweep.phase() == 0) {
+    dispatch(0);
+    return;
+  }
+  const size_t index = static_cast<size_t>(sweep.phase() - 1);
+  if (index >= stages.size()) {  // nodes changed under it: finish with what there is
+    FinishSweep(sweep, *results);
+    return;
+  }
+  const Stage& stage = stages[index];
+  bool complete = true;
+  for (const auto& g : stage.groups) {
+    for (const auto& m : g) {
+      const std::vector<std::string> match =
+          stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS ? std::vector<std::string>{} : g;
+      bool have = false;
+      for (const auto& r : *results) have = have || ResultIn(r, stage.kind, m, match);
+      complete = complete && have;
+    }
+  }
+  const bool due = sweep.has_deadline() && clock_->Now() >= FromProtoTime(sweep.deadline());
+  if (!complete && !due) return;
+  RecordTimeouts(sweep, stage.kind, stage.groups, *results);
+  const bool last_compute = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS &&
+                            (index + 1 == stages.size() ||
+                             stages[index + 1].kind != v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  if (last_compute && index + 1 < stages.size()) {
+    // A node the compute stress test already condemns is taken out now, while the all-reduce
+    // rounds go on: a run waiting on it resumes elsewhere sooner.
+    Remediate(sweep, FindAnomalies(nodes, {}, *results, config_.anomaly));
+    (void)store_->UpdateSweep(sweep);
+  }
+  if (index + 1 < stages.size()) {
+    dispatch(index + 1);
+    return;
+  }
+  FinishSweep(sweep, *results);
+}
+
+void HealthHandler::FinishSweep(v1::Sweep& sweep,
+                                const std::vector<v1::HealthCheckResult>& results) {
+  const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
+  const auto anomalies = FindAnomalies(nodes, RingPairs(nodes), results, config_.anomaly);
+  sweep.set_state(v1::SWEEP_STATE_FINISHED);
+  *sweep.mutable_finished_at() = ToProtoTime(clock_->Now());
+  Remediate(sweep, anomalies);
+  if (auto st = store_->UpdateSweep(sweep); !st.ok()) {
+    spdlog::warn("health: sweep {} not saved: {}", sweep.id(), st.ToString());
+    return;
+  }
+  spdlog::info("sweep {} finished: {}", sweep.id(),
+               sweep.findings().empty() ? std::string("every node passed")
+                                        : absl::StrJoin(sweep.findings(), "; "));
+  MaybeReturnToService(sweep);
+}
+
+void HealthHandler::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies) {
+  const v1::DetectionMethod how = sweep.trigger() == v1::SWEEP_TRIGGER_MFU_DROP
+                                      ? v1::DETECTION_METHOD_MFU_DROP
+                                      : v1::DETECTION_METHOD_CANARY_SWEEP;
+  for (const auto& a : anomalies) {
+    if (std::find(sweep.anomalous_nodes().begin(), sweep.anomalous_nodes().end(), a.node) !=
+        sweep.anomalous_nodes().end()) {
+      continue;  // taken out at an earlier stage
+    }
+    sweep.add_anomalous_nodes(a.node);
+    sweep.add_findings(a.finding);
+    google::protobuf::Struct evidence;
+    auto& e = *evidence.mutable_fields();
+    e["sweep_id"].set_string_value(sweep.id());
+    e["trigger"].set_string_value(v1::SweepTrigger_Name(sweep.trigger()));
+    e["verdict"].set_string_value(v1::HealthVerdict_Name(a.verdict));
+    e["finding"].set_string_value(a.finding);
+    if (!sweep.run_name().empty()) e["run_name"].set_string_value(sweep.run_name());
+    for (const auto& [k, v] : a.evidence) e[k].set_number_value(v);
+    TakeOutOfService(a.node,
+                     absl::StrCat(kCordonReasonPrefix, "sweep ", sweep.id(), ": ", a.finding),
+                     evidence, CauseOf(a.verdict), how);
+  }
+}
+
+void HealthHandler::TakeOutOfService(const std::string& node, const std::string& reason,
+                                     const google::protobuf::Struct& evidence,
+                                     v1::AttemptEndReason cause, v1::DetectionMethod how) {
+  if (auto st = cordon_->Cordon(node, reason, evidence); !st.ok()) {
+    spdlog::error("health: cordoning {} failed: {}", node, st.ToString());
+  }
+  v1::EvictNodeRequest req;
+  req.set_node_name(node);
+  req.set_reason(cause);
+  req.set_detection_method(how);
+  req.set_detail(reason.substr(sizeof(kCordonReasonPrefix) - 1));
+  auto evicted = scheduler_->EvictNode(req);
+  if (!evicted.ok()) {
+    spdlog::error("health: evicting the runs of {} failed: {}", node, evicted.status().ToString());
+  } else if (!evicted->empty()) {
+    spdlog::warn("health: {} out of service; requeued {}", node, absl::StrJoin(*evicted, ", "));
+  }
+}
+
+void HealthHandler::MaybeReturnToService(const v1::Sweep& finished) {
+  if (config_.uncordon_after_passes <= 0) return;
+  auto nodes = NodesByName();
+  auto sweeps = store_->ListSweeps(500);
+  if (!nodes.ok() || !sweeps.ok()) return;
+  for (const auto& name : finished.node_names()) {
+    auto it = nodes->find(name);
+    if (it == nodes->end() || it->second.admin_state() != v1::NODE_ADMIN_STATE_CORDONED ||
+        it->second.status_reason().rfind(kCordonReasonPrefix, 0) != 0) {
+      continue;  // not ours to return
+    }
+    int passes = 0;
+    for (const auto& s : *sweeps) {  // newest first
+      if (s.state() != v1::SWEEP_STATE_FINISHED) continue;
+      if (std::find(s.node_names().begin(), s.node_names().end(), name) == s.node_names().end()) {
+        continue;
+      }
+      if (std::find(s.anomalous_nodes().begin(), s.anomalous_nodes().end(), name) !=
+          s.anomalous_nodes().end()) {
+        break;
+      }
+      ++passes;
+    }
+    if (passes >= config_.uncordon_after_passes) {
+      auto st = cordon_->Uncordon(
+          name, absl::StrCat(kCordonReasonPrefix, "passed ", passes, " sweeps in a row"));
+      if (st.ok())
+        spdlog::info("health: {} returned to service after {} passing sweeps", name, passes);
+    }
+  }
+}
+
+void HealthHandler::ScheduleSweeps() {
+  if (config_.sweep_interval <= absl::ZeroDuration()) return;
+  const absl::Time now = clock_->Now();
+  {
+    absl::MutexLock lock(&mu_);
+    if (now < next_scheduled_) return;
+    next_scheduled_ = now + config_.sweep_interval;
+  }
+  // Idle nodes only: a canary next to a training run would slow it and measure it.
+  auto nodes = NodesByName();
+  auto running = runs_->ListRunning();
+  if (!nodes.ok() || !running.ok()) return;
+  std::set<std::string> busy;
+  for (const auto& r : *running) {
+    for (const auto& n : r.nodes()) busy.insert(n.node_name());
+  }
+  std::vector<std::string> idle;
+  for (const auto& [name, n] : *nodes) {
+    if (n.liveness() != v1::NODE_LIVENESS_ONLINE || busy.count(name)) continue;
+    const bool ours = n.admin_state() == v1::NODE_ADMIN_STATE_CORDONED &&
+                      n.status_reason().rfind(kCordonReasonPrefix, 0) == 0;
+    if (n.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE || ours) idle.push_back(name);
+  }
+  if (idle.empty()) return;
+  (void)CreateSweep(v1::SWEEP_TRIGGER_SCHEDULED, idle, "tessera-health", "", "");
+}
+
+void HealthHandler::WatchRuns() {
+  const absl::Time now = clock_->Now();
+  {
+    absl::MutexLock lock(&mu_);
+    if (now < next_watch_) return;
+    next_watch_ = now + config_.run_watch_interval;
+  }
+  auto running = runs_->ListRunning();
+  if (!running.ok()) return;
+  std::vector<SweepTriggerEvent> triggers;
+  std::set<std::string> ids, busy;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& run : *running) {
+      ids.insert(run.id());
+      for (const auto& n : run.nodes()) busy.insert(n.node_name());
+      if (auto t = watch_.Observe(run)) triggers.push_back(*t);
+    }
+    watch_.Retain(ids);
+  }
+  if (triggers.empty()) return;
+  auto nodes = NodesByName();
+  if (!nodes.ok()) return;
+  for (const auto& t : triggers) {
+    spdlog::warn("health: run {}: {}; sweeping its nodes", t.run_name, t.reason);
+    std::vector<std::string> sweep_nodes;
+    for (const auto& run : *running) {
+      if (run.name() != t.run_name) continue;
+      for (const auto& n : run.nodes()) sweep_nodes.push_back(n.node_name());
+    }
+    // Idle schedulable peers to compare with.
+    int peers = 0;
+    for (const auto& [name, n] : *nodes) {
+      if (peers >= config_.max_peers) break;
+      if (n.liveness() == v1::NODE_LIVENESS_ONLINE &&
+          n.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE && !busy.count(name)) {
+        sweep_nodes.push_back(name);
+        ++peers;
+      }
+    }
+    auto sweep = CreateSweep(t.trigger, sweep_nodes, "tessera-health", t.run_name, t.suspect_node);
+    if (!sweep.ok())
+      spdlog::warn("health: no sweep for run {}: {}", t.run_name, sweep.status().ToString());
+  }
+}
+
+}  // namespace tessera::health

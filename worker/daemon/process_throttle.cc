@@ -1,0 +1,57 @@
+#include "worker/daemon/process_throttle.h"
+
+#include <signal.h>
+
+#include <algorithm>
+
+namespace tessera::worker {
+
+ProcessThrottle::ProcessThrottle(std::function<std::vector<pid_t>()> groups, absl::Duration period)
+    : groups_(std::move(groups)), period_(period), thread_([this] { Loop(); }) {}
+
+ProcessThrottle::~ProcessThrottle() {
+  stop_.Notify();
+  thread_.join();
+  Signal(groups_(), SIGCONT);
+}
+
+void ProcessThrottle::SetFactor(double factor) {
+  absl::MutexLock lock(&mu_);
+  factor_ = std::clamp(factor, 0.0, 1.0);
+}
+
+double ProcessThrottle::factor() {
+  absl::MutexLock lock(&mu_);
+  return factor_;
+}
+
+void ProcessThrottle::Signal(const std::vector<pid_t>& groups, int signal) {
+  for (pid_t g : groups) {
+    if (g > 0) ::kill(-g, signal);
+  }
+}
+
+void ProcessThrottle::Loop() {
+  bool throttling = false;
+  while (!stop_.HasBeenNotified()) {
+    const double f = factor();
+    if (f >= 1.0) {
+      if (throttling) Signal(groups_(), SIGCONT);  // cleared: let everything run again
+      throttling = false;
+      stop_.WaitForNotificationWithTimeout(period_);
+      continue;
+    }
+    throttling = true;
+    if (f <= 0.0) {  // a hang: whatever starts on the node stops too
+      Signal(groups_(), SIGSTOP);
+      stop_.WaitForNotificationWithTimeout(period_);
+      continue;
+    }
+    Signal(groups_(), SIGCONT);
+    if (stop_.WaitForNotificationWithTimeout(period_ * f)) break;
+    Signal(groups_(), SIGSTOP);
+    stop_.WaitForNotificationWithTimeout(period_ * (1.0 - f));
+  }
+}
+
+}  // namespace tessera::worker
