@@ -20,7 +20,8 @@ function(tessera_add_test name)
     add_test(NAME ${ARG_LABEL}:${name} COMMAND ${name} --durations yes)
     set_tests_properties(${ARG_LABEL}:${name} PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
   else()
-    catch_discover_tests(${name} TEST_PREFIX "${ARG_LABEL}:${name}:"
+    # --warn NoTests: a test name the discovery mangled matches nothing, and that must fail.
+    catch_discover_tests(${name} TEST_PREFIX "${ARG_LABEL}:${name}:" EXTRA_ARGS --warn NoTests
       PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
   endif()
 endfunction()

@@ -36,6 +36,65 @@ std::vector<bool> FarBelow(const std::vector<double>& values, const AnomalyConfi
   return slow;
 }
 
+// Each node's measurement over the median of the (up to) two measurements of other nodes taken
+// just before and the two just after it, when some node was measured more than once; empty
+// otherwise (one measurement each: nothing to correct for). Of a node's measurements, the one
+// whose neighbours agree best (the smallest max/min among them) counts: at the edge of a change
+// of the machine's speed, neighbours from both sides would blur the comparison.
+std::map<std::string, double> RelativeToNeighbours(
+    const std::vector<v1::HealthCheckResult>& results, const std::vector<std::string>& nodes) {
+  struct Measurement {
+    int64_t nanos;
+    std::string node;
+    double tflops;
+  };
+  std::vector<Measurement> all;
+  std::map<std::string, int> count;
+  for (const auto& r : results) {
+    if (r.kind() != v1::HEALTH_CHECK_KIND_COMPUTE_STRESS || Failed(r.verdict()) ||
+        r.compute_tflops() <= 0) {
+      continue;
+    }
+    all.push_back({r.finished_at().seconds() * 1'000'000'000 + r.finished_at().nanos(),
+                   r.node_name(), r.compute_tflops()});
+    ++count[r.node_name()];
+  }
+  bool repeated = false;
+  for (const auto& [node, n] : count) repeated = repeated || n > 1;
+  if (!repeated || nodes.size() < 2) return {};
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Measurement& a, const Measurement& b) { return a.nanos < b.nanos; });
+  std::map<std::string, std::pair<double, double>> best;  // node -> (neighbour spread, ratio)
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::vector<double> around;
+    int before = 0, after = 0;
+    for (size_t j = i; j-- > 0 && before < 2;) {
+      if (all[j].node != all[i].node) {
+        around.push_back(all[j].tflops);
+        ++before;
+      }
+    }
+    for (size_t j = i + 1; j < all.size() && after < 2; ++j) {
+      if (all[j].node != all[i].node) {
+        around.push_back(all[j].tflops);
+        ++after;
+      }
+    }
+    if (around.empty()) continue;
+    const auto [lo, hi] = std::minmax_element(around.begin(), around.end());
+    const double spread = *lo > 0 ? *hi / *lo : 1e9;
+    const double ratio = all[i].tflops / Median(around);
+    auto it = best.find(all[i].node);
+    if (it == best.end() || spread < it->second.first ||
+        (spread == it->second.first && ratio > it->second.second)) {
+      best[all[i].node] = {spread, ratio};
+    }
+  }
+  std::map<std::string, double> relative;
+  for (const auto& [node, b] : best) relative[node] = b.second;
+  return relative;
+}
+
 }  // namespace
 
 double Median(std::vector<double> values) {
@@ -63,10 +122,21 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
   };
 
   // Compute stress, per node.
+  // A node's compute figure: a failed check if it had one, else its best passing measurement
+  // (a node measured twice keeps the better one).
   std::map<std::string, const v1::HealthCheckResult*> compute;
   std::map<std::string, std::vector<const v1::HealthCheckResult*>> allreduce;  // by node
   for (const auto& r : results) {
-    if (r.kind() == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS) compute[r.node_name()] = &r;
+    if (r.kind() == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS) {
+      const v1::HealthCheckResult*& best = compute[r.node_name()];
+      const bool failed = Failed(r.verdict()) && r.verdict() != v1::HEALTH_VERDICT_SLOW;
+      const bool best_failed =
+          best != nullptr && Failed(best->verdict()) && best->verdict() != v1::HEALTH_VERDICT_SLOW;
+      if (best == nullptr || (failed && !best_failed) ||
+          (!failed && !best_failed && r.compute_tflops() > best->compute_tflops())) {
+        best = &r;
+      }
+    }
     if (r.kind() == v1::HEALTH_CHECK_KIND_ALLREDUCE) allreduce[r.node_name()].push_back(&r);
   }
   std::vector<std::string> measured;
@@ -88,20 +158,33 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
     measured.push_back(node);
     rates.push_back(r.compute_tflops());
   }
+  // Nodes measured one after another (several passes of nodes sharing a machine) are compared
+  // with the nodes measured just before and after them: the machine's own changes of speed
+  // during the sweep then cancel out. Nodes measured once, at once, are compared with the median.
+  const auto relative = RelativeToNeighbours(results, measured);
   if (measured.size() >= 2) {
+    std::vector<double> figures = relative.empty() ? rates : std::vector<double>{};
+    for (const auto& node : measured) {
+      if (!relative.empty()) figures.push_back(relative.count(node) ? relative.at(node) : 0);
+    }
     double median = 0, mad = 0;
-    const auto slow = FarBelow(rates, config, &median, &mad);
+    const auto slow = FarBelow(figures, config, &median, &mad);
     for (size_t i = 0; i < measured.size(); ++i) {
       if (!slow[i]) continue;
+      const double fraction = median > 0 ? figures[i] / median : 0;
+      const std::string against =
+          relative.empty()
+              ? absl::StrFormat("the median %.3g of %d nodes (MAD %.3g)", median, measured.size(),
+                                mad)
+              : absl::StrFormat("the nodes measured beside it (median of %d nodes %.2f, MAD %.3g)",
+                                measured.size(), median, mad);
       condemn(measured[i], v1::HEALTH_VERDICT_SLOW,
-              absl::StrFormat("%s: compute %.3g TFLOP/s, %.2f x the median %.3g of %d nodes "
-                              "(MAD %.3g)",
-                              measured[i], rates[i], median > 0 ? rates[i] / median : 0, median,
-                              measured.size(), mad),
+              absl::StrFormat("%s: compute %.3g TFLOP/s, %.2f x %s", measured[i], rates[i],
+                              fraction, against),
               {{"compute_tflops", rates[i]},
-               {"peer_median_tflops", median},
-               {"peer_mad_tflops", mad},
-               {"fraction_of_median", median > 0 ? rates[i] / median : 0}});
+               {relative.empty() ? "peer_median_tflops" : "peer_median_relative", median},
+               {relative.empty() ? "peer_mad_tflops" : "peer_mad_relative", mad},
+               {"fraction_of_median", fraction}});
     }
   }
 

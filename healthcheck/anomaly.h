@@ -4,7 +4,11 @@
 // not a fixed number: the median and the median absolute deviation (MAD) of the sweep's nodes.
 //
 //   compute stress   value < slow_fraction * median, and (with 4 or more nodes) also more than
-//                    mad_k robust standard deviations (1.4826 * MAD) below the median
+//                    mad_k robust standard deviations (1.4826 * MAD) below the median. When
+//                    nodes were measured one after another in several passes (nodes sharing a
+//                    machine), each measurement is first divided by the median of the other
+//                    nodes' measurements just before and after it, and a node's figure is its
+//                    best such ratio: the machine's own changes of speed cancel out
 //   all-reduce       the same on each group's busbw at its largest payload; a group failing or
 //                    slow implicates its members, and a member whose other group passed is
 //                    cleared (the ring gives every node two partners)

@@ -97,8 +97,9 @@ class HealthHandler {
   void MaybeReturnToService(const v1::Sweep& sweep);
   void WatchRuns();
   void ScheduleSweeps();
+  // Records a TIMEOUT for every member of `groups` with fewer than `pass` results of `kind`.
   void RecordTimeouts(const v1::Sweep& sweep, v1::HealthCheckKind kind,
-                      const std::vector<std::vector<std::string>>& expected,
+                      const std::vector<std::vector<std::string>>& groups, int pass,
                       std::vector<v1::HealthCheckResult>& results);
   absl::StatusOr<std::map<std::string, v1::Node>> NodesByName();
   std::string NewSweepId();

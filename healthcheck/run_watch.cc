@@ -10,21 +10,30 @@ namespace tessera::health {
 
 std::optional<SweepTriggerEvent> RunWatch::Observe(const v1::Run& run) {
   State& s = runs_[run.id()];
-  if (s.resumption != run.resumption_index()) s = State{run.resumption_index()};
+  if (s.resumption != run.resumption_index()) {
+    s = State{};
+    s.resumption = run.resumption_index();
+  }
   const auto& p = run.progress();
   const int64_t reported = p.reported_at().seconds() * 1'000'000'000 + p.reported_at().nanos();
-  if (s.triggered || reported == 0 || reported == s.last_report_nanos) return std::nullopt;
+  if (reported == 0 || reported == s.last_report_nanos) return std::nullopt;
   s.last_report_nanos = reported;
+  if (s.quiet_reports > 0) {
+    --s.quiet_reports;
+    return std::nullopt;
+  }
 
   const double threshold = run.spec().scheduling().mfu_threshold();
   if (threshold > 0 && p.mfu() > 0) {
     s.low_mfu = p.mfu() < threshold ? s.low_mfu + 1 : 0;
     if (s.low_mfu >= config_.mfu_reports) {
-      s.triggered = true;
+      s.quiet_reports = config_.rearm_reports;
+      const int reports = s.low_mfu;
+      s.low_mfu = 0;
       return SweepTriggerEvent{
           v1::SWEEP_TRIGGER_MFU_DROP, run.name(), "",
           absl::StrFormat("MFU %.2f%% under the run's threshold %.2f%% for %d reports",
-                          100 * p.mfu(), 100 * threshold, s.low_mfu)};
+                          100 * p.mfu(), 100 * threshold, reports)};
     }
   }
 
@@ -40,7 +49,8 @@ std::optional<SweepTriggerEvent> RunWatch::Observe(const v1::Run& run) {
       int& count = s.straggling[node];
       count = slow ? count + 1 : 0;
       if (count >= config_.straggler_reports) {
-        s.triggered = true;
+        s.quiet_reports = config_.rearm_reports;
+        s.straggling.clear();
         return SweepTriggerEvent{
             v1::SWEEP_TRIGGER_STRAGGLER, run.name(), node,
             absl::StrFormat("node %s computes a step in %.3f s, %.1f x the median %.3f s of the "

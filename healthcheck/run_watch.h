@@ -5,8 +5,8 @@
 //   straggler  one node's compute time per step (forward and backward, without waiting for the
 //              others) stayed above straggler_factor times the median of the run's other nodes
 //              for `straggler_reports` consecutive reports
-// Either starts a sweep of the run's nodes (and idle peers) — once per attempt — which confirms
-// the bad node before anything is cordoned.
+// Either starts a sweep of the run's nodes (and idle peers), which confirms the bad node before
+// anything is cordoned; then the run is left alone for `rearm_reports` reports.
 
 #include <map>
 #include <optional>
@@ -23,6 +23,9 @@ struct RunWatchConfig {
   int mfu_reports = 3;
   double straggler_factor = 1.5;
   int straggler_reports = 3;
+  // After a trigger, the run is watched again after this many reports (a sweep that found
+  // nothing does not silence a run that stays slow).
+  int rearm_reports = 30;
 };
 
 struct SweepTriggerEvent {
@@ -47,7 +50,7 @@ class RunWatch {
     int64_t last_report_nanos = 0;
     int low_mfu = 0;
     std::map<std::string, int> straggling;  // node -> consecutive reports
-    bool triggered = false;
+    int quiet_reports = 0;                  // reports still to ignore after a trigger
   };
   RunWatchConfig config_;
   std::map<std::string, State> runs_;

@@ -18,6 +18,13 @@ bool ResultIn(const v1::HealthCheckResult& r, v1::HealthCheckKind kind, const st
          (group.empty() || std::vector<std::string>(r.group().begin(), r.group().end()) == group);
 }
 
+int CountResults(const std::vector<v1::HealthCheckResult>& results, v1::HealthCheckKind kind,
+                 const std::string& node, const std::vector<std::string>& group) {
+  int n = 0;
+  for (const auto& r : results) n += ResultIn(r, kind, node, group) ? 1 : 0;
+  return n;
+}
+
 v1::AttemptEndReason CauseOf(v1::HealthVerdict v) {
   switch (v) {
     case v1::HEALTH_VERDICT_SLOW:
@@ -71,15 +78,13 @@ void HealthHandler::Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>
 // Every member of every group that has no result of `kind` gets a TIMEOUT result (compute stress
 // comes in single-node groups).
 void HealthHandler::RecordTimeouts(const v1::Sweep& sweep, v1::HealthCheckKind kind,
-                                   const std::vector<std::vector<std::string>>& groups,
+                                   const std::vector<std::vector<std::string>>& groups, int pass,
                                    std::vector<v1::HealthCheckResult>& results) {
   const bool compute = kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS;
   for (const auto& group : groups) {
     for (const auto& node : group) {
       const std::vector<std::string> match = compute ? std::vector<std::string>{} : group;
-      bool have = false;
-      for (const auto& r : results) have = have || ResultIn(r, kind, node, match);
-      if (have) continue;
+      if (CountResults(results, kind, node, match) >= pass) continue;
       v1::HealthCheckResult r;
       r.set_sweep_id(sweep.id());
       r.set_node_name(node);
@@ -105,15 +110,25 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
   struct Stage {
     v1::HealthCheckKind kind;
     std::vector<std::vector<std::string>> groups;  // compute: single-node groups
+    int pass = 1;  // the results each member has once the stage is done
   };
   std::vector<Stage> stages;
-  for (const auto& round : ComputeRounds(nodes, *known)) {
-    Stage s{v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {}};
-    for (const auto& n : round) s.groups.push_back({n});
-    stages.push_back(std::move(s));
+  // Nodes that share a machine take turns — twice, the second time starting halfway, each node
+  // keeping its better figure, so that a dip of the machine's own speed during the sweep does not
+  // fall on one node's every measurement.
+  const auto compute_rounds = ComputeRounds(nodes, *known);
+  const size_t n_rounds = compute_rounds.size();
+  const int passes = n_rounds > 1 ? 2 : 1;
+  for (int pass = 1; pass <= passes; ++pass) {
+    for (size_t i = 0; i < n_rounds; ++i) {
+      const auto& round = compute_rounds[pass == 1 ? i : (i + n_rounds / 2) % n_rounds];
+      Stage s{v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {}, pass};
+      for (const auto& n : round) s.groups.push_back({n});
+      stages.push_back(std::move(s));
+    }
   }
   for (auto& round : Rounds(RingPairs(nodes))) {
-    stages.push_back({v1::HEALTH_CHECK_KIND_ALLREDUCE, std::move(round)});
+    stages.push_back({v1::HEALTH_CHECK_KIND_ALLREDUCE, std::move(round), 1});
   }
   auto dispatch = [&](size_t index) {
     const Stage& stage = stages[index];
@@ -149,14 +164,12 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
     for (const auto& m : g) {
       const std::vector<std::string> match =
           stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS ? std::vector<std::string>{} : g;
-      bool have = false;
-      for (const auto& r : *results) have = have || ResultIn(r, stage.kind, m, match);
-      complete = complete && have;
+      complete = complete && CountResults(*results, stage.kind, m, match) >= stage.pass;
     }
   }
   const bool due = sweep.has_deadline() && clock_->Now() >= FromProtoTime(sweep.deadline());
   if (!complete && !due) return;
-  RecordTimeouts(sweep, stage.kind, stage.groups, *results);
+  RecordTimeouts(sweep, stage.kind, stage.groups, stage.pass, *results);
   const bool last_compute = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS &&
                             (index + 1 == stages.size() ||
                              stages[index + 1].kind != v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);

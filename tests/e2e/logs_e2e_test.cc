@@ -15,11 +15,7 @@
 namespace tessera::testing {
 namespace {
 
-ShellResult Mcli(LocalCluster& c, const std::string& args) {
-  return RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", c.server.endpoint(),
-                               " TESSERA_API_KEY=", c.admin_key, " ", BinaryPath("mcli"), " ",
-                               args));
-}
+ShellResult Mcli(LocalCluster& c, const std::string& args) { return c.Mcli(args); }
 
 std::string WriteFile(const std::string& name, const std::string& text) {
   const std::string path = absl::StrCat("/tmp/tessera-logs-e2e-", getpid(), "-", name);

@@ -103,7 +103,7 @@ parameters:
   CHECK(Mcli(ep, alice, "describe run " + name).exit_code == 1);
 }
 
-TEST_CASE("operators cordon and watch nodes with mcli; mistakes get one clear line", "[e2e]") {
+TEST_CASE("operators cordon and watch nodes with mcli, mistakes get one clear line", "[e2e]") {
   auto pg = PostgresServer::Start();
   REQUIRE(pg.ok());
   const std::string url = (*pg)->url();

@@ -26,7 +26,7 @@ Http Curl(const std::string& method, const std::string& url, const std::string& 
   return {std::stoi(out.substr(nl + 1)), out.substr(0, nl)};
 }
 
-TEST_CASE("CI submits and follows runs over REST; every route demands a key", "[e2e][rest]") {
+TEST_CASE("CI submits and follows runs over REST, every route demands a key", "[e2e][rest]") {
   auto pg = PostgresServer::Start();
   REQUIRE(pg.ok());
   const std::string url = (*pg)->url();

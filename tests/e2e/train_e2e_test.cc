@@ -4,23 +4,21 @@
 // requeued run resumes from its newest checkpoint on the remaining nodes.
 #include <signal.h>
 
+#include <fstream>
 #include <regex>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "tests/integration/worker/local_cluster.h"
 
 namespace tessera::testing {
 namespace {
 
-ShellResult Mcli(LocalCluster& c, const std::string& args) {
-  return RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", c.server.endpoint(),
-                               " TESSERA_API_KEY=", c.admin_key, " ", BinaryPath("mcli"), " ",
-                               args));
-}
+ShellResult Mcli(LocalCluster& c, const std::string& args) { return c.Mcli(args); }
 
 // A worker whose ranks find tessera-train on PATH and share a folder with the other nodes.
 void StartTrainingWorker(LocalCluster& c, const std::string& name, const std::string& shared) {
@@ -41,6 +39,16 @@ std::map<int, double> LossesIn(const std::string& logs) {
 }
 
 std::string Example() { return std::string(TESSERA_SOURCE_DIR) + "/examples/gpt-tiny.yaml"; }
+
+// The example with `batches` steps, written next to the cluster's markers.
+std::string ExampleWith(LocalCluster& c, int batches) {
+  std::ifstream in(Example());
+  std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string path = c.marks_dir() + "/long.yaml";
+  std::ofstream(path) << absl::StrReplaceAll(
+      yaml, {{"max_duration: 150ba", absl::StrCat("max_duration: ", batches, "ba")}});
+  return path;
+}
 
 TEST_CASE("examples/gpt-tiny.yaml trains on two nodes and its loss falls", "[e2e]") {
   LocalCluster c;
@@ -82,7 +90,8 @@ TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on th
   StartTrainingWorker(c, "node-a", shared);
   StartTrainingWorker(c, "node-b", shared);
   StartTrainingWorker(c, "node-c", shared);
-  ShellResult submitted = Mcli(c, "run -f " + Example());
+  // Long enough that the survivors cannot finish it while the dead node's lease runs out.
+  ShellResult submitted = Mcli(c, "run -f " + ExampleWith(c, 1000));
   REQUIRE(submitted.exit_code == 0);
   const std::string name(absl::StripAsciiWhitespace(submitted.output));
   v1::Run run = c.client->WaitForStatus(name, v1::RUN_STATUS_RUNNING, absl::Seconds(60));
@@ -108,7 +117,7 @@ TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on th
   const int resumed = std::stoi(m[1]);
   CHECK(resumed >= 25);
   CHECK(resumed % 25 == 0);
-  CHECK(run.progress().step() == 150);
+  CHECK(run.progress().step() == 1000);
   CHECK(run.progress().resumed_from_step() == resumed);
   // The second attempt ran on the two nodes that were left.
   for (const auto& node : run.nodes()) CHECK(node.node_name() != victim);

@@ -76,7 +76,9 @@ void RunComputeStress(const torch::Device& device, const ComputeOptions& o,
   auto c = torch::mm(a, b);
   Sync(device, c);
   const double flops_per_product = 2.0 * o.size * o.size * static_cast<double>(o.size);
-  const double interval = std::min(0.05, o.seconds / 4);
+  // Intervals of 100 ms: long against a CPU scheduler's or a throttle's cycles, so that the best
+  // one is the hardware's steady rate and not a lucky burst.
+  const double interval = std::min(0.1, o.seconds / 3);
   double best = 0;
   const auto start = Clock::now();
   while (SecondsSince(start) < o.seconds) {

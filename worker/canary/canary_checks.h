@@ -29,7 +29,7 @@ struct ComputeOptions {
   double min_fraction = 0.5;   // below min_fraction * expected is SLOW
 };
 
-// The best rate of short intervals over `seconds` (interference only slows an interval, so the
+// The best rate of 100 ms intervals over `seconds` (interference only slows an interval, so the
 // best one measures the hardware); fills compute_tflops, expected_tflops and the verdict.
 void RunComputeStress(const torch::Device& device, const ComputeOptions& options,
                       v1::HealthCheckResult& result);

@@ -56,10 +56,16 @@ CanaryRunner::~CanaryRunner() {
 absl::StatusOr<std::vector<std::string>> CanaryRunner::Arguments(const v1::StartCanary& s) {
   const std::string timeout = absl::StrCat(TimeoutSeconds(s));
   switch (s.kind()) {
-    case v1::HEALTH_CHECK_KIND_COMPUTE_STRESS:
-      return std::vector<std::string>{"compute", "--seconds",
-                                      absl::StrCat(s.seconds() > 0 ? s.seconds() : 1.0),
-                                      "--timeout", timeout};
+    case v1::HEALTH_CHECK_KIND_COMPUTE_STRESS: {
+      std::vector<std::string> args = {"compute", "--seconds",
+                                       absl::StrCat(s.seconds() > 0 ? s.seconds() : 1.0),
+                                       "--timeout", timeout};
+      if (s.threads() > 0) {
+        args.push_back("--threads");
+        args.push_back(absl::StrCat(s.threads()));
+      }
+      return args;
+    }
     case v1::HEALTH_CHECK_KIND_ALLREDUCE: {
       if (s.group_size() < 1 || s.rank() < 0 || s.rank() >= s.group_size()) {
         return absl::InvalidArgumentError(absl::StrCat("start_canary.rank: ", s.rank(),

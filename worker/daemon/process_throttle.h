@@ -22,7 +22,7 @@ class ProcessThrottle {
  public:
   // `groups` lists the process groups to throttle now (called every period).
   explicit ProcessThrottle(std::function<std::vector<pid_t>()> groups,
-                           absl::Duration period = absl::Milliseconds(50));
+                           absl::Duration period = absl::Milliseconds(20));
   // Lets everything run again.
   ~ProcessThrottle();
 

@@ -102,7 +102,11 @@ void LogShipper::RecoverSpools(const std::string& state_dir) {
             !absl::SimpleAtoi(fname.substr(5, fname.size() - 5 - ext.size()), &rank)) {
           continue;
         }
-        RankOutput out{run.path().filename().string(), resumption, node_rank, rank, "", ""};
+        RankOutput out;
+        out.run_id = run.path().filename().string();
+        out.resumption_index = resumption;
+        out.node_rank = node_rank;
+        out.rank = rank;
         absl::MutexLock lock(&mu_);
         AddFile(file.path().string(), out,
                 ext == ".stdout" ? v1::LOG_STREAM_STDOUT : v1::LOG_STREAM_STDERR);

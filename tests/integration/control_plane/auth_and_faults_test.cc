@@ -139,7 +139,7 @@ TEST_CASE("kill -9 with 1,000 queued runs loses no run and no event", "[control-
   CHECK(all_queued);
 }
 
-TEST_CASE("the services run as separate processes; a standby scheduler takes over",
+TEST_CASE("the services run as separate processes, a standby scheduler takes over",
           "[control-plane][processes]") {
   auto pg = PostgresServer::Start();
   REQUIRE(pg.ok());

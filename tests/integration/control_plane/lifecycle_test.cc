@@ -135,7 +135,7 @@ TEST_CASE("a lost node requeues the run, which completes on the other nodes", "[
   CHECK(node.node().liveness() == v1::NODE_LIVENESS_LOST);
 }
 
-TEST_CASE("a cordoned node receives nothing; cordoning is for admins and is recorded",
+TEST_CASE("a cordoned node receives nothing, cordoning is for admins and is recorded",
           "[control-plane]") {
   Plane p;
   auto w1 = p.Worker("node-1");

@@ -128,7 +128,7 @@ TEST_CASE("a checkpoint with a truncated shard is refused and the previous one r
   CHECK(second.Progress(0).begin()->first == 11);
 }
 
-TEST_CASE("hybrid sharding: shards inside groups of 2, replicas across; the first replica writes") {
+TEST_CASE("hybrid sharding: shards inside groups of 2, replicas across, the first replica writes") {
   Scratch s;
   EngineJob full(s.path + "/full", s.Config("full", s.path + "/ckpt-full"), 4);
   RequireAllExitedZero(full, 4);

@@ -185,7 +185,7 @@ TEST_CASE("logs: push, resend, follow, kill -9 mid-push, delete", "[logs]") {
   worker.Disconnect();
 }
 
-TEST_CASE("logs: tessera-logs as its own process; followers on another process see its lines",
+TEST_CASE("logs: tessera-logs as its own process, followers on another process see its lines",
           "[logs]") {
   auto pg = PostgresServer::Start();
   REQUIRE(pg.ok());

@@ -83,6 +83,11 @@ WorkerHandle& LocalCluster::StartWorker(const std::string& name, int gpus,
   return *handle;
 }
 
+ShellResult LocalCluster::Mcli(const std::string& args) {
+  return RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", server.endpoint(),
+                               " TESSERA_API_KEY=", admin_key, " ", BinaryPath("mcli"), " ", args));
+}
+
 WorkerHandle& LocalCluster::worker(const std::string& name) {
   for (auto& w : workers_) {
     if (w->name == name) return *w;

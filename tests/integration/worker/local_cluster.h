@@ -47,6 +47,8 @@ class LocalCluster {
   // `endpoint` (default: tessera-server's).
   std::vector<v1::LogLine> Logs(const std::string& run_name, std::optional<int> rank,
                                 const std::string& endpoint = "");
+  // Runs the mcli binary against this cluster with the admin key (no config file).
+  ShellResult Mcli(const std::string& args);
   // A rank's spooled output on its worker.
   std::string SpoolOf(const std::string& worker, const std::string& run_id, int resumption,
                       int rank, const std::string& stream = "stdout");

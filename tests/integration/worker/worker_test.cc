@@ -243,7 +243,7 @@ TEST_CASE("stop: ranks get SIGTERM, and whatever ignores it is killed at the gra
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_STOPPED);
 }
 
-TEST_CASE("a restarted worker kills what its previous incarnation started; the run resumes",
+TEST_CASE("a restarted worker kills what its previous incarnation started, the run resumes",
           "[worker]") {
   LocalCluster c;
   c.StartWorker("node-a");

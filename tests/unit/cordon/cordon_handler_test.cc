@@ -65,7 +65,7 @@ TEST_CASE("cordoning is for admins and needs a reason and a known node") {
   CHECK(absl::IsNotFound(f.handler.CordonNode(f.ops, req, &resp)));
 }
 
-TEST_CASE("uncordon returns the node to service and marks it healthy; drain drains") {
+TEST_CASE("uncordon returns the node to service and marks it healthy, drain drains") {
   Fixture f;
   v1::DrainNodeRequest drain;
   drain.set_node_name("n1");

@@ -16,8 +16,9 @@ using testing::TempFolder;
 DatasetIndex WriteDataset(const std::string& folder, int token_bytes = 2) {
   ShardWriter w(folder, 4, token_bytes, 3);
   for (uint32_t i = 0; i < 10; ++i) {
-    REQUIRE(
-        w.Add({i * 10, i * 10 + 1, i * 10 + 2, 70000 % (token_bytes == 2 ? 65536 : 1 << 30)}).ok());
+    // The last token needs 17 bits where the shard holds 4-byte tokens.
+    const uint32_t wide = 70000u % (token_bytes == 2 ? 65536u : 1u << 30);
+    REQUIRE(w.Add({i * 10, i * 10 + 1, i * 10 + 2, wide}).ok());
   }
   auto index = w.Finish(MakeByteTokenizer()->ToJson(), 40);
   REQUIRE(index.ok());

@@ -23,7 +23,7 @@ std::string RawExchange(std::uint16_t port, const std::string& bytes) {
   return out;
 }
 
-TEST_CASE("Authorization is forwarded unchanged; without the right key the answer is 401",
+TEST_CASE("Authorization is forwarded unchanged, without the right key the answer is 401",
           "[gateway]") {
   GatewayFixture f;
   SECTION("missing") {
@@ -180,7 +180,7 @@ TEST_CASE("bad path parameters are 400s naming the parameter", "[gateway]") {
   CHECK(f.rec.count() == 0);
 }
 
-TEST_CASE("unknown paths are 404s; wrong methods are 405s with Allow", "[gateway]") {
+TEST_CASE("unknown paths are 404s, wrong methods are 405s with Allow", "[gateway]") {
   GatewayFixture f;
   for (const char* target : {"/", "/api/v1/nope", "/api/v1/runs/", "/api/v1/runs/a/b/c",
                              "/api/v1//runs", "/healthz/x"}) {

@@ -192,7 +192,7 @@ TEST_CASE("sweep requests are checked: admins only, known online nodes") {
         absl::StatusCode::kFailedPrecondition);  // nothing ready: a is an operator's cordon
 }
 
-TEST_CASE("a fatal GPU fault cordons and evicts at once; a throttle is only recorded") {
+TEST_CASE("a fatal GPU fault cordons and evicts at once, a throttle is only recorded") {
   Fixture f;
   f.scheduler->Add("g1");
   f.scheduler->runs_on["g1"] = {"gpt-2"};
@@ -226,7 +226,7 @@ TEST_CASE("a fatal GPU fault cordons and evicts at once; a throttle is only reco
 }
 
 TEST_CASE(
-    "a hung rank's node is cordoned and checked; a rank waiting in a collective is not blamed") {
+    "a hung rank's node is cordoned and checked, a rank waiting in a collective is not blamed") {
   Fixture f;
   f.scheduler->Add("h1");
   f.scheduler->Add("h2");
@@ -315,7 +315,7 @@ TEST_CASE("a run's MFU drop sweeps its nodes with idle peers, then the slow node
   CHECK(f.scheduler->evicted.at(0).reason() == v1::ATTEMPT_END_REASON_STRAGGLER);
 }
 
-TEST_CASE("a node the health API cordoned returns after N passing sweeps; an operator's does not") {
+TEST_CASE("a node the health API cordoned returns after N passing sweeps, an operator's does not") {
   HealthConfig config;
   config.uncordon_after_passes = 2;
   Fixture f(config);

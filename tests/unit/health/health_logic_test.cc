@@ -44,7 +44,7 @@ TEST_CASE("median and MAD") {
   CHECK(MedianAbsoluteDeviation({1, 2, 3, 4, 100}, 3) == 1);
 }
 
-TEST_CASE("a node 20% slow among 8 is found; healthy noise is not") {
+TEST_CASE("a node 20% slow among 8 is found, healthy noise is not") {
   const auto nodes = Nodes(8);
   std::vector<v1::HealthCheckResult> results;
   const double rates[] = {1.00, 1.02, 0.98, 1.01, 0.80, 0.99, 1.03, 0.97};
@@ -58,6 +58,26 @@ TEST_CASE("a node 20% slow among 8 is found; healthy noise is not") {
   // 8% below the median with the same spread: noise, not a bad node.
   results[4] = Compute("n4", 0.92);
   CHECK(FindAnomalies(nodes, {}, results, AnomalyConfig{}).empty());
+}
+
+TEST_CASE("measured in turns, nodes are compared with their neighbours in time, not the median") {
+  // Two passes over 6 nodes; the machine runs at 82% speed from the 5th to the 9th measurement,
+  // so n4 and n5 (pass 1) and n1 and n2 (pass 2)... only n3 is really slow (80%).
+  const auto nodes = Nodes(6);
+  std::vector<v1::HealthCheckResult> results;
+  const std::vector<int> order = {0, 1, 2, 3, 4, 5, 3, 4, 5, 0, 1, 2};
+  for (size_t i = 0; i < order.size(); ++i) {
+    const bool dip = i >= 4 && i <= 8;
+    const double speed = (dip ? 0.82 : 1.0) * (order[i] == 3 ? 0.8 : 1.0);
+    auto r = Compute(nodes[static_cast<size_t>(order[i])], speed);
+    r.mutable_finished_at()->set_seconds(static_cast<int64_t>(i));
+    results.push_back(r);
+  }
+  // Against the median, n4 and n5 (measured only in the dip) would look 18% slow.
+  auto found = FindAnomalies(nodes, {}, results, AnomalyConfig{});
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].node == "n3");
+  CHECK(found[0].finding.find("the nodes measured beside it") != std::string::npos);
 }
 
 TEST_CASE("with a wide spread a lower node is not condemned: the MAD guards") {
@@ -196,8 +216,8 @@ v1::Run RunWith(double mfu, int64_t reported_seconds, int resumption = 0) {
   return r;
 }
 
-TEST_CASE("an MFU under the run's threshold for N new reports triggers one sweep") {
-  RunWatch watch(RunWatchConfig{.mfu_reports = 3});
+TEST_CASE("an MFU under the run's threshold for N new reports triggers a sweep, then rests") {
+  RunWatch watch(RunWatchConfig{.mfu_reports = 3, .rearm_reports = 4});
   CHECK_FALSE(watch.Observe(RunWith(0.10, 1)));
   CHECK_FALSE(watch.Observe(RunWith(0.03, 2)));
   CHECK_FALSE(watch.Observe(RunWith(0.03, 2)));  // the same report again: not counted
@@ -210,10 +230,15 @@ TEST_CASE("an MFU under the run's threshold for N new reports triggers one sweep
   CHECK(t->trigger == v1::SWEEP_TRIGGER_MFU_DROP);
   CHECK(t->run_name == "gpt-1");
   CHECK(t->reason == "MFU 3.00% under the run's threshold 5.00% for 3 reports");
-  CHECK_FALSE(watch.Observe(RunWith(0.03, 8)));     // once per attempt
-  CHECK_FALSE(watch.Observe(RunWith(0.03, 9, 1)));  // a new attempt starts over
-  CHECK_FALSE(watch.Observe(RunWith(0.03, 10, 1)));
-  CHECK(watch.Observe(RunWith(0.03, 11, 1)).has_value());
+  for (int report = 8; report <= 11; ++report) {  // resting
+    CHECK_FALSE(watch.Observe(RunWith(0.03, report)));
+  }
+  CHECK_FALSE(watch.Observe(RunWith(0.03, 12)));
+  CHECK_FALSE(watch.Observe(RunWith(0.03, 13)));
+  CHECK(watch.Observe(RunWith(0.03, 14)).has_value());  // still slow: swept again
+  CHECK_FALSE(watch.Observe(RunWith(0.03, 15, 1)));     // a new attempt starts over
+  CHECK_FALSE(watch.Observe(RunWith(0.03, 16, 1)));
+  CHECK(watch.Observe(RunWith(0.03, 17, 1)).has_value());
 }
 
 TEST_CASE("a node whose compute time per step stays far above its peers' is a straggler") {

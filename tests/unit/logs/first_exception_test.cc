@@ -46,7 +46,7 @@ TEST_CASE("first_exception finds the first Python traceback with context before 
         Texts{"rank 0 working\n", "Traceback (most recent call last):\n", "KeyError: 'x'\n"});
 }
 
-TEST_CASE("first_exception finds a C++ terminate with its what() line; none is NOT_FOUND") {
+TEST_CASE("first_exception finds a C++ terminate with its what() line, none is NOT_FOUND") {
   Fixture f;
   f.AddRun("r", v1::RUN_STATUS_FAILED);
   REQUIRE(f.Push({f.Line(0, kOut, 0, 1, "loading"), f.Line(0, kErr, 0, 2, "warming up"),

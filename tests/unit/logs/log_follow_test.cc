@@ -121,7 +121,7 @@ TEST_CASE("follow of an attempt that has ended sends what is stored and ends") {
 }
 
 TEST_CASE(
-    "follow with tail starts after the last lines; a gap that outlasts the timeout is skipped") {
+    "follow with tail starts after the last lines, a gap that outlasts the timeout is skipped") {
   LogHandlerOptions o;
   o.gap_timeout = absl::Seconds(30);
   Fixture f(o);

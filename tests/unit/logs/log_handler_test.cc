@@ -45,7 +45,7 @@ TEST_CASE("push stores a batch, acks its watermarks, and does not store a resent
   CHECK((*stored)[0].node_name() == "node-x");
 }
 
-TEST_CASE("push is for system keys; a malformed batch is INVALID_ARGUMENT naming the field") {
+TEST_CASE("push is for system keys, a malformed batch is INVALID_ARGUMENT naming the field") {
   Fixture f;
   v1::LogBatch batch;
   *batch.add_lines() = f.Line(0, kOut, 0, 1, "a");
@@ -76,7 +76,7 @@ TEST_CASE("push is for system keys; a malformed batch is INVALID_ARGUMENT naming
   CHECK(f.stores.logs->ReadLogs({.run_id = "id-r"})->empty());
 }
 
-TEST_CASE("get orders by time, ties by rank, stream and sequence; filters by rank and node rank") {
+TEST_CASE("get orders by time, ties by rank, stream and sequence, filters by rank and node rank") {
   Fixture f;
   f.AddRun("r", v1::RUN_STATUS_RUNNING);
   REQUIRE(f.Push({f.Line(3, kOut, 0, 5, "r3-a"), f.Line(0, kErr, 0, 5, "r0-err"),
@@ -128,7 +128,7 @@ TEST_CASE("get reads the latest attempt by default, the one before with previous
   CHECK(st.message().find("no attempt before") != std::string::npos);
 }
 
-TEST_CASE("a failed run shows its first failed rank by default; a rank filter overrides it") {
+TEST_CASE("a failed run shows its first failed rank by default, a rank filter overrides it") {
   Fixture f;
   auto d = f.AddRun("r", v1::RUN_STATUS_FAILED, 1);
   d.mutable_attempts(1)->set_first_failed_rank(2);
@@ -169,7 +169,7 @@ TEST_CASE("a failed run shows its first failed rank by default; a rank filter ov
   CHECK(f.Texts(failed) == Texts{"s1"});
 }
 
-TEST_CASE("tail shows the last lines; pages join up across many streams") {
+TEST_CASE("tail shows the last lines, pages join up across many streams") {
   Fixture f;
   f.AddRun("r", v1::RUN_STATUS_COMPLETED);
   std::vector<v1::LogLine> lines;
@@ -192,7 +192,7 @@ TEST_CASE("tail shows the last lines; pages join up across many streams") {
   CHECK(absl::IsInvalidArgument(f.Get(negative, &out)));
 }
 
-TEST_CASE("other users' runs are not found; admins and system keys read every run") {
+TEST_CASE("other users' runs are not found, admins and system keys read every run") {
   Fixture f;
   f.AddRun("r", v1::RUN_STATUS_RUNNING);
   REQUIRE(f.Push({f.Line(0, kOut, 0, 1, "secret")}).ok());

@@ -107,7 +107,7 @@ TEST_CASE("submit rejects bad specs and specs that cannot fit, creating nothing"
   CHECK(f.stores.runs->ListRuns({})->empty());
 }
 
-TEST_CASE("users see and stop only their own runs; admins see all") {
+TEST_CASE("users see and stop only their own runs, admins see all") {
   Fixture f;
   v1::Run mine = f.Submit(f.alice, "mine");
   f.Submit(f.bob, "theirs");

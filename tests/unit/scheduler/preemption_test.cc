@@ -74,7 +74,7 @@ TEST_CASE("Preemption: the fewest GPUs, then the newest victim", "[placement][pr
   CHECK(placer.IsPlaced("four"));
 }
 
-TEST_CASE("Preemption: fewest GPUs beats lowest priority; lowest priority breaks ties",
+TEST_CASE("Preemption: fewest GPUs beats lowest priority, lowest priority breaks ties",
           "[placement][preemption]") {
   {
     Placer placer(ClusterState{{Node("n1")},
@@ -197,7 +197,7 @@ TEST_CASE("Preemption: a gang that cannot clear enough nodes does not stop small
   CHECK(alone.placements[0].run_id == "one");
 }
 
-TEST_CASE("Preemption: a victim can be preempted once; lower priorities wait their turn",
+TEST_CASE("Preemption: a victim can be preempted once, lower priorities wait their turn",
           "[placement][preemption]") {
   Placer placer(ClusterState{
       {Node("n1")}, {Holding("victim", kLowest, true, 1, {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}})}});

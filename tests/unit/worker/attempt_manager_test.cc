@@ -30,9 +30,11 @@ struct Fixture {
     fs::remove_all(state);
   }
   std::unique_ptr<AttemptManager> New() {
+    AttemptManagerOptions options;
+    options.state_dir = state;
+    options.node_name = "n1";
     return std::make_unique<AttemptManager>(
-        AttemptManagerOptions{.state_dir = state, .node_name = "n1"}, SystemClock::Shared(),
-        [this](const RankOutput& o) { watched.push_back(o); },
+        options, SystemClock::Shared(), [this](const RankOutput& o) { watched.push_back(o); },
         [this](const RankOutput& o) { done.push_back(o); });
   }
   // Polls until an update with `phase` arrives; returns every update seen.
@@ -106,7 +108,7 @@ TEST_CASE("a start that cannot work is reported as START_FAILED, and nothing run
   CHECK(f.manager->running_ranks() == 0);
 }
 
-TEST_CASE("stop terminates the ranks' groups; KillAll fences at once") {
+TEST_CASE("stop terminates the ranks' groups, KillAll fences at once") {
   Fixture f;
   REQUIRE(f.manager->Start(Start("sleep 100 & wait")).ok());
   CHECK(f.manager->running_ranks() == 2);

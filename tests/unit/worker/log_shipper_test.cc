@@ -74,12 +74,14 @@ struct Folder {
   }
   ~Folder() { fs::remove_all(dir); }
   RankOutput Rank(int rank) {
-    return {"run-1",
-            0,
-            1,
-            rank,
-            absl::StrCat(dir, "/rank-", rank, ".stdout"),
-            absl::StrCat(dir, "/rank-", rank, ".stderr")};
+    RankOutput out;
+    out.run_id = "run-1";
+    out.resumption_index = 0;
+    out.node_rank = 1;
+    out.rank = rank;
+    out.stdout_path = absl::StrCat(dir, "/rank-", rank, ".stdout");
+    out.stderr_path = absl::StrCat(dir, "/rank-", rank, ".stderr");
+    return out;
   }
 };
 

@@ -68,7 +68,7 @@ TEST_CASE("the lowest rank's newest record goes out, at most once per interval")
   CHECK(f.watcher.Poll().empty());  // nothing new
 }
 
-TEST_CASE("a partial line waits for its end; other lines are skipped, not fatal") {
+TEST_CASE("a partial line waits for its end, other lines are skipped, not fatal") {
   Fixture f;
   f.watcher.Watch(f.Rank(0));
   const std::string record = Fixture::Record(7, 1.5);

@@ -57,7 +57,7 @@ TEST_CASE("each local rank gets every variable of the design") {
   CHECK((*specs)[0].env.at("CUDA_VISIBLE_DEVICES") == "4");
 }
 
-TEST_CASE("CPU-only ranks get no CUDA_VISIBLE_DEVICES; simulated GPUs are marked") {
+TEST_CASE("CPU-only ranks get no CUDA_VISIBLE_DEVICES, simulated GPUs are marked") {
   v1::StartAttempt s = Start();
   s.clear_gpu_indices();
   auto cpu = BuildRankSpecs(s, PathsFor("/s", "run-1", 0), false);

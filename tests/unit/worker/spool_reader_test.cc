@@ -28,7 +28,7 @@ std::vector<SpoolLine> ReadAll(SpoolReader& r, bool final = false) {
   return out;
 }
 
-TEST_CASE("a missing spool reads as empty; complete lines come numbered, partial ones wait") {
+TEST_CASE("a missing spool reads as empty, complete lines come numbered, partial ones wait") {
   Spool s;
   SpoolReader r(s.path, {});
   CHECK(ReadAll(r).empty());

@@ -31,7 +31,7 @@ struct State {
   }
 };
 
-TEST_CASE("finished, shipped, old attempt folders are removed; nothing else is") {
+TEST_CASE("finished, shipped, old attempt folders are removed, nothing else is") {
   State s;
   const std::string done = s.Attempt("run-a", 0, /*shipped=*/true);
   const std::string unshipped = s.Attempt("run-b", 0, /*shipped=*/false);

@@ -15,7 +15,8 @@ namespace tessera::engine {
 // does not reach.
 void SetComputeThreads(int threads);
 
-// FLOP/s of square fp32 matrix products of size `n` on `threads` threads, over ~`seconds`.
+// FLOP/s of square fp32 matrix products of size `n` on `threads` threads: the best of short
+// intervals over ~`seconds`.
 double MeasureMatmulFlops(int threads, int n, double seconds);
 
 // The node's CPU peak from `cache_path`, measured and stored there when absent.

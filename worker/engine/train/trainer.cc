@@ -414,6 +414,13 @@ void Trainer::Report(const StepResult& result, double step_seconds) {
 
 absl::Status Trainer::Run() {
   if (step_ >= total_steps_) {
+    // Said to the worker too, so that the run shows where it stands and what it resumed from.
+    ProgressRecord r;
+    r.step = step_;
+    r.total_steps = total_steps_;
+    r.resumed_from_step = resumed_from_step_;
+    r.time = UnixNow();
+    progress_->Report(r);
     if (ctx_.rank == 0)
       spdlog::info("already trained {} of {} steps: nothing to do", step_, total_steps_);
     return absl::OkStatus();

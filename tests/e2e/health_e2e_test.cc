@@ -1,0 +1,177 @@
+// Detection and remediation end to end, all real: PostgreSQL, tessera-server, three
+// tessera-worker daemons that allow fault injection, tessera-train on two of them. A fault is
+// injected into a node of the training run; the platform must find it, take the node out and
+// resume the run from its latest checkpoint on the two healthy nodes, without anyone stepping in.
+// Each case prints the seconds from the injection to the first step after resuming.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "tests/integration/worker/local_cluster.h"
+
+namespace tessera::testing {
+namespace {
+
+// Test intervals: a 3 s lease, a 2 s stop grace, short canaries, two low-MFU reports.
+const std::vector<std::string> kServerFlags = {
+    "--stop-grace-seconds",     "2",  "--canary-compute-seconds", "0.3",
+    "--canary-timeout-seconds", "10", "--canary-sizes",           "1MiB,4MiB",
+    "--mfu-drop-reports",       "2"};
+
+struct Scenario {
+  LocalCluster c{kServerFlags};
+  std::string shared = c.marks_dir() + "/shared";
+
+  Scenario() {
+    for (const char* n : {"node-a", "node-b", "node-c"}) {
+      c.StartWorker(
+          n, 2,
+          {"--allow-fault-injection", "--rank-env",
+           absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin"), "--rank-env",
+           "TESSERA_SHARED_DIR=" + shared, "--rank-env", "TESSERA_CACHE_DIR=" + shared + "/cache"});
+    }
+  }
+  ShellResult Mcli(const std::string& args) { return c.Mcli(args); }
+  // examples/gpt-tiny.yaml, long enough not to finish, with a checkpoint every 10 batches.
+  std::string Submit(double mfu_threshold, int batches = 100000) {
+    std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/gpt-tiny.yaml");
+    std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    yaml = absl::StrReplaceAll(
+        yaml,
+        {{"max_duration: 150ba", absl::StrCat("max_duration: ", batches, "ba")},
+         {"save_interval: 25ba", "save_interval: 10ba"},
+         {"  max_retries: 5\n",
+          absl::StrCat(
+              "  max_retries: 5\n  hang_timeout: 4\n",
+              mfu_threshold > 0 ? absl::StrCat("  mfu_threshold: ", mfu_threshold, "\n") : "")}});
+    const std::string path = absl::StrCat(c.marks_dir(), "/run-", ++submitted, ".yaml");
+    std::ofstream(path) << yaml;
+    ShellResult r = Mcli("run -f " + path);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return std::string(absl::StripAsciiWhitespace(r.output));
+  }
+  v1::Run WaitForStep(const std::string& name, int64_t step, int resumption = 0) {
+    v1::Run run;
+    for (int i = 0; i < 2400; ++i) {
+      run = c.client->Get(name);
+      if (run.resumption_index() == resumption && run.status() == v1::RUN_STATUS_RUNNING &&
+          run.progress().step() >= step) {
+        return run;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL("run " << name << " did not reach step " << step << " of attempt " << resumption
+                << " (at step " << run.progress().step() << ", attempt " << run.resumption_index()
+                << ", " << v1::RunStatus_Name(run.status()) << ")");
+    return run;
+  }
+  int submitted = 0;
+};
+
+// A threshold between normal training and a slowed node's: half the MFU this machine reaches.
+double CalibratedMfuThreshold(Scenario& s) {
+  const std::string name = s.Submit(0, 60);
+  v1::Run run = s.c.client->WaitForStatus(name, v1::RUN_STATUS_COMPLETED, absl::Seconds(120));
+  std::printf("calibration: gpt-tiny on 2 nodes x 2 ranks reaches MFU %.2f%%\n",
+              100 * run.progress().mfu());
+  REQUIRE(run.progress().mfu() > 0);
+  return run.progress().mfu() / 2;
+}
+
+struct Outcome {
+  v1::Run run;
+  std::string victim;
+  double seconds_to_resume = 0;
+  std::string described;
+};
+
+// Trains until a checkpoint is committed, injects `kind` into the run's second node, and waits
+// for the first step of the resumed attempt.
+Outcome InjectAndResume(Scenario& s, const std::string& name, const std::string& kind) {
+  v1::Run before = s.WaitForStep(name, 25);
+  REQUIRE(before.nodes_size() == 2);
+  Outcome out;
+  out.victim = before.nodes(1).node_name();
+  const double loss_before = before.progress().loss();
+  const absl::Time injected = absl::Now();
+  ShellResult r = s.Mcli("admin inject-fault " + out.victim + " --kind " + kind);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (int i = 0; i < 1200; ++i) {  // 60 s
+    out.run = s.c.client->Get(name);
+    if (out.run.resumption_index() == 1 && out.run.status() == v1::RUN_STATUS_RUNNING &&
+        out.run.progress().resumed_from_step() > 0 &&
+        out.run.progress().step() > out.run.progress().resumed_from_step()) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  out.seconds_to_resume = absl::ToDoubleSeconds(absl::Now() - injected);
+  out.described = s.Mcli("describe run " + name).output;
+  INFO(out.described);
+  REQUIRE(out.run.resumption_index() == 1);
+  REQUIRE(out.run.progress().step() > out.run.progress().resumed_from_step());
+  std::printf("%s: %.1f s from injection to the first step after resuming (from step %lld)\n",
+              kind.c_str(), out.seconds_to_resume,
+              static_cast<long long>(out.run.progress().resumed_from_step()));
+  // Resumed from a committed checkpoint, on the two healthy nodes, its loss continuing.
+  CHECK(out.run.progress().resumed_from_step() % 10 == 0);
+  CHECK(out.run.progress().resumed_from_step() >= 20);
+  REQUIRE(out.run.nodes_size() == 2);
+  for (const auto& n : out.run.nodes()) CHECK(n.node_name() != out.victim);
+  CHECK(out.run.progress().loss() < loss_before + 0.5);
+  CHECK(out.run.progress().loss() < 6.0);  // ln(1024) = 6.9 is where training starts from
+  CHECK(out.seconds_to_resume < 60);
+  return out;
+}
+
+TEST_CASE("a slow node: the MFU drop starts a sweep that finds and cordons it", "[e2e]") {
+  Scenario s;
+  const double threshold = CalibratedMfuThreshold(s);
+  const std::string name = s.Submit(threshold);
+  Outcome o = InjectAndResume(s, name, "slow:0.3");
+  CHECK(s.c.Node(o.victim).admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
+  CHECK(absl::StrContains(s.c.Node(o.victim).status_reason(), "compute"));
+  CHECK(std::regex_search(o.described, std::regex("STRAGGLER +MFU_DROP")));
+  ShellResult sweeps = s.Mcli("get sweeps");
+  CHECK(absl::StrContains(sweeps.output, "MFU_DROP"));
+  CHECK(absl::StrContains(sweeps.output, o.victim));
+}
+
+TEST_CASE("an XID error: the GPU probe's report cordons the node at once", "[e2e]") {
+  Scenario s;
+  const std::string name = s.Submit(0);
+  Outcome o = InjectAndResume(s, name, "xid");
+  CHECK(s.c.Node(o.victim).admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
+  CHECK(absl::StrContains(s.c.Node(o.victim).status_reason(), "XID 79"));
+  CHECK(std::regex_search(o.described, std::regex("GPU_FAULT +GPU_PROBE")));
+  ShellResult health = s.Mcli("get health --node " + o.victim);
+  CHECK(absl::StrContains(health.output, "GPU_FAULT"));
+}
+
+TEST_CASE("a crashed node: its lease lapses and the run moves on", "[e2e]") {
+  Scenario s;
+  const std::string name = s.Submit(0);
+  Outcome o = InjectAndResume(s, name, "crash");
+  CHECK(s.c.Node(o.victim).liveness() == v1::NODE_LIVENESS_LOST);
+  CHECK(std::regex_search(o.described, std::regex("NODE_FAILURE +LEASE_EXPIRY")));
+}
+
+TEST_CASE("a hung node: its rank is named, the node cordoned, the run resumed", "[e2e]") {
+  Scenario s;
+  const std::string name = s.Submit(0);
+  Outcome o = InjectAndResume(s, name, "hang");
+  CHECK(s.c.Node(o.victim).admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
+  CHECK(std::regex_search(o.described, std::regex("HANG +HANG_TIMEOUT")));
+  CHECK(std::regex_search(o.described, std::regex("rank [0-9]+ of run [^ ]+ \\(attempt 0\\) on " +
+                                                  o.victim + " made no progress")));
+}
+
+}  // namespace
+}  // namespace tessera::testing

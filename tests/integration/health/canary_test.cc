@@ -1,0 +1,75 @@
+// tessera-canary as the worker runs it: real processes, Gloo over loopback.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "tests/integration/control_plane/control_plane.h"
+#include "tests/integration/engine/engine_job.h"
+#include "worker/canary/canary_result.h"
+
+namespace tessera::testing {
+namespace {
+
+struct Ran {
+  int exit_code = -1;
+  v1::HealthCheckResult result;
+  std::string output;
+};
+
+Ran RunCanary(const std::string& args) {
+  ShellResult r = RunShell(BinaryPath("tessera-canary") + " " + args + " 2>/dev/null");
+  Ran ran;
+  ran.exit_code = r.exit_code;
+  ran.output = r.output;
+  auto parsed = canary::ResultFromJsonLine(r.output);
+  if (parsed.ok()) ran.result = *parsed;
+  return ran;
+}
+
+TEST_CASE("an all-reduce canary between two processes checks the data and measures busbw") {
+  const int port = FreePort();
+  const std::string common = absl::StrCat(" --world 2 --master-addr 127.0.0.1 --master-port ", port,
+                                          " --sizes 1MiB,4MiB --timeout 60");
+  Ran r0, r1;
+  std::thread t([&] { r1 = RunCanary("allreduce --rank 1" + common); });
+  r0 = RunCanary("allreduce --rank 0" + common);
+  t.join();
+  for (const Ran* r : {&r0, &r1}) {
+    INFO(r->output);
+    CHECK(r->exit_code == 0);
+    CHECK(r->result.verdict() == v1::HEALTH_VERDICT_PASSED);
+    CHECK(r->result.kind() == v1::HEALTH_CHECK_KIND_ALLREDUCE);
+    REQUIRE(r->result.samples_size() == 2);
+    CHECK(r->result.samples(1).payload_bytes() == 4 << 20);
+    CHECK(r->result.samples(1).busbw_gbps() > 0);
+    // nccl-tests' relation for 2 ranks: busbw = algbw * 2(n-1)/n = algbw.
+    CHECK(r->result.samples(1).busbw_gbps() == Approx(r->result.samples(1).algbw_gbps()));
+  }
+}
+
+TEST_CASE("a partner that never comes is a timeout, with its exit code") {
+  const Ran r = RunCanary(absl::StrCat("allreduce --rank 0 --world 2 --master-addr 127.0.0.1 ",
+                                       "--master-port ", FreePort(), " --timeout 2"));
+  INFO(r.output);
+  CHECK(r.exit_code == canary::kExitTimeout);
+  CHECK(r.result.verdict() == v1::HEALTH_VERDICT_TIMEOUT);
+  CHECK(r.result.error() == "did not finish within 2 s");
+}
+
+TEST_CASE("the compute stress test measures and compares with the expected rate") {
+  Ran r = RunCanary("compute --seconds 0.3");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.result.kind() == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  CHECK(r.result.compute_tflops() > 0);
+  r = RunCanary("compute --seconds 0.2 --expected-tflops 1000");  // no CPU does a petaflop
+  CHECK(r.exit_code == canary::kExitBelowThreshold);
+  CHECK(r.result.verdict() == v1::HEALTH_VERDICT_SLOW);
+  CHECK(RunShell(BinaryPath("tessera-canary") + " allreduce --rank 0 --world 2 --sizes 7XB")
+            .exit_code == canary::kExitUsage);
+}
+
+}  // namespace
+}  // namespace tessera::testing

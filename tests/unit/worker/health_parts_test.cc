@@ -1,0 +1,274 @@
+// The worker's parts of the health loop: the process throttle on real processes, fault
+// injection's rules, the canary command lines, NVML probing through a fake driver, and hang
+// detection on real progress files.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "worker/daemon/canary_runner.h"
+#include "worker/daemon/fault_injector.h"
+#include "worker/daemon/process_throttle.h"
+#include "worker/daemon/progress_watcher.h"
+#include "worker/engine/train/progress_reporter.h"
+#include "worker/gpu/gpu_probe.h"
+
+namespace tessera::worker {
+namespace {
+namespace fs = std::filesystem;
+
+// A child in its own process group that burns CPU until killed.
+pid_t Spinner() {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    volatile unsigned long x = 0;
+    for (;;) x = x + 1;
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+double CpuSeconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = s.rfind(')');
+  std::istringstream rest(s.substr(close + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15; ++i) {
+    rest >> field;
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
+char State(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  return s[s.rfind(')') + 2];
+}
+
+TEST_CASE("the throttle really slows a process group, stops it for a hang, and lets it go") {
+  const pid_t free_pid = Spinner(), slow_pid = Spinner();
+  {
+    ProcessThrottle throttle([&] { return std::vector<pid_t>{slow_pid}; }, absl::Milliseconds(20));
+    throttle.SetFactor(0.25);
+    const double free0 = CpuSeconds(free_pid), slow0 = CpuSeconds(slow_pid);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const double free_used = CpuSeconds(free_pid) - free0, slow_used = CpuSeconds(slow_pid) - slow0;
+    INFO("free " << free_used << " s, throttled " << slow_used << " s");
+    CHECK(slow_used < 0.5 * free_used);  // 0.25 of the time, give or take scheduling
+    CHECK(slow_used > 0.05 * free_used);
+    throttle.SetFactor(0);  // hang
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(State(slow_pid) == 'T');
+    throttle.SetFactor(1);  // clear
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(State(slow_pid) != 'T');
+    throttle.SetFactor(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }  // the destructor lets everything run again
+  CHECK(State(slow_pid) != 'T');
+  for (pid_t p : {free_pid, slow_pid}) {
+    ::kill(-p, SIGKILL);
+    waitpid(p, nullptr, 0);
+  }
+}
+
+TEST_CASE("fault injection: refused without permission, XIDs only into simulated GPUs") {
+  SimulatedGpuProbe gpus;
+  ProcessThrottle throttle([] { return std::vector<pid_t>{}; });
+  absl::Duration dropped = absl::ZeroDuration();
+  FaultTargets targets{.simulated_gpus = &gpus,
+                       .gpu_count = 2,
+                       .throttle = &throttle,
+                       .drop_network = [&](absl::Duration d) { dropped = d; },
+                       .crash = [] { FAIL("no crash in this test"); }};
+  v1::InjectFault xid;
+  xid.set_kind(v1::FAULT_KIND_XID);
+  xid.set_gpu_index(1);
+  CHECK(FaultInjector(false, "n1", targets).Inject(xid).code() ==
+        absl::StatusCode::kFailedPrecondition);
+  FaultInjector injector(true, "n1", targets);
+  REQUIRE(injector.Inject(xid).ok());
+  auto faults = gpus.Poll();
+  REQUIRE(faults.size() == 1);
+  CHECK(faults[0].kind() == v1::GPU_FAULT_KIND_XID);
+  CHECK(faults[0].xid() == 79);
+  CHECK(faults[0].injected());
+  CHECK(faults[0].gpu_index() == 1);
+  CHECK(gpus.Poll().empty());  // reported once
+  xid.set_gpu_index(2);
+  CHECK(injector.Inject(xid).code() == absl::StatusCode::kInvalidArgument);
+  v1::InjectFault slow;
+  slow.set_kind(v1::FAULT_KIND_SLOW);
+  slow.set_factor(1.5);
+  CHECK(injector.Inject(slow).message().find("factor: a slow node keeps a fraction") == 0);
+  slow.set_factor(0.3);
+  REQUIRE(injector.Inject(slow).ok());
+  CHECK(throttle.factor() == 0.3);
+  v1::InjectFault clear;
+  clear.set_kind(v1::FAULT_KIND_CLEAR);
+  REQUIRE(injector.Inject(clear).ok());
+  CHECK(throttle.factor() == 1.0);
+  v1::InjectFault net;
+  net.set_kind(v1::FAULT_KIND_NETDROP);
+  REQUIRE(injector.Inject(net).ok());
+  CHECK(dropped == absl::Seconds(30));
+  FaultTargets real = targets;
+  real.simulated_gpus = nullptr;
+  CHECK(FaultInjector(true, "n1", real).Validate(xid).code() ==
+        absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("canary command lines, and bad requests refused before anything runs") {
+  v1::StartCanary c;
+  c.set_kind(v1::HEALTH_CHECK_KIND_ALLREDUCE);
+  c.add_group("a");
+  c.add_group("b");
+  c.set_rank(1);
+  c.set_master_addr("10.0.0.1");
+  c.set_master_port(39001);
+  c.add_payload_bytes(1 << 20);
+  c.add_payload_bytes(4 << 20);
+  c.mutable_timeout()->set_seconds(20);
+  auto args = CanaryRunner::Arguments(c);
+  REQUIRE(args.ok());
+  CHECK(*args == std::vector<std::string>{"allreduce", "--rank", "1", "--world", "2",
+                                          "--master-addr", "10.0.0.1", "--master-port", "39001",
+                                          "--timeout", "20", "--sizes", "1048576,4194304"});
+  c.set_rank(2);
+  CHECK(CanaryRunner::Arguments(c).status().message() ==
+        "start_canary.rank: 2 is not in a group of 2");
+  v1::StartCanary compute;
+  compute.set_kind(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  compute.set_seconds(0.5);
+  CHECK(*CanaryRunner::Arguments(compute) ==
+        std::vector<std::string>{"compute", "--seconds", "0.5", "--timeout", "60"});
+}
+
+TEST_CASE("the NVML probe reports each fault once, as it appears") {
+  unsigned long long ecc = 0, reasons = 0;
+  bool remap_failure = false, lost = false;
+  std::vector<std::pair<unsigned, unsigned long long>> xids;
+  NvmlApi api;
+  api.device_handle = [&](unsigned i, void** d) {
+    *d = reinterpret_cast<void*>(static_cast<uintptr_t>(i + 1));
+    return lost && i == 1 ? kNvmlErrorGpuIsLost : 0;
+  };
+  api.uncorrected_ecc = [&](void*, unsigned long long* c) {
+    *c = ecc;
+    return 0;
+  };
+  api.remapped_rows = [&](void*, bool* p, bool* f) {
+    *p = false;
+    *f = remap_failure;
+    return 0;
+  };
+  api.throttle_reasons = [&](void*, unsigned long long* r) {
+    *r = reasons;
+    return 0;
+  };
+  api.next_xid_event = [&](unsigned* dev, unsigned long long* xid) {
+    if (xids.empty()) return 1;
+    *dev = xids.front().first;
+    *xid = xids.front().second;
+    xids.erase(xids.begin());
+    return 0;
+  };
+  NvmlGpuProbe probe(api, 2, "g1");
+  CHECK(probe.Poll().empty());
+  ecc = 2;
+  xids.push_back({1, 48});
+  auto faults = probe.Poll();
+  REQUIRE(faults.size() == 3);  // ECC on both GPUs (the fake shares the count) and the XID
+  CHECK(faults[0].kind() == v1::GPU_FAULT_KIND_ECC_UNCORRECTABLE);
+  CHECK(faults[2].kind() == v1::GPU_FAULT_KIND_XID);
+  CHECK(faults[2].xid() == 48);
+  CHECK(faults[2].gpu_index() == 1);
+  CHECK(probe.Poll().empty());
+  reasons = kThrottleHwThermal;
+  remap_failure = true;
+  faults = probe.Poll();
+  CHECK(faults.size() == 4);  // thermal and remap failure on each GPU
+  CHECK(probe.Poll().empty());
+  lost = true;
+  faults = probe.Poll();
+  REQUIRE(faults.size() == 1);
+  CHECK(faults[0].kind() == v1::GPU_FAULT_KIND_FELL_OFF_BUS);
+  CHECK(faults[0].gpu_index() == 1);
+  CHECK(probe.Poll().empty());
+}
+
+TEST_CASE("a rank that stops reporting is hung, one waiting in a collective only later") {
+  std::string tmpl = (fs::temp_directory_path() / "hang_test.XXXXXX").string();
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  auto clock = std::make_shared<FakeClock>();
+  ProgressWatcher watcher(clock);
+  auto rank = [&](int r) {
+    RankOutput o;
+    o.run_id = "run-h";
+    o.resumption_index = 0;
+    o.rank = r;
+    o.progress_path = tmpl + "/rank-" + std::to_string(r) + ".progress";
+    o.hang_timeout = absl::Seconds(10);
+    return o;
+  };
+  engine::ProgressReporter r0(rank(0).progress_path), r1(rank(1).progress_path);
+  watcher.Watch(rank(0));
+  watcher.Watch(rank(1));
+  engine::ProgressRecord rec;
+  rec.step = 7;
+  r0.Report(rec);
+  r1.Report(rec);
+  watcher.Poll();
+  r1.MarkWaiting(true);  // rank 1 waits for rank 0, which is stuck in its own work
+  clock->Advance(absl::Seconds(9));
+  CHECK(watcher.TakeHangs().empty());
+  clock->Advance(absl::Seconds(2));
+  auto hangs = watcher.TakeHangs();
+  REQUIRE(hangs.size() == 1);
+  CHECK(hangs[0].rank() == 0);
+  CHECK_FALSE(hangs[0].in_collective());
+  CHECK(hangs[0].last_step() == 7);
+  CHECK(hangs[0].seconds_without_progress() == Approx(11));
+  CHECK(watcher.TakeHangs().empty());  // once per attempt
+  fs::remove_all(tmpl);
+}
+
+TEST_CASE("when every rank waits in a collective, the hang is reported at twice the timeout") {
+  std::string tmpl = (fs::temp_directory_path() / "hang_test.XXXXXX").string();
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  auto clock = std::make_shared<FakeClock>();
+  ProgressWatcher watcher(clock);
+  RankOutput o;
+  o.run_id = "run-w";
+  o.rank = 3;
+  o.progress_path = tmpl + "/rank-3.progress";
+  o.hang_timeout = absl::Seconds(5);
+  engine::ProgressReporter reporter(o.progress_path);
+  watcher.Watch(o);
+  engine::ProgressRecord rec;
+  rec.step = 1;
+  reporter.Report(rec);
+  watcher.Poll();
+  reporter.MarkWaiting(true);
+  clock->Advance(absl::Seconds(6));
+  CHECK(watcher.TakeHangs().empty());
+  clock->Advance(absl::Seconds(5));
+  auto hangs = watcher.TakeHangs();
+  REQUIRE(hangs.size() == 1);
+  CHECK(hangs[0].in_collective());
+  fs::remove_all(tmpl);
+}
+
+}  // namespace
+}  // namespace tessera::worker
