@@ -16,7 +16,7 @@ constexpr double kMadToSigma = 1.4826;
 bool Failed(v1::HealthVerdict v) { return v != v1::HEALTH_VERDICT_PASSED; }
 
 // Which values are far below the others' median, by the rules in anomaly.h.
-std::vector<bool> FarBelow(const std::vector<double>& values, const AnomalyConfig& c,
+std::vector<bool> FarBelow(const std::vector<double>& values, const AnomalyConfig& c, bool use_mad,
                            double* median_out, double* mad_out) {
   const double median = Median(values);
   const double mad = MedianAbsoluteDeviation(values, median);
@@ -28,7 +28,8 @@ std::vector<bool> FarBelow(const std::vector<double>& values, const AnomalyConfi
     const double v = values[i];
     if (spread) {
       const double sigma = kMadToSigma * mad;
-      slow[i] = v < c.slow_fraction * median && (sigma <= 0 || median - v > c.mad_k * sigma);
+      slow[i] =
+          v < c.slow_fraction * median && (!use_mad || sigma <= 0 || median - v > c.mad_k * sigma);
     } else {
       slow[i] = v < c.small_group_fraction * median;
     }
@@ -36,11 +37,11 @@ std::vector<bool> FarBelow(const std::vector<double>& values, const AnomalyConfi
   return slow;
 }
 
-// Each node's measurement over the median of the (up to) two measurements of other nodes taken
-// just before and the two just after it, when some node was measured more than once; empty
-// otherwise (one measurement each: nothing to correct for). Of a node's measurements, the one
-// whose neighbours agree best (the smallest max/min among them) counts: at the edge of a change
-// of the machine's speed, neighbours from both sides would blur the comparison.
+// When some node was measured more than once, one after another (nodes sharing a machine): each
+// node's best ratio of a measurement to the median of the (up to) two measurements of other nodes
+// taken just before and the two just after it. Empty otherwise (nothing to correct for). A dip
+// of the machine's own speed slows a measurement's neighbours too, so it cancels out; a node
+// that is really slow is slow beside every neighbour, so even its best ratio stays low.
 std::map<std::string, double> RelativeToNeighbours(
     const std::vector<v1::HealthCheckResult>& results, const std::vector<std::string>& nodes) {
   struct Measurement {
@@ -64,7 +65,7 @@ std::map<std::string, double> RelativeToNeighbours(
   if (!repeated || nodes.size() < 2) return {};
   std::stable_sort(all.begin(), all.end(),
                    [](const Measurement& a, const Measurement& b) { return a.nanos < b.nanos; });
-  std::map<std::string, std::pair<double, double>> best;  // node -> (neighbour spread, ratio)
+  std::map<std::string, double> best;
   for (size_t i = 0; i < all.size(); ++i) {
     std::vector<double> around;
     int before = 0, after = 0;
@@ -81,18 +82,11 @@ std::map<std::string, double> RelativeToNeighbours(
       }
     }
     if (around.empty()) continue;
-    const auto [lo, hi] = std::minmax_element(around.begin(), around.end());
-    const double spread = *lo > 0 ? *hi / *lo : 1e9;
     const double ratio = all[i].tflops / Median(around);
-    auto it = best.find(all[i].node);
-    if (it == best.end() || spread < it->second.first ||
-        (spread == it->second.first && ratio > it->second.second)) {
-      best[all[i].node] = {spread, ratio};
-    }
+    double& b = best[all[i].node];
+    b = std::max(b, ratio);
   }
-  std::map<std::string, double> relative;
-  for (const auto& [node, b] : best) relative[node] = b.second;
-  return relative;
+  return best;
 }
 
 }  // namespace
@@ -158,33 +152,33 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
     measured.push_back(node);
     rates.push_back(r.compute_tflops());
   }
-  // Nodes measured one after another (several passes of nodes sharing a machine) are compared
-  // with the nodes measured just before and after them: the machine's own changes of speed
-  // during the sweep then cancel out. Nodes measured once, at once, are compared with the median.
+  // Nodes measured one after another (several passes of nodes sharing a machine) must also be
+  // slow beside the nodes measured just before and after them, which replaces the MAD guard:
+  // the machine's own changes of speed during the sweep would otherwise condemn whichever node
+  // they fell on.
   const auto relative = RelativeToNeighbours(results, measured);
   if (measured.size() >= 2) {
-    std::vector<double> figures = relative.empty() ? rates : std::vector<double>{};
-    for (const auto& node : measured) {
-      if (!relative.empty()) figures.push_back(relative.count(node) ? relative.at(node) : 0);
-    }
     double median = 0, mad = 0;
-    const auto slow = FarBelow(figures, config, &median, &mad);
+    const auto slow = FarBelow(rates, config, relative.empty(), &median, &mad);
     for (size_t i = 0; i < measured.size(); ++i) {
       if (!slow[i]) continue;
-      const double fraction = median > 0 ? figures[i] / median : 0;
-      const std::string against =
-          relative.empty()
-              ? absl::StrFormat("the median %.3g of %d nodes (MAD %.3g)", median, measured.size(),
-                                mad)
-              : absl::StrFormat("the nodes measured beside it (median of %d nodes %.2f, MAD %.3g)",
-                                measured.size(), median, mad);
-      condemn(measured[i], v1::HEALTH_VERDICT_SLOW,
-              absl::StrFormat("%s: compute %.3g TFLOP/s, %.2f x %s", measured[i], rates[i],
-                              fraction, against),
-              {{"compute_tflops", rates[i]},
-               {relative.empty() ? "peer_median_tflops" : "peer_median_relative", median},
-               {relative.empty() ? "peer_mad_tflops" : "peer_mad_relative", mad},
-               {"fraction_of_median", fraction}});
+      const double fraction = median > 0 ? rates[i] / median : 0;
+      std::map<std::string, double> evidence = {{"compute_tflops", rates[i]},
+                                                {"peer_median_tflops", median},
+                                                {"peer_mad_tflops", mad},
+                                                {"fraction_of_median", fraction}};
+      std::string finding =
+          absl::StrFormat("%s: compute %.3g TFLOP/s, %.2f x the median %.3g of %d nodes (MAD %.3g)",
+                          measured[i], rates[i], fraction, median, measured.size(), mad);
+      if (!relative.empty()) {
+        const auto it = relative.find(measured[i]);
+        const double beside = it == relative.end() ? 0 : it->second;
+        if (beside >= config.neighbour_fraction) continue;  // a dip of the machine, not the node
+        evidence["fraction_of_neighbours"] = beside;
+        absl::StrAppend(
+            &finding, absl::StrFormat(", and at best %.2f x the nodes measured beside it", beside));
+      }
+      condemn(measured[i], v1::HEALTH_VERDICT_SLOW, std::move(finding), std::move(evidence));
     }
   }
 
@@ -227,7 +221,7 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
   }
   if (busbw.size() >= 2) {
     double median = 0, mad = 0;
-    const auto slow = FarBelow(busbw, config, &median, &mad);
+    const auto slow = FarBelow(busbw, config, true, &median, &mad);
     for (size_t i = 0; i < busbw.size(); ++i) {
       if (!slow[i]) continue;
       group_bad[measured_groups[i]] = true;

@@ -3,12 +3,13 @@
 // timed out or failed, or when its figures are far below its peers' median — robust statistics,
 // not a fixed number: the median and the median absolute deviation (MAD) of the sweep's nodes.
 //
-//   compute stress   value < slow_fraction * median, and (with 4 or more nodes) also more than
-//                    mad_k robust standard deviations (1.4826 * MAD) below the median. When
-//                    nodes were measured one after another in several passes (nodes sharing a
-//                    machine), each measurement is first divided by the median of the other
-//                    nodes' measurements just before and after it, and a node's figure is its
-//                    best such ratio: the machine's own changes of speed cancel out
+//   compute stress   a node's best measurement < slow_fraction * the median of the nodes' best,
+//                    and (with 4 or more nodes) also more than mad_k robust standard deviations
+//                    (1.4826 * MAD) below the median. When nodes were measured one after another
+//                    in several passes (nodes sharing a machine), the MAD guard is replaced by
+//                    a comparison in time: each measurement over the median of the other nodes'
+//                    measurements just before and after it; a node whose best such ratio reaches
+//                    neighbour_fraction is not slow (the machine's own speed dipped)
 //   all-reduce       the same on each group's busbw at its largest payload; a group failing or
 //                    slow implicates its members, and a member whose other group passed is
 //                    cleared (the ring gives every node two partners)
@@ -27,6 +28,7 @@ namespace tessera::health {
 struct AnomalyConfig {
   double slow_fraction = 0.85;
   double mad_k = 5.0;
+  double neighbour_fraction = 0.9;
   double small_group_fraction = 0.5;
   int min_nodes_for_spread = 4;
 };
