@@ -192,8 +192,11 @@ void WorkerDaemon::Crash() {
   // As a power loss would: the ranks, the canaries and the fence watchdog die with the worker,
   // nothing is reported, and the control plane finds out when the lease lapses.
   spdlog::error("injected crash: node {} goes down now", options_.node_name);
-  attempts_->KillAll();
-  for (pid_t g : canaries_->ProcessGroups()) ::kill(-g, SIGKILL);
+  // SIGKILL straight to the groups: no SIGTERM a rank could answer, and no exit the attempt
+  // manager could report before this process is gone.
+  auto groups = attempts_->RankProcessGroups();
+  for (pid_t g : canaries_->ProcessGroups()) groups.push_back(g);
+  for (pid_t g : groups) ::kill(-g, SIGKILL);
   if (watchdog_ > 0) ::kill(watchdog_, SIGKILL);
   ::_exit(137);
 }
