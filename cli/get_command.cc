@@ -8,7 +8,7 @@
 #include "cli/node_view.h"
 #include "cli/run_view.h"
 #include "cli/time_format.h"
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "services/common/utf8.h"
+#include "base/utf8.h"
 #include "tessera/v1/logs.grpc.pb.h"
 
 namespace tessera::cli {

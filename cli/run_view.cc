@@ -8,7 +8,7 @@
 #include "cli/names.h"
 #include "cli/table.h"
 #include "cli/time_format.h"
-#include "services/runs/spec/run_spec_parser.h"
+#include "runspec/run_spec_parser.h"
 
 namespace tessera::cli {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "cli/errors.h"
 #include "cli/names.h"
-#include "services/runs/spec/run_spec_parser.h"
+#include "runspec/run_spec_parser.h"
 
 namespace tessera::cli {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "cli/errors.h"
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 
 namespace tessera::cli {
 namespace {

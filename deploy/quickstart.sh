@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The quick start: installs what Tessera needs, builds it, starts a local cluster (PostgreSQL,
-# tessera-server and two workers with two simulated GPUs each; see deploy/cluster.sh), and trains
-# a tiny GPT on two nodes (examples/gpt-tiny.yaml), following its status and logs.
+# The quick start: installs what Tessera needs, builds the binaries it runs, starts a local
+# cluster (PostgreSQL, tessera-server and two workers with two simulated GPUs each; see
+# deploy/cluster.sh), and trains a tiny GPT on two nodes (examples/gpt-tiny.yaml), following its
+# status and logs. deploy/build.sh with no target (or deploy/test.sh) builds everything else:
+# the per-service binaries, tessera-gateway, the tests and the benchmarks.
 #
 #   deploy/quickstart.sh          start (or reuse) the cluster and run the sample job
 #   deploy/quickstart.sh down     stop everything it started
@@ -16,7 +18,10 @@ if [ "${1:-up}" = "down" ]; then
 fi
 
 deploy/install-deps.sh
-deploy/build.sh
+# Only what runs here: the control plane and the workers (deploy/cluster.sh), mcli, and what the
+# workers start: tessera-train and tessera-data (examples/gpt-tiny.yaml's command) and
+# tessera-canary (the health checks' canaries, e.g. mcli health sweep).
+deploy/build.sh tessera-server tessera-worker mcli tessera-train tessera-data tessera-canary
 deploy/cluster.sh up --workers "${TESSERA_WORKERS:-2}" --gpus-per-worker "${TESSERA_GPUS_PER_WORKER:-2}"
 
 echo

@@ -24,6 +24,7 @@ fi
 
 # The run spec parser's fuzzer, built with clang in its own tree, for a bounded time.
 export CCACHE_BASEDIR="$PWD"
+export CCACHE_NOHASHDIR=true
 if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DTESSERA_FUZZ_ONLY=ON >/dev/null
 fi

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "absl/strings/match.h"
-#include "services/runs/spec/run_spec_parser.h"
+#include "runspec/run_spec_parser.h"
 
 namespace {
 

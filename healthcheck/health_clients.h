@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "services/common/channel_ref.h"
+#include "services/common/system_client.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
@@ -40,11 +41,20 @@ class RunsApi {
   virtual absl::StatusOr<std::vector<v1::Run>> ListRunning() = 0;
 };
 
-std::shared_ptr<SchedulerApi> MakeGrpcSchedulerApi(std::shared_ptr<ChannelRef> channel,
-                                                   std::string system_key);
+// The health API's calls wait 15 s, but an eviction at least 30 s (it ends every attempt on the
+// node through the run manager) and a dispatch as long as the worker may take to answer (its
+// timeout_seconds, 10 when unset) plus 5 s.
+inline constexpr ServiceClientOptions kHealthClientOptions{.deadline = absl::Seconds(15)};
+
+// Over gRPC with a system API key.
+std::shared_ptr<SchedulerApi> MakeGrpcSchedulerApi(
+    std::shared_ptr<ChannelRef> channel, std::string system_key,
+    ServiceClientOptions options = kHealthClientOptions);
 std::shared_ptr<CordonApi> MakeGrpcCordonApi(std::shared_ptr<ChannelRef> channel,
-                                             std::string system_key);
+                                             std::string system_key,
+                                             ServiceClientOptions options = kHealthClientOptions);
 std::shared_ptr<RunsApi> MakeGrpcRunsApi(std::shared_ptr<ChannelRef> channel,
-                                         std::string system_key);
+                                         std::string system_key,
+                                         ServiceClientOptions options = kHealthClientOptions);
 
 }  // namespace tessera::health

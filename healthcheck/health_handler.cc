@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "healthcheck/gpu_faults.h"
+#include "base/status_macros.h"
+#include "base/timestamps.h"
+#include "proto/policy/gpu_faults.h"
 #include "services/common/rpc.h"
-#include "services/common/status_macros.h"
-#include "services/common/status_util.h"
 
 namespace tessera::health {
 
@@ -16,7 +16,7 @@ HealthHandler::HealthHandler(std::shared_ptr<store::HealthStore> store,
                              std::shared_ptr<SchedulerApi> scheduler,
                              std::shared_ptr<CordonApi> cordon, std::shared_ptr<RunsApi> runs,
                              std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
-                             std::function<uint64_t()> random, HealthConfig config)
+                             std::shared_ptr<Random> random, HealthConfig config)
     : store_(std::move(store)),
       scheduler_(std::move(scheduler)),
       cordon_(std::move(cordon)),
@@ -37,7 +37,7 @@ absl::StatusOr<std::map<std::string, v1::Node>> HealthHandler::NodesByName() {
 std::string HealthHandler::NewSweepId() {
   static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
   std::string id = "sw-";
-  uint64_t r = random_();
+  uint64_t r = random_->Next();
   for (int i = 0; i < 10; ++i, r /= 36) id.push_back(kDigits[r % 36]);
   return id;
 }

@@ -16,15 +16,15 @@
 #include <set>
 #include <string>
 
-#include "absl/random/bit_gen_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/clock.h"
+#include "base/random.h"
 #include "healthcheck/anomaly.h"
 #include "healthcheck/health_clients.h"
 #include "healthcheck/run_watch.h"
 #include "healthcheck/sweep_plan.h"
 #include "services/common/auth/principal.h"
-#include "services/common/clock.h"
 #include "services/common/idempotency.h"
 #include "services/store/health_store.h"
 #include "tessera/v1/health.grpc.pb.h"
@@ -56,7 +56,7 @@ class HealthHandler {
   HealthHandler(std::shared_ptr<store::HealthStore> store, std::shared_ptr<SchedulerApi> scheduler,
                 std::shared_ptr<CordonApi> cordon, std::shared_ptr<RunsApi> runs,
                 std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
-                std::function<uint64_t()> random, HealthConfig config);
+                std::shared_ptr<Random> random, HealthConfig config);
 
   using Who = auth::Principal;
   absl::Status StartSweep(const Who& who, const v1::StartSweepRequest& req,
@@ -110,7 +110,7 @@ class HealthHandler {
   std::shared_ptr<RunsApi> runs_;
   std::shared_ptr<IdempotentCalls> idem_;
   std::shared_ptr<Clock> clock_;
-  std::function<uint64_t()> random_;
+  std::shared_ptr<Random> random_;  // sweep ids, canary ports
   const HealthConfig config_;
 
   absl::Mutex mu_;  // the run watch and the tick's schedule

@@ -11,21 +11,14 @@ class HealthService final : public v1::HealthService::Service {
   HealthService(std::shared_ptr<HealthHandler> handler, std::shared_ptr<auth::Authenticator> auth)
       : handler_(std::move(handler)), auth_(std::move(auth)) {}
 
-#define TESSERA_HEALTH_RPC(Method)                                                               \
-  grpc::Status Method(grpc::ServerContext* ctx, const v1::Method##Request* req,                  \
-                      v1::Method##Response* resp) override {                                     \
-    return Serve(*auth_, ctx,                                                                    \
-                 [&](const auth::Principal& who) { return handler_->Method(who, *req, resp); }); \
-  }
-  TESSERA_HEALTH_RPC(StartSweep)
-  TESSERA_HEALTH_RPC(GetSweep)
-  TESSERA_HEALTH_RPC(ListSweeps)
-  TESSERA_HEALTH_RPC(ListHealthResults)
-  TESSERA_HEALTH_RPC(ReportHealthResult)
-  TESSERA_HEALTH_RPC(ReportGpuFault)
-  TESSERA_HEALTH_RPC(ReportRankHang)
-  TESSERA_HEALTH_RPC(InjectFault)
-#undef TESSERA_HEALTH_RPC
+  TESSERA_UNARY_RPC(handler_, StartSweep)
+  TESSERA_UNARY_RPC(handler_, GetSweep)
+  TESSERA_UNARY_RPC(handler_, ListSweeps)
+  TESSERA_UNARY_RPC(handler_, ListHealthResults)
+  TESSERA_UNARY_RPC(handler_, ReportHealthResult)
+  TESSERA_UNARY_RPC(handler_, ReportGpuFault)
+  TESSERA_UNARY_RPC(handler_, ReportRankHang)
+  TESSERA_UNARY_RPC(handler_, InjectFault)
 
  private:
   std::shared_ptr<HealthHandler> handler_;

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/timestamps.h"
 #include "healthcheck/health_handler.h"
-#include "services/common/status_util.h"
 
 namespace tessera::health {
 namespace {
@@ -139,7 +139,7 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
     } else {
       const int span = std::max(1, config_.port_span - static_cast<int>(stage.groups.size()));
       const int port =
-          config_.port_base + static_cast<int>(random_() % static_cast<uint64_t>(span));
+          config_.port_base + static_cast<int>(random_->Uniform(static_cast<uint64_t>(span)));
       Dispatch(sweep, AllReducePhase(sweep.id(), stage.groups, *known, port, config_.canary));
     }
     const absl::Duration timeout = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS

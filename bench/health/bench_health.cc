@@ -20,7 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "healthcheck/anomaly.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "worker/daemon/canary_runner.h"
 #include "worker/daemon/process_throttle.h"
 

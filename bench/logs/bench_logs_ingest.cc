@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/service_host.h"
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 #include "services/logs/log_service.h"
 #include "services/store/stores.h"
 #include "tests/support/postgres_server.h"

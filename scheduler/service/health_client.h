@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "services/common/channel_ref.h"
+#include "services/common/system_client.h"
 #include "tessera/v1/health.grpc.pb.h"
 #include "tessera/v1/worker.pb.h"
 
@@ -20,8 +21,11 @@ class HealthClient {
   virtual absl::Status ReportRankHang(const v1::ReportRankHangRequest& hang) = 0;
 };
 
+inline constexpr ServiceClientOptions kHealthClientOptions{.deadline = absl::Seconds(15)};
+
 // Over gRPC with a system API key.
-std::shared_ptr<HealthClient> MakeGrpcHealthClient(std::shared_ptr<ChannelRef> channel,
-                                                   std::string system_key);
+std::shared_ptr<HealthClient> MakeGrpcHealthClient(
+    std::shared_ptr<ChannelRef> channel, std::string system_key,
+    ServiceClientOptions options = kHealthClientOptions);
 
 }  // namespace tessera::scheduler

@@ -5,14 +5,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "healthcheck/gpu_faults.h"
-#include "scheduler/service/scheduler_core.h"
+#include "proto/policy/gpu_faults.h"
+#include "scheduler/service/health_relay.h"
 #include "services/common/rpc.h"
-#include "services/common/status_macros.h"
+#include "base/status_macros.h"
 
 namespace tessera::scheduler {
 
-absl::Status SchedulerCore::OnHealthResult(const std::string& node,
+HealthRelay::HealthRelay(std::shared_ptr<HealthClient> health,
+                         std::shared_ptr<WorkerRegistry> workers,
+                         std::shared_ptr<AttemptTracker> attempts,
+                         std::shared_ptr<AttemptControl> control,
+                         std::shared_ptr<IdempotentCalls> idem)
+    : health_(std::move(health)),
+      workers_(std::move(workers)),
+      attempts_(std::move(attempts)),
+      control_(std::move(control)),
+      idem_(std::move(idem)) {}
+
+absl::Status HealthRelay::OnHealthResult(const std::string& node,
                                            const v1::HealthCheckResult& result) {
   if (!health_) return absl::OkStatus();
   v1::HealthCheckResult r = result;
@@ -20,21 +31,21 @@ absl::Status SchedulerCore::OnHealthResult(const std::string& node,
   return health_->ReportHealthResult(r);
 }
 
-absl::Status SchedulerCore::OnGpuFault(const std::string& node, const v1::GpuFault& fault) {
+absl::Status HealthRelay::OnGpuFault(const std::string& node, const v1::GpuFault& fault) {
   v1::GpuFault f = fault;
   f.set_node_name(node);
   absl::Status st =
       health_ ? health_->ReportGpuFault(f) : absl::UnavailableError("no health API is configured");
-  if (st.ok() || !health::IsFatalGpuFault(f)) return st;
+  if (st.ok() || !IsFatalGpuFault(f)) return st;
   // The health API would cordon the node and evict its runs; without it, at least the runs move.
   spdlog::error("GPU fault on {} not taken by the health API ({}): evicting its runs", node,
                 st.ToString());
-  return EndAttemptsOnNode(node, v1::ATTEMPT_END_REASON_GPU_FAULT, v1::DETECTION_METHOD_GPU_PROBE,
+  return control_->EndAttemptsOnNode(node, v1::ATTEMPT_END_REASON_GPU_FAULT, v1::DETECTION_METHOD_GPU_PROBE,
                            absl::StrCat("GPU ", f.gpu_index(), " of ", node, ": ", f.detail()))
       .status();
 }
 
-absl::Status SchedulerCore::OnRankHang(const std::string& node, const v1::RankHang& hang) {
+absl::Status HealthRelay::OnRankHang(const std::string& node, const v1::RankHang& hang) {
   v1::ReportRankHangRequest req;
   req.set_idempotency_key(
       absl::StrCat("hang/", hang.run_id(), "/", hang.resumption_index(), "/", hang.rank()));
@@ -50,36 +61,26 @@ absl::Status SchedulerCore::OnRankHang(const std::string& node, const v1::RankHa
   if (st.ok()) return st;
   spdlog::error("rank hang on {} not taken by the health API ({}): ending its attempt", node,
                 st.ToString());
-  v1::Run run;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = active_.find(hang.run_id());
-    if (it == active_.end() || it->second.resumption_index() != hang.resumption_index()) {
-      return absl::OkStatus();  // already ended
-    }
-    run = it->second;
-  }
-  AttemptState state;
-  {
-    absl::MutexLock lock(&mu_);
-    state = attempts_[{run.id(), run.resumption_index()}];
-  }
+  const std::optional<v1::Run> run = attempts_->ActiveRun(hang.run_id(), hang.resumption_index());
+  if (!run) return absl::OkStatus();  // already ended
+  AttemptState state = attempts_->State(run->id(), run->resumption_index());
   state.first_failed_rank = hang.rank();
   state.first_failed_node = node;
   const std::string detail =
       absl::StrFormat("rank %d on %s made no progress for %.1f s (last step %d)", hang.rank(), node,
                       hang.seconds_without_progress(), hang.last_step());
-  StopAttemptOn(run, v1::ATTEMPT_END_REASON_HANG, detail);
-  return EndAttempt(run.id(), run.resumption_index(), state, v1::ATTEMPT_END_REASON_HANG,
-                    v1::DETECTION_METHOD_HANG_TIMEOUT, detail);
+  control_->StopAttempt(*run, v1::ATTEMPT_END_REASON_HANG, detail);
+  return control_->EndAttempt(run->id(), run->resumption_index(), state,
+                              v1::ATTEMPT_END_REASON_HANG, v1::DETECTION_METHOD_HANG_TIMEOUT,
+                              detail);
 }
 
-absl::Status SchedulerCore::DispatchToWorker(const Who& who, const v1::DispatchToWorkerRequest& req,
+absl::Status HealthRelay::DispatchToWorker(const Who& who, const v1::DispatchToWorkerRequest& req,
                                              v1::DispatchToWorkerResponse*) {
   TESSERA_RETURN_IF_ERROR(RequireSystem(who, "sending commands to workers"));
   if (req.node_name().empty()) return absl::InvalidArgumentError("node_name: required");
   v1::ControlMessage msg;
-  msg.set_command_id(NextCommandId());
+  msg.set_command_id(control_->NextCommandId());
   switch (req.command_case()) {
     case v1::DispatchToWorkerRequest::kStartCanary:
       *msg.mutable_start_canary() = req.start_canary();
@@ -95,46 +96,21 @@ absl::Status SchedulerCore::DispatchToWorker(const Who& who, const v1::DispatchT
   return workers_->SendAndWait(req.node_name(), msg, timeout);
 }
 
-absl::Status SchedulerCore::EvictNode(const Who& who, const v1::EvictNodeRequest& req,
+absl::Status HealthRelay::EvictNode(const Who& who, const v1::EvictNodeRequest& req,
                                       v1::EvictNodeResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireSystem(who, "evicting a node's runs"));
   if (req.node_name().empty()) return absl::InvalidArgumentError("node_name: required");
   if (req.reason() == v1::ATTEMPT_END_REASON_UNSPECIFIED) {
     return absl::InvalidArgumentError("reason: required");
   }
-  TESSERA_ASSIGN_OR_RETURN(auto names,
-                           EndAttemptsOnNode(req.node_name(), req.reason(), req.detection_method(),
-                                             req.detail(), req.run_id()));
-  for (auto& n : names) resp->add_run_names(std::move(n));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<std::string>> SchedulerCore::EndAttemptsOnNode(
-    const std::string& node, v1::AttemptEndReason reason, v1::DetectionMethod how,
-    const std::string& detail, const std::string& only_run_id) {
-  TESSERA_ASSIGN_OR_RETURN(auto active,
-                           runs_->ListRuns({v1::RUN_STATUS_STARTING, v1::RUN_STATUS_RUNNING,
-                                            v1::RUN_STATUS_TERMINATING}));
-  std::vector<std::string> names;
-  for (const auto& run : active) {
-    if (!only_run_id.empty() && run.id() != only_run_id) continue;
-    bool on_node = false;
-    for (const auto& n : run.nodes()) on_node = on_node || n.node_name() == node;
-    if (!on_node) continue;
-    AttemptState state;
-    {
-      absl::MutexLock lock(&mu_);
-      state = attempts_[{run.id(), run.resumption_index()}];
-    }
-    state.first_failed_node = node;
-    StopAttemptOn(run, reason, detail);
-    const v1::AttemptEndReason why = run.stop_requested() ? v1::ATTEMPT_END_REASON_STOPPED : reason;
-    auto st = EndAttempt(run.id(), run.resumption_index(), state, why, how, detail);
-    if (!st.ok() && !absl::IsFailedPrecondition(st)) return st;
-    spdlog::warn("run {} attempt {} ended: {}", run.name(), run.resumption_index(), detail);
-    names.push_back(run.name());
-  }
-  return names;
+  return idem_->Run(absl::StrCat("EvictNode/", who.user), req.idempotency_key(), req, resp, [&] {
+    TESSERA_ASSIGN_OR_RETURN(auto names,
+                             control_->EndAttemptsOnNode(req.node_name(), req.reason(),
+                                                         req.detection_method(), req.detail(),
+                                                         req.run_id()));
+    for (auto& n : names) resp->add_run_names(std::move(n));
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace tessera::scheduler

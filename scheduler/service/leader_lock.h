@@ -1,23 +1,32 @@
 #pragma once
-// Leader election among scheduler instances: a PostgreSQL session-level advisory lock. The holder
-// places runs; the others are hot standbys that take over when the holder's session ends (its
-// process died or its connection broke).
+// The scheduler's leader lock: the store's lock on the scheduler role, asked once per cycle. The
+// holder places runs; the others are hot standbys that take over when the holder's session ends
+// (its process died or its connection to the database broke).
 
 #include <memory>
 #include <string>
+
+#include "services/store/leader_lock_store.h"
 
 namespace tessera::scheduler {
 
 class LeaderLock {
  public:
-  virtual ~LeaderLock() = default;
-  // Whether this instance leads now: acquires the lock when free, and checks that a lock held
-  // before is still held (its connection is alive).
-  virtual bool Lead() = 0;
-};
+  // `instance` names this scheduler among its peers and must be unique among them (host:pid).
+  // Null `locks`: this instance always leads (a single instance without a database).
+  LeaderLock(std::shared_ptr<store::LeaderLockStore> locks, std::string instance);
+  ~LeaderLock();  // gives the leadership up
+  LeaderLock(const LeaderLock&) = delete;
+  LeaderLock& operator=(const LeaderLock&) = delete;
 
-std::unique_ptr<LeaderLock> MakePgLeaderLock(std::string database_url);
-// For a single instance without a database (tests).
-std::unique_ptr<LeaderLock> MakeAlwaysLeader();
+  // Whether this instance leads now: takes the lock when free, and checks that a lock held
+  // before is still held. Not thread-safe: one caller (the runner's thread) asks.
+  bool Lead();
+
+ private:
+  std::shared_ptr<store::LeaderLockStore> locks_;
+  const std::string instance_;
+  bool held_ = false;
+};
 
 }  // namespace tessera::scheduler

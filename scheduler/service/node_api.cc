@@ -1,11 +1,11 @@
-// The SchedulerService API: the node inventory, the queue and the submit-time fit check.
 #include "absl/strings/str_cat.h"
 #include "scheduler/placement/placer.h"
 #include "scheduler/placement/proto_convert.h"
 #include "scheduler/placement/validate.h"
-#include "scheduler/service/scheduler_core.h"
+#include "scheduler/service/node_api.h"
 #include "services/common/rpc.h"
-#include "services/common/status_util.h"
+#include "base/status_macros.h"
+#include "services/store/cas_retry.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -25,7 +25,11 @@ absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string
 
 }  // namespace
 
-absl::Status SchedulerCore::ListNodes(const Who&, const v1::ListNodesRequest& req,
+NodeApi::NodeApi(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
+                 std::shared_ptr<IdempotentCalls> idem)
+    : nodes_(std::move(nodes)), runs_(std::move(runs)), idem_(std::move(idem)) {}
+
+absl::Status NodeApi::ListNodes(const Who&, const v1::ListNodesRequest& req,
                                       v1::ListNodesResponse* resp) {
   if (req.filter().limit() < 0)
     return absl::InvalidArgumentError("filter.limit: must not be negative");
@@ -35,7 +39,7 @@ absl::Status SchedulerCore::ListNodes(const Who&, const v1::ListNodesRequest& re
   return absl::OkStatus();
 }
 
-absl::Status SchedulerCore::GetNode(const Who& who, const v1::GetNodeRequest& req,
+absl::Status NodeApi::GetNode(const Who& who, const v1::GetNodeRequest& req,
                                     v1::GetNodeResponse* resp) {
   if (req.name().empty()) return absl::InvalidArgumentError("name: required");
   auto node = nodes_->GetNode(req.name());
@@ -56,34 +60,43 @@ absl::Status SchedulerCore::GetNode(const Who& who, const v1::GetNodeRequest& re
   return absl::OkStatus();
 }
 
-absl::Status SchedulerCore::SetNodeLabels(const Who& who, const v1::SetNodeLabelsRequest& req,
+absl::Status NodeApi::SetNodeLabels(const Who& who, const v1::SetNodeLabelsRequest& req,
                                           v1::SetNodeLabelsResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "labelling a node"));
   if (req.name().empty()) return absl::InvalidArgumentError("name: required");
   TESSERA_RETURN_IF_ERROR(ValidateLabels(req.labels()));
-  for (int i = 0; i < 20; ++i) {
-    auto node = nodes_->GetNode(req.name());
-    if (!node.ok()) return node.status();
-    v1::Node next = *node;
-    for (const auto& [k, v] : req.labels()) {
-      if (v.empty()) {
-        next.mutable_labels()->erase(k);
-      } else {
-        (*next.mutable_labels())[k] = v;
-      }
-    }
-    auto updated = nodes_->UpdateNode(next, node->version(), {});
-    if (absl::IsAborted(updated.status())) continue;
-    if (!updated.ok()) return updated.status();
-    *resp->mutable_node() = *std::move(updated);
-    return absl::OkStatus();
-  }
-  return absl::AbortedError("the node is changing too often; try again");
+  return idem_->Run(absl::StrCat("SetNodeLabels/", who.user), req.idempotency_key(), req, resp,
+                    [&] { return SetLabels(req, resp); });
 }
 
-absl::Status SchedulerCore::RemoveNode(const Who& who, const v1::RemoveNodeRequest& req,
-                                       v1::RemoveNodeResponse*) {
+absl::Status NodeApi::SetLabels(const v1::SetNodeLabelsRequest& req,
+                                v1::SetNodeLabelsResponse* resp) {
+  auto updated = store::UpdateNodeWithRetry(
+      *nodes_, req.name(),
+      [&](v1::Node& next, std::vector<v1::NodeEvent>&) -> absl::StatusOr<store::NodeChange> {
+        for (const auto& [k, v] : req.labels()) {
+          if (v.empty()) {
+            next.mutable_labels()->erase(k);
+          } else {
+            (*next.mutable_labels())[k] = v;
+          }
+        }
+        return store::NodeChange::kWrite;
+      });
+  if (!updated.ok()) return updated.status();
+  *resp->mutable_node() = *std::move(updated);
+  return absl::OkStatus();
+}
+
+absl::Status NodeApi::RemoveNode(const Who& who, const v1::RemoveNodeRequest& req,
+                                 v1::RemoveNodeResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "removing a node"));
+  if (req.name().empty()) return absl::InvalidArgumentError("name: required");
+  return idem_->Run(absl::StrCat("RemoveNode/", who.user), req.idempotency_key(), req, resp,
+                    [&] { return Remove(req); });
+}
+
+absl::Status NodeApi::Remove(const v1::RemoveNodeRequest& req) {
   auto node = nodes_->GetNode(req.name());
   if (!node.ok()) return node.status();
   if (node->liveness() == v1::NODE_LIVENESS_ONLINE) {
@@ -94,7 +107,7 @@ absl::Status SchedulerCore::RemoveNode(const Who& who, const v1::RemoveNodeReque
   return nodes_->DeleteNode(req.name());
 }
 
-absl::Status SchedulerCore::GetQueue(const Who& who, const v1::GetQueueRequest& req,
+absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
                                      v1::GetQueueResponse* resp) {
   if (req.limit() < 0) return absl::InvalidArgumentError("limit: must not be negative");
   auto queued = runs_->ListRuns({v1::RUN_STATUS_QUEUED});
@@ -143,7 +156,7 @@ absl::Status SchedulerCore::GetQueue(const Who& who, const v1::GetQueueRequest& 
   return absl::OkStatus();
 }
 
-absl::Status SchedulerCore::CheckFit(const Who&, const v1::CheckFitRequest& req,
+absl::Status NodeApi::CheckFit(const Who&, const v1::CheckFitRequest& req,
                                      v1::CheckFitResponse*) {
   auto nodes = nodes_->ListNodes({});
   if (!nodes.ok()) return nodes.status();

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "services/common/channel_ref.h"
+#include "services/common/system_client.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
 namespace tessera::scheduler {
@@ -23,8 +24,9 @@ class RunsClient {
   virtual absl::Status ReportProgress(const v1::ReportProgressRequest& request) = 0;
 };
 
-// Over gRPC with a system API key.
+// Over gRPC with a system API key (calls wait ServiceClientOptions' default 30 s).
 std::shared_ptr<RunsClient> MakeGrpcRunsClient(std::shared_ptr<ChannelRef> channel,
-                                               std::string system_key);
+                                               std::string system_key,
+                                               ServiceClientOptions options = {});
 
 }  // namespace tessera::scheduler

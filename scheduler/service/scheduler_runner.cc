@@ -4,9 +4,10 @@
 
 namespace tessera::scheduler {
 
-SchedulerRunner::SchedulerRunner(std::shared_ptr<SchedulerCore> core,
-                                 std::unique_ptr<LeaderLock> lock, absl::Duration interval)
-    : core_(std::move(core)), lock_(std::move(lock)), interval_(interval) {
+SchedulerRunner::SchedulerRunner(std::shared_ptr<SchedulingCycle> cycle,
+                                 std::shared_ptr<store::LeaderLockStore> locks,
+                                 std::string instance, absl::Duration interval)
+    : cycle_(std::move(cycle)), lock_(std::move(locks), std::move(instance)), interval_(interval) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -20,10 +21,10 @@ void SchedulerRunner::Loop() {
   // The first cycle runs at once; then one per interval.
   for (bool first = true; first || !stop_.WaitForNotificationWithTimeout(interval_);
        first = false) {
-    const bool lead = lock_->Lead();
+    const bool lead = lock_.Lead();
     leader_.store(lead);
     if (!lead) continue;
-    auto stats = core_->RunCycle();
+    auto stats = cycle_->RunCycle();
     if (!stats.ok()) {
       // Log a failure once, not every cycle while the database is down.
       if (stats.status() != last_error) {

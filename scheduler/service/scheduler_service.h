@@ -2,49 +2,50 @@
 // The gRPC adapters of the scheduler: the SchedulerService API and the workers' control stream.
 
 #include <functional>
+#include <memory>
+#include <string>
 
-#include "scheduler/service/scheduler_core.h"
+#include "scheduler/service/scheduler.h"
 #include "services/common/rpc.h"
+#include "tessera/v1/scheduler.grpc.pb.h"
 #include "tessera/v1/worker.grpc.pb.h"
 
 namespace tessera::scheduler {
 
 class SchedulerService final : public v1::SchedulerService::Service {
  public:
-  SchedulerService(std::shared_ptr<SchedulerCore> core, std::shared_ptr<auth::Authenticator> auth,
+  SchedulerService(const Scheduler& scheduler, std::shared_ptr<auth::Authenticator> auth,
                    std::function<bool()> is_leader, std::string instance_id)
-      : core_(std::move(core)),
+      : node_api_(scheduler.node_api),
+        health_relay_(scheduler.health_relay),
+        attempts_(scheduler.attempts),
         auth_(std::move(auth)),
         is_leader_(std::move(is_leader)),
         instance_id_(std::move(instance_id)) {}
 
-#define TESSERA_SCHED_RPC(Method, Req, Resp)                                                   \
-  grpc::Status Method(grpc::ServerContext* ctx, const v1::Req* req, v1::Resp* resp) override { \
-    return Serve(*auth_, ctx,                                                                  \
-                 [&](const auth::Principal& who) { return core_->Method(who, *req, resp); });  \
-  }
-  TESSERA_SCHED_RPC(ListNodes, ListNodesRequest, ListNodesResponse)
-  TESSERA_SCHED_RPC(GetNode, GetNodeRequest, GetNodeResponse)
-  TESSERA_SCHED_RPC(SetNodeLabels, SetNodeLabelsRequest, SetNodeLabelsResponse)
-  TESSERA_SCHED_RPC(RemoveNode, RemoveNodeRequest, RemoveNodeResponse)
-  TESSERA_SCHED_RPC(GetQueue, GetQueueRequest, GetQueueResponse)
-  TESSERA_SCHED_RPC(CheckFit, CheckFitRequest, CheckFitResponse)
-  TESSERA_SCHED_RPC(DispatchToWorker, DispatchToWorkerRequest, DispatchToWorkerResponse)
-  TESSERA_SCHED_RPC(EvictNode, EvictNodeRequest, EvictNodeResponse)
-#undef TESSERA_SCHED_RPC
+  TESSERA_UNARY_RPC(node_api_, ListNodes)
+  TESSERA_UNARY_RPC(node_api_, GetNode)
+  TESSERA_UNARY_RPC(node_api_, SetNodeLabels)
+  TESSERA_UNARY_RPC(node_api_, RemoveNode)
+  TESSERA_UNARY_RPC(node_api_, GetQueue)
+  TESSERA_UNARY_RPC(node_api_, CheckFit)
+  TESSERA_UNARY_RPC(health_relay_, DispatchToWorker)
+  TESSERA_UNARY_RPC(health_relay_, EvictNode)
 
   grpc::Status GetStatus(grpc::ServerContext* ctx, const v1::SchedulerStatusRequest*,
                          v1::SchedulerStatusResponse* resp) override {
     return Serve(*auth_, ctx, [&](const auth::Principal&) {
       resp->set_leader(is_leader_());
       resp->set_instance_id(instance_id_);
-      resp->set_placements_total(core_->placements_total());
+      resp->set_placements_total(attempts_->placements_total());
       return absl::OkStatus();
     });
   }
 
  private:
-  std::shared_ptr<SchedulerCore> core_;
+  std::shared_ptr<NodeApi> node_api_;
+  std::shared_ptr<HealthRelay> health_relay_;
+  std::shared_ptr<AttemptTracker> attempts_;
   std::shared_ptr<auth::Authenticator> auth_;
   std::function<bool()> is_leader_;
   std::string instance_id_;
@@ -52,9 +53,10 @@ class SchedulerService final : public v1::SchedulerService::Service {
 
 class WorkerControlService final : public v1::WorkerControl::Service {
  public:
-  WorkerControlService(std::shared_ptr<SchedulerCore> core, std::shared_ptr<WorkerRegistry> workers,
+  WorkerControlService(const Scheduler& scheduler, std::shared_ptr<WorkerRegistry> workers,
                        std::shared_ptr<auth::Authenticator> auth, std::function<bool()> is_leader)
-      : core_(std::move(core)),
+      : sessions_(scheduler.sessions),
+        health_relay_(scheduler.health_relay),
         workers_(std::move(workers)),
         auth_(std::move(auth)),
         is_leader_(std::move(is_leader)) {}
@@ -64,7 +66,12 @@ class WorkerControlService final : public v1::WorkerControl::Service {
       grpc::ServerReaderWriter<v1::ControlMessage, v1::WorkerMessage>* stream) override;
 
  private:
-  std::shared_ptr<SchedulerCore> core_;
+  // Hands one message of the stream to the role that handles it.
+  absl::Status Dispatch(const std::string& node, const v1::WorkerMessage& msg,
+                        const std::function<bool(const v1::ControlMessage&)>& write);
+
+  std::shared_ptr<WorkerSessions> sessions_;
+  std::shared_ptr<HealthRelay> health_relay_;
   std::shared_ptr<WorkerRegistry> workers_;
   std::shared_ptr<auth::Authenticator> auth_;
   std::function<bool()> is_leader_;

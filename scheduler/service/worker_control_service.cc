@@ -40,7 +40,7 @@ grpc::Status WorkerControlService::Connect(
   };
   // Attach before registering so that orphan stops decided during registration reach it.
   const uint64_t token = workers_->Attach(node, write);
-  auto registered = core_->RegisterWorker(first.register_());
+  auto registered = sessions_->RegisterWorker(first.register_());
   if (!registered.ok()) {
     workers_->Detach(node, token);
     return ToGrpcStatus(registered.status());
@@ -52,45 +52,7 @@ grpc::Status WorkerControlService::Connect(
   grpc::Status result = grpc::Status::OK;
   v1::WorkerMessage msg;
   while (stream->Read(&msg)) {
-    absl::Status st;
-    switch (msg.body_case()) {
-      case v1::WorkerMessage::kHeartbeat: {
-        auto renewed = core_->Heartbeat(node, msg.heartbeat());
-        if (renewed.ok()) {
-          v1::ControlMessage m;
-          *m.mutable_lease_renewed() = *renewed;
-          write(m);
-        }
-        st = renewed.status();
-        break;
-      }
-      case v1::WorkerMessage::kAttemptUpdate:
-        st = core_->OnAttemptUpdate(node, msg.attempt_update());
-        break;
-      case v1::WorkerMessage::kProgress:
-        st = core_->OnProgress(node, msg.progress());
-        break;
-      // The health API's answers are its own business: a refusal there is logged, and never ends
-      // the worker's stream.
-      case v1::WorkerMessage::kHealthResult:
-        LogHealthRelay(node, "canary result", core_->OnHealthResult(node, msg.health_result()));
-        break;
-      case v1::WorkerMessage::kGpuFault:
-        LogHealthRelay(node, "GPU fault", core_->OnGpuFault(node, msg.gpu_fault()));
-        break;
-      case v1::WorkerMessage::kRankHang:
-        LogHealthRelay(node, "rank hang", core_->OnRankHang(node, msg.rank_hang()));
-        break;
-      case v1::WorkerMessage::kAck:
-        workers_->OnAck(msg.ack());
-        if (!msg.ack().ok()) {
-          spdlog::warn("node {} could not carry out {}: {}", node, msg.ack().command_id(),
-                       msg.ack().error());
-        }
-        break;
-      default:
-        st = absl::InvalidArgumentError("unexpected message on the control stream");
-    }
+    const absl::Status st = Dispatch(node, msg, write);
     if (absl::IsFailedPrecondition(st) || absl::IsInvalidArgument(st)) {
       result = ToGrpcStatus(st);  // the worker must start over (register again)
       break;
@@ -99,6 +61,46 @@ grpc::Status WorkerControlService::Connect(
   }
   workers_->Detach(node, token);
   return result;
+}
+
+absl::Status WorkerControlService::Dispatch(
+    const std::string& node, const v1::WorkerMessage& msg,
+    const std::function<bool(const v1::ControlMessage&)>& write) {
+  switch (msg.body_case()) {
+    case v1::WorkerMessage::kHeartbeat: {
+      auto renewed = sessions_->Heartbeat(node, msg.heartbeat());
+      if (!renewed.ok()) return renewed.status();
+      v1::ControlMessage m;
+      *m.mutable_lease_renewed() = *renewed;
+      write(m);
+      return absl::OkStatus();
+    }
+    case v1::WorkerMessage::kAttemptUpdate:
+      return sessions_->OnAttemptUpdate(node, msg.attempt_update());
+    case v1::WorkerMessage::kProgress:
+      return sessions_->OnProgress(node, msg.progress());
+    // The health API's answers are its own business: a refusal there is logged, and never ends
+    // the worker's stream.
+    case v1::WorkerMessage::kHealthResult:
+      LogHealthRelay(node, "canary result",
+                     health_relay_->OnHealthResult(node, msg.health_result()));
+      return absl::OkStatus();
+    case v1::WorkerMessage::kGpuFault:
+      LogHealthRelay(node, "GPU fault", health_relay_->OnGpuFault(node, msg.gpu_fault()));
+      return absl::OkStatus();
+    case v1::WorkerMessage::kRankHang:
+      LogHealthRelay(node, "rank hang", health_relay_->OnRankHang(node, msg.rank_hang()));
+      return absl::OkStatus();
+    case v1::WorkerMessage::kAck:
+      workers_->OnAck(msg.ack());
+      if (!msg.ack().ok()) {
+        spdlog::warn("node {} could not carry out {}: {}", node, msg.ack().command_id(),
+                     msg.ack().error());
+      }
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError("unexpected message on the control stream");
+  }
 }
 
 }  // namespace tessera::scheduler

@@ -30,11 +30,6 @@ bool WorkerRegistry::Send(const std::string& node, const v1::ControlMessage& mes
   return sender(message);
 }
 
-bool WorkerRegistry::Connected(const std::string& node) {
-  absl::MutexLock lock(&mu_);
-  return workers_.count(node) > 0;
-}
-
 absl::Status WorkerRegistry::SendAndWait(const std::string& node, const v1::ControlMessage& message,
                                          absl::Duration timeout) {
   const std::string id = message.command_id();

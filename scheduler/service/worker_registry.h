@@ -25,7 +25,6 @@ class WorkerRegistry {
   void Detach(const std::string& node, uint64_t token);
   // False when the node has no stream or the write failed.
   bool Send(const std::string& node, const v1::ControlMessage& message);
-  bool Connected(const std::string& node);
 
   // Sends a command and waits for the worker's acknowledgement of its command_id: UNAVAILABLE
   // when the node's worker is not connected here, DEADLINE_EXCEEDED without an answer in

@@ -2,9 +2,10 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/timestamps.h"
 #include "services/common/auth/api_keys.h"
 #include "services/common/rpc.h"
-#include "services/common/status_util.h"
 
 namespace tessera::admin {
 namespace {
@@ -107,7 +108,8 @@ absl::Status AdminHandler::RevokeApiKey(const auth::Principal& who,
                     [&] { return keys_->RevokeKey(req.id()); });
 }
 
-absl::Status AdminHandler::WhoAmI(const auth::Principal& who, v1::WhoAmIResponse* resp) {
+absl::Status AdminHandler::WhoAmI(const auth::Principal& who, const v1::WhoAmIRequest&,
+                                  v1::WhoAmIResponse* resp) {
   resp->set_user(who.user);
   resp->set_role(who.role);
   return absl::OkStatus();

@@ -6,8 +6,8 @@
 #include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "base/clock.h"
 #include "services/common/auth/principal.h"
-#include "services/common/clock.h"
 #include "services/common/idempotency.h"
 #include "services/store/api_key_store.h"
 #include "tessera/v1/admin.grpc.pb.h"
@@ -25,7 +25,8 @@ class AdminHandler {
                            v1::ListApiKeysResponse* resp);
   absl::Status RevokeApiKey(const auth::Principal& who, const v1::RevokeApiKeyRequest& req,
                             v1::RevokeApiKeyResponse* resp);
-  absl::Status WhoAmI(const auth::Principal& who, v1::WhoAmIResponse* resp);
+  absl::Status WhoAmI(const auth::Principal& who, const v1::WhoAmIRequest& req,
+                      v1::WhoAmIResponse* resp);
 
  private:
   std::shared_ptr<store::ApiKeyStore> keys_;

@@ -11,29 +11,10 @@ class AdminService final : public v1::AdminService::Service {
   AdminService(std::shared_ptr<AdminHandler> handler, std::shared_ptr<auth::Authenticator> auth)
       : handler_(std::move(handler)), auth_(std::move(auth)) {}
 
-  grpc::Status CreateApiKey(grpc::ServerContext* ctx, const v1::CreateApiKeyRequest* req,
-                            v1::CreateApiKeyResponse* resp) override {
-    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
-      return handler_->CreateApiKey(who, *req, resp);
-    });
-  }
-  grpc::Status ListApiKeys(grpc::ServerContext* ctx, const v1::ListApiKeysRequest* req,
-                           v1::ListApiKeysResponse* resp) override {
-    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
-      return handler_->ListApiKeys(who, *req, resp);
-    });
-  }
-  grpc::Status RevokeApiKey(grpc::ServerContext* ctx, const v1::RevokeApiKeyRequest* req,
-                            v1::RevokeApiKeyResponse* resp) override {
-    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
-      return handler_->RevokeApiKey(who, *req, resp);
-    });
-  }
-  grpc::Status WhoAmI(grpc::ServerContext* ctx, const v1::WhoAmIRequest*,
-                      v1::WhoAmIResponse* resp) override {
-    return Serve(*auth_, ctx,
-                 [&](const auth::Principal& who) { return handler_->WhoAmI(who, resp); });
-  }
+  TESSERA_UNARY_RPC(handler_, CreateApiKey)
+  TESSERA_UNARY_RPC(handler_, ListApiKeys)
+  TESSERA_UNARY_RPC(handler_, RevokeApiKey)
+  TESSERA_UNARY_RPC(handler_, WhoAmI)
 
  private:
   std::shared_ptr<AdminHandler> handler_;

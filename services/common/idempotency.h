@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "google/protobuf/message.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "services/store/idempotency_store.h"
 
 namespace tessera {

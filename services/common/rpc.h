@@ -1,11 +1,16 @@
 #pragma once
 // The adapters' one helper: authenticate the caller, run the handler, map its status.
 //
-//   grpc::Status GetRun(grpc::ServerContext* ctx, const GetRunRequest* req,
-//                       GetRunResponse* resp) override {
-//     return Serve(*auth_, ctx, [&](const auth::Principal& who) {
-//       return handler_->GetRun(who, *req, resp);
-//     });
+// A unary RPC whose handler method has the same name and takes (who, request, response) is one
+// line in the adapter (which keeps its Authenticator in `auth_`):
+//
+//   TESSERA_UNARY_RPC(handler_, GetRun)
+//
+// Anything else (streams, a method the adapter answers itself) calls Serve:
+//
+//   grpc::Status GetStatus(grpc::ServerContext* ctx, const v1::StatusRequest* req,
+//                          v1::StatusResponse* resp) override {
+//     return Serve(*auth_, ctx, [&](const auth::Principal& who) { ... });
 //   }
 
 #include <grpcpp/server_context.h>
@@ -38,3 +43,16 @@ inline absl::Status RequireSystem(const auth::Principal& who, const char* what) 
 }
 
 }  // namespace tessera
+
+// Declares the override of the unary RPC `Method` (tessera::v1::MethodRequest ->
+// tessera::v1::MethodResponse) that authenticates the caller with the adapter's `auth_` and
+// forwards to `handler->Method(who, *request, response)`. `handler` is the adapter's member that
+// points at the handler.
+#define TESSERA_UNARY_RPC(handler, Method)                                                \
+  ::grpc::Status Method(::grpc::ServerContext* context,                                   \
+                        const ::tessera::v1::Method##Request* request,                    \
+                        ::tessera::v1::Method##Response* response) override {             \
+    return ::tessera::Serve(*auth_, context, [&](const ::tessera::auth::Principal& who) { \
+      return (handler)->Method(who, *request, response);                                  \
+    });                                                                                   \
+  }

@@ -2,16 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
-#include <thread>
-
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/timestamps.h"
 #include "services/common/rpc.h"
-#include "services/common/status_util.h"
+#include "services/store/cas_retry.h"
 
 namespace tessera::cordon {
 namespace {
-
-constexpr int kMaxCasRetries = 20;
 
 absl::Status ValidateNodeName(const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("node_name: required");
@@ -79,37 +77,33 @@ absl::Status CordonHandler::Change(const Who& who, const std::string& node_name,
                                    const std::string& reason,
                                    const google::protobuf::Struct* evidence, v1::Node* node_out,
                                    v1::NodeEvent* event_out) {
-  for (int i = 0; i < kMaxCasRetries; ++i) {
-    auto node = nodes_->GetNode(node_name);
-    if (!node.ok()) return node.status();
-    const absl::Time now = clock_->Now();
-    v1::NodeEvent event;
-    event.set_node_name(node_name);
-    event.set_type(type);
-    *event.mutable_time() = ToProtoTime(now);
-    *event.mutable_actor() = ActorFor(who);
-    event.set_reason(reason);
-    if (evidence) *event.mutable_evidence() = *evidence;
-    if (node->admin_state() == state && node->status_reason() == reason) {
-      // Already so: a repeated request records nothing new.
-      *node_out = *node;
-      *event_out = event;
-      return absl::OkStatus();
-    }
-    v1::Node next = *node;
-    next.set_admin_state(state);
-    next.set_status_reason(state == v1::NODE_ADMIN_STATE_SCHEDULABLE ? "" : reason);
-    // An operator who uncordons vouches for the hardware again.
-    if (state == v1::NODE_ADMIN_STATE_SCHEDULABLE) next.set_health(v1::NODE_HEALTH_HEALTHY);
-    auto updated = nodes_->UpdateNode(next, node->version(), {event});
-    if (absl::IsAborted(updated.status())) continue;
-    if (!updated.ok()) return updated.status();
-    spdlog::info("node {} {} by {}: {}", node_name, Verb(state), who.user, reason);
-    *node_out = *std::move(updated);
-    *event_out = event;
-    return absl::OkStatus();
-  }
-  return absl::AbortedError(absl::StrCat("node ", node_name, " is changing too often; try again"));
+  v1::NodeEvent event;
+  bool changed = false;
+  auto node = store::UpdateNodeWithRetry(
+      *nodes_, node_name,
+      [&](v1::Node& next, std::vector<v1::NodeEvent>& events) -> absl::StatusOr<store::NodeChange> {
+        event.Clear();
+        event.set_node_name(node_name);
+        event.set_type(type);
+        *event.mutable_time() = ToProtoTime(clock_->Now());
+        *event.mutable_actor() = ActorFor(who);
+        event.set_reason(reason);
+        if (evidence) *event.mutable_evidence() = *evidence;
+        // Already so: a repeated request records nothing new.
+        changed = next.admin_state() != state || next.status_reason() != reason;
+        if (!changed) return store::NodeChange::kNone;
+        next.set_admin_state(state);
+        next.set_status_reason(state == v1::NODE_ADMIN_STATE_SCHEDULABLE ? "" : reason);
+        // An operator who uncordons vouches for the hardware again.
+        if (state == v1::NODE_ADMIN_STATE_SCHEDULABLE) next.set_health(v1::NODE_HEALTH_HEALTHY);
+        events.push_back(event);
+        return store::NodeChange::kWrite;
+      });
+  if (!node.ok()) return node.status();
+  if (changed) spdlog::info("node {} {} by {}: {}", node_name, Verb(state), who.user, reason);
+  *node_out = *std::move(node);
+  *event_out = event;
+  return absl::OkStatus();
 }
 
 absl::Status CordonHandler::CordonNode(const Who& who, const v1::CordonNodeRequest& req,
@@ -181,7 +175,8 @@ absl::Status CordonHandler::WatchNodeEvents(const Who& who, const v1::WatchNodeE
       filter.set_after_id(e.id());
       if (!send(e)) return absl::OkStatus();
     }
-    if (events->empty()) std::this_thread::sleep_for(absl::ToChronoMilliseconds(poll_interval));
+    // Nothing new: look again after the poll interval of the injected clock.
+    if (events->empty()) clock_->WaitUntil(clock_->Now() + poll_interval);
   }
   return absl::OkStatus();
 }

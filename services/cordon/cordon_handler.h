@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "services/common/auth/principal.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "services/common/idempotency.h"
 #include "services/store/node_event_store.h"
 #include "services/store/node_store.h"

@@ -12,17 +12,10 @@ class CordonService final : public v1::CordonService::Service {
                 absl::Duration watch_poll_interval = absl::Milliseconds(200))
       : h_(std::move(handler)), auth_(std::move(auth)), poll_(watch_poll_interval) {}
 
-#define TESSERA_CORDON_RPC(Method)                                                         \
-  grpc::Status Method(grpc::ServerContext* ctx, const v1::Method##Request* req,            \
-                      v1::Method##Response* resp) override {                               \
-    return Serve(*auth_, ctx,                                                              \
-                 [&](const auth::Principal& who) { return h_->Method(who, *req, resp); }); \
-  }
-  TESSERA_CORDON_RPC(CordonNode)
-  TESSERA_CORDON_RPC(UncordonNode)
-  TESSERA_CORDON_RPC(DrainNode)
-  TESSERA_CORDON_RPC(ListNodeEvents)
-#undef TESSERA_CORDON_RPC
+  TESSERA_UNARY_RPC(h_, CordonNode)
+  TESSERA_UNARY_RPC(h_, UncordonNode)
+  TESSERA_UNARY_RPC(h_, DrainNode)
+  TESSERA_UNARY_RPC(h_, ListNodeEvents)
 
   grpc::Status WatchNodeEvents(grpc::ServerContext* ctx, const v1::WatchNodeEventsRequest* req,
                                grpc::ServerWriter<v1::NodeEvent>* writer) override {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "services/common/utf8.h"
+#include "base/utf8.h"
 
 namespace tessera::gateway {
 namespace {

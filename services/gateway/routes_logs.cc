@@ -5,7 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "services/common/utf8.h"
+#include "base/utf8.h"
 #include "services/gateway/proto_schema.h"
 #include "services/gateway/route_helpers.h"
 #include "services/gateway/routes.h"

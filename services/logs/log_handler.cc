@@ -7,8 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/rpc.h"
-#include "services/common/status_macros.h"
-#include "services/common/status_util.h"
+#include "base/status_macros.h"
+#include "base/status_macros.h"
+#include "base/timestamps.h"
 #include "services/logs/first_exception.h"
 #include "services/logs/log_reader.h"
 

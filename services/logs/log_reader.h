@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "services/store/log_store.h"
 
 namespace tessera::logs {

@@ -1,8 +1,8 @@
 #pragma once
 // The gRPC adapter of LogHandler.
 
+#include "base/status_macros.h"
 #include "services/common/rpc.h"
-#include "services/common/status_macros.h"
 #include "services/logs/log_handler.h"
 
 namespace tessera::logs {
@@ -37,11 +37,7 @@ class LogService final : public v1::LogService::Service {
     });
   }
 
-  grpc::Status DeleteRunLogs(grpc::ServerContext* ctx, const v1::DeleteRunLogsRequest* req,
-                             v1::DeleteRunLogsResponse* resp) override {
-    return Serve(*auth_, ctx,
-                 [&](const auth::Principal& who) { return h_->DeleteRunLogs(who, *req, resp); });
-  }
+  TESSERA_UNARY_RPC(h_, DeleteRunLogs)
 
  private:
   std::shared_ptr<LogHandler> h_;

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "services/common/channel_ref.h"
+#include "services/common/system_client.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
 namespace tessera::logs {
@@ -18,8 +19,13 @@ class RunLookup {
   virtual absl::StatusOr<v1::RunDescription> DescribeRun(const std::string& name) = 0;
 };
 
+// A follower asks once a second: a lookup that takes longer than 10 s is better retried than
+// waited for.
+inline constexpr ServiceClientOptions kRunLookupOptions{.deadline = absl::Seconds(10)};
+
 // Over the run manager's gRPC API, authenticating with `system_key`.
 std::shared_ptr<RunLookup> MakeGrpcRunLookup(std::shared_ptr<ChannelRef> channel,
-                                             std::string system_key);
+                                             std::string system_key,
+                                             ServiceClientOptions options = kRunLookupOptions);
 
 }  // namespace tessera::logs

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 
 namespace tessera::runs {
 namespace {

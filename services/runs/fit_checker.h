@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "services/common/channel_ref.h"
+#include "services/common/system_client.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 
 namespace tessera::runs {
@@ -18,8 +19,12 @@ class FitChecker {
   virtual absl::Status CheckFit(const v1::ComputeSpec& compute) = 0;
 };
 
+// A submit waits for the check: 10 s, well within the 30 s that mcli waits for the submit.
+inline constexpr ServiceClientOptions kFitCheckerOptions{.deadline = absl::Seconds(10)};
+
 // Over the scheduler's gRPC API, authenticating with `system_key`.
 std::shared_ptr<FitChecker> MakeGrpcFitChecker(std::shared_ptr<ChannelRef> channel,
-                                               std::string system_key);
+                                               std::string system_key,
+                                               ServiceClientOptions options = kFitCheckerOptions);
 
 }  // namespace tessera::runs

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 
 namespace tessera::runs {
 namespace {

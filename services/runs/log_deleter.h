@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "services/common/channel_ref.h"
+#include "services/common/system_client.h"
 
 namespace tessera::runs {
 
@@ -16,8 +17,13 @@ class LogDeleter {
   virtual absl::Status DeleteRunLogs(const std::string& run_id) = 0;
 };
 
+// A DeleteRun waits for the log service, so it gives up after 10 s (the run is deleted anyway
+// and its logs removed later).
+inline constexpr ServiceClientOptions kLogDeleterOptions{.deadline = absl::Seconds(10)};
+
 // Over the log service's gRPC API, authenticating with `system_key`.
 std::shared_ptr<LogDeleter> MakeGrpcLogDeleter(std::shared_ptr<ChannelRef> channel,
-                                               std::string system_key);
+                                               std::string system_key,
+                                               ServiceClientOptions options = kLogDeleterOptions);
 
 }  // namespace tessera::runs

@@ -2,21 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
-#include <thread>
-
-#include "absl/random/distributions.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "base/timestamps.h"
+#include "runspec/run_spec_parser.h"
 #include "services/common/rpc.h"
-#include "services/common/status_util.h"
 #include "services/runs/describe.h"
-#include "services/runs/spec/run_spec_parser.h"
+#include "services/store/cas_retry.h"
 #include "services/store/filters.h"
 
 namespace tessera::runs {
 namespace {
 
-constexpr int kMaxCasRetries = 20;
 constexpr int kMaxListLimit = 10'000;
 
 absl::Status ValidateFilter(const v1::RunFilter& f) {
@@ -47,20 +45,19 @@ absl::Status RequireName(const std::string& name) {
 
 RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
                        std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
-                       std::shared_ptr<LogDeleter> logs, absl::BitGen gen)
+                       std::shared_ptr<LogDeleter> logs, std::shared_ptr<Random> random)
     : runs_(std::move(runs)),
       idem_(std::move(idem)),
       fit_(std::move(fit)),
       clock_(std::move(clock)),
       logs_(std::move(logs)),
-      gen_(std::move(gen)) {}
+      random_(std::move(random)) {}
 
 std::string RunManager::RandomSuffix(int length) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  absl::MutexLock lock(&gen_mu_);
   std::string out;
   for (int i = 0; i < length; ++i) {
-    out.push_back(kAlphabet[absl::Uniform<size_t>(gen_, 0, sizeof(kAlphabet) - 1)]);
+    out.push_back(kAlphabet[random_->Uniform(sizeof(kAlphabet) - 1)]);
   }
   return out;
 }
@@ -152,7 +149,7 @@ absl::StatusOr<v1::Run> RunManager::Mutate(
     const std::string& run_id,
     const std::function<absl::StatusOr<Transition>(const v1::Run&,
                                                    const std::vector<v1::Attempt>&)>& change) {
-  for (int i = 0; i < kMaxCasRetries; ++i) {
+  for (int i = 0; i < store::kMaxCasAttempts; ++i) {
     auto run = runs_->GetRunById(run_id);
     if (!run.ok()) return run.status();
     auto attempts = runs_->ListAttempts(run_id);
@@ -395,7 +392,8 @@ absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& r
       *change.mutable_event() = e;
       if (!send(change)) return absl::OkStatus();
     }
-    if (events->empty()) std::this_thread::sleep_for(absl::ToChronoMilliseconds(poll_interval));
+    // Nothing new: look again after the poll interval of the injected clock.
+    if (events->empty()) clock_->WaitUntil(clock_->Now() + poll_interval);
   }
   return absl::OkStatus();
 }

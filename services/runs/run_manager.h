@@ -5,11 +5,11 @@
 #include <functional>
 #include <memory>
 
-#include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "base/clock.h"
+#include "base/random.h"
 #include "services/common/auth/principal.h"
-#include "services/common/clock.h"
 #include "services/common/idempotency.h"
 #include "services/runs/fit_checker.h"
 #include "services/runs/lifecycle.h"
@@ -21,10 +21,12 @@ namespace tessera::runs {
 
 class RunManager {
  public:
-  // `logs` deletes a deleted run's logs; null when there is no log service.
+  // `logs` deletes a deleted run's logs; null when there is no log service. `random` draws the
+  // run ids and the names' suffixes.
   RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
              std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
-             std::shared_ptr<LogDeleter> logs = nullptr, absl::BitGen gen = absl::BitGen());
+             std::shared_ptr<LogDeleter> logs = nullptr,
+             std::shared_ptr<Random> random = SystemRandom::Shared());
 
   using Who = auth::Principal;
   absl::Status SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
@@ -76,8 +78,7 @@ class RunManager {
   std::shared_ptr<FitChecker> fit_;
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<LogDeleter> logs_;
-  absl::Mutex gen_mu_;
-  absl::BitGen gen_ ABSL_GUARDED_BY(gen_mu_);
+  std::shared_ptr<Random> random_;
 };
 
 }  // namespace tessera::runs

@@ -12,24 +12,17 @@ class RunService final : public v1::RunService::Service {
              absl::Duration watch_poll_interval = absl::Milliseconds(200))
       : m_(std::move(manager)), auth_(std::move(auth)), poll_(watch_poll_interval) {}
 
-#define TESSERA_RUN_RPC(Method)                                                            \
-  grpc::Status Method(grpc::ServerContext* ctx, const v1::Method##Request* req,            \
-                      v1::Method##Response* resp) override {                               \
-    return Serve(*auth_, ctx,                                                              \
-                 [&](const auth::Principal& who) { return m_->Method(who, *req, resp); }); \
-  }
-  TESSERA_RUN_RPC(SubmitRun)
-  TESSERA_RUN_RPC(GetRun)
-  TESSERA_RUN_RPC(ListRuns)
-  TESSERA_RUN_RPC(DescribeRun)
-  TESSERA_RUN_RPC(StopRun)
-  TESSERA_RUN_RPC(DeleteRun)
-  TESSERA_RUN_RPC(UpdateRun)
-  TESSERA_RUN_RPC(RestartRun)
-  TESSERA_RUN_RPC(CloneRun)
-  TESSERA_RUN_RPC(RecordAttempt)
-  TESSERA_RUN_RPC(ReportProgress)
-#undef TESSERA_RUN_RPC
+  TESSERA_UNARY_RPC(m_, SubmitRun)
+  TESSERA_UNARY_RPC(m_, GetRun)
+  TESSERA_UNARY_RPC(m_, ListRuns)
+  TESSERA_UNARY_RPC(m_, DescribeRun)
+  TESSERA_UNARY_RPC(m_, StopRun)
+  TESSERA_UNARY_RPC(m_, DeleteRun)
+  TESSERA_UNARY_RPC(m_, UpdateRun)
+  TESSERA_UNARY_RPC(m_, RestartRun)
+  TESSERA_UNARY_RPC(m_, CloneRun)
+  TESSERA_UNARY_RPC(m_, RecordAttempt)
+  TESSERA_UNARY_RPC(m_, ReportProgress)
 
   grpc::Status WatchRuns(grpc::ServerContext* ctx, const v1::WatchRunsRequest* req,
                          grpc::ServerWriter<v1::RunChange>* writer) override {

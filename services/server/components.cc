@@ -3,23 +3,25 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/random/random.h"
+#include "base/timestamps.h"
 #include "healthcheck/health_service.h"
-#include "scheduler/service/leader_lock.h"
 #include "scheduler/service/scheduler_runner.h"
 #include "scheduler/service/scheduler_service.h"
 #include "services/admin/admin_handler.h"
 #include "services/admin/admin_service.h"
-#include "services/common/status_util.h"
+#include "services/common/periodic_runner.h"
 #include "services/cordon/cordon_service.h"
 #include "services/logs/log_service.h"
 #include "services/runs/run_service.h"
 
 namespace tessera::server {
 
-Foundation MakeFoundation(store::Stores stores, std::shared_ptr<Clock> clock) {
+Foundation MakeFoundation(store::Stores stores, std::shared_ptr<Clock> clock,
+                          std::shared_ptr<Random> random) {
   Foundation f;
   f.stores = std::move(stores);
   f.clock = clock;
+  f.random = std::move(random);
   f.authenticator = std::make_shared<auth::Authenticator>(f.stores.api_keys, clock);
   f.idempotency = std::make_shared<IdempotentCalls>(f.stores.idempotency, clock);
   return f;
@@ -33,32 +35,24 @@ class RunsComponent final : public Component {
                 std::shared_ptr<ChannelRef> logs, const std::string& system_key)
       : manager_(std::make_shared<runs::RunManager>(
             f.stores.runs, f.idempotency, runs::MakeGrpcFitChecker(scheduler, system_key), f.clock,
-            logs ? runs::MakeGrpcLogDeleter(logs, system_key) : nullptr)),
+            logs ? runs::MakeGrpcLogDeleter(logs, system_key) : nullptr, f.random)),
         runs_(manager_, f.authenticator),
         admin_(std::make_shared<admin::AdminHandler>(f.stores.api_keys, f.idempotency, f.clock),
-               f.authenticator) {
-    // max_duration is enforced by a timer; every instance may run it (changes are
-    // compare-and-set).
-    timer_ = std::thread([this] {
-      while (!stop_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
-        auto stopped = manager_->EnforceMaxDuration();
-        if (stopped.ok() && *stopped > 0)
-          spdlog::info("stopped {} run(s) past max_duration", *stopped);
-      }
-    });
-  }
-  ~RunsComponent() override {
-    stop_.Notify();
-    timer_.join();
-  }
+               f.authenticator),
+        // max_duration is enforced by a timer; every instance may run it (changes are
+        // compare-and-set).
+        timer_(f.clock, absl::Seconds(1), [this] {
+          auto stopped = manager_->EnforceMaxDuration();
+          if (stopped.ok() && *stopped > 0)
+            spdlog::info("stopped {} run(s) past max_duration", *stopped);
+        }) {}
   std::vector<grpc::Service*> services() override { return {&runs_, &admin_}; }
 
  private:
   std::shared_ptr<runs::RunManager> manager_;
   runs::RunService runs_;
   admin::AdminService admin_;
-  absl::Notification stop_;
-  std::thread timer_;
+  PeriodicRunner timer_;  // last: stopped before what it uses goes
 };
 
 class SchedulerComponent final : public Component {
@@ -67,26 +61,25 @@ class SchedulerComponent final : public Component {
                      std::shared_ptr<ChannelRef> health, const std::string& system_key,
                      const SchedulerOptions& o)
       : workers_(std::make_shared<scheduler::WorkerRegistry>()),
-        core_(std::make_shared<scheduler::SchedulerCore>(
-            f.stores.nodes, scheduler::MakeGrpcRunsClient(runs, system_key), workers_, f.clock,
+        scheduler_(scheduler::MakeScheduler(
+            f.stores.nodes, scheduler::MakeGrpcRunsClient(runs, system_key), workers_,
+            f.idempotency, f.clock,
             scheduler::SchedulerConfig{.lease = o.lease,
                                        .heartbeat_interval = o.heartbeat_interval,
                                        .stop_grace = o.stop_grace},
             health ? scheduler::MakeGrpcHealthClient(health, system_key) : nullptr)),
         runner_(std::make_unique<scheduler::SchedulerRunner>(
-            core_,
-            o.database_url.empty() ? scheduler::MakeAlwaysLeader()
-                                   : scheduler::MakePgLeaderLock(o.database_url),
-            o.cycle_interval)),
+            scheduler_.cycle, o.database_url.empty() ? nullptr : f.stores.leader_locks,
+            o.instance_id, o.cycle_interval)),
         api_(
-            core_, f.authenticator, [this] { return runner_->is_leader(); }, o.instance_id),
-        control_(core_, workers_, f.authenticator, [this] { return runner_->is_leader(); }) {}
+            scheduler_, f.authenticator, [this] { return runner_->is_leader(); }, o.instance_id),
+        control_(scheduler_, workers_, f.authenticator, [this] { return runner_->is_leader(); }) {}
   ~SchedulerComponent() override { runner_.reset(); }
   std::vector<grpc::Service*> services() override { return {&api_, &control_}; }
 
  private:
   std::shared_ptr<scheduler::WorkerRegistry> workers_;
-  std::shared_ptr<scheduler::SchedulerCore> core_;
+  scheduler::Scheduler scheduler_;
   std::unique_ptr<scheduler::SchedulerRunner> runner_;
   scheduler::SchedulerService api_;
   scheduler::WorkerControlService control_;
@@ -112,18 +105,10 @@ class HealthComponent final : public Component {
       : handler_(std::make_shared<health::HealthHandler>(
             f.stores.health, health::MakeGrpcSchedulerApi(scheduler, system_key),
             health::MakeGrpcCordonApi(cordon, system_key),
-            health::MakeGrpcRunsApi(runs, system_key), f.idempotency, f.clock,
-            [gen = std::make_shared<absl::BitGen>()] { return absl::Uniform<uint64_t>(*gen); },
+            health::MakeGrpcRunsApi(runs, system_key), f.idempotency, f.clock, f.random,
             ConfigFrom(o))),
-        service_(handler_, f.authenticator) {
-    ticker_ = std::thread([this, tick = o.tick] {
-      while (!stop_.WaitForNotificationWithTimeout(tick)) handler_->Tick();
-    });
-  }
-  ~HealthComponent() override {
-    stop_.Notify();
-    ticker_.join();
-  }
+        service_(handler_, f.authenticator),
+        ticker_(f.clock, o.tick, [this] { handler_->Tick(); }) {}
   std::vector<grpc::Service*> services() override { return {&service_}; }
 
  private:
@@ -141,8 +126,7 @@ class HealthComponent final : public Component {
   }
   std::shared_ptr<health::HealthHandler> handler_;
   health::HealthService service_;
-  absl::Notification stop_;
-  std::thread ticker_;
+  PeriodicRunner ticker_;  // last: stopped before what it uses goes
 };
 
 class LogsComponent final : public Component {

@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "base/clock.h"
+#include "base/random.h"
 #include "services/common/auth/api_keys.h"
 #include "services/common/channel_ref.h"
-#include "services/common/clock.h"
 #include "services/common/idempotency.h"
 #include "services/store/stores.h"
 
@@ -22,11 +23,13 @@ namespace tessera::server {
 struct Foundation {
   store::Stores stores;
   std::shared_ptr<Clock> clock;
+  std::shared_ptr<Random> random;  // not for secrets
   std::shared_ptr<auth::Authenticator> authenticator;
   std::shared_ptr<IdempotentCalls> idempotency;
 };
 
-Foundation MakeFoundation(store::Stores stores, std::shared_ptr<Clock> clock);
+Foundation MakeFoundation(store::Stores stores, std::shared_ptr<Clock> clock,
+                          std::shared_ptr<Random> random = SystemRandom::Shared());
 
 // A built component: its gRPC services and what runs in the background.
 class Component {

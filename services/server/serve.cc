@@ -12,7 +12,7 @@
 #include "services/common/service_host.h"
 #include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
-#include "worker/canary/canary_result.h"
+#include "base/byte_size.h"
 
 namespace tessera::server {
 namespace {
@@ -192,7 +192,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     health.sweep_interval = absl::Seconds(sweep_interval_seconds);
     health.canary_timeout = absl::Seconds(canary_timeout_seconds);
     if (!canary_sizes.empty()) {
-      auto sizes = canary::ParseByteSizes(canary_sizes);
+      auto sizes = ParseByteSizes(canary_sizes);
       if (!sizes.ok()) {
         return Fail(
             absl::InvalidArgumentError(absl::StrCat("--canary-sizes: ", sizes.status().message())));

@@ -5,10 +5,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "services/store/api_key_store.h"
 #include "services/store/health_store.h"
 #include "services/store/idempotency_store.h"
+#include "services/store/leader_lock_store.h"
 #include "services/store/log_store.h"
 #include "services/store/node_event_store.h"
 #include "services/store/node_store.h"
@@ -24,6 +25,7 @@ struct Stores {
   std::shared_ptr<ApiKeyStore> api_keys;
   std::shared_ptr<IdempotencyStore> idempotency;
   std::shared_ptr<LogStore> logs;
+  std::shared_ptr<LeaderLockStore> leader_locks;
 };
 
 struct PostgresOptions {

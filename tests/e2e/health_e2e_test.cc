@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
-#include "tests/integration/worker/local_cluster.h"
+#include "tests/support/local_cluster.h"
 
 namespace tessera::testing {
 namespace {

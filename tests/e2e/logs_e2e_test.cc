@@ -3,24 +3,24 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include <fstream>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "tests/integration/worker/local_cluster.h"
+#include "tests/support/local_cluster.h"
+#include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
 namespace {
 
 ShellResult Mcli(LocalCluster& c, const std::string& args) { return c.Mcli(args); }
 
+// A file in the test binary's own temporary folder (removed when it exits).
 std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = absl::StrCat("/tmp/tessera-logs-e2e-", getpid(), "-", name);
-  std::ofstream(path) << text;
-  return path;
+  static const TempDir dir("tessera-logs-e2e");
+  return dir.Write(name, text);
 }
 
 TEST_CASE("mcli run submit --follow shows the run's status and its ranks' output live", "[e2e]") {

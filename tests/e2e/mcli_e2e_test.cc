@@ -3,12 +3,12 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "tests/integration/control_plane/control_plane.h"
+#include "tests/support/control_plane.h"
+#include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
 namespace {
@@ -21,10 +21,10 @@ Result Mcli(const std::string& endpoint, const std::string& key, const std::stri
                                " TESSERA_API_KEY=", key, " ", BinaryPath("mcli"), " ", args));
 }
 
+// A file in the test binary's own temporary folder (removed when it exits).
 std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = absl::StrCat("/tmp/tessera-e2e-", getpid(), "-", name);
-  std::ofstream(path) << text;
-  return path;
+  static const TempDir dir("tessera-e2e");
+  return dir.Write(name, text);
 }
 
 TEST_CASE("a user submits, watches, describes and stops runs with mcli", "[e2e]") {

@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "tests/integration/control_plane/control_plane.h"
+#include "tests/support/control_plane.h"
 
 namespace tessera::testing {
 namespace {

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <pqxx/pqxx>
 
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 #include "services/store/postgres/migrations.h"
 #include "services/store/stores.h"
 #include "tests/support/postgres_server.h"
@@ -103,6 +103,29 @@ TEST_CASE("restarting PostgreSQL mid-test: UNAVAILABLE, then success, nothing lo
   auto next = s.node_events->AppendNodeEvent(event);
   REQUIRE(next.ok());
   CHECK(next->id() > (*events)[0].id());
+}
+
+TEST_CASE("restarting PostgreSQL ends the leader's session; the role is taken again after",
+          "[postgres][restart]") {
+  auto& pg = testing::SharedPostgres();
+  REQUIRE(pg.ResetDatabase().ok());
+  auto opened = OpenPostgresStores({.url = pg.url()});
+  REQUIRE(opened.ok());
+  LeaderLockStore& locks = *opened->leader_locks;
+  REQUIRE(*locks.TryAcquire(kSchedulerLeaderRole, "a"));
+  REQUIRE_FALSE(*locks.TryAcquire(kSchedulerLeaderRole, "b"));
+
+  REQUIRE(pg.Stop().ok());
+  const absl::Time down_at = absl::Now();
+  CHECK(absl::IsUnavailable(locks.CheckHeld(kSchedulerLeaderRole, "a")));
+  CHECK(absl::IsUnavailable(locks.TryAcquire(kSchedulerLeaderRole, "b").status()));
+  CHECK(absl::Now() - down_at < absl::Seconds(10));
+
+  REQUIRE(pg.Resume().ok());
+  // The former holder is a contender like any other: the first to ask takes the role.
+  CHECK(absl::IsFailedPrecondition(locks.CheckHeld(kSchedulerLeaderRole, "a")));
+  CHECK(*locks.TryAcquire(kSchedulerLeaderRole, "b"));
+  CHECK_FALSE(*locks.TryAcquire(kSchedulerLeaderRole, "a"));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/canary/canary_checks.h"
+#include "base/byte_size.h"
 #include "worker/canary/canary_result.h"
 #include "worker/engine/train/device_peak.h"
 
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
     } else {
       result.set_kind(v1::HEALTH_CHECK_KIND_ALLREDUCE);
       ArmTimeout(timeout, result.kind());
-      auto parsed = canary::ParseByteSizes(sizes);
+      auto parsed = ParseByteSizes(sizes);
       if (!parsed.ok()) {
         std::cerr << "tessera-canary: --sizes: " << parsed.status().message() << "\n";
         return canary::kExitUsage;

@@ -1,6 +1,6 @@
 #pragma once
 // What tessera-canary measures and how it is judged, without LibTorch: the bandwidth figures as
-// nccl-tests computes them, payload sizes, and the JSON line the canary prints for its worker.
+// nccl-tests computes them and the JSON line the canary prints for its worker.
 
 #include <cstdint>
 #include <string>
@@ -14,11 +14,6 @@ namespace tessera::canary {
 // algbw = bytes / seconds; busbw = algbw * 2(n-1)/n, the bandwidth each link carries in a ring
 // all-reduce (so it is comparable across group sizes). In GB/s (1e9 bytes).
 v1::BandwidthSample MakeSample(int64_t payload_bytes, double seconds, int ranks);
-
-// "64MiB", "1GiB", "4096", "2MB" -> bytes; errors name the text.
-absl::StatusOr<int64_t> ParseByteSize(const std::string& text);
-// A comma-separated list of sizes.
-absl::StatusOr<std::vector<int64_t>> ParseByteSizes(const std::string& text);
 
 // The canary's one line of output: a HealthCheckResult as JSON (the worker fills in the node,
 // sweep and times).

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;

@@ -16,27 +16,14 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "tessera/v1/worker.pb.h"
 #include "worker/daemon/attempt_record.h"
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_launcher.h"
+#include "worker/common/rank_output.h"
 
 namespace tessera::worker {
-
-// One rank's output, for the log shipper.
-struct RankOutput {
-  std::string run_id;
-  int resumption_index = 0;
-  int node_rank = 0;
-  int rank = 0;
-  std::string stdout_path, stderr_path;
-  // Where the rank may report training progress (TESSERA_PROGRESS_FILE).
-  std::string progress_path;
-  // The run's hang_timeout: a rank whose progress stops for this long is hung (0: never).
-  absl::Duration hang_timeout = absl::ZeroDuration();
-  pid_t pid = 0;  // the rank's process (0: not known)
-};
 
 struct AttemptManagerOptions {
   std::string state_dir;

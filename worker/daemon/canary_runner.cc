@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 #include "worker/canary/canary_result.h"
 #include "worker/daemon/rank_launcher.h"
 

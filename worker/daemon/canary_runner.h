@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "tessera/v1/worker.pb.h"
 
 namespace tessera::worker {

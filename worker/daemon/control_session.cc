@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/status_util.h"
-#include "worker/daemon/worker_channel.h"
+#include "base/timestamps.h"
+#include "worker/common/worker_channel.h"
 
 namespace tessera::worker {
 namespace {

@@ -16,10 +16,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "tessera/v1/worker.grpc.pb.h"
 #include "worker/daemon/attempt_manager.h"
-#include "worker/daemon/backoff.h"
+#include "worker/common/backoff.h"
 #include "worker/daemon/canary_runner.h"
 #include "worker/daemon/fault_injector.h"
 #include "worker/daemon/lease_tracker.h"

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 
 namespace tessera::worker {
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "services/common/status_util.h"
-#include "worker/engine/train/progress_reporter.h"
+#include "base/timestamps.h"
+#include "worker/progress/progress_file.h"
 
 namespace tessera::worker {
 namespace {
@@ -69,7 +69,7 @@ void ProgressWatcher::ReadNew(File& f) {
   ::close(fd);
   size_t start = 0;
   for (size_t nl; (nl = f.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-    auto record = engine::ProgressFromJsonLine(f.partial.substr(start, nl - start));
+    auto record = progress::ProgressFromJsonLine(f.partial.substr(start, nl - start));
     if (!record.ok()) continue;  // not ours to judge: skip what is not a record
     v1::RunProgress p;
     p.set_step(record->step);
@@ -145,7 +145,7 @@ std::vector<v1::RankHang> ProgressWatcher::TakeHangs() {
     const RankState& s = f.state;
     if (s.done || !s.latest || s.hang_timeout <= absl::ZeroDuration()) continue;
     if (now - s.last_change < s.hang_timeout) continue;
-    const bool waiting = engine::ReadWaitingMarker(f.path) && !ProcessStopped(s.pid);
+    const bool waiting = progress::ReadWaitingMarker(f.path) && !ProcessStopped(s.pid);
     if (waiting && now - s.last_change < 2 * s.hang_timeout) continue;
     if (!hang_reported_.insert({s.run_id, s.resumption_index}).second) continue;
     v1::RankHang h;

@@ -1,5 +1,5 @@
 // What the ranks report about their training (tessera-train appends one JSON object per step to
-// the file TESSERA_PROGRESS_FILE names; see worker/engine/train/progress_reporter.h). The
+// the file TESSERA_PROGRESS_FILE names; see worker/progress/progress_file.h). The
 // watcher tails every rank's file, keeps each rank's newest record and when it last moved, and
 // hands the control session one update per attempt at most every `min_interval` — the newest
 // record of the attempt's lowest local rank — so a run's progress reaches the run manager
@@ -16,7 +16,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "tessera/v1/worker.pb.h"
 #include "worker/daemon/attempt_manager.h"
 

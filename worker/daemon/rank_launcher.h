@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 
 namespace tessera::worker {
 
@@ -48,7 +48,7 @@ struct ExitInfo {
 };
 
 // Waiting reads the time and sleeps through the project's injectable Clock
-// (services/common/clock.h); the default is the wall clock.
+// (base/clock.h); the default is the wall clock.
 inline Clock& RealClock() { return *SystemClock::Shared(); }
 
 // One rank process (the leader of its own process group). Thread-safe.

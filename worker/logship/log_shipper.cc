@@ -10,8 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "services/common/status_util.h"
-#include "worker/daemon/worker_channel.h"
+#include "base/timestamps.h"
+#include "worker/common/worker_channel.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;

@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,10 +20,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "tessera/v1/logs.grpc.pb.h"
-#include "worker/daemon/attempt_manager.h"
-#include "worker/daemon/backoff.h"
+#include "worker/common/rank_output.h"
+#include "worker/common/backoff.h"
 #include "worker/logship/spool_reader.h"
 
 namespace tessera::worker {

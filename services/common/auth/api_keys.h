@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "services/common/auth/principal.h"
-#include "services/common/clock.h"
+#include "base/clock.h"
 #include "services/store/api_key_store.h"
 
 namespace tessera::auth {

@@ -2,9 +2,11 @@
 // The tables of the in-memory store, shared by its per-domain views under one lock, so that
 // cross-domain writes (a node update with its events) are atomic as in PostgreSQL.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -51,9 +53,24 @@ struct MemoryDatabase {
   };
   std::map<std::pair<std::string, std::string>, RecordedResponse> idempotency ABSL_GUARDED_BY(mu);
 
+  // Leader locks by role: the instance that holds it, in the session of one store (as over
+  // PostgreSQL, where the lock belongs to a connection of the process that took it).
+  struct LeaderHold {
+    std::string instance;
+    const void* store = nullptr;
+  };
+  std::map<std::string, LeaderHold, std::less<>> leaders ABSL_GUARDED_BY(mu);
+
   void SetUnavailable(bool value) {
     absl::MutexLock lock(&mu);
     unavailable = value;
+  }
+  // Ends the session in which `instance` contends for `role`, as when that connection to
+  // PostgreSQL breaks: the role is free if it held it.
+  void EndLeaderSession(std::string_view role, std::string_view instance) {
+    absl::MutexLock lock(&mu);
+    auto it = leaders.find(role);
+    if (it != leaders.end() && it->second.instance == instance) leaders.erase(it);
   }
   absl::Status CheckAvailable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return unavailable ? absl::UnavailableError("database unavailable (simulated)")
@@ -71,5 +88,6 @@ std::shared_ptr<HealthStore> MakeMemoryHealthStore(std::shared_ptr<MemoryDatabas
 std::shared_ptr<ApiKeyStore> MakeMemoryApiKeyStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<IdempotencyStore> MakeMemoryIdempotencyStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<LogStore> MakeMemoryLogStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<LeaderLockStore> MakeMemoryLeaderLockStore(std::shared_ptr<MemoryDatabase> db);
 
 }  // namespace tessera::store

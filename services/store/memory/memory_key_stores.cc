@@ -118,6 +118,7 @@ Stores MakeMemoryStores(std::shared_ptr<MemoryDatabase> db) {
   s.api_keys = MakeMemoryApiKeyStore(db);
   s.idempotency = MakeMemoryIdempotencyStore(db);
   s.logs = MakeMemoryLogStore(db);
+  s.leader_locks = MakeMemoryLeaderLockStore(db);
   return s;
 }
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/timestamp.pb.h"
-#include "services/common/status_macros.h"
+#include "base/status_macros.h"
 #include "services/store/filters.h"
 
 namespace tessera::store {

@@ -154,6 +154,7 @@ absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
   s.api_keys = MakePgApiKeyStore(pool);
   s.idempotency = MakePgIdempotencyStore(pool);
   s.logs = MakePgLogStore(pool);
+  s.leader_locks = MakePgLeaderLockStore(pool->conninfo());
   return s;
 }
 

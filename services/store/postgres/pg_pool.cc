@@ -156,11 +156,4 @@ absl::Status PgPool::Transact(const char* what,
   }
 }
 
-absl::Status PgPool::Ping() {
-  return Transact("checking the connection", [](pqxx::work& tx) {
-    tx.exec("SELECT 1");
-    return absl::OkStatus();
-  });
-}
-
 }  // namespace tessera::store

@@ -26,9 +26,6 @@ class PgPool {
   // once, so a server restart between two calls is invisible to the caller.
   absl::Status Transact(const char* what, const std::function<absl::Status(pqxx::work&)>& body);
 
-  // Checks that the server answers.
-  absl::Status Ping();
-
   const std::string& conninfo() const { return conninfo_; }
 
  private:

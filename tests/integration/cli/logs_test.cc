@@ -1,6 +1,6 @@
-// mcli logs and mcli run submit --follow against the fake LogService (fake_services.h): each
-// flag's request, the "[rank N] " prefix rule, raw and JSON output, follow until the stream ends,
-// Ctrl-C, exit codes.
+// mcli logs and mcli run submit --follow against the fake LogService
+// (tests/support/fake_services.h): each flag's request, the "[rank N] " prefix rule, raw and JSON
+// output, follow until the stream ends, Ctrl-C, exit codes.
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -1,15 +1,12 @@
 #pragma once
-// Runs the real mcli binary (MCLI_PATH) as a subprocess against the fake services, with its
-// settings pointed at them, and captures its exit code, stdout and stderr.
+// Runs the real mcli binary (MCLI_PATH) as a subprocess against the fake Tessera services
+// (tests/support/fake_services.h), with its settings pointed at them, and captures its exit code,
+// stdout and stderr.
 
 #include <fcntl.h>
-#include <grpcpp/grpcpp.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdlib.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -18,39 +15,52 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include "tests/integration/cli/fake_services.h"
+#include "tests/support/fake_services.h"
+#include "tests/support/temp_dir.h"
 
 namespace mcli_test {
 
+namespace v1 = tessera::v1;
+using FakeServer = tessera::testing::FakeServices;
+using tessera::testing::kT0;
+using tessera::testing::TempDir;
+inline constexpr const char* kApiKey = tessera::testing::kFakeApiKey;
+
+// ---------------------------------------------------------------------------------------------
+// The fake server
+
+// The fakes as mcli sees a real server: runs go through attempts whose logs mcli follows, node
+// events come two, 400 ms apart (so that each is seen printed before the next comes). Started
+// once for the whole binary and never destroyed (its threads outlive the tests).
+inline FakeServer& Instance() {
+  static FakeServer* server = [] {
+    auto* fakes = new FakeServer();
+    fakes->runs.simulate_attempts = true;
+    fakes->logs.simulate_attempts = true;
+    fakes->stream.events = 2;
+    fakes->stream.pause = std::chrono::milliseconds(400);
+    return fakes;
+  }();
+  return *server;
+}
+
+// The server with nothing recorded yet, for a test to start with.
+inline FakeServer& Server() {
+  FakeServer& server = Instance();
+  server.Reset();
+  return server;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running mcli
-
-struct TempDir {
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "mcli-it-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string Write(const std::string& name, const std::string& text) const {
-    const std::string file = path + "/" + name;
-    std::ofstream(file) << text;
-    return file;
-  }
-  std::string path;
-};
 
 struct Result {
   int exit_code = -1;

@@ -1,13 +1,15 @@
 // The real mcli binary, run as a subprocess, against fake RunService, SchedulerService,
-// CordonService and AdminService implementations on a real gRPC server at 127.0.0.1:0 (mcli logs
-// and run submit --follow: logs_test.cc). The fakes record every request and answer
-// UNAUTHENTICATED unless the call carries `authorization: Bearer test-key`.
+// CordonService and AdminService implementations on a real gRPC server at 127.0.0.1:0
+// (tests/support/fake_services.h; mcli logs and run submit --follow: logs_test.cc). The fakes
+// record every request and answer UNAUTHENTICATED unless the call carries
+// `authorization: Bearer test-key`.
 
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "tests/integration/cli/mcli_runner.h"
+#include "tests/support/free_port.h"
 
 using namespace mcli_test;  // NOLINT: the fakes and the runner are this test's vocabulary
 
@@ -305,17 +307,7 @@ TEST_CASE("the key and endpoint saved by mcli set are used", "[cli][auth]") {
 }
 
 TEST_CASE("a server that is down is exit 1 naming the endpoint", "[cli][auth]") {
-  // A port nothing listens on: bound, read, and closed again.
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  socklen_t length = sizeof(address);
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-  const std::string endpoint = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-  close(fd);
+  const std::string endpoint = "127.0.0.1:" + std::to_string(tessera::testing::FreePort());
 
   const Result result = Mcli({"get", "runs"}, {{"TESSERA_ENDPOINT", endpoint}});
   INFO(result);

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "tessera/v1/worker.grpc.pb.h"
-#include "tests/integration/control_plane/control_plane.h"
+#include "tests/support/control_plane.h"
 
 namespace tessera::testing {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "tests/integration/control_plane/control_plane.h"
+#include "tests/support/control_plane.h"
 
 namespace tessera::testing {
 namespace {

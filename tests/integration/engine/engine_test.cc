@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "tests/integration/control_plane/control_plane.h"
-#include "tests/integration/engine/engine_job.h"
+#include "tests/support/control_plane.h"
+#include "tests/support/engine_job.h"
+#include "tests/support/temp_dir.h"
 #include "worker/engine/checkpoint/checkpoint_folder.h"
 #include "worker/engine/checkpoint/shard_file.h"
 
@@ -15,14 +15,10 @@ namespace tessera::testing {
 namespace {
 namespace fs = std::filesystem;
 
+// A test's folder, with the configs it writes there.
 struct Scratch {
-  std::string path;
-  Scratch() {
-    path = absl::StrCat("/tmp/tessera-engine-test-", getpid(), "-", counter++);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Scratch() { fs::remove_all(path); }
+  TempDir dir{"tessera-engine-test"};
+  const std::string& path = dir.path;
   std::string Config(const std::string& name, const std::string& save_folder,
                      const std::string& extra = "") const {
     const std::string file = path + "/" + name + ".yaml";
@@ -43,7 +39,6 @@ threads: 1
                         << extra;
     return file;
   }
-  static inline int counter = 0;
 };
 
 void RequireAllExitedZero(EngineJob& job, int world) {

@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "tests/integration/control_plane/control_plane.h"
-#include "tests/integration/engine/engine_job.h"
+#include "tests/support/control_plane.h"
+#include "tests/support/free_port.h"
 #include "worker/canary/canary_result.h"
 
 namespace tessera::testing {

@@ -6,10 +6,10 @@
 #include <atomic>
 #include <thread>
 
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 #include "services/store/stores.h"
 #include "tessera/v1/logs.grpc.pb.h"
-#include "tests/integration/control_plane/control_plane.h"
+#include "tests/support/control_plane.h"
 
 namespace tessera::testing {
 namespace {

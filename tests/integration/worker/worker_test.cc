@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "tests/integration/worker/local_cluster.h"
+#include "tests/support/local_cluster.h"
 #include "tests/support/tcp_proxy.h"
 
 namespace tessera::testing {

@@ -14,6 +14,7 @@
 
 #include "cli/app.h"
 #include "cli/client.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -23,18 +24,7 @@ struct Result {
   std::string err;
 };
 
-struct TempDir {
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "mcli-args-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
+using tessera::testing::TempDir;
 
 // Runs mcli with a private config file and, unless given, an endpoint nothing listens on.
 Result Mcli(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/errors.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -25,18 +26,7 @@ using tessera::cli::ResolveSettings;
 using tessera::cli::SetConfigValue;
 using tessera::cli::SettingFlags;
 
-struct TempDir {
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "mcli-test-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
+using tessera::testing::TempDir;
 
 EnvLookup MapEnv(std::map<std::string, std::string> values) {
   return [values](const std::string& name) -> std::optional<std::string> {

@@ -2,14 +2,10 @@
 
 #include "cli/spec_overrides.h"
 
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
-#include <filesystem>
-#include <fstream>
 
 #include "cli/errors.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -28,17 +24,11 @@ scheduling:
   priority: low
 )";
 
+// A run YAML file with `text`, in a folder of its own.
 struct TempFile {
-  explicit TempFile(const std::string& text) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "mcli-spec-XXXXXX").string();
-    const int fd = mkstemp(pattern.data());
-    REQUIRE(fd >= 0);
-    close(fd);
-    path = pattern;
-    std::ofstream(path) << text;
-  }
-  ~TempFile() { std::filesystem::remove(path); }
-  std::string path;
+  explicit TempFile(const std::string& text) : path(dir.Write("run.yaml", text)) {}
+  tessera::testing::TempDir dir{"mcli-spec"};
+  const std::string path;
 };
 
 }  // namespace

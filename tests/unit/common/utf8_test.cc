@@ -1,5 +1,5 @@
 // UTF-8 checks and the lossy conversion log lines go through before they become JSON.
-#include "services/common/utf8.h"
+#include "base/utf8.h"
 
 #include <catch2/catch.hpp>
 

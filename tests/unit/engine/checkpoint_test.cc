@@ -3,14 +3,14 @@
 #include <numeric>
 #include <thread>
 
-#include "tests/unit/engine/engine_test_util.h"
+#include "tests/support/temp_dir.h"
 #include "worker/engine/checkpoint/checkpoint_folder.h"
 #include "worker/engine/checkpoint/checkpoint_saver.h"
 #include "worker/engine/checkpoint/shard_file.h"
 
 namespace tessera::engine {
 namespace {
-using testing::TempFolder;
+using tessera::testing::TempDir;
 namespace fs = std::filesystem;
 
 constexpr int64_t kNumel = 1001;  // not a multiple of the shard counts
@@ -74,7 +74,7 @@ absl::Status Compatible(const CheckpointManifest& m) {
 }
 
 TEST_CASE("a checkpoint saved by 4 ranks loads on 3, 2 or 1: shards are re-split") {
-  TempFolder tmp;
+  TempDir tmp;
   SaveAsRanks(tmp.path, 30, 4, /*background=*/true);
   CheckpointFolder folder(tmp.path);
   CHECK(folder.CommittedSteps() == std::vector<int64_t>{30});
@@ -100,7 +100,7 @@ TEST_CASE("a checkpoint saved by 4 ranks loads on 3, 2 or 1: shards are re-split
 }
 
 TEST_CASE("a missing or truncated shard is refused and the previous checkpoint is used") {
-  TempFolder tmp;
+  TempDir tmp;
   SaveAsRanks(tmp.path, 10, 2, false);
   SaveAsRanks(tmp.path, 20, 2, false);
   SaveAsRanks(tmp.path, 30, 2, false);
@@ -126,7 +126,7 @@ TEST_CASE("a missing or truncated shard is refused and the previous checkpoint i
 }
 
 TEST_CASE("a corrupted shard of the right size is caught by its hash") {
-  TempFolder tmp;
+  TempDir tmp;
   SaveAsRanks(tmp.path, 5, 1, false);
   SaveAsRanks(tmp.path, 6, 1, false);
   CheckpointFolder folder(tmp.path);
@@ -145,7 +145,7 @@ TEST_CASE("a corrupted shard of the right size is caught by its hash") {
 }
 
 TEST_CASE("an incompatible checkpoint is refused with the reason") {
-  TempFolder tmp;
+  TempDir tmp;
   SaveAsRanks(tmp.path, 8, 1, false);
   std::vector<std::string> refused;
   auto latest = CheckpointFolder(tmp.path).LatestValid(
@@ -156,7 +156,7 @@ TEST_CASE("an incompatible checkpoint is refused with the reason") {
 }
 
 TEST_CASE("a step is not committed until every shard is written") {
-  TempFolder tmp;
+  TempDir tmp;
   InProcessCommitChannel channel;
   FlatState state(40);
   // Rank 0 of 2 writes its shard; rank 1 never does (it died): no manifest, nothing loads.
@@ -178,7 +178,7 @@ TEST_CASE("a step is not committed until every shard is written") {
 }
 
 TEST_CASE("retention keeps the newest N and removes abandoned saves") {
-  TempFolder tmp;
+  TempDir tmp;
   CheckpointFolder folder(tmp.path);
   REQUIRE(folder.PrepareStep(3).ok());  // a save cut short by a crash
   for (int64_t step : {5, 10, 15, 20}) SaveAsRanks(tmp.path, step, 2, true);
@@ -194,7 +194,7 @@ TEST_CASE("retention keeps the newest N and removes abandoned saves") {
 }
 
 TEST_CASE("a background save copies the shard: later changes do not reach the file") {
-  TempFolder tmp;
+  TempDir tmp;
   InProcessCommitChannel channel;
   CheckpointSaver saver(CheckpointFolder(tmp.path), &channel, SaveRole{true, 0, 1, true}, 0,
                         absl::Seconds(5));

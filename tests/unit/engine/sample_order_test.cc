@@ -3,14 +3,14 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "tests/unit/engine/engine_test_util.h"
+#include "tests/support/temp_dir.h"
 #include "worker/engine/data/deterministic_random.h"
 #include "worker/engine/data/streaming_dataset.h"
 #include "worker/engine/data/tokenizer.h"
 
 namespace tessera::engine {
 namespace {
-using testing::TempFolder;
+using tessera::testing::TempDir;
 
 bool IsPermutation(std::vector<int64_t> order, int64_t n) {
   std::sort(order.begin(), order.end());
@@ -70,7 +70,7 @@ TEST_CASE("canonical nodes interleave: consecutive samples come from different s
 }
 
 struct DatasetFixture {
-  TempFolder tmp;
+  TempDir tmp;
   std::unique_ptr<StreamingDataset> Open(int64_t global_batch, uint64_t seed = 1) {
     ShuffleOptions o;
     o.seed = seed;

@@ -4,13 +4,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/unit/engine/engine_test_util.h"
+#include "tests/support/temp_dir.h"
 #include "worker/engine/data/convert.h"
 #include "worker/engine/data/tokenizer.h"
 
 namespace tessera::engine {
 namespace {
-using testing::TempFolder;
+using tessera::testing::TempDir;
 
 // 10 samples of 4 tokens, 3 per shard: sample i holds i*10 + t.
 DatasetIndex WriteDataset(const std::string& folder, int token_bytes = 2) {
@@ -26,7 +26,7 @@ DatasetIndex WriteDataset(const std::string& folder, int token_bytes = 2) {
 }
 
 TEST_CASE("shards hold every sample, read back by global id") {
-  TempFolder tmp;
+  TempDir tmp;
   const auto index = WriteDataset(tmp.path);
   CHECK(index.shards.size() == 4);
   CHECK(index.total_samples == 10);
@@ -43,7 +43,7 @@ TEST_CASE("shards hold every sample, read back by global id") {
 }
 
 TEST_CASE("four-byte tokens for large vocabularies") {
-  TempFolder tmp;
+  TempDir tmp;
   WriteDataset(tmp.path, 4);
   auto reader = TokenShardReader::Open(tmp.path);
   REQUIRE(reader.ok());
@@ -53,7 +53,7 @@ TEST_CASE("four-byte tokens for large vocabularies") {
 }
 
 TEST_CASE("a truncated shard is refused when the folder opens") {
-  TempFolder tmp;
+  TempDir tmp;
   const auto index = WriteDataset(tmp.path);
   std::filesystem::resize_file(tmp.path + "/" + index.shards[1].file, 5);
   auto reader = TokenShardReader::Open(tmp.path);
@@ -64,7 +64,7 @@ TEST_CASE("a truncated shard is refused when the folder opens") {
 }
 
 TEST_CASE("a corrupt shard is refused when it is first read, naming the shard") {
-  TempFolder tmp;
+  TempDir tmp;
   const auto index = WriteDataset(tmp.path);
   {
     std::fstream f(tmp.path + "/" + index.shards[2].file,
@@ -83,7 +83,7 @@ TEST_CASE("a corrupt shard is refused when it is first read, naming the shard") 
 }
 
 TEST_CASE("index.json errors name the field") {
-  TempFolder tmp;
+  TempDir tmp;
   auto index = WriteDataset(tmp.path);
   auto json = index.ToJson();
   json["shards"][1]["samples"] = -3;
@@ -102,7 +102,7 @@ TEST_CASE("index.json errors name the field") {
 }
 
 TEST_CASE("convert tokenizes folders of text into samples of seq_len + 1 tokens") {
-  TempFolder tmp;
+  TempDir tmp;
   std::string a, b;
   for (int i = 0; i < 200; ++i) a += "the quick brown fox jumps over the lazy dog. ";
   for (int i = 0; i < 100; ++i) b += "pack my box with five dozen liquor jugs! ";
@@ -148,7 +148,7 @@ TEST_CASE("convert tokenizes folders of text into samples of seq_len + 1 tokens"
 }
 
 TEST_CASE("convert refuses bad options with one clear error") {
-  TempFolder tmp;
+  TempDir tmp;
   ConvertOptions o;
   o.output = tmp.path + "/out";
   o.inputs = {tmp.path + "/nope"};

@@ -4,7 +4,7 @@
 
 #include "worker/engine/train/lr_schedule.h"
 #include "worker/engine/train/model_flops.h"
-#include "worker/engine/train/progress_reporter.h"
+#include "worker/progress/progress_file.h"
 #include "worker/engine/train/rank_context.h"
 
 namespace tessera::engine {
@@ -153,13 +153,13 @@ TEST_CASE("FLOPs per token and MFU follow the model's shape") {
 }
 
 TEST_CASE("progress records round-trip with full precision") {
-  ProgressRecord r{37, 60, 5.123456789012345, 3e-4, 12345.5, 0.125, 30, 1700000000.25};
-  auto back = ProgressFromJsonLine(ProgressToJsonLine(r));
+  progress::ProgressRecord r{37, 60, 5.123456789012345, 3e-4, 12345.5, 0.125, 30, 1700000000.25};
+  auto back = progress::ProgressFromJsonLine(progress::ProgressToJsonLine(r));
   REQUIRE(back.ok());
   CHECK(back->loss == r.loss);  // bit-for-bit: the determinism test compares these
   CHECK(back->step == 37);
   CHECK(back->resumed_from_step == 30);
-  CHECK_FALSE(ProgressFromJsonLine("step 3").ok());
+  CHECK_FALSE(progress::ProgressFromJsonLine("step 3").ok());
 }
 
 TEST_CASE("the rank's place in the job comes from the worker's variables") {

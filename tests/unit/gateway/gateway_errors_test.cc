@@ -1,5 +1,6 @@
 // Errors: authorization forwarding, gRPC code -> HTTP status, and what the gateway rejects itself
 // (bad JSON, unknown fields, bad parameters, unknown paths, wrong methods, big or broken requests).
+#include "tests/support/free_port.h"
 #include "tests/unit/gateway/gateway_fixture.h"
 
 namespace tessera::gateway::testing {
@@ -77,13 +78,7 @@ TEST_CASE("gRPC codes map to HTTP statuses", "[gateway]") {
 }
 
 TEST_CASE("an unreachable upstream is a 503", "[gateway]") {
-  // Nothing listens on a port that was bound and released.
-  int port = 0;
-  {
-    boost::asio::io_context ioc;
-    boost::asio::ip::tcp::acceptor acceptor(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
-    port = acceptor.local_endpoint().port();
-  }
+  const int port = tessera::testing::FreePort();  // nothing listens there
   GatewayOptions options;
   options.upstream_timeout = std::chrono::seconds(10);
   GatewayServer gateway(

@@ -1,7 +1,7 @@
 #pragma once
-// Shared by the gateway tests: a real grpc::Server on 127.0.0.1:0 hosting the fakes
-// (gateway_fakes.h), the gateway on 127.0.0.1:0 in front, and a small HTTP client (Beast) with a
-// Server-Sent Events reader.
+// Shared by the gateway tests: the fake Tessera services on a real gRPC server at 127.0.0.1:0
+// (tests/support/fake_services.h), the gateway on 127.0.0.1:0 in front, and a small HTTP client
+// (Beast) with a Server-Sent Events reader.
 
 // clang-format off
 #include <utility>  // first: Boost 1.74 Asio uses std::exchange without including it
@@ -26,9 +26,15 @@
 
 #include "services/gateway/errors.h"
 #include "services/gateway/gateway_server.h"
-#include "tests/unit/gateway/gateway_fakes.h"
+#include "tests/support/fake_services.h"
 
 namespace tessera::gateway::testing {
+
+using tessera::testing::FakeServices;
+using tessera::testing::Recorder;
+using tessera::testing::StreamControl;
+using FakeLogs = tessera::testing::FakeLogService;
+inline constexpr const char* kGoodAuth = tessera::testing::kFakeAuthorization;
 
 struct HttpResult {
   int status = 0;
@@ -45,31 +51,21 @@ struct HttpResult {
 
 // The fakes, a gRPC server for them and the gateway in front.
 class GatewayFixture {
+  FakeServices fakes_;  // first: `rec` and `stream` refer into it
+
  public:
   explicit GatewayFixture(gateway::GatewayOptions options = {})
-      : runs_(rec, stream),
-        scheduler_(rec),
-        cordon_(rec, stream),
-        health_(rec),
-        admin_(rec),
-        logs_(rec, stream) {
+      : rec(fakes_.recorder), stream(fakes_.stream) {
     spdlog::set_level(spdlog::level::warn);  // no access log in test output
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&runs_);
-    builder.RegisterService(&scheduler_);
-    builder.RegisterService(&cordon_);
-    builder.RegisterService(&health_);
-    builder.RegisterService(&admin_);
-    builder.RegisterService(&logs_);
-    server_ = builder.BuildAndStart();
-    REQUIRE(server_ != nullptr);
-    REQUIRE(port != 0);
-    gateway_ =
-        std::make_unique<GatewayServer>(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                            grpc::InsecureChannelCredentials()),
-                                        options);
+    // Answers the gateway tests expect, where they differ from the fakes' sample world.
+    fakes_.runs.submitted_suffix = "-abc1";
+    fakes_.runs.listed.clear();
+    fakes_.runs.listed.emplace_back().set_name("a");
+    fakes_.runs.listed.emplace_back().set_name("b");
+    fakes_.scheduler.nodes.clear();
+    fakes_.scheduler.nodes.emplace_back().set_name("node-1");
+    gateway_ = std::make_unique<GatewayServer>(
+        grpc::CreateChannel(fakes_.endpoint(), grpc::InsecureChannelCredentials()), options);
     const absl::Status st = gateway_->Start("127.0.0.1", 0);
     INFO(st.ToString());
     REQUIRE(st.ok());
@@ -77,7 +73,7 @@ class GatewayFixture {
 
   ~GatewayFixture() {
     gateway_->Shutdown();
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    fakes_.Shutdown();
   }
 
   GatewayServer& gateway() { return *gateway_; }
@@ -119,17 +115,10 @@ class GatewayFixture {
     return out;
   }
 
-  Recorder rec;
-  StreamControl stream;
+  Recorder& rec;
+  StreamControl& stream;
 
  private:
-  FakeRuns runs_;
-  FakeScheduler scheduler_;
-  FakeCordon cordon_;
-  FakeHealth health_;
-  FakeAdmin admin_;
-  FakeLogs logs_;
-  std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<GatewayServer> gateway_;
 };
 

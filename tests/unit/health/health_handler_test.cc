@@ -3,6 +3,7 @@
 // run watch and the way back into service.
 #include "healthcheck/health_handler.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 
 #include "services/store/stores.h"
@@ -18,20 +19,28 @@ const auth::Principal kAdmin{"ops", v1::ROLE_ADMIN};
 const auth::Principal kUser{"alice", v1::ROLE_USER};
 const auth::Principal kSystem{"tessera-worker", v1::ROLE_SYSTEM};
 
+// 7919, 2 * 7919, 3 * 7919 ...: sweep ids and ports a test can predict.
+class CountingRandom final : public Random {
+ public:
+  uint64_t Next() override { return ++counter_ * 7919; }
+
+ private:
+  std::atomic<uint64_t> counter_{0};
+};
+
 struct Fixture {
   store::Stores stores = store::MakeMemoryStores();
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
   std::shared_ptr<FakeScheduler> scheduler = std::make_shared<FakeScheduler>();
   std::shared_ptr<FakeCordon> cordon = std::make_shared<FakeCordon>(*scheduler);
   std::shared_ptr<FakeRuns> runs = std::make_shared<FakeRuns>();
-  uint64_t counter = 0;
   std::unique_ptr<HealthHandler> handler;
 
   explicit Fixture(HealthConfig config = {}) {
     handler = std::make_unique<HealthHandler>(
         stores.health, scheduler, cordon, runs,
         std::make_shared<IdempotentCalls>(stores.idempotency, clock), clock,
-        [this] { return ++counter * 7919; }, config);
+        std::make_shared<CountingRandom>(), config);
   }
   v1::Sweep Start(std::vector<std::string> nodes = {}) {
     v1::StartSweepRequest req;

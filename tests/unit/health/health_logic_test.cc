@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "healthcheck/anomaly.h"
-#include "healthcheck/gpu_faults.h"
+#include "proto/policy/gpu_faults.h"
 #include "healthcheck/run_watch.h"
 #include "healthcheck/sweep_plan.h"
 

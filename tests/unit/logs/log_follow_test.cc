@@ -1,5 +1,6 @@
 // Following a run's logs: contiguous sequences only, gaps filled later, the end of the stream.
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "tests/unit/logs/log_test_fixture.h"
@@ -10,7 +11,7 @@ namespace {
 // GetLogs on a thread, collecting what it sends.
 class Follower {
  public:
-  Follower(Fixture& f, v1::GetLogsRequest req) {
+  Follower(Fixture& f, v1::GetLogsRequest req) : clock_(f.clock) {
     req.set_follow(true);
     thread_ = std::thread([this, &f, req] {
       auto st = f.handler.GetLogs(
@@ -28,21 +29,25 @@ class Follower {
   }
   ~Follower() {
     stop_ = true;
+    WaitForEnd();  // it sees stop_ once its wait on the clock ends
     thread_.join();
   }
-  // Waits (in real time, up to 10 s) until `n` lines were sent.
+  // Waits until `n` lines were sent (or 10 s of real time passed), moving time on meanwhile.
   Texts WaitFor(size_t n) {
-    for (int i = 0; i < 1000 && Now().size() < n; ++i) absl::SleepFor(absl::Milliseconds(10));
+    MoveTimeUntil([&] { return Now().size() >= n; });
     return Now();
   }
   Texts Now() {
     absl::MutexLock lock(&mu_);
     return texts_;
   }
-  // Waits until GetLogs returned; false if it did not within 10 s.
+  // Waits until GetLogs returned, moving time on meanwhile; false if it did not within 10 s of
+  // real time.
   bool WaitForEnd() {
-    absl::MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout(absl::Condition(&ended_), absl::Seconds(10));
+    return MoveTimeUntil([&] {
+      absl::MutexLock lock(&mu_);
+      return ended_;
+    });
   }
   absl::Status status() {
     absl::MutexLock lock(&mu_);
@@ -50,6 +55,20 @@ class Follower {
   }
 
  private:
+  // Time passes for the follower as it would for a real one: each time it waits on the fake
+  // clock (between polls of the store), the clock moves on by one poll interval.
+  bool MoveTimeUntil(const std::function<bool()>& done) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (!done()) {
+      if (absl::Now() > give_up) return false;
+      if (clock_->AwaitWaiters(1, absl::Milliseconds(10))) {
+        clock_->Advance(LogHandlerOptions().poll_interval);
+      }
+    }
+    return true;
+  }
+
+  std::shared_ptr<FakeClock> clock_;
   absl::Mutex mu_;
   Texts texts_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
@@ -60,7 +79,7 @@ class Follower {
 
 LogHandlerOptions PatientOptions() {
   LogHandlerOptions o;
-  o.gap_timeout = absl::Hours(1'000'000);  // the fake clock races ahead while the test waits
+  o.gap_timeout = absl::Hours(1'000'000);  // the clock moves on while the test waits for lines
   return o;
 }
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 #include "services/logs/log_handler.h"
 #include "services/store/memory/memory_database.h"
 

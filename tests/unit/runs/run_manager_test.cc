@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 #include "services/store/memory/memory_database.h"
 
 namespace tessera::runs {
@@ -31,7 +31,7 @@ struct Fixture {
   std::shared_ptr<FakeLogDeleter> logs = std::make_shared<FakeLogDeleter>();
   std::shared_ptr<IdempotentCalls> idem =
       std::make_shared<IdempotentCalls>(stores.idempotency, clock);
-  RunManager manager{stores.runs, idem, fit, clock, logs, absl::BitGen(std::seed_seq{42})};
+  RunManager manager{stores.runs, idem, fit, clock, logs, std::make_shared<SeededRandom>(42)};
   auth::Principal alice{"alice", v1::ROLE_USER};
   auth::Principal bob{"bob", v1::ROLE_USER};
   auth::Principal admin{"root", v1::ROLE_ADMIN};

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "services/runs/spec/run_spec_parser.h"
+#include "runspec/run_spec_parser.h"
 
 namespace {
 

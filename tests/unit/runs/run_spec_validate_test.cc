@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "services/runs/spec/run_spec_parser.h"
+#include "runspec/run_spec_parser.h"
 
 namespace {
 

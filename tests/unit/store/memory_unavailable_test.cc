@@ -12,6 +12,7 @@ TEST_CASE("the memory store can play an unavailable database", "[memory]") {
   run.set_id("r1");
   run.set_name("r1");
   REQUIRE(s.runs->CreateRun(run, {}).ok());
+  REQUIRE(*s.leader_locks->TryAcquire("scheduler", "a"));
 
   db->SetUnavailable(true);
   CHECK(absl::IsUnavailable(s.runs->GetRun("r1").status()));
@@ -20,9 +21,14 @@ TEST_CASE("the memory store can play an unavailable database", "[memory]") {
   CHECK(absl::IsUnavailable(s.health->ListSweeps(0).status()));
   CHECK(absl::IsUnavailable(s.api_keys->ListKeys("").status()));
   CHECK(absl::IsUnavailable(s.idempotency->Lookup("a", "b").status()));
+  CHECK(absl::IsUnavailable(s.leader_locks->TryAcquire("scheduler", "b").status()));
+  // The holder's session broke with the database, as its connection to PostgreSQL would.
+  CHECK(absl::IsUnavailable(s.leader_locks->CheckHeld("scheduler", "a")));
 
   db->SetUnavailable(false);
   CHECK(s.runs->GetRun("r1").ok());
+  CHECK(absl::IsFailedPrecondition(s.leader_locks->CheckHeld("scheduler", "a")));
+  CHECK(*s.leader_locks->TryAcquire("scheduler", "b"));
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 #include "worker/daemon/attempt_manager.h"
 
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,24 +10,18 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/support/temp_dir.h"
+
 namespace tessera::worker {
 namespace {
 namespace fs = std::filesystem;
 
 struct Fixture {
-  std::string state;
+  testing::TempDir tmp{"attempt_manager_test"};  // removed after the manager is gone
+  const std::string state = tmp.path;
   std::vector<RankOutput> watched, done;
   std::unique_ptr<AttemptManager> manager;
-  Fixture() {
-    std::string tmpl = (fs::temp_directory_path() / "attempt_manager_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    state = tmpl;
-    manager = New();
-  }
-  ~Fixture() {
-    manager.reset();
-    fs::remove_all(state);
-  }
+  Fixture() { manager = New(); }
   std::unique_ptr<AttemptManager> New() {
     AttemptManagerOptions options;
     options.state_dir = state;

@@ -12,12 +12,13 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/support/temp_dir.h"
 #include "worker/daemon/canary_runner.h"
 #include "worker/daemon/fault_injector.h"
 #include "worker/daemon/process_throttle.h"
 #include "worker/daemon/progress_watcher.h"
-#include "worker/engine/train/progress_reporter.h"
 #include "worker/gpu/gpu_probe.h"
+#include "worker/progress/progress_file.h"
 
 namespace tessera::worker {
 namespace {
@@ -209,8 +210,7 @@ TEST_CASE("the NVML probe reports each fault once, as it appears") {
 }
 
 TEST_CASE("a rank that stops reporting is hung, one waiting in a collective only later") {
-  std::string tmpl = (fs::temp_directory_path() / "hang_test.XXXXXX").string();
-  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  const testing::TempDir tmp("hang_test");
   auto clock = std::make_shared<FakeClock>();
   ProgressWatcher watcher(clock);
   auto rank = [&](int r) {
@@ -218,14 +218,14 @@ TEST_CASE("a rank that stops reporting is hung, one waiting in a collective only
     o.run_id = "run-h";
     o.resumption_index = 0;
     o.rank = r;
-    o.progress_path = tmpl + "/rank-" + std::to_string(r) + ".progress";
+    o.progress_path = tmp.path + "/rank-" + std::to_string(r) + ".progress";
     o.hang_timeout = absl::Seconds(10);
     return o;
   };
-  engine::ProgressReporter r0(rank(0).progress_path), r1(rank(1).progress_path);
+  progress::ProgressReporter r0(rank(0).progress_path), r1(rank(1).progress_path);
   watcher.Watch(rank(0));
   watcher.Watch(rank(1));
-  engine::ProgressRecord rec;
+  progress::ProgressRecord rec;
   rec.step = 7;
   r0.Report(rec);
   r1.Report(rec);
@@ -241,22 +241,20 @@ TEST_CASE("a rank that stops reporting is hung, one waiting in a collective only
   CHECK(hangs[0].last_step() == 7);
   CHECK(hangs[0].seconds_without_progress() == Approx(11));
   CHECK(watcher.TakeHangs().empty());  // once per attempt
-  fs::remove_all(tmpl);
 }
 
 TEST_CASE("when every rank waits in a collective, the hang is reported at twice the timeout") {
-  std::string tmpl = (fs::temp_directory_path() / "hang_test.XXXXXX").string();
-  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  const testing::TempDir tmp("hang_test");
   auto clock = std::make_shared<FakeClock>();
   ProgressWatcher watcher(clock);
   RankOutput o;
   o.run_id = "run-w";
   o.rank = 3;
-  o.progress_path = tmpl + "/rank-3.progress";
+  o.progress_path = tmp.path + "/rank-3.progress";
   o.hang_timeout = absl::Seconds(5);
-  engine::ProgressReporter reporter(o.progress_path);
+  progress::ProgressReporter reporter(o.progress_path);
   watcher.Watch(o);
-  engine::ProgressRecord rec;
+  progress::ProgressRecord rec;
   rec.step = 1;
   reporter.Report(rec);
   watcher.Poll();
@@ -267,7 +265,6 @@ TEST_CASE("when every rank waits in a collective, the hang is reported at twice 
   auto hangs = watcher.TakeHangs();
   REQUIRE(hangs.size() == 1);
   CHECK(hangs[0].in_collective());
-  fs::remove_all(tmpl);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "worker/daemon/backoff.h"
+#include "worker/common/backoff.h"
 #include "worker/daemon/lease_tracker.h"
 
 namespace tessera::worker {

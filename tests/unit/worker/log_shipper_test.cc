@@ -3,7 +3,6 @@
 #include "worker/logship/log_shipper.h"
 
 #include <grpcpp/grpcpp.h>
-#include <stdlib.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
 namespace {
@@ -66,13 +66,8 @@ struct Server {
 };
 
 struct Folder {
-  std::string dir;
-  Folder() {
-    std::string tmpl = (fs::temp_directory_path() / "log_shipper_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    dir = tmpl;
-  }
-  ~Folder() { fs::remove_all(dir); }
+  testing::TempDir tmp{"log_shipper_test"};
+  const std::string dir = tmp.path;
   RankOutput Rank(int rank) {
     RankOutput out;
     out.run_id = "run-1";

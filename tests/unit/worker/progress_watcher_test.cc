@@ -1,25 +1,20 @@
 #include "worker/daemon/progress_watcher.h"
 
-#include <stdlib.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+
+#include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
 namespace {
 namespace fs = std::filesystem;
 
 struct Fixture {
-  std::string dir;
+  testing::TempDir tmp{"progress_watcher_test"};
+  const std::string dir = tmp.path;
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
   ProgressWatcher watcher{clock, absl::Seconds(1)};
-  Fixture() {
-    std::string tmpl = (fs::temp_directory_path() / "progress_watcher_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    dir = tmpl;
-  }
-  ~Fixture() { fs::remove_all(dir); }
   RankOutput Rank(int rank) {
     RankOutput o;
     o.run_id = "run-1";

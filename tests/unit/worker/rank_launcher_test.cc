@@ -14,22 +14,17 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/temp_dir.h"
+
 namespace tessera::worker {
 namespace {
 
 namespace fs = std::filesystem;
 
+// The test's folder, as a resolved path.
 struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "rank_launcher_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = fs::canonical(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+  testing::TempDir dir{"rank_launcher_test"};
+  const fs::path path = fs::canonical(dir.path);
 };
 
 std::string ReadFile(const fs::path& p) {

@@ -1,24 +1,19 @@
 #include "worker/logship/spool_reader.h"
 
-#include <stdlib.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+
+#include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
 namespace {
 namespace fs = std::filesystem;
 
 struct Spool {
-  std::string dir, path;
-  Spool() {
-    std::string tmpl = (fs::temp_directory_path() / "spool_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    dir = tmpl;
-    path = dir + "/rank-0.stdout";
-  }
-  ~Spool() { fs::remove_all(dir); }
+  testing::TempDir tmp{"spool_test"};
+  const std::string dir = tmp.path;
+  const std::string path = dir + "/rank-0.stdout";
   void Append(const std::string& text) { std::ofstream(path, std::ios::app) << text; }
 };
 

@@ -1,11 +1,10 @@
 #include "worker/daemon/state_gc.h"
 
-#include <stdlib.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/temp_dir.h"
 #include "worker/logship/spool_reader.h"
 
 namespace tessera::worker {
@@ -13,13 +12,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct State {
-  std::string dir;
-  State() {
-    std::string tmpl = (fs::temp_directory_path() / "state_gc_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    dir = tmpl;
-  }
-  ~State() { fs::remove_all(dir); }
+  testing::TempDir tmp{"state_gc_test"};
+  const std::string dir = tmp.path;
   std::string Attempt(const std::string& run, int k, bool shipped) {
     const std::string a = dir + "/runs/" + run + "/attempt-" + std::to_string(k);
     fs::create_directories(a + "/logs");

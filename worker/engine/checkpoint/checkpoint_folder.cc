@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "services/common/status_macros.h"
+#include "base/status_macros.h"
 #include "worker/engine/checkpoint/shard_file.h"
 #include "worker/engine/common/file_util.h"
 

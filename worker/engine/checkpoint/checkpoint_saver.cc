@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/status_macros.h"
+#include "base/status_macros.h"
 
 namespace tessera::engine {
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/status_macros.h"
+#include "base/status_macros.h"
 #include "worker/engine/common/file_util.h"
 #include "worker/engine/data/tokenizer.h"
 

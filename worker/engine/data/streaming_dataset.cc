@@ -1,7 +1,7 @@
 #include "worker/engine/data/streaming_dataset.h"
 
 #include "absl/strings/str_cat.h"
-#include "services/common/status_macros.h"
+#include "base/status_macros.h"
 
 namespace tessera::engine {
 

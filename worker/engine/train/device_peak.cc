@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/status_macros.h"
+#include "base/status_macros.h"
 #include "worker/engine/common/file_util.h"
 
 namespace tessera::engine {

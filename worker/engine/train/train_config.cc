@@ -10,7 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "services/common/status_macros.h"
+#include "base/status_macros.h"
 #include "worker/engine/common/content_hash.h"
 
 namespace tessera::engine {

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "services/common/status_macros.h"
+#include "base/status_macros.h"
 #include "worker/engine/data/deterministic_random.h"
 #include "worker/engine/data/tokenizer.h"
 #include "worker/engine/dist/store_commit_channel.h"
@@ -142,7 +142,7 @@ absl::Status Trainer::Setup() {
   optimizer_ = std::make_unique<ShardedAdamW>(config_.optimizer, flat_->ParamShard(shard_index_),
                                               flat_->DecayShard(shard_index_));
   if (world_->backend() == "nccl") grad_shard_ = torch::zeros_like(flat_->ParamShard(0));
-  progress_ = std::make_unique<ProgressReporter>(ctx_.progress_file);
+  progress_ = std::make_unique<progress::ProgressReporter>(ctx_.progress_file);
 
   if (!config_.save_folder.empty()) {
     SaveRole role;
@@ -389,7 +389,7 @@ void Trainer::Report(const StepResult& result, double step_seconds) {
   const bool due =
       step_ % config_.log_interval == 0 || step_ == total_steps_ || now - last_report_time_ >= 1.0;
   if (!due) return;
-  ProgressRecord r;
+  progress::ProgressRecord r;
   r.step = step_;
   r.total_steps = total_steps_;
   r.loss = result.loss;
@@ -415,7 +415,7 @@ void Trainer::Report(const StepResult& result, double step_seconds) {
 absl::Status Trainer::Run() {
   if (step_ >= total_steps_) {
     // Said to the worker too, so that the run shows where it stands and what it resumed from.
-    ProgressRecord r;
+    progress::ProgressRecord r;
     r.step = step_;
     r.total_steps = total_steps_;
     r.resumed_from_step = resumed_from_step_;

@@ -18,7 +18,7 @@
 #include "worker/engine/dist/communicator.h"
 #include "worker/engine/model/gpt.h"
 #include "worker/engine/train/flat_parameters.h"
-#include "worker/engine/train/progress_reporter.h"
+#include "worker/progress/progress_file.h"
 #include "worker/engine/train/rank_context.h"
 #include "worker/engine/train/sharded_adamw.h"
 #include "worker/engine/train/train_config.h"
@@ -76,7 +76,7 @@ class Trainer {
   torch::Tensor grad_shard_;  // NCCL: the reduce-scatter's output
   std::unique_ptr<CommitChannel> commit_channel_;
   std::unique_ptr<CheckpointSaver> saver_;
-  std::unique_ptr<ProgressReporter> progress_;
+  std::unique_ptr<progress::ProgressReporter> progress_;
   std::vector<int64_t> batch_buffer_;
 
   int64_t step_ = 0;

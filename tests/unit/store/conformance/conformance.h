@@ -4,9 +4,10 @@
 // STORE_KIND ("memory", "postgres"), which prefixes every case's name.
 
 #include <catch2/catch.hpp>
+#include <string_view>
 
 #include "absl/time/time.h"
-#include "services/common/status_util.h"
+#include "base/timestamps.h"
 #include "services/store/stores.h"
 
 #ifndef STORE_KIND
@@ -20,6 +21,11 @@ namespace tessera::store::conformance {
 
 // Empty stores for one test case.
 Stores FreshStores();
+// Another handle on the database of the last FreshStores(), as a second process has.
+Stores SameDatabaseStores();
+// Ends the session in which `instance` holds `role` (of the last FreshStores()' database) from
+// outside, as when the holder's connection breaks: the role is free afterwards.
+void EndLeaderSession(std::string_view role, std::string_view instance);
 
 inline absl::Time T(int64_t seconds) { return absl::FromUnixSeconds(1'750'000'000 + seconds); }
 

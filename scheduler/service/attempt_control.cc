@@ -1,0 +1,90 @@
+#include "scheduler/service/attempt_control.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace tessera::scheduler {
+
+AttemptControl::AttemptControl(std::shared_ptr<AttemptTracker> attempts,
+                               std::shared_ptr<RunsClient> runs,
+                               std::shared_ptr<WorkerRegistry> workers, SchedulerConfig config)
+    : attempts_(std::move(attempts)),
+      runs_(std::move(runs)),
+      workers_(std::move(workers)),
+      config_(config) {}
+
+std::string AttemptControl::NextCommandId() {
+  absl::MutexLock lock(&mu_);
+  return absl::StrCat("cmd-", next_command_++);
+}
+
+void AttemptControl::SendStop(const std::string& node, const std::string& run_id, int resumption,
+                              const std::string& reason) {
+  v1::ControlMessage msg;
+  msg.set_command_id(NextCommandId());
+  auto* stop = msg.mutable_stop_attempt();
+  stop->set_run_id(run_id);
+  stop->set_resumption_index(resumption);
+  stop->mutable_grace_period()->set_seconds(absl::ToInt64Seconds(config_.stop_grace));
+  stop->set_reason(reason);
+  workers_->Send(node, msg);
+}
+
+void AttemptControl::StopAttempt(const v1::Run& run, v1::AttemptEndReason why,
+                                 const std::string& reason) {
+  if (!attempts_->MarkStopping(run.id(), run.resumption_index(), why)) return;
+  for (const auto& n : run.nodes()) SendStop(n.node_name(), run.id(), run.resumption_index(), reason);
+}
+
+absl::Status AttemptControl::EndAttempt(const std::string& run_id, int resumption,
+                                        const AttemptState& state, v1::AttemptEndReason reason,
+                                        v1::DetectionMethod how, const std::string& detail,
+                                        v1::Run* result) {
+  v1::Attempt a;
+  a.set_run_id(run_id);
+  a.set_resumption_index(resumption);
+  a.set_status(reason == v1::ATTEMPT_END_REASON_SUCCEEDED ? v1::RUN_STATUS_COMPLETED
+               : reason == v1::ATTEMPT_END_REASON_STOPPED ? v1::RUN_STATUS_STOPPED
+                                                          : v1::RUN_STATUS_FAILED);
+  a.set_end_reason(reason);
+  a.set_detection_method(how);
+  a.set_reason(detail);
+  for (const auto& e : state.exits) *a.add_rank_exits() = e;
+  a.set_first_failed_rank(state.first_failed_rank);
+  a.set_first_failed_node(state.first_failed_node);
+  auto recorded = runs_->RecordAttempt(a);
+  attempts_->Ended(run_id, resumption, state.finished,
+                   reason == v1::ATTEMPT_END_REASON_SUCCEEDED);
+  if (recorded.ok() && result != nullptr) *result = *recorded;
+  const absl::Status st = recorded.status();
+  if (absl::IsFailedPrecondition(st)) return absl::OkStatus();  // already recorded
+  return st;
+}
+
+absl::StatusOr<std::vector<std::string>> AttemptControl::EndAttemptsOnNode(
+    const std::string& node, v1::AttemptEndReason reason, v1::DetectionMethod how,
+    const std::string& detail, const std::string& only_run_id) {
+  TESSERA_ASSIGN_OR_RETURN(auto active,
+                           runs_->ListRuns({v1::RUN_STATUS_STARTING, v1::RUN_STATUS_RUNNING,
+                                            v1::RUN_STATUS_TERMINATING}));
+  std::vector<std::string> names;
+  for (const auto& run : active) {
+    if (!only_run_id.empty() && run.id() != only_run_id) continue;
+    bool on_node = false;
+    for (const auto& n : run.nodes()) on_node = on_node || n.node_name() == node;
+    if (!on_node) continue;
+    AttemptState state = attempts_->State(run.id(), run.resumption_index());
+    state.first_failed_node = node;
+    StopAttempt(run, reason, detail);
+    const v1::AttemptEndReason why = run.stop_requested() ? v1::ATTEMPT_END_REASON_STOPPED : reason;
+    auto st = EndAttempt(run.id(), run.resumption_index(), state, why, how, detail);
+    if (!st.ok() && !absl::IsFailedPrecondition(st)) return st;
+    spdlog::warn("run {} attempt {} ended: {}", run.name(), run.resumption_index(), detail);
+    names.push_back(run.name());
+  }
+  return names;
+}
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,43 @@
+#pragma once
+// The SchedulerService's inventory and queue calls: nodes (list, get, labels, remove), the queue
+// with each waiting run's position and reason, and the submit-time fit check. Reads the
+// database only; any instance answers.
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "scheduler/service/runs_client.h"
+#include "services/common/auth/principal.h"
+#include "services/common/idempotency.h"
+#include "services/store/node_store.h"
+#include "tessera/v1/scheduler.pb.h"
+
+namespace tessera::scheduler {
+
+class NodeApi {
+ public:
+  using Who = auth::Principal;
+  // `idem` makes the mutating calls (SetNodeLabels, RemoveNode) idempotent by their key.
+  NodeApi(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
+          std::shared_ptr<IdempotentCalls> idem);
+
+  absl::Status ListNodes(const Who& who, const v1::ListNodesRequest& req,
+                         v1::ListNodesResponse* resp);
+  absl::Status GetNode(const Who& who, const v1::GetNodeRequest& req, v1::GetNodeResponse* resp);
+  absl::Status SetNodeLabels(const Who& who, const v1::SetNodeLabelsRequest& req,
+                             v1::SetNodeLabelsResponse* resp);
+  absl::Status RemoveNode(const Who& who, const v1::RemoveNodeRequest& req,
+                          v1::RemoveNodeResponse* resp);
+  absl::Status GetQueue(const Who& who, const v1::GetQueueRequest& req, v1::GetQueueResponse* resp);
+  absl::Status CheckFit(const Who& who, const v1::CheckFitRequest& req, v1::CheckFitResponse* resp);
+
+ private:
+  absl::Status SetLabels(const v1::SetNodeLabelsRequest& req, v1::SetNodeLabelsResponse* resp);
+  absl::Status Remove(const v1::RemoveNodeRequest& req);
+
+  std::shared_ptr<store::NodeStore> nodes_;
+  std::shared_ptr<RunsClient> runs_;
+  std::shared_ptr<IdempotentCalls> idem_;
+};
+
+}  // namespace tessera::scheduler

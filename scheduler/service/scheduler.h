@@ -1,0 +1,47 @@
+#pragma once
+// The scheduler service's roles, wired together over one shared attempt tracker:
+//
+//   WorkerSessions   the workers' control streams: registration, heartbeats, attempt reports
+//   SchedulingCycle  the leader's cycle: admit, expire leases, send stops, place
+//   NodeApi          the SchedulerService's node, queue and fit calls
+//   HealthRelay      hardware reports to the health API, its commands to workers, evictions
+//   AttemptControl   stopping and ending attempts, for all of the above
+//   AttemptTracker   what this instance knows of active and draining attempts
+//
+// The gRPC adapters (scheduler_service.h) and the runner (scheduler_runner.h) take the roles
+// they need from here.
+
+#include <memory>
+
+#include "base/clock.h"
+#include "scheduler/service/attempt_control.h"
+#include "scheduler/service/attempt_tracker.h"
+#include "scheduler/service/health_client.h"
+#include "scheduler/service/health_relay.h"
+#include "scheduler/service/node_api.h"
+#include "scheduler/service/runs_client.h"
+#include "scheduler/service/scheduler_config.h"
+#include "scheduler/service/scheduling_cycle.h"
+#include "scheduler/service/worker_registry.h"
+#include "scheduler/service/worker_sessions.h"
+#include "services/common/idempotency.h"
+#include "services/store/node_store.h"
+
+namespace tessera::scheduler {
+
+struct Scheduler {
+  std::shared_ptr<AttemptTracker> attempts;
+  std::shared_ptr<AttemptControl> control;
+  std::shared_ptr<WorkerSessions> sessions;
+  std::shared_ptr<SchedulingCycle> cycle;
+  std::shared_ptr<NodeApi> node_api;
+  std::shared_ptr<HealthRelay> health_relay;
+};
+
+// `health` may be null: no health API. `idem` records the mutating API calls by their keys.
+Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
+                        std::shared_ptr<WorkerRegistry> workers,
+                        std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
+                        SchedulerConfig config, std::shared_ptr<HealthClient> health = nullptr);
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,29 @@
+#pragma once
+// The scheduler service's settings, shared by its roles.
+
+#include <string_view>
+
+#include "absl/time/time.h"
+
+namespace tessera::scheduler {
+
+// A node label set by `tessera-worker --procs-per-node N`: ranks per node for runs that use no
+// GPUs there and do not set compute.procs_per_node.
+inline constexpr std::string_view kProcsPerNodeLabel = "tessera.io/procs-per-node";
+
+struct SchedulerConfig {
+  // A node whose worker has not heartbeat for this long is lost.
+  absl::Duration lease = absl::Seconds(3);
+  absl::Duration heartbeat_interval = absl::Milliseconds(500);
+  // SIGTERM to SIGKILL for stopped ranks.
+  absl::Duration stop_grace = absl::Seconds(10);
+  // Ports for MASTER_PORT are drawn from [base, base + span).
+  int master_port_base = 29500;
+  int master_port_span = 10000;
+
+  // How long an ended attempt's unconfirmed nodes keep their GPUs: the stop grace plus a lease
+  // (a worker that is alive confirms within the grace; one that is gone is lost within a lease).
+  absl::Duration drain_limit() const { return stop_grace + lease; }
+};
+
+}  // namespace tessera::scheduler

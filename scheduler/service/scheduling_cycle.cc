@@ -1,0 +1,266 @@
+#include "scheduler/service/scheduling_cycle.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <set>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/timestamps.h"
+#include "scheduler/placement/placer.h"
+#include "scheduler/placement/proto_convert.h"
+#include "scheduler/service/start_message.h"
+
+namespace tessera::scheduler {
+namespace {
+
+v1::Attempt AttemptOf(const v1::Run& run) {
+  v1::Attempt a;
+  a.set_run_id(run.id());
+  a.set_resumption_index(run.resumption_index());
+  *a.mutable_nodes() = run.nodes();
+  return a;
+}
+
+std::string HostOf(const std::string& address) {
+  if (address.empty()) return "127.0.0.1";
+  const auto colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+bool RunsOn(const v1::Run& run, const std::string& node) {
+  for (const auto& n : run.nodes()) {
+    if (n.node_name() == node) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+SchedulingCycle::SchedulingCycle(std::shared_ptr<store::NodeStore> nodes,
+                                 std::shared_ptr<RunsClient> runs,
+                                 std::shared_ptr<WorkerRegistry> workers,
+                                 std::shared_ptr<AttemptTracker> attempts,
+                                 std::shared_ptr<AttemptControl> control,
+                                 std::shared_ptr<Clock> clock, SchedulerConfig config)
+    : nodes_(std::move(nodes)),
+      runs_(std::move(runs)),
+      workers_(std::move(workers)),
+      attempts_(std::move(attempts)),
+      control_(std::move(control)),
+      clock_(std::move(clock)),
+      config_(config) {}
+
+absl::StatusOr<CycleStats> SchedulingCycle::RunCycle() {
+  CycleStats stats;
+  // One read of the runs and one of the nodes per cycle; what the cycle changes it learns from
+  // the answers to its own writes.
+  TESSERA_ASSIGN_OR_RETURN(
+      auto runs,
+      runs_->ListRuns({v1::RUN_STATUS_PENDING, v1::RUN_STATUS_QUEUED, v1::RUN_STATUS_STARTING,
+                       v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING}));
+  TESSERA_ASSIGN_OR_RETURN(auto nodes, nodes_->ListNodes({}));
+  std::vector<v1::Run> pending, queued, active;
+  for (auto& r : runs) {
+    if (r.status() == v1::RUN_STATUS_PENDING) {
+      pending.push_back(std::move(r));
+    } else if (r.status() == v1::RUN_STATUS_QUEUED) {
+      queued.push_back(std::move(r));
+    } else {
+      active.push_back(std::move(r));
+    }
+  }
+  attempts_->SetActive(active);
+  TESSERA_RETURN_IF_ERROR(AdmitPending(pending, stats, queued));
+  TESSERA_RETURN_IF_ERROR(ExpireLeases(nodes, active, stats, queued));
+  SendStops(active, stats);
+
+  // Attempts that ended above (lost nodes) hold nothing any more, and their runs may be back
+  // in the queue: place against what is still active.
+  std::erase_if(active, [&](const v1::Run& r) { return !attempts_->IsActive(r.id()); });
+  if (!queued.empty()) TESSERA_RETURN_IF_ERROR(Place(queued, active, nodes, stats));
+  return stats;
+}
+
+absl::Status SchedulingCycle::AdmitPending(const std::vector<v1::Run>& pending, CycleStats& stats,
+                                           std::vector<v1::Run>& queued) {
+  for (const auto& run : pending) {
+    v1::Attempt a;
+    a.set_run_id(run.id());
+    a.set_resumption_index(run.resumption_index() + 1);
+    a.set_status(v1::RUN_STATUS_QUEUED);
+    auto admitted = runs_->RecordAttempt(a);
+    if (absl::IsUnavailable(admitted.status())) return admitted.status();
+    if (!admitted.ok()) continue;
+    ++stats.admitted;
+    queued.push_back(*std::move(admitted));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SchedulingCycle::ExpireLeases(std::vector<v1::Node>& nodes,
+                                           const std::vector<v1::Run>& active, CycleStats& stats,
+                                           std::vector<v1::Run>& queued) {
+  const absl::Time now = clock_->Now();
+  for (v1::Node& node : nodes) {
+    if (node.liveness() != v1::NODE_LIVENESS_ONLINE || !node.has_lease_expires_at() ||
+        FromProtoTime(node.lease_expires_at()) > now) {
+      continue;
+    }
+    v1::Node lost = node;
+    lost.set_liveness(v1::NODE_LIVENESS_LOST);
+    v1::NodeEvent event;
+    event.set_node_name(node.name());
+    event.set_type(v1::NODE_EVENT_TYPE_LOST);
+    *event.mutable_time() = ToProtoTime(now);
+    event.mutable_actor()->set_kind(v1::ACTOR_KIND_SYSTEM);
+    event.mutable_actor()->set_name("scheduler");
+    event.set_reason(absl::StrCat("no heartbeat since ",
+                                  absl::FormatTime(FromProtoTime(node.last_heartbeat_at())),
+                                  "; lease expired"));
+    auto updated = nodes_->UpdateNode(lost, node.version(), {event});
+    if (!updated.ok()) continue;  // a heartbeat won the race: the node is alive
+    node = *std::move(updated);
+    ++stats.lost_nodes;
+    spdlog::warn("node {} lost: lease expired", node.name());
+    attempts_->NodeLost(node.name());
+    TESSERA_RETURN_IF_ERROR(EndAttemptsOfLostNode(node, active, queued));
+    attempts_->NodeLost(node.name());  // its worker fenced itself: nothing runs there
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SchedulingCycle::EndAttemptsOfLostNode(const v1::Node& node,
+                                                    const std::vector<v1::Run>& active,
+                                                    std::vector<v1::Run>& queued) {
+  for (const auto& run : active) {
+    if (!RunsOn(run, node.name())) continue;
+    AttemptState state = attempts_->State(run.id(), run.resumption_index());
+    state.first_failed_node = node.name();
+    // The other nodes stop their ranks; the lost node's worker fences itself.
+    control_->StopAttempt(run, v1::ATTEMPT_END_REASON_NODE_FAILURE, "a node of the run was lost");
+    v1::Run ended;
+    TESSERA_RETURN_IF_ERROR(control_->EndAttempt(
+        run.id(), run.resumption_index(), state,
+        run.stop_requested() ? v1::ATTEMPT_END_REASON_STOPPED : v1::ATTEMPT_END_REASON_NODE_FAILURE,
+        v1::DETECTION_METHOD_LEASE_EXPIRY, absl::StrCat("node ", node.name(), " was lost"),
+        &ended));
+    if (ended.status() == v1::RUN_STATUS_QUEUED) queued.push_back(std::move(ended));
+  }
+  return absl::OkStatus();
+}
+
+void SchedulingCycle::SendStops(const std::vector<v1::Run>& active, CycleStats& stats) {
+  const absl::Time now = clock_->Now();
+  for (const auto& run : active) {
+    if (run.status() != v1::RUN_STATUS_TERMINATING) continue;
+    const AttemptState state = attempts_->State(run.id(), run.resumption_index());
+    if (state.stop_sent_at == absl::InfinitePast()) {
+      control_->StopAttempt(run, v1::ATTEMPT_END_REASON_STOPPED, run.status_reason());
+      ++stats.stops_sent;
+    } else if (now - state.stop_sent_at > config_.stop_grace + 2 * config_.lease) {
+      // The workers never confirmed: their leases would have expired had they been gone, so
+      // they are alive but silent. Record the stop; fencing keeps the ranks from overlapping.
+      (void)control_->EndAttempt(run.id(), run.resumption_index(), state,
+                                 v1::ATTEMPT_END_REASON_STOPPED, v1::DETECTION_METHOD_OPERATOR,
+                                 "stop not confirmed by the workers");
+    }
+  }
+}
+
+absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
+                                    const std::vector<v1::Run>& active,
+                                    const std::vector<v1::Node>& nodes, CycleStats& stats) {
+  ClusterState state;
+  for (const auto& n : nodes) state.nodes.push_back(NodeInfoFromProto(n));
+  for (const auto& run : active) {
+    if (run.nodes_size() == 0) continue;
+    RunningAllocation alloc = AllocationFromProto(run, AttemptOf(run));
+    // A run already being stopped cannot be chosen as a victim again.
+    if (attempts_->State(run.id(), run.resumption_index()).stop_sent_at != absl::InfinitePast()) {
+      alloc.preemptible = false;
+    }
+    state.running.push_back(std::move(alloc));
+  }
+  std::set<std::string> waiting_for_drain;
+  for (const v1::Run& draining : attempts_->Draining()) {
+    RunningAllocation alloc = AllocationFromProto(draining, AttemptOf(draining));
+    alloc.preemptible = false;
+    state.running.push_back(std::move(alloc));
+    waiting_for_drain.insert(draining.id());
+  }
+  std::vector<QueuedRun> queue;
+  std::map<std::string, const v1::Run*> queued_by_id;
+  for (const auto& r : queued) {
+    if (waiting_for_drain.count(r.id())) continue;  // its previous attempt is still exiting
+    queue.push_back(QueuedRunFromProto(r));
+    queued_by_id[r.id()] = &r;
+  }
+  Placer placer(state);
+  const PlacementDecision decision =
+      placer.PlaceQueue(queue, {.now_micros = absl::ToUnixMicros(clock_->Now())});
+
+  std::map<std::string, const v1::Run*> active_by_id;
+  for (const auto& r : active) active_by_id[r.id()] = &r;
+  for (const auto& p : decision.preemptions) {
+    auto it = active_by_id.find(p.victim_run_id);
+    if (it == active_by_id.end()) continue;
+    spdlog::info("preempting run {} for run {}", it->second->name(), p.for_run_id);
+    control_->StopAttempt(*it->second, v1::ATTEMPT_END_REASON_PREEMPTED,
+                          "preempted for a higher-priority run");
+    ++stats.preempted;
+  }
+  for (const auto& p : decision.placements) {
+    // A placement that needs victims to leave first starts in a later cycle, once they have.
+    if (p.after_preemption) continue;
+    const v1::Run& run = *queued_by_id.at(p.run_id);
+    v1::Attempt attempt;
+    attempt.set_run_id(run.id());
+    attempt.set_resumption_index(run.resumption_index());
+    attempt.set_status(v1::RUN_STATUS_STARTING);
+    PlacementToAttemptNodes(p, attempt.mutable_nodes());
+    TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), nodes, stats));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
+                                    const std::vector<v1::Node>& nodes, CycleStats& stats) {
+  std::map<std::string, const v1::Node*> by_name;
+  for (const auto& n : nodes) by_name[n.name()] = &n;
+  auto head = by_name.find(attempt.nodes(0).node_name());
+  attempt.set_master_addr(HostOf(head != by_name.end() ? head->second->address() : ""));
+  attempt.set_master_port(config_.master_port_base +
+                          static_cast<int>(absl::HashOf(run.id(), run.resumption_index()) %
+                                           static_cast<size_t>(config_.master_port_span)));
+  auto placed = runs_->RecordAttempt(attempt);
+  if (absl::IsUnavailable(placed.status())) return placed.status();
+  if (!placed.ok()) {
+    spdlog::warn("could not record the placement of run {}: {}", run.name(),
+                 placed.status().ToString());
+    return absl::OkStatus();
+  }
+  attempts_->Placed(*placed);
+  ++stats.placed;
+  int world = 0;
+  for (const auto& n : attempt.nodes()) world += RanksOnNode(run, n, by_name);
+  int first_rank = 0;
+  for (const auto& n : attempt.nodes()) {
+    const int local = RanksOnNode(run, n, by_name);
+    v1::ControlMessage msg;
+    msg.set_command_id(control_->NextCommandId());
+    *msg.mutable_start_attempt() =
+        StartCommand(run, attempt, n, world, local, first_rank, config_);
+    if (!workers_->Send(n.node_name(), msg)) {
+      spdlog::warn("node {} has no worker stream here; its lease decides", n.node_name());
+    }
+    first_rank += local;
+  }
+  spdlog::info("placed run {} (attempt {}) on {} node(s)", run.name(), run.resumption_index(),
+               attempt.nodes_size());
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::scheduler

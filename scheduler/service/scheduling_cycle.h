@@ -1,0 +1,64 @@
+#pragma once
+// The leader's cycle: admit new runs to the queue, mark nodes whose lease expired as lost (ending
+// their attempts as node failures), send stops for runs that are terminating, and place queued
+// runs through the Placer, starting their ranks on the workers. Only the leader runs it
+// (SchedulerRunner), one cycle at a time.
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/clock.h"
+#include "scheduler/service/attempt_control.h"
+#include "scheduler/service/attempt_tracker.h"
+#include "scheduler/service/runs_client.h"
+#include "scheduler/service/scheduler_config.h"
+#include "scheduler/service/worker_registry.h"
+#include "services/store/node_store.h"
+
+namespace tessera::scheduler {
+
+struct CycleStats {
+  int admitted = 0;
+  int lost_nodes = 0;
+  int placed = 0;
+  int preempted = 0;
+  int stops_sent = 0;
+};
+
+class SchedulingCycle {
+ public:
+  SchedulingCycle(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
+                  std::shared_ptr<WorkerRegistry> workers, std::shared_ptr<AttemptTracker> attempts,
+                  std::shared_ptr<AttemptControl> control, std::shared_ptr<Clock> clock,
+                  SchedulerConfig config);
+
+  absl::StatusOr<CycleStats> RunCycle();
+
+ private:
+  // Queues PENDING runs, appending them (as the run manager returns them) to `queued`.
+  absl::Status AdmitPending(const std::vector<v1::Run>& pending, CycleStats& stats,
+                            std::vector<v1::Run>& queued);
+  // Marks nodes whose lease expired LOST (updating `nodes`), ends their attempts, and appends
+  // the runs that went back to the queue to `queued`.
+  absl::Status ExpireLeases(std::vector<v1::Node>& nodes, const std::vector<v1::Run>& active,
+                            CycleStats& stats, std::vector<v1::Run>& queued);
+  absl::Status EndAttemptsOfLostNode(const v1::Node& node, const std::vector<v1::Run>& active,
+                                     std::vector<v1::Run>& queued);
+  void SendStops(const std::vector<v1::Run>& active, CycleStats& stats);
+  absl::Status Place(const std::vector<v1::Run>& queued, const std::vector<v1::Run>& active,
+                     const std::vector<v1::Node>& nodes, CycleStats& stats);
+  // Records the placement of `run` on `attempt`'s nodes and starts its ranks there.
+  absl::Status Start(const v1::Run& run, v1::Attempt attempt, const std::vector<v1::Node>& nodes,
+                     CycleStats& stats);
+
+  std::shared_ptr<store::NodeStore> nodes_;
+  std::shared_ptr<RunsClient> runs_;
+  std::shared_ptr<WorkerRegistry> workers_;
+  std::shared_ptr<AttemptTracker> attempts_;
+  std::shared_ptr<AttemptControl> control_;
+  std::shared_ptr<Clock> clock_;
+  const SchedulerConfig config_;
+};
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,264 @@
+#include "scheduler/service/worker_sessions.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/timestamps.h"
+#include "services/store/cas_retry.h"
+
+namespace tessera::scheduler {
+namespace {
+
+v1::NodeEvent NodeEvent(const std::string& node, v1::NodeEventType type, const std::string& reason,
+                        absl::Time now) {
+  v1::NodeEvent e;
+  e.set_node_name(node);
+  e.set_type(type);
+  *e.mutable_time() = ToProtoTime(now);
+  e.mutable_actor()->set_kind(v1::ACTOR_KIND_SYSTEM);
+  e.mutable_actor()->set_name("scheduler");
+  e.set_reason(reason);
+  return e;
+}
+
+google::protobuf::Duration ToProtoDuration(absl::Duration d) {
+  google::protobuf::Duration out;
+  out.set_seconds(absl::ToInt64Seconds(d));
+  out.set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d % absl::Seconds(1))));
+  return out;
+}
+
+}  // namespace
+
+WorkerSessions::WorkerSessions(std::shared_ptr<store::NodeStore> nodes,
+                               std::shared_ptr<RunsClient> runs,
+                               std::shared_ptr<AttemptTracker> attempts,
+                               std::shared_ptr<AttemptControl> control,
+                               std::shared_ptr<Clock> clock, SchedulerConfig config)
+    : nodes_(std::move(nodes)),
+      runs_(std::move(runs)),
+      attempts_(std::move(attempts)),
+      control_(std::move(control)),
+      clock_(std::move(clock)),
+      config_(config) {}
+
+absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::RegisterWorker& reg) {
+  const v1::Node& offered = reg.node();
+  if (offered.name().empty()) return absl::InvalidArgumentError("register.node.name: required");
+  if (offered.gpu_count() < 0 || offered.gpu_count() > 64) {
+    return absl::InvalidArgumentError("register.node.gpu_count: must be between 0 and 64");
+  }
+  v1::Registered out;
+  *out.mutable_lease_duration() = ToProtoDuration(config_.lease);
+  *out.mutable_heartbeat_interval() = ToProtoDuration(config_.heartbeat_interval);
+  TESSERA_RETURN_IF_ERROR(SaveRegistration(reg, out));
+  TESSERA_RETURN_IF_ERROR(StopOrphans(reg));
+  return out;
+}
+
+absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg, v1::Registered& out) {
+  const v1::Node& offered = reg.node();
+  const absl::Time now = clock_->Now();
+  // Not UpdateNodeWithRetry: a node seen for the first time is created, and two workers racing
+  // to create it must both end up registering against what the winner wrote.
+  for (int i = 0; i < store::kMaxCasAttempts; ++i) {
+    auto existing = nodes_->GetNode(offered.name());
+    if (!existing.ok() && !absl::IsNotFound(existing.status())) return existing.status();
+    v1::Node node = offered;
+    node.set_liveness(v1::NODE_LIVENESS_ONLINE);
+    *node.mutable_last_heartbeat_at() = ToProtoTime(now);
+    *node.mutable_lease_expires_at() = ToProtoTime(now + config_.lease);
+    v1::NodeEventType type = v1::NODE_EVENT_TYPE_REGISTERED;
+    if (existing.ok()) {
+      // What operators and the health API decided stays; the hardware description is the
+      // worker's.
+      node.set_admin_state(existing->admin_state());
+      node.set_health(existing->health());
+      node.set_status_reason(existing->status_reason());
+      *node.mutable_registered_at() = existing->registered_at();
+      for (const auto& [k, v] : existing->labels()) {
+        if (!node.labels().count(k)) (*node.mutable_labels())[k] = v;
+      }
+      node.set_incarnation(existing->incarnation() + 1);
+      if (existing->liveness() == v1::NODE_LIVENESS_LOST) type = v1::NODE_EVENT_TYPE_RECOVERED;
+      auto updated = nodes_->UpdateNode(
+          node, existing->version(),
+          {NodeEvent(node.name(), type,
+                     absl::StrCat("worker ", reg.process_id(), " registered (incarnation ",
+                                  node.incarnation(), ")"),
+                     now)});
+      if (absl::IsAborted(updated.status())) continue;
+      if (!updated.ok()) return updated.status();
+    } else {
+      node.set_admin_state(v1::NODE_ADMIN_STATE_SCHEDULABLE);
+      node.set_health(v1::NODE_HEALTH_HEALTHY);
+      *node.mutable_registered_at() = ToProtoTime(now);
+      node.set_incarnation(1);
+      auto created = nodes_->CreateNode(node);
+      if (absl::IsAlreadyExists(created.status())) continue;
+      if (!created.ok()) return created.status();
+      (void)nodes_->UpdateNode(
+          *created, created->version(),
+          {NodeEvent(node.name(), type,
+                     absl::StrCat("worker ", reg.process_id(), " registered a new node"), now)});
+    }
+    out.set_incarnation(node.incarnation());
+    spdlog::info("node {} registered ({} GPUs, incarnation {})", node.name(), node.gpu_count(),
+                 node.incarnation());
+    return absl::OkStatus();
+  }
+  // As before the split: registration goes on, and the next heartbeat finds the node.
+  return absl::OkStatus();
+}
+
+absl::Status WorkerSessions::StopOrphans(const v1::RegisterWorker& reg) {
+  // Attempts the worker still runs but the control plane does not place there are orphans
+  // (the run ended or moved while the worker was away): stop them.
+  if (reg.attempts_size() == 0) return absl::OkStatus();
+  TESSERA_ASSIGN_OR_RETURN(auto active,
+                           runs_->ListRuns({v1::RUN_STATUS_STARTING, v1::RUN_STATUS_RUNNING,
+                                            v1::RUN_STATUS_TERMINATING}));
+  for (const auto& local : reg.attempts()) {
+    bool known = false;
+    for (const auto& run : active) {
+      if (run.id() != local.run_id() || run.resumption_index() != local.resumption_index()) continue;
+      for (const auto& n : run.nodes()) known = known || n.node_name() == reg.node().name();
+    }
+    if (known) continue;
+    control_->SendStop(reg.node().name(), local.run_id(), local.resumption_index(),
+                       "orphaned attempt: it no longer runs on this node");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::LeaseRenewed> WorkerSessions::Heartbeat(const std::string& node_name,
+                                                           const v1::Heartbeat& hb) {
+  const absl::Time now = clock_->Now();
+  auto renewed = store::UpdateNodeWithRetry(
+      *nodes_, node_name,
+      [&](v1::Node& node, std::vector<v1::NodeEvent>&) -> absl::StatusOr<store::NodeChange> {
+        if (node.liveness() == v1::NODE_LIVENESS_LOST) {
+          // Too late: the node was declared lost and its attempts ended. The worker must have
+          // fenced itself; it registers again to come back.
+          return absl::FailedPreconditionError(
+              absl::StrCat("node ", node_name, " was declared lost; register again"));
+        }
+        *node.mutable_last_heartbeat_at() = ToProtoTime(now);
+        *node.mutable_lease_expires_at() = ToProtoTime(now + config_.lease);
+        return store::NodeChange::kWrite;
+      });
+  if (!renewed.ok()) return renewed.status();
+  v1::LeaseRenewed out;
+  *out.mutable_expires_at() = renewed->lease_expires_at();
+  out.set_heartbeat_sequence(hb.sequence());
+  ReconcileFromHeartbeat(node_name, hb);
+  return out;
+}
+
+void WorkerSessions::ReconcileFromHeartbeat(const std::string& node, const v1::Heartbeat& hb) {
+  // Each heartbeat says what the worker's ranks are doing. A report this instance missed is
+  // recovered from it, so an attempt never waits forever for a STARTED or FINISHED that went to a
+  // dead scheduler.
+  for (const auto& local : hb.attempts()) {
+    if (!attempts_->ActiveRun(local.run_id(), local.resumption_index())) {
+      // An ended attempt: once its ranks are gone here, the node no longer drains it. One not
+      // active here yet: the next cycle learns it, the next heartbeat retries.
+      if (local.running_ranks_size() == 0) {
+        attempts_->NodeDrained(local.run_id(), local.resumption_index(), node);
+      }
+      continue;
+    }
+    const AttemptState state = attempts_->State(local.run_id(), local.resumption_index());
+    v1::AttemptUpdate update;
+    update.set_run_id(local.run_id());
+    update.set_resumption_index(local.resumption_index());
+    if (local.lost()) {
+      if (state.finished.count(node)) continue;
+      update.set_phase(v1::ATTEMPT_PHASE_LOST);
+      *update.mutable_rank_exits() = local.exited_ranks();
+      update.set_detail("the worker restarted and killed the ranks it found");
+    } else if (local.running_ranks_size() > 0) {
+      if (state.started.count(node)) continue;
+      update.set_phase(v1::ATTEMPT_PHASE_STARTED);
+    } else if (local.exited_ranks_size() > 0) {
+      if (state.finished.count(node)) continue;
+      update.set_phase(v1::ATTEMPT_PHASE_FINISHED);
+      *update.mutable_rank_exits() = local.exited_ranks();
+      update.set_detail("recovered from a heartbeat");
+    } else {
+      continue;
+    }
+    if (auto st = OnAttemptUpdate(node, update); !st.ok()) {
+      spdlog::warn("reconciling node {} from its heartbeat: {}", node, st.ToString());
+    }
+  }
+}
+
+absl::Status WorkerSessions::OnAttemptUpdate(const std::string& node,
+                                             const v1::AttemptUpdate& update) {
+  if (!attempts_->IsActive(update.run_id())) {
+    // Placed before this instance started (a restart or a takeover): learn the active runs now
+    // rather than drop the report.
+    TESSERA_ASSIGN_OR_RETURN(auto active,
+                             runs_->ListRuns({v1::RUN_STATUS_STARTING, v1::RUN_STATUS_RUNNING,
+                                              v1::RUN_STATUS_TERMINATING}));
+    attempts_->LearnActive(active);
+  }
+  TESSERA_ASSIGN_OR_RETURN(const AttemptReport report, attempts_->Record(node, update));
+  if (report.effect != AttemptReport::Effect::kRecorded) return absl::OkStatus();
+  const v1::Run& run = report.run;
+  if (report.first_start) {
+    v1::Attempt a;
+    a.set_run_id(run.id());
+    a.set_resumption_index(run.resumption_index());
+    a.set_status(v1::RUN_STATUS_RUNNING);
+    auto st = runs_->RecordAttempt(a).status();
+    if (!st.ok() && !absl::IsFailedPrecondition(st)) return st;
+  }
+  return FinishIfDone(node, update, report);
+}
+
+absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::AttemptUpdate& update,
+                                          const AttemptReport& report) {
+  const v1::Run& run = report.run;
+  const AttemptState& state = report.state;
+  if (update.phase() == v1::ATTEMPT_PHASE_START_FAILED) {
+    control_->StopAttempt(run, v1::ATTEMPT_END_REASON_NODE_FAILURE,
+                          "the run could not start on a node");
+    return control_->EndAttempt(run.id(), run.resumption_index(), state,
+                                v1::ATTEMPT_END_REASON_NODE_FAILURE, v1::DETECTION_METHOD_EXIT_CODE,
+                                absl::StrCat("ranks could not start on ", node, ": ", update.detail()));
+  }
+  if (update.phase() == v1::ATTEMPT_PHASE_LOST) {
+    control_->StopAttempt(run, v1::ATTEMPT_END_REASON_NODE_FAILURE, "a node's worker restarted");
+    return control_->EndAttempt(run.id(), run.resumption_index(), state,
+                                v1::ATTEMPT_END_REASON_NODE_FAILURE, v1::DETECTION_METHOD_EXIT_CODE,
+                                absl::StrCat("the worker on ", node, " restarted: ", update.detail()));
+  }
+  if (report.newly_failed && !report.all_finished) {
+    // One rank failed: the others cannot go on without it.
+    control_->StopAttempt(run, v1::ATTEMPT_END_REASON_USER_EXIT, "another rank failed");
+  }
+  if (!report.all_finished) return absl::OkStatus();
+  v1::AttemptEndReason reason = v1::ATTEMPT_END_REASON_SUCCEEDED;
+  if (state.stop_reason != v1::ATTEMPT_END_REASON_UNSPECIFIED) {
+    reason = state.stop_reason;
+  } else if (state.first_failed_rank >= 0) {
+    reason = v1::ATTEMPT_END_REASON_USER_EXIT;
+  }
+  return control_->EndAttempt(run.id(), run.resumption_index(), state, reason,
+                              v1::DETECTION_METHOD_EXIT_CODE, update.detail());
+}
+
+absl::Status WorkerSessions::OnProgress(const std::string& node,
+                                        const v1::ProgressUpdate& progress) {
+  v1::ReportProgressRequest req;
+  req.set_run_id(progress.run_id());
+  req.set_resumption_index(progress.resumption_index());
+  *req.mutable_progress() = progress.progress();
+  req.set_node_name(node);
+  return runs_->ReportProgress(req);
+}
+
+}  // namespace tessera::scheduler

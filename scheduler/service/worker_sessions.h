@@ -1,0 +1,53 @@
+#pragma once
+// The worker side of the control stream: registration, heartbeats (each renews the node's lease
+// and reconciles what the worker's ranks are doing), and the worker's reports on attempts and
+// training progress. Any scheduler instance that holds a worker's stream handles its messages.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "base/clock.h"
+#include "scheduler/service/attempt_control.h"
+#include "scheduler/service/attempt_tracker.h"
+#include "scheduler/service/runs_client.h"
+#include "scheduler/service/scheduler_config.h"
+#include "services/store/node_store.h"
+#include "tessera/v1/worker.pb.h"
+
+namespace tessera::scheduler {
+
+class WorkerSessions {
+ public:
+  WorkerSessions(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
+                 std::shared_ptr<AttemptTracker> attempts, std::shared_ptr<AttemptControl> control,
+                 std::shared_ptr<Clock> clock, SchedulerConfig config);
+
+  // Registers (or re-registers) the worker's node and returns the lease terms. Attempts the
+  // worker reports that the control plane does not run on that node are ordered stopped.
+  absl::StatusOr<v1::Registered> RegisterWorker(const v1::RegisterWorker& reg);
+  // Renews the node's lease; FAILED_PRECONDITION when the node was declared lost meanwhile (the
+  // worker has fenced itself and must register again).
+  absl::StatusOr<v1::LeaseRenewed> Heartbeat(const std::string& node, const v1::Heartbeat& hb);
+  absl::Status OnAttemptUpdate(const std::string& node, const v1::AttemptUpdate& update);
+  absl::Status OnProgress(const std::string& node, const v1::ProgressUpdate& progress);
+
+ private:
+  absl::Status SaveRegistration(const v1::RegisterWorker& reg, v1::Registered& out);
+  absl::Status StopOrphans(const v1::RegisterWorker& reg);
+  // Recovers the reports this instance missed (it restarted, or took over from another) from
+  // what the heartbeat says the worker's ranks are doing.
+  void ReconcileFromHeartbeat(const std::string& node, const v1::Heartbeat& hb);
+  // What the attempt's end is once its books say every node has finished.
+  absl::Status FinishIfDone(const std::string& node, const v1::AttemptUpdate& update,
+                            const AttemptReport& report);
+
+  std::shared_ptr<store::NodeStore> nodes_;
+  std::shared_ptr<RunsClient> runs_;
+  std::shared_ptr<AttemptTracker> attempts_;
+  std::shared_ptr<AttemptControl> control_;
+  std::shared_ptr<Clock> clock_;
+  const SchedulerConfig config_;
+};
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,42 @@
+#pragma once
+// A background loop of a service: runs a function on its own thread every `interval` of the
+// injected clock, from one interval after the start until the runner is destroyed. The pause is
+// the clock's timed wait, so a test with a FakeClock decides exactly when each run happens
+// (FakeClock::AwaitWaiters, then Advance) and a stop ends the pause at once.
+//
+//   PeriodicRunner timer(clock, absl::Seconds(1), [this] { manager_->EnforceMaxDuration(); });
+
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+
+namespace tessera {
+
+class PeriodicRunner {
+ public:
+  // Starts the thread. `interval` is measured from the end of one run to the start of the next,
+  // so a slow run is never overlapped or followed by a burst of catch-up runs.
+  PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval, std::function<void()> fn);
+  // Stops: a run in progress finishes, no other starts.
+  ~PeriodicRunner();
+
+  PeriodicRunner(const PeriodicRunner&) = delete;
+  PeriodicRunner& operator=(const PeriodicRunner&) = delete;
+
+ private:
+  void Loop();
+
+  const std::shared_ptr<Clock> clock_;
+  const absl::Duration interval_;
+  const std::function<void()> fn_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: started once everything it uses is built
+};
+
+}  // namespace tessera

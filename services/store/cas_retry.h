@@ -1,0 +1,39 @@
+#pragma once
+// Read-modify-write of one node under compare-and-set: every writer of the inventory (workers'
+// heartbeats, the cordon service, the health API through it, operators' labels) changes nodes
+// this way, so that none overwrites another's change.
+
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "services/store/node_store.h"
+
+namespace tessera::store {
+
+// How many times a read-modify-write is tried before it gives up: losing this many races in a row
+// is far beyond what a node's few writers cause, so the caller is told to try again later.
+inline constexpr int kMaxCasAttempts = 20;
+
+// What a mutation decided.
+enum class NodeChange {
+  kWrite,  // write the edited node (and the events)
+  kNone,   // the node is already as wanted: write nothing
+};
+
+// Edits `node` (a copy of the node as read) and appends to `events` what to record atomically
+// with the update. It runs once per attempt, on a fresh read, so it must decide from what it is
+// given, not from an earlier attempt. An error stops the retries and is returned as is.
+using NodeMutation =
+    std::function<absl::StatusOr<NodeChange>(v1::Node& node, std::vector<v1::NodeEvent>& events)>;
+
+// Reads node `name`, applies `mutate` and writes the result with UpdateNode(next, version read,
+// events), starting again from the read whenever another writer moved the node first (ABORTED),
+// at most kMaxCasAttempts times. Returns the node as stored: as written, or as read when
+// `mutate` answered kNone. NOT_FOUND when there is no such node (and any other read or write
+// error as is); ABORTED "node NAME is changing too often; try again" when every attempt lost.
+absl::StatusOr<v1::Node> UpdateNodeWithRetry(NodeStore& nodes, std::string_view name,
+                                             const NodeMutation& mutate);
+
+}  // namespace tessera::store

@@ -1,0 +1,106 @@
+#include "tests/support/engine_job.h"
+
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "tests/support/control_plane.h"
+#include "tests/support/free_port.h"
+#include "tests/support/temp_dir.h"
+
+namespace tessera::testing {
+
+const std::string& LicenceDataset() {
+  // Removed when the test binary exits.
+  static const TempDir dir("tessera-engine-data");
+  static const std::string folder = [] {
+    const std::string out = dir.path + "/licences";
+    auto converted = RunCommand({BinaryPath("tessera-data"), "convert", "--input",
+                                 "/usr/share/common-licenses", "--output", out, "--tokenizer",
+                                 "bpe", "--vocab-size", "512", "--seq-len", "32"});
+    INFO(converted.status().ToString());
+    REQUIRE(converted.ok());
+    return out;
+  }();
+  return folder;
+}
+
+EngineJob::EngineJob(const std::string& folder, const std::string& config_path, int world,
+                     std::map<std::string, std::string> extra_env)
+    : folder_(folder) {
+  std::filesystem::create_directories(folder);
+  const int port = FreePort();
+  static int job = 0;
+  ++job;
+  for (int r = 0; r < world; ++r) {
+    progress_files_.push_back(absl::StrCat(folder, "/job", job, "-rank", r, ".progress"));
+    logs_.push_back(absl::StrCat(folder, "/job", job, "-rank", r, ".log"));
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     absl::StrCat("RANK=", r),
+                                     absl::StrCat("WORLD_SIZE=", world),
+                                     absl::StrCat("LOCAL_RANK=", r),
+                                     absl::StrCat("LOCAL_WORLD_SIZE=", world),
+                                     "MASTER_ADDR=127.0.0.1",
+                                     absl::StrCat("MASTER_PORT=", port),
+                                     "TESSERA_PROGRESS_FILE=" + progress_files_.back(),
+                                     "TESSERA_CACHE_DIR=" + folder + "/cache"};
+    for (const auto& [k, v] : extra_env) argv.push_back(k + "=" + v);
+    argv.push_back(BinaryPath("tessera-train"));
+    argv.push_back("--config");
+    argv.push_back(config_path);
+    auto p = Process::Start(argv, logs_.back());
+    REQUIRE(p.ok());
+    ranks_.push_back(*std::move(p));
+  }
+}
+
+std::vector<int> EngineJob::Wait(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::vector<int> codes;
+  for (auto& p : ranks_) {
+    while (p.Running() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+    auto status = p.Kill(SIGKILL, absl::Seconds(5));  // collects the exit status
+    if (!status.ok()) {
+      codes.push_back(-1);
+    } else {
+      codes.push_back(WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status));
+    }
+  }
+  return codes;
+}
+
+void EngineJob::KillWhenStopped(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (auto& p : ranks_) {
+    for (;;) {
+      std::ifstream stat(absl::StrCat("/proc/", p.pid(), "/stat"));
+      std::string pid, comm, state;
+      stat >> pid >> comm >> state;
+      if (state == "T") break;
+      INFO("rank pid " << p.pid() << " state " << state << "\n" << p.Log());
+      REQUIRE(absl::Now() < deadline);
+      REQUIRE(state != "Z");
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
+  for (auto& p : ranks_) REQUIRE(p.Kill(SIGKILL).ok());
+}
+
+std::map<int64_t, progress::ProgressRecord> EngineJob::Progress(int rank) const {
+  std::map<int64_t, progress::ProgressRecord> by_step;
+  std::ifstream in(progress_files_[static_cast<size_t>(rank)]);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto r = progress::ProgressFromJsonLine(line);
+    if (r.ok()) by_step[r->step] = *r;
+  }
+  return by_step;
+}
+
+std::string EngineJob::Log(int rank) const { return ranks_[static_cast<size_t>(rank)].Log(); }
+
+}  // namespace tessera::testing

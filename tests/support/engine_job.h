@@ -1,0 +1,37 @@
+#pragma once
+// Runs tessera-train as a real multi-process job for tests: N rank processes with the worker's
+// variables (RANK, WORLD_SIZE, MASTER_ADDR ...), each with its own progress file and log.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+#include "worker/progress/progress_file.h"
+
+namespace tessera::testing {
+
+// A tokenized copy of real text (the licences under /usr/share/common-licenses), made once per
+// test binary with tessera-data.
+const std::string& LicenceDataset();
+
+class EngineJob {
+ public:
+  // Starts `world` ranks of tessera-train with `config_path`; `extra_env` goes to every rank.
+  EngineJob(const std::string& folder, const std::string& config_path, int world,
+            std::map<std::string, std::string> extra_env = {});
+  // Waits for every rank to exit; returns their exit codes.
+  std::vector<int> Wait(absl::Duration timeout = absl::Seconds(240));
+  // Waits until every rank has stopped itself (SIGSTOP), then SIGKILLs them all.
+  void KillWhenStopped(absl::Duration timeout = absl::Seconds(120));
+  // The progress rank `rank` reported, by step (the newest record of each step).
+  std::map<int64_t, progress::ProgressRecord> Progress(int rank) const;
+  std::string Log(int rank) const;
+
+ private:
+  std::string folder_;
+  std::vector<Process> ranks_;
+  std::vector<std::string> progress_files_, logs_;
+};
+
+}  // namespace tessera::testing

@@ -1,0 +1,170 @@
+// One service calling another: SystemClient sends the system key and a deadline over a channel
+// that may be set late; an adapter written with TESSERA_UNARY_RPC authenticates the key and
+// forwards to its handler.
+#include "services/common/system_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+
+#include "absl/synchronization/mutex.h"
+#include "base/clock.h"
+#include "services/common/auth/api_keys.h"
+#include "services/common/rpc.h"
+#include "services/store/stores.h"
+#include "tessera/v1/admin.grpc.pb.h"
+
+namespace tessera {
+namespace {
+
+constexpr char kSystemSecret[] = "tsk_system0000000000000000000000000000000000";
+
+// A handler with the adapters' shape: (who, request, response).
+class Handler {
+ public:
+  absl::Status WhoAmI(const auth::Principal& who, const v1::WhoAmIRequest&,
+                      v1::WhoAmIResponse* resp) {
+    resp->set_user(who.user);
+    resp->set_role(who.role);
+    return absl::OkStatus();
+  }
+  absl::Status RevokeApiKey(const auth::Principal&, const v1::RevokeApiKeyRequest& req,
+                            v1::RevokeApiKeyResponse*) {
+    return absl::NotFoundError("API key " + req.id() + " not found");
+  }
+};
+
+// An adapter as the services write them; ListApiKeys records what the call carried.
+class Adapter final : public v1::AdminService::Service {
+ public:
+  Adapter(std::shared_ptr<Handler> handler, std::shared_ptr<auth::Authenticator> auth)
+      : handler_(std::move(handler)), auth_(std::move(auth)) {}
+
+  TESSERA_UNARY_RPC(handler_, WhoAmI)
+  TESSERA_UNARY_RPC(handler_, RevokeApiKey)
+
+  grpc::Status ListApiKeys(grpc::ServerContext* ctx, const v1::ListApiKeysRequest*,
+                           v1::ListApiKeysResponse*) override {
+    absl::MutexLock lock(&mu_);
+    auto it = ctx->client_metadata().find("authorization");
+    authorization_ =
+        it == ctx->client_metadata().end() ? "" : std::string(it->second.data(), it->second.size());
+    deadline_ = ctx->deadline();
+    return grpc::Status::OK;
+  }
+  std::string authorization() {
+    absl::MutexLock lock(&mu_);
+    return authorization_;
+  }
+  std::chrono::system_clock::time_point deadline() {
+    absl::MutexLock lock(&mu_);
+    return deadline_;
+  }
+
+ private:
+  std::shared_ptr<Handler> handler_;
+  std::shared_ptr<auth::Authenticator> auth_;
+  absl::Mutex mu_;
+  std::string authorization_ ABSL_GUARDED_BY(mu_);
+  std::chrono::system_clock::time_point deadline_ ABSL_GUARDED_BY(mu_);
+};
+
+struct Fixture {
+  Fixture() {
+    store::ApiKeyRecord record;
+    record.key.set_id("key-system");
+    record.key.set_user("tessera-runs");
+    record.key.set_role(v1::ROLE_SYSTEM);
+    record.secret_hash = auth::HashSecret(kSystemSecret);
+    REQUIRE(stores.api_keys->CreateKey(record).ok());
+    grpc::ServerBuilder builder;
+    builder.RegisterService(&adapter);
+    server = builder.BuildAndStart();
+    REQUIRE(server);
+  }
+  ~Fixture() { server->Shutdown(); }
+  std::shared_ptr<grpc::Channel> Channel() {
+    return server->InProcessChannel(grpc::ChannelArguments());
+  }
+
+  store::Stores stores = store::MakeMemoryStores();
+  Adapter adapter{std::make_shared<Handler>(), std::make_shared<auth::Authenticator>(
+                                                   stores.api_keys, std::make_shared<FakeClock>())};
+  std::unique_ptr<grpc::Server> server;
+};
+
+// Seconds from now to `t`.
+double SecondsUntil(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t - std::chrono::system_clock::now()).count();
+}
+
+TEST_CASE("a system client sends the key and the deadline of its options") {
+  Fixture f;
+  SystemClient<v1::AdminService> admin(std::make_shared<ChannelRef>(f.Channel()), kSystemSecret,
+                                       "the admin API", {.deadline = absl::Seconds(7)});
+  v1::ListApiKeysResponse resp;
+  REQUIRE(admin.Call(&v1::AdminService::Stub::ListApiKeys, v1::ListApiKeysRequest(), &resp).ok());
+  CHECK(f.adapter.authorization() == std::string("Bearer ") + kSystemSecret);
+  // Deadlines are wall-clock times: allow for the call's own (short) duration and for gRPC's
+  // rounding of the timeout it sends.
+  CHECK(SecondsUntil(f.adapter.deadline()) > 5.0);
+  CHECK(SecondsUntil(f.adapter.deadline()) < 8.0);
+
+  // A call may set its own deadline.
+  REQUIRE(admin
+              .Call(&v1::AdminService::Stub::ListApiKeys, v1::ListApiKeysRequest(), &resp,
+                    absl::Minutes(2))
+              .ok());
+  CHECK(SecondsUntil(f.adapter.deadline()) > 118.0);
+  CHECK(SecondsUntil(f.adapter.deadline()) < 121.0);
+}
+
+TEST_CASE("the default deadline is 30 s") {
+  CHECK(ServiceClientOptions().deadline == absl::Seconds(30));
+}
+
+TEST_CASE("a system client is UNAVAILABLE until its channel is set, then calls through it") {
+  Fixture f;
+  auto channel = std::make_shared<ChannelRef>();
+  SystemClient<v1::AdminService> admin(channel, kSystemSecret, "the admin API", {});
+  v1::WhoAmIResponse resp;
+  auto st = admin.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp);
+  CHECK(absl::IsUnavailable(st));
+  CHECK(st.message() == "the admin API is not reachable yet");
+
+  channel->Set(f.Channel());
+  REQUIRE(admin.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp).ok());
+  // TESSERA_UNARY_RPC authenticated the key and forwarded to the handler.
+  CHECK(resp.user() == "tessera-runs");
+  CHECK(resp.role() == v1::ROLE_SYSTEM);
+}
+
+TEST_CASE("the handler's status comes back as the call's, and a bad key is UNAUTHENTICATED") {
+  Fixture f;
+  auto channel = std::make_shared<ChannelRef>(f.Channel());
+  SystemClient<v1::AdminService> admin(channel, kSystemSecret, "the admin API", {});
+  v1::RevokeApiKeyRequest req;
+  req.set_id("key-x");
+  v1::RevokeApiKeyResponse resp;
+  auto st = admin.Call(&v1::AdminService::Stub::RevokeApiKey, req, &resp);
+  CHECK(absl::IsNotFound(st));
+  CHECK(st.message() == "API key key-x not found");
+
+  SystemClient<v1::AdminService> stranger(channel, "tsk_unknown", "the admin API", {});
+  v1::WhoAmIResponse who;
+  CHECK(absl::IsUnauthenticated(
+      stranger.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &who)));
+}
+
+TEST_CASE("a call past its deadline is DEADLINE_EXCEEDED") {
+  Fixture f;
+  SystemClient<v1::AdminService> admin(std::make_shared<ChannelRef>(f.Channel()), kSystemSecret,
+                                       "the admin API", {.deadline = -absl::Seconds(1)});
+  v1::WhoAmIResponse resp;
+  CHECK(absl::IsDeadlineExceeded(
+      admin.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp)));
+}
+
+}  // namespace
+}  // namespace tessera

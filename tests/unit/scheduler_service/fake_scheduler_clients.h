@@ -1,0 +1,63 @@
+#pragma once
+// The scheduler's clients of other services as in-memory fakes, for its roles' unit tests.
+
+#include <string>
+#include <vector>
+
+#include "scheduler/service/health_client.h"
+#include "scheduler/service/runs_client.h"
+
+namespace tessera::scheduler {
+
+// The run manager as a list of runs: ListRuns filters it by status; RecordAttempt records the
+// attempt and answers with the run it names (NOT_FOUND for another).
+class ListedRuns final : public RunsClient {
+ public:
+  std::vector<v1::Run> runs;
+  std::vector<v1::Attempt> recorded;
+
+  absl::StatusOr<std::vector<v1::Run>> ListRuns(
+      const std::vector<v1::RunStatus>& statuses) override {
+    std::vector<v1::Run> out;
+    for (const auto& r : runs) {
+      for (auto s : statuses) {
+        if (r.status() == s) out.push_back(r);
+      }
+    }
+    return out;
+  }
+  absl::StatusOr<v1::Run> RecordAttempt(const v1::Attempt& attempt) override {
+    recorded.push_back(attempt);
+    for (const auto& r : runs) {
+      if (r.id() == attempt.run_id()) return r;
+    }
+    return absl::NotFoundError(attempt.run_id());
+  }
+  absl::Status ReportProgress(const v1::ReportProgressRequest&) override {
+    return absl::OkStatus();
+  }
+};
+
+// The health API: takes every report (or refuses all with `answer`), and keeps them.
+class RecordingHealth final : public HealthClient {
+ public:
+  absl::Status answer = absl::OkStatus();
+  std::vector<v1::HealthCheckResult> results;
+  std::vector<v1::GpuFault> faults;
+  std::vector<v1::ReportRankHangRequest> hangs;
+
+  absl::Status ReportHealthResult(const v1::HealthCheckResult& r) override {
+    results.push_back(r);
+    return answer;
+  }
+  absl::Status ReportGpuFault(const v1::GpuFault& f) override {
+    faults.push_back(f);
+    return answer;
+  }
+  absl::Status ReportRankHang(const v1::ReportRankHangRequest& h) override {
+    hangs.push_back(h);
+    return answer;
+  }
+};
+
+}  // namespace tessera::scheduler

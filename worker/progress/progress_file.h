@@ -1,0 +1,52 @@
+#pragma once
+// How tessera-train tells its worker how it is doing: one JSON object per line appended to the
+// file named by TESSERA_PROGRESS_FILE (the worker tails it and forwards the newest to the
+// control plane). Each rank writes its own file; the worker uses the files for hang detection.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace tessera::progress {
+
+struct ProgressRecord {
+  int64_t step = 0;
+  int64_t total_steps = 0;
+  double loss = 0;
+  double learning_rate = 0;
+  double tokens_per_second = 0;
+  double mfu = 0;
+  int64_t resumed_from_step = 0;
+  double time = 0;  // Unix seconds
+  // Seconds per step this rank spent computing (forward and backward), not waiting for the other
+  // ranks: a slow node shows here while every rank's step time is the same.
+  double compute_seconds = 0;
+};
+
+std::string ProgressToJsonLine(const ProgressRecord& r);
+absl::StatusOr<ProgressRecord> ProgressFromJsonLine(const std::string& line);
+
+class ProgressReporter {
+ public:
+  // An empty path reports nothing.
+  explicit ProgressReporter(const std::string& path);
+  ~ProgressReporter();
+  void Report(const ProgressRecord& record);
+  // Whether the rank is waiting in a collective for the other ranks, in PATH.wait ("waiting" or
+  // "running"), overwritten in place: when a job hangs, the worker blames the ranks that stopped
+  // outside a collective, not the ones waiting for them.
+  void MarkWaiting(bool waiting);
+
+ private:
+  FILE* file_ = nullptr;
+  int wait_fd_ = -1;
+};
+
+// The marker MarkWaiting writes; true when it says "waiting".
+bool ReadWaitingMarker(const std::string& progress_path);
+
+}  // namespace tessera::progress
