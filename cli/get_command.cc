@@ -3,12 +3,12 @@
 #include <memory>
 
 #include "absl/time/clock.h"
+#include "base/timestamps.h"
 #include "cli/commands.h"
 #include "cli/names.h"
 #include "cli/node_view.h"
 #include "cli/run_view.h"
 #include "cli/time_format.h"
-#include "base/timestamps.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"

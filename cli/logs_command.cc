@@ -10,8 +10,8 @@
 #include <optional>
 #include <thread>
 
-#include "cli/commands.h"
 #include "base/utf8.h"
+#include "cli/commands.h"
 #include "tessera/v1/logs.grpc.pb.h"
 
 namespace tessera::cli {

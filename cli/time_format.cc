@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "cli/errors.h"
 #include "base/timestamps.h"
+#include "cli/errors.h"
 
 namespace tessera::cli {
 namespace {

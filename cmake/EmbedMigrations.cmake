@@ -1,8 +1,18 @@
 # Generates a C++ source holding every services/store/migrations/NNNN_name.sql file, in order,
 # so that a binary carries its schema and applies it at start.
 #   cmake -DMIGRATIONS_DIR=... -DOUTPUT=... -P EmbedMigrations.cmake
+cmake_minimum_required(VERSION 3.25)  # script mode: the policies of this version (IN_LIST)
 file(GLOB files "${MIGRATIONS_DIR}/*.sql")
 list(SORT files)
+# LISTED: the names services/store/CMakeLists.txt lists, joined by commas.
+string(REPLACE "," ";" LISTED "${LISTED}")
+foreach(f IN LISTS files)
+  get_filename_component(name "${f}" NAME_WE)
+  if(DEFINED LISTED AND NOT name IN_LIST LISTED)
+    message(FATAL_ERROR "migration ${f} is not listed in MIGRATION_NAMES in "
+                        "services/store/CMakeLists.txt: add it there")
+  endif()
+endforeach()
 set(body "// Generated from ${MIGRATIONS_DIR} by cmake/EmbedMigrations.cmake. Do not edit.\n")
 string(APPEND body "#include \"services/store/postgres/migrations.h\"\n\n")
 string(APPEND body "namespace tessera::store {\n\nconst std::vector<Migration>& EmbeddedMigrations() {\n")

@@ -18,6 +18,15 @@ if(TESSERA_WERROR)
   list(APPEND TESSERA_WARNINGS -Werror)
 endif()
 
+# Precompiles `headers` for `target`'s units. Under ccache, -fpch-preprocess lets it cache units
+# that use the header (deploy/build.sh sets the sloppiness ccache needs for that).
+function(tessera_precompile_headers target)
+  target_precompile_headers(${target} PRIVATE ${ARGN})
+  if(CCACHE_PROGRAM)
+    target_compile_options(${target} PRIVATE -fpch-preprocess)
+  endif()
+endfunction()
+
 # Applies the project's warning flags to a target of ours.
 function(tessera_target_warnings target)
   target_compile_options(${target} PRIVATE ${TESSERA_WARNINGS})

@@ -23,6 +23,8 @@ export CCACHE_BASEDIR="$PWD"
 # fresh clone (CI, a second checkout) would rebuild everything instead of reusing the cache.
 export CCACHE_NOHASHDIR=true
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+# Units that use a precompiled header (the engine's torch.h) are cached only with these.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 
 if [ ! -f "$BUILD_DIR/build.ninja" ] || [ "${TESSERA_RECONFIGURE:-0}" = 1 ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DTESSERA_WERROR="$werror" >/dev/null

@@ -19,8 +19,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "healthcheck/anomaly.h"
 #include "base/clock.h"
+#include "healthcheck/anomaly.h"
 #include "worker/daemon/canary_runner.h"
 #include "worker/daemon/process_throttle.h"
 

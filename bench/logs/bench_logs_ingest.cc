@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/timestamps.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/service_host.h"
-#include "base/timestamps.h"
 #include "services/logs/log_service.h"
 #include "services/store/stores.h"
 #include "tests/support/postgres_server.h"

@@ -35,7 +35,8 @@ void AttemptControl::SendStop(const std::string& node, const std::string& run_id
 void AttemptControl::StopAttempt(const v1::Run& run, v1::AttemptEndReason why,
                                  const std::string& reason) {
   if (!attempts_->MarkStopping(run.id(), run.resumption_index(), why)) return;
-  for (const auto& n : run.nodes()) SendStop(n.node_name(), run.id(), run.resumption_index(), reason);
+  for (const auto& n : run.nodes())
+    SendStop(n.node_name(), run.id(), run.resumption_index(), reason);
 }
 
 absl::Status AttemptControl::EndAttempt(const std::string& run_id, int resumption,
@@ -55,8 +56,7 @@ absl::Status AttemptControl::EndAttempt(const std::string& run_id, int resumptio
   a.set_first_failed_rank(state.first_failed_rank);
   a.set_first_failed_node(state.first_failed_node);
   auto recorded = runs_->RecordAttempt(a);
-  attempts_->Ended(run_id, resumption, state.finished,
-                   reason == v1::ATTEMPT_END_REASON_SUCCEEDED);
+  attempts_->Ended(run_id, resumption, state.finished, reason == v1::ATTEMPT_END_REASON_SUCCEEDED);
   if (recorded.ok() && result != nullptr) *result = *recorded;
   const absl::Status st = recorded.status();
   if (absl::IsFailedPrecondition(st)) return absl::OkStatus();  // already recorded

@@ -44,8 +44,8 @@ struct AttemptReport {
     kRecorded,   // the report was added to the attempt's books
   };
   Effect effect = Effect::kNotActive;
-  v1::Run run;          // kRecorded: the attempt's run
-  AttemptState state;   // kRecorded: the books after the report
+  v1::Run run;                // kRecorded: the attempt's run
+  AttemptState state;         // kRecorded: the books after the report
   bool first_start = false;   // the first node to start the attempt
   bool newly_failed = false;  // this report holds the attempt's first failure
   bool all_finished = false;  // every node of the attempt has finished

@@ -1,14 +1,15 @@
 // The scheduler's part in the health loop: relaying what workers report about the hardware to
 // the health API, carrying the health API's commands to workers, and evicting the runs of a node
 // the health API took out of service.
+#include "scheduler/service/health_relay.h"
+
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "proto/policy/gpu_faults.h"
-#include "scheduler/service/health_relay.h"
-#include "services/common/rpc.h"
 #include "base/status_macros.h"
+#include "proto/policy/gpu_faults.h"
+#include "services/common/rpc.h"
 
 namespace tessera::scheduler {
 
@@ -24,7 +25,7 @@ HealthRelay::HealthRelay(std::shared_ptr<HealthClient> health,
       idem_(std::move(idem)) {}
 
 absl::Status HealthRelay::OnHealthResult(const std::string& node,
-                                           const v1::HealthCheckResult& result) {
+                                         const v1::HealthCheckResult& result) {
   if (!health_) return absl::OkStatus();
   v1::HealthCheckResult r = result;
   r.set_node_name(node);  // the stream's node, whatever the message says
@@ -40,8 +41,9 @@ absl::Status HealthRelay::OnGpuFault(const std::string& node, const v1::GpuFault
   // The health API would cordon the node and evict its runs; without it, at least the runs move.
   spdlog::error("GPU fault on {} not taken by the health API ({}): evicting its runs", node,
                 st.ToString());
-  return control_->EndAttemptsOnNode(node, v1::ATTEMPT_END_REASON_GPU_FAULT, v1::DETECTION_METHOD_GPU_PROBE,
-                           absl::StrCat("GPU ", f.gpu_index(), " of ", node, ": ", f.detail()))
+  return control_
+      ->EndAttemptsOnNode(node, v1::ATTEMPT_END_REASON_GPU_FAULT, v1::DETECTION_METHOD_GPU_PROBE,
+                          absl::StrCat("GPU ", f.gpu_index(), " of ", node, ": ", f.detail()))
       .status();
 }
 
@@ -76,7 +78,7 @@ absl::Status HealthRelay::OnRankHang(const std::string& node, const v1::RankHang
 }
 
 absl::Status HealthRelay::DispatchToWorker(const Who& who, const v1::DispatchToWorkerRequest& req,
-                                             v1::DispatchToWorkerResponse*) {
+                                           v1::DispatchToWorkerResponse*) {
   TESSERA_RETURN_IF_ERROR(RequireSystem(who, "sending commands to workers"));
   if (req.node_name().empty()) return absl::InvalidArgumentError("node_name: required");
   v1::ControlMessage msg;
@@ -97,17 +99,16 @@ absl::Status HealthRelay::DispatchToWorker(const Who& who, const v1::DispatchToW
 }
 
 absl::Status HealthRelay::EvictNode(const Who& who, const v1::EvictNodeRequest& req,
-                                      v1::EvictNodeResponse* resp) {
+                                    v1::EvictNodeResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireSystem(who, "evicting a node's runs"));
   if (req.node_name().empty()) return absl::InvalidArgumentError("node_name: required");
   if (req.reason() == v1::ATTEMPT_END_REASON_UNSPECIFIED) {
     return absl::InvalidArgumentError("reason: required");
   }
   return idem_->Run(absl::StrCat("EvictNode/", who.user), req.idempotency_key(), req, resp, [&] {
-    TESSERA_ASSIGN_OR_RETURN(auto names,
-                             control_->EndAttemptsOnNode(req.node_name(), req.reason(),
-                                                         req.detection_method(), req.detail(),
-                                                         req.run_id()));
+    TESSERA_ASSIGN_OR_RETURN(auto names, control_->EndAttemptsOnNode(req.node_name(), req.reason(),
+                                                                     req.detection_method(),
+                                                                     req.detail(), req.run_id()));
     for (auto& n : names) resp->add_run_names(std::move(n));
     return absl::OkStatus();
   });

@@ -1,10 +1,11 @@
+#include "scheduler/service/node_api.h"
+
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "scheduler/placement/placer.h"
 #include "scheduler/placement/proto_convert.h"
 #include "scheduler/placement/validate.h"
-#include "scheduler/service/node_api.h"
 #include "services/common/rpc.h"
-#include "base/status_macros.h"
 #include "services/store/cas_retry.h"
 
 namespace tessera::scheduler {
@@ -30,7 +31,7 @@ NodeApi::NodeApi(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsCl
     : nodes_(std::move(nodes)), runs_(std::move(runs)), idem_(std::move(idem)) {}
 
 absl::Status NodeApi::ListNodes(const Who&, const v1::ListNodesRequest& req,
-                                      v1::ListNodesResponse* resp) {
+                                v1::ListNodesResponse* resp) {
   if (req.filter().limit() < 0)
     return absl::InvalidArgumentError("filter.limit: must not be negative");
   auto nodes = nodes_->ListNodes(req.filter());
@@ -40,7 +41,7 @@ absl::Status NodeApi::ListNodes(const Who&, const v1::ListNodesRequest& req,
 }
 
 absl::Status NodeApi::GetNode(const Who& who, const v1::GetNodeRequest& req,
-                                    v1::GetNodeResponse* resp) {
+                              v1::GetNodeResponse* resp) {
   if (req.name().empty()) return absl::InvalidArgumentError("name: required");
   auto node = nodes_->GetNode(req.name());
   if (!node.ok()) return node.status();
@@ -61,7 +62,7 @@ absl::Status NodeApi::GetNode(const Who& who, const v1::GetNodeRequest& req,
 }
 
 absl::Status NodeApi::SetNodeLabels(const Who& who, const v1::SetNodeLabelsRequest& req,
-                                          v1::SetNodeLabelsResponse* resp) {
+                                    v1::SetNodeLabelsResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "labelling a node"));
   if (req.name().empty()) return absl::InvalidArgumentError("name: required");
   TESSERA_RETURN_IF_ERROR(ValidateLabels(req.labels()));
@@ -108,7 +109,7 @@ absl::Status NodeApi::Remove(const v1::RemoveNodeRequest& req) {
 }
 
 absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
-                                     v1::GetQueueResponse* resp) {
+                               v1::GetQueueResponse* resp) {
   if (req.limit() < 0) return absl::InvalidArgumentError("limit: must not be negative");
   auto queued = runs_->ListRuns({v1::RUN_STATUS_QUEUED});
   if (!queued.ok()) return queued.status();
@@ -156,8 +157,7 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
   return absl::OkStatus();
 }
 
-absl::Status NodeApi::CheckFit(const Who&, const v1::CheckFitRequest& req,
-                                     v1::CheckFitResponse*) {
+absl::Status NodeApi::CheckFit(const Who&, const v1::CheckFitRequest& req, v1::CheckFitResponse*) {
   auto nodes = nodes_->ListNodes({});
   if (!nodes.ok()) return nodes.status();
   std::vector<NodeInfo> infos;

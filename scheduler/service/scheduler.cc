@@ -10,8 +10,8 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   s.attempts = std::make_shared<AttemptTracker>(clock, config.drain_limit());
   s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config);
   s.sessions = std::make_shared<WorkerSessions>(nodes, runs, s.attempts, s.control, clock, config);
-  s.cycle = std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control, clock,
-                                              config);
+  s.cycle =
+      std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control, clock, config);
   s.node_api = std::make_shared<NodeApi>(nodes, runs, idem);
   s.health_relay = std::make_shared<HealthRelay>(std::move(health), std::move(workers), s.attempts,
                                                  s.control, std::move(idem));

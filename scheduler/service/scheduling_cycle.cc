@@ -251,8 +251,7 @@ absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
     const int local = RanksOnNode(run, n, by_name);
     v1::ControlMessage msg;
     msg.set_command_id(control_->NextCommandId());
-    *msg.mutable_start_attempt() =
-        StartCommand(run, attempt, n, world, local, first_rank, config_);
+    *msg.mutable_start_attempt() = StartCommand(run, attempt, n, world, local, first_rank, config_);
     if (!workers_->Send(n.node_name(), msg)) {
       spdlog::warn("node {} has no worker stream here; its lease decides", n.node_name());
     }

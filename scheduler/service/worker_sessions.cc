@@ -122,7 +122,8 @@ absl::Status WorkerSessions::StopOrphans(const v1::RegisterWorker& reg) {
   for (const auto& local : reg.attempts()) {
     bool known = false;
     for (const auto& run : active) {
-      if (run.id() != local.run_id() || run.resumption_index() != local.resumption_index()) continue;
+      if (run.id() != local.run_id() || run.resumption_index() != local.resumption_index())
+        continue;
       for (const auto& n : run.nodes()) known = known || n.node_name() == reg.node().name();
     }
     if (known) continue;
@@ -226,15 +227,17 @@ absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::Att
   if (update.phase() == v1::ATTEMPT_PHASE_START_FAILED) {
     control_->StopAttempt(run, v1::ATTEMPT_END_REASON_NODE_FAILURE,
                           "the run could not start on a node");
-    return control_->EndAttempt(run.id(), run.resumption_index(), state,
-                                v1::ATTEMPT_END_REASON_NODE_FAILURE, v1::DETECTION_METHOD_EXIT_CODE,
-                                absl::StrCat("ranks could not start on ", node, ": ", update.detail()));
+    return control_->EndAttempt(
+        run.id(), run.resumption_index(), state, v1::ATTEMPT_END_REASON_NODE_FAILURE,
+        v1::DETECTION_METHOD_EXIT_CODE,
+        absl::StrCat("ranks could not start on ", node, ": ", update.detail()));
   }
   if (update.phase() == v1::ATTEMPT_PHASE_LOST) {
     control_->StopAttempt(run, v1::ATTEMPT_END_REASON_NODE_FAILURE, "a node's worker restarted");
-    return control_->EndAttempt(run.id(), run.resumption_index(), state,
-                                v1::ATTEMPT_END_REASON_NODE_FAILURE, v1::DETECTION_METHOD_EXIT_CODE,
-                                absl::StrCat("the worker on ", node, " restarted: ", update.detail()));
+    return control_->EndAttempt(
+        run.id(), run.resumption_index(), state, v1::ATTEMPT_END_REASON_NODE_FAILURE,
+        v1::DETECTION_METHOD_EXIT_CODE,
+        absl::StrCat("the worker on ", node, " restarted: ", update.detail()));
   }
   if (report.newly_failed && !report.all_finished) {
     // One rank failed: the others cannot go on without it.

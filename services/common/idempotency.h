@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "google/protobuf/message.h"
 #include "base/clock.h"
+#include "google/protobuf/message.h"
 #include "services/store/idempotency_store.h"
 
 namespace tessera {

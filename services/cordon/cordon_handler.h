@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "absl/status/status.h"
-#include "services/common/auth/principal.h"
 #include "base/clock.h"
+#include "services/common/auth/principal.h"
 #include "services/common/idempotency.h"
 #include "services/store/node_event_store.h"
 #include "services/store/node_store.h"

@@ -6,10 +6,9 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/rpc.h"
-#include "base/status_macros.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "services/common/rpc.h"
 #include "services/logs/first_exception.h"
 #include "services/logs/log_reader.h"
 

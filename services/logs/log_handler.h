@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "services/common/auth/principal.h"
 #include "base/clock.h"
+#include "services/common/auth/principal.h"
 #include "services/common/metrics/registry.h"
 #include "services/logs/log_notifier.h"
 #include "services/logs/run_lookup.h"

@@ -8,11 +8,11 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "base/byte_size.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/service_host.h"
 #include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
-#include "base/byte_size.h"
 
 namespace tessera::server {
 namespace {

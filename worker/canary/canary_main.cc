@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "worker/canary/canary_checks.h"
 #include "base/byte_size.h"
+#include "worker/canary/canary_checks.h"
 #include "worker/canary/canary_result.h"
 #include "worker/engine/train/device_peak.h"
 

@@ -2,7 +2,6 @@
 
 #include <google/protobuf/util/json_util.h>
 
-
 namespace tessera::canary {
 
 v1::BandwidthSample MakeSample(int64_t payload_bytes, double seconds, int ranks) {

@@ -18,10 +18,10 @@
 #include "absl/time/time.h"
 #include "base/clock.h"
 #include "tessera/v1/worker.pb.h"
+#include "worker/common/rank_output.h"
 #include "worker/daemon/attempt_record.h"
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_launcher.h"
-#include "worker/common/rank_output.h"
 
 namespace tessera::worker {
 

@@ -22,8 +22,8 @@
 #include "absl/time/time.h"
 #include "base/clock.h"
 #include "tessera/v1/logs.grpc.pb.h"
-#include "worker/common/rank_output.h"
 #include "worker/common/backoff.h"
+#include "worker/common/rank_output.h"
 #include "worker/logship/spool_reader.h"
 
 namespace tessera::worker {

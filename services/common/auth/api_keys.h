@@ -11,8 +11,8 @@
 #include "absl/random/bit_gen_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "services/common/auth/principal.h"
 #include "base/clock.h"
+#include "services/common/auth/principal.h"
 #include "services/store/api_key_store.h"
 
 namespace tessera::auth {

@@ -7,9 +7,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/timestamp.pb.h"
-#include "base/status_macros.h"
 #include "services/store/filters.h"
 
 namespace tessera::store {

@@ -4,8 +4,8 @@
 
 #include "worker/engine/train/lr_schedule.h"
 #include "worker/engine/train/model_flops.h"
-#include "worker/progress/progress_file.h"
 #include "worker/engine/train/rank_context.h"
+#include "worker/progress/progress_file.h"
 
 namespace tessera::engine {
 namespace {

@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "healthcheck/anomaly.h"
-#include "proto/policy/gpu_faults.h"
 #include "healthcheck/run_watch.h"
 #include "healthcheck/sweep_plan.h"
+#include "proto/policy/gpu_faults.h"
 
 namespace tessera::health {
 namespace {

@@ -33,7 +33,8 @@ struct Fixture {
   AttemptTracker tracker{clock, absl::Seconds(13)};
 };
 
-TEST_CASE("attempt tracker: the first start, the first failure and the last finish are named once") {
+TEST_CASE(
+    "attempt tracker: the first start, the first failure and the last finish are named once") {
   Fixture f;
   f.tracker.SetActive({RunOn("r", 0, {"a", "b"})});
   auto started = f.tracker.Record("a", Update("r", v1::ATTEMPT_PHASE_STARTED));

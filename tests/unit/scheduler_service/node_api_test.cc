@@ -29,8 +29,8 @@ struct Fixture {
     n.set_health(v1::NODE_HEALTH_HEALTHY);
     return *stores.nodes->CreateNode(n);
   }
-  v1::Run AddRun(const std::string& name, const std::string& user, v1::RunStatus status,
-                 int gpus, const std::string& node = "") {
+  v1::Run AddRun(const std::string& name, const std::string& user, v1::RunStatus status, int gpus,
+                 const std::string& node = "") {
     v1::Run r;
     r.set_id("id-" + name);
     r.set_name(name);
@@ -48,7 +48,8 @@ struct Fixture {
   }
 };
 
-TEST_CASE("node api: labels are set and removed by admins only, and a keyed retry is answered again") {
+TEST_CASE(
+    "node api: labels are set and removed by admins only, and a keyed retry is answered again") {
   Fixture f;
   f.AddNode("n1", v1::NODE_LIVENESS_ONLINE);
   v1::SetNodeLabelsRequest req;

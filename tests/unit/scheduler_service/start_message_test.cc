@@ -48,8 +48,9 @@ TEST_CASE("start command: the run contract's numbers and the run's command and p
   node->set_node_rank(1);
   node->add_gpu_indices(5);
 
-  const v1::StartAttempt s = StartCommand(run, attempt, *node, /*world_size=*/9, /*local_size=*/1,
-                                          /*first_rank=*/8, SchedulerConfig{.stop_grace = absl::Seconds(7)});
+  const v1::StartAttempt s =
+      StartCommand(run, attempt, *node, /*world_size=*/9, /*local_size=*/1,
+                   /*first_rank=*/8, SchedulerConfig{.stop_grace = absl::Seconds(7)});
   CHECK(s.run_id() == "id-1");
   CHECK(s.run_name() == "train");
   CHECK(s.resumption_index() == 2);

@@ -18,10 +18,10 @@
 #include "worker/engine/dist/communicator.h"
 #include "worker/engine/model/gpt.h"
 #include "worker/engine/train/flat_parameters.h"
-#include "worker/progress/progress_file.h"
 #include "worker/engine/train/rank_context.h"
 #include "worker/engine/train/sharded_adamw.h"
 #include "worker/engine/train/train_config.h"
+#include "worker/progress/progress_file.h"
 
 namespace tessera::engine {
 
