@@ -8,7 +8,7 @@ namespace {
 class GrpcSchedulerApi final : public SchedulerApi {
  public:
   GrpcSchedulerApi(std::shared_ptr<ChannelRef> c, std::string key, ServiceClientOptions options)
-      : scheduler_(std::move(c), std::move(key), "the service", options) {}
+      : scheduler_(std::move(c), std::move(key), "the scheduler", options) {}
   absl::StatusOr<std::vector<v1::Node>> ListNodes() override {
     v1::ListNodesRequest req;
     v1::ListNodesResponse resp;
@@ -37,7 +37,7 @@ class GrpcSchedulerApi final : public SchedulerApi {
 class GrpcCordonApi final : public CordonApi {
  public:
   GrpcCordonApi(std::shared_ptr<ChannelRef> c, std::string key, ServiceClientOptions options)
-      : cordon_(std::move(c), std::move(key), "the service", options) {}
+      : cordon_(std::move(c), std::move(key), "the cordon service", options) {}
   absl::Status Cordon(const std::string& node, const std::string& reason,
                       const google::protobuf::Struct& evidence) override {
     v1::CordonNodeRequest req;
@@ -62,7 +62,7 @@ class GrpcCordonApi final : public CordonApi {
 class GrpcRunsApi final : public RunsApi {
  public:
   GrpcRunsApi(std::shared_ptr<ChannelRef> c, std::string key, ServiceClientOptions options)
-      : runs_(std::move(c), std::move(key), "the service", options) {}
+      : runs_(std::move(c), std::move(key), "the run manager", options) {}
   absl::StatusOr<std::vector<v1::Run>> ListRunning() override {
     v1::ListRunsRequest req;
     req.mutable_filter()->add_statuses(v1::RUN_STATUS_RUNNING);

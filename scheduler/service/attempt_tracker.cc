@@ -52,6 +52,25 @@ AttemptState AttemptTracker::State(const std::string& run_id, int resumption) co
   return it == attempts_.end() ? AttemptState{} : it->second;
 }
 
+bool AttemptTracker::StopSent(const std::string& run_id, int resumption) const {
+  absl::MutexLock lock(&mu_);
+  auto it = attempts_.find({run_id, resumption});
+  return it != attempts_.end() && it->second.stop_sent_at != absl::InfinitePast();
+}
+
+std::optional<AttemptTracker::NodeReports> AttemptTracker::ReportsFrom(
+    const std::string& run_id, int resumption, const std::string& node) const {
+  absl::MutexLock lock(&mu_);
+  auto run = active_.find(run_id);
+  if (run == active_.end() || run->second.resumption_index() != resumption) return std::nullopt;
+  NodeReports out;
+  if (auto it = attempts_.find({run_id, resumption}); it != attempts_.end()) {
+    out.started = it->second.started.count(node) > 0;
+    out.finished = it->second.finished.count(node) > 0;
+  }
+  return out;
+}
+
 void AttemptTracker::Placed(const v1::Run& run) {
   absl::MutexLock lock(&mu_);
   active_[run.id()] = run;

@@ -69,6 +69,16 @@ class AttemptTracker {
   std::optional<v1::Run> ActiveRun(const std::string& run_id, int resumption) const;
   // The books of an attempt (empty ones when nothing was reported yet).
   AttemptState State(const std::string& run_id, int resumption) const;
+  // Whether the attempt's ranks were told to stop (cheaper than State: nothing is copied).
+  bool StopSent(const std::string& run_id, int resumption) const;
+  // What `node` reported of the attempt, when it is the run's active attempt; nullopt otherwise.
+  // Asked on every heartbeat, so it copies neither the run nor the books.
+  struct NodeReports {
+    bool started = false;
+    bool finished = false;
+  };
+  std::optional<NodeReports> ReportsFrom(const std::string& run_id, int resumption,
+                                         const std::string& node) const;
   // A placement this instance made: the run's attempt is active from now on.
   void Placed(const v1::Run& run);
   int64_t placements_total() const;

@@ -6,7 +6,7 @@ namespace {
 class GrpcRunsClient final : public RunsClient {
  public:
   GrpcRunsClient(std::shared_ptr<ChannelRef> channel, std::string key, ServiceClientOptions options)
-      : runs_(std::move(channel), std::move(key), "the service", options) {}
+      : runs_(std::move(channel), std::move(key), "the run manager", options) {}
 
   absl::StatusOr<std::vector<v1::Run>> ListRuns(
       const std::vector<v1::RunStatus>& statuses) override {

@@ -6,35 +6,22 @@ namespace tessera::scheduler {
 
 SchedulerRunner::SchedulerRunner(std::shared_ptr<SchedulingCycle> cycle,
                                  std::shared_ptr<store::LeaderLockStore> locks,
-                                 std::string instance, absl::Duration interval)
-    : cycle_(std::move(cycle)), lock_(std::move(locks), std::move(instance)), interval_(interval) {
-  thread_ = std::thread([this] { Loop(); });
-}
+                                 std::string instance, std::shared_ptr<Clock> clock,
+                                 absl::Duration interval)
+    : cycle_(std::move(cycle)),
+      lock_(std::move(locks), std::move(instance)),
+      runner_(
+          std::move(clock), interval, [this] { Tick(); }, PeriodicRunner::FirstRun::kAtOnce) {}
 
-SchedulerRunner::~SchedulerRunner() {
-  stop_.Notify();
-  thread_.join();
-}
-
-void SchedulerRunner::Loop() {
-  absl::Status last_error;
-  // The first cycle runs at once; then one per interval.
-  for (bool first = true; first || !stop_.WaitForNotificationWithTimeout(interval_);
-       first = false) {
-    const bool lead = lock_.Lead();
-    leader_.store(lead);
-    if (!lead) continue;
-    auto stats = cycle_->RunCycle();
-    if (!stats.ok()) {
-      // Log a failure once, not every cycle while the database is down.
-      if (stats.status() != last_error) {
-        spdlog::warn("scheduling cycle failed: {}", stats.status().ToString());
-      }
-      last_error = stats.status();
-    } else {
-      last_error = absl::OkStatus();
-    }
-  }
+void SchedulerRunner::Tick() {
+  const bool lead = lock_.Lead();
+  leader_.store(lead);
+  if (!lead) return;
+  auto stats = cycle_->RunCycle();
+  const absl::Status st = stats.status();
+  // Log a failure once, not every cycle while the database is down.
+  if (!st.ok() && st != last_error_) spdlog::warn("scheduling cycle failed: {}", st.ToString());
+  last_error_ = st;
 }
 
 }  // namespace tessera::scheduler

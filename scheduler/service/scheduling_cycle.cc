@@ -125,9 +125,9 @@ absl::Status SchedulingCycle::ExpireLeases(std::vector<v1::Node>& nodes,
     node = *std::move(updated);
     ++stats.lost_nodes;
     spdlog::warn("node {} lost: lease expired", node.name());
-    attempts_->NodeLost(node.name());
     TESSERA_RETURN_IF_ERROR(EndAttemptsOfLostNode(node, active, queued));
-    attempts_->NodeLost(node.name());  // its worker fenced itself: nothing runs there
+    // Its worker fenced itself: nothing runs there, of the attempts just ended or of older ones.
+    attempts_->NodeLost(node.name());
   }
   return absl::OkStatus();
 }
@@ -174,14 +174,16 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
                                     const std::vector<v1::Run>& active,
                                     const std::vector<v1::Node>& nodes, CycleStats& stats) {
   ClusterState state;
-  for (const auto& n : nodes) state.nodes.push_back(NodeInfoFromProto(n));
+  std::map<std::string, const v1::Node*> by_name;
+  for (const auto& n : nodes) {
+    state.nodes.push_back(NodeInfoFromProto(n));
+    by_name[n.name()] = &n;
+  }
   for (const auto& run : active) {
     if (run.nodes_size() == 0) continue;
     RunningAllocation alloc = AllocationFromProto(run, AttemptOf(run));
     // A run already being stopped cannot be chosen as a victim again.
-    if (attempts_->State(run.id(), run.resumption_index()).stop_sent_at != absl::InfinitePast()) {
-      alloc.preemptible = false;
-    }
+    if (attempts_->StopSent(run.id(), run.resumption_index())) alloc.preemptible = false;
     state.running.push_back(std::move(alloc));
   }
   std::set<std::string> waiting_for_drain;
@@ -221,15 +223,14 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     attempt.set_resumption_index(run.resumption_index());
     attempt.set_status(v1::RUN_STATUS_STARTING);
     PlacementToAttemptNodes(p, attempt.mutable_nodes());
-    TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), nodes, stats));
+    TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), by_name, stats));
   }
   return absl::OkStatus();
 }
 
 absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
-                                    const std::vector<v1::Node>& nodes, CycleStats& stats) {
-  std::map<std::string, const v1::Node*> by_name;
-  for (const auto& n : nodes) by_name[n.name()] = &n;
+                                    const std::map<std::string, const v1::Node*>& by_name,
+                                    CycleStats& stats) {
   auto head = by_name.find(attempt.nodes(0).node_name());
   attempt.set_master_addr(HostOf(head != by_name.end() ? head->second->address() : ""));
   attempt.set_master_port(config_.master_port_base +

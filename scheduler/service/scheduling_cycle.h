@@ -4,7 +4,9 @@
 // runs through the Placer, starting their ranks on the workers. Only the leader runs it
 // (SchedulerRunner), one cycle at a time.
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -48,9 +50,10 @@ class SchedulingCycle {
   void SendStops(const std::vector<v1::Run>& active, CycleStats& stats);
   absl::Status Place(const std::vector<v1::Run>& queued, const std::vector<v1::Run>& active,
                      const std::vector<v1::Node>& nodes, CycleStats& stats);
-  // Records the placement of `run` on `attempt`'s nodes and starts its ranks there.
-  absl::Status Start(const v1::Run& run, v1::Attempt attempt, const std::vector<v1::Node>& nodes,
-                     CycleStats& stats);
+  // Records the placement of `run` on `attempt`'s nodes and starts its ranks there. `by_name`
+  // is the cycle's node inventory by name.
+  absl::Status Start(const v1::Run& run, v1::Attempt attempt,
+                     const std::map<std::string, const v1::Node*>& by_name, CycleStats& stats);
 
   std::shared_ptr<store::NodeStore> nodes_;
   std::shared_ptr<RunsClient> runs_;

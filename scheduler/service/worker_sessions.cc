@@ -162,7 +162,8 @@ void WorkerSessions::ReconcileFromHeartbeat(const std::string& node, const v1::H
   // recovered from it, so an attempt never waits forever for a STARTED or FINISHED that went to a
   // dead scheduler.
   for (const auto& local : hb.attempts()) {
-    if (!attempts_->ActiveRun(local.run_id(), local.resumption_index())) {
+    const auto seen = attempts_->ReportsFrom(local.run_id(), local.resumption_index(), node);
+    if (!seen) {
       // An ended attempt: once its ranks are gone here, the node no longer drains it. One not
       // active here yet: the next cycle learns it, the next heartbeat retries.
       if (local.running_ranks_size() == 0) {
@@ -170,20 +171,19 @@ void WorkerSessions::ReconcileFromHeartbeat(const std::string& node, const v1::H
       }
       continue;
     }
-    const AttemptState state = attempts_->State(local.run_id(), local.resumption_index());
     v1::AttemptUpdate update;
     update.set_run_id(local.run_id());
     update.set_resumption_index(local.resumption_index());
     if (local.lost()) {
-      if (state.finished.count(node)) continue;
+      if (seen->finished) continue;
       update.set_phase(v1::ATTEMPT_PHASE_LOST);
       *update.mutable_rank_exits() = local.exited_ranks();
       update.set_detail("the worker restarted and killed the ranks it found");
     } else if (local.running_ranks_size() > 0) {
-      if (state.started.count(node)) continue;
+      if (seen->started) continue;
       update.set_phase(v1::ATTEMPT_PHASE_STARTED);
     } else if (local.exited_ranks_size() > 0) {
-      if (state.finished.count(node)) continue;
+      if (seen->finished) continue;
       update.set_phase(v1::ATTEMPT_PHASE_FINISHED);
       *update.mutable_rank_exits() = local.exited_ranks();
       update.set_detail("recovered from a heartbeat");

@@ -3,10 +3,11 @@
 namespace tessera {
 
 PeriodicRunner::PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval,
-                               std::function<void()> fn)
+                               std::function<void()> fn, FirstRun first)
     : clock_(std::move(clock)),
       interval_(interval),
       fn_(std::move(fn)),
+      first_(first),
       thread_([this] { Loop(); }) {}
 
 PeriodicRunner::~PeriodicRunner() {
@@ -18,6 +19,7 @@ PeriodicRunner::~PeriodicRunner() {
 }
 
 void PeriodicRunner::Loop() {
+  if (first_ == FirstRun::kAtOnce) fn_();
   for (;;) {
     {
       absl::MutexLock lock(&mu_);

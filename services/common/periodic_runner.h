@@ -1,7 +1,7 @@
 #pragma once
 // A background loop of a service: runs a function on its own thread every `interval` of the
-// injected clock, from one interval after the start until the runner is destroyed. The pause is
-// the clock's timed wait, so a test with a FakeClock decides exactly when each run happens
+// injected clock, from one interval after the start (or at once) until the runner is destroyed. The
+// pause is the clock's timed wait, so a test with a FakeClock decides exactly when each run happens
 // (FakeClock::AwaitWaiters, then Advance) and a stop ends the pause at once.
 //
 //   PeriodicRunner timer(clock, absl::Seconds(1), [this] { manager_->EnforceMaxDuration(); });
@@ -19,9 +19,12 @@ namespace tessera {
 
 class PeriodicRunner {
  public:
+  // When the first run happens.
+  enum class FirstRun { kAfterInterval, kAtOnce };
   // Starts the thread. `interval` is measured from the end of one run to the start of the next,
   // so a slow run is never overlapped or followed by a burst of catch-up runs.
-  PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval, std::function<void()> fn);
+  PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval, std::function<void()> fn,
+                 FirstRun first = FirstRun::kAfterInterval);
   // Stops: a run in progress finishes, no other starts.
   ~PeriodicRunner();
 
@@ -34,6 +37,7 @@ class PeriodicRunner {
   const std::shared_ptr<Clock> clock_;
   const absl::Duration interval_;
   const std::function<void()> fn_;
+  const FirstRun first_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: started once everything it uses is built

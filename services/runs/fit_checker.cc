@@ -6,7 +6,7 @@ namespace {
 class GrpcFitChecker final : public FitChecker {
  public:
   GrpcFitChecker(std::shared_ptr<ChannelRef> channel, std::string key, ServiceClientOptions options)
-      : scheduler_(std::move(channel), std::move(key), "the service", options) {}
+      : scheduler_(std::move(channel), std::move(key), "the scheduler", options) {}
 
   absl::Status CheckFit(const v1::ComputeSpec& compute) override {
     v1::CheckFitRequest req;

@@ -70,7 +70,7 @@ class SchedulerComponent final : public Component {
             health ? scheduler::MakeGrpcHealthClient(health, system_key) : nullptr)),
         runner_(std::make_unique<scheduler::SchedulerRunner>(
             scheduler_.cycle, o.database_url.empty() ? nullptr : f.stores.leader_locks,
-            o.instance_id, o.cycle_interval)),
+            o.instance_id, f.clock, o.cycle_interval)),
         api_(
             scheduler_, f.authenticator, [this] { return runner_->is_leader(); }, o.instance_id),
         control_(scheduler_, workers_, f.authenticator, [this] { return runner_->is_leader(); }) {}

@@ -53,6 +53,19 @@ TEST_CASE("a periodic runner runs one interval after its start, then one after e
         std::vector<absl::Time>{start + absl::Seconds(1), start + absl::Seconds(2)});
 }
 
+TEST_CASE("a periodic runner told to start at once runs at its start, then one interval after") {
+  auto clock = std::make_shared<FakeClock>();
+  const absl::Time start = clock->Now();
+  Runs runs(clock);
+  PeriodicRunner runner(
+      clock, absl::Seconds(1), [&] { runs.Run(); }, PeriodicRunner::FirstRun::kAtOnce);
+  REQUIRE(clock->AwaitWaiters(1));
+  CHECK(runs.Times() == std::vector<absl::Time>{start});
+  clock->Advance(absl::Seconds(1));
+  REQUIRE(clock->AwaitWaiters(1));
+  CHECK(runs.Times() == std::vector<absl::Time>{start, start + absl::Seconds(1)});
+}
+
 TEST_CASE("a periodic runner measures its interval from the end of a slow run") {
   auto clock = std::make_shared<FakeClock>();
   const absl::Time start = clock->Now();

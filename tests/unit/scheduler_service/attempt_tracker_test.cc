@@ -42,6 +42,10 @@ TEST_CASE(
   CHECK(started->effect == AttemptReport::Effect::kRecorded);
   CHECK(started->first_start);
   CHECK_FALSE(f.tracker.Record("b", Update("r", v1::ATTEMPT_PHASE_STARTED))->first_start);
+  REQUIRE(f.tracker.ReportsFrom("r", 0, "a").has_value());
+  CHECK(f.tracker.ReportsFrom("r", 0, "a")->started);
+  CHECK_FALSE(f.tracker.ReportsFrom("r", 0, "a")->finished);
+  CHECK_FALSE(f.tracker.ReportsFrom("r", 1, "a").has_value());  // not the active attempt
 
   auto failed = f.tracker.Record("b", Update("r", v1::ATTEMPT_PHASE_RANK_EXITED, 1, 3));
   REQUIRE(failed.ok());
@@ -58,6 +62,7 @@ TEST_CASE(
   CHECK(last->all_finished);
   CHECK(last->state.exits.size() == 2);
   CHECK(last->state.finished == std::set<std::string>{"a", "b"});
+  CHECK(f.tracker.ReportsFrom("r", 0, "b")->finished);
 }
 
 TEST_CASE("attempt tracker: ranks lost with their worker are never the user's failure") {
@@ -74,7 +79,9 @@ TEST_CASE("attempt tracker: ranks lost with their worker are never the user's fa
 TEST_CASE("attempt tracker: a failure after the control plane's stop is not the first failure") {
   Fixture f;
   f.tracker.SetActive({RunOn("r", 0, {"a"})});
+  CHECK_FALSE(f.tracker.StopSent("r", 0));
   REQUIRE(f.tracker.MarkStopping("r", 0, v1::ATTEMPT_END_REASON_PREEMPTED));
+  CHECK(f.tracker.StopSent("r", 0));
   CHECK_FALSE(f.tracker.MarkStopping("r", 0, v1::ATTEMPT_END_REASON_STOPPED));  // once
   auto exited = f.tracker.Record("a", Update("r", v1::ATTEMPT_PHASE_FINISHED, 0, 143));
   CHECK_FALSE(exited->newly_failed);

@@ -1,0 +1,66 @@
+// The leader's runner: one instance of several leads and runs the cycle; a standby takes over on
+// the next beat once the leader is gone. A fake clock decides every beat.
+#include "scheduler/service/scheduler_runner.h"
+
+#include <catch2/catch.hpp>
+
+#include "scheduler/service/scheduler.h"
+#include "services/store/memory/memory_database.h"
+#include "tests/unit/scheduler_service/fake_scheduler_clients.h"
+
+namespace tessera::scheduler {
+namespace {
+
+struct Fixture {
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  store::Stores stores = store::MakeMemoryStores();
+  std::shared_ptr<ListedRuns> runs = std::make_shared<ListedRuns>();
+  Scheduler scheduler = MakeScheduler(stores.nodes, runs, std::make_shared<WorkerRegistry>(),
+                                      std::make_shared<IdempotentCalls>(stores.idempotency, clock),
+                                      clock, SchedulerConfig{});
+
+  std::unique_ptr<SchedulerRunner> Runner(const std::string& instance,
+                                          std::shared_ptr<store::LeaderLockStore> locks) {
+    return std::make_unique<SchedulerRunner>(scheduler.cycle, std::move(locks), instance, clock,
+                                             absl::Milliseconds(200));
+  }
+  // Admits one PENDING run per cycle that runs, so cycles can be counted by what they admitted.
+  void AddPending(const std::string& id) {
+    v1::Run r;
+    r.set_id(id);
+    r.set_status(v1::RUN_STATUS_PENDING);
+    runs->runs.push_back(r);
+  }
+};
+
+TEST_CASE("scheduler runner: one instance leads and runs the cycle at once, a standby does not") {
+  Fixture f;
+  f.AddPending("r1");
+  auto a = f.Runner("a", f.stores.leader_locks);
+  REQUIRE(f.clock->AwaitWaiters(1));  // its first beat is over
+  CHECK(a->is_leader());
+  REQUIRE(f.runs->recorded.size() == 1);  // the cycle ran: it admitted r1
+  CHECK(f.runs->recorded[0].status() == v1::RUN_STATUS_QUEUED);
+
+  auto b = f.Runner("b", f.stores.leader_locks);
+  REQUIRE(f.clock->AwaitWaiters(2));
+  CHECK_FALSE(b->is_leader());
+
+  // The leader goes (and gives the lock up): the standby leads on its next beat.
+  a.reset();
+  REQUIRE(f.clock->AwaitWaiters(1));
+  CHECK_FALSE(b->is_leader());
+  f.clock->Advance(absl::Milliseconds(200));
+  REQUIRE(f.clock->AwaitWaiters(1));
+  CHECK(b->is_leader());
+}
+
+TEST_CASE("scheduler runner: without a lock store the single instance always leads") {
+  Fixture f;
+  auto only = f.Runner("only", nullptr);
+  REQUIRE(f.clock->AwaitWaiters(1));
+  CHECK(only->is_leader());
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
