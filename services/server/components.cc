@@ -34,8 +34,14 @@ class RunsComponent final : public Component {
   RunsComponent(const Foundation& f, std::shared_ptr<ChannelRef> scheduler,
                 std::shared_ptr<ChannelRef> logs, const std::string& system_key)
       : manager_(std::make_shared<runs::RunManager>(
-            f.stores.runs, f.idempotency, runs::MakeGrpcFitChecker(scheduler, system_key), f.clock,
-            logs ? runs::MakeGrpcLogDeleter(logs, system_key) : nullptr, f.random)),
+            f.stores.runs, f.idempotency,
+            runs::MakeGrpcFitChecker(scheduler, system_key,
+                                     f.CallOptions(runs::kFitCheckerOptions)),
+            f.clock,
+            logs ? runs::MakeGrpcLogDeleter(logs, system_key,
+                                            f.CallOptions(runs::kLogDeleterOptions))
+                 : nullptr,
+            f.random)),
         runs_(manager_, f.authenticator),
         admin_(std::make_shared<admin::AdminHandler>(f.stores.api_keys, f.idempotency, f.clock),
                f.authenticator),
@@ -62,12 +68,14 @@ class SchedulerComponent final : public Component {
                      const SchedulerOptions& o)
       : workers_(std::make_shared<scheduler::WorkerRegistry>()),
         scheduler_(scheduler::MakeScheduler(
-            f.stores.nodes, scheduler::MakeGrpcRunsClient(runs, system_key), workers_,
-            f.idempotency, f.clock,
+            f.stores.nodes, scheduler::MakeGrpcRunsClient(runs, system_key, f.CallOptions({})),
+            workers_, f.idempotency, f.clock,
             scheduler::SchedulerConfig{.lease = o.lease,
                                        .heartbeat_interval = o.heartbeat_interval,
                                        .stop_grace = o.stop_grace},
-            health ? scheduler::MakeGrpcHealthClient(health, system_key) : nullptr)),
+            health ? scheduler::MakeGrpcHealthClient(health, system_key,
+                                                     f.CallOptions(scheduler::kHealthClientOptions))
+                   : nullptr)),
         runner_(std::make_unique<scheduler::SchedulerRunner>(
             scheduler_.cycle, o.database_url.empty() ? nullptr : f.stores.leader_locks,
             o.instance_id, f.clock, o.cycle_interval)),
@@ -103,10 +111,13 @@ class HealthComponent final : public Component {
                   std::shared_ptr<ChannelRef> cordon, std::shared_ptr<ChannelRef> runs,
                   const std::string& system_key, const HealthOptions& o)
       : handler_(std::make_shared<health::HealthHandler>(
-            f.stores.health, health::MakeGrpcSchedulerApi(scheduler, system_key),
-            health::MakeGrpcCordonApi(cordon, system_key),
-            health::MakeGrpcRunsApi(runs, system_key), f.idempotency, f.clock, f.random,
-            ConfigFrom(o))),
+            f.stores.health,
+            health::MakeGrpcSchedulerApi(scheduler, system_key,
+                                         f.CallOptions(health::kHealthClientOptions)),
+            health::MakeGrpcCordonApi(cordon, system_key,
+                                      f.CallOptions(health::kHealthClientOptions)),
+            health::MakeGrpcRunsApi(runs, system_key, f.CallOptions(health::kHealthClientOptions)),
+            f.idempotency, f.clock, f.random, ConfigFrom(o))),
         service_(handler_, f.authenticator),
         ticker_(f.clock, o.tick, [this] { handler_->Tick(); }) {}
   std::vector<grpc::Service*> services() override { return {&service_}; }
@@ -134,7 +145,10 @@ class LogsComponent final : public Component {
   LogsComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
                 const std::string& system_key)
       : service_(std::make_shared<logs::LogHandler>(
-                     f.stores.logs, logs::MakeGrpcRunLookup(std::move(runs), system_key), f.clock),
+                     f.stores.logs,
+                     logs::MakeGrpcRunLookup(std::move(runs), system_key,
+                                             f.CallOptions(logs::kRunLookupOptions)),
+                     f.clock),
                  f.authenticator) {}
   std::vector<grpc::Service*> services() override { return {&service_}; }
 

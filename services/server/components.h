@@ -15,6 +15,7 @@
 #include "services/common/auth/api_keys.h"
 #include "services/common/channel_ref.h"
 #include "services/common/idempotency.h"
+#include "services/common/system_client.h"
 #include "services/store/stores.h"
 
 namespace tessera::server {
@@ -26,6 +27,15 @@ struct Foundation {
   std::shared_ptr<Random> random;  // not for secrets
   std::shared_ptr<auth::Authenticator> authenticator;
   std::shared_ptr<IdempotentCalls> idempotency;
+  // How long a call to another service waits (--service-call-timeout-seconds); zero: each
+  // client's own default (10 to 30 s, by what the call does).
+  absl::Duration service_call_timeout = absl::ZeroDuration();
+
+  // `defaults` with the configured timeout, when one is.
+  ServiceClientOptions CallOptions(ServiceClientOptions defaults) const {
+    if (service_call_timeout > absl::ZeroDuration()) defaults.deadline = service_call_timeout;
+    return defaults;
+  }
 };
 
 Foundation MakeFoundation(store::Stores stores, std::shared_ptr<Clock> clock,

@@ -57,6 +57,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   app.add_option("--database-pool-size", db.pool_size, "connections kept open")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
+  double service_call_timeout_seconds = 0;
+  app.add_option("--service-call-timeout-seconds", service_call_timeout_seconds,
+                 "how long a call to another Tessera service waits before it fails (0: each "
+                 "client's default, 10 to 30 s)")
+      ->check(CLI::Range(0.0, 3600.0));
   if (parts.scheduler) {
     app.add_option("--lease-seconds", lease_seconds,
                    "a node that has not heartbeat for this long is lost")
@@ -160,6 +165,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   }
 
   Foundation f = MakeFoundation(*stores, clock);
+  f.service_call_timeout = absl::Seconds(service_call_timeout_seconds);
   auto system_key = EphemeralSystemKey::Create(f, parts.binary);
   if (!system_key.ok()) return Fail(system_key.status());
 

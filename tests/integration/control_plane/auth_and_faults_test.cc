@@ -1,11 +1,15 @@
 // Authentication on every method, kill -9 with a full queue, and the services as separate
 // processes with a standby scheduler.
 #include <grpcpp/generic/generic_stub.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "tessera/v1/worker.grpc.pb.h"
 #include "tests/support/control_plane.h"
 
@@ -211,6 +215,62 @@ TEST_CASE("the services run as separate processes, a standby scheduler takes ove
   Client alice2(runs2.endpoint(), user_key);
   v1::Run second = alice2.Submit("second", 8);
   alice2.WaitForStatus(second.name(), v1::RUN_STATUS_COMPLETED);
+}
+
+// A loopback port that accepts connections (the kernel completes them) but never answers: a
+// service that is frozen.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(listen(fd_, 16) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~SilentListener() { close(fd_); }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+TEST_CASE("a call to a frozen service fails after --service-call-timeout-seconds",
+          "[control-plane][processes]") {
+  auto pg = PostgresServer::Start();
+  REQUIRE(pg.ok());
+  const std::string url = (*pg)->url();
+  const std::string user_key = CreateKey(url, "alice", "user");
+  SilentListener frozen_scheduler;
+  // The run manager's fit check asks the scheduler, which never answers.
+  ServerProcess runs = StartServer(
+      "tessera-runs", url,
+      {"--scheduler-endpoint", frozen_scheduler.endpoint(), "--service-call-timeout-seconds", "1"});
+  Client alice(runs.endpoint(), user_key);
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("frozen");
+  req.mutable_spec()->set_command("true");
+  req.mutable_spec()->mutable_compute()->set_gpus(1);
+  v1::SubmitRunResponse resp;
+  const absl::Time start = absl::Now();
+  const grpc::Status st = alice.runs->SubmitRun(alice.Ctx().get(), req, &resp);
+  const absl::Duration took = absl::Now() - start;
+  CHECK(st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+  // One second, not the fit check's own default of ten.
+  CHECK(took >= absl::Milliseconds(900));
+  CHECK(took < absl::Seconds(5));
+
+  // A bad value is one clear error at start.
+  ShellResult bad = RunShell(std::string(TESSERA_BIN_DIR) + "/tessera-runs --database-url '" + url +
+                             "' --service-call-timeout-seconds -1 2>&1");
+  CHECK(bad.exit_code != 0);
+  CHECK(absl::StrContains(bad.output, "--service-call-timeout-seconds"));
 }
 
 }  // namespace
