@@ -1,5 +1,7 @@
 #include "base/clock.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 
@@ -26,6 +28,28 @@ void Clock::WaitUntil(absl::Time deadline) {
 
 std::shared_ptr<Clock> SystemClock::Shared() {
   static const auto clock = std::make_shared<SystemClock>();
+  return clock;
+}
+
+absl::Time MonotonicClock::Now() const {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return absl::UnixEpoch() + absl::DurationFromTimespec(ts);
+}
+
+bool MonotonicClock::AwaitWithDeadline(absl::Mutex& mu, const absl::Condition& cond,
+                                       absl::Time deadline) {
+  // absl's deadlines are wall-clock times; a timeout is a duration, whichever clock measured it.
+  // Waited in slices so that a wall-clock step during the wait cannot stretch it.
+  while (true) {
+    const absl::Duration left = deadline - Now();
+    if (left <= absl::ZeroDuration()) return cond.Eval();
+    if (mu.AwaitWithTimeout(cond, std::min(left, absl::Milliseconds(100)))) return true;
+  }
+}
+
+std::shared_ptr<Clock> MonotonicClock::Shared() {
+  static const auto clock = std::make_shared<MonotonicClock>();
   return clock;
 }
 

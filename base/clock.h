@@ -60,6 +60,19 @@ class SystemClock final : public Clock {
   static std::shared_ptr<Clock> Shared();
 };
 
+// The kernel's monotonic clock (CLOCK_MONOTONIC), as an absl::Time counted from the Unix epoch:
+// it never steps when the wall clock is set, and every process of the machine reads the same
+// value, so two processes can share deadlines (the worker and its fence watchdog). For leases,
+// deadlines, timeouts and watchdogs; never shown to people or stored as a date.
+class MonotonicClock final : public Clock {
+ public:
+  absl::Time Now() const override;
+  void SleepFor(absl::Duration d) override { absl::SleepFor(d); }
+  bool AwaitWithDeadline(absl::Mutex& mu, const absl::Condition& cond, absl::Time deadline) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  static std::shared_ptr<Clock> Shared();
+};
+
 // A clock that moves only when a test tells it to (Advance, Set, or a SleepFor of the code under
 // test). Threads waiting on it (AwaitWithDeadline, WaitUntil) wake when a move reaches their
 // deadline; AwaitWaiters lets a test move it only once a thread is waiting, so that which wait a

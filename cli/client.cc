@@ -5,6 +5,7 @@
 #include <random>
 
 #include "cli/errors.h"
+#include "services/common/grpc_limits.h"
 
 namespace tessera::cli {
 namespace {
@@ -34,6 +35,7 @@ bool StartsWith(const std::string& text, const std::string& prefix) {
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint) {
   grpc::ChannelArguments args;
   args.SetServiceConfigJSON(RetryServiceConfig());
+  ApplyMessageLimits(args);
   // "https://host:port" asks for TLS; "http://host:port" and "host:port" for plain text.
   if (StartsWith(endpoint, "https://")) {
     return grpc::CreateCustomChannel(endpoint.substr(8),

@@ -287,6 +287,13 @@ MaybeFieldError FindRunSpecError(const RunSpec& spec) {
 }
 
 absl::Status ValidateRunSpec(const RunSpec& spec) {
+  // The same bound as a YAML document's, on the encoded spec however it arrived (gRPC, REST):
+  // every run is read by the scheduler and the workers, so none may be unboundedly large.
+  if (const size_t bytes = spec.ByteSizeLong(); bytes > kMaxSpecBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec: ", bytes, " bytes encoded, more than the limit of ", kMaxSpecBytes,
+                     " bytes (1 MiB); keep large parameters in a file the run reads"));
+  }
   if (MaybeFieldError error = FindRunSpecError(spec)) {
     return absl::InvalidArgumentError(absl::StrCat(error->path.ToString(), ": ", error->message));
   }

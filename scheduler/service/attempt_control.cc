@@ -20,6 +20,10 @@ std::string AttemptControl::NextCommandId() {
   return absl::StrCat("cmd-", next_command_++);
 }
 
+bool AttemptControl::Send(const std::string& node, const v1::ControlMessage& message) {
+  return workers_->Send(node, message);
+}
+
 void AttemptControl::SendStop(const std::string& node, const std::string& run_id, int resumption,
                               const std::string& reason) {
   v1::ControlMessage msg;

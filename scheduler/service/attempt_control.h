@@ -24,6 +24,8 @@ class AttemptControl {
 
   // A fresh id for a command to a worker ("cmd-N"), unique within this instance.
   std::string NextCommandId();
+  // Sends a command to `node`'s worker; false when its stream is not on this instance.
+  bool Send(const std::string& node, const v1::ControlMessage& message);
   // Tells `node`'s worker to stop the attempt's ranks (SIGTERM, then SIGKILL after the grace).
   void SendStop(const std::string& node, const std::string& run_id, int resumption,
                 const std::string& reason);

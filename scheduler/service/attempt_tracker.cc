@@ -58,6 +58,22 @@ bool AttemptTracker::StopSent(const std::string& run_id, int resumption) const {
   return it != attempts_.end() && it->second.stop_sent_at != absl::InfinitePast();
 }
 
+std::optional<absl::Time> AttemptTracker::StopSentAt(const std::string& run_id,
+                                                     int resumption) const {
+  absl::MutexLock lock(&mu_);
+  auto it = attempts_.find({run_id, resumption});
+  if (it == attempts_.end() || it->second.stop_sent_at == absl::InfinitePast()) return std::nullopt;
+  return it->second.stop_sent_at;
+}
+
+bool AttemptTracker::Superseded(const std::string& run_id, int resumption) const {
+  absl::MutexLock lock(&mu_);
+  auto run = active_.find(run_id);
+  if (run != active_.end() && run->second.resumption_index() > resumption) return true;
+  auto draining = draining_.find(run_id);
+  return draining != draining_.end() && draining->second.run.resumption_index() == resumption;
+}
+
 std::optional<AttemptTracker::NodeReports> AttemptTracker::ReportsFrom(
     const std::string& run_id, int resumption, const std::string& node) const {
   absl::MutexLock lock(&mu_);
@@ -119,6 +135,7 @@ absl::StatusOr<AttemptReport> AttemptTracker::Record(const std::string& node,
             s.stop_reason == v1::ATTEMPT_END_REASON_UNSPECIFIED) {
           s.first_failed_rank = e.rank();
           s.first_failed_node = node;
+          s.control_plane_fault = e.control_plane_fault();
           out.newly_failed = true;
         }
       }

@@ -31,6 +31,8 @@ struct AttemptState {
   std::vector<v1::RankExit> exits;
   int first_failed_rank = -1;
   std::string first_failed_node;
+  // The first failure was Tessera's (a fenced rank, a lost exit status), not the user's.
+  bool control_plane_fault = false;
   // Why the control plane stopped it (STOPPED, PREEMPTED); UNSPECIFIED when it did not.
   v1::AttemptEndReason stop_reason = v1::ATTEMPT_END_REASON_UNSPECIFIED;
   absl::Time stop_sent_at = absl::InfinitePast();
@@ -71,6 +73,11 @@ class AttemptTracker {
   AttemptState State(const std::string& run_id, int resumption) const;
   // Whether the attempt's ranks were told to stop (cheaper than State: nothing is copied).
   bool StopSent(const std::string& run_id, int resumption) const;
+  // When the attempt's ranks were told to stop; nullopt when they were not.
+  std::optional<absl::Time> StopSentAt(const std::string& run_id, int resumption) const;
+  // Whether the attempt is known to be over: its run is active at a later attempt, or it ended
+  // and is draining. Ranks of it that still run must be stopped.
+  bool Superseded(const std::string& run_id, int resumption) const;
   // What `node` reported of the attempt, when it is the run's active attempt; nullopt otherwise.
   // Asked on every heartbeat, so it copies neither the run nor the books.
   struct NodeReports {

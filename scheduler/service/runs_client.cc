@@ -12,6 +12,8 @@ class GrpcRunsClient final : public RunsClient {
       const std::vector<v1::RunStatus>& statuses) override {
     v1::ListRunsRequest req;
     for (auto s : statuses) req.mutable_filter()->add_statuses(s);
+    // Placement needs no parameters; a start takes them from the run RecordAttempt returns.
+    req.set_omit_parameters(true);
     v1::ListRunsResponse resp;
     if (auto st = runs_.Call(&v1::RunService::Stub::ListRuns, req, &resp); !st.ok()) return st;
     return std::vector<v1::Run>(resp.runs().begin(), resp.runs().end());

@@ -5,13 +5,18 @@ namespace tessera::scheduler {
 Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                         std::shared_ptr<WorkerRegistry> workers,
                         std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
-                        SchedulerConfig config, std::shared_ptr<HealthClient> health) {
+                        SchedulerConfig config, std::shared_ptr<HealthClient> health,
+                        std::shared_ptr<Clock> lease_clock) {
   Scheduler s;
   s.attempts = std::make_shared<AttemptTracker>(clock, config.drain_limit());
   s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config);
-  s.sessions = std::make_shared<WorkerSessions>(nodes, runs, s.attempts, s.control, clock, config);
-  s.cycle =
-      std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control, clock, config);
+  s.leases = std::make_shared<LeaseTable>(lease_clock ? lease_clock : clock, config.lease);
+  auto desired = std::make_shared<DesiredAttempts>(clock, ResendAfter(config));
+  s.sessions = std::make_shared<WorkerSessions>(nodes, runs, s.attempts, s.control, s.leases,
+                                                desired, clock, config);
+  auto liveness = std::make_shared<NodeLiveness>(nodes, s.leases, clock, config);
+  s.cycle = std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control,
+                                              std::move(liveness), desired, clock, config);
   s.node_api = std::make_shared<NodeApi>(nodes, runs, idem);
   s.health_relay = std::make_shared<HealthRelay>(std::move(health), std::move(workers), s.attempts,
                                                  s.control, std::move(idem));

@@ -2,6 +2,8 @@
 // The scheduler service's roles, wired together over one shared attempt tracker:
 //
 //   WorkerSessions   the workers' control streams: registration, heartbeats, attempt reports
+//   LeaseTable       the nodes' leases, in the leader's memory (renewed by heartbeats)
+//   NodeLiveness     leases to stored liveness: lost nodes, flap damping, last heartbeats
 //   SchedulingCycle  the leader's cycle: admit, expire leases, send stops, place
 //   NodeApi          the SchedulerService's node, queue and fit calls
 //   HealthRelay      hardware reports to the health API, its commands to workers, evictions
@@ -18,6 +20,7 @@
 #include "scheduler/service/attempt_tracker.h"
 #include "scheduler/service/health_client.h"
 #include "scheduler/service/health_relay.h"
+#include "scheduler/service/lease_table.h"
 #include "scheduler/service/node_api.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/scheduler_config.h"
@@ -32,6 +35,7 @@ namespace tessera::scheduler {
 struct Scheduler {
   std::shared_ptr<AttemptTracker> attempts;
   std::shared_ptr<AttemptControl> control;
+  std::shared_ptr<LeaseTable> leases;
   std::shared_ptr<WorkerSessions> sessions;
   std::shared_ptr<SchedulingCycle> cycle;
   std::shared_ptr<NodeApi> node_api;
@@ -39,9 +43,12 @@ struct Scheduler {
 };
 
 // `health` may be null: no health API. `idem` records the mutating API calls by their keys.
+// `clock` gives the times stored and shown; `lease_clock` measures leases (a monotonic clock in
+// production; null: `clock`, as tests on one fake clock want).
 Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                         std::shared_ptr<WorkerRegistry> workers,
                         std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
-                        SchedulerConfig config, std::shared_ptr<HealthClient> health = nullptr);
+                        SchedulerConfig config, std::shared_ptr<HealthClient> health = nullptr,
+                        std::shared_ptr<Clock> lease_clock = nullptr);
 
 }  // namespace tessera::scheduler

@@ -17,6 +17,13 @@ struct SchedulerConfig {
   absl::Duration heartbeat_interval = absl::Milliseconds(500);
   // SIGTERM to SIGKILL for stopped ranks.
   absl::Duration stop_grace = absl::Seconds(10);
+  // Flap damping: a node lost this many times within the window is cordoned with the evidence,
+  // so that it stops eating every run's retries. An operator uncordons it.
+  int flap_threshold = 3;
+  absl::Duration flap_window = absl::Minutes(10);
+  // How often a live node's last heartbeat is written to the store (for people: leases live in
+  // the leader's memory and never wait for the database).
+  absl::Duration heartbeat_persist_interval = absl::Seconds(15);
   // Ports for MASTER_PORT are drawn from [base, base + span).
   int master_port_base = 29500;
   int master_port_span = 10000;
@@ -25,5 +32,9 @@ struct SchedulerConfig {
   // (a worker that is alive confirms within the grace; one that is gone is lost within a lease).
   absl::Duration drain_limit() const { return stop_grace + lease; }
 };
+
+// A start or stop the worker's heartbeats show it did not get is sent again after two
+// heartbeats (desired_attempts.h).
+inline absl::Duration ResendAfter(const SchedulerConfig& c) { return 2 * c.heartbeat_interval; }
 
 }  // namespace tessera::scheduler

@@ -39,17 +39,18 @@ bool RunsOn(const v1::Run& run, const std::string& node) {
 
 }  // namespace
 
-SchedulingCycle::SchedulingCycle(std::shared_ptr<store::NodeStore> nodes,
-                                 std::shared_ptr<RunsClient> runs,
-                                 std::shared_ptr<WorkerRegistry> workers,
-                                 std::shared_ptr<AttemptTracker> attempts,
-                                 std::shared_ptr<AttemptControl> control,
-                                 std::shared_ptr<Clock> clock, SchedulerConfig config)
+SchedulingCycle::SchedulingCycle(
+    std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
+    std::shared_ptr<WorkerRegistry> workers, std::shared_ptr<AttemptTracker> attempts,
+    std::shared_ptr<AttemptControl> control, std::shared_ptr<NodeLiveness> liveness,
+    std::shared_ptr<DesiredAttempts> desired, std::shared_ptr<Clock> clock, SchedulerConfig config)
     : nodes_(std::move(nodes)),
       runs_(std::move(runs)),
       workers_(std::move(workers)),
       attempts_(std::move(attempts)),
       control_(std::move(control)),
+      liveness_(std::move(liveness)),
+      desired_(std::move(desired)),
       clock_(std::move(clock)),
       config_(config) {}
 
@@ -103,28 +104,8 @@ absl::Status SchedulingCycle::AdmitPending(const std::vector<v1::Run>& pending, 
 absl::Status SchedulingCycle::ExpireLeases(std::vector<v1::Node>& nodes,
                                            const std::vector<v1::Run>& active, CycleStats& stats,
                                            std::vector<v1::Run>& queued) {
-  const absl::Time now = clock_->Now();
-  for (v1::Node& node : nodes) {
-    if (node.liveness() != v1::NODE_LIVENESS_ONLINE || !node.has_lease_expires_at() ||
-        FromProtoTime(node.lease_expires_at()) > now) {
-      continue;
-    }
-    v1::Node lost = node;
-    lost.set_liveness(v1::NODE_LIVENESS_LOST);
-    v1::NodeEvent event;
-    event.set_node_name(node.name());
-    event.set_type(v1::NODE_EVENT_TYPE_LOST);
-    *event.mutable_time() = ToProtoTime(now);
-    event.mutable_actor()->set_kind(v1::ACTOR_KIND_SYSTEM);
-    event.mutable_actor()->set_name("scheduler");
-    event.set_reason(absl::StrCat("no heartbeat since ",
-                                  absl::FormatTime(FromProtoTime(node.last_heartbeat_at())),
-                                  "; lease expired"));
-    auto updated = nodes_->UpdateNode(lost, node.version(), {event});
-    if (!updated.ok()) continue;  // a heartbeat won the race: the node is alive
-    node = *std::move(updated);
+  for (const v1::Node& node : liveness_->Step(nodes)) {
     ++stats.lost_nodes;
-    spdlog::warn("node {} lost: lease expired", node.name());
     TESSERA_RETURN_IF_ERROR(EndAttemptsOfLostNode(node, active, queued));
     // Its worker fenced itself: nothing runs there, of the attempts just ended or of older ones.
     attempts_->NodeLost(node.name());
@@ -245,6 +226,8 @@ absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
   }
   attempts_->Placed(*placed);
   ++stats.placed;
+  // The cycle's list left the parameters out; the recorded run has them.
+  const v1::Run& full = *placed;
   int world = 0;
   for (const auto& n : attempt.nodes()) world += RanksOnNode(run, n, by_name);
   int first_rank = 0;
@@ -252,10 +235,14 @@ absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
     const int local = RanksOnNode(run, n, by_name);
     v1::ControlMessage msg;
     msg.set_command_id(control_->NextCommandId());
-    *msg.mutable_start_attempt() = StartCommand(run, attempt, n, world, local, first_rank, config_);
-    if (!workers_->Send(n.node_name(), msg)) {
-      spdlog::warn("node {} has no worker stream here; its lease decides", n.node_name());
+    *msg.mutable_start_attempt() =
+        StartCommand(full, attempt, n, world, local, first_rank, config_);
+    const bool delivered = workers_->Send(n.node_name(), msg);
+    if (!delivered) {
+      spdlog::warn("node {} has no worker stream here: the start goes with its first heartbeat",
+                   n.node_name());
     }
+    desired_->StartSent(n.node_name(), msg.start_attempt(), delivered);
     first_rank += local;
   }
   spdlog::info("placed run {} (attempt {}) on {} node(s)", run.name(), run.resumption_index(),

@@ -13,6 +13,8 @@
 #include "base/clock.h"
 #include "scheduler/service/attempt_control.h"
 #include "scheduler/service/attempt_tracker.h"
+#include "scheduler/service/desired_attempts.h"
+#include "scheduler/service/node_liveness.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/scheduler_config.h"
 #include "scheduler/service/worker_registry.h"
@@ -32,7 +34,8 @@ class SchedulingCycle {
  public:
   SchedulingCycle(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                   std::shared_ptr<WorkerRegistry> workers, std::shared_ptr<AttemptTracker> attempts,
-                  std::shared_ptr<AttemptControl> control, std::shared_ptr<Clock> clock,
+                  std::shared_ptr<AttemptControl> control, std::shared_ptr<NodeLiveness> liveness,
+                  std::shared_ptr<DesiredAttempts> desired, std::shared_ptr<Clock> clock,
                   SchedulerConfig config);
 
   absl::StatusOr<CycleStats> RunCycle();
@@ -41,8 +44,8 @@ class SchedulingCycle {
   // Queues PENDING runs, appending them (as the run manager returns them) to `queued`.
   absl::Status AdmitPending(const std::vector<v1::Run>& pending, CycleStats& stats,
                             std::vector<v1::Run>& queued);
-  // Marks nodes whose lease expired LOST (updating `nodes`), ends their attempts, and appends
-  // the runs that went back to the queue to `queued`.
+  // Marks nodes whose lease expired LOST (NodeLiveness, updating `nodes`), ends their attempts,
+  // and appends the runs that went back to the queue to `queued`.
   absl::Status ExpireLeases(std::vector<v1::Node>& nodes, const std::vector<v1::Run>& active,
                             CycleStats& stats, std::vector<v1::Run>& queued);
   absl::Status EndAttemptsOfLostNode(const v1::Node& node, const std::vector<v1::Run>& active,
@@ -60,6 +63,8 @@ class SchedulingCycle {
   std::shared_ptr<WorkerRegistry> workers_;
   std::shared_ptr<AttemptTracker> attempts_;
   std::shared_ptr<AttemptControl> control_;
+  std::shared_ptr<NodeLiveness> liveness_;
+  std::shared_ptr<DesiredAttempts> desired_;
   std::shared_ptr<Clock> clock_;
   const SchedulerConfig config_;
 };

@@ -5,22 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "scheduler/service/node_events.h"
 #include "services/store/cas_retry.h"
 
 namespace tessera::scheduler {
 namespace {
-
-v1::NodeEvent NodeEvent(const std::string& node, v1::NodeEventType type, const std::string& reason,
-                        absl::Time now) {
-  v1::NodeEvent e;
-  e.set_node_name(node);
-  e.set_type(type);
-  *e.mutable_time() = ToProtoTime(now);
-  e.mutable_actor()->set_kind(v1::ACTOR_KIND_SYSTEM);
-  e.mutable_actor()->set_name("scheduler");
-  e.set_reason(reason);
-  return e;
-}
 
 google::protobuf::Duration ToProtoDuration(absl::Duration d) {
   google::protobuf::Duration out;
@@ -35,11 +24,15 @@ WorkerSessions::WorkerSessions(std::shared_ptr<store::NodeStore> nodes,
                                std::shared_ptr<RunsClient> runs,
                                std::shared_ptr<AttemptTracker> attempts,
                                std::shared_ptr<AttemptControl> control,
+                               std::shared_ptr<LeaseTable> leases,
+                               std::shared_ptr<DesiredAttempts> desired,
                                std::shared_ptr<Clock> clock, SchedulerConfig config)
     : nodes_(std::move(nodes)),
       runs_(std::move(runs)),
       attempts_(std::move(attempts)),
       control_(std::move(control)),
+      leases_(std::move(leases)),
+      desired_(std::move(desired)),
       clock_(std::move(clock)),
       config_(config) {}
 
@@ -53,6 +46,7 @@ absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::Register
   *out.mutable_lease_duration() = ToProtoDuration(config_.lease);
   *out.mutable_heartbeat_interval() = ToProtoDuration(config_.heartbeat_interval);
   TESSERA_RETURN_IF_ERROR(SaveRegistration(reg, out));
+  leases_->Grant(offered.name());
   TESSERA_RETURN_IF_ERROR(StopOrphans(reg));
   return out;
 }
@@ -84,10 +78,10 @@ absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg, v1:
       if (existing->liveness() == v1::NODE_LIVENESS_LOST) type = v1::NODE_EVENT_TYPE_RECOVERED;
       auto updated = nodes_->UpdateNode(
           node, existing->version(),
-          {NodeEvent(node.name(), type,
-                     absl::StrCat("worker ", reg.process_id(), " registered (incarnation ",
-                                  node.incarnation(), ")"),
-                     now)});
+          {SchedulerNodeEvent(node.name(), type,
+                              absl::StrCat("worker ", reg.process_id(), " registered (incarnation ",
+                                           node.incarnation(), ")"),
+                              now)});
       if (absl::IsAborted(updated.status())) continue;
       if (!updated.ok()) return updated.status();
     } else {
@@ -100,8 +94,9 @@ absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg, v1:
       if (!created.ok()) return created.status();
       (void)nodes_->UpdateNode(
           *created, created->version(),
-          {NodeEvent(node.name(), type,
-                     absl::StrCat("worker ", reg.process_id(), " registered a new node"), now)});
+          {SchedulerNodeEvent(node.name(), type,
+                              absl::StrCat("worker ", reg.process_id(), " registered a new node"),
+                              now)});
     }
     out.set_incarnation(node.incarnation());
     spdlog::info("node {} registered ({} GPUs, incarnation {})", node.name(), node.gpu_count(),
@@ -135,23 +130,11 @@ absl::Status WorkerSessions::StopOrphans(const v1::RegisterWorker& reg) {
 
 absl::StatusOr<v1::LeaseRenewed> WorkerSessions::Heartbeat(const std::string& node_name,
                                                            const v1::Heartbeat& hb) {
-  const absl::Time now = clock_->Now();
-  auto renewed = store::UpdateNodeWithRetry(
-      *nodes_, node_name,
-      [&](v1::Node& node, std::vector<v1::NodeEvent>&) -> absl::StatusOr<store::NodeChange> {
-        if (node.liveness() == v1::NODE_LIVENESS_LOST) {
-          // Too late: the node was declared lost and its attempts ended. The worker must have
-          // fenced itself; it registers again to come back.
-          return absl::FailedPreconditionError(
-              absl::StrCat("node ", node_name, " was declared lost; register again"));
-        }
-        *node.mutable_last_heartbeat_at() = ToProtoTime(now);
-        *node.mutable_lease_expires_at() = ToProtoTime(now + config_.lease);
-        return store::NodeChange::kWrite;
-      });
-  if (!renewed.ok()) return renewed.status();
+  // In memory only: the database is not on a lease's path (lease_table.h).
+  TESSERA_RETURN_IF_ERROR(leases_->Renew(node_name));
   v1::LeaseRenewed out;
-  *out.mutable_expires_at() = renewed->lease_expires_at();
+  // For people: the worker counts its lease from when it sent the heartbeat (lease_tracker.h).
+  *out.mutable_expires_at() = ToProtoTime(clock_->Now() + config_.lease);
   out.set_heartbeat_sequence(hb.sequence());
   ReconcileFromHeartbeat(node_name, hb);
   return out;
@@ -168,8 +151,22 @@ void WorkerSessions::ReconcileFromHeartbeat(const std::string& node, const v1::H
       // active here yet: the next cycle learns it, the next heartbeat retries.
       if (local.running_ranks_size() == 0) {
         attempts_->NodeDrained(local.run_id(), local.resumption_index(), node);
+      } else if (attempts_->Superseded(local.run_id(), local.resumption_index()) &&
+                 desired_->StopDue(node, local.run_id(), local.resumption_index())) {
+        // Its stop was lost, or went to an instance that is gone: an older attempt's ranks
+        // must never run beside a newer one's.
+        control_->SendStop(node, local.run_id(), local.resumption_index(),
+                           "this attempt is over (its stop is sent again)");
       }
       continue;
+    }
+    if (local.running_ranks_size() > 0 && !seen->finished) {
+      const auto stop_sent = attempts_->StopSentAt(local.run_id(), local.resumption_index());
+      if (stop_sent && clock_->Now() - *stop_sent >= ResendAfter(config_) &&
+          desired_->StopDue(node, local.run_id(), local.resumption_index())) {
+        control_->SendStop(node, local.run_id(), local.resumption_index(),
+                           "the attempt is stopping (its stop is sent again)");
+      }
     }
     v1::AttemptUpdate update;
     update.set_run_id(local.run_id());
@@ -193,6 +190,22 @@ void WorkerSessions::ReconcileFromHeartbeat(const std::string& node, const v1::H
     if (auto st = OnAttemptUpdate(node, update); !st.ok()) {
       spdlog::warn("reconciling node {} from its heartbeat: {}", node, st.ToString());
     }
+  }
+  ResendStarts(node, hb);
+}
+
+void WorkerSessions::ResendStarts(const std::string& node, const v1::Heartbeat& hb) {
+  for (auto& start : desired_->StartsDue(node, hb)) {
+    if (!attempts_->ReportsFrom(start.run_id(), start.resumption_index(), node)) {
+      desired_->Forget(start.run_id(), start.resumption_index());  // it ended meanwhile
+      continue;
+    }
+    spdlog::warn("node {} does not run attempt {} of run {} it was told to start: sending it again",
+                 node, start.resumption_index(), start.run_name());
+    v1::ControlMessage msg;
+    msg.set_command_id(control_->NextCommandId());
+    *msg.mutable_start_attempt() = std::move(start);
+    control_->Send(node, msg);
   }
 }
 
@@ -239,19 +252,27 @@ absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::Att
         v1::DETECTION_METHOD_EXIT_CODE,
         absl::StrCat("the worker on ", node, " restarted: ", update.detail()));
   }
+  const v1::AttemptEndReason failure = state.control_plane_fault
+                                           ? v1::ATTEMPT_END_REASON_CONTROL_PLANE
+                                           : v1::ATTEMPT_END_REASON_USER_EXIT;
   if (report.newly_failed && !report.all_finished) {
     // One rank failed: the others cannot go on without it.
-    control_->StopAttempt(run, v1::ATTEMPT_END_REASON_USER_EXIT, "another rank failed");
+    control_->StopAttempt(run, failure, "another rank failed");
   }
   if (!report.all_finished) return absl::OkStatus();
   v1::AttemptEndReason reason = v1::ATTEMPT_END_REASON_SUCCEEDED;
   if (state.stop_reason != v1::ATTEMPT_END_REASON_UNSPECIFIED) {
     reason = state.stop_reason;
   } else if (state.first_failed_rank >= 0) {
-    reason = v1::ATTEMPT_END_REASON_USER_EXIT;
+    reason = failure;
+  }
+  std::string detail = update.detail();
+  if (reason == v1::ATTEMPT_END_REASON_CONTROL_PLANE && detail.empty()) {
+    detail = absl::StrCat("rank ", state.first_failed_rank, " on ", state.first_failed_node,
+                          " was fenced or its exit status was lost");
   }
   return control_->EndAttempt(run.id(), run.resumption_index(), state, reason,
-                              v1::DETECTION_METHOD_EXIT_CODE, update.detail());
+                              v1::DETECTION_METHOD_EXIT_CODE, detail);
 }
 
 absl::Status WorkerSessions::OnProgress(const std::string& node,

@@ -1,6 +1,7 @@
 #pragma once
 // The worker side of the control stream: registration, heartbeats (each renews the node's lease
-// and reconciles what the worker's ranks are doing), and the worker's reports on attempts and
+// in the leader's memory, never in the database, and reconciles what the worker's ranks are
+// doing), and the worker's reports on attempts and
 // training progress. Any scheduler instance that holds a worker's stream handles its messages.
 
 #include <memory>
@@ -10,6 +11,8 @@
 #include "base/clock.h"
 #include "scheduler/service/attempt_control.h"
 #include "scheduler/service/attempt_tracker.h"
+#include "scheduler/service/desired_attempts.h"
+#include "scheduler/service/lease_table.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/scheduler_config.h"
 #include "services/store/node_store.h"
@@ -21,13 +24,14 @@ class WorkerSessions {
  public:
   WorkerSessions(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                  std::shared_ptr<AttemptTracker> attempts, std::shared_ptr<AttemptControl> control,
+                 std::shared_ptr<LeaseTable> leases, std::shared_ptr<DesiredAttempts> desired,
                  std::shared_ptr<Clock> clock, SchedulerConfig config);
 
   // Registers (or re-registers) the worker's node and returns the lease terms. Attempts the
   // worker reports that the control plane does not run on that node are ordered stopped.
   absl::StatusOr<v1::Registered> RegisterWorker(const v1::RegisterWorker& reg);
-  // Renews the node's lease; FAILED_PRECONDITION when the node was declared lost meanwhile (the
-  // worker has fenced itself and must register again).
+  // Renews the node's lease; FAILED_PRECONDITION when the node was declared lost meanwhile or
+  // holds no lease here (the worker has fenced itself and must register again).
   absl::StatusOr<v1::LeaseRenewed> Heartbeat(const std::string& node, const v1::Heartbeat& hb);
   absl::Status OnAttemptUpdate(const std::string& node, const v1::AttemptUpdate& update);
   absl::Status OnProgress(const std::string& node, const v1::ProgressUpdate& progress);
@@ -37,7 +41,9 @@ class WorkerSessions {
   absl::Status StopOrphans(const v1::RegisterWorker& reg);
   // Recovers the reports this instance missed (it restarted, or took over from another) from
   // what the heartbeat says the worker's ranks are doing.
+  // Also sends again the stops and starts the worker evidently did not get (desired_attempts.h).
   void ReconcileFromHeartbeat(const std::string& node, const v1::Heartbeat& hb);
+  void ResendStarts(const std::string& node, const v1::Heartbeat& hb);
   // What the attempt's end is once its books say every node has finished.
   absl::Status FinishIfDone(const std::string& node, const v1::AttemptUpdate& update,
                             const AttemptReport& report);
@@ -46,6 +52,8 @@ class WorkerSessions {
   std::shared_ptr<RunsClient> runs_;
   std::shared_ptr<AttemptTracker> attempts_;
   std::shared_ptr<AttemptControl> control_;
+  std::shared_ptr<LeaseTable> leases_;
+  std::shared_ptr<DesiredAttempts> desired_;
   std::shared_ptr<Clock> clock_;
   const SchedulerConfig config_;
 };

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "services/common/grpc_limits.h"
 #include "services/common/metrics/grpc_interceptor.h"
 
 namespace tessera {
@@ -70,6 +71,7 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
   for (auto& i : interceptors) all.push_back(std::move(i));
 
   grpc::ServerBuilder builder;
+  ApplyMessageLimits(builder);
   builder.AddListeningPort(options.grpc_listen, grpc::InsecureServerCredentials(),
                            &host->grpc_port_);
   for (grpc::Service* s : services) builder.RegisterService(s);
@@ -90,7 +92,9 @@ ServiceHost::~ServiceHost() { Shutdown(); }
 int ServiceHost::metrics_port() const { return endpoint_ ? endpoint_->port() : 0; }
 
 std::shared_ptr<grpc::Channel> ServiceHost::InProcessChannel() {
-  return server_->InProcessChannel(grpc::ChannelArguments());
+  grpc::ChannelArguments args;
+  ApplyMessageLimits(args);
+  return server_->InProcessChannel(args);
 }
 
 void ServiceHost::Shutdown() {

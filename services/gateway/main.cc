@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "services/common/grpc_limits.h"
 #include "services/common/metrics/http_endpoint.h"
 #include "services/common/service_host.h"
 #include "services/gateway/gateway_server.h"
@@ -71,10 +72,11 @@ int main(int argc, char** argv) {
   options.upstream_timeout = std::chrono::seconds(upstream_timeout_s);
   options.max_connections = max_connections;
   if (logs_endpoint != upstream) {
-    options.logs_channel = grpc::CreateChannel(logs_endpoint, grpc::InsecureChannelCredentials());
+    options.logs_channel =
+        tessera::CreateLimitedChannel(logs_endpoint, grpc::InsecureChannelCredentials());
   }
   tessera::gateway::GatewayServer gateway(
-      grpc::CreateChannel(upstream, grpc::InsecureChannelCredentials()), options);
+      tessera::CreateLimitedChannel(upstream, grpc::InsecureChannelCredentials()), options);
   if (auto st = gateway.Start(address->first, static_cast<std::uint16_t>(address->second));
       !st.ok()) {
     spdlog::error("{}", st.ToString());

@@ -231,6 +231,28 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
         r.set_resumption_index(run.resumption_index() + 1);
         t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED,
                                      "Run placed back in the scheduling queue", now));
+      } else if (reason == v1::ATTEMPT_END_REASON_CONTROL_PLANE) {
+        // Not the run's fault nor its nodes': requeued without using a retry. The cap only
+        // stops a control plane that fails the same way forever from looping the run.
+        r.set_control_plane_interruptions(run.control_plane_interruptions() + 1);
+        t.events.push_back(
+            MakeEvent(r, v1::RUN_EVENT_TYPE_CONTROL_PLANE_FAULT,
+                      absl::StrCat("Run was interrupted by a fault of Tessera",
+                                   update.reason().empty() ? "" : ": ", update.reason(),
+                                   " (not counted against max_retries)"),
+                      now));
+        if (r.control_plane_interruptions() <= kMaxControlPlaneInterruptions) {
+          r.set_status(v1::RUN_STATUS_QUEUED);
+          r.set_resumption_index(run.resumption_index() + 1);
+          t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED,
+                                       "Run placed back in the scheduling queue", now));
+        } else {
+          const std::string why = absl::StrCat(kMaxControlPlaneInterruptions,
+                                               " interruptions by faults of Tessera itself");
+          Finish(r, v1::RUN_STATUS_FAILED, why, now);
+          t.events.push_back(
+              MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED, absl::StrCat("Run failed: ", why), now));
+        }
       } else if (IsSystemFailure(reason)) {
         t.events.push_back(
             MakeEvent(r, v1::RUN_EVENT_TYPE_NODE_FAILURE, FailureMessage(update), now));

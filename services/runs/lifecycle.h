@@ -33,6 +33,11 @@ bool IsActive(v1::RunStatus status);  // STARTING, RUNNING or TERMINATING
 // retry_on_system_failure is on, else 0.
 int RetryLimit(const v1::RunSpec& spec);
 
+// Attempts ended by faults of Tessera itself are requeued without using a retry, up to this
+// many over the run's life (so that a control plane failing the same way forever cannot loop a
+// run without end).
+inline constexpr int kMaxControlPlaneInterruptions = 100;
+
 // Applies `update` (an attempt's new state as the scheduler reports it) to `run`, whose current
 // attempt is `current` (nullopt before the first). FAILED_PRECONDITION for a stale or
 // out-of-order report; INVALID_ARGUMENT for a malformed one.

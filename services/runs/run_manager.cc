@@ -129,7 +129,10 @@ absl::Status RunManager::ListRuns(const Who& who, const v1::ListRunsRequest& req
   }
   auto runs = runs_->ListRuns(filter);
   if (!runs.ok()) return runs.status();
-  for (auto& r : *runs) *resp->add_runs() = std::move(r);
+  for (auto& r : *runs) {
+    if (req.omit_parameters()) r.mutable_spec()->clear_parameters();
+    *resp->add_runs() = std::move(r);
+  }
   return absl::OkStatus();
 }
 

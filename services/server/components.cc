@@ -75,7 +75,8 @@ class SchedulerComponent final : public Component {
                                        .stop_grace = o.stop_grace},
             health ? scheduler::MakeGrpcHealthClient(health, system_key,
                                                      f.CallOptions(scheduler::kHealthClientOptions))
-                   : nullptr)),
+                   : nullptr,
+            MonotonicClock::Shared())),
         runner_(std::make_unique<scheduler::SchedulerRunner>(
             scheduler_.cycle, o.database_url.empty() ? nullptr : f.stores.leader_locks,
             o.instance_id, f.clock, o.cycle_interval)),

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
 #include "services/admin/admin_handler.h"
+#include "services/common/grpc_limits.h"
 #include "services/common/service_host.h"
 #include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
@@ -32,7 +33,7 @@ absl::StatusOr<v1::Role> ParseRole(const std::string& role) {
 
 std::shared_ptr<ChannelRef> RemoteChannel(const std::string& endpoint) {
   return std::make_shared<ChannelRef>(
-      grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
+      CreateLimitedChannel(endpoint, grpc::InsecureChannelCredentials()));
 }
 
 }  // namespace

@@ -13,42 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
-#include "tests/support/local_cluster.h"
+#include "tests/e2e/training_helpers.h"
 
 namespace tessera::testing {
 namespace {
 
 ShellResult Mcli(LocalCluster& c, const std::string& args) { return c.Mcli(args); }
-
-// A worker whose ranks find tessera-train on PATH and share a folder with the other nodes.
-void StartTrainingWorker(LocalCluster& c, const std::string& name, const std::string& shared) {
-  c.StartWorker(
-      name, 2,
-      {"--rank-env", absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin"), "--rank-env",
-       "TESSERA_SHARED_DIR=" + shared, "--rank-env", "TESSERA_CACHE_DIR=" + shared + "/cache"});
-}
-
-// The losses rank 0 printed ("step 10/150: loss 6.123456 ..."), by step.
-std::map<int, double> LossesIn(const std::string& logs) {
-  std::map<int, double> losses;
-  static const std::regex line(R"(step (\d+)/\d+: loss ([0-9.]+))");
-  for (std::sregex_iterator it(logs.begin(), logs.end(), line), end; it != end; ++it) {
-    losses[std::stoi((*it)[1])] = std::stod((*it)[2]);
-  }
-  return losses;
-}
-
-std::string Example() { return std::string(TESSERA_SOURCE_DIR) + "/examples/gpt-tiny.yaml"; }
-
-// The example with `batches` steps, written next to the cluster's markers.
-std::string ExampleWith(LocalCluster& c, int batches) {
-  std::ifstream in(Example());
-  std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string path = c.marks_dir() + "/long.yaml";
-  std::ofstream(path) << absl::StrReplaceAll(
-      yaml, {{"max_duration: 150ba", absl::StrCat("max_duration: ", batches, "ba")}});
-  return path;
-}
 
 TEST_CASE("examples/gpt-tiny.yaml trains on two nodes and its loss falls", "[e2e]") {
   LocalCluster c;

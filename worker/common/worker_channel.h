@@ -9,12 +9,15 @@
 #include <memory>
 #include <string>
 
+#include "services/common/grpc_limits.h"
+
 namespace tessera::worker {
 
 inline std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& endpoint) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  ApplyMessageLimits(args);
   return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
+#include "worker/daemon/owned_children.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;
@@ -58,6 +59,8 @@ v1::RankExit AttemptManager::ExitOf(const Attempt& a, int rank, const ExitInfo& 
   e.set_node_name(options_.node_name);
   e.set_exit_code(info.signaled() ? 128 + info.signal : info.exit_code);
   e.set_signal(info.signal);
+  // Killed by the fence, or ended in a way the worker could not learn: Tessera's doing.
+  e.set_control_plane_fault(info.status_lost || (a.fenced && info.signaled()));
   return e;
 }
 
@@ -237,7 +240,9 @@ int AttemptManager::KillAll() {
     absl::MutexLock lock(&mu_);
     for (auto& [key, a] : attempts_) {
       for (auto& p : a.procs) {
-        if (!p->exit()) procs.push_back(p.get());
+        if (p->exit()) continue;
+        procs.push_back(p.get());
+        a.fenced = true;
       }
     }
   }
@@ -287,13 +292,9 @@ void AttemptManager::Poll() {
       }
       ++it;
     }
-    if (++polls_ % 50 == 0) {
-      std::vector<pid_t> leaders;
-      for (auto& [key, a] : attempts_) {
-        for (auto& p : a.procs) leaders.push_back(p->pid());
-      }
-      ReapAdoptedZombies(leaders);
-    }
+    // Orphaned descendants of ranks, re-parented to this subreaper, are reaped now and then;
+    // never a rank leader, whose status its RankProcess collects.
+    if (++polls_ % 50 == 0) ReapUnownedZombies();
   }
   for (const auto& d : done) on_rank_done_(d);
 }

@@ -81,6 +81,7 @@ class AttemptManager {
     std::vector<v1::RankExit> exits;
     std::map<int, bool> reported;  // rank -> exit reported
     bool lost = false;
+    bool fenced = false;  // its ranks were killed for want of a lease
     std::optional<absl::Time> ended_at;
   };
   using Key = std::pair<std::string, int>;

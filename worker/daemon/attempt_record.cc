@@ -149,13 +149,13 @@ std::vector<AttemptRecord> AttemptRecords::LoadAll(std::vector<std::string>* pro
   return out;
 }
 
-void ReapAdoptedZombies(const std::vector<pid_t>& keep) {
+std::vector<pid_t> ZombieChildren() {
   const std::string self = std::to_string(::getpid());
+  std::vector<pid_t> out;
   ForEachProcess([&](pid_t pid, const std::vector<std::string>& f) {
-    if (f.size() < 2 || f[0] != "Z" || f[1] != self) return;
-    if (std::find(keep.begin(), keep.end(), pid) != keep.end()) return;
-    ::waitpid(pid, nullptr, WNOHANG);
+    if (f.size() >= 2 && f[0] == "Z" && f[1] == self) out.push_back(pid);
   });
+  return out;
 }
 
 std::vector<int> KillRecordedRanks(const AttemptRecord& record) {

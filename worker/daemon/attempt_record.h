@@ -54,9 +54,9 @@ class AttemptRecords {
   std::string dir_;
 };
 
-// Reaps zombies this process adopted as a child subreaper (descendants of ranks whose parents
-// exited), except the pids in `keep` (rank leaders, whose status their RankProcess collects).
-void ReapAdoptedZombies(const std::vector<pid_t>& keep);
+// The zombies whose parent is this process: its own children that ended and, as a child
+// subreaper, descendants of ranks whose parents exited. See owned_children.h for who may reap.
+std::vector<pid_t> ZombieChildren();
 
 // Kills (SIGKILL to the group) every rank of `record` that is still the same process, and waits
 // up to `timeout` for them to be gone. Returns the ranks that were still running.

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/clock.h"
 #include "worker/daemon/attempt_record.h"
 
 namespace tessera::worker {
@@ -76,16 +77,20 @@ void StopPreviousWatchdog(const std::string& state_dir) {
 
 int FenceWatchdogMain(const std::string& state_dir, absl::Duration margin, pid_t worker) {
   AttemptRecords records(state_dir);
+  // The worker writes its deadline on the same machine-wide monotonic clock.
+  const MonotonicClock monotonic;
   bool fenced_once = false;
   while (true) {
     const bool worker_gone = ::kill(worker, 0) != 0 && errno == ESRCH;
     const auto deadline = ReadDeadline(state_dir);
-    if (deadline && absl::Now() >= *deadline - margin) {
+    const absl::Time now = monotonic.Now();
+    if (deadline && now >= *deadline - margin) {
       for (const auto& record : records.LoadAll(nullptr)) {
         auto killed = KillRecordedRanks(record);
         if (!killed.empty()) {
-          spdlog::error("fence watchdog: lease of {} ends at {}; killed {} rank(s) of run {}",
-                        state_dir, absl::FormatTime(*deadline), killed.size(), record.run_id);
+          spdlog::error("fence watchdog: lease of {} ended {} ago; killed {} rank(s) of run {}",
+                        state_dir, absl::FormatDuration(now - *deadline), killed.size(),
+                        record.run_id);
         }
       }
       fenced_once = true;

@@ -1,8 +1,9 @@
 // Fencing that survives the worker itself. The worker writes its lease deadline to
 // <state>/lease; a small watchdog process (tessera-worker fence-watchdog, in its own session so
 // signals meant for the worker do not reach it) kills every recorded rank once the deadline is
-// within the margin. So the ranks die in time even when the worker is frozen (SIGSTOP, a stuck
-// kernel call) or killed, not only when it is cut off from the network.
+// within the margin. The deadline is a time of the machine-wide monotonic clock (MonotonicClock),
+// so a step of the wall clock moves nothing. So the ranks die in time even when the worker is
+// frozen (SIGSTOP, a stuck kernel call) or killed, not only when it is cut off from the network.
 #pragma once
 
 #include <sys/types.h>

@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "worker/daemon/owned_children.h"
 
 namespace tessera::worker {
 namespace {
@@ -116,6 +117,7 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
 }  // namespace
 
 std::string ExitInfo::ToString() const {
+  if (status_lost) return "exit status lost";
   if (signal != 0) {
     const char* name = ::sigabbrev_np(signal);
     return absl::StrCat("killed by signal ", signal, name ? absl::StrCat(" (SIG", name, ")") : "");
@@ -175,12 +177,11 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
   envp.push_back(nullptr);
   const char* dir_c = dir.empty() ? nullptr : dir.c_str();
 
-  pid_t pid = ::fork();
-  if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", ErrnoText(errno)));
-  if (pid == 0) {
+  const pid_t pid = ForkOwnedChild([&] {
     ExecChild(dir_c, out_fd.get(), err_fd.get(), null_fd.get(), pipe_write.get(), shell.c_str(),
               argv, envp.data());
-  }
+  });
+  if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", ErrnoText(errno)));
   // Also from the parent, so the group exists as soon as Start returns. EACCES: the child has
   // already exec'd (after its own setpgid).
   ::setpgid(pid, pid);
@@ -195,6 +196,7 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
     int status;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    ReleaseOwnedChild(pid);
     std::string why = ErrnoText(child_error.err);
     switch (child_error.stage) {
       case ChildStage::kSetpgid:
@@ -238,11 +240,13 @@ bool RankProcess::PollLocked() {
     exit_ = DecodeStatus(status);
     spdlog::info("rank {} (pid {}) ended: {}", rank_, pid_, exit_->ToString());
   } else {
-    // ECHILD: someone else reaped it (SIGCHLD ignored?); the status is lost.
-    spdlog::warn("rank {} (pid {}): waitpid failed ({}); exit status lost", rank_, pid_,
-                 ErrnoText(errno));
-    exit_ = ExitInfo{};
+    // ECHILD: someone else reaped it, which the owned-children registry exists to prevent. The
+    // status is lost, and that is Tessera's failure, never the rank's.
+    spdlog::error("rank {} (pid {}): waitpid failed ({}); exit status lost", rank_, pid_,
+                  ErrnoText(errno));
+    exit_ = ExitInfo{.status_lost = true};
   }
+  ReleaseOwnedChild(pid_);
   return true;
 }
 
@@ -264,7 +268,8 @@ ExitInfo RankProcess::ReapBlocking() {
   do {
     r = ::waitpid(pid_, &status, 0);
   } while (r < 0 && errno == EINTR);
-  exit_ = r == pid_ ? DecodeStatus(status) : ExitInfo{};
+  exit_ = r == pid_ ? DecodeStatus(status) : ExitInfo{.status_lost = true};
+  ReleaseOwnedChild(pid_);
   spdlog::info("rank {} (pid {}) ended: {}", rank_, pid_, exit_->ToString());
   return *exit_;
 }

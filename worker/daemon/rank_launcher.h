@@ -41,6 +41,8 @@ struct RankSpec {
 struct ExitInfo {
   int exit_code = -1;
   int signal = 0;
+  // The worker could not learn how the rank ended: a fault of Tessera, not of the rank.
+  bool status_lost = false;
 
   bool signaled() const { return signal != 0; }
   std::string ToString() const;

@@ -168,7 +168,10 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .faults = d->faults_.get(),
           .gpu_probe = d->gpu_probe_.get(),
           .on_fence_deadline = [lease_file](absl::Time t) { lease_file->Write(t); }},
-      *d->attempts_, d->clock_, [gen] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
+      // Leases and fencing on the monotonic clock: a step of the wall clock neither fences a
+      // healthy node early nor delays a fence. The fence watchdog reads the same clock.
+      *d->attempts_, MonotonicClock::Shared(),
+      [gen] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
   d->session_->Start();
 
   if (!o.metrics_listen.empty()) {

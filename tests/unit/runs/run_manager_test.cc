@@ -296,3 +296,46 @@ TEST_CASE("watch streams later changes of visible runs only") {
 
 }  // namespace
 }  // namespace tessera::runs
+
+namespace tessera::runs {
+namespace {
+
+TEST_CASE("a spec over 1 MiB however it arrives is refused with one clear error") {
+  Fixture f;
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("huge");
+  req.mutable_spec()->set_command("x");
+  req.mutable_spec()->mutable_compute()->set_gpus(8);
+  (*req.mutable_spec()->mutable_parameters()->mutable_fields())["blob"].set_string_value(
+      std::string(1'100'000, 'p'));
+  v1::SubmitRunResponse resp;
+  const absl::Status st = f.manager.SubmitRun(f.alice, req, &resp);
+  CHECK(absl::IsInvalidArgument(st));
+  CHECK(st.message().rfind("spec: ", 0) == 0);
+  CHECK(st.message().find("more than the limit of 1048576 bytes (1 MiB)") != std::string::npos);
+  CHECK(f.stores.runs->ListRuns({})->empty());
+}
+
+TEST_CASE("lists leave the parameters out when asked, and only then") {
+  Fixture f;
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("p");
+  req.mutable_spec()->set_command("x");
+  req.mutable_spec()->mutable_compute()->set_gpus(8);
+  (*req.mutable_spec()->mutable_parameters()->mutable_fields())["lr"].set_number_value(0.1);
+  v1::SubmitRunResponse submitted;
+  REQUIRE(f.manager.SubmitRun(f.alice, req, &submitted).ok());
+  v1::ListRunsRequest list;
+  v1::ListRunsResponse full, light;
+  REQUIRE(f.manager.ListRuns(f.alice, list, &full).ok());
+  REQUIRE(full.runs_size() == 1);
+  CHECK(full.runs(0).spec().parameters().fields().count("lr") == 1);
+  list.set_omit_parameters(true);
+  REQUIRE(f.manager.ListRuns(f.alice, list, &light).ok());
+  REQUIRE(light.runs_size() == 1);
+  CHECK_FALSE(light.runs(0).spec().has_parameters());
+  CHECK(light.runs(0).spec().command() == "x");
+}
+
+}  // namespace
+}  // namespace tessera::runs

@@ -8,102 +8,10 @@
 #include <catch2/catch.hpp>
 
 #include "base/timestamps.h"
-#include "services/runs/run_manager.h"
-#include "services/store/memory/memory_database.h"
+#include "tests/unit/scheduler_service/scheduler_fixture.h"
 
 namespace tessera::scheduler {
 namespace {
-
-const auth::Principal kSystem{"tessera", v1::ROLE_SYSTEM};
-
-class AlwaysFits final : public runs::FitChecker {
- public:
-  absl::Status CheckFit(const v1::ComputeSpec&) override { return absl::OkStatus(); }
-};
-
-// The scheduler's RunsClient calling the run manager in-process.
-class DirectRuns final : public RunsClient {
- public:
-  explicit DirectRuns(runs::RunManager& m) : m_(m) {}
-  absl::StatusOr<std::vector<v1::Run>> ListRuns(
-      const std::vector<v1::RunStatus>& statuses) override {
-    v1::ListRunsRequest req;
-    for (auto s : statuses) req.mutable_filter()->add_statuses(s);
-    v1::ListRunsResponse resp;
-    if (auto st = m_.ListRuns(kSystem, req, &resp); !st.ok()) return st;
-    return std::vector<v1::Run>(resp.runs().begin(), resp.runs().end());
-  }
-  absl::StatusOr<v1::Run> RecordAttempt(const v1::Attempt& attempt) override {
-    v1::RecordAttemptRequest req;
-    *req.mutable_attempt() = attempt;
-    v1::RecordAttemptResponse resp;
-    if (auto st = m_.RecordAttempt(kSystem, req, &resp); !st.ok()) return st;
-    return resp.run();
-  }
-  absl::Status ReportProgress(const v1::ReportProgressRequest& req) override {
-    v1::ReportProgressResponse resp;
-    return m_.ReportProgress(kSystem, req, &resp);
-  }
-
- private:
-  runs::RunManager& m_;
-};
-
-struct Fixture {
-  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
-  store::Stores stores = store::MakeMemoryStores();
-  runs::RunManager manager{stores.runs,
-                           std::make_shared<IdempotentCalls>(stores.idempotency, clock),
-                           std::make_shared<AlwaysFits>(), clock};
-  std::shared_ptr<WorkerRegistry> workers = std::make_shared<WorkerRegistry>();
-  std::vector<std::pair<std::string, v1::ControlMessage>> sent;
-  std::shared_ptr<IdempotentCalls> idem =
-      std::make_shared<IdempotentCalls>(stores.idempotency, clock);
-  std::unique_ptr<Scheduler> core = NewCore();
-
-  std::unique_ptr<Scheduler> NewCore() {
-    return std::make_unique<Scheduler>(MakeScheduler(
-        stores.nodes, std::make_shared<DirectRuns>(manager), workers, idem, clock,
-        SchedulerConfig{.lease = absl::Seconds(3), .heartbeat_interval = absl::Milliseconds(500)}));
-  }
-  void Register(const std::string& name) {
-    workers->Attach(name, [this, name](const v1::ControlMessage& m) {
-      sent.emplace_back(name, m);
-      return true;
-    });
-    v1::RegisterWorker reg;
-    reg.mutable_node()->set_name(name);
-    reg.mutable_node()->set_cluster("local");
-    reg.mutable_node()->set_gpu_type("sim");
-    reg.mutable_node()->set_gpu_count(8);
-    REQUIRE(core->sessions->RegisterWorker(reg).ok());
-  }
-  v1::Run Submit(int gpus, bool retry) {
-    v1::SubmitRunRequest req;
-    req.mutable_spec()->set_name("r");
-    req.mutable_spec()->set_command("x");
-    req.mutable_spec()->mutable_compute()->set_gpus(gpus);
-    req.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(retry);
-    v1::SubmitRunResponse resp;
-    REQUIRE(manager.SubmitRun({"alice", v1::ROLE_USER}, req, &resp).ok());
-    return resp.run();
-  }
-  v1::Run Get(const v1::Run& run) { return *stores.runs->GetRunById(run.id()); }
-  v1::Heartbeat Beat(const v1::Run& run, bool running, int exit_code = 0) {
-    v1::Heartbeat hb;
-    auto* a = hb.add_attempts();
-    a->set_run_id(run.id());
-    a->set_resumption_index(0);
-    if (running) {
-      a->add_running_ranks(0);
-    } else {
-      auto* e = a->add_exited_ranks();
-      e->set_rank(0);
-      e->set_exit_code(exit_code);
-    }
-    return hb;
-  }
-};
 
 TEST_CASE("a node whose lease expires is lost at exactly the lease, and its run requeued") {
   Fixture f;

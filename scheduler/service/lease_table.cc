@@ -1,0 +1,60 @@
+#include "scheduler/service/lease_table.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::scheduler {
+
+LeaseTable::LeaseTable(std::shared_ptr<Clock> clock, absl::Duration lease)
+    : clock_(std::move(clock)), lease_(lease) {}
+
+void LeaseTable::Grant(const std::string& node) {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  leases_[node] = Lease{now, false};
+}
+
+absl::Status LeaseTable::Renew(const std::string& node) {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  auto it = leases_.find(node);
+  if (it == leases_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", node, " holds no lease from this scheduler; register again"));
+  }
+  if (it->second.revoked) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", node, " was declared lost; register again"));
+  }
+  it->second.renewed = now;
+  return absl::OkStatus();
+}
+
+void LeaseTable::Adopt(const std::vector<std::string>& online) {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  for (const auto& node : online) leases_.try_emplace(node, Lease{now, false});
+}
+
+std::vector<ExpiredLease> LeaseTable::Expired() const {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  std::vector<ExpiredLease> out;
+  for (const auto& [node, l] : leases_) {
+    if (!l.revoked && now - l.renewed >= lease_) out.push_back({node, now - l.renewed});
+  }
+  return out;
+}
+
+void LeaseTable::Revoke(const std::string& node) {
+  absl::MutexLock lock(&mu_);
+  leases_[node].revoked = true;
+}
+
+bool LeaseTable::Holds(const std::string& node) const {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  auto it = leases_.find(node);
+  return it != leases_.end() && !it->second.revoked && now - it->second.renewed < lease_;
+}
+
+}  // namespace tessera::scheduler

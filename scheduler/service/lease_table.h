@@ -1,0 +1,61 @@
+#pragma once
+// The leader's leases, in memory. A heartbeat renews a lease here and nowhere else, so the
+// database is off the training path: a PostgreSQL outage or stall of any length delays no
+// renewal, fences no worker and kills no rank. The store learns of a node's liveness only when
+// it changes (registered, lost) and, for people, of its last heartbeat now and then
+// (SchedulingCycle::PersistHeartbeats).
+//
+// Deadlines are on the injected lease clock, a monotonic one in production: a step of the wall
+// clock neither expires a lease early nor keeps a dead node alive.
+//
+// A new leader holds no leases. The nodes the store lists as online get a whole lease from the
+// moment the leader first sees them (Adopt): time for their workers to find it.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+
+namespace tessera::scheduler {
+
+struct ExpiredLease {
+  std::string node;
+  absl::Duration silent_for;  // since the last registration or heartbeat
+};
+
+class LeaseTable {
+ public:
+  LeaseTable(std::shared_ptr<Clock> clock, absl::Duration lease);
+
+  // A worker registered (again): a fresh lease.
+  void Grant(const std::string& node);
+  // A heartbeat. FAILED_PRECONDITION when the node holds no lease here (it was declared lost,
+  // or it never registered with this instance): its worker must register again.
+  absl::Status Renew(const std::string& node);
+  // Nodes the store lists as online. Each one this table has never seen gets a lease from now.
+  void Adopt(const std::vector<std::string>& online);
+  // Leases that ended and whose node is not yet declared lost.
+  std::vector<ExpiredLease> Expired() const;
+  // The node was declared lost (the store has it): its lease is gone until it registers again.
+  void Revoke(const std::string& node);
+  // Whether the node holds a live lease (for tests and the node API).
+  bool Holds(const std::string& node) const;
+
+ private:
+  struct Lease {
+    absl::Time renewed;  // on the lease clock
+    bool revoked = false;
+  };
+  const std::shared_ptr<Clock> clock_;
+  const absl::Duration lease_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,101 @@
+#include "scheduler/service/node_liveness.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/timestamps.h"
+#include "scheduler/service/node_events.h"
+
+namespace tessera::scheduler {
+
+NodeLiveness::NodeLiveness(std::shared_ptr<store::NodeStore> nodes,
+                           std::shared_ptr<LeaseTable> leases, std::shared_ptr<Clock> clock,
+                           SchedulerConfig config)
+    : nodes_(std::move(nodes)),
+      leases_(std::move(leases)),
+      clock_(std::move(clock)),
+      config_(config) {}
+
+std::vector<v1::Node> NodeLiveness::Step(std::vector<v1::Node>& nodes) {
+  std::map<std::string, v1::Node*> by_name;
+  std::vector<std::string> online;
+  for (auto& n : nodes) {
+    by_name[n.name()] = &n;
+    if (n.liveness() == v1::NODE_LIVENESS_ONLINE) online.push_back(n.name());
+  }
+  leases_->Adopt(online);
+  std::vector<v1::Node> lost;
+  for (const ExpiredLease& expired : leases_->Expired()) {
+    auto it = by_name.find(expired.node);
+    if (it == by_name.end() || it->second->liveness() != v1::NODE_LIVENESS_ONLINE) {
+      leases_->Revoke(expired.node);  // removed, or already lost in the store
+      continue;
+    }
+    if (!DeclareLost(*it->second, expired.silent_for)) continue;  // the next cycle tries again
+    leases_->Revoke(expired.node);
+    lost.push_back(*it->second);
+  }
+  const absl::Time now = clock_->Now();
+  for (auto& n : nodes) {
+    if (n.liveness() == v1::NODE_LIVENESS_ONLINE && leases_->Holds(n.name())) {
+      PersistHeartbeat(n, now);
+    }
+  }
+  return lost;
+}
+
+bool NodeLiveness::DeclareLost(v1::Node& node, absl::Duration silent_for) {
+  const absl::Time now = clock_->Now();
+  v1::Node lost = node;
+  lost.set_liveness(v1::NODE_LIVENESS_LOST);
+  std::vector<v1::NodeEvent> events = {SchedulerNodeEvent(
+      node.name(), v1::NODE_EVENT_TYPE_LOST,
+      absl::StrCat("no heartbeat for ",
+                   absl::FormatDuration(absl::Trunc(silent_for, absl::Milliseconds(1))),
+                   "; lease expired"),
+      now)};
+  auto& times = losses_[node.name()];
+  std::deque<absl::Time> with_this = times;
+  with_this.push_back(now);
+  while (!with_this.empty() && now - with_this.front() > config_.flap_window) with_this.pop_front();
+  const bool flapping = static_cast<int>(with_this.size()) >= config_.flap_threshold &&
+                        node.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE;
+  if (flapping) {
+    std::vector<std::string> when;
+    for (absl::Time t : with_this)
+      when.push_back(absl::FormatTime("%H:%M:%S", t, absl::UTCTimeZone()));
+    const std::string reason = absl::StrCat(
+        kFlapCordonPrefix, "lost ", with_this.size(), " times within ",
+        absl::FormatDuration(config_.flap_window), " (at ", absl::StrJoin(when, ", "), " UTC)");
+    lost.set_admin_state(v1::NODE_ADMIN_STATE_CORDONED);
+    lost.set_status_reason(reason);
+    events.push_back(SchedulerNodeEvent(node.name(), v1::NODE_EVENT_TYPE_CORDONED, reason, now));
+  }
+  auto updated = nodes_->UpdateNode(lost, node.version(), events);
+  if (!updated.ok()) {
+    // A conflict (a registration or an operator won the race) or the store is away.
+    spdlog::warn("node {}: could not record it lost: {}", node.name(), updated.status().ToString());
+    return false;
+  }
+  times = std::move(with_this);
+  node = *std::move(updated);
+  spdlog::warn("node {} lost: no heartbeat for {}{}", node.name(), absl::FormatDuration(silent_for),
+               flapping ? "; cordoned for flapping" : "");
+  return true;
+}
+
+void NodeLiveness::PersistHeartbeat(v1::Node& node, absl::Time now) {
+  if (node.has_last_heartbeat_at() &&
+      now - FromProtoTime(node.last_heartbeat_at()) < config_.heartbeat_persist_interval) {
+    return;
+  }
+  v1::Node beat = node;
+  // Within a heartbeat interval of the last heartbeat, which is as exact as people need.
+  *beat.mutable_last_heartbeat_at() = ToProtoTime(now);
+  *beat.mutable_lease_expires_at() = ToProtoTime(now + config_.lease);
+  auto updated = nodes_->UpdateNode(beat, node.version(), {});
+  if (updated.ok()) node = *std::move(updated);  // a conflict: the next cycle writes it
+}
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,48 @@
+#pragma once
+// What the end-to-end tests of tessera-train share: workers whose ranks find tessera-train and a
+// shared folder, the example config with another length, and the losses rank 0 printed.
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "tests/support/local_cluster.h"
+
+namespace tessera::testing {
+
+// A worker whose ranks find tessera-train on PATH and share a folder with the other nodes.
+inline void StartTrainingWorker(LocalCluster& c, const std::string& name,
+                                const std::string& shared) {
+  c.StartWorker(
+      name, 2,
+      {"--rank-env", absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin"), "--rank-env",
+       "TESSERA_SHARED_DIR=" + shared, "--rank-env", "TESSERA_CACHE_DIR=" + shared + "/cache"});
+}
+
+// The losses rank 0 printed ("step 10/150: loss 6.123456 ..."), by step.
+inline std::map<int, double> LossesIn(const std::string& logs) {
+  std::map<int, double> losses;
+  static const std::regex line(R"(step (\d+)/\d+: loss ([0-9.]+))");
+  for (std::sregex_iterator it(logs.begin(), logs.end(), line), end; it != end; ++it) {
+    losses[std::stoi((*it)[1])] = std::stod((*it)[2]);
+  }
+  return losses;
+}
+
+inline std::string Example() { return std::string(TESSERA_SOURCE_DIR) + "/examples/gpt-tiny.yaml"; }
+
+// The example with `batches` steps, written next to the cluster's markers as `file`.
+inline std::string ExampleWith(LocalCluster& c, int batches,
+                               const std::string& file = "long.yaml") {
+  std::ifstream in(Example());
+  std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string path = c.marks_dir() + "/" + file;
+  std::ofstream(path) << absl::StrReplaceAll(
+      yaml, {{"max_duration: 150ba", absl::StrCat("max_duration: ", batches, "ba")}});
+  return path;
+}
+
+}  // namespace tessera::testing

@@ -1,0 +1,158 @@
+#pragma once
+// The scheduler's roles wired together (MakeScheduler) over memory stores, a fake clock and the
+// run manager called in-process: for tests of what they do together.
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scheduler/service/scheduler.h"
+#include "services/runs/run_manager.h"
+#include "services/store/memory/memory_database.h"
+
+namespace tessera::scheduler {
+namespace {
+
+const auth::Principal kSystem{"tessera", v1::ROLE_SYSTEM};
+
+class AlwaysFits final : public runs::FitChecker {
+ public:
+  absl::Status CheckFit(const v1::ComputeSpec&) override { return absl::OkStatus(); }
+};
+
+// Set while "the database is away": the scheduler's node store and the run manager it calls
+// answer UNAVAILABLE, as they do when PostgreSQL is stopped.
+struct Outage {
+  bool down = false;
+  absl::Status Check() const {
+    return down ? absl::UnavailableError("the database is away (test outage)") : absl::OkStatus();
+  }
+};
+
+class OutageNodeStore final : public store::NodeStore {
+ public:
+  OutageNodeStore(std::shared_ptr<store::NodeStore> inner, std::shared_ptr<Outage> outage)
+      : inner_(std::move(inner)), outage_(std::move(outage)) {}
+  absl::StatusOr<v1::Node> CreateNode(const v1::Node& node) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    return inner_->CreateNode(node);
+  }
+  absl::StatusOr<v1::Node> GetNode(std::string_view name) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    return inner_->GetNode(name);
+  }
+  absl::StatusOr<std::vector<v1::Node>> ListNodes(const v1::NodeFilter& filter) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    return inner_->ListNodes(filter);
+  }
+  absl::StatusOr<v1::Node> UpdateNode(const v1::Node& node, int64_t expected_version,
+                                      const std::vector<v1::NodeEvent>& events) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    return inner_->UpdateNode(node, expected_version, events);
+  }
+  absl::Status DeleteNode(std::string_view name) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    return inner_->DeleteNode(name);
+  }
+
+ private:
+  std::shared_ptr<store::NodeStore> inner_;
+  std::shared_ptr<Outage> outage_;
+};
+
+// The scheduler's RunsClient calling the run manager in-process.
+class DirectRuns final : public RunsClient {
+ public:
+  DirectRuns(runs::RunManager& m, std::shared_ptr<Outage> outage)
+      : m_(m), outage_(std::move(outage)) {}
+  absl::StatusOr<std::vector<v1::Run>> ListRuns(
+      const std::vector<v1::RunStatus>& statuses) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    v1::ListRunsRequest req;
+    for (auto s : statuses) req.mutable_filter()->add_statuses(s);
+    req.set_omit_parameters(true);  // as the scheduler's gRPC client asks
+    v1::ListRunsResponse resp;
+    if (auto st = m_.ListRuns(kSystem, req, &resp); !st.ok()) return st;
+    return std::vector<v1::Run>(resp.runs().begin(), resp.runs().end());
+  }
+  absl::StatusOr<v1::Run> RecordAttempt(const v1::Attempt& attempt) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    v1::RecordAttemptRequest req;
+    *req.mutable_attempt() = attempt;
+    v1::RecordAttemptResponse resp;
+    if (auto st = m_.RecordAttempt(kSystem, req, &resp); !st.ok()) return st;
+    return resp.run();
+  }
+  absl::Status ReportProgress(const v1::ReportProgressRequest& req) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    v1::ReportProgressResponse resp;
+    return m_.ReportProgress(kSystem, req, &resp);
+  }
+
+ private:
+  runs::RunManager& m_;
+  std::shared_ptr<Outage> outage_;
+};
+
+struct Fixture {
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  store::Stores stores = store::MakeMemoryStores();
+  std::shared_ptr<Outage> outage = std::make_shared<Outage>();
+  runs::RunManager manager{stores.runs,
+                           std::make_shared<IdempotentCalls>(stores.idempotency, clock),
+                           std::make_shared<AlwaysFits>(), clock};
+  std::shared_ptr<WorkerRegistry> workers = std::make_shared<WorkerRegistry>();
+  std::vector<std::pair<std::string, v1::ControlMessage>> sent;
+  std::shared_ptr<IdempotentCalls> idem =
+      std::make_shared<IdempotentCalls>(stores.idempotency, clock);
+  std::unique_ptr<Scheduler> core = NewCore();
+
+  std::unique_ptr<Scheduler> NewCore() {
+    return std::make_unique<Scheduler>(MakeScheduler(
+        std::make_shared<OutageNodeStore>(stores.nodes, outage),
+        std::make_shared<DirectRuns>(manager, outage), workers, idem, clock,
+        SchedulerConfig{.lease = absl::Seconds(3), .heartbeat_interval = absl::Milliseconds(500)}));
+  }
+  void Register(const std::string& name) {
+    workers->Attach(name, [this, name](const v1::ControlMessage& m) {
+      sent.emplace_back(name, m);
+      return true;
+    });
+    v1::RegisterWorker reg;
+    reg.mutable_node()->set_name(name);
+    reg.mutable_node()->set_cluster("local");
+    reg.mutable_node()->set_gpu_type("sim");
+    reg.mutable_node()->set_gpu_count(8);
+    REQUIRE(core->sessions->RegisterWorker(reg).ok());
+  }
+  v1::Run Submit(int gpus, bool retry) {
+    v1::SubmitRunRequest req;
+    req.mutable_spec()->set_name("r");
+    req.mutable_spec()->set_command("x");
+    req.mutable_spec()->mutable_compute()->set_gpus(gpus);
+    req.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(retry);
+    v1::SubmitRunResponse resp;
+    REQUIRE(manager.SubmitRun({"alice", v1::ROLE_USER}, req, &resp).ok());
+    return resp.run();
+  }
+  v1::Run Get(const v1::Run& run) { return *stores.runs->GetRunById(run.id()); }
+  v1::Heartbeat Beat(const v1::Run& run, bool running, int exit_code = 0) {
+    v1::Heartbeat hb;
+    auto* a = hb.add_attempts();
+    a->set_run_id(run.id());
+    a->set_resumption_index(0);
+    if (running) {
+      a->add_running_ranks(0);
+    } else {
+      auto* e = a->add_exited_ranks();
+      e->set_rank(0);
+      e->set_exit_code(exit_code);
+    }
+    return hb;
+  }
+};
+
+}  // namespace
+}  // namespace tessera::scheduler
