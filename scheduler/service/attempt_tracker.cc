@@ -53,9 +53,7 @@ AttemptState AttemptTracker::State(const std::string& run_id, int resumption) co
 }
 
 bool AttemptTracker::StopSent(const std::string& run_id, int resumption) const {
-  absl::MutexLock lock(&mu_);
-  auto it = attempts_.find({run_id, resumption});
-  return it != attempts_.end() && it->second.stop_sent_at != absl::InfinitePast();
+  return StopSentAt(run_id, resumption).has_value();
 }
 
 std::optional<absl::Time> AttemptTracker::StopSentAt(const std::string& run_id,

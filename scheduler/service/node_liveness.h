@@ -33,6 +33,8 @@ class NodeLiveness {
  private:
   // Writes LOST (and, when it flaps, CORDONED). False when the write did not happen.
   bool DeclareLost(v1::Node& node, absl::Duration silent_for);
+  // Whether the node's stored last heartbeat is older than the persist interval.
+  bool HeartbeatDue(const v1::Node& node, absl::Time now) const;
   void PersistHeartbeat(v1::Node& node, absl::Time now);
 
   const std::shared_ptr<store::NodeStore> nodes_;

@@ -10,11 +10,11 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   Scheduler s;
   s.attempts = std::make_shared<AttemptTracker>(clock, config.drain_limit());
   s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config);
-  s.leases = std::make_shared<LeaseTable>(lease_clock ? lease_clock : clock, config.lease);
+  auto leases = std::make_shared<LeaseTable>(lease_clock ? lease_clock : clock, config.lease);
   auto desired = std::make_shared<DesiredAttempts>(clock, ResendAfter(config));
-  s.sessions = std::make_shared<WorkerSessions>(nodes, runs, s.attempts, s.control, s.leases,
-                                                desired, clock, config);
-  auto liveness = std::make_shared<NodeLiveness>(nodes, s.leases, clock, config);
+  s.sessions = std::make_shared<WorkerSessions>(nodes, runs, s.attempts, s.control, leases, desired,
+                                                clock, config);
+  auto liveness = std::make_shared<NodeLiveness>(nodes, leases, clock, config);
   s.cycle = std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control,
                                               std::move(liveness), desired, clock, config);
   s.node_api = std::make_shared<NodeApi>(nodes, runs, idem);

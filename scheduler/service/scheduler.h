@@ -35,7 +35,6 @@ namespace tessera::scheduler {
 struct Scheduler {
   std::shared_ptr<AttemptTracker> attempts;
   std::shared_ptr<AttemptControl> control;
-  std::shared_ptr<LeaseTable> leases;
   std::shared_ptr<WorkerSessions> sessions;
   std::shared_ptr<SchedulingCycle> cycle;
   std::shared_ptr<NodeApi> node_api;

@@ -113,6 +113,25 @@ v1::RunEvent MakeEvent(const v1::Run& run, v1::RunEventType type, std::string me
   return e;
 }
 
+namespace {
+
+// The run goes back to the queue for its next attempt.
+void Requeue(v1::Run& r, absl::Time now, std::vector<v1::RunEvent>& events) {
+  r.set_status(v1::RUN_STATUS_QUEUED);
+  r.set_resumption_index(r.resumption_index() + 1);
+  events.push_back(
+      MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED, "Run placed back in the scheduling queue", now));
+}
+
+// A system failure the run has no retries left for.
+void FailForGood(v1::Run& r, const std::string& why, absl::Time now,
+                 std::vector<v1::RunEvent>& events) {
+  Finish(r, v1::RUN_STATUS_FAILED, why, now);
+  events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED, absl::StrCat("Run failed: ", why), now));
+}
+
+}  // namespace
+
 absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
                                               const std::optional<v1::Attempt>& current,
                                               const v1::Attempt& update, absl::Time now) {
@@ -227,10 +246,7 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
                       now));
       } else if (reason == v1::ATTEMPT_END_REASON_PREEMPTED) {
         t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_PREEMPTED, "Run was preempted", now));
-        r.set_status(v1::RUN_STATUS_QUEUED);
-        r.set_resumption_index(run.resumption_index() + 1);
-        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED,
-                                     "Run placed back in the scheduling queue", now));
+        Requeue(r, now, t.events);
       } else if (reason == v1::ATTEMPT_END_REASON_CONTROL_PLANE) {
         // Not the run's fault nor its nodes': requeued without using a retry. The cap only
         // stops a control plane that fails the same way forever from looping the run.
@@ -242,16 +258,12 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
                                    " (not counted against max_retries)"),
                       now));
         if (r.control_plane_interruptions() <= kMaxControlPlaneInterruptions) {
-          r.set_status(v1::RUN_STATUS_QUEUED);
-          r.set_resumption_index(run.resumption_index() + 1);
-          t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED,
-                                       "Run placed back in the scheduling queue", now));
+          Requeue(r, now, t.events);
         } else {
-          const std::string why = absl::StrCat(kMaxControlPlaneInterruptions,
-                                               " interruptions by faults of Tessera itself");
-          Finish(r, v1::RUN_STATUS_FAILED, why, now);
-          t.events.push_back(
-              MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED, absl::StrCat("Run failed: ", why), now));
+          FailForGood(r,
+                      absl::StrCat(kMaxControlPlaneInterruptions,
+                                   " interruptions by faults of Tessera itself"),
+                      now, t.events);
         }
       } else if (IsSystemFailure(reason)) {
         t.events.push_back(
@@ -259,17 +271,12 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
         const int limit = RetryLimit(run.spec());
         if (run.retries_used() < limit) {
           r.set_retries_used(run.retries_used() + 1);
-          r.set_status(v1::RUN_STATUS_QUEUED);
-          r.set_resumption_index(run.resumption_index() + 1);
-          t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED,
-                                       "Run placed back in the scheduling queue", now));
+          Requeue(r, now, t.events);
         } else {
-          const std::string why =
-              limit == 0 ? "a system failure and retry_on_system_failure is off"
-                         : absl::StrCat("a system failure after all ", limit, " retries");
-          Finish(r, v1::RUN_STATUS_FAILED, why, now);
-          t.events.push_back(
-              MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED, absl::StrCat("Run failed: ", why), now));
+          FailForGood(r,
+                      limit == 0 ? "a system failure and retry_on_system_failure is off"
+                                 : absl::StrCat("a system failure after all ", limit, " retries"),
+                      now, t.events);
         }
       }
       break;
