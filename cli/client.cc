@@ -5,6 +5,7 @@
 #include <random>
 
 #include "cli/errors.h"
+#include "services/common/endpoints.h"
 #include "services/common/grpc_limits.h"
 
 namespace tessera::cli {
@@ -41,8 +42,12 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint) {
     return grpc::CreateCustomChannel(endpoint.substr(8),
                                      grpc::SslCredentials(grpc::SslCredentialsOptions()), args);
   }
-  const std::string target = StartsWith(endpoint, "http://") ? endpoint.substr(7) : endpoint;
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  const std::string list = StartsWith(endpoint, "http://") ? endpoint.substr(7) : endpoint;
+  // Several replicas (a:1,b:2): the channel moves to the next when one goes away. A list it
+  // cannot use is kept as given, and the call's error names it.
+  auto target = GrpcTarget("--endpoint", list);
+  return grpc::CreateCustomChannel(target.ok() ? *target : list, grpc::InsecureChannelCredentials(),
+                                   args);
 }
 
 }  // namespace

@@ -35,6 +35,11 @@ void LeaseTable::Adopt(const std::vector<std::string>& online) {
   for (const auto& node : online) leases_.try_emplace(node, Lease{now, false});
 }
 
+void LeaseTable::Clear() {
+  absl::MutexLock lock(&mu_);
+  leases_.clear();
+}
+
 std::vector<ExpiredLease> LeaseTable::Expired() const {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);

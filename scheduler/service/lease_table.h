@@ -44,6 +44,10 @@ class LeaseTable {
   std::vector<ExpiredLease> Expired() const;
   // The node was declared lost (the store has it): its lease is gone until it registers again.
   void Revoke(const std::string& node);
+  // A new term of leadership begins: leases kept from an earlier term of this instance say
+  // nothing about the nodes now (it did not hear their heartbeats in between), so every node
+  // is adopted afresh.
+  void Clear();
   // Whether the node holds a live lease (for tests and the node API).
   bool Holds(const std::string& node) const;
 

@@ -29,6 +29,8 @@ class NodeLiveness {
 
   // `nodes` is the cycle's inventory; it is updated in place. Returns the nodes declared lost.
   std::vector<v1::Node> Step(std::vector<v1::Node>& nodes);
+  // This instance begins a term of leadership (LeaseTable::Clear).
+  void BeginTerm() { leases_->Clear(); }
 
  private:
   // Writes LOST (and, when it flaps, CORDONED). False when the write did not happen.

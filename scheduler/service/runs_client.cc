@@ -5,8 +5,10 @@ namespace {
 
 class GrpcRunsClient final : public RunsClient {
  public:
-  GrpcRunsClient(std::shared_ptr<ChannelRef> channel, std::string key, ServiceClientOptions options)
-      : runs_(std::move(channel), std::move(key), "the run manager", options) {}
+  GrpcRunsClient(std::shared_ptr<ChannelRef> channel, std::string key, ServiceClientOptions options,
+                 store::FenceSource fence)
+      : runs_(std::move(channel), std::move(key), "the run manager", options),
+        fence_(std::move(fence)) {}
 
   absl::StatusOr<std::vector<v1::Run>> ListRuns(
       const std::vector<v1::RunStatus>& statuses) override {
@@ -22,6 +24,11 @@ class GrpcRunsClient final : public RunsClient {
   absl::StatusOr<v1::Run> RecordAttempt(const v1::Attempt& attempt) override {
     v1::RecordAttemptRequest req;
     *req.mutable_attempt() = attempt;
+    if (fence_) {
+      auto fence = fence_();
+      if (!fence.ok()) return fence.status();  // not leading: nothing is sent
+      if (fence->has_value()) req.set_leader_epoch((*fence)->epoch);
+    }
     v1::RecordAttemptResponse resp;
     if (auto st = runs_.Call(&v1::RunService::Stub::RecordAttempt, req, &resp); !st.ok()) {
       return st;
@@ -36,14 +43,16 @@ class GrpcRunsClient final : public RunsClient {
 
  private:
   SystemClient<v1::RunService> runs_;
+  const store::FenceSource fence_;
 };
 
 }  // namespace
 
 std::shared_ptr<RunsClient> MakeGrpcRunsClient(std::shared_ptr<ChannelRef> channel,
-                                               std::string system_key,
-                                               ServiceClientOptions options) {
-  return std::make_shared<GrpcRunsClient>(std::move(channel), std::move(system_key), options);
+                                               std::string system_key, ServiceClientOptions options,
+                                               store::FenceSource fence) {
+  return std::make_shared<GrpcRunsClient>(std::move(channel), std::move(system_key), options,
+                                          std::move(fence));
 }
 
 }  // namespace tessera::scheduler

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
+#include "services/store/write_fence.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
 namespace tessera::scheduler {
@@ -24,9 +25,11 @@ class RunsClient {
   virtual absl::Status ReportProgress(const v1::ReportProgressRequest& request) = 0;
 };
 
-// Over gRPC with a system API key (calls wait ServiceClientOptions' default 30 s).
+// Over gRPC with a system API key (calls wait ServiceClientOptions' default 30 s). With a
+// `fence`, RecordAttempt carries the leader's term and is refused once a newer one began.
 std::shared_ptr<RunsClient> MakeGrpcRunsClient(std::shared_ptr<ChannelRef> channel,
                                                std::string system_key,
-                                               ServiceClientOptions options = {});
+                                               ServiceClientOptions options = {},
+                                               store::FenceSource fence = nullptr);
 
 }  // namespace tessera::scheduler

@@ -5,18 +5,19 @@
 namespace tessera::scheduler {
 
 SchedulerRunner::SchedulerRunner(std::shared_ptr<SchedulingCycle> cycle,
-                                 std::shared_ptr<store::LeaderLockStore> locks,
-                                 std::string instance, std::shared_ptr<Clock> clock,
-                                 absl::Duration interval)
+                                 std::shared_ptr<LeaderElection> election,
+                                 std::shared_ptr<Clock> clock, absl::Duration interval)
     : cycle_(std::move(cycle)),
-      lock_(std::move(locks), std::move(instance)),
+      election_(std::move(election)),
       runner_(
           std::move(clock), interval, [this] { Tick(); }, PeriodicRunner::FirstRun::kAtOnce) {}
 
 void SchedulerRunner::Tick() {
-  const bool lead = lock_.Lead();
-  leader_.store(lead);
-  if (!lead) return;
+  if (!election_->Lead()) return;
+  if (const int64_t term = election_->epoch(); term != term_) {
+    term_ = term;
+    cycle_->BeginTerm();
+  }
   auto stats = cycle_->RunCycle();
   const absl::Status st = stats.status();
   // Log a failure once, not every cycle while the database is down.

@@ -53,13 +53,19 @@ class SchedulerService final : public v1::SchedulerService::Service {
 
 class WorkerControlService final : public v1::WorkerControl::Service {
  public:
+  // `is_leader`: whether this instance leads now (new streams are accepted only then).
+  // `keeps_streams`: whether its open streams stay (LeaderElection::KeepsWorkers: while it leads,
+  // and while it merely cannot confirm its term, e.g. the database is away); once another
+  // instance is known to lead, each stream ends at its next message.
   WorkerControlService(const Scheduler& scheduler, std::shared_ptr<WorkerRegistry> workers,
-                       std::shared_ptr<auth::Authenticator> auth, std::function<bool()> is_leader)
+                       std::shared_ptr<auth::Authenticator> auth, std::function<bool()> is_leader,
+                       std::function<bool()> keeps_streams)
       : sessions_(scheduler.sessions),
         health_relay_(scheduler.health_relay),
         workers_(std::move(workers)),
         auth_(std::move(auth)),
-        is_leader_(std::move(is_leader)) {}
+        is_leader_(std::move(is_leader)),
+        keeps_streams_(std::move(keeps_streams)) {}
 
   grpc::Status Connect(
       grpc::ServerContext* ctx,
@@ -75,6 +81,7 @@ class WorkerControlService final : public v1::WorkerControl::Service {
   std::shared_ptr<WorkerRegistry> workers_;
   std::shared_ptr<auth::Authenticator> auth_;
   std::function<bool()> is_leader_;
+  std::function<bool()> keeps_streams_;
 };
 
 }  // namespace tessera::scheduler

@@ -39,6 +39,8 @@ class SchedulingCycle {
                   SchedulerConfig config);
 
   absl::StatusOr<CycleStats> RunCycle();
+  // This instance begins a (new) term of leadership; called before the term's first cycle.
+  void BeginTerm() { liveness_->BeginTerm(); }
 
  private:
   // Queues PENDING runs, appending them (as the run manager returns them) to `queued`.

@@ -52,6 +52,17 @@ grpc::Status WorkerControlService::Connect(
   grpc::Status result = grpc::Status::OK;
   v1::WorkerMessage msg;
   while (stream->Read(&msg)) {
+    // An instance that learned that another one leads closes its streams at the next message,
+    // a heartbeat at most, so that its workers find the new leader instead of heartbeating
+    // into an instance that no longer decides anything. One that only cannot confirm its term
+    // (the database is away) keeps them and answers heartbeats from memory: an outage must not
+    // fence a node; it writes and commands nothing meanwhile (its fence refuses).
+    if (!keeps_streams_()) {
+      result =
+          grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                       "this scheduler instance is no longer the leader; connect to the leader");
+      break;
+    }
     const absl::Status st = Dispatch(node, msg, write);
     if (absl::IsFailedPrecondition(st) || absl::IsInvalidArgument(st)) {
       result = ToGrpcStatus(st);  // the worker must start over (register again)

@@ -5,10 +5,23 @@
 
 #include <CLI/CLI.hpp>
 
+#include "services/common/endpoints.h"
 #include "services/common/grpc_limits.h"
 #include "services/common/metrics/http_endpoint.h"
 #include "services/common/service_host.h"
 #include "services/gateway/gateway_server.h"
+
+namespace {
+
+// The gRPC target for a flag's endpoint list, each endpoint checked as host:port.
+absl::StatusOr<std::string> EndpointTarget(const std::string& flag, const std::string& list) {
+  for (const auto& e : tessera::SplitEndpoints(list)) {
+    if (auto parsed = tessera::ParseListenAddress(flag, e); !parsed.ok()) return parsed.status();
+  }
+  return tessera::GrpcTarget(flag, list);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   tessera::BlockTerminationSignals();
@@ -22,9 +35,10 @@ int main(int argc, char** argv) {
   std::size_t max_connections = 256;
   app.add_option("--listen", listen, "host:port to serve HTTP on (port 0: any)")
       ->capture_default_str();
-  app.add_option("--upstream", upstream, "host:port of the gRPC API")->capture_default_str();
+  app.add_option("--upstream", upstream, "host:port of the gRPC API (several replicas: a:1,b:2)")
+      ->capture_default_str();
   app.add_option("--logs-endpoint", logs_endpoint,
-                 "host:port of the log service (default: the --upstream endpoint)");
+                 "host:port of the log service, or several (default: the --upstream endpoint)");
   app.add_option("--metrics-listen", metrics_listen, "host:port for /metrics and /healthz")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
@@ -45,13 +59,15 @@ int main(int argc, char** argv) {
     spdlog::error("{}", address.status().ToString());
     return 2;
   }
-  if (auto up = tessera::ParseListenAddress("--upstream", upstream); !up.ok()) {
-    spdlog::error("{}", up.status().ToString());
+  auto upstream_target = EndpointTarget("--upstream", upstream);
+  if (!upstream_target.ok()) {
+    spdlog::error("{}", upstream_target.status().ToString());
     return 2;
   }
   if (logs_endpoint.empty()) logs_endpoint = upstream;
-  if (auto logs = tessera::ParseListenAddress("--logs-endpoint", logs_endpoint); !logs.ok()) {
-    spdlog::error("{}", logs.status().ToString());
+  auto logs_target = EndpointTarget("--logs-endpoint", logs_endpoint);
+  if (!logs_target.ok()) {
+    spdlog::error("{}", logs_target.status().ToString());
     return 2;
   }
 
@@ -73,10 +89,10 @@ int main(int argc, char** argv) {
   options.max_connections = max_connections;
   if (logs_endpoint != upstream) {
     options.logs_channel =
-        tessera::CreateLimitedChannel(logs_endpoint, grpc::InsecureChannelCredentials());
+        tessera::CreateLimitedChannel(*logs_target, grpc::InsecureChannelCredentials());
   }
   tessera::gateway::GatewayServer gateway(
-      tessera::CreateLimitedChannel(upstream, grpc::InsecureChannelCredentials()), options);
+      tessera::CreateLimitedChannel(*upstream_target, grpc::InsecureChannelCredentials()), options);
   if (auto st = gateway.Start(address->first, static_cast<std::uint16_t>(address->second));
       !st.ok()) {
     spdlog::error("{}", st.ToString());

@@ -151,7 +151,8 @@ absl::Status RunManager::DescribeRun(const Who& who, const v1::DescribeRunReques
 absl::StatusOr<v1::Run> RunManager::Mutate(
     const std::string& run_id,
     const std::function<absl::StatusOr<Transition>(const v1::Run&,
-                                                   const std::vector<v1::Attempt>&)>& change) {
+                                                   const std::vector<v1::Attempt>&)>& change,
+    const std::optional<store::WriteFence>& fence) {
   for (int i = 0; i < store::kMaxCasAttempts; ++i) {
     auto run = runs_->GetRunById(run_id);
     if (!run.ok()) return run.status();
@@ -160,7 +161,7 @@ absl::StatusOr<v1::Run> RunManager::Mutate(
     auto t = change(*run, *attempts);
     if (!t.ok()) return t.status();
     if (!t->changed) return *run;
-    auto updated = runs_->UpdateRun(t->run, run->version(), t->events, t->attempts);
+    auto updated = runs_->UpdateRun(t->run, run->version(), t->events, t->attempts, fence);
     if (!absl::IsAborted(updated.status())) return updated;
   }
   return absl::AbortedError(absl::StrCat("run ", run_id, " is changing too often; try again"));
@@ -323,9 +324,17 @@ absl::Status RunManager::RecordAttempt(const Who& who, const v1::RecordAttemptRe
                                        v1::RecordAttemptResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireSystem(who, "RecordAttempt"));
   if (req.attempt().run_id().empty()) return absl::InvalidArgumentError("attempt.run_id: required");
-  auto run = Mutate(req.attempt().run_id(), [&](const v1::Run& r, const auto& attempts) {
-    return ApplyAttemptUpdate(r, CurrentAttempt(r, attempts), req.attempt(), clock_->Now());
-  });
+  // A scheduler that leads a term says so; its writes are refused once a newer term began.
+  std::optional<store::WriteFence> fence;
+  if (req.leader_epoch() != 0) {
+    fence = store::WriteFence{std::string(store::kSchedulerLeaderRole), req.leader_epoch()};
+  }
+  auto run = Mutate(
+      req.attempt().run_id(),
+      [&](const v1::Run& r, const auto& attempts) {
+        return ApplyAttemptUpdate(r, CurrentAttempt(r, attempts), req.attempt(), clock_->Now());
+      },
+      fence);
   if (!run.ok()) return run.status();
   *resp->mutable_run() = *std::move(run);
   return absl::OkStatus();

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -14,6 +15,7 @@
 #include "services/runs/fit_checker.h"
 #include "services/runs/lifecycle.h"
 #include "services/runs/log_deleter.h"
+#include "services/store/leader_lock_store.h"
 #include "services/store/run_store.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
@@ -67,10 +69,12 @@ class RunManager {
   // Creates a run from a validated spec with a unique suffixed name.
   absl::StatusOr<v1::Run> CreateFromSpec(const Who& who, const v1::RunSpec& spec,
                                          const std::string& message);
-  // Applies `change` to the freshest copy of the run, retrying when another writer wins.
+  // Applies `change` to the freshest copy of the run, retrying when another writer wins. A
+  // `fence` makes the write one of a leader's term (refused once that term ended).
   absl::StatusOr<v1::Run> Mutate(const std::string& run_id,
                                  const std::function<absl::StatusOr<Transition>(
-                                     const v1::Run&, const std::vector<v1::Attempt>&)>& change);
+                                     const v1::Run&, const std::vector<v1::Attempt>&)>& change,
+                                 const std::optional<store::WriteFence>& fence = {});
   std::string RandomSuffix(int length);
 
   std::shared_ptr<store::RunStore> runs_;

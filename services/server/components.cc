@@ -9,10 +9,12 @@
 #include "scheduler/service/scheduler_service.h"
 #include "services/admin/admin_handler.h"
 #include "services/admin/admin_service.h"
+#include "services/common/leader_election.h"
 #include "services/common/periodic_runner.h"
 #include "services/cordon/cordon_service.h"
 #include "services/logs/log_service.h"
 #include "services/runs/run_service.h"
+#include "services/store/fenced_node_store.h"
 
 namespace tessera::server {
 
@@ -67,9 +69,14 @@ class SchedulerComponent final : public Component {
                      std::shared_ptr<ChannelRef> health, const std::string& system_key,
                      const SchedulerOptions& o)
       : workers_(std::make_shared<scheduler::WorkerRegistry>()),
+        election_(std::make_shared<LeaderElection>(
+            o.database_url.empty() ? nullptr : f.stores.leader_locks,
+            std::string(store::kSchedulerLeaderRole), o.instance_id, MonotonicClock::Shared())),
         scheduler_(scheduler::MakeScheduler(
-            f.stores.nodes, scheduler::MakeGrpcRunsClient(runs, system_key, f.CallOptions({})),
-            workers_, f.idempotency, f.clock,
+            // Every write of the leader carries its term: a demoted leader changes nothing.
+            store::MakeFencedNodeStore(f.stores.nodes, Fence()),
+            scheduler::MakeGrpcRunsClient(runs, system_key, f.CallOptions({}), Fence()), workers_,
+            f.idempotency, f.clock,
             scheduler::SchedulerConfig{.lease = o.lease,
                                        .heartbeat_interval = o.heartbeat_interval,
                                        .stop_grace = o.stop_grace},
@@ -77,17 +84,23 @@ class SchedulerComponent final : public Component {
                                                      f.CallOptions(scheduler::kHealthClientOptions))
                    : nullptr,
             MonotonicClock::Shared())),
-        runner_(std::make_unique<scheduler::SchedulerRunner>(
-            scheduler_.cycle, o.database_url.empty() ? nullptr : f.stores.leader_locks,
-            o.instance_id, f.clock, o.cycle_interval)),
+        runner_(std::make_unique<scheduler::SchedulerRunner>(scheduler_.cycle, election_, f.clock,
+                                                             o.cycle_interval)),
         api_(
             scheduler_, f.authenticator, [this] { return runner_->is_leader(); }, o.instance_id),
-        control_(scheduler_, workers_, f.authenticator, [this] { return runner_->is_leader(); }) {}
+        control_(
+            scheduler_, workers_, f.authenticator, [this] { return runner_->is_leader(); },
+            [this] { return election_->KeepsWorkers(); }) {}
   ~SchedulerComponent() override { runner_.reset(); }
   std::vector<grpc::Service*> services() override { return {&api_, &control_}; }
 
  private:
+  store::FenceSource Fence() const {
+    return [election = election_] { return election->Fence(); };
+  }
+
   std::shared_ptr<scheduler::WorkerRegistry> workers_;
+  std::shared_ptr<LeaderElection> election_;
   scheduler::Scheduler scheduler_;
   std::unique_ptr<scheduler::SchedulerRunner> runner_;
   scheduler::SchedulerService api_;
@@ -120,7 +133,12 @@ class HealthComponent final : public Component {
             health::MakeGrpcRunsApi(runs, system_key, f.CallOptions(health::kHealthClientOptions)),
             f.idempotency, f.clock, f.random, ConfigFrom(o))),
         service_(handler_, f.authenticator),
-        ticker_(f.clock, o.tick, [this] { handler_->Tick(); }) {}
+        // One health API instance sweeps and remediates; the others answer calls and stand by.
+        election_(o.elect ? f.stores.leader_locks : nullptr, std::string(store::kHealthLeaderRole),
+                  o.instance_id, MonotonicClock::Shared()),
+        ticker_(f.clock, o.tick, [this] {
+          if (election_.Lead()) handler_->Tick();
+        }) {}
   std::vector<grpc::Service*> services() override { return {&service_}; }
 
  private:
@@ -138,6 +156,7 @@ class HealthComponent final : public Component {
   }
   std::shared_ptr<health::HealthHandler> handler_;
   health::HealthService service_;
+  LeaderElection election_;
   PeriodicRunner ticker_;  // last: stopped before what it uses goes
 };
 

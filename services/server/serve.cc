@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
 #include "services/admin/admin_handler.h"
+#include "services/common/endpoints.h"
 #include "services/common/grpc_limits.h"
 #include "services/common/service_host.h"
 #include "services/gateway/gateway_server.h"
@@ -31,9 +32,17 @@ absl::StatusOr<v1::Role> ParseRole(const std::string& role) {
       absl::StrCat("--role: unknown role \"", role, "\" (user, admin or system)"));
 }
 
+// Names this process among instances of its services: host:pid.
+std::string InstanceId() {
+  char hostname[256] = "";
+  gethostname(hostname, sizeof(hostname) - 1);
+  return absl::StrCat(hostname, ":", getpid());
+}
+
+// `endpoint` was checked by GrpcTarget (ValidateEndpoints) before.
 std::shared_ptr<ChannelRef> RemoteChannel(const std::string& endpoint) {
-  return std::make_shared<ChannelRef>(
-      CreateLimitedChannel(endpoint, grpc::InsecureChannelCredentials()));
+  return std::make_shared<ChannelRef>(CreateLimitedChannel(
+      GrpcTarget("endpoint", endpoint).value_or(endpoint), grpc::InsecureChannelCredentials()));
 }
 
 }  // namespace
@@ -145,6 +154,15 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (auto st = ConfigureLogging(host.log_level); !st.ok()) return Fail(st);
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string&>{"--runs-endpoint", runs_endpoint},
+        {"--scheduler-endpoint", scheduler_endpoint},
+        {"--logs-endpoint", logs_endpoint},
+        {"--cordon-endpoint", cordon_endpoint},
+        {"--health-endpoint", health_endpoint}}) {
+    if (value.empty()) continue;
+    if (auto target = GrpcTarget(flag, value); !target.ok()) return Fail(target.status());
+  }
   if (db.url.empty()) {
     return Fail(absl::InvalidArgumentError("--database-url is required (or TESSERA_DATABASE_URL)"));
   }
@@ -186,9 +204,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     sched.heartbeat_interval = absl::Seconds(heartbeat_seconds);
     sched.stop_grace = absl::Seconds(stop_grace_seconds);
     sched.database_url = db.url;
-    char hostname[256] = "";
-    gethostname(hostname, sizeof(hostname) - 1);
-    sched.instance_id = absl::StrCat(hostname, ":", getpid());
+    sched.instance_id = InstanceId();
     std::shared_ptr<ChannelRef> health_channel = parts.health ? self : nullptr;
     if (!parts.health && !health_endpoint.empty()) health_channel = RemoteChannel(health_endpoint);
     components.push_back(MakeSchedulerComponent(f, parts.runs ? self : RemoteChannel(runs_endpoint),
@@ -196,6 +212,8 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   }
   if (parts.cordon) components.push_back(MakeCordonComponent(f));
   if (parts.health) {
+    health.elect = true;
+    health.instance_id = InstanceId();
     health.sweep_interval = absl::Seconds(sweep_interval_seconds);
     health.canary_timeout = absl::Seconds(canary_timeout_seconds);
     if (!canary_sizes.empty()) {

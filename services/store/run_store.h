@@ -2,11 +2,13 @@
 // Runs, their attempts and their event log (owned by the run manager).
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "services/store/write_fence.h"
 #include "tessera/v1/runs.pb.h"
 
 namespace tessera::store {
@@ -29,10 +31,12 @@ class RunStore {
   // Compare-and-set: replaces the run only when its stored version is `expected_version`, and
   // appends `events` and upserts `attempts` in the same transaction. The stored run gets
   // version + 1. ABORTED when another writer moved the run first; NOT_FOUND when it does not
-  // exist.
+  // exist. With a `fence` (a write on a leader's behalf), FAILED_PRECONDITION (StaleTermError)
+  // unless its term is still current, checked in the same transaction.
   virtual absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
                                             const std::vector<v1::RunEvent>& events,
-                                            const std::vector<v1::Attempt>& attempts = {}) = 0;
+                                            const std::vector<v1::Attempt>& attempts = {},
+                                            const std::optional<WriteFence>& fence = {}) = 0;
 
   // Removes the run with its attempts and events. NOT_FOUND when absent.
   virtual absl::Status DeleteRun(std::string_view id) = 0;
@@ -50,8 +54,7 @@ class RunStore {
                                                                int limit = 0) = 0;
   // Events of every run with ids above `after_id`, oldest first, at most `limit` (0: all):
   // what a watcher polls to follow every change.
-  virtual absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id,
-                                                                  int limit) = 0;
+  virtual absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id, int limit) = 0;
 };
 
 }  // namespace tessera::store

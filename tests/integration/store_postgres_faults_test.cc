@@ -112,8 +112,8 @@ TEST_CASE("restarting PostgreSQL ends the leader's session; the role is taken ag
   auto opened = OpenPostgresStores({.url = pg.url()});
   REQUIRE(opened.ok());
   LeaderLockStore& locks = *opened->leader_locks;
-  REQUIRE(*locks.TryAcquire(kSchedulerLeaderRole, "a"));
-  REQUIRE_FALSE(*locks.TryAcquire(kSchedulerLeaderRole, "b"));
+  REQUIRE(locks.TryAcquire(kSchedulerLeaderRole, "a")->has_value());
+  REQUIRE_FALSE(locks.TryAcquire(kSchedulerLeaderRole, "b")->has_value());
 
   REQUIRE(pg.Stop().ok());
   const absl::Time down_at = absl::Now();
@@ -124,8 +124,8 @@ TEST_CASE("restarting PostgreSQL ends the leader's session; the role is taken ag
   REQUIRE(pg.Resume().ok());
   // The former holder is a contender like any other: the first to ask takes the role.
   CHECK(absl::IsFailedPrecondition(locks.CheckHeld(kSchedulerLeaderRole, "a")));
-  CHECK(*locks.TryAcquire(kSchedulerLeaderRole, "b"));
-  CHECK_FALSE(*locks.TryAcquire(kSchedulerLeaderRole, "a"));
+  CHECK(locks.TryAcquire(kSchedulerLeaderRole, "b")->has_value());
+  CHECK_FALSE(locks.TryAcquire(kSchedulerLeaderRole, "a")->has_value());
 }
 
 }  // namespace

@@ -78,7 +78,8 @@ WorkerHandle& LocalCluster::StartWorker(const std::string& name, int gpus,
 }
 
 ShellResult LocalCluster::Mcli(const std::string& args) {
-  return RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", server.endpoint(),
+  return RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=",
+                               api_endpoint.empty() ? server.endpoint() : api_endpoint,
                                " TESSERA_API_KEY=", admin_key, " ", BinaryPath("mcli"), " ", args));
 }
 

@@ -56,6 +56,8 @@ class LocalCluster {
 
   std::unique_ptr<PostgresServer> pg;
   ServerProcess server;
+  // Where Mcli sends its calls (empty: `server`); e.g. several instances, a:1,b:2.
+  std::string api_endpoint;
   std::string admin_key, system_key;
   std::unique_ptr<Client> client;
 

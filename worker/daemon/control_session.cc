@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
+#include "services/common/endpoints.h"
 #include "worker/common/worker_channel.h"
 
 namespace tessera::worker {
@@ -21,7 +22,14 @@ ControlSession::ControlSession(ControlSessionOptions options, AttemptManager& at
       attempts_(attempts),
       clock_(std::move(clock)),
       backoff_(absl::Milliseconds(100), absl::Seconds(5), std::move(uniform01)) {
-  stub_ = v1::WorkerControl::NewStub(WorkerChannel(options_.endpoint));
+  for (const std::string& e : SplitEndpoints(options_.endpoint)) {
+    endpoints_.push_back(e);
+    stubs_.push_back(v1::WorkerControl::NewStub(WorkerChannel(e)));
+  }
+  if (stubs_.empty()) {  // WorkerDaemon refuses an empty list; keep the string as given
+    endpoints_.push_back(options_.endpoint);
+    stubs_.push_back(v1::WorkerControl::NewStub(WorkerChannel(options_.endpoint)));
+  }
 }
 
 ControlSession::~ControlSession() { Stop(); }
@@ -95,6 +103,7 @@ bool ControlSession::SendHealthReports() {
 }
 
 void ControlSession::Loop() {
+  size_t tried_in_round = 0;
   while (!stop_) {
     absl::Time cut_until;
     {
@@ -105,10 +114,19 @@ void ControlSession::Loop() {
       while (!stop_ && clock_->Now() < cut_until) clock_->SleepFor(absl::Milliseconds(20));
       continue;
     }
-    if (RunStream()) backoff_.Reset();
+    const std::string& endpoint = endpoints_[current_];
+    if (RunStream()) {
+      backoff_.Reset();
+      tried_in_round = 0;
+    }
     if (stop_) break;
+    // With several instances, the next one may be the leader now (this one stepped down, is
+    // frozen or gone): each is tried at once, and the backoff waits only after a whole round.
+    current_ = (current_.load() + 1) % stubs_.size();
+    if (++tried_in_round < stubs_.size()) continue;
+    tried_in_round = 0;
     const absl::Duration wait = backoff_.Next();
-    spdlog::info("control stream to {} lost; reconnecting in {}", options_.endpoint,
+    spdlog::info("control stream to {} lost; reconnecting in {}", endpoint,
                  absl::FormatDuration(wait));
     const absl::Time until = clock_->Now() + wait;
     while (!stop_ && clock_->Now() < until) clock_->SleepFor(absl::Milliseconds(20));
@@ -123,7 +141,7 @@ bool ControlSession::RunStream() {
     if (stop_) return false;
     ctx_ = &ctx;
   }
-  auto stream = stub_->Connect(&ctx);
+  auto stream = stubs_[current_]->Connect(&ctx);
   auto detach = [&] {
     {
       std::lock_guard<std::mutex> lock(write_mu_);
@@ -142,15 +160,24 @@ bool ControlSession::RunStream() {
   reg.mutable_register_()->set_process_id(options_.process_id);
   for (auto& a : attempts_.LocalAttempts()) *reg.mutable_register_()->add_attempts() = a;
   const absl::Time sent = clock_->Now();
+  {
+    absl::MutexLock lock(&mu_);
+    registering_since_ = sent;
+  }
   v1::ControlMessage reply;
-  if (!Send(reg) || !stream->Read(&reply) || !reply.has_registered()) {
+  const bool registered = Send(reg) && stream->Read(&reply) && reply.has_registered();
+  {
+    absl::MutexLock lock(&mu_);
+    registering_since_ = absl::InfinitePast();
+  }
+  if (!registered) {
     // Only an unexpected first reply needs cancelling; otherwise Finish has the server's reason.
     if (reply.body_case() != v1::ControlMessage::BODY_NOT_SET) ctx.TryCancel();
     stream->WritesDone();
     const grpc::Status st = stream->Finish();
     detach();
     if (!stop_) {
-      spdlog::warn("registration with {} failed: {}", options_.endpoint,
+      spdlog::warn("registration with {} failed: {}", endpoints_[current_],
                    st.ok() ? "no answer" : st.error_message());
     }
     return false;
@@ -158,7 +185,8 @@ bool ControlSession::RunStream() {
   const v1::Registered& r = reply.registered();
   {
     absl::MutexLock lock(&mu_);
-    lease_.Registered(sent, FromProto(r.lease_duration()));
+    lease_duration_ = FromProto(r.lease_duration());
+    lease_.Registered(sent, lease_duration_);
     PublishDeadline();
     heartbeat_interval_ = std::max(absl::Milliseconds(50), FromProto(r.heartbeat_interval()));
     ++stats_.registrations;
@@ -326,6 +354,21 @@ void ControlSession::FenceLoop() {
       // (a cut network drops packets silently). Cancel it so the session reconnects.
       absl::MutexLock lock(&mu_);
       if (ctx_ && stats_.connected && lease_.MustFence(clock_->Now(), absl::ZeroDuration())) {
+        ctx_->TryCancel();
+      }
+      // With standbys to go to, half a lease without renewal is enough: the leader is frozen
+      // or has stepped down, and the rest of the lease is the time to find the new one.
+      if (ctx_ && stats_.connected && stubs_.size() > 1 &&
+          lease_.MustFence(clock_->Now(), lease_duration_ / 2)) {
+        spdlog::warn("no lease renewal from {} for half a lease; trying the other instances",
+                     endpoints_[current_]);
+        ctx_->TryCancel();
+      }
+      // A registration nobody answers (a frozen instance accepts connections): the next
+      // instance may lead.
+      if (ctx_ && !stats_.connected && stubs_.size() > 1 &&
+          registering_since_ != absl::InfinitePast() &&
+          clock_->Now() - registering_since_ > options_.registration_timeout) {
         ctx_->TryCancel();
       }
     }

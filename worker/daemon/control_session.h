@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -29,9 +30,14 @@
 namespace tessera::worker {
 
 struct ControlSessionOptions {
-  std::string endpoint;  // host:port of the scheduler
-  std::string api_key;   // a system key
-  v1::Node node;         // name, cluster, GPUs, address ...
+  // host:port of the scheduler, or of each of its instances separated by commas (the leader
+  // and its standbys, in any order): the session goes round them until one accepts it.
+  std::string endpoint;
+  // With several endpoints, how long a registration may wait for its answer before the next
+  // one is tried (a frozen instance accepts connections and never answers).
+  absl::Duration registration_timeout = absl::Seconds(2);
+  std::string api_key;  // a system key
+  v1::Node node;        // name, cluster, GPUs, address ...
   std::string process_id;
   // Ranks are killed this long before the lease ends.
   absl::Duration fence_margin = absl::Milliseconds(500);
@@ -83,7 +89,14 @@ class ControlSession {
   AttemptManager& attempts_;
   const std::shared_ptr<Clock> clock_;
   Backoff backoff_;
-  std::unique_ptr<v1::WorkerControl::Stub> stub_;
+  // One per endpoint; `current_` is the one the stream uses or last used (the loop's thread).
+  std::vector<std::string> endpoints_;
+  std::vector<std::unique_ptr<v1::WorkerControl::Stub>> stubs_;
+  std::atomic<size_t> current_{0};
+  // When the registration in progress was sent (InfinitePast: none); the fence loop cancels it
+  // past registration_timeout.
+  absl::Time registering_since_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Duration lease_duration_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
   std::thread loop_, fence_;
 

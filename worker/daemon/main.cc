@@ -42,10 +42,12 @@ int main(int argc, char** argv) {
   std::string api_key_file, log_level = "info";
   std::vector<std::string> labels;
   int fence_margin_ms = 500;
-  app.add_option("--scheduler-endpoint", o.scheduler_endpoint, "host:port of the scheduler")
+  app.add_option("--scheduler-endpoint", o.scheduler_endpoint,
+                 "host:port of the scheduler; with standbys, every instance (a:1,b:2): the "
+                 "worker finds the leader and follows a failover")
       ->required();
   app.add_option("--log-endpoint", o.log_endpoint,
-                 "host:port of the log service (default: the scheduler's)");
+                 "host:port of the log service, or several (default: the scheduler's)");
   app.add_option("--api-key", o.api_key, "a system API key (or TESSERA_API_KEY)");
   app.add_option("--api-key-file", api_key_file, "a file holding the system API key");
   app.add_option("--node-name", o.node_name, "this node's name")->capture_default_str();

@@ -11,6 +11,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "services/common/endpoints.h"
 #include "services/common/metrics/registry.h"
 #include "services/common/service_host.h"
 #include "worker/daemon/state_gc.h"
@@ -47,8 +48,9 @@ struct WorkerMetrics {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOptions& o) {
-  if (o.scheduler_endpoint.empty()) {
-    return absl::InvalidArgumentError("--scheduler-endpoint: required");
+  if (SplitEndpoints(o.scheduler_endpoint).empty()) {
+    return absl::InvalidArgumentError(
+        "--scheduler-endpoint: required (host:port, or the scheduler instances' a:1,b:2)");
   }
   if (o.api_key.empty()) {
     return absl::InvalidArgumentError(
@@ -73,10 +75,12 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   d->options_ = o;
   d->clock_ = SystemClock::Shared();
   if (d->options_.log_endpoint.empty()) d->options_.log_endpoint = o.scheduler_endpoint;
+  // The log service is stateless: with several instances the channel goes to any that answers.
+  auto log_target = GrpcTarget("--log-endpoint", d->options_.log_endpoint);
+  if (!log_target.ok()) return log_target.status();
 
   d->shipper_ = std::make_unique<LogShipper>(
-      LogShipperOptions{
-          .node_name = o.node_name, .endpoint = d->options_.log_endpoint, .api_key = o.api_key},
+      LogShipperOptions{.node_name = o.node_name, .endpoint = *log_target, .api_key = o.api_key},
       d->clock_);
   LogShipper* shipper = d->shipper_.get();
   d->progress_ = std::make_unique<ProgressWatcher>(d->clock_);

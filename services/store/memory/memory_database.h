@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -60,6 +61,8 @@ struct MemoryDatabase {
     const void* store = nullptr;
   };
   std::map<std::string, LeaderHold, std::less<>> leaders ABSL_GUARDED_BY(mu);
+  // Each role's current term (leader_terms): up by one each time an instance takes the role.
+  std::map<std::string, int64_t, std::less<>> leader_epochs ABSL_GUARDED_BY(mu);
 
   void SetUnavailable(bool value) {
     absl::MutexLock lock(&mu);
@@ -71,6 +74,15 @@ struct MemoryDatabase {
     absl::MutexLock lock(&mu);
     auto it = leaders.find(role);
     if (it != leaders.end() && it->second.instance == instance) leaders.erase(it);
+  }
+  // OK for an unfenced write or one whose term is current (see WriteFence).
+  absl::Status CheckFence(const std::optional<WriteFence>& fence) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (!fence) return absl::OkStatus();
+    auto it = leader_epochs.find(fence->role);
+    if (it == leader_epochs.end()) return StaleTermError(*fence, std::nullopt);
+    if (it->second != fence->epoch) return StaleTermError(*fence, it->second);
+    return absl::OkStatus();
   }
   absl::Status CheckAvailable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return unavailable ? absl::UnavailableError("database unavailable (simulated)")

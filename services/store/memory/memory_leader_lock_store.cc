@@ -21,16 +21,18 @@ class MemoryLeaderLockStore final : public LeaderLockStore {
     std::erase_if(db_->leaders, [this](const auto& kv) { return kv.second.store == this; });
   }
 
-  absl::StatusOr<bool> TryAcquire(std::string_view role, std::string_view instance) override {
+  absl::StatusOr<std::optional<int64_t>> TryAcquire(std::string_view role,
+                                                    std::string_view instance) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = Reachable(role, instance); !st.ok()) return st;
     auto it = db_->leaders.find(role);
     if (it == db_->leaders.end()) {
       db_->leaders.emplace(std::string(role),
                            MemoryDatabase::LeaderHold{std::string(instance), this});
-      return true;
+      return ++db_->leader_epochs[std::string(role)];
     }
-    return Mine(it->second, instance);
+    if (!Mine(it->second, instance)) return std::nullopt;
+    return db_->leader_epochs[std::string(role)];
   }
 
   absl::Status CheckHeld(std::string_view role, std::string_view instance) override {

@@ -19,9 +19,11 @@ class MemoryNodeStore final : public NodeStore {
  public:
   explicit MemoryNodeStore(std::shared_ptr<MemoryDatabase> db) : db_(std::move(db)) {}
 
-  absl::StatusOr<v1::Node> CreateNode(const v1::Node& node) override {
+  absl::StatusOr<v1::Node> CreateNode(const v1::Node& node,
+                                      const std::optional<WriteFence>& fence) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    if (auto st = db_->CheckFence(fence); !st.ok()) return st;
     if (db_->nodes.count(node.name())) {
       return absl::AlreadyExistsError(absl::StrCat("node ", node.name(), " already exists"));
     }
@@ -53,9 +55,11 @@ class MemoryNodeStore final : public NodeStore {
   }
 
   absl::StatusOr<v1::Node> UpdateNode(const v1::Node& node, int64_t expected_version,
-                                      const std::vector<v1::NodeEvent>& events) override {
+                                      const std::vector<v1::NodeEvent>& events,
+                                      const std::optional<WriteFence>& fence) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    if (auto st = db_->CheckFence(fence); !st.ok()) return st;
     auto it = db_->nodes.find(node.name());
     if (it == db_->nodes.end()) {
       return absl::NotFoundError(absl::StrCat("node ", node.name(), " not found"));

@@ -63,9 +63,11 @@ class MemoryRunStore final : public RunStore {
 
   absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
                                     const std::vector<v1::RunEvent>& events,
-                                    const std::vector<v1::Attempt>& attempts) override {
+                                    const std::vector<v1::Attempt>& attempts,
+                                    const std::optional<WriteFence>& fence) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    if (auto st = db_->CheckFence(fence); !st.ok()) return st;
     auto it = db_->runs.find(run.id());
     if (it == db_->runs.end())
       return absl::NotFoundError(absl::StrCat("run ", run.name(), " not found"));

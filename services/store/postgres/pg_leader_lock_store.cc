@@ -9,9 +9,12 @@
 #include <pqxx/pqxx>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "services/store/postgres/pg_stores.h"
 
 namespace tessera::store {
@@ -21,31 +24,73 @@ namespace {
 // contend on the same lock during a rolling upgrade.
 constexpr int64_t kSchedulerLockKey = 0x7e55e7a5c4ed;
 
+// Appends libpq parameters to a URL or a key=value connection string.
+std::string WithParams(const std::string& conninfo,
+                       const std::vector<std::pair<std::string, std::string>>& params) {
+  const bool url =
+      absl::StartsWith(conninfo, "postgresql://") || absl::StartsWith(conninfo, "postgres://");
+  std::string out = conninfo;
+  for (const auto& [key, value] : params) {
+    if (url) {
+      absl::StrAppend(&out, absl::StrContains(out, '?') ? "&" : "?", key, "=", value);
+    } else {
+      absl::StrAppend(&out, " ", key, "=", value);
+    }
+  }
+  return out;
+}
+
 class PgLeaderLockStore final : public LeaderLockStore {
  public:
-  explicit PgLeaderLockStore(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+  PgLeaderLockStore(std::string conninfo, LeaderSessionOptions options)
+      : conninfo_(WithParams(
+            conninfo,
+            {// The client notices a server that went silent (a cut network, a dead host).
+             {"keepalives", "1"},
+             {"keepalives_idle", "2"},
+             {"keepalives_interval", "1"},
+             {"keepalives_count", "3"},
+             {"tcp_user_timeout", absl::StrCat(absl::ToInt64Milliseconds(options.timeout))}})),
+        options_(options) {}
 
   ~PgLeaderLockStore() override {
     absl::MutexLock lock(&mu_);
     for (auto& [key, session] : sessions_) End(key.first, *session);
   }
 
-  absl::StatusOr<bool> TryAcquire(std::string_view role, std::string_view instance) override {
+  absl::StatusOr<std::optional<int64_t>> TryAcquire(std::string_view role,
+                                                    std::string_view instance) override {
     std::shared_ptr<Session> s = SessionFor(role, instance);
     absl::MutexLock lock(&s->mu);
     try {
       if (!s->conn || !s->conn->is_open()) {
         s->held = false;
         s->conn = std::make_unique<pqxx::connection>(conninfo_);
+        Configure(*s->conn);
       }
-      pqxx::nontransaction tx(*s->conn);
       if (s->held) {
+        pqxx::nontransaction tx(*s->conn);
         tx.exec("SELECT 1");  // the session, and so the lock, is alive
-        return true;
+        return s->epoch;
       }
-      s->held =
+      pqxx::work tx(*s->conn);
+      const bool taken =
           tx.exec_params("SELECT pg_try_advisory_lock($1)", PgLeaderLockKey(role))[0][0].as<bool>();
-      return s->held;
+      if (!taken) {
+        tx.commit();
+        return std::nullopt;
+      }
+      // A new term. The row lock this takes waits for writes of the previous term that are in
+      // flight (they hold the row FOR SHARE), so each of them lands before the term ends.
+      s->epoch = tx.exec_params(
+                       "INSERT INTO leader_terms (role, epoch, holder) VALUES ($1, 1, $2)"
+                       " ON CONFLICT (role) DO UPDATE SET epoch = leader_terms.epoch + 1,"
+                       " holder = EXCLUDED.holder, since = now() RETURNING epoch",
+                       std::string(role), std::string(instance))[0][0]
+                     .as<int64_t>();
+      tx.commit();
+      s->held = true;
+      return s->epoch;
     } catch (const std::exception& e) {
       return Broken(role, *s, e);
     }
@@ -83,7 +128,19 @@ class PgLeaderLockStore final : public LeaderLockStore {
     absl::Mutex mu;
     std::unique_ptr<pqxx::connection> conn ABSL_GUARDED_BY(mu);
     bool held ABSL_GUARDED_BY(mu) = false;
+    int64_t epoch ABSL_GUARDED_BY(mu) = 0;
   };
+
+  // The server ends the session of a holder that stops asking (frozen, or its host gone) after
+  // the session timeout, which frees the lock for a standby; a statement never waits longer.
+  void Configure(pqxx::connection& conn) const {
+    pqxx::nontransaction tx(conn);
+    const std::string ms = absl::StrCat(absl::ToInt64Milliseconds(options_.timeout));
+    tx.exec(absl::StrCat("SET idle_session_timeout = ", ms, "; SET statement_timeout = ", ms,
+                         "; SET lock_timeout = ", ms,
+                         "; SET tcp_keepalives_idle = 2; SET tcp_keepalives_interval = 1;"
+                         " SET tcp_keepalives_count = 3"));
+  }
   using SessionKey = std::pair<std::string, std::string>;  // (role, instance)
 
   static SessionKey Key(std::string_view role, std::string_view instance) {
@@ -138,6 +195,7 @@ class PgLeaderLockStore final : public LeaderLockStore {
   }
 
   const std::string conninfo_;
+  const LeaderSessionOptions options_;
   absl::Mutex mu_;
   std::map<SessionKey, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
 };
@@ -155,8 +213,19 @@ int64_t PgLeaderLockKey(std::string_view role) {
   return static_cast<int64_t>(hash & 0x7fffffffffffffffULL);
 }
 
-std::shared_ptr<LeaderLockStore> MakePgLeaderLockStore(std::string conninfo) {
-  return std::make_shared<PgLeaderLockStore>(std::move(conninfo));
+std::shared_ptr<LeaderLockStore> MakePgLeaderLockStore(std::string conninfo,
+                                                       LeaderSessionOptions options) {
+  return std::make_shared<PgLeaderLockStore>(std::move(conninfo), options);
+}
+
+absl::Status CheckFence(pqxx::work& tx, const std::optional<WriteFence>& fence) {
+  if (!fence) return absl::OkStatus();
+  const pqxx::result r =
+      tx.exec_params("SELECT epoch FROM leader_terms WHERE role = $1 FOR SHARE", fence->role);
+  if (r.empty()) return StaleTermError(*fence, std::nullopt);
+  const auto current = r[0][0].as<int64_t>();
+  if (current != fence->epoch) return StaleTermError(*fence, current);
+  return absl::OkStatus();
 }
 
 }  // namespace tessera::store

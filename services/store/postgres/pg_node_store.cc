@@ -22,10 +22,12 @@ class PgNodeStore final : public NodeStore {
  public:
   explicit PgNodeStore(std::shared_ptr<PgPool> pool) : pool_(std::move(pool)) {}
 
-  absl::StatusOr<v1::Node> CreateNode(const v1::Node& node) override {
+  absl::StatusOr<v1::Node> CreateNode(const v1::Node& node,
+                                      const std::optional<WriteFence>& fence) override {
     v1::Node stored = node;
     stored.set_version(1);
-    absl::Status st = pool_->Transact("registering a node", [&](pqxx::work& tx) {
+    absl::Status st = pool_->Transact("registering a node", [&](pqxx::work& tx) -> absl::Status {
+      if (auto fenced = CheckFence(tx, fence); !fenced.ok()) return fenced;
       tx.exec_params(
           "INSERT INTO nodes (name, cluster, gpu_type, liveness, admin_state, version, body)"
           " VALUES ($1, $2, $3, $4, $5, 1, $6)",
@@ -83,10 +85,12 @@ class PgNodeStore final : public NodeStore {
   }
 
   absl::StatusOr<v1::Node> UpdateNode(const v1::Node& node, int64_t expected_version,
-                                      const std::vector<v1::NodeEvent>& events) override {
+                                      const std::vector<v1::NodeEvent>& events,
+                                      const std::optional<WriteFence>& fence) override {
     v1::Node stored = node;
     stored.set_version(expected_version + 1);
     absl::Status st = pool_->Transact("updating a node", [&](pqxx::work& tx) -> absl::Status {
+      if (auto fenced = CheckFence(tx, fence); !fenced.ok()) return fenced;
       const pqxx::result r = tx.exec_params(
           "UPDATE nodes SET cluster = $2, gpu_type = $3, liveness = $4, admin_state = $5,"
           " version = $6 + 1, body = $7 WHERE name = $1 AND version = $6",

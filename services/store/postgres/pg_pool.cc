@@ -74,7 +74,13 @@ absl::StatusOr<PgPool::Lease> PgPool::Acquire(const char* what) {
     ++open_;  // reserve a slot, connect outside the lock
   }
   try {
-    return Lease{std::make_unique<pqxx::connection>(conninfo_), false};
+    auto conn = std::make_unique<pqxx::connection>(conninfo_);
+    // Bounds on every session: a statement never runs past a minute, and a transaction left
+    // open by a process that froze mid-way (SIGSTOP, a pause) cannot hold its row locks for
+    // long: it would otherwise keep a new leader's term from beginning (leader_terms).
+    pqxx::nontransaction(*conn).exec(
+        "SET statement_timeout = '60s'; SET idle_in_transaction_session_timeout = '5s'");
+    return Lease{std::move(conn), false};
   } catch (const std::exception& e) {
     Discard();
     return absl::UnavailableError(

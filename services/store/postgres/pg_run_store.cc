@@ -96,10 +96,12 @@ class PgRunStore final : public RunStore {
 
   absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
                                     const std::vector<v1::RunEvent>& events,
-                                    const std::vector<v1::Attempt>& attempts) override {
+                                    const std::vector<v1::Attempt>& attempts,
+                                    const std::optional<WriteFence>& fence) override {
     v1::Run stored = run;
     stored.set_version(expected_version + 1);
     absl::Status st = pool_->Transact("updating a run", [&](pqxx::work& tx) -> absl::Status {
+      if (auto fenced = CheckFence(tx, fence); !fenced.ok()) return fenced;
       const pqxx::result r = tx.exec_params(
           "UPDATE runs SET name = $2, user_name = $3, status = $4, cluster = $5, gpu_type = $6,"
           " version = $7 + 1, body = $8 WHERE id = $1 AND version = $7",

@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "absl/time/time.h"
 #include "services/store/postgres/pg_pool.h"
 #include "services/store/stores.h"
 
@@ -21,8 +23,18 @@ std::shared_ptr<LogStore> MakePgLogStore(std::shared_ptr<PgPool> pool);
 
 // Leader locks hold connections of their own (a session lock lives as long as its connection),
 // opened with `conninfo`, not taken from the pool.
-std::shared_ptr<LeaderLockStore> MakePgLeaderLockStore(std::string conninfo);
+struct LeaderSessionOptions {
+  // A holder's session that has been idle this long (its process frozen) is closed by the
+  // server, freeing the role; no statement on it waits longer. Holders confirm more often.
+  absl::Duration timeout = absl::Seconds(5);
+};
+std::shared_ptr<LeaderLockStore> MakePgLeaderLockStore(std::string conninfo,
+                                                       LeaderSessionOptions options = {});
 // The advisory lock key that stands for `role` (tests look the holder up in pg_locks by it).
 int64_t PgLeaderLockKey(std::string_view role);
+
+// OK for an unfenced write or one whose term is still the role's current one in leader_terms.
+// Takes the row FOR SHARE, so a new leader's term cannot begin until this transaction ends.
+absl::Status CheckFence(pqxx::work& tx, const std::optional<WriteFence>& fence);
 
 }  // namespace tessera::store

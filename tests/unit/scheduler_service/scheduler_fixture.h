@@ -35,9 +35,10 @@ class OutageNodeStore final : public store::NodeStore {
  public:
   OutageNodeStore(std::shared_ptr<store::NodeStore> inner, std::shared_ptr<Outage> outage)
       : inner_(std::move(inner)), outage_(std::move(outage)) {}
-  absl::StatusOr<v1::Node> CreateNode(const v1::Node& node) override {
+  absl::StatusOr<v1::Node> CreateNode(const v1::Node& node,
+                                      const std::optional<store::WriteFence>& fence) override {
     if (auto st = outage_->Check(); !st.ok()) return st;
-    return inner_->CreateNode(node);
+    return inner_->CreateNode(node, fence);
   }
   absl::StatusOr<v1::Node> GetNode(std::string_view name) override {
     if (auto st = outage_->Check(); !st.ok()) return st;
@@ -48,9 +49,10 @@ class OutageNodeStore final : public store::NodeStore {
     return inner_->ListNodes(filter);
   }
   absl::StatusOr<v1::Node> UpdateNode(const v1::Node& node, int64_t expected_version,
-                                      const std::vector<v1::NodeEvent>& events) override {
+                                      const std::vector<v1::NodeEvent>& events,
+                                      const std::optional<store::WriteFence>& fence) override {
     if (auto st = outage_->Check(); !st.ok()) return st;
-    return inner_->UpdateNode(node, expected_version, events);
+    return inner_->UpdateNode(node, expected_version, events, fence);
   }
   absl::Status DeleteNode(std::string_view name) override {
     if (auto st = outage_->Check(); !st.ok()) return st;

@@ -13,7 +13,8 @@ namespace {
 
 struct Fixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
-  store::Stores stores = store::MakeMemoryStores();
+  std::shared_ptr<store::MemoryDatabase> db = std::make_shared<store::MemoryDatabase>();
+  store::Stores stores = store::MakeMemoryStores(db);
   std::shared_ptr<ListedRuns> runs = std::make_shared<ListedRuns>();
   Scheduler scheduler = MakeScheduler(stores.nodes, runs, std::make_shared<WorkerRegistry>(),
                                       std::make_shared<IdempotentCalls>(stores.idempotency, clock),
@@ -21,8 +22,11 @@ struct Fixture {
 
   std::unique_ptr<SchedulerRunner> Runner(const std::string& instance,
                                           std::shared_ptr<store::LeaderLockStore> locks) {
-    return std::make_unique<SchedulerRunner>(scheduler.cycle, std::move(locks), instance, clock,
-                                             absl::Milliseconds(200));
+    return std::make_unique<SchedulerRunner>(
+        scheduler.cycle,
+        std::make_shared<LeaderElection>(std::move(locks), std::string(store::kSchedulerLeaderRole),
+                                         instance, clock),
+        clock, absl::Milliseconds(200));
   }
   // Admits one PENDING run per cycle that runs, so cycles can be counted by what they admitted.
   void AddPending(const std::string& id) {
@@ -60,6 +64,25 @@ TEST_CASE("scheduler runner: without a lock store the single instance always lea
   auto only = f.Runner("only", nullptr);
   REQUIRE(f.clock->AwaitWaiters(1));
   CHECK(only->is_leader());
+}
+
+TEST_CASE("scheduler runner: a leader frozen past its deadline steps down; the standby leads") {
+  Fixture f;
+  auto a = f.Runner("a", f.stores.leader_locks);
+  REQUIRE(f.clock->AwaitWaiters(1));
+  REQUIRE(a->is_leader());
+  auto b = f.Runner("b", f.stores.leader_locks);
+  REQUIRE(f.clock->AwaitWaiters(2));
+  REQUIRE_FALSE(b->is_leader());
+
+  // "a" is frozen: the database ends its idle session, and time passes without its beats.
+  f.db->EndLeaderSession(store::kSchedulerLeaderRole, "a");
+  f.clock->Advance(absl::Seconds(5));
+  // Whatever its threads ask now, it no longer leads (its worker streams close on this).
+  CHECK_FALSE(a->is_leader());
+  REQUIRE(f.clock->AwaitWaiters(2));
+  CHECK(b->is_leader());
+  CHECK_FALSE(a->is_leader());
 }
 
 }  // namespace

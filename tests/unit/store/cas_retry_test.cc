@@ -29,8 +29,9 @@ class RacingNodeStore final : public NodeStore {
   RacingNodeStore(std::shared_ptr<NodeStore> inner, int races)
       : inner_(std::move(inner)), races_left_(races) {}
 
-  absl::StatusOr<v1::Node> CreateNode(const v1::Node& node) override {
-    return inner_->CreateNode(node);
+  absl::StatusOr<v1::Node> CreateNode(const v1::Node& node,
+                                      const std::optional<WriteFence>& fence) override {
+    return inner_->CreateNode(node, fence);
   }
   absl::StatusOr<v1::Node> GetNode(std::string_view name) override {
     ++reads;
@@ -40,7 +41,8 @@ class RacingNodeStore final : public NodeStore {
     return inner_->ListNodes(filter);
   }
   absl::StatusOr<v1::Node> UpdateNode(const v1::Node& node, int64_t expected_version,
-                                      const std::vector<v1::NodeEvent>& events) override {
+                                      const std::vector<v1::NodeEvent>& events,
+                                      const std::optional<WriteFence>& fence) override {
     if (races_left_ > 0) {
       --races_left_;
       auto other = inner_->GetNode(node.name());
@@ -48,7 +50,7 @@ class RacingNodeStore final : public NodeStore {
       (*other->mutable_labels())["racer"] = std::to_string(races_left_);
       REQUIRE(inner_->UpdateNode(*other, other->version(), {}).ok());
     }
-    return inner_->UpdateNode(node, expected_version, events);
+    return inner_->UpdateNode(node, expected_version, events, fence);
   }
   absl::Status DeleteNode(std::string_view name) override { return inner_->DeleteNode(name); }
 

@@ -12,7 +12,7 @@ TEST_CASE("the memory store can play an unavailable database", "[memory]") {
   run.set_id("r1");
   run.set_name("r1");
   REQUIRE(s.runs->CreateRun(run, {}).ok());
-  REQUIRE(*s.leader_locks->TryAcquire("scheduler", "a"));
+  REQUIRE(s.leader_locks->TryAcquire("scheduler", "a")->has_value());
 
   db->SetUnavailable(true);
   CHECK(absl::IsUnavailable(s.runs->GetRun("r1").status()));
@@ -28,7 +28,7 @@ TEST_CASE("the memory store can play an unavailable database", "[memory]") {
   db->SetUnavailable(false);
   CHECK(s.runs->GetRun("r1").ok());
   CHECK(absl::IsFailedPrecondition(s.leader_locks->CheckHeld("scheduler", "a")));
-  CHECK(*s.leader_locks->TryAcquire("scheduler", "b"));
+  CHECK(s.leader_locks->TryAcquire("scheduler", "b")->has_value());
 }
 
 }  // namespace
