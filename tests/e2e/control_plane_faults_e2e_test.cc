@@ -128,7 +128,7 @@ ServerProcess* AwaitLeader(const std::vector<ServerProcess*>& servers, const std
 
 TEST_CASE(
     "The scheduler leader killed, then its successor frozen for 20 s, cost a 2-node run "
-    "nothing; the frozen leader never acts again",
+    "nothing, and the frozen leader never acts again",
     "[e2e]") {
   constexpr int kLongSteps = 2500;
   // A lease long enough to find a new leader in: with standbys, workers leave a leader that

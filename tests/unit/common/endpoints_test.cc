@@ -16,7 +16,7 @@ TEST_CASE("endpoints: lists split on commas, trimmed, empty entries skipped") {
   CHECK(SplitEndpoints(" , ").empty());
 }
 
-TEST_CASE("endpoints: one endpoint is its own target; several IPs become a static list") {
+TEST_CASE("endpoints: one endpoint is its own target, several IPs become a static list") {
   CHECK(*GrpcTarget("--x", "scheduler.example:50051") == "scheduler.example:50051");
   CHECK(*GrpcTarget("--x", "127.0.0.1:1, 127.0.0.1:2") == "ipv4:127.0.0.1:1,127.0.0.1:2");
   CHECK(*GrpcTarget("--x", "[::1]:1,[fe80::1]:2") == "ipv6:[::1]:1,[fe80::1]:2");

@@ -31,7 +31,7 @@ struct Fixture {
   }
 };
 
-TEST_CASE("leader election: one leads a term; the fence carries its epoch; a standby waits") {
+TEST_CASE("leader election: one leads a term, the fence carries its epoch, a standby waits") {
   Fixture f;
   auto a = f.Elect("a");
   auto b = f.Elect("b");
@@ -97,7 +97,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "leader election: a hold the store no longer confirms ends the term at once; the "
+    "leader election: a hold the store no longer confirms ends the term at once, the "
     "workers stay while no one else can lead") {
   Fixture f;
   auto a = f.Elect("a");

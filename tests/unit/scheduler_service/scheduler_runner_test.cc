@@ -66,7 +66,7 @@ TEST_CASE("scheduler runner: without a lock store the single instance always lea
   CHECK(only->is_leader());
 }
 
-TEST_CASE("scheduler runner: a leader frozen past its deadline steps down; the standby leads") {
+TEST_CASE("scheduler runner: a leader frozen past its deadline steps down, the standby leads") {
   Fixture f;
   auto a = f.Runner("a", f.stores.leader_locks);
   REQUIRE(f.clock->AwaitWaiters(1));

@@ -116,7 +116,7 @@ CONFORMANCE_CASE("leader locks: instances of separate processes contend over one
   CHECK(Acquire(*third.leader_locks, "c"));
 }
 
-CONFORMANCE_CASE("leader terms: every new holder begins a higher term; asking again keeps it") {
+CONFORMANCE_CASE("leader terms: every new holder begins a higher term, asking again keeps it") {
   Stores s = FreshStores();
   LeaderLockStore& locks = *s.leader_locks;
   const std::optional<int64_t> first = Term(locks, "a");
@@ -138,7 +138,7 @@ CONFORMANCE_CASE("leader terms: every new holder begins a higher term; asking ag
   CHECK(Term(locks, "a") == third);
 }
 
-CONFORMANCE_CASE("fenced writes: the current term's land; an ended term's change nothing") {
+CONFORMANCE_CASE("fenced writes: the current term's land, an ended term's change nothing") {
   Stores s = FreshStores();
   LeaderLockStore& locks = *s.leader_locks;
   const std::optional<int64_t> old_term = Term(locks, "a");
