@@ -87,9 +87,9 @@ class SchedulerComponent final : public Component {
         runner_(std::make_unique<scheduler::SchedulerRunner>(scheduler_.cycle, election_, f.clock,
                                                              o.cycle_interval)),
         api_(
-            scheduler_, f.authenticator, [this] { return runner_->is_leader(); }, o.instance_id),
+            scheduler_, f.authenticator, [this] { return election_->IsLeader(); }, o.instance_id),
         control_(
-            scheduler_, workers_, f.authenticator, [this] { return runner_->is_leader(); },
+            scheduler_, workers_, f.authenticator, [this] { return election_->IsLeader(); },
             [this] { return election_->KeepsWorkers(); }) {}
   ~SchedulerComponent() override { runner_.reset(); }
   std::vector<grpc::Service*> services() override { return {&api_, &control_}; }
@@ -134,8 +134,8 @@ class HealthComponent final : public Component {
             f.idempotency, f.clock, f.random, ConfigFrom(o))),
         service_(handler_, f.authenticator),
         // One health API instance sweeps and remediates; the others answer calls and stand by.
-        election_(o.elect ? f.stores.leader_locks : nullptr, std::string(store::kHealthLeaderRole),
-                  o.instance_id, MonotonicClock::Shared()),
+        election_(f.stores.leader_locks, std::string(store::kHealthLeaderRole), o.instance_id,
+                  MonotonicClock::Shared()),
         ticker_(f.clock, o.tick, [this] {
           if (election_.Lead()) handler_->Tick();
         }) {}

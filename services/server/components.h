@@ -86,9 +86,8 @@ struct HealthOptions {
   absl::Duration tick = absl::Milliseconds(200);
   // All-reduce payloads between CPU nodes (empty: 1, 4, 16 and 64 MiB).
   std::vector<int64_t> cpu_payload_bytes;
-  // Whether instances elect one leader to sweep (false: this one always does).
-  bool elect = false;
-  std::string instance_id;  // unique among health API instances (host:pid)
+  // Unique among health API instances (host:pid): they elect one leader to sweep.
+  std::string instance_id;
 };
 
 // The health API; it reaches the scheduler, the cordon service and the run manager through

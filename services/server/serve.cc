@@ -212,7 +212,6 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   }
   if (parts.cordon) components.push_back(MakeCordonComponent(f));
   if (parts.health) {
-    health.elect = true;
     health.instance_id = InstanceId();
     health.sweep_interval = absl::Seconds(sweep_interval_seconds);
     health.canary_timeout = absl::Seconds(canary_timeout_seconds);

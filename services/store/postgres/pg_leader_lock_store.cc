@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -24,34 +23,24 @@ namespace {
 // contend on the same lock during a rolling upgrade.
 constexpr int64_t kSchedulerLockKey = 0x7e55e7a5c4ed;
 
-// Appends libpq parameters to a URL or a key=value connection string.
-std::string WithParams(const std::string& conninfo,
-                       const std::vector<std::pair<std::string, std::string>>& params) {
-  const bool url =
-      absl::StartsWith(conninfo, "postgresql://") || absl::StartsWith(conninfo, "postgres://");
-  std::string out = conninfo;
-  for (const auto& [key, value] : params) {
-    if (url) {
-      absl::StrAppend(&out, absl::StrContains(out, '?') ? "&" : "?", key, "=", value);
-    } else {
-      absl::StrAppend(&out, " ", key, "=", value);
-    }
+// The lock's connection string: the client notices a server that went silent (a cut network, a
+// dead host) within about the session timeout.
+std::string LockConnInfo(std::string conninfo, const LeaderSessionOptions& options) {
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"keepalives", "1"},
+           {"keepalives_idle", "2"},
+           {"keepalives_interval", "1"},
+           {"keepalives_count", "3"},
+           {"tcp_user_timeout", absl::StrCat(absl::ToInt64Milliseconds(options.timeout))}}) {
+    conninfo = WithConnParam(conninfo, key, value);
   }
-  return out;
+  return conninfo;
 }
 
 class PgLeaderLockStore final : public LeaderLockStore {
  public:
   PgLeaderLockStore(std::string conninfo, LeaderSessionOptions options)
-      : conninfo_(WithParams(
-            conninfo,
-            {// The client notices a server that went silent (a cut network, a dead host).
-             {"keepalives", "1"},
-             {"keepalives_idle", "2"},
-             {"keepalives_interval", "1"},
-             {"keepalives_count", "3"},
-             {"tcp_user_timeout", absl::StrCat(absl::ToInt64Milliseconds(options.timeout))}})),
-        options_(options) {}
+      : conninfo_(LockConnInfo(std::move(conninfo), options)), options_(options) {}
 
   ~PgLeaderLockStore() override {
     absl::MutexLock lock(&mu_);

@@ -22,15 +22,19 @@ enum class Failure { kRetryable, kFinal };
 
 }  // namespace
 
-std::string WithConnectTimeout(const std::string& conninfo, int seconds) {
-  if (absl::StrContains(conninfo, "connect_timeout")) return conninfo;
+std::string WithConnParam(const std::string& conninfo, const std::string& key,
+                          const std::string& value) {
+  if (absl::StrContains(conninfo, key + "=")) return conninfo;
   const bool is_url =
       absl::StartsWith(conninfo, "postgresql://") || absl::StartsWith(conninfo, "postgres://");
   if (is_url) {
-    return absl::StrCat(conninfo, absl::StrContains(conninfo, "?") ? "&" : "?",
-                        "connect_timeout=", seconds);
+    return absl::StrCat(conninfo, absl::StrContains(conninfo, "?") ? "&" : "?", key, "=", value);
   }
-  return absl::StrCat(conninfo, " connect_timeout=", seconds);
+  return absl::StrCat(conninfo, " ", key, "=", value);
+}
+
+std::string WithConnectTimeout(const std::string& conninfo, int seconds) {
+  return WithConnParam(conninfo, "connect_timeout", absl::StrCat(seconds));
 }
 
 std::string PgTextArray(const std::vector<std::string>& values) {

@@ -44,7 +44,11 @@ class PgPool {
   int open_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Adds connect_timeout to a libpq URL or key=value string unless it already has one.
+// Adds the parameter `key`=`value` to a libpq URL or key=value string unless it already sets
+// `key` (the operator's own setting wins).
+std::string WithConnParam(const std::string& conninfo, const std::string& key,
+                          const std::string& value);
+// WithConnParam for connect_timeout.
 std::string WithConnectTimeout(const std::string& conninfo, int seconds);
 
 // A PostgreSQL array literal ("{...}") of the given strings, quoted and escaped.

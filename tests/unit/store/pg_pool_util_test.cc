@@ -16,6 +16,16 @@ TEST_CASE("connect_timeout is added once to URLs and key=value strings", "[postg
   CHECK(WithConnectTimeout("host=h connect_timeout=9", 5) == "host=h connect_timeout=9");
 }
 
+TEST_CASE("connection parameters are added unless the operator set them", "[postgres]") {
+  CHECK(WithConnParam("postgresql://a,b/db?target_session_attrs=read-write", "keepalives", "1") ==
+        "postgresql://a,b/db?target_session_attrs=read-write&keepalives=1");
+  // keepalives_idle is another parameter than keepalives.
+  CHECK(WithConnParam("host=h keepalives_idle=9", "keepalives", "1") ==
+        "host=h keepalives_idle=9 keepalives=1");
+  CHECK(WithConnParam("host=h keepalives_idle=9", "keepalives_idle", "2") ==
+        "host=h keepalives_idle=9");
+}
+
 TEST_CASE("array literals quote and escape their elements", "[postgres]") {
   CHECK(PgTextArray({}) == "{}");
   CHECK(PgTextArray({"a", "b c", "q\"uote", "back\\slash", "{x,y}"}) ==
