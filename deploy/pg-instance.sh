@@ -6,6 +6,12 @@
 #   deploy/pg-instance.sh start DIR [PORT] [--ephemeral]
 #       initdb on first use, start on 127.0.0.1:PORT (a free port when omitted), create the
 #       database "tessera", print its URL. --ephemeral trades durability for speed (tests only).
+#   deploy/pg-instance.sh standby DIR PRIMARY_PORT [PORT]
+#       a streaming standby of the instance on 127.0.0.1:PRIMARY_PORT (pg_basebackup on first
+#       use), started on 127.0.0.1:PORT; it serves reads until promoted
+#   deploy/pg-instance.sh promote DIR    make a standby the primary
+#   deploy/pg-instance.sh sync DIR on|off
+#       on: a commit on this primary waits until a standby has it (synchronous replication)
 #   deploy/pg-instance.sh stop DIR [fast|immediate]
 #   deploy/pg-instance.sh url DIR        the URL of a running instance
 #   deploy/pg-instance.sh status DIR     exit 0 when it runs
@@ -52,8 +58,39 @@ print(s.getsockname()[1])
 PY
 }
 
+prepare_data_dir() {
+  mkdir -p "$data"
+  [ "$data" = "$dir/pgdata" ] || echo "$data" > "$dir/pgdata-location"
+  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$data"
+  chmod 700 "$data"
+}
+
+# Starts the server on 127.0.0.1:$1 (the recorded or a free port when empty); $2 = 1 trades
+# durability for speed. Prints the URL of its database "tessera" (created on a primary).
+start_server() {
+  local port="$1" ephemeral="$2"
+  if as_server_user "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+    cat "$dir/url"
+    return
+  fi
+  [ -n "$port" ] || { [ -f "$dir/port" ] && port="$(cat "$dir/port")"; } || true
+  [ -n "$port" ] || port="$(free_port)"
+  local opts="-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200"
+  if [ "$ephemeral" -eq 1 ]; then
+    opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  fi
+  as_server_user "$PGBIN/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 -o "$opts" start >/dev/null \
+    || die "PostgreSQL did not start on port $port; see $data/server.log"
+  echo "$port" > "$dir/port"
+  if [ ! -f "$data/standby.signal" ] && ! "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U tessera -d postgres -tAc \
+      "SELECT 1 FROM pg_database WHERE datname = 'tessera'" | grep -q 1; then
+    "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U tessera -d postgres -qc "CREATE DATABASE tessera" >/dev/null
+  fi
+  echo "postgresql://tessera@127.0.0.1:$port/tessera" | tee "$dir/url"
+}
+
 cmd="${1:-}"; dir="${2:-}"
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: pg-instance.sh start|stop|url|status|destroy DIR [PORT]"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: pg-instance.sh start|standby|promote|sync|stop|url|status|destroy DIR ..."
 mkdir -p "$dir"
 dir="$(realpath "$dir")"
 data="$(data_dir_for "$dir")"
@@ -65,31 +102,38 @@ case "$cmd" in
     for a in "$@"; do [ "$a" = "--ephemeral" ] && ephemeral=1; done
     [ "$port" = "--ephemeral" ] && port=""
     if [ ! -f "$data/PG_VERSION" ]; then
-      mkdir -p "$data"
-      [ "$data" = "$dir/pgdata" ] || echo "$data" > "$dir/pgdata-location"
-      [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$data"
-      chmod 700 "$data"
+      prepare_data_dir
       as_server_user "$PGBIN/initdb" -D "$data" -A trust -U tessera -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 \
         || die "initdb failed; see $dir/initdb.log"
     fi
-    if as_server_user "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
-      cat "$dir/url"
-      exit 0
+    start_server "$port" "$ephemeral"
+    ;;
+  standby)
+    primary_port="${3:-}"; port="${4:-}"
+    [ -n "$primary_port" ] || die "usage: pg-instance.sh standby DIR PRIMARY_PORT [PORT]"
+    if [ ! -f "$data/PG_VERSION" ]; then
+      prepare_data_dir
+      # -R writes standby.signal and the primary's connection: the copy follows the primary.
+      as_server_user "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$primary_port" -U tessera -D "$data" \
+        -R -X stream -c fast >"$dir/basebackup.log" 2>&1 \
+        || die "pg_basebackup from port $primary_port failed; see $dir/basebackup.log"
     fi
-    [ -n "$port" ] || { [ -f "$dir/port" ] && port="$(cat "$dir/port")"; } || true
-    [ -n "$port" ] || port="$(free_port)"
-    opts="-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200"
-    if [ "$ephemeral" -eq 1 ]; then
-      opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    fi
-    as_server_user "$PGBIN/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 -o "$opts" start >/dev/null \
-      || die "PostgreSQL did not start on port $port; see $data/server.log"
-    echo "$port" > "$dir/port"
-    if ! "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U tessera -d postgres -tAc \
-        "SELECT 1 FROM pg_database WHERE datname = 'tessera'" | grep -q 1; then
-      "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U tessera -d postgres -qc "CREATE DATABASE tessera" >/dev/null
-    fi
-    echo "postgresql://tessera@127.0.0.1:$port/tessera" | tee "$dir/url"
+    start_server "$port" 0
+    ;;
+  promote)
+    as_server_user "$PGBIN/pg_ctl" -D "$data" -w -t 60 promote >/dev/null \
+      || die "promoting the standby in $dir failed; see $data/server.log"
+    ;;
+  sync)
+    case "${3:-}" in
+      on) names="*" ;;
+      off) names="" ;;
+      *) die "usage: pg-instance.sh sync DIR on|off" ;;
+    esac
+    port="$(cat "$dir/port")"
+    "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U tessera -d postgres -qc \
+      "ALTER SYSTEM SET synchronous_standby_names = '$names'" >/dev/null
+    "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U tessera -d postgres -qtAc "SELECT pg_reload_conf()" >/dev/null
     ;;
   stop)
     mode="${3:-fast}"
@@ -108,7 +152,7 @@ case "$cmd" in
     if as_server_user "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
       as_server_user "$PGBIN/pg_ctl" -D "$data" -m immediate -w -t 60 stop >/dev/null || true
     fi
-    rm -rf "$data" "$dir/pgdata-location" "$dir/url" "$dir/port" "$dir/initdb.log"
+    rm -rf "$data" "$dir/pgdata-location" "$dir/url" "$dir/port" "$dir/initdb.log" "$dir/basebackup.log"
     ;;
-  *) die "unknown command '$cmd' (start|stop|url|status|destroy)" ;;
+  *) die "unknown command '$cmd' (start|standby|promote|sync|stop|url|status|destroy)" ;;
 esac

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "scheduler/service/scheduler_service.h"
 
@@ -11,6 +12,40 @@ namespace {
 void LogHealthRelay(const std::string& node, const char* what, const absl::Status& st) {
   if (!st.ok()) spdlog::warn("{} from node {}: {}", what, node, st.ToString());
 }
+
+// The writes of one worker's stream. gRPC allows one Write at a time on a stream and the
+// scheduler's threads write to it too, so writes go through one mutex; until the registration
+// reply is written, the others' messages are held back, then sent after it in order.
+class RegisteredFirstWriter {
+ public:
+  explicit RegisteredFirstWriter(grpc::ServerReaderWriter<v1::ControlMessage, v1::WorkerMessage>* s)
+      : stream_(s) {}
+
+  bool Write(const v1::ControlMessage& m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!open_) {
+      held_.push_back(m);
+      return true;
+    }
+    return stream_->Write(m);
+  }
+
+  // Writes the reply, then what was held back.
+  bool Open(const v1::ControlMessage& registered) {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    bool ok = stream_->Write(registered);
+    for (const auto& m : held_) ok = ok && stream_->Write(m);
+    held_.clear();
+    return ok;
+  }
+
+ private:
+  grpc::ServerReaderWriter<v1::ControlMessage, v1::WorkerMessage>* const stream_;
+  std::mutex mu_;
+  bool open_ = false;
+  std::vector<v1::ControlMessage> held_;
+};
 
 }  // namespace
 
@@ -31,14 +66,12 @@ grpc::Status WorkerControlService::Connect(
                         "the first message on the control stream must be register");
   }
   const std::string node = first.register_().node().name();
-  // gRPC allows one Write at a time on a stream; the scheduler's cycle and this thread both
-  // write, so writes go through one mutex.
-  auto write_mu = std::make_shared<std::mutex>();
-  auto write = [stream, write_mu](const v1::ControlMessage& m) {
-    std::lock_guard<std::mutex> lock(*write_mu);
-    return stream->Write(m);
-  };
-  // Attach before registering so that orphan stops decided during registration reach it.
+  // Attach before registering so that orphan stops decided during registration reach it. The
+  // worker takes any first message other than `registered` as a failed registration, so what
+  // others send before the reply waits for it (once, a start resent at every registration
+  // kept a node registering again and again, lost every few seconds).
+  auto writer = std::make_shared<RegisteredFirstWriter>(stream);
+  auto write = [writer](const v1::ControlMessage& m) { return writer->Write(m); };
   const uint64_t token = workers_->Attach(node, write);
   auto registered = sessions_->RegisterWorker(first.register_());
   if (!registered.ok()) {
@@ -47,7 +80,7 @@ grpc::Status WorkerControlService::Connect(
   }
   v1::ControlMessage reply;
   *reply.mutable_registered() = *registered;
-  write(reply);
+  writer->Open(reply);
 
   grpc::Status result = grpc::Status::OK;
   v1::WorkerMessage msg;

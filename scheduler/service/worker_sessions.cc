@@ -155,6 +155,9 @@ void WorkerSessions::ReconcileFromHeartbeat(const std::string& node, const v1::H
                  desired_->StopDue(node, local.run_id(), local.resumption_index())) {
         // Its stop was lost, or went to an instance that is gone: an older attempt's ranks
         // must never run beside a newer one's.
+        spdlog::warn(
+            "node {} still runs attempt {} of run {}, which is over: its stop is sent again", node,
+            local.resumption_index(), local.run_id());
         control_->SendStop(node, local.run_id(), local.resumption_index(),
                            "this attempt is over (its stop is sent again)");
       }
@@ -164,6 +167,10 @@ void WorkerSessions::ReconcileFromHeartbeat(const std::string& node, const v1::H
       const auto stop_sent = attempts_->StopSentAt(local.run_id(), local.resumption_index());
       if (stop_sent && clock_->Now() - *stop_sent >= ResendAfter(config_) &&
           desired_->StopDue(node, local.run_id(), local.resumption_index())) {
+        spdlog::warn(
+            "node {} still runs attempt {} of run {}, which is stopping: its stop is sent "
+            "again",
+            node, local.resumption_index(), local.run_id());
         control_->SendStop(node, local.run_id(), local.resumption_index(),
                            "the attempt is stopping (its stop is sent again)");
       }

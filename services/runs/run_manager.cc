@@ -41,6 +41,21 @@ absl::Status RequireName(const std::string& name) {
   return absl::OkStatus();
 }
 
+// The record of a call answered with the run its write leaves (or with nothing, for DeleteRun),
+// written in that write's transaction.
+template <typename Response>
+std::optional<store::IdempotentRunWrite> RecordWithRun(
+    const std::optional<store::IdempotencyKey>& key) {
+  if (!key) return std::nullopt;
+  return store::IdempotentRunWrite{*key, [](const v1::Run& run) {
+                                     Response response;
+                                     if constexpr (requires { response.mutable_run(); }) {
+                                       *response.mutable_run() = run;
+                                     }
+                                     return response.SerializeAsString();
+                                   }};
+}
+
 }  // namespace
 
 RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
@@ -72,8 +87,9 @@ absl::StatusOr<v1::Run> RunManager::ReadVisible(const Who& who, const std::strin
   return run;
 }
 
-absl::StatusOr<v1::Run> RunManager::CreateFromSpec(const Who& who, const v1::RunSpec& spec,
-                                                   const std::string& message) {
+absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
+    const Who& who, const v1::RunSpec& spec, const std::string& message,
+    const std::optional<store::IdempotentRunWrite>& idem) {
   TESSERA_RETURN_IF_ERROR(spec::ValidateRunSpec(spec));
   TESSERA_RETURN_IF_ERROR(fit_->CheckFit(spec.compute()));
   // mcli appends a short random suffix so that the same YAML can be submitted many times.
@@ -89,7 +105,7 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(const Who& who, const v1::Run
     *run.mutable_updated_at() = ToProtoTime(now);
     run.set_resumption_index(-1);
     auto created =
-        runs_->CreateRun(run, {MakeEvent(run, v1::RUN_EVENT_TYPE_CREATED, message, now)});
+        runs_->CreateRun(run, {MakeEvent(run, v1::RUN_EVENT_TYPE_CREATED, message, now)}, idem);
     if (!absl::IsAlreadyExists(created.status())) return created;
   }
   return absl::InternalError("could not find a free run name after 8 tries");
@@ -98,14 +114,16 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(const Who& who, const v1::Run
 absl::Status RunManager::SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
                                    v1::SubmitRunResponse* resp) {
   if (!req.has_spec()) return absl::InvalidArgumentError("spec: required");
-  return idem_->Run(absl::StrCat("SubmitRun/", who.user), req.idempotency_key(), req, resp,
-                    [&]() -> absl::Status {
-                      auto run = CreateFromSpec(who, req.spec(), "Run created");
-                      if (!run.ok()) return run.status();
-                      *resp->mutable_run() = *std::move(run);
-                      spdlog::info("run {} submitted by {}", resp->run().name(), who.user);
-                      return absl::OkStatus();
-                    });
+  return idem_->RunAtomically(
+      absl::StrCat("SubmitRun/", who.user), req.idempotency_key(), req, resp,
+      [&](const auto& key) -> absl::Status {
+        auto run = CreateFromSpec(who, req.spec(), "Run created",
+                                  RecordWithRun<v1::SubmitRunResponse>(key));
+        if (!run.ok()) return run.status();
+        *resp->mutable_run() = *std::move(run);
+        spdlog::info("run {} submitted by {}", resp->run().name(), who.user);
+        return absl::OkStatus();
+      });
 }
 
 absl::Status RunManager::GetRun(const Who& who, const v1::GetRunRequest& req,
@@ -152,7 +170,8 @@ absl::StatusOr<v1::Run> RunManager::Mutate(
     const std::string& run_id,
     const std::function<absl::StatusOr<Transition>(const v1::Run&,
                                                    const std::vector<v1::Attempt>&)>& change,
-    const std::optional<store::WriteFence>& fence) {
+    const std::optional<store::WriteFence>& fence,
+    const std::optional<store::IdempotentRunWrite>& idem) {
   for (int i = 0; i < store::kMaxCasAttempts; ++i) {
     auto run = runs_->GetRunById(run_id);
     if (!run.ok()) return run.status();
@@ -161,7 +180,7 @@ absl::StatusOr<v1::Run> RunManager::Mutate(
     auto t = change(*run, *attempts);
     if (!t.ok()) return t.status();
     if (!t->changed) return *run;
-    auto updated = runs_->UpdateRun(t->run, run->version(), t->events, t->attempts, fence);
+    auto updated = runs_->UpdateRun(t->run, run->version(), t->events, t->attempts, fence, idem);
     if (!absl::IsAborted(updated.status())) return updated;
   }
   return absl::AbortedError(absl::StrCat("run ", run_id, " is changing too often; try again"));
@@ -183,12 +202,16 @@ absl::Status RunManager::StopRun(const Who& who, const v1::StopRunRequest& req,
   if (!run.ok()) return run.status();
   if (req.reason().size() > 1024)
     return absl::InvalidArgumentError("reason: at most 1024 characters");
-  return idem_->Run(
-      absl::StrCat("StopRun/", who.user), req.idempotency_key(), req, resp, [&]() -> absl::Status {
-        auto stopped = Mutate(run->id(), [&](const v1::Run& r, const auto& attempts) {
-          return absl::StatusOr<Transition>(
-              RequestStop(r, CurrentAttempt(r, attempts), who.user, req.reason(), clock_->Now()));
-        });
+  return idem_->RunAtomically(
+      absl::StrCat("StopRun/", who.user), req.idempotency_key(), req, resp,
+      [&](const auto& key) -> absl::Status {
+        auto stopped = Mutate(
+            run->id(),
+            [&](const v1::Run& r, const auto& attempts) {
+              return absl::StatusOr<Transition>(RequestStop(r, CurrentAttempt(r, attempts),
+                                                            who.user, req.reason(), clock_->Now()));
+            },
+            std::nullopt, RecordWithRun<v1::StopRunResponse>(key));
         if (!stopped.ok()) return stopped.status();
         *resp->mutable_run() = *std::move(stopped);
         return absl::OkStatus();
@@ -197,26 +220,28 @@ absl::Status RunManager::StopRun(const Who& who, const v1::StopRunRequest& req,
 
 absl::Status RunManager::DeleteRun(const Who& who, const v1::DeleteRunRequest& req,
                                    v1::DeleteRunResponse* resp) {
-  return idem_->Run(absl::StrCat("DeleteRun/", who.user), req.idempotency_key(), req, resp,
-                    [&]() -> absl::Status {
-                      auto run = ReadVisible(who, req.name());
-                      if (!run.ok()) return run.status();
-                      if (IsActive(run->status())) {
-                        return absl::FailedPreconditionError(absl::StrCat(
-                            "run ", run->name(), " is ", v1::RunStatus_Name(run->status()),
-                            "; stop it first (mcli stop run ", run->name(), ")"));
-                      }
-                      TESSERA_RETURN_IF_ERROR(runs_->DeleteRun(run->id()));
-                      if (logs_) {
-                        if (auto st = logs_->DeleteRunLogs(run->id()); !st.ok()) {
-                          spdlog::warn(
-                              "run {} ({}) was deleted but its logs remain: {}; delete them with "
-                              "DeleteRunLogs",
-                              run->name(), run->id(), std::string(st.message()));
-                        }
-                      }
-                      return absl::OkStatus();
-                    });
+  return idem_->RunAtomically(
+      absl::StrCat("DeleteRun/", who.user), req.idempotency_key(), req, resp,
+      [&](const auto& key) -> absl::Status {
+        auto run = ReadVisible(who, req.name());
+        if (!run.ok()) return run.status();
+        if (IsActive(run->status())) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("run ", run->name(), " is ", v1::RunStatus_Name(run->status()),
+                           "; stop it first (mcli stop run ", run->name(), ")"));
+        }
+        TESSERA_RETURN_IF_ERROR(
+            runs_->DeleteRun(run->id(), RecordWithRun<v1::DeleteRunResponse>(key)));
+        if (logs_) {
+          if (auto st = logs_->DeleteRunLogs(run->id()); !st.ok()) {
+            spdlog::warn(
+                "run {} ({}) was deleted but its logs remain: {}; delete them with "
+                "DeleteRunLogs",
+                run->name(), run->id(), std::string(st.message()));
+          }
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& req,
@@ -235,11 +260,12 @@ absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& r
   }
   auto run = ReadVisible(who, req.name());
   if (!run.ok()) return run.status();
-  return idem_->Run(
+  return idem_->RunAtomically(
       absl::StrCat("UpdateRun/", who.user), req.idempotency_key(), req, resp,
-      [&]() -> absl::Status {
-        auto updated =
-            Mutate(run->id(), [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
+      [&](const auto& key) -> absl::Status {
+        auto updated = Mutate(
+            run->id(),
+            [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
               if (IsTerminal(r.status())) {
                 return absl::FailedPreconditionError(absl::StrCat(
                     "run ", r.name(), " has ended (", v1::RunStatus_Name(r.status()), ")"));
@@ -265,7 +291,8 @@ absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& r
                   absl::StrCat("Run updated by ", who.user, ": ", absl::StrJoin(what, ", ")),
                   clock_->Now()));
               return t;
-            });
+            },
+            std::nullopt, RecordWithRun<v1::UpdateRunResponse>(key));
         if (!updated.ok()) return updated.status();
         *resp->mutable_run() = *std::move(updated);
         return absl::OkStatus();
@@ -276,11 +303,12 @@ absl::Status RunManager::RestartRun(const Who& who, const v1::RestartRunRequest&
                                     v1::RestartRunResponse* resp) {
   auto run = ReadVisible(who, req.name());
   if (!run.ok()) return run.status();
-  return idem_->Run(
+  return idem_->RunAtomically(
       absl::StrCat("RestartRun/", who.user), req.idempotency_key(), req, resp,
-      [&]() -> absl::Status {
-        auto restarted =
-            Mutate(run->id(), [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
+      [&](const auto& key) -> absl::Status {
+        auto restarted = Mutate(
+            run->id(),
+            [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
               if (!IsTerminal(r.status())) {
                 return absl::FailedPreconditionError(
                     absl::StrCat("run ", r.name(), " is ", v1::RunStatus_Name(r.status()),
@@ -297,7 +325,8 @@ absl::Status RunManager::RestartRun(const Who& who, const v1::RestartRunRequest&
               t.events.push_back(MakeEvent(t.run, v1::RUN_EVENT_TYPE_UPDATED,
                                            absl::StrCat("Run restarted by ", who.user), now));
               return t;
-            });
+            },
+            std::nullopt, RecordWithRun<v1::RestartRunResponse>(key));
         if (!restarted.ok()) return restarted.status();
         *resp->mutable_run() = *std::move(restarted);
         return absl::OkStatus();
@@ -310,10 +339,12 @@ absl::Status RunManager::CloneRun(const Who& who, const v1::CloneRunRequest& req
   if (!source.ok()) return source.status();
   v1::RunSpec spec = source->spec();
   if (!req.new_name().empty()) spec.set_name(req.new_name());
-  return idem_->Run(
-      absl::StrCat("CloneRun/", who.user), req.idempotency_key(), req, resp, [&]() -> absl::Status {
+  return idem_->RunAtomically(
+      absl::StrCat("CloneRun/", who.user), req.idempotency_key(), req, resp,
+      [&](const auto& key) -> absl::Status {
         auto run =
-            CreateFromSpec(who, spec, absl::StrCat("Run created as a clone of ", source->name()));
+            CreateFromSpec(who, spec, absl::StrCat("Run created as a clone of ", source->name()),
+                           RecordWithRun<v1::CloneRunResponse>(key));
         if (!run.ok()) return run.status();
         *resp->mutable_run() = *std::move(run);
         return absl::OkStatus();

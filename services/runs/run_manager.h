@@ -67,14 +67,18 @@ class RunManager {
   // Reads the run by name as `who` may see it: NOT_FOUND for other users' runs.
   absl::StatusOr<v1::Run> ReadVisible(const Who& who, const std::string& name);
   // Creates a run from a validated spec with a unique suffixed name.
+  // `idem` is recorded in the run's creating transaction (see IdempotentCalls::RunAtomically).
   absl::StatusOr<v1::Run> CreateFromSpec(const Who& who, const v1::RunSpec& spec,
-                                         const std::string& message);
+                                         const std::string& message,
+                                         const std::optional<store::IdempotentRunWrite>& idem = {});
   // Applies `change` to the freshest copy of the run, retrying when another writer wins. A
-  // `fence` makes the write one of a leader's term (refused once that term ended).
+  // `fence` makes the write one of a leader's term (refused once that term ended); `idem` is
+  // recorded with the write (a change that changes nothing writes and records nothing).
   absl::StatusOr<v1::Run> Mutate(const std::string& run_id,
                                  const std::function<absl::StatusOr<Transition>(
                                      const v1::Run&, const std::vector<v1::Attempt>&)>& change,
-                                 const std::optional<store::WriteFence>& fence = {});
+                                 const std::optional<store::WriteFence>& fence = {},
+                                 const std::optional<store::IdempotentRunWrite>& idem = {});
   std::string RandomSuffix(int length);
 
   std::shared_ptr<store::RunStore> runs_;

@@ -2,25 +2,37 @@
 // Runs, their attempts and their event log (owned by the run manager).
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "services/store/idempotency_store.h"
 #include "services/store/write_fence.h"
 #include "tessera/v1/runs.pb.h"
 
 namespace tessera::store {
+
+// A call's idempotency record, written in the same transaction as the run write it makes.
+// `response` serializes the call's response from the run as that write leaves it.
+struct IdempotentRunWrite {
+  IdempotencyKey key;
+  std::function<std::string(const v1::Run&)> response;
+};
 
 class RunStore {
  public:
   virtual ~RunStore() = default;
 
   // Stores a new run with version 1, together with its first events (atomically).
-  // ALREADY_EXISTS when the id or the name is taken.
+  // ALREADY_EXISTS when the id or the name is taken. With `idem`, its record is written in the
+  // same transaction, or nothing is written and the result is KeyTakenError.
   virtual absl::StatusOr<v1::Run> CreateRun(const v1::Run& run,
-                                            const std::vector<v1::RunEvent>& events) = 0;
+                                            const std::vector<v1::RunEvent>& events,
+                                            const std::optional<IdempotentRunWrite>& idem = {}) = 0;
 
   virtual absl::StatusOr<v1::Run> GetRun(std::string_view name) = 0;
   virtual absl::StatusOr<v1::Run> GetRunById(std::string_view id) = 0;
@@ -32,14 +44,17 @@ class RunStore {
   // appends `events` and upserts `attempts` in the same transaction. The stored run gets
   // version + 1. ABORTED when another writer moved the run first; NOT_FOUND when it does not
   // exist. With a `fence` (a write on a leader's behalf), FAILED_PRECONDITION (StaleTermError)
-  // unless its term is still current, checked in the same transaction.
+  // unless its term is still current, checked in the same transaction. `idem` as for CreateRun.
   virtual absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
                                             const std::vector<v1::RunEvent>& events,
                                             const std::vector<v1::Attempt>& attempts = {},
-                                            const std::optional<WriteFence>& fence = {}) = 0;
+                                            const std::optional<WriteFence>& fence = {},
+                                            const std::optional<IdempotentRunWrite>& idem = {}) = 0;
 
-  // Removes the run with its attempts and events. NOT_FOUND when absent.
-  virtual absl::Status DeleteRun(std::string_view id) = 0;
+  // Removes the run with its attempts and events. NOT_FOUND when absent. `idem` as for
+  // CreateRun (its response is made from the run as it was before the delete).
+  virtual absl::Status DeleteRun(std::string_view id,
+                                 const std::optional<IdempotentRunWrite>& idem = {}) = 0;
 
   // Inserts or replaces the attempt (run_id, resumption_index). NOT_FOUND without its run.
   virtual absl::Status PutAttempt(const v1::Attempt& attempt) = 0;

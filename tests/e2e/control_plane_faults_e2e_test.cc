@@ -2,12 +2,16 @@
 // tessera-worker daemons, real ranks): none may cost the run an interruption, a step or a line.
 #include <signal.h>
 
+#include <atomic>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "tests/e2e/training_helpers.h"
+#include "tests/support/tcp_proxy.h"
 
 namespace tessera::testing {
 namespace {
@@ -99,6 +103,118 @@ TEST_CASE("PostgreSQL stopped for 30 s under a 2-node run costs it nothing", "[e
   // Still training when the database came back: the outage was under the run, not after it.
   CHECK(c.client->Get(name).status() == v1::RUN_STATUS_RUNNING);
   std::printf("PostgreSQL was away for %.1f s\n", absl::ToDoubleSeconds(absl::Now() - stopped));
+
+  CheckCostNothing(c, name, kSteps);
+}
+
+TEST_CASE(
+    "The PostgreSQL primary killed and its synchronous standby promoted cost a 2-node run "
+    "nothing and lose no acknowledged write",
+    "[e2e]") {
+  auto primary = PostgresServer::Start(/*ephemeral=*/false);
+  REQUIRE(primary.ok());
+  auto standby = PostgresServer::StartStandby(**primary);
+  REQUIRE(standby.ok());
+  REQUIRE((*primary)->SetSynchronousReplication(true).ok());
+  // libpq tries the hosts in turn and keeps the one that takes writes.
+  const std::string url =
+      absl::StrCat("postgresql://tessera@127.0.0.1:", (*primary)->port(),
+                   ",127.0.0.1:", (*standby)->port(), "/tessera?target_session_attrs=read-write");
+  LocalCluster c(*std::move(primary), url);
+  const std::string shared = c.marks_dir() + "/shared";
+  StartTrainingWorker(c, "node-a", shared);
+  StartTrainingWorker(c, "node-b", shared);
+  const std::string name = SubmitTraining(c, "disturbed.yaml");
+  WaitForStep(c, name, 20);
+
+  // Writes go on through the failover; each one mcli reports done must survive it.
+  std::atomic<bool> writing{true};
+  std::vector<std::string> acknowledged;
+  int refused = 0;
+  std::thread writer([&] {
+    for (int i = 0; writing; ++i) {
+      const std::string user = absl::StrCat("probe-", i);
+      if (c.Mcli("admin create-api-key --user " + user + " --role user").exit_code == 0) {
+        acknowledged.push_back(user);
+      } else {
+        ++refused;
+      }
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  REQUIRE(c.pg->Kill().ok());
+  const absl::Time killed = absl::Now();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  REQUIRE((*standby)->Promote().ok());
+  std::printf("the standby took writes %.1f s after the primary died\n",
+              absl::ToDoubleSeconds(absl::Now() - killed));
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  writing = false;
+  writer.join();
+  std::printf("%zu writes acknowledged, %d refused during the failover\n", acknowledged.size(),
+              refused);
+  CHECK(acknowledged.size() >= 10);
+  ShellResult keys = c.Mcli("admin list-api-keys");
+  REQUIRE(keys.exit_code == 0);
+  for (const auto& user : acknowledged) {
+    INFO(user);
+    CHECK(absl::StrContains(keys.output, user + " "));
+  }
+  CHECK(c.client->Get(name).status() == v1::RUN_STATUS_RUNNING);
+
+  CheckCostNothing(c, name, kSteps);
+}
+
+// The pid a rank wrote to its marker file.
+pid_t PidIn(LocalCluster& c, const std::string& file) {
+  auto text = c.WaitForMark(file);
+  REQUIRE(text.has_value());
+  int pid = 0;
+  REQUIRE(absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &pid));
+  return pid;
+}
+
+TEST_CASE("A stop and a start lost on the wire are repaired and cost a 2-node run nothing",
+          "[e2e]") {
+  LocalCluster c;
+  // Each worker reaches the scheduler through a link the test can cut: while cut, nothing
+  // crosses; when restored, the connections are dropped with whatever was in flight.
+  TcpProxy link_a(c.server.grpc_port), link_b(c.server.grpc_port);
+  const std::string shared = c.marks_dir() + "/shared";
+  StartTrainingWorker(c, "node-a", shared, absl::StrCat("127.0.0.1:", link_a.port()));
+  StartTrainingWorker(c, "node-b", shared, absl::StrCat("127.0.0.1:", link_b.port()));
+  auto cut = [&] {
+    link_a.Cut();
+    link_b.Cut();
+  };
+  auto restore = [&] {
+    // Long enough for the command to be written into the cut link, well under a lease (3 s).
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    link_a.Restore();
+    link_b.Restore();
+  };
+
+  // 1. A stop lost: the old run's ranks must end before anything else gets their GPUs.
+  const v1::Run old = c.Submit("old", "echo $$ > \"$MARKS/old-$RANK\"; exec sleep 600", 4, 2);
+  c.client->WaitForStatus(old.name(), v1::RUN_STATUS_RUNNING);
+  std::vector<pid_t> old_ranks;
+  for (int rank = 0; rank < 4; ++rank) old_ranks.push_back(PidIn(c, absl::StrCat("old-", rank)));
+  cut();
+  REQUIRE(c.Mcli("stop run " + old.name()).exit_code == 0);
+  REQUIRE(c.server.process.WaitForLine("stopping run " + old.name(), absl::Seconds(5)).ok());
+  restore();
+  c.client->WaitForStatus(old.name(), v1::RUN_STATUS_STOPPED, absl::Seconds(30));
+  CHECK(c.server.process.WaitForLine("its stop is sent again", absl::Seconds(1)).ok());
+  for (pid_t pid : old_ranks) CHECK_FALSE(GroupAlive(pid));
+
+  // 2. A start lost: the training run starts all the same, in its first attempt.
+  cut();
+  const std::string name = SubmitTraining(c, "disturbed.yaml");
+  REQUIRE(c.server.process.WaitForLine("placed run " + name, absl::Seconds(5)).ok());
+  restore();
+  const v1::Run started = WaitForStep(c, name, 20);
+  CHECK(started.resumption_index() == 0);
+  CHECK(c.server.process.WaitForLine("sending it again", absl::Seconds(1)).ok());
 
   CheckCostNothing(c, name, kSteps);
 }

@@ -17,13 +17,23 @@ bool GroupAlive(pid_t pgid) { return !worker::LiveGroupMembers(pgid).empty(); }
 
 int64_t NowNanos() { return absl::ToUnixNanos(absl::Now()); }
 
-LocalCluster::LocalCluster(std::vector<std::string> server_flags) {
+namespace {
+std::unique_ptr<PostgresServer> StartPostgres() {
   auto started = PostgresServer::Start();
   REQUIRE(started.ok());
-  pg = *std::move(started);
-  admin_key = CreateKey(pg->url(), "ops", "admin");
-  system_key = CreateKey(pg->url(), "tessera-worker", "system");
-  server = StartServer("tessera-server", pg->url(), server_flags);
+  return *std::move(started);
+}
+}  // namespace
+
+LocalCluster::LocalCluster(std::vector<std::string> server_flags)
+    : LocalCluster(StartPostgres(), "", std::move(server_flags)) {}
+
+LocalCluster::LocalCluster(std::unique_ptr<PostgresServer> primary, std::string url,
+                           std::vector<std::string> server_flags)
+    : pg(std::move(primary)), database_url(url.empty() ? pg->url() : std::move(url)) {
+  admin_key = CreateKey(database_url, "ops", "admin");
+  system_key = CreateKey(database_url, "tessera-worker", "system");
+  server = StartServer("tessera-server", database_url, server_flags);
   client = std::make_unique<Client>(server.endpoint(), admin_key);
   marks_ = root_.path + "/marks";
   fs::create_directories(marks_);

@@ -24,6 +24,10 @@ class LocalCluster {
  public:
   // Server flags default to the production lease (3 s) and heartbeat (0.5 s).
   explicit LocalCluster(std::vector<std::string> server_flags = {});
+  // Over a database the test set up (`database_url` may name several hosts, e.g. a primary and
+  // its standby); `pg` is its primary.
+  LocalCluster(std::unique_ptr<PostgresServer> pg, std::string database_url,
+               std::vector<std::string> server_flags = {});
   ~LocalCluster();
 
   // Starts (or restarts, with the same state folder) worker `name` and waits until it is online.
@@ -55,6 +59,7 @@ class LocalCluster {
                       int rank, const std::string& stream = "stdout");
 
   std::unique_ptr<PostgresServer> pg;
+  std::string database_url;  // what tessera-server connects with
   ServerProcess server;
   // Where Mcli sends its calls (empty: `server`); e.g. several instances, a:1,b:2.
   std::string api_endpoint;

@@ -32,12 +32,13 @@ absl::Status PostgresServer::RunScript(const std::string& args, std::string* out
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
+absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::StartWith(
+    const std::string& command, const std::string& args) {
   std::string templ = (std::filesystem::temp_directory_path() / "tessera-pg-XXXXXX").string();
   if (mkdtemp(templ.data()) == nullptr) return absl::InternalError("mkdtemp failed");
   std::unique_ptr<PostgresServer> server(new PostgresServer(templ));
   std::string out;
-  if (auto st = server->RunScript(absl::StrCat("start ", templ, " --ephemeral"), &out); !st.ok()) {
+  if (auto st = server->RunScript(absl::StrCat(command, " ", templ, " ", args), &out); !st.ok()) {
     return st;
   }
   server->url_ = std::string(absl::StripAsciiWhitespace(out));
@@ -50,6 +51,19 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   return server;
 }
 
+absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(bool ephemeral) {
+  auto server = StartWith("start", ephemeral ? "--ephemeral" : "");
+  if (server.ok()) (*server)->ephemeral_ = ephemeral;
+  return server;
+}
+
+absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::StartStandby(
+    const PostgresServer& primary) {
+  auto server = StartWith("standby", std::to_string(primary.port()));
+  if (server.ok()) (*server)->ephemeral_ = false;
+  return server;
+}
+
 PostgresServer::~PostgresServer() {
   (void)RunScript(absl::StrCat("destroy ", dir_));
   std::error_code ec;
@@ -59,7 +73,15 @@ PostgresServer::~PostgresServer() {
 absl::Status PostgresServer::Stop() { return RunScript(absl::StrCat("stop ", dir_, " fast")); }
 
 absl::Status PostgresServer::Resume() {
-  return RunScript(absl::StrCat("start ", dir_, " ", port_, " --ephemeral"));
+  return RunScript(absl::StrCat("start ", dir_, " ", port_, ephemeral_ ? " --ephemeral" : ""));
+}
+
+absl::Status PostgresServer::Kill() { return RunScript(absl::StrCat("stop ", dir_, " immediate")); }
+
+absl::Status PostgresServer::Promote() { return RunScript(absl::StrCat("promote ", dir_)); }
+
+absl::Status PostgresServer::SetSynchronousReplication(bool on) {
+  return RunScript(absl::StrCat("sync ", dir_, on ? " on" : " off"));
 }
 
 absl::Status PostgresServer::ResetDatabase() {

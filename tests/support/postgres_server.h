@@ -13,7 +13,12 @@ namespace tessera::testing {
 
 class PostgresServer {
  public:
-  static absl::StatusOr<std::unique_ptr<PostgresServer>> Start();
+  // `ephemeral` trades durability for speed (fsync and synchronous commits off): for tests that
+  // do not lose the machine or replicate.
+  static absl::StatusOr<std::unique_ptr<PostgresServer>> Start(bool ephemeral = true);
+  // A streaming standby of `primary` (pg_basebackup), read-only until Promote().
+  static absl::StatusOr<std::unique_ptr<PostgresServer>> StartStandby(
+      const PostgresServer& primary);
   ~PostgresServer();
 
   // postgresql://tessera@127.0.0.1:PORT/tessera
@@ -24,15 +29,24 @@ class PostgresServer {
   // port with the same data.
   absl::Status Stop();
   absl::Status Resume();
+  // Kills the server at once (immediate shutdown: no checkpoint, as in a crash).
+  absl::Status Kill();
+  // A standby becomes a primary that takes writes.
+  absl::Status Promote();
+  // On a primary: each commit waits until a standby has it (synchronous replication).
+  absl::Status SetSynchronousReplication(bool on);
 
   // Drops and recreates the `tessera` database, for a clean slate between test cases.
   absl::Status ResetDatabase();
 
  private:
   explicit PostgresServer(std::string dir) : dir_(std::move(dir)) {}
+  static absl::StatusOr<std::unique_ptr<PostgresServer>> StartWith(const std::string& command,
+                                                                   const std::string& args);
   absl::Status RunScript(const std::string& args, std::string* output = nullptr);
 
   std::string dir_;
+  bool ephemeral_ = true;
   std::string url_;
   int port_ = 0;
 };

@@ -177,8 +177,15 @@ bool ControlSession::RunStream() {
     const grpc::Status st = stream->Finish();
     detach();
     if (!stop_) {
+      const bool unexpected = reply.body_case() != v1::ControlMessage::BODY_NOT_SET;
       spdlog::warn("registration with {} failed: {}", endpoints_[current_],
-                   st.ok() ? "no answer" : st.error_message());
+                   unexpected ? absl::StrCat("the first reply was not `registered` but `",
+                                             v1::ControlMessage::GetDescriptor()
+                                                 ->FindFieldByNumber(reply.body_case())
+                                                 ->name(),
+                                             "`")
+                   : st.ok()  ? std::string("no answer")
+                              : st.error_message());
     }
     return false;
   }

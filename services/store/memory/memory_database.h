@@ -84,6 +84,17 @@ struct MemoryDatabase {
     if (it->second != fence->epoch) return StaleTermError(*fence, it->second);
     return absl::OkStatus();
   }
+  // KeyTakenError when `key` was recorded already: check before a write's effect.
+  absl::Status CheckKeyFree(const IdempotencyKey& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (idempotency.count({key.scope, key.key})) return KeyTakenError(key.key);
+    return absl::OkStatus();
+  }
+  // Records a response whose key CheckKeyFree found free under the same hold of `mu`.
+  void RecordResponse(const IdempotencyKey& key, std::string response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    idempotency[{key.scope, key.key}] =
+        RecordedResponse{{key.request_fingerprint, std::move(response)}, key.recorded_at};
+  }
   absl::Status CheckAvailable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return unavailable ? absl::UnavailableError("database unavailable (simulated)")
                        : absl::OkStatus();

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "services/store/filters.h"
 #include "services/store/memory/memory_database.h"
 
@@ -11,10 +12,11 @@ class MemoryRunStore final : public RunStore {
  public:
   explicit MemoryRunStore(std::shared_ptr<MemoryDatabase> db) : db_(std::move(db)) {}
 
-  absl::StatusOr<v1::Run> CreateRun(const v1::Run& run,
-                                    const std::vector<v1::RunEvent>& events) override {
+  absl::StatusOr<v1::Run> CreateRun(const v1::Run& run, const std::vector<v1::RunEvent>& events,
+                                    const std::optional<IdempotentRunWrite>& idem) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    if (idem) TESSERA_RETURN_IF_ERROR(db_->CheckKeyFree(idem->key));
     if (db_->runs.count(run.id()) || db_->run_ids_by_name.count(run.name())) {
       return absl::AlreadyExistsError(absl::StrCat("run ", run.name(), " already exists"));
     }
@@ -23,6 +25,7 @@ class MemoryRunStore final : public RunStore {
     db_->runs[stored.id()] = stored;
     db_->run_ids_by_name[stored.name()] = stored.id();
     for (const auto& e : events) AppendLocked(e, stored.id());
+    if (idem) db_->RecordResponse(idem->key, idem->response(stored));
     return stored;
   }
 
@@ -64,10 +67,12 @@ class MemoryRunStore final : public RunStore {
   absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
                                     const std::vector<v1::RunEvent>& events,
                                     const std::vector<v1::Attempt>& attempts,
-                                    const std::optional<WriteFence>& fence) override {
+                                    const std::optional<WriteFence>& fence,
+                                    const std::optional<IdempotentRunWrite>& idem) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
     if (auto st = db_->CheckFence(fence); !st.ok()) return st;
+    if (idem) TESSERA_RETURN_IF_ERROR(db_->CheckKeyFree(idem->key));
     auto it = db_->runs.find(run.id());
     if (it == db_->runs.end())
       return absl::NotFoundError(absl::StrCat("run ", run.name(), " not found"));
@@ -88,15 +93,19 @@ class MemoryRunStore final : public RunStore {
     it->second = stored;
     for (const auto& e : events) AppendLocked(e, stored.id());
     for (const auto& a : attempts) db_->attempts[{stored.id(), a.resumption_index()}] = a;
+    if (idem) db_->RecordResponse(idem->key, idem->response(stored));
     return stored;
   }
 
-  absl::Status DeleteRun(std::string_view id) override {
+  absl::Status DeleteRun(std::string_view id,
+                         const std::optional<IdempotentRunWrite>& idem) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    if (idem) TESSERA_RETURN_IF_ERROR(db_->CheckKeyFree(idem->key));
     auto it = db_->runs.find(std::string(id));
     if (it == db_->runs.end())
       return absl::NotFoundError(absl::StrCat("run id ", std::string(id), " not found"));
+    if (idem) db_->RecordResponse(idem->key, idem->response(it->second));
     db_->run_ids_by_name.erase(it->second.name());
     db_->runs.erase(it);
     std::erase_if(db_->attempts, [&](const auto& kv) { return kv.first.first == id; });

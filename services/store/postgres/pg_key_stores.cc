@@ -134,6 +134,23 @@ class PgIdempotencyStore final : public IdempotencyStore {
 
 }  // namespace
 
+absl::Status ClaimIdempotencyKey(pqxx::work& tx, const IdempotencyKey& key) {
+  // The response is filled in by RecordClaimedResponse before the transaction commits; no one
+  // sees the empty one (a reader sees the row only once it is committed).
+  const pqxx::result r = tx.exec_params(
+      absl::StrCat("INSERT INTO idempotency_keys (scope, key, fingerprint, response, recorded_at)"
+                   " VALUES ($1, $2, $3, ''::bytea, ",
+                   MicrosParam(4), ") ON CONFLICT (scope, key) DO NOTHING"),
+      key.scope, key.key, key.request_fingerprint, absl::ToUnixMicros(key.recorded_at));
+  if (r.affected_rows() == 0) return KeyTakenError(key.key);
+  return absl::OkStatus();
+}
+
+void RecordClaimedResponse(pqxx::work& tx, const IdempotencyKey& key, const std::string& response) {
+  tx.exec_params("UPDATE idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2",
+                 key.scope, key.key, pqxx::binarystring(response));
+}
+
 std::shared_ptr<ApiKeyStore> MakePgApiKeyStore(std::shared_ptr<PgPool> pool) {
   return std::make_shared<PgApiKeyStore>(std::move(pool));
 }

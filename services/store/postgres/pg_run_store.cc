@@ -1,6 +1,7 @@
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "services/store/filters.h"
 #include "services/store/postgres/pg_codec.h"
 #include "services/store/postgres/pg_stores.h"
@@ -32,11 +33,12 @@ class PgRunStore final : public RunStore {
  public:
   explicit PgRunStore(std::shared_ptr<PgPool> pool) : pool_(std::move(pool)) {}
 
-  absl::StatusOr<v1::Run> CreateRun(const v1::Run& run,
-                                    const std::vector<v1::RunEvent>& events) override {
+  absl::StatusOr<v1::Run> CreateRun(const v1::Run& run, const std::vector<v1::RunEvent>& events,
+                                    const std::optional<IdempotentRunWrite>& idem) override {
     v1::Run stored = run;
     stored.set_version(1);
-    absl::Status st = pool_->Transact("creating a run", [&](pqxx::work& tx) {
+    absl::Status st = pool_->Transact("creating a run", [&](pqxx::work& tx) -> absl::Status {
+      if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
       tx.exec_params(absl::StrCat("INSERT INTO runs (id, name, user_name, status, cluster, "
                                   "gpu_type, created_at, version, body) VALUES ($1, $2, $3, $4, "
                                   "$5, $6, ",
@@ -44,7 +46,9 @@ class PgRunStore final : public RunStore {
                      stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
                      stored.spec().compute().cluster(), stored.spec().compute().gpu_type(),
                      ToMicros(stored.created_at()), EncodeMessage(stored));
-      return InsertEvents(tx, stored.id(), events);
+      TESSERA_RETURN_IF_ERROR(InsertEvents(tx, stored.id(), events));
+      if (idem) RecordClaimedResponse(tx, idem->key, idem->response(stored));
+      return absl::OkStatus();
     });
     if (absl::IsAlreadyExists(st)) {
       return absl::AlreadyExistsError(absl::StrCat("run ", run.name(), " already exists"));
@@ -97,11 +101,13 @@ class PgRunStore final : public RunStore {
   absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
                                     const std::vector<v1::RunEvent>& events,
                                     const std::vector<v1::Attempt>& attempts,
-                                    const std::optional<WriteFence>& fence) override {
+                                    const std::optional<WriteFence>& fence,
+                                    const std::optional<IdempotentRunWrite>& idem) override {
     v1::Run stored = run;
     stored.set_version(expected_version + 1);
     absl::Status st = pool_->Transact("updating a run", [&](pqxx::work& tx) -> absl::Status {
       if (auto fenced = CheckFence(tx, fence); !fenced.ok()) return fenced;
+      if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
       const pqxx::result r = tx.exec_params(
           "UPDATE runs SET name = $2, user_name = $3, status = $4, cluster = $5, gpu_type = $6,"
           " version = $7 + 1, body = $8 WHERE id = $1 AND version = $7",
@@ -119,7 +125,9 @@ class PgRunStore final : public RunStore {
                          current[0][0].as<int64_t>(), ", expected ", expected_version, ")"));
       }
       for (const auto& a : attempts) UpsertAttempt(tx, stored.id(), a);
-      return InsertEvents(tx, stored.id(), events);
+      TESSERA_RETURN_IF_ERROR(InsertEvents(tx, stored.id(), events));
+      if (idem) RecordClaimedResponse(tx, idem->key, idem->response(stored));
+      return absl::OkStatus();
     });
     if (absl::IsAlreadyExists(st)) {
       return absl::AlreadyExistsError(absl::StrCat("run ", run.name(), " already exists"));
@@ -128,12 +136,20 @@ class PgRunStore final : public RunStore {
     return stored;
   }
 
-  absl::Status DeleteRun(std::string_view id) override {
+  absl::Status DeleteRun(std::string_view id,
+                         const std::optional<IdempotentRunWrite>& idem) override {
     return pool_->Transact("deleting a run", [&](pqxx::work& tx) -> absl::Status {
+      if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
       // Attempts and events go with it (ON DELETE CASCADE).
-      const pqxx::result r = tx.exec_params("DELETE FROM runs WHERE id = $1", std::string(id));
-      if (r.affected_rows() == 0)
+      const pqxx::result r =
+          tx.exec_params("DELETE FROM runs WHERE id = $1 RETURNING body, version", std::string(id));
+      if (r.empty())
         return absl::NotFoundError(absl::StrCat("run id ", std::string(id), " not found"));
+      if (idem) {
+        auto deleted = DecodeRun(r[0], 0, 1);
+        if (!deleted.ok()) return deleted.status();
+        RecordClaimedResponse(tx, idem->key, idem->response(*deleted));
+      }
       return absl::OkStatus();
     });
   }

@@ -37,4 +37,11 @@ int64_t PgLeaderLockKey(std::string_view role);
 // Takes the row FOR SHARE, so a new leader's term cannot begin until this transaction ends.
 absl::Status CheckFence(pqxx::work& tx, const std::optional<WriteFence>& fence);
 
+// Claims a call's idempotency key in a write's transaction, before the write's effect, so that
+// the effect and its record commit together. KeyTakenError when another call recorded the key;
+// a concurrent call with the key waits here until the first one's transaction ends.
+absl::Status ClaimIdempotencyKey(pqxx::work& tx, const IdempotencyKey& key);
+// The response of the call whose key ClaimIdempotencyKey claimed in `tx`.
+void RecordClaimedResponse(pqxx::work& tx, const IdempotencyKey& key, const std::string& response);
+
 }  // namespace tessera::store

@@ -247,5 +247,39 @@ TEST_CASE("GPU counts that can never fit are rejected at submit", "[control-plan
   CHECK(st.error_message().rfind("compute.gpus:", 0) == 0);
 }
 
+TEST_CASE(
+    "a worker that still runs an orphaned attempt is answered `registered` first, then told to "
+    "stop it, at every registration",
+    "[control-plane]") {
+  Plane p;
+  auto stub = v1::WorkerControl::NewStub(
+      grpc::CreateChannel(p.server.endpoint(), grpc::InsecureChannelCredentials()));
+  // The worker takes any other first reply for a failed registration and tries again: a stop
+  // sent ahead of the reply once kept such a node registering, and lost, forever.
+  for (int registration = 1; registration <= 3; ++registration) {
+    INFO("registration " << registration);
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + p.system_key);
+    auto stream = stub->Connect(&ctx);
+    v1::WorkerMessage reg;
+    *reg.mutable_register_()->mutable_node() = SimulatedNode("node-1", 8, "s1");
+    reg.mutable_register_()->set_process_id("worker-1");
+    auto* orphan = reg.mutable_register_()->add_attempts();
+    orphan->set_run_id("run-that-ended-while-the-worker-was-away");
+    orphan->set_resumption_index(0);
+    orphan->add_running_ranks(0);
+    REQUIRE(stream->Write(reg));
+    v1::ControlMessage first, second;
+    REQUIRE(stream->Read(&first));
+    CHECK(first.has_registered());
+    CHECK(first.registered().incarnation() == registration);
+    REQUIRE(stream->Read(&second));
+    REQUIRE(second.has_stop_attempt());
+    CHECK(second.stop_attempt().run_id() == "run-that-ended-while-the-worker-was-away");
+    ctx.TryCancel();
+    stream->Finish();
+  }
+}
+
 }  // namespace
 }  // namespace tessera::testing
