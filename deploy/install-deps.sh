@@ -12,6 +12,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libssl-dev
   libtorch-dev libgloo-dev python3-torch libxxhash-dev libopenblas0-pthread
   postgresql postgresql-contrib procps iproute2 util-linux curl
+  libfaketime
 )
 
 missing=()

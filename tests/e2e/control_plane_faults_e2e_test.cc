@@ -3,6 +3,9 @@
 #include <signal.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -10,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "base/timestamps.h"
 #include "tests/e2e/training_helpers.h"
 #include "tests/support/tcp_proxy.h"
 
@@ -215,6 +219,52 @@ TEST_CASE("A stop and a start lost on the wire are repaired and cost a 2-node ru
   const v1::Run started = WaitForStep(c, name, 20);
   CHECK(started.resumption_index() == 0);
   CHECK(c.server.process.WaitForLine("sending it again", absl::Seconds(1)).ok());
+
+  CheckCostNothing(c, name, kSteps);
+}
+
+TEST_CASE(
+    "The wall clocks of the workers stepped an hour apart, then swapped, cost a 2-node run "
+    "nothing",
+    "[e2e]") {
+  // libfaketime (Debian's) offsets a worker's wall clock by what its file says, read at every
+  // call; the monotonic clock stays true, as when an operator or NTP steps a node's clock. Its
+  // ranks do not inherit it (the worker passes them a few variables only).
+  const std::string preload = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+  REQUIRE(std::filesystem::exists(preload));
+  LocalCluster c;
+  const std::string shared = c.marks_dir() + "/shared";
+  std::map<std::string, std::string> offset_file;
+  auto step = [&](const std::string& node, const std::string& relative) {
+    std::ofstream(offset_file.at(node)) << relative << "\n";
+  };
+  for (const std::string node : {"node-a", "node-b"}) {
+    offset_file[node] = c.marks_dir() + "/clock-offset-" + node;
+    step(node, "+0");
+    StartTrainingWorker(c, node, shared, "",
+                        {"LD_PRELOAD=" + preload, "FAKETIME_TIMESTAMP_FILE=" + offset_file[node],
+                         "FAKETIME_CACHE_DURATION=1", "DONT_FAKE_MONOTONIC=1"});
+  }
+  const std::string name = SubmitTraining(c, "disturbed.yaml");
+  const v1::Run before = WaitForStep(c, name, 20);
+
+  // node-a an hour ahead, node-b half an hour behind; then the other way round.
+  step("node-a", "+3600");
+  step("node-b", "-1800");
+  const v1::Run first = WaitForStep(c, name, before.progress().step() + 150);
+  CHECK(first.resumption_index() == 0);
+  step("node-a", "-1800");
+  step("node-b", "+3600");
+  const v1::Run second = WaitForStep(c, name, first.progress().step() + 150);
+  CHECK(second.resumption_index() == 0);
+  // The steps took: rank 0's worker stamped its lines with its stepped clock.
+  bool stamped_off = false;
+  for (const auto& line : c.Logs(name, 0)) {
+    stamped_off |= absl::AbsDuration(FromProtoTime(line.time()) - absl::Now()) > absl::Minutes(20);
+  }
+  CHECK(stamped_off);
+  step("node-a", "+0");
+  step("node-b", "+0");
 
   CheckCostNothing(c, name, kSteps);
 }

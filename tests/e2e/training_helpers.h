@@ -15,12 +15,13 @@ namespace tessera::testing {
 
 // A worker whose ranks find tessera-train on PATH and share a folder with the other nodes.
 inline void StartTrainingWorker(LocalCluster& c, const std::string& name, const std::string& shared,
-                                const std::string& scheduler_endpoint = "") {
+                                const std::string& scheduler_endpoint = "",
+                                const std::vector<std::string>& env = {}) {
   c.StartWorker(
       name, 2,
       {"--rank-env", absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin"), "--rank-env",
        "TESSERA_SHARED_DIR=" + shared, "--rank-env", "TESSERA_CACHE_DIR=" + shared + "/cache"},
-      scheduler_endpoint);
+      scheduler_endpoint, env);
 }
 
 // The losses rank 0 printed ("step 10/150: loss 6.123456 ..."), by step.

@@ -50,7 +50,8 @@ LocalCluster::~LocalCluster() {
 
 WorkerHandle& LocalCluster::StartWorker(const std::string& name, int gpus,
                                         std::vector<std::string> extra,
-                                        const std::string& scheduler_endpoint) {
+                                        const std::string& scheduler_endpoint,
+                                        const std::vector<std::string>& env) {
   WorkerHandle* handle = nullptr;
   for (auto& w : workers_) {
     if (w->name == name) handle = w.get();
@@ -78,6 +79,11 @@ WorkerHandle& LocalCluster::StartWorker(const std::string& name, int gpus,
       "--state-dir",
       handle->state_dir};
   argv.insert(argv.end(), extra.begin(), extra.end());
+  if (!env.empty()) {
+    std::vector<std::string> with_env = {"/usr/bin/env"};
+    with_env.insert(with_env.end(), env.begin(), env.end());
+    argv.insert(argv.begin(), with_env.begin(), with_env.end());
+  }
   auto proc = Process::Start(argv, TempLog("worker-" + name));
   REQUIRE(proc.ok());
   handle->process = std::make_unique<Process>(*std::move(proc));

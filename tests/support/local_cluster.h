@@ -31,10 +31,12 @@ class LocalCluster {
   ~LocalCluster();
 
   // Starts (or restarts, with the same state folder) worker `name` and waits until it is online.
-  // `scheduler_endpoint` overrides the server's (e.g. a proxy in between).
+  // `scheduler_endpoint` overrides the server's (e.g. a proxy in between); `env` (NAME=VALUE)
+  // is added to the worker's environment (e.g. a preloaded library that steps its clock).
   WorkerHandle& StartWorker(const std::string& name, int gpus = 2,
                             std::vector<std::string> extra = {},
-                            const std::string& scheduler_endpoint = "");
+                            const std::string& scheduler_endpoint = "",
+                            const std::vector<std::string>& env = {});
   WorkerHandle& worker(const std::string& name);
   v1::Node Node(const std::string& name);
   // Waits until the node has `liveness`; returns how long that took.

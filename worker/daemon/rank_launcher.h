@@ -50,8 +50,9 @@ struct ExitInfo {
 };
 
 // Waiting reads the time and sleeps through the project's injectable Clock
-// (base/clock.h); the default is the wall clock.
-inline Clock& RealClock() { return *SystemClock::Shared(); }
+// (base/clock.h); the default is the monotonic clock, so a step of the wall clock neither ends a
+// wait early nor stretches it.
+inline Clock& RealClock() { return *MonotonicClock::Shared(); }
 
 // One rank process (the leader of its own process group). Thread-safe.
 class RankProcess {

@@ -81,9 +81,10 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
 
   d->shipper_ = std::make_unique<LogShipper>(
       LogShipperOptions{.node_name = o.node_name, .endpoint = *log_target, .api_key = o.api_key},
-      d->clock_);
+      d->clock_, MonotonicClock::Shared());
   LogShipper* shipper = d->shipper_.get();
-  d->progress_ = std::make_unique<ProgressWatcher>(d->clock_);
+  // Hang detection measures time without progress: on the monotonic clock.
+  d->progress_ = std::make_unique<ProgressWatcher>(MonotonicClock::Shared());
   ProgressWatcher* progress = d->progress_.get();
   const bool simulated = inventory->source == "simulated";
   d->attempts_ = std::make_unique<AttemptManager>(

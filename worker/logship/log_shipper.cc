@@ -27,8 +27,12 @@ std::string RandomId() {
 
 }  // namespace
 
-LogShipper::LogShipper(LogShipperOptions options, std::shared_ptr<Clock> clock)
-    : options_(std::move(options)), clock_(std::move(clock)), instance_(RandomId()) {
+LogShipper::LogShipper(LogShipperOptions options, std::shared_ptr<Clock> clock,
+                       std::shared_ptr<Clock> timer)
+    : options_(std::move(options)),
+      clock_(std::move(clock)),
+      timer_(timer ? std::move(timer) : clock_),
+      instance_(RandomId()) {
   stub_ = v1::LogService::NewStub(WorkerChannel(options_.endpoint));
 }
 
@@ -212,7 +216,7 @@ bool LogShipper::RunStream() {
     while (stream->Read(&ack)) OnAck(ack);
     read_ended = true;  // the service went away: resend from the acknowledged positions
   });
-  absl::Time last_save = clock_->Now();
+  absl::Time last_save = timer_->Now();
   bool broken = false;
   while (!stop_ && !broken && !read_ended) {
     v1::LogBatch batch;
@@ -226,15 +230,15 @@ bool LogShipper::RunStream() {
           in_flight_.push_back(std::move(*flight));
         }
       }
-      if (clock_->Now() - last_save >= kSaveEvery) {
+      if (timer_->Now() - last_save >= kSaveEvery) {
         SaveProgress();
-        last_save = clock_->Now();
+        last_save = timer_->Now();
       }
     }
     if (flight) {
       if (!stream->Write(batch)) broken = true;
     } else {
-      clock_->SleepFor(options_.idle_poll);
+      timer_->SleepFor(options_.idle_poll);
     }
   }
   ctx.TryCancel();
@@ -262,8 +266,8 @@ void LogShipper::Loop() {
       absl::MutexLock lock(&mu_);
       ++stats_.reconnects;
     }
-    const absl::Time until = clock_->Now() + backoff.Next();
-    while (!stop_ && clock_->Now() < until) clock_->SleepFor(absl::Milliseconds(20));
+    const absl::Time until = timer_->Now() + backoff.Next();
+    while (!stop_ && timer_->Now() < until) timer_->SleepFor(absl::Milliseconds(20));
   }
 }
 

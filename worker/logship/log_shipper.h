@@ -48,7 +48,10 @@ struct LogShipperStats {
 
 class LogShipper {
  public:
-  LogShipper(LogShipperOptions options, std::shared_ptr<Clock> clock);
+  // `clock` stamps the lines (the wall clock); `timer` times the waits and the periodic saves (the
+  // monotonic clock: a step of the wall clock must not stall shipping). Tests pass one fake.
+  LogShipper(LogShipperOptions options, std::shared_ptr<Clock> clock,
+             std::shared_ptr<Clock> timer = nullptr);
   ~LogShipper();
 
   // Starts tracking a rank's two spool files (a repeat is ignored).
@@ -91,6 +94,7 @@ class LogShipper {
 
   const LogShipperOptions options_;
   const std::shared_ptr<Clock> clock_;
+  const std::shared_ptr<Clock> timer_;
   std::unique_ptr<v1::LogService::Stub> stub_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

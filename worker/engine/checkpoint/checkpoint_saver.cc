@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/clock.h"
 #include "base/status_macros.h"
 
 namespace tessera::engine {
@@ -83,11 +84,12 @@ absl::Status CheckpointSaver::Wait() {
 }
 
 absl::Status CheckpointSaver::Save(const SaveJob& job, bool background) {
-  const absl::Time start = absl::Now();
+  MonotonicClock clock;  // a wall-clock step must not show as time blocked
+  const absl::Time start = clock.Now();
   TESSERA_RETURN_IF_ERROR(Wait());
   if (!background) {
     absl::Status st = Run(job.manifest, job.payload);
-    last_blocked_ = absl::Now() - start;
+    last_blocked_ = clock.Now() - start;
     return st;
   }
   // Copy the shard: training may change its memory as soon as this returns.
@@ -113,7 +115,7 @@ absl::Status CheckpointSaver::Save(const SaveJob& job, bool background) {
                     background_status_.ToString());
     }
   });
-  last_blocked_ = absl::Now() - start;
+  last_blocked_ = clock.Now() - start;
   return absl::OkStatus();
 }
 

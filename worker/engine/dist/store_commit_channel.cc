@@ -3,6 +3,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "base/clock.h"
 
 namespace tessera::engine {
 namespace {
@@ -25,11 +26,13 @@ absl::Status StoreCommitChannel::Publish(int64_t step, const ShardRecord& record
 absl::StatusOr<ShardRecord> StoreCommitChannel::Await(int64_t step, int index,
                                                       absl::Duration timeout) {
   const std::string key = Key(step, index);
-  const absl::Time deadline = absl::Now() + timeout;
+  // On the monotonic clock: a step of the node's wall clock must not end the wait.
+  MonotonicClock clock;
+  const absl::Time deadline = clock.Now() + timeout;
   try {
     // Polling with check() holds the connection only briefly; get() would block on it.
     while (!store_->check({key})) {
-      if (absl::Now() > deadline) {
+      if (clock.Now() > deadline) {
         return absl::DeadlineExceededError(absl::StrCat("shard ", index, " of step ", step,
                                                         " was not written within ",
                                                         absl::FormatDuration(timeout)));
