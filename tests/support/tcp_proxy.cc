@@ -97,8 +97,13 @@ void TcpProxy::Pump(int a, int b) {
       }
       const int to = i == 0 ? b : a;
       for (ssize_t off = 0; off < n;) {
-        const ssize_t w = ::write(to, buf + off, static_cast<size_t>(n - off));
-        if (w <= 0) return;
+        // MSG_NOSIGNAL: a peer that went away (a restored link) must not SIGPIPE the test.
+        const ssize_t w = ::send(to, buf + off, static_cast<size_t>(n - off), MSG_NOSIGNAL);
+        if (w <= 0) {
+          ::shutdown(a, SHUT_RDWR);
+          ::shutdown(b, SHUT_RDWR);
+          return;
+        }
         off += w;
       }
     }
