@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/timestamps.h"
@@ -44,17 +43,6 @@ std::string Rank0LogThrough(LocalCluster& c, const std::string& name, int step) 
   INFO(logs.output);
   REQUIRE(absl::StrContains(logs.output, last));
   return logs.output;
-}
-
-// Waits until the run has reached `step`.
-v1::Run WaitForStep(LocalCluster& c, const std::string& name, int step) {
-  v1::Run run = c.client->WaitForStatus(name, v1::RUN_STATUS_RUNNING, absl::Seconds(90));
-  for (int i = 0; i < 1200 && run.progress().step() < step; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    run = c.client->Get(name);
-  }
-  REQUIRE(run.progress().step() >= step);
-  return run;
 }
 
 // The run completed in its first attempt with no retry or interruption of any kind, both nodes
@@ -96,7 +84,7 @@ TEST_CASE("PostgreSQL stopped for 30 s under a 2-node run costs it nothing", "[e
   StartTrainingWorker(c, "node-b", shared);
 
   const std::string name = SubmitTraining(c, "disturbed.yaml");
-  const v1::Run before = WaitForStep(c, name, 20);
+  const v1::Run before = WaitForStep(*c.client, name, 20);
   REQUIRE(before.resumption_index() == 0);
   REQUIRE(before.progress().step() < kSteps / 3);
   REQUIRE(c.pg->Stop().ok());
@@ -129,7 +117,7 @@ TEST_CASE(
   StartTrainingWorker(c, "node-a", shared);
   StartTrainingWorker(c, "node-b", shared);
   const std::string name = SubmitTraining(c, "disturbed.yaml");
-  WaitForStep(c, name, 20);
+  WaitForStep(*c.client, name, 20);
 
   // Writes go on through the failover; each one mcli reports done must survive it.
   std::atomic<bool> writing{true};
@@ -169,15 +157,6 @@ TEST_CASE(
   CheckCostNothing(c, name, kSteps);
 }
 
-// The pid a rank wrote to its marker file.
-pid_t PidIn(LocalCluster& c, const std::string& file) {
-  auto text = c.WaitForMark(file);
-  REQUIRE(text.has_value());
-  int pid = 0;
-  REQUIRE(absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &pid));
-  return pid;
-}
-
 TEST_CASE("A stop and a start lost on the wire are repaired and cost a 2-node run nothing",
           "[e2e]") {
   LocalCluster c;
@@ -202,7 +181,7 @@ TEST_CASE("A stop and a start lost on the wire are repaired and cost a 2-node ru
   const v1::Run old = c.Submit("old", "echo $$ > \"$MARKS/old-$RANK\"; exec sleep 600", 4, 2);
   c.client->WaitForStatus(old.name(), v1::RUN_STATUS_RUNNING);
   std::vector<pid_t> old_ranks;
-  for (int rank = 0; rank < 4; ++rank) old_ranks.push_back(PidIn(c, absl::StrCat("old-", rank)));
+  for (int rank = 0; rank < 4; ++rank) old_ranks.push_back(c.PidMark(absl::StrCat("old-", rank)));
   cut();
   REQUIRE(c.Mcli("stop run " + old.name()).exit_code == 0);
   REQUIRE(c.server.process.WaitForLine("stopping run " + old.name(), absl::Seconds(5)).ok());
@@ -216,7 +195,7 @@ TEST_CASE("A stop and a start lost on the wire are repaired and cost a 2-node ru
   const std::string name = SubmitTraining(c, "disturbed.yaml");
   REQUIRE(c.server.process.WaitForLine("placed run " + name, absl::Seconds(5)).ok());
   restore();
-  const v1::Run started = WaitForStep(c, name, 20);
+  const v1::Run started = WaitForStep(*c.client, name, 20);
   CHECK(started.resumption_index() == 0);
   CHECK(c.server.process.WaitForLine("sending it again", absl::Seconds(1)).ok());
 
@@ -246,16 +225,16 @@ TEST_CASE(
                          "FAKETIME_CACHE_DURATION=1", "DONT_FAKE_MONOTONIC=1"});
   }
   const std::string name = SubmitTraining(c, "disturbed.yaml");
-  const v1::Run before = WaitForStep(c, name, 20);
+  const v1::Run before = WaitForStep(*c.client, name, 20);
 
   // node-a an hour ahead, node-b half an hour behind; then the other way round.
   step("node-a", "+3600");
   step("node-b", "-1800");
-  const v1::Run first = WaitForStep(c, name, before.progress().step() + 150);
+  const v1::Run first = WaitForStep(*c.client, name, before.progress().step() + 150);
   CHECK(first.resumption_index() == 0);
   step("node-a", "-1800");
   step("node-b", "+3600");
-  const v1::Run second = WaitForStep(c, name, first.progress().step() + 150);
+  const v1::Run second = WaitForStep(*c.client, name, first.progress().step() + 150);
   CHECK(second.resumption_index() == 0);
   // The steps took: rank 0's worker stamped its lines with its stepped clock.
   bool stamped_off = false;
@@ -313,7 +292,7 @@ TEST_CASE(
   StartTrainingWorker(c, "node-b", shared, all);
 
   const std::string name = SubmitTraining(c, "disturbed.yaml", kLongSteps);
-  const v1::Run before = WaitForStep(c, name, 20);
+  const v1::Run before = WaitForStep(*c.client, name, 20);
   REQUIRE(before.progress().step() < kLongSteps / 5);
 
   // 1. The leader dies: a standby takes over at once (the database ends the dead session).
@@ -326,7 +305,7 @@ TEST_CASE(
   // The tests' calls go to the instance that stays up from here on.
   c.client = std::make_unique<Client>(other->endpoint(), c.admin_key);
   c.api_endpoint = other->endpoint();
-  const v1::Run after_kill = WaitForStep(c, name, before.progress().step() + 100);
+  const v1::Run after_kill = WaitForStep(*c.client, name, before.progress().step() + 100);
   CHECK(after_kill.resumption_index() == 0);
 
   // 2. The new leader freezes for 20 s. The last standby leads once the frozen one's database

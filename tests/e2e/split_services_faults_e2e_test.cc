@@ -4,14 +4,11 @@
 // run an interruption, a step or an acknowledged log line.
 #include <signal.h>
 
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "tests/e2e/training_helpers.h"
 #include "tests/support/free_port.h"
@@ -66,31 +63,11 @@ struct SplitPlane {
     REQUIRE(gateway.WaitForLine("gateway: forwarding", absl::Seconds(20)).ok());
   }
   void StartWorker(const std::string& name) {
-    const std::string shared = root.path + "/shared";
-    auto p = Process::Start({BinaryPath("tessera-worker"),
-                             "--scheduler-endpoint",
-                             sched_at,
-                             "--log-endpoint",
-                             logs_at,
-                             "--api-key",
-                             system_key,
-                             "--node-name",
-                             name,
-                             "--cluster",
-                             "local",
-                             "--address",
-                             "127.0.0.1",
-                             "--simulate-gpus",
-                             "2",
-                             "--state-dir",
-                             root.path + "/" + name,
-                             "--rank-env",
-                             absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin"),
-                             "--rank-env",
-                             "TESSERA_SHARED_DIR=" + shared,
-                             "--rank-env",
-                             "TESSERA_CACHE_DIR=" + shared + "/cache"},
-                            TempLog("worker-" + name));
+    std::vector<std::string> argv =
+        WorkerArgv(name, sched_at, system_key, root.path + "/" + name, /*gpus=*/2);
+    for (const auto& flag : TrainingRankEnv(root.path + "/shared")) argv.push_back(flag);
+    argv.insert(argv.end(), {"--log-endpoint", logs_at});
+    auto p = Process::Start(argv, TempLog("worker-" + name));
     REQUIRE(p.ok());
     REQUIRE(p->WaitForLine("registered node " + name, absl::Seconds(20)).ok());
     workers.push_back(*std::move(p));
@@ -101,12 +78,7 @@ struct SplitPlane {
                                  args));
   }
   std::string SubmitTraining(const std::string& file) {
-    std::ifstream in(Example());
-    std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string path = root.path + "/" + file;
-    std::ofstream(path) << absl::StrReplaceAll(
-        yaml, {{"max_duration: 150ba", absl::StrCat("max_duration: ", kSteps, "ba")}});
-    ShellResult submitted = Mcli("run -f " + path);
+    ShellResult submitted = Mcli("run -f " + ExampleIn(root.path, kSteps, file));
     INFO(submitted.output);
     REQUIRE(submitted.exit_code == 0);
     return std::string(absl::StripAsciiWhitespace(submitted.output));
@@ -134,16 +106,6 @@ struct SplitPlane {
     return LossesIn(text);
   }
 };
-
-v1::Run WaitForStep(Client& client, const std::string& name, int step) {
-  v1::Run run = client.WaitForStatus(name, v1::RUN_STATUS_RUNNING, absl::Seconds(90));
-  for (int i = 0; i < 1200 && run.progress().step() < step; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    run = client.Get(name);
-  }
-  REQUIRE(run.progress().step() >= step);
-  return run;
-}
 
 TEST_CASE(
     "The run manager, the log service and the gateway, each killed with SIGKILL and restarted, "

@@ -6,6 +6,8 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -13,15 +15,30 @@
 
 namespace tessera::testing {
 
-// A worker whose ranks find tessera-train on PATH and share a folder with the other nodes.
+// The worker flags with which ranks find tessera-train on PATH and share `shared` with the other
+// nodes.
+inline std::vector<std::string> TrainingRankEnv(const std::string& shared) {
+  return {"--rank-env", absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin"),
+          "--rank-env", "TESSERA_SHARED_DIR=" + shared,
+          "--rank-env", "TESSERA_CACHE_DIR=" + shared + "/cache"};
+}
+
+// A worker whose ranks find tessera-train and share a folder with the other nodes.
 inline void StartTrainingWorker(LocalCluster& c, const std::string& name, const std::string& shared,
                                 const std::string& scheduler_endpoint = "",
                                 const std::vector<std::string>& env = {}) {
-  c.StartWorker(
-      name, 2,
-      {"--rank-env", absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin"), "--rank-env",
-       "TESSERA_SHARED_DIR=" + shared, "--rank-env", "TESSERA_CACHE_DIR=" + shared + "/cache"},
-      scheduler_endpoint, env);
+  c.StartWorker(name, 2, TrainingRankEnv(shared), scheduler_endpoint, env);
+}
+
+// Waits until the run has reached `step`.
+inline v1::Run WaitForStep(Client& client, const std::string& name, int step) {
+  v1::Run run = client.WaitForStatus(name, v1::RUN_STATUS_RUNNING, absl::Seconds(90));
+  for (int i = 0; i < 1200 && run.progress().step() < step; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    run = client.Get(name);
+  }
+  REQUIRE(run.progress().step() >= step);
+  return run;
 }
 
 // The losses rank 0 printed ("step 10/150: loss 6.123456 ..."), by step.
@@ -36,15 +53,20 @@ inline std::map<int, double> LossesIn(const std::string& logs) {
 
 inline std::string Example() { return std::string(TESSERA_SOURCE_DIR) + "/examples/gpt-tiny.yaml"; }
 
-// The example with `batches` steps, written next to the cluster's markers as `file`.
-inline std::string ExampleWith(LocalCluster& c, int batches,
-                               const std::string& file = "long.yaml") {
+// The example with `batches` steps, written into `dir` as `file`.
+inline std::string ExampleIn(const std::string& dir, int batches, const std::string& file) {
   std::ifstream in(Example());
   std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string path = c.marks_dir() + "/" + file;
+  const std::string path = dir + "/" + file;
   std::ofstream(path) << absl::StrReplaceAll(
       yaml, {{"max_duration: 150ba", absl::StrCat("max_duration: ", batches, "ba")}});
   return path;
+}
+
+// The example with `batches` steps, written next to the cluster's markers as `file`.
+inline std::string ExampleWith(LocalCluster& c, int batches,
+                               const std::string& file = "long.yaml") {
+  return ExampleIn(c.marks_dir(), batches, file);
 }
 
 }  // namespace tessera::testing

@@ -7,11 +7,33 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "worker/daemon/attempt_record.h"
 
 namespace tessera::testing {
 namespace fs = std::filesystem;
+
+std::vector<std::string> WorkerArgv(const std::string& name, const std::string& scheduler_endpoint,
+                                    const std::string& api_key, const std::string& state_dir,
+                                    int gpus) {
+  return {BinaryPath("tessera-worker"),
+          "--scheduler-endpoint",
+          scheduler_endpoint,
+          "--api-key",
+          api_key,
+          "--node-name",
+          name,
+          "--cluster",
+          "local",
+          "--address",
+          "127.0.0.1",
+          "--simulate-gpus",
+          std::to_string(gpus),
+          "--state-dir",
+          state_dir};
+}
 
 bool GroupAlive(pid_t pgid) { return !worker::LiveGroupMembers(pgid).empty(); }
 
@@ -62,22 +84,9 @@ WorkerHandle& LocalCluster::StartWorker(const std::string& name, int gpus,
     handle->name = name;
     handle->state_dir = absl::StrCat(root_.path, "/", name);
   }
-  std::vector<std::string> argv = {
-      BinaryPath("tessera-worker"),
-      "--scheduler-endpoint",
-      scheduler_endpoint.empty() ? server.endpoint() : scheduler_endpoint,
-      "--api-key",
-      system_key,
-      "--node-name",
-      name,
-      "--cluster",
-      "local",
-      "--address",
-      "127.0.0.1",
-      "--simulate-gpus",
-      std::to_string(gpus),
-      "--state-dir",
-      handle->state_dir};
+  std::vector<std::string> argv =
+      WorkerArgv(name, scheduler_endpoint.empty() ? server.endpoint() : scheduler_endpoint,
+                 system_key, handle->state_dir, gpus);
   argv.insert(argv.end(), extra.begin(), extra.end());
   if (!env.empty()) {
     std::vector<std::string> with_env = {"/usr/bin/env"};
@@ -146,6 +155,14 @@ v1::Run LocalCluster::Submit(const std::string& name, const std::string& command
   INFO(st.error_message());
   REQUIRE(st.ok());
   return resp.run();
+}
+
+pid_t LocalCluster::PidMark(const std::string& file) {
+  auto text = WaitForMark(file);
+  REQUIRE(text.has_value());
+  int pid = 0;
+  REQUIRE(absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &pid));
+  return pid;
 }
 
 std::optional<std::string> LocalCluster::WaitForMark(const std::string& file,

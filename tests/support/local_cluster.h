@@ -50,6 +50,8 @@ class LocalCluster {
   const std::string& marks_dir() const { return marks_; }
   std::optional<std::string> WaitForMark(const std::string& file,
                                          absl::Duration timeout = absl::Seconds(20));
+  // The pid a rank wrote to marker `file` (`echo $$ > "$MARKS/file"`), once it exists.
+  pid_t PidMark(const std::string& file);
   // Every stored line of a run's rank (stdout and stderr, in time order), through GetLogs on
   // `endpoint` (default: tessera-server's).
   std::vector<v1::LogLine> Logs(const std::string& run_name, std::optional<int> rank,
@@ -73,6 +75,11 @@ class LocalCluster {
   std::string marks_;
   std::vector<std::unique_ptr<WorkerHandle>> workers_;
 };
+
+// The command line of a tessera-worker with `gpus` simulated GPUs in cluster "local".
+std::vector<std::string> WorkerArgv(const std::string& name, const std::string& scheduler_endpoint,
+                                    const std::string& api_key, const std::string& state_dir,
+                                    int gpus);
 
 // True while any process of group `pgid` is alive (zombies do not count).
 bool GroupAlive(pid_t pgid);

@@ -17,14 +17,6 @@
 namespace tessera::testing {
 namespace {
 
-pid_t PidMark(LocalCluster& c, const std::string& file) {
-  auto text = c.WaitForMark(file);
-  REQUIRE(text.has_value());
-  int pid = 0;
-  REQUIRE(absl::SimpleAtoi(*text, &pid));
-  return pid;
-}
-
 // Polls until no process of the group is alive; returns when that was seen (unix nanos).
 std::optional<int64_t> WaitForGroupDeath(pid_t pgid, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
@@ -154,7 +146,7 @@ TEST_CASE("kill -9 of a worker: its node is lost within the lease, the run resum
   v1::Run run = c.Submit("survivor", command, 4, 2, /*retry=*/true);
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
   std::vector<pid_t> attempt0;
-  for (int rank = 0; rank < 4; ++rank) attempt0.push_back(PidMark(c, absl::StrCat("pid-0-", rank)));
+  for (int rank = 0; rank < 4; ++rank) attempt0.push_back(c.PidMark(absl::StrCat("pid-0-", rank)));
   const std::string victim = c.client->Get(run.name()).nodes(0).node_name();
 
   REQUIRE(c.worker(victim).process->Kill(SIGKILL).ok());
@@ -197,7 +189,7 @@ TEST_CASE("a frozen worker is fenced: its ranks are dead before the replacement 
       "sleep 300 & wait";
   v1::Run run = c.Submit("fenced", command, 2, 1, /*retry=*/true);
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
-  const pid_t old_group = PidMark(c, "pid-0");
+  const pid_t old_group = c.PidMark("pid-0");
   const std::string frozen = c.client->Get(run.name()).nodes(0).node_name();
 
   // SIGSTOP freezes the worker: no heartbeat, no fencing thread; only the separate watchdog
@@ -221,8 +213,8 @@ TEST_CASE("stop: ranks get SIGTERM, and whatever ignores it is killed at the gra
       "sleep 300 & wait; sleep 300";
   v1::Run run = c.Submit("stoppable", command, 2, 1);
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
-  const pid_t stubborn = PidMark(c, "pid-0");
-  const pid_t polite = PidMark(c, "pid-1");
+  const pid_t stubborn = c.PidMark("pid-0");
+  const pid_t polite = c.PidMark("pid-1");
 
   const int64_t asked = NowNanos();
   v1::StopRunRequest req;
@@ -252,7 +244,7 @@ TEST_CASE("a restarted worker kills what its previous incarnation started, the r
       "if [ \"$RESUMPTION_INDEX\" = 0 ]; then sleep 300 & wait; fi; echo resumed";
   v1::Run run = c.Submit("restarted", command, 2, 1, /*retry=*/true);
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
-  const pid_t old_group = PidMark(c, "pid-0");
+  const pid_t old_group = c.PidMark("pid-0");
   // Kill the worker and its watchdog, as a crash of the whole service would.
   auto& w = c.worker("node-a");
   std::ifstream watchdog_file(w.state_dir + "/watchdog.pid");
@@ -289,7 +281,7 @@ TEST_CASE("a failing rank fails the run with its exit code, and the other ranks 
   v1::Run run = c.Submit("failing", command, 4, 2);
   v1::Run failed = c.client->WaitForStatus(run.name(), v1::RUN_STATUS_FAILED);
   for (int rank : {0, 1, 3}) {
-    CHECK(WaitForGroupDeath(PidMark(c, absl::StrCat("pid-", rank)), absl::Seconds(5)).has_value());
+    CHECK(WaitForGroupDeath(c.PidMark(absl::StrCat("pid-", rank)), absl::Seconds(5)).has_value());
   }
   v1::RunDescription d = c.client->Describe(run.name());
   REQUIRE(d.attempts_size() == 1);
@@ -359,7 +351,7 @@ TEST_CASE("a worker cut off from the network kills its ranks before the replacem
   v1::Run run = c.Submit("partitioned", command, 2, 1, /*retry=*/true);
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
   REQUIRE(c.client->Get(run.name()).nodes(0).node_name() == "node-a");
-  const pid_t old_group = PidMark(c, "pid-0");
+  const pid_t old_group = c.PidMark("pid-0");
   c.StartWorker("node-b");
 
   link.Cut();
