@@ -54,11 +54,18 @@ int GetRuns(CommandContext& context, const GetRunsOptions& options) {
   *request.mutable_filter() = RunFilterFrom(options);
   Connection& connection = context.connection();
   auto stub = tessera::v1::RunService::NewStub(connection.channel());
-  tessera::v1::ListRunsResponse response;
-  connection.Unary([&](grpc::ClientContext* c) { return stub->ListRuns(c, request, &response); });
-  if (!PrintIfStructured(context, MessagesToJson(response.runs()))) {
-    PrintRunTable(context.out(), response.runs());
-  }
+  // Page by page; the table needs no parameters (JSON and YAML show whole runs).
+  request.set_omit_parameters(context.format() == OutputFormat::kTable);
+  const int limit = request.filter().limit();
+  google::protobuf::RepeatedPtrField<tessera::v1::Run> runs;
+  do {
+    tessera::v1::ListRunsResponse response;
+    connection.Unary([&](grpc::ClientContext* c) { return stub->ListRuns(c, request, &response); });
+    for (auto& r : *response.mutable_runs()) *runs.Add() = std::move(r);
+    request.set_page_token(response.next_page_token());
+    if (limit > 0) request.mutable_filter()->set_limit(limit - runs.size());
+  } while (!request.page_token().empty() && (limit == 0 || runs.size() < limit));
+  if (!PrintIfStructured(context, MessagesToJson(runs))) PrintRunTable(context.out(), runs);
   return kExitOk;
 }
 

@@ -3,6 +3,8 @@
 namespace tessera::scheduler {
 namespace {
 
+constexpr int kRunsPage = 500;
+
 class GrpcRunsClient final : public RunsClient {
  public:
   GrpcRunsClient(std::shared_ptr<ChannelRef> channel, std::string key, ServiceClientOptions options,
@@ -16,9 +18,16 @@ class GrpcRunsClient final : public RunsClient {
     for (auto s : statuses) req.mutable_filter()->add_statuses(s);
     // Placement needs no parameters; a start takes them from the run RecordAttempt returns.
     req.set_omit_parameters(true);
-    v1::ListRunsResponse resp;
-    if (auto st = runs_.Call(&v1::RunService::Stub::ListRuns, req, &resp); !st.ok()) return st;
-    return std::vector<v1::Run>(resp.runs().begin(), resp.runs().end());
+    // In pages, so that no one reply (and no one database read) grows with the queue.
+    req.set_page_size(kRunsPage);
+    std::vector<v1::Run> runs;
+    do {
+      v1::ListRunsResponse resp;
+      if (auto st = runs_.Call(&v1::RunService::Stub::ListRuns, req, &resp); !st.ok()) return st;
+      for (auto& r : *resp.mutable_runs()) runs.push_back(std::move(r));
+      req.set_page_token(resp.next_page_token());
+    } while (!req.page_token().empty());
+    return runs;
   }
 
   absl::StatusOr<v1::Run> RecordAttempt(const v1::Attempt& attempt) override {

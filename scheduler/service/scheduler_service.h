@@ -7,6 +7,7 @@
 
 #include "scheduler/service/scheduler.h"
 #include "services/common/rpc.h"
+#include "services/common/standby.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 #include "tessera/v1/worker.grpc.pb.h"
 
@@ -29,8 +30,23 @@ class SchedulerService final : public v1::SchedulerService::Service {
   TESSERA_UNARY_RPC(node_api_, RemoveNode)
   TESSERA_UNARY_RPC(node_api_, GetQueue)
   TESSERA_UNARY_RPC(node_api_, CheckFit)
-  TESSERA_UNARY_RPC(health_relay_, DispatchToWorker)
-  TESSERA_UNARY_RPC(health_relay_, EvictNode)
+
+  // Only the leader holds the workers' streams and the attempts: a standby refuses, and the
+  // caller tries another instance.
+  grpc::Status DispatchToWorker(grpc::ServerContext* ctx, const v1::DispatchToWorkerRequest* req,
+                                v1::DispatchToWorkerResponse* resp) override {
+    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
+      if (!is_leader_()) return StandbyError("scheduler", "send commands to the leader");
+      return health_relay_->DispatchToWorker(who, *req, resp);
+    });
+  }
+  grpc::Status EvictNode(grpc::ServerContext* ctx, const v1::EvictNodeRequest* req,
+                         v1::EvictNodeResponse* resp) override {
+    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
+      if (!is_leader_()) return StandbyError("scheduler", "evictions go to the leader");
+      return health_relay_->EvictNode(who, *req, resp);
+    });
+  }
 
   grpc::Status GetStatus(grpc::ServerContext* ctx, const v1::SchedulerStatusRequest*,
                          v1::SchedulerStatusResponse* resp) override {

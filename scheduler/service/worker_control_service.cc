@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "scheduler/service/scheduler_service.h"
+#include "services/common/standby.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -56,8 +57,7 @@ grpc::Status WorkerControlService::Connect(
   if (!who.ok()) return ToGrpcStatus(who.status());
   if (auto st = RequireSystem(*who, "the worker control stream"); !st.ok()) return ToGrpcStatus(st);
   if (!is_leader_()) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        "this scheduler instance is a standby; connect to the leader");
+    return ToGrpcStatus(StandbyError("scheduler", "connect to the leader"));
   }
   v1::WorkerMessage first;
   if (!stream->Read(&first)) return grpc::Status::OK;

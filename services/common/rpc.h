@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/common/auth/api_keys.h"
 #include "services/common/grpc_status.h"
+#include "services/store/traffic_class.h"
 
 namespace tessera {
 
@@ -25,6 +26,9 @@ template <typename Fn>
 grpc::Status Serve(auth::Authenticator& authenticator, grpc::ServerContext* context, Fn&& fn) {
   auto who = authenticator.Authenticate(*context);
   if (!who.ok()) return ToGrpcStatus(who.status());
+  // A person's call may not use the connections kept for the control plane.
+  store::TrafficScope traffic(who->is_system() ? store::TrafficClass::kControl
+                                               : store::TrafficClass::kUser);
   return ToGrpcStatus(fn(*who));
 }
 

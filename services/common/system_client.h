@@ -12,6 +12,7 @@
 #include <grpcpp/client_context.h>
 #include <grpcpp/support/status.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,6 +23,7 @@
 #include "absl/time/time.h"
 #include "services/common/channel_ref.h"
 #include "services/common/grpc_status.h"
+#include "services/common/standby.h"
 
 namespace tessera {
 
@@ -62,15 +64,26 @@ class SystemClient {
   }
 
   // The same with its own deadline, for a call whose answer takes as long as its request says.
+  // With one channel per instance, an instance that answers UNAVAILABLE (a standby's refusal,
+  // or none at all) is left for the next, each tried once; the error returned is the most
+  // telling one (a leader's own UNAVAILABLE before a standby's refusal).
   template <typename Request, typename Response>
   absl::Status Call(Method<Request, Response> method, const Request& request, Response* response,
                     absl::Duration deadline) const {
-    auto channel = channel_->Get();
-    if (!channel) return absl::UnavailableError(absl::StrCat(name_, " is not reachable yet"));
-    auto stub = Service::NewStub(channel);
-    grpc::ClientContext context;
-    PrepareSystemCall(context, key_, deadline);
-    return FromGrpcStatus(((*stub).*method)(&context, request, response));
+    const size_t instances = channel_->size();
+    absl::Status telling;
+    for (size_t tried = 0; tried < std::max<size_t>(1, instances); ++tried) {
+      auto [channel, at] = channel_->Current();
+      if (!channel) return absl::UnavailableError(absl::StrCat(name_, " is not reachable yet"));
+      auto stub = Service::NewStub(channel);
+      grpc::ClientContext context;
+      PrepareSystemCall(context, key_, deadline);
+      absl::Status st = FromGrpcStatus(((*stub).*method)(&context, request, response));
+      if (!absl::IsUnavailable(st) || instances <= 1) return st;
+      if (telling.ok() || IsStandbyRefusal(telling)) telling = st;
+      channel_->MoveOn(at);
+    }
+    return telling;
   }
 
   const ServiceClientOptions& options() const { return options_; }

@@ -32,6 +32,18 @@ std::vector<ParamSpec> RunFilterParams() {
   };
 }
 
+std::vector<ParamSpec> ListRunsParams() {
+  std::vector<ParamSpec> params = RunFilterParams();
+  params.push_back(QueryParam("page_size", ParamType::kCount,
+                              "At most this many runs (0: 1000, the most); with more, the reply's "
+                              "next_page_token asks for the next page."));
+  params.push_back(
+      QueryParam("page_token", ParamType::kToken, "The next_page_token of the page before."));
+  params.push_back(
+      QueryParam("omit_parameters", ParamType::kBoolean, "Leave out each spec's parameters."));
+  return params;
+}
+
 void FillRunFilter(QueryReader& q, v1::RunFilter* filter) {
   for (const std::string& g : q.Strings("name")) filter->add_name_globs(g);
   for (int s : q.Enums("status")) filter->add_statuses(static_cast<v1::RunStatus>(s));
@@ -82,12 +94,15 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .operation_id = "listRuns",
          .tag = "runs",
          .summary = "List runs matching a filter.",
-         .params = RunFilterParams(),
+         .params = ListRunsParams(),
          .response = v1::ListRunsResponse::descriptor(),
          .handler = [up](const Request& r) -> HandlerResult {
            QueryReader q(r);
            v1::ListRunsRequest req;
            FillRunFilter(q, req.mutable_filter());
+           req.set_page_size(q.Count("page_size"));
+           req.set_page_token(q.String("page_token"));
+           req.set_omit_parameters(q.Boolean("omit_parameters"));
            if (!q.status().ok()) return ErrorResponse(q.status());
            return CallUnary(*up, r, up->runs(), &Stub::ListRuns, req);
          }});

@@ -9,6 +9,7 @@
 #include "runspec/run_spec_parser.h"
 #include "services/common/rpc.h"
 #include "services/runs/describe.h"
+#include "services/runs/run_pages.h"
 #include "services/store/cas_retry.h"
 #include "services/store/filters.h"
 
@@ -145,8 +146,24 @@ absl::Status RunManager::ListRuns(const Who& who, const v1::ListRunsRequest& req
     }
     filter.set_user(who.user);
   }
+  if (req.page_size() < 0 || req.page_size() > kMaxRunsPage) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: must be between 0 and ", kMaxRunsPage, ", got ", req.page_size()));
+  }
+  if (!req.page_token().empty()) {
+    TESSERA_RETURN_IF_ERROR(ApplyRunPageToken(req.page_token(), &filter));
+  }
+  // One run more than the page tells whether another page follows. The filter's own limit
+  // caps the whole list; a caller that pages lowers it by what it already has.
+  const int page = req.page_size() > 0 ? req.page_size() : kMaxRunsPage;
+  const bool capped = filter.latest() || (filter.limit() > 0 && filter.limit() <= page);
+  if (!capped) filter.set_limit(page + 1);
   auto runs = runs_->ListRuns(filter);
   if (!runs.ok()) return runs.status();
+  if (!capped && static_cast<int>(runs->size()) > page) {
+    runs->resize(page);
+    resp->set_next_page_token(RunPageToken(runs->back()));
+  }
   for (auto& r : *runs) {
     if (req.omit_parameters()) r.mutable_spec()->clear_parameters();
     *resp->add_runs() = std::move(r);

@@ -45,6 +45,16 @@ std::shared_ptr<ChannelRef> RemoteChannel(const std::string& endpoint) {
       GrpcTarget("endpoint", endpoint).value_or(endpoint), grpc::InsecureChannelCredentials()));
 }
 
+// One channel per instance of a service that has a leader (the scheduler), so that a call a
+// standby refuses goes on to the next instance (SystemClient).
+std::shared_ptr<ChannelRef> LeaderChannel(const std::string& endpoints) {
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (const std::string& e : SplitEndpoints(endpoints)) {
+    channels.push_back(CreateLimitedChannel(e, grpc::InsecureChannelCredentials()));
+  }
+  return std::make_shared<ChannelRef>(std::move(channels));
+}
+
 }  // namespace
 
 int ServeMain(const Parts& parts, int argc, char** argv) {
@@ -67,6 +77,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   app.add_option("--database-pool-size", db.pool_size, "connections kept open")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
+  app.add_option("--database-control-connections", db.control_connections,
+                 "of those, how many only Tessera's own components (system keys, the "
+                 "scheduler's and health API's loops) use; people's calls use the rest")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 255));
   double service_call_timeout_seconds = 0;
   app.add_option("--service-call-timeout-seconds", service_call_timeout_seconds,
                  "how long a call to another Tessera service waits before it fails (0: each "
@@ -196,7 +211,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     std::shared_ptr<ChannelRef> logs = parts.logs ? self : nullptr;
     if (!parts.logs && !logs_endpoint.empty()) logs = RemoteChannel(logs_endpoint);
     components.push_back(
-        MakeRunsComponent(f, parts.scheduler ? self : RemoteChannel(scheduler_endpoint), logs,
+        MakeRunsComponent(f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint), logs,
                           (*system_key)->secret()));
   }
   if (parts.scheduler) {
@@ -224,7 +239,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
       health.cpu_payload_bytes = *sizes;
     }
     components.push_back(MakeHealthComponent(
-        f, parts.scheduler ? self : RemoteChannel(scheduler_endpoint),
+        f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint),
         parts.cordon ? self : RemoteChannel(cordon_endpoint),
         parts.runs ? self : RemoteChannel(runs_endpoint), (*system_key)->secret(), health));
   }

@@ -84,6 +84,13 @@ bool RunMatches(const v1::Run& run, const v1::RunFilter& filter) {
   const int64_t created = ToMicros(run.created_at());
   if (filter.has_created_before() && !(created < ToMicros(filter.created_before()))) return false;
   if (filter.has_created_after() && !(created > ToMicros(filter.created_after()))) return false;
+  if (!filter.page_after_id().empty()) {
+    // After the page's last run in the list's order: newest first, then id descending.
+    const int64_t after = ToMicros(filter.page_after_created_at());
+    if (!(created < after || (created == after && run.id() < filter.page_after_id()))) {
+      return false;
+    }
+  }
   return true;
 }
 

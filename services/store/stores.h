@@ -32,7 +32,10 @@ struct PostgresOptions {
   // A libpq URL (postgresql://user@host:port/db) or key=value string.
   std::string url;
   // Connections kept open; calls beyond that wait for a free one.
-  int pool_size = 4;
+  int pool_size = 6;
+  // Of those, how many user traffic may not use (store::TrafficClass): the control plane's
+  // writes never queue behind people's reads.
+  int control_connections = 2;
   // How long a connection attempt may take before the call fails with UNAVAILABLE.
   int connect_timeout_seconds = 3;
 };

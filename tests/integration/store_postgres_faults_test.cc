@@ -1,10 +1,15 @@
 // PostgreSQL-only behaviour: migrations, and surviving a server restart mid-test.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <pqxx/pqxx>
+#include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "base/timestamps.h"
 #include "services/store/postgres/migrations.h"
+#include "services/store/postgres/pg_pool.h"
 #include "services/store/stores.h"
+#include "services/store/traffic_class.h"
 #include "tests/support/postgres_server.h"
 
 namespace tessera::store {
@@ -19,6 +24,51 @@ v1::Run MakeRun(const std::string& name) {
   run.mutable_spec()->set_command("echo hi");
   *run.mutable_created_at() = ToProtoTime(absl::Now());
   return run;
+}
+
+TEST_CASE("people's calls leave the reserved connections to the control plane",
+          "[postgres][pool]") {
+  auto& pg = testing::SharedPostgres();
+  REQUIRE(pg.ResetDatabase().ok());
+  PgPool pool(pg.url(), /*size=*/2, /*connect_timeout_seconds=*/3, /*reserved_for_control=*/1);
+  absl::Notification first_holds, release_first;
+  std::thread first([&] {
+    TrafficScope user(TrafficClass::kUser);
+    CHECK(pool.Transact("a user's long read",
+                        [&](pqxx::work& tx) {
+                          tx.exec("SELECT 1");
+                          first_holds.Notify();
+                          release_first.WaitForNotification();
+                          return absl::OkStatus();
+                        })
+              .ok());
+  });
+  first_holds.WaitForNotification();
+  std::atomic<bool> second_ran{false};
+  std::thread second([&] {
+    TrafficScope user(TrafficClass::kUser);
+    CHECK(pool.Transact("another user's read",
+                        [&](pqxx::work& tx) {
+                          tx.exec("SELECT 1");
+                          second_ran = true;
+                          return absl::OkStatus();
+                        })
+              .ok());
+  });
+  // The control plane's write gets the reserved connection at once...
+  CHECK(pool.Transact("a control write",
+                      [](pqxx::work& tx) {
+                        tx.exec("SELECT 1");
+                        return absl::OkStatus();
+                      })
+            .ok());
+  // ... while the second user call waits for the one connection people may use.
+  absl::SleepFor(absl::Milliseconds(300));
+  CHECK_FALSE(second_ran);
+  release_first.Notify();
+  first.join();
+  second.join();
+  CHECK(second_ran);
 }
 
 TEST_CASE("migrations are applied once and recorded", "[postgres][migrations]") {

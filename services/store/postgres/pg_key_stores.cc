@@ -160,8 +160,8 @@ std::shared_ptr<IdempotencyStore> MakePgIdempotencyStore(std::shared_ptr<PgPool>
 }
 
 absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
-  auto pool =
-      std::make_shared<PgPool>(options.url, options.pool_size, options.connect_timeout_seconds);
+  auto pool = std::make_shared<PgPool>(
+      options.url, options.pool_size, options.connect_timeout_seconds, options.control_connections);
   if (auto st = ApplyMigrations(*pool, EmbeddedMigrations()); !st.ok()) return st;
   Stores s;
   s.runs = MakePgRunStore(pool);

@@ -2,9 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "services/store/traffic_class.h"
 
 namespace tessera::store {
 namespace {
@@ -56,20 +59,33 @@ std::string PgIntArray(const std::vector<int>& values) {
   return absl::StrCat("{", absl::StrJoin(values, ","), "}");
 }
 
-PgPool::PgPool(std::string conninfo, int size, int connect_timeout_seconds)
+PgPool::PgPool(std::string conninfo, int size, int connect_timeout_seconds,
+               int reserved_for_control)
     : conninfo_(WithConnectTimeout(conninfo, connect_timeout_seconds)),
-      size_(size > 0 ? size : 1) {}
+      size_(size > 0 ? size : 1),
+      // User traffic always gets at least one connection.
+      user_limit_(std::max(1, size_ - std::max(0, reserved_for_control))) {}
 
 PgPool::~PgPool() = default;
 
-absl::StatusOr<PgPool::Lease> PgPool::Acquire(const char* what) {
+bool PgPool::CanTake(bool user) const {
+  const bool free = !idle_.empty() || open_ < size_;
+  if (!user) return free;
+  return free && user_in_use_ < user_limit_ && control_waiting_ == 0;
+}
+
+absl::StatusOr<PgPool::Lease> PgPool::Acquire(const char* what, bool user) {
   {
     absl::MutexLock lock(&mu_);
+    if (!user) ++control_waiting_;
+    struct Want {
+      PgPool* pool;
+      bool user;
+    } want{this, user};
     mu_.Await(absl::Condition(
-        +[](PgPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
-          return !p->idle_.empty() || p->open_ < p->size_;
-        },
-        this));
+        +[](Want* w) ABSL_NO_THREAD_SAFETY_ANALYSIS { return w->pool->CanTake(w->user); }, &want));
+    if (!user) --control_waiting_;
+    if (user) ++user_in_use_;
     if (!idle_.empty()) {
       Lease lease{std::move(idle_.back()), true};
       idle_.pop_back();
@@ -86,26 +102,29 @@ absl::StatusOr<PgPool::Lease> PgPool::Acquire(const char* what) {
         "SET statement_timeout = '60s'; SET idle_in_transaction_session_timeout = '5s'");
     return Lease{std::move(conn), false};
   } catch (const std::exception& e) {
-    Discard();
+    Discard(user);
     return absl::UnavailableError(
         absl::StrCat("database unavailable while ", what, ": ", e.what()));
   }
 }
 
-void PgPool::Release(std::unique_ptr<pqxx::connection> connection) {
+void PgPool::Release(std::unique_ptr<pqxx::connection> connection, bool user) {
   absl::MutexLock lock(&mu_);
   idle_.push_back(std::move(connection));
+  if (user) --user_in_use_;
 }
 
-void PgPool::Discard() {
+void PgPool::Discard(bool user) {
   absl::MutexLock lock(&mu_);
   --open_;
+  if (user) --user_in_use_;
 }
 
 absl::Status PgPool::Transact(const char* what,
                               const std::function<absl::Status(pqxx::work&)>& body) {
+  const bool user = current_traffic_class == TrafficClass::kUser;
   for (int attempt = 0;; ++attempt) {
-    auto lease = Acquire(what);
+    auto lease = Acquire(what, user);
     if (!lease.ok()) return lease.status();
     std::unique_ptr<pqxx::connection> conn = std::move(lease->connection);
     absl::Status failure;
@@ -118,7 +137,7 @@ absl::Status PgPool::Transact(const char* what,
       } else {
         tx.abort();
       }
-      Release(std::move(conn));
+      Release(std::move(conn), user);
       return st;
     } catch (const pqxx::in_doubt_error& e) {
       // The connection broke during COMMIT: it may or may not have happened. Never retry.
@@ -129,7 +148,7 @@ absl::Status PgPool::Transact(const char* what,
           absl::UnavailableError(absl::StrCat("database unavailable while ", what, ": ", e.what()));
       kind = Failure::kRetryable;
     } catch (const pqxx::unique_violation& e) {
-      Release(std::move(conn));
+      Release(std::move(conn), user);
       return absl::AlreadyExistsError(absl::StrCat(what, ": already exists (", e.what(), ")"));
     } catch (const pqxx::sql_error& e) {
       if (IsUnavailableSqlState(e.sqlstate())) {
@@ -137,7 +156,7 @@ absl::Status PgPool::Transact(const char* what,
             absl::StrCat("database unavailable while ", what, ": ", e.what()));
         kind = Failure::kRetryable;
       } else if (conn->is_open()) {
-        Release(std::move(conn));
+        Release(std::move(conn), user);
         return absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what()));
       } else {
         failure = absl::UnavailableError(
@@ -146,7 +165,7 @@ absl::Status PgPool::Transact(const char* what,
       }
     } catch (const std::exception& e) {
       if (conn->is_open()) {
-        Release(std::move(conn));
+        Release(std::move(conn), user);
         return absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what()));
       }
       failure =
@@ -156,7 +175,7 @@ absl::Status PgPool::Transact(const char* what,
     // The connection is unusable: drop it. A stale pooled connection (the server restarted
     // since it was opened) earns one retry on a fresh connection.
     conn.reset();
-    Discard();
+    Discard(user);
     if (kind == Failure::kRetryable && lease->reused && attempt == 0) {
       spdlog::info("database connection was broken ({}); reconnecting",
                    std::string(failure.message()));

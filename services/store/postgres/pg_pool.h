@@ -17,8 +17,10 @@ namespace tessera::store {
 
 class PgPool {
  public:
-  // `conninfo`: a libpq URL or key=value string. At most `size` connections are open at once.
-  PgPool(std::string conninfo, int size, int connect_timeout_seconds);
+  // `conninfo`: a libpq URL or key=value string. At most `size` connections are open at once;
+  // user traffic (store::TrafficClass, per thread) uses at most `size - reserved_for_control`
+  // of them and yields to control traffic waiting for one.
+  PgPool(std::string conninfo, int size, int connect_timeout_seconds, int reserved_for_control = 0);
   ~PgPool();
 
   // Runs `body` in one transaction and commits it when `body` returns OK (rolls back otherwise).
@@ -33,15 +35,19 @@ class PgPool {
     std::unique_ptr<pqxx::connection> connection;
     bool reused = false;
   };
-  absl::StatusOr<Lease> Acquire(const char* what);
-  void Release(std::unique_ptr<pqxx::connection> connection);
-  void Discard();
+  absl::StatusOr<Lease> Acquire(const char* what, bool user);
+  void Release(std::unique_ptr<pqxx::connection> connection, bool user);
+  void Discard(bool user);
+  bool CanTake(bool user) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string conninfo_;
   const int size_;
+  const int user_limit_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
   int open_ ABSL_GUARDED_BY(mu_) = 0;
+  int user_in_use_ ABSL_GUARDED_BY(mu_) = 0;
+  int control_waiting_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Adds the parameter `key`=`value` to a libpq URL or key=value string unless it already sets

@@ -79,14 +79,17 @@ class PgRunStore final : public RunStore {
         " AND ($5 = '' OR gpu_type = $5)"
         " AND (NOT $6 OR created_at < ",
         MicrosParam(7), ") AND (NOT $8 OR created_at > ", MicrosParam(9),
-        ") ORDER BY created_at DESC, id COLLATE \"C\" DESC"
+        ") AND ($11 = '' OR created_at < ", MicrosParam(12), " OR (created_at = ", MicrosParam(12),
+        " AND id COLLATE \"C\" < $11))"
+        " ORDER BY created_at DESC, id COLLATE \"C\" DESC"
         " LIMIT CASE WHEN $10 < 0 THEN NULL ELSE $10 END");
     std::vector<v1::Run> out;
     absl::Status st = pool_->Transact("listing runs", [&](pqxx::work& tx) -> absl::Status {
       const pqxx::result rows = tx.exec_params(
           sql, PgTextArray(likes), PgIntArray(statuses), filter.user(), filter.cluster(),
           filter.gpu_type(), filter.has_created_before(), ToMicros(filter.created_before()),
-          filter.has_created_after(), ToMicros(filter.created_after()), limit);
+          filter.has_created_after(), ToMicros(filter.created_after()), limit,
+          filter.page_after_id(), ToMicros(filter.page_after_created_at()));
       for (const auto& row : rows) {
         auto run = DecodeRun(row, 0, 1);
         if (!run.ok()) return run.status();

@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 
@@ -12,6 +13,7 @@
 #include "base/clock.h"
 #include "services/common/auth/api_keys.h"
 #include "services/common/rpc.h"
+#include "services/common/standby.h"
 #include "services/store/stores.h"
 #include "tessera/v1/admin.grpc.pb.h"
 
@@ -19,12 +21,17 @@ namespace tessera {
 namespace {
 
 constexpr char kSystemSecret[] = "tsk_system0000000000000000000000000000000000";
+constexpr char kUserSecret[] = "tsk_user000000000000000000000000000000000000";
 
 // A handler with the adapters' shape: (who, request, response).
 class Handler {
  public:
   absl::Status WhoAmI(const auth::Principal& who, const v1::WhoAmIRequest&,
                       v1::WhoAmIResponse* resp) {
+    ++calls;
+    traffic = store::current_traffic_class;
+    if (standby) return StandbyError("test", "ask the leader");
+    if (!own_failure.ok()) return own_failure;
     resp->set_user(who.user);
     resp->set_role(who.role);
     return absl::OkStatus();
@@ -33,6 +40,10 @@ class Handler {
                             v1::RevokeApiKeyResponse*) {
     return absl::NotFoundError("API key " + req.id() + " not found");
   }
+  std::atomic<int> calls{0};
+  std::atomic<store::TrafficClass> traffic{store::TrafficClass::kControl};
+  std::atomic<bool> standby{false};
+  absl::Status own_failure;  // what a leader answers (set before calls)
 };
 
 // An adapter as the services write them; ListApiKeys records what the call carried.
@@ -78,6 +89,12 @@ struct Fixture {
     record.key.set_role(v1::ROLE_SYSTEM);
     record.secret_hash = auth::HashSecret(kSystemSecret);
     REQUIRE(stores.api_keys->CreateKey(record).ok());
+    store::ApiKeyRecord user;
+    user.key.set_id("key-user");
+    user.key.set_user("alice");
+    user.key.set_role(v1::ROLE_USER);
+    user.secret_hash = auth::HashSecret(kUserSecret);
+    REQUIRE(stores.api_keys->CreateKey(user).ok());
     grpc::ServerBuilder builder;
     builder.RegisterService(&adapter);
     server = builder.BuildAndStart();
@@ -89,8 +106,9 @@ struct Fixture {
   }
 
   store::Stores stores = store::MakeMemoryStores();
-  Adapter adapter{std::make_shared<Handler>(), std::make_shared<auth::Authenticator>(
-                                                   stores.api_keys, std::make_shared<FakeClock>())};
+  std::shared_ptr<Handler> handler = std::make_shared<Handler>();
+  Adapter adapter{handler, std::make_shared<auth::Authenticator>(stores.api_keys,
+                                                                 std::make_shared<FakeClock>())};
   std::unique_ptr<grpc::Server> server;
 };
 
@@ -118,6 +136,20 @@ TEST_CASE("a system client sends the key and the deadline of its options") {
               .ok());
   CHECK(SecondsUntil(f.adapter.deadline()) > 118.0);
   CHECK(SecondsUntil(f.adapter.deadline()) < 121.0);
+}
+
+TEST_CASE("a person's call is user traffic for the database, a component's is control traffic") {
+  Fixture f;
+  auto channel = std::make_shared<ChannelRef>(f.Channel());
+  v1::WhoAmIResponse resp;
+  SystemClient<v1::AdminService> component(channel, kSystemSecret, "the admin API", {});
+  REQUIRE(component.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp).ok());
+  CHECK(f.handler->traffic == store::TrafficClass::kControl);
+  SystemClient<v1::AdminService> person(channel, kUserSecret, "the admin API", {});
+  REQUIRE(person.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp).ok());
+  CHECK(f.handler->traffic == store::TrafficClass::kUser);
+  // Outside a call, a thread is control traffic (the services' own loops).
+  CHECK(store::current_traffic_class == store::TrafficClass::kControl);
 }
 
 TEST_CASE("the default deadline is 30 s") {
@@ -164,6 +196,56 @@ TEST_CASE("a call past its deadline is DEADLINE_EXCEEDED") {
   v1::WhoAmIResponse resp;
   CHECK(absl::IsDeadlineExceeded(
       admin.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp)));
+}
+
+TEST_CASE("with one channel per instance, a standby's refusal moves the calls on to the leader") {
+  Fixture a, b;
+  a.handler->standby = true;
+  auto instances = std::make_shared<ChannelRef>(
+      std::vector<std::shared_ptr<grpc::Channel>>{a.Channel(), b.Channel()});
+  SystemClient<v1::AdminService> client(instances, kSystemSecret, "the scheduler", {});
+  v1::WhoAmIResponse resp;
+  REQUIRE(client.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp).ok());
+  CHECK(a.handler->calls == 1);
+  CHECK(b.handler->calls == 1);
+  // Later calls go straight to the instance that answered.
+  REQUIRE(client.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp).ok());
+  CHECK(a.handler->calls == 1);
+  CHECK(b.handler->calls == 2);
+
+  // A failover: b stands by, a leads.
+  b.handler->standby = true;
+  a.handler->standby = false;
+  REQUIRE(client.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp).ok());
+  CHECK(b.handler->calls == 3);
+  CHECK(a.handler->calls == 2);
+
+  // No leader: each instance is asked once, and the refusal comes back.
+  a.handler->standby = true;
+  auto st = client.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp);
+  CHECK(IsStandbyRefusal(st));
+  CHECK(a.handler->calls + b.handler->calls == 7);
+}
+
+TEST_CASE("a leader's own UNAVAILABLE is returned rather than a standby's refusal") {
+  Fixture a, b;
+  a.handler->own_failure = absl::UnavailableError("the worker of node n1 is not connected");
+  b.handler->standby = true;
+  auto instances = std::make_shared<ChannelRef>(
+      std::vector<std::shared_ptr<grpc::Channel>>{a.Channel(), b.Channel()});
+  SystemClient<v1::AdminService> client(instances, kSystemSecret, "the scheduler", {});
+  v1::WhoAmIResponse resp;
+  auto st = client.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp);
+  CHECK(st.message() == "the worker of node n1 is not connected");
+  // An error that is not UNAVAILABLE is the answer: nobody else is asked.
+  Fixture c;
+  c.handler->own_failure = absl::NotFoundError("no node n9");
+  auto one = std::make_shared<ChannelRef>(
+      std::vector<std::shared_ptr<grpc::Channel>>{c.Channel(), b.Channel()});
+  SystemClient<v1::AdminService> other(one, kSystemSecret, "the scheduler", {});
+  const int before = b.handler->calls;
+  CHECK(absl::IsNotFound(other.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp)));
+  CHECK(b.handler->calls == before);
 }
 
 }  // namespace

@@ -97,6 +97,36 @@ CONFORMANCE_CASE("runs: list filters by glob, status, user, cluster, gpu type an
   CHECK(list(f) == V{"eval_c"});
 }
 
+CONFORMANCE_CASE("runs: a page cursor lists the runs after it, ties on time broken by id") {
+  Stores s = FreshStores();
+  // Two runs created in the same microsecond: the id orders them.
+  for (const auto& [name, second] : std::vector<std::pair<std::string, int>>{
+           {"r1", 10}, {"r2", 20}, {"r3a", 30}, {"r3b", 30}, {"r4", 40}}) {
+    REQUIRE(s.runs->CreateRun(MakeRun(name, second), {}).ok());
+  }
+  auto page = [&](const v1::RunFilter& f) {
+    auto r = s.runs->ListRuns(f);
+    REQUIRE(r.ok());
+    return Names(*r);
+  };
+  using V = std::vector<std::string>;
+  v1::RunFilter f;
+  REQUIRE(page(f) == V{"r4", "r3b", "r3a", "r2", "r1"});
+  f.set_limit(2);
+  *f.mutable_page_after_created_at() = ToProtoTime(T(40));
+  f.set_page_after_id("id-r4");
+  CHECK(page(f) == V{"r3b", "r3a"});
+  *f.mutable_page_after_created_at() = ToProtoTime(T(30));
+  f.set_page_after_id("id-r3b");  // the same time as r3a, a later id
+  CHECK(page(f) == V{"r3a", "r2"});
+  f.set_page_after_id("id-r3a");
+  f.set_limit(0);
+  CHECK(page(f) == V{"r2", "r1"});
+  // Combined with the other filters.
+  f.add_statuses(v1::RUN_STATUS_RUNNING);
+  CHECK(page(f).empty());
+}
+
 CONFORMANCE_CASE("runs: update is compare-and-set and commits its events with it") {
   Stores s = FreshStores();
   auto run = s.runs->CreateRun(MakeRun("r", 1),
@@ -238,8 +268,10 @@ CONFORMANCE_CASE("runs: events keep their order, details and paging") {
 
 CONFORMANCE_CASE("runs: an update upserts attempts in its transaction; all events list globally") {
   Stores s = FreshStores();
-  auto a = s.runs->CreateRun(MakeRun("a", 1), {MakeRunEvent(v1::RUN_EVENT_TYPE_CREATED, "a created", 1)});
-  auto b = s.runs->CreateRun(MakeRun("b", 2), {MakeRunEvent(v1::RUN_EVENT_TYPE_CREATED, "b created", 2)});
+  auto a = s.runs->CreateRun(MakeRun("a", 1),
+                             {MakeRunEvent(v1::RUN_EVENT_TYPE_CREATED, "a created", 1)});
+  auto b = s.runs->CreateRun(MakeRun("b", 2),
+                             {MakeRunEvent(v1::RUN_EVENT_TYPE_CREATED, "b created", 2)});
   REQUIRE(a.ok());
   REQUIRE(b.ok());
   v1::Attempt attempt;
@@ -249,9 +281,10 @@ CONFORMANCE_CASE("runs: an update upserts attempts in its transaction; all event
   v1::Run next = *a;
   next.set_status(v1::RUN_STATUS_QUEUED);
   next.set_resumption_index(0);
-  REQUIRE(s.runs->UpdateRun(next, 1, {MakeRunEvent(v1::RUN_EVENT_TYPE_QUEUED, "a queued", 3)},
-                            {attempt})
-              .ok());
+  REQUIRE(
+      s.runs
+          ->UpdateRun(next, 1, {MakeRunEvent(v1::RUN_EVENT_TYPE_QUEUED, "a queued", 3)}, {attempt})
+          .ok());
   // A losing compare-and-set writes no attempt either.
   v1::Attempt other = attempt;
   other.set_resumption_index(1);
