@@ -1,48 +1,17 @@
 #include "bench/goodput/split_cluster.h"
 
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
+#include "tests/support/binaries.h"
+#include "tests/support/loopback_port.h"
 
 namespace tessera::bench {
-namespace {
 
-std::string Bin(const std::string& name) { return std::string(TESSERA_BIN_DIR) + "/" + name; }
-
-// A loopback port nothing listens on now (the kernel's choice, released at once).
-absl::StatusOr<int> FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return absl::InternalError("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  ::close(fd);
-  if (!ok) return absl::InternalError("no free loopback port");
-  return ntohs(addr.sin_port);
-}
-
-absl::StatusOr<std::string> CreateKey(const std::string& url, const std::string& user,
-                                      const std::string& role) {
-  auto out = testing::RunCommand({Bin("tessera-server"), "--database-url", url, "--log-level",
-                                  "warn", "create-api-key", "--user", user, "--role", role});
-  if (!out.ok()) return out.status();
-  std::string key(absl::StripAsciiWhitespace(*out));
-  if (const size_t nl = key.rfind('\n'); nl != std::string::npos) key = key.substr(nl + 1);
-  if (key.rfind("tsk_", 0) != 0) return absl::InternalError("create-api-key printed: " + *out);
-  return key;
-}
-
-}  // namespace
+using testing::BinaryPath;
 
 absl::StatusOr<std::unique_ptr<SplitCluster>> SplitCluster::Start(
     const SplitClusterOptions& options) {
@@ -50,16 +19,16 @@ absl::StatusOr<std::unique_ptr<SplitCluster>> SplitCluster::Start(
   auto pg = testing::PostgresServer::Start();
   if (!pg.ok()) return pg.status();
   c->pg_ = *std::move(pg);
-  auto admin = CreateKey(c->pg_->url(), "ops", "admin");
+  auto admin = testing::CreateApiKey(c->pg_->url(), "ops", "admin");
   if (!admin.ok()) return admin.status();
-  auto system = CreateKey(c->pg_->url(), "tessera-worker", "system");
+  auto system = testing::CreateApiKey(c->pg_->url(), "tessera-worker", "system");
   if (!system.ok()) return system.status();
   c->admin_key_ = *admin;
   c->system_key_ = *system;
   c->shared_ = options.root + "/shared";
   std::filesystem::create_directories(c->shared_);
   for (const char* role : {"runs", "sched0", "sched1", "cordon", "logs", "health"}) {
-    auto port = FreePort();
+    auto port = testing::LoopbackPort();
     if (!port.ok()) return port.status();
     c->endpoints_[role] = absl::StrCat("127.0.0.1:", *port);
   }
@@ -116,8 +85,8 @@ absl::Status SplitCluster::StartService(const std::string& role) {
   } else {
     return absl::InvalidArgumentError("no service role " + role);
   }
-  std::vector<std::string> argv = {Bin(binary),     "--database-url",    pg_->url(),
-                                   "--grpc-listen", endpoints_.at(role), "--metrics-listen",
+  std::vector<std::string> argv = {BinaryPath(binary), "--database-url",    pg_->url(),
+                                   "--grpc-listen",    endpoints_.at(role), "--metrics-listen",
                                    "127.0.0.1:0"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   auto p = Process::Start(argv, ProcessLog(role));
@@ -142,33 +111,12 @@ absl::StatusOr<std::string> SplitCluster::Leader() {
 }
 
 absl::Status SplitCluster::StartWorker(const std::string& name) {
-  const std::string ranks_path = absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin");
-  std::vector<std::string> argv = {Bin("tessera-worker"),
-                                   "--scheduler-endpoint",
-                                   absl::StrCat(endpoints_["sched0"], ",", endpoints_["sched1"]),
-                                   "--log-endpoint",
-                                   endpoints_["logs"],
-                                   "--api-key",
-                                   system_key_,
-                                   "--node-name",
-                                   name,
-                                   "--cluster",
-                                   "local",
-                                   "--address",
-                                   "127.0.0.1",
-                                   "--simulate-gpus",
-                                   std::to_string(options_.gpus_per_worker),
-                                   "--state-dir",
-                                   options_.root + "/" + name,
-                                   "--allow-fault-injection",
-                                   "--metrics-listen",
-                                   "127.0.0.1:0",
-                                   "--rank-env",
-                                   ranks_path,
-                                   "--rank-env",
-                                   "TESSERA_SHARED_DIR=" + shared_,
-                                   "--rank-env",
-                                   "TESSERA_CACHE_DIR=" + shared_ + "/cache"};
+  std::vector<std::string> argv =
+      testing::WorkerArgv(name, absl::StrCat(endpoints_["sched0"], ",", endpoints_["sched1"]),
+                          system_key_, options_.root + "/" + name, options_.gpus_per_worker);
+  for (const auto& flag : testing::TrainingRankEnv(shared_)) argv.push_back(flag);
+  argv.insert(argv.end(), {"--log-endpoint", endpoints_["logs"], "--allow-fault-injection",
+                           "--metrics-listen", "127.0.0.1:0"});
   auto p = Process::Start(argv, ProcessLog("worker-" + name));
   if (!p.ok()) return p.status();
   if (auto line = p->WaitForLine("registered node " + name, absl::Seconds(30)); !line.ok()) {
@@ -194,7 +142,7 @@ std::unique_ptr<grpc::ClientContext> SplitCluster::Ctx(absl::Duration deadline) 
 absl::StatusOr<std::string> SplitCluster::Mcli(const std::string& args) {
   testing::ShellResult r = testing::RunShell(
       absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", endpoints_["runs"],
-                   " TESSERA_API_KEY=", admin_key_, " ", Bin("mcli"), " ", args, " 2>&1"));
+                   " TESSERA_API_KEY=", admin_key_, " ", BinaryPath("mcli"), " ", args, " 2>&1"));
   if (r.exit_code != 0) return absl::InternalError(absl::StrCat("mcli ", args, ": ", r.output));
   return r.output;
 }

@@ -15,14 +15,6 @@
 
 namespace tessera::testing {
 
-// The worker flags with which ranks find tessera-train on PATH and share `shared` with the other
-// nodes.
-inline std::vector<std::string> TrainingRankEnv(const std::string& shared) {
-  return {"--rank-env", absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin"),
-          "--rank-env", "TESSERA_SHARED_DIR=" + shared,
-          "--rank-env", "TESSERA_CACHE_DIR=" + shared + "/cache"};
-}
-
 // A worker whose ranks find tessera-train and share a folder with the other nodes.
 inline void StartTrainingWorker(LocalCluster& c, const std::string& name, const std::string& shared,
                                 const std::string& scheduler_endpoint = "",

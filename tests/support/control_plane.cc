@@ -9,10 +9,6 @@
 
 namespace tessera::testing {
 
-std::string BinaryPath(const std::string& name) {
-  return std::string(TESSERA_BIN_DIR) + "/" + name;
-}
-
 std::string TempLog(const std::string& name) {
   static int counter = 0;
   return absl::StrCat("/tmp/tessera-test-", getpid(), "-", counter++, "-", name, ".log");
@@ -50,14 +46,10 @@ ServerProcess StartServer(const std::string& binary, const std::string& database
 
 std::string CreateKey(const std::string& database_url, const std::string& user,
                       const std::string& role) {
-  auto out = RunCommand({BinaryPath("tessera-server"), "--database-url", database_url,
-                         "--log-level", "warn", "create-api-key", "--user", user, "--role", role});
-  INFO(out.status().ToString());
-  REQUIRE(out.ok());
-  std::string key(absl::StripAsciiWhitespace(*out));
-  key = key.substr(key.rfind('\n') == std::string::npos ? 0 : key.rfind('\n') + 1);
-  REQUIRE(key.rfind("tsk_", 0) == 0);
-  return key;
+  auto key = CreateApiKey(database_url, user, role);
+  INFO(key.status().ToString());
+  REQUIRE(key.ok());
+  return *key;
 }
 
 Client::Client(const std::string& endpoint, std::string k) : key(std::move(k)) {

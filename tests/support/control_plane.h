@@ -13,13 +13,13 @@
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
+#include "tests/support/binaries.h"
 #include "tests/support/fake_worker.h"
 #include "tests/support/postgres_server.h"
 #include "tests/support/process.h"
 
 namespace tessera::testing {
 
-std::string BinaryPath(const std::string& name);  // build/bin/NAME
 std::string TempLog(const std::string& name);
 
 // Starts a control-plane binary with the database URL and free ports plus `extra` flags; waits

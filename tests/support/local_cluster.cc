@@ -15,26 +15,6 @@
 namespace tessera::testing {
 namespace fs = std::filesystem;
 
-std::vector<std::string> WorkerArgv(const std::string& name, const std::string& scheduler_endpoint,
-                                    const std::string& api_key, const std::string& state_dir,
-                                    int gpus) {
-  return {BinaryPath("tessera-worker"),
-          "--scheduler-endpoint",
-          scheduler_endpoint,
-          "--api-key",
-          api_key,
-          "--node-name",
-          name,
-          "--cluster",
-          "local",
-          "--address",
-          "127.0.0.1",
-          "--simulate-gpus",
-          std::to_string(gpus),
-          "--state-dir",
-          state_dir};
-}
-
 bool GroupAlive(pid_t pgid) { return !worker::LiveGroupMembers(pgid).empty(); }
 
 int64_t NowNanos() { return absl::ToUnixNanos(absl::Now()); }

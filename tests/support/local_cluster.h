@@ -76,11 +76,6 @@ class LocalCluster {
   std::vector<std::unique_ptr<WorkerHandle>> workers_;
 };
 
-// The command line of a tessera-worker with `gpus` simulated GPUs in cluster "local".
-std::vector<std::string> WorkerArgv(const std::string& name, const std::string& scheduler_endpoint,
-                                    const std::string& api_key, const std::string& state_dir,
-                                    int gpus);
-
 // True while any process of group `pgid` is alive (zombies do not count).
 bool GroupAlive(pid_t pgid);
 // Unix time in nanoseconds, as `date +%s%N` prints it.

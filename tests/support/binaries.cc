@@ -1,0 +1,52 @@
+#include "tests/support/binaries.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "tests/support/process.h"
+
+namespace tessera::testing {
+
+std::string BinaryPath(const std::string& name) {
+  return std::string(TESSERA_BIN_DIR) + "/" + name;
+}
+
+std::vector<std::string> WorkerArgv(const std::string& name, const std::string& scheduler_endpoint,
+                                    const std::string& api_key, const std::string& state_dir,
+                                    int gpus) {
+  return {BinaryPath("tessera-worker"),
+          "--scheduler-endpoint",
+          scheduler_endpoint,
+          "--api-key",
+          api_key,
+          "--node-name",
+          name,
+          "--cluster",
+          "local",
+          "--address",
+          "127.0.0.1",
+          "--simulate-gpus",
+          std::to_string(gpus),
+          "--state-dir",
+          state_dir};
+}
+
+std::vector<std::string> TrainingRankEnv(const std::string& shared) {
+  return {"--rank-env", absl::StrCat("PATH=", TESSERA_BIN_DIR, ":/usr/bin:/bin"),
+          "--rank-env", "TESSERA_SHARED_DIR=" + shared,
+          "--rank-env", "TESSERA_CACHE_DIR=" + shared + "/cache"};
+}
+
+absl::StatusOr<std::string> CreateApiKey(const std::string& database_url, const std::string& user,
+                                         const std::string& role) {
+  auto out = RunCommand({BinaryPath("tessera-server"), "--database-url", database_url,
+                         "--log-level", "warn", "create-api-key", "--user", user, "--role", role});
+  if (!out.ok()) return out.status();
+  std::string key(absl::StripAsciiWhitespace(*out));
+  if (const size_t nl = key.rfind('\n'); nl != std::string::npos) key = key.substr(nl + 1);
+  if (key.rfind("tsk_", 0) != 0) {
+    return absl::InternalError("create-api-key printed no key: " + *out);
+  }
+  return key;
+}
+
+}  // namespace tessera::testing

@@ -1,0 +1,27 @@
+#pragma once
+// Tessera's own binaries as tests and benchmarks start them, without a test framework (the
+// benchmarks use these too): where they are, a worker's command line, API keys.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tessera::testing {
+
+std::string BinaryPath(const std::string& name);  // build/bin/NAME
+
+// The command line of a tessera-worker with `gpus` simulated GPUs in cluster "local".
+std::vector<std::string> WorkerArgv(const std::string& name, const std::string& scheduler_endpoint,
+                                    const std::string& api_key, const std::string& state_dir,
+                                    int gpus);
+
+// The worker flags with which ranks find tessera-train on PATH and share `shared` with the other
+// nodes.
+std::vector<std::string> TrainingRankEnv(const std::string& shared);
+
+// An API key made with `tessera-server create-api-key` (its secret, tsk_...).
+absl::StatusOr<std::string> CreateApiKey(const std::string& database_url, const std::string& user,
+                                         const std::string& role);
+
+}  // namespace tessera::testing
