@@ -105,10 +105,19 @@ up() {
   fi
   wait_healthy "$METRICS_PORT" "$server_pid_file" "$STATE/logs/tessera-server.log" tessera-server
 
-  # One system key for the workers, kept with the cluster's state (mode 0600).
-  if [ ! -s "$STATE/worker.key" ]; then
-    (umask 077; "$BIN/tessera-server" --database-url "$url" --log-level warn create-api-key \
-       --user tessera-worker --role system --description "local cluster workers" >"$STATE/worker.key")
+  # Ranks run as an unprivileged user of their own when the workers run as root, so that a run's
+  # command can read neither the workers' keys nor their state.
+  local rank_user=""
+  if [ "$(id -u)" = 0 ]; then
+    rank_user=tessera-rank
+    id -u "$rank_user" >/dev/null 2>&1 ||
+      useradd --system --no-create-home --shell /usr/sbin/nologin "$rank_user"
+    chown "$rank_user:" "$STATE/shared"
+    if ! runuser -u "$rank_user" -- test -x "$BIN/tessera-train" -a -w "$STATE/shared"; then
+      echo "cluster: WARNING: user $rank_user cannot reach $BIN or $STATE/shared (a folder on the" \
+           "way is private); ranks run as root, and a run could read the workers' keys" >&2
+      rank_user=root
+    fi
   fi
 
   local user; user="$(id -un | tr 'A-Z' 'a-z' | tr -c 'a-z0-9._\n-' '-')"
@@ -124,11 +133,17 @@ up() {
     local name="node-$i" dir="$STATE/workers/node-$i"
     mkdir -p "$dir/state"
     if alive "$dir/pid"; then continue; fi
+    # Each worker has a key of its own, bound to its node and kept where only it reads it.
+    if [ ! -s "$dir/node.key" ]; then
+      (umask 077; "$BIN/tessera-server" --database-url "$url" --log-level warn create-api-key \
+         --user "$name" --role node --node "$name" --description "worker of $name" >"$dir/node.key")
+    fi
     local port=$((METRICS_PORT + 1 + i))
     echo "$port" >"$dir/metrics_port"
     # Ranks find tessera-train and tessera-data on PATH, and a folder every node shares (for
     # datasets and checkpoints) in TESSERA_SHARED_DIR.
-    PATH="$BIN:$PATH" TESSERA_API_KEY="$(cat "$STATE/worker.key")" nohup "$BIN/tessera-worker" \
+    PATH="$BIN:$PATH" nohup "$BIN/tessera-worker" --api-key-file "$dir/node.key" \
+      ${rank_user:+--rank-user "$rank_user"} \
       --scheduler-endpoint "127.0.0.1:$GRPC_PORT" --node-name "$name" --cluster local \
       --address 127.0.0.1 --simulate-gpus "$gpus" --state-dir "$dir/state" \
       --label "rack=rack-$((i / 4))" --metrics-listen "127.0.0.1:$port" \

@@ -93,7 +93,7 @@ absl::StatusOr<v1::Sweep> HealthHandler::CreateSweep(v1::SweepTrigger trigger,
 
 absl::Status HealthHandler::StartSweep(const Who& who, const v1::StartSweepRequest& req,
                                        v1::StartSweepResponse* resp) {
-  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "starting a health sweep"));
+  TESSERA_RETURN_IF_ERROR(RequireOperator(who, "starting a health sweep"));
   const v1::SweepTrigger trigger =
       req.trigger() == v1::SWEEP_TRIGGER_UNSPECIFIED ? v1::SWEEP_TRIGGER_ON_DEMAND : req.trigger();
   if (!v1::SweepTrigger_IsValid(trigger)) return absl::InvalidArgumentError("trigger: unknown");
@@ -230,7 +230,7 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
 
 absl::Status HealthHandler::InjectFault(const Who& who, const v1::InjectFaultRequest& req,
                                         v1::InjectFaultResponse* resp) {
-  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "injecting faults"));
+  TESSERA_RETURN_IF_ERROR(RequireOperator(who, "injecting faults"));
   if (req.node_name().empty()) return absl::InvalidArgumentError("node_name: required");
   if (req.kind() == v1::FAULT_KIND_UNSPECIFIED || !v1::FaultKind_IsValid(req.kind())) {
     return absl::InvalidArgumentError(

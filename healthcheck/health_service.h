@@ -8,6 +8,8 @@ namespace tessera::health {
 
 class HealthService final : public v1::HealthService::Service {
  public:
+  using Api = v1::HealthService;
+
   HealthService(std::shared_ptr<HealthHandler> handler, std::shared_ptr<auth::Authenticator> auth)
       : handler_(std::move(handler)), auth_(std::move(auth)) {}
 

@@ -21,10 +21,7 @@ absl::StatusOr<std::unique_ptr<SplitCluster>> SplitCluster::Start(
   c->pg_ = *std::move(pg);
   auto admin = testing::CreateApiKey(c->pg_->url(), "ops", "admin");
   if (!admin.ok()) return admin.status();
-  auto system = testing::CreateApiKey(c->pg_->url(), "tessera-worker", "system");
-  if (!system.ok()) return system.status();
   c->admin_key_ = *admin;
-  c->system_key_ = *system;
   c->shared_ = options.root + "/shared";
   std::filesystem::create_directories(c->shared_);
   for (const char* role : {"runs", "sched0", "sched1", "cordon", "logs", "health"}) {
@@ -111,9 +108,11 @@ absl::StatusOr<std::string> SplitCluster::Leader() {
 }
 
 absl::Status SplitCluster::StartWorker(const std::string& name) {
+  auto key_file = testing::NodeKeyFile(pg_->url(), name, options_.root);
+  if (!key_file.ok()) return key_file.status();
   std::vector<std::string> argv =
       testing::WorkerArgv(name, absl::StrCat(endpoints_["sched0"], ",", endpoints_["sched1"]),
-                          system_key_, options_.root + "/" + name, options_.gpus_per_worker);
+                          *key_file, options_.root + "/" + name, options_.gpus_per_worker);
   for (const auto& flag : testing::TrainingRankEnv(shared_)) argv.push_back(flag);
   argv.insert(argv.end(), {"--log-endpoint", endpoints_["logs"], "--allow-fault-injection",
                            "--metrics-listen", "127.0.0.1:0"});

@@ -72,7 +72,7 @@ class SplitCluster {
 
   SplitClusterOptions options_;
   std::unique_ptr<testing::PostgresServer> pg_;
-  std::string admin_key_, system_key_, shared_;
+  std::string admin_key_, shared_;
   std::map<std::string, std::string> endpoints_;
   std::map<std::string, Process> services_;
   std::map<std::string, Process> workers_;

@@ -133,7 +133,10 @@ int Main(const Options& o) {
     return 1;
   }
   auto clock = SystemClock::Shared();
-  auto key = admin::CreateApiKeyDirect(*stores->api_keys, *clock, "bench", v1::ROLE_SYSTEM, "");
+  v1::CreateApiKeyRequest key_request;
+  key_request.set_user("bench");
+  key_request.set_role(v1::ROLE_SYSTEM);
+  auto key = admin::CreateApiKeyDirect(*stores->api_keys, *clock, key_request);
   if (!key.ok()) return 1;
   auto auth = std::make_shared<auth::Authenticator>(stores->api_keys, clock);
   auto handler = std::make_shared<logs::LogHandler>(stores->logs, nullptr, clock);

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace tessera::scheduler {
 namespace {
 
@@ -111,6 +113,15 @@ absl::StatusOr<AttemptReport> AttemptTracker::Record(const std::string& node,
     return out;
   }
   const v1::Run& run = it->second;
+  // A node reports only for attempts placed on it: another node's worker (or an impostor's
+  // stream) must not start, finish or fail them.
+  bool placed_here = false;
+  for (const auto& n : run.nodes()) placed_here = placed_here || n.node_name() == node;
+  if (!placed_here) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("node ", node, " reported on attempt ", update.resumption_index(), " of run ",
+                     update.run_id(), ", which was not placed on it"));
+  }
   AttemptState& s = attempts_[{update.run_id(), update.resumption_index()}];
   switch (update.phase()) {
     case v1::ATTEMPT_PHASE_STARTED:

@@ -50,7 +50,7 @@ absl::Status NodeApi::GetNode(const Who& who, const v1::GetNodeRequest& req,
       {v1::RUN_STATUS_STARTING, v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING});
   if (!active.ok()) return active.status();
   for (const auto& run : *active) {
-    if (!who.may_act_for(run.user())) continue;
+    if (!who.may_see(run.user())) continue;
     for (const auto& n : run.nodes()) {
       if (n.node_name() == req.name()) {
         resp->add_run_names(run.name());
@@ -63,7 +63,7 @@ absl::Status NodeApi::GetNode(const Who& who, const v1::GetNodeRequest& req,
 
 absl::Status NodeApi::SetNodeLabels(const Who& who, const v1::SetNodeLabelsRequest& req,
                                     v1::SetNodeLabelsResponse* resp) {
-  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "labelling a node"));
+  TESSERA_RETURN_IF_ERROR(RequireOperator(who, "labelling a node"));
   if (req.name().empty()) return absl::InvalidArgumentError("name: required");
   TESSERA_RETURN_IF_ERROR(ValidateLabels(req.labels()));
   return idem_->Run(absl::StrCat("SetNodeLabels/", who.user), req.idempotency_key(), req, resp,
@@ -91,7 +91,7 @@ absl::Status NodeApi::SetLabels(const v1::SetNodeLabelsRequest& req,
 
 absl::Status NodeApi::RemoveNode(const Who& who, const v1::RemoveNodeRequest& req,
                                  v1::RemoveNodeResponse* resp) {
-  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "removing a node"));
+  TESSERA_RETURN_IF_ERROR(RequireOperator(who, "removing a node"));
   if (req.name().empty()) return absl::InvalidArgumentError("name: required");
   return idem_->Run(absl::StrCat("RemoveNode/", who.user), req.idempotency_key(), req, resp,
                     [&] { return Remove(req); });
@@ -143,11 +143,18 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
   auto add = [&](size_t i, const std::string& why) {
     if (req.limit() > 0 && resp->entries_size() >= req.limit()) return;
     v1::QueueEntry* e = resp->add_entries();
-    *e->mutable_run() = *runs[i];
-    if (!who.may_act_for(runs[i]->user())) {
-      // Other users' runs show their place in the queue, not their details.
-      e->mutable_run()->clear_spec();
-      e->mutable_run()->set_name("(another user's run)");
+    if (who.may_see(runs[i]->user())) {
+      *e->mutable_run() = *runs[i];
+    } else {
+      // Other users' runs show their place in the queue and what they ask for, nothing that
+      // names them or their owner.
+      v1::Run& shown = *e->mutable_run();
+      shown.set_name("(another user's run)");
+      shown.set_status(runs[i]->status());
+      *shown.mutable_created_at() = runs[i]->created_at();
+      *shown.mutable_spec()->mutable_compute() = runs[i]->spec().compute();
+      shown.mutable_spec()->mutable_scheduling()->set_priority(
+          runs[i]->spec().scheduling().priority());
     }
     e->set_position(position++);
     e->set_waiting_reason(why);

@@ -15,6 +15,8 @@ namespace tessera::scheduler {
 
 class SchedulerService final : public v1::SchedulerService::Service {
  public:
+  using Api = v1::SchedulerService;
+
   SchedulerService(const Scheduler& scheduler, std::shared_ptr<auth::Authenticator> auth,
                    std::function<bool()> is_leader, std::string instance_id)
       : node_api_(scheduler.node_api),
@@ -35,14 +37,14 @@ class SchedulerService final : public v1::SchedulerService::Service {
   // caller tries another instance.
   grpc::Status DispatchToWorker(grpc::ServerContext* ctx, const v1::DispatchToWorkerRequest* req,
                                 v1::DispatchToWorkerResponse* resp) override {
-    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(DispatchToWorker), [&](const auth::Principal& who) {
       if (!is_leader_()) return StandbyError("scheduler", "send commands to the leader");
       return health_relay_->DispatchToWorker(who, *req, resp);
     });
   }
   grpc::Status EvictNode(grpc::ServerContext* ctx, const v1::EvictNodeRequest* req,
                          v1::EvictNodeResponse* resp) override {
-    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(EvictNode), [&](const auth::Principal& who) {
       if (!is_leader_()) return StandbyError("scheduler", "evictions go to the leader");
       return health_relay_->EvictNode(who, *req, resp);
     });
@@ -50,7 +52,7 @@ class SchedulerService final : public v1::SchedulerService::Service {
 
   grpc::Status GetStatus(grpc::ServerContext* ctx, const v1::SchedulerStatusRequest*,
                          v1::SchedulerStatusResponse* resp) override {
-    return Serve(*auth_, ctx, [&](const auth::Principal&) {
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(GetStatus), [&](const auth::Principal&) {
       resp->set_leader(is_leader_());
       resp->set_instance_id(instance_id_);
       resp->set_placements_total(attempts_->placements_total());

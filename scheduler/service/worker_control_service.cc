@@ -55,7 +55,9 @@ grpc::Status WorkerControlService::Connect(
     grpc::ServerReaderWriter<v1::ControlMessage, v1::WorkerMessage>* stream) {
   auto who = auth_->Authenticate(*ctx);
   if (!who.ok()) return ToGrpcStatus(who.status());
-  if (auto st = RequireSystem(*who, "the worker control stream"); !st.ok()) return ToGrpcStatus(st);
+  if (auto st = auth::CheckRpcRole("tessera.v1.WorkerControl/Connect", *who); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
   if (!is_leader_()) {
     return ToGrpcStatus(StandbyError("scheduler", "connect to the leader"));
   }
@@ -66,6 +68,13 @@ grpc::Status WorkerControlService::Connect(
                         "the first message on the control stream must be register");
   }
   const std::string node = first.register_().node().name();
+  // A node key acts only as its own node: registering as another would replace that node's
+  // stream and receive its runs' commands.
+  if (node != who->node) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("this key belongs to node \"", who->node,
+                                     "\" and cannot register as \"", node, "\""));
+  }
   // Attach before registering so that orphan stops decided during registration reach it. The
   // worker takes any first message other than `registered` as a failed registration, so what
   // others send before the reply waits for it (once, a start resent at every registration
@@ -90,6 +99,11 @@ grpc::Status WorkerControlService::Connect(
     // into an instance that no longer decides anything. One that only cannot confirm its term
     // (the database is away) keeps them and answers heartbeats from memory: an outage must not
     // fence a node; it writes and commands nothing meanwhile (its fence refuses).
+    // A key revoked or expired while the stream is open ends it (never waiting for the store).
+    if (auto still = auth_->Revalidate(*ctx); !still.ok()) {
+      result = ToGrpcStatus(still);
+      break;
+    }
     if (!keeps_streams_()) {
       result =
           grpc::Status(grpc::StatusCode::UNAVAILABLE,

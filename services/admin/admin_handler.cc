@@ -10,17 +10,50 @@
 namespace tessera::admin {
 namespace {
 
+constexpr int64_t kMinKeyLifetimeSeconds = 60;
+
+// The request's fields checked; the role with its default.
+absl::StatusOr<v1::Role> ValidateKeyRequest(const v1::CreateApiKeyRequest& req) {
+  TESSERA_RETURN_IF_ERROR(ValidateUserName("user", req.user()));
+  const v1::Role role = req.role() == v1::ROLE_UNSPECIFIED ? v1::ROLE_USER : req.role();
+  if (!v1::Role_IsValid(role)) {
+    return absl::InvalidArgumentError(absl::StrCat("role: unknown role ", req.role()));
+  }
+  if (role == v1::ROLE_NODE) {
+    if (req.node().empty()) {
+      return absl::InvalidArgumentError("node: required for a node key (the node it acts as)");
+    }
+    TESSERA_RETURN_IF_ERROR(ValidateUserName("node", req.node()));
+  } else if (!req.node().empty()) {
+    return absl::InvalidArgumentError("node: only a node key is bound to a node");
+  }
+  if (req.description().size() > 256) {
+    return absl::InvalidArgumentError("description: at most 256 characters");
+  }
+  if (req.expires_in_seconds() < 0 ||
+      (req.expires_in_seconds() > 0 && req.expires_in_seconds() < kMinKeyLifetimeSeconds)) {
+    return absl::InvalidArgumentError(absl::StrCat("expires_in_seconds: at least ",
+                                                   kMinKeyLifetimeSeconds, " (or 0: no expiry)"));
+  }
+  return role;
+}
+
 absl::StatusOr<std::string> CreateKey(store::ApiKeyStore& keys, const Clock& clock,
-                                      absl::BitGenRef gen, const std::string& user, v1::Role role,
-                                      const std::string& description, v1::ApiKey* out) {
+                                      const v1::CreateApiKeyRequest& req, v1::Role role,
+                                      std::string id, v1::ApiKey* out) {
   store::ApiKeyRecord record;
-  const std::string secret = auth::NewSecret(gen);
+  const std::string secret = auth::NewSecret();
   record.secret_hash = auth::HashSecret(secret);
-  record.key.set_id(auth::NewKeyId(gen));
-  record.key.set_user(user);
+  record.key.set_id(std::move(id));
+  record.key.set_user(req.user());
   record.key.set_role(role);
-  record.key.set_description(description);
-  *record.key.mutable_created_at() = ToProtoTime(clock.Now());
+  record.key.set_description(req.description());
+  record.key.set_node(req.node());
+  const absl::Time now = clock.Now();
+  *record.key.mutable_created_at() = ToProtoTime(now);
+  if (req.expires_in_seconds() > 0) {
+    *record.key.mutable_expires_at() = ToProtoTime(now + absl::Seconds(req.expires_in_seconds()));
+  }
   if (auto st = keys.CreateKey(record); !st.ok()) return st;
   if (out) *out = record.key;
   return secret;
@@ -44,37 +77,33 @@ absl::Status ValidateUserName(const std::string& field, const std::string& user)
 }
 
 AdminHandler::AdminHandler(std::shared_ptr<store::ApiKeyStore> keys,
-                           std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
-                           absl::BitGen gen)
-    : keys_(std::move(keys)),
-      idem_(std::move(idem)),
-      clock_(std::move(clock)),
-      gen_(std::move(gen)) {}
+                           std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock)
+    : keys_(std::move(keys)), idem_(std::move(idem)), clock_(std::move(clock)) {}
 
 absl::Status AdminHandler::CreateApiKey(const auth::Principal& who,
                                         const v1::CreateApiKeyRequest& req,
                                         v1::CreateApiKeyResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "creating API keys"));
-  TESSERA_RETURN_IF_ERROR(ValidateUserName("user", req.user()));
-  v1::Role role = req.role() == v1::ROLE_UNSPECIFIED ? v1::ROLE_USER : req.role();
-  if (!v1::Role_IsValid(role)) {
-    return absl::InvalidArgumentError(absl::StrCat("role: unknown role ", req.role()));
+  TESSERA_ASSIGN_OR_RETURN(const v1::Role role, ValidateKeyRequest(req));
+  if (role == v1::ROLE_SYSTEM) {
+    return absl::PermissionDeniedError(
+        "role: system keys belong to Tessera's services, which make their own; give a person "
+        "user, operator or admin, and a worker a node key");
   }
-  if (role == v1::ROLE_SYSTEM && !who.is_system()) {
-    return absl::PermissionDeniedError("role: only Tessera's components may create system keys");
+  // No idempotency record: it would keep the secret. The key's id comes from the request's
+  // idempotency key instead, so a retry is refused by the store and makes no second key.
+  const std::string id = req.idempotency_key().empty()
+                             ? auth::NewKeyId()
+                             : auth::KeyIdForRequest(who.user, req.idempotency_key());
+  auto secret = CreateKey(*keys_, *clock_, req, role, id, resp->mutable_key());
+  if (absl::IsAlreadyExists(secret.status()) && !req.idempotency_key().empty()) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "this request (idempotency key ", req.idempotency_key(), ") already made API key ", id,
+        "; its secret was shown once and is not kept: revoke it and make another"));
   }
-  if (req.description().size() > 256) {
-    return absl::InvalidArgumentError("description: at most 256 characters");
-  }
-  return idem_->Run(absl::StrCat("CreateApiKey/", who.user), req.idempotency_key(), req, resp,
-                    [&]() -> absl::Status {
-                      absl::MutexLock lock(&gen_mu_);
-                      auto secret = CreateKey(*keys_, *clock_, gen_, req.user(), role,
-                                              req.description(), resp->mutable_key());
-                      if (!secret.ok()) return secret.status();
-                      resp->set_secret(*secret);
-                      return absl::OkStatus();
-                    });
+  if (!secret.ok()) return secret.status();
+  resp->set_secret(*secret);
+  return absl::OkStatus();
 }
 
 absl::Status AdminHandler::ListApiKeys(const auth::Principal& who,
@@ -112,15 +141,14 @@ absl::Status AdminHandler::WhoAmI(const auth::Principal& who, const v1::WhoAmIRe
                                   v1::WhoAmIResponse* resp) {
   resp->set_user(who.user);
   resp->set_role(who.role);
+  resp->set_node(who.node);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> CreateApiKeyDirect(store::ApiKeyStore& keys, const Clock& clock,
-                                               const std::string& user, v1::Role role,
-                                               const std::string& description) {
-  TESSERA_RETURN_IF_ERROR(ValidateUserName("--user", user));
-  absl::BitGen gen;
-  return CreateKey(keys, clock, gen, user, role, description, nullptr);
+                                               const v1::CreateApiKeyRequest& request) {
+  TESSERA_ASSIGN_OR_RETURN(const v1::Role role, ValidateKeyRequest(request));
+  return CreateKey(keys, clock, request, role, auth::NewKeyId(), nullptr);
 }
 
 }  // namespace tessera::admin

@@ -1,11 +1,10 @@
 #pragma once
-// API key administration.
+// API key administration: admins make keys (user, operator, admin, node, system), everyone lists
+// and revokes their own. A secret is returned once and kept nowhere but in the caller's hands.
 
 #include <memory>
 
-#include "absl/random/random.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "services/common/auth/principal.h"
 #include "services/common/idempotency.h"
@@ -17,8 +16,10 @@ namespace tessera::admin {
 class AdminHandler {
  public:
   AdminHandler(std::shared_ptr<store::ApiKeyStore> keys, std::shared_ptr<IdempotentCalls> idem,
-               std::shared_ptr<Clock> clock, absl::BitGen gen = absl::BitGen());
+               std::shared_ptr<Clock> clock);
 
+  // A retry with the same idempotency key is ALREADY_EXISTS naming the key made the first time:
+  // its secret was shown once and is not kept, so it cannot be shown again.
   absl::Status CreateApiKey(const auth::Principal& who, const v1::CreateApiKeyRequest& req,
                             v1::CreateApiKeyResponse* resp);
   absl::Status ListApiKeys(const auth::Principal& who, const v1::ListApiKeysRequest& req,
@@ -32,15 +33,13 @@ class AdminHandler {
   std::shared_ptr<store::ApiKeyStore> keys_;
   std::shared_ptr<IdempotentCalls> idem_;
   std::shared_ptr<Clock> clock_;
-  absl::Mutex gen_mu_;
-  absl::BitGen gen_ ABSL_GUARDED_BY(gen_mu_);
 };
 
 // Creates a key without a caller (for `tessera-server create-api-key`, run by an operator on the
-// server's machine). Returns the secret.
+// server's machine, and for the services' own keys). `request` is validated as CreateApiKey's.
+// Returns the secret.
 absl::StatusOr<std::string> CreateApiKeyDirect(store::ApiKeyStore& keys, const Clock& clock,
-                                               const std::string& user, v1::Role role,
-                                               const std::string& description);
+                                               const v1::CreateApiKeyRequest& request);
 
 // INVALID_ARGUMENT unless `user` is 1..64 of [a-z0-9._-] and starts with a letter or digit.
 absl::Status ValidateUserName(const std::string& field, const std::string& user);

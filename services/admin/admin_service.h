@@ -8,6 +8,8 @@ namespace tessera::admin {
 
 class AdminService final : public v1::AdminService::Service {
  public:
+  using Api = v1::AdminService;
+
   AdminService(std::shared_ptr<AdminHandler> handler, std::shared_ptr<auth::Authenticator> auth)
       : handler_(std::move(handler)), auth_(std::move(auth)) {}
 

@@ -108,7 +108,7 @@ absl::Status CordonHandler::Change(const Who& who, const std::string& node_name,
 
 absl::Status CordonHandler::CordonNode(const Who& who, const v1::CordonNodeRequest& req,
                                        v1::CordonNodeResponse* resp) {
-  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "cordoning a node"));
+  TESSERA_RETURN_IF_ERROR(RequireOperator(who, "cordoning a node"));
   TESSERA_RETURN_IF_ERROR(ValidateNodeName(req.node_name()));
   TESSERA_RETURN_IF_ERROR(ValidateReason(req.reason(), true));
   return idem_->Run(absl::StrCat("CordonNode/", who.user), req.idempotency_key(), req, resp, [&] {
@@ -120,7 +120,7 @@ absl::Status CordonHandler::CordonNode(const Who& who, const v1::CordonNodeReque
 
 absl::Status CordonHandler::UncordonNode(const Who& who, const v1::UncordonNodeRequest& req,
                                          v1::UncordonNodeResponse* resp) {
-  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "uncordoning a node"));
+  TESSERA_RETURN_IF_ERROR(RequireOperator(who, "uncordoning a node"));
   TESSERA_RETURN_IF_ERROR(ValidateNodeName(req.node_name()));
   TESSERA_RETURN_IF_ERROR(ValidateReason(req.reason(), false));
   return idem_->Run(absl::StrCat("UncordonNode/", who.user), req.idempotency_key(), req, resp, [&] {
@@ -132,7 +132,7 @@ absl::Status CordonHandler::UncordonNode(const Who& who, const v1::UncordonNodeR
 
 absl::Status CordonHandler::DrainNode(const Who& who, const v1::DrainNodeRequest& req,
                                       v1::DrainNodeResponse* resp) {
-  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "draining a node"));
+  TESSERA_RETURN_IF_ERROR(RequireOperator(who, "draining a node"));
   TESSERA_RETURN_IF_ERROR(ValidateNodeName(req.node_name()));
   TESSERA_RETURN_IF_ERROR(ValidateReason(req.reason(), false));
   return idem_->Run(absl::StrCat("DrainNode/", who.user), req.idempotency_key(), req, resp, [&] {

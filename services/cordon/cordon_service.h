@@ -8,6 +8,8 @@ namespace tessera::cordon {
 
 class CordonService final : public v1::CordonService::Service {
  public:
+  using Api = v1::CordonService;
+
   CordonService(std::shared_ptr<CordonHandler> handler, std::shared_ptr<auth::Authenticator> auth,
                 absl::Duration watch_poll_interval = absl::Milliseconds(200))
       : h_(std::move(handler)), auth_(std::move(auth)), poll_(watch_poll_interval) {}
@@ -19,7 +21,7 @@ class CordonService final : public v1::CordonService::Service {
 
   grpc::Status WatchNodeEvents(grpc::ServerContext* ctx, const v1::WatchNodeEventsRequest* req,
                                grpc::ServerWriter<v1::NodeEvent>* writer) override {
-    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(WatchNodeEvents), [&](const auth::Principal& who) {
       return h_->WatchNodeEvents(
           who, *req, [&](const v1::NodeEvent& e) { return writer->Write(e); },
           [&] { return ctx->IsCancelled(); }, poll_);

@@ -53,9 +53,14 @@ LogHandler::LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<Ru
       runs_(std::move(runs)),
       clock_(std::move(clock)),
       options_(options),
+      placements_(runs_),
       lines_(Metric(registry.AddCounter("tessera_logs_lines_ingested_total",
                                         "Log lines stored (resent lines not counted)."),
                     "lines")),
+      refused_lines_(Metric(registry.AddCounter(
+                                "tessera_logs_lines_refused_total",
+                                "Log lines a node pushed for attempts not placed on it."),
+                            "refused")),
       duplicate_lines_(Metric(registry.AddCounter("tessera_logs_duplicate_lines_total",
                                                   "Resent log lines that were already stored."),
                               "duplicates")),
@@ -88,17 +93,55 @@ absl::Status LogHandler::ValidateBatch(const v1::LogBatch& batch) {
 }
 
 absl::Status LogHandler::PushBatch(const Who& who, const v1::LogBatch& batch, v1::LogAck* ack) {
-  TESSERA_RETURN_IF_ERROR(RequireSystem(who, "PushLogs"));
+  if (!who.is_system() && !who.is_node()) {
+    return absl::PermissionDeniedError("PushLogs is for workers' node keys");
+  }
   TESSERA_RETURN_IF_ERROR(ValidateBatch(batch));
-  std::vector<v1::LogLine> lines(batch.lines().begin(), batch.lines().end());
+  if (who.is_node() && batch.node_name() != who.node) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("this key belongs to node \"", who.node, "\" and cannot push logs as \"",
+                     batch.node_name(), "\""));
+  }
+  std::vector<v1::LogLine> lines;
+  lines.reserve(batch.lines_size());
+  std::vector<const v1::LogLine*> refused;
   int64_t bytes = 0;
-  for (auto& l : lines) {
+  for (const auto& line : batch.lines()) {
+    if (who.is_node()) {
+      // A node pushes only its own attempts' lines. Others (an impostor's, or a deleted run's
+      // tail) are acknowledged without being stored, so the worker's shipping goes on.
+      const bool own_node = line.node_name().empty() || line.node_name() == who.node;
+      TESSERA_ASSIGN_OR_RETURN(const bool placed,
+                               placements_.PlacedOn(line.run_id(), line.resumption_index(),
+                                                    who.node));
+      if (!own_node || !placed) {
+        refused.push_back(&line);
+        continue;
+      }
+    }
+    lines.push_back(line);
+    auto& l = lines.back();
     if (l.node_name().empty()) l.set_node_name(batch.node_name());
     bytes += static_cast<int64_t>(l.text().size());
+  }
+  if (!refused.empty()) {
+    refused_lines_->Increment(static_cast<double>(refused.size()));
+    spdlog::warn("node {} pushed {} log lines of run {} attempt {}, which was not placed on it: "
+                 "not stored",
+                 who.node, refused.size(), refused.front()->run_id(),
+                 refused.front()->resumption_index());
   }
   auto stored = logs_->AppendLogs(lines);
   if (!stored.ok()) return stored.status();
   ack->set_idempotency_key(batch.idempotency_key());
+  for (const auto* l : refused) {
+    auto* w = ack->add_watermarks();
+    w->set_run_id(l->run_id());
+    w->set_resumption_index(l->resumption_index());
+    w->set_rank(l->rank());
+    w->set_stream(l->stream());
+    w->set_durable_sequence(l->sequence());
+  }
   for (const auto& s : stored->watermarks) {
     auto* w = ack->add_watermarks();
     w->set_run_id(s.run_id);
@@ -128,7 +171,7 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
   auto desc = runs_->DescribeRun(req.run_name());
   if (!desc.ok()) return desc.status();
   const v1::Run& run = desc->run();
-  if (!who.may_act_for(run.user())) {
+  if (!who.may_see(run.user())) {
     return absl::NotFoundError(absl::StrCat("run ", req.run_name(), " not found"));
   }
   const int32_t latest = std::max(run.resumption_index(), 0);
@@ -276,7 +319,9 @@ absl::Status LogHandler::SendFirstException(const Target& t,
 
 absl::Status LogHandler::DeleteRunLogs(const Who& who, const v1::DeleteRunLogsRequest& req,
                                        v1::DeleteRunLogsResponse*) {
-  TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "DeleteRunLogs"));
+  if (!who.is_admin() && !who.is_system()) {
+    return absl::PermissionDeniedError("DeleteRunLogs requires an admin API key");
+  }
   if (req.run_id().empty()) return absl::InvalidArgumentError("run_id: required");
   TESSERA_RETURN_IF_ERROR(logs_->DeleteRunLogs(req.run_id()));
   spdlog::info("deleted the logs of run {} for {}", req.run_id(), who.user);

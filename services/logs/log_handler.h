@@ -13,6 +13,7 @@
 #include "services/common/auth/principal.h"
 #include "services/common/metrics/registry.h"
 #include "services/logs/log_notifier.h"
+#include "services/logs/node_placements.h"
 #include "services/logs/run_lookup.h"
 #include "services/store/log_store.h"
 #include "tessera/v1/logs.grpc.pb.h"
@@ -42,8 +43,9 @@ class LogHandler {
              metrics::Registry& registry = metrics::Registry::Default());
 
   using Who = auth::Principal;
-  // Stores one batch in one transaction (system keys only) and acknowledges it; then wakes the
-  // followers. INVALID_ARGUMENT naming the field for a malformed batch.
+  // Stores one batch in one transaction and acknowledges it; then wakes the followers. A node
+  // key pushes only as its node, and its lines of attempts not placed on it are acknowledged but
+  // not stored. INVALID_ARGUMENT naming the field for a malformed batch.
   absl::Status PushBatch(const Who& who, const v1::LogBatch& batch, v1::LogAck* ack);
   // Sends the requested lines; with `follow`, then new lines as they arrive until the attempt
   // has ended and everything stored was sent, `send` returns false or `done()`.
@@ -71,7 +73,9 @@ class LogHandler {
   std::shared_ptr<Clock> clock_;
   LogHandlerOptions options_;
   LogNotifier notifier_;
+  NodePlacements placements_;
   metrics::Counter* lines_;
+  metrics::Counter* refused_lines_;
   metrics::Counter* duplicate_lines_;
   metrics::Counter* batches_;
   metrics::Counter* bytes_;

@@ -9,6 +9,8 @@ namespace tessera::logs {
 
 class LogService final : public v1::LogService::Service {
  public:
+  using Api = v1::LogService;
+
   LogService(std::shared_ptr<LogHandler> handler, std::shared_ptr<auth::Authenticator> auth)
       : h_(std::move(handler)), auth_(std::move(auth)) {}
 
@@ -16,10 +18,11 @@ class LogService final : public v1::LogService::Service {
   // stream with INVALID_ARGUMENT naming the field.
   grpc::Status PushLogs(grpc::ServerContext* ctx,
                         grpc::ServerReaderWriter<v1::LogAck, v1::LogBatch>* stream) override {
-    return Serve(*auth_, ctx, [&](const auth::Principal& who) -> absl::Status {
-      TESSERA_RETURN_IF_ERROR(RequireSystem(who, "PushLogs"));
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(PushLogs), [&](const auth::Principal& who) -> absl::Status {
       v1::LogBatch batch;
       while (stream->Read(&batch)) {
+        // A key revoked or expired while the stream is open ends it.
+        TESSERA_RETURN_IF_ERROR(auth_->Revalidate(*ctx));
         v1::LogAck ack;
         TESSERA_RETURN_IF_ERROR(h_->PushBatch(who, batch, &ack));
         if (!stream->Write(ack)) return absl::CancelledError("the log stream was closed");
@@ -30,7 +33,7 @@ class LogService final : public v1::LogService::Service {
 
   grpc::Status GetLogs(grpc::ServerContext* ctx, const v1::GetLogsRequest* req,
                        grpc::ServerWriter<v1::LogLine>* writer) override {
-    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(GetLogs), [&](const auth::Principal& who) {
       return h_->GetLogs(
           who, *req, [&](const v1::LogLine& l) { return writer->Write(l); },
           [&] { return ctx->IsCancelled(); });

@@ -11,12 +11,21 @@ class GrpcRunLookup final : public RunLookup {
   absl::StatusOr<v1::RunDescription> DescribeRun(const std::string& name) override {
     v1::DescribeRunRequest req;
     req.set_name(name);
+    return Describe(req);
+  }
+  absl::StatusOr<v1::RunDescription> DescribeRunById(const std::string& run_id) override {
+    v1::DescribeRunRequest req;
+    req.set_run_id(run_id);
+    return Describe(req);
+  }
+
+ private:
+  absl::StatusOr<v1::RunDescription> Describe(const v1::DescribeRunRequest& req) {
     v1::DescribeRunResponse resp;
     if (auto st = runs_.Call(&v1::RunService::Stub::DescribeRun, req, &resp); !st.ok()) return st;
     return resp.description();
   }
 
- private:
   SystemClient<v1::RunService> runs_;
 };
 

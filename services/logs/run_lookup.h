@@ -17,6 +17,8 @@ class RunLookup {
   virtual ~RunLookup() = default;
   // The run with its attempts; NOT_FOUND when there is no such run.
   virtual absl::StatusOr<v1::RunDescription> DescribeRun(const std::string& name) = 0;
+  // The same, by the run's id.
+  virtual absl::StatusOr<v1::RunDescription> DescribeRunById(const std::string& run_id) = 0;
 };
 
 // A follower asks once a second: a lookup that takes longer than 10 s is better retried than

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
@@ -82,8 +84,19 @@ absl::StatusOr<v1::Run> RunManager::ReadVisible(const Who& who, const std::strin
   TESSERA_RETURN_IF_ERROR(RequireName(name));
   auto run = runs_->GetRun(name);
   if (!run.ok()) return run.status();
-  if (!who.may_act_for(run->user())) {
+  // Another user's run is not found rather than forbidden: its name says nothing either.
+  if (!who.may_see(run->user())) {
     return absl::NotFoundError(absl::StrCat("run ", name, " not found"));
+  }
+  return run;
+}
+
+absl::StatusOr<v1::Run> RunManager::ReadChangeable(const Who& who, const std::string& name) {
+  auto run = ReadVisible(who, name);
+  if (run.ok() && !who.may_act_for(run->user())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("run ", name, " belongs to ", run->user(),
+                     "; an operator sees every run but changes only their own"));
   }
   return run;
 }
@@ -139,10 +152,10 @@ absl::Status RunManager::ListRuns(const Who& who, const v1::ListRunsRequest& req
                                   v1::ListRunsResponse* resp) {
   v1::RunFilter filter = req.filter();
   TESSERA_RETURN_IF_ERROR(ValidateFilter(filter));
-  if (!who.is_admin()) {
+  if (!who.sees_all_runs()) {
     if (!filter.user().empty() && filter.user() != who.user) {
       return absl::PermissionDeniedError(
-          "filter.user: listing another user's runs requires an admin API key");
+          "filter.user: listing another user's runs requires an operator or admin API key");
     }
     filter.set_user(who.user);
   }
@@ -173,7 +186,17 @@ absl::Status RunManager::ListRuns(const Who& who, const v1::ListRunsRequest& req
 
 absl::Status RunManager::DescribeRun(const Who& who, const v1::DescribeRunRequest& req,
                                      v1::DescribeRunResponse* resp) {
-  auto run = ReadVisible(who, req.name());
+  absl::StatusOr<v1::Run> run;
+  if (!req.run_id().empty()) {
+    // By id: how Tessera's services look runs up (the log service checks a node's pushes).
+    if (!req.name().empty()) return absl::InvalidArgumentError("name and run_id: give one");
+    run = runs_->GetRunById(req.run_id());
+    if (run.ok() && !who.may_see(run->user())) {
+      return absl::NotFoundError(absl::StrCat("run ", req.run_id(), " not found"));
+    }
+  } else {
+    run = ReadVisible(who, req.name());
+  }
   if (!run.ok()) return run.status();
   auto attempts = runs_->ListAttempts(run->id());
   if (!attempts.ok()) return attempts.status();
@@ -215,7 +238,7 @@ std::optional<v1::Attempt> CurrentAttempt(const v1::Run& run,
 
 absl::Status RunManager::StopRun(const Who& who, const v1::StopRunRequest& req,
                                  v1::StopRunResponse* resp) {
-  auto run = ReadVisible(who, req.name());
+  auto run = ReadChangeable(who, req.name());
   if (!run.ok()) return run.status();
   if (req.reason().size() > 1024)
     return absl::InvalidArgumentError("reason: at most 1024 characters");
@@ -240,7 +263,7 @@ absl::Status RunManager::DeleteRun(const Who& who, const v1::DeleteRunRequest& r
   return idem_->RunAtomically(
       absl::StrCat("DeleteRun/", who.user), req.idempotency_key(), req, resp,
       [&](const auto& key) -> absl::Status {
-        auto run = ReadVisible(who, req.name());
+        auto run = ReadChangeable(who, req.name());
         if (!run.ok()) return run.status();
         if (IsActive(run->status())) {
           return absl::FailedPreconditionError(
@@ -275,7 +298,7 @@ absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& r
     return absl::InvalidArgumentError(
         "nothing to update: set max_duration_hours, priority or preemptible");
   }
-  auto run = ReadVisible(who, req.name());
+  auto run = ReadChangeable(who, req.name());
   if (!run.ok()) return run.status();
   return idem_->RunAtomically(
       absl::StrCat("UpdateRun/", who.user), req.idempotency_key(), req, resp,
@@ -318,7 +341,7 @@ absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& r
 
 absl::Status RunManager::RestartRun(const Who& who, const v1::RestartRunRequest& req,
                                     v1::RestartRunResponse* resp) {
-  auto run = ReadVisible(who, req.name());
+  auto run = ReadChangeable(who, req.name());
   if (!run.ok()) return run.status();
   return idem_->RunAtomically(
       absl::StrCat("RestartRun/", who.user), req.idempotency_key(), req, resp,
@@ -399,6 +422,14 @@ absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgress
           t.changed = false;  // a late report from an earlier attempt
           return t;
         }
+        if (!req.node_name().empty() &&
+            std::none_of(r.nodes().begin(), r.nodes().end(),
+                         [&](const auto& n) { return n.node_name() == req.node_name(); })) {
+          // Only the attempt's own nodes report its progress.
+          return absl::PermissionDeniedError(
+              absl::StrCat("node ", req.node_name(), " reported progress for run ", r.name(),
+                           ", whose attempt was not placed on it"));
+        }
         // Each node's compute time is kept from its own reports, for straggler detection; only
         // the current attempt's nodes count.
         google::protobuf::Map<std::string, double> node_compute;
@@ -446,7 +477,7 @@ absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& r
       last_id = e.id();
       auto run = runs_->GetRunById(e.run_id());
       if (!run.ok()) continue;  // deleted since
-      if (!who.may_act_for(run->user()) || !store::RunMatches(*run, req.filter())) continue;
+      if (!who.may_see(run->user()) || !store::RunMatches(*run, req.filter())) continue;
       v1::RunChange change;
       *change.mutable_run() = *std::move(run);
       *change.mutable_event() = e;

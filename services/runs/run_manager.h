@@ -66,6 +66,8 @@ class RunManager {
  private:
   // Reads the run by name as `who` may see it: NOT_FOUND for other users' runs.
   absl::StatusOr<v1::Run> ReadVisible(const Who& who, const std::string& name);
+  // ReadVisible, and PERMISSION_DENIED when `who` may see the run but not change it.
+  absl::StatusOr<v1::Run> ReadChangeable(const Who& who, const std::string& name);
   // Creates a run from a validated spec with a unique suffixed name.
   // `idem` is recorded in the run's creating transaction (see IdempotentCalls::RunAtomically).
   absl::StatusOr<v1::Run> CreateFromSpec(const Who& who, const v1::RunSpec& spec,

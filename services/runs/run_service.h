@@ -8,6 +8,8 @@ namespace tessera::runs {
 
 class RunService final : public v1::RunService::Service {
  public:
+  using Api = v1::RunService;
+
   RunService(std::shared_ptr<RunManager> manager, std::shared_ptr<auth::Authenticator> auth,
              absl::Duration watch_poll_interval = absl::Milliseconds(200))
       : m_(std::move(manager)), auth_(std::move(auth)), poll_(watch_poll_interval) {}
@@ -26,7 +28,7 @@ class RunService final : public v1::RunService::Service {
 
   grpc::Status WatchRuns(grpc::ServerContext* ctx, const v1::WatchRunsRequest* req,
                          grpc::ServerWriter<v1::RunChange>* writer) override {
-    return Serve(*auth_, ctx, [&](const auth::Principal& who) {
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(WatchRuns), [&](const auth::Principal& who) {
       return m_->WatchRuns(
           who, *req, [&](const v1::RunChange& c) { return writer->Write(c); },
           [&] { return ctx->IsCancelled(); }, poll_);

@@ -212,11 +212,10 @@ std::unique_ptr<Component> MakeCordonComponent(const Foundation& f) {
 
 absl::StatusOr<std::unique_ptr<EphemeralSystemKey>> EphemeralSystemKey::Create(
     const Foundation& f, const std::string& owner) {
-  absl::BitGen gen;
   store::ApiKeyRecord record;
-  const std::string secret = auth::NewSecret(gen);
+  const std::string secret = auth::NewSecret();
   record.secret_hash = auth::HashSecret(secret);
-  record.key.set_id(auth::NewKeyId(gen));
+  record.key.set_id(auth::NewKeyId());
   record.key.set_user(owner);
   record.key.set_role(v1::ROLE_SYSTEM);
   record.key.set_description("ephemeral key of a running control-plane process");

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
 #include "services/admin/admin_handler.h"
+#include "services/common/auth/rpc_roles.h"
 #include "services/common/endpoints.h"
 #include "services/common/grpc_limits.h"
 #include "services/common/service_host.h"
@@ -25,11 +26,12 @@ int Fail(const absl::Status& st) {
 }
 
 absl::StatusOr<v1::Role> ParseRole(const std::string& role) {
-  if (role == "user") return v1::ROLE_USER;
-  if (role == "admin") return v1::ROLE_ADMIN;
-  if (role == "system") return v1::ROLE_SYSTEM;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--role: unknown role \"", role, "\" (user, admin or system)"));
+  for (v1::Role r : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_ADMIN, v1::ROLE_NODE,
+                     v1::ROLE_SYSTEM}) {
+    if (role == auth::RoleName(r)) return r;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--role: unknown role \"", role, "\" (user, operator, admin, node or system)"));
 }
 
 // Names this process among instances of its services: host:pid.
@@ -160,11 +162,16 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                    "host:port of tessera-logs, to delete the logs of deleted runs (empty: none)");
   }
 
-  std::string key_user, key_role = "user", key_description;
+  std::string key_user, key_role = "user", key_description, key_node;
+  int64_t key_expires_in = 0;
   CLI::App* create_key = app.add_subcommand(
       "create-api-key", "create an API key directly in the database and print its secret");
   create_key->add_option("--user", key_user, "the key's user")->required();
-  create_key->add_option("--role", key_role, "user, admin or system")->capture_default_str();
+  create_key->add_option("--role", key_role, "user, operator, admin, node or system")
+      ->capture_default_str();
+  create_key->add_option("--node", key_node, "the node a node key acts as (--role node)");
+  create_key->add_option("--expires-in-seconds", key_expires_in,
+                         "the key stops working this long after it is made (0: never)");
   create_key->add_option("--description", key_description, "what the key is for");
   CLI11_PARSE(app, argc, argv);
 
@@ -191,8 +198,13 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   if (create_key->parsed()) {
     auto role = ParseRole(key_role);
     if (!role.ok()) return Fail(role.status());
-    auto secret =
-        admin::CreateApiKeyDirect(*stores->api_keys, *clock, key_user, *role, key_description);
+    v1::CreateApiKeyRequest request;
+    request.set_user(key_user);
+    request.set_role(*role);
+    request.set_node(key_node);
+    request.set_description(key_description);
+    request.set_expires_in_seconds(key_expires_in);
+    auto secret = admin::CreateApiKeyDirect(*stores->api_keys, *clock, request);
     if (!secret.ok()) return Fail(secret.status());
     std::cout << *secret << "\n";
     return 0;

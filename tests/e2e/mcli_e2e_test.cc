@@ -33,11 +33,10 @@ TEST_CASE("a user submits, watches, describes and stops runs with mcli", "[e2e]"
   const std::string url = (*pg)->url();
   const std::string alice = CreateKey(url, "alice", "user");
   const std::string ops = CreateKey(url, "ops", "admin");
-  const std::string system = CreateKey(url, "worker", "system");
   ServerProcess server =
       StartServer("tessera-server", url, {"--lease-seconds", "2", "--stop-grace-seconds", "1"});
-  FakeWorker w1(server.endpoint(), system, SimulatedNode("node-1"));
-  FakeWorker w2(server.endpoint(), system, SimulatedNode("node-2"));
+  FakeWorker w1(server.endpoint(), NodeKey(url, "node-1"), SimulatedNode("node-1"));
+  FakeWorker w2(server.endpoint(), NodeKey(url, "node-2"), SimulatedNode("node-2"));
   REQUIRE(w1.Connect().ok());
   REQUIRE(w2.Connect().ok());
   const std::string ep = server.endpoint();
@@ -109,9 +108,8 @@ TEST_CASE("operators cordon and watch nodes with mcli, mistakes get one clear li
   const std::string url = (*pg)->url();
   const std::string alice = CreateKey(url, "alice", "user");
   const std::string ops = CreateKey(url, "ops", "admin");
-  const std::string system = CreateKey(url, "worker", "system");
   ServerProcess server = StartServer("tessera-server", url);
-  FakeWorker w1(server.endpoint(), system, SimulatedNode("node-1"));
+  FakeWorker w1(server.endpoint(), NodeKey(url, "node-1"), SimulatedNode("node-1"));
   REQUIRE(w1.Connect().ok());
   const std::string ep = server.endpoint();
 

@@ -31,10 +31,9 @@ TEST_CASE("CI submits and follows runs over REST, every route demands a key", "[
   REQUIRE(pg.ok());
   const std::string url = (*pg)->url();
   const std::string key = CreateKey(url, "ci", "user");
-  const std::string system = CreateKey(url, "worker", "system");
   ServerProcess server = StartServer("tessera-server", url);
   REQUIRE(server.http_port > 0);
-  FakeWorker worker(server.endpoint(), system, SimulatedNode("node-1"));
+  FakeWorker worker(server.endpoint(), NodeKey(url, "node-1"), SimulatedNode("node-1"));
   REQUIRE(worker.Connect().ok());
   worker.FinishImmediately(0);
   const std::string base = absl::StrCat("http://127.0.0.1:", server.http_port);

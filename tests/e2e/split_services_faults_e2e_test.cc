@@ -23,7 +23,7 @@ std::string Loopback(int port) { return absl::StrCat("127.0.0.1:", port); }
 
 struct SplitPlane {
   std::unique_ptr<PostgresServer> pg;
-  std::string admin_key, system_key;
+  std::string admin_key;
   // Fixed ports, so that a restarted process is found where the others look for it.
   const std::string runs_at = Loopback(FreePort()), sched_at = Loopback(FreePort()),
                     logs_at = Loopback(FreePort()), gateway_at = Loopback(FreePort());
@@ -37,7 +37,6 @@ struct SplitPlane {
     REQUIRE(started.ok());
     pg = *std::move(started);
     admin_key = CreateKey(pg->url(), "ops", "admin");
-    system_key = CreateKey(pg->url(), "tessera-worker", "system");
     StartRuns();
     sched = StartServer("tessera-scheduler", pg->url(),
                         {"--grpc-listen", sched_at, "--runs-endpoint", runs_at});
@@ -63,8 +62,10 @@ struct SplitPlane {
     REQUIRE(gateway.WaitForLine("gateway: forwarding", absl::Seconds(20)).ok());
   }
   void StartWorker(const std::string& name) {
+    auto key_file = NodeKeyFile(pg->url(), name, root.path);
+    REQUIRE(key_file.ok());
     std::vector<std::string> argv =
-        WorkerArgv(name, sched_at, system_key, root.path + "/" + name, /*gpus=*/2);
+        WorkerArgv(name, sched_at, *key_file, root.path + "/" + name, /*gpus=*/2);
     for (const auto& flag : TrainingRankEnv(root.path + "/shared")) argv.push_back(flag);
     argv.insert(argv.end(), {"--log-endpoint", logs_at});
     auto p = Process::Start(argv, TempLog("worker-" + name));

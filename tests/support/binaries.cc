@@ -1,5 +1,8 @@
 #include "tests/support/binaries.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "tests/support/process.h"
@@ -11,13 +14,15 @@ std::string BinaryPath(const std::string& name) {
 }
 
 std::vector<std::string> WorkerArgv(const std::string& name, const std::string& scheduler_endpoint,
-                                    const std::string& api_key, const std::string& state_dir,
+                                    const std::string& key_file, const std::string& state_dir,
                                     int gpus) {
   return {BinaryPath("tessera-worker"),
           "--scheduler-endpoint",
           scheduler_endpoint,
-          "--api-key",
-          api_key,
+          "--api-key-file",
+          key_file,
+          "--rank-user",
+          ::geteuid() == 0 ? "root" : "",
           "--node-name",
           name,
           "--cluster",
@@ -37,9 +42,15 @@ std::vector<std::string> TrainingRankEnv(const std::string& shared) {
 }
 
 absl::StatusOr<std::string> CreateApiKey(const std::string& database_url, const std::string& user,
-                                         const std::string& role) {
-  auto out = RunCommand({BinaryPath("tessera-server"), "--database-url", database_url,
-                         "--log-level", "warn", "create-api-key", "--user", user, "--role", role});
+                                         const std::string& role, const std::string& node) {
+  std::vector<std::string> argv = {BinaryPath("tessera-server"), "--database-url", database_url,
+                                   "--log-level", "warn", "create-api-key", "--user", user,
+                                   "--role", role};
+  if (!node.empty()) {
+    argv.push_back("--node");
+    argv.push_back(node);
+  }
+  auto out = RunCommand(argv);
   if (!out.ok()) return out.status();
   std::string key(absl::StripAsciiWhitespace(*out));
   if (const size_t nl = key.rfind('\n'); nl != std::string::npos) key = key.substr(nl + 1);
@@ -47,6 +58,20 @@ absl::StatusOr<std::string> CreateApiKey(const std::string& database_url, const 
     return absl::InternalError("create-api-key printed no key: " + *out);
   }
   return key;
+}
+
+absl::StatusOr<std::string> NodeKeyFile(const std::string& database_url, const std::string& node,
+                                        const std::string& dir) {
+  auto key = CreateApiKey(database_url, node, "node", node);
+  if (!key.ok()) return key.status();
+  const std::string path = absl::StrCat(dir, "/", node, ".key");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot write ", path));
+  const std::string line = *key + "\n";
+  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ::close(fd);
+  if (!written) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return path;
 }
 
 }  // namespace tessera::testing

@@ -11,17 +11,23 @@ namespace tessera::testing {
 
 std::string BinaryPath(const std::string& name);  // build/bin/NAME
 
-// The command line of a tessera-worker with `gpus` simulated GPUs in cluster "local".
+// The command line of a tessera-worker with `gpus` simulated GPUs in cluster "local", its node
+// key in `key_file` (NodeKeyFile). Ranks run as the test's own user (root: --rank-user root).
 std::vector<std::string> WorkerArgv(const std::string& name, const std::string& scheduler_endpoint,
-                                    const std::string& api_key, const std::string& state_dir,
+                                    const std::string& key_file, const std::string& state_dir,
                                     int gpus);
 
 // The worker flags with which ranks find tessera-train on PATH and share `shared` with the other
 // nodes.
 std::vector<std::string> TrainingRankEnv(const std::string& shared);
 
-// An API key made with `tessera-server create-api-key` (its secret, tsk_...).
+// An API key made with `tessera-server create-api-key` (its secret, tsk_...). `node` is the node
+// a node key acts as.
 absl::StatusOr<std::string> CreateApiKey(const std::string& database_url, const std::string& user,
-                                         const std::string& role);
+                                         const std::string& role, const std::string& node = "");
+
+// A node key for `node` in a file of its own (mode 600) under `dir`; returns the file's path.
+absl::StatusOr<std::string> NodeKeyFile(const std::string& database_url, const std::string& node,
+                                        const std::string& dir);
 
 }  // namespace tessera::testing

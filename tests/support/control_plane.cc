@@ -45,8 +45,8 @@ ServerProcess StartServer(const std::string& binary, const std::string& database
 }
 
 std::string CreateKey(const std::string& database_url, const std::string& user,
-                      const std::string& role) {
-  auto key = CreateApiKey(database_url, user, role);
+                      const std::string& role, const std::string& node) {
+  auto key = CreateApiKey(database_url, user, role, node);
   INFO(key.status().ToString());
   REQUIRE(key.ok());
   return *key;

@@ -34,8 +34,13 @@ ServerProcess StartServer(const std::string& binary, const std::string& database
                           const std::vector<std::string>& extra = {});
 
 // An API key created with `tessera-server create-api-key`.
+// `node`: the node a node key (role "node") acts as.
 std::string CreateKey(const std::string& database_url, const std::string& user,
-                      const std::string& role);
+                      const std::string& role, const std::string& node = "");
+// A node key for `node` (what a worker of that node connects with).
+inline std::string NodeKey(const std::string& database_url, const std::string& node) {
+  return CreateKey(database_url, node, "node", node);
+}
 
 class Client {
  public:

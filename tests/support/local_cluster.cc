@@ -1,5 +1,6 @@
 #include "tests/support/local_cluster.h"
 
+#include <algorithm>
 #include <signal.h>
 
 #include <filesystem>
@@ -64,9 +65,20 @@ WorkerHandle& LocalCluster::StartWorker(const std::string& name, int gpus,
     handle->name = name;
     handle->state_dir = absl::StrCat(root_.path, "/", name);
   }
+  if (handle->key_file.empty()) {
+    auto key_file = NodeKeyFile(database_url, name, root_.path);
+    INFO(key_file.status().ToString());
+    REQUIRE(key_file.ok());
+    handle->key_file = *key_file;
+  }
   std::vector<std::string> argv =
       WorkerArgv(name, scheduler_endpoint.empty() ? server.endpoint() : scheduler_endpoint,
-                 system_key, handle->state_dir, gpus);
+                 handle->key_file, handle->state_dir, gpus);
+  if (std::find(extra.begin(), extra.end(), "--rank-user") != extra.end()) {
+    // The test chooses who ranks run as: drop the default.
+    auto it = std::find(argv.begin(), argv.end(), "--rank-user");
+    argv.erase(it, it + 2);
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   if (!env.empty()) {
     std::vector<std::string> with_env = {"/usr/bin/env"};

@@ -17,6 +17,7 @@ namespace tessera::testing {
 struct WorkerHandle {
   std::string name;
   std::string state_dir;
+  std::string key_file;  // its node key (mode 600)
   std::unique_ptr<Process> process;
 };
 

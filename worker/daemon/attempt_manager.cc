@@ -176,10 +176,33 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
   if (!options_.gpu_model.empty() && start.gpu_indices_size() > 0) {
     for (auto& spec : *specs) spec.env.emplace("TESSERA_GPU_NAME", options_.gpu_model);
   }
+  const auto& identity = options_.rank_identity;
+  for (auto& spec : *specs) {
+    spec.identity = identity;
+    if (identity) {
+      spec.env.emplace("HOME", a.paths.work_dir);
+      spec.env.emplace("USER", identity->name);
+      spec.env.emplace("LOGNAME", identity->name);
+    }
+  }
   std::error_code ec;
-  for (const auto& dir : {a.paths.work_dir, a.paths.logs_dir}) {
+  for (const auto& dir : {a.paths.work_dir, a.paths.logs_dir, a.paths.progress_dir}) {
     fs::create_directories(dir, ec);
     if (ec) return fail(absl::InternalError(absl::StrCat("creating ", dir, ": ", ec.message())));
+  }
+  if (identity) {
+    // The rank reaches its folders through the worker's (which it may enter, not list) and
+    // writes only its work and progress folders; the spooled output stays the worker's.
+    for (const auto& dir : {options_.state_dir, options_.state_dir + "/runs",
+                            fs::path(a.paths.dir).parent_path().string(), a.paths.dir}) {
+      fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
+                      ec);
+      if (ec) return fail(absl::InternalError(absl::StrCat("chmod ", dir, ": ", ec.message())));
+    }
+    fs::permissions(a.paths.logs_dir, fs::perms::owner_all, ec);
+    for (const auto& dir : {a.paths.work_dir, a.paths.progress_dir}) {
+      if (auto st = GiveToRank(dir, identity); !st.ok()) return fail(st);
+    }
   }
   // For a restarted worker's log shipper, which finds spool files by walking the folders.
   if (auto st = WriteFile(a.paths.dir + "/node_rank", std::to_string(start.node_rank()));

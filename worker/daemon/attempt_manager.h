@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -33,6 +34,8 @@ struct AttemptManagerOptions {
   std::string gpu_model;
   // The node's environment for every rank (worker --rank-env); a run's own variables win.
   std::map<std::string, std::string> rank_env;
+  // Who the ranks run as (worker --rank-user); nullopt: the worker's own user.
+  std::optional<RankIdentity> rank_identity;
   // How long an ended attempt stays in heartbeats, so a control plane that missed its FINISHED
   // (it restarted, or a standby took over) still learns how it ended.
   absl::Duration keep_ended = absl::Seconds(60);

@@ -5,12 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "absl/strings/str_split.h"
 #include "services/common/service_host.h"
 #include "worker/daemon/fence_watchdog.h"
 #include "worker/daemon/rank_environment.h"
+#include "worker/daemon/rank_identity.h"
 #include "worker/daemon/worker_daemon.h"
 
 namespace {
@@ -48,8 +48,14 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--log-endpoint", o.log_endpoint,
                  "host:port of the log service, or several (default: the scheduler's)");
-  app.add_option("--api-key", o.api_key, "a system API key (or TESSERA_API_KEY)");
-  app.add_option("--api-key-file", api_key_file, "a file holding the system API key");
+  app.add_option("--api-key-file", api_key_file,
+                 "a file holding this node's key (mode 600; a node key, made with `mcli admin "
+                 "create-api-key --role node --node NAME`)")
+      ->required();
+  std::string rank_user;
+  app.add_option("--rank-user", rank_user,
+                 "run ranks as this unprivileged user (required when the worker runs as root; "
+                 "'root' runs them as root, for a single-user development machine only)");
   app.add_option("--node-name", o.node_name, "this node's name")->capture_default_str();
   app.add_option("--cluster", o.cluster, "the cluster this node belongs to")->capture_default_str();
   app.add_option("--address", o.address,
@@ -90,13 +96,12 @@ int main(int argc, char** argv) {
 
   if (auto st = tessera::ConfigureLogging(log_level); !st.ok())
     return Fail(std::string(st.message()));
-  if (o.api_key.empty() && !api_key_file.empty()) {
-    std::ifstream in(api_key_file);
-    if (!(in >> o.api_key)) return Fail("--api-key-file: cannot read " + api_key_file);
-  }
-  if (o.api_key.empty()) {
-    if (const char* env = std::getenv("TESSERA_API_KEY")) o.api_key = env;
-  }
+  auto key = tessera::worker::ReadKeyFile(api_key_file);
+  if (!key.ok()) return Fail(std::string(key.status().message()));
+  o.api_key = *std::move(key);
+  auto identity = tessera::worker::ResolveRankUser(rank_user, ::geteuid());
+  if (!identity.ok()) return Fail(std::string(identity.status().message()));
+  o.rank_identity = *identity;
   for (const auto& label : labels) {
     std::pair<std::string, std::string> kv = absl::StrSplit(label, absl::MaxSplits('=', 1));
     if (kv.first.empty() || label.find('=') == std::string::npos) {

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
+
 #include <cstdio>
 #include <cstring>
 
@@ -27,10 +29,69 @@ bool ProcessStopped(pid_t pid) {
   return close_paren != nullptr && close_paren[1] == ' ' && close_paren[2] == 'T';
 }
 
+constexpr int64_t kMaxBytesPerRead = 1 << 20;
+constexpr size_t kMaxLineBytes = 64 << 10;
+
+// Up to kMaxBytesPerRead bytes of `path` from `offset`.
+std::string ReadRankBytes(const std::string& path, int64_t offset) {
+  std::string out;
+  const int fd = progress::OpenRankFile(path);
+  if (fd < 0) return out;  // not written yet (or never: not tessera-train), or not a file
+  char buf[1 << 16];
+  while (static_cast<int64_t>(out.size()) < kMaxBytesPerRead) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, offset + static_cast<int64_t>(out.size()));
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
 }  // namespace
 
 ProgressWatcher::ProgressWatcher(std::shared_ptr<Clock> clock, absl::Duration min_interval)
     : clock_(std::move(clock)), min_interval_(min_interval) {}
+
+ProgressWatcher::~ProgressWatcher() {
+  stopping_ = true;
+  if (reader_.joinable()) reader_.join();
+}
+
+void ProgressWatcher::StartReader(absl::Duration interval) {
+  if (reader_running_.exchange(true)) return;
+  reader_ = std::thread([this, interval] {
+    while (!stopping_) {
+      ReadFiles();
+      std::this_thread::sleep_for(absl::ToChronoMilliseconds(interval));
+    }
+  });
+}
+
+void ProgressWatcher::ReadFiles() { Read(nullptr); }
+
+void ProgressWatcher::Read(const FileKey* only) {
+  absl::MutexLock reading(&read_mu_);
+  struct Pending {
+    FileKey key;
+    std::string path;
+    int64_t offset;
+  };
+  std::vector<Pending> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, f] : files_) {
+      if (f.state.done || (only != nullptr && key != *only)) continue;
+      pending.push_back({key, f.path, f.offset});
+    }
+  }
+  for (const auto& p : pending) {
+    const std::string bytes = ReadRankBytes(p.path, p.offset);
+    if (bytes.empty()) continue;
+    absl::MutexLock lock(&mu_);
+    auto it = files_.find(p.key);
+    if (it != files_.end()) Parse(it->second, bytes);
+  }
+}
 
 void ProgressWatcher::Watch(const RankOutput& rank) {
   if (rank.progress_path.empty()) return;
@@ -49,24 +110,17 @@ void ProgressWatcher::Watch(const RankOutput& rank) {
 }
 
 void ProgressWatcher::RankDone(const RankOutput& rank) {
+  const FileKey key{rank.run_id, rank.resumption_index, rank.rank};
+  Read(&key);
   absl::MutexLock lock(&mu_);
-  auto it = files_.find({rank.run_id, rank.resumption_index, rank.rank});
+  auto it = files_.find(key);
   if (it == files_.end()) return;
-  ReadNew(it->second);
   it->second.state.done = true;
 }
 
-void ProgressWatcher::ReadNew(File& f) {
-  const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;  // the rank has not reported yet (or never will: not tessera-train)
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::pread(fd, buf, sizeof buf, f.offset);
-    if (n <= 0) break;
-    f.offset += n;
-    f.partial.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
+void ProgressWatcher::Parse(File& f, const std::string& bytes) {
+  f.offset += static_cast<int64_t>(bytes.size());
+  f.partial.append(bytes);
   size_t start = 0;
   for (size_t nl; (nl = f.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
     auto record = progress::ProgressFromJsonLine(f.partial.substr(start, nl - start));
@@ -86,15 +140,17 @@ void ProgressWatcher::ReadNew(File& f) {
     f.state.last_change = clock_->Now();
   }
   f.partial.erase(0, start);
+  // No record is this long: what is, is not a record (and must not grow without bound).
+  if (f.partial.size() > kMaxLineBytes) f.partial.clear();
 }
 
 std::vector<v1::ProgressUpdate> ProgressWatcher::Poll() {
+  if (!reader_running_) ReadFiles();
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
   // The lowest local rank of each attempt speaks for it.
   std::map<AttemptKey, File*> speaker;
   for (auto& [key, f] : files_) {
-    if (!f.state.done) ReadNew(f);
     auto& s = speaker[{f.state.run_id, f.state.resumption_index}];
     if (s == nullptr) s = &f;
   }

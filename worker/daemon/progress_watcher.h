@@ -6,11 +6,13 @@
 // without a database write per step.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -30,7 +32,15 @@ class ProgressWatcher {
   // The rank has exited: its file is read one last time and then forgotten once sent.
   void RankDone(const RankOutput& rank);
 
-  // Reads what the files gained and returns the updates due now.
+  ~ProgressWatcher();
+
+  // Reads the files on a thread of its own every `interval` from now on, so that Poll (on the
+  // control stream's heartbeat thread) never waits for a file a rank controls.
+  void StartReader(absl::Duration interval);
+  // Reads what the files gained: at most 1 MiB per file per call, regular files only, never
+  // through a symbolic link; a line longer than 64 KiB is dropped.
+  void ReadFiles();
+  // The updates due now; reads the files first unless the reader thread does.
   std::vector<v1::ProgressUpdate> Poll();
 
   // Ranks that reported progress at least once and then none for their hang_timeout, while
@@ -65,7 +75,10 @@ class ProgressWatcher {
     absl::Time at = absl::InfinitePast();
     int64_t step = -1;
   };
-  void ReadNew(File& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  using FileKey = std::tuple<std::string, int, int>;
+  // Reads one file (or all when `only` is null) outside mu_, then parses under it.
+  void Read(const FileKey* only);
+  void Parse(File& f, const std::string& bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<Clock> clock_;
   const absl::Duration min_interval_;
@@ -73,6 +86,11 @@ class ProgressWatcher {
   std::map<std::tuple<std::string, int, int>, File> files_ ABSL_GUARDED_BY(mu_);
   std::map<AttemptKey, AttemptSent> sent_ ABSL_GUARDED_BY(mu_);
   std::set<AttemptKey> hang_reported_ ABSL_GUARDED_BY(mu_);
+  // One reader at a time (the thread, RankDone): a file's offset moves only under it.
+  absl::Mutex read_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::atomic<bool> reader_running_{false};
+  std::atomic<bool> stopping_{false};
+  std::thread reader_;
 };
 
 }  // namespace tessera::worker

@@ -37,12 +37,13 @@ AttemptPaths PathsFor(const std::string& state_dir, const std::string& run_id, i
   p.dir = absl::StrCat(state_dir, "/runs/", run_id, "/attempt-", resumption);
   p.work_dir = p.dir + "/work";
   p.logs_dir = p.dir + "/logs";
+  p.progress_dir = p.dir + "/progress";
   p.parameters_path = p.dir + "/parameters.json";
   return p;
 }
 
 std::string RankProgressPath(const AttemptPaths& paths, int rank) {
-  return absl::StrCat(paths.logs_dir, "/rank-", rank, ".progress");
+  return absl::StrCat(paths.progress_dir, "/rank-", rank, ".progress");
 }
 
 std::string RankLogPath(const AttemptPaths& paths, int rank, const std::string& stream) {

@@ -1,6 +1,7 @@
 #include "worker/daemon/rank_launcher.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,7 +30,7 @@ constexpr absl::Duration kPollInterval = absl::Milliseconds(10);
 constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LANG"};
 
 // What a child that failed before exec reports through the error pipe.
-enum class ChildStage : int { kSetpgid = 1, kChdir, kDup, kExec };
+enum class ChildStage : int { kSetpgid = 1, kChdir, kDup, kExec, kSetuid };
 struct ChildError {
   ChildStage stage;
   int err;
@@ -84,7 +85,8 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
 
 // Runs in the forked child: only async-signal-safe calls, no allocation.
 [[noreturn]] void ExecChild(const char* dir, int out_fd, int err_fd, int null_fd, int pipe_fd,
-                            const char* shell, char* const argv[], char* const envp[]) {
+                            const RankIdentity* identity, const char* shell, char* const argv[],
+                            char* const envp[]) {
   auto fail = [pipe_fd](ChildStage stage) {
     ChildError e{stage, errno};
     ssize_t unused = ::write(pipe_fd, &e, sizeof e);
@@ -100,6 +102,13 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
   std::memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // KILL/STOP: EINVAL
+  // Groups first, then the gid, then the uid: after setuid nothing else may be changed.
+  if (identity != nullptr) {
+    const gid_t gid = identity->gid;
+    if (::setgroups(1, &gid) != 0 || ::setgid(gid) != 0 || ::setuid(identity->uid) != 0) {
+      fail(ChildStage::kSetuid);
+    }
+  }
   if (dir != nullptr && ::chdir(dir) != 0) fail(ChildStage::kChdir);
   if (::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(out_fd, STDOUT_FILENO) < 0 ||
       ::dup2(err_fd, STDERR_FILENO) < 0) {
@@ -178,8 +187,8 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
   const char* dir_c = dir.empty() ? nullptr : dir.c_str();
 
   const pid_t pid = ForkOwnedChild([&] {
-    ExecChild(dir_c, out_fd.get(), err_fd.get(), null_fd.get(), pipe_write.get(), shell.c_str(),
-              argv, envp.data());
+    ExecChild(dir_c, out_fd.get(), err_fd.get(), null_fd.get(), pipe_write.get(),
+              spec.identity ? &*spec.identity : nullptr, shell.c_str(), argv, envp.data());
   });
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", ErrnoText(errno)));
   // Also from the parent, so the group exists as soon as Start returns. EACCES: the child has
@@ -206,6 +215,10 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
             absl::StrCat("cannot enter working folder '", spec.working_dir, "': ", why));
       case ChildStage::kDup:
         return absl::InternalError(absl::StrCat("dup2 for rank ", spec.rank, ": ", why));
+      case ChildStage::kSetuid:
+        return absl::InternalError(absl::StrCat("running rank ", spec.rank, " as user ",
+                                                spec.identity ? spec.identity->name : "?", ": ",
+                                                why));
       case ChildStage::kExec:
         return absl::FailedPreconditionError(
             absl::StrCat("cannot execute '", spec.shell, "': ", why));

@@ -11,9 +11,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "worker/daemon/rank_identity.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -34,6 +36,8 @@ struct RankSpec {
   std::string stdout_path;
   std::string stderr_path;
   std::string shell = "/bin/sh";
+  // Run as this user (its uid, gid and no other groups); nullopt: the worker's own.
+  std::optional<RankIdentity> identity;
 };
 
 // How a rank process ended: either it exited (signal == 0, exit_code its status) or a signal

@@ -54,7 +54,8 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   }
   if (o.api_key.empty()) {
     return absl::InvalidArgumentError(
-        "--api-key: required (a system key; or set TESSERA_API_KEY or --api-key-file)");
+        "--api-key-file: required (a file, mode 600, holding this node's key: `mcli admin "
+        "create-api-key --role node --node NAME`)");
   }
   if (o.node_name.empty()) return absl::InvalidArgumentError("--node-name: required");
   if (o.state_dir.empty()) return absl::InvalidArgumentError("--state-dir: required");
@@ -63,6 +64,15 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   if (ec) {
     return absl::InvalidArgumentError(
         absl::StrCat("--state-dir: cannot create ", o.state_dir, ": ", ec.message()));
+  }
+  if (o.rank_identity) {
+    // Ranks may pass through the state folder to their own, not list or read it.
+    std::filesystem::permissions(o.state_dir,
+                                 std::filesystem::perms::owner_all |
+                                     std::filesystem::perms::group_exec |
+                                     std::filesystem::perms::others_exec,
+                                 ec);
+    if (ec) return absl::InternalError(absl::StrCat("chmod ", o.state_dir, ": ", ec.message()));
   }
   auto inventory = DiscoverGpus(o.simulate_gpus);
   if (!inventory.ok()) return inventory.status();
@@ -86,6 +96,8 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   // Hang detection measures time without progress: on the monotonic clock.
   d->progress_ = std::make_unique<ProgressWatcher>(MonotonicClock::Shared());
   ProgressWatcher* progress = d->progress_.get();
+  // The files are the ranks': read apart from the heartbeat thread.
+  progress->StartReader(absl::Milliseconds(200));
   const bool simulated = inventory->source == "simulated";
   d->attempts_ = std::make_unique<AttemptManager>(
       AttemptManagerOptions{
@@ -93,7 +105,8 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .node_name = o.node_name,
           .simulated_gpus = simulated,
           .gpu_model = simulated || inventory->gpus.empty() ? "" : inventory->gpus[0].model(),
-          .rank_env = o.rank_env},
+          .rank_env = o.rank_env,
+          .rank_identity = o.rank_identity},
       d->clock_, [shipper](const RankOutput& out) { shipper->Watch(out); },
       [shipper, progress](const RankOutput& out) {
         shipper->RankDone(out);

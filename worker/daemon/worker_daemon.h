@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "services/common/metrics/http_endpoint.h"
+#include "worker/daemon/rank_identity.h"
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/control_session.h"
 #include "worker/daemon/fence_watchdog.h"
@@ -22,7 +24,11 @@ namespace tessera::worker {
 struct WorkerOptions {
   std::string scheduler_endpoint;
   std::string log_endpoint;  // empty: the scheduler's
+  // The node key (read from --api-key-file: never a flag or an environment variable, which
+  // other processes on the node could read).
   std::string api_key;
+  // Who ranks run as (--rank-user); nullopt: the worker's own user.
+  std::optional<RankIdentity> rank_identity;
   std::string node_name;
   std::string cluster = "local";
   std::string address;  // where this node's ranks are reachable (MASTER_ADDR); default: node name

@@ -29,10 +29,19 @@ void SpoolReader::Rewind(SpoolPosition p) {
 absl::Status SpoolReader::Read(size_t max_lines, size_t max_bytes, bool final,
                                std::vector<SpoolLine>& out) {
   if (fd_ < 0) {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    // The rank may replace its output file with a link (to /dev/zero, another user's file) or a
+    // FIFO: only the regular file itself is shipped, never what a link points at.
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd_ < 0) {
       if (errno == ENOENT) return absl::OkStatus();
       return absl::InternalError(absl::StrCat("opening ", path_, ": ", strerror(errno)));
+    }
+    struct stat st;
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      fd_ = -1;
+      return absl::FailedPreconditionError(
+          absl::StrCat(path_, " is not a regular file: its lines are not shipped"));
     }
   }
   // Fill the buffer with what follows it in the file.

@@ -1,6 +1,7 @@
 #include "worker/progress/progress_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -57,8 +58,19 @@ void ProgressReporter::MarkWaiting(bool waiting) {
   (void)!::pwrite(wait_fd_, waiting ? "waiting\n" : "running\n", 8, 0);
 }
 
+int OpenRankFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 bool ReadWaitingMarker(const std::string& progress_path) {
-  const int fd = ::open((progress_path + ".wait").c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = OpenRankFile(progress_path + ".wait");
   if (fd < 0) return false;
   char buf[8] = {};
   const ssize_t n = ::pread(fd, buf, sizeof buf, 0);

@@ -49,4 +49,9 @@ class ProgressReporter {
 // The marker MarkWaiting writes; true when it says "waiting".
 bool ReadWaitingMarker(const std::string& progress_path);
 
+// Opens a file a rank wrote, for reading by the worker: only a regular file, never through a
+// symbolic link and never blocking (a rank owns its files and may replace them with a link to
+// /dev/zero, a FIFO or another user's file). -1 when it is absent or not a regular file.
+int OpenRankFile(const std::string& path);
+
 }  // namespace tessera::progress

@@ -1,25 +1,30 @@
 #include "services/common/auth/api_keys.h"
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
-#include "absl/random/distributions.h"
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/timestamps.h"
 
 namespace tessera::auth {
 namespace {
 
-constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 constexpr size_t kMaxCacheEntries = 10'000;
 
-std::string RandomString(absl::BitGenRef gen, int length) {
-  std::string out;
-  out.reserve(length);
-  for (int i = 0; i < length; ++i) {
-    out.push_back(kAlphabet[absl::Uniform<size_t>(gen, 0, sizeof(kAlphabet) - 1)]);
+std::string RandomHex(int bytes) {
+  std::string raw(static_cast<size_t>(bytes), '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), bytes) != 1) {
+    // Without a working CSPRNG no secret may be made at all.
+    spdlog::critical("OpenSSL's RAND_bytes failed: no API key can be made");
+    std::abort();
   }
-  return out;
+  return absl::BytesToHexString(raw);
 }
 
 }  // namespace
@@ -31,9 +36,13 @@ std::string HashSecret(const std::string& secret) {
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), length));
 }
 
-std::string NewSecret(absl::BitGenRef gen) { return "tsk_" + RandomString(gen, 40); }
+std::string NewSecret() { return "tsk_" + RandomHex(32); }
 
-std::string NewKeyId(absl::BitGenRef gen) { return "key-" + RandomString(gen, 12); }
+std::string NewKeyId() { return "key-" + RandomHex(8); }
+
+std::string KeyIdForRequest(const std::string& scope, const std::string& request_key) {
+  return "key-" + HashSecret(absl::StrCat(scope, "\n", request_key)).substr(0, 16);
+}
 
 absl::StatusOr<std::string> BearerToken(const std::string& header_value) {
   if (header_value.empty()) {
@@ -54,13 +63,56 @@ Authenticator::Authenticator(std::shared_ptr<store::ApiKeyStore> keys, std::shar
                              absl::Duration cache_ttl)
     : keys_(std::move(keys)), clock_(std::move(clock)), cache_ttl_(cache_ttl) {}
 
-absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext& context) {
+Authenticator::~Authenticator() {
+  {
+    std::lock_guard<std::mutex> lock(refresh_mu_);
+    stopping_ = true;
+  }
+  refresh_cv_.notify_all();
+  if (refresher_.joinable()) refresher_.join();
+}
+
+namespace {
+std::string HeaderOf(const grpc::ServerContext& context) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   std::string value;
   if (it != metadata.end()) value.assign(it->second.data(), it->second.size());
-  return Authenticate(value);
+  return value;
 }
+}  // namespace
+
+absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext& context) {
+  return Authenticate(HeaderOf(context));
+}
+
+absl::StatusOr<Principal> Authenticator::Lookup(const std::string& hash) {
+  const absl::Time now = clock_->Now();
+  auto record = keys_->FindByHash(hash);
+  absl::StatusOr<Principal> result;
+  absl::Time key_expires = absl::InfiniteFuture();
+  if (absl::IsNotFound(record.status())) {
+    result = absl::UnauthenticatedError("invalid API key");
+  } else if (!record.ok()) {
+    return record.status();  // not cached: the store may come back
+  } else if (record->key.revoked()) {
+    result = absl::UnauthenticatedError(absl::StrCat("API key ", record->key.id(), " was revoked"));
+  } else {
+    result = Principal{record->key.user(), record->key.role(), record->key.node()};
+    if (record->key.has_expires_at()) key_expires = FromProtoTime(record->key.expires_at());
+  }
+  absl::MutexLock lock(&mu_);
+  if (cache_.size() >= kMaxCacheEntries) cache_.clear();
+  cache_[hash] = CacheEntry{result, now + cache_ttl_, key_expires};
+  return result;
+}
+
+namespace {
+absl::StatusOr<Principal> Expired(const absl::StatusOr<Principal>& principal, absl::Time expires) {
+  return absl::UnauthenticatedError(
+      absl::StrCat("the API key of ", principal->user, " expired at ", absl::FormatTime(expires)));
+}
+}  // namespace
 
 absl::StatusOr<Principal> Authenticator::Authenticate(const std::string& authorization_header) {
   auto token = BearerToken(authorization_header);
@@ -70,23 +122,68 @@ absl::StatusOr<Principal> Authenticator::Authenticate(const std::string& authori
   {
     absl::MutexLock lock(&mu_);
     auto hit = cache_.find(hash);
-    if (hit != cache_.end() && hit->second.expires > now) return hit->second.principal;
+    if (hit != cache_.end() && hit->second.expires > now) {
+      if (hit->second.principal.ok() && now >= hit->second.key_expires) {
+        return Expired(hit->second.principal, hit->second.key_expires);
+      }
+      return hit->second.principal;
+    }
   }
-  auto record = keys_->FindByHash(hash);
-  absl::StatusOr<Principal> result;
-  if (absl::IsNotFound(record.status())) {
-    result = absl::UnauthenticatedError("invalid API key");
-  } else if (!record.ok()) {
-    return record.status();  // not cached: the store may come back
-  } else if (record->key.revoked()) {
-    result = absl::UnauthenticatedError(absl::StrCat("API key ", record->key.id(), " was revoked"));
-  } else {
-    result = Principal{record->key.user(), record->key.role()};
-  }
+  auto result = Lookup(hash);
   absl::MutexLock lock(&mu_);
-  if (cache_.size() >= kMaxCacheEntries) cache_.clear();
-  cache_[hash] = CacheEntry{result, now + cache_ttl_};
+  auto entry = cache_.find(hash);
+  if (result.ok() && entry != cache_.end() && now >= entry->second.key_expires) {
+    return Expired(result, entry->second.key_expires);
+  }
   return result;
+}
+
+absl::Status Authenticator::Revalidate(const grpc::ServerContext& context) {
+  return Revalidate(HeaderOf(context));
+}
+
+absl::Status Authenticator::Revalidate(const std::string& authorization_header) {
+  auto token = BearerToken(authorization_header);
+  if (!token.ok()) return token.status();
+  const std::string hash = HashSecret(*token);
+  const absl::Time now = clock_->Now();
+  bool stale = true;
+  {
+    absl::MutexLock lock(&mu_);
+    auto hit = cache_.find(hash);
+    if (hit != cache_.end()) {
+      if (!hit->second.principal.ok()) return hit->second.principal.status();
+      if (now >= hit->second.key_expires) {
+        return Expired(hit->second.principal, hit->second.key_expires).status();
+      }
+      stale = hit->second.expires <= now;
+    }
+  }
+  if (stale) {
+    std::lock_guard<std::mutex> lock(refresh_mu_);
+    if (!refresher_.joinable()) refresher_ = std::thread([this] { RefreshLoop(); });
+    if (refresh_queue_.size() < kMaxCacheEntries) refresh_queue_.push_back(hash);
+    refresh_cv_.notify_one();
+  }
+  return absl::OkStatus();
+}
+
+void Authenticator::RefreshLoop() {
+  std::unique_lock<std::mutex> lock(refresh_mu_);
+  while (true) {
+    refresh_cv_.wait(lock, [&] { return stopping_ || !refresh_queue_.empty(); });
+    if (stopping_) return;
+    const std::string hash = std::move(refresh_queue_.front());
+    refresh_queue_.pop_front();
+    {
+      absl::MutexLock cache_lock(&mu_);
+      auto hit = cache_.find(hash);
+      if (hit != cache_.end() && hit->second.expires > clock_->Now()) continue;  // refreshed
+    }
+    lock.unlock();
+    (void)Lookup(hash);  // a store that cannot be reached keeps the stale answer
+    lock.lock();
+  }
 }
 
 }  // namespace tessera::auth

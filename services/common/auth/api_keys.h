@@ -1,14 +1,17 @@
 #pragma once
-// API key secrets: made from injected randomness, stored only as SHA-256 hashes, checked on every
+// API key secrets: made by OpenSSL's CSPRNG, stored only as SHA-256 hashes, checked on every
 // call from the `authorization: Bearer KEY` metadata.
 
 #include <grpcpp/server_context.h>
 
+#include <condition_variable>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/random/bit_gen_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "base/clock.h"
@@ -20,11 +23,16 @@ namespace tessera::auth {
 // Hex SHA-256 of a secret.
 std::string HashSecret(const std::string& secret);
 
-// A new secret: "tsk_" followed by 40 characters of [a-z0-9] (206 bits).
-std::string NewSecret(absl::BitGenRef gen);
+// A new secret: "tsk_" followed by 64 hex digits of OpenSSL's RAND_bytes (256 bits). ABORTS if the
+// CSPRNG cannot be seeded (a broken invariant of the host: no key may be made then).
+std::string NewSecret();
 
-// A new key id: "key-" followed by 12 characters of [a-z0-9].
-std::string NewKeyId(absl::BitGenRef gen);
+// A new key id: "key-" followed by 16 hex digits of RAND_bytes.
+std::string NewKeyId();
+
+// The id of the key made by the request with idempotency key `request_key` in `scope`: a retry
+// makes the same id, which the store refuses (ALREADY_EXISTS), so one request makes one key.
+std::string KeyIdForRequest(const std::string& scope, const std::string& request_key);
 
 // Extracts KEY from an "authorization" value "Bearer KEY" (the scheme is case-insensitive).
 absl::StatusOr<std::string> BearerToken(const std::string& header_value);
@@ -36,21 +44,42 @@ class Authenticator {
   Authenticator(std::shared_ptr<store::ApiKeyStore> keys, std::shared_ptr<Clock> clock,
                 absl::Duration cache_ttl = absl::Seconds(5));
 
-  // UNAUTHENTICATED when the key is missing, malformed, unknown or revoked; UNAVAILABLE when
-  // the key store cannot be reached.
+  ~Authenticator();
+
+  // UNAUTHENTICATED when the key is missing, malformed, unknown, revoked or expired; UNAVAILABLE
+  // when the key store cannot be reached.
   absl::StatusOr<Principal> Authenticate(const std::string& authorization_header);
   absl::StatusOr<Principal> Authenticate(const grpc::ServerContext& context);
+
+  // For a long stream, asked at every message: the cached answer for the stream's key, never
+  // waiting for the store (a frozen database must not stall a heartbeat). A stale answer is
+  // refreshed in the background, so a revoked or expired key ends the stream within about
+  // `cache_ttl`; a store that cannot be reached keeps the last answer.
+  absl::Status Revalidate(const grpc::ServerContext& context);
+  absl::Status Revalidate(const std::string& authorization_header);
 
  private:
   struct CacheEntry {
     absl::StatusOr<Principal> principal;
     absl::Time expires;
+    // The key's own expiry, checked on every hit.
+    absl::Time key_expires = absl::InfiniteFuture();
   };
+  absl::StatusOr<Principal> Lookup(const std::string& hash);
+  void RefreshLoop();
+
   std::shared_ptr<store::ApiKeyStore> keys_;
   std::shared_ptr<Clock> clock_;
   const absl::Duration cache_ttl_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, CacheEntry> cache_ ABSL_GUARDED_BY(mu_);
+
+  // Hashes whose cached answer went stale while a stream used them.
+  std::mutex refresh_mu_;
+  std::condition_variable refresh_cv_;
+  std::deque<std::string> refresh_queue_;
+  bool stopping_ = false;
+  std::thread refresher_;  // started at the first Revalidate
 };
 
 }  // namespace tessera::auth

@@ -92,9 +92,9 @@ TEST_CASE("kill -9 with 1,000 queued runs loses no run and no event", "[control-
   REQUIRE(pg.ok());
   const std::string url = (*pg)->url();
   const std::string user_key = CreateKey(url, "alice", "user");
-  const std::string system_key = CreateKey(url, "worker", "system");
+  const std::string node_key = NodeKey(url, "node-1");
   ServerProcess server = StartServer("tessera-server", url, {"--lease-seconds", "30"});
-  FakeWorker worker(server.endpoint(), system_key, SimulatedNode("node-1"));
+  FakeWorker worker(server.endpoint(), node_key, SimulatedNode("node-1"));
   REQUIRE(worker.Connect().ok());
   Client alice(server.endpoint(), user_key);
   v1::Run blocker = alice.Submit("blocker", 8);  // takes the only node
@@ -150,7 +150,7 @@ TEST_CASE("the services run as separate processes, a standby scheduler takes ove
   const std::string url = (*pg)->url();
   const std::string user_key = CreateKey(url, "alice", "user");
   const std::string admin_key = CreateKey(url, "ops", "admin");
-  const std::string system_key = CreateKey(url, "worker", "system");
+  const std::string node_key = NodeKey(url, "node-1");
 
   // The run manager and the schedulers need each other's endpoints: start the run manager
   // on a fixed free port found by a throwaway listener.
@@ -180,7 +180,7 @@ TEST_CASE("the services run as separate processes, a standby scheduler takes ove
   REQUIRE(leader(a));
   CHECK_FALSE(leader(b));
 
-  FakeWorker worker(sched_a.endpoint(), system_key, SimulatedNode("node-1"));
+  FakeWorker worker(sched_a.endpoint(), node_key, SimulatedNode("node-1"));
   REQUIRE(worker.Connect().ok());
   worker.FinishImmediately(0);
   Client alice(runs_endpoint, user_key);
@@ -205,7 +205,7 @@ TEST_CASE("the services run as separate processes, a standby scheduler takes ove
   while (!leader(b) && absl::Now() < takeover)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   REQUIRE(leader(b));
-  FakeWorker again(sched_b.endpoint(), system_key, SimulatedNode("node-1"));
+  FakeWorker again(sched_b.endpoint(), node_key, SimulatedNode("node-1"));
   REQUIRE(again.Connect().ok());
   again.FinishImmediately(0);
   // The run manager still points at the dead scheduler for fit checks, so submit through a

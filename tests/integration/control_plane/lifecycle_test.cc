@@ -12,7 +12,7 @@ namespace {
 struct Plane {
   std::unique_ptr<PostgresServer> pg;
   ServerProcess server;
-  std::string admin_key, system_key, user_key;
+  std::string admin_key, user_key;
 
   explicit Plane(std::vector<std::string> flags = {"--lease-seconds", "1", "--heartbeat-seconds",
                                                    "0.2", "--stop-grace-seconds", "1"}) {
@@ -20,13 +20,13 @@ struct Plane {
     REQUIRE(started.ok());
     pg = *std::move(started);
     admin_key = CreateKey(pg->url(), "ops", "admin");
-    system_key = CreateKey(pg->url(), "worker", "system");
     user_key = CreateKey(pg->url(), "alice", "user");
     server = StartServer("tessera-server", pg->url(), flags);
   }
   std::unique_ptr<FakeWorker> Worker(const std::string& name, const std::string& sw = "s1") {
     auto w =
-        std::make_unique<FakeWorker>(server.endpoint(), system_key, SimulatedNode(name, 8, sw));
+        std::make_unique<FakeWorker>(server.endpoint(), NodeKey(pg->url(), name),
+                                     SimulatedNode(name, 8, sw));
     REQUIRE(w->Connect().ok());
     return w;
   }
@@ -254,12 +254,13 @@ TEST_CASE(
   Plane p;
   auto stub = v1::WorkerControl::NewStub(
       grpc::CreateChannel(p.server.endpoint(), grpc::InsecureChannelCredentials()));
+  const std::string node_key = NodeKey(p.pg->url(), "node-1");
   // The worker takes any other first reply for a failed registration and tries again: a stop
   // sent ahead of the reply once kept such a node registering, and lost, forever.
   for (int registration = 1; registration <= 3; ++registration) {
     INFO("registration " << registration);
     grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer " + p.system_key);
+    ctx.AddMetadata("authorization", "Bearer " + node_key);
     auto stream = stub->Connect(&ctx);
     v1::WorkerMessage reg;
     *reg.mutable_register_()->mutable_node() = SimulatedNode("node-1", 8, "s1");

@@ -107,7 +107,7 @@ TEST_CASE("logs: push, resend, follow, kill -9 mid-push, delete", "[logs]") {
   ServerProcess server = StartServer("tessera-server", url, flags);
   const std::string endpoint = server.endpoint();
 
-  FakeWorker worker(endpoint, worker_key, SimulatedNode("node-1"));
+  FakeWorker worker(endpoint, NodeKey(url, "node-1"), SimulatedNode("node-1"));
   REQUIRE(worker.Connect().ok());
   Client alice(endpoint, alice_key);
   v1::Run run = alice.Submit("logs", 8);
@@ -196,7 +196,7 @@ TEST_CASE("logs: tessera-logs as its own process, followers on another process s
       StartServer("tessera-server", url, {"--lease-seconds", "60", "--heartbeat-seconds", "0.2"});
   ServerProcess logs = StartServer("tessera-logs", url, {"--runs-endpoint", server.endpoint()});
 
-  FakeWorker worker(server.endpoint(), worker_key, SimulatedNode("node-1"));
+  FakeWorker worker(server.endpoint(), NodeKey(url, "node-1"), SimulatedNode("node-1"));
   REQUIRE(worker.Connect().ok());
   Client alice(server.endpoint(), alice_key);
   v1::Run run = alice.Submit("apart", 8);

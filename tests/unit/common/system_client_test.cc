@@ -49,6 +49,8 @@ class Handler {
 // An adapter as the services write them; ListApiKeys records what the call carried.
 class Adapter final : public v1::AdminService::Service {
  public:
+  using Api = v1::AdminService;
+
   Adapter(std::shared_ptr<Handler> handler, std::shared_ptr<auth::Authenticator> auth)
       : handler_(std::move(handler)), auth_(std::move(auth)) {}
 
@@ -172,7 +174,7 @@ TEST_CASE("a system client is UNAVAILABLE until its channel is set, then calls t
   CHECK(resp.role() == v1::ROLE_SYSTEM);
 }
 
-TEST_CASE("the handler's status comes back as the call's, and a bad key is UNAUTHENTICATED") {
+TEST_CASE("a refusal comes back as the call's status, and a bad key is UNAUTHENTICATED") {
   Fixture f;
   auto channel = std::make_shared<ChannelRef>(f.Channel());
   SystemClient<v1::AdminService> admin(channel, kSystemSecret, "the admin API", {});
@@ -180,8 +182,11 @@ TEST_CASE("the handler's status comes back as the call's, and a bad key is UNAUT
   req.set_id("key-x");
   v1::RevokeApiKeyResponse resp;
   auto st = admin.Call(&v1::AdminService::Stub::RevokeApiKey, req, &resp);
-  CHECK(absl::IsNotFound(st));
-  CHECK(st.message() == "API key key-x not found");
+  // The role table's answer: a service's key does not manage API keys.
+  CHECK(absl::IsPermissionDenied(st));
+  CHECK(st.message() ==
+        "tessera.v1.AdminService/RevokeApiKey needs a key with the role user or operator or "
+        "admin; tessera-runs's key is system");
 
   SystemClient<v1::AdminService> stranger(channel, "tsk_unknown", "the admin API", {});
   v1::WhoAmIResponse who;

@@ -22,6 +22,14 @@ class FakeRuns final : public RunLookup {
     if (it == runs_.end()) return absl::NotFoundError("run " + name + " not found");
     return it->second;
   }
+  absl::StatusOr<v1::RunDescription> DescribeRunById(const std::string& run_id) override {
+    absl::MutexLock lock(&mu_);
+    ++calls_;
+    for (const auto& [name, d] : runs_) {
+      if (d.run().id() == run_id) return d;
+    }
+    return absl::NotFoundError("run " + run_id + " not found");
+  }
   void Set(const v1::RunDescription& d) {
     absl::MutexLock lock(&mu_);
     runs_[d.run().name()] = d;

@@ -132,7 +132,10 @@ TEST_CASE("node api: the queue tells each run's place and reason, hiding others'
   CHECK(resp.entries(0).position() == 0);
   CHECK(resp.entries(0).waiting_reason() == "placed in the next cycle");
   CHECK(resp.entries(1).run().name() == "(another user's run)");
-  CHECK_FALSE(resp.entries(1).run().has_spec());
+  CHECK(resp.entries(1).run().user().empty());
+  CHECK(resp.entries(1).run().id().empty());
+  CHECK(resp.entries(1).run().spec().command().empty());
+  CHECK(resp.entries(1).run().spec().compute().gpus() == 16);  // what it waits for
   CHECK(resp.entries(1).position() == 1);
   CHECK_FALSE(resp.entries(1).waiting_reason().empty());
 

@@ -52,7 +52,7 @@ TEST_CASE("each local rank gets every variable of the design") {
       {"WANDB_PROJECT", "p"},
       {"PYTHONUNBUFFERED", "1"},
       {"PARAMETERS", "/state/runs/run-1/attempt-2/parameters.json"},
-      {"TESSERA_PROGRESS_FILE", "/state/runs/run-1/attempt-2/logs/rank-3.progress"}};
+      {"TESSERA_PROGRESS_FILE", "/state/runs/run-1/attempt-2/progress/rank-3.progress"}};
   CHECK(r.env == want);
   CHECK((*specs)[0].env.at("CUDA_VISIBLE_DEVICES") == "4");
 }

@@ -1,0 +1,127 @@
+#include "services/common/auth/rpc_roles.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tessera::auth {
+namespace {
+
+using v1::ROLE_ADMIN;
+using v1::ROLE_NODE;
+using v1::ROLE_OPERATOR;
+using v1::ROLE_SYSTEM;
+using v1::ROLE_USER;
+
+// People: their own runs (handlers narrow what a user sees to their own).
+const std::vector<v1::Role> kPeople = {ROLE_USER, ROLE_OPERATOR, ROLE_ADMIN};
+// People and the services that read the same (the scheduler lists runs, the log service
+// describes them).
+const std::vector<v1::Role> kPeopleAndServices = {ROLE_USER, ROLE_OPERATOR, ROLE_ADMIN,
+                                                  ROLE_SYSTEM};
+// Running the cluster's nodes: operators, admins, and the services that act for them (the
+// health API cordons).
+const std::vector<v1::Role> kOperators = {ROLE_OPERATOR, ROLE_ADMIN, ROLE_SYSTEM};
+// Internal: Tessera's services only.
+const std::vector<v1::Role> kServices = {ROLE_SYSTEM};
+
+}  // namespace
+
+const std::vector<RpcRule>& RpcRoleTable() {
+  static const auto* table = new std::vector<RpcRule>{
+      // API keys: admins make them; everyone lists and revokes their own.
+      {"tessera.v1.AdminService/CreateApiKey", {ROLE_ADMIN}},
+      {"tessera.v1.AdminService/ListApiKeys", kPeople},
+      {"tessera.v1.AdminService/RevokeApiKey", kPeople},
+      {"tessera.v1.AdminService/WhoAmI",
+       {ROLE_USER, ROLE_OPERATOR, ROLE_ADMIN, ROLE_SYSTEM, ROLE_NODE}},
+      // Runs.
+      {"tessera.v1.RunService/SubmitRun", kPeople},
+      {"tessera.v1.RunService/GetRun", kPeopleAndServices},
+      {"tessera.v1.RunService/ListRuns", kPeopleAndServices},
+      {"tessera.v1.RunService/DescribeRun", kPeopleAndServices},
+      {"tessera.v1.RunService/StopRun", kPeople},
+      {"tessera.v1.RunService/DeleteRun", kPeople},
+      {"tessera.v1.RunService/UpdateRun", kPeople},
+      {"tessera.v1.RunService/RestartRun", kPeople},
+      {"tessera.v1.RunService/CloneRun", kPeople},
+      {"tessera.v1.RunService/WatchRuns", kPeopleAndServices},
+      {"tessera.v1.RunService/RecordAttempt", kServices},
+      {"tessera.v1.RunService/ReportProgress", kServices},
+      // Logs: workers push (only their node's attempts: LogHandler checks), people read their
+      // own, the run manager deletes a deleted run's.
+      {"tessera.v1.LogService/PushLogs", {ROLE_NODE, ROLE_SYSTEM}},
+      {"tessera.v1.LogService/GetLogs", kPeopleAndServices},
+      {"tessera.v1.LogService/DeleteRunLogs", {ROLE_ADMIN, ROLE_SYSTEM}},
+      // Nodes and the queue.
+      {"tessera.v1.SchedulerService/ListNodes", kPeopleAndServices},
+      {"tessera.v1.SchedulerService/GetNode", kPeopleAndServices},
+      {"tessera.v1.SchedulerService/SetNodeLabels", kOperators},
+      {"tessera.v1.SchedulerService/RemoveNode", kOperators},
+      {"tessera.v1.SchedulerService/GetQueue", kPeopleAndServices},
+      {"tessera.v1.SchedulerService/GetStatus", kPeopleAndServices},
+      {"tessera.v1.SchedulerService/CheckFit", kServices},
+      {"tessera.v1.SchedulerService/DispatchToWorker", kServices},
+      {"tessera.v1.SchedulerService/EvictNode", kServices},
+      // A worker's control stream: only as its own node (WorkerControlService checks the name).
+      {"tessera.v1.WorkerControl/Connect", {ROLE_NODE}},
+      // Cordons.
+      {"tessera.v1.CordonService/CordonNode", kOperators},
+      {"tessera.v1.CordonService/UncordonNode", kOperators},
+      {"tessera.v1.CordonService/DrainNode", kOperators},
+      {"tessera.v1.CordonService/ListNodeEvents", kPeopleAndServices},
+      {"tessera.v1.CordonService/WatchNodeEvents", kPeopleAndServices},
+      // Health: sweeps and their evidence are the operators'; reports come through the scheduler.
+      {"tessera.v1.HealthService/StartSweep", kOperators},
+      {"tessera.v1.HealthService/GetSweep", kOperators},
+      {"tessera.v1.HealthService/ListSweeps", kOperators},
+      {"tessera.v1.HealthService/ListHealthResults", kOperators},
+      {"tessera.v1.HealthService/ReportHealthResult", kServices},
+      {"tessera.v1.HealthService/ReportGpuFault", kServices},
+      {"tessera.v1.HealthService/ReportRankHang", kServices},
+      {"tessera.v1.HealthService/InjectFault", kOperators},
+  };
+  return *table;
+}
+
+std::string_view RoleName(v1::Role role) {
+  switch (role) {
+    case v1::ROLE_USER:
+      return "user";
+    case v1::ROLE_ADMIN:
+      return "admin";
+    case v1::ROLE_SYSTEM:
+      return "system";
+    case v1::ROLE_OPERATOR:
+      return "operator";
+    case v1::ROLE_NODE:
+      return "node";
+    default:
+      return "unknown";
+  }
+}
+
+absl::Status CheckRpcRole(std::string_view method, const Principal& who) {
+  static const auto* index = [] {
+    auto* m = new absl::flat_hash_map<std::string_view, const RpcRule*>;
+    for (const auto& rule : RpcRoleTable()) (*m)[rule.method] = &rule;
+    return m;
+  }();
+  auto it = index->find(method);
+  if (it == index->end()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(std::string(method),
+                     " is not open to any role (it has no row in the role table)"));
+  }
+  const auto& roles = it->second->roles;
+  if (std::find(roles.begin(), roles.end(), who.role) != roles.end()) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      std::string(method), " needs a key with the role ",
+      absl::StrJoin(roles, " or ",
+                    [](std::string* out, v1::Role r) { out->append(RoleName(r)); }),
+      "; ", who.user, "'s key is ", std::string(RoleName(who.role))));
+}
+
+}  // namespace tessera::auth

@@ -1,0 +1,34 @@
+#pragma once
+// Which roles may call each RPC: one table for every service, checked by Serve (rpc.h) before a
+// handler runs. REST routes reach the services with the caller's own key, so the table covers
+// them too. `unit:rpc_roles_test` fails when a method of the API has no row or a row names no
+// method; docs/security.md prints the table.
+//
+// Handlers decide what is beyond a method: whose runs a caller sees or changes (Principal).
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "services/common/auth/principal.h"
+
+namespace tessera::auth {
+
+struct RpcRule {
+  // "tessera.v1.RunService/SubmitRun".
+  std::string_view method;
+  std::vector<v1::Role> roles;
+};
+
+// Every RPC of the API with the roles that may call it.
+const std::vector<RpcRule>& RpcRoleTable();
+
+// OK when `who` may call `method`; PERMISSION_DENIED naming the method and the roles that may,
+// or for a method with no row (a new RPC is closed until it is given one).
+absl::Status CheckRpcRole(std::string_view method, const Principal& who);
+
+// "user", "admin", "system", "operator", "node".
+std::string_view RoleName(v1::Role role);
+
+}  // namespace tessera::auth

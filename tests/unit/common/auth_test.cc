@@ -1,0 +1,258 @@
+// Who may do what: the role table against the API's every method, API key secrets, expiry and
+// revocation (also mid-stream), and key administration (no secret kept anywhere).
+
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <set>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "services/admin/admin_handler.h"
+#include "services/common/auth/api_keys.h"
+#include "services/common/auth/rpc_roles.h"
+#include "services/store/stores.h"
+#include "tessera/v1/admin.grpc.pb.h"
+#include "tessera/v1/cordon.grpc.pb.h"
+#include "tessera/v1/health.grpc.pb.h"
+#include "tessera/v1/logs.grpc.pb.h"
+#include "tessera/v1/runs.grpc.pb.h"
+#include "tessera/v1/scheduler.grpc.pb.h"
+#include "tessera/v1/worker.grpc.pb.h"
+
+namespace tessera::auth {
+namespace {
+
+using google::protobuf::DescriptorPool;
+
+// Every RPC of every service the API's .proto files declare (from the build's list of them).
+std::set<std::string> ApiMethods() {
+  std::set<std::string> out;
+  // A file's descriptors are in the pool once its generated code is linked: one type of each.
+  for (const auto* linked : {v1::Actor::descriptor(), v1::Run::descriptor(), v1::Node::descriptor(),
+                             v1::GetQueueRequest::descriptor(), v1::CordonNodeRequest::descriptor(),
+                             v1::StartSweepRequest::descriptor(), v1::LogLine::descriptor(),
+                             v1::ApiKey::descriptor(), v1::WorkerMessage::descriptor()}) {
+    REQUIRE(linked->file() != nullptr);
+  }
+  for (const auto& file : absl::StrSplit(TESSERA_API_PROTO_FILES, ',')) {
+    const auto* fd = DescriptorPool::generated_pool()->FindFileByName(std::string(file));
+    INFO(file << ": a new .proto file? add one of its types to the list above");
+    REQUIRE(fd != nullptr);
+    for (int s = 0; s < fd->service_count(); ++s) {
+      const auto* service = fd->service(s);
+      for (int m = 0; m < service->method_count(); ++m) {
+        out.insert(service->full_name() + "/" + service->method(m)->name());
+      }
+    }
+  }
+  return out;
+}
+
+bool Allows(const std::string& method, v1::Role role) {
+  return CheckRpcRole(method, Principal{"someone", role, role == v1::ROLE_NODE ? "n1" : ""}).ok();
+}
+
+TEST_CASE("every RPC of the API has exactly one row in the role table, and every row an RPC") {
+  const std::set<std::string> methods = ApiMethods();
+  REQUIRE(methods.size() > 40);
+  std::set<std::string> rows;
+  for (const auto& rule : RpcRoleTable()) {
+    INFO(rule.method);
+    CHECK(rows.insert(std::string(rule.method)).second);  // no method twice
+    CHECK(methods.count(std::string(rule.method)) == 1);  // no row for a method that is gone
+    CHECK(!rule.roles.empty());
+  }
+  for (const auto& m : methods) {
+    INFO(m);
+    CHECK(rows.count(m) == 1);
+  }
+}
+
+TEST_CASE("least privilege: what each role may not call") {
+  for (const auto& m : ApiMethods()) {
+    INFO(m);
+    // A node's key: its control stream, its logs, and who it is. Nothing else.
+    const bool node_method = m == "tessera.v1.WorkerControl/Connect" ||
+                             m == "tessera.v1.LogService/PushLogs" ||
+                             m == "tessera.v1.AdminService/WhoAmI";
+    CHECK(Allows(m, v1::ROLE_NODE) == node_method);
+    // People never call what only Tessera's services may.
+    const bool internal = m == "tessera.v1.RunService/RecordAttempt" ||
+                          m == "tessera.v1.RunService/ReportProgress" ||
+                          m == "tessera.v1.SchedulerService/DispatchToWorker" ||
+                          m == "tessera.v1.SchedulerService/EvictNode" ||
+                          m == "tessera.v1.SchedulerService/CheckFit" ||
+                          absl::StartsWith(m, "tessera.v1.HealthService/Report") ||
+                          m == "tessera.v1.LogService/PushLogs" ||
+                          m == "tessera.v1.WorkerControl/Connect";
+    if (internal) {
+      for (v1::Role person : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_ADMIN}) {
+        CHECK_FALSE(Allows(m, person));
+      }
+    }
+  }
+  // Keys are the admins' alone: a service's key or an operator's cannot mint one.
+  for (v1::Role r : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_SYSTEM, v1::ROLE_NODE}) {
+    CHECK_FALSE(Allows("tessera.v1.AdminService/CreateApiKey", r));
+  }
+  CHECK(Allows("tessera.v1.AdminService/CreateApiKey", v1::ROLE_ADMIN));
+  // Operating nodes: operators and admins, not users.
+  for (const char* m : {"tessera.v1.CordonService/CordonNode", "tessera.v1.CordonService/DrainNode",
+                        "tessera.v1.HealthService/StartSweep",
+                        "tessera.v1.HealthService/InjectFault",
+                        "tessera.v1.HealthService/ListSweeps"}) {
+    INFO(m);
+    CHECK(Allows(m, v1::ROLE_OPERATOR));
+    CHECK_FALSE(Allows(m, v1::ROLE_USER));
+  }
+}
+
+TEST_CASE("a refusal names the method, the roles that may call it and the caller's role") {
+  const auto st = CheckRpcRole("tessera.v1.CordonService/CordonNode",
+                               Principal{"alice", v1::ROLE_USER, ""});
+  REQUIRE(absl::IsPermissionDenied(st));
+  CHECK(absl::StrContains(st.message(), "tessera.v1.CordonService/CordonNode"));
+  CHECK(absl::StrContains(st.message(), "operator or admin or system"));
+  CHECK(absl::StrContains(st.message(), "alice's key is user"));
+  // A method with no row is closed to everyone.
+  CHECK(absl::IsPermissionDenied(
+      CheckRpcRole("tessera.v1.RunService/NotYetGivenARow", Principal{"root", v1::ROLE_ADMIN, ""})));
+}
+
+TEST_CASE("secrets and ids come from the CSPRNG: 256-bit secrets, never repeated") {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string s = NewSecret();
+    REQUIRE(s.size() == 4 + 64);
+    REQUIRE(s.rfind("tsk_", 0) == 0);
+    REQUIRE(seen.insert(s).second);
+  }
+  CHECK(NewKeyId() != NewKeyId());
+  // A retried request makes the same id (the store refuses the second key).
+  CHECK(KeyIdForRequest("root", "k1") == KeyIdForRequest("root", "k1"));
+  CHECK(KeyIdForRequest("root", "k1") != KeyIdForRequest("root", "k2"));
+  CHECK(KeyIdForRequest("root", "k1") != KeyIdForRequest("eve", "k1"));
+}
+
+struct KeyFixture {
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  store::Stores stores = store::MakeMemoryStores();
+  admin::AdminHandler admin{stores.api_keys,
+                            std::make_shared<IdempotentCalls>(stores.idempotency, clock), clock};
+  Authenticator auth{stores.api_keys, clock, absl::Seconds(5)};
+  Principal root{"root", v1::ROLE_ADMIN, ""};
+
+  v1::CreateApiKeyResponse Create(v1::CreateApiKeyRequest req) {
+    v1::CreateApiKeyResponse resp;
+    const auto st = admin.CreateApiKey(root, req, &resp);
+    INFO(st.ToString());
+    REQUIRE(st.ok());
+    return resp;
+  }
+};
+
+v1::CreateApiKeyRequest KeyFor(const std::string& user, v1::Role role,
+                               const std::string& node = "") {
+  v1::CreateApiKeyRequest req;
+  req.set_user(user);
+  req.set_role(role);
+  req.set_node(node);
+  return req;
+}
+
+TEST_CASE("a node key acts as its node, node keys need a node and nothing else has one") {
+  KeyFixture f;
+  const auto key = f.Create(KeyFor("node-1", v1::ROLE_NODE, "node-1"));
+  auto who = f.auth.Authenticate("Bearer " + key.secret());
+  REQUIRE(who.ok());
+  CHECK(who->role == v1::ROLE_NODE);
+  CHECK(who->node == "node-1");
+  v1::CreateApiKeyResponse resp;
+  CHECK(absl::IsInvalidArgument(
+      f.admin.CreateApiKey(f.root, KeyFor("node-2", v1::ROLE_NODE), &resp)));
+  CHECK(absl::IsInvalidArgument(
+      f.admin.CreateApiKey(f.root, KeyFor("alice", v1::ROLE_USER, "node-1"), &resp)));
+  // System keys are the services' own; no admin hands one out.
+  CHECK(absl::IsPermissionDenied(
+      f.admin.CreateApiKey(f.root, KeyFor("svc", v1::ROLE_SYSTEM), &resp)));
+  // Nor does anyone but an admin make keys.
+  CHECK(absl::IsPermissionDenied(f.admin.CreateApiKey(
+      Principal{"svc", v1::ROLE_SYSTEM, ""}, KeyFor("evil", v1::ROLE_ADMIN), &resp)));
+  CHECK(absl::IsPermissionDenied(f.admin.CreateApiKey(
+      Principal{"ops", v1::ROLE_OPERATOR, ""}, KeyFor("evil", v1::ROLE_ADMIN), &resp)));
+}
+
+TEST_CASE("a retried CreateApiKey makes no second key and the secret is kept nowhere") {
+  KeyFixture f;
+  auto req = KeyFor("alice", v1::ROLE_USER);
+  req.set_idempotency_key("retry-me");
+  const auto first = f.Create(req);
+  v1::CreateApiKeyResponse again;
+  const auto st = f.admin.CreateApiKey(f.root, req, &again);
+  REQUIRE(absl::IsAlreadyExists(st));
+  CHECK(absl::StrContains(st.message(), first.key().id()));
+  CHECK(again.secret().empty());
+  auto keys = f.stores.api_keys->ListKeys("alice");
+  REQUIRE(keys.ok());
+  CHECK(keys->size() == 1);
+  // The idempotency table has no record of the call (it would hold the secret).
+  auto recorded = f.stores.idempotency->Lookup("CreateApiKey/root", "retry-me");
+  REQUIRE(recorded.ok());
+  CHECK_FALSE(recorded->has_value());
+}
+
+TEST_CASE("an expired key stops working at its expiry, a lifetime under a minute is refused") {
+  KeyFixture f;
+  auto req = KeyFor("ci", v1::ROLE_USER);
+  req.set_expires_in_seconds(3600);
+  const auto key = f.Create(req);
+  REQUIRE(key.key().has_expires_at());
+  CHECK(f.auth.Authenticate("Bearer " + key.secret()).ok());
+  f.clock->Advance(absl::Minutes(59));
+  CHECK(f.auth.Authenticate("Bearer " + key.secret()).ok());
+  f.clock->Advance(absl::Minutes(2));
+  auto expired = f.auth.Authenticate("Bearer " + key.secret());
+  REQUIRE(absl::IsUnauthenticated(expired.status()));
+  CHECK(absl::StrContains(expired.status().message(), "expired"));
+  req.set_expires_in_seconds(30);
+  v1::CreateApiKeyResponse resp;
+  CHECK(absl::IsInvalidArgument(f.admin.CreateApiKey(f.root, req, &resp)));
+}
+
+TEST_CASE("a key revoked while its stream is open ends the stream, never waiting for the store") {
+  KeyFixture f;
+  const auto key = f.Create(KeyFor("node-1", v1::ROLE_NODE, "node-1"));
+  const std::string header = "Bearer " + key.secret();
+  REQUIRE(f.auth.Authenticate(header).ok());  // the stream's start
+  REQUIRE(f.stores.api_keys->RevokeKey(key.key().id()).ok());
+  // Within the cache's lifetime the answer stands.
+  CHECK(f.auth.Revalidate(header).ok());
+  // Stale: answered at once from the cache while the store is asked in the background.
+  f.clock->Advance(absl::Seconds(6));
+  CHECK(f.auth.Revalidate(header).ok());
+  absl::Status later;
+  for (int i = 0; i < 500; ++i) {
+    later = f.auth.Revalidate(header);
+    if (!later.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(absl::IsUnauthenticated(later));
+  CHECK(absl::StrContains(later.message(), "revoked"));
+}
+
+TEST_CASE("an expired key ends a stream at its next message") {
+  KeyFixture f;
+  auto req = KeyFor("node-1", v1::ROLE_NODE, "node-1");
+  req.set_expires_in_seconds(60);
+  const auto key = f.Create(req);
+  const std::string header = "Bearer " + key.secret();
+  REQUIRE(f.auth.Authenticate(header).ok());
+  CHECK(f.auth.Revalidate(header).ok());
+  f.clock->Advance(absl::Seconds(61));
+  CHECK(absl::IsUnauthenticated(f.auth.Revalidate(header)));
+}
+
+}  // namespace
+}  // namespace tessera::auth
