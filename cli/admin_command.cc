@@ -34,7 +34,7 @@ int CreateApiKey(CommandContext& context, const CreateKeyOptions& options) {
     absl::Duration lifetime;
     if (!absl::ParseDuration(options.expires_in, &lifetime) || lifetime <= absl::ZeroDuration()) {
       ThrowUsage("--expires-in: expected a duration such as 90m, 24h or 720h, got \"" +
-                       options.expires_in + "\"");
+                 options.expires_in + "\"");
     }
     request.set_expires_in_seconds(absl::ToInt64Seconds(lifetime));
   }
@@ -100,8 +100,7 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
   auto create = std::make_shared<CreateKeyOptions>();
   CLI::App* create_key = admin->add_subcommand("create-api-key", "Create an API key");
   create_key->add_option("--user", create->user, "The key's user")->required();
-  create_key->add_option("--role", create->role,
-                         "user, operator, admin or node (default: user)");
+  create_key->add_option("--role", create->role, "user, operator, admin or node (default: user)");
   create_key->add_option("--node", create->node, "The node a node key acts as (--role node)");
   create_key->add_option("--expires-in", create->expires_in,
                          "The key stops working after this long (e.g. 24h; default: never)");

@@ -57,8 +57,8 @@ inline absl::Status RequireAdmin(const auth::Principal& who, const char* what) {
 // service acting for them).
 inline absl::Status RequireOperator(const auth::Principal& who, const char* what) {
   if (who.may_operate_nodes()) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat(
-      what, " requires an operator or admin API key; ", who.user, " is neither"));
+  return absl::PermissionDeniedError(
+      absl::StrCat(what, " requires an operator or admin API key; ", who.user, " is neither"));
 }
 
 // PERMISSION_DENIED unless the caller is one of Tessera's own services.
@@ -77,12 +77,12 @@ inline absl::Status RequireSystem(const auth::Principal& who, const char* what) 
 // tessera::v1::MethodResponse) that authenticates the caller with the adapter's `auth_` and
 // forwards to `handler->Method(who, *request, response)`. `handler` is the adapter's member that
 // points at the handler.
-#define TESSERA_UNARY_RPC(handler, Method)                                                \
-  ::grpc::Status Method(::grpc::ServerContext* context,                                   \
-                        const ::tessera::v1::Method##Request* request,                    \
-                        ::tessera::v1::Method##Response* response) override {             \
-    return ::tessera::Serve(*auth_, context, TESSERA_RPC_NAME(Method),                    \
-                            [&](const ::tessera::auth::Principal& who) {                  \
-                              return (handler)->Method(who, *request, response);          \
-                            });                                                           \
+#define TESSERA_UNARY_RPC(handler, Method)                                       \
+  ::grpc::Status Method(::grpc::ServerContext* context,                          \
+                        const ::tessera::v1::Method##Request* request,           \
+                        ::tessera::v1::Method##Response* response) override {    \
+    return ::tessera::Serve(*auth_, context, TESSERA_RPC_NAME(Method),           \
+                            [&](const ::tessera::auth::Principal& who) {         \
+                              return (handler)->Method(who, *request, response); \
+                            });                                                  \
   }

@@ -57,10 +57,10 @@ LogHandler::LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<Ru
       lines_(Metric(registry.AddCounter("tessera_logs_lines_ingested_total",
                                         "Log lines stored (resent lines not counted)."),
                     "lines")),
-      refused_lines_(Metric(registry.AddCounter(
-                                "tessera_logs_lines_refused_total",
-                                "Log lines a node pushed for attempts not placed on it."),
-                            "refused")),
+      refused_lines_(
+          Metric(registry.AddCounter("tessera_logs_lines_refused_total",
+                                     "Log lines a node pushed for attempts not placed on it."),
+                 "refused")),
       duplicate_lines_(Metric(registry.AddCounter("tessera_logs_duplicate_lines_total",
                                                   "Resent log lines that were already stored."),
                               "duplicates")),
@@ -98,9 +98,9 @@ absl::Status LogHandler::PushBatch(const Who& who, const v1::LogBatch& batch, v1
   }
   TESSERA_RETURN_IF_ERROR(ValidateBatch(batch));
   if (who.is_node() && batch.node_name() != who.node) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("this key belongs to node \"", who.node, "\" and cannot push logs as \"",
-                     batch.node_name(), "\""));
+    return absl::PermissionDeniedError(absl::StrCat("this key belongs to node \"", who.node,
+                                                    "\" and cannot push logs as \"",
+                                                    batch.node_name(), "\""));
   }
   std::vector<v1::LogLine> lines;
   lines.reserve(batch.lines_size());
@@ -111,9 +111,9 @@ absl::Status LogHandler::PushBatch(const Who& who, const v1::LogBatch& batch, v1
       // A node pushes only its own attempts' lines. Others (an impostor's, or a deleted run's
       // tail) are acknowledged without being stored, so the worker's shipping goes on.
       const bool own_node = line.node_name().empty() || line.node_name() == who.node;
-      TESSERA_ASSIGN_OR_RETURN(const bool placed,
-                               placements_.PlacedOn(line.run_id(), line.resumption_index(),
-                                                    who.node));
+      TESSERA_ASSIGN_OR_RETURN(
+          const bool placed,
+          placements_.PlacedOn(line.run_id(), line.resumption_index(), who.node));
       if (!own_node || !placed) {
         refused.push_back(&line);
         continue;
@@ -126,10 +126,10 @@ absl::Status LogHandler::PushBatch(const Who& who, const v1::LogBatch& batch, v1
   }
   if (!refused.empty()) {
     refused_lines_->Increment(static_cast<double>(refused.size()));
-    spdlog::warn("node {} pushed {} log lines of run {} attempt {}, which was not placed on it: "
-                 "not stored",
-                 who.node, refused.size(), refused.front()->run_id(),
-                 refused.front()->resumption_index());
+    spdlog::warn(
+        "node {} pushed {} log lines of run {} attempt {}, which was not placed on it: "
+        "not stored",
+        who.node, refused.size(), refused.front()->run_id(), refused.front()->resumption_index());
   }
   auto stored = logs_->AppendLogs(lines);
   if (!stored.ok()) return stored.status();

@@ -18,17 +18,19 @@ class LogService final : public v1::LogService::Service {
   // stream with INVALID_ARGUMENT naming the field.
   grpc::Status PushLogs(grpc::ServerContext* ctx,
                         grpc::ServerReaderWriter<v1::LogAck, v1::LogBatch>* stream) override {
-    return Serve(*auth_, ctx, TESSERA_RPC_NAME(PushLogs), [&](const auth::Principal& who) -> absl::Status {
-      v1::LogBatch batch;
-      while (stream->Read(&batch)) {
-        // A key revoked or expired while the stream is open ends it.
-        TESSERA_RETURN_IF_ERROR(auth_->Revalidate(*ctx));
-        v1::LogAck ack;
-        TESSERA_RETURN_IF_ERROR(h_->PushBatch(who, batch, &ack));
-        if (!stream->Write(ack)) return absl::CancelledError("the log stream was closed");
-      }
-      return absl::OkStatus();
-    });
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(PushLogs),
+                 [&](const auth::Principal& who) -> absl::Status {
+                   v1::LogBatch batch;
+                   while (stream->Read(&batch)) {
+                     // A key revoked or expired while the stream is open ends it.
+                     TESSERA_RETURN_IF_ERROR(auth_->Revalidate(*ctx));
+                     v1::LogAck ack;
+                     TESSERA_RETURN_IF_ERROR(h_->PushBatch(who, batch, &ack));
+                     if (!stream->Write(ack))
+                       return absl::CancelledError("the log stream was closed");
+                   }
+                   return absl::OkStatus();
+                 });
   }
 
   grpc::Status GetLogs(grpc::ServerContext* ctx, const v1::GetLogsRequest* req,

@@ -426,9 +426,9 @@ absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgress
             std::none_of(r.nodes().begin(), r.nodes().end(),
                          [&](const auto& n) { return n.node_name() == req.node_name(); })) {
           // Only the attempt's own nodes report its progress.
-          return absl::PermissionDeniedError(
-              absl::StrCat("node ", req.node_name(), " reported progress for run ", r.name(),
-                           ", whose attempt was not placed on it"));
+          return absl::PermissionDeniedError(absl::StrCat("node ", req.node_name(),
+                                                          " reported progress for run ", r.name(),
+                                                          ", whose attempt was not placed on it"));
         }
         // Each node's compute time is kept from its own reports, for straggler detection; only
         // the current attempt's nodes count.

@@ -26,12 +26,12 @@ int Fail(const absl::Status& st) {
 }
 
 absl::StatusOr<v1::Role> ParseRole(const std::string& role) {
-  for (v1::Role r : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_ADMIN, v1::ROLE_NODE,
-                     v1::ROLE_SYSTEM}) {
+  for (v1::Role r :
+       {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_ADMIN, v1::ROLE_NODE, v1::ROLE_SYSTEM}) {
     if (role == auth::RoleName(r)) return r;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--role: unknown role \"", role, "\" (user, operator, admin, node or system)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--role: unknown role \"", role, "\" (user, operator, admin, node or system)"));
 }
 
 // Names this process among instances of its services: host:pid.

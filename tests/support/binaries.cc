@@ -43,9 +43,16 @@ std::vector<std::string> TrainingRankEnv(const std::string& shared) {
 
 absl::StatusOr<std::string> CreateApiKey(const std::string& database_url, const std::string& user,
                                          const std::string& role, const std::string& node) {
-  std::vector<std::string> argv = {BinaryPath("tessera-server"), "--database-url", database_url,
-                                   "--log-level", "warn", "create-api-key", "--user", user,
-                                   "--role", role};
+  std::vector<std::string> argv = {BinaryPath("tessera-server"),
+                                   "--database-url",
+                                   database_url,
+                                   "--log-level",
+                                   "warn",
+                                   "create-api-key",
+                                   "--user",
+                                   user,
+                                   "--role",
+                                   role};
   if (!node.empty()) {
     argv.push_back("--node");
     argv.push_back(node);

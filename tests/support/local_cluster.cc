@@ -1,8 +1,8 @@
 #include "tests/support/local_cluster.h"
 
-#include <algorithm>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>

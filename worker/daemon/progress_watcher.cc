@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <chrono>
-
 #include <cstdio>
 #include <cstring>
 

@@ -18,8 +18,8 @@ namespace tessera::worker {
 struct AttemptPaths {
   std::string dir;
   std::string work_dir;
-  std::string logs_dir;       // the ranks' output as the worker spools it: the worker's only
-  std::string progress_dir;   // the ranks' progress files: theirs to write
+  std::string logs_dir;      // the ranks' output as the worker spools it: the worker's only
+  std::string progress_dir;  // the ranks' progress files: theirs to write
   std::string parameters_path;
 };
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace tessera::worker {
 
@@ -70,14 +70,17 @@ absl::StatusOr<std::string> ReadKeyFile(const std::string& path) {
   }
   if ((st.st_mode & 077) != 0 || st.st_uid != ::geteuid()) {
     ::close(fd);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--api-key-file: ", path, " must belong to this worker's user and be readable by it "
-        "alone (chmod 600 ", path, "): whoever reads it can act as this node"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("--api-key-file: ", path,
+                     " must belong to this worker's user and be readable by it "
+                     "alone (chmod 600 ",
+                     path, "): whoever reads it can act as this node"));
   }
   char buf[512];
   const ssize_t n = ::read(fd, buf, sizeof buf);
   ::close(fd);
-  if (n <= 0) return absl::InvalidArgumentError(absl::StrCat("--api-key-file: ", path, " is empty"));
+  if (n <= 0)
+    return absl::InvalidArgumentError(absl::StrCat("--api-key-file: ", path, " is empty"));
   std::string key(absl::StripAsciiWhitespace(absl::string_view(buf, static_cast<size_t>(n))));
   if (key.empty() || key.find_first_of(" \n\t") != std::string::npos) {
     return absl::InvalidArgumentError(

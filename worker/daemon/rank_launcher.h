@@ -11,17 +11,16 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "worker/daemon/rank_identity.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "worker/daemon/rank_identity.h"
 
 namespace tessera::worker {
 

@@ -2,10 +2,9 @@
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
-
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"

@@ -111,16 +111,14 @@ absl::Status CheckRpcRole(std::string_view method, const Principal& who) {
   }();
   auto it = index->find(method);
   if (it == index->end()) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(std::string(method),
-                     " is not open to any role (it has no row in the role table)"));
+    return absl::PermissionDeniedError(absl::StrCat(
+        std::string(method), " is not open to any role (it has no row in the role table)"));
   }
   const auto& roles = it->second->roles;
   if (std::find(roles.begin(), roles.end(), who.role) != roles.end()) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat(
       std::string(method), " needs a key with the role ",
-      absl::StrJoin(roles, " or ",
-                    [](std::string* out, v1::Role r) { out->append(RoleName(r)); }),
+      absl::StrJoin(roles, " or ", [](std::string* out, v1::Role r) { out->append(RoleName(r)); }),
       "; ", who.user, "'s key is ", std::string(RoleName(who.role))));
 }
 

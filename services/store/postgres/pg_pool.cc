@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "services/store/store_error.h"
 #include "services/store/traffic_class.h"
 
 namespace tessera::store {
@@ -103,8 +104,8 @@ absl::StatusOr<PgPool::Lease> PgPool::Acquire(const char* what, bool user) {
     return Lease{std::move(conn), false};
   } catch (const std::exception& e) {
     Discard(user);
-    return absl::UnavailableError(
-        absl::StrCat("database unavailable while ", what, ": ", e.what()));
+    return StoreError(absl::UnavailableError(
+        absl::StrCat("database unavailable while ", what, ": ", e.what())));
   }
 }
 
@@ -141,35 +142,39 @@ absl::Status PgPool::Transact(const char* what,
       return st;
     } catch (const pqxx::in_doubt_error& e) {
       // The connection broke during COMMIT: it may or may not have happened. Never retry.
-      failure = absl::UnavailableError(absl::StrCat("database connection lost while committing ",
-                                                    what, "; the outcome is unknown: ", e.what()));
+      failure = StoreError(
+          absl::UnavailableError(absl::StrCat("database connection lost while committing ", what,
+                                              "; the outcome is unknown: ", e.what())));
     } catch (const pqxx::broken_connection& e) {
-      failure =
-          absl::UnavailableError(absl::StrCat("database unavailable while ", what, ": ", e.what()));
+      failure = StoreError(absl::UnavailableError(
+          absl::StrCat("database unavailable while ", what, ": ", e.what())));
       kind = Failure::kRetryable;
     } catch (const pqxx::unique_violation& e) {
       Release(std::move(conn), user);
-      return absl::AlreadyExistsError(absl::StrCat(what, ": already exists (", e.what(), ")"));
+      return StoreError(
+          absl::AlreadyExistsError(absl::StrCat(what, ": already exists (", e.what(), ")")));
     } catch (const pqxx::sql_error& e) {
       if (IsUnavailableSqlState(e.sqlstate())) {
-        failure = absl::UnavailableError(
-            absl::StrCat("database unavailable while ", what, ": ", e.what()));
+        failure = StoreError(absl::UnavailableError(
+            absl::StrCat("database unavailable while ", what, ": ", e.what())));
         kind = Failure::kRetryable;
       } else if (conn->is_open()) {
         Release(std::move(conn), user);
-        return absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what()));
+        return StoreError(
+            absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what())));
       } else {
-        failure = absl::UnavailableError(
-            absl::StrCat("database unavailable while ", what, ": ", e.what()));
+        failure = StoreError(absl::UnavailableError(
+            absl::StrCat("database unavailable while ", what, ": ", e.what())));
         kind = Failure::kRetryable;
       }
     } catch (const std::exception& e) {
       if (conn->is_open()) {
         Release(std::move(conn), user);
-        return absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what()));
+        return StoreError(
+            absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what())));
       }
-      failure =
-          absl::UnavailableError(absl::StrCat("database unavailable while ", what, ": ", e.what()));
+      failure = StoreError(absl::UnavailableError(
+          absl::StrCat("database unavailable while ", what, ": ", e.what())));
       kind = Failure::kRetryable;
     }
     // The connection is unusable: drop it. A stale pooled connection (the server restarted

@@ -24,9 +24,8 @@ struct Plane {
     server = StartServer("tessera-server", pg->url(), flags);
   }
   std::unique_ptr<FakeWorker> Worker(const std::string& name, const std::string& sw = "s1") {
-    auto w =
-        std::make_unique<FakeWorker>(server.endpoint(), NodeKey(pg->url(), name),
-                                     SimulatedNode(name, 8, sw));
+    auto w = std::make_unique<FakeWorker>(server.endpoint(), NodeKey(pg->url(), name),
+                                          SimulatedNode(name, 8, sw));
     REQUIRE(w->Connect().ok());
     return w;
   }

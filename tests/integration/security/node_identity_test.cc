@@ -7,11 +7,11 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "tessera/v1/logs.grpc.pb.h"
+#include "tessera/v1/worker.grpc.pb.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/fake_worker.h"
 #include "tests/support/postgres_server.h"
-#include "tessera/v1/logs.grpc.pb.h"
-#include "tessera/v1/worker.grpc.pb.h"
 
 namespace tessera::testing {
 namespace {
@@ -44,8 +44,8 @@ TEST_CASE("a node key acts only as its node, for its attempts, and is not admin"
   auto pg = PostgresServer::Start();
   REQUIRE(pg.ok());
   const std::string url = (*pg)->url();
-  ServerProcess server = StartServer("tessera-server", url,
-                                     {"--lease-seconds", "60", "--heartbeat-seconds", "0.2"});
+  ServerProcess server =
+      StartServer("tessera-server", url, {"--lease-seconds", "60", "--heartbeat-seconds", "0.2"});
   const std::string key1 = NodeKey(url, "node-1"), key2 = NodeKey(url, "node-2");
   FakeWorker w1(server.endpoint(), key1, SimulatedNode("node-1"));
   REQUIRE(w1.Connect().ok());

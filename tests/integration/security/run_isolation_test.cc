@@ -64,9 +64,9 @@ TEST_CASE("a run's command reaches no credential on its node", "[security]") {
       "echo uid=$(id -u); "
       "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' ' ' <\"$f\" 2>/dev/null; "
       "echo; done; "
-      "cat /proc/", worker_pid, "/environ 2>&1; ",
-      "ls -la ", state, " 2>&1; cat ", state, "/* ", key_file, " 2>&1; ",
-      "find ", root.string(), " -name '*.key' 2>/dev/null | xargs cat 2>&1; ",
+      "cat /proc/",
+      worker_pid, "/environ 2>&1; ", "ls -la ", state, " 2>&1; cat ", state, "/* ", key_file,
+      " 2>&1; ", "find ", root.string(), " -name '*.key' 2>/dev/null | xargs cat 2>&1; ",
       "cat ~/.tessera/* /root/.tessera/* /root/.config/tessera/* 2>&1; ",
       "ps e -A 2>&1 | head -200; env; echo done-reading");
   const v1::Run run = c.Submit("snoop", command, 1, 1);
@@ -131,6 +131,7 @@ TEST_CASE("another user's runs stay private: queue, runs, logs, nodes", "[securi
   const v1::Run running = c.Submit("secret-project", "echo secret-line; sleep 30", 1, 1);
   c.client->WaitForStatus(running.name(), v1::RUN_STATUS_RUNNING);
   const v1::Run queued = c.Submit("secret-queued", "sleep 1", 1, 1);
+  c.client->WaitForStatus(queued.name(), v1::RUN_STATUS_QUEUED);
   Client bob(c.server.endpoint(), CreateKey(c.database_url, "bob", "user"));
 
   v1::GetQueueResponse queue;
@@ -146,8 +147,7 @@ TEST_CASE("another user's runs stay private: queue, runs, logs, nodes", "[securi
   v1::GetRunRequest get;
   get.set_name(running.name());
   v1::GetRunResponse got;
-  CHECK(bob.runs->GetRun(bob.Ctx().get(), get, &got).error_code() ==
-        grpc::StatusCode::NOT_FOUND);
+  CHECK(bob.runs->GetRun(bob.Ctx().get(), get, &got).error_code() == grpc::StatusCode::NOT_FOUND);
   v1::ListRunsRequest list;
   list.mutable_filter()->set_user(running.user());
   v1::ListRunsResponse listed;
@@ -179,7 +179,6 @@ TEST_CASE("another user's runs stay private: queue, runs, logs, nodes", "[securi
   v1::StopRunResponse stopped;
   CHECK(ops.runs->StopRun(ops.Ctx().get(), stop, &stopped).error_code() ==
         grpc::StatusCode::PERMISSION_DENIED);
-  (void)queued;
 }
 
 }  // namespace

@@ -79,14 +79,13 @@ TEST_CASE("least privilege: what each role may not call") {
                              m == "tessera.v1.AdminService/WhoAmI";
     CHECK(Allows(m, v1::ROLE_NODE) == node_method);
     // People never call what only Tessera's services may.
-    const bool internal = m == "tessera.v1.RunService/RecordAttempt" ||
-                          m == "tessera.v1.RunService/ReportProgress" ||
-                          m == "tessera.v1.SchedulerService/DispatchToWorker" ||
-                          m == "tessera.v1.SchedulerService/EvictNode" ||
-                          m == "tessera.v1.SchedulerService/CheckFit" ||
-                          absl::StartsWith(m, "tessera.v1.HealthService/Report") ||
-                          m == "tessera.v1.LogService/PushLogs" ||
-                          m == "tessera.v1.WorkerControl/Connect";
+    const bool internal =
+        m == "tessera.v1.RunService/RecordAttempt" || m == "tessera.v1.RunService/ReportProgress" ||
+        m == "tessera.v1.SchedulerService/DispatchToWorker" ||
+        m == "tessera.v1.SchedulerService/EvictNode" ||
+        m == "tessera.v1.SchedulerService/CheckFit" ||
+        absl::StartsWith(m, "tessera.v1.HealthService/Report") ||
+        m == "tessera.v1.LogService/PushLogs" || m == "tessera.v1.WorkerControl/Connect";
     if (internal) {
       for (v1::Role person : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_ADMIN}) {
         CHECK_FALSE(Allows(m, person));
@@ -99,10 +98,10 @@ TEST_CASE("least privilege: what each role may not call") {
   }
   CHECK(Allows("tessera.v1.AdminService/CreateApiKey", v1::ROLE_ADMIN));
   // Operating nodes: operators and admins, not users.
-  for (const char* m : {"tessera.v1.CordonService/CordonNode", "tessera.v1.CordonService/DrainNode",
-                        "tessera.v1.HealthService/StartSweep",
-                        "tessera.v1.HealthService/InjectFault",
-                        "tessera.v1.HealthService/ListSweeps"}) {
+  for (const char* m :
+       {"tessera.v1.CordonService/CordonNode", "tessera.v1.CordonService/DrainNode",
+        "tessera.v1.HealthService/StartSweep", "tessera.v1.HealthService/InjectFault",
+        "tessera.v1.HealthService/ListSweeps"}) {
     INFO(m);
     CHECK(Allows(m, v1::ROLE_OPERATOR));
     CHECK_FALSE(Allows(m, v1::ROLE_USER));
@@ -110,15 +109,15 @@ TEST_CASE("least privilege: what each role may not call") {
 }
 
 TEST_CASE("a refusal names the method, the roles that may call it and the caller's role") {
-  const auto st = CheckRpcRole("tessera.v1.CordonService/CordonNode",
-                               Principal{"alice", v1::ROLE_USER, ""});
+  const auto st =
+      CheckRpcRole("tessera.v1.CordonService/CordonNode", Principal{"alice", v1::ROLE_USER, ""});
   REQUIRE(absl::IsPermissionDenied(st));
   CHECK(absl::StrContains(st.message(), "tessera.v1.CordonService/CordonNode"));
   CHECK(absl::StrContains(st.message(), "operator or admin or system"));
   CHECK(absl::StrContains(st.message(), "alice's key is user"));
   // A method with no row is closed to everyone.
-  CHECK(absl::IsPermissionDenied(
-      CheckRpcRole("tessera.v1.RunService/NotYetGivenARow", Principal{"root", v1::ROLE_ADMIN, ""})));
+  CHECK(absl::IsPermissionDenied(CheckRpcRole("tessera.v1.RunService/NotYetGivenARow",
+                                              Principal{"root", v1::ROLE_ADMIN, ""})));
 }
 
 TEST_CASE("secrets and ids come from the CSPRNG: 256-bit secrets, never repeated") {
@@ -178,10 +177,10 @@ TEST_CASE("a node key acts as its node, node keys need a node and nothing else h
   CHECK(absl::IsPermissionDenied(
       f.admin.CreateApiKey(f.root, KeyFor("svc", v1::ROLE_SYSTEM), &resp)));
   // Nor does anyone but an admin make keys.
-  CHECK(absl::IsPermissionDenied(f.admin.CreateApiKey(
-      Principal{"svc", v1::ROLE_SYSTEM, ""}, KeyFor("evil", v1::ROLE_ADMIN), &resp)));
-  CHECK(absl::IsPermissionDenied(f.admin.CreateApiKey(
-      Principal{"ops", v1::ROLE_OPERATOR, ""}, KeyFor("evil", v1::ROLE_ADMIN), &resp)));
+  CHECK(absl::IsPermissionDenied(f.admin.CreateApiKey(Principal{"svc", v1::ROLE_SYSTEM, ""},
+                                                      KeyFor("evil", v1::ROLE_ADMIN), &resp)));
+  CHECK(absl::IsPermissionDenied(f.admin.CreateApiKey(Principal{"ops", v1::ROLE_OPERATOR, ""},
+                                                      KeyFor("evil", v1::ROLE_ADMIN), &resp)));
 }
 
 TEST_CASE("a retried CreateApiKey makes no second key and the secret is kept nowhere") {
