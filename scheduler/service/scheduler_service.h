@@ -71,6 +71,8 @@ class SchedulerService final : public v1::SchedulerService::Service {
 
 class WorkerControlService final : public v1::WorkerControl::Service {
  public:
+  using Api = v1::WorkerControl;
+
   // `is_leader`: whether this instance leads now (new streams are accepted only then).
   // `keeps_streams`: whether its open streams stay (LeaderElection::KeepsWorkers: while it leads,
   // and while it merely cannot confirm its term, e.g. the database is away); once another

@@ -55,9 +55,10 @@ grpc::Status WorkerControlService::Connect(
     grpc::ServerReaderWriter<v1::ControlMessage, v1::WorkerMessage>* stream) {
   auto who = auth_->Authenticate(*ctx);
   if (!who.ok()) return ToGrpcStatus(who.status());
-  if (auto st = auth::CheckRpcRole("tessera.v1.WorkerControl/Connect", *who); !st.ok()) {
+  if (auto st = auth::CheckRpcRole(TESSERA_RPC_NAME(Connect), *who); !st.ok()) {
     return ToGrpcStatus(st);
   }
+  const std::string key_hash = *auth_->KeyHash(*ctx);  // it authenticated
   if (!is_leader_()) {
     return ToGrpcStatus(StandbyError("scheduler", "connect to the leader"));
   }
@@ -100,7 +101,7 @@ grpc::Status WorkerControlService::Connect(
     // (the database is away) keeps them and answers heartbeats from memory: an outage must not
     // fence a node; it writes and commands nothing meanwhile (its fence refuses).
     // A key revoked or expired while the stream is open ends it (never waiting for the store).
-    if (auto still = auth_->Revalidate(*ctx); !still.ok()) {
+    if (auto still = auth_->Revalidate(key_hash); !still.ok()) {
       result = ToGrpcStatus(still);
       break;
     }

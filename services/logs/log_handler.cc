@@ -106,14 +106,20 @@ absl::Status LogHandler::PushBatch(const Who& who, const v1::LogBatch& batch, v1
   lines.reserve(batch.lines_size());
   std::vector<const v1::LogLine*> refused;
   int64_t bytes = 0;
+  // A batch holds runs of lines of one attempt: the placement is asked once per run of them.
+  const v1::LogLine* asked = nullptr;
+  bool placed = false;
   for (const auto& line : batch.lines()) {
     if (who.is_node()) {
       // A node pushes only its own attempts' lines. Others (an impostor's, or a deleted run's
       // tail) are acknowledged without being stored, so the worker's shipping goes on.
+      if (asked == nullptr || asked->run_id() != line.run_id() ||
+          asked->resumption_index() != line.resumption_index()) {
+        TESSERA_ASSIGN_OR_RETURN(
+            placed, placements_.PlacedOn(line.run_id(), line.resumption_index(), who.node));
+        asked = &line;
+      }
       const bool own_node = line.node_name().empty() || line.node_name() == who.node;
-      TESSERA_ASSIGN_OR_RETURN(
-          const bool placed,
-          placements_.PlacedOn(line.run_id(), line.resumption_index(), who.node));
       if (!own_node || !placed) {
         refused.push_back(&line);
         continue;

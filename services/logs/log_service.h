@@ -20,10 +20,11 @@ class LogService final : public v1::LogService::Service {
                         grpc::ServerReaderWriter<v1::LogAck, v1::LogBatch>* stream) override {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(PushLogs),
                  [&](const auth::Principal& who) -> absl::Status {
+                   TESSERA_ASSIGN_OR_RETURN(const std::string key_hash, auth_->KeyHash(*ctx));
                    v1::LogBatch batch;
                    while (stream->Read(&batch)) {
                      // A key revoked or expired while the stream is open ends it.
-                     TESSERA_RETURN_IF_ERROR(auth_->Revalidate(*ctx));
+                     TESSERA_RETURN_IF_ERROR(auth_->Revalidate(key_hash));
                      v1::LogAck ack;
                      TESSERA_RETURN_IF_ERROR(h_->PushBatch(who, batch, &ack));
                      if (!stream->Write(ack))

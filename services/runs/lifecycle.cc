@@ -102,6 +102,14 @@ int RetryLimit(const v1::RunSpec& spec) {
   return spec.scheduling().retry_on_system_failure() ? 10 : 0;
 }
 
+std::optional<v1::Attempt> CurrentAttempt(const v1::Run& run,
+                                          const std::vector<v1::Attempt>& attempts) {
+  for (const auto& a : attempts) {
+    if (a.resumption_index() == run.resumption_index()) return a;
+  }
+  return std::nullopt;
+}
+
 v1::RunEvent MakeEvent(const v1::Run& run, v1::RunEventType type, std::string message,
                        absl::Time now) {
   v1::RunEvent e;

@@ -38,6 +38,10 @@ int RetryLimit(const v1::RunSpec& spec);
 // run without end).
 inline constexpr int kMaxControlPlaneInterruptions = 100;
 
+// The run's current attempt among `attempts` (the one of its resumption_index), if recorded.
+std::optional<v1::Attempt> CurrentAttempt(const v1::Run& run,
+                                          const std::vector<v1::Attempt>& attempts);
+
 // Applies `update` (an attempt's new state as the scheduler reports it) to `run`, whose current
 // attempt is `current` (nullopt before the first). FAILED_PRECONDITION for a stale or
 // out-of-order report; INVALID_ARGUMENT for a malformed one.

@@ -191,15 +191,17 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
     if (ec) return fail(absl::InternalError(absl::StrCat("creating ", dir, ": ", ec.message())));
   }
   if (identity) {
-    // The rank reaches its folders through the worker's (which it may enter, not list) and
-    // writes only its work and progress folders; the spooled output stays the worker's.
-    for (const auto& dir : {options_.state_dir, options_.state_dir + "/runs",
-                            fs::path(a.paths.dir).parent_path().string(), a.paths.dir}) {
-      fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
-                      ec);
-      if (ec) return fail(absl::InternalError(absl::StrCat("chmod ", dir, ": ", ec.message())));
+    // The rank reaches its folders through the worker's (which it may enter, not list; the
+    // state folder and runs/ were opened so at start) and writes only its work and progress
+    // folders; the spooled output stays the worker's.
+    for (const auto& dir : {fs::path(a.paths.dir).parent_path().string(), a.paths.dir}) {
+      if (auto st = LetRankPass(dir); !st.ok()) return fail(st);
     }
     fs::permissions(a.paths.logs_dir, fs::perms::owner_all, ec);
+    if (ec) {
+      return fail(
+          absl::InternalError(absl::StrCat("chmod ", a.paths.logs_dir, ": ", ec.message())));
+    }
     for (const auto& dir : {a.paths.work_dir, a.paths.progress_dir}) {
       if (auto st = GiveToRank(dir, identity); !st.ok()) return fail(st);
     }

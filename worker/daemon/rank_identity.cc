@@ -47,6 +47,13 @@ absl::StatusOr<std::optional<RankIdentity>> ResolveRankUser(const std::string& n
   return std::optional<RankIdentity>(RankIdentity{name, found->pw_uid, found->pw_gid});
 }
 
+absl::Status LetRankPass(const std::string& path) {
+  if (::chmod(path.c_str(), 0711) != 0) {
+    return absl::InternalError(absl::StrCat("chmod 711 ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status GiveToRank(const std::string& path, const std::optional<RankIdentity>& identity) {
   if (!identity) return absl::OkStatus();
   if (::lchown(path.c_str(), identity->uid, identity->gid) != 0 ||

@@ -29,6 +29,10 @@ struct RankIdentity {
 absl::StatusOr<std::optional<RankIdentity>> ResolveRankUser(const std::string& name,
                                                             uid_t worker_uid);
 
+// Lets a rank pass through the worker's folder `path` (mode 0711: enter, not list or read) on
+// the way to its own.
+absl::Status LetRankPass(const std::string& path);
+
 // Makes `path` (a folder the rank writes) the rank's own, mode 0700. OK without an identity.
 absl::Status GiveToRank(const std::string& path, const std::optional<RankIdentity>& identity);
 

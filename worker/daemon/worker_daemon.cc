@@ -66,13 +66,13 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
         absl::StrCat("--state-dir: cannot create ", o.state_dir, ": ", ec.message()));
   }
   if (o.rank_identity) {
-    // Ranks may pass through the state folder to their own, not list or read it.
-    std::filesystem::permissions(o.state_dir,
-                                 std::filesystem::perms::owner_all |
-                                     std::filesystem::perms::group_exec |
-                                     std::filesystem::perms::others_exec,
-                                 ec);
-    if (ec) return absl::InternalError(absl::StrCat("chmod ", o.state_dir, ": ", ec.message()));
+    // Ranks may pass through the state folder and its runs/ to their own, not list or read them.
+    const std::string runs = o.state_dir + "/runs";
+    std::filesystem::create_directories(runs, ec);
+    if (ec) return absl::InternalError(absl::StrCat("creating ", runs, ": ", ec.message()));
+    for (const auto& dir : {o.state_dir, runs}) {
+      if (auto st = LetRankPass(dir); !st.ok()) return st;
+    }
   }
   auto inventory = DiscoverGpus(o.simulate_gpus);
   if (!inventory.ok()) return inventory.status();

@@ -85,33 +85,41 @@ absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext&
   return Authenticate(HeaderOf(context));
 }
 
-absl::StatusOr<Principal> Authenticator::Lookup(const std::string& hash) {
+absl::StatusOr<std::string> Authenticator::KeyHash(const grpc::ServerContext& context) {
+  auto token = BearerToken(HeaderOf(context));
+  if (!token.ok()) return token.status();
+  return HashSecret(*token);
+}
+
+absl::StatusOr<Principal> Authenticator::Answer(const CacheEntry& entry, absl::Time now) {
+  if (entry.principal.ok() && now >= entry.key_expires) {
+    return absl::UnauthenticatedError(absl::StrCat("the API key of ", entry.principal->user,
+                                                   " expired at ",
+                                                   absl::FormatTime(entry.key_expires)));
+  }
+  return entry.principal;
+}
+
+absl::StatusOr<Authenticator::CacheEntry> Authenticator::Lookup(const std::string& hash) {
   const absl::Time now = clock_->Now();
   auto record = keys_->FindByHash(hash);
-  absl::StatusOr<Principal> result;
-  absl::Time key_expires = absl::InfiniteFuture();
+  CacheEntry entry{absl::UnauthenticatedError("invalid API key"), now + cache_ttl_};
   if (absl::IsNotFound(record.status())) {
-    result = absl::UnauthenticatedError("invalid API key");
+    // invalid, as set
   } else if (!record.ok()) {
     return record.status();  // not cached: the store may come back
   } else if (record->key.revoked()) {
-    result = absl::UnauthenticatedError(absl::StrCat("API key ", record->key.id(), " was revoked"));
+    entry.principal =
+        absl::UnauthenticatedError(absl::StrCat("API key ", record->key.id(), " was revoked"));
   } else {
-    result = Principal{record->key.user(), record->key.role(), record->key.node()};
-    if (record->key.has_expires_at()) key_expires = FromProtoTime(record->key.expires_at());
+    entry.principal = Principal{record->key.user(), record->key.role(), record->key.node()};
+    if (record->key.has_expires_at()) entry.key_expires = FromProtoTime(record->key.expires_at());
   }
   absl::MutexLock lock(&mu_);
   if (cache_.size() >= kMaxCacheEntries) cache_.clear();
-  cache_[hash] = CacheEntry{result, now + cache_ttl_, key_expires};
-  return result;
+  cache_[hash] = entry;
+  return entry;
 }
-
-namespace {
-absl::StatusOr<Principal> Expired(const absl::StatusOr<Principal>& principal, absl::Time expires) {
-  return absl::UnauthenticatedError(
-      absl::StrCat("the API key of ", principal->user, " expired at ", absl::FormatTime(expires)));
-}
-}  // namespace
 
 absl::StatusOr<Principal> Authenticator::Authenticate(const std::string& authorization_header) {
   auto token = BearerToken(authorization_header);
@@ -121,47 +129,28 @@ absl::StatusOr<Principal> Authenticator::Authenticate(const std::string& authori
   {
     absl::MutexLock lock(&mu_);
     auto hit = cache_.find(hash);
-    if (hit != cache_.end() && hit->second.expires > now) {
-      if (hit->second.principal.ok() && now >= hit->second.key_expires) {
-        return Expired(hit->second.principal, hit->second.key_expires);
-      }
-      return hit->second.principal;
-    }
+    if (hit != cache_.end() && hit->second.expires > now) return Answer(hit->second, now);
   }
-  auto result = Lookup(hash);
-  absl::MutexLock lock(&mu_);
-  auto entry = cache_.find(hash);
-  if (result.ok() && entry != cache_.end() && now >= entry->second.key_expires) {
-    return Expired(result, entry->second.key_expires);
-  }
-  return result;
+  auto entry = Lookup(hash);
+  if (!entry.ok()) return entry.status();
+  return Answer(*entry, now);
 }
 
-absl::Status Authenticator::Revalidate(const grpc::ServerContext& context) {
-  return Revalidate(HeaderOf(context));
-}
-
-absl::Status Authenticator::Revalidate(const std::string& authorization_header) {
-  auto token = BearerToken(authorization_header);
-  if (!token.ok()) return token.status();
-  const std::string hash = HashSecret(*token);
+absl::Status Authenticator::Revalidate(const std::string& key_hash) {
   const absl::Time now = clock_->Now();
   bool stale = true;
   {
     absl::MutexLock lock(&mu_);
-    auto hit = cache_.find(hash);
+    auto hit = cache_.find(key_hash);
     if (hit != cache_.end()) {
-      if (!hit->second.principal.ok()) return hit->second.principal.status();
-      if (now >= hit->second.key_expires) {
-        return Expired(hit->second.principal, hit->second.key_expires).status();
-      }
+      if (auto answer = Answer(hit->second, now); !answer.ok()) return answer.status();
       stale = hit->second.expires <= now;
     }
   }
   if (stale) {
     std::lock_guard<std::mutex> lock(refresh_mu_);
     if (!refresher_.joinable()) refresher_ = std::thread([this] { RefreshLoop(); });
-    if (refresh_queue_.size() < kMaxCacheEntries) refresh_queue_.push_back(hash);
+    if (refresh_queue_.size() < kMaxCacheEntries) refresh_queue_.push_back(key_hash);
     refresh_cv_.notify_one();
   }
   return absl::OkStatus();

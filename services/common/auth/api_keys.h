@@ -51,12 +51,14 @@ class Authenticator {
   absl::StatusOr<Principal> Authenticate(const std::string& authorization_header);
   absl::StatusOr<Principal> Authenticate(const grpc::ServerContext& context);
 
-  // For a long stream, asked at every message: the cached answer for the stream's key, never
-  // waiting for the store (a frozen database must not stall a heartbeat). A stale answer is
-  // refreshed in the background, so a revoked or expired key ends the stream within about
-  // `cache_ttl`; a store that cannot be reached keeps the last answer.
-  absl::Status Revalidate(const grpc::ServerContext& context);
-  absl::Status Revalidate(const std::string& authorization_header);
+  // The hash of the key a call carries, for Revalidate: a stream hashes its key once.
+  absl::StatusOr<std::string> KeyHash(const grpc::ServerContext& context);
+
+  // For a long stream, asked at every message with its KeyHash: the cached answer for the
+  // stream's key, never waiting for the store (a frozen database must not stall a heartbeat). A
+  // stale answer is refreshed in the background, so a revoked or expired key ends the stream
+  // within about `cache_ttl`; a store that cannot be reached keeps the last answer.
+  absl::Status Revalidate(const std::string& key_hash);
 
  private:
   struct CacheEntry {
@@ -65,7 +67,10 @@ class Authenticator {
     // The key's own expiry, checked on every hit.
     absl::Time key_expires = absl::InfiniteFuture();
   };
-  absl::StatusOr<Principal> Lookup(const std::string& hash);
+  // The store's answer for `hash`, cached; the store's own error when it cannot be asked.
+  absl::StatusOr<CacheEntry> Lookup(const std::string& hash);
+  // A cached answer at `now`: the key's own expiry is checked at every use.
+  static absl::StatusOr<Principal> Answer(const CacheEntry& entry, absl::Time now);
   void RefreshLoop();
 
   std::shared_ptr<store::ApiKeyStore> keys_;

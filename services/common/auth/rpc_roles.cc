@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 
 namespace tessera::auth {
 namespace {
@@ -86,21 +88,9 @@ const std::vector<RpcRule>& RpcRoleTable() {
   return *table;
 }
 
-std::string_view RoleName(v1::Role role) {
-  switch (role) {
-    case v1::ROLE_USER:
-      return "user";
-    case v1::ROLE_ADMIN:
-      return "admin";
-    case v1::ROLE_SYSTEM:
-      return "system";
-    case v1::ROLE_OPERATOR:
-      return "operator";
-    case v1::ROLE_NODE:
-      return "node";
-    default:
-      return "unknown";
-  }
+std::string RoleName(v1::Role role) {
+  // ROLE_OPERATOR -> operator: the enum's own names, so a new role needs nothing here.
+  return absl::AsciiStrToLower(absl::StripPrefix(v1::Role_Name(role), "ROLE_"));
 }
 
 absl::Status CheckRpcRole(std::string_view method, const Principal& who) {
@@ -119,7 +109,7 @@ absl::Status CheckRpcRole(std::string_view method, const Principal& who) {
   return absl::PermissionDeniedError(absl::StrCat(
       std::string(method), " needs a key with the role ",
       absl::StrJoin(roles, " or ", [](std::string* out, v1::Role r) { out->append(RoleName(r)); }),
-      "; ", who.user, "'s key is ", std::string(RoleName(who.role))));
+      "; ", who.user, "'s key is ", RoleName(who.role)));
 }
 
 }  // namespace tessera::auth

@@ -29,6 +29,6 @@ const std::vector<RpcRule>& RpcRoleTable();
 absl::Status CheckRpcRole(std::string_view method, const Principal& who);
 
 // "user", "admin", "system", "operator", "node".
-std::string_view RoleName(v1::Role role);
+std::string RoleName(v1::Role role);
 
 }  // namespace tessera::auth

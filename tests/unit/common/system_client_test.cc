@@ -85,18 +85,8 @@ class Adapter final : public v1::AdminService::Service {
 
 struct Fixture {
   Fixture() {
-    store::ApiKeyRecord record;
-    record.key.set_id("key-system");
-    record.key.set_user("tessera-runs");
-    record.key.set_role(v1::ROLE_SYSTEM);
-    record.secret_hash = auth::HashSecret(kSystemSecret);
-    REQUIRE(stores.api_keys->CreateKey(record).ok());
-    store::ApiKeyRecord user;
-    user.key.set_id("key-user");
-    user.key.set_user("alice");
-    user.key.set_role(v1::ROLE_USER);
-    user.secret_hash = auth::HashSecret(kUserSecret);
-    REQUIRE(stores.api_keys->CreateKey(user).ok());
+    AddKey("key-system", "tessera-runs", v1::ROLE_SYSTEM, kSystemSecret);
+    AddKey("key-user", "alice", v1::ROLE_USER, kUserSecret);
     grpc::ServerBuilder builder;
     builder.RegisterService(&adapter);
     server = builder.BuildAndStart();
@@ -112,6 +102,15 @@ struct Fixture {
   Adapter adapter{handler, std::make_shared<auth::Authenticator>(stores.api_keys,
                                                                  std::make_shared<FakeClock>())};
   std::unique_ptr<grpc::Server> server;
+
+  void AddKey(const char* id, const char* user, v1::Role role, const char* secret) {
+    store::ApiKeyRecord record;
+    record.key.set_id(id);
+    record.key.set_user(user);
+    record.key.set_role(role);
+    record.secret_hash = auth::HashSecret(secret);
+    REQUIRE(stores.api_keys->CreateKey(record).ok());
+  }
 };
 
 // Seconds from now to `t`.

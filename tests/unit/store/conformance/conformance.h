@@ -87,4 +87,11 @@ std::vector<std::string> Names(const std::vector<T>& items) {
   return out;
 }
 
+// The names of the runs `filter` lists, in the store's order.
+inline std::vector<std::string> ListedNames(Stores& s, const v1::RunFilter& filter) {
+  auto runs = s.runs->ListRuns(filter);
+  REQUIRE(runs.ok());
+  return Names(*runs);
+}
+
 }  // namespace tessera::store::conformance

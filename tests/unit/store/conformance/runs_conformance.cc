@@ -43,11 +43,7 @@ CONFORMANCE_CASE("runs: list filters by glob, status, user, cluster, gpu type an
   v1::Run d = MakeRun("train%d", 40, "carol");
   for (const auto& r : {a, b, c, d}) REQUIRE(s.runs->CreateRun(r, {}).ok());
 
-  auto list = [&](const v1::RunFilter& f) {
-    auto r = s.runs->ListRuns(f);
-    REQUIRE(r.ok());
-    return Names(*r);
-  };
+  auto list = [&](const v1::RunFilter& f) { return ListedNames(s, f); };
   using V = std::vector<std::string>;
   v1::RunFilter f;
   CHECK(list(f) == V{"train%d", "eval_c", "train-b", "train-a"});  // newest first
@@ -104,11 +100,7 @@ CONFORMANCE_CASE("runs: a page cursor lists the runs after it, ties on time brok
            {"r1", 10}, {"r2", 20}, {"r3a", 30}, {"r3b", 30}, {"r4", 40}}) {
     REQUIRE(s.runs->CreateRun(MakeRun(name, second), {}).ok());
   }
-  auto page = [&](const v1::RunFilter& f) {
-    auto r = s.runs->ListRuns(f);
-    REQUIRE(r.ok());
-    return Names(*r);
-  };
+  auto page = [&](const v1::RunFilter& f) { return ListedNames(s, f); };
   using V = std::vector<std::string>;
   v1::RunFilter f;
   REQUIRE(page(f) == V{"r4", "r3b", "r3a", "r2", "r1"});
