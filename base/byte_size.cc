@@ -1,5 +1,7 @@
 #include "base/byte_size.h"
 
+#include <utility>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -45,6 +47,15 @@ absl::StatusOr<std::vector<int64_t>> ParseByteSizes(const std::string& text) {
   }
   if (sizes.empty()) return absl::InvalidArgumentError("no sizes given");
   return sizes;
+}
+
+std::string FormatByteSize(int64_t bytes) {
+  static constexpr std::pair<const char*, int64_t> kUnits[] = {
+      {"TiB", int64_t{1} << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}};
+  for (const auto& [suffix, factor] : kUnits) {
+    if (bytes != 0 && bytes % factor == 0) return absl::StrCat(bytes / factor, suffix);
+  }
+  return absl::StrCat(bytes, "B");
 }
 
 }  // namespace tessera

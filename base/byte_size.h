@@ -15,5 +15,8 @@ namespace tessera {
 absl::StatusOr<int64_t> ParseByteSize(const std::string& text);
 // A comma-separated list of sizes (at least one).
 absl::StatusOr<std::vector<int64_t>> ParseByteSizes(const std::string& text);
+// The size in the largest binary unit that divides it ("16MiB", "10GiB", "1500B"), so that it
+// parses back to the same number.
+std::string FormatByteSize(int64_t bytes);
 
 }  // namespace tessera

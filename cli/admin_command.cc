@@ -1,4 +1,5 @@
-// mcli admin create-api-key|list-api-keys|revoke-api-key.
+// mcli admin create-api-key|list-api-keys|revoke-api-key, create-join-token|list-join-tokens|
+// revoke-join-token, audit.
 
 #include <memory>
 
@@ -23,6 +24,16 @@ struct CreateKeyOptions {
   std::string expires_in;
 };
 
+// Seconds of a --expires-in duration ("90m", "24h"); 0 when it is empty.
+int64_t LifetimeSeconds(const std::string& text) {
+  if (text.empty()) return 0;
+  absl::Duration lifetime;
+  if (!absl::ParseDuration(text, &lifetime) || lifetime <= absl::ZeroDuration()) {
+    ThrowUsage("--expires-in: expected a duration such as 90m, 24h or 720h, got \"" + text + "\"");
+  }
+  return absl::ToInt64Seconds(lifetime);
+}
+
 int CreateApiKey(CommandContext& context, const CreateKeyOptions& options) {
   tessera::v1::CreateApiKeyRequest request;
   request.set_idempotency_key(NewUuid());
@@ -30,14 +41,7 @@ int CreateApiKey(CommandContext& context, const CreateKeyOptions& options) {
   request.set_role(ParseEnum<tessera::v1::Role>("--role", options.role));
   request.set_description(options.description);
   request.set_node(options.node);
-  if (!options.expires_in.empty()) {
-    absl::Duration lifetime;
-    if (!absl::ParseDuration(options.expires_in, &lifetime) || lifetime <= absl::ZeroDuration()) {
-      ThrowUsage("--expires-in: expected a duration such as 90m, 24h or 720h, got \"" +
-                 options.expires_in + "\"");
-    }
-    request.set_expires_in_seconds(absl::ToInt64Seconds(lifetime));
-  }
+  request.set_expires_in_seconds(LifetimeSeconds(options.expires_in));
   Connection& connection = context.connection();
   auto stub = AdminService::NewStub(connection.channel());
   tessera::v1::CreateApiKeyResponse response;
@@ -91,10 +95,110 @@ int RevokeApiKey(CommandContext& context, const std::string& id) {
   return kExitOk;
 }
 
+struct CreateTokenOptions {
+  std::string node;
+  std::string expires_in;
+  std::string description;
+};
+
+int CreateJoinToken(CommandContext& context, const CreateTokenOptions& options) {
+  tessera::v1::CreateJoinTokenRequest request;
+  request.set_idempotency_key(NewUuid());
+  request.set_node(options.node);
+  request.set_description(options.description);
+  request.set_expires_in_seconds(LifetimeSeconds(options.expires_in));
+  Connection& connection = context.connection();
+  auto stub = AdminService::NewStub(connection.channel());
+  tessera::v1::CreateJoinTokenResponse response;
+  connection.Unary(
+      [&](grpc::ClientContext* c) { return stub->CreateJoinToken(c, request, &response); });
+  if (PrintIfStructured(context, MessageToJson(response))) return kExitOk;
+  Fields fields;
+  fields.Add("ID", response.token().id());
+  fields.Add("Node", response.token().node());
+  fields.Add("Expires", FormatTimestamp(response.token().expires_at()));
+  fields.Add("Secret", response.secret());
+  fields.Print(context.out());
+  context.err() << "Give the secret to the node's worker in a file only it reads "
+                   "(--join-token-file, mode 600): it is not shown again, and joins once.\n";
+  return kExitOk;
+}
+
+std::string TokenState(const tessera::v1::JoinToken& token) {
+  if (token.revoked()) return "revoked";
+  if (IsSet(token.used_at())) return "used " + FormatTimestamp(token.used_at());
+  if (absl::Now() >= absl::FromUnixSeconds(token.expires_at().seconds())) return "expired";
+  return "unused";
+}
+
+int ListJoinTokens(CommandContext& context) {
+  Connection& connection = context.connection();
+  auto stub = AdminService::NewStub(connection.channel());
+  tessera::v1::ListJoinTokensResponse response;
+  connection.Unary([&](grpc::ClientContext* c) {
+    return stub->ListJoinTokens(c, tessera::v1::ListJoinTokensRequest(), &response);
+  });
+  if (PrintIfStructured(context, MessagesToJson(response.tokens()))) return kExitOk;
+  Table table({"ID", "NODE", "CREATED", "BY", "EXPIRES", "STATE", "KEY", "DESCRIPTION"});
+  for (const auto& t : response.tokens()) {
+    table.AddRow({t.id(), t.node(), FormatTimestamp(t.created_at()), t.created_by(),
+                  FormatTimestamp(t.expires_at()), TokenState(t), t.key_id(), t.description()});
+  }
+  table.Print(context.out());
+  return kExitOk;
+}
+
+int RevokeJoinToken(CommandContext& context, const std::string& id) {
+  tessera::v1::RevokeJoinTokenRequest request;
+  request.set_idempotency_key(NewUuid());
+  request.set_id(id);
+  Connection& connection = context.connection();
+  auto stub = AdminService::NewStub(connection.channel());
+  tessera::v1::RevokeJoinTokenResponse response;
+  connection.Unary(
+      [&](grpc::ClientContext* c) { return stub->RevokeJoinToken(c, request, &response); });
+  context.out() << "Revoked join token " << id << "\n";
+  return kExitOk;
+}
+
+struct AuditOptions {
+  std::string since;
+  std::string actor;
+  std::string action;
+  std::string target;
+  int limit = 100;
+};
+
+int ListAudit(CommandContext& context, const AuditOptions& options) {
+  tessera::v1::ListAuditRecordsRequest request;
+  if (!options.since.empty()) {
+    const absl::Time since = ParseTimeArg("--since", options.since, absl::Now());
+    request.mutable_since()->set_seconds(absl::ToUnixSeconds(since));
+  }
+  request.set_actor(options.actor);
+  request.set_action(options.action);
+  request.set_target(options.target);
+  request.set_limit(options.limit);
+  Connection& connection = context.connection();
+  auto stub = AdminService::NewStub(connection.channel());
+  tessera::v1::ListAuditRecordsResponse response;
+  connection.Unary(
+      [&](grpc::ClientContext* c) { return stub->ListAuditRecords(c, request, &response); });
+  if (PrintIfStructured(context, MessagesToJson(response.records()))) return kExitOk;
+  Table table({"TIME", "ACTOR", "ROLE", "ACTION", "TARGET", "OUTCOME", "SOURCE"});
+  for (const auto& r : response.records()) {
+    table.AddRow({FormatTimestamp(r.time()), r.actor(), ShortName(r.role()), r.action(),
+                  r.target(), r.outcome(), r.source()});
+  }
+  table.Print(context.out());
+  return kExitOk;
+}
+
 }  // namespace
 
 void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
-  CLI::App* admin = app.add_subcommand("admin", "Administration: API keys, fault injection");
+  CLI::App* admin = app.add_subcommand(
+      "admin", "Administration: API keys, join tokens, the audit log, fault injection");
   admin->require_subcommand(1);
 
   auto create = std::make_shared<CreateKeyOptions>();
@@ -118,6 +222,37 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
   CLI::App* revoke_key = admin->add_subcommand("revoke-api-key", "Revoke an API key");
   revoke_key->add_option("ID", *id, "The key's ID")->required();
   OnParsed(revoke_key, slot, [id](CommandContext& context) { return RevokeApiKey(context, *id); });
+
+  auto token = std::make_shared<CreateTokenOptions>();
+  CLI::App* create_token = admin->add_subcommand(
+      "create-join-token", "Create a one-time token with which a new node's worker joins");
+  create_token->add_option("--node", token->node, "The node that may join with it")->required();
+  create_token->add_option("--expires-in", token->expires_in,
+                           "It can be used for this long (e.g. 30m; default 1h, at most 168h)");
+  create_token->add_option("--description", token->description, "What the token is for");
+  OnParsed(create_token, slot,
+           [token](CommandContext& context) { return CreateJoinToken(context, *token); });
+
+  CLI::App* list_tokens = admin->add_subcommand("list-join-tokens", "List join tokens");
+  OnParsed(list_tokens, slot, ListJoinTokens);
+
+  auto token_id = std::make_shared<std::string>();
+  CLI::App* revoke_token = admin->add_subcommand("revoke-join-token", "Revoke a join token");
+  revoke_token->add_option("ID", *token_id, "The token's ID")->required();
+  OnParsed(revoke_token, slot,
+           [token_id](CommandContext& context) { return RevokeJoinToken(context, *token_id); });
+
+  auto audit = std::make_shared<AuditOptions>();
+  CLI::App* audit_cmd = admin->add_subcommand(
+      "audit", "What admins and operators did (keys, tokens, cordons, sweeps, faults), newest first");
+  audit_cmd->add_option("--since", audit->since,
+                        "Only after this time (2024-05-01, RFC 3339, or an age: 24h, 7d)");
+  audit_cmd->add_option("--actor", audit->actor, "Only this user's actions");
+  audit_cmd->add_option("--action", audit->action, "Only this action (e.g. CordonNode)");
+  audit_cmd->add_option("--target", audit->target, "Only actions whose target contains this");
+  audit_cmd->add_option("--limit", audit->limit, "At most this many records")
+      ->check(CLI::Range(1, 1000));
+  OnParsed(audit_cmd, slot, [audit](CommandContext& context) { return ListAudit(context, *audit); });
 
   AddInjectFaultCommand(admin, slot);
 }

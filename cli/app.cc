@@ -36,11 +36,13 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
   app.require_subcommand(1);
   // Inherited by every subcommand, whose help does not list the options above otherwise.
   app.footer(
-      "Global options, accepted anywhere: --endpoint HOST:PORT, --api-key KEY, "
+      "Global options, accepted anywhere: --endpoint HOST:PORT, --api-key KEY, --ca FILE, "
       "-o table|json|yaml");
   app.add_option("--endpoint", options.flags.endpoint,
                  "host:port of the Tessera API (or TESSERA_ENDPOINT; default 127.0.0.1:50051)");
   app.add_option("--api-key", options.flags.api_key, "API key (or TESSERA_API_KEY)");
+  app.add_option("--ca", options.flags.ca,
+                 "PEM file of the cluster CA, to check the server's certificate (or TESSERA_CA)");
   app.add_option("-o,--output", options.output, "Output format: table, json or yaml");
 
   AddRunCommands(app, slot);

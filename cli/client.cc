@@ -7,6 +7,7 @@
 #include "cli/errors.h"
 #include "services/common/endpoints.h"
 #include "services/common/grpc_limits.h"
+#include "services/common/tls/grpc_credentials.h"
 
 namespace tessera::cli {
 namespace {
@@ -33,21 +34,43 @@ bool StartsWith(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint) {
+bool AllLoopback(const std::vector<std::string>& endpoints) {
+  for (const std::string& e : endpoints) {
+    if (!tls::IsLoopbackHost(tls::HostOf(e))) return false;
+  }
+  return !endpoints.empty();
+}
+
+// "https://host:port" is TLS (the server's certificate checked against --ca, or the system's
+// roots); "http://host:port" is plain text, to loopback only, since the API key would cross the
+// network in clear; a bare "host:port" (or a list a:1,b:2) is TLS when a CA is set, else plain
+// text to loopback. Throws CliError (exit 2) for plain text to another machine.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint, const std::string& ca) {
   grpc::ChannelArguments args;
   args.SetServiceConfigJSON(RetryServiceConfig());
   ApplyMessageLimits(args);
-  // "https://host:port" asks for TLS; "http://host:port" and "host:port" for plain text.
+  tls::TlsFlags secure;
+  secure.ca_file = ca;
   if (StartsWith(endpoint, "https://")) {
-    return grpc::CreateCustomChannel(endpoint.substr(8),
-                                     grpc::SslCredentials(grpc::SslCredentialsOptions()), args);
+    return grpc::CreateCustomChannel(endpoint.substr(8), tls::ChannelCredentials(secure), args);
   }
-  const std::string list = StartsWith(endpoint, "http://") ? endpoint.substr(7) : endpoint;
+  const bool explicit_plain = StartsWith(endpoint, "http://");
+  const std::string list = explicit_plain ? endpoint.substr(7) : endpoint;
   // Several replicas (a:1,b:2): the channel moves to the next when one goes away. A list it
   // cannot use is kept as given, and the call's error names it.
   auto target = GrpcTarget("--endpoint", list);
-  return grpc::CreateCustomChannel(target.ok() ? *target : list, grpc::InsecureChannelCredentials(),
-                                   args);
+  const std::string where = target.ok() ? *target : list;
+  if (!explicit_plain && !ca.empty()) {
+    return grpc::CreateCustomChannel(where, tls::ChannelCredentials(secure), args);
+  }
+  if (!AllLoopback(SplitEndpoints(list))) {
+    throw CliError(kExitUsage,
+                   "endpoint " + endpoint +
+                       ": plain text would send the API key across the network in clear; set "
+                       "the cluster CA (--ca FILE, TESSERA_CA or `mcli set ca FILE`) to connect "
+                       "over TLS, or use https:// for a server with a public certificate");
+  }
+  return grpc::CreateCustomChannel(where, grpc::InsecureChannelCredentials(), args);
 }
 
 }  // namespace
@@ -121,10 +144,10 @@ std::string DescribeRpcError(const grpc::Status& status, const std::string& endp
   return (detail.empty() ? std::string("the server failed") : detail) + " (" + name + ")";
 }
 
-Connection::Connection(std::string endpoint, std::string api_key)
+Connection::Connection(std::string endpoint, std::string api_key, const std::string& ca)
     : endpoint_(std::move(endpoint)),
       api_key_(std::move(api_key)),
-      channel_(MakeChannel(endpoint_)) {}
+      channel_(MakeChannel(endpoint_, ca)) {}
 
 void Connection::AddMetadata(grpc::ClientContext& context) const {
   if (!api_key_.empty()) context.AddMetadata("authorization", "Bearer " + api_key_);

@@ -23,7 +23,9 @@ std::string DescribeRpcError(const grpc::Status& status, const std::string& endp
 
 class Connection {
  public:
-  Connection(std::string endpoint, std::string api_key);
+  // `ca`: the cluster CA's PEM file, empty when none is set (see MakeChannel in client.cc).
+  // Throws CliError when the endpoint would send the key in clear across a network.
+  Connection(std::string endpoint, std::string api_key, const std::string& ca = "");
 
   const std::string& endpoint() const { return endpoint_; }
   // Services' stubs are made from it: Service::NewStub(connection.channel()).

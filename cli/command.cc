@@ -8,7 +8,8 @@ CommandContext::CommandContext(Settings settings, OutputFormat format, std::ostr
 
 Connection& CommandContext::connection() {
   if (!connection_) {
-    connection_ = std::make_unique<Connection>(settings_.endpoint.value, settings_.api_key.value);
+    connection_ = std::make_unique<Connection>(settings_.endpoint.value, settings_.api_key.value,
+                                               settings_.ca.value);
   }
   return *connection_;
 }

@@ -2,6 +2,7 @@
 // server takes us for.
 
 #include <cctype>
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
@@ -19,7 +20,8 @@ int SetValue(CommandContext& context, const std::string& key, const std::string&
   const std::string& path = context.settings().config_path;
   SetConfigValue(path, key, value);
   context.out() << "Saved the " << what << " to " << path << "\n";
-  if (current.source == "TESSERA_API_KEY" || current.source == "TESSERA_ENDPOINT") {
+  if (current.source == "TESSERA_API_KEY" || current.source == "TESSERA_ENDPOINT" ||
+      current.source == "TESSERA_CA") {
     context.err() << "Note: " << current.source << " is set and takes precedence over the file\n";
   }
   return kExitOk;
@@ -36,6 +38,7 @@ int ShowConfig(CommandContext& context) {
     document["endpoint"] = {{"value", settings.endpoint.value},
                             {"source", settings.endpoint.source}};
     document["api_key"] = {{"value", masked_key}, {"source", settings.api_key.source}};
+    document["ca"] = {{"value", settings.ca.value}, {"source", settings.ca.source}};
     PrintDocument(context.out(), context.format(), document);
     return kExitOk;
   }
@@ -46,6 +49,9 @@ int ShowConfig(CommandContext& context) {
   fields.Add("API key", settings.api_key.value.empty()
                             ? "not set (run `mcli set api-key KEY`)"
                             : masked_key + "  (from " + settings.api_key.source + ")");
+  fields.Add("CA", settings.ca.value.empty()
+                       ? "not set (plain text, loopback only; `mcli set ca FILE` for TLS)"
+                       : settings.ca.value + "  (from " + settings.ca.source + ")");
   fields.Print(context.out());
   return kExitOk;
 }
@@ -82,6 +88,15 @@ void AddConfigCommands(CLI::App& app, ActionSlot& slot) {
   set_endpoint->add_option("ENDPOINT", *endpoint, "host:port of the Tessera API")->required();
   OnParsed(set_endpoint, slot, [endpoint](CommandContext& context) {
     return SetValue(context, "endpoint", *endpoint, "endpoint", context.settings().endpoint);
+  });
+
+  auto ca = std::make_shared<std::string>();
+  CLI::App* set_ca = set->add_subcommand("ca", "Save the cluster CA's PEM file (for TLS)");
+  set_ca->add_option("FILE", *ca, "PEM certificates of the cluster CA")->required();
+  OnParsed(set_ca, slot, [ca](CommandContext& context) {
+    std::error_code ec;
+    const std::string absolute = std::filesystem::absolute(*ca, ec).string();
+    return SetValue(context, "ca", ec ? *ca : absolute, "CA", context.settings().ca);
   });
 
   CLI::App* config = app.add_subcommand("config", "Show the settings and where each came from");

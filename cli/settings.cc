@@ -21,6 +21,7 @@ namespace {
 
 constexpr char kEndpointKey[] = "endpoint";
 constexpr char kApiKeyKey[] = "api_key";
+constexpr char kCaKey[] = "ca";
 
 std::string HomeDirectory(const EnvLookup& env) {
   if (auto home = env("HOME")) return *home;
@@ -99,7 +100,8 @@ std::string ConfigPath(const EnvLookup& env) {
 
 ConfigValues ReadConfigFile(const std::string& path) {
   const YAML::Node root = LoadConfigNode(path);
-  return ConfigValues{StringValue(root, kEndpointKey, path), StringValue(root, kApiKeyKey, path)};
+  return ConfigValues{StringValue(root, kEndpointKey, path), StringValue(root, kApiKeyKey, path),
+                      StringValue(root, kCaKey, path)};
 }
 
 void SetConfigValue(const std::string& path, const std::string& key, const std::string& value) {
@@ -148,10 +150,12 @@ Settings ResolveSettings(const SettingFlags& flags, const EnvLookup& env) {
   settings.config_exists = std::filesystem::exists(settings.config_path, ec);
   const std::optional<std::string> env_endpoint = env("TESSERA_ENDPOINT");
   const std::optional<std::string> env_api_key = env("TESSERA_API_KEY");
+  const std::optional<std::string> env_ca = env("TESSERA_CA");
   // The file is read only when something is left to take from it, so that a broken file does
   // not stand in the way of flags or environment variables that override it.
   ConfigValues file;
-  if ((flags.endpoint.empty() && !env_endpoint) || (flags.api_key.empty() && !env_api_key)) {
+  if ((flags.endpoint.empty() && !env_endpoint) || (flags.api_key.empty() && !env_api_key) ||
+      (flags.ca.empty() && !env_ca)) {
     file = ReadConfigFile(settings.config_path);
   }
   const std::string file_source = "config file " + settings.config_path;
@@ -174,6 +178,16 @@ Settings ResolveSettings(const SettingFlags& flags, const EnvLookup& env) {
     settings.api_key = {*file.api_key, file_source};
   } else {
     settings.api_key = {"", "not set"};
+  }
+
+  if (!flags.ca.empty()) {
+    settings.ca = {flags.ca, "--ca flag"};
+  } else if (env_ca) {
+    settings.ca = {*env_ca, "TESSERA_CA"};
+  } else if (file.ca) {
+    settings.ca = {*file.ca, file_source};
+  } else {
+    settings.ca = {"", "not set"};
   }
   return settings;
 }

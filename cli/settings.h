@@ -1,7 +1,8 @@
 #pragma once
-// Where mcli's settings come from, highest first: the --endpoint/--api-key flags, the
-// TESSERA_ENDPOINT/TESSERA_API_KEY environment variables, the config file ($TESSERA_CONFIG or
-// ~/.tessera/config.yaml, keys `endpoint` and `api_key`), then the defaults.
+// Where mcli's settings come from, highest first: the --endpoint/--api-key/--ca flags, the
+// TESSERA_ENDPOINT/TESSERA_API_KEY/TESSERA_CA environment variables, the config file
+// ($TESSERA_CONFIG or ~/.tessera/config.yaml, keys `endpoint`, `api_key` and `ca`), then the
+// defaults.
 
 #include <functional>
 #include <optional>
@@ -20,6 +21,7 @@ struct Setting {
 struct Settings {
   Setting endpoint;
   Setting api_key;
+  Setting ca;  // the cluster CA's PEM file: the server's certificate must chain to it
   std::string config_path;
   bool config_exists = false;
 };
@@ -28,6 +30,7 @@ struct Settings {
 struct SettingFlags {
   std::string endpoint;
   std::string api_key;
+  std::string ca;
 };
 
 // Reads an environment variable; nullopt when it is unset or empty.
@@ -40,6 +43,7 @@ std::string ConfigPath(const EnvLookup& env);
 struct ConfigValues {
   std::optional<std::string> endpoint;
   std::optional<std::string> api_key;
+  std::optional<std::string> ca;
 };
 
 // The config file's values; all empty when the file does not exist. Throws CliError (exit 2)

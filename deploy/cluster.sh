@@ -11,6 +11,11 @@
 # Ports: TESSERA_GRPC_PORT (50051), TESSERA_HTTP_PORT (8080), TESSERA_METRICS_PORT (9464; workers
 # use the ports after it). State: TESSERA_STATE_DIR (.state/ in the repository). More flags for
 # tessera-server: TESSERA_SERVER_FLAGS (e.g. "--stop-grace-seconds 2 --uncordon-after-passes 3").
+#
+# Everything speaks TLS: the script makes a cluster CA and the services' certificate
+# (deploy/tls-certs.sh, in STATE/tls), and each worker joins with a one-time join token, getting
+# its node key and a certificate signed by the CA (kept in its state folder). mcli is given the
+# CA. TESSERA_PLAINTEXT=1 runs everything in plain text instead (loopback only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -20,6 +25,8 @@ GRPC_PORT="${TESSERA_GRPC_PORT:-50051}"
 METRICS_PORT="${TESSERA_METRICS_PORT:-9464}"
 HTTP_PORT="${TESSERA_HTTP_PORT:-8080}"
 server_pid_file="$STATE/tessera-server.pid"
+TLS_DIR="$STATE/tls"
+PLAINTEXT="${TESSERA_PLAINTEXT:-0}"
 
 die() { echo "cluster: $*" >&2; exit 2; }
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -44,7 +51,9 @@ down() {
 
 status() {
   if alive "$server_pid_file"; then
-    echo "tessera-server  pid $(cat "$server_pid_file")  gRPC 127.0.0.1:$GRPC_PORT  REST http://127.0.0.1:$HTTP_PORT/api/v1/  metrics :$METRICS_PORT"
+    local scheme=https; [ "$PLAINTEXT" = 1 ] && scheme=http
+    echo "tessera-server  pid $(cat "$server_pid_file")  gRPC 127.0.0.1:$GRPC_PORT  REST $scheme://127.0.0.1:$HTTP_PORT/api/v1/  metrics :$METRICS_PORT"
+    [ "$PLAINTEXT" = 1 ] || echo "TLS             CA $TLS_DIR/ca.pem (curl --cacert $TLS_DIR/ca.pem https://localhost:$HTTP_PORT/...)"
   else
     echo "tessera-server  not running"
   fi
@@ -65,9 +74,19 @@ status() {
   done
 }
 
-wait_healthy() {  # port, pid file, log, name
+# GET /healthz of a listener on 127.0.0.1:PORT whose certificate names HOST.
+healthz() {  # port, host
+  if [ "$PLAINTEXT" = 1 ]; then
+    curl -fsS "http://127.0.0.1:$1/healthz" >/dev/null 2>&1
+  else
+    curl -fsS --cacert "$TLS_DIR/ca.pem" --resolve "$2:$1:127.0.0.1" "https://$2:$1/healthz" \
+      >/dev/null 2>&1
+  fi
+}
+
+wait_healthy() {  # port, pid file, log, name, host its certificate names
   for _ in $(seq 150); do
-    if curl -fsS "http://127.0.0.1:$1/healthz" >/dev/null 2>&1; then return 0; fi
+    if healthz "$1" "${5:-localhost}"; then return 0; fi
     if ! alive "$2"; then
       echo "cluster: $4 exited; the end of its log:" >&2
       tail -20 "$3" >&2
@@ -97,8 +116,20 @@ up() {
 
   local url; url="$(deploy/pg-instance.sh start "$STATE/postgres")"
 
+  # The cluster CA and the services' certificate; the server signs the nodes' certificates.
+  local server_tls=() worker_tls=()
+  if [ "$PLAINTEXT" = 1 ]; then
+    server_tls=(--plaintext) worker_tls=(--plaintext)
+  else
+    deploy/tls-certs.sh ca "$TLS_DIR"
+    [ -s "$TLS_DIR/services.pem" ] || deploy/tls-certs.sh services "$TLS_DIR"
+    server_tls=(--tls-cert "$TLS_DIR/services.pem" --tls-key "$TLS_DIR/services.key"
+                --tls-ca "$TLS_DIR/ca.pem" --tls-ca-key "$TLS_DIR/ca.key")
+    worker_tls=(--tls-ca "$TLS_DIR/ca.pem")
+  fi
+
   if ! alive "$server_pid_file"; then
-    nohup "$BIN/tessera-server" --database-url "$url" \
+    nohup "$BIN/tessera-server" --database-url "$url" "${server_tls[@]}" \
       --grpc-listen "127.0.0.1:$GRPC_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
       --http-listen "127.0.0.1:$HTTP_PORT" ${TESSERA_SERVER_FLAGS:-} >"$STATE/logs/tessera-server.log" 2>&1 &
     echo $! >"$server_pid_file"
@@ -121,7 +152,12 @@ up() {
   fi
 
   local user; user="$(id -un | tr 'A-Z' 'a-z' | tr -c 'a-z0-9._\n-' '-')"
-  "$BIN/mcli" set endpoint "127.0.0.1:$GRPC_PORT" >/dev/null
+  if [ "$PLAINTEXT" = 1 ]; then
+    "$BIN/mcli" set endpoint "http://127.0.0.1:$GRPC_PORT" >/dev/null
+  else
+    "$BIN/mcli" set endpoint "127.0.0.1:$GRPC_PORT" >/dev/null
+    "$BIN/mcli" set ca "$TLS_DIR/ca.pem" >/dev/null
+  fi
   if ! "$BIN/mcli" whoami >/dev/null 2>&1; then
     local key
     key="$("$BIN/tessera-server" --database-url "$url" --log-level warn create-api-key \
@@ -133,16 +169,19 @@ up() {
     local name="node-$i" dir="$STATE/workers/node-$i"
     mkdir -p "$dir/state"
     if alive "$dir/pid"; then continue; fi
-    # Each worker has a key of its own, bound to its node and kept where only it reads it.
-    if [ ! -s "$dir/node.key" ]; then
-      (umask 077; "$BIN/tessera-server" --database-url "$url" --log-level warn create-api-key \
-         --user "$name" --role node --node "$name" --description "worker of $name" >"$dir/node.key")
+    # Each worker joins once with a one-time token, and keeps the node key and certificate it
+    # gets (bound to its node) in its state folder, where only it reads them.
+    local join=()
+    if [ ! -s "$dir/state/credentials/node-api.key" ]; then
+      (umask 077; "$BIN/tessera-server" --database-url "$url" --log-level warn create-join-token \
+         --node "$name" --expires-in-seconds 600 --description "local cluster" >"$dir/join.token")
+      join=(--join-token-file "$dir/join.token")
     fi
     local port=$((METRICS_PORT + 1 + i))
     echo "$port" >"$dir/metrics_port"
     # Ranks find tessera-train and tessera-data on PATH, and a folder every node shares (for
     # datasets and checkpoints) in TESSERA_SHARED_DIR.
-    PATH="$BIN:$PATH" nohup "$BIN/tessera-worker" --api-key-file "$dir/node.key" \
+    PATH="$BIN:$PATH" nohup "$BIN/tessera-worker" "${join[@]}" "${worker_tls[@]}" \
       ${rank_user:+--rank-user "$rank_user"} \
       --scheduler-endpoint "127.0.0.1:$GRPC_PORT" --node-name "$name" --cluster local \
       --address 127.0.0.1 --simulate-gpus "$gpus" --state-dir "$dir/state" \
@@ -153,7 +192,7 @@ up() {
   done
   for i in $(seq 0 $((n - 1))); do
     local dir="$STATE/workers/node-$i"
-    wait_healthy "$(cat "$dir/metrics_port")" "$dir/pid" "$dir/worker.log" "worker node-$i"
+    wait_healthy "$(cat "$dir/metrics_port")" "$dir/pid" "$dir/worker.log" "worker node-$i" "node-$i"
   done
   # Registered and online: the scheduler has seen every worker.
   for _ in $(seq 100); do

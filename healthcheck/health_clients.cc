@@ -7,7 +7,7 @@ namespace {
 
 class GrpcSchedulerApi final : public SchedulerApi {
  public:
-  GrpcSchedulerApi(std::shared_ptr<ChannelRef> c, std::string key, ServiceClientOptions options)
+  GrpcSchedulerApi(std::shared_ptr<ChannelRef> c, SystemCredential key, ServiceClientOptions options)
       : scheduler_(std::move(c), std::move(key), "the scheduler", options) {}
   absl::StatusOr<std::vector<v1::Node>> ListNodes() override {
     v1::ListNodesRequest req;
@@ -36,7 +36,7 @@ class GrpcSchedulerApi final : public SchedulerApi {
 
 class GrpcCordonApi final : public CordonApi {
  public:
-  GrpcCordonApi(std::shared_ptr<ChannelRef> c, std::string key, ServiceClientOptions options)
+  GrpcCordonApi(std::shared_ptr<ChannelRef> c, SystemCredential key, ServiceClientOptions options)
       : cordon_(std::move(c), std::move(key), "the cordon service", options) {}
   absl::Status Cordon(const std::string& node, const std::string& reason,
                       const google::protobuf::Struct& evidence) override {
@@ -61,7 +61,7 @@ class GrpcCordonApi final : public CordonApi {
 
 class GrpcRunsApi final : public RunsApi {
  public:
-  GrpcRunsApi(std::shared_ptr<ChannelRef> c, std::string key, ServiceClientOptions options)
+  GrpcRunsApi(std::shared_ptr<ChannelRef> c, SystemCredential key, ServiceClientOptions options)
       : runs_(std::move(c), std::move(key), "the run manager", options) {}
   absl::StatusOr<std::vector<v1::Run>> ListRunning() override {
     v1::ListRunsRequest req;
@@ -79,16 +79,16 @@ class GrpcRunsApi final : public RunsApi {
 }  // namespace
 
 std::shared_ptr<SchedulerApi> MakeGrpcSchedulerApi(std::shared_ptr<ChannelRef> channel,
-                                                   std::string system_key,
+                                                   SystemCredential system_key,
                                                    ServiceClientOptions options) {
   return std::make_shared<GrpcSchedulerApi>(std::move(channel), std::move(system_key), options);
 }
 std::shared_ptr<CordonApi> MakeGrpcCordonApi(std::shared_ptr<ChannelRef> channel,
-                                             std::string system_key, ServiceClientOptions options) {
+                                             SystemCredential system_key, ServiceClientOptions options) {
   return std::make_shared<GrpcCordonApi>(std::move(channel), std::move(system_key), options);
 }
 std::shared_ptr<RunsApi> MakeGrpcRunsApi(std::shared_ptr<ChannelRef> channel,
-                                         std::string system_key, ServiceClientOptions options) {
+                                         SystemCredential system_key, ServiceClientOptions options) {
   return std::make_shared<GrpcRunsApi>(std::move(channel), std::move(system_key), options);
 }
 

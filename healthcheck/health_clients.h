@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "services/common/system_credential.h"
 #include "absl/status/statusor.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
@@ -48,13 +49,13 @@ inline constexpr ServiceClientOptions kHealthClientOptions{.deadline = absl::Sec
 
 // Over gRPC with a system API key.
 std::shared_ptr<SchedulerApi> MakeGrpcSchedulerApi(
-    std::shared_ptr<ChannelRef> channel, std::string system_key,
+    std::shared_ptr<ChannelRef> channel, SystemCredential system_key,
     ServiceClientOptions options = kHealthClientOptions);
 std::shared_ptr<CordonApi> MakeGrpcCordonApi(std::shared_ptr<ChannelRef> channel,
-                                             std::string system_key,
+                                             SystemCredential system_key,
                                              ServiceClientOptions options = kHealthClientOptions);
 std::shared_ptr<RunsApi> MakeGrpcRunsApi(std::shared_ptr<ChannelRef> channel,
-                                         std::string system_key,
+                                         SystemCredential system_key,
                                          ServiceClientOptions options = kHealthClientOptions);
 
 }  // namespace tessera::health

@@ -46,7 +46,8 @@ absl::StatusOr<v1::Sweep> HealthHandler::CreateSweep(v1::SweepTrigger trigger,
                                                      std::vector<std::string> nodes,
                                                      const std::string& requested_by,
                                                      const std::string& run_name,
-                                                     const std::string& suspect_node) {
+                                                     const std::string& suspect_node,
+                                                     const std::string& trigger_detail) {
   TESSERA_ASSIGN_OR_RETURN(auto known, NodesByName());
   if (nodes.empty()) {
     // Ready for checking: online, and schedulable or cordoned by the health API itself (so that a
@@ -83,6 +84,7 @@ absl::StatusOr<v1::Sweep> HealthHandler::CreateSweep(v1::SweepTrigger trigger,
   sweep.set_requested_by(requested_by);
   sweep.set_run_name(run_name);
   sweep.set_suspect_node(suspect_node);
+  sweep.set_trigger_detail(trigger_detail);
   sweep.set_expected_results(
       ExpectedResults({sweep.node_names().begin(), sweep.node_names().end()}));
   TESSERA_RETURN_IF_ERROR(store_->CreateSweep(sweep));
@@ -199,33 +201,41 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
       "rank %d of run %s (attempt %d) on %s made no progress for %.1f s (last step %d)", req.rank(),
       req.run_id(), req.resumption_index(), req.node_name(), req.seconds_without_progress(),
       req.last_step());
-  google::protobuf::Struct evidence;
-  auto& e = *evidence.mutable_fields();
-  e["run_id"].set_string_value(req.run_id());
-  e["resumption_index"].set_number_value(req.resumption_index());
-  e["rank"].set_number_value(req.rank());
-  e["last_step"].set_number_value(static_cast<double>(req.last_step()));
-  e["seconds_without_progress"].set_number_value(req.seconds_without_progress());
+  // A hang is the run's own signal, which its command controls: it ends and requeues that run
+  // only. The node is cordoned (and other tenants' runs evicted) only if an independent check,
+  // a sweep of the node, finds it at fault (Remediate); a rank waiting in a collective does not
+  // even make the node a suspect.
+  v1::EvictNodeRequest evict;
+  evict.set_node_name(req.node_name());
+  evict.set_reason(v1::ATTEMPT_END_REASON_HANG);
+  evict.set_detection_method(v1::DETECTION_METHOD_HANG_TIMEOUT);
+  evict.set_run_id(req.run_id());
   if (req.in_collective()) {
-    // The rank waits for the others: the run restarts, but nothing says its node is bad.
-    v1::EvictNodeRequest evict;
-    evict.set_node_name(req.node_name());
-    evict.set_reason(v1::ATTEMPT_END_REASON_HANG);
-    evict.set_detection_method(v1::DETECTION_METHOD_HANG_TIMEOUT);
     evict.set_detail(what + " while waiting in a collective");
-    evict.set_run_id(req.run_id());
-    auto evicted = scheduler_->EvictNode(evict);
-    if (!evicted.ok()) return evicted.status();
-    return absl::OkStatus();
+    return scheduler_->EvictNode(evict).status();
   }
-  TakeOutOfService(req.node_name(), absl::StrCat(kCordonReasonPrefix, what), evidence,
-                   v1::ATTEMPT_END_REASON_HANG, v1::DETECTION_METHOD_HANG_TIMEOUT);
-  // Check the node: a node that passes can return (uncordon_after_passes).
-  auto sweep =
-      CreateSweep(v1::SWEEP_TRIGGER_HANG, {req.node_name()}, "tessera-health", "", req.node_name());
-  if (!sweep.ok())
+  // The suspect is measured beside idle peers, so that "slow" means slower than they are.
+  std::vector<std::string> sweep_nodes = {req.node_name()};
+  auto nodes = NodesByName();
+  auto running = runs_->ListRunning();
+  if (nodes.ok() && running.ok()) {
+    std::set<std::string> busy = {req.node_name()};
+    for (const auto& r : *running) {
+      for (const auto& n : r.nodes()) busy.insert(n.node_name());
+    }
+    for (auto& peer : IdlePeers(*nodes, busy)) sweep_nodes.push_back(std::move(peer));
+  }
+  auto sweep = CreateSweep(v1::SWEEP_TRIGGER_HANG, sweep_nodes, "tessera-health", "",
+                           req.node_name(), what);
+  evict.set_detail(sweep.ok() ? absl::StrCat(what, "; node checked by sweep ", sweep->id())
+                              : what);
+  if (!sweep.ok()) {
     spdlog::warn("no sweep of {} after its hang: {}", req.node_name(), sweep.status().ToString());
-  return absl::OkStatus();
+  } else {
+    spdlog::warn("health: {}: requeued, node {} is checked by sweep {}", what, req.node_name(),
+                 sweep->id());
+  }
+  return scheduler_->EvictNode(evict).status();
 }
 
 absl::Status HealthHandler::InjectFault(const Who& who, const v1::InjectFaultRequest& req,

@@ -12,6 +12,7 @@
 // Nodes cordoned by the health API return after an operator uncordons them, or after passing
 // `uncordon_after_passes` sweeps in a row when that is set.
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -82,7 +83,8 @@ class HealthHandler {
   absl::StatusOr<v1::Sweep> CreateSweep(v1::SweepTrigger trigger, std::vector<std::string> nodes,
                                         const std::string& requested_by,
                                         const std::string& run_name,
-                                        const std::string& suspect_node);
+                                        const std::string& suspect_node,
+                                        const std::string& trigger_detail = "");
 
  private:
   void AdvanceSweep(v1::Sweep sweep);
@@ -102,6 +104,9 @@ class HealthHandler {
                       const std::vector<std::vector<std::string>>& groups, int pass,
                       std::vector<v1::HealthCheckResult>& results);
   absl::StatusOr<std::map<std::string, v1::Node>> NodesByName();
+  // Online, schedulable nodes that run nothing (up to max_peers): what a suspect is compared with.
+  std::vector<std::string> IdlePeers(const std::map<std::string, v1::Node>& nodes,
+                                     const std::set<std::string>& busy) const;
   std::string NewSweepId();
 
   std::shared_ptr<store::HealthStore> store_;

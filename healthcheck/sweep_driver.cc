@@ -221,6 +221,9 @@ void HealthHandler::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anom
     e["verdict"].set_string_value(v1::HealthVerdict_Name(a.verdict));
     e["finding"].set_string_value(a.finding);
     if (!sweep.run_name().empty()) e["run_name"].set_string_value(sweep.run_name());
+    if (!sweep.trigger_detail().empty()) {
+      e["trigger_detail"].set_string_value(sweep.trigger_detail());
+    }
     for (const auto& [k, v] : a.evidence) e[k].set_number_value(v);
     TakeOutOfService(a.node,
                      absl::StrCat(kCordonReasonPrefix, "sweep ", sweep.id(), ": ", a.finding),
@@ -277,6 +280,19 @@ void HealthHandler::MaybeReturnToService(const v1::Sweep& finished) {
         spdlog::info("health: {} returned to service after {} passing sweeps", name, passes);
     }
   }
+}
+
+std::vector<std::string> HealthHandler::IdlePeers(const std::map<std::string, v1::Node>& nodes,
+                                                  const std::set<std::string>& busy) const {
+  std::vector<std::string> peers;
+  for (const auto& [name, n] : nodes) {
+    if (static_cast<int>(peers.size()) >= config_.max_peers) break;
+    if (n.liveness() == v1::NODE_LIVENESS_ONLINE &&
+        n.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE && !busy.count(name)) {
+      peers.push_back(name);
+    }
+  }
+  return peers;
 }
 
 void HealthHandler::ScheduleSweeps() {
@@ -336,17 +352,9 @@ void HealthHandler::WatchRuns() {
       if (run.name() != t.run_name) continue;
       for (const auto& n : run.nodes()) sweep_nodes.push_back(n.node_name());
     }
-    // Idle schedulable peers to compare with.
-    int peers = 0;
-    for (const auto& [name, n] : *nodes) {
-      if (peers >= config_.max_peers) break;
-      if (n.liveness() == v1::NODE_LIVENESS_ONLINE &&
-          n.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE && !busy.count(name)) {
-        sweep_nodes.push_back(name);
-        ++peers;
-      }
-    }
-    auto sweep = CreateSweep(t.trigger, sweep_nodes, "tessera-health", t.run_name, t.suspect_node);
+    for (auto& peer : IdlePeers(*nodes, busy)) sweep_nodes.push_back(std::move(peer));
+    auto sweep = CreateSweep(t.trigger, sweep_nodes, "tessera-health", t.run_name, t.suspect_node,
+                             t.reason);
     if (!sweep.ok())
       spdlog::warn("health: no sweep for run {}: {}", t.run_name, sweep.status().ToString());
   }

@@ -65,7 +65,9 @@ absl::Status SplitCluster::StartService(const std::string& role) {
   std::string binary;
   if (role == "runs") {
     binary = "tessera-runs";
-    flags = {"--scheduler-endpoint", schedulers, "--logs-endpoint", endpoints_["logs"]};
+    // The bench's runs set an 8 s hang_timeout.
+    flags = {"--scheduler-endpoint", schedulers, "--logs-endpoint", endpoints_["logs"],
+             "--min-hang-timeout-seconds", "1"};
   } else if (role == "sched0" || role == "sched1") {
     binary = "tessera-scheduler";
     flags = {"--runs-endpoint",    endpoints_["runs"], "--health-endpoint",
@@ -84,7 +86,7 @@ absl::Status SplitCluster::StartService(const std::string& role) {
   }
   std::vector<std::string> argv = {BinaryPath(binary), "--database-url",    pg_->url(),
                                    "--grpc-listen",    endpoints_.at(role), "--metrics-listen",
-                                   "127.0.0.1:0"};
+                                   "127.0.0.1:0",      "--plaintext"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   auto p = Process::Start(argv, ProcessLog(role));
   if (!p.ok()) return p.status();

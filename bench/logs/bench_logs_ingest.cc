@@ -142,8 +142,10 @@ int Main(const Options& o) {
   auto handler = std::make_shared<logs::LogHandler>(stores->logs, nullptr, clock);
   logs::LogService stored(handler, auth);
   RawLogService raw;
-  HostOptions host{
-      .grpc_listen = "127.0.0.1:0", .metrics_listen = "127.0.0.1:0", .log_level = "warn"};
+  HostOptions host{.grpc_listen = "127.0.0.1:0",
+                   .metrics_listen = "127.0.0.1:0",
+                   .log_level = "warn",
+                   .tls = {.plaintext = true}};
   auto stored_host = ServiceHost::Start(host, {&stored});
   auto raw_host = ServiceHost::Start(host, {&raw});
   if (!stored_host.ok() || !raw_host.ok()) return 1;

@@ -7,7 +7,7 @@ namespace {
 
 class GrpcHealthClient final : public HealthClient {
  public:
-  GrpcHealthClient(std::shared_ptr<ChannelRef> channel, std::string key,
+  GrpcHealthClient(std::shared_ptr<ChannelRef> channel, SystemCredential key,
                    ServiceClientOptions options)
       : health_(std::move(channel), std::move(key), "the health API", options) {}
 
@@ -38,7 +38,7 @@ class GrpcHealthClient final : public HealthClient {
 }  // namespace
 
 std::shared_ptr<HealthClient> MakeGrpcHealthClient(std::shared_ptr<ChannelRef> channel,
-                                                   std::string system_key,
+                                                   SystemCredential system_key,
                                                    ServiceClientOptions options) {
   return std::make_shared<GrpcHealthClient>(std::move(channel), std::move(system_key), options);
 }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "services/common/system_credential.h"
 #include "absl/status/status.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
@@ -25,7 +26,7 @@ inline constexpr ServiceClientOptions kHealthClientOptions{.deadline = absl::Sec
 
 // Over gRPC with a system API key.
 std::shared_ptr<HealthClient> MakeGrpcHealthClient(
-    std::shared_ptr<ChannelRef> channel, std::string system_key,
+    std::shared_ptr<ChannelRef> channel, SystemCredential system_key,
     ServiceClientOptions options = kHealthClientOptions);
 
 }  // namespace tessera::scheduler

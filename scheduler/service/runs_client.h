@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "services/common/system_credential.h"
 #include "absl/status/statusor.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
@@ -28,7 +29,7 @@ class RunsClient {
 // Over gRPC with a system API key (calls wait ServiceClientOptions' default 30 s). With a
 // `fence`, RecordAttempt carries the leader's term and is refused once a newer one began.
 std::shared_ptr<RunsClient> MakeGrpcRunsClient(std::shared_ptr<ChannelRef> channel,
-                                               std::string system_key,
+                                               SystemCredential system_key,
                                                ServiceClientOptions options = {},
                                                store::FenceSource fence = nullptr);
 

@@ -77,8 +77,14 @@ absl::Status ValidateUserName(const std::string& field, const std::string& user)
 }
 
 AdminHandler::AdminHandler(std::shared_ptr<store::ApiKeyStore> keys,
+                           std::shared_ptr<store::JoinTokenStore> join_tokens,
+                           std::shared_ptr<store::AuditStore> audit,
                            std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock)
-    : keys_(std::move(keys)), idem_(std::move(idem)), clock_(std::move(clock)) {}
+    : keys_(std::move(keys)),
+      join_tokens_(std::move(join_tokens)),
+      audit_(std::move(audit)),
+      idem_(std::move(idem)),
+      clock_(std::move(clock)) {}
 
 absl::Status AdminHandler::CreateApiKey(const auth::Principal& who,
                                         const v1::CreateApiKeyRequest& req,

@@ -17,6 +17,10 @@ class AdminService final : public v1::AdminService::Service {
   TESSERA_UNARY_RPC(handler_, ListApiKeys)
   TESSERA_UNARY_RPC(handler_, RevokeApiKey)
   TESSERA_UNARY_RPC(handler_, WhoAmI)
+  TESSERA_UNARY_RPC(handler_, CreateJoinToken)
+  TESSERA_UNARY_RPC(handler_, ListJoinTokens)
+  TESSERA_UNARY_RPC(handler_, RevokeJoinToken)
+  TESSERA_UNARY_RPC(handler_, ListAuditRecords)
 
  private:
   std::shared_ptr<AdminHandler> handler_;

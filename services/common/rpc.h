@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/auth/api_keys.h"
+#include "services/common/auth/audit_log.h"
 #include "services/common/auth/rpc_roles.h"
 #include "services/common/grpc_status.h"
 #include "services/store/traffic_class.h"
@@ -32,18 +33,28 @@ inline std::string RpcName(const char* service, const char* method) {
   return absl::StrCat(service, "/", method);
 }
 
+// `request` (optional) is what the audit log records of an audited call (rpc_roles.h): its
+// target and its fields. What it records of the outcome is what the caller was told.
 template <typename Fn>
 grpc::Status Serve(auth::Authenticator& authenticator, grpc::ServerContext* context,
-                   const std::string& method, Fn&& fn) {
+                   const std::string& method, Fn&& fn,
+                   const google::protobuf::Message* request = nullptr) {
   auto who = authenticator.Authenticate(*context);
   if (!who.ok()) return ToGrpcStatus(who.status());
-  if (auto allowed = auth::CheckRpcRole(method, *who); !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
+  const auth::RpcRule* rule = auth::FindRpcRule(method);
+  auto answer = [&](const absl::Status& outcome) {
+    grpc::Status answered = ToGrpcStatus(outcome);
+    auth::AuditLog* audit = authenticator.audit_log();
+    if (audit != nullptr && rule != nullptr && auth::Audited(*rule, *who)) {
+      audit->Record(*who, method, *context, request, FromGrpcStatus(answered));
+    }
+    return answered;
+  };
+  if (auto allowed = auth::CheckRpcRole(method, *who); !allowed.ok()) return answer(allowed);
   // A person's call may not use the connections kept for the control plane.
   store::TrafficScope traffic(who->is_system() ? store::TrafficClass::kControl
                                                : store::TrafficClass::kUser);
-  return ToGrpcStatus(fn(*who));
+  return answer(fn(*who));
 }
 
 // PERMISSION_DENIED unless the caller is an admin.
@@ -81,8 +92,10 @@ inline absl::Status RequireSystem(const auth::Principal& who, const char* what) 
   ::grpc::Status Method(::grpc::ServerContext* context,                          \
                         const ::tessera::v1::Method##Request* request,           \
                         ::tessera::v1::Method##Response* response) override {    \
-    return ::tessera::Serve(*auth_, context, TESSERA_RPC_NAME(Method),           \
-                            [&](const ::tessera::auth::Principal& who) {         \
-                              return (handler)->Method(who, *request, response); \
-                            });                                                  \
+    return ::tessera::Serve(                                                     \
+        *auth_, context, TESSERA_RPC_NAME(Method),                               \
+        [&](const ::tessera::auth::Principal& who) {                             \
+          return (handler)->Method(who, *request, response);                     \
+        },                                                                       \
+        request);                                                                \
   }

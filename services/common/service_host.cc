@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "services/common/grpc_limits.h"
 #include "services/common/metrics/grpc_interceptor.h"
+#include "services/common/tls/grpc_credentials.h"
+#include "services/common/tls/server_ssl_context.h"
 
 namespace tessera {
 
@@ -20,6 +22,7 @@ void AddHostFlags(CLI::App& app, HostOptions& options) {
       ->capture_default_str();
   app.add_option("--log-level", options.log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
+  tls::AddTlsFlags(app, options.tls);
 }
 
 absl::Status ConfigureLogging(const std::string& level) {
@@ -58,9 +61,22 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
   auto metrics_addr = ParseListenAddress("--metrics-listen", options.metrics_listen);
   if (!metrics_addr.ok()) return metrics_addr.status();
 
+  if (auto st = tls::CheckTlsFlags(options.tls, {{"--grpc-listen", options.grpc_listen},
+                                                 {"--metrics-listen", options.metrics_listen}});
+      !st.ok()) {
+    return st;
+  }
+  std::shared_ptr<tls::ServerSslContext> https;
+  if (options.tls.enabled()) {
+    auto loaded = tls::ServerSslContext::Create(options.tls);
+    if (!loaded.ok()) return loaded.status();
+    https = *std::move(loaded);
+  }
+
   std::unique_ptr<ServiceHost> host(new ServiceHost());
   auto endpoint = metrics::MetricsEndpoint::Start(metrics_addr->first,
-                                                  static_cast<uint16_t>(metrics_addr->second));
+                                                  static_cast<uint16_t>(metrics_addr->second),
+                                                  metrics::Registry::Default(), std::move(https));
   if (!endpoint.ok()) return endpoint.status();
   host->endpoint_ = *std::move(endpoint);
 
@@ -72,7 +88,7 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
 
   grpc::ServerBuilder builder;
   ApplyMessageLimits(builder);
-  builder.AddListeningPort(options.grpc_listen, grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(options.grpc_listen, tls::ServerCredentials(options.tls),
                            &host->grpc_port_);
   for (grpc::Service* s : services) builder.RegisterService(s);
   builder.experimental().SetInterceptorCreators(std::move(all));
@@ -82,8 +98,10 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
                                                options.grpc_listen,
                                                " (address in use or not local?)"));
   }
-  spdlog::info("serving gRPC on {}:{}, metrics on http://{}:{}/metrics", grpc_addr->first,
-               host->grpc_port_, metrics_addr->first, host->metrics_port());
+  spdlog::info("serving gRPC{} on {}:{}, metrics on {}://{}:{}/metrics",
+               options.tls.enabled() ? " over TLS" : " in plain text", grpc_addr->first,
+               host->grpc_port_, options.tls.enabled() ? "https" : "http", metrics_addr->first,
+               host->metrics_port());
   return host;
 }
 

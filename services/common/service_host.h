@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "services/common/metrics/http_endpoint.h"
+#include "services/common/tls/tls_flags.h"
 
 namespace tessera {
 
@@ -22,6 +23,8 @@ struct HostOptions {
   // host:port for /metrics and /healthz; port 0 picks a free one.
   std::string metrics_listen = "127.0.0.1:9464";
   std::string log_level = "info";
+  // Both listeners serve TLS with these, unless tls.plaintext (loopback only).
+  tls::TlsFlags tls{};
 };
 
 // Blocks SIGINT and SIGTERM in the calling thread and every thread it starts later, so that
@@ -31,7 +34,7 @@ void BlockTerminationSignals();
 // Waits (after BlockTerminationSignals) for SIGINT or SIGTERM and returns which arrived.
 int WaitForTerminationSignal();
 
-// Adds --grpc-listen, --metrics-listen and --log-level to a command line.
+// Adds --grpc-listen, --metrics-listen, --log-level and the TLS flags to a command line.
 void AddHostFlags(CLI::App& app, HostOptions& options);
 
 // Applies --log-level to spdlog; INVALID_ARGUMENT for an unknown level.

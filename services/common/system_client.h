@@ -24,6 +24,7 @@
 #include "services/common/channel_ref.h"
 #include "services/common/grpc_status.h"
 #include "services/common/standby.h"
+#include "services/common/system_credential.h"
 
 namespace tessera {
 
@@ -48,7 +49,7 @@ class SystemClient {
   using Method = grpc::Status (Service::Stub::*)(grpc::ClientContext*, const Request&, Response*);
 
   // `name` names the service in the error while the channel is not set ("the run manager").
-  SystemClient(std::shared_ptr<ChannelRef> channel, std::string system_key, std::string name,
+  SystemClient(std::shared_ptr<ChannelRef> channel, SystemCredential system_key, std::string name,
                ServiceClientOptions options)
       : channel_(std::move(channel)),
         key_(std::move(system_key)),
@@ -77,7 +78,7 @@ class SystemClient {
       if (!channel) return absl::UnavailableError(absl::StrCat(name_, " is not reachable yet"));
       auto stub = Service::NewStub(channel);
       grpc::ClientContext context;
-      PrepareSystemCall(context, key_, deadline);
+      PrepareSystemCall(context, key_.secret(), deadline);
       absl::Status st = FromGrpcStatus(((*stub).*method)(&context, request, response));
       if (!absl::IsUnavailable(st) || instances <= 1) return st;
       if (telling.ok() || IsStandbyRefusal(telling)) telling = st;
@@ -90,7 +91,7 @@ class SystemClient {
 
  private:
   std::shared_ptr<ChannelRef> channel_;
-  std::string key_;
+  SystemCredential key_;
   std::string name_;
   ServiceClientOptions options_;
 };

@@ -142,12 +142,20 @@ absl::Status CordonHandler::DrainNode(const Who& who, const v1::DrainNodeRequest
   });
 }
 
+v1::NodeEvent CordonHandler::AsSeenBy(const Who& who, v1::NodeEvent event) {
+  if (who.may_operate_nodes()) return event;
+  // Evidence may name the run that made a node a suspect (a hang, an MFU drop): another user's.
+  auto& fields = *event.mutable_evidence()->mutable_fields();
+  for (const char* key : {"run_id", "run_name", "trigger_detail"}) fields.erase(key);
+  return event;
+}
+
 absl::Status CordonHandler::ListNodeEvents(const Who& who, const v1::ListNodeEventsRequest& req,
                                            v1::ListNodeEventsResponse* resp) {
   TESSERA_RETURN_IF_ERROR(ValidateFilter(req.filter()));
   auto events = events_->ListNodeEvents(req.filter());
   if (!events.ok()) return events.status();
-  for (auto& e : *events) *resp->add_events() = std::move(e);
+  for (auto& e : *events) *resp->add_events() = AsSeenBy(who, std::move(e));
   return absl::OkStatus();
 }
 
@@ -173,7 +181,7 @@ absl::Status CordonHandler::WatchNodeEvents(const Who& who, const v1::WatchNodeE
     if (!events.ok()) return events.status();
     for (const auto& e : *events) {
       filter.set_after_id(e.id());
-      if (!send(e)) return absl::OkStatus();
+      if (!send(AsSeenBy(who, e))) return absl::OkStatus();
     }
     // Nothing new: look again after the poll interval of the injected clock.
     if (events->empty()) clock_->WaitUntil(clock_->Now() + poll_interval);

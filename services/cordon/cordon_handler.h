@@ -38,6 +38,8 @@ class CordonHandler {
                                const std::function<bool()>& done, absl::Duration poll_interval);
 
  private:
+  // The event as `who` may see it: a user sees no run named in its evidence (another user's).
+  static v1::NodeEvent AsSeenBy(const Who& who, v1::NodeEvent event);
   // Moves the node to `state` and records the event, unless it is already there.
   absl::Status Change(const Who& who, const std::string& node_name, v1::NodeAdminState state,
                       v1::NodeEventType type, const std::string& reason,

@@ -37,7 +37,14 @@ class Connection {
              const ConnectionLimits& limits)
       : stream_(fd, wake_fd), peer_(peer), routes_(routes), limits_(limits) {}
 
-  void Serve() {
+  void Serve(ssl_ctx_st* tls) {
+    if (tls != nullptr) {
+      stream_.expires_after(limits_.request_timeout);
+      if (!stream_.AcceptTls(tls)) {
+        spdlog::info("gateway: {} failed the TLS handshake", peer_);
+        return;
+      }
+    }
     for (bool first = true;; first = false) {
       if (!ServeOne(first)) return;
     }
@@ -78,6 +85,7 @@ class Connection {
       wire.headers.emplace(absl::AsciiStrToLower(ToStd(field.name_string())), ToStd(field.value()));
     }
     wire.body = std::move(req.body());
+    wire.peer = peer_;
     const std::string method = wire.method;
     const std::string target = wire.target.substr(0, wire.target.find('?'));
 
@@ -163,8 +171,8 @@ class Connection {
 }  // namespace
 
 void ServeConnection(int fd, int wake_fd, const std::string& peer, const RouteTable& routes,
-                     const ConnectionLimits& limits) {
-  Connection(fd, wake_fd, peer, routes, limits).Serve();
+                     const ConnectionLimits& limits, ssl_ctx_st* tls) {
+  Connection(fd, wake_fd, peer, routes, limits).Serve(tls);
 }
 
 }  // namespace tessera::gateway

@@ -10,6 +10,8 @@
 #include "services/gateway/route_table.h"
 #include "services/gateway/sse_relay.h"
 
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX
+
 namespace tessera::gateway {
 
 struct ConnectionLimits {
@@ -25,7 +27,9 @@ struct ConnectionLimits {
 // Serves the connection on `fd` (owned, closed on return) until the client closes it, a limit or
 // an error ends it, or `wake_fd` becomes readable (the gateway is stopping). Malformed requests
 // get a 400 (431 for a header too large, 413 for a body too large) and the connection is closed.
+// Serves the connection `fd` until it closes. With `tls` (an OpenSSL SSL_CTX that outlives the
+// call) the client must start with a TLS handshake, bounded by the request timeout.
 void ServeConnection(int fd, int wake_fd, const std::string& peer, const RouteTable& routes,
-                     const ConnectionLimits& limits);
+                     const ConnectionLimits& limits, ssl_ctx_st* tls = nullptr);
 
 }  // namespace tessera::gateway

@@ -16,6 +16,8 @@ struct WireRequest {
   // Header names in lower case; the first value of each.
   std::map<std::string, std::string> headers;
   std::string body;
+  // The client's address ("10.1.2.3:51234"), forwarded to the services for their audit log.
+  std::string peer = {};
 };
 
 // Never throws: a handler's exception becomes a 500.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -153,11 +154,20 @@ void GatewayServer::AcceptLoop() {
   }
 }
 
+void GatewayServer::ServeTls(std::shared_ptr<tls::ServerSslContext> tls) {
+  // OpenSSL writes to the socket with write(2): a client gone mid-response must be an error
+  // (EPIPE), not a signal that ends the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  tls_ = std::move(tls);
+}
+
 void GatewayServer::Spawn(int fd, std::string peer) {
   ++active_;
   Worker& w = workers_.emplace_back();
-  w.thread = std::thread([this, fd, peer = std::move(peer), &w] {
-    ServeConnection(fd, wake_fd_, peer, routes_, options_.limits);
+  std::shared_ptr<boost::asio::ssl::context> tls = tls_ ? tls_->Current() : nullptr;
+  w.thread = std::thread([this, fd, peer = std::move(peer), &w, tls = std::move(tls)] {
+    ServeConnection(fd, wake_fd_, peer, routes_, options_.limits,
+                    tls ? tls->native_handle() : nullptr);
     --active_;
     w.done.store(true);
   });

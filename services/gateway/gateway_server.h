@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "services/common/tls/server_ssl_context.h"
 #include "services/gateway/connection.h"
 #include "services/gateway/route_table.h"
 #include "services/gateway/upstream.h"
@@ -61,6 +62,11 @@ class GatewayServer {
   // naming the address.
   absl::Status Start(const std::string& address, std::uint16_t port);
 
+  // Serves HTTPS only, with the context's current certificate for each new connection. Before
+  // Start.
+  void ServeTls(std::shared_ptr<tls::ServerSslContext> tls);
+  bool tls() const { return tls_ != nullptr; }
+
   // The port actually bound (0 before Start).
   std::uint16_t port() const { return port_; }
 
@@ -86,6 +92,7 @@ class GatewayServer {
   const GatewayOptions options_;
   std::shared_ptr<Upstream> upstream_;
   RouteTable routes_;
+  std::shared_ptr<tls::ServerSslContext> tls_;  // null: plain HTTP
 
   int listen_fd_ = -1;
   int wake_fd_ = -1;

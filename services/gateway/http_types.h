@@ -28,6 +28,8 @@ struct Request {
   std::string last_event_id;
   std::string accept;  // the Accept header, for routes that answer JSON or an event stream
   std::string body;
+  // The client's address, forwarded to the services (their audit log records it).
+  std::string client_address;
   // The matched route's parameters (what the values above were validated against).
   const std::vector<ParamSpec>* params = nullptr;
 

@@ -9,6 +9,9 @@
 #include "services/common/grpc_limits.h"
 #include "services/common/metrics/http_endpoint.h"
 #include "services/common/service_host.h"
+#include "services/common/tls/grpc_credentials.h"
+#include "services/common/tls/server_ssl_context.h"
+#include "services/common/tls/tls_flags.h"
 #include "services/gateway/gateway_server.h"
 
 namespace {
@@ -48,6 +51,14 @@ int main(int argc, char** argv) {
   app.add_option("--max-connections", max_connections, "connections served at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  double request_timeout_s = 60;
+  app.add_option("--request-timeout-seconds", request_timeout_s,
+                 "a client has this long for the TLS handshake, each request's header and body, "
+                 "and to take the response (slow clients are cut off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  tessera::tls::TlsFlags tls;
+  tessera::tls::AddTlsFlags(app, tls);
   CLI11_PARSE(app, argc, argv);
 
   if (auto st = tessera::ConfigureLogging(log_level); !st.ok()) {
@@ -76,9 +87,27 @@ int main(int argc, char** argv) {
     spdlog::error("{}", metrics_address.status().ToString());
     return 2;
   }
+  if (auto st = tessera::tls::CheckTlsFlags(tls, {{"--listen", listen},
+                                                  {"--metrics-listen", metrics_listen},
+                                                  {"--upstream", upstream},
+                                                  {"--logs-endpoint", logs_endpoint}});
+      !st.ok()) {
+    spdlog::error("{}", std::string(st.message()));
+    return 2;
+  }
+  std::shared_ptr<tessera::tls::ServerSslContext> https;
+  if (tls.enabled()) {
+    auto loaded = tessera::tls::ServerSslContext::Create(tls);
+    if (!loaded.ok()) {
+      spdlog::error("{}", std::string(loaded.status().message()));
+      return 2;
+    }
+    https = *std::move(loaded);
+  }
   // Every binary serves /metrics, the gateway too.
   auto metrics = tessera::metrics::MetricsEndpoint::Start(
-      metrics_address->first, static_cast<std::uint16_t>(metrics_address->second));
+      metrics_address->first, static_cast<std::uint16_t>(metrics_address->second),
+      tessera::metrics::Registry::Default(), https);
   if (!metrics.ok()) {
     spdlog::error("{}", metrics.status().ToString());
     return 1;
@@ -87,18 +116,23 @@ int main(int argc, char** argv) {
   tessera::gateway::GatewayOptions options;
   options.upstream_timeout = std::chrono::seconds(upstream_timeout_s);
   options.max_connections = max_connections;
+  options.limits.request_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1000));
   if (logs_endpoint != upstream) {
     options.logs_channel =
-        tessera::CreateLimitedChannel(*logs_target, grpc::InsecureChannelCredentials());
+        tessera::CreateLimitedChannel(*logs_target, tessera::tls::ChannelCredentials(tls));
   }
   tessera::gateway::GatewayServer gateway(
-      tessera::CreateLimitedChannel(*upstream_target, grpc::InsecureChannelCredentials()), options);
+      tessera::CreateLimitedChannel(*upstream_target, tessera::tls::ChannelCredentials(tls)),
+      options);
+  if (https != nullptr) gateway.ServeTls(https);
   if (auto st = gateway.Start(address->first, static_cast<std::uint16_t>(address->second));
       !st.ok()) {
     spdlog::error("{}", st.ToString());
     return 1;
   }
-  spdlog::info("gateway: forwarding to gRPC at {} (logs: {})", upstream, logs_endpoint);
+  spdlog::info("gateway: serving {} on port {}, forwarding to gRPC at {} (logs: {})",
+               https ? "HTTPS" : "plain HTTP", gateway.port(), upstream, logs_endpoint);
 
   sigset_t set;
   sigemptyset(&set);

@@ -1,8 +1,10 @@
 #include "services/gateway/openapi.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "services/common/auth/rpc_roles.h"
 #include "services/gateway/params.h"
 #include "services/gateway/proto_schema.h"
 
@@ -122,6 +124,20 @@ json Operation(const Route& r, json& schemas) {
                       {{"description", "An error, with the HTTP status of its gRPC code"},
                        {"content", JsonContent({{"$ref", "#/components/schemas/Error"}})}}}};
   if (!r.requires_auth) op["security"] = json::array();
+  // Who may call it: the roles of the RPCs it calls, from the one role table.
+  if (!r.rpcs.empty()) {
+    json roles = json::array();
+    for (const std::string& rpc : r.rpcs) {
+      if (const auth::RpcRule* rule = auth::FindRpcRule(rpc)) {
+        for (v1::Role role : rule->roles) {
+          const std::string name = auth::RoleName(role);
+          if (std::find(roles.begin(), roles.end(), name) == roles.end()) roles.push_back(name);
+        }
+      }
+    }
+    op["x-tessera-rpcs"] = r.rpcs;
+    op["x-tessera-roles"] = roles;
+  }
   return op;
 }
 

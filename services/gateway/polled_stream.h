@@ -14,6 +14,9 @@
 #include <cstddef>
 #include <string_view>
 
+struct ssl_st;      // OpenSSL's SSL
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX
+
 namespace tessera::gateway {
 
 class PolledStream {
@@ -28,6 +31,12 @@ class PolledStream {
   PolledStream& operator=(const PolledStream&) = delete;
 
   int fd() const { return fd_; }
+  bool tls() const { return ssl_ != nullptr; }
+
+  // Makes this a TLS server connection with `ctx` (which must outlive the stream) and runs the
+  // handshake, bounded by the deadline. False when it fails (not TLS, a timeout, a bad client);
+  // the connection is then done. Every read and write after it goes through TLS.
+  bool AcceptTls(ssl_ctx_st* ctx);
   int wake_fd() const { return wake_fd_; }
 
   // Operations fail with timed_out once this point has passed.
@@ -92,12 +101,16 @@ class PolledStream {
  private:
   enum class Wait { kReady, kTimeout, kWake, kError };
   Wait WaitFor(short events);
+  // Waits as OpenSSL asks after a call returned `result`; false (with `ec`) when it cannot go on.
+  bool WaitForTls(int result, boost::beast::error_code& ec);
+  boost::beast::error_code WaitError(Wait w) const;
   std::size_t ReadSome(void* data, std::size_t size, boost::beast::error_code& ec);
   std::size_t WriteSome(const iovec* iov, int count, boost::beast::error_code& ec);
 
   int fd_;
   int wake_fd_;
   Clock::time_point deadline_ = Clock::time_point::max();
+  ssl_st* ssl_ = nullptr;
 };
 
 }  // namespace tessera::gateway

@@ -52,6 +52,9 @@ struct Route {
   SchemaBuilder stream_schema = {};
   ResponseKind response_kind = ResponseKind::kJson;
   bool requires_auth = true;
+  // The RPCs it calls ("tessera.v1.RunService/GetRun"), whose rows in the role table
+  // (services/common/auth/rpc_roles.h) say who may use the route; the OpenAPI document shows them.
+  std::vector<std::string> rpcs = {};
   Handler handler = {};
 };
 

@@ -72,7 +72,7 @@ bool WantsEventStream(const std::string& accept) {
 
 // Reads the whole (not followed) stream into {"lines": [...]}, under the unary deadline.
 Response AllLines(Upstream& up, const Request& r, const v1::GetLogsRequest& req) {
-  std::unique_ptr<UpstreamCall> call = up.NewUnaryCall(r.authorization);
+  std::unique_ptr<UpstreamCall> call = up.NewUnaryCall(r.authorization, r.client_address);
   std::unique_ptr<grpc::ClientReader<v1::LogLine>> reader = up.logs().GetLogs(call->context(), req);
   json lines = json::array();
   v1::LogLine line;
@@ -103,7 +103,7 @@ HandlerResult GetLogs(const std::shared_ptr<Upstream>& up, const Request& r) {
   }
   if (!req.follow() && !WantsEventStream(r.accept)) return AllLines(*up, r, req);
   return std::make_unique<GrpcStreamSource<v1::LogLine>>(
-      up->NewStreamCall(r.authorization),
+      up->NewStreamCall(r.authorization, r.client_address),
       [up, req](grpc::ClientContext* ctx, grpc::ClientReadReactor<v1::LogLine>* reactor) {
         up->logs().async()->GetLogs(ctx, &req, reactor);
       },
@@ -129,6 +129,7 @@ void AddLogRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .response_schema = LogLinesSchema,
          .stream_schema = LogLineSchema,
          .response_kind = ResponseKind::kJsonOrEventStream,
+         .rpcs = {"tessera.v1.LogService/GetLogs"},
          .handler = [up](const Request& r) { return GetLogs(up, r); }});
 }
 

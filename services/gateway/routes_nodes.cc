@@ -81,6 +81,7 @@ void AddNodeRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
                  LimitParam(),
              },
          .response = v1::ListNodesResponse::descriptor(),
+         .rpcs = {"tessera.v1.SchedulerService/ListNodes"},
          .handler = [up](const Request& r) -> HandlerResult {
            QueryReader q(r);
            v1::ListNodesRequest req;
@@ -104,6 +105,7 @@ void AddNodeRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .summary = "Get a node and the runs on it.",
          .params = {NodeNameParam()},
          .response = v1::GetNodeResponse::descriptor(),
+         .rpcs = {"tessera.v1.SchedulerService/GetNode"},
          .handler = [up](const Request& r) -> HandlerResult {
            v1::GetNodeRequest req;
            if (absl::Status st = BindRequest(r, false, {{"name", "name"}}, &req); !st.ok()) {
@@ -120,6 +122,7 @@ void AddNodeRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .params = {NodeNameParam(), IdempotencyKeyHeader()},
          .request_body = v1::CordonNodeRequest::descriptor(),
          .response = v1::CordonNodeResponse::descriptor(),
+         .rpcs = {"tessera.v1.CordonService/CordonNode"},
          .handler = OnNode(up, &CordonService::Stub::CordonNode)});
 
   t.Add({.method = "POST",
@@ -130,6 +133,7 @@ void AddNodeRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .params = {NodeNameParam(), IdempotencyKeyHeader()},
          .request_body = v1::UncordonNodeRequest::descriptor(),
          .response = v1::UncordonNodeResponse::descriptor(),
+         .rpcs = {"tessera.v1.CordonService/UncordonNode"},
          .handler = OnNode(up, &CordonService::Stub::UncordonNode)});
 
   t.Add({.method = "POST",
@@ -140,6 +144,7 @@ void AddNodeRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .params = {NodeNameParam(), IdempotencyKeyHeader()},
          .request_body = v1::DrainNodeRequest::descriptor(),
          .response = v1::DrainNodeResponse::descriptor(),
+         .rpcs = {"tessera.v1.CordonService/DrainNode"},
          .handler = OnNode(up, &CordonService::Stub::DrainNode)});
 
   t.Add({.method = "GET",
@@ -163,6 +168,7 @@ void AddNodeRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .stream_message = v1::NodeEvent::descriptor(),
          .event_name = "node_event",
          .response_kind = ResponseKind::kJsonOrEventStream,
+         .rpcs = {"tessera.v1.CordonService/ListNodeEvents", "tessera.v1.CordonService/WatchNodeEvents"},
          .handler = [up](const Request& r) { return NodeEvents(up, r); }});
 
   t.Add({.method = "GET",
@@ -173,6 +179,7 @@ void AddNodeRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .params = {QueryParam("cluster", ParamType::kString, "Only this cluster's queue."),
                     LimitParam()},
          .response = v1::GetQueueResponse::descriptor(),
+         .rpcs = {"tessera.v1.SchedulerService/GetQueue"},
          .handler = [up](const Request& r) -> HandlerResult {
            QueryReader q(r);
            v1::GetQueueRequest req;

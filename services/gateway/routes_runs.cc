@@ -81,6 +81,7 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .params = {IdempotencyKeyHeader()},
          .request_body = v1::SubmitRunRequest::descriptor(),
          .response = v1::SubmitRunResponse::descriptor(),
+         .rpcs = {"tessera.v1.RunService/SubmitRun"},
          .handler = [up](const Request& r) -> HandlerResult {
            v1::SubmitRunRequest req;
            if (absl::Status st = BindRequest(r, true, {}, &req); !st.ok()) {
@@ -96,6 +97,7 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .summary = "List runs matching a filter.",
          .params = ListRunsParams(),
          .response = v1::ListRunsResponse::descriptor(),
+         .rpcs = {"tessera.v1.RunService/ListRuns"},
          .handler = [up](const Request& r) -> HandlerResult {
            QueryReader q(r);
            v1::ListRunsRequest req;
@@ -118,6 +120,7 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
        .stream_message = v1::RunChange::descriptor(),
        .event_name = "run",
        .response_kind = ResponseKind::kEventStream,
+       .rpcs = {"tessera.v1.RunService/WatchRuns"},
        .handler = [up](const Request& r) -> HandlerResult {
          QueryReader q(r);
          v1::WatchRunsRequest req;
@@ -141,6 +144,7 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .summary = "Get a run.",
          .params = {RunNameParam()},
          .response = v1::GetRunResponse::descriptor(),
+         .rpcs = {"tessera.v1.RunService/GetRun"},
          .handler = OnRun(up, false, &Stub::GetRun)});
 
   t.Add({.method = "PATCH",
@@ -151,6 +155,7 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .params = {RunNameParam(), IdempotencyKeyHeader()},
          .request_body = v1::UpdateRunRequest::descriptor(),
          .response = v1::UpdateRunResponse::descriptor(),
+         .rpcs = {"tessera.v1.RunService/UpdateRun"},
          .handler = OnRun(up, true, &Stub::UpdateRun)});
 
   t.Add({.method = "DELETE",
@@ -160,6 +165,7 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .summary = "Delete a finished run.",
          .params = {RunNameParam(), IdempotencyKeyHeader()},
          .response = v1::DeleteRunResponse::descriptor(),
+         .rpcs = {"tessera.v1.RunService/DeleteRun"},
          .handler = OnRun(up, false, &Stub::DeleteRun)});
 
   t.Add({.method = "GET",
@@ -169,6 +175,7 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .summary = "A run with its attempts, events, interruptions and goodput.",
          .params = {RunNameParam()},
          .response = v1::DescribeRunResponse::descriptor(),
+         .rpcs = {"tessera.v1.RunService/DescribeRun"},
          .handler = OnRun(up, false, &Stub::DescribeRun)});
 
   t.Add({.method = "POST",
@@ -179,6 +186,7 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .params = {RunNameParam(), IdempotencyKeyHeader()},
          .request_body = v1::StopRunRequest::descriptor(),
          .response = v1::StopRunResponse::descriptor(),
+         .rpcs = {"tessera.v1.RunService/StopRun"},
          .handler = OnRun(up, true, &Stub::StopRun)});
 
   t.Add({.method = "POST",
@@ -189,6 +197,7 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .params = {RunNameParam(), IdempotencyKeyHeader()},
          .request_body = v1::RestartRunRequest::descriptor(),
          .response = v1::RestartRunResponse::descriptor(),
+         .rpcs = {"tessera.v1.RunService/RestartRun"},
          .handler = OnRun(up, true, &Stub::RestartRun)});
 
   t.Add({.method = "POST",
@@ -199,6 +208,7 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .params = {RunNameParam(), IdempotencyKeyHeader()},
          .request_body = v1::CloneRunRequest::descriptor(),
          .response = v1::CloneRunResponse::descriptor(),
+         .rpcs = {"tessera.v1.RunService/CloneRun"},
          .handler = OnRun(up, true, &Stub::CloneRun)});
 }
 

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "services/common/client_address.h"
+
 namespace tessera::gateway {
 
 UpstreamCall::~UpstreamCall() { upstream_.Forget(this); }
@@ -17,19 +19,23 @@ Upstream::Upstream(std::shared_ptr<grpc::Channel> channel, std::chrono::millisec
       admin_(v1::AdminService::NewStub(channel_)),
       logs_(v1::LogService::NewStub(logs_channel != nullptr ? logs_channel : channel_)) {}
 
-std::unique_ptr<UpstreamCall> Upstream::NewUnaryCall(const std::string& authorization) {
-  return NewCall(authorization, /*with_deadline=*/true);
+std::unique_ptr<UpstreamCall> Upstream::NewUnaryCall(const std::string& authorization,
+                                                    const std::string& client_address) {
+  return NewCall(authorization, client_address, /*with_deadline=*/true);
 }
 
-std::unique_ptr<UpstreamCall> Upstream::NewStreamCall(const std::string& authorization) {
-  return NewCall(authorization, /*with_deadline=*/false);
+std::unique_ptr<UpstreamCall> Upstream::NewStreamCall(const std::string& authorization,
+                                                     const std::string& client_address) {
+  return NewCall(authorization, client_address, /*with_deadline=*/false);
 }
 
 std::unique_ptr<UpstreamCall> Upstream::NewCall(const std::string& authorization,
+                                                const std::string& client_address,
                                                 bool with_deadline) {
   std::unique_ptr<UpstreamCall> call(new UpstreamCall(*this));
   grpc::ClientContext& ctx = call->context_;
   if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+  if (!client_address.empty()) ctx.AddMetadata(kClientAddressMetadata, client_address);
   if (with_deadline) ctx.set_deadline(std::chrono::system_clock::now() + unary_timeout_);
   std::lock_guard lock(mu_);
   calls_.insert(call.get());

@@ -55,17 +55,21 @@ class Upstream {
   v1::AdminService::Stub& admin() { return *admin_; }
   v1::LogService::Stub& logs() { return *logs_; }
 
-  // A context for one call. `authorization` is forwarded unchanged when not empty. Once
+  // A context for one call. `authorization` is forwarded unchanged when not empty, and the HTTP
+  // client's address as kClientAddressMetadata (the services' audit log records it). Once
   // CancelAll has run, new calls are cancelled from the start.
-  std::unique_ptr<UpstreamCall> NewUnaryCall(const std::string& authorization);
-  std::unique_ptr<UpstreamCall> NewStreamCall(const std::string& authorization);
+  std::unique_ptr<UpstreamCall> NewUnaryCall(const std::string& authorization,
+                                             const std::string& client_address = "");
+  std::unique_ptr<UpstreamCall> NewStreamCall(const std::string& authorization,
+                                              const std::string& client_address = "");
 
   // Cancels every call in flight and every later one. For shutdown.
   void CancelAll();
 
  private:
   friend class UpstreamCall;
-  std::unique_ptr<UpstreamCall> NewCall(const std::string& authorization, bool with_deadline);
+  std::unique_ptr<UpstreamCall> NewCall(const std::string& authorization,
+                                        const std::string& client_address, bool with_deadline);
   void Forget(UpstreamCall* call);
 
   std::shared_ptr<grpc::Channel> channel_;

@@ -54,6 +54,8 @@ LogHandler::LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<Ru
       clock_(std::move(clock)),
       options_(options),
       placements_(runs_),
+      quota_(options.quota, clock_,
+             [logs = logs_](const std::string& run_id) { return logs->RunLogBytes(run_id); }),
       lines_(Metric(registry.AddCounter("tessera_logs_lines_ingested_total",
                                         "Log lines stored (resent lines not counted)."),
                     "lines")),
@@ -64,6 +66,14 @@ LogHandler::LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<Ru
       duplicate_lines_(Metric(registry.AddCounter("tessera_logs_duplicate_lines_total",
                                                   "Resent log lines that were already stored."),
                               "duplicates")),
+      dropped_over_rate_(
+          Metric(registry.AddCounter("tessera_logs_lines_dropped_over_rate_total",
+                                     "Log lines dropped: their run printed over its rate quota."),
+                 "over rate")),
+      dropped_over_total_(
+          Metric(registry.AddCounter("tessera_logs_lines_dropped_over_quota_total",
+                                     "Log lines dropped: their run's logs reached their quota."),
+                 "over quota")),
       batches_(Metric(
           registry.AddCounter("tessera_logs_batches_total", "Log batches stored and acknowledged."),
           "batches")),
@@ -137,6 +147,13 @@ absl::Status LogHandler::PushBatch(const Who& who, const v1::LogBatch& batch, v1
         "not stored",
         who.node, refused.size(), refused.front()->run_id(), refused.front()->resumption_index());
   }
+  // Over a run's quota: dropped, each stretch of a stream's dropped lines stored as one marker.
+  TESSERA_ASSIGN_OR_RETURN(QuotaOutcome admitted, quota_.Apply(std::move(lines)));
+  lines = std::move(admitted.lines);
+  if (admitted.dropped_over_rate + admitted.dropped_over_total > 0) {
+    dropped_over_rate_->Increment(static_cast<double>(admitted.dropped_over_rate));
+    dropped_over_total_->Increment(static_cast<double>(admitted.dropped_over_total));
+  }
   auto stored = logs_->AppendLogs(lines);
   if (!stored.ok()) return stored.status();
   ack->set_idempotency_key(batch.idempotency_key());
@@ -179,6 +196,13 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
   const v1::Run& run = desc->run();
   if (!who.may_see(run.user())) {
     return absl::NotFoundError(absl::StrCat("run ", req.run_name(), " not found"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::optional<absl::Time> expired, logs_->LogsExpiredAt(run.id()));
+  if (expired) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the logs of run ", run.name(), " were removed at ",
+        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", *expired, absl::UTCTimeZone()),
+        ": the logs of finished runs are kept for the cluster's retention period"));
   }
   const int32_t latest = std::max(run.resumption_index(), 0);
   Target t;

@@ -13,6 +13,7 @@
 #include "services/common/auth/principal.h"
 #include "services/common/metrics/registry.h"
 #include "services/logs/log_notifier.h"
+#include "services/logs/log_quota.h"
 #include "services/logs/node_placements.h"
 #include "services/logs/run_lookup.h"
 #include "services/store/log_store.h"
@@ -34,6 +35,11 @@ struct LogHandlerOptions {
   absl::Duration gap_timeout = absl::Seconds(30);
   // Lines of context shown before a first exception.
   int exception_context_lines = 5;
+  // Per-run rate and total (log_quota.h).
+  LogQuotaOptions quota{};
+  // The logs of a run that ended are removed once no line arrived for this long (ExpireOldLogs);
+  // zero: kept until the run is deleted.
+  absl::Duration retention = absl::ZeroDuration();
 };
 
 class LogHandler {
@@ -59,6 +65,10 @@ class LogHandler {
   // Checks a batch without storing it.
   static absl::Status ValidateBatch(const v1::LogBatch& batch);
 
+  // Removes the logs of runs that ended more than `retention` ago and printed nothing since
+  // (log_retention.cc); the log service calls it now and then. Returns how many runs' logs went.
+  absl::StatusOr<int> ExpireOldLogs();
+
  private:
   struct Target;
   absl::StatusOr<Target> Resolve(const Who& who, const v1::GetLogsRequest& req);
@@ -74,9 +84,12 @@ class LogHandler {
   LogHandlerOptions options_;
   LogNotifier notifier_;
   NodePlacements placements_;
+  LogQuota quota_;
   metrics::Counter* lines_;
   metrics::Counter* refused_lines_;
   metrics::Counter* duplicate_lines_;
+  metrics::Counter* dropped_over_rate_;
+  metrics::Counter* dropped_over_total_;
   metrics::Counter* batches_;
   metrics::Counter* bytes_;
   metrics::Gauge* followers_;

@@ -53,13 +53,14 @@ absl::StatusOr<LogReader::Page> LogReader::Next(bool skip_gaps) {
     if (frontier && store::LogLineBefore(*frontier, l)) continue;
     const store::LogStreamKey key{l.rank(), l.stream()};
     int64_t& next = query_.from_sequence[key];
-    if (l.sequence() == next) {
+    // A marker of dropped lines stands for its whole stretch: no gap before it.
+    if (store::FirstSequence(l) <= next && next <= l.sequence()) {
       page.lines.push_back(l);
-      ++next;
+      next = l.sequence() + 1;
       gap_since_.erase(key);
     } else {
-      auto [it, fresh] = first_held.try_emplace(key, l.sequence());
-      if (!fresh) it->second = std::min(it->second, l.sequence());
+      auto [it, fresh] = first_held.try_emplace(key, store::FirstSequence(l));
+      if (!fresh) it->second = std::min(it->second, store::FirstSequence(l));
     }
   }
   const absl::Time now = clock_->Now();

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "services/common/system_credential.h"
 #include "absl/status/statusor.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
@@ -27,7 +28,7 @@ inline constexpr ServiceClientOptions kRunLookupOptions{.deadline = absl::Second
 
 // Over the run manager's gRPC API, authenticating with `system_key`.
 std::shared_ptr<RunLookup> MakeGrpcRunLookup(std::shared_ptr<ChannelRef> channel,
-                                             std::string system_key,
+                                             SystemCredential system_key,
                                              ServiceClientOptions options = kRunLookupOptions);
 
 }  // namespace tessera::logs

@@ -5,7 +5,7 @@ namespace {
 
 class GrpcFitChecker final : public FitChecker {
  public:
-  GrpcFitChecker(std::shared_ptr<ChannelRef> channel, std::string key, ServiceClientOptions options)
+  GrpcFitChecker(std::shared_ptr<ChannelRef> channel, SystemCredential key, ServiceClientOptions options)
       : scheduler_(std::move(channel), std::move(key), "the scheduler", options) {}
 
   absl::Status CheckFit(const v1::ComputeSpec& compute) override {
@@ -22,7 +22,7 @@ class GrpcFitChecker final : public FitChecker {
 }  // namespace
 
 std::shared_ptr<FitChecker> MakeGrpcFitChecker(std::shared_ptr<ChannelRef> channel,
-                                               std::string system_key,
+                                               SystemCredential system_key,
                                                ServiceClientOptions options) {
   return std::make_shared<GrpcFitChecker>(std::move(channel), std::move(system_key), options);
 }

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "services/common/system_credential.h"
 #include "absl/status/status.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
@@ -24,7 +25,7 @@ inline constexpr ServiceClientOptions kFitCheckerOptions{.deadline = absl::Secon
 
 // Over the scheduler's gRPC API, authenticating with `system_key`.
 std::shared_ptr<FitChecker> MakeGrpcFitChecker(std::shared_ptr<ChannelRef> channel,
-                                               std::string system_key,
+                                               SystemCredential system_key,
                                                ServiceClientOptions options = kFitCheckerOptions);
 
 }  // namespace tessera::runs

@@ -7,7 +7,7 @@ namespace {
 
 class GrpcLogDeleter final : public LogDeleter {
  public:
-  GrpcLogDeleter(std::shared_ptr<ChannelRef> channel, std::string key, ServiceClientOptions options)
+  GrpcLogDeleter(std::shared_ptr<ChannelRef> channel, SystemCredential key, ServiceClientOptions options)
       : logs_(std::move(channel), std::move(key), "the log service", options) {}
 
   absl::Status DeleteRunLogs(const std::string& run_id) override {
@@ -25,7 +25,7 @@ class GrpcLogDeleter final : public LogDeleter {
 }  // namespace
 
 std::shared_ptr<LogDeleter> MakeGrpcLogDeleter(std::shared_ptr<ChannelRef> channel,
-                                               std::string system_key,
+                                               SystemCredential system_key,
                                                ServiceClientOptions options) {
   return std::make_shared<GrpcLogDeleter>(std::move(channel), std::move(system_key), options);
 }

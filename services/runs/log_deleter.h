@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "services/common/system_credential.h"
 #include "absl/status/status.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
@@ -23,7 +24,7 @@ inline constexpr ServiceClientOptions kLogDeleterOptions{.deadline = absl::Secon
 
 // Over the log service's gRPC API, authenticating with `system_key`.
 std::shared_ptr<LogDeleter> MakeGrpcLogDeleter(std::shared_ptr<ChannelRef> channel,
-                                               std::string system_key,
+                                               SystemCredential system_key,
                                                ServiceClientOptions options = kLogDeleterOptions);
 
 }  // namespace tessera::runs

@@ -61,13 +61,15 @@ std::optional<store::IdempotentRunWrite> RecordWithRun(
 
 RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
                        std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
-                       std::shared_ptr<LogDeleter> logs, std::shared_ptr<Random> random)
+                       std::shared_ptr<LogDeleter> logs, std::shared_ptr<Random> random,
+                       RunManagerOptions options)
     : runs_(std::move(runs)),
       idem_(std::move(idem)),
       fit_(std::move(fit)),
       clock_(std::move(clock)),
       logs_(std::move(logs)),
-      random_(std::move(random)) {}
+      random_(std::move(random)),
+      options_(options) {}
 
 std::string RunManager::RandomSuffix(int length) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -103,6 +105,13 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
     const Who& who, const v1::RunSpec& spec, const std::string& message,
     const std::optional<store::IdempotentRunWrite>& idem) {
   TESSERA_RETURN_IF_ERROR(spec::ValidateRunSpec(spec));
+  const double hang = spec.scheduling().hang_timeout_seconds();
+  if (hang > 0 && absl::Seconds(hang) < options_.min_hang_timeout) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scheduling.hang_timeout: at least ",
+                     absl::ToDoubleSeconds(options_.min_hang_timeout),
+                     " seconds on this cluster (got ", hang, "), or leave it out"));
+  }
   TESSERA_RETURN_IF_ERROR(fit_->CheckFit(spec.compute()));
   // mcli appends a short random suffix so that the same YAML can be submitted many times.
   for (int attempt = 0; attempt < 8; ++attempt) {

@@ -21,6 +21,15 @@
 
 namespace tessera::runs {
 
+struct RunManagerOptions {
+  // The shortest scheduling.hang_timeout a run may ask for: each hang ends the run's attempt and
+  // has its node checked by a sweep, so a tiny timeout would be a way to keep nodes busy.
+  absl::Duration min_hang_timeout = absl::Seconds(60);
+  // The logs of a run that ended this long ago are deleted (ExpireLogs); zero: kept until the
+  // run is deleted.
+  absl::Duration log_retention = absl::ZeroDuration();
+};
+
 class RunManager {
  public:
   // `logs` deletes a deleted run's logs; null when there is no log service. `random` draws the
@@ -28,7 +37,8 @@ class RunManager {
   RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
              std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
              std::shared_ptr<LogDeleter> logs = nullptr,
-             std::shared_ptr<Random> random = SystemRandom::Shared());
+             std::shared_ptr<Random> random = SystemRandom::Shared(),
+             RunManagerOptions options = {});
 
   using Who = auth::Principal;
   absl::Status SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
@@ -89,6 +99,7 @@ class RunManager {
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<LogDeleter> logs_;
   std::shared_ptr<Random> random_;
+  RunManagerOptions options_;
 };
 
 }  // namespace tessera::runs

@@ -9,6 +9,7 @@
 #include "scheduler/service/scheduler_service.h"
 #include "services/admin/admin_handler.h"
 #include "services/admin/admin_service.h"
+#include "services/admin/join_service.h"
 #include "services/common/leader_election.h"
 #include "services/common/periodic_runner.h"
 #include "services/cordon/cordon_service.h"
@@ -24,7 +25,9 @@ Foundation MakeFoundation(store::Stores stores, std::shared_ptr<Clock> clock,
   f.stores = std::move(stores);
   f.clock = clock;
   f.random = std::move(random);
-  f.authenticator = std::make_shared<auth::Authenticator>(f.stores.api_keys, clock);
+  f.authenticator = std::make_shared<auth::Authenticator>(
+      f.stores.api_keys, clock, absl::Seconds(5),
+      std::make_shared<auth::AuditLog>(f.stores.audit, clock));
   f.idempotency = std::make_shared<IdempotentCalls>(f.stores.idempotency, clock);
   return f;
 }
@@ -34,7 +37,8 @@ namespace {
 class RunsComponent final : public Component {
  public:
   RunsComponent(const Foundation& f, std::shared_ptr<ChannelRef> scheduler,
-                std::shared_ptr<ChannelRef> logs, const std::string& system_key)
+                std::shared_ptr<ChannelRef> logs, const SystemCredential& system_key,
+                const RunsOptions& o)
       : manager_(std::make_shared<runs::RunManager>(
             f.stores.runs, f.idempotency,
             runs::MakeGrpcFitChecker(scheduler, system_key,
@@ -43,10 +47,15 @@ class RunsComponent final : public Component {
             logs ? runs::MakeGrpcLogDeleter(logs, system_key,
                                             f.CallOptions(runs::kLogDeleterOptions))
                  : nullptr,
-            f.random)),
+            f.random, runs::RunManagerOptions{.min_hang_timeout = o.min_hang_timeout})),
         runs_(manager_, f.authenticator),
-        admin_(std::make_shared<admin::AdminHandler>(f.stores.api_keys, f.idempotency, f.clock),
+        admin_(std::make_shared<admin::AdminHandler>(f.stores.api_keys, f.stores.join_tokens,
+                                                     f.stores.audit, f.idempotency, f.clock),
                f.authenticator),
+        join_(std::make_shared<admin::JoinHandler>(
+                  f.stores.join_tokens, o.ca, f.clock,
+                  admin::JoinOptions{.certificate_validity = o.node_certificate_validity}),
+              f.authenticator),
         // max_duration is enforced by a timer; every instance may run it (changes are
         // compare-and-set).
         timer_(f.clock, absl::Seconds(1), [this] {
@@ -54,19 +63,20 @@ class RunsComponent final : public Component {
           if (stopped.ok() && *stopped > 0)
             spdlog::info("stopped {} run(s) past max_duration", *stopped);
         }) {}
-  std::vector<grpc::Service*> services() override { return {&runs_, &admin_}; }
+  std::vector<grpc::Service*> services() override { return {&runs_, &admin_, &join_}; }
 
  private:
   std::shared_ptr<runs::RunManager> manager_;
   runs::RunService runs_;
   admin::AdminService admin_;
+  admin::JoinService join_;
   PeriodicRunner timer_;  // last: stopped before what it uses goes
 };
 
 class SchedulerComponent final : public Component {
  public:
   SchedulerComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
-                     std::shared_ptr<ChannelRef> health, const std::string& system_key,
+                     std::shared_ptr<ChannelRef> health, const SystemCredential& system_key,
                      const SchedulerOptions& o)
       : workers_(std::make_shared<scheduler::WorkerRegistry>()),
         election_(std::make_shared<LeaderElection>(
@@ -123,7 +133,7 @@ class HealthComponent final : public Component {
  public:
   HealthComponent(const Foundation& f, std::shared_ptr<ChannelRef> scheduler,
                   std::shared_ptr<ChannelRef> cordon, std::shared_ptr<ChannelRef> runs,
-                  const std::string& system_key, const HealthOptions& o)
+                  const SystemCredential& system_key, const HealthOptions& o)
       : handler_(std::make_shared<health::HealthHandler>(
             f.stores.health,
             health::MakeGrpcSchedulerApi(scheduler, system_key,
@@ -163,17 +173,24 @@ class HealthComponent final : public Component {
 class LogsComponent final : public Component {
  public:
   LogsComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
-                const std::string& system_key)
-      : service_(std::make_shared<logs::LogHandler>(
-                     f.stores.logs,
-                     logs::MakeGrpcRunLookup(std::move(runs), system_key,
-                                             f.CallOptions(logs::kRunLookupOptions)),
-                     f.clock),
-                 f.authenticator) {}
+                const SystemCredential& system_key, const LogsOptions& o)
+      : handler_(std::make_shared<logs::LogHandler>(
+            f.stores.logs,
+            logs::MakeGrpcRunLookup(std::move(runs), system_key,
+                                    f.CallOptions(logs::kRunLookupOptions)),
+            f.clock, logs::LogHandlerOptions{.quota = o.quota, .retention = o.retention})),
+        service_(handler_, f.authenticator),
+        // Every instance may apply the retention: removing a run's logs twice is harmless.
+        retention_(f.clock, o.retention_check, [this] {
+          auto expired = handler_->ExpireOldLogs();
+          if (!expired.ok()) spdlog::warn("logs: retention: {}", expired.status().ToString());
+        }) {}
   std::vector<grpc::Service*> services() override { return {&service_}; }
 
  private:
+  std::shared_ptr<logs::LogHandler> handler_;
   logs::LogService service_;
+  PeriodicRunner retention_;  // last: stopped before what it uses goes
 };
 
 }  // namespace
@@ -181,19 +198,22 @@ class LogsComponent final : public Component {
 std::unique_ptr<Component> MakeRunsComponent(const Foundation& f,
                                              std::shared_ptr<ChannelRef> scheduler,
                                              std::shared_ptr<ChannelRef> logs,
-                                             const std::string& system_key) {
-  return std::make_unique<RunsComponent>(f, std::move(scheduler), std::move(logs), system_key);
+                                             const SystemCredential& system_key,
+                                             const RunsOptions& options) {
+  return std::make_unique<RunsComponent>(f, std::move(scheduler), std::move(logs), system_key,
+                                         options);
 }
 
 std::unique_ptr<Component> MakeLogsComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
-                                             const std::string& system_key) {
-  return std::make_unique<LogsComponent>(f, std::move(runs), system_key);
+                                             const SystemCredential& system_key,
+                                             const LogsOptions& options) {
+  return std::make_unique<LogsComponent>(f, std::move(runs), system_key, options);
 }
 
 std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,
                                                   std::shared_ptr<ChannelRef> runs,
                                                   std::shared_ptr<ChannelRef> health,
-                                                  const std::string& system_key,
+                                                  const SystemCredential& system_key,
                                                   const SchedulerOptions& options) {
   return std::make_unique<SchedulerComponent>(f, std::move(runs), std::move(health), system_key,
                                               options);
@@ -201,7 +221,7 @@ std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,
 
 std::unique_ptr<Component> MakeHealthComponent(
     const Foundation& f, std::shared_ptr<ChannelRef> scheduler, std::shared_ptr<ChannelRef> cordon,
-    std::shared_ptr<ChannelRef> runs, const std::string& system_key, const HealthOptions& options) {
+    std::shared_ptr<ChannelRef> runs, const SystemCredential& system_key, const HealthOptions& options) {
   return std::make_unique<HealthComponent>(f, std::move(scheduler), std::move(cordon),
                                            std::move(runs), system_key, options);
 }
@@ -209,22 +229,5 @@ std::unique_ptr<Component> MakeHealthComponent(
 std::unique_ptr<Component> MakeCordonComponent(const Foundation& f) {
   return std::make_unique<CordonComponent>(f);
 }
-
-absl::StatusOr<std::unique_ptr<EphemeralSystemKey>> EphemeralSystemKey::Create(
-    const Foundation& f, const std::string& owner) {
-  store::ApiKeyRecord record;
-  const std::string secret = auth::NewSecret();
-  record.secret_hash = auth::HashSecret(secret);
-  record.key.set_id(auth::NewKeyId());
-  record.key.set_user(owner);
-  record.key.set_role(v1::ROLE_SYSTEM);
-  record.key.set_description("ephemeral key of a running control-plane process");
-  *record.key.mutable_created_at() = ToProtoTime(f.clock->Now());
-  if (auto st = f.stores.api_keys->CreateKey(record); !st.ok()) return st;
-  return std::unique_ptr<EphemeralSystemKey>(
-      new EphemeralSystemKey(f.stores.api_keys, record.key.id(), secret));
-}
-
-EphemeralSystemKey::~EphemeralSystemKey() { (void)keys_->RevokeKey(id_); }
 
 }  // namespace tessera::server

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "services/common/system_credential.h"
 #include "absl/synchronization/notification.h"
 #include "base/clock.h"
 #include "base/random.h"
@@ -16,6 +17,8 @@
 #include "services/common/channel_ref.h"
 #include "services/common/idempotency.h"
 #include "services/common/system_client.h"
+#include "services/common/tls/certificate_authority.h"
+#include "services/logs/log_quota.h"
 #include "services/store/stores.h"
 
 namespace tessera::server {
@@ -48,12 +51,22 @@ class Component {
   virtual std::vector<grpc::Service*> services() = 0;
 };
 
-// The run manager and the admin API; `scheduler` answers its submit-time fit checks and `logs`
-// (null: no log service) deletes the logs of deleted runs.
+struct RunsOptions {
+  // Signs the certificates of nodes that join (null: nodes get keys only, and their certificates
+  // from the operator).
+  std::shared_ptr<const tls::CertificateAuthority> ca;
+  absl::Duration node_certificate_validity = absl::Hours(30 * 24);
+  // The shortest hang_timeout a run may ask for.
+  absl::Duration min_hang_timeout = absl::Seconds(60);
+};
+
+// The run manager, the admin API and node joining; `scheduler` answers its submit-time fit
+// checks and `logs` (null: no log service) deletes the logs of deleted runs.
 std::unique_ptr<Component> MakeRunsComponent(const Foundation& f,
                                              std::shared_ptr<ChannelRef> scheduler,
                                              std::shared_ptr<ChannelRef> logs,
-                                             const std::string& system_key);
+                                             const SystemCredential& system_key,
+                                             const RunsOptions& options = {});
 
 struct SchedulerOptions {
   absl::Duration lease = absl::Seconds(3);
@@ -70,7 +83,7 @@ struct SchedulerOptions {
 std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,
                                                   std::shared_ptr<ChannelRef> runs,
                                                   std::shared_ptr<ChannelRef> health,
-                                                  const std::string& system_key,
+                                                  const SystemCredential& system_key,
                                                   const SchedulerOptions& options);
 
 // The cordon service.
@@ -94,27 +107,19 @@ struct HealthOptions {
 // their APIs.
 std::unique_ptr<Component> MakeHealthComponent(
     const Foundation& f, std::shared_ptr<ChannelRef> scheduler, std::shared_ptr<ChannelRef> cordon,
-    std::shared_ptr<ChannelRef> runs, const std::string& system_key, const HealthOptions& options);
+    std::shared_ptr<ChannelRef> runs, const SystemCredential& system_key, const HealthOptions& options);
+
+struct LogsOptions {
+  logs::LogQuotaOptions quota{};
+  // Finished runs' logs are removed this long after their last line (zero: kept).
+  absl::Duration retention = absl::ZeroDuration();
+  // How often the retention is applied.
+  absl::Duration retention_check = absl::Minutes(10);
+};
 
 // The log service; `runs` is the run manager's API (for run names, owners and attempts).
 std::unique_ptr<Component> MakeLogsComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
-                                             const std::string& system_key);
-
-// A system API key for this process's own calls to the other services: created fresh at start
-// (it is kept only in memory) and revoked by the returned guard's destructor.
-class EphemeralSystemKey {
- public:
-  static absl::StatusOr<std::unique_ptr<EphemeralSystemKey>> Create(const Foundation& f,
-                                                                    const std::string& owner);
-  ~EphemeralSystemKey();
-  const std::string& secret() const { return secret_; }
-
- private:
-  EphemeralSystemKey(std::shared_ptr<store::ApiKeyStore> keys, std::string id, std::string secret)
-      : keys_(std::move(keys)), id_(std::move(id)), secret_(std::move(secret)) {}
-  std::shared_ptr<store::ApiKeyStore> keys_;
-  std::string id_;
-  std::string secret_;
-};
+                                             const SystemCredential& system_key,
+                                             const LogsOptions& options = {});
 
 }  // namespace tessera::server

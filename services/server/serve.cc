@@ -6,14 +6,19 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/auth/rpc_roles.h"
+#include "services/common/auth/system_keys.h"
+#include "services/common/periodic_runner.h"
 #include "services/common/endpoints.h"
 #include "services/common/grpc_limits.h"
 #include "services/common/service_host.h"
+#include "services/common/tls/grpc_credentials.h"
+#include "services/common/tls/server_ssl_context.h"
 #include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
 
@@ -42,17 +47,17 @@ std::string InstanceId() {
 }
 
 // `endpoint` was checked by GrpcTarget (ValidateEndpoints) before.
-std::shared_ptr<ChannelRef> RemoteChannel(const std::string& endpoint) {
+std::shared_ptr<ChannelRef> RemoteChannel(const std::string& endpoint, const tls::TlsFlags& tls) {
   return std::make_shared<ChannelRef>(CreateLimitedChannel(
-      GrpcTarget("endpoint", endpoint).value_or(endpoint), grpc::InsecureChannelCredentials()));
+      GrpcTarget("endpoint", endpoint).value_or(endpoint), tls::ChannelCredentials(tls)));
 }
 
 // One channel per instance of a service that has a leader (the scheduler), so that a call a
 // standby refuses goes on to the next instance (SystemClient).
-std::shared_ptr<ChannelRef> LeaderChannel(const std::string& endpoints) {
+std::shared_ptr<ChannelRef> LeaderChannel(const std::string& endpoints, const tls::TlsFlags& tls) {
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (const std::string& e : SplitEndpoints(endpoints)) {
-    channels.push_back(CreateLimitedChannel(e, grpc::InsecureChannelCredentials()));
+    channels.push_back(CreateLimitedChannel(e, tls::ChannelCredentials(tls)));
   }
   return std::make_shared<ChannelRef>(std::move(channels));
 }
@@ -101,10 +106,16 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(0.0, 3600.0));
   }
+  double http_request_timeout_seconds = 60;
   if (all_in_one) {
     app.add_option("--http-listen", http_listen,
                    "host:port for the REST gateway (port 0: any; empty: no gateway)")
         ->capture_default_str();
+    app.add_option("--http-request-timeout-seconds", http_request_timeout_seconds,
+                   "a REST client has this long for the TLS handshake, each request's header "
+                   "and body, and to take the response (slow clients are cut off)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.1, 3600.0));
   }
   if (parts.runs && !parts.scheduler) {
     app.add_option("--scheduler-endpoint", scheduler_endpoint, "host:port of tessera-scheduler")
@@ -162,6 +173,48 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                    "host:port of tessera-logs, to delete the logs of deleted runs (empty: none)");
   }
 
+  std::string ca_key_file;
+  double node_certificate_days = 30, system_key_lifetime_minutes = 60;
+  if (parts.runs) {
+    app.add_option("--tls-ca-key", ca_key_file,
+                   "PEM private key of the cluster CA (--tls-ca): nodes that join get a "
+                   "certificate signed with it (without it, only a node key)")
+        ->envname("TESSERA_TLS_CA_KEY");
+    app.add_option("--node-certificate-days", node_certificate_days,
+                   "how long a node's certificate is valid; workers renew it when a third is left")
+        ->capture_default_str()
+        ->check(CLI::Range(1.0 / 24, 3650.0));
+  }
+  double min_hang_timeout_seconds = 60;
+  if (parts.runs) {
+    app.add_option("--min-hang-timeout-seconds", min_hang_timeout_seconds,
+                   "the shortest scheduling.hang_timeout a run may ask for (each hang has its "
+                   "node checked by a sweep)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 86400.0));
+  }
+  std::string log_rate = "16MiB", log_quota = "10GiB";
+  double log_retention_days = 0;
+  if (parts.logs) {
+    app.add_option("--log-rate-per-run", log_rate,
+                   "bytes of log text per second a run may print, over all its ranks, with "
+                   "bursts of 10 s (0: no limit); lines over it are dropped with a marker line")
+        ->capture_default_str();
+    app.add_option("--log-quota-per-run", log_quota,
+                   "bytes of log text kept per run, every attempt (0: no limit)")
+        ->capture_default_str();
+    app.add_option("--log-retention-days", log_retention_days,
+                   "remove a finished run's logs this many days after its last line (0: keep "
+                   "them until the run is deleted)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 36500.0));
+  }
+  app.add_option("--system-key-lifetime-minutes", system_key_lifetime_minutes,
+                 "this process's own key for calls to the other services expires after this "
+                 "long, and is replaced every third of it")
+      ->capture_default_str()
+      ->check(CLI::Range(3.0, 7.0 * 24 * 60));
+
   std::string key_user, key_role = "user", key_description, key_node;
   int64_t key_expires_in = 0;
   CLI::App* create_key = app.add_subcommand(
@@ -173,6 +226,15 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   create_key->add_option("--expires-in-seconds", key_expires_in,
                          "the key stops working this long after it is made (0: never)");
   create_key->add_option("--description", key_description, "what the key is for");
+  std::string token_node, token_description;
+  int64_t token_expires_in = 3600;
+  CLI::App* create_token = app.add_subcommand(
+      "create-join-token",
+      "create a join token for a new node directly in the database and print its secret");
+  create_token->add_option("--node", token_node, "the node that may join with it")->required();
+  create_token->add_option("--expires-in-seconds", token_expires_in, "how long it may be used")
+      ->capture_default_str();
+  create_token->add_option("--description", token_description, "what the token is for");
   CLI11_PARSE(app, argc, argv);
 
   if (auto st = ConfigureLogging(host.log_level); !st.ok()) return Fail(st);
@@ -187,6 +249,20 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   }
   if (db.url.empty()) {
     return Fail(absl::InvalidArgumentError("--database-url is required (or TESSERA_DATABASE_URL)"));
+  }
+  const bool direct = create_key->parsed() || create_token->parsed();
+  if (!direct) {
+    if (auto st = tls::CheckTlsFlags(host.tls, {{"--grpc-listen", host.grpc_listen},
+                                                {"--metrics-listen", host.metrics_listen},
+                                                {"--http-listen", http_listen},
+                                                {"--runs-endpoint", runs_endpoint},
+                                                {"--scheduler-endpoint", scheduler_endpoint},
+                                                {"--logs-endpoint", logs_endpoint},
+                                                {"--cordon-endpoint", cordon_endpoint},
+                                                {"--health-endpoint", health_endpoint}});
+        !st.ok()) {
+      return Fail(st);
+    }
   }
   auto stores = store::OpenPostgresStores(db);
   if (!stores.ok()) {
@@ -209,11 +285,53 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     std::cout << *secret << "\n";
     return 0;
   }
+  if (create_token->parsed()) {
+    v1::CreateJoinTokenRequest request;
+    request.set_node(token_node);
+    request.set_expires_in_seconds(token_expires_in);
+    request.set_description(token_description);
+    auto secret =
+        admin::CreateJoinTokenDirect(*stores->join_tokens, *clock, request, "tessera-server");
+    if (!secret.ok()) return Fail(secret.status());
+    std::cout << *secret << "\n";
+    return 0;
+  }
+
+  RunsOptions runs_options;
+  runs_options.node_certificate_validity = absl::Hours(24 * node_certificate_days);
+  runs_options.min_hang_timeout = absl::Seconds(min_hang_timeout_seconds);
+  LogsOptions logs_options;
+  logs_options.retention = absl::Hours(24 * log_retention_days);
+  for (const auto& [flag, text, into] :
+       {std::tuple<const char*, const std::string&, int64_t*>{
+            "--log-rate-per-run", log_rate, &logs_options.quota.bytes_per_second},
+        {"--log-quota-per-run", log_quota, &logs_options.quota.max_bytes}}) {
+    if (text == "0") {
+      *into = 0;
+      continue;
+    }
+    auto size = ParseByteSize(text);
+    if (!size.ok()) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(flag, ": ", size.status().message())));
+    }
+    *into = *size;
+  }
+  if (!ca_key_file.empty()) {
+    if (host.tls.ca_file.empty()) {
+      return Fail(absl::InvalidArgumentError("--tls-ca-key needs --tls-ca (the CA's certificate)"));
+    }
+    auto ca = tls::CertificateAuthority::Load(host.tls.ca_file, ca_key_file);
+    if (!ca.ok()) return Fail(ca.status());
+    runs_options.ca = *std::move(ca);
+  }
 
   Foundation f = MakeFoundation(*stores, clock);
   f.service_call_timeout = absl::Seconds(service_call_timeout_seconds);
-  auto system_key = EphemeralSystemKey::Create(f, parts.binary);
-  if (!system_key.ok()) return Fail(system_key.status());
+  auto keys = auth::SystemKeys::Create(f.stores.api_keys, clock, parts.binary,
+                                       absl::Minutes(system_key_lifetime_minutes));
+  if (!keys.ok()) return Fail(keys.status());
+  PeriodicRunner rotation(clock, absl::Seconds(10), [&keys] { (*keys)->Tick(); });
+  const SystemCredential system_key = (*keys)->credential();
 
   // Services reach the ones in this process through the server's in-process channel (filled
   // in once the server runs) and the others through their endpoints.
@@ -221,10 +339,10 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   std::vector<std::unique_ptr<Component>> components;
   if (parts.runs) {
     std::shared_ptr<ChannelRef> logs = parts.logs ? self : nullptr;
-    if (!parts.logs && !logs_endpoint.empty()) logs = RemoteChannel(logs_endpoint);
+    if (!parts.logs && !logs_endpoint.empty()) logs = RemoteChannel(logs_endpoint, host.tls);
     components.push_back(
-        MakeRunsComponent(f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint), logs,
-                          (*system_key)->secret()));
+        MakeRunsComponent(f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint, host.tls),
+                          logs, system_key, runs_options));
   }
   if (parts.scheduler) {
     sched.lease = absl::Seconds(lease_seconds);
@@ -233,9 +351,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     sched.database_url = db.url;
     sched.instance_id = InstanceId();
     std::shared_ptr<ChannelRef> health_channel = parts.health ? self : nullptr;
-    if (!parts.health && !health_endpoint.empty()) health_channel = RemoteChannel(health_endpoint);
-    components.push_back(MakeSchedulerComponent(f, parts.runs ? self : RemoteChannel(runs_endpoint),
-                                                health_channel, (*system_key)->secret(), sched));
+    if (!parts.health && !health_endpoint.empty())
+      health_channel = RemoteChannel(health_endpoint, host.tls);
+    components.push_back(
+        MakeSchedulerComponent(f, parts.runs ? self : RemoteChannel(runs_endpoint, host.tls),
+                               health_channel, system_key, sched));
   }
   if (parts.cordon) components.push_back(MakeCordonComponent(f));
   if (parts.health) {
@@ -250,14 +370,15 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
       }
       health.cpu_payload_bytes = *sizes;
     }
-    components.push_back(MakeHealthComponent(
-        f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint),
-        parts.cordon ? self : RemoteChannel(cordon_endpoint),
-        parts.runs ? self : RemoteChannel(runs_endpoint), (*system_key)->secret(), health));
+    components.push_back(
+        MakeHealthComponent(f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint, host.tls),
+                            parts.cordon ? self : RemoteChannel(cordon_endpoint, host.tls),
+                            parts.runs ? self : RemoteChannel(runs_endpoint, host.tls),
+                            system_key, health));
   }
   if (parts.logs) {
-    components.push_back(MakeLogsComponent(f, parts.runs ? self : RemoteChannel(runs_endpoint),
-                                           (*system_key)->secret()));
+    components.push_back(MakeLogsComponent(
+        f, parts.runs ? self : RemoteChannel(runs_endpoint, host.tls), system_key, logs_options));
   }
 
   std::vector<grpc::Service*> services;
@@ -273,7 +394,15 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   if (!http_listen.empty()) {
     auto addr = ParseListenAddress("--http-listen", http_listen);
     if (!addr.ok()) return Fail(addr.status());
-    rest = std::make_unique<gateway::GatewayServer>((*served)->InProcessChannel());
+    gateway::GatewayOptions rest_options;
+    rest_options.limits.request_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(http_request_timeout_seconds * 1000));
+    rest = std::make_unique<gateway::GatewayServer>((*served)->InProcessChannel(), rest_options);
+    if (host.tls.enabled()) {
+      auto https = tls::ServerSslContext::Create(host.tls);
+      if (!https.ok()) return Fail(https.status());
+      rest->ServeTls(*std::move(https));
+    }
     if (auto st = rest->Start(addr->first, static_cast<uint16_t>(addr->second)); !st.ok()) {
       return Fail(st);
     }

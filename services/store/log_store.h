@@ -1,7 +1,9 @@
 #pragma once
 // Rank output (owned by the log service): every line of every rank's stdout and stderr, keyed by
 // (run, resumption, rank, stream, sequence). Sequences count from 0 per key with no gaps, so a
-// resent line is recognised and not stored twice, and a reader can tell a missing line.
+// resent line is recognised and not stored twice, and a reader can tell a missing line. A line
+// with dropped_lines > 0 is the log service's marker for lines it dropped (a run over its log
+// quota): it stands for the sequences FirstSequence(line)..sequence, so those are no gap.
 
 #include <cstdint>
 #include <map>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "tessera/v1/logs.pb.h"
 
 namespace tessera::store {
@@ -31,6 +34,11 @@ struct LogStreamInfo {
   // The highest sequence stored (above durable_sequence when an earlier line is missing).
   int64_t max_sequence = -1;
 };
+
+// The first sequence a stored line stands for: its own, or a marker's first dropped line.
+inline int64_t FirstSequence(const v1::LogLine& line) {
+  return line.dropped_lines() > 1 ? line.sequence() - line.dropped_lines() + 1 : line.sequence();
+}
 
 struct LogAppendResult {
   // One per (run, resumption, rank, stream) in the batch, in the order of first appearance.
@@ -72,6 +80,17 @@ class LogStore {
 
   // Removes every line of the run; OK when there is none.
   virtual absl::Status DeleteRunLogs(const std::string& run_id) = 0;
+
+  // Bytes of text stored for the run, every attempt (the log quota's measure).
+  virtual absl::StatusOr<int64_t> RunLogBytes(const std::string& run_id) = 0;
+  // Runs whose newest line was stored before `before` (candidates for the retention of
+  // finished runs' logs), oldest first, at most `limit`.
+  virtual absl::StatusOr<std::vector<std::string>> ListRunsIdleSince(absl::Time before,
+                                                                      int limit) = 0;
+  // Removes every line of the run and remembers when, for LogsExpiredAt.
+  virtual absl::Status ExpireRunLogs(const std::string& run_id, absl::Time at) = 0;
+  // When ExpireRunLogs removed the run's lines; nullopt when it did not.
+  virtual absl::StatusOr<std::optional<absl::Time>> LogsExpiredAt(const std::string& run_id) = 0;
 };
 
 // The order of ReadLogs and TailLogs: (time, rank, stream, sequence).

@@ -7,8 +7,10 @@
 #include "absl/status/statusor.h"
 #include "base/clock.h"
 #include "services/store/api_key_store.h"
+#include "services/store/audit_store.h"
 #include "services/store/health_store.h"
 #include "services/store/idempotency_store.h"
+#include "services/store/join_token_store.h"
 #include "services/store/leader_lock_store.h"
 #include "services/store/log_store.h"
 #include "services/store/node_event_store.h"
@@ -23,6 +25,8 @@ struct Stores {
   std::shared_ptr<NodeEventStore> node_events;
   std::shared_ptr<HealthStore> health;
   std::shared_ptr<ApiKeyStore> api_keys;
+  std::shared_ptr<JoinTokenStore> join_tokens;
+  std::shared_ptr<AuditStore> audit;
   std::shared_ptr<IdempotencyStore> idempotency;
   std::shared_ptr<LogStore> logs;
   std::shared_ptr<LeaderLockStore> leader_locks;

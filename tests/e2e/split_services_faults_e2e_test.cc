@@ -53,13 +53,13 @@ struct SplitPlane {
                        {"--grpc-listen", logs_at, "--runs-endpoint", runs_at});
   }
   void StartGateway() {
-    auto p =
-        Process::Start({BinaryPath("tessera-gateway"), "--listen", gateway_at, "--upstream",
-                        runs_at, "--logs-endpoint", logs_at, "--metrics-listen", "127.0.0.1:0"},
-                       TempLog("tessera-gateway"));
+    auto p = Process::Start(
+        {BinaryPath("tessera-gateway"), "--listen", gateway_at, "--upstream", runs_at,
+         "--logs-endpoint", logs_at, "--metrics-listen", "127.0.0.1:0", "--plaintext"},
+        TempLog("tessera-gateway"));
     REQUIRE(p.ok());
     gateway = *std::move(p);
-    REQUIRE(gateway.WaitForLine("gateway: forwarding", absl::Seconds(20)).ok());
+    REQUIRE(gateway.WaitForLine("forwarding to gRPC", absl::Seconds(20)).ok());
   }
   void StartWorker(const std::string& name) {
     auto key_file = NodeKeyFile(pg->url(), name, root.path);

@@ -155,7 +155,7 @@ TEST_CASE("restarting PostgreSQL mid-test: UNAVAILABLE, then success, nothing lo
   CHECK(next->id() > (*events)[0].id());
 }
 
-TEST_CASE("restarting PostgreSQL ends the leader's session; the role is taken again after",
+TEST_CASE("restarting PostgreSQL ends the leader's session, the role is taken again after",
           "[postgres][restart]") {
   auto& pg = testing::SharedPostgres();
   REQUIRE(pg.ResetDatabase().ok());

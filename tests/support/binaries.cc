@@ -16,23 +16,12 @@ std::string BinaryPath(const std::string& name) {
 std::vector<std::string> WorkerArgv(const std::string& name, const std::string& scheduler_endpoint,
                                     const std::string& key_file, const std::string& state_dir,
                                     int gpus) {
-  return {BinaryPath("tessera-worker"),
-          "--scheduler-endpoint",
-          scheduler_endpoint,
-          "--api-key-file",
-          key_file,
-          "--rank-user",
-          ::geteuid() == 0 ? "root" : "",
-          "--node-name",
-          name,
-          "--cluster",
-          "local",
-          "--address",
-          "127.0.0.1",
-          "--simulate-gpus",
-          std::to_string(gpus),
-          "--state-dir",
-          state_dir};
+  return {BinaryPath("tessera-worker"), "--scheduler-endpoint", scheduler_endpoint,
+          "--api-key-file", key_file, "--rank-user", ::geteuid() == 0 ? "root" : "", "--node-name",
+          name, "--cluster", "local", "--address", "127.0.0.1", "--simulate-gpus",
+          std::to_string(gpus), "--state-dir", state_dir,
+          // Tests talk over loopback; the security suite swaps this for TLS (tls_fixture.h).
+          "--plaintext"};
 }
 
 std::vector<std::string> TrainingRankEnv(const std::string& shared) {

@@ -28,6 +28,10 @@ ServerProcess StartServer(const std::string& binary, const std::string& database
     argv.push_back("--http-listen");
     argv.push_back("127.0.0.1:0");
   }
+  // Loopback in plain text, unless the test serves TLS.
+  if (std::find(extra.begin(), extra.end(), "--tls-cert") == extra.end()) {
+    argv.push_back("--plaintext");
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto p = Process::Start(argv, TempLog(binary));
   REQUIRE(p.ok());
@@ -52,8 +56,10 @@ std::string CreateKey(const std::string& database_url, const std::string& user,
   return *key;
 }
 
-Client::Client(const std::string& endpoint, std::string k) : key(std::move(k)) {
-  auto channel = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+Client::Client(const std::string& endpoint, std::string k)
+    : Client(grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()), std::move(k)) {}
+
+Client::Client(const std::shared_ptr<grpc::Channel>& channel, std::string k) : key(std::move(k)) {
   runs = v1::RunService::NewStub(channel);
   scheduler = v1::SchedulerService::NewStub(channel);
   cordon = v1::CordonService::NewStub(channel);

@@ -44,7 +44,9 @@ inline std::string NodeKey(const std::string& database_url, const std::string& n
 
 class Client {
  public:
+  // Plain text to `endpoint` (a loopback address), or over `channel` (TLS).
   Client(const std::string& endpoint, std::string key);
+  Client(const std::shared_ptr<grpc::Channel>& channel, std::string key);
   // A context with the key and a 30 s deadline.
   std::unique_ptr<grpc::ClientContext> Ctx() const;
 

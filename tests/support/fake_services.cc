@@ -35,15 +35,18 @@ bool IsMissingRun(const std::string& name) { return name == "missing" || name ==
 
 Status Recorder::Record(ServerContext* context, const std::string& method,
                         const google::protobuf::Message& request) {
-  std::string authorization;
+  std::string authorization, client_address;
   const auto& metadata = context->client_metadata();
   if (const auto it = metadata.find("authorization"); it != metadata.end()) {
     authorization.assign(it->second.data(), it->second.size());
   }
+  if (const auto it = metadata.find("x-tessera-client-address"); it != metadata.end()) {
+    client_address.assign(it->second.data(), it->second.size());
+  }
   std::shared_ptr<google::protobuf::Message> copy(request.New());
   copy->CopyFrom(request);
   std::lock_guard lock(mu_);
-  calls_.push_back(Call{method, std::move(copy), authorization});
+  calls_.push_back(Call{method, std::move(copy), authorization, client_address});
   if (authorization != kFakeAuthorization) {
     ++rejected_;
     return Status(grpc::StatusCode::UNAUTHENTICATED, "invalid API key");
@@ -267,6 +270,42 @@ Status FakeAdminService::WhoAmI(ServerContext* context, const v1::WhoAmIRequest*
   response->set_user("alice");
   response->set_role(v1::ROLE_ADMIN);
   return recorder_.Record(context, "WhoAmI", *request);
+}
+
+Status FakeAdminService::CreateJoinToken(ServerContext* context,
+                                         const v1::CreateJoinTokenRequest* request,
+                                         v1::CreateJoinTokenResponse* response) {
+  response->mutable_token()->set_id("jt-1");
+  response->mutable_token()->set_node(request->node());
+  response->set_secret("tjt_s3cret");
+  return recorder_.Record(context, "CreateJoinToken", *request);
+}
+
+Status FakeAdminService::ListJoinTokens(ServerContext* context,
+                                        const v1::ListJoinTokensRequest* request,
+                                        v1::ListJoinTokensResponse* response) {
+  response->add_tokens()->set_id("jt-1");
+  return recorder_.Record(context, "ListJoinTokens", *request);
+}
+
+Status FakeAdminService::RevokeJoinToken(ServerContext* context,
+                                         const v1::RevokeJoinTokenRequest* request,
+                                         v1::RevokeJoinTokenResponse*) {
+  return recorder_.Record(context, "RevokeJoinToken", *request);
+}
+
+Status FakeAdminService::ListAuditRecords(ServerContext* context,
+                                          const v1::ListAuditRecordsRequest* request,
+                                          v1::ListAuditRecordsResponse* response) {
+  auto* r = response->add_records();
+  r->set_id(1);
+  r->set_actor("ops");
+  r->set_role(v1::ROLE_OPERATOR);
+  r->set_action("CordonService/CordonNode");
+  r->set_target("node_name node-1");
+  r->set_source("10.0.0.7:40000 via the REST gateway (in-process)");
+  r->set_outcome("OK");
+  return recorder_.Record(context, "ListAuditRecords", *request);
 }
 
 // FakeServices

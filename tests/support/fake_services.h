@@ -64,6 +64,7 @@ class Recorder {
     std::string method;
     std::shared_ptr<google::protobuf::Message> request;
     std::string authorization;  // the metadata as sent; empty without one
+    std::string client_address;  // what the REST gateway says of its client
   };
 
   // Records the call; returns the status the fake answers with: UNAUTHENTICATED without the
@@ -294,6 +295,18 @@ class FakeAdminService final : public v1::AdminService::Service {
   // alice, an admin.
   grpc::Status WhoAmI(grpc::ServerContext* context, const v1::WhoAmIRequest* request,
                       v1::WhoAmIResponse* response) override;
+  grpc::Status CreateJoinToken(grpc::ServerContext* context,
+                               const v1::CreateJoinTokenRequest* request,
+                               v1::CreateJoinTokenResponse* response) override;
+  grpc::Status ListJoinTokens(grpc::ServerContext* context, const v1::ListJoinTokensRequest* request,
+                              v1::ListJoinTokensResponse* response) override;
+  grpc::Status RevokeJoinToken(grpc::ServerContext* context,
+                               const v1::RevokeJoinTokenRequest* request,
+                               v1::RevokeJoinTokenResponse* response) override;
+  // One record: ops cordoned node-1 from 10.0.0.7 through the gateway.
+  grpc::Status ListAuditRecords(grpc::ServerContext* context,
+                                const v1::ListAuditRecordsRequest* request,
+                                v1::ListAuditRecordsResponse* response) override;
 
  private:
   Recorder& recorder_;

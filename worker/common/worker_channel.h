@@ -1,8 +1,9 @@
 #pragma once
 // The worker's channels to the control plane. A lease is seconds long, so a worker must
 // reconnect within a second of a restarted or reachable-again service, not after gRPC's default
-// backoff of up to two minutes. No transport keepalive: servers answer frequent pings with
-// GOAWAY, and a silent peer is detected by the lease instead (see ControlSession::FenceLoop).
+// backoff of up to two minutes. Over TLS the worker shows its node certificate (mutual TLS). No
+// transport keepalive: servers answer frequent pings with GOAWAY, and a silent peer is detected by
+// the lease instead (see ControlSession::FenceLoop).
 
 #include <grpcpp/grpcpp.h>
 
@@ -10,15 +11,17 @@
 #include <string>
 
 #include "services/common/grpc_limits.h"
+#include "services/common/tls/grpc_credentials.h"
 
 namespace tessera::worker {
 
-inline std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& endpoint) {
+inline std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& endpoint,
+                                                    const tls::TlsFlags& tls) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   ApplyMessageLimits(args);
-  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(endpoint, tls::ChannelCredentials(tls), args);
 }
 
 }  // namespace tessera::worker

@@ -24,11 +24,11 @@ ControlSession::ControlSession(ControlSessionOptions options, AttemptManager& at
       backoff_(absl::Milliseconds(100), absl::Seconds(5), std::move(uniform01)) {
   for (const std::string& e : SplitEndpoints(options_.endpoint)) {
     endpoints_.push_back(e);
-    stubs_.push_back(v1::WorkerControl::NewStub(WorkerChannel(e)));
+    stubs_.push_back(v1::WorkerControl::NewStub(WorkerChannel(e, options_.tls)));
   }
   if (stubs_.empty()) {  // WorkerDaemon refuses an empty list; keep the string as given
     endpoints_.push_back(options_.endpoint);
-    stubs_.push_back(v1::WorkerControl::NewStub(WorkerChannel(options_.endpoint)));
+    stubs_.push_back(v1::WorkerControl::NewStub(WorkerChannel(options_.endpoint, options_.tls)));
   }
 }
 

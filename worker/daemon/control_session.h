@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "services/common/tls/tls_flags.h"
 #include "tessera/v1/worker.grpc.pb.h"
 #include "worker/common/backoff.h"
 #include "worker/daemon/attempt_manager.h"
@@ -36,7 +37,8 @@ struct ControlSessionOptions {
   // With several endpoints, how long a registration may wait for its answer before the next
   // one is tried (a frozen instance accepts connections and never answers).
   absl::Duration registration_timeout = absl::Seconds(2);
-  std::string api_key;  // a system key
+  std::string api_key;  // this node's key
+  tls::TlsFlags tls{};   // the node's certificate and the cluster CA, or plain text
   v1::Node node;        // name, cluster, GPUs, address ...
   std::string process_id;
   // Ranks are killed this long before the lease ends.

@@ -5,10 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "absl/strings/str_split.h"
 #include "services/common/service_host.h"
 #include "worker/daemon/fence_watchdog.h"
+#include "worker/daemon/node_credentials.h"
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_identity.h"
 #include "worker/daemon/worker_daemon.h"
@@ -50,8 +52,17 @@ int main(int argc, char** argv) {
                  "host:port of the log service, or several (default: the scheduler's)");
   app.add_option("--api-key-file", api_key_file,
                  "a file holding this node's key (mode 600; a node key, made with `mcli admin "
-                 "create-api-key --role node --node NAME`)")
-      ->required();
+                 "create-api-key --role node --node NAME`); or join with --join-token-file");
+  std::string join_token_file, credentials_dir, join_endpoint;
+  app.add_option("--join-token-file", join_token_file,
+                 "a file (mode 600) holding a one-time join token (`mcli admin "
+                 "create-join-token --node NAME`): the worker joins with it once and keeps the "
+                 "node key and certificate it gets in --credentials-dir");
+  app.add_option("--credentials-dir", credentials_dir,
+                 "where a joined node keeps its credentials (default: STATE_DIR/credentials)");
+  app.add_option("--join-endpoint", join_endpoint,
+                 "host:port of the run manager, where nodes join and renew their certificates "
+                 "(default: the scheduler's)");
   std::string rank_user;
   app.add_option("--rank-user", rank_user,
                  "run ranks as this unprivileged user (required when the worker runs as root; "
@@ -92,10 +103,58 @@ int main(int argc, char** argv) {
                  "the tessera-canary program (default: next to tessera-worker)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  tessera::tls::AddTlsFlags(app, o.tls);
   CLI11_PARSE(app, argc, argv);
 
   if (auto st = tessera::ConfigureLogging(log_level); !st.ok())
     return Fail(std::string(st.message()));
+  if (join_endpoint.empty()) join_endpoint = o.scheduler_endpoint;
+  const std::vector<tessera::tls::NamedAddress> addresses = {
+      {"--scheduler-endpoint", o.scheduler_endpoint},
+      {"--log-endpoint", o.log_endpoint},
+      {"--join-endpoint", join_endpoint},
+      {"--metrics-listen", o.metrics_listen}};
+  // Plain text only to loopback: checked before any secret (a join token) is sent.
+  if (o.tls.plaintext) {
+    if (auto st = tessera::tls::CheckTlsFlags(o.tls, addresses); !st.ok()) {
+      return Fail(std::string(st.message()));
+    }
+  } else if (o.tls.ca_file.empty()) {
+    return Fail("--tls-ca is required: the cluster CA that the control plane's certificate "
+                "must chain to (or --plaintext, for loopback addresses only)");
+  }
+  std::optional<tessera::worker::CredentialFiles> joined;
+  if (api_key_file.empty()) {
+    auto files = tessera::worker::JoinIfNeeded(
+        {.node = o.node_name,
+         .endpoint = join_endpoint,
+         .token_file = join_token_file,
+         .credentials_dir = credentials_dir.empty() ? o.state_dir + "/credentials" : credentials_dir,
+         .tls = o.tls});
+    if (!files.ok()) return Fail(std::string(files.status().message()));
+    api_key_file = files->api_key;
+    joined = *files;
+    if (o.tls.enabled() && o.tls.cert_file.empty()) {
+      if (!std::filesystem::exists(files->certificate)) {
+        return Fail("the control plane gave no certificate (it has no --tls-ca-key): give this "
+                    "node's certificate with --tls-cert and --tls-key (CN node:" +
+                    o.node_name + ", deploy/tls-certs.sh node)");
+      }
+      o.tls.cert_file = files->certificate;
+      o.tls.key_file = files->private_key;
+    }
+  } else if (!join_token_file.empty()) {
+    return Fail("--api-key-file and --join-token-file: give one (a joined node keeps its key in "
+                "--credentials-dir)");
+  }
+  if (o.tls.enabled()) {
+    if (auto st = tessera::tls::CheckTlsFlags(o.tls, addresses); !st.ok()) {
+      return Fail(std::string(st.message()));
+    }
+    if (auto st = tessera::worker::CheckPrivateFile("--tls-key", o.tls.key_file); !st.ok()) {
+      return Fail(std::string(st.message()));
+    }
+  }
   auto key = tessera::worker::ReadKeyFile(api_key_file);
   if (!key.ok()) return Fail(std::string(key.status().message()));
   o.api_key = *std::move(key);
@@ -129,10 +188,17 @@ int main(int argc, char** argv) {
   }
   auto daemon = tessera::worker::WorkerDaemon::Start(o);
   if (!daemon.ok()) return Fail(std::string(daemon.status().message()));
+  // A certificate the control plane signed is renewed by it before it expires.
+  std::unique_ptr<tessera::worker::NodeCertificateRenewal> renewal;
+  if (joined && o.tls.enabled() && o.tls.cert_file == joined->certificate) {
+    renewal = std::make_unique<tessera::worker::NodeCertificateRenewal>(
+        *joined, join_endpoint, o.api_key, o.tls, tessera::SystemClock::Shared());
+  }
   std::cout << "tessera-worker " << o.node_name << " running; metrics=" << (*daemon)->metrics_port()
             << std::endl;
   tessera::WaitForTerminationSignal();
   spdlog::info("stopping");
+  renewal.reset();
   daemon->reset();
   return 0;
 }

@@ -64,36 +64,57 @@ absl::Status GiveToRank(const std::string& path, const std::optional<RankIdentit
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadKeyFile(const std::string& path) {
+namespace {
+
+// Opens `path` for reading when it is a regular file of this process's user that no one else
+// may read: whoever reads it can act as this node.
+absl::StatusOr<int> OpenPrivateFile(const std::string& flag, const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--api-key-file: cannot open ", path, ": ", std::strerror(errno)));
+        absl::StrCat(flag, ": cannot open ", path, ": ", std::strerror(errno)));
   }
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("--api-key-file: ", path, " is not a file"));
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, " is not a file"));
   }
   if ((st.st_mode & 077) != 0 || st.st_uid != ::geteuid()) {
     ::close(fd);
     return absl::FailedPreconditionError(
-        absl::StrCat("--api-key-file: ", path,
-                     " must belong to this worker's user and be readable by it "
-                     "alone (chmod 600 ",
+        absl::StrCat(flag, ": ", path,
+                     " must belong to this worker's user and be readable by it alone (chmod 600 ",
                      path, "): whoever reads it can act as this node"));
   }
+  return fd;
+}
+
+}  // namespace
+
+absl::Status CheckPrivateFile(const std::string& flag, const std::string& path) {
+  auto fd = OpenPrivateFile(flag, path);
+  if (!fd.ok()) return fd.status();
+  ::close(*fd);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadSecretFile(const std::string& flag, const std::string& path) {
+  auto opened = OpenPrivateFile(flag, path);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   char buf[512];
   const ssize_t n = ::read(fd, buf, sizeof buf);
   ::close(fd);
-  if (n <= 0)
-    return absl::InvalidArgumentError(absl::StrCat("--api-key-file: ", path, " is empty"));
-  std::string key(absl::StripAsciiWhitespace(absl::string_view(buf, static_cast<size_t>(n))));
-  if (key.empty() || key.find_first_of(" \n\t") != std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--api-key-file: ", path, " must hold one API key"));
+  if (n <= 0) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, " is empty"));
+  std::string secret(absl::StripAsciiWhitespace(absl::string_view(buf, static_cast<size_t>(n))));
+  if (secret.empty() || secret.find_first_of(" \n\t") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, " must hold one secret"));
   }
-  return key;
+  return secret;
+}
+
+absl::StatusOr<std::string> ReadKeyFile(const std::string& path) {
+  return ReadSecretFile("--api-key-file", path);
 }
 
 }  // namespace tessera::worker

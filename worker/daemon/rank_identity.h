@@ -40,4 +40,11 @@ absl::Status GiveToRank(const std::string& path, const std::optional<RankIdentit
 // else (mode 0600 or 0400), since whoever reads it can act as this node.
 absl::StatusOr<std::string> ReadKeyFile(const std::string& path);
 
+// The same for another secret (a join token): the first line of `path`, named `flag` in errors.
+absl::StatusOr<std::string> ReadSecretFile(const std::string& flag, const std::string& path);
+
+// The same check for a file the worker does not read itself (its TLS key): FAILED_PRECONDITION
+// naming `flag` when someone else could read it.
+absl::Status CheckPrivateFile(const std::string& flag, const std::string& path);
+
 }  // namespace tessera::worker

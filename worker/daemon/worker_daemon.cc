@@ -14,6 +14,7 @@
 #include "services/common/endpoints.h"
 #include "services/common/metrics/registry.h"
 #include "services/common/service_host.h"
+#include "services/common/tls/server_ssl_context.h"
 #include "worker/daemon/state_gc.h"
 #include "worker/gpu/gpu_discovery.h"
 
@@ -90,7 +91,8 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   if (!log_target.ok()) return log_target.status();
 
   d->shipper_ = std::make_unique<LogShipper>(
-      LogShipperOptions{.node_name = o.node_name, .endpoint = *log_target, .api_key = o.api_key},
+      LogShipperOptions{
+          .node_name = o.node_name, .endpoint = *log_target, .api_key = o.api_key, .tls = o.tls},
       d->clock_, MonotonicClock::Shared());
   LogShipper* shipper = d->shipper_.get();
   // Hang detection measures time without progress: on the monotonic clock.
@@ -177,6 +179,7 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
       ControlSessionOptions{
           .endpoint = o.scheduler_endpoint,
           .api_key = o.api_key,
+          .tls = o.tls,
           .node = node,
           .process_id = absl::StrCat(o.node_name, "-", getpid(), "-",
                                      absl::Hex(absl::Uniform<uint32_t>(*gen))),
@@ -195,7 +198,14 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   if (!o.metrics_listen.empty()) {
     auto addr = ParseListenAddress("--metrics-listen", o.metrics_listen);
     if (!addr.ok()) return addr.status();
-    auto endpoint = metrics::MetricsEndpoint::Start(addr->first, addr->second);
+    std::shared_ptr<tls::ServerSslContext> https;
+    if (o.tls.enabled()) {
+      auto loaded = tls::ServerSslContext::Create(o.tls);
+      if (!loaded.ok()) return loaded.status();
+      https = *std::move(loaded);
+    }
+    auto endpoint = metrics::MetricsEndpoint::Start(addr->first, addr->second,
+                                                    metrics::Registry::Default(), https);
     if (!endpoint.ok()) return endpoint.status();
     d->endpoint_ = std::move(*endpoint);
   }

@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "services/common/metrics/http_endpoint.h"
+#include "services/common/tls/tls_flags.h"
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/control_session.h"
 #include "worker/daemon/fence_watchdog.h"
@@ -44,6 +45,9 @@ struct WorkerOptions {
   absl::Duration fence_margin = absl::Milliseconds(500);
   bool fence_watchdog = true;
   std::string metrics_listen;  // host:port; empty: none
+  // The node's certificate (CN node:NAME) and key, and the cluster CA: every channel is mutual
+  // TLS and /metrics is HTTPS. Or plain text, loopback only.
+  tls::TlsFlags tls{};
   // Attempt folders (work dir, spooled logs) are removed this long after they last changed,
   // once their ranks are gone and their logs shipped.
   absl::Duration keep_finished = absl::Hours(24);

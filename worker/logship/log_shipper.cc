@@ -33,7 +33,7 @@ LogShipper::LogShipper(LogShipperOptions options, std::shared_ptr<Clock> clock,
       clock_(std::move(clock)),
       timer_(timer ? std::move(timer) : clock_),
       instance_(RandomId()) {
-  stub_ = v1::LogService::NewStub(WorkerChannel(options_.endpoint));
+  stub_ = v1::LogService::NewStub(WorkerChannel(options_.endpoint, options_.tls));
 }
 
 LogShipper::~LogShipper() { Stop(); }

@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "services/common/tls/tls_flags.h"
 #include "tessera/v1/logs.grpc.pb.h"
 #include "worker/common/backoff.h"
 #include "worker/common/rank_output.h"
@@ -31,7 +32,8 @@ namespace tessera::worker {
 struct LogShipperOptions {
   std::string node_name;
   std::string endpoint;  // host:port of the log service
-  std::string api_key;   // a system key
+  std::string api_key;   // this node's key
+  tls::TlsFlags tls{};    // the node's certificate and the cluster CA, or plain text
   size_t batch_lines = 4096;
   size_t batch_bytes = 1 << 20;
   size_t max_in_flight = 4;  // batches sent and not yet acknowledged

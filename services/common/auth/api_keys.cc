@@ -10,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
+#include "services/common/auth/peer_identity.h"
 
 namespace tessera::auth {
 namespace {
@@ -39,6 +40,10 @@ std::string NewSecret() { return "tsk_" + RandomHex(32); }
 
 std::string NewKeyId() { return "key-" + RandomHex(8); }
 
+std::string NewJoinTokenSecret() { return "tjt_" + RandomHex(32); }
+
+std::string NewJoinTokenId() { return "jt-" + RandomHex(8); }
+
 std::string KeyIdForRequest(const std::string& scope, const std::string& request_key) {
   return "key-" + HashSecret(absl::StrCat(scope, "\n", request_key)).substr(0, 16);
 }
@@ -59,8 +64,11 @@ absl::StatusOr<std::string> BearerToken(const std::string& header_value) {
 }
 
 Authenticator::Authenticator(std::shared_ptr<store::ApiKeyStore> keys, std::shared_ptr<Clock> clock,
-                             absl::Duration cache_ttl)
-    : keys_(std::move(keys)), clock_(std::move(clock)), cache_ttl_(cache_ttl) {}
+                             absl::Duration cache_ttl, std::shared_ptr<AuditLog> audit)
+    : keys_(std::move(keys)),
+      clock_(std::move(clock)),
+      cache_ttl_(cache_ttl),
+      audit_(std::move(audit)) {}
 
 Authenticator::~Authenticator() {
   {
@@ -82,7 +90,10 @@ std::string HeaderOf(const grpc::ServerContext& context) {
 }  // namespace
 
 absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext& context) {
-  return Authenticate(HeaderOf(context));
+  auto who = Authenticate(HeaderOf(context));
+  if (!who.ok()) return who;
+  if (auto st = CheckPeerIdentity(PeerOf(context), *who); !st.ok()) return st;
+  return who;
 }
 
 absl::StatusOr<std::string> Authenticator::KeyHash(const grpc::ServerContext& context) {
@@ -113,6 +124,7 @@ absl::StatusOr<Authenticator::CacheEntry> Authenticator::Lookup(const std::strin
         absl::UnauthenticatedError(absl::StrCat("API key ", record->key.id(), " was revoked"));
   } else {
     entry.principal = Principal{record->key.user(), record->key.role(), record->key.node()};
+    entry.principal->key_id = record->key.id();
     if (record->key.has_expires_at()) entry.key_expires = FromProtoTime(record->key.expires_at());
   }
   absl::MutexLock lock(&mu_);

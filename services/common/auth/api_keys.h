@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "base/clock.h"
+#include "services/common/auth/audit_log.h"
 #include "services/common/auth/principal.h"
 #include "services/store/api_key_store.h"
 
@@ -30,6 +31,10 @@ std::string NewSecret();
 // A new key id: "key-" followed by 16 hex digits of RAND_bytes.
 std::string NewKeyId();
 
+// A new join token: its secret ("tjt_" and 64 hex digits of RAND_bytes) and its id ("jt-" and 16).
+std::string NewJoinTokenSecret();
+std::string NewJoinTokenId();
+
 // The id of the key made by the request with idempotency key `request_key` in `scope`: a retry
 // makes the same id, which the store refuses (ALREADY_EXISTS), so one request makes one key.
 std::string KeyIdForRequest(const std::string& scope, const std::string& request_key);
@@ -41,8 +46,13 @@ class Authenticator {
  public:
   // Lookups are cached for `cache_ttl` so that a busy client does not cost a database query per
   // call; a revoked key stops working within that time.
+  // `audit` (optional) is where Serve records audited calls (rpc_roles.h).
   Authenticator(std::shared_ptr<store::ApiKeyStore> keys, std::shared_ptr<Clock> clock,
-                absl::Duration cache_ttl = absl::Seconds(5));
+                absl::Duration cache_ttl = absl::Seconds(5),
+                std::shared_ptr<AuditLog> audit = nullptr);
+
+  // Null when calls are not audited (unit tests).
+  AuditLog* audit_log() const { return audit_.get(); }
 
   ~Authenticator();
 
@@ -76,6 +86,7 @@ class Authenticator {
   std::shared_ptr<store::ApiKeyStore> keys_;
   std::shared_ptr<Clock> clock_;
   const absl::Duration cache_ttl_;
+  std::shared_ptr<AuditLog> audit_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, CacheEntry> cache_ ABSL_GUARDED_BY(mu_);
 

@@ -18,6 +18,8 @@ struct Principal {
   v1::Role role = v1::ROLE_USER;
   // The node a ROLE_NODE key acts as; empty otherwise.
   std::string node;
+  // The id of the key that called (for the audit log); empty for principals made in code.
+  std::string key_id;
 
   // API keys and settings.
   bool is_admin() const { return role == v1::ROLE_ADMIN; }
@@ -36,6 +38,8 @@ struct Principal {
   bool may_act_for(const std::string& owner) const {
     return is_admin() || is_system() || owner == user;
   }
+  // A person (user, operator or admin), not a node or one of Tessera's services.
+  bool is_person() const { return !is_system() && !is_node(); }
   // Whether this principal sees every user's runs in lists.
   bool sees_all_runs() const { return may_operate_nodes(); }
 };

@@ -29,25 +29,38 @@ const std::vector<v1::Role> kOperators = {ROLE_OPERATOR, ROLE_ADMIN, ROLE_SYSTEM
 // Internal: Tessera's services only.
 const std::vector<v1::Role> kServices = {ROLE_SYSTEM};
 
+// Who is audited: every person, or operators and admins.
+constexpr Audit kAuditPeople = Audit::kPeople;
+constexpr Audit kAuditPrivileged = Audit::kPrivileged;
+
 }  // namespace
 
 const std::vector<RpcRule>& RpcRoleTable() {
   static const auto* table = new std::vector<RpcRule>{
       // API keys: admins make them; everyone lists and revokes their own.
-      {"tessera.v1.AdminService/CreateApiKey", {ROLE_ADMIN}},
+      {"tessera.v1.AdminService/CreateApiKey", {ROLE_ADMIN}, kAuditPeople},
       {"tessera.v1.AdminService/ListApiKeys", kPeople},
-      {"tessera.v1.AdminService/RevokeApiKey", kPeople},
+      {"tessera.v1.AdminService/RevokeApiKey", kPeople, kAuditPeople},
       {"tessera.v1.AdminService/WhoAmI",
        {ROLE_USER, ROLE_OPERATOR, ROLE_ADMIN, ROLE_SYSTEM, ROLE_NODE}},
+      // Join tokens (a new node's one-time credential) and the audit log: admins only.
+      {"tessera.v1.AdminService/CreateJoinToken", {ROLE_ADMIN}, kAuditPeople},
+      {"tessera.v1.AdminService/ListJoinTokens", {ROLE_ADMIN}},
+      {"tessera.v1.AdminService/RevokeJoinToken", {ROLE_ADMIN}, kAuditPeople},
+      {"tessera.v1.AdminService/ListAuditRecords", {ROLE_ADMIN}},
+      // A worker joining: its join token is the credential (JoinHandler checks it), and what it
+      // gets is a key and certificate of the token's node only.
+      {"tessera.v1.NodeJoin/Join", {}, Audit::kNever, /*open=*/true},
+      {"tessera.v1.NodeJoin/RenewNodeCertificate", {ROLE_NODE}, Audit::kAllButServices},
       // Runs.
       {"tessera.v1.RunService/SubmitRun", kPeople},
       {"tessera.v1.RunService/GetRun", kPeopleAndServices},
       {"tessera.v1.RunService/ListRuns", kPeopleAndServices},
       {"tessera.v1.RunService/DescribeRun", kPeopleAndServices},
-      {"tessera.v1.RunService/StopRun", kPeople},
-      {"tessera.v1.RunService/DeleteRun", kPeople},
-      {"tessera.v1.RunService/UpdateRun", kPeople},
-      {"tessera.v1.RunService/RestartRun", kPeople},
+      {"tessera.v1.RunService/StopRun", kPeople, kAuditPrivileged},
+      {"tessera.v1.RunService/DeleteRun", kPeople, kAuditPrivileged},
+      {"tessera.v1.RunService/UpdateRun", kPeople, kAuditPrivileged},
+      {"tessera.v1.RunService/RestartRun", kPeople, kAuditPrivileged},
       {"tessera.v1.RunService/CloneRun", kPeople},
       {"tessera.v1.RunService/WatchRuns", kPeopleAndServices},
       {"tessera.v1.RunService/RecordAttempt", kServices},
@@ -56,12 +69,12 @@ const std::vector<RpcRule>& RpcRoleTable() {
       // own, the run manager deletes a deleted run's.
       {"tessera.v1.LogService/PushLogs", {ROLE_NODE, ROLE_SYSTEM}},
       {"tessera.v1.LogService/GetLogs", kPeopleAndServices},
-      {"tessera.v1.LogService/DeleteRunLogs", {ROLE_ADMIN, ROLE_SYSTEM}},
+      {"tessera.v1.LogService/DeleteRunLogs", {ROLE_ADMIN, ROLE_SYSTEM}, kAuditPeople},
       // Nodes and the queue.
       {"tessera.v1.SchedulerService/ListNodes", kPeopleAndServices},
       {"tessera.v1.SchedulerService/GetNode", kPeopleAndServices},
-      {"tessera.v1.SchedulerService/SetNodeLabels", kOperators},
-      {"tessera.v1.SchedulerService/RemoveNode", kOperators},
+      {"tessera.v1.SchedulerService/SetNodeLabels", kOperators, kAuditPeople},
+      {"tessera.v1.SchedulerService/RemoveNode", kOperators, kAuditPeople},
       {"tessera.v1.SchedulerService/GetQueue", kPeopleAndServices},
       {"tessera.v1.SchedulerService/GetStatus", kPeopleAndServices},
       {"tessera.v1.SchedulerService/CheckFit", kServices},
@@ -70,20 +83,20 @@ const std::vector<RpcRule>& RpcRoleTable() {
       // A worker's control stream: only as its own node (WorkerControlService checks the name).
       {"tessera.v1.WorkerControl/Connect", {ROLE_NODE}},
       // Cordons.
-      {"tessera.v1.CordonService/CordonNode", kOperators},
-      {"tessera.v1.CordonService/UncordonNode", kOperators},
-      {"tessera.v1.CordonService/DrainNode", kOperators},
+      {"tessera.v1.CordonService/CordonNode", kOperators, kAuditPeople},
+      {"tessera.v1.CordonService/UncordonNode", kOperators, kAuditPeople},
+      {"tessera.v1.CordonService/DrainNode", kOperators, kAuditPeople},
       {"tessera.v1.CordonService/ListNodeEvents", kPeopleAndServices},
       {"tessera.v1.CordonService/WatchNodeEvents", kPeopleAndServices},
       // Health: sweeps and their evidence are the operators'; reports come through the scheduler.
-      {"tessera.v1.HealthService/StartSweep", kOperators},
+      {"tessera.v1.HealthService/StartSweep", kOperators, kAuditPeople},
       {"tessera.v1.HealthService/GetSweep", kOperators},
       {"tessera.v1.HealthService/ListSweeps", kOperators},
       {"tessera.v1.HealthService/ListHealthResults", kOperators},
       {"tessera.v1.HealthService/ReportHealthResult", kServices},
       {"tessera.v1.HealthService/ReportGpuFault", kServices},
       {"tessera.v1.HealthService/ReportRankHang", kServices},
-      {"tessera.v1.HealthService/InjectFault", kOperators},
+      {"tessera.v1.HealthService/InjectFault", kOperators, kAuditPeople},
   };
   return *table;
 }
@@ -93,18 +106,41 @@ std::string RoleName(v1::Role role) {
   return absl::AsciiStrToLower(absl::StripPrefix(v1::Role_Name(role), "ROLE_"));
 }
 
-absl::Status CheckRpcRole(std::string_view method, const Principal& who) {
+const RpcRule* FindRpcRule(std::string_view method) {
   static const auto* index = [] {
     auto* m = new absl::flat_hash_map<std::string_view, const RpcRule*>;
     for (const auto& rule : RpcRoleTable()) (*m)[rule.method] = &rule;
     return m;
   }();
   auto it = index->find(method);
-  if (it == index->end()) {
+  return it == index->end() ? nullptr : it->second;
+}
+
+bool Audited(const RpcRule& rule, const Principal& who) {
+  switch (rule.audit) {
+    case Audit::kNever:
+      return false;
+    case Audit::kPeople:
+      return who.is_person();
+    case Audit::kPrivileged:
+      return who.role == v1::ROLE_OPERATOR || who.role == v1::ROLE_ADMIN;
+    case Audit::kAllButServices:
+      return !who.is_system();
+  }
+  return false;
+}
+
+absl::Status CheckRpcRole(std::string_view method, const Principal& who) {
+  const RpcRule* rule = FindRpcRule(method);
+  if (rule == nullptr) {
     return absl::PermissionDeniedError(absl::StrCat(
         std::string(method), " is not open to any role (it has no row in the role table)"));
   }
-  const auto& roles = it->second->roles;
+  if (rule->open) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        std::string(method), " takes no API key: its request carries its own credential"));
+  }
+  const auto& roles = rule->roles;
   if (std::find(roles.begin(), roles.end(), who.role) != roles.end()) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat(
       std::string(method), " needs a key with the role ",

@@ -15,14 +15,35 @@
 
 namespace tessera::auth {
 
+// Which calls of a method go to the audit log (audit_log.h), refused attempts included.
+enum class Audit {
+  kNever,
+  // Every call by a person (user, operator, admin): keys, cordons, sweeps ...
+  kPeople,
+  // Calls by operators and admins: what they do to other users' runs and logs.
+  kPrivileged,
+  // Every call but those of Tessera's own services: nodes renewing their credentials too.
+  kAllButServices,
+};
+
 struct RpcRule {
   // "tessera.v1.RunService/SubmitRun".
   std::string_view method;
   std::vector<v1::Role> roles;
+  Audit audit = Audit::kNever;
+  // Open without an API key: the request carries its own credential (a join token), which the
+  // handler checks. `roles` is empty then.
+  bool open = false;
 };
 
 // Every RPC of the API with the roles that may call it.
 const std::vector<RpcRule>& RpcRoleTable();
+
+// The method's row; null when it has none.
+const RpcRule* FindRpcRule(std::string_view method);
+
+// Whether a call of `rule`'s method by `who` goes to the audit log.
+bool Audited(const RpcRule& rule, const Principal& who);
 
 // OK when `who` may call `method`; PERMISSION_DENIED naming the method and the roles that may,
 // or for a method with no row (a new RPC is closed until it is given one).

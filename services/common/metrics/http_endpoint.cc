@@ -7,16 +7,19 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <exception>
 #include <map>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "services/common/metrics/text_format.h"
+#include "services/common/tls/server_ssl_context.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera::metrics {
@@ -26,6 +29,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+namespace ssl = net::ssl;
 
 constexpr int kThreads = 2;
 // A connection idle (or trickling a request) this long is closed.
@@ -79,23 +83,52 @@ class Router {
 };
 
 // One connection: read a request, answer it, and again while the client keeps it alive.
-class Session : public std::enable_shared_from_this<Session> {
+// `Stream` is a beast::tcp_stream, or a beast::ssl_stream over one (TLS).
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, std::shared_ptr<const Router> router)
-      : stream_(std::move(socket)), router_(std::move(router)) {}
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  Session(tcp::socket socket, std::shared_ptr<const Router> router,
+          std::shared_ptr<ssl::context> tls)
+      : tls_(std::move(tls)), stream_(MakeStream(std::move(socket))), router_(std::move(router)) {}
 
   void Start() {
     net::dispatch(stream_.get_executor(),
-                  beast::bind_front_handler(&Session::Read, shared_from_this()));
+                  beast::bind_front_handler(&Session::Begin, this->shared_from_this()));
   }
 
  private:
+  Stream MakeStream(tcp::socket socket) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls_);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+
+  void Begin() {
+    if constexpr (kTls) {
+      beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
+      stream_.async_handshake(
+          ssl::stream_base::server,
+          beast::bind_front_handler(&Session::OnHandshake, this->shared_from_this()));
+    } else {
+      Read();
+    }
+  }
+
+  void OnHandshake(beast::error_code ec) {
+    if (ec) return Close();  // not TLS, a bad certificate, a timeout
+    Read();
+  }
+
   void Read() {
     parser_.emplace();
     parser_->body_limit(kBodyLimit);
-    stream_.expires_after(kIdleTimeout);
+    beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+                     beast::bind_front_handler(&Session::OnRead, this->shared_from_this()));
   }
 
   void OnRead(beast::error_code ec, std::size_t /*bytes*/) {
@@ -137,7 +170,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void Write(Response res) {
     response_ = std::move(res);
     http::async_write(stream_, response_,
-                      beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
+                      beast::bind_front_handler(&Session::OnWrite, this->shared_from_this()));
   }
 
   void OnWrite(beast::error_code ec, std::size_t /*bytes*/) {
@@ -147,11 +180,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.socket().close(ignored);
+    auto& socket = beast::get_lowest_layer(stream_).socket();
+    socket.shutdown(tcp::socket::shutdown_send, ignored);
+    socket.close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  std::shared_ptr<ssl::context> tls_;  // kept alive while the stream uses it
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Response response_;
@@ -166,6 +201,7 @@ struct MetricsEndpoint::Impl {
   tcp::acceptor acceptor{strand};
   net::steady_timer retry{strand};
   std::shared_ptr<Router> router = std::make_shared<Router>();
+  std::shared_ptr<tls::ServerSslContext> tls;  // null: plain HTTP
   std::vector<std::thread> threads;
   std::uint16_t port = 0;
 
@@ -179,7 +215,13 @@ struct MetricsEndpoint::Impl {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
       if (!ec) {
-        std::make_shared<Session>(std::move(socket), router)->Start();
+        if (tls != nullptr) {
+          std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(std::move(socket), router,
+                                                                          tls->Current())
+              ->Start();
+        } else {
+          std::make_shared<Session<beast::tcp_stream>>(std::move(socket), router, nullptr)->Start();
+        }
         return Accept();
       }
       // Out of descriptors, say: back off rather than spin.
@@ -202,10 +244,11 @@ void MetricsEndpoint::AddRoute(std::string path, RouteHandler handler) {
   impl_->router->Add(std::move(path), std::move(handler));
 }
 
-absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(std::string_view address,
-                                                                        std::uint16_t port,
-                                                                        Registry& registry) {
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
+    std::string_view address, std::uint16_t port, Registry& registry,
+    std::shared_ptr<tls::ServerSslContext> tls) {
   auto impl = std::make_unique<Impl>();
+  impl->tls = std::move(tls);
   const std::string where = fmt::format("{}:{}", address, port);
 
   beast::error_code ec;
@@ -251,7 +294,8 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(std::str
     impl->threads.emplace_back([ioc = &impl->ioc] { ioc->run(); });
   }
   std::unique_ptr<MetricsEndpoint> out(new MetricsEndpoint(std::move(impl)));
-  spdlog::info("metrics endpoint listening on {}:{}", address, out->port());
+  spdlog::info("metrics endpoint listening on {}://{}:{}", out->impl_->tls ? "https" : "http",
+               address, out->port());
   return out;
 }
 

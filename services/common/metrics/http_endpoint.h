@@ -21,6 +21,10 @@
 #include "absl/status/statusor.h"
 #include "services/common/metrics/registry.h"
 
+namespace tessera::tls {
+class ServerSslContext;
+}
+
 namespace tessera::metrics {
 
 struct HttpRequest {
@@ -42,9 +46,11 @@ class MetricsEndpoint {
  public:
   // Listens on `address` (an IP literal or a host name that resolves) and `port` (0: any free
   // port, see port()). `registry` is what /metrics serves; it must outlive the endpoint.
-  // A bad address or a failure to bind is an error naming the address.
+  // A bad address or a failure to bind is an error naming the address. With `tls`, it serves
+  // HTTPS only (each connection gets the context's current certificate).
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
-      std::string_view address, std::uint16_t port, Registry& registry = Registry::Default());
+      std::string_view address, std::uint16_t port, Registry& registry = Registry::Default(),
+      std::shared_ptr<tls::ServerSslContext> tls = nullptr);
 
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;

@@ -38,15 +38,22 @@ struct MemoryDatabase {
   std::vector<v1::HealthCheckResult> health_results ABSL_GUARDED_BY(mu);
   int64_t next_health_result_id ABSL_GUARDED_BY(mu) = 1;
 
-  std::map<std::string, ApiKeyRecord> api_keys ABSL_GUARDED_BY(mu);  // by id
+  std::map<std::string, ApiKeyRecord> api_keys ABSL_GUARDED_BY(mu);         // by id
+  std::map<std::string, JoinTokenRecord> join_tokens ABSL_GUARDED_BY(mu);  // by id
+  std::vector<v1::AuditRecord> audit ABSL_GUARDED_BY(mu);
+  int64_t next_audit_id ABSL_GUARDED_BY(mu) = 1;
 
   // Rank output by (run id, resumption, rank, stream): the stream's watermarks and its lines
   // by sequence.
   struct LogLines {
     LogStreamInfo info;
     std::map<int64_t, v1::LogLine> lines;
+    int64_t bytes = 0;
+    absl::Time last_line_at = absl::InfinitePast();
   };
   std::map<std::tuple<std::string, int32_t, int32_t, int32_t>, LogLines> logs ABSL_GUARDED_BY(mu);
+  // Runs whose logs the retention period removed, and when.
+  std::map<std::string, absl::Time> log_expirations ABSL_GUARDED_BY(mu);
 
   struct RecordedResponse {
     IdempotentResponse response;
@@ -109,6 +116,8 @@ std::shared_ptr<NodeStore> MakeMemoryNodeStore(std::shared_ptr<MemoryDatabase> d
 std::shared_ptr<NodeEventStore> MakeMemoryNodeEventStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<HealthStore> MakeMemoryHealthStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<ApiKeyStore> MakeMemoryApiKeyStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<JoinTokenStore> MakeMemoryJoinTokenStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<AuditStore> MakeMemoryAuditStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<IdempotencyStore> MakeMemoryIdempotencyStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<LogStore> MakeMemoryLogStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<LeaderLockStore> MakeMemoryLeaderLockStore(std::shared_ptr<MemoryDatabase> db);

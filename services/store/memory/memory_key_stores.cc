@@ -116,6 +116,8 @@ Stores MakeMemoryStores(std::shared_ptr<MemoryDatabase> db) {
   s.node_events = MakeMemoryNodeEventStore(db);
   s.health = MakeMemoryHealthStore(db);
   s.api_keys = MakeMemoryApiKeyStore(db);
+  s.join_tokens = MakeMemoryJoinTokenStore(db);
+  s.audit = MakeMemoryAuditStore(db);
   s.idempotency = MakeMemoryIdempotencyStore(db);
   s.logs = MakeMemoryLogStore(db);
   s.leader_locks = MakeMemoryLeaderLockStore(db);

@@ -1,6 +1,7 @@
 // Rank output in memory.
 #include <algorithm>
 
+#include "base/timestamps.h"
 #include "services/store/filters.h"
 #include "services/store/memory/memory_database.h"
 
@@ -46,9 +47,15 @@ class MemoryLogStore final : public LogStore {
       if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
       s.info.node_rank = line.node_rank();
       s.info.node_name = line.node_name();
-      if (s.lines.emplace(line.sequence(), Normalized(line)).second) ++result.inserted;
+      if (!Covered(s, line.sequence()) && s.lines.emplace(line.sequence(), Normalized(line)).second) {
+        ++result.inserted;
+        s.bytes += static_cast<int64_t>(line.text().size());
+        s.last_line_at = std::max(s.last_line_at, FromProtoTime(line.time()));
+      }
       s.info.max_sequence = std::max(s.info.max_sequence, line.sequence());
-      while (s.lines.count(s.info.durable_sequence + 1)) ++s.info.durable_sequence;
+      while (Covered(s, s.info.durable_sequence + 1)) {
+        s.info.durable_sequence = s.lines.lower_bound(s.info.durable_sequence + 1)->first;
+      }
     }
     for (const auto& key : order) result.watermarks.push_back(db_->logs[key].info);
     return result;
@@ -104,12 +111,71 @@ class MemoryLogStore final : public LogStore {
   absl::Status DeleteRunLogs(const std::string& run_id) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
-    auto it = db_->logs.lower_bound({run_id, INT32_MIN, INT32_MIN, INT32_MIN});
-    while (it != db_->logs.end() && std::get<0>(it->first) == run_id) it = db_->logs.erase(it);
+    EraseRun(run_id);
     return absl::OkStatus();
   }
 
+  absl::StatusOr<int64_t> RunLogBytes(const std::string& run_id) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    int64_t bytes = 0;
+    for (auto it = db_->logs.lower_bound({run_id, INT32_MIN, INT32_MIN, INT32_MIN});
+         it != db_->logs.end() && std::get<0>(it->first) == run_id; ++it) {
+      bytes += it->second.bytes;
+    }
+    return bytes;
+  }
+
+  absl::StatusOr<std::vector<std::string>> ListRunsIdleSince(absl::Time before,
+                                                             int limit) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    std::map<std::string, absl::Time> newest;
+    for (const auto& [key, s] : db_->logs) {
+      auto [it, fresh] = newest.try_emplace(std::get<0>(key), s.last_line_at);
+      if (!fresh) it->second = std::max(it->second, s.last_line_at);
+    }
+    std::vector<std::pair<absl::Time, std::string>> idle;
+    for (const auto& [run, t] : newest) {
+      if (t < before) idle.emplace_back(t, run);
+    }
+    std::sort(idle.begin(), idle.end());
+    std::vector<std::string> out;
+    for (const auto& [t, run] : idle) {
+      if (static_cast<int>(out.size()) >= limit) break;
+      out.push_back(run);
+    }
+    return out;
+  }
+
+  absl::Status ExpireRunLogs(const std::string& run_id, absl::Time at) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    EraseRun(run_id);
+    db_->log_expirations[run_id] = at;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::optional<absl::Time>> LogsExpiredAt(const std::string& run_id) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    auto it = db_->log_expirations.find(run_id);
+    if (it == db_->log_expirations.end()) return std::nullopt;
+    return it->second;
+  }
+
  private:
+  void EraseRun(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_->mu) {
+    auto it = db_->logs.lower_bound({run_id, INT32_MIN, INT32_MIN, INT32_MIN});
+    while (it != db_->logs.end() && std::get<0>(it->first) == run_id) it = db_->logs.erase(it);
+  }
+
+  // Whether `seq` is stored: a line of its own, or within a marker of dropped lines.
+  static bool Covered(const MemoryDatabase::LogLines& s, int64_t seq) {
+    auto it = s.lines.lower_bound(seq);
+    return it != s.lines.end() && FirstSequence(it->second) <= seq;
+  }
+
   // The streams of the query's attempt.
   std::vector<std::pair<Key, const MemoryDatabase::LogLines*>> Attempt(const LogQuery& q)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_->mu) {

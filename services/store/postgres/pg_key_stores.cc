@@ -15,12 +15,7 @@ class PgApiKeyStore final : public ApiKeyStore {
 
   absl::Status CreateKey(const ApiKeyRecord& record) override {
     absl::Status st = pool_->Transact("creating an API key", [&](pqxx::work& tx) {
-      tx.exec_params(absl::StrCat("INSERT INTO api_keys (id, user_name, secret_hash, created_at,"
-                                  " revoked, body) VALUES ($1, $2, $3, ",
-                                  MicrosParam(4), ", $5, $6)"),
-                     record.key.id(), record.key.user(), record.secret_hash,
-                     ToMicros(record.key.created_at()), record.key.revoked(),
-                     EncodeMessage(record.key));
+      InsertApiKey(tx, record);
       return absl::OkStatus();
     });
     if (absl::IsAlreadyExists(st)) {
@@ -134,6 +129,15 @@ class PgIdempotencyStore final : public IdempotencyStore {
 
 }  // namespace
 
+void InsertApiKey(pqxx::work& tx, const ApiKeyRecord& record) {
+  tx.exec_params(absl::StrCat("INSERT INTO api_keys (id, user_name, secret_hash, created_at,"
+                              " revoked, node_name, body) VALUES ($1, $2, $3, ",
+                              MicrosParam(4), ", $5, $6, $7)"),
+                 record.key.id(), record.key.user(), record.secret_hash,
+                 ToMicros(record.key.created_at()), record.key.revoked(), record.key.node(),
+                 EncodeMessage(record.key));
+}
+
 absl::Status ClaimIdempotencyKey(pqxx::work& tx, const IdempotencyKey& key) {
   // The response is filled in by RecordClaimedResponse before the transaction commits; no one
   // sees the empty one (a reader sees the row only once it is committed).
@@ -169,6 +173,8 @@ absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
   s.node_events = MakePgNodeEventStore(pool);
   s.health = MakePgHealthStore(pool);
   s.api_keys = MakePgApiKeyStore(pool);
+  s.join_tokens = MakePgJoinTokenStore(pool);
+  s.audit = MakePgAuditStore(pool);
   s.idempotency = MakePgIdempotencyStore(pool);
   s.logs = MakePgLogStore(pool);
   s.leader_locks = MakePgLeaderLockStore(pool->conninfo());

@@ -55,33 +55,48 @@ constexpr char kLockStreams[] =
 
 // The new lines: the columns of their streams ($1..$6, numbered from 1 by ORDINALITY) and of
 // each line ($7 the number of its stream, sequence, microseconds, text as hex).
+// ... and the number of lines each stands for ($11: 0, or a marker's dropped_lines).
 constexpr char kInsertLines[] =
     "INSERT INTO log_lines (run_id, resumption_index, rank, stream, sequence, node_rank,"
-    " node_name, time, text)"
+    " node_name, time, text, dropped)"
     " SELECT k.run_id, k.res, k.rank, k.stream, u.seq, k.node_rank, k.node_name,"
-    "   timestamptz 'epoch' + u.tm * interval '1 microsecond', decode(u.tx, 'hex')"
+    "   timestamptz 'epoch' + u.tm * interval '1 microsecond', decode(u.tx, 'hex'), u.dropped"
     " FROM unnest($1::text[], $2::int[], $3::int[], $4::smallint[], $5::int[], $6::text[])"
     "   WITH ORDINALITY AS k(run_id, res, rank, stream, node_rank, node_name, i)"
-    " JOIN unnest($7::int[], $8::bigint[], $9::bigint[], $10::text[]) AS u(key, seq, tm, tx)"
-    "   ON u.key = k.i";
+    " JOIN unnest($7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[])"
+    "   AS u(key, seq, tm, tx, dropped) ON u.key = k.i";
 
+// The watermarks, and what the batch added: bytes of text ($7) and its newest line ($8, in
+// microseconds; 0 when it stored none), for the quota and the retention of logs.
 constexpr char kStoreWatermarks[] =
-    "UPDATE log_streams s SET durable_sequence = u.durable, max_sequence = u.max"
-    " FROM unnest($1::text[], $2::int[], $3::int[], $4::smallint[], $5::bigint[], $6::bigint[])"
-    "   AS u(run_id, res, rank, stream, durable, max)"
+    "UPDATE log_streams s SET durable_sequence = u.durable, max_sequence = u.max,"
+    "   bytes = s.bytes + u.bytes,"
+    "   last_line_at = GREATEST(s.last_line_at, timestamptz 'epoch' + u.tm * interval '1 microsecond')"
+    " FROM unnest($1::text[], $2::int[], $3::int[], $4::smallint[], $5::bigint[], $6::bigint[],"
+    "   $7::bigint[], $8::bigint[]) AS u(run_id, res, rank, stream, durable, max, bytes, tm)"
     " WHERE s.run_id = u.run_id AND s.resumption_index = u.res AND s.rank = u.rank"
     "   AND s.stream = u.stream"
     " RETURNING s.run_id, s.resumption_index, s.rank, s.stream, s.node_rank, s.node_name,"
     "   s.durable_sequence, s.max_sequence";
 
-// The watermark after `durable` given sequences now stored beyond it (in any order).
-int64_t Advance(int64_t durable, std::vector<int64_t> stored) {
+// The sequences a stored line stands for: its own, or a marker's dropped ones.
+struct SeqRange {
+  int64_t first;
+  int64_t last;
+  bool operator<(const SeqRange& o) const { return first < o.first; }
+};
+
+bool InRanges(const std::vector<SeqRange>& ranges, int64_t seq) {
+  return std::any_of(ranges.begin(), ranges.end(),
+                     [seq](const SeqRange& r) { return r.first <= seq && seq <= r.last; });
+}
+
+// The watermark after `durable` given what is now stored beyond it (in any order).
+int64_t Advance(int64_t durable, std::vector<SeqRange> stored) {
   std::sort(stored.begin(), stored.end());
-  for (int64_t s : stored) {
-    if (s == durable + 1)
-      ++durable;
-    else if (s > durable + 1)
-      break;
+  for (const SeqRange& r : stored) {
+    if (r.first > durable + 1) break;
+    durable = std::max(durable, r.last);
   }
   return durable;
 }
@@ -128,7 +143,7 @@ struct BatchStreams {
 
 constexpr char kLineColumns[] =
     "l.rank, l.stream, l.sequence, l.node_rank, l.node_name,"
-    " (extract(epoch FROM l.time) * 1000000)::bigint, l.text";
+    " (extract(epoch FROM l.time) * 1000000)::bigint, l.text, l.dropped";
 
 v1::LogLine DecodeLine(const pqxx::row& row, const std::string& run_id, int32_t resumption) {
   v1::LogLine line;
@@ -146,6 +161,7 @@ v1::LogLine DecodeLine(const pqxx::row& row, const std::string& run_id, int32_t 
       static_cast<int32_t>((micros - line.time().seconds() * 1'000'000) * 1000));
   const pqxx::binarystring text(row[6]);
   line.set_text(text.str());
+  line.set_dropped_lines(row[7].as<int64_t>());
   return line;
 }
 
@@ -160,6 +176,13 @@ LogStreamInfo DecodeStream(const pqxx::row& row) {
   s.durable_sequence = row[6].as<int64_t>();
   s.max_sequence = row[7].as<int64_t>();
   return s;
+}
+
+// Every line and stream of a run. Streams first: this waits for batches being stored (they
+// hold their streams' rows), so their lines are deleted too.
+void DeleteLines(pqxx::work& tx, const std::string& run_id) {
+  tx.exec_params("DELETE FROM log_streams WHERE run_id = $1", run_id);
+  tx.exec_params("DELETE FROM log_lines WHERE run_id = $1", run_id);
 }
 
 class PgLogStore final : public LogStore {
@@ -184,39 +207,43 @@ class PgLogStore final : public LogStore {
       }
       // Only lines not stored yet: those above the watermark that are not stored after a gap.
       std::vector<int32_t> key_of;
-      std::vector<int64_t> seqs, times;
+      std::vector<int64_t> seqs, times, dropped, added_bytes(n, 0), newest(n, 0);
       std::vector<const std::string*> texts;
       for (size_t i = 0; i < n; ++i) {
-        absl::flat_hash_set<int64_t> stored;
+        std::vector<SeqRange> stored;
         if (max[i] > durable[i]) {
           const auto& [run, resumption, rank, stream] = b.keys[i];
           for (const auto& row : tx.exec_params(
-                   "SELECT sequence FROM log_lines WHERE run_id = $1 AND resumption_index = $2"
-                   " AND rank = $3 AND stream = $4 AND sequence > $5",
+                   "SELECT sequence, dropped FROM log_lines WHERE run_id = $1"
+                   " AND resumption_index = $2 AND rank = $3 AND stream = $4 AND sequence > $5",
                    run, resumption, rank, stream, durable[i])) {
-            stored.insert(row[0].as<int64_t>());
+            const int64_t seq = row[0].as<int64_t>(), d = row[1].as<int64_t>();
+            stored.push_back({d > 1 ? seq - d + 1 : seq, seq});
           }
         }
         for (const v1::LogLine* l : b.lines[i]) {
-          if (l->sequence() <= durable[i] || !stored.insert(l->sequence()).second) continue;
+          if (l->sequence() <= durable[i] || InRanges(stored, l->sequence())) continue;
+          stored.push_back({FirstSequence(*l), l->sequence()});
           key_of.push_back(static_cast<int32_t>(i + 1));
           seqs.push_back(l->sequence());
           times.push_back(ToMicros(l->time()));
           texts.push_back(&l->text());
+          dropped.push_back(l->dropped_lines());
+          added_bytes[i] += static_cast<int64_t>(l->text().size());
+          newest[i] = std::max(newest[i], times.back());
         }
-        if (!stored.empty()) {
-          max[i] = std::max(max[i], *std::max_element(stored.begin(), stored.end()));
-          durable[i] = Advance(durable[i], {stored.begin(), stored.end()});
-        }
+        for (const SeqRange& r : stored) max[i] = std::max(max[i], r.last);
+        durable[i] = Advance(durable[i], std::move(stored));
       }
       if (!seqs.empty()) {
         const pqxx::result inserted = tx.exec_params(
             kInsertLines, runs, res, ranks, streams, IntArray(b.node_ranks), PgTextArray(b.nodes),
-            IntArray(key_of), IntArray(seqs), IntArray(times), HexArray(texts));
+            IntArray(key_of), IntArray(seqs), IntArray(times), HexArray(texts), IntArray(dropped));
         result.inserted = inserted.affected_rows();
       }
-      const pqxx::result marks = tx.exec_params(kStoreWatermarks, runs, res, ranks, streams,
-                                                IntArray(durable), IntArray(max));
+      const pqxx::result marks =
+          tx.exec_params(kStoreWatermarks, runs, res, ranks, streams, IntArray(durable),
+                         IntArray(max), IntArray(added_bytes), IntArray(newest));
       result.watermarks.clear();
       for (const auto& row : marks) result.watermarks.push_back(DecodeStream(row));
       return absl::OkStatus();
@@ -310,12 +337,63 @@ class PgLogStore final : public LogStore {
 
   absl::Status DeleteRunLogs(const std::string& run_id) override {
     return pool_->Transact("deleting a run's logs", [&](pqxx::work& tx) {
-      // Streams first: this waits for batches being stored (they hold their streams' rows), so
-      // their lines are deleted too.
-      tx.exec_params("DELETE FROM log_streams WHERE run_id = $1", run_id);
-      tx.exec_params("DELETE FROM log_lines WHERE run_id = $1", run_id);
+      DeleteLines(tx, run_id);
       return absl::OkStatus();
     });
+  }
+
+  absl::StatusOr<int64_t> RunLogBytes(const std::string& run_id) override {
+    int64_t bytes = 0;
+    absl::Status st = pool_->Transact("measuring a run's logs", [&](pqxx::work& tx) {
+      bytes = tx.exec_params("SELECT COALESCE(sum(bytes), 0)::bigint FROM log_streams"
+                             " WHERE run_id = $1",
+                             run_id)[0][0]
+                  .as<int64_t>();
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return bytes;
+  }
+
+  absl::StatusOr<std::vector<std::string>> ListRunsIdleSince(absl::Time before,
+                                                             int limit) override {
+    std::vector<std::string> out;
+    absl::Status st = pool_->Transact("finding runs with old logs", [&](pqxx::work& tx) {
+      for (const auto& row : tx.exec_params(
+               absl::StrCat("SELECT run_id FROM log_streams GROUP BY run_id"
+                            " HAVING max(last_line_at) < ",
+                            MicrosParam(1), " ORDER BY max(last_line_at), run_id LIMIT $2"),
+               absl::ToUnixMicros(before), limit)) {
+        out.push_back(row[0].as<std::string>());
+      }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
+  absl::Status ExpireRunLogs(const std::string& run_id, absl::Time at) override {
+    return pool_->Transact("expiring a run's logs", [&](pqxx::work& tx) {
+      DeleteLines(tx, run_id);
+      tx.exec_params(absl::StrCat("INSERT INTO log_expirations (run_id, expired_at) VALUES ($1, ",
+                                  MicrosParam(2), ") ON CONFLICT (run_id) DO NOTHING"),
+                     run_id, absl::ToUnixMicros(at));
+      return absl::OkStatus();
+    });
+  }
+
+  absl::StatusOr<std::optional<absl::Time>> LogsExpiredAt(const std::string& run_id) override {
+    std::optional<absl::Time> out;
+    absl::Status st = pool_->Transact("looking up a run's expired logs", [&](pqxx::work& tx) {
+      const pqxx::result rows = tx.exec_params(
+          "SELECT (extract(epoch FROM expired_at) * 1000000)::bigint FROM log_expirations"
+          " WHERE run_id = $1",
+          run_id);
+      if (!rows.empty()) out = absl::FromUnixMicros(rows[0][0].as<int64_t>());
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
   }
 
  private:

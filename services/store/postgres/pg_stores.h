@@ -18,6 +18,8 @@ std::shared_ptr<NodeStore> MakePgNodeStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<NodeEventStore> MakePgNodeEventStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<HealthStore> MakePgHealthStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<ApiKeyStore> MakePgApiKeyStore(std::shared_ptr<PgPool> pool);
+std::shared_ptr<JoinTokenStore> MakePgJoinTokenStore(std::shared_ptr<PgPool> pool);
+std::shared_ptr<AuditStore> MakePgAuditStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<IdempotencyStore> MakePgIdempotencyStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<LogStore> MakePgLogStore(std::shared_ptr<PgPool> pool);
 
@@ -36,6 +38,9 @@ int64_t PgLeaderLockKey(std::string_view role);
 // OK for an unfenced write or one whose term is still the role's current one in leader_terms.
 // Takes the row FOR SHARE, so a new leader's term cannot begin until this transaction ends.
 absl::Status CheckFence(pqxx::work& tx, const std::optional<WriteFence>& fence);
+
+// Inserts an API key's row in `tx` (a unique violation when its id or hash is taken).
+void InsertApiKey(pqxx::work& tx, const ApiKeyRecord& record);
 
 // Claims a call's idempotency key in a write's transaction, before the write's effect, so that
 // the effect and its record commit together. KeyTakenError when another call recorded the key;

@@ -25,6 +25,19 @@ for n in node-0 node-1 node-2; do
   echo "$nodes" | grep "$n" | grep -q ONLINE || fail "$n is not online: $nodes"
 done
 
+# Everything over TLS: the REST gateway answers HTTPS with the cluster CA, not plain HTTP; the
+# workers joined with tokens and keep their credentials privately.
+grep -q "^ca: $state/tls/ca.pem" "$TESSERA_CONFIG" || fail "mcli has no CA: $(cat "$TESSERA_CONFIG")"
+key="$(grep '^api_key:' "$TESSERA_CONFIG" | awk '{print $2}')"
+curl -fsS --cacert "$state/tls/ca.pem" -H "Authorization: Bearer $key" \
+  "https://localhost:$TESSERA_HTTP_PORT/api/v1/whoami" | grep -q '"role":"ROLE_ADMIN"' || fail "HTTPS whoami"
+if curl -fsS "http://127.0.0.1:$TESSERA_HTTP_PORT/api/v1/whoami" >/dev/null 2>&1; then fail "plain HTTP answered"; fi
+for n in 0 1 2; do
+  [ "$(stat -c %a "$state/workers/node-$n/state/credentials/node-api.key")" = 600 ] || fail "node-$n key mode"
+  [ -s "$state/workers/node-$n/state/credentials/node.pem" ] || fail "node-$n has no certificate"
+done
+"$BIN/mcli" admin list-join-tokens | grep -c "used" | grep -q 3 || fail "join tokens: $("$BIN/mcli" admin list-join-tokens)"
+
 out="$("$BIN/mcli" run -f "$ROOT/deploy/samples/hello.yaml" --follow 2>&1)" || { echo "$out"; fail "the sample run did not complete"; }
 for r in 0 1 2 3; do
   echo "$out" | grep -q "rank $r step 5" || { echo "$out"; fail "rank $r's last line is missing"; }
@@ -37,6 +50,11 @@ echo "$status" | grep -q "^tessera-server  pid" || fail "status: $status"
 # A second up is harmless: nothing is started twice.
 "$ROOT/deploy/cluster.sh" up --workers 3 >/dev/null 2>&1 || fail "second up"
 pids="$(cat "$state"/tessera-server.pid "$state"/workers/*/pid)"
+"$ROOT/deploy/cluster.sh" down >/dev/null
+# Up again after down: the workers come back with the credentials they joined with.
+"$ROOT/deploy/cluster.sh" up --workers 3 >"$state/up2.log" 2>&1 || { cat "$state/up2.log"; fail "up after down"; }
+[ "$("$BIN/mcli" admin list-join-tokens | grep -c jt-)" = 3 ] || fail "a restarted worker joined again"
+pids="$pids $(cat "$state"/tessera-server.pid "$state"/workers/*/pid)"
 "$ROOT/deploy/cluster.sh" down >/dev/null
 for p in $pids; do
   if kill -0 "$p" 2>/dev/null; then fail "pid $p still runs after down"; fi

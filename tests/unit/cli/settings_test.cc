@@ -12,12 +12,15 @@
 #include <map>
 #include <sstream>
 
+#include "cli/client.h"
 #include "cli/errors.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
 
 using tessera::cli::CliError;
+using tessera::cli::Connection;
+using tessera::cli::kExitUsage;
 using tessera::cli::ConfigPath;
 using tessera::cli::EnvLookup;
 using tessera::cli::MaskSecret;
@@ -110,7 +113,7 @@ TEST_CASE("settings resolve flag, then environment, then config file", "[cli][se
   CHECK(settings.api_key.value == "env-key");
   CHECK(settings.api_key.source == "TESSERA_API_KEY");
 
-  settings = ResolveSettings(SettingFlags{"flag-host:3", "flag-key"}, MapEnv(env));
+  settings = ResolveSettings(SettingFlags{"flag-host:3", "flag-key", ""}, MapEnv(env));
   CHECK(settings.endpoint.value == "flag-host:3");
   CHECK(settings.endpoint.source == "--endpoint flag");
   CHECK(settings.api_key.value == "flag-key");
@@ -121,6 +124,51 @@ TEST_CASE("settings resolve flag, then environment, then config file", "[cli][se
   settings = ResolveSettings({}, MapEnv(env));
   CHECK(settings.endpoint.value == "env-host:2");
   CHECK(settings.api_key.value == "file-key");
+}
+
+TEST_CASE("settings: the CA comes from --ca, TESSERA_CA or the config file's ca") {
+  TempDir home;
+  const std::string path = home.path + "/.tessera/config.yaml";
+  WriteFile(path, "endpoint: h:1\nca: /etc/tessera/file-ca.pem\n");
+  std::map<std::string, std::string> env = {{"HOME", home.path}};
+  auto settings = ResolveSettings({}, MapEnv(env));
+  CHECK(settings.ca.value == "/etc/tessera/file-ca.pem");
+  CHECK(settings.ca.source == "config file " + path);
+  env["TESSERA_CA"] = "/env-ca.pem";
+  settings = ResolveSettings({}, MapEnv(env));
+  CHECK(settings.ca.value == "/env-ca.pem");
+  CHECK(settings.ca.source == "TESSERA_CA");
+  settings = ResolveSettings(SettingFlags{"", "", "/flag-ca.pem"}, MapEnv(env));
+  CHECK(settings.ca.value == "/flag-ca.pem");
+  CHECK(settings.ca.source == "--ca flag");
+  env.erase("TESSERA_CA");
+  WriteFile(path, "endpoint: h:1\n");
+  settings = ResolveSettings({}, MapEnv(env));
+  CHECK(settings.ca.value.empty());
+  CHECK(settings.ca.source == "not set");
+}
+
+TEST_CASE("connection: an API key is sent in plain text only to loopback") {
+  // Plain text to this machine: allowed, bare or with http://.
+  CHECK_NOTHROW(Connection("127.0.0.1:50051", "k"));
+  CHECK_NOTHROW(Connection("http://localhost:50051", "k"));
+  CHECK_NOTHROW(Connection("127.0.0.1:1,[::1]:2", "k"));
+  // Across a network: refused with a message saying how to set the CA.
+  for (const char* endpoint : {"10.1.2.3:50051", "http://tessera.example.com:443",
+                               "127.0.0.1:1,10.0.0.1:2"}) {
+    INFO(endpoint);
+    try {
+      Connection(endpoint, "k");
+      FAIL("no error for plain text to " << endpoint);
+    } catch (const CliError& e) {
+      CHECK(e.exit_code() == kExitUsage);
+      CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains("--ca FILE"));
+    }
+  }
+  // With a CA (or https://) it is TLS, wherever the server is; http:// stays plain text.
+  CHECK_NOTHROW(Connection("10.1.2.3:50051", "k", "/etc/tessera/ca.pem"));
+  CHECK_NOTHROW(Connection("https://tessera.example.com:443", "k"));
+  CHECK_THROWS_AS(Connection("http://10.1.2.3:50051", "k", "/etc/tessera/ca.pem"), CliError);
 }
 
 TEST_CASE("settings read the process environment", "[cli][settings]") {
@@ -174,8 +222,9 @@ TEST_CASE("a malformed config file is an error naming it", "[cli][settings]") {
   CHECK_THROWS_WITH(ResolveSettings({}, env), Catch::Contains("api_key must be a string"));
 
   // Flags and environment that cover every setting do not need the file.
-  const auto settings = ResolveSettings(
-      SettingFlags{"h:1", ""}, MapEnv({{"TESSERA_CONFIG", path}, {"TESSERA_API_KEY", "k"}}));
+  const auto settings =
+      ResolveSettings(SettingFlags{"h:1", "", "/etc/tessera/ca.pem"},
+                      MapEnv({{"TESSERA_CONFIG", path}, {"TESSERA_API_KEY", "k"}}));
   CHECK(settings.endpoint.value == "h:1");
 }
 

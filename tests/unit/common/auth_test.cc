@@ -62,7 +62,8 @@ TEST_CASE("every RPC of the API has exactly one row in the role table, and every
     INFO(rule.method);
     CHECK(rows.insert(std::string(rule.method)).second);  // no method twice
     CHECK(methods.count(std::string(rule.method)) == 1);  // no row for a method that is gone
-    CHECK(!rule.roles.empty());
+    // Open without a key (its request carries its own credential), or open to some roles.
+    CHECK(rule.open == rule.roles.empty());
   }
   for (const auto& m : methods) {
     INFO(m);
@@ -73,9 +74,10 @@ TEST_CASE("every RPC of the API has exactly one row in the role table, and every
 TEST_CASE("least privilege: what each role may not call") {
   for (const auto& m : ApiMethods()) {
     INFO(m);
-    // A node's key: its control stream, its logs, and who it is. Nothing else.
+    // A node's key: its control stream, its logs, its certificate, and who it is. Nothing else.
     const bool node_method = m == "tessera.v1.WorkerControl/Connect" ||
                              m == "tessera.v1.LogService/PushLogs" ||
+                             m == "tessera.v1.NodeJoin/RenewNodeCertificate" ||
                              m == "tessera.v1.AdminService/WhoAmI";
     CHECK(Allows(m, v1::ROLE_NODE) == node_method);
     // People never call what only Tessera's services may.
@@ -92,11 +94,24 @@ TEST_CASE("least privilege: what each role may not call") {
       }
     }
   }
-  // Keys are the admins' alone: a service's key or an operator's cannot mint one.
-  for (v1::Role r : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_SYSTEM, v1::ROLE_NODE}) {
-    CHECK_FALSE(Allows("tessera.v1.AdminService/CreateApiKey", r));
+  // Keys, join tokens and the audit log are the admins' alone: a service's key or an operator's
+  // cannot mint a credential nor read who did what.
+  for (const char* m :
+       {"tessera.v1.AdminService/CreateApiKey", "tessera.v1.AdminService/CreateJoinToken",
+        "tessera.v1.AdminService/ListJoinTokens", "tessera.v1.AdminService/RevokeJoinToken",
+        "tessera.v1.AdminService/ListAuditRecords"}) {
+    INFO(m);
+    for (v1::Role r : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_SYSTEM, v1::ROLE_NODE}) {
+      CHECK_FALSE(Allows(m, r));
+    }
+    CHECK(Allows(m, v1::ROLE_ADMIN));
   }
-  CHECK(Allows("tessera.v1.AdminService/CreateApiKey", v1::ROLE_ADMIN));
+  // Join takes no key at all: whatever key a call carries, the table does not let it through
+  // (the adapter serves Join itself, checking the token).
+  for (v1::Role r : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_ADMIN, v1::ROLE_SYSTEM,
+                     v1::ROLE_NODE}) {
+    CHECK_FALSE(Allows("tessera.v1.NodeJoin/Join", r));
+  }
   // Operating nodes: operators and admins, not users.
   for (const char* m :
        {"tessera.v1.CordonService/CordonNode", "tessera.v1.CordonService/DrainNode",
@@ -105,6 +120,38 @@ TEST_CASE("least privilege: what each role may not call") {
     INFO(m);
     CHECK(Allows(m, v1::ROLE_OPERATOR));
     CHECK_FALSE(Allows(m, v1::ROLE_USER));
+  }
+}
+
+TEST_CASE("what admins and operators do is audited, what people read is not") {
+  const auto audited = [](const char* method, v1::Role role) {
+    const RpcRule* rule = FindRpcRule(method);
+    REQUIRE(rule != nullptr);
+    return Audited(*rule, Principal{"someone", role, role == v1::ROLE_NODE ? "n1" : ""});
+  };
+  for (const char* m :
+       {"tessera.v1.AdminService/CreateApiKey", "tessera.v1.AdminService/RevokeApiKey",
+        "tessera.v1.AdminService/CreateJoinToken", "tessera.v1.AdminService/RevokeJoinToken",
+        "tessera.v1.CordonService/CordonNode", "tessera.v1.CordonService/UncordonNode",
+        "tessera.v1.CordonService/DrainNode", "tessera.v1.SchedulerService/SetNodeLabels",
+        "tessera.v1.SchedulerService/RemoveNode", "tessera.v1.HealthService/StartSweep",
+        "tessera.v1.HealthService/InjectFault", "tessera.v1.LogService/DeleteRunLogs"}) {
+    INFO(m);
+    CHECK(audited(m, v1::ROLE_ADMIN));
+    CHECK(audited(m, v1::ROLE_OPERATOR));
+    CHECK(audited(m, v1::ROLE_USER));  // a user's refused attempt is recorded too
+    CHECK_FALSE(audited(m, v1::ROLE_SYSTEM));  // the health API's own cordons are node events
+  }
+  // Other users' runs: what operators and admins do to them; a user's own runs are not audited.
+  for (const char* m : {"tessera.v1.RunService/StopRun", "tessera.v1.RunService/DeleteRun"}) {
+    CHECK(audited(m, v1::ROLE_OPERATOR));
+    CHECK(audited(m, v1::ROLE_ADMIN));
+    CHECK_FALSE(audited(m, v1::ROLE_USER));
+  }
+  CHECK(audited("tessera.v1.NodeJoin/RenewNodeCertificate", v1::ROLE_NODE));
+  for (const char* m : {"tessera.v1.RunService/GetRun", "tessera.v1.AdminService/WhoAmI",
+                        "tessera.v1.SchedulerService/GetQueue", "tessera.v1.LogService/PushLogs"}) {
+    for (v1::Role r : {v1::ROLE_USER, v1::ROLE_ADMIN, v1::ROLE_NODE}) CHECK_FALSE(audited(m, r));
   }
 }
 
@@ -138,7 +185,7 @@ TEST_CASE("secrets and ids come from the CSPRNG: 256-bit secrets, never repeated
 struct KeyFixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
   store::Stores stores = store::MakeMemoryStores();
-  admin::AdminHandler admin{stores.api_keys,
+  admin::AdminHandler admin{stores.api_keys, stores.join_tokens, stores.audit,
                             std::make_shared<IdempotentCalls>(stores.idempotency, clock), clock};
   Authenticator auth{stores.api_keys, clock, absl::Seconds(5)};
   Principal root{"root", v1::ROLE_ADMIN, ""};

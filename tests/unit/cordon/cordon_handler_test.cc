@@ -47,6 +47,29 @@ TEST_CASE("cordon records the state, the actor, the reason and the evidence toge
   CHECK(f.stores.node_events->ListNodeEvents({})->size() == 1);
 }
 
+TEST_CASE("a user sees node events without the runs named in their evidence") {
+  Fixture f;
+  v1::CordonNodeRequest req;
+  req.set_node_name("n1");
+  req.set_reason("health: sweep s-1: n1: compute 0.2 TFLOP/s");
+  auto& e = *req.mutable_evidence()->mutable_fields();
+  e["run_name"].set_string_value("bobs-secret-run-a1b2");
+  e["trigger_detail"].set_string_value("rank 3 of run run-77 on n1 made no progress");
+  e["tflops"].set_number_value(0.2);
+  v1::CordonNodeResponse resp;
+  REQUIRE(f.handler.CordonNode(f.health, req, &resp).ok());
+  v1::ListNodeEventsResponse seen;
+  REQUIRE(f.handler.ListNodeEvents(f.alice, v1::ListNodeEventsRequest(), &seen).ok());
+  REQUIRE(seen.events_size() == 1);
+  const auto& fields = seen.events(0).evidence().fields();
+  CHECK(fields.count("run_name") == 0);
+  CHECK(fields.count("trigger_detail") == 0);
+  CHECK(fields.at("tflops").number_value() == 0.2);
+  REQUIRE(f.handler.ListNodeEvents(f.ops, v1::ListNodeEventsRequest(), &seen).ok());
+  CHECK(seen.events(1).evidence().fields().at("run_name").string_value() ==
+        "bobs-secret-run-a1b2");
+}
+
 TEST_CASE("cordoning is for admins and needs a reason and a known node") {
   Fixture f;
   v1::CordonNodeRequest req;

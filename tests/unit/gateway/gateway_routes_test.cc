@@ -285,6 +285,39 @@ TEST_CASE("admin routes", "[gateway]") {
     REQUIRE(f.Send("DELETE", "/api/v1/admin/api-keys/key-1").status == 200);
     CHECK(f.rec.LastAs<v1::RevokeApiKeyRequest>("RevokeApiKey").id() == "key-1");
   }
+  SECTION("join tokens") {
+    HttpResult r = f.Send("POST", "/api/v1/admin/join-tokens",
+                          R"({"node": "gpu-9", "expires_in_seconds": 600})", kGoodAuth,
+                          {{"Idempotency-Key", "t-1"}});
+    REQUIRE(r.status == 200);
+    const auto req = f.rec.LastAs<v1::CreateJoinTokenRequest>("CreateJoinToken");
+    CHECK(req.node() == "gpu-9");
+    CHECK(req.expires_in_seconds() == 600);
+    CHECK(req.idempotency_key() == "t-1");
+    CHECK(r.Json()["secret"] == "tjt_s3cret");
+    REQUIRE(f.Send("GET", "/api/v1/admin/join-tokens").status == 200);
+    CHECK(f.rec.Last().method == "ListJoinTokens");
+    REQUIRE(f.Send("DELETE", "/api/v1/admin/join-tokens/jt-1").status == 200);
+    CHECK(f.rec.LastAs<v1::RevokeJoinTokenRequest>("RevokeJoinToken").id() == "jt-1");
+  }
+  SECTION("the audit log, and the client's address forwarded for it") {
+    const HttpResult r = f.Send(
+        "GET",
+        "/api/v1/admin/audit?since=2026-01-01T00:00:00Z&actor=ops&action=CordonNode"
+        "&target=node-1&before_id=90&limit=5");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    const auto req = f.rec.LastAs<v1::ListAuditRecordsRequest>("ListAuditRecords");
+    CHECK(req.since().seconds() == 1767225600);
+    CHECK(req.actor() == "ops");
+    CHECK(req.action() == "CordonNode");
+    CHECK(req.target() == "node-1");
+    CHECK(req.before_id() == 90);
+    CHECK(req.limit() == 5);
+    CHECK(r.Json()["records"][0]["actor"] == "ops");
+    CHECK(f.rec.Last().client_address.rfind("127.0.0.1:", 0) == 0);
+    CHECK(f.Send("GET", "/api/v1/admin/audit?limit=many").status == 400);
+  }
 }
 
 TEST_CASE("healthz and the OpenAPI document need no key and call nothing upstream", "[gateway]") {

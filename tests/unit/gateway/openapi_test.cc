@@ -1,6 +1,8 @@
 // The OpenAPI document lists exactly the route table, and every route it documents answers.
 #include "services/gateway/openapi.h"
 
+#include "services/common/auth/rpc_roles.h"
+
 #include <functional>
 #include <set>
 
@@ -47,7 +49,7 @@ TEST_CASE("the OpenAPI document lists exactly the routes of the route table",
   }
   for (const Route& r : f.gateway().routes().routes()) routed.insert({r.path, r.method});
   CHECK(documented == routed);
-  CHECK(routed.size() == 28);
+  CHECK(routed.size() == 32);
 
   // Operation ids are unique, and each operation documents its route's parameters.
   std::set<std::string> ids;
@@ -69,7 +71,29 @@ TEST_CASE("the OpenAPI document lists exactly the routes of the route table",
     CHECK(doc_params == route_params);
     CHECK(op.contains("requestBody") == (r.request_body != nullptr));
     CHECK(op.contains("security") != r.requires_auth);
+    // Who may call it: every authenticated route names the RPCs it calls, each with a row in the
+    // one role table, and the document shows their roles.
+    CHECK(r.rpcs.empty() != r.requires_auth);
+    std::set<std::string> roles;
+    for (const std::string& rpc : r.rpcs) {
+      INFO(rpc);
+      const auth::RpcRule* rule = auth::FindRpcRule(rpc);
+      REQUIRE(rule != nullptr);
+      for (v1::Role role : rule->roles) roles.insert(auth::RoleName(role));
+    }
+    if (r.requires_auth) {
+      std::set<std::string> shown;
+      for (const auto& name : op.at("x-tessera-roles")) shown.insert(name.get<std::string>());
+      CHECK(shown == roles);
+      CHECK_FALSE(shown.empty());
+    }
   }
+  // For instance: cordoning is for operators, admins and the services; reading the audit log is
+  // for admins.
+  const auto& cordon = doc["paths"]["/api/v1/nodes/{name}/cordon"]["post"]["x-tessera-roles"];
+  CHECK(std::find(cordon.begin(), cordon.end(), "operator") != cordon.end());
+  CHECK(std::find(cordon.begin(), cordon.end(), "user") == cordon.end());
+  CHECK(doc["paths"]["/api/v1/admin/audit"]["get"]["x-tessera-roles"] == json::array({"admin"}));
 }
 
 TEST_CASE("the document's schemas come from the protobuf messages", "[gateway][openapi]") {

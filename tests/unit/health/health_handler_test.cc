@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "services/store/stores.h"
 #include "tests/unit/health/health_fakes.h"
@@ -234,11 +235,13 @@ TEST_CASE("a fatal GPU fault cordons and evicts at once, a throttle is only reco
   CHECK(f.handler->ReportGpuFault(kUser, req, &resp).code() == absl::StatusCode::kPermissionDenied);
 }
 
-TEST_CASE(
-    "a hung rank's node is cordoned and checked, a rank waiting in a collective is not blamed") {
+TEST_CASE("a hang requeues its run only, its node is cordoned only if a sweep finds it at fault") {
   Fixture f;
-  f.scheduler->Add("h1");
-  f.scheduler->Add("h2");
+  for (const auto& n : {"h1", "h2", "h3", "h4"}) f.scheduler->Add(n);
+  v1::Run other;
+  other.set_name("someone-elses");
+  other.add_nodes()->set_node_name("h3");
+  f.runs->running = {other};
   v1::ReportRankHangRequest req;
   req.set_run_id("run-9");
   req.set_resumption_index(2);
@@ -253,19 +256,43 @@ TEST_CASE(
   REQUIRE(f.scheduler->evicted.size() == 1);
   CHECK(f.scheduler->evicted[0].run_id() == "run-9");  // only that run
   CHECK(f.scheduler->evicted[0].reason() == v1::ATTEMPT_END_REASON_HANG);
-
-  req.set_in_collective(false);
-  REQUIRE(f.handler->ReportRankHang(kSystem, req, &resp).ok());
-  REQUIRE(f.cordon->cordoned.size() == 1);
-  CHECK(f.cordon->cordoned[0].second ==
-        "health: rank 5 of run run-9 (attempt 2) on h2 made no progress for 12.5 s (last step 41)");
-  CHECK(f.scheduler->evicted[1].run_id().empty());  // the node is bad: everything on it moves
-  CHECK(f.scheduler->evicted[1].detection_method() == v1::DETECTION_METHOD_HANG_TIMEOUT);
   v1::ListSweepsResponse sweeps;
   REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
+  CHECK(sweeps.sweeps_size() == 0);  // waiting in a collective blames no node
+
+  // A rank that stopped on its own: its run is requeued, its node only checked. A run's own
+  // signal (which its command controls) cordons nothing and evicts no other tenant.
+  req.set_in_collective(false);
+  REQUIRE(f.handler->ReportRankHang(kSystem, req, &resp).ok());
+  CHECK(f.cordon->cordoned.empty());
+  REQUIRE(f.scheduler->evicted.size() == 2);
+  CHECK(f.scheduler->evicted[1].run_id() == "run-9");
+  CHECK(f.scheduler->evicted[1].detection_method() == v1::DETECTION_METHOD_HANG_TIMEOUT);
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
   REQUIRE(sweeps.sweeps_size() == 1);
-  CHECK(sweeps.sweeps(0).trigger() == v1::SWEEP_TRIGGER_HANG);
-  CHECK(sweeps.sweeps(0).node_names_size() == 1);
+  const v1::Sweep s = sweeps.sweeps(0);
+  CHECK(s.trigger() == v1::SWEEP_TRIGGER_HANG);
+  CHECK(s.suspect_node() == "h2");
+  CHECK(s.trigger_detail() ==
+        "rank 5 of run run-9 (attempt 2) on h2 made no progress for 12.5 s (last step 41)");
+  // Measured beside idle peers (h3 runs another run: left alone).
+  CHECK(std::set<std::string>(s.node_names().begin(), s.node_names().end()) ==
+        std::set<std::string>{"h1", "h2", "h4"});
+
+  SECTION("a node that passes stays in service") {
+    const v1::Sweep done = f.RunToEnd(s.id());
+    CHECK(done.anomalous_nodes_size() == 0);
+    CHECK(f.cordon->cordoned.empty());
+    CHECK(f.scheduler->evicted.size() == 2);
+  }
+  SECTION("a node the sweep finds at fault is cordoned, with the hang in its evidence") {
+    const v1::Sweep done = f.RunToEnd(s.id(), {{"h2", 0.3}});
+    REQUIRE(done.anomalous_nodes_size() == 1);
+    REQUIRE(f.cordon->cordoned.size() == 1);
+    CHECK(f.cordon->cordoned[0].first == "h2");
+    CHECK(f.cordon->evidence[0].fields().at("trigger_detail").string_value() ==
+          s.trigger_detail());
+  }
 }
 
 TEST_CASE("fault injection: admins only, on nodes that allow it, carried to the worker") {

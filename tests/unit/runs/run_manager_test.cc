@@ -107,6 +107,27 @@ TEST_CASE("submit rejects bad specs and specs that cannot fit, creating nothing"
   CHECK(f.stores.runs->ListRuns({})->empty());
 }
 
+TEST_CASE("a hang_timeout under the cluster's floor is refused, naming the floor") {
+  Fixture f;
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("quiet");
+  req.mutable_spec()->set_command("sleep 1000");
+  req.mutable_spec()->mutable_compute()->set_gpus(8);
+  req.mutable_spec()->mutable_scheduling()->set_hang_timeout_seconds(5);
+  v1::SubmitRunResponse resp;
+  const auto st = f.manager.SubmitRun(f.alice, req, &resp);
+  REQUIRE(absl::IsInvalidArgument(st));
+  CHECK(st.message().find("scheduling.hang_timeout: at least 60 seconds") != std::string::npos);
+  req.mutable_spec()->mutable_scheduling()->set_hang_timeout_seconds(60);
+  CHECK(f.manager.SubmitRun(f.alice, req, &resp).ok());
+  // A cluster may set its own floor.
+  RunManager lenient{f.stores.runs, f.idem, f.fit, f.clock, f.logs,
+                     std::make_shared<SeededRandom>(7),
+                     RunManagerOptions{.min_hang_timeout = absl::Seconds(2)}};
+  req.mutable_spec()->mutable_scheduling()->set_hang_timeout_seconds(5);
+  CHECK(lenient.SubmitRun(f.alice, req, &resp).ok());
+}
+
 TEST_CASE("users see and stop only their own runs, admins see all") {
   Fixture f;
   v1::Run mine = f.Submit(f.alice, "mine");

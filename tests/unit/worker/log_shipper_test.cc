@@ -99,6 +99,7 @@ std::unique_ptr<LogShipper> Shipper(int port) {
       LogShipperOptions{.node_name = "n1",
                         .endpoint = absl::StrCat("127.0.0.1:", port),
                         .api_key = "k",
+                        .tls = {.plaintext = true},
                         .batch_lines = 100},
       SystemClock::Shared());
 }

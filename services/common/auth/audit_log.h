@@ -1,0 +1,49 @@
+#pragma once
+// The audit log's writer: every call of a method the role table marks as audited (rpc_roles.h)
+// is recorded by Serve (rpc.h) with who called, when, from where, on what, and how it ended;
+// refused attempts too. Records go to the AuditStore; a store that cannot be reached costs the
+// record (logged as an error), never the call.
+
+#include <grpcpp/server_context.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "base/clock.h"
+#include "google/protobuf/message.h"
+#include "services/common/auth/principal.h"
+#include "services/common/client_address.h"
+#include "services/store/audit_store.h"
+
+namespace tessera::auth {
+
+class AuditLog {
+ public:
+  AuditLog(std::shared_ptr<store::AuditStore> store, std::shared_ptr<Clock> clock);
+
+  // Records the call of `method` ("tessera.v1.CordonService/CordonNode") by `who`, which ended
+  // with `outcome`. `request` may be null (a stream's first message is not known here).
+  void Record(const Principal& who, std::string_view method, const grpc::ServerContext& context,
+              const google::protobuf::Message* request, const absl::Status& outcome);
+
+  // The record, without writing it (for tests and for callers that add to it).
+  v1::AuditRecord Make(const Principal& who, std::string_view method,
+                       const grpc::ServerContext& context,
+                       const google::protobuf::Message* request, const absl::Status& outcome) const;
+  void Write(const v1::AuditRecord& record);
+
+  // What a request acts on: its node, run, key, token or user fields ("node_name node-3").
+  static std::string TargetOf(const google::protobuf::Message& request);
+  // The request as JSON without its idempotency key, at most 4 KiB.
+  static std::string DetailOf(const google::protobuf::Message& request);
+  // The peer's address, and the REST client's behind the gateway when the peer is the gateway.
+  static std::string SourceOf(const grpc::ServerContext& context);
+
+ private:
+  std::shared_ptr<store::AuditStore> store_;
+  std::shared_ptr<Clock> clock_;
+};
+
+}  // namespace tessera::auth

@@ -1,0 +1,48 @@
+#pragma once
+// Join tokens: one-time credentials with which a new node gets its node key. Only a hash of each
+// secret is stored. Using a token and making the node's key happen in one transaction, so a
+// token makes one key at most, however many workers race with it.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "services/store/api_key_store.h"
+#include "tessera/v1/admin.pb.h"
+
+namespace tessera::store {
+
+struct JoinTokenRecord {
+  v1::JoinToken token;
+  // Hex SHA-256 of the secret.
+  std::string secret_hash;
+};
+
+class JoinTokenStore {
+ public:
+  virtual ~JoinTokenStore() = default;
+
+  // ALREADY_EXISTS when the id or the hash is taken.
+  virtual absl::Status CreateJoinToken(const JoinTokenRecord& record) = 0;
+  // Every token, newest first.
+  virtual absl::StatusOr<std::vector<v1::JoinToken>> ListJoinTokens() = 0;
+  // NOT_FOUND when absent. A used token can be revoked too (it changes nothing then).
+  virtual absl::Status RevokeJoinToken(std::string_view id) = 0;
+
+  // Uses the token whose secret hashes to `secret_hash` for `node` at `now`, and in the same
+  // transaction revokes every earlier key of `node` (joining again replaces a node's credential)
+  // and creates `key` (a node key of `node`). Returns the token as used. UNAUTHENTICATED when no
+  // token has this hash; PERMISSION_DENIED naming why when it cannot be used (used, revoked,
+  // expired, or made for another node): only a holder of the secret learns that.
+  virtual absl::StatusOr<v1::JoinToken> RedeemJoinToken(std::string_view secret_hash,
+                                                        std::string_view node, absl::Time now,
+                                                        const ApiKeyRecord& key) = 0;
+};
+
+// Why `token` cannot be used by `node` at `now`; OK when it can. Shared by the implementations.
+absl::Status CheckJoinTokenUsable(const v1::JoinToken& token, std::string_view node,
+                                  absl::Time now);
+
+}  // namespace tessera::store

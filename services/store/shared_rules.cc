@@ -1,0 +1,39 @@
+// What the store implementations must agree on beyond filters (filters.cc): which join token may
+// be used, and which audit records a query's action names.
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/timestamps.h"
+#include "services/store/audit_store.h"
+#include "services/store/join_token_store.h"
+
+namespace tessera::store {
+
+bool AuditActionMatches(const std::string& action, const std::string& wanted) {
+  if (wanted.empty() || action == wanted) return true;
+  return wanted.find('/') == std::string::npos && absl::EndsWith(action, absl::StrCat("/", wanted));
+}
+
+absl::Status CheckJoinTokenUsable(const v1::JoinToken& token, std::string_view node,
+                                  absl::Time now) {
+  if (token.revoked()) {
+    return absl::PermissionDeniedError(absl::StrCat("join token ", token.id(), " was revoked"));
+  }
+  if (token.has_used_at()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("join token ", token.id(), " was already used, at ",
+                     absl::FormatTime(FromProtoTime(token.used_at()), absl::UTCTimeZone()),
+                     ": a token joins one node once; ask an admin for a new one"));
+  }
+  if (now >= FromProtoTime(token.expires_at())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("join token ", token.id(), " expired at ",
+                     absl::FormatTime(FromProtoTime(token.expires_at()), absl::UTCTimeZone())));
+  }
+  if (token.node() != node) {
+    return absl::PermissionDeniedError(absl::StrCat("join token ", token.id(), " is for node \"",
+                                                    token.node(), "\", not \"", std::string(node), "\""));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,139 @@
+// The security suite, abuse and accountability (real tessera-server, workers, mcli, curl): a
+// run's own hang signal costs no one else anything; one run's output cannot fill the database;
+// what admins and operators do is in the audit log, with where it came from.
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tests/support/local_cluster.h"
+
+namespace tessera::testing {
+namespace {
+
+std::string AllText(const std::vector<v1::LogLine>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l.text();
+  return out;
+}
+
+TEST_CASE("a run that goes quiet under a tiny hang_timeout gets no node cordoned", "[security]") {
+  LocalCluster c({"--min-hang-timeout-seconds", "1", "--canary-compute-seconds", "0.2",
+                  "--canary-timeout-seconds", "20"});
+  c.StartWorker("node-a", 2);
+  const v1::Run bystander = c.Submit("bystander", "sleep 120", 1, 1);
+  c.client->WaitForStatus(bystander.name(), v1::RUN_STATUS_RUNNING);
+  // Reports progress once, then nothing: after 2 s its rank is "hung".
+  v1::SubmitRunRequest req;
+  auto* spec = req.mutable_spec();
+  spec->set_name("goes-quiet");
+  spec->set_command(
+      "echo '{\"step\":1,\"time\":'$(date +%s)'}' >> \"$TESSERA_PROGRESS_FILE\"; sleep 120");
+  spec->mutable_compute()->set_gpus(1);
+  spec->mutable_compute()->set_cluster("local");
+  spec->mutable_scheduling()->set_hang_timeout_seconds(2);
+  v1::SubmitRunResponse resp;
+  REQUIRE(c.client->runs->SubmitRun(c.client->Ctx().get(), req, &resp).ok());
+  const std::string attacker = resp.run().name();
+  c.client->WaitForStatus(attacker, v1::RUN_STATUS_RUNNING);
+
+  // Its attempt is ended for the hang, and the node checked by a sweep, which it passes.
+  v1::RunDescription described;
+  for (int i = 0; i < 300; ++i) {
+    described = c.client->Describe(attacker);
+    if (described.interruptions_size() > 0 || described.run().status() == v1::RUN_STATUS_FAILED) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(described.DebugString());
+  REQUIRE((described.interruptions_size() > 0 ||
+           described.run().status() == v1::RUN_STATUS_FAILED));
+  ShellResult sweeps;
+  for (int i = 0; i < 300; ++i) {
+    sweeps = c.Mcli("get sweeps");
+    if (absl::StrContains(sweeps.output, "HANG") && absl::StrContains(sweeps.output, "FINISHED")) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(sweeps.output);
+  CHECK(absl::StrContains(sweeps.output, "HANG"));
+  CHECK(absl::StrContains(sweeps.output, "FINISHED"));
+  // The node stays in service, and the other tenant's run was never touched.
+  CHECK(c.Node("node-a").admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE);
+  const v1::Run after = c.client->Get(bystander.name());
+  CHECK(after.status() == v1::RUN_STATUS_RUNNING);
+  CHECK(after.resumption_index() == 0);
+}
+
+TEST_CASE("one run's output is held to its quota, with a marker where lines were dropped",
+          "[security]") {
+  LocalCluster c({"--log-rate-per-run", "0", "--log-quota-per-run", "64KiB"});
+  c.StartWorker("node-a", 2);
+  // 2 MB of output at once; then a line after it.
+  const v1::Run flood =
+      c.Submit("flood", "yes 'a line of output, printed again and again' | head -c 2000000; "
+                        "echo last-line",
+               1, 1);
+  const v1::Run polite = c.Submit("polite", "echo polite-output", 1, 1);
+  c.client->WaitForStatus(flood.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
+  c.client->WaitForStatus(polite.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
+  std::string text;
+  for (int i = 0; i < 100 && !absl::StrContains(text, "64KiB"); ++i) {
+    text = AllText(c.Logs(flood.name(), 0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK(absl::StrContains(text, "lines dropped: this run's logs reached their quota of 64KiB"));
+  CHECK(text.size() < 200'000);
+  CHECK_FALSE(absl::StrContains(text, "last-line"));  // over the quota too
+  CHECK(absl::StrContains(AllText(c.Logs(polite.name(), 0)), "polite-output"));
+}
+
+TEST_CASE("admins' and operators' actions are audited, with where they came from", "[security]") {
+  LocalCluster c;
+  c.StartWorker("node-a", 1);
+  const std::string ops_key = CreateKey(c.database_url, "carol", "operator");
+  const std::string user_key = CreateKey(c.database_url, "bob", "user");
+  const std::string http = absl::StrCat("http://127.0.0.1:", c.server.http_port);
+  // An operator cordons through REST; a user tries to.
+  ShellResult r = RunShell(absl::StrCat(
+      "curl -sS -X POST -H 'Authorization: Bearer ", ops_key, "' -d '{\"reason\":\"cable\"}' ",
+      http, "/api/v1/nodes/node-a/cordon"));
+  INFO(r.output);
+  REQUIRE(absl::StrContains(r.output, "NODE_ADMIN_STATE_CORDONED"));
+  r = RunShell(absl::StrCat("curl -sS -X POST -H 'Authorization: Bearer ", user_key,
+                            "' -d '{\"reason\":\"mine now\"}' ", http,
+                            "/api/v1/nodes/node-a/uncordon"));
+  CHECK(absl::StrContains(r.output, "PERMISSION_DENIED"));
+  // And an admin makes a key with mcli (gRPC).
+  ShellResult made = c.Mcli("admin create-api-key --user dave --role user");
+  REQUIRE(made.exit_code == 0);
+
+  ShellResult audit = c.Mcli("admin audit -o json");
+  INFO(audit.output);
+  REQUIRE(audit.exit_code == 0);
+  CHECK(absl::StrContains(audit.output, "\"actor\": \"carol\""));
+  CHECK(absl::StrContains(audit.output, "CordonService/CordonNode"));
+  CHECK(absl::StrContains(audit.output, "node_name node-a"));
+  CHECK(absl::StrContains(audit.output, "via the REST gateway"));
+  CHECK(absl::StrContains(audit.output, "\"actor\": \"bob\""));
+  CHECK(absl::StrContains(audit.output, "PERMISSION_DENIED"));
+  CHECK(absl::StrContains(audit.output, "AdminService/CreateApiKey"));
+  CHECK(absl::StrContains(audit.output, "user dave"));
+  // The new key's secret is in no record.
+  const std::string secret = made.output.substr(made.output.find("tsk_"), 68);
+  CHECK_FALSE(absl::StrContains(audit.output, secret));
+  // Filters, and admins only.
+  ShellResult cordons = c.Mcli("admin audit --action CordonNode");
+  CHECK(absl::StrContains(cordons.output, "carol"));
+  CHECK_FALSE(absl::StrContains(cordons.output, "dave"));
+  ShellResult as_user = RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=",
+                                              c.server.endpoint(), " TESSERA_API_KEY=", user_key,
+                                              " ", BinaryPath("mcli"), " admin audit"));
+  CHECK(as_user.exit_code != 0);
+  CHECK(absl::StrContains(as_user.output, "admin"));
+}
+
+}  // namespace
+}  // namespace tessera::testing
