@@ -187,8 +187,8 @@ int ListAudit(CommandContext& context, const AuditOptions& options) {
   if (PrintIfStructured(context, MessagesToJson(response.records()))) return kExitOk;
   Table table({"TIME", "ACTOR", "ROLE", "ACTION", "TARGET", "OUTCOME", "SOURCE"});
   for (const auto& r : response.records()) {
-    table.AddRow({FormatTimestamp(r.time()), r.actor(), ShortName(r.role()), r.action(),
-                  r.target(), r.outcome(), r.source()});
+    table.AddRow({FormatTimestamp(r.time()), r.actor(), ShortName(r.role()), r.action(), r.target(),
+                  r.outcome(), r.source()});
   }
   table.Print(context.out());
   return kExitOk;
@@ -244,7 +244,8 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
 
   auto audit = std::make_shared<AuditOptions>();
   CLI::App* audit_cmd = admin->add_subcommand(
-      "audit", "What admins and operators did (keys, tokens, cordons, sweeps, faults), newest first");
+      "audit",
+      "What admins and operators did (keys, tokens, cordons, sweeps, faults), newest first");
   audit_cmd->add_option("--since", audit->since,
                         "Only after this time (2024-05-01, RFC 3339, or an age: 24h, 7d)");
   audit_cmd->add_option("--actor", audit->actor, "Only this user's actions");
@@ -252,7 +253,8 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
   audit_cmd->add_option("--target", audit->target, "Only actions whose target contains this");
   audit_cmd->add_option("--limit", audit->limit, "At most this many records")
       ->check(CLI::Range(1, 1000));
-  OnParsed(audit_cmd, slot, [audit](CommandContext& context) { return ListAudit(context, *audit); });
+  OnParsed(audit_cmd, slot,
+           [audit](CommandContext& context) { return ListAudit(context, *audit); });
 
   AddInjectFaultCommand(admin, slot);
 }

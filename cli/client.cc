@@ -48,7 +48,7 @@ bool AllLoopback(const std::vector<std::string>& endpoints) {
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint, const std::string& ca) {
   grpc::ChannelArguments args;
   args.SetServiceConfigJSON(RetryServiceConfig());
-  ApplyMessageLimits(args);
+  ApplyTransportSettings(args);
   tls::TlsFlags secure;
   secure.ca_file = ca;
   if (StartsWith(endpoint, "https://")) {

@@ -7,7 +7,8 @@ namespace {
 
 class GrpcSchedulerApi final : public SchedulerApi {
  public:
-  GrpcSchedulerApi(std::shared_ptr<ChannelRef> c, SystemCredential key, ServiceClientOptions options)
+  GrpcSchedulerApi(std::shared_ptr<ChannelRef> c, SystemCredential key,
+                   ServiceClientOptions options)
       : scheduler_(std::move(c), std::move(key), "the scheduler", options) {}
   absl::StatusOr<std::vector<v1::Node>> ListNodes() override {
     v1::ListNodesRequest req;
@@ -84,11 +85,13 @@ std::shared_ptr<SchedulerApi> MakeGrpcSchedulerApi(std::shared_ptr<ChannelRef> c
   return std::make_shared<GrpcSchedulerApi>(std::move(channel), std::move(system_key), options);
 }
 std::shared_ptr<CordonApi> MakeGrpcCordonApi(std::shared_ptr<ChannelRef> channel,
-                                             SystemCredential system_key, ServiceClientOptions options) {
+                                             SystemCredential system_key,
+                                             ServiceClientOptions options) {
   return std::make_shared<GrpcCordonApi>(std::move(channel), std::move(system_key), options);
 }
 std::shared_ptr<RunsApi> MakeGrpcRunsApi(std::shared_ptr<ChannelRef> channel,
-                                         SystemCredential system_key, ServiceClientOptions options) {
+                                         SystemCredential system_key,
+                                         ServiceClientOptions options) {
   return std::make_shared<GrpcRunsApi>(std::move(channel), std::move(system_key), options);
 }
 

@@ -225,10 +225,9 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
     }
     for (auto& peer : IdlePeers(*nodes, busy)) sweep_nodes.push_back(std::move(peer));
   }
-  auto sweep = CreateSweep(v1::SWEEP_TRIGGER_HANG, sweep_nodes, "tessera-health", "",
-                           req.node_name(), what);
-  evict.set_detail(sweep.ok() ? absl::StrCat(what, "; node checked by sweep ", sweep->id())
-                              : what);
+  auto sweep =
+      CreateSweep(v1::SWEEP_TRIGGER_HANG, sweep_nodes, "tessera-health", "", req.node_name(), what);
+  evict.set_detail(sweep.ok() ? absl::StrCat(what, "; node checked by sweep ", sweep->id()) : what);
   if (!sweep.ok()) {
     spdlog::warn("no sweep of {} after its hang: {}", req.node_name(), sweep.status().ToString());
   } else {

@@ -353,8 +353,8 @@ void HealthHandler::WatchRuns() {
       for (const auto& n : run.nodes()) sweep_nodes.push_back(n.node_name());
     }
     for (auto& peer : IdlePeers(*nodes, busy)) sweep_nodes.push_back(std::move(peer));
-    auto sweep = CreateSweep(t.trigger, sweep_nodes, "tessera-health", t.run_name, t.suspect_node,
-                             t.reason);
+    auto sweep =
+        CreateSweep(t.trigger, sweep_nodes, "tessera-health", t.run_name, t.suspect_node, t.reason);
     if (!sweep.ok())
       spdlog::warn("health: no sweep for run {}: {}", t.run_name, sweep.status().ToString());
   }

@@ -66,7 +66,7 @@ absl::Status SplitCluster::StartService(const std::string& role) {
   if (role == "runs") {
     binary = "tessera-runs";
     // The bench's runs set an 8 s hang_timeout.
-    flags = {"--scheduler-endpoint", schedulers, "--logs-endpoint", endpoints_["logs"],
+    flags = {"--scheduler-endpoint",       schedulers, "--logs-endpoint", endpoints_["logs"],
              "--min-hang-timeout-seconds", "1"};
   } else if (role == "sched0" || role == "sched1") {
     binary = "tessera-scheduler";

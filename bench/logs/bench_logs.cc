@@ -27,6 +27,7 @@
 #include "tessera/v1/logs.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
+#include "tests/support/binaries.h"
 #include "tests/support/postgres_server.h"
 #include "tests/support/process.h"
 
@@ -171,7 +172,7 @@ Figures EndToEnd(int ranks, long lines, long bytes, long rate, const std::string
     std::exit(1);
   }
   const std::string url = (*pg)->url();
-  const std::string system_key = Key(url, "system"), admin_key = Key(url, "admin");
+  const std::string admin_key = Key(url, "admin");
   const std::string dir =
       std::filesystem::temp_directory_path() / ("bench-logs-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
@@ -187,11 +188,15 @@ Figures EndToEnd(int ranks, long lines, long bytes, long rate, const std::string
   const std::string port = line->substr(
       line->find("grpc=") + 5, line->find(' ', line->find("grpc=")) - line->find("grpc=") - 5);
   const std::string endpoint = "127.0.0.1:" + port;
-  auto worker = Process::Start(
-      {Bin("tessera-worker"), "--scheduler-endpoint", endpoint, "--api-key", system_key,
-       "--node-name", "bench-node", "--simulate-gpus", std::to_string(ranks), "--state-dir",
-       dir + "/worker", "--address", "127.0.0.1", "--log-level", "warn"},
-      dir + "/worker.log");
+  auto key_file = tessera::testing::NodeKeyFile(url, "bench-node", dir);
+  if (!key_file.ok()) {
+    std::cerr << "node key: " << key_file.status() << "\n";
+    std::exit(1);
+  }
+  std::vector<std::string> worker_argv =
+      tessera::testing::WorkerArgv("bench-node", endpoint, *key_file, dir + "/worker", ranks);
+  worker_argv.insert(worker_argv.end(), {"--log-level", "warn"});
+  auto worker = Process::Start(worker_argv, dir + "/worker.log");
   auto channel = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
   auto runs = v1::RunService::NewStub(channel);
   auto logs = v1::LogService::NewStub(channel);

@@ -1,6 +1,8 @@
 // Log ingest end to end: workers push batches over gRPC to the log service, which stores them in
 // PostgreSQL and acknowledges them; compared with the same pushes to a service that acknowledges
-// without storing (raw gRPC streaming), measured in the same run. Also the store alone.
+// without storing (raw gRPC streaming), measured in the same run. Also the store alone. Both in
+// plain text and over mutual TLS (the services' certificate, as made by deploy/tls-certs.sh), to
+// show what TLS costs the log path.
 //
 //   bench_logs_ingest [--database-url URL] [--lines N] [--batch B] [--workers W]
 //
@@ -8,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -16,7 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "services/admin/admin_handler.h"
+#include "services/common/grpc_limits.h"
 #include "services/common/service_host.h"
+#include "services/common/tls/grpc_credentials.h"
 #include "services/logs/log_service.h"
 #include "services/store/stores.h"
 #include "tests/support/postgres_server.h"
@@ -78,10 +83,10 @@ std::vector<v1::LogBatch> Batches(const Options& o, int w, const std::string& ru
 
 // Pushes every worker's batches over its own stream at once; returns lines per second.
 double PushAll(const std::string& endpoint, const std::string& key, const Options& o,
-               const std::string& run_id) {
+               const std::string& run_id, std::shared_ptr<grpc::ChannelCredentials> credentials) {
   std::vector<std::vector<v1::LogBatch>> batches;
   for (int w = 0; w < o.workers; ++w) batches.push_back(Batches(o, w, run_id));
-  auto channel = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+  auto channel = CreateLimitedChannel(endpoint, credentials);  // as the workers' channels
   auto stub = v1::LogService::NewStub(channel);
   const absl::Time start = absl::Now();
   std::vector<std::thread> threads;
@@ -149,6 +154,28 @@ int Main(const Options& o) {
   auto stored_host = ServiceHost::Start(host, {&stored});
   auto raw_host = ServiceHost::Start(host, {&raw});
   if (!stored_host.ok() || !raw_host.ok()) return 1;
+  // The same two over TLS: the services' certificate served and shown (a system key needs it).
+  char dir_template[] = "/tmp/bench-logs-tls.XXXXXX";
+  const std::string dir = ::mkdtemp(dir_template);
+  for (const char* kind : {"ca", "services"}) {
+    if (std::system(
+            absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/tls-certs.sh ", kind, " ", dir, " >/dev/null")
+                .c_str()) != 0) {
+      std::fprintf(stderr, "deploy/tls-certs.sh %s failed\n", kind);
+      return 1;
+    }
+  }
+  const tls::TlsFlags tls_flags{dir + "/services.pem", dir + "/services.key", dir + "/ca.pem",
+                                false};
+  HostOptions secure = host;
+  secure.tls = tls_flags;
+  logs::LogService stored_secure(handler, auth);
+  RawLogService raw_secure;
+  auto stored_tls_host = ServiceHost::Start(secure, {&stored_secure});
+  auto raw_tls_host = ServiceHost::Start(secure, {&raw_secure});
+  if (!stored_tls_host.ok() || !raw_tls_host.ok()) return 1;
+  const auto plain = grpc::InsecureChannelCredentials();
+  const auto mutual = tls::ChannelCredentials(tls_flags);
 
   // The store alone, one batch per call.
   const int store_lines = std::min(o.lines, 100'000);
@@ -164,16 +191,30 @@ int Main(const Options& o) {
   }
   const double store_rate = store_lines / absl::ToDoubleSeconds(absl::Now() - start);
 
-  const double raw_rate =
-      PushAll(absl::StrCat("127.0.0.1:", (*raw_host)->grpc_port()), *key, o, "bench-raw" + suffix);
-  const double stored_rate = PushAll(absl::StrCat("127.0.0.1:", (*stored_host)->grpc_port()), *key,
-                                     o, "bench-e2e" + suffix);
+  // Plain text and TLS alternate, so that drift of the shared machine falls on both alike.
+  const auto at = [](const std::unique_ptr<ServiceHost>& h, const char* host) {
+    return absl::StrCat(host, ":", h->grpc_port());
+  };
+  const double raw_rate = PushAll(at(*raw_host, "127.0.0.1"), *key, o, "bench-raw" + suffix, plain);
+  const double raw_tls_rate =
+      PushAll(at(*raw_tls_host, "localhost"), *key, o, "bench-raw-tls" + suffix, mutual);
+  const double stored_rate =
+      PushAll(at(*stored_host, "127.0.0.1"), *key, o, "bench-e2e" + suffix, plain);
+  const double stored_tls_rate =
+      PushAll(at(*stored_tls_host, "localhost"), *key, o, "bench-e2e-tls" + suffix, mutual);
   std::printf("lines %d, batch %d, workers %d\n", o.lines, o.batch, o.workers);
-  std::printf("store alone (AppendLogs, 1 caller): %10.0f lines/s\n", store_rate);
-  std::printf("raw gRPC streaming (ack only):      %10.0f lines/s\n", raw_rate);
-  std::printf("log service (PostgreSQL, acked):    %10.0f lines/s\n", stored_rate);
-  std::printf("ratio end-to-end / raw:             %10.2f (target >= 0.5)\n",
+  std::printf("store alone (AppendLogs, 1 caller):  %10.0f lines/s\n", store_rate);
+  std::printf(
+      "raw gRPC streaming (ack only):       %10.0f lines/s plain, %10.0f over TLS: "
+      "TLS/plain %.2f\n",
+      raw_rate, raw_tls_rate, raw_tls_rate / raw_rate);
+  std::printf(
+      "log service (PostgreSQL, acked):     %10.0f lines/s plain, %10.0f over TLS: "
+      "TLS/plain %.2f (target >= 0.8)\n",
+      stored_rate, stored_tls_rate, stored_tls_rate / stored_rate);
+  std::printf("ratio end-to-end / raw (plain text): %10.2f (target >= 0.5)\n",
               stored_rate / raw_rate);
+  if (std::system(absl::StrCat("rm -rf ", dir).c_str()) != 0) return 1;
   return 0;
 }
 

@@ -7,8 +7,8 @@ constexpr int kRunsPage = 500;
 
 class GrpcRunsClient final : public RunsClient {
  public:
-  GrpcRunsClient(std::shared_ptr<ChannelRef> channel, SystemCredential key, ServiceClientOptions options,
-                 store::FenceSource fence)
+  GrpcRunsClient(std::shared_ptr<ChannelRef> channel, SystemCredential key,
+                 ServiceClientOptions options, store::FenceSource fence)
       : runs_(std::move(channel), std::move(key), "the run manager", options),
         fence_(std::move(fence)) {}
 
@@ -58,7 +58,8 @@ class GrpcRunsClient final : public RunsClient {
 }  // namespace
 
 std::shared_ptr<RunsClient> MakeGrpcRunsClient(std::shared_ptr<ChannelRef> channel,
-                                               SystemCredential system_key, ServiceClientOptions options,
+                                               SystemCredential system_key,
+                                               ServiceClientOptions options,
                                                store::FenceSource fence) {
   return std::make_shared<GrpcRunsClient>(std::move(channel), std::move(system_key), options,
                                           std::move(fence));

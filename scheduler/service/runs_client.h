@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "services/common/system_credential.h"
 #include "absl/status/statusor.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
+#include "services/common/system_credential.h"
 #include "services/store/write_fence.h"
 #include "tessera/v1/runs.grpc.pb.h"
 

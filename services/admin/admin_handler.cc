@@ -96,20 +96,26 @@ absl::Status AdminHandler::CreateApiKey(const auth::Principal& who,
         "role: system keys belong to Tessera's services, which make their own; give a person "
         "user, operator or admin, and a worker a node key");
   }
-  // No idempotency record: it would keep the secret. The key's id comes from the request's
-  // idempotency key instead, so a retry is refused by the store and makes no second key.
   const std::string id = req.idempotency_key().empty()
                              ? auth::NewKeyId()
                              : auth::KeyIdForRequest(who.user, req.idempotency_key());
-  auto secret = CreateKey(*keys_, *clock_, req, role, id, resp->mutable_key());
-  if (absl::IsAlreadyExists(secret.status()) && !req.idempotency_key().empty()) {
+  TESSERA_ASSIGN_OR_RETURN(*resp->mutable_secret(),
+                           CreateShownOnce("API key", req.idempotency_key(), id, [&] {
+                             return CreateKey(*keys_, *clock_, req, role, id, resp->mutable_key());
+                           }));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CreateShownOnce(
+    const std::string& what, const std::string& idempotency_key, const std::string& id,
+    const std::function<absl::StatusOr<std::string>()>& make) {
+  auto secret = make();
+  if (absl::IsAlreadyExists(secret.status()) && !idempotency_key.empty()) {
     return absl::AlreadyExistsError(absl::StrCat(
-        "this request (idempotency key ", req.idempotency_key(), ") already made API key ", id,
+        "this request (idempotency key ", idempotency_key, ") already made ", what, " ", id,
         "; its secret was shown once and is not kept: revoke it and make another"));
   }
-  if (!secret.ok()) return secret.status();
-  resp->set_secret(*secret);
-  return absl::OkStatus();
+  return secret;
 }
 
 absl::Status AdminHandler::ListApiKeys(const auth::Principal& who,

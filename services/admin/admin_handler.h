@@ -4,6 +4,7 @@
 // Admins also make join tokens (a new node's one-time credential: join_handler.h) and read the
 // audit log.
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -43,8 +44,7 @@ class AdminHandler {
                               v1::ListJoinTokensResponse* resp);
   absl::Status RevokeJoinToken(const auth::Principal& who, const v1::RevokeJoinTokenRequest& req,
                                v1::RevokeJoinTokenResponse* resp);
-  absl::Status ListAuditRecords(const auth::Principal& who,
-                                const v1::ListAuditRecordsRequest& req,
+  absl::Status ListAuditRecords(const auth::Principal& who, const v1::ListAuditRecordsRequest& req,
                                 v1::ListAuditRecordsResponse* resp);
 
  private:
@@ -66,6 +66,14 @@ absl::StatusOr<std::string> CreateApiKeyDirect(store::ApiKeyStore& keys, const C
 absl::StatusOr<std::string> CreateJoinTokenDirect(store::JoinTokenStore& tokens, const Clock& clock,
                                                   const v1::CreateJoinTokenRequest& request,
                                                   const std::string& created_by);
+
+// Makes something whose secret is shown once (an API key, a join token): `make` stores it under
+// `id` and returns the secret. No idempotency record is kept (it would hold the secret): a request
+// with an idempotency key has an id derived from it instead, so a retry is refused by the store,
+// and is answered ALREADY_EXISTS naming what (`what`, e.g. "API key") the first request made.
+absl::StatusOr<std::string> CreateShownOnce(
+    const std::string& what, const std::string& idempotency_key, const std::string& id,
+    const std::function<absl::StatusOr<std::string>()>& make);
 
 // INVALID_ARGUMENT unless `user` is 1..64 of [a-z0-9._-] and starts with a letter or digit.
 absl::Status ValidateUserName(const std::string& field, const std::string& user);

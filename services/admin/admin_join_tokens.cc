@@ -24,9 +24,9 @@ absl::StatusOr<std::string> MakeJoinToken(store::JoinTokenStore& tokens, const C
   const int64_t lifetime =
       req.expires_in_seconds() == 0 ? kDefaultTokenLifetimeSeconds : req.expires_in_seconds();
   if (lifetime < kMinTokenLifetimeSeconds || lifetime > kMaxTokenLifetimeSeconds) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expires_in_seconds: from ", kMinTokenLifetimeSeconds, " to ",
-                     kMaxTokenLifetimeSeconds, " (7 days); default ", kDefaultTokenLifetimeSeconds));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expires_in_seconds: from ", kMinTokenLifetimeSeconds, " to ", kMaxTokenLifetimeSeconds,
+        " (7 days); default ", kDefaultTokenLifetimeSeconds));
   }
   store::JoinTokenRecord record;
   const std::string secret = auth::NewJoinTokenSecret();
@@ -49,20 +49,14 @@ absl::Status AdminHandler::CreateJoinToken(const auth::Principal& who,
                                            const v1::CreateJoinTokenRequest& req,
                                            v1::CreateJoinTokenResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireAdmin(who, "creating join tokens"));
-  // As for keys: no idempotency record (it would keep the secret); the id comes from the
-  // request's idempotency key, so a retry is refused by the store.
   const std::string id =
       req.idempotency_key().empty()
           ? auth::NewJoinTokenId()
           : "jt-" + auth::KeyIdForRequest("join/" + who.user, req.idempotency_key()).substr(4);
-  auto secret = MakeJoinToken(*join_tokens_, *clock_, req, who.user, id, resp->mutable_token());
-  if (absl::IsAlreadyExists(secret.status()) && !req.idempotency_key().empty()) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "this request (idempotency key ", req.idempotency_key(), ") already made join token ",
-        id, "; its secret was shown once and is not kept: revoke it and make another"));
-  }
-  if (!secret.ok()) return secret.status();
-  resp->set_secret(*secret);
+  TESSERA_ASSIGN_OR_RETURN(
+      *resp->mutable_secret(), CreateShownOnce("join token", req.idempotency_key(), id, [&] {
+        return MakeJoinToken(*join_tokens_, *clock_, req, who.user, id, resp->mutable_token());
+      }));
   return absl::OkStatus();
 }
 

@@ -14,10 +14,7 @@ namespace tessera::admin {
 JoinHandler::JoinHandler(std::shared_ptr<store::JoinTokenStore> tokens,
                          std::shared_ptr<const tls::CertificateAuthority> ca,
                          std::shared_ptr<Clock> clock, JoinOptions options)
-    : tokens_(std::move(tokens)),
-      ca_(std::move(ca)),
-      clock_(std::move(clock)),
-      options_(options) {}
+    : tokens_(std::move(tokens)), ca_(std::move(ca)), clock_(std::move(clock)), options_(options) {}
 
 absl::Status JoinHandler::Join(const v1::JoinRequest& req, v1::JoinResponse* resp) {
   TESSERA_RETURN_IF_ERROR(ValidateUserName("node", req.node()));

@@ -88,14 +88,14 @@ inline absl::Status RequireSystem(const auth::Principal& who, const char* what) 
 // tessera::v1::MethodResponse) that authenticates the caller with the adapter's `auth_` and
 // forwards to `handler->Method(who, *request, response)`. `handler` is the adapter's member that
 // points at the handler.
-#define TESSERA_UNARY_RPC(handler, Method)                                       \
-  ::grpc::Status Method(::grpc::ServerContext* context,                          \
-                        const ::tessera::v1::Method##Request* request,           \
-                        ::tessera::v1::Method##Response* response) override {    \
-    return ::tessera::Serve(                                                     \
-        *auth_, context, TESSERA_RPC_NAME(Method),                               \
-        [&](const ::tessera::auth::Principal& who) {                             \
-          return (handler)->Method(who, *request, response);                     \
-        },                                                                       \
-        request);                                                                \
+#define TESSERA_UNARY_RPC(handler, Method)                                    \
+  ::grpc::Status Method(::grpc::ServerContext* context,                       \
+                        const ::tessera::v1::Method##Request* request,        \
+                        ::tessera::v1::Method##Response* response) override { \
+    return ::tessera::Serve(                                                  \
+        *auth_, context, TESSERA_RPC_NAME(Method),                            \
+        [&](const ::tessera::auth::Principal& who) {                          \
+          return (handler)->Method(who, *request, response);                  \
+        },                                                                    \
+        request);                                                             \
   }

@@ -87,7 +87,7 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
   for (auto& i : interceptors) all.push_back(std::move(i));
 
   grpc::ServerBuilder builder;
-  ApplyMessageLimits(builder);
+  ApplyTransportSettings(builder);
   builder.AddListeningPort(options.grpc_listen, tls::ServerCredentials(options.tls),
                            &host->grpc_port_);
   for (grpc::Service* s : services) builder.RegisterService(s);
@@ -111,7 +111,7 @@ int ServiceHost::metrics_port() const { return endpoint_ ? endpoint_->port() : 0
 
 std::shared_ptr<grpc::Channel> ServiceHost::InProcessChannel() {
   grpc::ChannelArguments args;
-  ApplyMessageLimits(args);
+  ApplyTransportSettings(args);
   return server_->InProcessChannel(args);
 }
 

@@ -79,7 +79,8 @@ template <class Stub, class Req, class Resp>
 Response CallUnary(Upstream& upstream, const Request& http, Stub& stub,
                    grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
                    const Req& request) {
-  std::unique_ptr<UpstreamCall> call = upstream.NewUnaryCall(http.authorization, http.client_address);
+  std::unique_ptr<UpstreamCall> call =
+      upstream.NewUnaryCall(http.authorization, http.client_address);
   Resp response;
   const grpc::Status status = (stub.*method)(call->context(), request, &response);
   if (!status.ok()) return ErrorResponse(status);
@@ -99,8 +100,9 @@ std::unique_ptr<EventSource> OpenStream(Upstream& upstream, const Request& http,
   auto convert = [event_name = std::move(event_name), id_of = std::move(id_of)](const Msg& m) {
     return SseEvent{event_name, id_of ? id_of(m) : std::string(), ToJson(m)};
   };
-  return std::make_unique<GrpcStreamSource<Msg>>(upstream.NewStreamCall(http.authorization, http.client_address),
-                                                 std::move(start), std::move(convert));
+  return std::make_unique<GrpcStreamSource<Msg>>(
+      upstream.NewStreamCall(http.authorization, http.client_address), std::move(start),
+      std::move(convert));
 }
 
 }  // namespace tessera::gateway

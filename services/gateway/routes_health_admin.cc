@@ -186,34 +186,35 @@ void AddAdminRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
            return CallUnary(*up, r, up->admin(), &Stub::RevokeJoinToken, req);
          }});
 
-  t.Add({.method = "GET",
-         .path = "/api/v1/admin/audit",
-         .operation_id = "listAuditRecords",
-         .tag = "admin",
-         .summary = "What admins and operators did, and refused attempts, newest first.",
-         .params = {QueryParam("since", ParamType::kDateTime, "Only records at or after this time."),
-                    QueryParam("actor", ParamType::kString, "Only this user's actions."),
-                    QueryParam("action", ParamType::kString,
-                               "Only this action (CordonNode, or CordonService/CordonNode)."),
-                    QueryParam("target", ParamType::kString,
-                               "Only records whose target contains this text."),
-                    QueryParam("before_id", ParamType::kId64,
-                               "Only records older than this id (the last of a page)."),
-                    LimitParam()},
-         .response = v1::ListAuditRecordsResponse::descriptor(),
-         .rpcs = {"tessera.v1.AdminService/ListAuditRecords"},
-         .handler = [up](const Request& r) -> HandlerResult {
-           QueryReader q(r);
-           v1::ListAuditRecordsRequest req;
-           if (auto since = q.DateTime("since")) *req.mutable_since() = *since;
-           req.set_actor(q.String("actor"));
-           req.set_action(q.String("action"));
-           req.set_target(q.String("target"));
-           req.set_before_id(q.Id64("before_id"));
-           req.set_limit(q.Count("limit"));
-           if (!q.status().ok()) return ErrorResponse(q.status());
-           return CallUnary(*up, r, up->admin(), &Stub::ListAuditRecords, req);
-         }});
+  t.Add(
+      {.method = "GET",
+       .path = "/api/v1/admin/audit",
+       .operation_id = "listAuditRecords",
+       .tag = "admin",
+       .summary = "What admins and operators did, and refused attempts, newest first.",
+       .params = {QueryParam("since", ParamType::kDateTime, "Only records at or after this time."),
+                  QueryParam("actor", ParamType::kString, "Only this user's actions."),
+                  QueryParam("action", ParamType::kString,
+                             "Only this action (CordonNode, or CordonService/CordonNode)."),
+                  QueryParam("target", ParamType::kString,
+                             "Only records whose target contains this text."),
+                  QueryParam("before_id", ParamType::kId64,
+                             "Only records older than this id (the last of a page)."),
+                  LimitParam()},
+       .response = v1::ListAuditRecordsResponse::descriptor(),
+       .rpcs = {"tessera.v1.AdminService/ListAuditRecords"},
+       .handler = [up](const Request& r) -> HandlerResult {
+         QueryReader q(r);
+         v1::ListAuditRecordsRequest req;
+         if (auto since = q.DateTime("since")) *req.mutable_since() = *since;
+         req.set_actor(q.String("actor"));
+         req.set_action(q.String("action"));
+         req.set_target(q.String("target"));
+         req.set_before_id(q.Id64("before_id"));
+         req.set_limit(q.Count("limit"));
+         if (!q.status().ok()) return ErrorResponse(q.status());
+         return CallUnary(*up, r, up->admin(), &Stub::ListAuditRecords, req);
+       }});
 }
 
 }  // namespace tessera::gateway

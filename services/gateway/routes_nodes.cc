@@ -168,7 +168,8 @@ void AddNodeRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .stream_message = v1::NodeEvent::descriptor(),
          .event_name = "node_event",
          .response_kind = ResponseKind::kJsonOrEventStream,
-         .rpcs = {"tessera.v1.CordonService/ListNodeEvents", "tessera.v1.CordonService/WatchNodeEvents"},
+         .rpcs = {"tessera.v1.CordonService/ListNodeEvents",
+                  "tessera.v1.CordonService/WatchNodeEvents"},
          .handler = [up](const Request& r) { return NodeEvents(up, r); }});
 
   t.Add({.method = "GET",

@@ -20,12 +20,12 @@ Upstream::Upstream(std::shared_ptr<grpc::Channel> channel, std::chrono::millisec
       logs_(v1::LogService::NewStub(logs_channel != nullptr ? logs_channel : channel_)) {}
 
 std::unique_ptr<UpstreamCall> Upstream::NewUnaryCall(const std::string& authorization,
-                                                    const std::string& client_address) {
+                                                     const std::string& client_address) {
   return NewCall(authorization, client_address, /*with_deadline=*/true);
 }
 
 std::unique_ptr<UpstreamCall> Upstream::NewStreamCall(const std::string& authorization,
-                                                     const std::string& client_address) {
+                                                      const std::string& client_address) {
   return NewCall(authorization, client_address, /*with_deadline=*/false);
 }
 

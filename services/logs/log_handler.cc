@@ -199,10 +199,10 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
   }
   TESSERA_ASSIGN_OR_RETURN(std::optional<absl::Time> expired, logs_->LogsExpiredAt(run.id()));
   if (expired) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the logs of run ", run.name(), " were removed at ",
-        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", *expired, absl::UTCTimeZone()),
-        ": the logs of finished runs are kept for the cluster's retention period"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the logs of run ", run.name(), " were removed at ",
+                     absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", *expired, absl::UTCTimeZone()),
+                     ": the logs of finished runs are kept for the cluster's retention period"));
   }
   const int32_t latest = std::max(run.resumption_index(), 0);
   Target t;

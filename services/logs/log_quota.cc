@@ -15,25 +15,24 @@ std::tuple<std::string, int32_t, int32_t, int32_t> StreamOf(const v1::LogLine& l
 
 }  // namespace
 
-LogQuota::LogQuota(LogQuotaOptions options, std::shared_ptr<Clock> clock,
-                   StoredBytes stored_bytes)
+LogQuota::LogQuota(LogQuotaOptions options, std::shared_ptr<Clock> clock, StoredBytes stored_bytes)
     : options_(options), clock_(std::move(clock)), stored_bytes_(std::move(stored_bytes)) {}
 
 std::string LogQuota::MarkerText(int64_t dropped, bool over_total) const {
-  return over_total
-             ? absl::StrCat("[tessera] ", dropped, dropped == 1 ? " line" : " lines",
-                            " dropped: this run's logs reached their quota of ",
-                            FormatByteSize(options_.max_bytes))
-             : absl::StrCat("[tessera] ", dropped, dropped == 1 ? " line" : " lines",
-                            " dropped: this run printed more than its log rate quota of ",
-                            FormatByteSize(options_.bytes_per_second), "/s");
+  return over_total ? absl::StrCat("[tessera] ", dropped, dropped == 1 ? " line" : " lines",
+                                   " dropped: this run's logs reached their quota of ",
+                                   FormatByteSize(options_.max_bytes))
+                    : absl::StrCat("[tessera] ", dropped, dropped == 1 ? " line" : " lines",
+                                   " dropped: this run printed more than its log rate quota of ",
+                                   FormatByteSize(options_.bytes_per_second), "/s");
 }
 
 absl::StatusOr<LogQuota::RunState*> LogQuota::StateOf(const std::string& run_id, absl::Time now) {
   auto [it, fresh] = runs_.try_emplace(run_id);
   RunState& s = it->second;
   if (fresh) {
-    s.tokens = static_cast<double>(options_.bytes_per_second) * absl::ToDoubleSeconds(options_.burst);
+    s.tokens =
+        static_cast<double>(options_.bytes_per_second) * absl::ToDoubleSeconds(options_.burst);
     s.refilled = now;
   }
   s.seen = now;
@@ -83,7 +82,10 @@ absl::StatusOr<QuotaOutcome> LogQuota::Apply(std::vector<v1::LogLine> lines) {
       s.refilled = now;
     }
     const auto size = static_cast<int64_t>(line.text().size());
-    const bool over_total = options_.max_bytes > 0 && s.stored + size > options_.max_bytes;
+    // Once a run reaches its total, it stays there: a short line that would still fit in what
+    // is left would appear after the marker that says the quota was reached.
+    s.full = s.full || (options_.max_bytes > 0 && s.stored + size > options_.max_bytes);
+    const bool over_total = s.full;
     const bool over_rate =
         !over_total && options_.bytes_per_second > 0 && s.tokens < static_cast<double>(size);
     const auto key = StreamOf(line);

@@ -61,6 +61,7 @@ class LogQuota {
     double tokens = 0;
     absl::Time refilled;
     int64_t stored = 0;  // bytes, as of the last read plus what this instance stored since
+    bool full = false;   // it reached its total: every further line is dropped
     absl::Time next_read;
     absl::Time seen;
   };

@@ -5,7 +5,8 @@ namespace {
 
 class GrpcRunLookup final : public RunLookup {
  public:
-  GrpcRunLookup(std::shared_ptr<ChannelRef> channel, SystemCredential key, ServiceClientOptions options)
+  GrpcRunLookup(std::shared_ptr<ChannelRef> channel, SystemCredential key,
+                ServiceClientOptions options)
       : runs_(std::move(channel), std::move(key), "the run manager", options) {}
 
   absl::StatusOr<v1::RunDescription> DescribeRun(const std::string& name) override {
@@ -32,7 +33,8 @@ class GrpcRunLookup final : public RunLookup {
 }  // namespace
 
 std::shared_ptr<RunLookup> MakeGrpcRunLookup(std::shared_ptr<ChannelRef> channel,
-                                             SystemCredential system_key, ServiceClientOptions options) {
+                                             SystemCredential system_key,
+                                             ServiceClientOptions options) {
   return std::make_shared<GrpcRunLookup>(std::move(channel), std::move(system_key), options);
 }
 

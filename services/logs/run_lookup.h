@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "services/common/system_credential.h"
 #include "absl/status/statusor.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
+#include "services/common/system_credential.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
 namespace tessera::logs {

@@ -5,7 +5,8 @@ namespace {
 
 class GrpcFitChecker final : public FitChecker {
  public:
-  GrpcFitChecker(std::shared_ptr<ChannelRef> channel, SystemCredential key, ServiceClientOptions options)
+  GrpcFitChecker(std::shared_ptr<ChannelRef> channel, SystemCredential key,
+                 ServiceClientOptions options)
       : scheduler_(std::move(channel), std::move(key), "the scheduler", options) {}
 
   absl::Status CheckFit(const v1::ComputeSpec& compute) override {

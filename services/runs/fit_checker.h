@@ -5,10 +5,10 @@
 
 #include <memory>
 
-#include "services/common/system_credential.h"
 #include "absl/status/status.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
+#include "services/common/system_credential.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 
 namespace tessera::runs {

@@ -7,7 +7,8 @@ namespace {
 
 class GrpcLogDeleter final : public LogDeleter {
  public:
-  GrpcLogDeleter(std::shared_ptr<ChannelRef> channel, SystemCredential key, ServiceClientOptions options)
+  GrpcLogDeleter(std::shared_ptr<ChannelRef> channel, SystemCredential key,
+                 ServiceClientOptions options)
       : logs_(std::move(channel), std::move(key), "the log service", options) {}
 
   absl::Status DeleteRunLogs(const std::string& run_id) override {

@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "services/common/system_credential.h"
 #include "absl/status/status.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
+#include "services/common/system_credential.h"
 
 namespace tessera::runs {
 

@@ -107,10 +107,9 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
   TESSERA_RETURN_IF_ERROR(spec::ValidateRunSpec(spec));
   const double hang = spec.scheduling().hang_timeout_seconds();
   if (hang > 0 && absl::Seconds(hang) < options_.min_hang_timeout) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("scheduling.hang_timeout: at least ",
-                     absl::ToDoubleSeconds(options_.min_hang_timeout),
-                     " seconds on this cluster (got ", hang, "), or leave it out"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scheduling.hang_timeout: at least ", absl::ToDoubleSeconds(options_.min_hang_timeout),
+        " seconds on this cluster (got ", hang, "), or leave it out"));
   }
   TESSERA_RETURN_IF_ERROR(fit_->CheckFit(spec.compute()));
   // mcli appends a short random suffix so that the same YAML can be submitted many times.

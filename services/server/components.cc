@@ -219,9 +219,12 @@ std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,
                                               options);
 }
 
-std::unique_ptr<Component> MakeHealthComponent(
-    const Foundation& f, std::shared_ptr<ChannelRef> scheduler, std::shared_ptr<ChannelRef> cordon,
-    std::shared_ptr<ChannelRef> runs, const SystemCredential& system_key, const HealthOptions& options) {
+std::unique_ptr<Component> MakeHealthComponent(const Foundation& f,
+                                               std::shared_ptr<ChannelRef> scheduler,
+                                               std::shared_ptr<ChannelRef> cordon,
+                                               std::shared_ptr<ChannelRef> runs,
+                                               const SystemCredential& system_key,
+                                               const HealthOptions& options) {
   return std::make_unique<HealthComponent>(f, std::move(scheduler), std::move(cordon),
                                            std::move(runs), system_key, options);
 }

@@ -9,7 +9,6 @@
 #include <thread>
 #include <vector>
 
-#include "services/common/system_credential.h"
 #include "absl/synchronization/notification.h"
 #include "base/clock.h"
 #include "base/random.h"
@@ -17,6 +16,7 @@
 #include "services/common/channel_ref.h"
 #include "services/common/idempotency.h"
 #include "services/common/system_client.h"
+#include "services/common/system_credential.h"
 #include "services/common/tls/certificate_authority.h"
 #include "services/logs/log_quota.h"
 #include "services/store/stores.h"
@@ -105,9 +105,12 @@ struct HealthOptions {
 
 // The health API; it reaches the scheduler, the cordon service and the run manager through
 // their APIs.
-std::unique_ptr<Component> MakeHealthComponent(
-    const Foundation& f, std::shared_ptr<ChannelRef> scheduler, std::shared_ptr<ChannelRef> cordon,
-    std::shared_ptr<ChannelRef> runs, const SystemCredential& system_key, const HealthOptions& options);
+std::unique_ptr<Component> MakeHealthComponent(const Foundation& f,
+                                               std::shared_ptr<ChannelRef> scheduler,
+                                               std::shared_ptr<ChannelRef> cordon,
+                                               std::shared_ptr<ChannelRef> runs,
+                                               const SystemCredential& system_key,
+                                               const HealthOptions& options);
 
 struct LogsOptions {
   logs::LogQuotaOptions quota{};

@@ -13,9 +13,9 @@
 #include "services/admin/admin_handler.h"
 #include "services/common/auth/rpc_roles.h"
 #include "services/common/auth/system_keys.h"
-#include "services/common/periodic_runner.h"
 #include "services/common/endpoints.h"
 #include "services/common/grpc_limits.h"
+#include "services/common/periodic_runner.h"
 #include "services/common/service_host.h"
 #include "services/common/tls/grpc_credentials.h"
 #include "services/common/tls/server_ssl_context.h"
@@ -303,8 +303,8 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   LogsOptions logs_options;
   logs_options.retention = absl::Hours(24 * log_retention_days);
   for (const auto& [flag, text, into] :
-       {std::tuple<const char*, const std::string&, int64_t*>{
-            "--log-rate-per-run", log_rate, &logs_options.quota.bytes_per_second},
+       {std::tuple<const char*, const std::string&, int64_t*>{"--log-rate-per-run", log_rate,
+                                                              &logs_options.quota.bytes_per_second},
         {"--log-quota-per-run", log_quota, &logs_options.quota.max_bytes}}) {
     if (text == "0") {
       *into = 0;
@@ -370,11 +370,10 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
       }
       health.cpu_payload_bytes = *sizes;
     }
-    components.push_back(
-        MakeHealthComponent(f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint, host.tls),
-                            parts.cordon ? self : RemoteChannel(cordon_endpoint, host.tls),
-                            parts.runs ? self : RemoteChannel(runs_endpoint, host.tls),
-                            system_key, health));
+    components.push_back(MakeHealthComponent(
+        f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint, host.tls),
+        parts.cordon ? self : RemoteChannel(cordon_endpoint, host.tls),
+        parts.runs ? self : RemoteChannel(runs_endpoint, host.tls), system_key, health));
   }
   if (parts.logs) {
     components.push_back(MakeLogsComponent(

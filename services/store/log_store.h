@@ -86,7 +86,7 @@ class LogStore {
   // Runs whose newest line was stored before `before` (candidates for the retention of
   // finished runs' logs), oldest first, at most `limit`.
   virtual absl::StatusOr<std::vector<std::string>> ListRunsIdleSince(absl::Time before,
-                                                                      int limit) = 0;
+                                                                     int limit) = 0;
   // Removes every line of the run and remembers when, for LogsExpiredAt.
   virtual absl::Status ExpireRunLogs(const std::string& run_id, absl::Time at) = 0;
   // When ExpireRunLogs removed the run's lines; nullopt when it did not.

@@ -31,7 +31,8 @@ absl::Status CheckJoinTokenUsable(const v1::JoinToken& token, std::string_view n
   }
   if (token.node() != node) {
     return absl::PermissionDeniedError(absl::StrCat("join token ", token.id(), " is for node \"",
-                                                    token.node(), "\", not \"", std::string(node), "\""));
+                                                    token.node(), "\", not \"", std::string(node),
+                                                    "\""));
   }
   return absl::OkStatus();
 }

@@ -19,10 +19,18 @@ namespace {
 
 // Test intervals: a 3 s lease, a 2 s stop grace, short canaries, two low-MFU reports.
 // Runs here may set a hang_timeout of seconds.
-const std::vector<std::string> kServerFlags = {
-    "--stop-grace-seconds",     "2",  "--canary-compute-seconds",   "0.3",
-    "--canary-timeout-seconds", "10", "--canary-sizes",             "1MiB,4MiB",
-    "--mfu-drop-reports",       "2",  "--min-hang-timeout-seconds", "1"};
+const std::vector<std::string> kServerFlags = {"--stop-grace-seconds",
+                                               "2",
+                                               "--canary-compute-seconds",
+                                               "0.3",
+                                               "--canary-timeout-seconds",
+                                               "10",
+                                               "--canary-sizes",
+                                               "1MiB,4MiB",
+                                               "--mfu-drop-reports",
+                                               "2",
+                                               "--min-hang-timeout-seconds",
+                                               "1"};
 
 struct Scenario {
   LocalCluster c{kServerFlags};

@@ -63,7 +63,7 @@ class Recorder {
   struct Call {
     std::string method;
     std::shared_ptr<google::protobuf::Message> request;
-    std::string authorization;  // the metadata as sent; empty without one
+    std::string authorization;   // the metadata as sent; empty without one
     std::string client_address;  // what the REST gateway says of its client
   };
 
@@ -298,7 +298,8 @@ class FakeAdminService final : public v1::AdminService::Service {
   grpc::Status CreateJoinToken(grpc::ServerContext* context,
                                const v1::CreateJoinTokenRequest* request,
                                v1::CreateJoinTokenResponse* response) override;
-  grpc::Status ListJoinTokens(grpc::ServerContext* context, const v1::ListJoinTokensRequest* request,
+  grpc::Status ListJoinTokens(grpc::ServerContext* context,
+                              const v1::ListJoinTokensRequest* request,
                               v1::ListJoinTokensResponse* response) override;
   grpc::Status RevokeJoinToken(grpc::ServerContext* context,
                                const v1::RevokeJoinTokenRequest* request,

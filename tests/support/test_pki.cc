@@ -34,8 +34,8 @@ std::pair<std::string, std::string> TestPki::NodeCertificate(const std::string& 
 void TestPki::RenewServices() const { Certs({"services", dir_.path}); }
 
 std::vector<std::string> TestPki::ServerFlags(bool sign_nodes) const {
-  std::vector<std::string> flags = {"--tls-cert", services_cert(), "--tls-key", services_key(),
-                                    "--tls-ca", ca()};
+  std::vector<std::string> flags = {"--tls-cert",   services_cert(), "--tls-key",
+                                    services_key(), "--tls-ca",      ca()};
   if (sign_nodes) {
     flags.push_back("--tls-ca-key");
     flags.push_back(ca_key());

@@ -20,7 +20,7 @@ inline std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& endpoint,
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  ApplyMessageLimits(args);
+  ApplyTransportSettings(args);
   return grpc::CreateCustomChannel(endpoint, tls::ChannelCredentials(tls), args);
 }
 

@@ -38,7 +38,7 @@ struct ControlSessionOptions {
   // one is tried (a frozen instance accepts connections and never answers).
   absl::Duration registration_timeout = absl::Seconds(2);
   std::string api_key;  // this node's key
-  tls::TlsFlags tls{};   // the node's certificate and the cluster CA, or plain text
+  tls::TlsFlags tls{};  // the node's certificate and the cluster CA, or plain text
   v1::Node node;        // name, cluster, GPUs, address ...
   std::string process_id;
   // Ranks are killed this long before the lease ends.

@@ -120,8 +120,9 @@ int main(int argc, char** argv) {
       return Fail(std::string(st.message()));
     }
   } else if (o.tls.ca_file.empty()) {
-    return Fail("--tls-ca is required: the cluster CA that the control plane's certificate "
-                "must chain to (or --plaintext, for loopback addresses only)");
+    return Fail(
+        "--tls-ca is required: the cluster CA that the control plane's certificate "
+        "must chain to (or --plaintext, for loopback addresses only)");
   }
   std::optional<tessera::worker::CredentialFiles> joined;
   if (api_key_file.empty()) {
@@ -129,23 +130,26 @@ int main(int argc, char** argv) {
         {.node = o.node_name,
          .endpoint = join_endpoint,
          .token_file = join_token_file,
-         .credentials_dir = credentials_dir.empty() ? o.state_dir + "/credentials" : credentials_dir,
+         .credentials_dir =
+             credentials_dir.empty() ? o.state_dir + "/credentials" : credentials_dir,
          .tls = o.tls});
     if (!files.ok()) return Fail(std::string(files.status().message()));
     api_key_file = files->api_key;
     joined = *files;
     if (o.tls.enabled() && o.tls.cert_file.empty()) {
       if (!std::filesystem::exists(files->certificate)) {
-        return Fail("the control plane gave no certificate (it has no --tls-ca-key): give this "
-                    "node's certificate with --tls-cert and --tls-key (CN node:" +
-                    o.node_name + ", deploy/tls-certs.sh node)");
+        return Fail(
+            "the control plane gave no certificate (it has no --tls-ca-key): give this "
+            "node's certificate with --tls-cert and --tls-key (CN node:" +
+            o.node_name + ", deploy/tls-certs.sh node)");
       }
       o.tls.cert_file = files->certificate;
       o.tls.key_file = files->private_key;
     }
   } else if (!join_token_file.empty()) {
-    return Fail("--api-key-file and --join-token-file: give one (a joined node keeps its key in "
-                "--credentials-dir)");
+    return Fail(
+        "--api-key-file and --join-token-file: give one (a joined node keeps its key in "
+        "--credentials-dir)");
   }
   if (o.tls.enabled()) {
     if (auto st = tessera::tls::CheckTlsFlags(o.tls, addresses); !st.ok()) {

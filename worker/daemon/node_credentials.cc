@@ -67,7 +67,8 @@ CredentialFiles CredentialFiles::In(const std::string& dir) {
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, int mode) {
   const std::string temp = path + ".new";
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (fd < 0) return absl::InternalError(absl::StrCat("writing ", temp, ": ", std::strerror(errno)));
+  if (fd < 0)
+    return absl::InternalError(absl::StrCat("writing ", temp, ": ", std::strerror(errno)));
   ::fchmod(fd, static_cast<mode_t>(mode));  // whatever the umask
   size_t written = 0;
   while (written < contents.size()) {

@@ -33,7 +33,7 @@ struct LogShipperOptions {
   std::string node_name;
   std::string endpoint;  // host:port of the log service
   std::string api_key;   // this node's key
-  tls::TlsFlags tls{};    // the node's certificate and the cluster CA, or plain text
+  tls::TlsFlags tls{};   // the node's certificate and the cluster CA, or plain text
   size_t batch_lines = 4096;
   size_t batch_bytes = 1 << 20;
   size_t max_in_flight = 4;  // batches sent and not yet acknowledged

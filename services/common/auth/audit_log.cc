@@ -71,8 +71,7 @@ std::string AuditLog::SourceOf(const grpc::ServerContext& context) {
                        absl::StartsWith(peer, "unix:");
   // The gateway: in this process, or a service's certificate over mutual TLS.
   const PeerIdentity identity = PeerOf(context);
-  const bool gateway =
-      !network || (identity.tls && identity.common_name == kServicesCommonName);
+  const bool gateway = !network || (identity.tls && identity.common_name == kServicesCommonName);
   if (!network) peer = "in-process";
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(kClientAddressMetadata);
@@ -107,9 +106,9 @@ v1::AuditRecord AuditLog::Make(const Principal& who, std::string_view method,
 
 void AuditLog::Write(const v1::AuditRecord& record) {
   if (auto id = store_->AppendAudit(record); !id.ok()) {
-    spdlog::error("audit: not recorded ({}): {} by {} on {} from {}: {}",
-                  id.status().ToString(), record.action(), record.actor(), record.target(),
-                  record.source(), record.outcome());
+    spdlog::error("audit: not recorded ({}): {} by {} on {} from {}: {}", id.status().ToString(),
+                  record.action(), record.actor(), record.target(), record.source(),
+                  record.outcome());
   }
 }
 

@@ -11,7 +11,11 @@ PeerIdentity PeerOf(const grpc::ServerContext& context) {
   const auto auth = context.auth_context();
   if (auth == nullptr) return peer;
   for (const auto& type : auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME)) {
-    if (std::string(type.data(), type.size()) == GRPC_SSL_TRANSPORT_SECURITY_TYPE) peer.tls = true;
+    // "ssl" from SslServerCredentials, "tls" from the TlsServerCredentials Tessera serves with.
+    const std::string name(type.data(), type.size());
+    if (name == GRPC_SSL_TRANSPORT_SECURITY_TYPE || name == GRPC_TLS_TRANSPORT_SECURITY_TYPE) {
+      peer.tls = true;
+    }
   }
   for (const auto& cn : auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME)) {
     peer.common_name = std::string(cn.data(), cn.size());

@@ -82,11 +82,10 @@ absl::Status CheckKeyStrength(EVP_PKEY* key) {
   const int type = EVP_PKEY_get_base_id(key);
   if (type == EVP_PKEY_EC) return absl::OkStatus();
   if (type == EVP_PKEY_RSA && EVP_PKEY_get_bits(key) >= 2048) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("csr_pem: the key is ", type == EVP_PKEY_RSA ? "RSA of " : "of type ",
-                   type == EVP_PKEY_RSA ? EVP_PKEY_get_bits(key) : type,
-                   type == EVP_PKEY_RSA ? " bits" : "",
-                   ": use an EC key (P-256 or stronger) or RSA of at least 2048 bits"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "csr_pem: the key is ", type == EVP_PKEY_RSA ? "RSA of " : "of type ",
+      type == EVP_PKEY_RSA ? EVP_PKEY_get_bits(key) : type, type == EVP_PKEY_RSA ? " bits" : "",
+      ": use an EC key (P-256 or stronger) or RSA of at least 2048 bits"));
 }
 
 }  // namespace
@@ -236,8 +235,8 @@ absl::StatusOr<CertificateInfo> ReadCertificateInfo(const std::string& pem) {
   info.not_before = AsnTime(X509_get0_notBefore(cert.get()));
   info.not_after = AsnTime(X509_get0_notAfter(cert.get()));
   char cn[256] = "";
-  if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_commonName, cn,
-                                sizeof cn) > 0) {
+  if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_commonName, cn, sizeof cn) >
+      0) {
     info.common_name = cn;
   }
   return info;

@@ -65,7 +65,8 @@ std::shared_ptr<ssl::context> ServerSslContext::Current() {
   auto loaded = Load();
   if (!loaded.ok()) {
     // Probably caught between writing the certificate and the key: try again next time.
-    spdlog::warn("TLS: keeping the previous certificate: {}", std::string(loaded.status().message()));
+    spdlog::warn("TLS: keeping the previous certificate: {}",
+                 std::string(loaded.status().message()));
     return current_;
   }
   stamp_ = seen;

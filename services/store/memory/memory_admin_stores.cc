@@ -50,13 +50,13 @@ class MemoryJoinTokenStore final : public JoinTokenStore {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<v1::JoinToken> RedeemJoinToken(std::string_view secret_hash,
-                                                std::string_view node, absl::Time now,
-                                                const ApiKeyRecord& key) override {
+  absl::StatusOr<v1::JoinToken> RedeemJoinToken(std::string_view secret_hash, std::string_view node,
+                                                absl::Time now, const ApiKeyRecord& key) override {
     absl::MutexLock lock(&db_->mu);
     TESSERA_RETURN_IF_ERROR(db_->CheckAvailable());
-    auto it = std::find_if(db_->join_tokens.begin(), db_->join_tokens.end(),
-                           [&](const auto& entry) { return entry.second.secret_hash == secret_hash; });
+    auto it =
+        std::find_if(db_->join_tokens.begin(), db_->join_tokens.end(),
+                     [&](const auto& entry) { return entry.second.secret_hash == secret_hash; });
     if (it == db_->join_tokens.end()) return absl::UnauthenticatedError("invalid join token");
     v1::JoinToken& token = it->second.token;
     TESSERA_RETURN_IF_ERROR(CheckJoinTokenUsable(token, node, now));

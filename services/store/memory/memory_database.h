@@ -38,7 +38,7 @@ struct MemoryDatabase {
   std::vector<v1::HealthCheckResult> health_results ABSL_GUARDED_BY(mu);
   int64_t next_health_result_id ABSL_GUARDED_BY(mu) = 1;
 
-  std::map<std::string, ApiKeyRecord> api_keys ABSL_GUARDED_BY(mu);         // by id
+  std::map<std::string, ApiKeyRecord> api_keys ABSL_GUARDED_BY(mu);        // by id
   std::map<std::string, JoinTokenRecord> join_tokens ABSL_GUARDED_BY(mu);  // by id
   std::vector<v1::AuditRecord> audit ABSL_GUARDED_BY(mu);
   int64_t next_audit_id ABSL_GUARDED_BY(mu) = 1;

@@ -47,7 +47,8 @@ class MemoryLogStore final : public LogStore {
       if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
       s.info.node_rank = line.node_rank();
       s.info.node_name = line.node_name();
-      if (!Covered(s, line.sequence()) && s.lines.emplace(line.sequence(), Normalized(line)).second) {
+      if (!Covered(s, line.sequence()) &&
+          s.lines.emplace(line.sequence(), Normalized(line)).second) {
         ++result.inserted;
         s.bytes += static_cast<int64_t>(line.text().size());
         s.last_line_at = std::max(s.last_line_at, FromProtoTime(line.time()));

@@ -57,14 +57,14 @@ class PgJoinTokenStore final : public JoinTokenStore {
     });
   }
 
-  absl::StatusOr<v1::JoinToken> RedeemJoinToken(std::string_view secret_hash,
-                                                std::string_view node, absl::Time now,
-                                                const ApiKeyRecord& key) override {
+  absl::StatusOr<v1::JoinToken> RedeemJoinToken(std::string_view secret_hash, std::string_view node,
+                                                absl::Time now, const ApiKeyRecord& key) override {
     v1::JoinToken token;
     absl::Status st = pool_->Transact("using a join token", [&](pqxx::work& tx) -> absl::Status {
       // FOR UPDATE: two workers racing with one token take turns; the second sees it used.
-      const pqxx::result rows = tx.exec_params(
-          "SELECT body FROM join_tokens WHERE secret_hash = $1 FOR UPDATE", std::string(secret_hash));
+      const pqxx::result rows =
+          tx.exec_params("SELECT body FROM join_tokens WHERE secret_hash = $1 FOR UPDATE",
+                         std::string(secret_hash));
       if (rows.empty()) return absl::UnauthenticatedError("invalid join token");
       TESSERA_RETURN_IF_ERROR(DecodeMessage(rows[0][0], &token));
       TESSERA_RETURN_IF_ERROR(CheckJoinTokenUsable(token, node, now));
@@ -121,8 +121,8 @@ class PgAuditStore final : public AuditStore {
               " AND ($6 = 0 OR id < $6)"
               " ORDER BY id DESC LIMIT $7"),
           // Every record is after 1970: the epoch stands for "since ever".
-          absl::ToUnixMicros(std::max(q.since, absl::UnixEpoch())),
-          q.actor, q.action, action_suffix, q.target, q.before_id, q.limit);
+          absl::ToUnixMicros(std::max(q.since, absl::UnixEpoch())), q.actor, q.action,
+          action_suffix, q.target, q.before_id, q.limit);
       return DecodeIdRows(rows, &out);
     });
     if (!st.ok()) return st;

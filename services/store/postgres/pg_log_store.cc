@@ -71,7 +71,8 @@ constexpr char kInsertLines[] =
 constexpr char kStoreWatermarks[] =
     "UPDATE log_streams s SET durable_sequence = u.durable, max_sequence = u.max,"
     "   bytes = s.bytes + u.bytes,"
-    "   last_line_at = GREATEST(s.last_line_at, timestamptz 'epoch' + u.tm * interval '1 microsecond')"
+    "   last_line_at = GREATEST(s.last_line_at, timestamptz 'epoch' + u.tm * interval '1 "
+    "microsecond')"
     " FROM unnest($1::text[], $2::int[], $3::int[], $4::smallint[], $5::bigint[], $6::bigint[],"
     "   $7::bigint[], $8::bigint[]) AS u(run_id, res, rank, stream, durable, max, bytes, tm)"
     " WHERE s.run_id = u.run_id AND s.resumption_index = u.res AND s.rank = u.rank"
@@ -345,9 +346,10 @@ class PgLogStore final : public LogStore {
   absl::StatusOr<int64_t> RunLogBytes(const std::string& run_id) override {
     int64_t bytes = 0;
     absl::Status st = pool_->Transact("measuring a run's logs", [&](pqxx::work& tx) {
-      bytes = tx.exec_params("SELECT COALESCE(sum(bytes), 0)::bigint FROM log_streams"
-                             " WHERE run_id = $1",
-                             run_id)[0][0]
+      bytes = tx.exec_params(
+                    "SELECT COALESCE(sum(bytes), 0)::bigint FROM log_streams"
+                    " WHERE run_id = $1",
+                    run_id)[0][0]
                   .as<int64_t>();
       return absl::OkStatus();
     });

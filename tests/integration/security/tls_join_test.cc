@@ -10,8 +10,8 @@
 #include <fstream>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tessera/v1/logs.grpc.pb.h"
 #include "tessera/v1/worker.grpc.pb.h"
@@ -38,24 +38,40 @@ struct TlsPlane {
   }
   std::string endpoint() const { return "localhost:" + std::to_string(server.grpc_port); }
   std::string JoinToken(const std::string& node) {
-    auto out = RunCommand({BinaryPath("tessera-server"), "--database-url", pg->url(),
-                           "--log-level", "warn", "create-join-token", "--node", node});
+    auto out = RunCommand({BinaryPath("tessera-server"), "--database-url", pg->url(), "--log-level",
+                           "warn", "create-join-token", "--node", node});
     REQUIRE(out.ok());
     return std::string(absl::StripAsciiWhitespace(*out));
   }
   // Starts a worker that joins with a token file holding `token`.
   Process StartJoiningWorker(const std::string& node, const std::string& token,
-                             const std::string& dir) {
+                             const std::string& dir, const std::string& rank_user = "") {
     std::filesystem::create_directories(dir);
     const std::string token_file = dir + "/join.token";
     std::ofstream(token_file) << token << "\n";
     ::chmod(token_file.c_str(), 0600);
-    auto p = Process::Start(
-        {BinaryPath("tessera-worker"), "--scheduler-endpoint", endpoint(), "--join-token-file",
-         token_file, "--tls-ca", pki.ca(), "--node-name", node, "--cluster", "local",
-         "--address", "127.0.0.1", "--simulate-gpus", "1", "--state-dir", dir + "/state",
-         "--rank-user", ::geteuid() == 0 ? "root" : "", "--metrics-listen", "127.0.0.1:0"},
-        TempLog("worker-" + node));
+    auto p = Process::Start({BinaryPath("tessera-worker"),
+                             "--scheduler-endpoint",
+                             endpoint(),
+                             "--join-token-file",
+                             token_file,
+                             "--tls-ca",
+                             pki.ca(),
+                             "--node-name",
+                             node,
+                             "--cluster",
+                             "local",
+                             "--address",
+                             "127.0.0.1",
+                             "--simulate-gpus",
+                             "1",
+                             "--state-dir",
+                             dir + "/state",
+                             "--rank-user",
+                             rank_user.empty() ? (::geteuid() == 0 ? "root" : "") : rank_user,
+                             "--metrics-listen",
+                             "127.0.0.1:0"},
+                            TempLog("worker-" + node));
     REQUIRE(p.ok());
     return *std::move(p);
   }
@@ -97,17 +113,15 @@ TEST_CASE("every listener speaks TLS only, and checks who its clients are", "[se
   const std::string whoami = p.Curl(absl::StrCat("-H 'Authorization: Bearer ", p.admin_key,
                                                  "' https://localhost:", http, "/api/v1/whoami"));
   CHECK(absl::StrContains(whoami, "\"user\":\"ops\""));
-  CHECK_FALSE(absl::StrContains(
-      p.Curl(absl::StrCat("-H 'Authorization: Bearer ", p.admin_key, "' http://localhost:", http,
-                          "/api/v1/whoami")),
-      "\"user\""));
+  CHECK_FALSE(absl::StrContains(p.Curl(absl::StrCat("-H 'Authorization: Bearer ", p.admin_key,
+                                                    "' http://localhost:", http, "/api/v1/whoami")),
+                                "\"user\""));
   auto metrics_port = p.server.process.WaitForLine("metrics on https://");
   CHECK(metrics_port.ok());
 
   // mcli: TLS with the CA; without it, a plain-text attempt that fails, naming the endpoint.
-  const std::string mcli = absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_API_KEY=",
-                                        p.admin_key, " ", BinaryPath("mcli"), " --endpoint ",
-                                        p.endpoint());
+  const std::string mcli = absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_API_KEY=", p.admin_key,
+                                        " ", BinaryPath("mcli"), " --endpoint ", p.endpoint());
   ShellResult ok = RunShell(mcli + " --ca " + p.pki.ca() + " whoami");
   INFO(ok.output);
   CHECK(ok.exit_code == 0);
@@ -115,9 +129,9 @@ TEST_CASE("every listener speaks TLS only, and checks who its clients are", "[se
   ShellResult refused = RunShell(mcli + " whoami");
   CHECK(refused.exit_code != 0);
   // Across a network, mcli does not even try plain text with a key.
-  ShellResult remote = RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_API_KEY=k ",
-                                             BinaryPath("mcli"),
-                                             " --endpoint 10.255.255.1:50051 whoami"));
+  ShellResult remote =
+      RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_API_KEY=k ", BinaryPath("mcli"),
+                            " --endpoint 10.255.255.1:50051 whoami"));
   CHECK(remote.exit_code == 2);
   CHECK(absl::StrContains(remote.output, "--ca FILE"));
 }
@@ -125,9 +139,10 @@ TEST_CASE("every listener speaks TLS only, and checks who its clients are", "[se
 TEST_CASE("plain text is refused on an address other machines reach", "[security]") {
   auto pg = PostgresServer::Start();
   REQUIRE(pg.ok());
-  ShellResult r = RunShell(absl::StrCat(BinaryPath("tessera-server"), " --database-url '",
-                                        (*pg)->url(), "' --plaintext --grpc-listen 0.0.0.0:0"
-                                        " --metrics-listen 127.0.0.1:0 --http-listen '' 2>&1"));
+  ShellResult r =
+      RunShell(absl::StrCat(BinaryPath("tessera-server"), " --database-url '", (*pg)->url(),
+                            "' --plaintext --grpc-listen 0.0.0.0:0"
+                            " --metrics-listen 127.0.0.1:0 --http-listen '' 2>&1"));
   CHECK(r.exit_code == 2);
   CHECK(absl::StrContains(r.output, "--grpc-listen 0.0.0.0:0"));
   CHECK(absl::StrContains(r.output, "loopback"));
@@ -145,7 +160,7 @@ TEST_CASE("a worker joins once with its token and runs over mutual TLS as its no
   auto registered = worker.WaitForLine("registered node node-a", absl::Seconds(30));
   INFO(worker.Log());
   REQUIRE(registered.ok());
-  // Its credentials: made on the node, kept where only the worker reads them.
+  // Its credentials: made on the node, kept where only the worker reads them: not its ranks.
   const std::string creds = p.dir.path + "/node-a/state/credentials";
   for (const char* f : {"node-api.key", "node.key"}) {
     struct stat st;
@@ -155,7 +170,8 @@ TEST_CASE("a worker joins once with its token and runs over mutual TLS as its no
   struct stat dir_st;
   REQUIRE(::stat(creds.c_str(), &dir_st) == 0);
   CHECK((dir_st.st_mode & 077) == 0);
-  const std::string node_key = std::string(absl::StripAsciiWhitespace(ReadFile(creds + "/node-api.key")));
+  const std::string node_key =
+      std::string(absl::StripAsciiWhitespace(ReadFile(creds + "/node-api.key")));
 
   // A run's output comes back over the worker's mutual-TLS log stream.
   v1::SubmitRunRequest submit;
@@ -180,6 +196,46 @@ TEST_CASE("a worker joins once with its token and runs over mutual TLS as its no
   }
   CHECK(absl::StrContains(printed, "hello-over-tls-0"));
 
+  SECTION("a rank of another user reads none of the node's credentials") {
+    Process snooped =
+        p.StartJoiningWorker("node-b", p.JoinToken("node-b"), p.dir.path + "/node-b", "nobody");
+    REQUIRE(snooped.WaitForLine("registered node node-b", absl::Seconds(30)).ok());
+    // The test's own folders are private (mkdtemp): let the rank pass through to its own.
+    std::filesystem::permissions(p.dir.path, std::filesystem::perms::owner_all |
+                                                 std::filesystem::perms::group_exec |
+                                                 std::filesystem::perms::others_exec);
+    std::filesystem::permissions(p.dir.path + "/node-b", std::filesystem::perms::owner_all |
+                                                             std::filesystem::perms::group_exec |
+                                                             std::filesystem::perms::others_exec);
+    const std::string state = p.dir.path + "/node-b/state";
+    v1::SubmitRunRequest snoop = submit;
+    snoop.mutable_spec()->set_name("snoop");
+    snoop.mutable_spec()->set_command(absl::StrCat(
+        "cat ", state, "/credentials/* ", state, "/credentials/.* 2>&1; ls ", state,
+        "/credentials 2>&1; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c tsk_; "
+        "echo snooped"));
+    snoop.mutable_spec()->mutable_compute()->add_node_names("node-b");
+    v1::SubmitRunResponse snooping;
+    REQUIRE(p.client->runs->SubmitRun(p.client->Ctx().get(), snoop, &snooping).ok());
+    p.client->WaitForStatus(snooping.run().name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
+    std::string out;
+    for (int i = 0; i < 50 && !absl::StrContains(out, "snooped"); ++i) {
+      out.clear();
+      v1::GetLogsRequest get;
+      get.set_run_name(snooping.run().name());
+      auto ctx = WithKey(p.admin_key);
+      auto reader = logs->GetLogs(ctx.get(), get);
+      v1::LogLine line;
+      while (reader->Read(&line)) out += line.text();
+      reader->Finish();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    INFO(out);
+    CHECK(absl::StrContains(out, "snooped"));
+    CHECK(absl::StrContains(out, "Permission denied"));
+    CHECK_FALSE(absl::StrContains(out, "tsk_"));
+    CHECK_FALSE(absl::StrContains(out, "PRIVATE KEY"));
+  }
   SECTION("the token was spent: another worker cannot join with it") {
     Process second = p.StartJoiningWorker("node-a", token, p.dir.path + "/again");
     auto refused = second.WaitForLine("already used", absl::Seconds(30));
@@ -204,8 +260,7 @@ TEST_CASE("a worker joins once with its token and runs over mutual TLS as its no
     CHECK(bare.error_code() == grpc::StatusCode::PERMISSION_DENIED);
     CHECK(absl::StrContains(bare.error_message(), "client certificate of node:node-a"));
     const auto [other_cert, other_key] = p.pki.NodeCertificate("node-b");
-    const grpc::Status other =
-        control(TlsChannel(p.endpoint(), p.pki.ca(), other_cert, other_key));
+    const grpc::Status other = control(TlsChannel(p.endpoint(), p.pki.ca(), other_cert, other_key));
     CHECK(other.error_code() == grpc::StatusCode::PERMISSION_DENIED);
     CHECK(absl::StrContains(other.error_message(), "node:node-b"));
     // The real worker kept its stream all along.
@@ -248,7 +303,8 @@ TEST_CASE("a renewed certificate is served without a restart", "[security]") {
 int SecondsUntilClosed(int port, const std::string& ca, bool handshake) {
   const std::string script = absl::StrCat(
       "import socket, ssl, time\n"
-      "s = socket.create_connection(('127.0.0.1', ", port, "))\n",
+      "s = socket.create_connection(('127.0.0.1', ",
+      port, "))\n",
       handshake ? absl::StrCat("c = ssl.create_default_context(cafile='", ca,
                                "')\ns = c.wrap_socket(s, server_hostname='localhost')\n"
                                "s.sendall(b'GET /api/v1/whoami HTTP/1.1\\r\\nHost: x\\r\\n')\n")
@@ -279,10 +335,10 @@ TEST_CASE("the HTTPS gateway cuts off slow clients and refuses oversized bodies"
   // A body over 4 MiB: 413.
   const std::string big = TempLog("big-body");
   RunShell("head -c 5000000 /dev/zero | tr '\\0' 'x' > " + big);
-  const std::string code = p.Curl(absl::StrCat(
-      "-o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ", p.admin_key,
-      "' -H 'Content-Type: application/json' --data-binary @", big, " https://localhost:",
-      port, "/api/v1/runs"));
+  const std::string code =
+      p.Curl(absl::StrCat("-o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ", p.admin_key,
+                          "' -H 'Content-Type: application/json' --data-binary @", big,
+                          " https://localhost:", port, "/api/v1/runs"));
   CHECK(absl::StrContains(code, "413"));
   // The gateway still answers.
   CHECK(absl::StrContains(p.Curl(absl::StrCat("-H 'Authorization: Bearer ", p.admin_key,

@@ -19,10 +19,10 @@
 namespace {
 
 using tessera::cli::CliError;
-using tessera::cli::Connection;
-using tessera::cli::kExitUsage;
 using tessera::cli::ConfigPath;
+using tessera::cli::Connection;
 using tessera::cli::EnvLookup;
+using tessera::cli::kExitUsage;
 using tessera::cli::MaskSecret;
 using tessera::cli::ReadConfigFile;
 using tessera::cli::ResolveSettings;
@@ -154,8 +154,8 @@ TEST_CASE("connection: an API key is sent in plain text only to loopback") {
   CHECK_NOTHROW(Connection("http://localhost:50051", "k"));
   CHECK_NOTHROW(Connection("127.0.0.1:1,[::1]:2", "k"));
   // Across a network: refused with a message saying how to set the CA.
-  for (const char* endpoint : {"10.1.2.3:50051", "http://tessera.example.com:443",
-                               "127.0.0.1:1,10.0.0.1:2"}) {
+  for (const char* endpoint :
+       {"10.1.2.3:50051", "http://tessera.example.com:443", "127.0.0.1:1,10.0.0.1:2"}) {
     INFO(endpoint);
     try {
       Connection(endpoint, "k");

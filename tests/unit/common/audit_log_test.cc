@@ -37,8 +37,8 @@ struct Fixture {
     server = builder.BuildAndStart();
     REQUIRE(server != nullptr);
     in_process = v1::AdminService::NewStub(server->InProcessChannel(grpc::ChannelArguments()));
-    network = v1::AdminService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    network = v1::AdminService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                            grpc::InsecureChannelCredentials()));
   }
   ~Fixture() { server->Shutdown(); }
 
@@ -55,15 +55,15 @@ struct Fixture {
     return *records;
   }
 
-  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>(absl::FromUnixSeconds(1'750'000'000));
+  std::shared_ptr<FakeClock> clock =
+      std::make_shared<FakeClock>(absl::FromUnixSeconds(1'750'000'000));
   store::Stores stores = store::MakeMemoryStores();
   std::shared_ptr<Authenticator> auth = std::make_shared<Authenticator>(
       stores.api_keys, clock, absl::Seconds(5), std::make_shared<AuditLog>(stores.audit, clock));
   admin::AdminService service{
-      std::make_shared<admin::AdminHandler>(stores.api_keys, stores.join_tokens, stores.audit,
-                                            std::make_shared<IdempotentCalls>(stores.idempotency,
-                                                                              clock),
-                                            clock),
+      std::make_shared<admin::AdminHandler>(
+          stores.api_keys, stores.join_tokens, stores.audit,
+          std::make_shared<IdempotentCalls>(stores.idempotency, clock), clock),
       auth};
   std::string admin_key, user_key;
   std::unique_ptr<grpc::Server> server;

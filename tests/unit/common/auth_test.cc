@@ -75,10 +75,9 @@ TEST_CASE("least privilege: what each role may not call") {
   for (const auto& m : ApiMethods()) {
     INFO(m);
     // A node's key: its control stream, its logs, its certificate, and who it is. Nothing else.
-    const bool node_method = m == "tessera.v1.WorkerControl/Connect" ||
-                             m == "tessera.v1.LogService/PushLogs" ||
-                             m == "tessera.v1.NodeJoin/RenewNodeCertificate" ||
-                             m == "tessera.v1.AdminService/WhoAmI";
+    const bool node_method =
+        m == "tessera.v1.WorkerControl/Connect" || m == "tessera.v1.LogService/PushLogs" ||
+        m == "tessera.v1.NodeJoin/RenewNodeCertificate" || m == "tessera.v1.AdminService/WhoAmI";
     CHECK(Allows(m, v1::ROLE_NODE) == node_method);
     // People never call what only Tessera's services may.
     const bool internal =
@@ -108,8 +107,8 @@ TEST_CASE("least privilege: what each role may not call") {
   }
   // Join takes no key at all: whatever key a call carries, the table does not let it through
   // (the adapter serves Join itself, checking the token).
-  for (v1::Role r : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_ADMIN, v1::ROLE_SYSTEM,
-                     v1::ROLE_NODE}) {
+  for (v1::Role r :
+       {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_ADMIN, v1::ROLE_SYSTEM, v1::ROLE_NODE}) {
     CHECK_FALSE(Allows("tessera.v1.NodeJoin/Join", r));
   }
   // Operating nodes: operators and admins, not users.
@@ -139,7 +138,7 @@ TEST_CASE("what admins and operators do is audited, what people read is not") {
     INFO(m);
     CHECK(audited(m, v1::ROLE_ADMIN));
     CHECK(audited(m, v1::ROLE_OPERATOR));
-    CHECK(audited(m, v1::ROLE_USER));  // a user's refused attempt is recorded too
+    CHECK(audited(m, v1::ROLE_USER));          // a user's refused attempt is recorded too
     CHECK_FALSE(audited(m, v1::ROLE_SYSTEM));  // the health API's own cordons are node events
   }
   // Other users' runs: what operators and admins do to them; a user's own runs are not audited.

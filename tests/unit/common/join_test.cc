@@ -1,12 +1,11 @@
 // Joining: a one-time token, made by an admin for one node and expiring, gets a worker its node
 // key and a certificate signed by the cluster CA for a key pair the worker made. Memory stores, a
 // real CA (deploy/tls-certs.sh), a fake clock.
-#include "services/admin/join_handler.h"
-
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
 #include "services/admin/admin_handler.h"
+#include "services/admin/join_handler.h"
 #include "services/common/auth/api_keys.h"
 #include "services/store/stores.h"
 #include "tests/support/test_pki.h"
@@ -142,8 +141,7 @@ TEST_CASE("a node renews its own certificate with its key, nobody else does") {
   v1::RenewNodeCertificateRequest req;
   req.set_csr_pem(pair->csr_pem);
   v1::RenewNodeCertificateResponse resp;
-  REQUIRE(f.join->RenewNodeCertificate(auth::Principal{"gpu-1", v1::ROLE_NODE, "gpu-1"}, req,
-                                       &resp)
+  REQUIRE(f.join->RenewNodeCertificate(auth::Principal{"gpu-1", v1::ROLE_NODE, "gpu-1"}, req, &resp)
               .ok());
   CHECK(tls::ReadCertificateInfo(resp.certificate_pem())->common_name == "node:gpu-1");
   CHECK(absl::IsPermissionDenied(

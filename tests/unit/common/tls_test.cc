@@ -105,7 +105,8 @@ TEST_CASE("the CA signs a node's request as that node, and nothing more") {
   testing::TempDir dir;
   const std::string cert_file = dir.Write("node.pem", cert->pem);
   // It chains to the CA, for client and server use; it is no CA and names only its node.
-  auto verified = RunShell("openssl verify -CAfile " + pki.ca() + " -purpose sslclient " + cert_file);
+  auto verified =
+      RunShell("openssl verify -CAfile " + pki.ca() + " -purpose sslclient " + cert_file);
   CHECK(verified.exit_code == 0);
   auto text = RunShell("openssl x509 -noout -text -in " + cert_file);
   REQUIRE(text.exit_code == 0);
@@ -125,12 +126,13 @@ TEST_CASE("the CA refuses requests that are not what they claim, or weak") {
   auto ca = CertificateAuthority::Load(pki.ca(), pki.ca_key());
   REQUIRE(ca.ok());
   const absl::Time now = absl::Now();
-  CHECK(absl::IsInvalidArgument(
-      (*ca)->SignNodeCertificate("", "n1", now, absl::Hours(1)).status()));
-  CHECK(absl::IsInvalidArgument(
-      (*ca)->SignNodeCertificate("-----BEGIN CERTIFICATE REQUEST-----\nxx\n", "n1", now,
-                                 absl::Hours(1))
-          .status()));
+  CHECK(
+      absl::IsInvalidArgument((*ca)->SignNodeCertificate("", "n1", now, absl::Hours(1)).status()));
+  CHECK(
+      absl::IsInvalidArgument((*ca)
+                                  ->SignNodeCertificate("-----BEGIN CERTIFICATE REQUEST-----\nxx\n",
+                                                        "n1", now, absl::Hours(1))
+                                  .status()));
   testing::TempDir dir;
   auto weak = RunShell("openssl req -new -newkey rsa:1024 -nodes -subj /CN=x -keyout " + dir.path +
                        "/k -out " + dir.path + "/r 2>&1 && cat " + dir.path + "/r");

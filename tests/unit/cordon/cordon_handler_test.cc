@@ -66,8 +66,7 @@ TEST_CASE("a user sees node events without the runs named in their evidence") {
   CHECK(fields.count("trigger_detail") == 0);
   CHECK(fields.at("tflops").number_value() == 0.2);
   REQUIRE(f.handler.ListNodeEvents(f.ops, v1::ListNodeEventsRequest(), &seen).ok());
-  CHECK(seen.events(1).evidence().fields().at("run_name").string_value() ==
-        "bobs-secret-run-a1b2");
+  CHECK(seen.events(1).evidence().fields().at("run_name").string_value() == "bobs-secret-run-a1b2");
 }
 
 TEST_CASE("cordoning is for admins and needs a reason and a known node") {

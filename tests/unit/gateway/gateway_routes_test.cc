@@ -301,10 +301,10 @@ TEST_CASE("admin routes", "[gateway]") {
     CHECK(f.rec.LastAs<v1::RevokeJoinTokenRequest>("RevokeJoinToken").id() == "jt-1");
   }
   SECTION("the audit log, and the client's address forwarded for it") {
-    const HttpResult r = f.Send(
-        "GET",
-        "/api/v1/admin/audit?since=2026-01-01T00:00:00Z&actor=ops&action=CordonNode"
-        "&target=node-1&before_id=90&limit=5");
+    const HttpResult r =
+        f.Send("GET",
+               "/api/v1/admin/audit?since=2026-01-01T00:00:00Z&actor=ops&action=CordonNode"
+               "&target=node-1&before_id=90&limit=5");
     INFO(r.body);
     REQUIRE(r.status == 200);
     const auto req = f.rec.LastAs<v1::ListAuditRecordsRequest>("ListAuditRecords");

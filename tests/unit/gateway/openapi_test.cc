@@ -1,11 +1,10 @@
 // The OpenAPI document lists exactly the route table, and every route it documents answers.
 #include "services/gateway/openapi.h"
 
-#include "services/common/auth/rpc_roles.h"
-
 #include <functional>
 #include <set>
 
+#include "services/common/auth/rpc_roles.h"
 #include "tests/unit/gateway/gateway_fixture.h"
 
 namespace tessera::gateway::testing {

@@ -290,8 +290,7 @@ TEST_CASE("a hang requeues its run only, its node is cordoned only if a sweep fi
     REQUIRE(done.anomalous_nodes_size() == 1);
     REQUIRE(f.cordon->cordoned.size() == 1);
     CHECK(f.cordon->cordoned[0].first == "h2");
-    CHECK(f.cordon->evidence[0].fields().at("trigger_detail").string_value() ==
-          s.trigger_detail());
+    CHECK(f.cordon->evidence[0].fields().at("trigger_detail").string_value() == s.trigger_detail());
   }
 }
 

@@ -2,9 +2,11 @@
 // stretch of a stream, which readers see in their place, with no gap; other runs are not
 // touched. Then the retention of finished runs' logs.
 #include "services/logs/log_quota.h"
-#include "services/logs/log_reader.h"
+
+#include <algorithm>
 
 #include "absl/strings/match.h"
+#include "services/logs/log_reader.h"
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs::testing {
@@ -78,12 +80,18 @@ TEST_CASE("a run's total is kept across attempts, at it, every further line is d
   // Each stream has its marker; a stream's stretch stays one marker.
   int markers = 0;
   for (const auto& t : texts) {
-    if (absl::StartsWith(t, "[tessera] 3 lines dropped: this run's logs reached their quota of 50B")) {
+    if (absl::StartsWith(t,
+                         "[tessera] 3 lines dropped: this run's logs reached their quota of 50B")) {
       ++markers;
     }
   }
   CHECK(markers == 2);
   CHECK(*f.stores.logs->RunLogBytes("id-r") <= 50 + 2 * 80);
+  // A short line that would fit in what is left is dropped too: the quota was reached.
+  REQUIRE(f.Push({f.Line(0, kOut, 4, 20, "x", 1)}, "a2").ok());
+  texts = f.Texts(Req());
+  CHECK(std::find(texts.begin(), texts.end(), "x") == texts.end());
+  CHECK(absl::StartsWith(texts.back(), "[tessera] 1 line dropped"));
 }
 
 TEST_CASE("a resent batch over the quota changes nothing stored") {

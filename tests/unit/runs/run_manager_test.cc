@@ -121,7 +121,11 @@ TEST_CASE("a hang_timeout under the cluster's floor is refused, naming the floor
   req.mutable_spec()->mutable_scheduling()->set_hang_timeout_seconds(60);
   CHECK(f.manager.SubmitRun(f.alice, req, &resp).ok());
   // A cluster may set its own floor.
-  RunManager lenient{f.stores.runs, f.idem, f.fit, f.clock, f.logs,
+  RunManager lenient{f.stores.runs,
+                     f.idem,
+                     f.fit,
+                     f.clock,
+                     f.logs,
                      std::make_shared<SeededRandom>(7),
                      RunManagerOptions{.min_hang_timeout = absl::Seconds(2)}};
   req.mutable_spec()->mutable_scheduling()->set_hang_timeout_seconds(5);
