@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <optional>
 
+#include "absl/status/statusor.h"
 #include "cli/command.h"
 #include "tessera/v1/health.pb.h"
 #include "tessera/v1/logs.pb.h"
@@ -36,8 +37,9 @@ void AddHealthCommands(CLI::App& app, ActionSlot& slot);
 void AddGetHealthCommands(CLI::App* get, ActionSlot& slot);
 // mcli admin inject-fault NODE --kind KIND (added to `admin`)
 void AddInjectFaultCommand(CLI::App* admin, ActionSlot& slot);
-// The node's newest health results, or nullopt when the health API does not answer.
-std::optional<google::protobuf::RepeatedPtrField<tessera::v1::HealthCheckResult>> RecentHealth(
+// The node's newest health results, or the call's error (PERMISSION_DENIED for a user: health
+// results are the operators'; UNAVAILABLE when the health API does not answer).
+absl::StatusOr<google::protobuf::RepeatedPtrField<tessera::v1::HealthCheckResult>> RecentHealth(
     Connection& connection, const std::string& node, int limit);
 
 // Prints the lines of a GetLogs stream as mcli logs does (raw text, "[rank N] " first unless the

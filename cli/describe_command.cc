@@ -58,8 +58,10 @@ int DescribeNode(CommandContext& context, const std::string& name) {
   }
   PrintNodeDescription(context.out(), node, events.events());
   context.out() << "\nHealth checks:\n";
-  if (auto health = RecentHealth(connection, name, 10)) {
+  if (auto health = RecentHealth(connection, name, 10); health.ok()) {
     PrintHealthResults(context.out(), *health, "  ");
+  } else if (absl::IsPermissionDenied(health.status())) {
+    context.out() << "  (health results are shown to operators and admins)\n";
   } else {
     context.out() << "  (the health API did not answer)\n";
   }

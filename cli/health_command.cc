@@ -217,7 +217,7 @@ void AddInjectFaultCommand(CLI::App* admin, ActionSlot& slot) {
   OnParsed(inject, slot, [fault](CommandContext& context) { return InjectFault(context, *fault); });
 }
 
-std::optional<google::protobuf::RepeatedPtrField<tessera::v1::HealthCheckResult>> RecentHealth(
+absl::StatusOr<google::protobuf::RepeatedPtrField<tessera::v1::HealthCheckResult>> RecentHealth(
     Connection& connection, const std::string& node, int limit) {
   auto stub = HealthService::NewStub(connection.channel());
   tessera::v1::ListHealthResultsRequest request;
@@ -225,7 +225,10 @@ std::optional<google::protobuf::RepeatedPtrField<tessera::v1::HealthCheckResult>
   request.set_limit(limit);
   tessera::v1::ListHealthResultsResponse response;
   const auto context = connection.UnaryContext();
-  if (!stub->ListHealthResults(context.get(), request, &response).ok()) return std::nullopt;
+  const grpc::Status st = stub->ListHealthResults(context.get(), request, &response);
+  if (!st.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
+  }
   return response.results();
 }
 

@@ -125,6 +125,10 @@ TEST_CASE("operators cordon and watch nodes with mcli, mistakes get one clear li
   CHECK(events.output.find("xid 79") != std::string::npos);
   Result node = Mcli(ep, ops, "describe node node-1");
   CHECK(node.output.find("CORDONED") != std::string::npos);
+  // A user sees the node, and is told why its health results are not shown.
+  Result as_user = Mcli(ep, alice, "describe node node-1");
+  CHECK(as_user.exit_code == 0);
+  CHECK(as_user.output.find("shown to operators and admins") != std::string::npos);
   CHECK(Mcli(ep, ops, "uncordon node-1").exit_code == 0);
 
   // Bad input: one line, a non-zero code, and nothing created.
