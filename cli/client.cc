@@ -34,13 +34,6 @@ bool StartsWith(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
 }
 
-bool AllLoopback(const std::vector<std::string>& endpoints) {
-  for (const std::string& e : endpoints) {
-    if (!tls::IsLoopbackHost(tls::HostOf(e))) return false;
-  }
-  return !endpoints.empty();
-}
-
 // "https://host:port" is TLS (the server's certificate checked against --ca, or the system's
 // roots); "http://host:port" is plain text, to loopback only, since the API key would cross the
 // network in clear; a bare "host:port" (or a list a:1,b:2) is TLS when a CA is set, else plain
@@ -63,7 +56,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint, const st
   if (!explicit_plain && !ca.empty()) {
     return grpc::CreateCustomChannel(where, tls::ChannelCredentials(secure), args);
   }
-  if (!AllLoopback(SplitEndpoints(list))) {
+  if (SplitEndpoints(list).empty() || tls::FirstNonLoopback(list)) {
     throw CliError(kExitUsage,
                    "endpoint " + endpoint +
                        ": plain text would send the API key across the network in clear; set "

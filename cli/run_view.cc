@@ -92,11 +92,6 @@ void PrintIndented(std::ostream& out, const std::string& text, const std::string
 
 }  // namespace
 
-bool IsTerminal(RunStatus status) {
-  return status == tessera::v1::RUN_STATUS_COMPLETED || status == tessera::v1::RUN_STATUS_STOPPED ||
-         status == tessera::v1::RUN_STATUS_FAILED;
-}
-
 std::string FormatProgress(const tessera::v1::RunProgress& progress) {
   if (progress.total_steps() > 0) {
     const double fraction = static_cast<double>(progress.step()) / progress.total_steps();

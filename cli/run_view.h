@@ -6,11 +6,10 @@
 #include <string>
 
 #include "google/protobuf/repeated_field.h"
+#include "proto/policy/run_status.h"
 #include "tessera/v1/runs.pb.h"
 
 namespace tessera::cli {
-
-bool IsTerminal(tessera::v1::RunStatus status);
 
 // "120/1000 (12%)", "120" without a total, "-" before the first report.
 std::string FormatProgress(const tessera::v1::RunProgress& progress);

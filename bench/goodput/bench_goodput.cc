@@ -7,11 +7,11 @@
 //      order: xid, crash, hang, slow, netdrop on a node of the run; SIGKILL of the scheduler
 //      leader, the run manager, the log service; SIGSTOP of the leader for 20 s; a PostgreSQL
 //      restart.
-// Faults stop when the run completes. A fault's cost is the training time its window (from it to the next fault, or to the end)
-// lost against the undisturbed rate: window length - steps gained / rate. It covers detection,
-// restart and recomputed steps alike. The same cost over the undisturbed run's windows is the
-// noise floor. Prints a row per fault, a table per kind, goodput (steps / rate over wall time)
-// and the largest difference between the two runs' losses.
+// Faults stop when the run completes. A fault's cost is the training time its window (from it to
+// the next fault, or to the end) lost against the undisturbed rate: window length - steps gained /
+// rate. It covers detection, restart and recomputed steps alike. The same cost over the undisturbed
+// run's windows is the noise floor. Prints a row per fault, a table per kind, goodput (steps / rate
+// over wall time) and the largest difference between the two runs' losses.
 //
 //   bench_goodput [--steps N] [--rounds R] [--seed S] [--min-gap S] [--max-gap S] [--kinds a,b]
 #include <algorithm>

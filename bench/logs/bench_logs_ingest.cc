@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "services/common/tls/grpc_credentials.h"
 #include "services/logs/log_service.h"
 #include "services/store/stores.h"
+#include "tests/support/binaries.h"
 #include "tests/support/postgres_server.h"
 
 namespace tessera {
@@ -157,13 +159,9 @@ int Main(const Options& o) {
   // The same two over TLS: the services' certificate served and shown (a system key needs it).
   char dir_template[] = "/tmp/bench-logs-tls.XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
-  for (const char* kind : {"ca", "services"}) {
-    if (std::system(
-            absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/tls-certs.sh ", kind, " ", dir, " >/dev/null")
-                .c_str()) != 0) {
-      std::fprintf(stderr, "deploy/tls-certs.sh %s failed\n", kind);
-      return 1;
-    }
+  if (const absl::Status made = testing::MakeClusterCertificates(dir); !made.ok()) {
+    std::fprintf(stderr, "%s\n", made.ToString().c_str());
+    return 1;
   }
   const tls::TlsFlags tls_flags{dir + "/services.pem", dir + "/services.key", dir + "/ca.pem",
                                 false};
@@ -214,7 +212,8 @@ int Main(const Options& o) {
       stored_rate, stored_tls_rate, stored_tls_rate / stored_rate);
   std::printf("ratio end-to-end / raw (plain text): %10.2f (target >= 0.5)\n",
               stored_rate / raw_rate);
-  if (std::system(absl::StrCat("rm -rf ", dir).c_str()) != 0) return 1;
+  std::error_code ignored;  // what cannot be removed stays in /tmp
+  std::filesystem::remove_all(dir, ignored);
   return 0;
 }
 

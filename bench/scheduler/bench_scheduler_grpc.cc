@@ -28,14 +28,15 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_util.h"
 #include "base/timestamps.h"
 #include "scheduler/service/scheduler.h"
 #include "scheduler/service/scheduler_service.h"
@@ -44,6 +45,7 @@
 #include "services/common/service_host.h"
 #include "services/common/tls/certificate_authority.h"
 #include "services/store/stores.h"
+#include "tests/support/binaries.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -86,10 +88,12 @@ class QueuedRuns final : public RunsClient {
 };
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto contents = ReadWholeFile(path);
+  if (!contents.ok()) {
+    std::fprintf(stderr, "%s\n", contents.status().ToString().c_str());
+    std::exit(1);
+  }
+  return *std::move(contents);
 }
 
 std::string MakeKey(store::ApiKeyStore& keys, const std::string& user, v1::Role role,
@@ -329,13 +333,9 @@ int Main(const Options& o) {
   // The cluster's CA and the services' certificate, as operators make them.
   char dir_template[] = "/tmp/bench-scheduler-grpc.XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
-  for (const char* kind : {"ca", "services"}) {
-    const std::string cmd =
-        absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/tls-certs.sh ", kind, " ", dir, " >/dev/null");
-    if (std::system(cmd.c_str()) != 0) {
-      std::fprintf(stderr, "deploy/tls-certs.sh %s failed\n", kind);
-      return 1;
-    }
+  if (const absl::Status made = testing::MakeClusterCertificates(dir); !made.ok()) {
+    std::fprintf(stderr, "%s\n", made.ToString().c_str());
+    return 1;
   }
   auto ca = tls::CertificateAuthority::Load(dir + "/ca.pem", dir + "/ca.key");
   if (!ca.ok()) {
@@ -418,9 +418,8 @@ int Main(const Options& o) {
   }
   Print("heartbeats", hb_plain, hb_tls);
   Print("GetQueue", q_plain, q_tls);
-  if (std::system(absl::StrCat("rm -rf ", dir).c_str()) != 0) {
-    std::fprintf(stderr, "could not remove %s\n", dir.c_str());
-  }
+  std::error_code ignored;  // what cannot be removed stays in /tmp
+  std::filesystem::remove_all(dir, ignored);
   return 0;
 }
 

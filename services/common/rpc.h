@@ -50,7 +50,7 @@ grpc::Status Serve(auth::Authenticator& authenticator, grpc::ServerContext* cont
     }
     return answered;
   };
-  if (auto allowed = auth::CheckRpcRole(method, *who); !allowed.ok()) return answer(allowed);
+  if (auto allowed = auth::CheckRpcRole(method, rule, *who); !allowed.ok()) return answer(allowed);
   // A person's call may not use the connections kept for the control plane.
   store::TrafficScope traffic(who->is_system() ? store::TrafficClass::kControl
                                                : store::TrafficClass::kUser);

@@ -66,17 +66,14 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
       !st.ok()) {
     return st;
   }
-  std::shared_ptr<tls::ServerSslContext> https;
-  if (options.tls.enabled()) {
-    auto loaded = tls::ServerSslContext::Create(options.tls);
-    if (!loaded.ok()) return loaded.status();
-    https = *std::move(loaded);
-  }
+  auto https = tls::ServerSslContext::ForListener(options.tls);
+  if (!https.ok()) return https.status();
 
   std::unique_ptr<ServiceHost> host(new ServiceHost());
+  host->https_ = *https;
   auto endpoint = metrics::MetricsEndpoint::Start(metrics_addr->first,
                                                   static_cast<uint16_t>(metrics_addr->second),
-                                                  metrics::Registry::Default(), std::move(https));
+                                                  metrics::Registry::Default(), host->https_);
   if (!endpoint.ok()) return endpoint.status();
   host->endpoint_ = *std::move(endpoint);
 

@@ -15,6 +15,10 @@
 #include "services/common/metrics/http_endpoint.h"
 #include "services/common/tls/tls_flags.h"
 
+namespace tessera::tls {
+class ServerSslContext;  // server_ssl_context.h: boost/asio/ssl, kept out of this header
+}  // namespace tessera::tls
+
 namespace tessera {
 
 struct HostOptions {
@@ -57,6 +61,9 @@ class ServiceHost {
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const;
   metrics::MetricsEndpoint& endpoint() { return *endpoint_; }
+  // The certificate its HTTP listeners serve (null in plain text): another HTTP listener of the
+  // process (tessera-server's REST gateway) serves the same.
+  const std::shared_ptr<tls::ServerSslContext>& https() const { return https_; }
   grpc::Server& server() { return *server_; }
   // An in-process channel to this server (for the all-in-one binary's services to call each other).
   std::shared_ptr<grpc::Channel> InProcessChannel();
@@ -69,6 +76,7 @@ class ServiceHost {
  private:
   ServiceHost() = default;
   std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
+  std::shared_ptr<tls::ServerSslContext> https_;
   std::unique_ptr<grpc::Server> server_;
   int grpc_port_ = 0;
 };

@@ -1,6 +1,6 @@
 #pragma once
 // What one of Tessera's services shows when it calls another: the secret of its system key.
-// A process's system key is short-lived and rotated (SystemKeyRotator in services/server), so
+// A process's system key is short-lived and rotated (auth::SystemKeys, auth/system_keys.h), so
 // the secret is read at every call, never copied once. A fixed secret converts implicitly (tests,
 // tools that make a key for one run).
 

@@ -95,15 +95,12 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(st.message()));
     return 2;
   }
-  std::shared_ptr<tessera::tls::ServerSslContext> https;
-  if (tls.enabled()) {
-    auto loaded = tessera::tls::ServerSslContext::Create(tls);
-    if (!loaded.ok()) {
-      spdlog::error("{}", std::string(loaded.status().message()));
-      return 2;
-    }
-    https = *std::move(loaded);
+  auto loaded = tessera::tls::ServerSslContext::ForListener(tls);
+  if (!loaded.ok()) {
+    spdlog::error("{}", std::string(loaded.status().message()));
+    return 2;
   }
+  const std::shared_ptr<tessera::tls::ServerSslContext> https = *std::move(loaded);
   // Every binary serves /metrics, the gateway too.
   auto metrics = tessera::metrics::MetricsEndpoint::Start(
       metrics_address->first, static_cast<std::uint16_t>(metrics_address->second),

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "proto/policy/run_status.h"
 #include "services/common/rpc.h"
 #include "services/logs/first_exception.h"
 #include "services/logs/log_reader.h"
@@ -21,10 +22,6 @@ T* Metric(absl::StatusOr<metrics::Family<T>*> family, const char* name) {
   spdlog::error("metric {}: {}", name, std::string(family.status().message()));
   static T detached;
   return &detached;
-}
-
-bool IsTerminal(v1::RunStatus s) {
-  return s == v1::RUN_STATUS_COMPLETED || s == v1::RUN_STATUS_STOPPED || s == v1::RUN_STATUS_FAILED;
 }
 
 // The first rank that failed in the attempt, if one did.
@@ -197,7 +194,11 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
   if (!who.may_see(run.user())) {
     return absl::NotFoundError(absl::StrCat("run ", req.run_name(), " not found"));
   }
-  TESSERA_ASSIGN_OR_RETURN(std::optional<absl::Time> expired, logs_->LogsExpiredAt(run.id()));
+  // Only a run that ended can have had its logs removed: a running one costs no lookup.
+  std::optional<absl::Time> expired;
+  if (IsTerminal(run.status())) {
+    TESSERA_ASSIGN_OR_RETURN(expired, logs_->LogsExpiredAt(run.id()));
+  }
   if (expired) {
     return absl::FailedPreconditionError(
         absl::StrCat("the logs of run ", run.name(), " were removed at ",

@@ -1,6 +1,8 @@
 #include "services/logs/log_quota.h"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
@@ -69,49 +71,64 @@ absl::StatusOr<QuotaOutcome> LogQuota::Apply(std::vector<v1::LogLine> lines) {
   Forget(now);
   const double capacity =
       static_cast<double>(options_.bytes_per_second) * absl::ToDoubleSeconds(options_.burst);
-  // The marker each stream's stretch of dropped lines is gathered in (index into out.lines).
+  // Every marker made (its index in out.lines, and whether for the total, else the rate), whose
+  // text is written once its count is known; and the one each stream's current stretch of
+  // dropped lines is gathered in (an index into `markers`).
+  std::vector<std::pair<size_t, bool>> markers;
   std::map<std::tuple<std::string, int32_t, int32_t, int32_t>, size_t> open_marker;
   out.lines.reserve(lines.size());
+  // A batch holds runs of lines of one run: its state is looked up (and its tokens refilled)
+  // when the run changes, not at every line.
+  std::string current_run;
+  RunState* s = nullptr;
   for (auto& line : lines) {
-    auto state = StateOf(line.run_id(), now);
-    if (!state.ok()) return state.status();
-    RunState& s = **state;
-    if (options_.bytes_per_second > 0) {
-      s.tokens = std::min(capacity, s.tokens + absl::ToDoubleSeconds(now - s.refilled) *
-                                                   static_cast<double>(options_.bytes_per_second));
-      s.refilled = now;
+    if (s == nullptr || current_run != line.run_id()) {
+      auto state = StateOf(line.run_id(), now);
+      if (!state.ok()) return state.status();
+      s = *state;
+      current_run = line.run_id();
+      if (options_.bytes_per_second > 0) {
+        s->tokens =
+            std::min(capacity, s->tokens + absl::ToDoubleSeconds(now - s->refilled) *
+                                               static_cast<double>(options_.bytes_per_second));
+        s->refilled = now;
+      }
     }
     const auto size = static_cast<int64_t>(line.text().size());
     // Once a run reaches its total, it stays there: a short line that would still fit in what
     // is left would appear after the marker that says the quota was reached.
-    s.full = s.full || (options_.max_bytes > 0 && s.stored + size > options_.max_bytes);
-    const bool over_total = s.full;
+    s->full = s->full || (options_.max_bytes > 0 && s->stored + size > options_.max_bytes);
+    const bool over_total = s->full;
     const bool over_rate =
-        !over_total && options_.bytes_per_second > 0 && s.tokens < static_cast<double>(size);
-    const auto key = StreamOf(line);
+        !over_total && options_.bytes_per_second > 0 && s->tokens < static_cast<double>(size);
     if (!over_total && !over_rate) {
-      if (options_.bytes_per_second > 0) s.tokens -= static_cast<double>(size);
-      s.stored += size;
-      open_marker.erase(key);
+      if (options_.bytes_per_second > 0) s->tokens -= static_cast<double>(size);
+      s->stored += size;
+      if (!open_marker.empty()) open_marker.erase(StreamOf(line));
       out.lines.push_back(std::move(line));
       continue;
     }
     (over_total ? out.dropped_over_total : out.dropped_over_rate) += 1;
-    auto marker = open_marker.find(key);
-    if (marker != open_marker.end() &&
-        out.lines[marker->second].sequence() + 1 == line.sequence()) {
+    const auto key = StreamOf(line);
+    auto open = open_marker.find(key);
+    if (open != open_marker.end() &&
+        out.lines[markers[open->second].first].sequence() + 1 == line.sequence()) {
       // The stretch goes on: the marker moves to this line's place and counts it.
-      v1::LogLine& m = out.lines[marker->second];
+      auto& [index, for_total] = markers[open->second];
+      v1::LogLine& m = out.lines[index];
       m.set_sequence(line.sequence());
       m.set_dropped_lines(m.dropped_lines() + 1);
       *m.mutable_time() = line.time();
-      m.set_text(MarkerText(m.dropped_lines(), over_total));
+      for_total = over_total;
       continue;
     }
     line.set_dropped_lines(1);
-    line.set_text(MarkerText(1, over_total));
-    open_marker[key] = out.lines.size();
+    open_marker[key] = markers.size();
+    markers.emplace_back(out.lines.size(), over_total);
     out.lines.push_back(std::move(line));
+  }
+  for (const auto& [index, over_total] : markers) {
+    out.lines[index].set_text(MarkerText(out.lines[index].dropped_lines(), over_total));
   }
   return out;
 }

@@ -2,16 +2,13 @@
 #include <spdlog/spdlog.h>
 
 #include "base/timestamps.h"
+#include "proto/policy/run_status.h"
 #include "services/logs/log_handler.h"
 
 namespace tessera::logs {
 namespace {
 
 constexpr int kRunsPerPass = 100;
-
-bool Ended(v1::RunStatus s) {
-  return s == v1::RUN_STATUS_COMPLETED || s == v1::RUN_STATUS_STOPPED || s == v1::RUN_STATUS_FAILED;
-}
 
 }  // namespace
 
@@ -28,7 +25,7 @@ absl::StatusOr<int> LogHandler::ExpireOldLogs() {
     auto desc = runs_->DescribeRunById(run_id);
     if (desc.ok()) {
       const v1::Run& run = desc->run();
-      if (!Ended(run.status()) || FromProtoTime(run.ended_at()) >= cutoff) continue;
+      if (!IsTerminal(run.status()) || FromProtoTime(run.ended_at()) >= cutoff) continue;
     } else if (!absl::IsNotFound(desc.status())) {
       return desc.status();  // the run manager is away: next time
     }

@@ -88,10 +88,6 @@ void Finish(v1::Run& run, v1::RunStatus status, const std::string& reason, absl:
 
 }  // namespace
 
-bool IsTerminal(v1::RunStatus s) {
-  return s == v1::RUN_STATUS_COMPLETED || s == v1::RUN_STATUS_STOPPED || s == v1::RUN_STATUS_FAILED;
-}
-
 bool IsActive(v1::RunStatus s) {
   return s == v1::RUN_STATUS_STARTING || s == v1::RUN_STATUS_RUNNING ||
          s == v1::RUN_STATUS_TERMINATING;

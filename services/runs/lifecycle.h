@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "proto/policy/run_status.h"
 #include "tessera/v1/runs.pb.h"
 
 namespace tessera::runs {
@@ -26,7 +27,6 @@ struct Transition {
   bool changed = true;
 };
 
-bool IsTerminal(v1::RunStatus status);
 bool IsActive(v1::RunStatus status);  // STARTING, RUNNING or TERMINATING
 
 // How many system-failure retries the run gets: max_retries when set, else 10 when

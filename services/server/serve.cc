@@ -18,7 +18,6 @@
 #include "services/common/periodic_runner.h"
 #include "services/common/service_host.h"
 #include "services/common/tls/grpc_credentials.h"
-#include "services/common/tls/server_ssl_context.h"
 #include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
 
@@ -397,11 +396,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     rest_options.limits.request_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(http_request_timeout_seconds * 1000));
     rest = std::make_unique<gateway::GatewayServer>((*served)->InProcessChannel(), rest_options);
-    if (host.tls.enabled()) {
-      auto https = tls::ServerSslContext::Create(host.tls);
-      if (!https.ok()) return Fail(https.status());
-      rest->ServeTls(*std::move(https));
-    }
+    if ((*served)->https() != nullptr) rest->ServeTls((*served)->https());
     if (auto st = rest->Start(addr->first, static_cast<uint16_t>(addr->second)); !st.ok()) {
       return Fail(st);
     }

@@ -70,4 +70,20 @@ absl::StatusOr<std::string> NodeKeyFile(const std::string& database_url, const s
   return path;
 }
 
+absl::Status TlsCerts(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {TESSERA_SOURCE_DIR "/deploy/tls-certs.sh"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv).status();
+}
+
+absl::Status MakeClusterCertificates(const std::string& dir) {
+  for (const char* kind : {"ca", "services"}) {
+    if (absl::Status made = TlsCerts({kind, dir}); !made.ok()) {
+      return absl::Status(made.code(),
+                          absl::StrCat("deploy/tls-certs.sh ", kind, ": ", made.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tessera::testing

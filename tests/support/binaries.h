@@ -30,4 +30,12 @@ absl::StatusOr<std::string> CreateApiKey(const std::string& database_url, const 
 absl::StatusOr<std::string> NodeKeyFile(const std::string& database_url, const std::string& node,
                                         const std::string& dir);
 
+// Runs deploy/tls-certs.sh with `args` (real openssl): "ca DIR", "services DIR [HOST...]",
+// "node DIR NAME": a cluster's certificates as operators make them.
+absl::Status TlsCerts(const std::vector<std::string>& args);
+
+// A cluster's CA (ca.pem, ca.key) and the services' certificate (services.pem, services.key) in
+// `dir`, made with deploy/tls-certs.sh.
+absl::Status MakeClusterCertificates(const std::string& dir);
+
 }  // namespace tessera::testing

@@ -1,29 +1,30 @@
 #include "tests/support/test_pki.h"
 
-#include <fstream>
-#include <sstream>
+#include <catch2/catch.hpp>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/file_util.h"
+#include "tests/support/binaries.h"
 #include "tests/support/process.h"
 
 namespace tessera::testing {
 namespace {
 
 void Certs(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {TESSERA_SOURCE_DIR "/deploy/tls-certs.sh"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto out = RunCommand(argv);
-  INFO(absl::StrJoin(argv, " "));
-  REQUIRE(out.ok());
+  const absl::Status made = TlsCerts(args);
+  INFO("deploy/tls-certs.sh " << absl::StrJoin(args, " ") << ": " << made);
+  REQUIRE(made.ok());
 }
 
 }  // namespace
 
 TestPki::TestPki() {
-  Certs({"ca", dir_.path});
-  Certs({"services", dir_.path});
+  const absl::Status made = MakeClusterCertificates(dir_.path);
+  INFO(made);
+  REQUIRE(made.ok());
 }
 
 std::pair<std::string, std::string> TestPki::NodeCertificate(const std::string& name) const {
@@ -44,10 +45,10 @@ std::vector<std::string> TestPki::ServerFlags(bool sign_nodes) const {
 }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto contents = ReadWholeFile(path);
+  INFO(contents.status());
+  REQUIRE(contents.ok());
+  return *std::move(contents);
 }
 
 std::shared_ptr<grpc::Channel> TlsChannel(const std::string& endpoint, const std::string& ca,

@@ -1,6 +1,5 @@
 #include "worker/daemon/node_credentials.h"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,10 +7,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_util.h"
 #include "base/timestamps.h"
 #include "services/common/endpoints.h"
 #include "services/common/grpc_status.h"
@@ -22,19 +20,6 @@
 
 namespace tessera::worker {
 namespace {
-
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 absl::Status PrepareFolder(const std::string& dir) {
   std::error_code ec;
@@ -64,33 +49,9 @@ CredentialFiles CredentialFiles::In(const std::string& dir) {
   return {dir + "/node-api.key", dir + "/node.pem", dir + "/node.key"};
 }
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, int mode) {
-  const std::string temp = path + ".new";
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (fd < 0)
-    return absl::InternalError(absl::StrCat("writing ", temp, ": ", std::strerror(errno)));
-  ::fchmod(fd, static_cast<mode_t>(mode));  // whatever the umask
-  size_t written = 0;
-  while (written < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return absl::InternalError(absl::StrCat("writing ", temp, ": ", std::strerror(errno)));
-    }
-    written += static_cast<size_t>(n);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || ::rename(temp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("replacing ", path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<CredentialFiles> JoinIfNeeded(const JoinOptions& o) {
   const CredentialFiles files = CredentialFiles::In(o.credentials_dir);
-  if (Exists(files.api_key)) return files;  // joined before
+  if (std::filesystem::exists(files.api_key)) return files;  // joined before
   if (o.token_file.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "no credentials: give --join-token-file (a token from `mcli admin create-join-token "
@@ -128,13 +89,13 @@ absl::StatusOr<CredentialFiles> JoinIfNeeded(const JoinOptions& o) {
                                                 ": ", st.message()));
   }
   if (!resp.certificate_pem().empty()) {
-    if (auto w = WriteFileAtomically(files.private_key, pair->key_pem, 0600); !w.ok()) return w;
-    if (auto w = WriteFileAtomically(files.certificate, resp.certificate_pem(), 0644); !w.ok()) {
+    if (auto w = WriteFileDurably(files.private_key, pair->key_pem, 0600); !w.ok()) return w;
+    if (auto w = WriteFileDurably(files.certificate, resp.certificate_pem(), 0644); !w.ok()) {
       return w;
     }
   }
   // Last: its presence means "joined".
-  if (auto w = WriteFileAtomically(files.api_key, resp.api_key() + "\n", 0600); !w.ok()) return w;
+  if (auto w = WriteFileDurably(files.api_key, resp.api_key() + "\n", 0600); !w.ok()) return w;
   spdlog::info("joined as node {} (key {}{})", o.node, resp.key_id(),
                resp.certificate_pem().empty()
                    ? ", no certificate: the control plane does not sign them"
@@ -170,7 +131,7 @@ void NodeCertificateRenewal::Loop() {
 }
 
 absl::Status NodeCertificateRenewal::CheckOnce() {
-  auto pem = ReadText(files_.certificate);
+  auto pem = ReadWholeFile(files_.certificate);
   if (!pem.ok()) return pem.status();
   auto info = tls::ReadCertificateInfo(*pem);
   if (!info.ok()) return info.status();
@@ -191,8 +152,8 @@ absl::Status NodeCertificateRenewal::CheckOnce() {
   v1::RenewNodeCertificateResponse resp;
   if (auto st = FromGrpcStatus(stub->RenewNodeCertificate(&ctx, req, &resp)); !st.ok()) return st;
   // The key first, then the certificate: the pair is mismatched only between the two renames.
-  if (auto st = WriteFileAtomically(files_.private_key, pair->key_pem, 0600); !st.ok()) return st;
-  if (auto st = WriteFileAtomically(files_.certificate, resp.certificate_pem(), 0644); !st.ok()) {
+  if (auto st = WriteFileDurably(files_.private_key, pair->key_pem, 0600); !st.ok()) return st;
+  if (auto st = WriteFileDurably(files_.certificate, resp.certificate_pem(), 0644); !st.ok()) {
     return st;
   }
   spdlog::info("node certificate renewed until {}",

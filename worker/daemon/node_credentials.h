@@ -43,10 +43,6 @@ struct JoinOptions {
 // token keeps its reason: used, expired, revoked, another node's).
 absl::StatusOr<CredentialFiles> JoinIfNeeded(const JoinOptions& options);
 
-// Writes `contents` to `path` with `mode` by way of a temporary file and a rename, so a reader
-// never sees half of it.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, int mode);
-
 // Renews the certificate in `files` once a third of its validity is left: a new key pair, its
 // request signed by the control plane over the node's current mutual-TLS identity, both files
 // replaced (gRPC and the HTTPS listener pick them up by themselves). Checks at start and then

@@ -198,14 +198,10 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   if (!o.metrics_listen.empty()) {
     auto addr = ParseListenAddress("--metrics-listen", o.metrics_listen);
     if (!addr.ok()) return addr.status();
-    std::shared_ptr<tls::ServerSslContext> https;
-    if (o.tls.enabled()) {
-      auto loaded = tls::ServerSslContext::Create(o.tls);
-      if (!loaded.ok()) return loaded.status();
-      https = *std::move(loaded);
-    }
+    auto https = tls::ServerSslContext::ForListener(o.tls);
+    if (!https.ok()) return https.status();
     auto endpoint = metrics::MetricsEndpoint::Start(addr->first, addr->second,
-                                                    metrics::Registry::Default(), https);
+                                                    metrics::Registry::Default(), *https);
     if (!endpoint.ok()) return endpoint.status();
     d->endpoint_ = std::move(*endpoint);
   }

@@ -19,10 +19,6 @@ constexpr size_t kMaxTargetBytes = 512;
 // The fields that name what an audited request acts on, in the order they are shown.
 constexpr const char* kTargetFields[] = {"node_name", "node", "run_name", "name", "id", "user"};
 
-std::string StatusCodeName(const absl::Status& st) {
-  return st.ok() ? "OK" : absl::StatusCodeToString(st.code());
-}
-
 }  // namespace
 
 AuditLog::AuditLog(std::shared_ptr<store::AuditStore> store, std::shared_ptr<Clock> clock)
@@ -82,10 +78,9 @@ std::string AuditLog::SourceOf(const grpc::ServerContext& context) {
   return peer;
 }
 
-v1::AuditRecord AuditLog::Make(const Principal& who, std::string_view method,
-                               const grpc::ServerContext& context,
-                               const google::protobuf::Message* request,
-                               const absl::Status& outcome) const {
+void AuditLog::Record(const Principal& who, std::string_view method,
+                      const grpc::ServerContext& context, const google::protobuf::Message* request,
+                      const absl::Status& outcome) {
   v1::AuditRecord r;
   *r.mutable_time() = ToProtoTime(clock_->Now());
   r.set_actor(who.user);
@@ -99,23 +94,12 @@ v1::AuditRecord AuditLog::Make(const Principal& who, std::string_view method,
   }
   r.set_source(SourceOf(context));
   r.set_outcome(outcome.ok() ? "OK"
-                             : absl::StrCat(StatusCodeName(outcome), ": ",
+                             : absl::StrCat(absl::StatusCodeToString(outcome.code()), ": ",
                                             std::string(outcome.message()).substr(0, 256)));
-  return r;
-}
-
-void AuditLog::Write(const v1::AuditRecord& record) {
-  if (auto id = store_->AppendAudit(record); !id.ok()) {
+  if (auto id = store_->AppendAudit(r); !id.ok()) {
     spdlog::error("audit: not recorded ({}): {} by {} on {} from {}: {}", id.status().ToString(),
-                  record.action(), record.actor(), record.target(), record.source(),
-                  record.outcome());
+                  r.action(), r.actor(), r.target(), r.source(), r.outcome());
   }
-}
-
-void AuditLog::Record(const Principal& who, std::string_view method,
-                      const grpc::ServerContext& context, const google::protobuf::Message* request,
-                      const absl::Status& outcome) {
-  Write(Make(who, method, context, request, outcome));
 }
 
 }  // namespace tessera::auth

@@ -28,12 +28,6 @@ class AuditLog {
   void Record(const Principal& who, std::string_view method, const grpc::ServerContext& context,
               const google::protobuf::Message* request, const absl::Status& outcome);
 
-  // The record, without writing it (for tests and for callers that add to it).
-  v1::AuditRecord Make(const Principal& who, std::string_view method,
-                       const grpc::ServerContext& context, const google::protobuf::Message* request,
-                       const absl::Status& outcome) const;
-  void Write(const v1::AuditRecord& record);
-
   // What a request acts on: its node, run, key, token or user fields ("node_name node-3").
   static std::string TargetOf(const google::protobuf::Message& request);
   // The request as JSON without its idempotency key, at most 4 KiB.

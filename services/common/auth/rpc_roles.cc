@@ -131,7 +131,10 @@ bool Audited(const RpcRule& rule, const Principal& who) {
 }
 
 absl::Status CheckRpcRole(std::string_view method, const Principal& who) {
-  const RpcRule* rule = FindRpcRule(method);
+  return CheckRpcRole(method, FindRpcRule(method), who);
+}
+
+absl::Status CheckRpcRole(std::string_view method, const RpcRule* rule, const Principal& who) {
   if (rule == nullptr) {
     return absl::PermissionDeniedError(absl::StrCat(
         std::string(method), " is not open to any role (it has no row in the role table)"));

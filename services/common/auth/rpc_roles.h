@@ -48,6 +48,8 @@ bool Audited(const RpcRule& rule, const Principal& who);
 // OK when `who` may call `method`; PERMISSION_DENIED naming the method and the roles that may,
 // or for a method with no row (a new RPC is closed until it is given one).
 absl::Status CheckRpcRole(std::string_view method, const Principal& who);
+// The same with the method's row already found (FindRpcRule; null: none).
+absl::Status CheckRpcRole(std::string_view method, const RpcRule* rule, const Principal& who);
 
 // "user", "admin", "system", "operator", "node".
 std::string RoleName(v1::Role role);

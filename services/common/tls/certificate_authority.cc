@@ -11,10 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/str_cat.h"
+#include "base/file_util.h"
 
 namespace tessera::tls {
 namespace {
@@ -50,11 +48,11 @@ std::string BioText(BIO* bio) {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, ": cannot be read"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", text.status().message()));
+  }
+  return text;
 }
 
 absl::Time AsnTime(const ASN1_TIME* t) {

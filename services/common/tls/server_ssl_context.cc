@@ -29,6 +29,12 @@ absl::StatusOr<std::shared_ptr<ServerSslContext>> ServerSslContext::Create(const
   return out;
 }
 
+absl::StatusOr<std::shared_ptr<ServerSslContext>> ServerSslContext::ForListener(
+    const TlsFlags& flags) {
+  if (flags.plaintext) return std::shared_ptr<ServerSslContext>();
+  return Create(flags);
+}
+
 ServerSslContext::Stamp ServerSslContext::Look() const {
   Stamp s;
   StampOf(flags_.cert_file, s.cert_mtime_ns, s.cert_size);

@@ -18,6 +18,8 @@ class ServerSslContext {
  public:
   // Loads the files once; INVALID_ARGUMENT naming the file when they do not load.
   static absl::StatusOr<std::shared_ptr<ServerSslContext>> Create(const TlsFlags& flags);
+  // The context an HTTP listener serves with: Create's, or null for --plaintext (plain HTTP).
+  static absl::StatusOr<std::shared_ptr<ServerSslContext>> ForListener(const TlsFlags& flags);
 
   // The context for a new connection. The files are looked at (stat) at most once a second; a
   // changed pair that does not load (a half-written file) keeps the last good context.

@@ -12,7 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "services/common/endpoints.h"
 
 namespace tessera::tls {
 namespace {
@@ -98,6 +98,13 @@ std::string HostOf(std::string_view address) {
   return colon == std::string::npos ? a : a.substr(0, colon);
 }
 
+std::optional<std::string> FirstNonLoopback(std::string_view endpoints) {
+  for (const std::string& e : SplitEndpoints(endpoints)) {
+    if (!IsLoopbackHost(HostOf(e))) return e;
+  }
+  return std::nullopt;
+}
+
 absl::Status CheckTlsFlags(const TlsFlags& flags, const std::vector<NamedAddress>& addresses) {
   if (flags.plaintext) {
     for (const auto& [flag, value] :
@@ -110,16 +117,11 @@ absl::Status CheckTlsFlags(const TlsFlags& flags, const std::vector<NamedAddress
       }
     }
     for (const NamedAddress& a : addresses) {
-      if (a.address.empty()) continue;
-      // Several endpoints (a:1,b:2) are each checked.
-      for (absl::string_view one : absl::StrSplit(a.address, ',')) {
-        const std::string host = HostOf(std::string(one));
-        if (!IsLoopbackHost(host)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              a.flag, " ", std::string(one),
-              ": --plaintext is allowed only on loopback addresses (127.0.0.1, ::1, localhost); "
-              "serve TLS with --tls-cert, --tls-key and --tls-ca"));
-        }
+      if (auto remote = FirstNonLoopback(a.address)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            a.flag, " ", *remote,
+            ": --plaintext is allowed only on loopback addresses (127.0.0.1, ::1, localhost); "
+            "serve TLS with --tls-cert, --tls-key and --tls-ca"));
       }
     }
     return absl::OkStatus();

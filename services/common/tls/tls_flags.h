@@ -5,6 +5,7 @@
 // (--plaintext), allowed only on loopback addresses, where nothing crosses a network.
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,10 @@ bool IsLoopbackHost(std::string_view host);
 
 // The host of "host:port", "[v6]:port" or "scheme://host:port".
 std::string HostOf(std::string_view address);
+
+// The first endpoint of a list ("a:1,b:2", endpoints.h) that is not on loopback; nullopt when
+// there is none (an empty list included).
+std::optional<std::string> FirstNonLoopback(std::string_view endpoints);
 
 // What an address is used for, for error messages: {"--grpc-listen", "0.0.0.0:50051"}.
 struct NamedAddress {

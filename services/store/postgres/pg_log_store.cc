@@ -211,20 +211,32 @@ class PgLogStore final : public LogStore {
       std::vector<int64_t> seqs, times, dropped, added_bytes(n, 0), newest(n, 0);
       std::vector<const std::string*> texts;
       for (size_t i = 0; i < n; ++i) {
-        std::vector<SeqRange> stored;
+        // What is stored beyond the watermark: single lines, and markers' stretches of dropped
+        // lines (few), so that a line is looked up in constant time.
+        absl::flat_hash_set<int64_t> stored;
+        std::vector<SeqRange> stretches;
+        const auto keep = [&](int64_t seq, int64_t dropped) {
+          if (dropped > 1) {
+            stretches.push_back({seq - dropped + 1, seq});
+          } else {
+            stored.insert(seq);
+          }
+        };
         if (max[i] > durable[i]) {
           const auto& [run, resumption, rank, stream] = b.keys[i];
           for (const auto& row : tx.exec_params(
                    "SELECT sequence, dropped FROM log_lines WHERE run_id = $1"
                    " AND resumption_index = $2 AND rank = $3 AND stream = $4 AND sequence > $5",
                    run, resumption, rank, stream, durable[i])) {
-            const int64_t seq = row[0].as<int64_t>(), d = row[1].as<int64_t>();
-            stored.push_back({d > 1 ? seq - d + 1 : seq, seq});
+            keep(row[0].as<int64_t>(), row[1].as<int64_t>());
           }
         }
         for (const v1::LogLine* l : b.lines[i]) {
-          if (l->sequence() <= durable[i] || InRanges(stored, l->sequence())) continue;
-          stored.push_back({FirstSequence(*l), l->sequence()});
+          if (l->sequence() <= durable[i] || stored.contains(l->sequence()) ||
+              InRanges(stretches, l->sequence())) {
+            continue;
+          }
+          keep(l->sequence(), l->dropped_lines());
           key_of.push_back(static_cast<int32_t>(i + 1));
           seqs.push_back(l->sequence());
           times.push_back(ToMicros(l->time()));
@@ -233,8 +245,9 @@ class PgLogStore final : public LogStore {
           added_bytes[i] += static_cast<int64_t>(l->text().size());
           newest[i] = std::max(newest[i], times.back());
         }
-        for (const SeqRange& r : stored) max[i] = std::max(max[i], r.last);
-        durable[i] = Advance(durable[i], std::move(stored));
+        for (int64_t seq : stored) stretches.push_back({seq, seq});
+        for (const SeqRange& r : stretches) max[i] = std::max(max[i], r.last);
+        durable[i] = Advance(durable[i], std::move(stretches));
       }
       if (!seqs.empty()) {
         const pqxx::result inserted = tx.exec_params(

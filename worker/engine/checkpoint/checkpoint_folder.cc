@@ -7,9 +7,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "worker/engine/checkpoint/shard_file.h"
-#include "worker/engine/common/file_util.h"
 
 namespace tessera::engine {
 namespace fs = std::filesystem;

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
-#include "worker/engine/common/file_util.h"
 #include "worker/engine/data/tokenizer.h"
 
 namespace tessera::engine {

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
-#include "worker/engine/common/file_util.h"
 
 namespace tessera::engine {
 

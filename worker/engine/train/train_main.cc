@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "worker/engine/common/file_util.h"
+#include "base/file_util.h"
 #include "worker/engine/train/rank_context.h"
 #include "worker/engine/train/runtime_tuning.h"
 #include "worker/engine/train/train_config.h"
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(
         "no configuration: pass --config FILE or run under a worker (PARAMETERS)"));
   }
-  auto text = tessera::engine::ReadWholeFile(config_path);
+  auto text = tessera::ReadWholeFile(config_path);
   if (!text.ok()) return Fail(text.status());
   auto config = tessera::engine::ParseTrainConfig(*text, config_path, env);
   if (!config.ok()) return Fail(config.status());

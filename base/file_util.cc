@@ -1,4 +1,4 @@
-#include "worker/engine/common/file_util.h"
+#include "base/file_util.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace tessera::engine {
+namespace tessera {
 namespace {
 
 absl::Status Errno(const std::string& what, const std::string& path) {
@@ -51,9 +51,10 @@ absl::Status SyncFolder(const std::string& folder) {
   return st;
 }
 
-absl::Status WriteFileDurably(const std::string& path, std::string_view bytes) {
+absl::Status WriteFileDurably(const std::string& path, std::string_view bytes, int mode) {
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd =
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
   if (fd < 0) return Errno("open", tmp);
   size_t done = 0;
   while (done < bytes.size()) {
@@ -83,4 +84,4 @@ absl::Status MakeFolders(const std::string& folder) {
   return absl::OkStatus();
 }
 
-}  // namespace tessera::engine
+}  // namespace tessera
