@@ -54,6 +54,7 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
   AddAdminCommands(app, slot);
   AddLogsCommands(app, slot);
   AddHealthCommands(app, slot);
+  AddSecretCommands(app, slot);
 }
 
 }  // namespace

@@ -31,6 +31,9 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot);
 //               [--first-exception]
 void AddLogsCommands(CLI::App& app, ActionSlot& slot);
 
+// mcli create secret env|mounted|docker-registry|git-ssh|ssh, mcli get secrets, mcli delete
+// secret (after AddGetCommands and AddRunLifecycleCommands: it adds to `get` and `delete`)
+void AddSecretCommands(CLI::App& app, ActionSlot& slot);
 // mcli health sweep|sweeps|show
 void AddHealthCommands(CLI::App& app, ActionSlot& slot);
 // mcli get health|sweeps (added to `get`)

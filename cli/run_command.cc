@@ -1,6 +1,7 @@
 // mcli run -f FILE / mcli run submit -f FILE: parse the run YAML here, apply the overrides,
 // submit, print the run's name and, with --follow, its status changes and logs until it ends.
 
+#include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
@@ -137,8 +138,13 @@ int Submit(CommandContext& context, const SubmitOptions& options) {
     ThrowUsage("a run YAML file is required: mcli run submit -f FILE");
   }
   tessera::v1::SubmitRunRequest request;
-  *request.mutable_spec() = LoadRunSpecFile(options.file);
-  ApplyOverrides(options.overrides, *request.mutable_spec());
+  std::vector<std::string> notes;
+  *request.mutable_spec() = LoadRunSpecFile(options.file, &notes);
+  ApplyOverrides(options.overrides, *request.mutable_spec(), &notes);
+  for (const auto& note : notes) {
+    context.err() << "Warning: " << note << "\n";
+    request.add_spec_notes(note);
+  }
   // One key per invocation: a call retried on UNAVAILABLE submits once.
   request.set_idempotency_key(options.idempotency_key.empty() ? NewUuid()
                                                               : options.idempotency_key);

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tessera/v1/run_spec.pb.h"
 
@@ -17,9 +18,12 @@ struct SpecOverrides {
 };
 
 // Reads and parses the file. Throws CliError (exit 2): "run.yaml: line 4, column 9: ...".
-tessera::v1::RunSpec LoadRunSpecFile(const std::string& path);
+// `notes` gets what was read otherwise than written (an older mcli field name ...).
+tessera::v1::RunSpec LoadRunSpecFile(const std::string& path,
+                                     std::vector<std::string>* notes = nullptr);
 
 // Applies the overrides, then validates the result again. Throws CliError (exit 2).
-void ApplyOverrides(const SpecOverrides& overrides, tessera::v1::RunSpec& spec);
+void ApplyOverrides(const SpecOverrides& overrides, tessera::v1::RunSpec& spec,
+                    std::vector<std::string>* notes = nullptr);
 
 }  // namespace tessera::cli

@@ -128,10 +128,16 @@ up() {
     worker_tls=(--tls-ca "$TLS_DIR/ca.pem")
   fi
 
+  # The key users' secrets are sealed with (mcli create secret); made once, kept with the state.
+  if [ ! -s "$STATE/secrets.key" ]; then
+    (umask 077; openssl rand -hex 32 >"$STATE/secrets.key")
+  fi
+
   if ! alive "$server_pid_file"; then
     nohup "$BIN/tessera-server" --database-url "$url" "${server_tls[@]}" \
+      --secrets-key-file "$STATE/secrets.key" \
       --grpc-listen "127.0.0.1:$GRPC_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
-      --http-listen "127.0.0.1:$HTTP_PORT" ${TESSERA_SERVER_FLAGS:-} >"$STATE/logs/tessera-server.log" 2>&1 &
+      --http-listen "127.0.0.1:$HTTP_PORT" --allow-host-image ${TESSERA_SERVER_FLAGS:-} >"$STATE/logs/tessera-server.log" 2>&1 &
     echo $! >"$server_pid_file"
   fi
   wait_healthy "$METRICS_PORT" "$server_pid_file" "$STATE/logs/tessera-server.log" tessera-server

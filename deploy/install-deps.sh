@@ -13,6 +13,7 @@ PACKAGES=(
   libtorch-dev libgloo-dev python3-torch libxxhash-dev libopenblas0-pthread
   postgresql postgresql-contrib procps iproute2 util-linux curl
   libfaketime
+  bubblewrap skopeo umoci docker-registry busybox-static
 )
 
 missing=()

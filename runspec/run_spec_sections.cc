@@ -8,6 +8,7 @@
 #include "runspec/struct_yaml.h"
 #include "runspec/yaml_document.h"
 #include "runspec/yaml_fields.h"
+#include "runspec/yaml_scalar.h"
 
 namespace tessera::spec {
 namespace {
@@ -88,37 +89,106 @@ absl::Status ReadEnvVariables(const YAML::Node& node, const FieldPath& path,
   return absl::OkStatus();
 }
 
-absl::Status ReadMetadata(const YAML::Node& node, const FieldPath& path,
+absl::Status ReadMetadata(const YAML::Node& node, const FieldPath& path, ReadContext* ctx,
                           tessera::v1::RunSpec* spec) {
   TESSERA_RETURN_IF_ERROR(ExpectMapping(node, path));
   auto* metadata = spec->mutable_metadata();
   for (const auto& pair : node) {
     const std::string& key = pair.first.Scalar();
-    TESSERA_ASSIGN_OR_RETURN((*metadata)[key],
-                             ReadEntryValue(pair.first, pair.second, path.Field(key)));
+    const FieldPath field = path.Field(key);
+    if (pair.second.IsNull()) {
+      ctx->Note(field, "null, left out (metadata values are text)");
+      continue;
+    }
+    if (pair.second.IsScalar()) {
+      TESSERA_ASSIGN_OR_RETURN((*metadata)[key], ReadScalarText(pair.second, field));
+      continue;
+    }
+    ctx->Note(field, absl::StrCat(pair.second.IsSequence() ? "a sequence" : "a mapping",
+                                  ", kept as its JSON text (metadata values are text)"));
+    (*metadata)[key] = YamlToJson(pair.second);
   }
   return absl::OkStatus();
 }
 
-absl::Status ReadIntegrations(const YAML::Node& node, const FieldPath& path,
+namespace {
+
+constexpr std::string_view kType = "integration_type";
+
+// The integration's type: integration_type, or one of its other spellings (`type`, mcli's API
+// name; `integrationType` in JSON). Writing two of them is an error.
+absl::StatusOr<std::string> ReadIntegrationType(const YAML::Node& item, const FieldPath& entry,
+                                                ReadContext* ctx, std::string_view* type_key) {
+  std::optional<KeyValue> found;
+  for (std::string_view name :
+       {kType, std::string_view("type"), std::string_view("integrationType")}) {
+    if (name == "integrationType" && !ctx->json) continue;
+    const std::optional<KeyValue> entry_kv = Lookup(item, name);
+    if (!entry_kv) continue;
+    if (found) {
+      return SpecError(
+          entry_kv->key.Mark(), entry.Field(name),
+          absl::StrCat("is given twice (also as ", entry.Field(found->key.Scalar()).ToString(),
+                       "); give one of them"));
+    }
+    found = entry_kv;
+    *type_key = name;
+  }
+  if (!found) return MissingField(item, entry.Field(kType));
+  const FieldPath field = entry.Field(*type_key);
+  if (found->value.IsNull()) return NullValue(found->key, field, "a string");
+  TESSERA_ASSIGN_OR_RETURN(std::string type, ReadString(found->value, field));
+  if (*type_key == "type")
+    ctx->Note(field, absl::StrCat("read as ", entry.Field(kType).ToString()));
+  return type;
+}
+
+}  // namespace
+
+absl::Status ReadIntegrations(const YAML::Node& node, const FieldPath& path, ReadContext* ctx,
                               tessera::v1::RunSpec* spec) {
   TESSERA_RETURN_IF_ERROR(ExpectSequence(node, path));
-  constexpr std::string_view kType = "integration_type";
   int index = 0;
   for (const auto& item : node) {
     const FieldPath entry = path.Index(index++);
     TESSERA_RETURN_IF_ERROR(ExpectMapping(item, entry));
     tessera::v1::Integration* integration = spec->add_integrations();
-    const std::optional<KeyValue> type = Lookup(item, kType);
-    if (!type) return MissingField(item, entry.Field(kType));
-    if (type->value.IsNull()) return NullValue(type->key, entry.Field(kType), "a string");
+    std::string_view type_key;
     TESSERA_ASSIGN_OR_RETURN(*integration->mutable_integration_type(),
-                             ReadString(type->value, entry.Field(kType)));
+                             ReadIntegrationType(item, entry, ctx, &type_key));
     // Only integrations with other fields get a fields Struct, so that one without any round
     // trips through YAML unchanged.
     if (item.size() > 1) {
-      TESSERA_RETURN_IF_ERROR(YamlToStruct(item, entry, integration->mutable_fields(), kType));
+      TESSERA_RETURN_IF_ERROR(YamlToStruct(item, entry, integration->mutable_fields(), type_key));
     }
+    // mcli reads yes/no/on/off as booleans (PyYAML), and integrations such as git_repo's
+    // ssh_clone or pip_packages' upgrade take booleans: so do they here.
+    for (const auto& pair : item) {
+      const std::string& key = pair.first.Scalar();
+      if (key == type_key || !pair.second.IsScalar() || pair.second.Tag() != kPlainTag) continue;
+      if (const std::optional<bool> value = Yaml11Bool(pair.second.Scalar())) {
+        (*integration->mutable_fields()->mutable_fields())[key].set_bool_value(*value);
+        ctx->Note(entry.Field(key),
+                  absl::StrCat(pair.second.Scalar(), " read as ", *value ? "true" : "false",
+                               " (a YAML 1.1 boolean, as mcli reads it)"));
+      }
+    }
+    // JSON in the protobuf form: {"integration_type": t, "fields": {...}}.
+    auto* fields = integration->mutable_fields()->mutable_fields();
+    const auto nested = fields->find("fields");
+    if (ctx->json && nested != fields->end() &&
+        nested->second.kind_case() == google::protobuf::Value::kStructValue) {
+      const google::protobuf::Struct inner = nested->second.struct_value();
+      fields->erase(nested);
+      for (const auto& [key, value] : inner.fields()) {
+        if (!fields->emplace(key, value).second) {
+          return SpecError(
+              item.Mark(), entry.Field("fields").Field(key),
+              absl::StrCat("is given twice (also as ", entry.Field(key).ToString(), ")"));
+        }
+      }
+    }
+    if (fields->empty()) integration->clear_fields();
   }
   return absl::OkStatus();
 }

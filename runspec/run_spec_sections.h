@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "runspec/field_path.h"
+#include "runspec/read_context.h"
 #include "tessera/v1/run_spec.pb.h"
 #include "yaml-cpp/yaml.h"
 
@@ -14,12 +15,17 @@ namespace tessera::spec {
 absl::Status ReadEnvVariables(const YAML::Node& node, const FieldPath& path,
                               tessera::v1::RunSpec* spec);
 
-// {key: scalar, ...}; values are kept as written.
-absl::Status ReadMetadata(const YAML::Node& node, const FieldPath& path,
+// {key: value, ...}. Scalars are kept as written; mcli takes any value (its metadata is
+// Dict[str, Any]), so a sequence or mapping is kept as its JSON text, and a null is left out,
+// each with a note.
+absl::Status ReadMetadata(const YAML::Node& node, const FieldPath& path, ReadContext* ctx,
                           tessera::v1::RunSpec* spec);
 
-// [{integration_type: t, other fields...}, ...].
-absl::Status ReadIntegrations(const YAML::Node& node, const FieldPath& path,
+// [{integration_type: t, other fields...}, ...]. `type`, the name mcli's API uses (mcli takes it
+// too: mcli/utils/utils_config.py, IntegrationTranslation), is read as integration_type with a
+// note. In JSON, the protobuf form {integration_type: t, fields: {...}} (integrationType too) is
+// accepted as well.
+absl::Status ReadIntegrations(const YAML::Node& node, const FieldPath& path, ReadContext* ctx,
                               tessera::v1::RunSpec* spec);
 
 }  // namespace tessera::spec

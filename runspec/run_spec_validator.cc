@@ -45,15 +45,12 @@ std::vector<const std::string*> SortedKeys(const Map& map) {
 MaybeFieldError CheckName(const std::string& name) {
   const FieldPath path("name");
   if (name.empty()) return Error(path, std::string(kMissing));
+  // mcli's rule (a Kubernetes label), shorter: Tessera adds a suffix of up to 8 characters.
   const std::string rule = absl::StrCat("a run name has 1-", kMaxRunNameLength,
                                         " characters: lowercase letters, digits and '-', starting "
-                                        "with a letter and not ending with '-'");
+                                        "and ending with a letter or digit");
   if (name.size() > kMaxRunNameLength) {
     return Error(path, absl::StrCat(Quoted(name), " is ", name.size(), " characters long; ", rule));
-  }
-  if (!absl::ascii_islower(static_cast<unsigned char>(name[0]))) {
-    return Error(path,
-                 absl::StrCat(Quoted(name), " does not start with a lowercase letter; ", rule));
   }
   for (char c : name) {
     const auto u = static_cast<unsigned char>(c);
@@ -61,6 +58,9 @@ MaybeFieldError CheckName(const std::string& name) {
       return Error(path, absl::StrCat(Quoted(name), " contains ", Quoted(std::string_view(&c, 1)),
                                       "; ", rule));
     }
+  }
+  if (name.front() == '-') {
+    return Error(path, absl::StrCat(Quoted(name), " starts with '-'; ", rule));
   }
   if (name.back() == '-') return Error(path, absl::StrCat(Quoted(name), " ends with '-'; ", rule));
   return std::nullopt;

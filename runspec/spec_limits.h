@@ -9,6 +9,9 @@ namespace tessera::spec {
 
 // Inputs larger than this are rejected before they reach the YAML parser.
 inline constexpr std::size_t kMaxSpecBytes = 1 << 20;
+// The same for a spec sent as JSON (REST), which spells the same spec with more bytes (quotes,
+// escapes), up to the gateway's limit on a request body; as YAML it is held to the same limit.
+inline constexpr std::size_t kMaxJsonSpecBytes = 4 << 20;
 // The document root is at depth 1; a node deeper than this is rejected.
 inline constexpr int kMaxNestingDepth = 64;
 // Values (mapping keys aside; counting every node an alias expands to) a document may hold.

@@ -1,7 +1,11 @@
 #include "runspec/struct_yaml.h"
 
+#include <charconv>
+#include <cmath>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "runspec/yaml_fields.h"
 #include "runspec/yaml_scalar.h"
@@ -15,6 +19,96 @@ void FillStruct(const YAML::Node& node, std::string_view skip_key, google::proto
     const std::string& key = pair.first.Scalar();
     if (!skip_key.empty() && key == skip_key) continue;
     YamlToValue(pair.second, &(*fields)[key]);
+  }
+}
+
+void AppendJsonString(std::string_view text, std::string* out) {
+  out->push_back('"');
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppendFormat(out, "\\u%04x", static_cast<unsigned char>(c));
+        } else {
+          out->push_back(c);  // UTF-8 is kept as it is
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+// Recursion is bounded: the document check limits nesting to kMaxNestingDepth.
+void AppendJson(const YAML::Node& node, std::string* out) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      out->push_back('{');
+      bool first = true;
+      for (const auto& pair : node) {
+        if (!first) out->push_back(',');
+        first = false;
+        AppendJsonString(pair.first.Scalar(), out);
+        out->push_back(':');
+        AppendJson(pair.second, out);
+      }
+      out->push_back('}');
+      return;
+    }
+    case YAML::NodeType::Sequence: {
+      out->push_back('[');
+      bool first = true;
+      for (const auto& item : node) {
+        if (!first) out->push_back(',');
+        first = false;
+        AppendJson(item, out);
+      }
+      out->push_back(']');
+      return;
+    }
+    case YAML::NodeType::Scalar: {
+      const TypedScalar scalar = ResolveScalar(node);
+      switch (scalar.kind) {
+        case ScalarKind::kNull:
+          *out += "null";
+          return;
+        case ScalarKind::kBool:
+          *out += scalar.bool_value ? "true" : "false";
+          return;
+        case ScalarKind::kInt:
+        case ScalarKind::kFloat:
+          if (scalar.int_value) {
+            absl::StrAppend(out, *scalar.int_value);
+          } else if (std::isfinite(scalar.number)) {
+            char buffer[64];
+            const auto result = std::to_chars(buffer, buffer + sizeof(buffer), scalar.number);
+            out->append(buffer, result.ptr);
+          } else {
+            AppendJsonString(scalar.text, out);
+          }
+          return;
+        case ScalarKind::kString:
+          AppendJsonString(scalar.text, out);
+          return;
+      }
+      return;
+    }
+    default:
+      *out += "null";
+      return;
   }
 }
 
@@ -54,6 +148,12 @@ void YamlToValue(const YAML::Node& node, google::protobuf::Value* value) {
       value->set_null_value(google::protobuf::NULL_VALUE);
       return;
   }
+}
+
+std::string YamlToJson(const YAML::Node& node) {
+  std::string out;
+  AppendJson(node, &out);
+  return out;
 }
 
 absl::Status YamlToStruct(const YAML::Node& node, const FieldPath& path,

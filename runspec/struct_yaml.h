@@ -1,6 +1,7 @@
 #pragma once
 // YAML nodes to google.protobuf.Struct / Value, for parameters and integration fields.
 
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -18,5 +19,9 @@ void YamlToValue(const YAML::Node& node, google::protobuf::Value* value);
 // node is not a mapping.
 absl::Status YamlToStruct(const YAML::Node& node, const FieldPath& path,
                           google::protobuf::Struct* out, std::string_view skip_key = {});
+
+// Any checked node as compact JSON, mapping keys in the order written; scalars typed as
+// YamlToValue types them (numbers that JSON cannot hold, such as .inf, as strings of their text).
+std::string YamlToJson(const YAML::Node& node);
 
 }  // namespace tessera::spec

@@ -242,11 +242,11 @@ absl::Status SpecError(const YAML::Mark& mark, std::string_view message) {
                                                     OneBased(mark.column), message));
 }
 
-absl::StatusOr<YAML::Node> LoadSpecDocument(std::string_view text) {
-  if (text.size() > kMaxSpecBytes) {
+absl::StatusOr<YAML::Node> LoadSpecDocument(std::string_view text, std::size_t max_bytes) {
+  if (text.size() > max_bytes) {
     return SpecError(YAML::Mark(), absl::StrCat("the run spec is ", text.size(),
-                                                " bytes, more than the limit of ", kMaxSpecBytes,
-                                                " bytes (1 MiB)"));
+                                                " bytes, more than the limit of ", max_bytes,
+                                                " bytes (", max_bytes >> 20, " MiB)"));
   }
   TESSERA_ASSIGN_OR_RETURN(YAML::Node root, LoadUnchecked(text));
   try {

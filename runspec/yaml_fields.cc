@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -39,6 +41,7 @@ absl::Status UnknownField(const YAML::Node& key, const FieldPath& path,
   std::size_t closest_distance = std::max<std::size_t>(3, key.Scalar().size() / 3 + 1);
   const std::string& name = key.Scalar();
   for (const FieldReader& field : fields) {
+    if (field.unlisted || !field.alias_of.empty()) continue;
     names.push_back(AbslView(field.name));
     if (name.size() > 64) continue;
     const std::size_t distance = EditDistance(name, field.name);
@@ -65,15 +68,40 @@ absl::StatusOr<TypedScalar> ReadTyped(const YAML::Node& node, const FieldPath& p
 
 }  // namespace
 
+std::optional<bool> Yaml11Bool(std::string_view text) {
+  for (const auto& [word, value] : {std::pair<std::string_view, bool>{"yes", true},
+                                    {"no", false},
+                                    {"on", true},
+                                    {"off", false}}) {
+    std::string title(word);
+    title[0] = absl::ascii_toupper(static_cast<unsigned char>(title[0]));
+    if (text == word || text == title || text == absl::AsciiStrToUpper(AbslView(word))) {
+      return value;
+    }
+  }
+  return std::nullopt;
+}
+
 absl::Status ReadMapping(const YAML::Node& node, const FieldPath& path,
                          std::span<const FieldReader> fields) {
   TESSERA_RETURN_IF_ERROR(ExpectMapping(node, path));
+  // Each field given, by its canonical name, with the spelling it was given under.
+  std::vector<std::pair<std::string_view, std::string_view>> given;
   for (const auto& pair : node) {
     const std::string& name = pair.first.Scalar();
     const auto field = std::find_if(fields.begin(), fields.end(),
                                     [&](const FieldReader& f) { return f.name == name; });
     if (field == fields.end()) return UnknownField(pair.first, path, fields);
     if (pair.second.IsNull()) continue;
+    const std::string_view canonical = field->alias_of.empty() ? field->name : field->alias_of;
+    const auto twice = std::find_if(given.begin(), given.end(),
+                                    [&](const auto& g) { return g.first == canonical; });
+    if (twice != given.end()) {
+      return SpecError(pair.first.Mark(), path.Field(name),
+                       absl::StrCat("is given twice (also as ",
+                                    path.Field(twice->second).ToString(), "); give one of them"));
+    }
+    given.emplace_back(canonical, field->name);
     TESSERA_RETURN_IF_ERROR(field->read(pair.second, path.Field(name)));
   }
   return absl::OkStatus();
@@ -138,18 +166,24 @@ absl::StatusOr<double> ReadNumber(const YAML::Node& node, const FieldPath& path,
   return scalar.number;
 }
 
-absl::StatusOr<bool> ReadBool(const YAML::Node& node, const FieldPath& path) {
+absl::StatusOr<bool> ReadBool(const YAML::Node& node, const FieldPath& path,
+                              std::vector<std::string>* notes) {
   constexpr std::string_view kExpected = "true or false";
   TESSERA_ASSIGN_OR_RETURN(const TypedScalar scalar, ReadTyped(node, path, kExpected));
-  if (scalar.kind == ScalarKind::kString) {
-    const std::string lower = absl::AsciiStrToLower(AbslView(scalar.text));
-    for (std::string_view word : {"yes", "no", "on", "off", "y", "n"}) {
-      if (lower == word) {
-        return SpecError(node.Mark(), path,
-                         absl::StrCat("must be true or false, got ", DescribeNode(node),
-                                      " (YAML 1.1 spellings such as yes/no/on/off are not "
-                                      "booleans here)"));
+  if (scalar.kind == ScalarKind::kString && node.Tag() == kPlainTag) {
+    if (const std::optional<bool> value = Yaml11Bool(scalar.text)) {
+      if (notes != nullptr) {
+        notes->push_back(absl::StrCat(path.ToString(), ": ", AbslView(scalar.text), " read as ",
+                                      *value ? "true" : "false",
+                                      " (a YAML 1.1 boolean, as mcli reads it)"));
       }
+      return *value;
+    }
+    const std::string lower = absl::AsciiStrToLower(AbslView(scalar.text));
+    if (lower == "y" || lower == "n") {
+      return SpecError(node.Mark(), path,
+                       absl::StrCat("must be true or false, got ", DescribeNode(node),
+                                    " (y and n are not booleans, in mcli either)"));
     }
   }
   if (scalar.kind != ScalarKind::kBool) return WrongValue(node, path, kExpected);

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -21,10 +23,17 @@ struct FieldReader {
   using Read = std::function<absl::Status(const YAML::Node& value, const FieldPath& path)>;
   std::string_view name;
   Read read;
+  // When set, this is another spelling of the field named `alias_of` (an older mcli name, or the
+  // protobuf JSON one): writing both is an error.
+  std::string_view alias_of = {};
+  // Accepted but not listed among the known fields in errors (aliases never are): fields that
+  // older mcli versions took and that are read only to say they are ignored.
+  bool unlisted = false;
 };
 
 // Reads a mapping whose keys must all be among `fields`. Fields written as null are skipped, as
-// if absent. An unknown key is an error that lists the known ones.
+// if absent. An unknown key is an error that lists the known ones (the listed ones); a field
+// given under two of its spellings is an error at the second.
 absl::Status ReadMapping(const YAML::Node& node, const FieldPath& path,
                          std::span<const FieldReader> fields);
 
@@ -55,7 +64,14 @@ absl::StatusOr<int32_t> ReadInt32(const YAML::Node& node, const FieldPath& path,
 absl::StatusOr<double> ReadNumber(const YAML::Node& node, const FieldPath& path,
                                   std::string_view expected, bool allow_zero = true);
 
-// true or false (only the YAML 1.2 spellings; "yes", "on" and friends are strings).
-absl::StatusOr<bool> ReadBool(const YAML::Node& node, const FieldPath& path);
+// PyYAML's (YAML 1.1) other booleans: yes/no/on/off, each in lower, Title or UPPER case; nullopt
+// for any other text.
+std::optional<bool> Yaml11Bool(std::string_view text);
+
+// true or false. mcli reads its YAML with PyYAML, whose YAML 1.1 booleans yes/no/on/off (in
+// lower, Title or UPPER case, unquoted) are accepted too, each with a note in `notes` (when not
+// null) saying how it was read. "y" and "n" are not booleans in PyYAML either: an error.
+absl::StatusOr<bool> ReadBool(const YAML::Node& node, const FieldPath& path,
+                              std::vector<std::string>* notes = nullptr);
 
 }  // namespace tessera::spec

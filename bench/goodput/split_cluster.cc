@@ -66,8 +66,8 @@ absl::Status SplitCluster::StartService(const std::string& role) {
   if (role == "runs") {
     binary = "tessera-runs";
     // The bench's runs set an 8 s hang_timeout.
-    flags = {"--scheduler-endpoint",       schedulers, "--logs-endpoint", endpoints_["logs"],
-             "--min-hang-timeout-seconds", "1"};
+    flags = {"--scheduler-endpoint",       schedulers, "--logs-endpoint",   endpoints_["logs"],
+             "--min-hang-timeout-seconds", "1",        "--allow-host-image"};
   } else if (role == "sched0" || role == "sched1") {
     binary = "tessera-scheduler";
     flags = {"--runs-endpoint",    endpoints_["runs"], "--health-endpoint",

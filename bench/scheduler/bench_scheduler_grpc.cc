@@ -79,6 +79,12 @@ class QueuedRuns final : public RunsClient {
   absl::StatusOr<v1::Run> RecordAttempt(const v1::Attempt&) override {
     return absl::UnimplementedError("not in this benchmark");
   }
+  absl::StatusOr<std::vector<v1::SecretValue>> RunSecrets(const std::string&) override {
+    return std::vector<v1::SecretValue>{};
+  }
+  absl::Status RecordNote(const std::string&, int, const std::string&) override {
+    return absl::UnimplementedError("not in this benchmark");
+  }
   absl::Status ReportProgress(const v1::ReportProgressRequest&) override {
     return absl::OkStatus();
   }

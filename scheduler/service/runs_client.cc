@@ -9,7 +9,8 @@ class GrpcRunsClient final : public RunsClient {
  public:
   GrpcRunsClient(std::shared_ptr<ChannelRef> channel, SystemCredential key,
                  ServiceClientOptions options, store::FenceSource fence)
-      : runs_(std::move(channel), std::move(key), "the run manager", options),
+      : runs_(channel, key, "the run manager", options),
+        secrets_(std::move(channel), std::move(key), "the run manager", options),
         fence_(std::move(fence)) {}
 
   absl::StatusOr<std::vector<v1::Run>> ListRuns(
@@ -50,8 +51,30 @@ class GrpcRunsClient final : public RunsClient {
     return runs_.Call(&v1::RunService::Stub::ReportProgress, request, &resp);
   }
 
+  absl::StatusOr<std::vector<v1::SecretValue>> RunSecrets(const std::string& run_id) override {
+    v1::GetRunSecretsRequest req;
+    req.set_run_id(run_id);
+    v1::GetRunSecretsResponse resp;
+    if (auto st = secrets_.Call(&v1::SecretService::Stub::GetRunSecrets, req, &resp); !st.ok()) {
+      return st;
+    }
+    return std::vector<v1::SecretValue>(std::make_move_iterator(resp.mutable_secrets()->begin()),
+                                        std::make_move_iterator(resp.mutable_secrets()->end()));
+  }
+
+  absl::Status RecordNote(const std::string& run_id, int resumption_index,
+                          const std::string& note) override {
+    v1::RecordAttemptRequest req;
+    req.mutable_attempt()->set_run_id(run_id);
+    req.mutable_attempt()->set_resumption_index(resumption_index);
+    req.set_note(note);
+    v1::RecordAttemptResponse resp;
+    return runs_.Call(&v1::RunService::Stub::RecordAttempt, req, &resp);
+  }
+
  private:
   SystemClient<v1::RunService> runs_;
+  SystemClient<v1::SecretService> secrets_;
   const store::FenceSource fence_;
 };
 

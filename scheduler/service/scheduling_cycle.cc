@@ -217,6 +217,14 @@ absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
   attempt.set_master_port(config_.master_port_base +
                           static_cast<int>(absl::HashOf(run.id(), run.resumption_index()) %
                                            static_cast<size_t>(config_.master_port_span)));
+  // Before the placement is recorded: a run never starts without its owner's secrets.
+  auto secrets = runs_->RunSecrets(run.id());
+  if (absl::IsUnavailable(secrets.status())) return secrets.status();
+  if (!secrets.ok()) {
+    spdlog::warn("run {} stays queued: its owner's secrets cannot be had: {}", run.name(),
+                 secrets.status().ToString());
+    return absl::OkStatus();
+  }
   auto placed = runs_->RecordAttempt(attempt);
   if (absl::IsUnavailable(placed.status())) return placed.status();
   if (!placed.ok()) {
@@ -237,6 +245,7 @@ absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
     msg.set_command_id(control_->NextCommandId());
     *msg.mutable_start_attempt() =
         StartCommand(full, attempt, n, world, local, first_rank, config_);
+    for (const auto& s : *secrets) *msg.mutable_start_attempt()->add_secrets() = s;
     const bool delivered = workers_->Send(n.node_name(), msg);
     if (!delivered) {
       spdlog::warn("node {} has no worker stream here: the start goes with its first heartbeat",

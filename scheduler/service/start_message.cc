@@ -49,6 +49,11 @@ v1::StartAttempt StartCommand(const v1::Run& run, const v1::Attempt& attempt,
   *s.mutable_gpu_indices() = node.gpu_indices();
   s.mutable_stop_grace_period()->set_seconds(absl::ToInt64Seconds(config.stop_grace));
   s.set_hang_timeout_seconds(run.spec().scheduling().hang_timeout_seconds());
+  s.set_image(run.spec().image());
+  s.set_image_digest(run.image_digest());
+  s.set_user(run.user());
+  s.set_user_uid(run.user_uid());
+  *s.mutable_integrations() = run.spec().integrations();
   return s;
 }
 

@@ -218,6 +218,12 @@ void WorkerSessions::ResendStarts(const std::string& node, const v1::Heartbeat& 
 
 absl::Status WorkerSessions::OnAttemptUpdate(const std::string& node,
                                              const v1::AttemptUpdate& update) {
+  if (update.phase() == v1::ATTEMPT_PHASE_PREPARING) {
+    // What the node is doing before the ranks can start (pulling the image): for people.
+    if (update.detail().empty()) return absl::OkStatus();
+    return runs_->RecordNote(update.run_id(), update.resumption_index(),
+                             absl::StrCat(update.detail(), " on ", node));
+  }
   if (!attempts_->IsActive(update.run_id())) {
     // Placed before this instance started (a restart or a takeover): learn the active runs now
     // rather than drop the report.
@@ -234,6 +240,7 @@ absl::Status WorkerSessions::OnAttemptUpdate(const std::string& node,
     a.set_run_id(run.id());
     a.set_resumption_index(run.resumption_index());
     a.set_status(v1::RUN_STATUS_RUNNING);
+    a.set_image_digest(update.image_digest());
     auto st = runs_->RecordAttempt(a).status();
     if (!st.ok() && !absl::IsFailedPrecondition(st)) return st;
   }
@@ -244,6 +251,13 @@ absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::Att
                                           const AttemptReport& report) {
   const v1::Run& run = report.run;
   const AttemptState& state = report.state;
+  if (update.phase() == v1::ATTEMPT_PHASE_START_FAILED && update.setup_failure()) {
+    // The run's image could not be had: the run's to fix, not the node's.
+    control_->StopAttempt(run, v1::ATTEMPT_END_REASON_SETUP_FAILED, update.detail());
+    return control_->EndAttempt(run.id(), run.resumption_index(), state,
+                                v1::ATTEMPT_END_REASON_SETUP_FAILED, v1::DETECTION_METHOD_EXIT_CODE,
+                                update.detail());
+  }
   if (update.phase() == v1::ATTEMPT_PHASE_START_FAILED) {
     control_->StopAttempt(run, v1::ATTEMPT_END_REASON_NODE_FAILURE,
                           "the run could not start on a node");

@@ -83,6 +83,7 @@ HandlerResult Dispatch(const RouteTable& table, WireRequest wire) {
   }
 
   if (const std::string* accept = Header(wire, "accept")) request.accept = *accept;
+  if (const std::string* type = Header(wire, "content-type")) request.content_type = *type;
   request.client_address = wire.peer;
   if (const std::string* auth = Header(wire, "authorization")) {
     // Forwarded as gRPC metadata, which takes printable ASCII only.

@@ -26,7 +26,8 @@ struct Request {
   std::string authorization;
   std::string idempotency_key;
   std::string last_event_id;
-  std::string accept;  // the Accept header, for routes that answer JSON or an event stream
+  std::string accept;        // the Accept header, for routes that answer JSON or an event stream
+  std::string content_type;  // the Content-Type header, as sent
   std::string body;
   // The client's address, forwarded to the services (their audit log records it).
   std::string client_address;

@@ -103,6 +103,14 @@ json Operation(const Route& r, json& schemas) {
   if (r.request_body != nullptr) {
     op["requestBody"] = {{"required", false},
                          {"content", JsonContent(SchemaRef(r.request_body, schemas))}};
+    if (r.yaml_body) {
+      op["requestBody"]["content"]["application/yaml"] = {
+          {"schema",
+           {{"type", "string"},
+            {"description",
+             "A run YAML as mcli run -f reads it (also sent as text/yaml or "
+             "application/x-yaml, or with any other type when the body is not JSON)"}}}};
+    }
   }
   json ok = {{"description", "OK"}};
   switch (r.response_kind) {

@@ -41,6 +41,8 @@ struct Route {
   std::vector<ParamSpec> params = {};  // every {param} of `path` must be here as a path parameter
   // The JSON body's message, or null when the route takes no body.
   const google::protobuf::Descriptor* request_body = nullptr;
+  // The route also takes a run YAML (as `mcli run -f` reads it) as its body.
+  bool yaml_body = false;
   // The JSON response's message (kJson, kJsonOrEventStream).
   const google::protobuf::Descriptor* response = nullptr;
   // Streams: the message each event's data carries, and the SSE event name.

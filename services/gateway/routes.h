@@ -22,6 +22,8 @@ void AddNodeRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
 void AddHealthRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
 // /api/v1/whoami, /api/v1/admin/... (AdminService).
 void AddAdminRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
+// /api/v1/secrets: the caller's own secrets (values go in, never out).
+void AddSecretRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
 
 // Parameters several routes share.
 ParamSpec IdempotencyKeyHeader();

@@ -4,6 +4,7 @@
 
 #include "services/gateway/route_helpers.h"
 #include "services/gateway/routes.h"
+#include "services/gateway/run_bodies.h"
 
 namespace tessera::gateway {
 namespace {
@@ -77,17 +78,25 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .path = kRuns,
          .operation_id = "submitRun",
          .tag = "runs",
-         .summary = "Submit a run (the Idempotency-Key header fills idempotency_key).",
+         .summary = "Submit a run: a SubmitRunRequest whose spec takes what the run YAML takes, "
+                    "or the run YAML itself (the Idempotency-Key header fills idempotency_key). "
+                    "What was read otherwise than written (an older mcli field, a name made "
+                    "valid) comes back in a Warning header.",
          .params = {IdempotencyKeyHeader()},
          .request_body = v1::SubmitRunRequest::descriptor(),
+         .yaml_body = true,
          .response = v1::SubmitRunResponse::descriptor(),
          .rpcs = {"tessera.v1.RunService/SubmitRun"},
          .handler = [up](const Request& r) -> HandlerResult {
            v1::SubmitRunRequest req;
-           if (absl::Status st = BindRequest(r, true, {}, &req); !st.ok()) {
+           std::vector<std::string> notes;
+           if (absl::Status st = BindSubmitRun(r, &req, &notes); !st.ok()) {
              return ErrorResponse(st);
            }
-           return CallUnary(*up, r, up->runs(), &Stub::SubmitRun, req);
+           for (const auto& note : notes) req.add_spec_notes(note);
+           Response response = CallUnary(*up, r, up->runs(), &Stub::SubmitRun, req);
+           if (!notes.empty()) response.headers.emplace_back("Warning", WarningHeader(notes));
+           return response;
          }});
 
   t.Add({.method = "GET",
@@ -151,12 +160,17 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .path = kRun,
          .operation_id = "updateRun",
          .tag = "runs",
-         .summary = "Change a run's max_duration_hours, priority or preemptible.",
+         .summary = "Change a run's max_duration_hours, priority (as the run YAML writes it, "
+                    "\"low\", or PRIORITY_LOW) or preemptible.",
          .params = {RunNameParam(), IdempotencyKeyHeader()},
          .request_body = v1::UpdateRunRequest::descriptor(),
          .response = v1::UpdateRunResponse::descriptor(),
          .rpcs = {"tessera.v1.RunService/UpdateRun"},
-         .handler = OnRun(up, true, &Stub::UpdateRun)});
+         .handler = [up](const Request& r) -> HandlerResult {
+           v1::UpdateRunRequest req;
+           if (absl::Status st = BindUpdateRun(r, &req); !st.ok()) return ErrorResponse(st);
+           return CallUnary(*up, r, up->runs(), &Stub::UpdateRun, req);
+         }});
 
   t.Add({.method = "DELETE",
          .path = kRun,

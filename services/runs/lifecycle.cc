@@ -200,6 +200,17 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
     }
     case v1::RUN_STATUS_RUNNING: {
       *a.mutable_started_at() = ToProtoTime(now);
+      if (!update.image_digest().empty()) {
+        a.set_image_digest(update.image_digest());
+        if (r.image_digest().empty()) {
+          // Pinned: resumptions run exactly this image, whatever its tag points to later.
+          r.set_image_digest(update.image_digest());
+          t.events.push_back(MakeEvent(
+              r, v1::RUN_EVENT_TYPE_SETUP,
+              absl::StrCat("Running image ", run.spec().image(), " (", update.image_digest(), ")"),
+              now));
+        }
+      }
       a.set_resumed_from_step(update.resumed_from_step());
       if (!r.has_started_at()) *r.mutable_started_at() = ToProtoTime(now);
       if (run.status() == v1::RUN_STATUS_STARTING) r.set_status(v1::RUN_STATUS_RUNNING);
@@ -235,6 +246,12 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
         t.events.push_back(
             MakeEvent(r, v1::RUN_EVENT_TYPE_STOPPED,
                       why.empty() ? "Run stopped" : absl::StrCat("Run stopped: ", why), now));
+      } else if (reason == v1::ATTEMPT_END_REASON_SETUP_FAILED) {
+        // The run's own doing (an image that does not exist, or that it may not pull): trying
+        // again elsewhere would fail the same way.
+        Finish(r, v1::RUN_STATUS_FAILED, update.reason(), now);
+        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED,
+                                     absl::StrCat("Run failed: ", update.reason()), now));
       } else if (reason == v1::ATTEMPT_END_REASON_USER_EXIT ||
                  reason == v1::ATTEMPT_END_REASON_UNSPECIFIED) {
         const int code = FirstExitCode(update);

@@ -6,6 +6,8 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "proto/policy/images.h"
+#include "runspec/integrations.h"
 #include "runspec/run_spec_parser.h"
 #include "services/common/rpc.h"
 #include "services/runs/describe.h"
@@ -102,16 +104,34 @@ absl::StatusOr<v1::Run> RunManager::ReadChangeable(const Who& who, const std::st
 }
 
 absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
-    const Who& who, const v1::RunSpec& spec, const std::string& message,
-    const std::optional<store::IdempotentRunWrite>& idem) {
-  TESSERA_RETURN_IF_ERROR(spec::ValidateRunSpec(spec));
+    const Who& who, const v1::RunSpec& written, std::vector<std::string> notes,
+    const std::string& message, const std::optional<store::IdempotentRunWrite>& idem) {
+  if (notes.size() > kMaxSpecNotes) notes.resize(kMaxSpecNotes);
+  for (auto& note : notes) {
+    if (note.size() > kMaxSpecNoteBytes) note = note.substr(0, kMaxSpecNoteBytes) + "...";
+  }
+  // A run over the API gets what mcli's YAML gets: older names mapped, its name made valid.
+  v1::RunSpec spec = written;
+  TESSERA_RETURN_IF_ERROR(spec::NormalizeRunSpec(&spec, &notes));
+  TESSERA_RETURN_IF_ERROR(spec::ValidateIntegrations(spec));
   const double hang = spec.scheduling().hang_timeout_seconds();
   if (hang > 0 && absl::Seconds(hang) < options_.min_hang_timeout) {
     return absl::InvalidArgumentError(absl::StrCat(
         "scheduling.hang_timeout: at least ", absl::ToDoubleSeconds(options_.min_hang_timeout),
         " seconds on this cluster (got ", hang, "), or leave it out"));
   }
+  if (IsHostImage(spec.image()) && !options_.allow_host_image) {
+    return absl::InvalidArgumentError(
+        spec.image().empty()
+            ? "image: required on this cluster (it runs every rank in its image; an admin may "
+              "allow runs on the nodes' own system with tessera-server --allow-host-image)"
+            : "image: 'host' runs on the nodes' own system, which this cluster does not allow "
+              "(tessera-server --allow-host-image); name an image");
+  }
   TESSERA_RETURN_IF_ERROR(fit_->CheckFit(spec.compute()));
+  // One uid per user on every node: the sandbox runs the user's ranks as it.
+  auto uid = runs_->UserUid(who.user);
+  if (!uid.ok()) return uid.status();
   // mcli appends a short random suffix so that the same YAML can be submitted many times.
   for (int attempt = 0; attempt < 8; ++attempt) {
     const absl::Time now = clock_->Now();
@@ -119,13 +139,26 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
     run.set_id(absl::StrCat("run-", RandomSuffix(20)));
     run.set_name(absl::StrCat(spec.name(), "-", RandomSuffix(4 + attempt / 2)));
     run.set_user(who.user);
+    run.set_user_uid(*uid);
     *run.mutable_spec() = spec;
     run.set_status(v1::RUN_STATUS_PENDING);
     *run.mutable_created_at() = ToProtoTime(now);
     *run.mutable_updated_at() = ToProtoTime(now);
     run.set_resumption_index(-1);
-    auto created =
-        runs_->CreateRun(run, {MakeEvent(run, v1::RUN_EVENT_TYPE_CREATED, message, now)}, idem);
+    std::vector<v1::RunEvent> events = {MakeEvent(run, v1::RUN_EVENT_TYPE_CREATED, message, now)};
+    for (const auto& note : notes) {
+      events.push_back(
+          MakeEvent(run, v1::RUN_EVENT_TYPE_CREATED, absl::StrCat("Note: ", note), now));
+    }
+    for (const auto& type : spec::RecordedOnlyIntegrations(spec)) {
+      events.push_back(MakeEvent(
+          run, v1::RUN_EVENT_TYPE_SETUP,
+          absl::StrCat("Warning: integration ", type,
+                       " is recorded with the run; Tessera runs only git_repo, pip_packages and "
+                       "apt_packages"),
+          now));
+    }
+    auto created = runs_->CreateRun(run, events, idem);
     if (!absl::IsAlreadyExists(created.status())) return created;
   }
   return absl::InternalError("could not find a free run name after 8 tries");
@@ -137,8 +170,9 @@ absl::Status RunManager::SubmitRun(const Who& who, const v1::SubmitRunRequest& r
   return idem_->RunAtomically(
       absl::StrCat("SubmitRun/", who.user), req.idempotency_key(), req, resp,
       [&](const auto& key) -> absl::Status {
-        auto run = CreateFromSpec(who, req.spec(), "Run created",
-                                  RecordWithRun<v1::SubmitRunResponse>(key));
+        auto run =
+            CreateFromSpec(who, req.spec(), {req.spec_notes().begin(), req.spec_notes().end()},
+                           "Run created", RecordWithRun<v1::SubmitRunResponse>(key));
         if (!run.ok()) return run.status();
         *resp->mutable_run() = *std::move(run);
         spdlog::info("run {} submitted by {}", resp->run().name(), who.user);
@@ -375,16 +409,16 @@ absl::Status RunManager::CloneRun(const Who& who, const v1::CloneRunRequest& req
   if (!source.ok()) return source.status();
   v1::RunSpec spec = source->spec();
   if (!req.new_name().empty()) spec.set_name(req.new_name());
-  return idem_->RunAtomically(
-      absl::StrCat("CloneRun/", who.user), req.idempotency_key(), req, resp,
-      [&](const auto& key) -> absl::Status {
-        auto run =
-            CreateFromSpec(who, spec, absl::StrCat("Run created as a clone of ", source->name()),
-                           RecordWithRun<v1::CloneRunResponse>(key));
-        if (!run.ok()) return run.status();
-        *resp->mutable_run() = *std::move(run);
-        return absl::OkStatus();
-      });
+  return idem_->RunAtomically(absl::StrCat("CloneRun/", who.user), req.idempotency_key(), req, resp,
+                              [&](const auto& key) -> absl::Status {
+                                auto run = CreateFromSpec(
+                                    who, spec, {},
+                                    absl::StrCat("Run created as a clone of ", source->name()),
+                                    RecordWithRun<v1::CloneRunResponse>(key));
+                                if (!run.ok()) return run.status();
+                                *resp->mutable_run() = *std::move(run);
+                                return absl::OkStatus();
+                              });
 }
 
 absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& req,

@@ -28,7 +28,13 @@ struct RunManagerOptions {
   // The logs of a run that ended this long ago are deleted (ExpireLogs); zero: kept until the
   // run is deleted.
   absl::Duration log_retention = absl::ZeroDuration();
+  // Whether runs may name no image (or `image: host`) and run on the nodes' own root file
+  // system (tessera-server --allow-host-image): for development clusters and the quick start.
+  bool allow_host_image = false;
 };
+
+inline constexpr size_t kMaxSpecNotes = 32;
+inline constexpr size_t kMaxSpecNoteBytes = 512;
 
 class RunManager {
  public:
@@ -80,12 +86,15 @@ class RunManager {
   absl::StatusOr<v1::Run> ReadChangeable(const Who& who, const std::string& name);
   // Creates a run from a validated spec with a unique suffixed name.
   // `idem` is recorded in the run's creating transaction (see IdempotentCalls::RunAtomically).
-  absl::StatusOr<v1::Run> CreateFromSpec(const Who& who, const v1::RunSpec& spec,
-                                         const std::string& message,
+  // `notes`: what the client read otherwise than written; the spec's own normalization adds to
+  // them; each becomes an event.
+  absl::StatusOr<v1::Run> CreateFromSpec(const Who& who, const v1::RunSpec& written,
+                                         std::vector<std::string> notes, const std::string& message,
                                          const std::optional<store::IdempotentRunWrite>& idem = {});
   // Applies `change` to the freshest copy of the run, retrying when another writer wins. A
   // `fence` makes the write one of a leader's term (refused once that term ended); `idem` is
   // recorded with the write (a change that changes nothing writes and records nothing).
+  absl::Status RecordNote(const v1::RecordAttemptRequest& req, v1::RecordAttemptResponse* resp);
   absl::StatusOr<v1::Run> Mutate(const std::string& run_id,
                                  const std::function<absl::StatusOr<Transition>(
                                      const v1::Run&, const std::vector<v1::Attempt>&)>& change,

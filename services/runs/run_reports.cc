@@ -16,6 +16,7 @@ absl::Status RunManager::RecordAttempt(const Who& who, const v1::RecordAttemptRe
                                        v1::RecordAttemptResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireSystem(who, "RecordAttempt"));
   if (req.attempt().run_id().empty()) return absl::InvalidArgumentError("attempt.run_id: required");
+  if (!req.note().empty()) return RecordNote(req, resp);
   // A scheduler that leads a term says so; its writes are refused once a newer term began.
   std::optional<store::WriteFence> fence;
   if (req.leader_epoch() != 0) {
@@ -27,6 +28,25 @@ absl::Status RunManager::RecordAttempt(const Who& who, const v1::RecordAttemptRe
         return ApplyAttemptUpdate(r, CurrentAttempt(r, attempts), req.attempt(), clock_->Now());
       },
       fence);
+  if (!run.ok()) return run.status();
+  *resp->mutable_run() = *std::move(run);
+  return absl::OkStatus();
+}
+
+absl::Status RunManager::RecordNote(const v1::RecordAttemptRequest& req,
+                                    v1::RecordAttemptResponse* resp) {
+  if (req.note().size() > 4096) return absl::InvalidArgumentError("note: at most 4096 bytes");
+  auto run = Mutate(
+      req.attempt().run_id(), [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
+        Transition t{r, {}, {}, true};
+        // A late note of an earlier attempt, or of one that is over, is not news.
+        if (r.resumption_index() != req.attempt().resumption_index() || IsTerminal(r.status())) {
+          t.changed = false;
+          return t;
+        }
+        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_SETUP, req.note(), clock_->Now()));
+        return t;
+      });
   if (!run.ok()) return run.status();
   *resp->mutable_run() = *std::move(run);
   return absl::OkStatus();

@@ -15,6 +15,7 @@
 #include "services/cordon/cordon_service.h"
 #include "services/logs/log_service.h"
 #include "services/runs/run_service.h"
+#include "services/runs/secret_service.h"
 #include "services/store/fenced_node_store.h"
 
 namespace tessera::server {
@@ -47,8 +48,13 @@ class RunsComponent final : public Component {
             logs ? runs::MakeGrpcLogDeleter(logs, system_key,
                                             f.CallOptions(runs::kLogDeleterOptions))
                  : nullptr,
-            f.random, runs::RunManagerOptions{.min_hang_timeout = o.min_hang_timeout})),
+            f.random,
+            runs::RunManagerOptions{.min_hang_timeout = o.min_hang_timeout,
+                                    .allow_host_image = o.allow_host_image})),
         runs_(manager_, f.authenticator),
+        secrets_(std::make_shared<runs::SecretManager>(f.stores.secrets, f.stores.runs,
+                                                       o.secrets_box, f.clock),
+                 f.authenticator),
         admin_(std::make_shared<admin::AdminHandler>(f.stores.api_keys, f.stores.join_tokens,
                                                      f.stores.audit, f.idempotency, f.clock),
                f.authenticator),
@@ -63,11 +69,12 @@ class RunsComponent final : public Component {
           if (stopped.ok() && *stopped > 0)
             spdlog::info("stopped {} run(s) past max_duration", *stopped);
         }) {}
-  std::vector<grpc::Service*> services() override { return {&runs_, &admin_, &join_}; }
+  std::vector<grpc::Service*> services() override { return {&runs_, &secrets_, &admin_, &join_}; }
 
  private:
   std::shared_ptr<runs::RunManager> manager_;
   runs::RunService runs_;
+  runs::SecretService secrets_;
   admin::AdminService admin_;
   admin::JoinService join_;
   PeriodicRunner timer_;  // last: stopped before what it uses goes

@@ -19,6 +19,7 @@
 #include "services/common/system_credential.h"
 #include "services/common/tls/certificate_authority.h"
 #include "services/logs/log_quota.h"
+#include "services/runs/secret_box.h"
 #include "services/store/stores.h"
 
 namespace tessera::server {
@@ -58,6 +59,9 @@ struct RunsOptions {
   absl::Duration node_certificate_validity = absl::Hours(30 * 24);
   // The shortest hang_timeout a run may ask for.
   absl::Duration min_hang_timeout = absl::Seconds(60);
+  bool allow_host_image = false;
+  // Seals users' secrets (--secrets-key-file); none: the cluster keeps no secrets.
+  std::optional<runs::SecretBox> secrets_box;
 };
 
 // The run manager, the admin API and node joining; `scheduler` answers its submit-time fit

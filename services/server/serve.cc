@@ -172,9 +172,14 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                    "host:port of tessera-logs, to delete the logs of deleted runs (empty: none)");
   }
 
-  std::string ca_key_file;
+  std::string ca_key_file, secrets_key_file;
   double node_certificate_days = 30, system_key_lifetime_minutes = 60;
   if (parts.runs) {
+    app.add_option("--secrets-key-file", secrets_key_file,
+                   "a file (mode 600) holding the 32-byte key, as 64 hex digits (openssl rand "
+                   "-hex 32), that users' secrets are encrypted with at rest (without it, the "
+                   "cluster keeps no secrets)")
+        ->envname("TESSERA_SECRETS_KEY_FILE");
     app.add_option("--tls-ca-key", ca_key_file,
                    "PEM private key of the cluster CA (--tls-ca): nodes that join get a "
                    "certificate signed with it (without it, only a node key)")
@@ -185,7 +190,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
         ->check(CLI::Range(1.0 / 24, 3650.0));
   }
   double min_hang_timeout_seconds = 60;
+  bool allow_host_image = false;
   if (parts.runs) {
+    app.add_flag("--allow-host-image", allow_host_image,
+                 "accept runs with no image (or image: host), which run on the nodes' own root "
+                 "file system (still sandboxed): for development clusters and the quick start");
     app.add_option("--min-hang-timeout-seconds", min_hang_timeout_seconds,
                    "the shortest scheduling.hang_timeout a run may ask for (each hang has its "
                    "node checked by a sweep)")
@@ -299,6 +308,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   RunsOptions runs_options;
   runs_options.node_certificate_validity = absl::Hours(24 * node_certificate_days);
   runs_options.min_hang_timeout = absl::Seconds(min_hang_timeout_seconds);
+  runs_options.allow_host_image = allow_host_image;
   LogsOptions logs_options;
   logs_options.retention = absl::Hours(24 * log_retention_days);
   for (const auto& [flag, text, into] :
@@ -314,6 +324,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
       return Fail(absl::InvalidArgumentError(absl::StrCat(flag, ": ", size.status().message())));
     }
     *into = *size;
+  }
+  if (!secrets_key_file.empty()) {
+    auto box = runs::SecretBox::FromKeyFile(secrets_key_file);
+    if (!box.ok()) return Fail(box.status());
+    runs_options.secrets_box = *std::move(box);
   }
   if (!ca_key_file.empty()) {
     if (host.tls.ca_file.empty()) {

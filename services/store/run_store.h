@@ -70,6 +70,14 @@ class RunStore {
   // Events of every run with ids above `after_id`, oldest first, at most `limit` (0: all):
   // what a watcher polls to follow every change.
   virtual absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id, int limit) = 0;
+
+  // The unprivileged uid every node runs `user`'s ranks as: given once, on first asking, from
+  // kFirstUserUid up, and never reused, so two users never share one and a user's files on a
+  // shared file system stay theirs across nodes and restarts.
+  virtual absl::StatusOr<int64_t> UserUid(std::string_view user) = 0;
 };
+
+// Far above the ids of the nodes' own accounts (useradd hands out 1000 to 59999).
+inline constexpr int64_t kFirstUserUid = 100000;
 
 }  // namespace tessera::store

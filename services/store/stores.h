@@ -16,6 +16,7 @@
 #include "services/store/node_event_store.h"
 #include "services/store/node_store.h"
 #include "services/store/run_store.h"
+#include "services/store/secret_store.h"
 
 namespace tessera::store {
 
@@ -30,6 +31,7 @@ struct Stores {
   std::shared_ptr<IdempotencyStore> idempotency;
   std::shared_ptr<LogStore> logs;
   std::shared_ptr<LeaderLockStore> leader_locks;
+  std::shared_ptr<SecretStore> secrets;
 };
 
 struct PostgresOptions {

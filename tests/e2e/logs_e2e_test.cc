@@ -28,7 +28,7 @@ TEST_CASE("mcli run submit --follow shows the run's status and its ranks' output
   c.StartWorker("node-a");
   c.StartWorker("node-b");
   const std::string yaml = WriteFile("hello.yaml", R"(name: hello
-image: none
+image: host
 command: |
   echo "hello from rank $RANK of $WORLD_SIZE"
   sleep 1
@@ -52,7 +52,7 @@ TEST_CASE("mcli logs filters by rank, tails, and shows a failed run's failing ra
   LocalCluster c;
   c.StartWorker("node-a");
   const std::string yaml = WriteFile("fail.yaml", R"(name: boom
-image: none
+image: host
 command: |
   i=0; while [ $i -lt 20 ]; do echo "rank $RANK line $i"; i=$((i+1)); done
   if [ "$RANK" = 1 ]; then

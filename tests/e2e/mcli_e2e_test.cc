@@ -42,7 +42,7 @@ TEST_CASE("a user submits, watches, describes and stops runs with mcli", "[e2e]"
   const std::string ep = server.endpoint();
 
   const std::string yaml = WriteFile("run.yaml", R"(name: gpt-tiny
-image: tessera/train:latest
+image: host
 command: python train.py
 compute:
   cluster: local

@@ -21,7 +21,11 @@ std::vector<std::string> WorkerArgv(const std::string& name, const std::string& 
           name, "--cluster", "local", "--address", "127.0.0.1", "--simulate-gpus",
           std::to_string(gpus), "--state-dir", state_dir,
           // Tests talk over loopback; the security suite swaps this for TLS (tls_fixture.h).
-          "--plaintext"};
+          "--plaintext",
+          // Ranks on the host, where tests watch them by pid and markers in the test's folders;
+          // the sandbox has its own suite (sandbox_test), and the local cluster's scripts run
+          // in it.
+          "--sandbox", "off"};
 }
 
 std::vector<std::string> TrainingRankEnv(const std::string& shared) {

@@ -28,6 +28,11 @@ ServerProcess StartServer(const std::string& binary, const std::string& database
     argv.push_back("--http-listen");
     argv.push_back("127.0.0.1:0");
   }
+  // Tests run on the host unless they name an image (the sandbox_test pulls real ones).
+  if ((binary == "tessera-server" || binary == "tessera-runs") &&
+      std::find(extra.begin(), extra.end(), "--no-host-image") == extra.end()) {
+    argv.push_back("--allow-host-image");
+  }
   // Loopback in plain text, unless the test serves TLS.
   if (std::find(extra.begin(), extra.end(), "--tls-cert") == extra.end()) {
     argv.push_back("--plaintext");
@@ -64,6 +69,7 @@ Client::Client(const std::shared_ptr<grpc::Channel>& channel, std::string k) : k
   scheduler = v1::SchedulerService::NewStub(channel);
   cordon = v1::CordonService::NewStub(channel);
   admin = v1::AdminService::NewStub(channel);
+  secrets = v1::SecretService::NewStub(channel);
 }
 
 std::unique_ptr<grpc::ClientContext> Client::Ctx() const {

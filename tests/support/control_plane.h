@@ -13,6 +13,7 @@
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
+#include "tessera/v1/secrets.grpc.pb.h"
 #include "tests/support/binaries.h"
 #include "tests/support/fake_worker.h"
 #include "tests/support/postgres_server.h"
@@ -62,6 +63,7 @@ class Client {
   std::unique_ptr<v1::SchedulerService::Stub> scheduler;
   std::unique_ptr<v1::CordonService::Stub> cordon;
   std::unique_ptr<v1::AdminService::Stub> admin;
+  std::unique_ptr<v1::SecretService::Stub> secrets;
   std::string key;
 };
 

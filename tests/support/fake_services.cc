@@ -242,6 +242,30 @@ Status FakeHealthService::ListHealthResults(ServerContext* context,
 
 // FakeAdminService
 
+Status FakeSecretService::CreateSecret(ServerContext* context,
+                                       const v1::CreateSecretRequest* request,
+                                       v1::CreateSecretResponse* response) {
+  *response->mutable_secret() = request->secret();
+  response->mutable_secret()->set_user("alice");
+  return recorder_.Record(context, "CreateSecret", *request);
+}
+
+Status FakeSecretService::ListSecrets(ServerContext* context, const v1::ListSecretsRequest* request,
+                                      v1::ListSecretsResponse* response) {
+  v1::Secret* s = response->add_secrets();
+  s->set_name("hf");
+  s->set_user("alice");
+  s->set_type(v1::SECRET_TYPE_ENVIRONMENT);
+  s->set_env_key("HF_TOKEN");
+  return recorder_.Record(context, "ListSecrets", *request);
+}
+
+Status FakeSecretService::DeleteSecret(ServerContext* context,
+                                       const v1::DeleteSecretRequest* request,
+                                       v1::DeleteSecretResponse*) {
+  return recorder_.Record(context, "DeleteSecret", *request);
+}
+
 FakeAdminService::FakeAdminService(Recorder& recorder) : recorder_(recorder) {}
 
 Status FakeAdminService::CreateApiKey(ServerContext* context,
@@ -316,7 +340,8 @@ FakeServices::FakeServices()
       cordon(recorder, stream),
       health(recorder),
       admin(recorder),
-      logs(recorder, stream, &runs) {
+      logs(recorder, stream, &runs),
+      secrets(recorder) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(&runs);
@@ -325,6 +350,7 @@ FakeServices::FakeServices()
   builder.RegisterService(&health);
   builder.RegisterService(&admin);
   builder.RegisterService(&logs);
+  builder.RegisterService(&secrets);
   server_ = builder.BuildAndStart();
   REQUIRE(server_ != nullptr);
   REQUIRE(port_ > 0);

@@ -38,6 +38,7 @@
 #include "tessera/v1/logs.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
+#include "tessera/v1/secrets.grpc.pb.h"
 
 namespace tessera::testing {
 
@@ -313,6 +314,22 @@ class FakeAdminService final : public v1::AdminService::Service {
   Recorder& recorder_;
 };
 
+// Secrets: one, "hf", an environment secret of alice's; creates answer what they were given,
+// without the value.
+class FakeSecretService final : public v1::SecretService::Service {
+ public:
+  explicit FakeSecretService(Recorder& recorder) : recorder_(recorder) {}
+  grpc::Status CreateSecret(grpc::ServerContext* context, const v1::CreateSecretRequest* request,
+                            v1::CreateSecretResponse* response) override;
+  grpc::Status ListSecrets(grpc::ServerContext* context, const v1::ListSecretsRequest* request,
+                           v1::ListSecretsResponse* response) override;
+  grpc::Status DeleteSecret(grpc::ServerContext* context, const v1::DeleteSecretRequest* request,
+                            v1::DeleteSecretResponse* response) override;
+
+ private:
+  Recorder& recorder_;
+};
+
 class FakeLogService final : public v1::LogService::Service {
  public:
   // `runs` is told when a simulated attempt ends; it may be null without simulate_attempts.
@@ -373,6 +390,7 @@ class FakeServices {
   FakeHealthService health;
   FakeAdminService admin;
   FakeLogService logs;
+  FakeSecretService secrets;
 
  private:
   int port_ = 0;

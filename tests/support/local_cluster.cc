@@ -79,6 +79,10 @@ WorkerHandle& LocalCluster::StartWorker(const std::string& name, int gpus,
     auto it = std::find(argv.begin(), argv.end(), "--rank-user");
     argv.erase(it, it + 2);
   }
+  if (std::find(extra.begin(), extra.end(), "--sandbox") != extra.end()) {
+    auto it = std::find(argv.begin(), argv.end(), "--sandbox");
+    argv.erase(it, it + 2);
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   if (!env.empty()) {
     std::vector<std::string> with_env = {"/usr/bin/env"};

@@ -8,12 +8,28 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
+#include "proto/policy/images.h"
+#include "runspec/integrations.h"
+#include "worker/daemon/integration_script.h"
+#include "worker/daemon/rank_secrets.h"
 #include "worker/daemon/owned_children.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;
 
 namespace {
+
+// A user's name as a folder name: kept when it is a plain name, else replaced by its uid.
+std::string UserFolderName(const v1::StartAttempt& start) {
+  const std::string& user = start.user();
+  const bool plain =
+      !user.empty() && user.size() <= 64 && user != "." && user != ".." &&
+      std::all_of(user.begin(), user.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+               c == '@';
+      });
+  return plain ? user : absl::StrCat("uid-", start.user_uid());
+}
 
 absl::Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
@@ -46,6 +62,15 @@ AttemptManager::~AttemptManager() {
     }
     stoppers.swap(stoppers_);
   }
+  std::vector<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> preparers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, a] : attempts_) a.cancelled = a.cancelled || a.preparing;
+    preparers.swap(preparers_);
+  }
+  // A pull under way finishes first (skopeo has no way to be interrupted halfway cleanly);
+  // what it prepared is not launched.
+  for (auto& [t, done] : preparers) t.join();
   for (auto& t : stoppers) t.join();
   if (!running.empty()) StopAll(running, absl::Seconds(2), *clock_);
   absl::MutexLock lock(&mu_);
@@ -121,6 +146,7 @@ int AttemptManager::CleanUpPreviousIncarnation() {
       on_rank_done_(OutputOf(a, rank.rank));
     }
     (void)records_.Remove(record.run_id, record.resumption_index);
+    RemoveSecretFiles(a.paths);
     absl::MutexLock lock(&mu_);
     Queue(std::move(u));
     attempts_[{record.run_id, record.resumption_index}] = std::move(a);
@@ -151,20 +177,197 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
                  start.run_id(), stale.size(), start.resumption_index());
     StopAll(stale, absl::ZeroDuration(), *clock_);
   }
+  const bool host = IsHostImage(start.image());
+  if (!host || HasRunIntegrations(start.integrations())) {
+    if (!host && (!options_.sandbox || !options_.images)) {
+      Attempt a;
+      a.start = start;
+      a.ended_at = clock_->Now();
+      v1::AttemptUpdate u;
+      u.set_run_id(start.run_id());
+      u.set_resumption_index(start.resumption_index());
+      u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
+      u.set_detail(absl::StrCat(options_.node_name,
+                                " runs ranks without a sandbox (tessera-worker --sandbox off) "
+                                "and so cannot run image ",
+                                start.image()));
+      absl::MutexLock lock(&mu_);
+      Queue(std::move(u));
+      attempts_[key] = std::move(a);
+      return absl::FailedPreconditionError("this node runs no images");
+    }
+    absl::MutexLock lock(&mu_);
+    Attempt a;
+    a.start = start;
+    a.paths = PathsFor(options_.state_dir, start.run_id(), start.resumption_index());
+    a.preparing = true;
+    attempts_[key] = std::move(a);
+    // Pulling an image and running integrations take long: the control stream must not wait.
+    for (auto it = preparers_.begin(); it != preparers_.end();) {
+      if (!it->second->load()) {
+        ++it;
+        continue;
+      }
+      it->first.join();
+      it = preparers_.erase(it);
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    preparers_.emplace_back(std::thread([this, start, done] {
+                              Prepare(start);
+                              done->store(true);
+                            }),
+                            done);
+    return absl::OkStatus();
+  }
+  return Launch(start, RankRoot{}, "", false);
+}
+
+void AttemptManager::Prepare(const v1::StartAttempt& start) {
+  const Key key{start.run_id(), start.resumption_index()};
+  auto progress = [&](const std::string& text) {
+    v1::AttemptUpdate u;
+    u.set_run_id(start.run_id());
+    u.set_resumption_index(start.resumption_index());
+    u.set_phase(v1::ATTEMPT_PHASE_PREPARING);
+    u.set_detail(text);
+    absl::MutexLock lock(&mu_);
+    Queue(std::move(u));
+  };
+  if (IsHostImage(start.image())) {
+    (void)Launch(start, RankRoot{}, "", false);
+    return;
+  }
+  // The owner's credentials for the image's registry, if they gave some (a docker-registry
+  // secret), in a file only the worker reads, for this pull only.
+  std::string auth_file;
+  if (const v1::SecretValue* creds =
+          RegistrySecretFor(start, options_.images->RegistryOf(start.image()))) {
+    auth_file = absl::StrCat(options_.state_dir, "/runs/", start.run_id(), "-registry-auth.json");
+    if (auto st = WriteRegistryAuth(auth_file, *creds); !st.ok()) {
+      spdlog::warn("run {}: {}", start.run_id(), st.ToString());
+      auth_file.clear();
+    }
+  }
+  auto image = options_.images->Acquire(start.image(), start.image_digest(), progress, auth_file);
+  if (!auth_file.empty()) {
+    std::error_code ignored;
+    fs::remove(auth_file, ignored);
+  }
+  bool cancelled;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = attempts_.find(key);
+    cancelled = it == attempts_.end() || it->second.cancelled;
+  }
+  if (cancelled) {
+    spdlog::info("run {} attempt {}: stopped while its image was prepared", start.run_id(),
+                 start.resumption_index());
+    if (image.ok()) options_.images->Release(image->digest);
+    return;
+  }
+  if (!image.ok()) {
+    spdlog::warn("run {} attempt {}: {}", start.run_id(), start.resumption_index(),
+                 image.status().ToString());
+    v1::AttemptUpdate u;
+    u.set_run_id(start.run_id());
+    u.set_resumption_index(start.resumption_index());
+    u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
+    u.set_setup_failure(true);
+    u.set_detail(std::string(image.status().message()));
+    absl::MutexLock lock(&mu_);
+    Attempt& a = attempts_[key];
+    a.preparing = false;
+    a.ended_at = clock_->Now();
+    Queue(std::move(u));
+    return;
+  }
+  (void)Launch(start, RankRoot{image->rootfs, image->env}, image->digest, true);
+}
+
+absl::Status AttemptManager::RunIntegrations(const v1::StartAttempt& start, const Attempt& a,
+                                             const RankSpec& first) {
+  RankSpec setup = first;
+  setup.command = IntegrationScript(start.integrations());
+  if (!setup.sandboxed_argv.empty()) setup.sandboxed_argv.back() = setup.command;
+  // Its output is the first rank's, in the run's logs.
+  on_output_(OutputOf(a, first.rank));
+  auto proc = RankProcess::Start(setup);
+  if (!proc.ok()) {
+    return absl::InternalError(
+        absl::StrCat("the integrations could not start: ", proc.status().message()));
+  }
+  spdlog::info("run {} attempt {}: running its integrations (pid {})", start.run_id(),
+               start.resumption_index(), (*proc)->pid());
+  const Key key{start.run_id(), start.resumption_index()};
+  while (!(*proc)->Poll()) {
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = attempts_.find(key);
+      cancelled = it == attempts_.end() || it->second.cancelled;
+    }
+    if (cancelled) {
+      (void)(*proc)->Stop(absl::Seconds(2), *clock_);
+      return absl::CancelledError("stopped while its integrations ran");
+    }
+    clock_->SleepFor(absl::Milliseconds(50));
+  }
+  const ExitInfo exit = *(*proc)->exit();
+  if (exit.exit_code == 0 && !exit.signaled()) return absl::OkStatus();
+  on_rank_done_(OutputOf(a, first.rank));  // what it printed is shipped, and that is all
+  const int index = exit.exit_code - kFirstIntegrationExit;
+  if (index >= 0 && index < start.integrations_size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("integration ", spec::DescribeIntegration(start.integrations(index)),
+                     " failed (its output is in rank ", first.rank, "'s log)"));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("the integrations failed: ", exit.ToString()));
+}
+
+std::optional<RankIdentity> AttemptManager::IdentityFor(const v1::StartAttempt& start) const {
+  if (options_.per_user_uids && start.user_uid() > 0) {
+    const auto id = static_cast<uid_t>(start.user_uid());
+    return RankIdentity{start.user(), id, static_cast<gid_t>(id)};
+  }
+  return options_.rank_identity;
+}
+
+void AttemptManager::CancelPreparing(Attempt& a) {
+  a.cancelled = true;
+  a.preparing = false;
+  a.ended_at = clock_->Now();
+  v1::AttemptUpdate u;
+  u.set_run_id(a.start.run_id());
+  u.set_resumption_index(a.start.resumption_index());
+  u.set_phase(v1::ATTEMPT_PHASE_FINISHED);
+  u.set_detail("stopped before its ranks started (its image was being prepared)");
+  Queue(std::move(u));
+}
+
+absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoot& root,
+                                    const std::string& digest, bool release_on_error) {
+  const Key key{start.run_id(), start.resumption_index()};
   Attempt a;
   a.start = start;
   a.paths = PathsFor(options_.state_dir, start.run_id(), start.resumption_index());
+  bool setup_failure = false;  // the run's own doing (an integration failed), not the node's
   auto fail = [&](const absl::Status& st) {
     v1::AttemptUpdate u;
     u.set_run_id(start.run_id());
     u.set_resumption_index(start.resumption_index());
     u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
+    u.set_setup_failure(setup_failure);
     u.set_detail(std::string(st.message()));
     a.ended_at = clock_->Now();
     a.procs.clear();  // kills whatever did start
-    absl::MutexLock lock(&mu_);
-    Queue(std::move(u));
-    attempts_[key] = std::move(a);
+    RemoveSecretFiles(a.paths);
+    {
+      absl::MutexLock lock(&mu_);
+      Queue(std::move(u));
+      attempts_[key] = std::move(a);
+    }
+    if (release_on_error) options_.images->Release(digest);
     return st;
   };
   auto specs = BuildRankSpecs(start, a.paths, options_.simulated_gpus);
@@ -176,7 +379,16 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
   if (!options_.gpu_model.empty() && start.gpu_indices_size() > 0) {
     for (auto& spec : *specs) spec.env.emplace("TESSERA_GPU_NAME", options_.gpu_model);
   }
-  const auto& identity = options_.rank_identity;
+  const std::optional<RankIdentity> identity = IdentityFor(start);
+  std::string user_shared;
+  if (!options_.shared_dir.empty()) {
+    user_shared = absl::StrCat(options_.shared_dir, "/", UserFolderName(start));
+    std::error_code ec;
+    fs::create_directories(user_shared, ec);
+    if (ec) return fail(absl::InternalError(absl::StrCat("creating ", user_shared, ": ", ec.message())));
+    if (auto st = GiveToRank(user_shared, identity); !st.ok()) return fail(st);
+    for (auto& spec : *specs) spec.env["TESSERA_SHARED_DIR"] = user_shared;
+  }
   for (auto& spec : *specs) {
     spec.identity = identity;
     if (identity) {
@@ -216,6 +428,27 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
       !st.ok()) {
     return fail(st);
   }
+  auto secret_mounts = PlaceSecrets(start, a.paths, identity, options_.sandbox != nullptr, *specs);
+  if (!secret_mounts.ok()) return fail(secret_mounts.status());
+  if (options_.sandbox) {
+    std::vector<sandbox::BindMount> extra = *secret_mounts;
+    if (!user_shared.empty()) extra.push_back({user_shared, user_shared, true, false});
+    for (auto& spec : *specs) {
+      std::optional<int> gpu;
+      if (start.gpu_indices_size() > spec.local_rank) gpu = start.gpu_indices(spec.local_rank);
+      if (auto st = options_.sandbox->Apply(start, a.paths, root, gpu, extra, spec); !st.ok()) {
+        return fail(st);
+      }
+    }
+  }
+  a.image_digest = digest;
+  if (HasRunIntegrations(start.integrations())) {
+    auto st = RunIntegrations(start, a, specs->front());
+    if (!st.ok()) {
+      setup_failure = !absl::IsCancelled(st) && !absl::IsInternal(st);
+      return fail(st);
+    }
+  }
   AttemptRecord record{start.run_id(),    start.run_name(), start.resumption_index(),
                        start.node_rank(), a.paths.dir,      {}};
   for (const auto& spec : *specs) {
@@ -241,9 +474,23 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
   u.set_run_id(start.run_id());
   u.set_resumption_index(start.resumption_index());
   u.set_phase(v1::ATTEMPT_PHASE_STARTED);
-  absl::MutexLock lock(&mu_);
-  Queue(std::move(u));
-  attempts_[key] = std::move(a);
+  u.set_image_digest(digest);
+  std::vector<RankProcess*> late_stop;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = attempts_.find(key);
+    const bool cancelled = it != attempts_.end() && it->second.cancelled;
+    if (!cancelled) {
+      Queue(std::move(u));
+      attempts_[key] = std::move(a);
+      return absl::OkStatus();
+    }
+    // Stopped while its image was unpacked: its FINISHED went out; nothing may run.
+    for (auto& p : a.procs) late_stop.push_back(p.get());
+    StopAll(late_stop, absl::ZeroDuration(), *clock_);
+    (void)records_.Remove(start.run_id(), start.resumption_index());
+  }
+  if (release_on_error) options_.images->Release(digest);
   return absl::OkStatus();
 }
 
@@ -251,6 +498,10 @@ void AttemptManager::Stop(const std::string& run_id, int resumption_index, absl:
   absl::MutexLock lock(&mu_);
   auto it = attempts_.find({run_id, resumption_index});
   if (it == attempts_.end()) return;
+  if (it->second.preparing) {
+    CancelPreparing(it->second);
+    return;
+  }
   std::vector<RankProcess*> procs;
   for (auto& p : it->second.procs) procs.push_back(p.get());
   spdlog::info("run {} attempt {}: stopping {} rank(s), grace {}", run_id, resumption_index,
@@ -264,6 +515,7 @@ int AttemptManager::KillAll() {
   {
     absl::MutexLock lock(&mu_);
     for (auto& [key, a] : attempts_) {
+      if (a.preparing) CancelPreparing(a);
       for (auto& p : a.procs) {
         if (p->exit()) continue;
         procs.push_back(p.get());
@@ -277,6 +529,8 @@ int AttemptManager::KillAll() {
 
 void AttemptManager::Poll() {
   std::vector<RankOutput> done;
+  std::vector<std::string> release;
+  std::vector<std::string> cgroups;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
@@ -287,6 +541,10 @@ void AttemptManager::Poll() {
           it = attempts_.erase(it);
           continue;
         }
+        ++it;
+        continue;
+      }
+      if (a.preparing) {
         ++it;
         continue;
       }
@@ -314,6 +572,11 @@ void AttemptManager::Poll() {
       if (all_exited) {
         a.ended_at = now;
         (void)records_.Remove(it->first.first, it->first.second);
+        RemoveSecretFiles(a.paths);
+        if (!a.image_digest.empty()) release.push_back(a.image_digest);
+        for (const auto& p : a.procs) {
+          cgroups.push_back(RankSandbox::CgroupName(a.start, p->rank()));
+        }
       }
       ++it;
     }
@@ -322,6 +585,13 @@ void AttemptManager::Poll() {
     if (++polls_ % 50 == 0) ReapUnownedZombies();
   }
   for (const auto& d : done) on_rank_done_(d);
+  // Outside mu_: the cache takes its own lock, and calls back (progress) under it.
+  for (const auto& digest : release) {
+    if (options_.images) options_.images->Release(digest);
+  }
+  for (const auto& name : cgroups) {
+    if (options_.sandbox) options_.sandbox->cgroups().Remove(name);
+  }
 }
 
 std::vector<v1::AttemptUpdate> AttemptManager::TakeUpdates() {
@@ -345,6 +615,7 @@ std::vector<v1::LocalAttempt> AttemptManager::LocalAttempts() {
     l.set_run_id(key.first);
     l.set_resumption_index(key.second);
     l.set_lost(a.lost);
+    l.set_preparing(a.preparing);
     for (const auto& p : a.procs) {
       if (!p->exit()) l.add_running_ranks(p->rank());
     }
@@ -363,6 +634,13 @@ std::vector<pid_t> AttemptManager::RankProcessGroups() {
     }
   }
   return groups;
+}
+
+int AttemptManager::preparing() {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (const auto& [key, a] : attempts_) n += a.preparing ? 1 : 0;
+  return n;
 }
 
 int AttemptManager::running_ranks() {

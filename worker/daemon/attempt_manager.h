@@ -4,6 +4,7 @@
 // AttemptUpdates and heartbeats; the log shipper is told about every rank's output files.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -23,6 +24,8 @@
 #include "worker/daemon/attempt_record.h"
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_launcher.h"
+#include "worker/daemon/rank_sandbox.h"
+#include "worker/image/image_cache.h"
 
 namespace tessera::worker {
 
@@ -39,6 +42,17 @@ struct AttemptManagerOptions {
   // How long an ended attempt stays in heartbeats, so a control plane that missed its FINISHED
   // (it restarted, or a standby took over) still learns how it ended.
   absl::Duration keep_ended = absl::Seconds(60);
+  // Ranks run in this sandbox; null: directly on the node (tessera-worker --sandbox off), which
+  // then runs no images.
+  std::shared_ptr<const RankSandbox> sandbox;
+  // Pulls and unpacks the runs' images; null: this node runs only `image: host` runs.
+  std::shared_ptr<image::ImageCache> images;
+  // Run each user's ranks as the uid the control plane gave that user (a root worker without
+  // --rank-user); rank_identity is then for runs that came without one.
+  bool per_user_uids = false;
+  // The cluster's shared folder (--shared-dir): each user gets PATH/<user>, theirs alone,
+  // bound into their ranks' sandboxes and named by TESSERA_SHARED_DIR.
+  std::string shared_dir;
 };
 
 class AttemptManager {
@@ -73,6 +87,8 @@ class AttemptManager {
   // Every attempt this node knows: running ranks, exited ranks, lost.
   std::vector<v1::LocalAttempt> LocalAttempts();
   int running_ranks();
+  // Attempts still preparing (pulling their image).
+  int preparing();
   // The process groups of every running rank (for fault injection's throttle).
   std::vector<pid_t> RankProcessGroups();
 
@@ -85,6 +101,9 @@ class AttemptManager {
     std::map<int, bool> reported;  // rank -> exit reported
     bool lost = false;
     bool fenced = false;  // its ranks were killed for want of a lease
+    bool preparing = false;  // its image is being pulled; no rank yet
+    bool cancelled = false;  // stopped (or fenced) while preparing: never launched
+    std::string image_digest;  // in use while the attempt runs
     std::optional<absl::Time> ended_at;
   };
   using Key = std::pair<std::string, int>;
@@ -92,6 +111,19 @@ class AttemptManager {
   v1::RankExit ExitOf(const Attempt& a, int rank, const ExitInfo& info) const;
   RankOutput OutputOf(const Attempt& a, int rank) const;
   void Queue(v1::AttemptUpdate u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pulls the attempt's image (on a thread of its own), then launches it.
+  void Prepare(const v1::StartAttempt& start);
+  // Starts the ranks in `root` (the host's or an image's).
+  absl::Status Launch(const v1::StartAttempt& start, const RankRoot& root,
+                      const std::string& digest, bool release_on_error);
+  // Runs the attempt's integrations in `first`'s sandbox before any rank starts; an error names
+  // the integration that failed (CANCELLED: stopped meanwhile).
+  absl::Status RunIntegrations(const v1::StartAttempt& start, const Attempt& a,
+                               const RankSpec& first);
+  // Who the attempt's ranks run as.
+  std::optional<RankIdentity> IdentityFor(const v1::StartAttempt& start) const;
+  // Ends a preparing attempt without ranks: FINISHED, so a stop completes.
+  void CancelPreparing(Attempt& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AttemptManagerOptions options_;
   const std::shared_ptr<Clock> clock_;
@@ -101,6 +133,9 @@ class AttemptManager {
   std::map<Key, Attempt> attempts_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::AttemptUpdate> pending_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> stoppers_ ABSL_GUARDED_BY(mu_);
+  // Threads preparing attempts, and whether each is done (then joined at the next Start).
+  std::vector<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> preparers_
+      ABSL_GUARDED_BY(mu_);
   int64_t polls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -13,6 +13,7 @@
 #include "worker/daemon/node_credentials.h"
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_identity.h"
+#include "worker/daemon/sandbox_flags.h"
 #include "worker/daemon/worker_daemon.h"
 
 namespace {
@@ -104,6 +105,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   tessera::tls::AddTlsFlags(app, o.tls);
+  tessera::worker::SandboxFlags sandbox_flags;
+  tessera::worker::AddSandboxFlags(app, sandbox_flags);
   CLI11_PARSE(app, argc, argv);
 
   if (auto st = tessera::ConfigureLogging(log_level); !st.ok())
@@ -162,9 +165,11 @@ int main(int argc, char** argv) {
   auto key = tessera::worker::ReadKeyFile(api_key_file);
   if (!key.ok()) return Fail(std::string(key.status().message()));
   o.api_key = *std::move(key);
-  auto identity = tessera::worker::ResolveRankUser(rank_user, ::geteuid());
-  if (!identity.ok()) return Fail(std::string(identity.status().message()));
-  o.rank_identity = *identity;
+  if (!rank_user.empty() || ::geteuid() != 0) {
+    auto identity = tessera::worker::ResolveRankUser(rank_user, ::geteuid());
+    if (!identity.ok()) return Fail(std::string(identity.status().message()));
+    o.rank_identity = *identity;
+  }
   for (const auto& label : labels) {
     std::pair<std::string, std::string> kv = absl::StrSplit(label, absl::MaxSplits('=', 1));
     if (kv.first.empty() || label.find('=') == std::string::npos) {
@@ -181,6 +186,9 @@ int main(int argc, char** argv) {
       return Fail("--rank-env: " + kv.first + " is set by Tessera for every rank");
     }
     o.rank_env[kv.first] = kv.second;
+  }
+  if (auto st = tessera::worker::ApplySandboxFlags(sandbox_flags, rank_user, o); !st.ok()) {
+    return Fail(std::string(st.message()));
   }
   o.fence_margin = absl::Milliseconds(fence_margin_ms);
   o.keep_finished = absl::Seconds(keep_finished_hours * 3600);

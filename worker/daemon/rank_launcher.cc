@@ -30,7 +30,7 @@ constexpr absl::Duration kPollInterval = absl::Milliseconds(10);
 constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LANG"};
 
 // What a child that failed before exec reports through the error pipe.
-enum class ChildStage : int { kSetpgid = 1, kChdir, kDup, kExec, kSetuid };
+enum class ChildStage : int { kSetpgid = 1, kChdir, kDup, kExec, kSetuid, kCgroup };
 struct ChildError {
   ChildStage stage;
   int err;
@@ -86,7 +86,8 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
 // Runs in the forked child: only async-signal-safe calls, no allocation.
 [[noreturn]] void ExecChild(const char* dir, int out_fd, int err_fd, int null_fd, int pipe_fd,
                             const RankIdentity* identity, const char* shell, char* const argv[],
-                            char* const envp[]) {
+                            char* const envp[], bool sandboxed, const int* cgroup_fds,
+                            size_t cgroup_count) {
   auto fail = [pipe_fd](ChildStage stage) {
     ChildError e{stage, errno};
     ssize_t unused = ::write(pipe_fd, &e, sizeof e);
@@ -102,6 +103,17 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
   std::memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // KILL/STOP: EINVAL
+  if (sandboxed) {
+    // tessera-sandbox-init restores them for the command.
+    struct sigaction ign;
+    std::memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ign, nullptr);
+  }
+  // Into its cgroups while still privileged: everything it starts is limited.
+  for (size_t i = 0; i < cgroup_count; ++i) {
+    if (::write(cgroup_fds[i], "0", 1) != 1) fail(ChildStage::kCgroup);
+  }
   // Groups first, then the gid, then the uid: after setuid nothing else may be changed.
   if (identity != nullptr) {
     const gid_t gid = identity->gid;
@@ -177,10 +189,23 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
   Fd pipe_write(pipe_fds[1]);
 
   // Everything the child needs is built before fork: it must not allocate.
-  std::string shell = spec.shell;
-  std::string dash_c = "-c";
-  std::string command = spec.command;
-  char* argv[] = {shell.data(), dash_c.data(), command.data(), nullptr};
+  std::vector<std::string> argv_strings = spec.sandboxed_argv;
+  if (argv_strings.empty()) argv_strings = {spec.shell, "-c", spec.command};
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const std::string& program = argv_strings.front();
+  std::vector<std::unique_ptr<Fd>> cgroup_files;
+  std::vector<int> cgroup_fds;
+  for (const std::string& path : spec.cgroup_procs) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot open ", path, " for rank ", spec.rank, ": ", ErrnoText(errno)));
+    }
+    cgroup_files.push_back(std::make_unique<Fd>(fd));
+    cgroup_fds.push_back(fd);
+  }
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -188,7 +213,8 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
 
   const pid_t pid = ForkOwnedChild([&] {
     ExecChild(dir_c, out_fd.get(), err_fd.get(), null_fd.get(), pipe_write.get(),
-              spec.identity ? &*spec.identity : nullptr, shell.c_str(), argv, envp.data());
+              spec.identity ? &*spec.identity : nullptr, program.c_str(), argv.data(), envp.data(),
+              !spec.sandboxed_argv.empty(), cgroup_fds.data(), cgroup_fds.size());
   });
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", ErrnoText(errno)));
   // Also from the parent, so the group exists as soon as Start returns. EACCES: the child has
@@ -221,7 +247,10 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
                                                 why));
       case ChildStage::kExec:
         return absl::FailedPreconditionError(
-            absl::StrCat("cannot execute '", spec.shell, "': ", why));
+            absl::StrCat("cannot execute '", program, "': ", why));
+      case ChildStage::kCgroup:
+        return absl::InternalError(
+            absl::StrCat("rank ", spec.rank, " could not join its cgroup: ", why));
     }
     return absl::InternalError(absl::StrCat("rank ", spec.rank, " failed to start: ", why));
   }

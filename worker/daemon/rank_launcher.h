@@ -37,6 +37,12 @@ struct RankSpec {
   std::string shell = "/bin/sh";
   // Run as this user (its uid, gid and no other groups); nullopt: the worker's own.
   std::optional<RankIdentity> identity;
+  // When not empty, the rank runs in a sandbox: this argv (bubblewrap's, ending with
+  // `shell -c command`) is executed instead, with SIGTERM, SIGINT and SIGHUP ignored so that a
+  // stop signal to the group reaches the command and not the sandbox (sandbox_spec.h).
+  std::vector<std::string> sandboxed_argv;
+  // cgroup.procs files the rank joins (writing "0") before it drops its privileges.
+  std::vector<std::string> cgroup_procs;
 };
 
 // How a rank process ended: either it exited (signal == 0, exit_code its status) or a signal

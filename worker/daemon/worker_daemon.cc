@@ -108,7 +108,11 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .simulated_gpus = simulated,
           .gpu_model = simulated || inventory->gpus.empty() ? "" : inventory->gpus[0].model(),
           .rank_env = o.rank_env,
-          .rank_identity = o.rank_identity},
+          .rank_identity = o.rank_identity,
+          .sandbox = o.sandbox,
+          .images = o.images,
+          .per_user_uids = o.per_user_uids,
+          .shared_dir = o.shared_dir},
       d->clock_, [shipper](const RankOutput& out) { shipper->Watch(out); },
       [shipper, progress](const RankOutput& out) {
         shipper->RankDone(out);

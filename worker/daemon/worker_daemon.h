@@ -14,6 +14,7 @@
 #include "services/common/metrics/http_endpoint.h"
 #include "services/common/tls/tls_flags.h"
 #include "worker/daemon/attempt_manager.h"
+#include "worker/daemon/rank_sandbox.h"
 #include "worker/daemon/control_session.h"
 #include "worker/daemon/fence_watchdog.h"
 #include "worker/daemon/progress_watcher.h"
@@ -29,6 +30,11 @@ struct WorkerOptions {
   // other processes on the node could read).
   std::string api_key;
   // Who ranks run as (--rank-user); nullopt: the worker's own user.
+  // The sandbox and the image cache (sandbox_flags.h); null: ranks run directly on the node.
+  std::shared_ptr<const RankSandbox> sandbox;
+  std::shared_ptr<image::ImageCache> images;
+  bool per_user_uids = false;
+  std::string shared_dir;
   std::optional<RankIdentity> rank_identity;
   std::string node_name;
   std::string cluster = "local";

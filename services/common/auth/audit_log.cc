@@ -50,8 +50,11 @@ std::string AuditLog::TargetOf(const google::protobuf::Message& request) {
 std::string AuditLog::DetailOf(const google::protobuf::Message& request) {
   std::unique_ptr<google::protobuf::Message> copy(request.New());
   copy->CopyFrom(request);
-  if (const auto* key = copy->GetDescriptor()->FindFieldByName("idempotency_key")) {
-    copy->GetReflection()->ClearField(copy.get(), key);
+  // Never recorded: a retry's key, and a secret's value (CreateSecret).
+  for (const char* field : {"idempotency_key", "value"}) {
+    if (const auto* f = copy->GetDescriptor()->FindFieldByName(field)) {
+      copy->GetReflection()->ClearField(copy.get(), f);
+    }
   }
   std::string json;
   google::protobuf::util::JsonPrintOptions options;

@@ -65,6 +65,11 @@ const std::vector<RpcRule>& RpcRoleTable() {
       {"tessera.v1.RunService/WatchRuns", kPeopleAndServices},
       {"tessera.v1.RunService/RecordAttempt", kServices},
       {"tessera.v1.RunService/ReportProgress", kServices},
+      // Secrets: each user their own; their values only to the scheduler starting a run.
+      {"tessera.v1.SecretService/CreateSecret", kPeople, kAuditPeople},
+      {"tessera.v1.SecretService/ListSecrets", kPeople},
+      {"tessera.v1.SecretService/DeleteSecret", kPeople, kAuditPeople},
+      {"tessera.v1.SecretService/GetRunSecrets", kServices},
       // Logs: workers push (only their node's attempts: LogHandler checks), people read their
       // own, the run manager deletes a deleted run's.
       {"tessera.v1.LogService/PushLogs", {ROLE_NODE, ROLE_SYSTEM}},

@@ -29,6 +29,7 @@ struct MemoryDatabase {
   std::map<std::pair<std::string, int>, v1::Attempt> attempts ABSL_GUARDED_BY(mu);
   std::vector<v1::RunEvent> run_events ABSL_GUARDED_BY(mu);
   int64_t next_run_event_id ABSL_GUARDED_BY(mu) = 1;
+  std::map<std::string, int64_t, std::less<>> user_uids ABSL_GUARDED_BY(mu);
 
   std::map<std::string, v1::Node> nodes ABSL_GUARDED_BY(mu);
   std::vector<v1::NodeEvent> node_events ABSL_GUARDED_BY(mu);
@@ -40,6 +41,7 @@ struct MemoryDatabase {
 
   std::map<std::string, ApiKeyRecord> api_keys ABSL_GUARDED_BY(mu);        // by id
   std::map<std::string, JoinTokenRecord> join_tokens ABSL_GUARDED_BY(mu);  // by id
+  std::map<std::pair<std::string, std::string>, SecretRecord> secrets ABSL_GUARDED_BY(mu);
   std::vector<v1::AuditRecord> audit ABSL_GUARDED_BY(mu);
   int64_t next_audit_id ABSL_GUARDED_BY(mu) = 1;
 
@@ -117,6 +119,7 @@ std::shared_ptr<NodeEventStore> MakeMemoryNodeEventStore(std::shared_ptr<MemoryD
 std::shared_ptr<HealthStore> MakeMemoryHealthStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<ApiKeyStore> MakeMemoryApiKeyStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<JoinTokenStore> MakeMemoryJoinTokenStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<SecretStore> MakeMemorySecretStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<AuditStore> MakeMemoryAuditStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<IdempotencyStore> MakeMemoryIdempotencyStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<LogStore> MakeMemoryLogStore(std::shared_ptr<MemoryDatabase> db);

@@ -121,6 +121,7 @@ Stores MakeMemoryStores(std::shared_ptr<MemoryDatabase> db) {
   s.idempotency = MakeMemoryIdempotencyStore(db);
   s.logs = MakeMemoryLogStore(db);
   s.leader_locks = MakeMemoryLeaderLockStore(db);
+  s.secrets = MakeMemorySecretStore(db);
   return s;
 }
 

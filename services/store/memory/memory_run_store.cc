@@ -155,6 +155,17 @@ class MemoryRunStore final : public RunStore {
     return out;
   }
 
+  absl::StatusOr<int64_t> UserUid(std::string_view user) override {
+    if (user.empty()) return absl::InvalidArgumentError("user: required for a uid");
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    auto it = db_->user_uids.find(user);
+    if (it != db_->user_uids.end()) return it->second;
+    const int64_t uid = kFirstUserUid + static_cast<int64_t>(db_->user_uids.size());
+    db_->user_uids.emplace(std::string(user), uid);
+    return uid;
+  }
+
   absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id, int limit) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;

@@ -174,6 +174,7 @@ absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
   s.health = MakePgHealthStore(pool);
   s.api_keys = MakePgApiKeyStore(pool);
   s.join_tokens = MakePgJoinTokenStore(pool);
+  s.secrets = MakePgSecretStore(pool);
   s.audit = MakePgAuditStore(pool);
   s.idempotency = MakePgIdempotencyStore(pool);
   s.logs = MakePgLogStore(pool);

@@ -203,6 +203,23 @@ class PgRunStore final : public RunStore {
     return stored;
   }
 
+  absl::StatusOr<int64_t> UserUid(std::string_view user) override {
+    if (user.empty()) return absl::InvalidArgumentError("user: required for a uid");
+    int64_t uid = 0;
+    absl::Status st = pool_->Transact("giving a user a uid", [&](pqxx::work& tx) -> absl::Status {
+      // Two control planes asking at once: one insert wins, both read the winner's uid.
+      tx.exec_params(
+          "INSERT INTO user_uids (user_name, uid) VALUES ($1, $2 + nextval('user_uid_seq')) "
+          "ON CONFLICT (user_name) DO NOTHING",
+          std::string(user), kFirstUserUid - 1);
+      uid = tx.exec_params1("SELECT uid FROM user_uids WHERE user_name = $1", std::string(user))[0]
+                .as<int64_t>();
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return uid;
+  }
+
   absl::StatusOr<std::vector<v1::RunEvent>> ListEvents(std::string_view run_id, int64_t after_id,
                                                        int limit) override {
     std::vector<v1::RunEvent> out;

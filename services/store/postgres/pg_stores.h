@@ -19,6 +19,7 @@ std::shared_ptr<NodeEventStore> MakePgNodeEventStore(std::shared_ptr<PgPool> poo
 std::shared_ptr<HealthStore> MakePgHealthStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<ApiKeyStore> MakePgApiKeyStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<JoinTokenStore> MakePgJoinTokenStore(std::shared_ptr<PgPool> pool);
+std::shared_ptr<SecretStore> MakePgSecretStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<AuditStore> MakePgAuditStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<IdempotencyStore> MakePgIdempotencyStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<LogStore> MakePgLogStore(std::shared_ptr<PgPool> pool);

@@ -264,7 +264,7 @@ TEST_CASE("malformed requests get a 400 and the gateway carries on", "[gateway]"
 
 TEST_CASE("Expect: 100-continue gets its interim answer", "[gateway]") {
   GatewayFixture f;
-  const std::string body = R"({"spec": {"name": "x"}})";
+  const std::string body = R"({"spec": {"name": "x", "command": "y"}})";
   const std::string reply =
       RawExchange(f.port(),
                   "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\n"

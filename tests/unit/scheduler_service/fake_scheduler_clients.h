@@ -1,6 +1,7 @@
 #pragma once
 // The scheduler's clients of other services as in-memory fakes, for its roles' unit tests.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,15 @@ class ListedRuns final : public RunsClient {
     return absl::NotFoundError(attempt.run_id());
   }
   absl::Status ReportProgress(const v1::ReportProgressRequest&) override {
+    return absl::OkStatus();
+  }
+  std::map<std::string, std::vector<v1::SecretValue>> secrets;  // by run id
+  absl::StatusOr<std::vector<v1::SecretValue>> RunSecrets(const std::string& run_id) override {
+    return secrets[run_id];
+  }
+  std::vector<std::string> notes;
+  absl::Status RecordNote(const std::string&, int, const std::string& note) override {
+    notes.push_back(note);
     return absl::OkStatus();
   }
 };

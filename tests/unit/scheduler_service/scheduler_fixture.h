@@ -92,6 +92,20 @@ class DirectRuns final : public RunsClient {
     v1::ReportProgressResponse resp;
     return m_.ReportProgress(kSystem, req, &resp);
   }
+  absl::StatusOr<std::vector<v1::SecretValue>> RunSecrets(const std::string&) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    return std::vector<v1::SecretValue>{};
+  }
+  absl::Status RecordNote(const std::string& run_id, int resumption_index,
+                          const std::string& note) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    v1::RecordAttemptRequest req;
+    req.mutable_attempt()->set_run_id(run_id);
+    req.mutable_attempt()->set_resumption_index(resumption_index);
+    req.set_note(note);
+    v1::RecordAttemptResponse resp;
+    return m_.RecordAttempt(kSystem, req, &resp);
+  }
 
  private:
   runs::RunManager& m_;
@@ -104,7 +118,11 @@ struct Fixture {
   std::shared_ptr<Outage> outage = std::make_shared<Outage>();
   runs::RunManager manager{stores.runs,
                            std::make_shared<IdempotentCalls>(stores.idempotency, clock),
-                           std::make_shared<AlwaysFits>(), clock};
+                           std::make_shared<AlwaysFits>(),
+                           clock,
+                           nullptr,
+                           SystemRandom::Shared(),
+                           runs::RunManagerOptions{.allow_host_image = true}};
   std::shared_ptr<WorkerRegistry> workers = std::make_shared<WorkerRegistry>();
   std::vector<std::pair<std::string, v1::ControlMessage>> sent;
   std::shared_ptr<IdempotentCalls> idem =

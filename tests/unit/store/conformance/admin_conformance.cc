@@ -150,3 +150,45 @@ CONFORMANCE_CASE("audit: appended with increasing ids, read newest first with fi
 
 }  // namespace
 }  // namespace tessera::store::conformance
+
+namespace tessera::store::conformance {
+namespace {
+
+SecretRecord Sealed(const std::string& user, const std::string& name, const std::string& sealed) {
+  SecretRecord r;
+  r.secret.set_user(user);
+  r.secret.set_name(name);
+  r.secret.set_type(v1::SECRET_TYPE_ENVIRONMENT);
+  r.secret.set_env_key("HF_TOKEN");
+  r.sealed = sealed;
+  return r;
+}
+
+CONFORMANCE_CASE("secrets: named within their user, listed by name, deleted once") {
+  Stores stores = FreshStores();
+  // Bytes of every value, a NUL included: a sealed value is binary.
+  const std::string binary("\x00\xff sealed \x01", 11);
+  REQUIRE(stores.secrets->CreateSecret(Sealed("alice", "hf", binary)).ok());
+  REQUIRE(stores.secrets->CreateSecret(Sealed("alice", "aws", "a")).ok());
+  REQUIRE(stores.secrets->CreateSecret(Sealed("bob", "hf", "b")).ok());
+  CHECK(stores.secrets->CreateSecret(Sealed("alice", "hf", "again")).code() ==
+        absl::StatusCode::kAlreadyExists);
+  auto alice = stores.secrets->ListSecrets("alice");
+  REQUIRE(alice.ok());
+  REQUIRE(alice->size() == 2);
+  CHECK((*alice)[0].secret.name() == "aws");
+  CHECK((*alice)[1].secret.name() == "hf");
+  CHECK((*alice)[1].sealed == binary);
+  CHECK((*alice)[1].secret.env_key() == "HF_TOKEN");
+  CHECK(stores.secrets->DeleteSecret("alice", "hf").ok());
+  CHECK(stores.secrets->DeleteSecret("alice", "hf").code() == absl::StatusCode::kNotFound);
+  // Bob's of the same name is untouched.
+  auto bob = stores.secrets->ListSecrets("bob");
+  REQUIRE(bob.ok());
+  REQUIRE(bob->size() == 1);
+  CHECK(bob->front().sealed == "b");
+  CHECK(stores.secrets->ListSecrets("carol")->empty());
+}
+
+}  // namespace
+}  // namespace tessera::store::conformance

@@ -320,3 +320,26 @@ CONFORMANCE_CASE("runs: delete removes the run with its attempts and events") {
 
 }  // namespace
 }  // namespace tessera::store::conformance
+
+
+namespace tessera::store::conformance {
+namespace {
+
+CONFORMANCE_CASE("runs: each user gets one uid of their own, the same every time and everywhere") {
+  Stores stores = FreshStores();
+  auto alice = stores.runs->UserUid("alice");
+  REQUIRE(alice.ok());
+  CHECK(*alice >= kFirstUserUid);
+  auto bob = stores.runs->UserUid("bob");
+  REQUIRE(bob.ok());
+  CHECK(*bob != *alice);
+  CHECK(*bob >= kFirstUserUid);
+  // Asked again, and through another connection to the same database: the same uid.
+  CHECK(*stores.runs->UserUid("alice") == *alice);
+  Stores other = SameDatabaseStores();
+  CHECK(*other.runs->UserUid("bob") == *bob);
+  CHECK(stores.runs->UserUid("").status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera::store::conformance

@@ -1,0 +1,222 @@
+// bench_sandbox: what the rank sandbox costs, each figure against a bound measured in the same
+// run (these machines are noisy).
+//
+//   start  a rank running `true`, started and reaped N times directly on the host and in the
+//          sandbox (over the host's root, and over a cached image): the median extra latency
+//          in ms (target: at most +200 ms).
+//   pull   a cold ImageCache::Acquire of an image of --image-mb MiB (one layer of random bytes)
+//          from a local docker-registry, against `skopeo copy` alone of the same image: the
+//          ratio copy / acquire (target: at least 0.9).
+//   step   a LibTorch (python3-torch) matmul loop as a rank on the host and in the sandbox:
+//          the ratio of step rates, sandbox / host (target: at least 0.98).
+//
+//   build/bench/bench_sandbox [--runs 20] [--image-mb 1024] [--steps 200]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "base/clock.h"
+#include "tests/support/oci_registry.h"
+#include "tests/support/process.h"
+#include "worker/daemon/rank_environment.h"
+#include "worker/daemon/rank_launcher.h"
+#include "worker/daemon/rank_sandbox.h"
+#include "worker/image/image_cache.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  int runs = 20;
+  int image_mb = 1024;
+  int steps = 200;
+};
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+[[noreturn]] void Die(const std::string& what) {
+  std::cerr << "bench_sandbox: " << what << "\n";
+  std::exit(1);
+}
+
+struct Bench {
+  std::string root;
+  v1::StartAttempt start;
+  worker::AttemptPaths paths;
+  std::unique_ptr<worker::RankSandbox> sandbox;
+
+  explicit Bench(const std::string& dir) : root(dir) {
+    start.set_run_id("bench-run");
+    start.set_run_name("bench");
+    start.set_command("true");
+    start.set_world_size(1);
+    start.set_local_world_size(1);
+    start.set_num_nodes(1);
+    paths = worker::PathsFor(root + "/state", "bench-run", 0);
+    for (const auto& d : {paths.work_dir, paths.logs_dir, paths.progress_dir}) {
+      fs::create_directories(d);
+    }
+    std::ofstream(paths.parameters_path) << "{}";
+    worker::RankSandboxOptions o;
+    o.init_path = std::string(TESSERA_BIN_DIR) + "/tessera-sandbox-init";
+    o.state_dir = root + "/state";
+    o.shm_bytes = 1LL << 30;
+    sandbox = std::make_unique<worker::RankSandbox>(o);
+    if (auto st = sandbox->Check(); !st.ok()) Die(st.ToString());
+  }
+
+  worker::RankSpec Spec(const std::string& command, const worker::RankRoot* in) {
+    start.set_command(command);
+    auto specs = worker::BuildRankSpecs(start, paths, false);
+    if (!specs.ok()) Die(specs.status().ToString());
+    worker::RankSpec spec = specs->front();
+    spec.env["PATH"] = "/usr/bin:/bin";
+    if (in != nullptr) {
+      if (auto st = sandbox->Apply(start, paths, *in, std::nullopt, {}, spec); !st.ok()) {
+        Die(st.ToString());
+      }
+    }
+    return spec;
+  }
+
+  // Seconds from Start to the rank's exit, and its exit.
+  double RunOnce(const worker::RankSpec& spec, worker::ExitInfo* exit = nullptr) {
+    const auto t0 = Clock::now();
+    auto proc = worker::RankProcess::Start(spec);
+    if (!proc.ok()) Die(proc.status().ToString());
+    auto e = (*proc)->WaitFor(absl::Minutes(10));
+    const auto t1 = Clock::now();
+    if (!e.ok()) Die(e.status().ToString());
+    if (exit != nullptr) *exit = *e;
+    return Seconds(t0, t1);
+  }
+
+  double MedianStart(const worker::RankSpec& spec, int runs) {
+    std::vector<double> t;
+    for (int i = 0; i < runs; ++i) t.push_back(RunOnce(spec));
+    return Median(t);
+  }
+};
+
+absl::StatusOr<std::string> PushRandomImage(testing::OciRegistry& registry, const std::string& dir,
+                                            int mb) {
+  const std::string layout = dir + "/big-layout", bundle = dir + "/big-bundle";
+  testing::ShellResult r = testing::RunShell(
+      absl::StrCat("set -e; umoci init --layout ", layout, " && umoci new --image ", layout, ":1",
+                   " && umoci unpack --rootless --image ", layout, ":1 ", bundle, " && head -c ",
+                   mb, "M /dev/urandom > ", bundle, "/rootfs/payload", " && umoci repack --image ",
+                   layout, ":1 ", bundle, " && skopeo copy --dest-tls-verify=false oci:", layout,
+                   ":1 docker://", registry.address(), "/bench/big:1 2>&1"));
+  if (r.exit_code != 0) return absl::InternalError(r.output);
+  return absl::StrCat(registry.address(), "/bench/big:1");
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    int* into = flag == "--runs"       ? &o.runs
+                : flag == "--image-mb" ? &o.image_mb
+                : flag == "--steps"    ? &o.steps
+                                       : nullptr;
+    if (into == nullptr || !absl::SimpleAtoi(argv[i + 1], into) || *into <= 0) {
+      Die("usage: bench_sandbox [--runs N] [--image-mb MB] [--steps N]");
+    }
+  }
+  char pattern[] = "/var/tmp/tessera-bench-sandbox-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) Die("mkdtemp");
+  const std::string dir = pattern;
+  Bench bench(dir);
+
+  auto registry = testing::OciRegistry::Start(dir + "/registry");
+  if (!registry.ok()) Die(registry.status().ToString());
+  auto small = registry->PushBusyboxImage("bench/busybox", "1", {"sh", "true"});
+  if (!small.ok()) Die(small.status().ToString());
+  worker::image::ImageCacheOptions cache_options;
+  cache_options.dir = dir + "/images";
+  cache_options.insecure_registries = {registry->address()};
+  worker::image::ImageCache cache(
+      cache_options, std::make_shared<worker::image::ProcessToolRunner>(), SystemClock::Shared());
+  auto busybox = cache.Acquire(*small, "", nullptr);
+  if (!busybox.ok()) Die(busybox.status().ToString());
+
+  // start
+  const worker::RankRoot host_root;
+  const worker::RankRoot image_root{busybox->rootfs, busybox->env};
+  const double direct = bench.MedianStart(bench.Spec("true", nullptr), o.runs);
+  const double on_host = bench.MedianStart(bench.Spec("true", &host_root), o.runs);
+  const double in_image = bench.MedianStart(bench.Spec("true", &image_root), o.runs);
+  std::printf(
+      "start  direct %.1f ms; sandbox over the host's root %.1f ms (+%.1f ms); "
+      "over a cached image %.1f ms (+%.1f ms)   target: at most +200 ms\n",
+      direct * 1e3, on_host * 1e3, (on_host - direct) * 1e3, in_image * 1e3,
+      (in_image - direct) * 1e3);
+
+  // pull
+  auto big = PushRandomImage(*registry, dir, o.image_mb);
+  if (!big.ok()) Die(big.status().ToString());
+  const auto c0 = Clock::now();
+  testing::ShellResult copy = testing::RunShell(absl::StrCat(
+      "skopeo copy --src-tls-verify=false docker://", *big, " oci:", dir, "/copy-only:1 2>&1"));
+  const auto c1 = Clock::now();
+  if (copy.exit_code != 0) Die(copy.output);
+  const auto a0 = Clock::now();
+  auto acquired = cache.Acquire(*big, "", nullptr);
+  const auto a1 = Clock::now();
+  if (!acquired.ok()) Die(acquired.status().ToString());
+  std::printf(
+      "pull   %d MiB: skopeo copy alone %.2f s, cold pull and unpack %.2f s: ratio %.2f   "
+      "target: at least 0.9\n",
+      o.image_mb, Seconds(c0, c1), Seconds(a0, a1), Seconds(c0, c1) / Seconds(a0, a1));
+
+  // step
+  const std::string loop = absl::StrCat(
+      "/usr/bin/python3 -c \"import time, torch\ntorch.set_num_threads(1)\n"
+      "a = torch.randn(256, 256)\nfor _ in range(20): a = torch.tanh(a @ a)\n"
+      "t = time.perf_counter()\nfor _ in range(",
+      o.steps, "): a = torch.tanh(a @ a)\nprint(", o.steps,
+      " / (time.perf_counter() - t))\" > steps.txt");
+  auto rate = [&](const worker::RankRoot* in) {
+    std::vector<double> rates;
+    for (int i = 0; i < 3; ++i) {
+      bench.RunOnce(bench.Spec(loop, in));
+      std::ifstream f(bench.paths.work_dir + "/steps.txt");
+      double r = 0;
+      f >> r;
+      if (r <= 0) Die("the step loop printed no rate (is python3-torch installed?)");
+      rates.push_back(r);
+    }
+    return Median(rates);
+  };
+  const double host_rate = rate(nullptr);
+  const double sandbox_rate = rate(&host_root);
+  std::printf(
+      "step   %.0f steps/s on the host, %.0f in the sandbox: ratio %.3f   target: at "
+      "least 0.98\n",
+      host_rate, sandbox_rate, sandbox_rate / host_rate);
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) { return tessera::Main(argc, argv); }

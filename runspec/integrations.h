@@ -1,0 +1,28 @@
+#pragma once
+// mcli's integrations that Tessera runs on every node before the command: git_repo (clone a
+// repository, optionally pip-install it), pip_packages and apt_packages. Every other type
+// (wandb, comet_ml, mlflow ...) is accepted and kept on the run, and only recorded.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tessera/v1/run_spec.pb.h"
+
+namespace tessera::spec {
+
+bool IsRunIntegration(std::string_view type);
+
+// The fields of the integrations Tessera runs, checked the way mcli documents them: one error
+// naming the field ("integrations[1].git_repo: required").
+absl::Status ValidateIntegrations(const tessera::v1::RunSpec& spec);
+
+// A short description for events and errors: "git_repo mosaicml/composer@v0.7.1",
+// "pip_packages numpy, torch".
+std::string DescribeIntegration(const tessera::v1::Integration& integration);
+
+// The types of `spec`'s integrations that Tessera only records.
+std::vector<std::string> RecordedOnlyIntegrations(const tessera::v1::RunSpec& spec);
+
+}  // namespace tessera::spec

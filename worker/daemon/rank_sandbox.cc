@@ -1,0 +1,149 @@
+#include "worker/daemon/rank_sandbox.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "worker/sandbox/gpu_devices.h"
+
+namespace tessera::worker {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+std::string Prepend(const std::string& dir, const std::string& list) {
+  return list.empty() ? dir : absl::StrCat(dir, ":", list);
+}
+
+// A variable that names a bound host path (or a path under it) names it where it is inside.
+void RewriteHostPaths(const std::vector<sandbox::BindMount>& mounts,
+                      std::map<std::string, std::string>& env) {
+  for (auto& [key, value] : env) {
+    for (const auto& m : mounts) {
+      if (m.source == m.target) continue;
+      if (value == m.source) {
+        value = m.target;
+        break;
+      }
+      if (absl::StartsWith(value, m.source + "/")) {
+        value = m.target + value.substr(m.source.size());
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+RankSandbox::RankSandbox(RankSandboxOptions options)
+    : options_(std::move(options)), cgroups_(sandbox::Cgroups::Detect()) {
+  auto entries = sandbox::ListRootEntries("/");
+  if (entries.ok()) host_root_ = std::move(*entries);
+}
+
+absl::Status RankSandbox::Check() const {
+  if (::access(options_.bwrap.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--sandbox bwrap: ", options_.bwrap,
+                     " cannot be run (install Debian's bubblewrap, or --sandbox off)"));
+  }
+  if (::access(options_.init_path.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--sandbox bwrap: the sandbox's init ", options_.init_path,
+                     " is missing (it is built beside tessera-worker)"));
+  }
+  if (host_root_.empty()) return absl::FailedPreconditionError("cannot list the host's root");
+  return absl::OkStatus();
+}
+
+std::string RankSandbox::CgroupName(const v1::StartAttempt& start, int rank) {
+  return absl::StrCat(start.run_id(), "-", start.resumption_index(), "-rank-", rank);
+}
+
+absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPaths& paths,
+                                const RankRoot& root, std::optional<int> gpu_index,
+                                const std::vector<sandbox::BindMount>& extra,
+                                RankSpec& spec) const {
+  sandbox::SandboxSpec s;
+  s.bwrap = options_.bwrap;
+  s.init_path = options_.init_path;
+  s.root = root.rootfs;
+  if (root.rootfs == "/") {
+    s.root_entries = host_root_;
+  } else {
+    auto entries = sandbox::ListRootEntries(root.rootfs);
+    if (!entries.ok()) return entries.status();
+    s.root_entries = std::move(*entries);
+  }
+  const bool in_image = root.rootfs != "/";
+  // What the rank reads (its parameters) and writes (its work and progress folders, shared
+  // folders). On the host's root each stays at its host path, and the state folder around them
+  // is covered. In an image the host's paths may lie under the image's read-only folders (where
+  // no mount point can be made), so they go under /tessera, and the variables that name them
+  // (PARAMETERS, TESSERA_PROGRESS_FILE, TESSERA_SHARED_DIR ...) are rewritten to match.
+  std::vector<sandbox::BindMount> own = {
+      {paths.parameters_path, paths.parameters_path, false, false},
+      {paths.work_dir, paths.work_dir, true, false},
+      {paths.progress_dir, paths.progress_dir, true, false}};
+  for (const auto& dir : options_.shared_dirs) own.push_back({dir, dir, true, false});
+  if (in_image) {
+    own[0].target = std::string(kInImageRoot) + "/parameters.json";
+    own[1].target = std::string(kInImageRoot) + "/work";
+    own[2].target = std::string(kInImageRoot) + "/progress";
+    for (size_t i = 3; i < own.size(); ++i) {
+      own[i].target = absl::StrCat(kInImageRoot, "/shared-", i - 3);
+    }
+  } else {
+    s.hidden.push_back(options_.state_dir);
+  }
+  for (const auto& m : extra) {
+    if (m.writable && in_image) {
+      own.push_back({m.source, absl::StrCat(kInImageRoot, "/user-shared"), true, false});
+    } else {
+      own.push_back(m);  // a secret's file, where its owner said
+    }
+  }
+  for (const auto& m : own) s.mounts.push_back(m);
+  if (in_image) RewriteHostPaths(own, spec.env);
+  std::vector<int> gpus;
+  if (gpu_index) gpus.push_back(*gpu_index);
+  for (auto& m : sandbox::GpuDeviceMounts(options_.device_dir, gpus)) s.mounts.push_back(m);
+  if (gpu_index && in_image) {
+    // The image cannot carry the driver's user-space half: it must match the host's kernel.
+    auto driver = sandbox::DriverMounts(options_.driver_lib_dirs, options_.driver_bin_dirs);
+    if (!driver.empty()) {
+      for (auto& m : driver) s.mounts.push_back(m);
+      spec.env["LD_LIBRARY_PATH"] = Prepend(sandbox::kDriverLibDir, spec.env["LD_LIBRARY_PATH"]);
+    }
+  }
+  s.shm_bytes = options_.shm_bytes;
+  s.uid = spec.identity ? spec.identity->uid : ::geteuid();
+  s.gid = spec.identity ? spec.identity->gid : ::getegid();
+  s.hostname = "";  // the node's own: NCCL and torch's rendezvous read it
+  s.working_dir = own[1].target;
+  // The image's variables under the run's own and Tessera's (emplace keeps those).
+  for (const auto& kv : root.env) {
+    std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    if (!p.first.empty()) spec.env.emplace(p.first, p.second);
+  }
+  if (in_image) spec.env.emplace("PATH", kDefaultPath);
+  if (gpu_index && in_image && spec.env.count("PATH")) {
+    spec.env["PATH"] = absl::StrCat(spec.env["PATH"], ":", sandbox::kDriverBinDir);
+  }
+  spec.env["HOME"] = own[1].target;
+  auto argv = sandbox::BwrapArgv(s, {spec.shell, "-c", spec.command});
+  if (!argv.ok()) return argv.status();
+  spec.sandboxed_argv = std::move(*argv);
+  if (options_.limits.any() && cgroups_.available()) {
+    auto procs = cgroups_.Create(CgroupName(start, spec.rank), options_.limits);
+    if (!procs.ok()) return procs.status();
+    spec.cgroup_procs = std::move(*procs);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::worker

@@ -1,0 +1,71 @@
+// Puts a rank into its sandbox (worker/sandbox/): the root it runs in (its image, or the
+// node's own root for `image: host`), the folders it may write, the GPUs it was given, its
+// /dev/shm, its cgroup limits, and what the worker keeps from it (the state folder, with the
+// worker's keys and every other attempt's files, is covered by an empty tmpfs).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tessera/v1/worker.pb.h"
+#include "worker/daemon/rank_environment.h"
+#include "worker/daemon/rank_launcher.h"
+#include "worker/sandbox/cgroup_limits.h"
+#include "worker/sandbox/gpu_devices.h"
+#include "worker/sandbox/sandbox_spec.h"
+
+namespace tessera::worker {
+
+// Inside an image: the rank's work folder (/tessera/work), progress folder, parameters file and
+// shared folders (/tessera/user-shared, /tessera/shared-N).
+inline constexpr char kInImageRoot[] = "/tessera";
+
+struct RankSandboxOptions {
+  std::string bwrap = "/usr/bin/bwrap";
+  std::string init_path;  // tessera-sandbox-init
+  std::string state_dir;  // the worker's: hidden from every rank
+  // Where the GPUs' device nodes are (/dev; a folder of simulated ones in tests).
+  std::string device_dir = "/dev";
+  std::vector<std::string> driver_lib_dirs = sandbox::DefaultDriverLibDirs();
+  std::vector<std::string> driver_bin_dirs = sandbox::DefaultDriverBinDirs();
+  int64_t shm_bytes = 0;
+  // Folders of the cluster (datasets, checkpoints) every rank writes, at the same path.
+  std::vector<std::string> shared_dirs;
+  sandbox::ResourceLimits limits;  // per rank
+};
+
+// The root an attempt's ranks run in.
+struct RankRoot {
+  std::string rootfs = "/";      // an unpacked image, or "/" for the host
+  std::vector<std::string> env;  // the image's environment ("KEY=VALUE"); empty on the host
+};
+
+class RankSandbox {
+ public:
+  explicit RankSandbox(RankSandboxOptions options);
+
+  // FAILED_PRECONDITION naming what is missing (bwrap, the init program, user namespaces).
+  absl::Status Check() const;
+  const sandbox::Cgroups& cgroups() const { return cgroups_; }
+  bool limits_wanted() const { return options_.limits.any(); }
+
+  // Fills spec.sandboxed_argv and spec.cgroup_procs and adds the image's environment (the
+  // run's own and Tessera's variables win). `gpu_index` is the rank's GPU, if it has one.
+  // `extra` are more binds: the user's shared folder, the run's secret files.
+  absl::Status Apply(const v1::StartAttempt& start, const AttemptPaths& paths, const RankRoot& root,
+                     std::optional<int> gpu_index, const std::vector<sandbox::BindMount>& extra,
+                     RankSpec& spec) const;
+
+  // The cgroup name of a rank, removed when it has ended.
+  static std::string CgroupName(const v1::StartAttempt& start, int rank);
+
+ private:
+  const RankSandboxOptions options_;
+  const sandbox::Cgroups cgroups_;
+  std::vector<sandbox::RootEntry> host_root_;
+};
+
+}  // namespace tessera::worker

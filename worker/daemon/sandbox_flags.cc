@@ -1,0 +1,137 @@
+#include "worker/daemon/sandbox_flags.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "base/byte_size.h"
+#include "worker/daemon/owned_children.h"
+
+namespace tessera::worker {
+namespace fs = std::filesystem;
+
+void AddSandboxFlags(CLI::App& app, SandboxFlags& f) {
+  app.add_option("--sandbox", f.mode,
+                 "bwrap: every rank runs in its image (or the node's root, for image: host) in "
+                 "an unprivileged bubblewrap sandbox; off: ranks run directly on the node and "
+                 "image runs are refused (development only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bwrap", "off"}));
+  app.add_option("--bwrap", f.bwrap, "the bubblewrap program")->capture_default_str();
+  app.add_option("--sandbox-init", f.init_path,
+                 "tessera-sandbox-init (default: next to tessera-worker)");
+  app.add_option("--image-cache", f.image_cache_dir,
+                 "where pulled images are kept, unpacked (default: STATE_DIR/images)");
+  app.add_option("--image-cache-size", f.image_cache_size,
+                 "the most the unpacked images may take; the least recently used unused ones "
+                 "go first")
+      ->capture_default_str();
+  app.add_option("--default-registry", f.default_registry,
+                 "the registry of image names that name none (mosaicml/llm-foundry:...)")
+      ->capture_default_str();
+  app.add_option("--insecure-registry", f.insecure_registries,
+                 "host:port of a registry spoken to over plain HTTP (a local one); repeatable");
+  app.add_option("--registry-auth-file", f.registry_auth_file,
+                 "a containers auth.json with the credentials of private registries");
+  app.add_option("--gpu-device-dir", f.gpu_device_dir,
+                 "where the GPUs' device nodes are (nvidia0, nvidiactl ...)")
+      ->capture_default_str();
+  app.add_option("--shm-size", f.shm_size, "the size of each rank's /dev/shm")
+      ->capture_default_str();
+  app.add_option("--rank-memory-limit", f.rank_memory_limit,
+                 "memory per rank, through cgroups where the node offers them (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--rank-cpu-limit", f.rank_cpu_limit,
+                 "cores per rank, through cgroups where the node offers them (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 4096.0));
+  app.add_option("--shared-dir", f.shared_dir,
+                 "the cluster's shared folder (datasets, checkpoints): each user's ranks get "
+                 "DIR/<user>, theirs alone, as TESSERA_SHARED_DIR");
+}
+
+absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_user,
+                               WorkerOptions& o) {
+  const bool root = ::geteuid() == 0;
+  // A root worker without --rank-user runs each user's ranks as the uid the control plane gave
+  // that user; runs without one (from before uids) run as nobody.
+  if (root && rank_user.empty()) {
+    if (f.mode == "off") {
+      return absl::InvalidArgumentError(
+          "--rank-user is required with --sandbox off when the worker runs as root");
+    }
+    o.per_user_uids = true;
+    o.rank_identity = RankIdentity{"nobody", 65534, 65534};
+  }
+  if (!f.shared_dir.empty()) {
+    if (!fs::path(f.shared_dir).is_absolute()) {
+      return absl::InvalidArgumentError("--shared-dir: an absolute path, please");
+    }
+    std::error_code ec;
+    fs::create_directories(f.shared_dir, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("--shared-dir: ", ec.message()));
+    // Users pass through to their own folder; none lists the others'.
+    fs::permissions(f.shared_dir, fs::perms(0711), ec);
+    o.shared_dir = f.shared_dir;
+  }
+  if (f.mode == "off") {
+    spdlog::warn("--sandbox off: ranks run directly on this node, and image runs are refused");
+    return absl::OkStatus();
+  }
+  auto shm = ParseByteSize(f.shm_size);
+  if (!shm.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--shm-size: ", shm.status().message()));
+  // "0" is no limit (a size must be positive).
+  auto memory =
+      f.rank_memory_limit == "0" ? absl::StatusOr<int64_t>(0) : ParseByteSize(f.rank_memory_limit);
+  if (!memory.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank-memory-limit: ", memory.status().message()));
+  }
+  auto cache_size = ParseByteSize(f.image_cache_size);
+  if (!cache_size.ok() || *cache_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--image-cache-size: ",
+                     cache_size.ok() ? "must be positive" : cache_size.status().message()));
+  }
+  RankSandboxOptions s;
+  s.bwrap = f.bwrap;
+  s.init_path =
+      f.init_path.empty()
+          ? (fs::canonical("/proc/self/exe").parent_path() / "tessera-sandbox-init").string()
+          : f.init_path;
+  s.state_dir = fs::absolute(o.state_dir).string();
+  s.device_dir = f.gpu_device_dir;
+  s.shm_bytes = *shm;
+  s.limits = {.memory_bytes = *memory, .cpus = f.rank_cpu_limit};
+  // A shared folder the node gives every rank through --rank-env is bound too.
+  if (auto it = o.rank_env.find("TESSERA_SHARED_DIR");
+      it != o.rank_env.end() && o.shared_dir.empty()) {
+    s.shared_dirs.push_back(it->second);
+  }
+  auto sandbox = std::make_shared<RankSandbox>(std::move(s));
+  if (auto st = sandbox->Check(); !st.ok()) return st;
+  if (sandbox->limits_wanted() && !sandbox->cgroups().available()) {
+    spdlog::warn("rank limits cannot be enforced on this node: {}; ranks run without them",
+                 sandbox->cgroups().why_not());
+    o.labels["tessera.io/rank-limits"] = "unenforced";
+  }
+  o.sandbox = sandbox;
+  image::ImageCacheOptions c;
+  c.dir = f.image_cache_dir.empty() ? o.state_dir + "/images" : f.image_cache_dir;
+  c.max_bytes = *cache_size;
+  c.default_registry = f.default_registry;
+  c.insecure_registries = f.insecure_registries;
+  c.auth_file = f.registry_auth_file;
+  o.images = std::make_shared<image::ImageCache>(
+      c,
+      // skopeo and umoci are this subreaper's children: their statuses must not be reaped away.
+      std::make_shared<image::ProcessToolRunner>(
+          image::ProcessToolRunner::ForkHooks{ForkOwnedChild, ReleaseOwnedChild}),
+      SystemClock::Shared());
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::worker

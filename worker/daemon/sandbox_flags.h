@@ -1,0 +1,37 @@
+#pragma once
+// tessera-worker's flags for the rank sandbox and the image cache, and how they become the
+// worker's options (kept apart from main.cc, which has the control plane's flags).
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "worker/daemon/worker_daemon.h"
+
+namespace tessera::worker {
+
+struct SandboxFlags {
+  std::string mode = "bwrap";
+  std::string bwrap = "/usr/bin/bwrap";
+  std::string init_path;        // default: beside tessera-worker
+  std::string image_cache_dir;  // default: STATE/images
+  std::string image_cache_size = "50GiB";
+  std::string default_registry = "docker.io";
+  std::vector<std::string> insecure_registries;
+  std::string registry_auth_file;
+  std::string gpu_device_dir = "/dev";
+  std::string shm_size = "8GiB";
+  std::string rank_memory_limit = "0";
+  double rank_cpu_limit = 0;
+  std::string shared_dir;
+};
+
+void AddSandboxFlags(CLI::App& app, SandboxFlags& flags);
+
+// Fills o.sandbox, o.images, o.per_user_uids and o.shared_dir; `rank_user` is --rank-user as
+// given. One error naming the flag that is wrong.
+absl::Status ApplySandboxFlags(const SandboxFlags& flags, const std::string& rank_user,
+                               WorkerOptions& o);
+
+}  // namespace tessera::worker

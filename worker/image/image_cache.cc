@@ -1,0 +1,240 @@
+#include "worker/image/image_cache.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "worker/image/cache_files.h"
+
+namespace tessera::worker::image {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kDigestPrefix = 7;  // "sha256:"
+
+ImageCacheOptions Normalized(ImageCacheOptions options) {
+  // Absolute: the rootfs handed to ranks and the paths given to the tools must not depend on the
+  // current folder.
+  if (!options.dir.empty()) {
+    std::error_code ec;
+    const fs::path dir = fs::absolute(options.dir, ec).lexically_normal();
+    if (!ec) options.dir = dir.string();
+    while (options.dir.size() > 1 && options.dir.back() == '/') options.dir.pop_back();
+  }
+  return options;
+}
+
+}  // namespace
+
+ImageCache::ImageCache(ImageCacheOptions options, std::shared_ptr<ToolRunner> runner,
+                       std::shared_ptr<Clock> clock)
+    : options_(Normalized(std::move(options))),
+      runner_(std::move(runner)),
+      clock_(std::move(clock)) {
+  if (options_.dir.empty()) {
+    init_status_ = absl::InvalidArgumentError("The image cache has no folder configured");
+  } else if (options_.dir.find(':') != std::string::npos) {
+    // skopeo's oci: and umoci's --image take "PATH:TAG"; a ':' in the path would be misread.
+    init_status_ = absl::InvalidArgumentError(
+        absl::StrCat("The image cache folder must not contain ':': ", options_.dir));
+  } else {
+    for (const char* sub : {"", "/bundles", "/tmp"}) {
+      init_status_.Update(MakePrivateFolder(options_.dir + sub));
+    }
+  }
+  if (!init_status_.ok()) {
+    spdlog::error("image cache: {}", std::string(init_status_.message()));
+    return;
+  }
+  // What a crash left: half-done pulls and evicted images not yet deleted.
+  std::error_code ec;
+  int removed = 0;
+  for (const auto& entry : fs::directory_iterator(options_.dir + "/tmp", ec)) {
+    removed += RemoveTree(entry.path().string()) ? 1 : 0;
+  }
+  if (removed > 0) {
+    spdlog::info("image cache: removed {} leftovers in {}/tmp", removed, options_.dir);
+  }
+}
+
+std::string ImageCache::BundlePath(const std::string& hex) const {
+  return absl::StrCat(options_.dir, "/bundles/", hex);
+}
+
+std::string ImageCache::RegistryOf(const std::string& ref) const {
+  auto parsed = ParseImageReference(ref, options_.default_registry);
+  return parsed.ok() ? parsed->registry : "";
+}
+
+bool ImageCache::IsInsecure(const std::string& registry) const {
+  const auto& list = options_.insecure_registries;
+  return std::find(list.begin(), list.end(), registry) != list.end();
+}
+
+absl::StatusOr<PreparedImage> ImageCache::Acquire(
+    const std::string& ref_text, const std::string& pinned_digest,
+    const std::function<void(const std::string&)>& progress, const std::string& call_auth_file) {
+  TESSERA_RETURN_IF_ERROR(init_status_);
+  const std::string& auth_file = call_auth_file.empty() ? options_.auth_file : call_auth_file;
+  TESSERA_ASSIGN_OR_RETURN(const ImageReference ref,
+                           ParseImageReference(ref_text, options_.default_registry));
+  const absl::Time deadline = clock_->Now() + options_.pull_timeout;
+  TESSERA_ASSIGN_OR_RETURN(const std::string digest,
+                           ResolveDigest(ref, pinned_digest, auth_file, deadline));
+  const std::string hex = digest.substr(kDigestPrefix);
+
+  std::shared_ptr<Pull> pull;
+  bool mine = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (fs::is_directory(BundlePath(hex))) {
+      MarkInUse(hex);
+    } else if (auto it = pulls_.find(hex); it != pulls_.end()) {
+      pull = it->second;
+      ++pull->waiters;
+    } else {
+      pull = std::make_shared<Pull>();
+      pulls_[hex] = pull;
+      mine = true;
+    }
+  }
+  if (pull == nullptr) return Load(ref, digest, /*pulled=*/false);
+
+  const auto tell = [&](const std::string& text) {
+    if (progress) progress(text);
+  };
+  tell(absl::StrCat("Pulling image ", ref.Name()));
+  const absl::Time start = clock_->Now();
+  if (mine) {
+    const absl::Status st = PullAndUnpack(ref, digest, auth_file, deadline);
+    {
+      absl::MutexLock lock(&mu_);
+      pull->status = st;
+      pull->done = true;
+      pulls_.erase(hex);
+      if (st.ok()) {
+        MarkInUse(hex);
+        in_use_[hex] += pull->waiters;  // theirs before anyone can evict it
+      }
+    }
+    if (!st.ok()) return st;
+    Evict();
+  } else {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&pull->done));
+    if (!pull->status.ok()) return pull->status;
+  }
+  tell(absl::StrFormat("Pulled image %s (%s) in %.1f s", ref.Name(), digest,
+                       absl::ToDoubleSeconds(clock_->Now() - start)));
+  return Load(ref, digest, /*pulled=*/true);
+}
+
+absl::StatusOr<PreparedImage> ImageCache::Load(const ImageReference& ref, const std::string& digest,
+                                               bool pulled) {
+  const std::string bundle = BundlePath(digest.substr(kDigestPrefix));
+  absl::StatusOr<ProcessConfig> config = ReadProcessConfig(bundle);
+  if (!config.ok()) {
+    Release(digest);  // the caller gets no image, so it will not release it
+    return absl::InternalError(
+        absl::StrCat("Image ", ref.Name(), " is unusable: ", config.status().message()));
+  }
+  PreparedImage image;
+  image.digest = digest;
+  image.rootfs = bundle + "/rootfs";
+  image.env = std::move(config->env);
+  image.working_dir = std::move(config->cwd);
+  image.pulled = pulled;
+  return image;
+}
+
+void ImageCache::MarkInUse(const std::string& hex) {
+  ++in_use_[hex];
+  const std::string file = BundlePath(hex) + "/tessera-last-used";
+  if (absl::Status st = WriteNumberFile(file, absl::ToUnixNanos(clock_->Now())); !st.ok()) {
+    spdlog::warn("image cache: {}", std::string(st.message()));
+  }
+}
+
+void ImageCache::Release(const std::string& digest) {
+  absl::MutexLock lock(&mu_);
+  const auto it =
+      IsValidDigest(digest) ? in_use_.find(digest.substr(kDigestPrefix)) : in_use_.end();
+  if (it == in_use_.end()) {
+    spdlog::warn("image cache: release of image {}, which is not in use", digest);
+    return;
+  }
+  if (--it->second <= 0) in_use_.erase(it);
+}
+
+std::vector<ImageCache::Bundle> ImageCache::ListBundles() const {
+  std::vector<Bundle> bundles;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(options_.dir + "/bundles", ec)) {
+    const std::string hex = entry.path().filename().string();
+    if (!IsValidDigest("sha256:" + hex)) continue;  // not ours
+    const std::string path = entry.path().string();
+    Bundle b{hex, 0, absl::InfinitePast()};
+    b.bytes = ReadNumberFile(path + "/tessera-size").value_or(-1);
+    if (b.bytes < 0) b.bytes = TreeBytes(path);
+    if (auto ns = ReadNumberFile(path + "/tessera-last-used"))
+      b.last_used = absl::FromUnixNanos(*ns);
+    bundles.push_back(std::move(b));
+  }
+  return bundles;
+}
+
+int64_t ImageCache::Evict() {
+  std::vector<std::string> doomed;
+  int64_t freed = 0;
+  int64_t total = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!init_status_.ok()) return 0;
+    std::vector<Bundle> bundles = ListBundles();
+    for (const Bundle& b : bundles) total += b.bytes;
+    std::sort(bundles.begin(), bundles.end(), [](const Bundle& a, const Bundle& b) {
+      return std::tie(a.last_used, a.hex) < std::tie(b.last_used, b.hex);
+    });
+    for (const Bundle& b : bundles) {
+      if (total <= options_.max_bytes) break;
+      if (in_use_.count(b.hex) > 0) continue;
+      // Moved out under the lock (a rename is instant), deleted after it: a concurrent Acquire
+      // then finds the image either whole or gone.
+      const std::string to =
+          absl::StrCat(options_.dir, "/tmp/evicted-", b.hex, "-", RandomSuffix());
+      if (std::rename(BundlePath(b.hex).c_str(), to.c_str()) != 0) {
+        spdlog::warn("image cache: cannot move {} out: {}", BundlePath(b.hex),
+                     std::strerror(errno));
+        continue;
+      }
+      doomed.push_back(to);
+      total -= b.bytes;
+      freed += b.bytes;
+      spdlog::info("image cache: evicting sha256:{} ({} bytes)", b.hex, b.bytes);
+    }
+  }
+  for (const std::string& path : doomed) RemoveTree(path);
+  if (total > options_.max_bytes) {
+    spdlog::warn("image cache: {} bytes of images in use, over the limit of {}", total,
+                 options_.max_bytes);
+  }
+  return freed;
+}
+
+int64_t ImageCache::TotalBytes() {
+  absl::MutexLock lock(&mu_);
+  int64_t total = 0;
+  for (const Bundle& b : ListBundles()) total += b.bytes;
+  return total;
+}
+
+}  // namespace tessera::worker::image

@@ -1,0 +1,36 @@
+// What of the host's NVIDIA stack a sandboxed rank gets, the way the NVIDIA container toolkit
+// gives it to a container: the device nodes of its own GPUs (and no other GPU's), the control
+// nodes every CUDA process needs, and the driver's user-space libraries and tools, which
+// belong to the host's kernel driver and so cannot come from the image.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "worker/sandbox/sandbox_spec.h"
+
+namespace tessera::worker::sandbox {
+
+// Inside the sandbox: where the driver's libraries and tools are mounted (the container
+// toolkit's convention), to be put on LD_LIBRARY_PATH and PATH.
+inline constexpr char kDriverLibDir[] = "/usr/local/nvidia/lib64";
+inline constexpr char kDriverBinDir[] = "/usr/local/nvidia/bin";
+
+// Device binds for the GPUs `gpu_indices` from `device_dir` (the host's /dev, or a folder of
+// simulated nodes in tests): nvidia<N> for each index given, then the control nodes
+// (nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset, nvidia-caps/) that exist. Each is
+// bound at /dev/<name>. Nothing when no GPU was given: a CPU rank sees no NVIDIA node at all.
+std::vector<BindMount> GpuDeviceMounts(const std::string& device_dir,
+                                       const std::vector<int>& gpu_indices);
+
+// Read-only binds of the driver's libraries (libcuda, libnvidia-*, libnvcuvid ...) found in
+// `lib_dirs` into kDriverLibDir, and of its tools (nvidia-smi ...) found in `bin_dirs` into
+// kDriverBinDir. Symbolic links are resolved so that the sandbox gets the files themselves.
+std::vector<BindMount> DriverMounts(const std::vector<std::string>& lib_dirs,
+                                    const std::vector<std::string>& bin_dirs);
+
+// Where the host keeps them on the distributions we know.
+std::vector<std::string> DefaultDriverLibDirs();
+std::vector<std::string> DefaultDriverBinDirs();
+
+}  // namespace tessera::worker::sandbox
