@@ -101,7 +101,7 @@ TEST_CASE("the first Acquire pulls with the registry's flags, the next ones use 
 }
 
 TEST_CASE(
-    "a secure registry without an auth file gets no flags; a pinned digest is pulled as it is") {
+    "a secure registry without an auth file gets no flags, a pinned digest is pulled as it is") {
   Cache c;
   REQUIRE(c.Acquire("b:7", Digest('b')).ok());
   REQUIRE(c.tools->calls.size() == 2);  // no inspect

@@ -1,6 +1,7 @@
 // The attempt manager with images: prepared on a thread of its own, reported as it goes, stopped
 // while it pulls, failed as the run's own doing when its image cannot be had. The image tools
 // are fakes (tests/unit/image/fake_tools.h); the sandbox is real bubblewrap.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <thread>
@@ -76,7 +77,12 @@ TEST_CASE("an image run is pulled off the control thread, said so, and started w
   REQUIRE(notes.size() == 2);
   CHECK(notes[0] == "Pulling image docker.io/library/busybox:1");
   CHECK(absl::StartsWith(notes[1], "Pulled image docker.io/library/busybox:1 (" + Digest('b')));
-  CHECK(seen.back().image_digest() == Digest('b'));
+  // The rank (which finds no shell in the fake image) may have ended already: find STARTED.
+  const auto started = std::find_if(seen.begin(), seen.end(), [](const v1::AttemptUpdate& u) {
+    return u.phase() == v1::ATTEMPT_PHASE_STARTED;
+  });
+  REQUIRE(started != seen.end());
+  CHECK(started->image_digest() == Digest('b'));
   // A second attempt of the same image: no pull.
   auto again = ImageStart("busybox:1");
   again.set_run_id("run-2");
@@ -98,7 +104,9 @@ TEST_CASE("a stop while the image is pulled ends the attempt, and nothing starts
   CHECK(f.manager->preparing() == 1);
   f.manager->Stop("run-1", 0, absl::Seconds(1));
   auto seen = f.PollFor(v1::ATTEMPT_PHASE_FINISHED);
-  CHECK(seen.back().rank_exits_size() == 0);
+  for (const auto& u : seen) {
+    if (u.phase() == v1::ATTEMPT_PHASE_FINISHED) CHECK(u.rank_exits_size() == 0);
+  }
   release.Notify();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   f.manager->Poll();
@@ -113,8 +121,12 @@ TEST_CASE("an image that cannot be had fails the start as the run's own doing",
   Fixture f;
   REQUIRE(f.manager->Start(ImageStart("nope:9")).ok());
   auto seen = f.PollFor(v1::ATTEMPT_PHASE_START_FAILED);
-  CHECK(seen.back().setup_failure());
-  CHECK(absl::StrContains(seen.back().detail(), "Image not found: docker.io/library/nope:9"));
+  const auto failed = std::find_if(seen.begin(), seen.end(), [](const v1::AttemptUpdate& u) {
+    return u.phase() == v1::ATTEMPT_PHASE_START_FAILED;
+  });
+  REQUIRE(failed != seen.end());
+  CHECK(failed->setup_failure());
+  CHECK(absl::StrContains(failed->detail(), "Image not found: docker.io/library/nope:9"));
 }
 
 TEST_CASE("a node without a sandbox refuses image runs as its own failure", "[attempts][images]") {
