@@ -13,11 +13,6 @@ const Value* Field(const tessera::v1::Integration& i, const char* name) {
   return it == i.fields().fields().end() ? nullptr : &it->second;
 }
 
-std::string Text(const tessera::v1::Integration& i, const char* name) {
-  const Value* v = Field(i, name);
-  return v != nullptr && v->kind_case() == Value::kStringValue ? v->string_value() : "";
-}
-
 absl::Status Expect(const tessera::v1::Integration& i, int index, const char* name,
                     Value::KindCase kind, const char* what, bool required) {
   const Value* v = Field(i, name);
@@ -47,15 +42,25 @@ absl::Status Expect(const tessera::v1::Integration& i, int index, const char* na
   return absl::OkStatus();
 }
 
-std::vector<std::string> Packages(const tessera::v1::Integration& i) {
+}  // namespace
+
+std::string IntegrationText(const tessera::v1::Integration& i, const char* name) {
+  const Value* v = Field(i, name);
+  return v != nullptr && v->kind_case() == Value::kStringValue ? v->string_value() : "";
+}
+
+bool IntegrationFlag(const tessera::v1::Integration& i, const char* name) {
+  const Value* v = Field(i, name);
+  return v != nullptr && v->kind_case() == Value::kBoolValue && v->bool_value();
+}
+
+std::vector<std::string> IntegrationPackages(const tessera::v1::Integration& i) {
   std::vector<std::string> out;
   if (const Value* v = Field(i, "packages"); v != nullptr && v->has_list_value()) {
     for (const auto& p : v->list_value().values()) out.push_back(p.string_value());
   }
   return out;
 }
-
-}  // namespace
 
 bool IsRunIntegration(std::string_view type) {
   return type == "git_repo" || type == "pip_packages" || type == "apt_packages";
@@ -106,12 +111,12 @@ absl::Status ValidateIntegrations(const tessera::v1::RunSpec& spec) {
 std::string DescribeIntegration(const tessera::v1::Integration& i) {
   const std::string& type = i.integration_type();
   if (type == "git_repo") {
-    std::string at = Text(i, "git_commit");
-    if (at.empty()) at = Text(i, "git_branch");
-    return absl::StrCat("git_repo ", Text(i, "git_repo"), at.empty() ? "" : "@", at);
+    std::string at = IntegrationText(i, "git_commit");
+    if (at.empty()) at = IntegrationText(i, "git_branch");
+    return absl::StrCat("git_repo ", IntegrationText(i, "git_repo"), at.empty() ? "" : "@", at);
   }
   if (type == "pip_packages" || type == "apt_packages") {
-    return absl::StrCat(type, " ", absl::StrJoin(Packages(i), ", "));
+    return absl::StrCat(type, " ", absl::StrJoin(IntegrationPackages(i), ", "));
   }
   return type;
 }

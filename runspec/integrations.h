@@ -22,6 +22,12 @@ absl::Status ValidateIntegrations(const tessera::v1::RunSpec& spec);
 // "pip_packages numpy, torch".
 std::string DescribeIntegration(const tessera::v1::Integration& integration);
 
+// An integration's field as text ("" when absent or not text), as a flag, as its list of
+// packages: what the worker's script reads.
+std::string IntegrationText(const tessera::v1::Integration& integration, const char* name);
+bool IntegrationFlag(const tessera::v1::Integration& integration, const char* name);
+std::vector<std::string> IntegrationPackages(const tessera::v1::Integration& integration);
+
 // The types of `spec`'s integrations that Tessera only records.
 std::vector<std::string> RecordedOnlyIntegrations(const tessera::v1::RunSpec& spec);
 

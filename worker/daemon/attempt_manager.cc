@@ -9,10 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "proto/policy/images.h"
-#include "runspec/integrations.h"
 #include "worker/daemon/integration_script.h"
-#include "worker/daemon/rank_secrets.h"
 #include "worker/daemon/owned_children.h"
+#include "worker/daemon/rank_secrets.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;
@@ -22,12 +21,11 @@ namespace {
 // A user's name as a folder name: kept when it is a plain name, else replaced by its uid.
 std::string UserFolderName(const v1::StartAttempt& start) {
   const std::string& user = start.user();
-  const bool plain =
-      !user.empty() && user.size() <= 64 && user != "." && user != ".." &&
-      std::all_of(user.begin(), user.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
-               c == '@';
-      });
+  const bool plain = !user.empty() && user.size() <= 64 && user != "." && user != ".." &&
+                     std::all_of(user.begin(), user.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+                              c == '-' || c == '@';
+                     });
   return plain ? user : absl::StrCat("uid-", start.user_uid());
 }
 
@@ -222,129 +220,6 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
   return Launch(start, RankRoot{}, "", false);
 }
 
-void AttemptManager::Prepare(const v1::StartAttempt& start) {
-  const Key key{start.run_id(), start.resumption_index()};
-  auto progress = [&](const std::string& text) {
-    v1::AttemptUpdate u;
-    u.set_run_id(start.run_id());
-    u.set_resumption_index(start.resumption_index());
-    u.set_phase(v1::ATTEMPT_PHASE_PREPARING);
-    u.set_detail(text);
-    absl::MutexLock lock(&mu_);
-    Queue(std::move(u));
-  };
-  if (IsHostImage(start.image())) {
-    (void)Launch(start, RankRoot{}, "", false);
-    return;
-  }
-  // The owner's credentials for the image's registry, if they gave some (a docker-registry
-  // secret), in a file only the worker reads, for this pull only.
-  std::string auth_file;
-  if (const v1::SecretValue* creds =
-          RegistrySecretFor(start, options_.images->RegistryOf(start.image()))) {
-    auth_file = absl::StrCat(options_.state_dir, "/runs/", start.run_id(), "-registry-auth.json");
-    if (auto st = WriteRegistryAuth(auth_file, *creds); !st.ok()) {
-      spdlog::warn("run {}: {}", start.run_id(), st.ToString());
-      auth_file.clear();
-    }
-  }
-  auto image = options_.images->Acquire(start.image(), start.image_digest(), progress, auth_file);
-  if (!auth_file.empty()) {
-    std::error_code ignored;
-    fs::remove(auth_file, ignored);
-  }
-  bool cancelled;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = attempts_.find(key);
-    cancelled = it == attempts_.end() || it->second.cancelled;
-  }
-  if (cancelled) {
-    spdlog::info("run {} attempt {}: stopped while its image was prepared", start.run_id(),
-                 start.resumption_index());
-    if (image.ok()) options_.images->Release(image->digest);
-    return;
-  }
-  if (!image.ok()) {
-    spdlog::warn("run {} attempt {}: {}", start.run_id(), start.resumption_index(),
-                 image.status().ToString());
-    v1::AttemptUpdate u;
-    u.set_run_id(start.run_id());
-    u.set_resumption_index(start.resumption_index());
-    u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
-    u.set_setup_failure(true);
-    u.set_detail(std::string(image.status().message()));
-    absl::MutexLock lock(&mu_);
-    Attempt& a = attempts_[key];
-    a.preparing = false;
-    a.ended_at = clock_->Now();
-    Queue(std::move(u));
-    return;
-  }
-  (void)Launch(start, RankRoot{image->rootfs, image->env}, image->digest, true);
-}
-
-absl::Status AttemptManager::RunIntegrations(const v1::StartAttempt& start, const Attempt& a,
-                                             const RankSpec& first) {
-  RankSpec setup = first;
-  setup.command = IntegrationScript(start.integrations());
-  if (!setup.sandboxed_argv.empty()) setup.sandboxed_argv.back() = setup.command;
-  // Its output is the first rank's, in the run's logs.
-  on_output_(OutputOf(a, first.rank));
-  auto proc = RankProcess::Start(setup);
-  if (!proc.ok()) {
-    return absl::InternalError(
-        absl::StrCat("the integrations could not start: ", proc.status().message()));
-  }
-  spdlog::info("run {} attempt {}: running its integrations (pid {})", start.run_id(),
-               start.resumption_index(), (*proc)->pid());
-  const Key key{start.run_id(), start.resumption_index()};
-  while (!(*proc)->Poll()) {
-    bool cancelled;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = attempts_.find(key);
-      cancelled = it == attempts_.end() || it->second.cancelled;
-    }
-    if (cancelled) {
-      (void)(*proc)->Stop(absl::Seconds(2), *clock_);
-      return absl::CancelledError("stopped while its integrations ran");
-    }
-    clock_->SleepFor(absl::Milliseconds(50));
-  }
-  const ExitInfo exit = *(*proc)->exit();
-  if (exit.exit_code == 0 && !exit.signaled()) return absl::OkStatus();
-  on_rank_done_(OutputOf(a, first.rank));  // what it printed is shipped, and that is all
-  const int index = exit.exit_code - kFirstIntegrationExit;
-  if (index >= 0 && index < start.integrations_size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("integration ", spec::DescribeIntegration(start.integrations(index)),
-                     " failed (its output is in rank ", first.rank, "'s log)"));
-  }
-  return absl::FailedPreconditionError(
-      absl::StrCat("the integrations failed: ", exit.ToString()));
-}
-
-std::optional<RankIdentity> AttemptManager::IdentityFor(const v1::StartAttempt& start) const {
-  if (options_.per_user_uids && start.user_uid() > 0) {
-    const auto id = static_cast<uid_t>(start.user_uid());
-    return RankIdentity{start.user(), id, static_cast<gid_t>(id)};
-  }
-  return options_.rank_identity;
-}
-
-void AttemptManager::CancelPreparing(Attempt& a) {
-  a.cancelled = true;
-  a.preparing = false;
-  a.ended_at = clock_->Now();
-  v1::AttemptUpdate u;
-  u.set_run_id(a.start.run_id());
-  u.set_resumption_index(a.start.resumption_index());
-  u.set_phase(v1::ATTEMPT_PHASE_FINISHED);
-  u.set_detail("stopped before its ranks started (its image was being prepared)");
-  Queue(std::move(u));
-}
-
 absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoot& root,
                                     const std::string& digest, bool release_on_error) {
   const Key key{start.run_id(), start.resumption_index()};
@@ -385,7 +260,8 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
     user_shared = absl::StrCat(options_.shared_dir, "/", UserFolderName(start));
     std::error_code ec;
     fs::create_directories(user_shared, ec);
-    if (ec) return fail(absl::InternalError(absl::StrCat("creating ", user_shared, ": ", ec.message())));
+    if (ec)
+      return fail(absl::InternalError(absl::StrCat("creating ", user_shared, ": ", ec.message())));
     if (auto st = GiveToRank(user_shared, identity); !st.ok()) return fail(st);
     for (auto& spec : *specs) spec.env["TESSERA_SHARED_DIR"] = user_shared;
   }

@@ -11,24 +11,12 @@ namespace {
 using google::protobuf::Value;
 
 std::string Text(const v1::Integration& i, const char* name) {
-  auto it = i.fields().fields().find(name);
-  if (it == i.fields().fields().end() || it->second.kind_case() != Value::kStringValue) return "";
-  return it->second.string_value();
-}
-
-bool Flag(const v1::Integration& i, const char* name) {
-  auto it = i.fields().fields().find(name);
-  return it != i.fields().fields().end() && it->second.kind_case() == Value::kBoolValue &&
-         it->second.bool_value();
+  return spec::IntegrationText(i, name);
 }
 
 std::string Packages(const v1::Integration& i) {
   std::string out;
-  auto it = i.fields().fields().find("packages");
-  if (it == i.fields().fields().end()) return out;
-  for (const auto& p : it->second.list_value().values()) {
-    absl::StrAppend(&out, " ", ShellQuote(p.string_value()));
-  }
+  for (const auto& p : spec::IntegrationPackages(i)) absl::StrAppend(&out, " ", ShellQuote(p));
   return out;
 }
 
@@ -40,8 +28,8 @@ std::string CloneUrl(const v1::Integration& i) {
     return repo;
   }
   const std::string host = Text(i, "host").empty() ? "github.com" : Text(i, "host");
-  return Flag(i, "ssh_clone") ? absl::StrCat("git@", host, ":", repo, ".git")
-                              : absl::StrCat("https://", host, "/", repo, ".git");
+  return spec::IntegrationFlag(i, "ssh_clone") ? absl::StrCat("git@", host, ":", repo, ".git")
+                                               : absl::StrCat("https://", host, "/", repo, ".git");
 }
 
 // git clones to the repository's name in the work folder unless `path` says otherwise.
@@ -89,7 +77,7 @@ std::string Body(const v1::Integration& i) {
   }
   if (type == "pip_packages") {
     return absl::StrCat(kPython, "\"$PY\" -m pip install --no-input $PIP_USER_FLAG",
-                        Flag(i, "upgrade") ? " --upgrade" : "",
+                        spec::IntegrationFlag(i, "upgrade") ? " --upgrade" : "",
                         Text(i, "install_index").empty()
                             ? ""
                             : absl::StrCat(" --index-url ", ShellQuote(Text(i, "install_index"))),

@@ -1,12 +1,12 @@
 #include "worker/daemon/rank_secrets.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/file_util.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;
@@ -14,22 +14,13 @@ namespace {
 
 std::string SecretsDir(const AttemptPaths& paths) { return paths.dir + "/secrets"; }
 
+// Written whole (base's durable writer), readable by its owner only, then given to the rank.
 absl::Status WriteSecretFile(const std::string& path, const std::string& value,
                              const std::optional<RankIdentity>& identity) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0400);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot write the secret file ", path));
-  size_t done = 0;
-  while (done < value.size()) {
-    const ssize_t n = ::write(fd, value.data() + done, value.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      return absl::InternalError(absl::StrCat("cannot write the secret file ", path));
-    }
-    done += static_cast<size_t>(n);
+  if (auto st = WriteFileDurably(path, value, 0400); !st.ok()) return st;
+  if (identity && ::chown(path.c_str(), identity->uid, identity->gid) != 0) {
+    return absl::InternalError(absl::StrCat("cannot give ", path, " to the rank"));
   }
-  const bool owned = !identity || ::fchown(fd, identity->uid, identity->gid) == 0;
-  ::close(fd);
-  if (!owned) return absl::InternalError(absl::StrCat("cannot give ", path, " to the rank"));
   return absl::OkStatus();
 }
 
