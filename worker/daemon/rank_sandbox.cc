@@ -7,17 +7,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "worker/sandbox/gpu_devices.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-std::string Prepend(const std::string& dir, const std::string& list) {
-  return list.empty() ? dir : absl::StrCat(dir, ":", list);
-}
 
 // A variable that names a bound host path (or a path under it) names it where it is inside.
 void RewriteHostPaths(const std::vector<sandbox::BindMount>& mounts,
@@ -109,17 +104,8 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
   }
   for (const auto& m : own) s.mounts.push_back(m);
   if (in_image) RewriteHostPaths(own, spec.env);
-  std::vector<int> gpus;
-  if (gpu_index) gpus.push_back(*gpu_index);
-  for (auto& m : sandbox::GpuDeviceMounts(options_.device_dir, gpus)) s.mounts.push_back(m);
-  if (gpu_index && in_image) {
-    // The image cannot carry the driver's user-space half: it must match the host's kernel.
-    auto driver = sandbox::DriverMounts(options_.driver_lib_dirs, options_.driver_bin_dirs);
-    if (!driver.empty()) {
-      for (auto& m : driver) s.mounts.push_back(m);
-      spec.env["LD_LIBRARY_PATH"] = Prepend(sandbox::kDriverLibDir, spec.env["LD_LIBRARY_PATH"]);
-    }
-  }
+  const sandbox::GpuAccess gpu = sandbox::PlanGpuAccess(options_.gpu, gpu_index, in_image);
+  for (const auto& m : gpu.mounts) s.mounts.push_back(m);
   s.shm_bytes = options_.shm_bytes;
   s.uid = spec.identity ? spec.identity->uid : ::geteuid();
   s.gid = spec.identity ? spec.identity->gid : ::getegid();
@@ -131,9 +117,7 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
     if (!p.first.empty()) spec.env.emplace(p.first, p.second);
   }
   if (in_image) spec.env.emplace("PATH", kDefaultPath);
-  if (gpu_index && in_image && spec.env.count("PATH")) {
-    spec.env["PATH"] = absl::StrCat(spec.env["PATH"], ":", sandbox::kDriverBinDir);
-  }
+  sandbox::ApplyGpuEnvironment(gpu, kDefaultPath, spec.env);
   spec.env["HOME"] = own[1].target;
   auto argv = sandbox::BwrapArgv(s, {spec.shell, "-c", spec.command});
   if (!argv.ok()) return argv.status();

@@ -14,7 +14,7 @@
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_launcher.h"
 #include "worker/sandbox/cgroup_limits.h"
-#include "worker/sandbox/gpu_devices.h"
+#include "worker/sandbox/gpu_access.h"
 #include "worker/sandbox/sandbox_spec.h"
 
 namespace tessera::worker {
@@ -25,12 +25,9 @@ inline constexpr char kInImageRoot[] = "/tessera";
 
 struct RankSandboxOptions {
   std::string bwrap = "/usr/bin/bwrap";
-  std::string init_path;  // tessera-sandbox-init
-  std::string state_dir;  // the worker's: hidden from every rank
-  // Where the GPUs' device nodes are (/dev; a folder of simulated ones in tests).
-  std::string device_dir = "/dev";
-  std::vector<std::string> driver_lib_dirs = sandbox::DefaultDriverLibDirs();
-  std::vector<std::string> driver_bin_dirs = sandbox::DefaultDriverBinDirs();
+  std::string init_path;        // tessera-sandbox-init
+  std::string state_dir;        // the worker's: hidden from every rank
+  sandbox::GpuNodeOptions gpu;  // the GPUs' device nodes, the driver's files
   int64_t shm_bytes = 0;
   // Folders of the cluster (datasets, checkpoints) every rank writes, at the same path.
   std::vector<std::string> shared_dirs;
@@ -51,6 +48,7 @@ class RankSandbox {
   absl::Status Check() const;
   const sandbox::Cgroups& cgroups() const { return cgroups_; }
   bool limits_wanted() const { return options_.limits.any(); }
+  const RankSandboxOptions& options() const { return options_; }
 
   // Fills spec.sandboxed_argv and spec.cgroup_procs and adds the image's environment (the
   // run's own and Tessera's variables win). `gpu_index` is the rank's GPU, if it has one.

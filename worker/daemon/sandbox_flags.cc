@@ -103,7 +103,7 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
           ? (fs::canonical("/proc/self/exe").parent_path() / "tessera-sandbox-init").string()
           : f.init_path;
   s.state_dir = fs::absolute(o.state_dir).string();
-  s.device_dir = f.gpu_device_dir;
+  s.gpu.device_dir = f.gpu_device_dir;
   s.shm_bytes = *shm;
   s.limits = {.memory_bytes = *memory, .cpus = f.rank_cpu_limit};
   // A shared folder the node gives every rank through --rank-env is bound too.

@@ -17,6 +17,7 @@
 #include "services/common/tls/server_ssl_context.h"
 #include "worker/daemon/state_gc.h"
 #include "worker/gpu/gpu_discovery.h"
+#include "worker/sandbox/gpu_access.h"
 
 namespace tessera::worker {
 namespace {
@@ -77,6 +78,18 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   }
   auto inventory = DiscoverGpus(o.simulate_gpus);
   if (!inventory.ok()) return inventory.status();
+  std::shared_ptr<const RankSandbox> rank_sandbox = o.sandbox;
+  if (rank_sandbox && inventory->source == "nvml") {
+    // NVML's index (Tessera's) is not always the device minor number the sandbox binds.
+    RankSandboxOptions with_minors = rank_sandbox->options();
+    const auto minors = sandbox::GpuMinorsByUuid(with_minors.gpu.driver_gpus_dir);
+    for (const auto& gpu : inventory->gpus) {
+      if (auto m = minors.find(gpu.uuid()); m != minors.end()) {
+        with_minors.gpu.minor_by_index[gpu.index()] = m->second;
+      }
+    }
+    rank_sandbox = std::make_shared<const RankSandbox>(std::move(with_minors));
+  }
 
   // Descendants of ranks whose parents exit are reparented here instead of to init (which in a
   // container may not reap them), so a rank's group is always fully accounted for.
@@ -109,7 +122,7 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .gpu_model = simulated || inventory->gpus.empty() ? "" : inventory->gpus[0].model(),
           .rank_env = o.rank_env,
           .rank_identity = o.rank_identity,
-          .sandbox = o.sandbox,
+          .sandbox = rank_sandbox,
           .images = o.images,
           .per_user_uids = o.per_user_uids,
           .shared_dir = o.shared_dir},

@@ -1,12 +1,17 @@
 #include "worker/sandbox/gpu_devices.h"
 
+#include <glob.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <system_error>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace tessera::worker::sandbox {
 namespace fs = std::filesystem;
@@ -31,6 +36,29 @@ bool IsDriverTool(const std::string& name) {
                                        "nvidia-cuda-mps-control", "nvidia-cuda-mps-server"};
   return std::any_of(std::begin(kTools), std::end(kTools),
                      [&](const char* t) { return name == t; });
+}
+
+void ReadLinkerConfig(const std::string& file, int depth, std::vector<std::string>& out) {
+  if (depth > 8) return;  // an include loop
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    absl::string_view s = absl::StripAsciiWhitespace(line);
+    if (absl::ConsumePrefix(&s, "include")) {
+      std::string pattern(absl::StripAsciiWhitespace(s));
+      if (!pattern.empty() && pattern[0] != '/') {
+        pattern = (fs::path(file).parent_path() / pattern).string();
+      }
+      glob_t g{};
+      if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; ++i) ReadLinkerConfig(g.gl_pathv[i], depth + 1, out);
+      }
+      ::globfree(&g);
+    } else if (!s.empty() && s[0] == '/') {
+      out.emplace_back(s);
+    }
+  }
 }
 
 }  // namespace
@@ -84,10 +112,26 @@ std::vector<BindMount> DriverMounts(const std::vector<std::string>& lib_dirs,
   return out;
 }
 
-std::vector<std::string> DefaultDriverLibDirs() {
-  return {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"};
+std::vector<std::string> LinkerConfigDirs(const std::string& ld_so_conf) {
+  std::vector<std::string> all, out;
+  ReadLinkerConfig(ld_so_conf, 0, all);
+  std::set<std::string> seen;
+  for (auto& d : all) {
+    if (seen.insert(d).second) out.push_back(std::move(d));
+  }
+  return out;
 }
 
-std::vector<std::string> DefaultDriverBinDirs() { return {"/usr/bin", "/usr/local/bin"}; }
+std::vector<std::string> DefaultDriverLibDirs() {
+  std::vector<std::string> dirs = {
+      "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+      "/usr/local/nvidia/lib64",   "/usr/local/nvidia/lib"};
+  for (auto& d : LinkerConfigDirs()) dirs.push_back(std::move(d));
+  return dirs;
+}
+
+std::vector<std::string> DefaultDriverBinDirs() {
+  return {"/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin"};
+}
 
 }  // namespace tessera::worker::sandbox

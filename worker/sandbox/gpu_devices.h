@@ -29,7 +29,12 @@ std::vector<BindMount> GpuDeviceMounts(const std::string& device_dir,
 std::vector<BindMount> DriverMounts(const std::vector<std::string>& lib_dirs,
                                     const std::vector<std::string>& bin_dirs);
 
-// Where the host keeps them on the distributions we know.
+// The folders the dynamic linker searches, from `ld_so_conf` and the files it includes: where a
+// node whose driver is not in a standard folder (/usr/local/nvidia/lib64 ...) keeps it.
+std::vector<std::string> LinkerConfigDirs(const std::string& ld_so_conf = "/etc/ld.so.conf");
+
+// Where the host keeps them: the standard folders of the distributions we know, the container
+// toolkit's /usr/local/nvidia, then the dynamic linker's configured folders (earlier wins).
 std::vector<std::string> DefaultDriverLibDirs();
 std::vector<std::string> DefaultDriverBinDirs();
 

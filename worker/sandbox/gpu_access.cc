@@ -1,0 +1,91 @@
+#include "worker/sandbox/gpu_access.h"
+
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace tessera::worker::sandbox {
+namespace fs = std::filesystem;
+namespace {
+
+// "Key:   value" lines of a driver information file.
+std::map<std::string, std::string> ReadInformation(const fs::path& file) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    out[std::string(absl::StripAsciiWhitespace(line.substr(0, colon)))] =
+        std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+  }
+  return out;
+}
+
+// `dir` first in a colon-separated list, and not again later in it.
+std::string Prepend(const std::string& dir, const std::string& list) {
+  std::vector<std::string> parts = {dir};
+  for (absl::string_view p : absl::StrSplit(list, ':', absl::SkipEmpty())) {
+    if (p != dir) parts.emplace_back(p);
+  }
+  return absl::StrJoin(parts, ":");
+}
+
+}  // namespace
+
+std::map<std::string, int> GpuMinorsByUuid(const std::string& driver_gpus_dir) {
+  std::map<std::string, int> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(driver_gpus_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    auto info = ReadInformation(it->path() / "information");
+    int minor = -1;
+    if (absl::SimpleAtoi(info["Device Minor"], &minor) && minor >= 0 &&
+        absl::StartsWith(info["GPU UUID"], "GPU-")) {
+      out[info["GPU UUID"]] = minor;
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> GpuUuidByMinor(const std::string& driver_gpus_dir, int minor) {
+  for (const auto& [uuid, m] : GpuMinorsByUuid(driver_gpus_dir)) {
+    if (m == minor) return uuid;
+  }
+  return std::nullopt;
+}
+
+GpuAccess PlanGpuAccess(const GpuNodeOptions& options, std::optional<int> gpu_index,
+                        bool in_image) {
+  GpuAccess access;
+  if (!gpu_index) return access;
+  auto mapped = options.minor_by_index.find(*gpu_index);
+  const int minor = mapped == options.minor_by_index.end() ? *gpu_index : mapped->second;
+  access.mounts = GpuDeviceMounts(options.device_dir, {minor});
+  access.visible_devices =
+      GpuUuidByMinor(options.driver_gpus_dir, minor).value_or(std::to_string(*gpu_index));
+  if (in_image) {
+    auto driver = DriverMounts(options.driver_lib_dirs, options.driver_bin_dirs);
+    access.driver_mounted = !driver.empty();
+    for (auto& m : driver) access.mounts.push_back(std::move(m));
+  }
+  return access;
+}
+
+void ApplyGpuEnvironment(const GpuAccess& access, const std::string& path_if_unset,
+                         std::map<std::string, std::string>& env) {
+  if (access.visible_devices.empty()) return;
+  env["CUDA_VISIBLE_DEVICES"] = access.visible_devices;
+  if (!access.driver_mounted) return;
+  env["LD_LIBRARY_PATH"] = Prepend(kDriverLibDir, env["LD_LIBRARY_PATH"]);
+  const std::string path = env.count("PATH") ? env["PATH"] : path_if_unset;
+  env["PATH"] = absl::StrCat(path, ":", kDriverBinDir);
+}
+
+}  // namespace tessera::worker::sandbox
