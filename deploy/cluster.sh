@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A local Tessera cluster on this machine: a private PostgreSQL, the control plane
 # (tessera-server) and N tessera-worker daemons with simulated GPUs, each with its own node name,
-# metrics port and state folder. Writes mcli's config (endpoint and an admin key).
+# metrics port and state folder, and a registry on loopback serving the image that
+# examples/gpt-tiny.yaml runs in (tessera/train:latest, built by deploy/train-image.sh from
+# build/bin whenever tessera-train or tessera-data changed). Writes mcli's config (endpoint and
+# an admin key).
 #
 #   deploy/cluster.sh up [--workers N] [--gpus-per-worker G] [--allow-fault-injection]
 #                                                              start (or extend) it
@@ -9,7 +12,8 @@
 #   deploy/cluster.sh down                                     stop all of it
 #
 # Ports: TESSERA_GRPC_PORT (50051), TESSERA_HTTP_PORT (8080), TESSERA_METRICS_PORT (9464; workers
-# use the ports after it). State: TESSERA_STATE_DIR (.state/ in the repository). More flags for
+# use the ports after it), TESSERA_REGISTRY_PORT (5000; the workers' default registry, so
+# `image: tessera/train:latest` is pulled from it). State: TESSERA_STATE_DIR (.state/ in the repository). More flags for
 # tessera-server: TESSERA_SERVER_FLAGS (e.g. "--stop-grace-seconds 2 --uncordon-after-passes 3").
 #
 # Everything speaks TLS: the script makes a cluster CA and the services' certificate
@@ -24,7 +28,9 @@ BIN="${TESSERA_BIN_DIR:-$ROOT/build/bin}"
 GRPC_PORT="${TESSERA_GRPC_PORT:-50051}"
 METRICS_PORT="${TESSERA_METRICS_PORT:-9464}"
 HTTP_PORT="${TESSERA_HTTP_PORT:-8080}"
+REGISTRY="127.0.0.1:${TESSERA_REGISTRY_PORT:-5000}"
 server_pid_file="$STATE/tessera-server.pid"
+registry_pid_file="$STATE/registry.pid"
 TLS_DIR="$STATE/tls"
 PLAINTEXT="${TESSERA_PLAINTEXT:-0}"
 
@@ -45,6 +51,7 @@ workers() { for w in "$STATE"/workers/*; do [ -d "$w" ] && echo "$w"; done | sor
 down() {
   for w in $(workers); do stop_pid_file "$w/pid" "worker $(basename "$w")"; done
   stop_pid_file "$server_pid_file" tessera-server
+  stop_pid_file "$registry_pid_file" registry
   if [ -d "$STATE/postgres" ]; then deploy/pg-instance.sh stop "$STATE/postgres"; fi
   echo "cluster: stopped"
 }
@@ -56,6 +63,9 @@ status() {
     [ "$PLAINTEXT" = 1 ] || echo "TLS             CA $TLS_DIR/ca.pem (curl --cacert $TLS_DIR/ca.pem https://localhost:$HTTP_PORT/...)"
   else
     echo "tessera-server  not running"
+  fi
+  if alive "$registry_pid_file"; then
+    echo "registry        pid $(cat "$registry_pid_file")  http://$REGISTRY (the workers' default registry)"
   fi
   if [ -d "$STATE/postgres" ]; then
     if deploy/pg-instance.sh status "$STATE/postgres"; then
@@ -97,6 +107,35 @@ wait_healthy() {  # port, pid file, log, name, host its certificate names
   die "$4 did not answer on :$1 within 15 s (log: $3)"
 }
 
+# The local registry, and the training image in it (rebuilt when the programs changed).
+start_registry() {
+  mkdir -p "$STATE/registry"
+  if ! alive "$registry_pid_file"; then
+    printf 'version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n' \
+      "$STATE/registry/storage" "$REGISTRY" >"$STATE/registry/config.yml"
+    nohup docker-registry serve "$STATE/registry/config.yml" >"$STATE/logs/registry.log" 2>&1 &
+    echo $! >"$registry_pid_file"
+  fi
+  for _ in $(seq 100); do
+    curl -fsS "http://$REGISTRY/v2/" >/dev/null 2>&1 && break
+    alive "$registry_pid_file" || die "the registry did not start: $(tail -5 "$STATE/logs/registry.log")"
+    sleep 0.1
+  done
+  if [ ! -x "$BIN/tessera-train" ] || [ ! -x "$BIN/tessera-data" ]; then
+    echo "cluster: tessera-train is not built, so tessera/train:latest is not served" \
+         "(deploy/build.sh tessera-train tessera-data)" >&2
+    return
+  fi
+  local stamp; stamp="$(cat "$BIN/tessera-train" "$BIN/tessera-data" | sha256sum | cut -d' ' -f1)"
+  if [ "$(cat "$STATE/registry/train.stamp" 2>/dev/null)" != "$stamp" ] ||
+     ! skopeo inspect --tls-verify=false --raw "docker://$REGISTRY/tessera/train:latest" >/dev/null 2>&1; then
+    echo "cluster: building the training image $REGISTRY/tessera/train:latest"
+    TMPDIR="$STATE" deploy/train-image.sh "$REGISTRY/tessera/train:latest" "$BIN" >"$STATE/logs/train-image.log" 2>&1 ||
+      die "building the training image failed: $(tail -5 "$STATE/logs/train-image.log")"
+    echo "$stamp" >"$STATE/registry/train.stamp"
+  fi
+}
+
 up() {
   local n=2 gpus=2 faults=()
   while [ $# -gt 0 ]; do
@@ -115,6 +154,7 @@ up() {
   mkdir -p "$STATE/logs" "$STATE/workers" "$STATE/shared"
 
   local url; url="$(deploy/pg-instance.sh start "$STATE/postgres")"
+  start_registry
 
   # The cluster CA and the services' certificate; the server signs the nodes' certificates.
   local server_tls=() worker_tls=()
@@ -193,6 +233,7 @@ up() {
       --address 127.0.0.1 --simulate-gpus "$gpus" --state-dir "$dir/state" \
       --label "rack=rack-$((i / 4))" --metrics-listen "127.0.0.1:$port" \
       --rank-env "TESSERA_SHARED_DIR=$STATE/shared" ${faults[@]+"${faults[@]}"} \
+      --default-registry "$REGISTRY" --insecure-registry "$REGISTRY" \
       >"$dir/worker.log" 2>&1 &
     echo $! >"$dir/pid"
   done

@@ -86,6 +86,8 @@ std::string WriteConfig(const std::string& dir, int steps, const std::string& na
   std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   yaml = absl::StrReplaceAll(yaml,
                              {{"name: gpt-tiny", "name: " + name},
+                              // its workers run ranks on the host (--sandbox off)
+                              {"\nimage: tessera/train:latest\n", "\nimage: host\n"},
                               {"max_duration: 150ba", absl::StrCat("max_duration: ", steps, "ba")},
                               {"  max_retries: 5", "  max_retries: 100\n  hang_timeout: 8"}});
   const std::string path = dir + "/" + name + ".yaml";

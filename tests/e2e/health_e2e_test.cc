@@ -53,6 +53,7 @@ struct Scenario {
     yaml = absl::StrReplaceAll(
         yaml,
         {{"max_duration: 150ba", absl::StrCat("max_duration: ", batches, "ba")},
+         {"\nimage: tessera/train:latest\n", "\nimage: host\n"},
          {"save_interval: 25ba", "save_interval: 10ba"},
          {"  max_retries: 5\n",
           absl::StrCat(

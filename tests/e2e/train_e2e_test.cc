@@ -25,7 +25,7 @@ TEST_CASE("examples/gpt-tiny.yaml trains on two nodes and its loss falls", "[e2e
   const std::string shared = c.marks_dir() + "/shared";
   StartTrainingWorker(c, "node-a", shared);
   StartTrainingWorker(c, "node-b", shared);
-  ShellResult submitted = Mcli(c, "run -f " + Example());
+  ShellResult submitted = Mcli(c, "run -f " + ExampleWith(c, 150, "gpt-tiny.yaml"));
   INFO(submitted.output);
   REQUIRE(submitted.exit_code == 0);
   const std::string name(absl::StripAsciiWhitespace(submitted.output));

@@ -45,13 +45,20 @@ inline std::map<int, double> LossesIn(const std::string& logs) {
 
 inline std::string Example() { return std::string(TESSERA_SOURCE_DIR) + "/examples/gpt-tiny.yaml"; }
 
-// The example with `batches` steps, written into `dir` as `file`.
-inline std::string ExampleIn(const std::string& dir, int batches, const std::string& file) {
+// The example's image; the training tests run it on the host's root (`image: host`), which
+// test clusters allow, except the one that runs it in its image (train_image_e2e_test).
+inline constexpr char kExampleImageLine[] = "\nimage: tessera/train:latest\n";
+
+// The example with `batches` steps and `image`, written into `dir` as `file`.
+inline std::string ExampleIn(const std::string& dir, int batches, const std::string& file,
+                             const std::string& image = "host") {
   std::ifstream in(Example());
   std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(yaml.find(kExampleImageLine) != std::string::npos);
   const std::string path = dir + "/" + file;
   std::ofstream(path) << absl::StrReplaceAll(
-      yaml, {{"max_duration: 150ba", absl::StrCat("max_duration: ", batches, "ba")}});
+      yaml, {{"max_duration: 150ba", absl::StrCat("max_duration: ", batches, "ba")},
+             {kExampleImageLine, absl::StrCat("\nimage: ", image, "\n")}});
   return path;
 }
 

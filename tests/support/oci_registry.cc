@@ -33,28 +33,48 @@ absl::StatusOr<OciRegistry> OciRegistry::Start(const std::string& dir) {
   return absl::UnavailableError(absl::StrCat("docker-registry did not answer on ", address));
 }
 
-absl::StatusOr<std::string> OciRegistry::PushBusyboxImage(const std::string& name,
-                                                          const std::string& tag,
-                                                          const std::vector<std::string>& applets) {
+absl::StatusOr<std::string> OciRegistry::Push(const std::string& name, const std::string& tag,
+                                              const std::string& fill,
+                                              const std::vector<std::string>& env) {
   const std::string work =
       absl::StrCat(dir_, "/build-", name.substr(name.rfind('/') + 1), "-", tag);
   const std::string layout = work + "/layout";
   const std::string bundle = work + "/bundle";
-  std::string links;
-  for (const auto& a : applets)
-    absl::StrAppend(&links, " && ln -s busybox ", bundle, "/rootfs/bin/", a);
   const std::string reference = absl::StrCat(address_, "/", name, ":", tag);
+  std::string config;
+  for (const auto& e : env) absl::StrAppend(&config, " --config.env '", e, "'");
   const std::string script = absl::StrCat(
-      "set -e; rm -rf ", work, "; mkdir -p ", work, " && umoci init --layout ", layout,
+      "rm -rf ", work, "; mkdir -p ", work, " && umoci init --layout ", layout,
       " && umoci new --image ", layout, ":", tag, " && umoci unpack --rootless --image ", layout,
-      ":", tag, " ", bundle, " && mkdir -p ", bundle, "/rootfs/bin ", bundle, "/rootfs/etc ",
-      bundle, "/rootfs/usr", " && cp /bin/busybox ", bundle, "/rootfs/bin/busybox", links,
-      " && echo 'Tessera test image' > ", bundle, "/rootfs/etc/issue", " && umoci repack --image ",
-      layout, ":", tag, " ", bundle, " && umoci config --image ", layout, ":", tag,
-      " --config.env PATH=/bin --config.env IMAGE_VAR=from-image",
+      ":", tag, " ", bundle, " && ROOT=", bundle, "/rootfs && ", fill, " && umoci repack --image ",
+      layout, ":", tag, " ", bundle, " && umoci config --image ", layout, ":", tag, config,
       " && skopeo copy --dest-tls-verify=false oci:", layout, ":", tag, " docker://", reference,
-      " 2>&1");
+      " 2>&1; rc=$?; rm -rf ", bundle, "; exit $rc");
   ShellResult r = RunShell(script);
+  if (r.exit_code != 0) {
+    return absl::InternalError(absl::StrCat("building image ", reference, ": ", r.output));
+  }
+  return reference;
+}
+
+absl::StatusOr<std::string> OciRegistry::PushBusyboxImage(const std::string& name,
+                                                          const std::string& tag,
+                                                          const std::vector<std::string>& applets) {
+  std::string fill =
+      "mkdir -p $ROOT/bin $ROOT/etc $ROOT/usr && cp /bin/busybox $ROOT/bin/busybox && echo "
+      "'Tessera test image' > $ROOT/etc/issue";
+  for (const auto& a : applets) absl::StrAppend(&fill, " && ln -s busybox $ROOT/bin/", a);
+  return Push(name, tag, fill, {"PATH=/bin", "IMAGE_VAR=from-image"});
+}
+
+absl::StatusOr<std::string> OciRegistry::PushTrainingImage(const std::string& name,
+                                                           const std::string& tag,
+                                                           const std::string& bin_dir) {
+  // The quick start's image, built by the script deploy/cluster.sh uses.
+  const std::string reference = absl::StrCat(address_, "/", name, ":", tag);
+  ShellResult r =
+      RunShell(absl::StrCat("TMPDIR=", dir_, " ", TESSERA_SOURCE_DIR, "/deploy/train-image.sh ",
+                            reference, " ", bin_dir, " 2>&1"));
   if (r.exit_code != 0) {
     return absl::InternalError(absl::StrCat("building image ", reference, ": ", r.output));
   }

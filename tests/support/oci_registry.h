@@ -24,7 +24,17 @@ class OciRegistry {
   absl::StatusOr<std::string> PushBusyboxImage(const std::string& name, const std::string& tag,
                                                const std::vector<std::string>& applets);
 
+  // Builds the image examples/gpt-tiny.yaml runs in (deploy/train-image.sh: tessera-train and
+  // tessera-data from `bin_dir` with their libraries, busybox, the text it trains on; about
+  // 700 MB) and pushes it as name:tag.
+  absl::StatusOr<std::string> PushTrainingImage(const std::string& name, const std::string& tag,
+                                                const std::string& bin_dir);
+
  private:
+  // Builds an image from an empty root: `fill` (shell commands, $ROOT the root folder) puts
+  // files in it; `env` is its environment. Pushes it and returns ADDRESS/name:tag.
+  absl::StatusOr<std::string> Push(const std::string& name, const std::string& tag,
+                                   const std::string& fill, const std::vector<std::string>& env);
   OciRegistry(Process process, std::string address, std::string dir)
       : process_(std::move(process)), address_(std::move(address)), dir_(std::move(dir)) {}
   Process process_;

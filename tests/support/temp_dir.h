@@ -4,6 +4,7 @@
 // test failed (a REQUIRE unwinds through it).
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -42,5 +43,17 @@ class TempDir {
     return pattern;
   }
 };
+
+// Folders made by tests are private (mkdtemp): lets other users (sandboxed ranks run as each
+// user's uid) pass through `dir` and every folder above it, without listing or reading them.
+inline void OpenToPassThrough(const std::filesystem::path& dir) {
+  for (std::filesystem::path p = dir; p != p.root_path(); p = p.parent_path()) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0 && (st.st_mode & 01) == 0) {
+      std::filesystem::permissions(p, std::filesystem::perms::others_exec,
+                                   std::filesystem::perm_options::add);
+    }
+  }
+}
 
 }  // namespace tessera::testing

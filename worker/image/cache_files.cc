@@ -83,6 +83,15 @@ absl::Status MakePrivateFolder(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status MakePassThroughFolder(const std::string& path) {
+  if (absl::Status st = MakePrivateFolder(path); !st.ok()) return st;
+  if (::chmod(path.c_str(), 0711) != 0) {
+    return absl::InternalError(
+        absl::StrCat("Cannot open the folder ", path, " to ranks: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 std::optional<int64_t> ReadNumberFile(const std::string& path) {
   auto text = ReadWholeFile(path);
   int64_t value = 0;

@@ -21,6 +21,10 @@ bool RemoveTree(const std::string& path);
 // Creates `path` with mode 0700 (less the umask) if missing, and its parents as needed.
 absl::Status MakePrivateFolder(const std::string& path);
 
+// Like MakePrivateFolder, but others may pass through it (0711) without listing it: the image
+// folders on the way to an unpacked root, which ranks running as other users read.
+absl::Status MakePassThroughFolder(const std::string& path);
+
 // 8 random hex digits, for names in tmp/ that no other pull or eviction uses.
 std::string RandomSuffix();
 

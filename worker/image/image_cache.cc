@@ -1,6 +1,7 @@
 #include "worker/image/image_cache.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -47,9 +48,11 @@ ImageCache::ImageCache(ImageCacheOptions options, std::shared_ptr<ToolRunner> ru
     init_status_ = absl::InvalidArgumentError(
         absl::StrCat("The image cache folder must not contain ':': ", options_.dir));
   } else {
-    for (const char* sub : {"", "/bundles", "/tmp"}) {
-      init_status_.Update(MakePrivateFolder(options_.dir + sub));
-    }
+    // Ranks run as their users' uids and read the unpacked roots: they may pass through the
+    // cache to a root whose digest they were given, not list the cache or see pulls under way.
+    init_status_.Update(MakePassThroughFolder(options_.dir));
+    init_status_.Update(MakePassThroughFolder(options_.dir + "/bundles"));
+    init_status_.Update(MakePrivateFolder(options_.dir + "/tmp"));
   }
   if (!init_status_.ok()) {
     spdlog::error("image cache: {}", std::string(init_status_.message()));
@@ -146,6 +149,13 @@ absl::StatusOr<PreparedImage> ImageCache::Load(const ImageReference& ref, const 
     Release(digest);  // the caller gets no image, so it will not release it
     return absl::InternalError(
         absl::StrCat("Image ", ref.Name(), " is unusable: ", config.status().message()));
+  }
+  // umoci makes the bundle private; the root inside keeps the image's own modes.
+  if (::chmod(bundle.c_str(), 0711) != 0) {
+    const int err = errno;
+    Release(digest);
+    return absl::InternalError(
+        absl::StrCat("Image ", ref.Name(), " cannot be opened to ranks: ", std::strerror(err)));
   }
   PreparedImage image;
   image.digest = digest;

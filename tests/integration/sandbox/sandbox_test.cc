@@ -77,16 +77,6 @@ v1::Run WaitForEnd(Client& client, const std::string& name, absl::Duration timeo
   return run;
 }
 
-// Folders made by the test are private (mkdtemp): let users' ranks pass through to theirs.
-void OpenToPassThrough(const fs::path& dir) {
-  for (fs::path p = dir; p != p.root_path(); p = p.parent_path()) {
-    struct stat st;
-    if (::stat(p.c_str(), &st) == 0 && (st.st_mode & 01) == 0) {
-      fs::permissions(p, fs::perms::others_exec, fs::perm_options::add);
-    }
-  }
-}
-
 TEST_CASE("two users' runs on one node: neither sees nor touches the other's", "[sandbox]") {
   LocalCluster c;
   TempDir dev("tessera-dev"), shared("tessera-shared");

@@ -13,7 +13,7 @@ free_port() {
 }
 export TESSERA_STATE_DIR="$state" TESSERA_BIN_DIR="$BIN" TESSERA_CONFIG="$state/mcli.yaml"
 export TESSERA_GRPC_PORT="$(free_port)" TESSERA_HTTP_PORT="$(free_port)"
-base="$(free_port)"; export TESSERA_METRICS_PORT="$base"
+base="$(free_port)"; export TESSERA_METRICS_PORT="$base" TESSERA_REGISTRY_PORT="$(free_port)"
 cleanup() { "$ROOT/deploy/cluster.sh" down >/dev/null 2>&1 || true; rm -rf "$state"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -43,18 +43,25 @@ for r in 0 1 2 3; do
   echo "$out" | grep -q "rank $r step 5" || { echo "$out"; fail "rank $r's last line is missing"; }
 done
 
+# The registry serves the image examples/gpt-tiny.yaml names; a second up does not rebuild it.
+skopeo inspect --tls-verify=false "docker://127.0.0.1:$TESSERA_REGISTRY_PORT/tessera/train:latest" |
+  grep -q '"Digest": "sha256:' || fail "the registry does not serve tessera/train:latest"
+grep -q "building the training image" "$state/up.log" || fail "the image was not built"
+
 status="$("$ROOT/deploy/cluster.sh" status)"
 echo "$status" | grep -q "^tessera-server  pid" || fail "status: $status"
+echo "$status" | grep -q "^registry        pid" || fail "status: $status"
 [ "$(echo "$status" | grep -c '^worker node-[0-9]  pid')" = 3 ] || fail "status: $status"
 
-# A second up is harmless: nothing is started twice.
-"$ROOT/deploy/cluster.sh" up --workers 3 >/dev/null 2>&1 || fail "second up"
-pids="$(cat "$state"/tessera-server.pid "$state"/workers/*/pid)"
+# A second up is harmless: nothing is started twice, nor built again.
+"$ROOT/deploy/cluster.sh" up --workers 3 >"$state/up-again.log" 2>&1 || fail "second up"
+if grep -q "building the training image" "$state/up-again.log"; then fail "the image was rebuilt"; fi
+pids="$(cat "$state"/tessera-server.pid "$state"/registry.pid "$state"/workers/*/pid)"
 "$ROOT/deploy/cluster.sh" down >/dev/null
 # Up again after down: the workers come back with the credentials they joined with.
 "$ROOT/deploy/cluster.sh" up --workers 3 >"$state/up2.log" 2>&1 || { cat "$state/up2.log"; fail "up after down"; }
 [ "$("$BIN/mcli" admin list-join-tokens | grep -c jt-)" = 3 ] || fail "a restarted worker joined again"
-pids="$pids $(cat "$state"/tessera-server.pid "$state"/workers/*/pid)"
+pids="$pids $(cat "$state"/tessera-server.pid "$state"/registry.pid "$state"/workers/*/pid)"
 "$ROOT/deploy/cluster.sh" down >/dev/null
 for p in $pids; do
   if kill -0 "$p" 2>/dev/null; then fail "pid $p still runs after down"; fi

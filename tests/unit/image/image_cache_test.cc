@@ -83,6 +83,14 @@ TEST_CASE("the first Acquire pulls with the registry's flags, the next ones use 
   CHECK(ReadNumberFile(c.Bundle('1') + "/tessera-size") == c.Get().TotalBytes());
   CHECK(ReadNumberFile(c.Bundle('1') + "/tessera-last-used") == absl::ToUnixNanos(c.clock->Now()));
   CHECK(c.Get().TotalBytes() > 100'000);
+  // Ranks (other uids) may pass through to the root, not list the cache or its pulls.
+  auto mode = [](const std::string& p) {
+    return static_cast<int>(fs::status(p).permissions() & fs::perms::mask);
+  };
+  CHECK(mode(c.options.dir) == 0711);
+  CHECK(mode(c.options.dir + "/bundles") == 0711);
+  CHECK(mode(c.Bundle('1')) == 0711);
+  CHECK(mode(c.options.dir + "/tmp") == 0700);
 
   // Cached: the registry is asked for the tag's digest, nothing is pulled.
   c.said.clear();
@@ -226,7 +234,9 @@ TEST_CASE("what a crash left in tmp is removed at construction, bundles stay") {
   c.Get();
   CHECK(c.TmpIsEmpty());
   CHECK(fs::exists(c.Bundle('a') + "/rootfs/bin/tool"));
-  CHECK((fs::status(c.options.dir).permissions() & fs::perms::all) == fs::perms::owner_all);
+  // Ranks pass through it to their image's root; nobody else lists it.
+  CHECK((fs::status(c.options.dir).permissions() & fs::perms::all) ==
+        (fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec));
 }
 
 TEST_CASE("a cache folder that cannot be used fails every Acquire with the reason") {

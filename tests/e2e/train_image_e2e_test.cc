@@ -1,0 +1,92 @@
+// examples/gpt-tiny.yaml as a cluster of images runs it: its image (tessera-train, its
+// libraries and the text it trains on, nothing of the host's) pulled from a registry by each
+// node, its ranks sandboxed as the user's own uid; a node killed mid-training, after which the
+// run resumes from its checkpoint on the same image, by digest, on a node that never pulled it.
+#include <signal.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "tests/e2e/training_helpers.h"
+#include "tests/support/oci_registry.h"
+#include "tests/support/temp_dir.h"
+
+namespace tessera::testing {
+namespace {
+
+bool IsTerminal(v1::RunStatus s) {
+  return s == v1::RUN_STATUS_COMPLETED || s == v1::RUN_STATUS_FAILED || s == v1::RUN_STATUS_STOPPED;
+}
+
+TEST_CASE("gpt-tiny in its image: a node killed, the run resumes on the same digest", "[e2e]") {
+  TempDir registry_dir("tessera-registry");
+  auto registry = OciRegistry::Start(registry_dir.path);
+  REQUIRE(registry.ok());
+  auto image = registry->PushTrainingImage("tessera/train", "1", TESSERA_BIN_DIR);
+  INFO(image.status().ToString());
+  REQUIRE(image.ok());
+
+  LocalCluster c;
+  const std::string shared = c.marks_dir() + "/shared";
+  std::filesystem::create_directories(shared);
+  OpenToPassThrough(shared);
+  for (const char* node : {"node-a", "node-b", "node-c"}) {
+    // No --rank-user: each user's ranks run as the uid the control plane gave that user.
+    c.StartWorker(node, 2,
+                  {"--sandbox", "bwrap", "--rank-user", "", "--insecure-registry",
+                   registry->address(), "--shared-dir", shared});
+    OpenToPassThrough(c.worker(node).state_dir);
+  }
+  // The example, in the image and long enough to be killed mid-way.
+  const std::string spec = ExampleIn(c.marks_dir(), 600, "gpt-tiny-image.yaml", *image);
+  ShellResult submitted = c.Mcli("run -f " + spec);
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string name(absl::StripAsciiWhitespace(submitted.output));
+  // Pulling 700 MB on two nodes at once takes a while on a small machine.
+  v1::Run run = c.client->Get(name);
+  for (int i = 0; i < 6000 && run.progress().step() < 40 && !IsTerminal(run.status()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    run = c.client->Get(name);
+  }
+  INFO(c.Mcli("describe run " + name).output);
+  INFO(c.Mcli("logs " + name + " --rank 0").output);
+  REQUIRE(run.status() == v1::RUN_STATUS_RUNNING);
+  REQUIRE(run.progress().step() >= 40);
+  REQUIRE(run.nodes_size() == 2);
+  const std::string victim = run.nodes(1).node_name();
+  REQUIRE(c.worker(victim).process->Kill(SIGKILL).ok());
+
+  run = c.client->WaitForStatus(name, v1::RUN_STATUS_COMPLETED, absl::Seconds(600));
+  CHECK(run.resumption_index() == 1);
+  CHECK(run.progress().step() == 600);
+  const v1::RunDescription described = c.client->Describe(name);
+  REQUIRE(described.attempts_size() == 2);
+  const std::string digest = described.attempts(0).image_digest();
+  CHECK(absl::StartsWith(digest, "sha256:"));
+  CHECK(described.attempts(1).image_digest() == digest);
+  // The second attempt ran on the nodes that were left, one of which pulled the image then,
+  // by its digest.
+  for (const auto& node : run.nodes()) CHECK(node.node_name() != victim);
+  int pulls = 0;
+  for (const auto& e : described.events()) {
+    if (absl::StartsWith(e.message(), "Pulling image")) ++pulls;
+  }
+  CHECK(pulls >= 3);
+
+  ShellResult logs = c.Mcli("logs " + name + " --rank 0");
+  INFO(logs.output);
+  std::smatch m;
+  REQUIRE(std::regex_search(logs.output, m, std::regex(R"(resumed from step (\d+))")));
+  const int resumed = std::stoi(m[1]);
+  CHECK(resumed >= 25);
+  CHECK(resumed % 25 == 0);
+  CHECK(run.progress().resumed_from_step() == resumed);
+  CHECK(absl::StrContains(logs.output, "training finished: 600 steps"));
+}
+
+}  // namespace
+}  // namespace tessera::testing
