@@ -172,19 +172,29 @@ int Main(int argc, char** argv) {
   // pull
   auto big = PushRandomImage(*registry, dir, o.image_mb);
   if (!big.ok()) Die(big.status().ToString());
-  const auto c0 = Clock::now();
-  testing::ShellResult copy = testing::RunShell(absl::StrCat(
-      "skopeo copy --src-tls-verify=false docker://", *big, " oci:", dir, "/copy-only:1 2>&1"));
-  const auto c1 = Clock::now();
-  if (copy.exit_code != 0) Die(copy.output);
+  // Each measurement starts with the page cache's dirty pages written out, so that neither
+  // pays for the other's writes; the copy is timed before and after the pull (the mean).
+  auto copy_once = [&](int i) {
+    testing::RunShell("sync");
+    const auto c0 = Clock::now();
+    testing::ShellResult copy = testing::RunShell(absl::StrCat(
+        "skopeo copy --src-tls-verify=false docker://", *big, " oci:", dir, "/copy-only-", i,
+        ":1 2>&1"));
+    const auto c1 = Clock::now();
+    if (copy.exit_code != 0) Die(copy.output);
+    return Seconds(c0, c1);
+  };
+  const double copy_before = copy_once(0);
+  testing::RunShell("sync");
   const auto a0 = Clock::now();
   auto acquired = cache.Acquire(*big, "", nullptr);
   const auto a1 = Clock::now();
   if (!acquired.ok()) Die(acquired.status().ToString());
+  const double copy_s = (copy_before + copy_once(1)) / 2;
   std::printf(
       "pull   %d MiB: skopeo copy alone %.2f s, cold pull and unpack %.2f s: ratio %.2f   "
       "target: at least 0.9\n",
-      o.image_mb, Seconds(c0, c1), Seconds(a0, a1), Seconds(c0, c1) / Seconds(a0, a1));
+      o.image_mb, copy_s, Seconds(a0, a1), copy_s / Seconds(a0, a1));
 
   // step
   const std::string loop = absl::StrCat(

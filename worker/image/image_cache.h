@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "worker/image/image_config.h"
 #include "worker/image/image_reference.h"
 #include "worker/image/tool_runner.h"
 
@@ -91,9 +92,15 @@ class ImageCache {
   absl::StatusOr<std::string> ResolveDigest(const ImageReference& ref,
                                             const std::string& pinned_digest,
                                             const std::string& auth_file, absl::Time deadline);
-  // Runs skopeo copy and umoci unpack into tmp/ and renames the bundle into bundles/.
+  // Reads the image's config, streams the image into a bundle in tmp/ and renames the bundle
+  // into bundles/.
   absl::Status PullAndUnpack(const ImageReference& ref, const std::string& digest,
                              const std::string& auth_file, absl::Time deadline);
+  // skopeo copy into a pipe in `work`, each layer applied to `rootfs` as it arrives.
+  absl::Status StreamIntoRoot(const ImageReference& ref, const ImageReference& exact,
+                              const ImageConfig& config, const std::string& auth_file,
+                              const std::string& work, const std::string& rootfs,
+                              absl::Time deadline);
   // Runs a tool with what is left of the pull's time; the runner's errors name the image.
   absl::StatusOr<ToolResult> RunTool(const ImageReference& ref,
                                      const std::vector<std::string>& argv, absl::Time deadline);

@@ -1,21 +1,29 @@
-// ImageCache's pulls: the digest from the registry (skopeo inspect), the image into an OCI layout
-// (skopeo copy), the layout into a bundle (umoci unpack), and what the tools' failures mean.
+// ImageCache's pulls: the digest from the registry (skopeo inspect), the image's config (skopeo
+// inspect --config), the image streamed by skopeo copy into a root folder as it downloads
+// (archive_unpacker.h), and what the tools' failures mean.
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
+#include "worker/image/archive_unpacker.h"
 #include "worker/image/cache_files.h"
 #include "worker/image/image_cache.h"
+#include "worker/image/image_config.h"
 
 namespace tessera::worker::image {
 namespace fs = std::filesystem;
@@ -106,39 +114,45 @@ absl::StatusOr<ToolResult> ImageCache::RunTool(const ImageReference& ref,
 absl::Status ImageCache::PullAndUnpack(const ImageReference& ref, const std::string& digest,
                                        const std::string& auth_file, absl::Time deadline) {
   const std::string hex = digest.substr(kDigestPrefix);
-  const std::string layout = absl::StrCat(options_.dir, "/tmp/", hex, "-", RandomSuffix());
-  const std::string bundle = layout + "-bundle";
+  const std::string work = absl::StrCat(options_.dir, "/tmp/", hex, "-", RandomSuffix());
+  const std::string bundle = work + "-bundle";
   const auto clean_up = [&] {
-    RemoveTree(layout);
+    RemoveTree(work);
     RemoveTree(bundle);
   };
   ImageReference exact = ref;
   exact.digest = digest;  // copy exactly what was resolved, even if the tag moved since
 
-  std::vector<std::string> copy = {"skopeo", "copy"};
-  if (IsInsecure(ref.registry)) copy.push_back("--src-tls-verify=false");
-  if (!auth_file.empty()) copy.insert(copy.end(), {"--src-authfile", auth_file});
-  copy.insert(copy.end(), {exact.DockerTransport(), absl::StrCat("oci:", layout, ":img")});
-  absl::StatusOr<ToolResult> result = RunTool(ref, copy, deadline);
-  if (result.ok() && result->exit_code != 0) result = SkopeoFailure(ref.Name(), *result);
-  if (!result.ok()) {
-    clean_up();
-    return result.status();
+  // The image's config first: its environment and working folder, and its layers' order.
+  std::vector<std::string> inspect = {"skopeo", "inspect", "--config", "--raw"};
+  if (IsInsecure(ref.registry)) inspect.push_back("--tls-verify=false");
+  if (!auth_file.empty()) inspect.insert(inspect.end(), {"--authfile", auth_file});
+  inspect.push_back(exact.DockerTransport());
+  TESSERA_ASSIGN_OR_RETURN(const ToolResult inspected, RunTool(ref, inspect, deadline));
+  if (inspected.exit_code != 0) return SkopeoFailure(ref.Name(), inspected);
+  absl::StatusOr<ImageConfig> config = ParseImageConfig(inspected.output);
+  if (!config.ok()) {
+    return absl::InternalError(
+        absl::StrCat("Cannot unpack image ", ref.Name(), ": ", config.status().message()));
   }
 
-  result =
-      RunTool(ref, {"umoci", "unpack", "--rootless", "--image", layout + ":img", bundle}, deadline);
-  if (result.ok() && result->exit_code != 0) {
-    result = absl::InternalError(
-        absl::StrCat("Cannot unpack image ", ref.Name(), ": ", LastLine(result->output)));
+  absl::Status st = MakePrivateFolder(work);
+  st.Update(MakePrivateFolder(bundle));
+  // The image's root is readable by the ranks, as any root folder is.
+  if (st.ok() && ::mkdir((bundle + "/rootfs").c_str(), 0755) != 0) {
+    st = absl::InternalError(absl::StrCat("Cannot create ", bundle, "/rootfs: ", strerror(errno)));
   }
-  if (!result.ok()) {
+  if (st.ok()) ::chmod((bundle + "/rootfs").c_str(), 0755);  // whatever the umask
+  st.Update(WriteFileDurably(bundle + "/config.json", BundleConfigJson(*config)));
+  if (st.ok())
+    st = StreamIntoRoot(ref, exact, *config, auth_file, work, bundle + "/rootfs", deadline);
+  if (!st.ok()) {
     clean_up();
-    return result.status();
+    return st;
   }
 
   const int64_t bytes = TreeBytes(bundle);
-  absl::Status st = WriteNumberFile(bundle + "/tessera-size", bytes);
+  st = WriteNumberFile(bundle + "/tessera-size", bytes);
   st.Update(WriteNumberFile(bundle + "/tessera-last-used", absl::ToUnixNanos(clock_->Now())));
   // The rename is what makes the image appear, whole, in bundles/.
   if (st.ok() && std::rename(bundle.c_str(), BundlePath(hex).c_str()) != 0) {
@@ -151,6 +165,73 @@ absl::Status ImageCache::PullAndUnpack(const ImageReference& ref, const std::str
   clean_up();
   if (!st.ok()) return st;
   spdlog::info("image cache: pulled {} ({}), {} bytes unpacked", ref.Name(), digest, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status ImageCache::StreamIntoRoot(const ImageReference& ref, const ImageReference& exact,
+                                        const ImageConfig& config, const std::string& auth_file,
+                                        const std::string& work, const std::string& rootfs,
+                                        absl::Time deadline) {
+  // skopeo writes the image as a docker-archive into a pipe, layers uncompressed and verified
+  // against their digests as they come; each is applied to the root as it arrives, so the
+  // image is unpacked by the time it is downloaded.
+  const std::string fifo = work + "/archive.pipe";
+  if (::mkfifo(fifo.c_str(), 0600) != 0) {
+    return absl::InternalError(absl::StrCat("Cannot pull image ", ref.Name(), ": mkfifo ", fifo,
+                                            ": ", std::strerror(errno)));
+  }
+  // Our own write end keeps the reader from seeing an end before skopeo has opened the pipe; it
+  // is closed once skopeo has exited, whatever happened, so the reader always sees the end.
+  const int read_fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const int hold_fd = read_fd < 0 ? -1 : ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+  if (read_fd < 0 || hold_fd < 0 ||
+      ::fcntl(read_fd, F_SETFL, ::fcntl(read_fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    if (read_fd >= 0) ::close(read_fd);
+    if (hold_fd >= 0) ::close(hold_fd);
+    return absl::InternalError(
+        absl::StrCat("Cannot pull image ", ref.Name(), ": ", fifo, ": ", std::strerror(err)));
+  }
+  // A larger pipe: fewer switches between skopeo and this thread (best effort; 1 MiB is the
+  // default most a user may ask for).
+  ::fcntl(read_fd, F_SETPIPE_SZ, 1 << 20);
+  const int root_fd = ::open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  std::vector<std::string> copy = {"skopeo", "copy"};
+  if (IsInsecure(ref.registry)) copy.push_back("--src-tls-verify=false");
+  if (!auth_file.empty()) copy.insert(copy.end(), {"--src-authfile", auth_file});
+  copy.insert(copy.end(), {exact.DockerTransport(), "docker-archive:" + fifo});
+  absl::StatusOr<ToolResult> copied = absl::UnknownError("not run");
+  std::thread copier([&] {
+    copied = RunTool(ref, copy, deadline);
+    ::close(hold_fd);
+  });
+
+  ArchiveUnpacker unpacker(root_fd, config.diff_ids, work);
+  TarStreamReader archive(&unpacker);
+  absl::Status unpacked =
+      root_fd < 0 ? absl::InternalError(absl::StrCat("open ", rootfs, ": ", std::strerror(errno)))
+                  : absl::OkStatus();
+  std::string buffer(1 << 20, '\0');
+  while (unpacked.ok()) {
+    const ssize_t n = ::read(read_fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) unpacked = absl::InternalError(absl::StrCat("read: ", std::strerror(errno)));
+    if (n <= 0) break;
+    unpacked = archive.Feed(buffer.data(), static_cast<size_t>(n));
+  }
+  // Stopped early (a bad layer): closing the pipe makes skopeo's next write fail, so it ends.
+  ::close(read_fd);
+  copier.join();
+  if (unpacked.ok()) unpacked = archive.Finish();
+  if (unpacked.ok()) unpacked = unpacker.Finish();
+  if (root_fd >= 0) ::close(root_fd);
+  // skopeo's failure (the registry's, a digest mismatch) explains a cut stream best.
+  if (!copied.ok()) return copied.status();
+  if (copied->exit_code != 0) return SkopeoFailure(ref.Name(), *copied);
+  if (!unpacked.ok()) {
+    return absl::InternalError(
+        absl::StrCat("Cannot unpack image ", ref.Name(), ": ", unpacked.message()));
+  }
   return absl::OkStatus();
 }
 

@@ -1,7 +1,10 @@
 #pragma once
-// A fake skopeo and umoci for the image cache's tests: records every command, answers inspect from
-// a table, does nothing for copy, and makes a bundle (rootfs with one file of a known size, and a
-// config.json) for unpack.
+// A fake skopeo for the image cache's tests: records every command, answers inspect from a table
+// (and inspect --config with a config of one layer), and for copy writes a docker-archive into
+// the pipe it is given: one layer holding bin/tool of a known size.
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "tests/unit/image/tar_builder.h"
 #include "worker/image/tool_runner.h"
 
 namespace tessera::worker::image::testing {
@@ -48,6 +52,11 @@ class FakeTools final : public ToolRunner {
     // No REQUIRE here: Catch2's assertions are not for other threads (the concurrent tests).
     if (argv.size() < 2) return absl::InternalError("fake tools: no command");
     const std::string command = argv[0] + " " + argv[1];
+    if (command == "skopeo inspect" && argv.size() > 2 && argv[2] == "--config") {
+      absl::MutexLock lock(&mu);
+      if (config_answer) return *config_answer;
+      return ToolResult{0, config_json};
+    }
     if (command == "skopeo inspect") {
       absl::MutexLock lock(&mu);
       if (inspect_answer) return *inspect_answer;
@@ -57,15 +66,24 @@ class FakeTools final : public ToolRunner {
     }
     if (command == "skopeo copy") {
       if (hook) hook();
-      absl::MutexLock lock(&mu);
-      if (copy_answer) return *copy_answer;
+      std::string archive;
+      {
+        absl::MutexLock lock(&mu);
+        if (copy_answer) return *copy_answer;
+        archive = archive_override ? *archive_override : Archive();
+      }
+      const std::string dest = argv.back();
+      if (dest.rfind("docker-archive:", 0) != 0) return ToolResult{1, "not a docker-archive"};
+      const int fd = ::open(dest.substr(15).c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return ToolResult{1, "cannot open the archive"};
+      for (size_t done = 0; done < archive.size();) {
+        const ssize_t n = ::write(fd, archive.data() + done, archive.size() - done);
+        if (n <= 0) break;  // the reader gave up (a broken archive): as skopeo, just stop
+        done += static_cast<size_t>(n);
+      }
+      ::close(fd);
       return ToolResult{0,
                         "Getting image source signatures\nWriting manifest to image destination\n"};
-    }
-    if (command == "umoci unpack") {
-      absl::MutexLock lock(&mu);
-      if (unpack_answer) return *unpack_answer;
-      return MakeBundle(argv.back());
     }
     return absl::InternalError("fake tools: unexpected command " + command);
   }
@@ -88,20 +106,28 @@ class FakeTools final : public ToolRunner {
   std::vector<std::vector<std::string>> calls;
   std::vector<absl::Duration> timeouts;
   std::map<std::string, std::string> digests;  // skopeo's docker:// argument -> digest
-  std::optional<ToolResult> inspect_answer, copy_answer, unpack_answer;
-  std::function<void()> before_copy;  // runs (unlocked) at the start of each copy
-  int64_t file_bytes = 100'000;       // the rootfs file's size
-  std::string config_json = R"({"process": {"env": ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"],
-                                             "cwd": "/workspace"}})";
+  std::optional<ToolResult> inspect_answer, config_answer, copy_answer;
+  std::optional<std::string> archive_override;  // what copy writes instead of the archive
+  std::function<void()> before_copy;            // runs (unlocked) at the start of each copy
+  int64_t file_bytes = 100'000;                 // the rootfs file's size
+  std::string config_json = R"({"config": {"Env": ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"],
+                                            "WorkingDir": "/workspace"},
+                                 "rootfs": {"type": "layers", "diff_ids": ["sha256:)" +
+                            std::string(64, 'e') + R"("]}})";
 
  private:
-  ToolResult MakeBundle(const std::string& bundle) {
-    namespace fs = std::filesystem;
-    if (fs::exists(bundle)) return ToolResult{1, "bundle exists"};  // as umoci refuses it
-    fs::create_directories(bundle + "/rootfs/bin");
-    std::ofstream(bundle + "/rootfs/bin/tool") << std::string(static_cast<size_t>(file_bytes), 'x');
-    std::ofstream(bundle + "/config.json") << config_json;
-    return ToolResult{0, ""};
+  // The docker-archive of an image of one layer (named by its diff id, as skopeo names it).
+  std::string Archive() const {
+    const std::string layer =
+        TarBuilder()
+            .Dir("bin")
+            .File("bin/tool", std::string(static_cast<size_t>(file_bytes), 'x'))
+            .Finish();
+    return TarBuilder()
+        .File(std::string(64, 'e') + ".tar", layer, 0444)
+        .File("config.json", "{}")
+        .File("manifest.json", "[]")
+        .Finish();
   }
 };
 

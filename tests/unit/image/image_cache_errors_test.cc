@@ -84,19 +84,39 @@ TEST_CASE("skopeo's failures become clear statuses with its last line") {
       CHECK(st.code() == c.code);
       CHECK(absl::StartsWith(st.message(), c.prefix));
       CHECK(absl::EndsWith(st.message(), LastLineOf(c.output)));
-      CHECK(f.tools->Calls("umoci unpack").empty());
+      CHECK(f.tools->Calls("skopeo copy").size() == 1);
+    }
+    {
+      INFO("from skopeo inspect --config");
+      Failing f;
+      f.tools->config_answer = ToolResult{1, c.output};
+      const absl::Status st = f.Acquire("a", Digest('a'));
+      CHECK(st.code() == c.code);
+      CHECK(absl::StartsWith(st.message(), c.prefix));
+      CHECK(f.tools->Calls("skopeo copy").empty());
     }
   }
 }
 
-TEST_CASE("umoci's failure is INTERNAL, naming the image") {
-  Failing f;
-  f.tools->unpack_answer =
-      ToolResult{1, "   • unpacking\nunpack rootfs: no space left on device\n"};
-  const absl::Status st = f.Acquire("a", Digest('a'));
-  CHECK(st.code() == absl::StatusCode::kInternal);
-  CHECK(st.message() ==
-        "Cannot unpack image docker.io/library/a:latest: unpack rootfs: no space left on device");
+TEST_CASE("a broken archive or config is INTERNAL, naming the image, and leaves nothing") {
+  {
+    Failing f;
+    f.tools->archive_override = std::string(2000, 'z');
+    const absl::Status st = f.Acquire("a", Digest('a'));
+    CHECK(st.code() == absl::StatusCode::kInternal);
+    CHECK(st.message() ==
+          "Cannot unpack image docker.io/library/a:latest: a tar header's checksum is wrong "
+          "(not a tar stream?)");
+  }
+  {
+    Failing f;
+    f.tools->config_answer = ToolResult{0, "Getting image source signatures\n"};
+    const absl::Status st = f.Acquire("a", Digest('a'));
+    CHECK(st.code() == absl::StatusCode::kInternal);
+    CHECK(st.message() ==
+          "Cannot unpack image docker.io/library/a:latest: the image's config is not a JSON "
+          "object");
+  }
 }
 
 TEST_CASE("an inspect that prints no digest is INTERNAL") {

@@ -66,18 +66,21 @@ TEST_CASE("the first Acquire pulls with the registry's flags, the next ones use 
                                                       "{{.Digest}}", "--tls-verify=false",
                                                       "--authfile", "/etc/tessera/auth.json",
                                                       "docker://" + name});
-  const auto& copy = c.tools->calls[1];
+  CHECK(c.tools->calls[1] ==
+        std::vector<std::string>{"skopeo", "inspect", "--config", "--raw", "--tls-verify=false",
+                                 "--authfile", "/etc/tessera/auth.json",
+                                 "docker://registry.local:5000/team/img@" + Digest('1')});
+  // The image streams through a pipe in tmp/ into the root as it downloads.
+  const auto& copy = c.tools->calls[2];
   REQUIRE(copy.size() == 7);
   CHECK(std::vector<std::string>(copy.begin(), copy.begin() + 6) ==
         std::vector<std::string>{"skopeo", "copy", "--src-tls-verify=false", "--src-authfile",
                                  "/etc/tessera/auth.json",
                                  "docker://registry.local:5000/team/img@" + Digest('1')});
-  const std::string layout_prefix = "oci:" + c.options.dir + "/tmp/" + std::string(64, '1') + "-";
-  CHECK(absl::StartsWith(copy[6], layout_prefix));
-  CHECK(absl::EndsWith(copy[6], ":img"));
-  const std::string layout = copy[6].substr(4, copy[6].size() - 8);
-  CHECK(c.tools->calls[2] == std::vector<std::string>{"umoci", "unpack", "--rootless", "--image",
-                                                      layout + ":img", layout + "-bundle"});
+  const std::string pipe_prefix =
+      "docker-archive:" + c.options.dir + "/tmp/" + std::string(64, '1') + "-";
+  CHECK(absl::StartsWith(copy[6], pipe_prefix));
+  CHECK(absl::EndsWith(copy[6], "/archive.pipe"));
   CHECK(c.tools->timeouts[0] == absl::Minutes(30));
   CHECK(c.TmpIsEmpty());
   CHECK(ReadNumberFile(c.Bundle('1') + "/tessera-size") == c.Get().TotalBytes());
@@ -99,7 +102,7 @@ TEST_CASE("the first Acquire pulls with the registry's flags, the next ones use 
   CHECK_FALSE(again->pulled);
   CHECK(again->rootfs == image->rootfs);
   CHECK(c.tools->calls.size() == 4);
-  CHECK(c.tools->Calls("skopeo inspect").size() == 2);
+  CHECK(c.tools->Calls("skopeo inspect").size() == 3);
   CHECK(c.said.empty());
 
   // Pinned and cached: not even the registry is asked; nor for a reference with a digest.
@@ -112,9 +115,12 @@ TEST_CASE(
     "a secure registry without an auth file gets no flags, a pinned digest is pulled as it is") {
   Cache c;
   REQUIRE(c.Acquire("b:7", Digest('b')).ok());
-  REQUIRE(c.tools->calls.size() == 2);  // no inspect
-  CHECK(c.tools->calls[0][2] == "docker://docker.io/library/b@" + Digest('b'));
-  CHECK(c.tools->calls[0].size() == 4);
+  REQUIRE(c.tools->calls.size() == 2);  // no inspect of the digest, only of the config
+  CHECK(c.tools->calls[0] ==
+        std::vector<std::string>{"skopeo", "inspect", "--config", "--raw",
+                                 "docker://docker.io/library/b@" + Digest('b')});
+  CHECK(c.tools->calls[1][2] == "docker://docker.io/library/b@" + Digest('b'));
+  CHECK(c.tools->calls[1].size() == 4);
 }
 
 TEST_CASE("pinned digests that are invalid or contradict the reference are refused") {
@@ -128,11 +134,13 @@ TEST_CASE("pinned digests that are invalid or contradict the reference are refus
   CHECK(c.tools->calls.empty());
 }
 
-TEST_CASE("env and working folder come from config.json, cwd defaults to /") {
+TEST_CASE("env and working folder come from the image's config, cwd defaults to /") {
   ImageCacheOptions o;
   o.max_bytes = 0;  // evict whatever is not in use
   Cache c(o);
-  c.tools->config_json = R"({"process": {"env": ["A=1"]}})";
+  c.tools->config_json = R"({"config": {"Env": ["A=1"]},
+                              "rootfs": {"diff_ids": ["sha256:)" +
+                         std::string(64, 'e') + R"("]}})";
   auto image = c.Acquire("a");
   REQUIRE(image.ok());
   CHECK(image->env == std::vector<std::string>{"A=1"});
@@ -141,12 +149,21 @@ TEST_CASE("env and working folder come from config.json, cwd defaults to /") {
   c.tools->config_json = "{not json";
   auto broken = c.Acquire("b");
   CHECK(broken.status().code() == absl::StatusCode::kInternal);
-  CHECK_THAT(std::string(broken.status().message()),
-             Catch::Contains("Image docker.io/library/b:latest is unusable"));
-  // The failed Acquire holds no use of its image: b can be evicted, a (in use) cannot.
-  CHECK(c.Get().Evict() > 0);
+  CHECK(broken.status().message() ==
+        "Cannot unpack image docker.io/library/b:latest: the image's config is not a JSON object");
   CHECK_FALSE(fs::exists(c.Bundle('b')));
-  CHECK(fs::exists(c.Bundle('a')));
+
+  // A cached image whose config.json was damaged is unusable, and the failed Acquire holds no
+  // use of it: once released by its first user, it can be evicted.
+  std::ofstream(c.Bundle('a') + "/config.json") << "{damaged";
+  auto damaged = c.Acquire("a");
+  CHECK(damaged.status().code() == absl::StatusCode::kInternal);
+  CHECK_THAT(std::string(damaged.status().message()),
+             Catch::Contains("Image docker.io/library/a:latest is unusable"));
+  CHECK(c.Get().Evict() == 0);
+  c.Get().Release(Digest('a'));
+  CHECK(c.Get().Evict() > 0);
+  CHECK_FALSE(fs::exists(c.Bundle('a')));
 }
 
 TEST_CASE("eviction removes the least recently used images, never one in use") {
@@ -212,7 +229,6 @@ TEST_CASE("four Acquires of one image at once pull it once and share it") {
     CHECK(r->rootfs == c.Bundle('a') + "/rootfs");
   }
   CHECK(c.tools->Calls("skopeo copy").size() == 1);
-  CHECK(c.tools->Calls("umoci unpack").size() == 1);
   for (int i = 0; i < 3; ++i) {
     c.Get().Release(Digest('a'));
     CHECK(c.Get().Evict() == 0);

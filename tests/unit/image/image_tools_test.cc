@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "base/clock.h"
@@ -55,7 +56,7 @@ http:
   tessera::testing::Process process;  // SIGKILLed by its destructor
 };
 
-TEST_CASE("an image is pulled from a real registry with skopeo and unpacked with umoci",
+TEST_CASE("an image of layers made by umoci is streamed from a real registry into its root",
           "[tools]") {
   for (const char* tool :
        {"/usr/bin/skopeo", "/usr/bin/umoci", "/usr/bin/docker-registry", "/bin/busybox"}) {
@@ -74,6 +75,15 @@ TEST_CASE("an image is pulled from a real registry with skopeo and unpacked with
   Must({"umoci", "unpack", "--rootless", "--image", layout + ":t", bundle});
   fs::create_directories(bundle + "/rootfs/bin");
   fs::copy_file("/bin/busybox", bundle + "/rootfs/bin/busybox");
+  fs::create_directories(bundle + "/rootfs/etc/old");
+  std::ofstream(bundle + "/rootfs/etc/old/file") << "lower";
+  std::ofstream(bundle + "/rootfs/etc/motd") << "lower";
+  Must({"umoci", "repack", "--image", layout + ":t", bundle});
+  // A second layer, as umoci writes one: a whiteout for a deleted folder, a changed file.
+  fs::remove_all(bundle);
+  Must({"umoci", "unpack", "--rootless", "--image", layout + ":t", bundle});
+  fs::remove_all(bundle + "/rootfs/etc/old");
+  std::ofstream(bundle + "/rootfs/etc/motd") << "upper";
   Must({"umoci", "repack", "--image", layout + ":t", bundle});
 
   Registry registry(tmp);
@@ -97,6 +107,10 @@ TEST_CASE("an image is pulled from a real registry with skopeo and unpacked with
   CHECK(fs::file_size(image->rootfs + "/bin/busybox") == fs::file_size("/bin/busybox"));
   CHECK(std::find(image->env.begin(), image->env.end(), "FOO=bar") != image->env.end());
   CHECK(image->working_dir == "/srv");
+  CHECK_FALSE(fs::exists(image->rootfs + "/etc/old"));
+  std::ifstream motd(image->rootfs + "/etc/motd");
+  CHECK(std::string((std::istreambuf_iterator<char>(motd)), std::istreambuf_iterator<char>()) ==
+        "upper");
   REQUIRE(said.size() == 2);
   CHECK(said[0] == "Pulling image " + name + ":1");
   CHECK(cache.TotalBytes() > static_cast<int64_t>(fs::file_size("/bin/busybox")));
