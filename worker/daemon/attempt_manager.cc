@@ -433,6 +433,10 @@ void AttemptManager::Poll() {
         }
         if (a.reported[p->rank()]) continue;
         a.reported[p->rank()] = true;
+        if (auto note = options_.sandbox ? options_.sandbox->OutOfMemoryNote(a.start, p->rank())
+                                         : std::nullopt) {
+          std::ofstream(RankLogPath(a.paths, p->rank(), "stderr"), std::ios::app) << *note;
+        }
         *u.add_rank_exits() = ExitOf(a, p->rank(), *p->exit());
         a.exits.push_back(u.rank_exits(u.rank_exits_size() - 1));
         done.push_back(OutputOf(a, p->rank()));

@@ -100,9 +100,9 @@ class AttemptManager {
     std::vector<v1::RankExit> exits;
     std::map<int, bool> reported;  // rank -> exit reported
     bool lost = false;
-    bool fenced = false;  // its ranks were killed for want of a lease
-    bool preparing = false;  // its image is being pulled; no rank yet
-    bool cancelled = false;  // stopped (or fenced) while preparing: never launched
+    bool fenced = false;       // its ranks were killed for want of a lease
+    bool preparing = false;    // its image is being pulled; no rank yet
+    bool cancelled = false;    // stopped (or fenced) while preparing: never launched
     std::string image_digest;  // in use while the attempt runs
     std::optional<absl::Time> ended_at;
   };

@@ -246,8 +246,7 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
                                                 spec.identity ? spec.identity->name : "?", ": ",
                                                 why));
       case ChildStage::kExec:
-        return absl::FailedPreconditionError(
-            absl::StrCat("cannot execute '", program, "': ", why));
+        return absl::FailedPreconditionError(absl::StrCat("cannot execute '", program, "': ", why));
       case ChildStage::kCgroup:
         return absl::InternalError(
             absl::StrCat("rank ", spec.rank, " could not join its cgroup: ", why));

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/byte_size.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;
@@ -53,6 +54,16 @@ absl::Status RankSandbox::Check() const {
   }
   if (host_root_.empty()) return absl::FailedPreconditionError("cannot list the host's root");
   return absl::OkStatus();
+}
+
+std::optional<std::string> RankSandbox::OutOfMemoryNote(const v1::StartAttempt& start,
+                                                        int rank) const {
+  if (options_.limits.memory_bytes <= 0) return std::nullopt;
+  const int64_t kills = cgroups_.OomKills(CgroupName(start, rank));
+  if (kills <= 0) return std::nullopt;
+  return absl::StrCat(
+      "[tessera] rank ", rank, " was killed by the kernel: out of memory at its limit of ",
+      FormatByteSize(options_.limits.memory_bytes), " (the node's --rank-memory-limit)\n");
 }
 
 std::string RankSandbox::CgroupName(const v1::StartAttempt& start, int rank) {

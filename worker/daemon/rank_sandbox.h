@@ -50,6 +50,10 @@ class RankSandbox {
   bool limits_wanted() const { return options_.limits.any(); }
   const RankSandboxOptions& options() const { return options_; }
 
+  // Where the kernel killed a rank for exceeding its memory limit, a line that says so (for the
+  // rank's log: its exit code alone, 137, does not tell a user why); nullopt otherwise.
+  std::optional<std::string> OutOfMemoryNote(const v1::StartAttempt& start, int rank) const;
+
   // Fills spec.sandboxed_argv and spec.cgroup_procs and adds the image's environment (the
   // run's own and Tessera's variables win). `gpu_index` is the rank's GPU, if it has one.
   // `extra` are more binds: the user's shared folder, the run's secret files.

@@ -14,11 +14,11 @@
 #include "services/common/metrics/http_endpoint.h"
 #include "services/common/tls/tls_flags.h"
 #include "worker/daemon/attempt_manager.h"
-#include "worker/daemon/rank_sandbox.h"
 #include "worker/daemon/control_session.h"
 #include "worker/daemon/fence_watchdog.h"
 #include "worker/daemon/progress_watcher.h"
 #include "worker/daemon/rank_identity.h"
+#include "worker/daemon/rank_sandbox.h"
 #include "worker/logship/log_shipper.h"
 
 namespace tessera::worker {

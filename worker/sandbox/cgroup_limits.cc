@@ -101,6 +101,8 @@ absl::StatusOr<std::vector<std::string>> Cgroups::Create(const std::string& name
     if (auto st = WriteControl(mem / "memory.limit_in_bytes", std::to_string(limits.memory_bytes));
         !st.ok())
       return st;
+    // Memory and swap together, where the kernel accounts swap: the limit is not a swap quota.
+    (void)WriteControl(mem / "memory.memsw.limit_in_bytes", std::to_string(limits.memory_bytes));
   }
   procs.push_back((mem / "cgroup.procs").string());
   const fs::path cpu = fs::path(cpu_dir_) / name;
@@ -115,6 +117,17 @@ absl::StatusOr<std::vector<std::string>> Cgroups::Create(const std::string& name
   }
   procs.push_back((cpu / "cgroup.procs").string());
   return procs;
+}
+
+int64_t Cgroups::OomKills(const std::string& name) const {
+  if (memory_dir_.empty()) return 0;
+  std::ifstream in(fs::path(memory_dir_) / name / (v2_ ? "memory.events" : "memory.oom_control"));
+  std::string key;
+  int64_t value = 0;
+  while (in >> key >> value) {
+    if (key == "oom_kill") return value;
+  }
+  return 0;
 }
 
 void Cgroups::Remove(const std::string& name) const {

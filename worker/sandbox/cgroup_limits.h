@@ -40,6 +40,9 @@ class Cgroups {
                                                   const ResourceLimits& limits) const;
   // Removes the cgroup(s) `name` once their processes are gone (best effort).
   void Remove(const std::string& name) const;
+  // How many processes of cgroup `name` the kernel killed for exceeding its memory limit
+  // (memory.events on v2, memory.oom_control on v1); 0 where it does not say.
+  int64_t OomKills(const std::string& name) const;
 
  private:
   bool v2_ = false;

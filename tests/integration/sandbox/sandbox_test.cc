@@ -173,6 +173,29 @@ TEST_CASE("a rank that leaves its process group is stopped with its sandbox", "[
   CHECK(gone);
 }
 
+TEST_CASE("a rank past its memory limit is stopped by the kernel, one within it runs",
+          "[sandbox]") {
+  LocalCluster c;
+  c.StartWorker("node-a", 1, {"--sandbox", "bwrap", "--rank-memory-limit", "96MiB"});
+  OpenToPassThrough(c.worker("node-a").state_dir);
+  // 512 MiB written (not only reserved), so every page counts against the limit.
+  const v1::Run big = c.Submit(
+      "too-big", "python3 -c \"x = b'1' * (512 << 20); print('allocated', len(x))\"", 1, 1);
+  const v1::Run failed =
+      c.client->WaitForStatus(big.name(), v1::RUN_STATUS_FAILED, absl::Seconds(60));
+  CHECK(failed.status_reason() == "exit code 137");  // SIGKILL, as the shell reports it
+  // The rank's log says why, which the exit code alone does not.
+  const std::string said = WaitForOutput(c, big.name(), "out of memory");
+  CHECK(absl::StrContains(said,
+                          "[tessera] rank 0 was killed by the kernel: out of memory at its "
+                          "limit of 96MiB (the node's --rank-memory-limit)"));
+  CHECK_FALSE(absl::StrContains(said, "allocated"));
+  const v1::Run small =
+      c.Submit("fits", "python3 -c \"x = b'1' * (16 << 20); print('fits', len(x))\"", 1, 1);
+  c.client->WaitForStatus(small.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
+  CHECK(absl::StrContains(WaitForOutput(c, small.name(), "fits"), "fits 16777216"));
+}
+
 TEST_CASE("a run runs in its image, pulled once and pinned by digest, a bad image fails it",
           "[sandbox]") {
   TempDir registry_dir("tessera-registry");
