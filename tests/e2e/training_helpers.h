@@ -2,6 +2,8 @@
 // What the end-to-end tests of tessera-train share: workers whose ranks find tessera-train and a
 // shared folder, the example config with another length, and the losses rank 0 printed.
 
+#include <signal.h>
+
 #include <fstream>
 #include <map>
 #include <regex>
@@ -31,6 +33,39 @@ inline v1::Run WaitForStep(Client& client, const std::string& name, int step) {
   }
   REQUIRE(run.progress().step() >= step);
   return run;
+}
+
+// Waits until the run is past its first checkpoint (step 40; one is committed every 25), then
+// kills the second of its two nodes with SIGKILL; returns that node's name. A run that ended
+// instead fails the test, with its description and rank 0's log.
+inline std::string KillANodeAfterACheckpoint(LocalCluster& c, const std::string& name,
+                                             absl::Duration timeout) {
+  v1::Run run = c.client->Get(name);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline && run.progress().step() < 40 &&
+         run.status() != v1::RUN_STATUS_COMPLETED && run.status() != v1::RUN_STATUS_FAILED &&
+         run.status() != v1::RUN_STATUS_STOPPED) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    run = c.client->Get(name);
+  }
+  INFO(c.Mcli("describe run " + name).output);
+  INFO(c.Mcli("logs " + name + " --rank 0").output);
+  REQUIRE(run.status() == v1::RUN_STATUS_RUNNING);
+  REQUIRE(run.progress().step() >= 40);
+  REQUIRE(run.nodes_size() == 2);
+  const std::string victim = run.nodes(1).node_name();
+  REQUIRE(c.worker(victim).process->Kill(SIGKILL).ok());
+  return victim;
+}
+
+// The step rank 0's log says the run resumed from: a committed checkpoint (a multiple of 25).
+inline int ResumedFromStep(const std::string& logs) {
+  std::smatch m;
+  REQUIRE(std::regex_search(logs, m, std::regex(R"(resumed from step (\d+))")));
+  const int resumed = std::stoi(m[1]);
+  CHECK(resumed >= 25);
+  CHECK(resumed % 25 == 0);
+  return resumed;
 }
 
 // The losses rank 0 printed ("step 10/150: loss 6.123456 ..."), by step.
