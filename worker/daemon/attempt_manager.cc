@@ -108,50 +108,6 @@ void AttemptManager::Queue(v1::AttemptUpdate u) {
   pending_.push_back(std::move(u));
 }
 
-int AttemptManager::CleanUpPreviousIncarnation() {
-  std::vector<std::string> problems;
-  auto found = records_.LoadAll(&problems);
-  for (const auto& p : problems) spdlog::warn("unreadable attempt record {}", p);
-  int killed_total = 0;
-  for (const auto& record : found) {
-    auto killed = KillRecordedRanks(record);
-    killed_total += static_cast<int>(killed.size());
-    spdlog::warn("run {} attempt {}: killed {} rank(s) left by the previous worker", record.run_id,
-                 record.resumption_index, killed.size());
-    Attempt a;
-    a.start.set_run_id(record.run_id);
-    a.start.set_run_name(record.run_name);
-    a.start.set_resumption_index(record.resumption_index);
-    a.start.set_node_rank(record.node_rank);
-    a.paths = PathsFor(options_.state_dir, record.run_id, record.resumption_index);
-    a.lost = true;
-    a.ended_at = clock_->Now();
-    v1::AttemptUpdate u;
-    u.set_run_id(record.run_id);
-    u.set_resumption_index(record.resumption_index);
-    u.set_phase(v1::ATTEMPT_PHASE_LOST);
-    u.set_detail(absl::StrCat("the worker on ", options_.node_name, " restarted and killed ",
-                              killed.size(), " rank(s) of its previous incarnation"));
-    for (const auto& rank : record.ranks) {
-      const bool was_running = std::find(killed.begin(), killed.end(), rank.rank) != killed.end();
-      ExitInfo info;
-      if (was_running) info.signal = SIGKILL;
-      *u.add_rank_exits() = ExitOf(a, rank.rank, info);
-      a.exits.push_back(u.rank_exits(u.rank_exits_size() - 1));
-      a.reported[rank.rank] = true;
-      // Whatever they printed is still shipped.
-      on_output_(OutputOf(a, rank.rank));
-      on_rank_done_(OutputOf(a, rank.rank));
-    }
-    (void)records_.Remove(record.run_id, record.resumption_index);
-    RemoveSecretFiles(a.paths);
-    absl::MutexLock lock(&mu_);
-    Queue(std::move(u));
-    attempts_[{record.run_id, record.resumption_index}] = std::move(a);
-  }
-  return killed_total;
-}
-
 absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
   const Key key{start.run_id(), start.resumption_index()};
   {

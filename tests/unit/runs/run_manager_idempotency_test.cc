@@ -40,9 +40,7 @@ class LostReplyRunStore final : public store::RunStore {
     return absl::UnavailableError("database connection lost while committing; outcome unknown");
   }
   absl::StatusOr<v1::Run> GetRun(std::string_view name) override { return inner_->GetRun(name); }
-  absl::StatusOr<int64_t> UserUid(std::string_view user) override {
-    return inner_->UserUid(user);
-  }
+  absl::StatusOr<int64_t> UserUid(std::string_view user) override { return inner_->UserUid(user); }
   absl::StatusOr<v1::Run> GetRunById(std::string_view id) override {
     return inner_->GetRunById(id);
   }
@@ -78,9 +76,12 @@ struct Fixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
   store::Stores stores = store::MakeMemoryStores();
   std::shared_ptr<LostReplyRunStore> runs = std::make_shared<LostReplyRunStore>(stores.runs);
-  RunManager manager{runs, std::make_shared<IdempotentCalls>(stores.idempotency, clock),
-                     std::make_shared<AnyFit>(),     clock,
-                     nullptr,                        SystemRandom::Shared(),
+  RunManager manager{runs,
+                     std::make_shared<IdempotentCalls>(stores.idempotency, clock),
+                     std::make_shared<AnyFit>(),
+                     clock,
+                     nullptr,
+                     SystemRandom::Shared(),
                      RunManagerOptions{.allow_host_image = true}};
   auth::Principal alice{"alice", v1::ROLE_USER};
 

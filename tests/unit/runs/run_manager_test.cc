@@ -5,65 +5,12 @@
 #include "absl/strings/match.h"
 #include "base/timestamps.h"
 #include "services/store/memory/memory_database.h"
+#include "tests/unit/runs/run_manager_fixture.h"
 
 namespace tessera::runs {
 namespace {
 
-class FakeFit final : public FitChecker {
- public:
-  absl::Status result = absl::OkStatus();
-  absl::Status CheckFit(const v1::ComputeSpec&) override { return result; }
-};
-
-class FakeLogDeleter final : public LogDeleter {
- public:
-  absl::Status result = absl::OkStatus();
-  std::vector<std::string> deleted;
-  absl::Status DeleteRunLogs(const std::string& run_id) override {
-    deleted.push_back(run_id);
-    return result;
-  }
-};
-
-struct Fixture {
-  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
-  store::Stores stores = store::MakeMemoryStores();
-  std::shared_ptr<FakeFit> fit = std::make_shared<FakeFit>();
-  std::shared_ptr<FakeLogDeleter> logs = std::make_shared<FakeLogDeleter>();
-  std::shared_ptr<IdempotentCalls> idem =
-      std::make_shared<IdempotentCalls>(stores.idempotency, clock);
-  // Runs without an image run on the host here (the policy has its own test).
-  RunManager manager{stores.runs, idem,   fit,
-                     clock,       logs,   std::make_shared<SeededRandom>(42),
-                     RunManagerOptions{.allow_host_image = true}};
-  auth::Principal alice{"alice", v1::ROLE_USER};
-  auth::Principal bob{"bob", v1::ROLE_USER};
-  auth::Principal admin{"root", v1::ROLE_ADMIN};
-  auth::Principal system{"tessera", v1::ROLE_SYSTEM};
-
-  v1::Run Submit(const auth::Principal& who, const std::string& name, const std::string& key = "") {
-    v1::SubmitRunRequest req;
-    req.set_idempotency_key(key);
-    req.mutable_spec()->set_name(name);
-    req.mutable_spec()->set_command("echo hi");
-    req.mutable_spec()->mutable_compute()->set_gpus(8);
-    v1::SubmitRunResponse resp;
-    REQUIRE(manager.SubmitRun(who, req, &resp).ok());
-    return resp.run();
-  }
-  v1::Run Record(const v1::Run& run, int index, v1::RunStatus status,
-                 v1::AttemptEndReason reason = v1::ATTEMPT_END_REASON_UNSPECIFIED) {
-    v1::RecordAttemptRequest req;
-    req.mutable_attempt()->set_run_id(run.id());
-    req.mutable_attempt()->set_resumption_index(index);
-    req.mutable_attempt()->set_status(status);
-    req.mutable_attempt()->set_end_reason(reason);
-    v1::RecordAttemptResponse resp;
-    auto st = manager.RecordAttempt(system, req, &resp);
-    REQUIRE(st.ok());
-    return resp.run();
-  }
-};
+using testing::Fixture;
 
 TEST_CASE("submit names the run with a suffix, records it PENDING with its creation event") {
   Fixture f;
@@ -125,14 +72,14 @@ TEST_CASE("a hang_timeout under the cluster's floor is refused, naming the floor
   req.mutable_spec()->mutable_scheduling()->set_hang_timeout_seconds(60);
   CHECK(f.manager.SubmitRun(f.alice, req, &resp).ok());
   // A cluster may set its own floor.
-  RunManager lenient{f.stores.runs,
-                     f.idem,
-                     f.fit,
-                     f.clock,
-                     f.logs,
-                     std::make_shared<SeededRandom>(7),
-                     RunManagerOptions{.min_hang_timeout = absl::Seconds(2),
-                                       .allow_host_image = true}};
+  RunManager lenient{
+      f.stores.runs,
+      f.idem,
+      f.fit,
+      f.clock,
+      f.logs,
+      std::make_shared<SeededRandom>(7),
+      RunManagerOptions{.min_hang_timeout = absl::Seconds(2), .allow_host_image = true}};
   req.mutable_spec()->mutable_scheduling()->set_hang_timeout_seconds(5);
   CHECK(lenient.SubmitRun(f.alice, req, &resp).ok());
 }
@@ -421,112 +368,5 @@ TEST_CASE("lists leave the parameters out when asked, and only then") {
 }  // namespace tessera::runs
 
 namespace tessera::runs {
-namespace {
-
-TEST_CASE("runs on the host are refused unless the cluster allows them") {
-  Fixture f;
-  RunManager strict{f.stores.runs, f.idem, f.fit, f.clock, f.logs,
-                    std::make_shared<SeededRandom>(9), RunManagerOptions{}};
-  v1::SubmitRunRequest req;
-  req.mutable_spec()->set_name("bare");
-  req.mutable_spec()->set_command("true");
-  v1::SubmitRunResponse resp;
-  auto st = strict.SubmitRun(f.alice, req, &resp);
-  CHECK(absl::IsInvalidArgument(st));
-  CHECK(absl::StrContains(st.message(), "image: required on this cluster"));
-  req.mutable_spec()->set_image("host");
-  st = strict.SubmitRun(f.alice, req, &resp);
-  CHECK(absl::StrContains(st.message(), "image: 'host' runs on the nodes' own system"));
-  req.mutable_spec()->set_image("mosaicml/llm-foundry:2.6.0_cu124-latest");
-  CHECK(strict.SubmitRun(f.alice, req, &resp).ok());
-}
-
-TEST_CASE("each user's runs carry that user's uid, and no one else's") {
-  Fixture f;
-  const v1::Run a1 = f.Submit(f.alice, "one");
-  const v1::Run a2 = f.Submit(f.alice, "two");
-  const v1::Run b = f.Submit(f.bob, "three");
-  CHECK(a1.user_uid() >= store::kFirstUserUid);
-  CHECK(a1.user_uid() == a2.user_uid());
-  CHECK(b.user_uid() != a1.user_uid());
-}
-
-TEST_CASE("an image's digest is pinned by the first attempt that ran it") {
-  Fixture f;
-  v1::Run run = f.Submit(f.alice, "pinned");
-  f.Record(run, 0, v1::RUN_STATUS_QUEUED);
-  f.Record(run, 0, v1::RUN_STATUS_STARTING);
-  v1::RecordAttemptRequest req;
-  req.mutable_attempt()->set_run_id(run.id());
-  req.mutable_attempt()->set_resumption_index(0);
-  req.mutable_attempt()->set_status(v1::RUN_STATUS_RUNNING);
-  req.mutable_attempt()->set_image_digest("sha256:" + std::string(64, 'a'));
-  v1::RecordAttemptResponse resp;
-  REQUIRE(f.manager.RecordAttempt(f.system, req, &resp).ok());
-  CHECK(resp.run().image_digest() == "sha256:" + std::string(64, 'a'));
-  // Notes from the nodes are events, and change nothing else.
-  v1::RecordAttemptRequest note;
-  note.mutable_attempt()->set_run_id(run.id());
-  note.mutable_attempt()->set_resumption_index(0);
-  note.set_note("Pulling image docker.io/library/busybox:1 on node-a");
-  REQUIRE(f.manager.RecordAttempt(f.system, note, &resp).ok());
-  CHECK(resp.run().status() == v1::RUN_STATUS_RUNNING);
-  v1::DescribeRunRequest d;
-  d.set_name(run.name());
-  v1::DescribeRunResponse described;
-  REQUIRE(f.manager.DescribeRun(f.alice, d, &described).ok());
-  std::vector<std::string> messages;
-  for (const auto& e : described.description().events()) messages.push_back(e.message());
-  CHECK(std::find(messages.begin(), messages.end(),
-                  "Pulling image docker.io/library/busybox:1 on node-a") != messages.end());
-  // A person may not write notes.
-  CHECK(absl::IsPermissionDenied(f.manager.RecordAttempt(f.alice, note, &resp)));
-}
-
-TEST_CASE("a run whose setup failed fails for good, saying why") {
-  Fixture f;
-  v1::Run run = f.Submit(f.alice, "bad-image");
-  f.Record(run, 0, v1::RUN_STATUS_QUEUED);
-  f.Record(run, 0, v1::RUN_STATUS_STARTING);
-  v1::RecordAttemptRequest req;
-  req.mutable_attempt()->set_run_id(run.id());
-  req.mutable_attempt()->set_resumption_index(0);
-  req.mutable_attempt()->set_status(v1::RUN_STATUS_FAILED);
-  req.mutable_attempt()->set_end_reason(v1::ATTEMPT_END_REASON_SETUP_FAILED);
-  req.mutable_attempt()->set_reason("Image not found: docker.io/library/nope:1");
-  v1::RecordAttemptResponse resp;
-  REQUIRE(f.manager.RecordAttempt(f.system, req, &resp).ok());
-  CHECK(resp.run().status() == v1::RUN_STATUS_FAILED);
-  CHECK(resp.run().status_reason() == "Image not found: docker.io/library/nope:1");
-  CHECK(resp.run().retries_used() == 0);
-}
-
-TEST_CASE("integrations Tessera does not run are recorded with a warning, bad ones refused") {
-  Fixture f;
-  v1::SubmitRunRequest req;
-  req.mutable_spec()->set_name("with-integrations");
-  req.mutable_spec()->set_command("true");
-  auto* wandb = req.mutable_spec()->add_integrations();
-  wandb->set_integration_type("wandb");
-  (*wandb->mutable_fields()->mutable_fields())["project"].set_string_value("llms");
-  v1::SubmitRunResponse resp;
-  REQUIRE(f.manager.SubmitRun(f.alice, req, &resp).ok());
-  v1::DescribeRunRequest d;
-  d.set_name(resp.run().name());
-  v1::DescribeRunResponse described;
-  REQUIRE(f.manager.DescribeRun(f.alice, d, &described).ok());
-  bool warned = false;
-  for (const auto& e : described.description().events()) {
-    warned |= absl::StrContains(e.message(), "Warning: integration wandb is recorded");
-  }
-  CHECK(warned);
-  auto* git = req.mutable_spec()->add_integrations();
-  git->set_integration_type("git_repo");
-  (*git->mutable_fields()->mutable_fields())["git_branch"].set_string_value("main");
-  const auto st = f.manager.SubmitRun(f.alice, req, &resp);
-  CHECK(absl::IsInvalidArgument(st));
-  CHECK(st.message() == "integrations[1].git_repo: required");
-}
-
-}  // namespace
+namespace {}  // namespace
 }  // namespace tessera::runs

@@ -10,6 +10,7 @@
 #include "absl/synchronization/notification.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/image/fake_tools.h"
+#include "tests/unit/worker/attempt_polling.h"
 #include "worker/daemon/attempt_manager.h"
 
 namespace tessera::worker {
@@ -38,18 +39,7 @@ struct Fixture {
         options, SystemClock::Shared(), [](const RankOutput&) {}, [](const RankOutput&) {});
   }
   std::vector<v1::AttemptUpdate> PollFor(v1::AttemptPhase phase) {
-    std::vector<v1::AttemptUpdate> seen;
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (absl::Now() < deadline) {
-      manager->Poll();
-      for (auto& u : manager->TakeUpdates()) seen.push_back(u);
-      for (const auto& u : seen) {
-        if (u.phase() == phase) return seen;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    FAIL("no update with phase " << v1::AttemptPhase_Name(phase));
-    return seen;
+    return testing::PollUntilPhase(*manager, phase);
   }
 };
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/support/temp_dir.h"
+#include "tests/unit/worker/attempt_polling.h"
 
 namespace tessera::worker {
 namespace {
@@ -32,18 +33,7 @@ struct Fixture {
   }
   // Polls until an update with `phase` arrives; returns every update seen.
   std::vector<v1::AttemptUpdate> PollFor(v1::AttemptPhase phase, double seconds = 10) {
-    std::vector<v1::AttemptUpdate> seen;
-    const absl::Time deadline = absl::Now() + absl::Seconds(seconds);
-    while (absl::Now() < deadline) {
-      manager->Poll();
-      for (auto& u : manager->TakeUpdates()) seen.push_back(u);
-      for (const auto& u : seen) {
-        if (u.phase() == phase) return seen;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    FAIL("no update with phase " << v1::AttemptPhase_Name(phase));
-    return seen;
+    return testing::PollUntilPhase(*manager, phase, absl::Seconds(seconds));
   }
 };
 

@@ -1,0 +1,75 @@
+#pragma once
+// The RunManager of the run manager's tests: over the in-memory stores, a fake clock and fit
+// check, with users, an admin and the system, and a run submitted and recorded in one call.
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "services/runs/run_manager.h"
+#include "services/store/memory/memory_database.h"
+
+namespace tessera::runs::testing {
+
+class FakeFit final : public FitChecker {
+ public:
+  absl::Status result = absl::OkStatus();
+  absl::Status CheckFit(const v1::ComputeSpec&) override { return result; }
+};
+
+class FakeLogDeleter final : public LogDeleter {
+ public:
+  absl::Status result = absl::OkStatus();
+  std::vector<std::string> deleted;
+  absl::Status DeleteRunLogs(const std::string& run_id) override {
+    deleted.push_back(run_id);
+    return result;
+  }
+};
+
+struct Fixture {
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  store::Stores stores = store::MakeMemoryStores();
+  std::shared_ptr<FakeFit> fit = std::make_shared<FakeFit>();
+  std::shared_ptr<FakeLogDeleter> logs = std::make_shared<FakeLogDeleter>();
+  std::shared_ptr<IdempotentCalls> idem =
+      std::make_shared<IdempotentCalls>(stores.idempotency, clock);
+  // Runs without an image run on the host here (the policy has its own test).
+  RunManager manager{stores.runs,
+                     idem,
+                     fit,
+                     clock,
+                     logs,
+                     std::make_shared<SeededRandom>(42),
+                     RunManagerOptions{.allow_host_image = true}};
+  auth::Principal alice{"alice", v1::ROLE_USER};
+  auth::Principal bob{"bob", v1::ROLE_USER};
+  auth::Principal admin{"root", v1::ROLE_ADMIN};
+  auth::Principal system{"tessera", v1::ROLE_SYSTEM};
+
+  v1::Run Submit(const auth::Principal& who, const std::string& name, const std::string& key = "") {
+    v1::SubmitRunRequest req;
+    req.set_idempotency_key(key);
+    req.mutable_spec()->set_name(name);
+    req.mutable_spec()->set_command("echo hi");
+    req.mutable_spec()->mutable_compute()->set_gpus(8);
+    v1::SubmitRunResponse resp;
+    REQUIRE(manager.SubmitRun(who, req, &resp).ok());
+    return resp.run();
+  }
+  v1::Run Record(const v1::Run& run, int index, v1::RunStatus status,
+                 v1::AttemptEndReason reason = v1::ATTEMPT_END_REASON_UNSPECIFIED) {
+    v1::RecordAttemptRequest req;
+    req.mutable_attempt()->set_run_id(run.id());
+    req.mutable_attempt()->set_resumption_index(index);
+    req.mutable_attempt()->set_status(status);
+    req.mutable_attempt()->set_end_reason(reason);
+    v1::RecordAttemptResponse resp;
+    auto st = manager.RecordAttempt(system, req, &resp);
+    REQUIRE(st.ok());
+    return resp.run();
+  }
+};
+
+}  // namespace tessera::runs::testing
