@@ -66,8 +66,9 @@ AttemptManager::~AttemptManager() {
     for (auto& [key, a] : attempts_) a.cancelled = a.cancelled || a.preparing;
     preparers.swap(preparers_);
   }
-  // A pull under way finishes first (skopeo has no way to be interrupted halfway cleanly);
-  // what it prepared is not launched.
+  // A pull under way is stopped (its half-unpacked image is deleted) rather than waited for:
+  // it can take minutes. Integrations under way end with the sandbox they run in.
+  if (options_.images && !preparers.empty()) options_.images->CancelPulls();
   for (auto& [t, done] : preparers) t.join();
   for (auto& t : stoppers) t.join();
   if (!running.empty()) StopAll(running, absl::Seconds(2), *clock_);

@@ -74,6 +74,9 @@ class ImageCache {
   int64_t Evict();
   // The bytes of the unpacked images kept (tessera-size of each bundle).
   int64_t TotalBytes();
+  // Stops the pulls under way (their Acquire fails, CANCELLED) and refuses new ones: the worker
+  // is shutting down.
+  void CancelPulls() { runner_->CancelAll(); }
 
  private:
   // A pull in progress, shared by the calls that wait for it.

@@ -87,6 +87,9 @@ absl::StatusOr<ToolResult> ProcessToolRunner::Run(const std::vector<std::string>
                                                   absl::Duration timeout) {
   if (argv.empty() || argv[0].empty()) return absl::InvalidArgumentError("no tool to run");
   const std::string tool = ToolName(argv[0]);
+  if (cancelled_) {
+    return absl::CancelledError(absl::StrCat(tool, " was not run: the worker is shutting down"));
+  }
   std::vector<char*> args;  // built before the fork: the child must not allocate
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -162,6 +165,13 @@ absl::StatusOr<ToolResult> ProcessToolRunner::Run(const std::vector<std::string>
       ::killpg(pid, SIGKILL);
       if (open) ReadAvailable(out[0], &result.output);
       break;
+    }
+    if (cancelled_) {
+      ::killpg(pid, SIGKILL);
+      WaitStatus(pid);
+      reaped(pid);
+      CloseFd(out[0]);
+      return absl::CancelledError(absl::StrCat(tool, " was stopped: the worker is shutting down"));
     }
     const absl::Duration left = deadline - clock.Now();
     if (left <= absl::ZeroDuration()) {

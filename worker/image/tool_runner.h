@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ class ToolRunner {
   // and was killed (DEADLINE_EXCEEDED).
   virtual absl::StatusOr<ToolResult> Run(const std::vector<std::string>& argv,
                                          absl::Duration timeout) = 0;
+  // Kills the tools running now, whose Run returns CANCELLED, and refuses every later Run: the
+  // worker is shutting down and must not wait for a pull that can take minutes.
+  virtual void CancelAll() {}
 };
 
 // The last non-blank line of a tool's output, trimmed: where skopeo and umoci print their error.
@@ -50,9 +54,11 @@ class ProcessToolRunner final : public ToolRunner {
 
   absl::StatusOr<ToolResult> Run(const std::vector<std::string>& argv,
                                  absl::Duration timeout) override;
+  void CancelAll() override { cancelled_ = true; }
 
  private:
   ForkHooks hooks_;
+  std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace tessera::worker::image

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "tests/unit/image/tar_builder.h"
 #include "worker/image/tool_runner.h"
 
@@ -88,6 +89,8 @@ class FakeTools final : public ToolRunner {
     return absl::InternalError("fake tools: unexpected command " + command);
   }
 
+  void CancelAll() override { cancelled.Notify(); }
+
   // The commands whose first two words are `command` ("skopeo copy").
   std::vector<std::vector<std::string>> Calls(const std::string& command) {
     absl::MutexLock lock(&mu);
@@ -109,6 +112,7 @@ class FakeTools final : public ToolRunner {
   std::optional<ToolResult> inspect_answer, config_answer, copy_answer;
   std::optional<std::string> archive_override;  // what copy writes instead of the archive
   std::function<void()> before_copy;            // runs (unlocked) at the start of each copy
+  absl::Notification cancelled;                 // CancelAll was called
   int64_t file_bytes = 100'000;                 // the rootfs file's size
   std::string config_json = R"({"config": {"Env": ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"],
                                             "WorkingDir": "/workspace"},

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -72,6 +73,24 @@ TEST_CASE("a tool past its timeout is killed with all it started") {
   CHECK(r.status().message() ==
         "sh did not finish within 500ms and was killed; its last output: "
         "started");
+}
+
+TEST_CASE("cancelling stops the tools running now, with what they started, and every later one") {
+  ProcessToolRunner runner;
+  absl::StatusOr<ToolResult> result = absl::UnknownError("not run");
+  const absl::Time start = absl::Now();
+  std::thread pull([&] {
+    result = runner.Run({"sh", "-c", "sleep 30 & echo started; sleep 30"}, absl::Minutes(30));
+  });
+  absl::SleepFor(absl::Milliseconds(300));
+  runner.CancelAll();
+  pull.join();
+  CHECK(absl::Now() - start < absl::Seconds(5));
+  CHECK(result.status().code() == absl::StatusCode::kCancelled);
+  CHECK(result.status().message() == "sh was stopped: the worker is shutting down");
+  const auto later = runner.Run({"true"}, absl::Seconds(5));
+  CHECK(later.status().code() == absl::StatusCode::kCancelled);
+  CHECK(later.status().message() == "true was not run: the worker is shutting down");
 }
 
 TEST_CASE("a tool that exits while something it started holds its output is not waited for") {

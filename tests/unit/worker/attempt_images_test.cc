@@ -81,6 +81,23 @@ TEST_CASE("an image run is pulled off the control thread, said so, and started w
   CHECK(f.tools->Calls("skopeo copy").size() == 1);
 }
 
+TEST_CASE("a worker shutting down stops a pull under way rather than waiting for it",
+          "[attempts][images]") {
+  Fixture f;
+  absl::Notification copying;
+  f.tools->before_copy = [&] {
+    copying.Notify();
+    // As the real runner does: the tool runs until it is cancelled (or for 30 s).
+    f.tools->cancelled.WaitForNotificationWithTimeout(absl::Seconds(30));
+  };
+  REQUIRE(f.manager->Start(ImageStart("busybox:1")).ok());
+  copying.WaitForNotification();
+  const absl::Time start = absl::Now();
+  f.manager.reset();
+  CHECK(absl::Now() - start < absl::Seconds(5));
+  CHECK(f.tools->cancelled.HasBeenNotified());
+}
+
 TEST_CASE("a stop while the image is pulled ends the attempt, and nothing starts after",
           "[attempts][images]") {
   Fixture f;
