@@ -196,7 +196,9 @@ absl::Status ImageCache::StreamIntoRoot(const ImageReference& ref, const ImageRe
   // default most a user may ask for).
   ::fcntl(read_fd, F_SETPIPE_SZ, 1 << 20);
   const int root_fd = ::open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  std::vector<std::string> copy = {"skopeo", "copy"};
+  // skopeo stages each uncompressed layer before writing it (a tar header needs its size): on the
+  // cache's disk, in the pull's own folder, not in /var/tmp, which may be small.
+  std::vector<std::string> copy = {"skopeo", "--tmpdir", work, "copy"};
   if (IsInsecure(ref.registry)) copy.push_back("--src-tls-verify=false");
   if (!auth_file.empty()) copy.insert(copy.end(), {"--src-authfile", auth_file});
   copy.insert(copy.end(), {exact.DockerTransport(), "docker-archive:" + fifo});

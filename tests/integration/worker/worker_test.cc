@@ -169,9 +169,8 @@ TEST_CASE("kill -9 of a worker: its node is lost within the lease, the run resum
   CHECK(d.attempts(0).detection_method() == v1::DETECTION_METHOD_LEASE_EXPIRY);
   CHECK(absl::StrContains(d.attempts(0).reason(), victim));
   CHECK(d.attempts(1).end_reason() == v1::ATTEMPT_END_REASON_SUCCEEDED);
-  // And mcli shows it to a person.
-  auto shown = RunShell(absl::StrCat(BinaryPath("mcli"), " --endpoint ", c.server.endpoint(),
-                                     " --api-key ", c.admin_key, " describe run ", run.name()));
+  // And mcli shows it to a person (with no config file of the machine's user: the cluster's).
+  auto shown = c.Mcli("describe run " + run.name());
   INFO(shown.output);
   CHECK(shown.exit_code == 0);
   CHECK(absl::StrContains(shown.output, "NODE_FAILURE"));

@@ -52,7 +52,7 @@ class FakeTools final : public ToolRunner {
     }
     // No REQUIRE here: Catch2's assertions are not for other threads (the concurrent tests).
     if (argv.size() < 2) return absl::InternalError("fake tools: no command");
-    const std::string command = argv[0] + " " + argv[1];
+    const std::string command = CommandOf(argv);
     if (command == "skopeo inspect" && argv.size() > 2 && argv[2] == "--config") {
       absl::MutexLock lock(&mu);
       if (config_answer) return *config_answer;
@@ -91,12 +91,19 @@ class FakeTools final : public ToolRunner {
 
   void CancelAll() override { cancelled.Notify(); }
 
-  // The commands whose first two words are `command` ("skopeo copy").
+  // The tool and its subcommand ("skopeo copy"), past skopeo's global --tmpdir DIR.
+  static std::string CommandOf(const std::vector<std::string>& argv) {
+    if (argv.size() < 2) return "";
+    const size_t sub = argv[1] == "--tmpdir" && argv.size() > 3 ? 3 : 1;
+    return argv[0] + " " + argv[sub];
+  }
+
+  // The commands whose tool and subcommand are `command` ("skopeo copy").
   std::vector<std::vector<std::string>> Calls(const std::string& command) {
     absl::MutexLock lock(&mu);
     std::vector<std::vector<std::string>> out;
     for (const auto& c : calls) {
-      if (c.size() >= 2 && c[0] + " " + c[1] == command) out.push_back(c);
+      if (CommandOf(c) == command) out.push_back(c);
     }
     return out;
   }

@@ -72,15 +72,16 @@ TEST_CASE("the first Acquire pulls with the registry's flags, the next ones use 
                                  "docker://registry.local:5000/team/img@" + Digest('1')});
   // The image streams through a pipe in tmp/ into the root as it downloads.
   const auto& copy = c.tools->calls[2];
-  REQUIRE(copy.size() == 7);
-  CHECK(std::vector<std::string>(copy.begin(), copy.begin() + 6) ==
-        std::vector<std::string>{"skopeo", "copy", "--src-tls-verify=false", "--src-authfile",
+  REQUIRE(copy.size() == 9);
+  // skopeo stages layers in the pull's own folder, on the cache's disk.
+  const std::string work_prefix = c.options.dir + "/tmp/" + std::string(64, '1') + "-";
+  CHECK(copy[1] == "--tmpdir");
+  CHECK(absl::StartsWith(copy[2], work_prefix));
+  CHECK(std::vector<std::string>(copy.begin() + 3, copy.begin() + 8) ==
+        std::vector<std::string>{"copy", "--src-tls-verify=false", "--src-authfile",
                                  "/etc/tessera/auth.json",
                                  "docker://registry.local:5000/team/img@" + Digest('1')});
-  const std::string pipe_prefix =
-      "docker-archive:" + c.options.dir + "/tmp/" + std::string(64, '1') + "-";
-  CHECK(absl::StartsWith(copy[6], pipe_prefix));
-  CHECK(absl::EndsWith(copy[6], "/archive.pipe"));
+  CHECK(copy[8] == "docker-archive:" + copy[2] + "/archive.pipe");
   CHECK(c.tools->timeouts[0] == absl::Minutes(30));
   CHECK(c.TmpIsEmpty());
   CHECK(ReadNumberFile(c.Bundle('1') + "/tessera-size") == c.Get().TotalBytes());
@@ -119,8 +120,8 @@ TEST_CASE(
   CHECK(c.tools->calls[0] ==
         std::vector<std::string>{"skopeo", "inspect", "--config", "--raw",
                                  "docker://docker.io/library/b@" + Digest('b')});
-  CHECK(c.tools->calls[1][2] == "docker://docker.io/library/b@" + Digest('b'));
-  CHECK(c.tools->calls[1].size() == 4);
+  CHECK(c.tools->calls[1][4] == "docker://docker.io/library/b@" + Digest('b'));
+  CHECK(c.tools->calls[1].size() == 6);
 }
 
 TEST_CASE("pinned digests that are invalid or contradict the reference are refused") {
