@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -218,11 +219,14 @@ bool LogShipper::RunStream() {
   });
   absl::Time last_save = timer_->Now();
   bool broken = false;
+  absl::Duration idle = options_.idle_poll;
+  bool tracking = false;
   while (!stop_ && !broken && !read_ended) {
     v1::LogBatch batch;
     std::optional<InFlight> flight;
     {
       absl::MutexLock lock(&mu_);
+      tracking = !files_.empty();
       if (in_flight_.size() < options_.max_in_flight) {
         flight = NextBatch(batch);
         if (flight) {
@@ -236,9 +240,14 @@ bool LogShipper::RunStream() {
       }
     }
     if (flight) {
+      idle = options_.idle_poll;
       if (!stream->Write(batch)) broken = true;
     } else {
-      timer_->SleepFor(options_.idle_poll);
+      // Nothing to send: look less often the longer nothing comes (a rank that starts printing
+      // is seen within idle_poll_max), and seldom with no rank's output to follow at all, so
+      // that an idle node costs next to nothing.
+      timer_->SleepFor(idle);
+      idle = std::min(idle * 2, tracking ? options_.idle_poll_max : options_.idle_poll_none);
     }
   }
   ctx.TryCancel();

@@ -37,7 +37,11 @@ struct LogShipperOptions {
   size_t batch_lines = 4096;
   size_t batch_bytes = 1 << 20;
   size_t max_in_flight = 4;  // batches sent and not yet acknowledged
+  // How often spool files are read for new lines: idle_poll while lines come, doubling while
+  // none do up to idle_poll_max, or up to idle_poll_none while no rank's output is followed.
   absl::Duration idle_poll = absl::Milliseconds(2);
+  absl::Duration idle_poll_max = absl::Milliseconds(25);
+  absl::Duration idle_poll_none = absl::Milliseconds(100);
 };
 
 struct LogShipperStats {
