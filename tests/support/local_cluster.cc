@@ -98,6 +98,12 @@ WorkerHandle& LocalCluster::StartWorker(const std::string& name, int gpus,
   return *handle;
 }
 
+std::string LocalCluster::LogText(const std::string& run_name, std::optional<int> rank) {
+  std::string out;
+  for (const auto& l : Logs(run_name, rank)) absl::StrAppend(&out, l.text(), "\n");
+  return out;
+}
+
 ShellResult LocalCluster::Mcli(const std::string& args) {
   return RunShell(absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=",
                                api_endpoint.empty() ? server.endpoint() : api_endpoint,

@@ -57,6 +57,8 @@ class LocalCluster {
   // `endpoint` (default: tessera-server's).
   std::vector<v1::LogLine> Logs(const std::string& run_name, std::optional<int> rank,
                                 const std::string& endpoint = "");
+  // The same lines as text, one per line.
+  std::string LogText(const std::string& run_name, std::optional<int> rank);
   // Runs the mcli binary against this cluster with the admin key (no config file).
   ShellResult Mcli(const std::string& args);
   // A rank's spooled output on its worker.

@@ -13,8 +13,6 @@ namespace tessera::worker {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 // A variable that names a bound host path (or a path under it) names it where it is inside.
 void RewriteHostPaths(const std::vector<sandbox::BindMount>& mounts,
                       std::map<std::string, std::string>& env) {
@@ -36,7 +34,9 @@ void RewriteHostPaths(const std::vector<sandbox::BindMount>& mounts,
 }  // namespace
 
 RankSandbox::RankSandbox(RankSandboxOptions options)
-    : options_(std::move(options)), cgroups_(sandbox::Cgroups::Detect()) {
+    : options_(std::move(options)),
+      cgroups_(sandbox::Cgroups::Detect()),
+      gpu_node_(sandbox::GpuNode::Discover(options_.gpu)) {
   auto entries = sandbox::ListRootEntries("/");
   if (entries.ok()) host_root_ = std::move(*entries);
 }
@@ -115,7 +115,7 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
   }
   for (const auto& m : own) s.mounts.push_back(m);
   if (in_image) RewriteHostPaths(own, spec.env);
-  const sandbox::GpuAccess gpu = sandbox::PlanGpuAccess(options_.gpu, gpu_index, in_image);
+  const sandbox::GpuAccess gpu = sandbox::PlanGpuAccess(gpu_node_, gpu_index, in_image);
   for (const auto& m : gpu.mounts) s.mounts.push_back(m);
   s.shm_bytes = options_.shm_bytes;
   s.uid = spec.identity ? spec.identity->uid : ::geteuid();
@@ -127,8 +127,8 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
     std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
     if (!p.first.empty()) spec.env.emplace(p.first, p.second);
   }
-  if (in_image) spec.env.emplace("PATH", kDefaultPath);
-  sandbox::ApplyGpuEnvironment(gpu, kDefaultPath, spec.env);
+  if (in_image) spec.env.emplace("PATH", sandbox::kDefaultPath);
+  sandbox::ApplyGpuEnvironment(gpu, sandbox::kDefaultPath, spec.env);
   spec.env["HOME"] = own[1].target;
   auto argv = sandbox::BwrapArgv(s, {spec.shell, "-c", spec.command});
   if (!argv.ok()) return argv.status();

@@ -67,6 +67,7 @@ class RankSandbox {
  private:
   const RankSandboxOptions options_;
   const sandbox::Cgroups cgroups_;
+  const sandbox::GpuNode gpu_node_;  // found once: not at each rank's start
   std::vector<sandbox::RootEntry> host_root_;
 };
 

@@ -54,26 +54,29 @@ std::map<std::string, int> GpuMinorsByUuid(const std::string& driver_gpus_dir) {
   return out;
 }
 
-std::optional<std::string> GpuUuidByMinor(const std::string& driver_gpus_dir, int minor) {
-  for (const auto& [uuid, m] : GpuMinorsByUuid(driver_gpus_dir)) {
-    if (m == minor) return uuid;
+GpuNode GpuNode::Discover(GpuNodeOptions options) {
+  GpuNode node;
+  node.driver_mounts = DriverMounts(options.driver_lib_dirs, options.driver_bin_dirs);
+  for (const auto& [uuid, minor] : GpuMinorsByUuid(options.driver_gpus_dir)) {
+    node.uuid_by_minor[minor] = uuid;
   }
-  return std::nullopt;
+  node.options = std::move(options);
+  return node;
 }
 
-GpuAccess PlanGpuAccess(const GpuNodeOptions& options, std::optional<int> gpu_index,
-                        bool in_image) {
+GpuAccess PlanGpuAccess(const GpuNode& node, std::optional<int> gpu_index, bool in_image) {
   GpuAccess access;
   if (!gpu_index) return access;
-  auto mapped = options.minor_by_index.find(*gpu_index);
-  const int minor = mapped == options.minor_by_index.end() ? *gpu_index : mapped->second;
-  access.mounts = GpuDeviceMounts(options.device_dir, {minor});
+  const auto& minors = node.options.minor_by_index;
+  const auto mapped = minors.find(*gpu_index);
+  const int minor = mapped == minors.end() ? *gpu_index : mapped->second;
+  access.mounts = GpuDeviceMounts(node.options.device_dir, {minor});
+  const auto uuid = node.uuid_by_minor.find(minor);
   access.visible_devices =
-      GpuUuidByMinor(options.driver_gpus_dir, minor).value_or(std::to_string(*gpu_index));
+      uuid == node.uuid_by_minor.end() ? std::to_string(*gpu_index) : uuid->second;
   if (in_image) {
-    auto driver = DriverMounts(options.driver_lib_dirs, options.driver_bin_dirs);
-    access.driver_mounted = !driver.empty();
-    for (auto& m : driver) access.mounts.push_back(std::move(m));
+    access.driver_mounted = !node.driver_mounts.empty();
+    access.mounts.insert(access.mounts.end(), node.driver_mounts.begin(), node.driver_mounts.end());
   }
   return access;
 }

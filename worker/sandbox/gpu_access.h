@@ -41,21 +41,28 @@ struct GpuAccess {
   bool driver_mounted = false;  // the driver's files are under kDriverLibDir / kDriverBinDir
 };
 
+// What of the node's NVIDIA stack is found once, when the worker starts, not at each rank's
+// start: the driver's files (a scan of the library folders) and each GPU's UUID.
+struct GpuNode {
+  GpuNodeOptions options;
+  std::vector<BindMount> driver_mounts;      // DriverMounts of options' folders
+  std::map<int, std::string> uuid_by_minor;  // from the driver's descriptions
+
+  static GpuNode Discover(GpuNodeOptions options);
+};
+
 // What a rank with `gpu_index` (none: a CPU rank) gets. `in_image`: its root is an image, which
 // cannot carry the driver's user-space libraries (they must match the host's kernel module), so
 // they and the driver's tools are bound in, the way the NVIDIA container toolkit does.
-GpuAccess PlanGpuAccess(const GpuNodeOptions& options, std::optional<int> gpu_index, bool in_image);
+GpuAccess PlanGpuAccess(const GpuNode& node, std::optional<int> gpu_index, bool in_image);
 
 // Sets CUDA_VISIBLE_DEVICES and, where the driver was bound in, puts its folders on
 // LD_LIBRARY_PATH (first) and PATH (last). `path_if_unset` is used where env has no PATH.
 void ApplyGpuEnvironment(const GpuAccess& access, const std::string& path_if_unset,
                          std::map<std::string, std::string>& env);
 
-// The UUID ("GPU-…") of the GPU with device minor `minor`, from the driver's description of
-// each GPU under `driver_gpus_dir`; nullopt where none says so.
-std::optional<std::string> GpuUuidByMinor(const std::string& driver_gpus_dir, int minor);
-
-// Every GPU's device minor number by UUID, from the same descriptions.
+// Every GPU's device minor number by UUID, from the driver's description of each GPU under
+// `driver_gpus_dir`; GPUs it says nothing of are left out.
 std::map<std::string, int> GpuMinorsByUuid(const std::string& driver_gpus_dir);
 
 }  // namespace tessera::worker::sandbox

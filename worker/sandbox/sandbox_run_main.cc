@@ -29,8 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace sandbox = tessera::worker::sandbox;
 
-constexpr char kPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 std::string DefaultInit(const char* argv0) {
   std::error_code ec;
   const fs::path self = fs::canonical("/proc/self/exe", ec);
@@ -90,12 +88,13 @@ int main(int argc, char** argv) {
   }
   spec.root_entries = std::move(*entries);
   const bool in_image = spec.root != "/";
-  const sandbox::GpuAccess access = sandbox::PlanGpuAccess(gpu_options, gpu, in_image);
+  const sandbox::GpuAccess access =
+      sandbox::PlanGpuAccess(sandbox::GpuNode::Discover(gpu_options), gpu, in_image);
   spec.mounts = access.mounts;
   for (const auto& b : binds) spec.mounts.push_back({b, b, /*writable=*/true, false});
   spec.uid = static_cast<uid_t>(uid);
   spec.gid = static_cast<gid_t>(gid);
-  std::map<std::string, std::string> env = {{"PATH", kPath}, {"HOME", "/tmp"}};
+  std::map<std::string, std::string> env = {{"PATH", sandbox::kDefaultPath}, {"HOME", "/tmp"}};
   if (const char* term = std::getenv("TERM")) env["TERM"] = term;
   for (const auto& kv : extra_env) {
     const size_t eq = kv.find('=');
@@ -105,7 +104,7 @@ int main(int argc, char** argv) {
     }
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  sandbox::ApplyGpuEnvironment(access, kPath, env);
+  sandbox::ApplyGpuEnvironment(access, sandbox::kDefaultPath, env);
 
   auto args = sandbox::BwrapArgv(spec, command);
   if (!args.ok()) {

@@ -56,6 +56,10 @@ struct SandboxSpec {
   std::string working_dir;  // inside
 };
 
+// PATH inside a sandbox whose image sets none.
+inline constexpr char kDefaultPath[] =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 // Where tessera-sandbox-init is inside every sandbox.
 inline constexpr char kInitPath[] = "/run/tessera/init";
 

@@ -24,19 +24,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string AllText(const std::vector<v1::LogLine>& lines) {
-  std::string out;
-  for (const auto& l : lines) absl::StrAppend(&out, l.text(), "\n");
-  return out;
-}
-
 // Waits until rank 0 of the run printed `marker`; returns all it printed.
 std::string WaitForOutput(LocalCluster& c, const std::string& run, const std::string& marker,
                           absl::Duration timeout = absl::Seconds(40)) {
   std::string text;
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
-    text = AllText(c.Logs(run, 0));
+    text = c.LogText(run, 0);
     if (absl::StrContains(text, marker)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

@@ -11,12 +11,6 @@
 namespace tessera::testing {
 namespace {
 
-std::string AllText(const std::vector<v1::LogLine>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l.text();
-  return out;
-}
-
 TEST_CASE("a run that goes quiet under a tiny hang_timeout gets no node cordoned", "[security]") {
   LocalCluster c({"--min-hang-timeout-seconds", "1", "--canary-compute-seconds", "0.2",
                   "--canary-timeout-seconds", "20"});
@@ -82,14 +76,14 @@ TEST_CASE("one run's output is held to its quota, with a marker where lines were
   c.client->WaitForStatus(polite.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
   std::string text;
   for (int i = 0; i < 100 && !absl::StrContains(text, "64KiB"); ++i) {
-    text = AllText(c.Logs(flood.name(), 0));
+    text = c.LogText(flood.name(), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   INFO(text.substr(text.size() > 2000 ? text.size() - 2000 : 0));
   CHECK(absl::StrContains(text, "lines dropped: this run's logs reached their quota of 64KiB"));
   CHECK(text.size() < 200'000);
   CHECK_FALSE(absl::StrContains(text, "last-line"));  // once reached, the quota stays reached
-  CHECK(absl::StrContains(AllText(c.Logs(polite.name(), 0)), "polite-output"));
+  CHECK(absl::StrContains(c.LogText(polite.name(), 0), "polite-output"));
 }
 
 TEST_CASE("admins' and operators' actions are audited, with where they came from", "[security]") {

@@ -20,18 +20,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string AllText(const std::vector<v1::LogLine>& lines) {
-  std::string out;
-  for (const auto& l : lines) absl::StrAppend(&out, l.text(), "\n");
-  return out;
-}
-
 // Waits for the run to end and returns everything its rank 0 printed.
 std::string OutputOf(LocalCluster& c, const v1::Run& run) {
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
   std::string text;
   for (int i = 0; i < 100; ++i) {  // the last batch may still be on its way
-    text = AllText(c.Logs(run.name(), 0));
+    text = c.LogText(run.name(), 0);
     if (absl::StrContains(text, "done-reading")) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

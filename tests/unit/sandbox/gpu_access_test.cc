@@ -27,10 +27,14 @@ TEST_CASE("a GPU is found by its device minor number in the driver's description
   TempDir gpus;
   DescribeGpu(gpus.path, "0000:1b:00.0", 3, "GPU-aaaaaaaa-1111-2222-3333-444444444444");
   DescribeGpu(gpus.path, "0000:2a:00.0", 0, "GPU-bbbbbbbb-1111-2222-3333-444444444444");
-  CHECK(GpuUuidByMinor(gpus.path, 0) == "GPU-bbbbbbbb-1111-2222-3333-444444444444");
-  CHECK(GpuUuidByMinor(gpus.path, 3) == "GPU-aaaaaaaa-1111-2222-3333-444444444444");
-  CHECK_FALSE(GpuUuidByMinor(gpus.path, 1).has_value());
-  CHECK_FALSE(GpuUuidByMinor(gpus.path + "/missing", 0).has_value());
+  GpuNodeOptions options;
+  options.driver_gpus_dir = gpus.path;
+  const GpuNode node = GpuNode::Discover(options);
+  CHECK(node.uuid_by_minor ==
+        std::map<int, std::string>{{0, "GPU-bbbbbbbb-1111-2222-3333-444444444444"},
+                                   {3, "GPU-aaaaaaaa-1111-2222-3333-444444444444"}});
+  CHECK(node.uuid_by_minor.count(1) == 0);
+  CHECK(GpuMinorsByUuid(gpus.path + "/missing").empty());
   CHECK(GpuMinorsByUuid(gpus.path) ==
         std::map<std::string, int>{{"GPU-aaaaaaaa-1111-2222-3333-444444444444", 3},
                                    {"GPU-bbbbbbbb-1111-2222-3333-444444444444", 0}});
@@ -45,7 +49,7 @@ TEST_CASE("where NVML's index is not the device minor, the rank gets the minor's
   options.device_dir = dev.path;
   options.driver_gpus_dir = gpus.path;
   options.minor_by_index = {{0, 1}, {1, 0}};
-  GpuAccess access = PlanGpuAccess(options, 0, /*in_image=*/false);
+  GpuAccess access = PlanGpuAccess(GpuNode::Discover(options), 0, /*in_image=*/false);
   REQUIRE_FALSE(access.mounts.empty());
   CHECK(access.mounts[0].target == "/dev/nvidia1");
   CHECK(access.visible_devices == "GPU-aaaaaaaa-1111-2222-3333-444444444444");
@@ -64,7 +68,7 @@ TEST_CASE("a rank is given its GPU by UUID, which means the same device in CUDA'
   options.driver_lib_dirs = {};
   options.driver_bin_dirs = {};
 
-  GpuAccess access = PlanGpuAccess(options, 3, /*in_image=*/false);
+  GpuAccess access = PlanGpuAccess(GpuNode::Discover(options), 3, /*in_image=*/false);
   CHECK(access.visible_devices == "GPU-aaaaaaaa-1111-2222-3333-444444444444");
   REQUIRE(access.mounts.size() == 2);
   CHECK(access.mounts[0].target == "/dev/nvidia3");
@@ -75,9 +79,9 @@ TEST_CASE("a rank is given its GPU by UUID, which means the same device in CUDA'
   CHECK(env.count("LD_LIBRARY_PATH") == 0);
 
   // Where the driver says nothing (simulated GPUs), the index stays.
-  CHECK(PlanGpuAccess(options, 0, false).visible_devices == "0");
+  CHECK(PlanGpuAccess(GpuNode::Discover(options), 0, false).visible_devices == "0");
   // A CPU rank gets nothing and its environment is left alone.
-  GpuAccess none = PlanGpuAccess(options, std::nullopt, true);
+  GpuAccess none = PlanGpuAccess(GpuNode::Discover(options), std::nullopt, true);
   CHECK(none.mounts.empty());
   std::map<std::string, std::string> cpu_env = {{"PATH", "/bin"}};
   ApplyGpuEnvironment(none, "/usr/bin", cpu_env);
@@ -95,7 +99,7 @@ TEST_CASE("in an image the driver is bound in and put before the image's own lib
   options.driver_gpus_dir = dev.path + "/none";
   options.driver_lib_dirs = {lib.path};
   options.driver_bin_dirs = {bin.path};
-  GpuAccess access = PlanGpuAccess(options, 0, /*in_image=*/true);
+  GpuAccess access = PlanGpuAccess(GpuNode::Discover(options), 0, /*in_image=*/true);
   CHECK(access.driver_mounted);
   std::vector<std::string> targets;
   for (const auto& m : access.mounts) targets.push_back(m.target);
