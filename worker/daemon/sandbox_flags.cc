@@ -32,9 +32,17 @@ void AddSandboxFlags(CLI::App& app, SandboxFlags& f) {
                  "the registry of image names that name none (mosaicml/llm-foundry:...)")
       ->capture_default_str();
   app.add_option("--insecure-registry", f.insecure_registries,
-                 "host:port of a registry spoken to over plain HTTP (a local one); repeatable");
+                 "host:port of a registry whose TLS certificate is not checked, spoken to over "
+                 "plain HTTP where it has no TLS (a local one); repeatable");
   app.add_option("--registry-auth-file", f.registry_auth_file,
                  "a containers auth.json with the credentials of private registries");
+  app.add_option("--registry-certs-dir", f.registry_certs_dir,
+                 "registries' own CA certificates, as HOST:PORT/*.crt below it (as skopeo and "
+                 "podman read them)")
+      ->capture_default_str();
+  app.add_flag("--pull-with-skopeo", f.pull_with_skopeo,
+               "pull every image with skopeo copy instead of over the registry's HTTP API "
+               "(images with zstd or encrypted layers always are)");
   app.add_option("--gpu-device-dir", f.gpu_device_dir,
                  "where the GPUs' device nodes are (nvidia0, nvidiactl ...)")
       ->capture_default_str();
@@ -125,6 +133,8 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
   c.default_registry = f.default_registry;
   c.insecure_registries = f.insecure_registries;
   c.auth_file = f.registry_auth_file;
+  c.certs_dir = f.registry_certs_dir;
+  c.pull_over_http = !f.pull_with_skopeo;
   o.images = std::make_shared<image::ImageCache>(
       c,
       // skopeo and umoci are this subreaper's children: their statuses must not be reaped away.

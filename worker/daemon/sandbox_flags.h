@@ -20,6 +20,8 @@ struct SandboxFlags {
   std::string default_registry = "docker.io";
   std::vector<std::string> insecure_registries;
   std::string registry_auth_file;
+  std::string registry_certs_dir = "/etc/containers/certs.d";
+  bool pull_with_skopeo = false;
   std::string gpu_device_dir = "/dev";
   std::string shm_size = "8GiB";
   std::string rank_memory_limit = "0";

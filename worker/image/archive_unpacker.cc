@@ -9,11 +9,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "worker/image/file_stream.h"
 
 namespace tessera::worker::image {
 namespace {
-
-constexpr size_t kChunk = 1 << 20;
 
 std::string SpoolPath(const std::string& dir, const std::string& hex) {
   return absl::StrCat(dir, "/", hex, ".tar");
@@ -60,14 +59,7 @@ absl::Status ArchiveUnpacker::Begin(const TarEntry& entry) {
 
 absl::Status ArchiveUnpacker::Data(const char* data, size_t size) {
   if (layer_) return layer_->Feed(data, size);
-  while (spool_fd_ >= 0 && size > 0) {
-    const ssize_t n = ::write(spool_fd_, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::InternalError(absl::StrCat("cannot spool a layer: ", strerror(errno)));
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
+  return spool_fd_ >= 0 ? WriteAll(spool_fd_, data, size) : absl::OkStatus();
 }
 
 absl::Status ArchiveUnpacker::End() {
@@ -97,22 +89,10 @@ absl::Status ArchiveUnpacker::ApplySpooled() {
 }
 
 absl::Status ArchiveUnpacker::ApplyFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::InternalError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
-  }
   LayerWriter writer(root_fd_, &finish_);
   TarStreamReader reader(&writer);
-  std::string buffer(kChunk, '\0');
-  absl::Status st;
-  while (st.ok()) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) st = absl::InternalError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
-    if (n <= 0) break;
-    st = reader.Feed(buffer.data(), static_cast<size_t>(n));
-  }
-  ::close(fd);
+  absl::Status st =
+      StreamFile(path, [&](const char* data, size_t size) { return reader.Feed(data, size); });
   return st.ok() ? reader.Finish() : st;
 }
 

@@ -1,15 +1,17 @@
 #pragma once
-// A node's cache of container images, pulled with skopeo and unpacked with umoci (rootless) into
-// root file systems that ranks run in. One ImageCache per node (the worker daemon owns it) and per
-// cache folder: two processes sharing a folder would evict each other's images.
+// A node's cache of container images, pulled over the registry's HTTP API (or by skopeo) and
+// unpacked as they download into root file systems that ranks run in. One ImageCache per node (the
+// worker daemon owns it) and per cache folder: two processes sharing a folder would evict each
+// other's images.
 //
 // Layout of the folder:
-//   bundles/<hex>/   an unpacked image, named by its manifest digest's hex: umoci's bundle
-//                    (rootfs/, config.json) plus tessera-size (its bytes, computed once) and
+//   bundles/<hex>/   an unpacked image, named by its manifest digest's hex: an OCI runtime
+//                    bundle (rootfs/, config.json) plus tessera-size (its bytes, computed once) and
 //                    tessera-last-used (the cache clock's time of the last Acquire, in Unix ns)
 //   tmp/             pulls in progress and evicted images being deleted; emptied at construction
 // A bundle appears by an atomic rename, so a bundle folder is always complete.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,6 +26,7 @@
 #include "base/clock.h"
 #include "worker/image/image_config.h"
 #include "worker/image/image_reference.h"
+#include "worker/image/registry_auth.h"
 #include "worker/image/tool_runner.h"
 
 namespace tessera::worker::image {
@@ -36,6 +39,11 @@ struct ImageCacheOptions {
                                                  // --src-tls-verify=false)
   std::string auth_file;  // containers-auth.json for skopeo --authfile; empty: none
   absl::Duration pull_timeout = absl::Minutes(30);
+  // Pull over the registry's HTTP API (http_pull.cc), each layer applied as it downloads; images
+  // that path does not read, and every image when false, are pulled by skopeo copy.
+  bool pull_over_http = true;
+  // Registries' own CA certificates: <certs_dir>/<host:port>/*.crt (as containers' tools read).
+  std::string certs_dir = "/etc/containers/certs.d";
 };
 
 struct PreparedImage {
@@ -76,7 +84,10 @@ class ImageCache {
   int64_t TotalBytes();
   // Stops the pulls under way (their Acquire fails, CANCELLED) and refuses new ones: the worker
   // is shutting down.
-  void CancelPulls() { runner_->CancelAll(); }
+  void CancelPulls() {
+    cancelled_ = true;
+    runner_->CancelAll();
+  }
 
  private:
   // A pull in progress, shared by the calls that wait for it.
@@ -99,6 +110,18 @@ class ImageCache {
   // into bundles/.
   absl::Status PullAndUnpack(const ImageReference& ref, const std::string& digest,
                              const std::string& auth_file, absl::Time deadline);
+  // The pull over HTTP into `bundle` (config.json, rootfs/); UNIMPLEMENTED, having written
+  // nothing, for an image it does not read.
+  absl::Status PullOverHttp(const ImageReference& ref, const std::string& digest,
+                            const std::string& auth_file, const std::string& work,
+                            const std::string& bundle, absl::Time deadline);
+  // The credentials `auth_file` holds for `ref`'s registry (none without a file).
+  static absl::StatusOr<RegistryCredentials> CredentialsOf(const ImageReference& ref,
+                                                           const std::string& auth_file);
+  // The pull by skopeo: the config by skopeo inspect, then StreamIntoRoot.
+  absl::Status PullWithSkopeo(const ImageReference& ref, const ImageReference& exact,
+                              const std::string& auth_file, const std::string& work,
+                              const std::string& bundle, absl::Time deadline);
   // skopeo copy into a pipe in `work`, each layer applied to `rootfs` as it arrives.
   absl::Status StreamIntoRoot(const ImageReference& ref, const ImageReference& exact,
                               const ImageConfig& config, const std::string& auth_file,
@@ -119,6 +142,7 @@ class ImageCache {
   const std::shared_ptr<ToolRunner> runner_;
   const std::shared_ptr<Clock> clock_;
   absl::Status init_status_;
+  std::atomic<bool> cancelled_{false};
 
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Pull>> pulls_ ABSL_GUARDED_BY(mu_);  // by digest hex

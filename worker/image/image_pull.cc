@@ -1,6 +1,7 @@
-// ImageCache's pulls: the digest from the registry (skopeo inspect), the image's config (skopeo
-// inspect --config), the image streamed by skopeo copy into a root folder as it downloads
-// (archive_unpacker.h), and what the tools' failures mean.
+// ImageCache's pulls: the digest from the registry (skopeo inspect), then the image over HTTP
+// (http_pull.cc) or by skopeo: its config (skopeo inspect --config) and the image streamed by
+// skopeo copy into a root folder as it downloads (archive_unpacker.h); and what the tools'
+// failures mean.
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -123,29 +124,30 @@ absl::Status ImageCache::PullAndUnpack(const ImageReference& ref, const std::str
   ImageReference exact = ref;
   exact.digest = digest;  // copy exactly what was resolved, even if the tag moved since
 
-  // The image's config first: its environment and working folder, and its layers' order.
-  std::vector<std::string> inspect = {"skopeo", "inspect", "--config", "--raw"};
-  if (IsInsecure(ref.registry)) inspect.push_back("--tls-verify=false");
-  if (!auth_file.empty()) inspect.insert(inspect.end(), {"--authfile", auth_file});
-  inspect.push_back(exact.DockerTransport());
-  TESSERA_ASSIGN_OR_RETURN(const ToolResult inspected, RunTool(ref, inspect, deadline));
-  if (inspected.exit_code != 0) return SkopeoFailure(ref.Name(), inspected);
-  absl::StatusOr<ImageConfig> config = ParseImageConfig(inspected.output);
-  if (!config.ok()) {
-    return absl::InternalError(
-        absl::StrCat("Cannot unpack image ", ref.Name(), ": ", config.status().message()));
-  }
-
   absl::Status st = MakePrivateFolder(work);
   st.Update(MakePrivateFolder(bundle));
-  // The image's root is readable by the ranks, as any root folder is.
-  if (st.ok() && ::mkdir((bundle + "/rootfs").c_str(), 0755) != 0) {
-    st = absl::InternalError(absl::StrCat("Cannot create ", bundle, "/rootfs: ", strerror(errno)));
+  const auto make_root = [&] {
+    // The image's root is readable by the ranks, as any root folder is.
+    const std::string rootfs = bundle + "/rootfs";
+    if (::mkdir(rootfs.c_str(), 0755) != 0) {
+      return absl::InternalError(absl::StrCat("Cannot create ", rootfs, ": ", strerror(errno)));
+    }
+    ::chmod(rootfs.c_str(), 0755);  // whatever the umask
+    return absl::OkStatus();
+  };
+  if (st.ok()) st = make_root();
+  bool by_skopeo = !options_.pull_over_http;
+  if (st.ok() && options_.pull_over_http) {
+    st = PullOverHttp(ref, digest, auth_file, work, bundle, deadline);
+    if (st.code() == absl::StatusCode::kUnimplemented) {
+      spdlog::info("image cache: {} is pulled by skopeo: {}", ref.Name(),
+                   std::string(st.message()));
+      by_skopeo = true;
+      st = RemoveTree(bundle + "/rootfs") ? make_root()
+                                          : absl::InternalError("Cannot empty " + bundle);
+    }
   }
-  if (st.ok()) ::chmod((bundle + "/rootfs").c_str(), 0755);  // whatever the umask
-  st.Update(WriteFileDurably(bundle + "/config.json", BundleConfigJson(*config)));
-  if (st.ok())
-    st = StreamIntoRoot(ref, exact, *config, auth_file, work, bundle + "/rootfs", deadline);
+  if (st.ok() && by_skopeo) st = PullWithSkopeo(ref, exact, auth_file, work, bundle, deadline);
   if (!st.ok()) {
     clean_up();
     return st;
@@ -166,6 +168,25 @@ absl::Status ImageCache::PullAndUnpack(const ImageReference& ref, const std::str
   if (!st.ok()) return st;
   spdlog::info("image cache: pulled {} ({}), {} bytes unpacked", ref.Name(), digest, bytes);
   return absl::OkStatus();
+}
+
+absl::Status ImageCache::PullWithSkopeo(const ImageReference& ref, const ImageReference& exact,
+                                        const std::string& auth_file, const std::string& work,
+                                        const std::string& bundle, absl::Time deadline) {
+  // The image's config first: its environment and working folder, and its layers' order.
+  std::vector<std::string> inspect = {"skopeo", "inspect", "--config", "--raw"};
+  if (IsInsecure(ref.registry)) inspect.push_back("--tls-verify=false");
+  if (!auth_file.empty()) inspect.insert(inspect.end(), {"--authfile", auth_file});
+  inspect.push_back(exact.DockerTransport());
+  TESSERA_ASSIGN_OR_RETURN(const ToolResult inspected, RunTool(ref, inspect, deadline));
+  if (inspected.exit_code != 0) return SkopeoFailure(ref.Name(), inspected);
+  absl::StatusOr<ImageConfig> config = ParseImageConfig(inspected.output);
+  if (!config.ok()) {
+    return absl::InternalError(
+        absl::StrCat("Cannot unpack image ", ref.Name(), ": ", config.status().message()));
+  }
+  TESSERA_RETURN_IF_ERROR(WriteFileDurably(bundle + "/config.json", BundleConfigJson(*config)));
+  return StreamIntoRoot(ref, exact, *config, auth_file, work, bundle + "/rootfs", deadline);
 }
 
 absl::Status ImageCache::StreamIntoRoot(const ImageReference& ref, const ImageReference& exact,

@@ -18,6 +18,7 @@ using testing::FakeTools;
 struct Failing {
   Failing() { options.dir = tmp.path + "/cache"; }
   absl::Status Acquire(const std::string& ref, const std::string& pinned = "") {
+    options.pull_over_http = false;  // the fake skopeo serves the images
     ImageCache cache(options, tools, std::make_shared<FakeClock>());
     auto image = cache.Acquire(ref, pinned, nullptr);
     REQUIRE_FALSE(image.ok());
@@ -139,6 +140,7 @@ TEST_CASE("a tool that cannot run or runs too long fails the pull with the runne
   tessera::testing::TempDir tmp{"image_cache_errors_test"};
   ImageCacheOptions o;
   o.dir = tmp.path;
+  o.pull_over_http = false;
   auto broken = std::make_shared<Broken>();
   broken->code = absl::StatusCode::kFailedPrecondition;
   broken->message = "cannot run skopeo: No such file or directory";
@@ -168,6 +170,7 @@ TEST_CASE("a failed pull fails the calls waiting for it too, the next Acquire tr
     }
     absl::SleepFor(absl::Milliseconds(50));
   };
+  f.options.pull_over_http = false;
   ImageCache cache(f.options, f.tools, std::make_shared<FakeClock>());
   absl::Status first, second;
   std::thread t([&] { first = cache.Acquire("a", "", nullptr).status(); });

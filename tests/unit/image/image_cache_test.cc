@@ -18,6 +18,7 @@ using testing::FakeTools;
 struct Cache {
   explicit Cache(ImageCacheOptions o = {}) : options(std::move(o)) {
     options.dir = tmp.path + "/cache";
+    options.pull_over_http = false;  // the fake skopeo serves the images
     tools->digests["docker://docker.io/library/a:latest"] = Digest('a');
     tools->digests["docker://docker.io/library/b:latest"] = Digest('b');
     tools->digests["docker://docker.io/library/c:latest"] = Digest('c');

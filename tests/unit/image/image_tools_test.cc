@@ -1,6 +1,6 @@
 // The image cache with the real tools: an image built with umoci, served by a real registry
-// (docker-registry, plain HTTP on loopback), pulled with skopeo. Returns early, with a warning,
-// on a machine without the tools.
+// (docker-registry, plain HTTP on loopback), pulled over HTTP and with skopeo. Returns early, with
+// a warning, on a machine without the tools.
 #include <signal.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "tests/support/free_port.h"
 #include "tests/support/process.h"
@@ -18,6 +19,26 @@
 namespace tessera::worker::image {
 namespace {
 namespace fs = std::filesystem;
+
+// The real tools, with every command they were asked to run recorded.
+struct RecordingRunner final : ToolRunner {
+  absl::StatusOr<ToolResult> Run(const std::vector<std::string>& argv,
+                                 absl::Duration timeout) override {
+    {
+      absl::MutexLock lock(&mu);
+      commands.push_back(argv.size() > 1 ? argv[0] + " " + argv[1] : argv[0]);
+    }
+    return real.Run(argv, timeout);
+  }
+  bool Ran(const std::string& prefix) {
+    absl::MutexLock lock(&mu);
+    return std::any_of(commands.begin(), commands.end(),
+                       [&](const std::string& c) { return c.rfind(prefix, 0) == 0; });
+  }
+  ProcessToolRunner real;
+  absl::Mutex mu;
+  std::vector<std::string> commands;
+};
 
 void Must(const std::vector<std::string>& argv) {
   ProcessToolRunner runner;
@@ -65,6 +86,9 @@ TEST_CASE("an image of layers made by umoci is streamed from a real registry int
       return;
     }
   }
+  // Over the registry's HTTP API (the worker's way) and by skopeo copy (its fallback).
+  const bool over_http = GENERATE(true, false);
+  INFO("pull_over_http " << over_http);
   tessera::testing::TempDir tmp{"image_tools_test"};
   const std::string layout = tmp.path + "/layout";
   const std::string bundle = tmp.path + "/bundle";
@@ -95,7 +119,9 @@ TEST_CASE("an image of layers made by umoci is streamed from a real registry int
   options.dir = tmp.path + "/cache";
   options.insecure_registries = {registry.address};
   options.pull_timeout = absl::Minutes(2);
-  ImageCache cache(options, std::make_shared<ProcessToolRunner>(), SystemClock::Shared());
+  options.pull_over_http = over_http;
+  auto tools = std::make_shared<RecordingRunner>();
+  ImageCache cache(options, tools, SystemClock::Shared());
   std::vector<std::string> said;
   const auto progress = [&](const std::string& text) { said.push_back(text); };
 
@@ -113,8 +139,25 @@ TEST_CASE("an image of layers made by umoci is streamed from a real registry int
         "upper");
   REQUIRE(said.size() == 2);
   CHECK(said[0] == "Pulling image " + name + ":1");
+  // skopeo resolved the tag; only the fallback copies with it ("skopeo --tmpdir DIR copy").
+  CHECK(tools->Ran("skopeo inspect"));
+  CHECK(tools->Ran("skopeo --tmpdir") == !over_http);
   CHECK(cache.TotalBytes() > static_cast<int64_t>(fs::file_size("/bin/busybox")));
   CHECK(fs::is_empty(options.dir + "/tmp"));
+
+  // An image that unpacks to more than the whole cache is refused (over HTTP, as it unpacks).
+  if (over_http) {
+    ImageCacheOptions tiny = options;
+    tiny.dir = tmp.path + "/cache-tiny";
+    tiny.max_bytes = 100'000;
+    ImageCache small(tiny, tools, SystemClock::Shared());
+    auto too_big = small.Acquire(name + ":1", "", progress);
+    CHECK(too_big.status().code() == absl::StatusCode::kResourceExhausted);
+    CHECK_THAT(std::string(too_big.status().message()),
+               Catch::Contains("is larger than the node's image cache (100000 bytes"));
+    CHECK(fs::is_empty(tiny.dir + "/tmp"));
+    said.pop_back();  // its "Pulling image"
+  }
 
   // Cached: resolved again, not pulled; pinned: the registry is not even asked.
   auto again = cache.Acquire(name + ":1", "", progress);

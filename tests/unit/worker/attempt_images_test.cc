@@ -27,6 +27,7 @@ struct Fixture {
     tools->digests["docker://docker.io/library/busybox:1"] = Digest('b');
     image::ImageCacheOptions cache;
     cache.dir = tmp.path + "/images";
+    cache.pull_over_http = false;  // the fake skopeo serves the images
     RankSandboxOptions sandbox;
     sandbox.init_path = std::string(TESSERA_BIN_DIR) + "/tessera-sandbox-init";
     sandbox.state_dir = tmp.path + "/state";
