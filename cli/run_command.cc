@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/names.h"
 #include "cli/run_view.h"
+#include "cli/local_files.h"
 #include "cli/spec_overrides.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
@@ -140,6 +141,8 @@ int Submit(CommandContext& context, const SubmitOptions& options) {
   tessera::v1::SubmitRunRequest request;
   std::vector<std::string> notes;
   *request.mutable_spec() = LoadRunSpecFile(options.file, &notes);
+  // Before the overrides' check: the whole spec, files included, must be within its limit.
+  PackLocalIntegrations(*request.mutable_spec());
   ApplyOverrides(options.overrides, *request.mutable_spec(), &notes);
   for (const auto& note : notes) {
     context.err() << "Warning: " << note << "\n";

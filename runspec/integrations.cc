@@ -1,7 +1,10 @@
 #include "runspec/integrations.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "runspec/spec_limits.h"
 
 namespace tessera::spec {
 namespace {
@@ -42,6 +45,33 @@ absl::Status Expect(const tessera::v1::Integration& i, int index, const char* na
   return absl::OkStatus();
 }
 
+// The files of a local integration, packed by mcli when it submits the run.
+absl::Status CheckLocalArchive(const tessera::v1::Integration& i, int n) {
+  const std::string where = absl::StrCat("integrations[", n, "].archive");
+  const Value* v = Field(i, "archive");
+  if (v == nullptr || v->kind_case() != Value::kStringValue || v->string_value().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": required: the files at path (", IntegrationText(i, "path"),
+        ") were not uploaded. `mcli run -f` packs them when it submits; over REST, give "
+        "archive: the files as a gzip tar, base64"));
+  }
+  std::string archive;
+  if (!absl::Base64Unescape(v->string_value(), &archive)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": not base64"));
+  }
+  if (archive.size() > kMaxLocalArchiveBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": ", archive.size(), " bytes, more than the ", kMaxLocalArchiveBytes,
+        " a local integration may carry: put large files in the image, a git_repo or the "
+        "shared folder"));
+  }
+  // gzip's magic: a plain tar or anything else would only fail on the node.
+  if (archive.size() < 18 || archive[0] != '\x1f' || archive[1] != '\x8b') {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": not a gzip file"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string IntegrationText(const tessera::v1::Integration& i, const char* name) {
@@ -63,7 +93,30 @@ std::vector<std::string> IntegrationPackages(const tessera::v1::Integration& i) 
 }
 
 bool IsRunIntegration(std::string_view type) {
-  return type == "git_repo" || type == "pip_packages" || type == "apt_packages";
+  return type == "git_repo" || type == "pip_packages" || type == "apt_packages" || type == "local";
+}
+
+absl::StatusOr<std::string> LocalTarget(const tessera::v1::Integration& i) {
+  std::string target = IntegrationText(i, "target");
+  if (target.empty()) {
+    std::string path = IntegrationText(i, "path");
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    target = path.substr(path.find_last_of('/') + 1);
+  }
+  if (target.empty() || target == "." || target == "..") {
+    return absl::InvalidArgumentError(
+        "a folder to put the files in, please (path names none: give target)");
+  }
+  if (target.front() == '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", target, "\" is absolute: a path in the working folder, please"));
+  }
+  for (absl::string_view part : absl::StrSplit(target, '/')) {
+    if (part == "..") {
+      return absl::InvalidArgumentError(absl::StrCat("\"", target, "\" leaves the working folder"));
+    }
+  }
+  return target;
 }
 
 absl::Status ValidateIntegrations(const tessera::v1::RunSpec& spec) {
@@ -102,6 +155,16 @@ absl::Status ValidateIntegrations(const tessera::v1::RunSpec& spec) {
       st.Update(Expect(i, n, "install_index", Value::kStringValue, "an index URL", false));
     } else if (type == "apt_packages") {
       st.Update(Expect(i, n, "packages", Value::kListValue, "a list of packages", true));
+    } else if (type == "local") {
+      st.Update(Expect(i, n, "path", Value::kStringValue, "a file or folder", true));
+      st.Update(Expect(i, n, "target", Value::kStringValue, "a path in the working folder", false));
+      if (st.ok()) {
+        if (auto target = LocalTarget(i); !target.ok()) {
+          st = absl::InvalidArgumentError(
+              absl::StrCat("integrations[", n, "].target: ", target.status().message()));
+        }
+      }
+      if (st.ok()) st = CheckLocalArchive(i, n);
     }
     if (!st.ok()) return st;
   }
@@ -115,10 +178,17 @@ std::string DescribeIntegration(const tessera::v1::Integration& i) {
     if (at.empty()) at = IntegrationText(i, "git_branch");
     return absl::StrCat("git_repo ", IntegrationText(i, "git_repo"), at.empty() ? "" : "@", at);
   }
+  if (type == "local") return absl::StrCat("local ", IntegrationText(i, "path"));
   if (type == "pip_packages" || type == "apt_packages") {
     return absl::StrCat(type, " ", absl::StrJoin(IntegrationPackages(i), ", "));
   }
   return type;
+}
+
+void OmitLocalArchives(tessera::v1::RunSpec* spec) {
+  for (auto& i : *spec->mutable_integrations()) {
+    if (i.integration_type() == "local") i.mutable_fields()->mutable_fields()->erase("archive");
+  }
 }
 
 std::vector<std::string> RecordedOnlyIntegrations(const tessera::v1::RunSpec& spec) {

@@ -1,13 +1,16 @@
 #pragma once
 // mcli's integrations that Tessera runs on every node before the command: git_repo (clone a
-// repository, optionally pip-install it), pip_packages and apt_packages. Every other type
-// (wandb, comet_ml, mlflow ...) is accepted and kept on the run, and only recorded.
+// repository, optionally pip-install it), pip_packages, apt_packages and local (files from the
+// submitting machine: `path` there, `target` in the rank's working folder; mcli packs them into
+// `archive`, a base64 gzip tar whose entries are relative to the working folder). Every other
+// type (wandb, comet_ml, mlflow ...) is accepted and kept on the run, and only recorded.
 
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "tessera/v1/run_spec.pb.h"
 
 namespace tessera::spec {
@@ -27,6 +30,14 @@ std::string DescribeIntegration(const tessera::v1::Integration& integration);
 std::string IntegrationText(const tessera::v1::Integration& integration, const char* name);
 bool IntegrationFlag(const tessera::v1::Integration& integration, const char* name);
 std::vector<std::string> IntegrationPackages(const tessera::v1::Integration& integration);
+
+// Where a `local` integration's files land, relative to the working folder: `target`, else the
+// base name of `path`. INVALID_ARGUMENT for a target that is absolute or leaves the folder.
+absl::StatusOr<std::string> LocalTarget(const tessera::v1::Integration& integration);
+
+// Removes the files `local` integrations carry (their archive): lists of runs leave them out,
+// so that a list's size does not grow with them; the run itself keeps them.
+void OmitLocalArchives(tessera::v1::RunSpec* spec);
 
 // The types of `spec`'s integrations that Tessera only records.
 std::vector<std::string> RecordedOnlyIntegrations(const tessera::v1::RunSpec& spec);

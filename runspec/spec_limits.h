@@ -20,6 +20,10 @@ inline constexpr int kMaxSpecNodes = 200'000;
 // hold. With kMaxSpecNodes this bounds the work and memory of everything after loading.
 inline constexpr std::size_t kMaxExpandedTextBytes = 4 << 20;
 
+// The gzip tar of a `local` integration's files, as mcli packs it (base64 in the spec, whose
+// whole encoded size stays within kMaxSpecBytes).
+inline constexpr std::size_t kMaxLocalArchiveBytes = 512 << 10;
+
 inline constexpr std::size_t kMaxRunNameLength = 54;
 inline constexpr int kMaxRetriesLimit = 1000;
 

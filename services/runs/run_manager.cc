@@ -154,8 +154,8 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
       events.push_back(MakeEvent(
           run, v1::RUN_EVENT_TYPE_SETUP,
           absl::StrCat("Warning: integration ", type,
-                       " is recorded with the run; Tessera runs only git_repo, pip_packages and "
-                       "apt_packages"),
+                       " is recorded with the run; Tessera runs only git_repo, pip_packages, "
+                       "apt_packages and local"),
           now));
     }
     auto created = runs_->CreateRun(run, events, idem);
@@ -219,6 +219,7 @@ absl::Status RunManager::ListRuns(const Who& who, const v1::ListRunsRequest& req
   }
   for (auto& r : *runs) {
     if (req.omit_parameters()) r.mutable_spec()->clear_parameters();
+    spec::OmitLocalArchives(r.mutable_spec());
     *resp->add_runs() = std::move(r);
   }
   return absl::OkStatus();
@@ -444,6 +445,7 @@ absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& r
       if (!who.may_see(run->user()) || !store::RunMatches(*run, req.filter())) continue;
       v1::RunChange change;
       *change.mutable_run() = *std::move(run);
+      spec::OmitLocalArchives(change.mutable_run()->mutable_spec());  // each change: no files
       *change.mutable_event() = e;
       if (!send(change)) return absl::OkStatus();
     }

@@ -1,19 +1,64 @@
 // Preparing an attempt before its ranks start: pulling its image (with the owner's registry
 // credentials), running its integrations, and who its ranks run as. Apart from
 // attempt_manager.cc, which starts, watches and stops the ranks themselves.
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "proto/policy/images.h"
 #include "runspec/integrations.h"
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/integration_script.h"
 #include "worker/daemon/rank_secrets.h"
+#include "worker/image/file_stream.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;
+
+namespace {
+
+// Writes each `local` integration's files (a gzip tar) into the working folder, where the
+// integration script unpacks and deletes them. The folder belongs to the rank's user, so a name
+// there may already be a link it made: the file is created anew, never opened through a link.
+absl::Status WriteLocalArchives(const v1::StartAttempt& start, const std::string& work_dir) {
+  for (int n = 0; n < start.integrations_size(); ++n) {
+    const v1::Integration& i = start.integrations(n);
+    if (i.integration_type() != "local") continue;
+    std::string archive;
+    if (!absl::Base64Unescape(spec::IntegrationText(i, "archive"), &archive)) {
+      return absl::InvalidArgumentError(absl::StrCat("integration ", spec::DescribeIntegration(i),
+                                                     ": its archive is not base64"));
+    }
+    const int dir = ::open(work_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) {
+      return absl::InternalError(absl::StrCat("open ", work_dir, ": ", std::strerror(errno)));
+    }
+    const std::string name = LocalArchiveName(n);
+    ::unlinkat(dir, name.c_str(), 0);
+    const int fd =
+        ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const int err = errno;
+    ::close(dir);
+    if (fd < 0) {
+      return absl::InternalError(
+          absl::StrCat("cannot create ", work_dir, "/", name, ": ", std::strerror(err)));
+    }
+    ::fchmod(fd, 0644);  // whatever the umask: the rank's user reads it
+    absl::Status st = image::WriteAll(fd, archive.data(), archive.size());
+    ::close(fd);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void AttemptManager::Prepare(const v1::StartAttempt& start) {
   const Key key{start.run_id(), start.resumption_index()};
@@ -79,6 +124,10 @@ void AttemptManager::Prepare(const v1::StartAttempt& start) {
 
 absl::Status AttemptManager::RunIntegrations(const v1::StartAttempt& start, const Attempt& a,
                                              const RankSpec& first) {
+  if (absl::Status st = WriteLocalArchives(start, a.paths.work_dir); !st.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the integrations could not start: ", st.message()));
+  }
   RankSpec setup = first;
   setup.command = IntegrationScript(start.integrations());
   if (!setup.sandboxed_argv.empty()) setup.sandboxed_argv.back() = setup.command;

@@ -49,8 +49,17 @@ constexpr char kPython[] =
     "if [ -n \"${VIRTUAL_ENV:-}\" ] || [ \"$(id -u)\" = 0 ]; then PIP_USER_FLAG=; else "
     "PIP_USER_FLAG=--user; fi\n";
 
-std::string Body(const v1::Integration& i) {
+std::string Body(const v1::Integration& i, int index) {
   const std::string& type = i.integration_type();
+  if (type == "local") {
+    // Entries are relative to the working folder (mcli put target in front of each); tar runs
+    // as the rank's user in its sandbox, so it writes only where the rank may.
+    const auto target = spec::LocalTarget(i);
+    const std::string archive = ShellQuote(LocalArchiveName(index));
+    return absl::StrCat("tar -xzf ", archive, "\nrm -f ", archive, "\necho \"[tessera] unpacked \"",
+                        ShellQuote(Text(i, "path")), "\" into $(pwd)/\"",
+                        ShellQuote(target.ok() ? *target : "?"), "\n");
+  }
   if (type == "git_repo") {
     const std::string path = ShellQuote(ClonePath(i));
     std::string s =
@@ -95,6 +104,10 @@ std::string Body(const v1::Integration& i) {
 
 }  // namespace
 
+std::string LocalArchiveName(int index) {
+  return absl::StrCat(".tessera-local-", index, ".tar.gz");
+}
+
 std::string ShellQuote(const std::string& text) {
   return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "'\\''"}}), "'");
 }
@@ -116,7 +129,7 @@ std::string IntegrationScript(
     // Each in a shell of its own with -e, which stops it at its first failing command (a
     // subshell would not: -e is ignored on the left of `||`), and keeps its `cd` to itself.
     absl::StrAppend(&script, "echo \"[tessera] integration ", n, ": \"", what, "\n/bin/sh -ec ",
-                    ShellQuote(Body(i)), " || { rc=$?; echo \"[tessera] integration ", n, " (\"",
+                    ShellQuote(Body(i, n)), " || { rc=$?; echo \"[tessera] integration ", n, " (\"",
                     what, "\") failed with exit code $rc\" >&2; exit ", kFirstIntegrationExit + n,
                     "; }\n");
   }

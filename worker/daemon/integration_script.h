@@ -19,6 +19,10 @@ bool HasRunIntegrations(const google::protobuf::RepeatedPtrField<v1::Integration
 std::string IntegrationScript(
     const google::protobuf::RepeatedPtrField<v1::Integration>& integrations);
 
+// The file, in the working folder, that holds integration `index`'s files (a `local`
+// integration) while the script unpacks them; the worker writes it before the script runs.
+std::string LocalArchiveName(int index);
+
 // Single-quoted for the shell: any text, safely one word.
 std::string ShellQuote(const std::string& text);
 

@@ -8,8 +8,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -422,5 +424,53 @@ TEST_CASE("integrations run before the command: git_repo at a branch and commit,
                           "integration git_repo file://" + scratch.path + "/missing failed"));
   CHECK(failed.resumption_index() == 0);
 }
+TEST_CASE("a local integration brings the submitter's files into the working folder", "[sandbox]") {
+  SharedScratch scratch;
+  fs::create_directories(scratch.path + "/code/sub");
+  std::ofstream(scratch.path + "/code/hello.txt") << "hello-from-laptop\n";
+  std::ofstream(scratch.path + "/code/sub/run.sh") << "echo script-ran\n";
+  fs::permissions(scratch.path + "/code/sub/run.sh", fs::perms(0755));
+  std::ofstream(scratch.path + "/settings.cfg") << "lr=0.25\n";
+  const std::string yaml = scratch.path + "/run.yaml";
+  std::ofstream(yaml) << "name: local-files\nimage: host\n"
+                         "command: cat code/hello.txt; sh code/sub/run.sh; cat configs/run.cfg; "
+                         "ls -a; echo run-done\n"
+                         "compute:\n  gpus: 1\n  cluster: local\n"
+                         "env_variables:\n  - key: PATH\n    value: /usr/bin:/bin\n"
+                         "integrations:\n"
+                         "  - integration_type: local\n    path: "
+                      << scratch.path << "/code\n"
+                      << "  - integration_type: local\n    path: " << scratch.path
+                      << "/settings.cfg\n    target: configs/run.cfg\n";
+  LocalCluster c;
+  c.StartWorker("node-a", 1, {"--sandbox", "bwrap", "--rank-user", ""});
+  OpenToPassThrough(c.worker("node-a").state_dir);
+  const ShellResult submitted = c.Mcli("run -f " + yaml);
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  // mcli prints the run's name (the file's, with a suffix of its own).
+  const std::string name(absl::StripAsciiWhitespace(submitted.output));
+  REQUIRE(absl::StartsWith(name, "local-files-"));
+  const v1::Run ended = WaitForEnd(*c.client, name, absl::Seconds(60));
+  const std::string out = WaitForOutput(c, name, "run-done", absl::Seconds(5));
+  INFO(out);
+  REQUIRE(ended.status() == v1::RUN_STATUS_COMPLETED);
+  CHECK(absl::StrContains(out, "hello-from-laptop"));
+  CHECK(absl::StrContains(out, "script-ran"));
+  CHECK(absl::StrContains(out, "lr=0.25"));
+  CHECK(absl::StrContains(out, "[tessera] unpacked " + scratch.path + "/code into "));
+  CHECK_FALSE(absl::StrContains(out, ".tessera-local-"));  // the archives were deleted
+
+  // Files over the limit are refused by mcli, before anything is sent.
+  std::string noise(700 << 10, '\0');
+  std::mt19937 rng(13);  // random bytes do not compress
+  for (char& byte : noise) byte = static_cast<char>(rng());
+  std::ofstream(scratch.path + "/code/noise.bin", std::ios::binary) << noise;
+  const ShellResult refused = c.Mcli("run -f " + yaml);
+  CHECK(refused.exit_code == 2);
+  CHECK(absl::StrContains(refused.output, "integrations[0].path: " + scratch.path +
+                                              "/code: its files pack to more than the 524288"));
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -2,8 +2,11 @@
 // uid, the image digest pinned by the first attempt, setup failures, and integrations.
 #include <catch2/catch.hpp>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "base/timestamps.h"
+#include "runspec/integrations.h"
+#include "runspec/spec_limits.h"
 #include "services/runs/run_manager.h"
 #include "tests/unit/runs/run_manager_fixture.h"
 
@@ -116,6 +119,65 @@ TEST_CASE("integrations Tessera does not run are recorded with a warning, bad on
   const auto st = f.manager.SubmitRun(f.alice, req, &resp);
   CHECK(absl::IsInvalidArgument(st));
   CHECK(st.message() == "integrations[1].git_repo: required");
+}
+
+TEST_CASE("a local integration must carry its files, packed, within the working folder") {
+  Fixture f;
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("with-local-files");
+  req.mutable_spec()->set_command("true");
+  auto* local = req.mutable_spec()->add_integrations();
+  local->set_integration_type("local");
+  auto& fields = *local->mutable_fields()->mutable_fields();
+  fields["path"].set_string_value("./src");
+  v1::SubmitRunResponse resp;
+  auto st = f.manager.SubmitRun(f.alice, req, &resp);
+  CHECK(absl::IsInvalidArgument(st));
+  CHECK_THAT(std::string(st.message()),
+             Catch::StartsWith("integrations[0].archive: required: the files at path (./src) "
+                               "were not uploaded. `mcli run -f` packs them"));
+  fields["archive"].set_string_value("not base64!");
+  CHECK(f.manager.SubmitRun(f.alice, req, &resp).message() ==
+        "integrations[0].archive: not base64");
+  fields["archive"].set_string_value(absl::Base64Escape("plain text, not gzip at all"));
+  CHECK(f.manager.SubmitRun(f.alice, req, &resp).message() ==
+        "integrations[0].archive: not a gzip file");
+  fields["archive"].set_string_value(
+      absl::Base64Escape(std::string(spec::kMaxLocalArchiveBytes + 1, '\x1f')));
+  CHECK_THAT(std::string(f.manager.SubmitRun(f.alice, req, &resp).message()),
+             Catch::Contains("more than the 524288 a local integration may carry"));
+  // A gzip header and an empty deflate stream: the smallest gzip file there is.
+  const std::string empty_gzip(
+      "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00", 20);
+  fields["archive"].set_string_value(absl::Base64Escape(empty_gzip));
+  fields["target"].set_string_value("/etc");
+  CHECK(f.manager.SubmitRun(f.alice, req, &resp).message() ==
+        "integrations[0].target: \"/etc\" is absolute: a path in the working folder, please");
+  fields["target"].set_string_value("a/../../b");
+  CHECK(f.manager.SubmitRun(f.alice, req, &resp).message() ==
+        "integrations[0].target: \"a/../../b\" leaves the working folder");
+  fields["target"].set_string_value("code");
+  REQUIRE(f.manager.SubmitRun(f.alice, req, &resp).ok());
+  // The run keeps its files; lists leave them out.
+  v1::GetRunRequest get;
+  get.set_name(resp.run().name());
+  v1::GetRunResponse got;
+  REQUIRE(f.manager.GetRun(f.alice, get, &got).ok());
+  CHECK(spec::IntegrationText(got.run().spec().integrations(0), "archive") ==
+        absl::Base64Escape(empty_gzip));
+  v1::ListRunsResponse listed;
+  REQUIRE(f.manager.ListRuns(f.alice, v1::ListRunsRequest(), &listed).ok());
+  REQUIRE(listed.runs_size() == 1);
+  CHECK(spec::IntegrationText(listed.runs(0).spec().integrations(0), "archive").empty());
+  CHECK(spec::IntegrationText(listed.runs(0).spec().integrations(0), "path") == "./src");
+  // Run by Tessera, so no "recorded only" warning.
+  v1::DescribeRunRequest d;
+  d.set_name(resp.run().name());
+  v1::DescribeRunResponse described;
+  REQUIRE(f.manager.DescribeRun(f.alice, d, &described).ok());
+  for (const auto& e : described.description().events()) {
+    CHECK_FALSE(absl::StrContains(e.message(), "recorded with the run"));
+  }
 }
 
 }  // namespace

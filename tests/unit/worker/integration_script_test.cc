@@ -104,5 +104,43 @@ TEST_CASE("pip and apt integrations say what they install", "[integrations]") {
   CHECK(absl::StrContains(script, "apt_packages needs root"));
 }
 
+TEST_CASE(
+    "a local integration's files are unpacked into the working folder, the archive "
+    "deleted, a broken archive named",
+    "[integrations]") {
+  TempDir dir;
+  const std::string work = dir.path + "/work";
+  std::filesystem::create_directories(dir.path + "/src/code");
+  std::filesystem::create_directories(work);
+  std::ofstream(dir.path + "/src/code/train.py") << "print(1)\n";
+  // As mcli packs it: entries start with the target.
+  REQUIRE(RunShell(absl::StrCat("tar -czf ", work, "/", LocalArchiveName(1), " -C ", dir.path,
+                                "/src code"))
+              .exit_code == 0);
+  google::protobuf::RepeatedPtrField<v1::Integration> list;
+  v1::Integration wandb;
+  wandb.set_integration_type("wandb");
+  *list.Add() = wandb;
+  v1::Integration local;
+  local.set_integration_type("local");
+  (*local.mutable_fields()->mutable_fields())["path"].set_string_value("./code");
+  *list.Add() = local;
+  CHECK(HasRunIntegrations(list));
+  std::ofstream(work + "/setup.sh") << IntegrationScript(list);
+  auto ran = RunShell(absl::StrCat("cd ", work, " && sh setup.sh"));
+  INFO(ran.output);
+  REQUIRE(ran.exit_code == 0);
+  std::ifstream train(work + "/code/train.py");
+  CHECK(std::string(std::istreambuf_iterator<char>(train), {}) == "print(1)\n");
+  CHECK_FALSE(std::filesystem::exists(work + "/" + LocalArchiveName(1)));
+  CHECK(absl::StrContains(ran.output, "integration 1: local ./code"));
+  CHECK(absl::StrContains(ran.output, "[tessera] unpacked ./code into " + work + "/code"));
+
+  std::ofstream(work + "/" + LocalArchiveName(1)) << "not gzip";
+  auto failed = RunShell(absl::StrCat("cd ", work, " && sh setup.sh"));
+  CHECK(failed.exit_code == kFirstIntegrationExit + 1);
+  CHECK(absl::StrContains(failed.output, "integration 1 (local ./code) failed"));
+}
+
 }  // namespace
 }  // namespace tessera::worker
