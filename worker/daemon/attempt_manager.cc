@@ -444,6 +444,11 @@ void AttemptManager::Requeue(std::vector<v1::AttemptUpdate> updates) {
   pending_ = std::move(updates);
 }
 
+bool AttemptManager::HasAttempts() {
+  absl::MutexLock lock(&mu_);
+  return !attempts_.empty();
+}
+
 std::vector<v1::LocalAttempt> AttemptManager::LocalAttempts() {
   absl::MutexLock lock(&mu_);
   std::vector<v1::LocalAttempt> out;

@@ -86,6 +86,8 @@ class AttemptManager {
   void Requeue(std::vector<v1::AttemptUpdate> updates);
   // Every attempt this node knows: running ranks, exited ranks, lost.
   std::vector<v1::LocalAttempt> LocalAttempts();
+  // Whether any attempt is known here (preparing, running, or ended and not yet forgotten).
+  bool HasAttempts();
   int running_ranks();
   // Attempts still preparing (pulling their image).
   int preparing();

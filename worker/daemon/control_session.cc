@@ -40,8 +40,27 @@ void ControlSession::Start() {
   fence_ = std::thread([this] { FenceLoop(); });
 }
 
+void ControlSession::Wake(bool busy) {
+  absl::MutexLock lock(&wake_mu_);
+  wake_ = true;
+  if (busy) busy_until_ = clock_->Now() + options_.busy_after_command;
+}
+
+void ControlSession::Pause(absl::Time idle_until) {
+  // Ranks exit and progress files grow without telling: while the node has attempts (or was
+  // just told something), look every poll_interval.
+  const bool has_attempts = attempts_.HasAttempts();
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&wake_mu_);
+  const bool busy = has_attempts || now < busy_until_;
+  const absl::Time until = busy ? now + options_.poll_interval : std::max(now, idle_until);
+  clock_->AwaitWithDeadline(wake_mu_, absl::Condition(&wake_), until);
+  wake_ = false;
+}
+
 void ControlSession::Stop() {
   stop_ = true;
+  Wake(false);
   {
     absl::MutexLock lock(&mu_);
     if (ctx_) ctx_->TryCancel();
@@ -206,6 +225,7 @@ bool ControlSession::RunStream() {
   std::thread reader([&] {
     ReadLoop(stream.get());
     read_ended = true;
+    Wake(false);
   });
   int64_t sequence = 0;
   absl::Time next_heartbeat = clock_->Now();
@@ -253,7 +273,9 @@ bool ControlSession::RunStream() {
       if (!Send(hb)) broken = true;
       next_heartbeat = now + interval;
     }
-    clock_->SleepFor(options_.poll_interval);
+    absl::Time idle_until = next_heartbeat;
+    if (options_.gpu_probe != nullptr) idle_until = std::min(idle_until, next_gpu_probe_);
+    Pause(idle_until);
   }
   ctx.TryCancel();
   reader.join();
@@ -270,6 +292,9 @@ void ControlSession::ReadLoop(
 }
 
 void ControlSession::Handle(const v1::ControlMessage& msg) {
+  // Whatever the command, its effects (an attempt's updates, a canary's result, a cut
+  // network) are looked for at once and then often for a while.
+  if (msg.body_case() != v1::ControlMessage::kLeaseRenewed) Wake(true);
   v1::WorkerMessage ack;
   ack.mutable_ack()->set_command_id(msg.command_id());
   ack.mutable_ack()->set_ok(true);
@@ -392,8 +417,16 @@ void ControlSession::FenceLoop() {
       fenced = false;
     }
     // While fenced, anything started late (a StartAttempt read just before the cut) dies too.
-    if (must && attempts_.running_ranks() > 0) fenced = false;
-    clock_->SleepFor(absl::Milliseconds(25));
+    const bool ranks = attempts_.running_ranks() > 0;
+    if (must && ranks) fenced = false;
+    // Ranks to fence, or a stream being set up: look often. An idle, connected node has
+    // nothing to kill, and a dead stream's cancel may wait a little longer.
+    bool connected;
+    {
+      absl::MutexLock lock(&mu_);
+      connected = stats_.connected;
+    }
+    clock_->SleepFor(absl::Milliseconds(ranks || !connected ? 25 : 100));
   }
 }
 

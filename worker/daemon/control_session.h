@@ -43,7 +43,11 @@ struct ControlSessionOptions {
   std::string process_id;
   // Ranks are killed this long before the lease ends.
   absl::Duration fence_margin = absl::Milliseconds(500);
+  // How often the ranks, progress and health results are looked at while something happens on
+  // the node (attempts there, or a command within busy_after_command). An idle node's session
+  // wakes only for its next heartbeat or GPU probe, or at once for a command.
   absl::Duration poll_interval = absl::Milliseconds(20);
+  absl::Duration busy_after_command = absl::Seconds(5);
   // Training progress to forward and hangs to report (none when null).
   ProgressWatcher* progress = nullptr;
   // The health loop's parts on this node (none when null): canaries, fault injection, GPU probes.
@@ -112,7 +116,14 @@ class ControlSession {
   ControlSessionStats stats_ ABSL_GUARDED_BY(mu_);
   absl::Time network_dropped_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time next_gpu_probe_ = absl::InfinitePast();  // the loop thread's
-  std::vector<v1::GpuFault> unsent_faults_;           // the loop thread's
+  // Wakes the loop before its pause ends: a command came, the stream ended, or Stop.
+  absl::Mutex wake_mu_;
+  bool wake_ ABSL_GUARDED_BY(wake_mu_) = false;
+  absl::Time busy_until_ ABSL_GUARDED_BY(wake_mu_) = absl::InfinitePast();
+  void Wake(bool busy);
+  // The loop's pause: poll_interval while busy, else until `idle_until` or a wake-up.
+  void Pause(absl::Time idle_until);
+  std::vector<v1::GpuFault> unsent_faults_;  // the loop thread's
 };
 
 }  // namespace tessera::worker

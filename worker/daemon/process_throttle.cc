@@ -10,6 +10,10 @@ ProcessThrottle::ProcessThrottle(std::function<std::vector<pid_t>()> groups, abs
     : groups_(std::move(groups)), period_(period), thread_([this] { Loop(); }) {}
 
 ProcessThrottle::~ProcessThrottle() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
   stop_.Notify();
   thread_.join();
   Signal(groups_(), SIGCONT);
@@ -38,7 +42,12 @@ void ProcessThrottle::Loop() {
     if (f >= 1.0) {
       if (throttling) Signal(groups_(), SIGCONT);  // cleared: let everything run again
       throttling = false;
-      stop_.WaitForNotificationWithTimeout(period_);
+      // Nothing to do until a fault is injected: an idle node's thread does not wake.
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](ProcessThrottle* t)
+               ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu_) { return t->stopping_ || t->factor_ < 1.0; },
+          this));
       continue;
     }
     throttling = true;

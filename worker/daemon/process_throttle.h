@@ -37,6 +37,7 @@ class ProcessThrottle {
   const absl::Duration period_;
   absl::Mutex mu_;
   double factor_ ABSL_GUARDED_BY(mu_) = 1.0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // with stop_: the idle wait watches this one
   absl::Notification stop_;
   std::thread thread_;
 };
