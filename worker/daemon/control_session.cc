@@ -1,6 +1,12 @@
 #include "worker/daemon/control_session.h"
 
+#include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
@@ -22,6 +28,7 @@ ControlSession::ControlSession(ControlSessionOptions options, AttemptManager& at
       attempts_(attempts),
       clock_(std::move(clock)),
       backoff_(absl::Milliseconds(100), absl::Seconds(5), std::move(uniform01)) {
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   for (const std::string& e : SplitEndpoints(options_.endpoint)) {
     endpoints_.push_back(e);
     stubs_.push_back(v1::WorkerControl::NewStub(WorkerChannel(e, options_.tls)));
@@ -32,7 +39,10 @@ ControlSession::ControlSession(ControlSessionOptions options, AttemptManager& at
   }
 }
 
-ControlSession::~ControlSession() { Stop(); }
+ControlSession::~ControlSession() {
+  Stop();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
 
 void ControlSession::Start() {
   stop_ = false;
@@ -41,9 +51,12 @@ void ControlSession::Start() {
 }
 
 void ControlSession::Wake(bool busy) {
-  absl::MutexLock lock(&wake_mu_);
-  wake_ = true;
-  if (busy) busy_until_ = clock_->Now() + options_.busy_after_command;
+  if (busy) {
+    absl::MutexLock lock(&wake_mu_);
+    busy_until_ = clock_->Now() + options_.busy_after_command;
+  }
+  const uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof one);
 }
 
 void ControlSession::Pause(absl::Time idle_until) {
@@ -51,11 +64,22 @@ void ControlSession::Pause(absl::Time idle_until) {
   // just told something), look every poll_interval.
   const bool has_attempts = attempts_.HasAttempts();
   const absl::Time now = clock_->Now();
-  absl::MutexLock lock(&wake_mu_);
-  const bool busy = has_attempts || now < busy_until_;
-  const absl::Time until = busy ? now + options_.poll_interval : std::max(now, idle_until);
-  clock_->AwaitWithDeadline(wake_mu_, absl::Condition(&wake_), until);
-  wake_ = false;
+  bool busy;
+  {
+    absl::MutexLock lock(&wake_mu_);
+    busy = has_attempts || now < busy_until_;
+  }
+  // Without an eventfd nothing could wake the loop early: it looks every poll_interval.
+  const absl::Duration wait = busy || wake_fd_ < 0
+                                  ? options_.poll_interval
+                                  : std::max(absl::ZeroDuration(), idle_until - now);
+  pollfd p{wake_fd_, POLLIN, 0};
+  const int ms = static_cast<int>(std::min<int64_t>(
+      absl::ToInt64Milliseconds(absl::Ceil(wait, absl::Milliseconds(1))), 60'000));
+  if (::poll(&p, 1, ms) > 0) {
+    uint64_t count;
+    (void)!::read(wake_fd_, &count, sizeof count);  // non-blocking: clears the wake-ups
+  }
 }
 
 void ControlSession::Stop() {

@@ -116,9 +116,12 @@ class ControlSession {
   ControlSessionStats stats_ ABSL_GUARDED_BY(mu_);
   absl::Time network_dropped_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time next_gpu_probe_ = absl::InfinitePast();  // the loop thread's
-  // Wakes the loop before its pause ends: a command came, the stream ended, or Stop.
+  // Wakes the loop before its pause ends (a command came, the stream ended, or Stop): an
+  // eventfd, since its wait, poll(2)'s timeout, is a duration the kernel measures on the
+  // monotonic clock. absl's timed waits end at a wall-clock time, which a clock step (NTP, an
+  // operator) moves: an hour's step forward would keep an idle loop, and its heartbeats, asleep.
+  int wake_fd_ = -1;
   absl::Mutex wake_mu_;
-  bool wake_ ABSL_GUARDED_BY(wake_mu_) = false;
   absl::Time busy_until_ ABSL_GUARDED_BY(wake_mu_) = absl::InfinitePast();
   void Wake(bool busy);
   // The loop's pause: poll_interval while busy, else until `idle_until` or a wake-up.
