@@ -28,34 +28,37 @@ namespace {
 // integration script unpacks and deletes them. The folder belongs to the rank's user, so a name
 // there may already be a link it made: the file is created anew, never opened through a link.
 absl::Status WriteLocalArchives(const v1::StartAttempt& start, const std::string& work_dir) {
-  for (int n = 0; n < start.integrations_size(); ++n) {
+  int dir = -1;
+  absl::Status st;
+  for (int n = 0; n < start.integrations_size() && st.ok(); ++n) {
     const v1::Integration& i = start.integrations(n);
     if (i.integration_type() != "local") continue;
     std::string archive;
     if (!absl::Base64Unescape(spec::IntegrationText(i, "archive"), &archive)) {
-      return absl::InvalidArgumentError(absl::StrCat("integration ", spec::DescribeIntegration(i),
-                                                     ": its archive is not base64"));
+      st = absl::InvalidArgumentError(absl::StrCat("integration ", spec::DescribeIntegration(i),
+                                                   ": its archive is not base64"));
+      break;
     }
-    const int dir = ::open(work_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) dir = ::open(work_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) {
-      return absl::InternalError(absl::StrCat("open ", work_dir, ": ", std::strerror(errno)));
+      st = absl::InternalError(absl::StrCat("open ", work_dir, ": ", std::strerror(errno)));
+      break;
     }
     const std::string name = LocalArchiveName(n);
     ::unlinkat(dir, name.c_str(), 0);
     const int fd =
         ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    const int err = errno;
-    ::close(dir);
     if (fd < 0) {
-      return absl::InternalError(
-          absl::StrCat("cannot create ", work_dir, "/", name, ": ", std::strerror(err)));
+      st = absl::InternalError(
+          absl::StrCat("cannot create ", work_dir, "/", name, ": ", std::strerror(errno)));
+      break;
     }
     ::fchmod(fd, 0644);  // whatever the umask: the rank's user reads it
-    absl::Status st = image::WriteAll(fd, archive.data(), archive.size());
+    st = image::WriteAll(fd, archive.data(), archive.size());
     ::close(fd);
-    if (!st.ok()) return st;
   }
-  return absl::OkStatus();
+  if (dir >= 0) ::close(dir);
+  return st;
 }
 
 }  // namespace

@@ -401,9 +401,11 @@ void ControlSession::FenceLoop() {
   bool fenced = false;
   while (!stop_) {
     bool must;
+    bool connected;
     {
       absl::MutexLock lock(&mu_);
       must = lease_.MustFence(clock_->Now(), options_.fence_margin);
+      connected = stats_.connected;
     }
     {
       // No renewal for a whole lease: the stream is dead even if the transport has not noticed
@@ -445,11 +447,6 @@ void ControlSession::FenceLoop() {
     if (must && ranks) fenced = false;
     // Ranks to fence, or a stream being set up: look often. An idle, connected node has
     // nothing to kill, and a dead stream's cancel may wait a little longer.
-    bool connected;
-    {
-      absl::MutexLock lock(&mu_);
-      connected = stats_.connected;
-    }
     clock_->SleepFor(absl::Milliseconds(ranks || !connected ? 25 : 100));
   }
 }

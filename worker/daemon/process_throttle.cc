@@ -14,7 +14,6 @@ ProcessThrottle::~ProcessThrottle() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  stop_.Notify();
   thread_.join();
   Signal(groups_(), SIGCONT);
 }
@@ -35,10 +34,20 @@ void ProcessThrottle::Signal(const std::vector<pid_t>& groups, int signal) {
   }
 }
 
+bool ProcessThrottle::WaitForStop(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(absl::Condition(&stopping_), d);
+}
+
 void ProcessThrottle::Loop() {
   bool throttling = false;
-  while (!stop_.HasBeenNotified()) {
-    const double f = factor();
+  while (true) {
+    double f;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      f = factor_;
+    }
     if (f >= 1.0) {
       if (throttling) Signal(groups_(), SIGCONT);  // cleared: let everything run again
       throttling = false;
@@ -53,13 +62,13 @@ void ProcessThrottle::Loop() {
     throttling = true;
     if (f <= 0.0) {  // a hang: whatever starts on the node stops too
       Signal(groups_(), SIGSTOP);
-      stop_.WaitForNotificationWithTimeout(period_);
+      WaitForStop(period_);
       continue;
     }
     Signal(groups_(), SIGCONT);
-    if (stop_.WaitForNotificationWithTimeout(period_ * f)) break;
+    if (WaitForStop(period_ * f)) return;
     Signal(groups_(), SIGSTOP);
-    stop_.WaitForNotificationWithTimeout(period_ * (1.0 - f));
+    WaitForStop(period_ * (1.0 - f));
   }
 }
 

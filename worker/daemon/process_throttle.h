@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 
 namespace tessera::worker {
@@ -31,14 +30,15 @@ class ProcessThrottle {
 
  private:
   void Loop();
+  // Waits `d`, or less if the throttle stops: whether it stopped.
+  bool WaitForStop(absl::Duration d);
   void Signal(const std::vector<pid_t>& groups, int signal);
 
   std::function<std::vector<pid_t>()> groups_;
   const absl::Duration period_;
   absl::Mutex mu_;
   double factor_ ABSL_GUARDED_BY(mu_) = 1.0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // with stop_: the idle wait watches this one
-  absl::Notification stop_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -10,8 +10,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -41,14 +39,12 @@ struct Prefetch {
 absl::StatusOr<RegistryCredentials> ImageCache::CredentialsOf(const ImageReference& ref,
                                                               const std::string& auth_file) {
   if (auth_file.empty()) return RegistryCredentials{};
-  std::ifstream in(auth_file);
-  if (!in) {
+  absl::StatusOr<std::string> text = ReadWholeFile(auth_file);
+  if (!text.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("Cannot read the registry auth file ", auth_file));
+        absl::StrCat("Cannot read the registry auth file: ", text.status().message()));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto creds = CredentialsFor(text.str(), ref.registry, ref.repository);
+  auto creds = CredentialsFor(*text, ref.registry, ref.repository);
   if (!creds.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("Cannot pull image ", ref.Name(), ": ", creds.status().message()));
@@ -89,21 +85,23 @@ absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::stri
   };
 
   // The manifest; for an index, this node's platform's.
-  auto manifest = client.GetManifest(digest);
-  if (!manifest.ok()) return failed(manifest.status(), "manifest " + digest);
-  auto parsed = ParseManifest(manifest->body, manifest->media_type);
-  if (!parsed.ok()) return failed(parsed.status(), "manifest " + digest);
-  if (parsed->is_index) {
+  const auto fetch = [&](const std::string& d) -> absl::StatusOr<ParsedManifest> {
+    auto manifest = client.GetManifest(d);
+    if (!manifest.ok()) return failed(manifest.status(), "manifest " + d);
+    auto parsed = ParseManifest(manifest->body, manifest->media_type);
+    if (!parsed.ok()) return failed(parsed.status(), "manifest " + d);
+    return parsed;
+  };
+  auto parsed = fetch(digest);
+  if (parsed.ok() && parsed->is_index) {
     auto chosen = ChoosePlatform(*parsed, "linux", HostArchitecture());
     if (!chosen.ok()) return failed(absl::InvalidArgumentError(chosen.status().message()), "index");
-    manifest = client.GetManifest(chosen->digest);
-    if (!manifest.ok()) return failed(manifest.status(), "manifest " + chosen->digest);
-    parsed = ParseManifest(manifest->body, manifest->media_type);
-    if (!parsed.ok()) return failed(parsed.status(), "manifest " + chosen->digest);
-    if (parsed->is_index) {
+    parsed = fetch(chosen->digest);
+    if (parsed.ok() && parsed->is_index) {
       return failed(absl::InvalidArgumentError("an index inside an index"), "index");
     }
   }
+  if (!parsed.ok()) return parsed.status();
   for (const Descriptor& layer : parsed->layers) {
     if (CompressionOf(layer.media_type) == LayerCompression::kUnsupported || layer.has_urls) {
       return absl::UnimplementedError(

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -127,6 +128,10 @@ class ImageCache {
                               const ImageConfig& config, const std::string& auth_file,
                               const std::string& work, const std::string& rootfs,
                               absl::Time deadline);
+  // skopeo inspect `what` of `ref`, with the registry's TLS and auth flags.
+  std::vector<std::string> InspectCommand(std::initializer_list<std::string> what,
+                                          const ImageReference& ref,
+                                          const std::string& auth_file) const;
   // Runs a tool with what is left of the pull's time; the runner's errors name the image.
   absl::StatusOr<ToolResult> RunTool(const ImageReference& ref,
                                      const std::vector<std::string>& argv, absl::Time deadline);

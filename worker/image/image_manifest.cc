@@ -40,6 +40,21 @@ absl::StatusOr<Descriptor> ReadDescriptor(const json& j, const std::string& wher
   return d;
 }
 
+// The descriptors of the list `name` ("manifests", "layers"); `what` names the document.
+absl::Status ReadDescriptors(const json& doc, const char* name, const char* what,
+                             std::vector<Descriptor>* out) {
+  const auto list = doc.find(name);
+  if (list == doc.end() || !list->is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has no \"", name, "\" list"));
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    auto d = ReadDescriptor((*list)[i], absl::StrCat(name, "[", i, "]"));
+    if (!d.ok()) return d.status();
+    out->push_back(*std::move(d));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ParsedManifest> ParseManifest(const std::string& body,
@@ -60,14 +75,9 @@ absl::StatusOr<ParsedManifest> ParseManifest(const std::string& body,
                      (type.empty() && doc.contains("manifests"));
   if (index) {
     out.is_index = true;
-    const auto manifests = doc.find("manifests");
-    if (manifests == doc.end() || !manifests->is_array()) {
-      return absl::InvalidArgumentError("the image index has no \"manifests\" list");
-    }
-    for (size_t i = 0; i < manifests->size(); ++i) {
-      auto d = ReadDescriptor((*manifests)[i], absl::StrCat("manifests[", i, "]"));
-      if (!d.ok()) return d.status();
-      out.manifests.push_back(*d);
+    if (absl::Status st = ReadDescriptors(doc, "manifests", "the image index", &out.manifests);
+        !st.ok()) {
+      return st;
     }
     return out;
   }
@@ -76,14 +86,8 @@ absl::StatusOr<ParsedManifest> ParseManifest(const std::string& body,
   auto c = ReadDescriptor(*config, "config");
   if (!c.ok()) return c.status();
   out.config = *c;
-  const auto layers = doc.find("layers");
-  if (layers == doc.end() || !layers->is_array()) {
-    return absl::InvalidArgumentError("the manifest has no \"layers\" list");
-  }
-  for (size_t i = 0; i < layers->size(); ++i) {
-    auto d = ReadDescriptor((*layers)[i], absl::StrCat("layers[", i, "]"));
-    if (!d.ok()) return d.status();
-    out.layers.push_back(*d);
+  if (absl::Status st = ReadDescriptors(doc, "layers", "the manifest", &out.layers); !st.ok()) {
+    return st;
   }
   return out;
 }

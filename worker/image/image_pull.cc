@@ -80,11 +80,9 @@ absl::StatusOr<std::string> ImageCache::ResolveDigest(const ImageReference& ref,
   }
   if (!ref.digest.empty()) return ref.digest;  // already exact: nothing to ask the registry
 
-  std::vector<std::string> argv = {"skopeo", "inspect", "--format", "{{.Digest}}"};
-  if (IsInsecure(ref.registry)) argv.push_back("--tls-verify=false");
-  if (!auth_file.empty()) argv.insert(argv.end(), {"--authfile", auth_file});
-  argv.push_back(ref.DockerTransport());
-  TESSERA_ASSIGN_OR_RETURN(const ToolResult result, RunTool(ref, argv, deadline));
+  TESSERA_ASSIGN_OR_RETURN(
+      const ToolResult result,
+      RunTool(ref, InspectCommand({"--format", "{{.Digest}}"}, ref, auth_file), deadline));
   if (result.exit_code != 0) return SkopeoFailure(ref.Name(), result);
   // The digest is the last line: skopeo may print warnings (on stderr, merged) before it.
   const std::string digest = LastLine(result.output);
@@ -94,6 +92,17 @@ absl::StatusOr<std::string> ImageCache::ResolveDigest(const ImageReference& ref,
                                             absl::CHexEscape(digest.substr(0, 200)), "\""));
   }
   return digest;
+}
+
+std::vector<std::string> ImageCache::InspectCommand(std::initializer_list<std::string> what,
+                                                    const ImageReference& ref,
+                                                    const std::string& auth_file) const {
+  std::vector<std::string> argv = {"skopeo", "inspect"};
+  argv.insert(argv.end(), what);
+  if (IsInsecure(ref.registry)) argv.push_back("--tls-verify=false");
+  if (!auth_file.empty()) argv.insert(argv.end(), {"--authfile", auth_file});
+  argv.push_back(ref.DockerTransport());
+  return argv;
 }
 
 absl::StatusOr<ToolResult> ImageCache::RunTool(const ImageReference& ref,
@@ -174,11 +183,9 @@ absl::Status ImageCache::PullWithSkopeo(const ImageReference& ref, const ImageRe
                                         const std::string& auth_file, const std::string& work,
                                         const std::string& bundle, absl::Time deadline) {
   // The image's config first: its environment and working folder, and its layers' order.
-  std::vector<std::string> inspect = {"skopeo", "inspect", "--config", "--raw"};
-  if (IsInsecure(ref.registry)) inspect.push_back("--tls-verify=false");
-  if (!auth_file.empty()) inspect.insert(inspect.end(), {"--authfile", auth_file});
-  inspect.push_back(exact.DockerTransport());
-  TESSERA_ASSIGN_OR_RETURN(const ToolResult inspected, RunTool(ref, inspect, deadline));
+  TESSERA_ASSIGN_OR_RETURN(
+      const ToolResult inspected,
+      RunTool(ref, InspectCommand({"--config", "--raw"}, exact, auth_file), deadline));
   if (inspected.exit_code != 0) return SkopeoFailure(ref.Name(), inspected);
   absl::StatusOr<ImageConfig> config = ParseImageConfig(inspected.output);
   if (!config.ok()) {

@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -16,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "base/file_util.h"
 
 namespace tessera::worker::image {
 namespace fs = std::filesystem;
@@ -37,11 +36,16 @@ void GlobalInit() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-std::string ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+std::string BasicAuthorization(const RegistryCredentials& creds) {
+  return "Basic " + absl::Base64Escape(absl::StrCat(creds.username, ":", creds.password));
+}
+
+// curl_easy_escape without a handle (libcurl 7.82 and later).
+std::string UrlEscape(const std::string& s) {
+  char* e = curl_easy_escape(nullptr, s.c_str(), static_cast<int>(s.size()));
+  std::string out = e != nullptr ? e : "";
+  curl_free(e);
+  return out;
 }
 
 // The registry's own words from an error body ({"errors": [{"code", "message"}]}), else its
@@ -167,9 +171,14 @@ RegistryClient::RegistryClient(ImageReference ref, RegistryClientOptions options
                                absl::Time deadline)
     : ref_(std::move(ref)), options_(std::move(options)), deadline_(deadline) {
   GlobalInit();
+  {
+    absl::MutexLock lock(&mu_);
+    base_url_ = options_.base_url;
+  }
+  if (options_.insecure) return;  // no certificate is checked
   // The system's CAs plus the registry's own (certs.d/HOST:PORT/*.crt), as one bundle: libcurl
   // takes one. An unreadable system bundle leaves only the registry's own.
-  ca_bundle_ = ReadWhole(kSystemCaBundle);
+  ca_bundle_ = ReadWholeFile(kSystemCaBundle).value_or("");
   std::error_code ec;
   const fs::path own = fs::path(options_.certs_dir) / ref_.registry;
   if (!options_.certs_dir.empty() && fs::is_directory(own, ec)) {
@@ -178,10 +187,8 @@ RegistryClient::RegistryClient(ImageReference ref, RegistryClientOptions options
       if (entry.path().extension() == ".crt") files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
-    for (const auto& f : files) ca_bundle_ += "\n" + ReadWhole(f.string());
+    for (const auto& f : files) ca_bundle_ += "\n" + ReadWholeFile(f.string()).value_or("");
   }
-  absl::MutexLock lock(&mu_);
-  base_url_ = options_.base_url;
 }
 
 RegistryClient::~RegistryClient() = default;
@@ -286,10 +293,10 @@ absl::Status RegistryClient::PerformOnce(const std::string& url, const std::stri
   }
 }
 
-absl::Status RegistryClient::ResolveBaseUrl() {
+void RegistryClient::ResolveBaseUrl() {
   {
     absl::MutexLock lock(&mu_);
-    if (!base_url_.empty()) return absl::OkStatus();
+    if (!base_url_.empty()) return;
   }
   // docker.io's API lives on registry-1.docker.io.
   const std::string host = ref_.registry == "docker.io" ? "registry-1.docker.io" : ref_.registry;
@@ -305,7 +312,6 @@ absl::Status RegistryClient::ResolveBaseUrl() {
   }
   absl::MutexLock lock(&mu_);
   base_url_ = base;
-  return absl::OkStatus();
 }
 
 absl::Status RegistryClient::Authenticate(const std::string& challenge_header) {
@@ -323,8 +329,7 @@ absl::Status RegistryClient::Authenticate(const std::string& challenge_header) {
           " requires a user name and password, and the run has no docker-registry secret for it"));
     }
     absl::MutexLock lock(&mu_);
-    authorization_ =
-        "Basic " + absl::Base64Escape(absl::StrCat(creds.username, ":", creds.password));
+    authorization_ = BasicAuthorization(creds);
     return absl::OkStatus();
   }
   if (challenge->scheme != "bearer") {
@@ -345,21 +350,13 @@ absl::Status RegistryClient::Authenticate(const std::string& challenge_header) {
   }
   // The token service: GET realm?service=...&scope=repository:NAME:pull, with the credentials
   // when there are any (anonymous pulls of public images get a token too).
-  CURL* escaper = curl_easy_init();
-  const auto escape = [&](const std::string& s) {
-    char* e = curl_easy_escape(escaper, s.c_str(), static_cast<int>(s.size()));
-    std::string out = e != nullptr ? e : "";
-    curl_free(e);
-    return out;
-  };
   std::string scope = challenge->params["scope"];
   if (scope.empty()) scope = absl::StrCat("repository:", ref_.repository, ":pull");
   std::string url = realm + (realm.find('?') == std::string::npos ? "?" : "&");
   if (!challenge->params["service"].empty()) {
-    absl::StrAppend(&url, "service=", escape(challenge->params["service"]), "&");
+    absl::StrAppend(&url, "service=", UrlEscape(challenge->params["service"]), "&");
   }
-  absl::StrAppend(&url, "scope=", escape(scope));
-  curl_easy_cleanup(escaper);
+  absl::StrAppend(&url, "scope=", UrlEscape(scope));
 
   std::string body;
   const ByteSink collect = [&](const char* data, size_t size) {
@@ -370,11 +367,8 @@ absl::Status RegistryClient::Authenticate(const std::string& challenge_header) {
     return absl::OkStatus();
   };
   Response response;
-  const std::string basic =
-      creds.empty()
-          ? ""
-          : "Basic " + absl::Base64Escape(absl::StrCat(creds.username, ":", creds.password));
-  absl::Status st = PerformOnce(url, "application/json", basic, collect, &response);
+  absl::Status st = PerformOnce(url, "application/json",
+                                creds.empty() ? "" : BasicAuthorization(creds), collect, &response);
   if (!st.ok()) return st;
   if (response.code < 200 || response.code >= 300) {
     absl::Status http = HttpStatusError(response.code, realm, response.error_body);
@@ -400,7 +394,7 @@ absl::Status RegistryClient::Authenticate(const std::string& challenge_header) {
 
 absl::Status RegistryClient::Get(const std::string& path, const std::string& accept,
                                  const ByteSink& sink, Response* response) {
-  if (absl::Status st = ResolveBaseUrl(); !st.ok()) return st;
+  ResolveBaseUrl();
   std::string base, authorization;
   {
     absl::MutexLock lock(&mu_);

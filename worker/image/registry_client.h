@@ -76,7 +76,7 @@ class RegistryClient {
                            Response* response);
   absl::Status Authenticate(const std::string& challenge_header);
   // https, or http for an insecure registry that does not speak TLS: decided once.
-  absl::Status ResolveBaseUrl();
+  void ResolveBaseUrl();
   absl::Duration TimeLeft() const { return deadline_ - absl::Now(); }
 
   const ImageReference ref_;
