@@ -178,7 +178,8 @@ Figures EndToEnd(int ranks, long lines, long bytes, long rate, const std::string
   std::filesystem::create_directories(dir);
   auto server =
       Process::Start({Bin("tessera-server"), "--database-url", url, "--grpc-listen", "127.0.0.1:0",
-                      "--metrics-listen", "127.0.0.1:0", "--log-level", "warn", "--plaintext"},
+                      "--metrics-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+                      "--log-level", "warn", "--plaintext", "--allow-host-image"},
                      dir + "/server.log");
   auto line = server->WaitForLine("listening grpc=");
   if (!line.ok()) {

@@ -113,6 +113,56 @@ TEST_CASE("a failing migration leaves the schema as it was", "[postgres][migrati
   CHECK(tx.exec("SELECT to_regclass('half_done') IS NULL")[0][0].as<bool>());
 }
 
+TEST_CASE("migration 0008 turns lines stored one per row into chunks read back the same",
+          "[postgres][migrations]") {
+  auto& pg = testing::SharedPostgres();
+  REQUIRE(pg.ResetDatabase().ok());
+  PgPool pool(pg.url(), 1, 3);
+  std::vector<Migration> before;
+  for (const auto& m : EmbeddedMigrations()) {
+    if (m.version < 8) before.push_back(m);
+  }
+  REQUIRE(ApplyMigrations(pool, before).ok());
+  {
+    // 2,500 lines of rank 0's stdout (three chunks), with a marker of 5 dropped lines standing
+    // for 1000..1004, and one line of rank 1's stderr holding bytes that are not text.
+    pqxx::connection c(pg.url());
+    pqxx::work tx(c);
+    tx.exec(
+        "INSERT INTO log_lines (run_id, resumption_index, rank, stream, sequence, node_rank,"
+        " node_name, time, text, dropped)"
+        " SELECT 'r1', 0, 0, 1, g, 0, 'node-a', timestamptz 'epoch' + g * interval '1 second',"
+        " convert_to('line ' || g, 'UTF8'), CASE WHEN g = 1004 THEN 5 ELSE 0 END"
+        " FROM generate_series(0, 2504) g WHERE g NOT BETWEEN 1000 AND 1003");
+    tx.exec(
+        "INSERT INTO log_lines VALUES ('r1', 0, 1, 2, 0, 1, 'node-b',"
+        " timestamptz 'epoch' + interval '0.000001 second', '\\x00ff0a'::bytea, 0)");
+    tx.exec(
+        "INSERT INTO log_streams (run_id, resumption_index, rank, stream, node_rank, node_name,"
+        " durable_sequence, max_sequence) VALUES ('r1', 0, 0, 1, 0, 'node-a', 2504, 2504),"
+        " ('r1', 0, 1, 2, 1, 'node-b', 0, 0)");
+    tx.commit();
+  }
+  auto opened = OpenPostgresStores({.url = pg.url(), .pool_size = 1});
+  REQUIRE(opened.ok());
+  auto lines = opened->logs->ReadLogs({.run_id = "r1"});
+  REQUIRE(lines.ok());
+  REQUIRE(lines->size() == 2502);
+  CHECK((*lines)[0].text() == "line 0");
+  CHECK((*lines)[1].text() == std::string("\0\xff\n", 3));
+  CHECK((*lines)[1].rank() == 1);
+  CHECK((*lines)[1].node_name() == "node-b");
+  CHECK(absl::ToUnixMicros(FromProtoTime((*lines)[1].time())) == 1);
+  CHECK((*lines)[1001].sequence() == 1004);
+  CHECK((*lines)[1001].dropped_lines() == 5);
+  CHECK(absl::ToUnixSeconds(FromProtoTime((*lines)[2501].time())) == 2504);
+  CHECK((*lines)[2501].text() == "line 2504");
+  pqxx::connection c(pg.url());
+  pqxx::work tx(c);
+  CHECK(tx.exec("SELECT count(*) FROM log_chunks")[0][0].as<int>() == 4);
+  CHECK(tx.exec("SELECT to_regclass('log_lines') IS NULL")[0][0].as<bool>());
+}
+
 TEST_CASE("restarting PostgreSQL mid-test: UNAVAILABLE, then success, nothing lost",
           "[postgres][restart]") {
   auto& pg = testing::SharedPostgres();

@@ -1,0 +1,254 @@
+// Storing a batch of rank output. One transaction of three statements whatever the batch's size:
+// create-or-lock the watermark rows of its streams, one INSERT of a chunk per stream holding
+// the lines not stored yet (their bytes in one binary parameter), and one UPDATE of the advanced
+// watermarks. The lock makes the writers of one stream take turns, so a resent line is
+// recognised by the watermark (or, after a gap, by the chunks stored beyond it) and skipped.
+// A batch that fills a gap is merged with the chunks beyond the watermark into one chunk, so
+// the chunks of a stream keep covering disjoint ranges of sequences (log_chunks' invariant).
+#include <algorithm>
+#include <deque>
+
+#include "absl/container/flat_hash_set.h"
+#include "base/status_macros.h"
+#include "services/store/filters.h"
+#include "services/store/postgres/pg_log_rows.h"
+
+namespace tessera::store {
+namespace {
+
+// Creates the watermark rows of the batch's streams if need be and locks them until the batch
+// commits: the writers of one stream take turns, so each knows which lines are already stored.
+// Rows are locked in key order, so two batches of the same streams cannot deadlock.
+constexpr char kLockStreams[] =
+    "INSERT INTO log_streams AS s (run_id, resumption_index, rank, stream, node_rank, node_name,"
+    "   durable_sequence, max_sequence)"
+    " SELECT *, -1::bigint, -1::bigint FROM unnest($1::text[], $2::int[], $3::int[],"
+    "   $4::smallint[], $5::int[], $6::text[]) ORDER BY 1, 2, 3, 4"
+    " ON CONFLICT (run_id, resumption_index, rank, stream) DO UPDATE SET"
+    "   node_rank = EXCLUDED.node_rank, node_name = EXCLUDED.node_name"
+    " RETURNING run_id, resumption_index, rank, stream, durable_sequence, max_sequence";
+
+// The new chunks: the columns of their streams ($1..$6, numbered from 1 by ORDINALITY) and of
+// each chunk ($7 the number of its stream, ...), its lines cut from the binary $15.
+constexpr char kInsertChunks[] =
+    "INSERT INTO log_chunks (run_id, resumption_index, rank, stream, last_sequence,"
+    "   first_sequence, node_rank, node_name, first_time, last_time, line_count, lines)"
+    " SELECT k.run_id, k.res, k.rank, k.stream, u.last, u.first, k.node_rank, k.node_name,"
+    "   timestamptz 'epoch' + u.t0 * interval '1 microsecond',"
+    "   timestamptz 'epoch' + u.t1 * interval '1 microsecond', u.n,"
+    "   substring($15::bytea FROM u.off + 1 FOR u.len)"
+    " FROM unnest($1::text[], $2::int[], $3::int[], $4::smallint[], $5::int[], $6::text[])"
+    "   WITH ORDINALITY AS k(run_id, res, rank, stream, node_rank, node_name, i)"
+    " JOIN unnest($7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[],"
+    "   $12::int[], $13::int[], $14::int[]) AS u(key, last, first, t0, t1, n, off, len)"
+    "   ON u.key = k.i";
+
+// The watermarks, and what the batch added: bytes of text ($7) and its newest line ($8, in
+// microseconds; 0 when it stored none), for the quota and the retention of logs.
+constexpr char kStoreWatermarks[] =
+    "UPDATE log_streams s SET durable_sequence = u.durable, max_sequence = u.max,"
+    "   bytes = s.bytes + u.bytes,"
+    "   last_line_at = GREATEST(s.last_line_at, timestamptz 'epoch' + u.tm * interval '1 "
+    "microsecond')"
+    " FROM unnest($1::text[], $2::int[], $3::int[], $4::smallint[], $5::bigint[], $6::bigint[],"
+    "   $7::bigint[], $8::bigint[]) AS u(run_id, res, rank, stream, durable, max, bytes, tm)"
+    " WHERE s.run_id = u.run_id AND s.resumption_index = u.res AND s.rank = u.rank"
+    "   AND s.stream = u.stream"
+    " RETURNING s.run_id, s.resumption_index, s.rank, s.stream, s.node_rank, s.node_name,"
+    "   s.durable_sequence, s.max_sequence";
+
+constexpr char kChunksBeyond[] =
+    "SELECT lines FROM log_chunks WHERE run_id = $1 AND resumption_index = $2 AND rank = $3"
+    " AND stream = $4 AND last_sequence > $5";
+constexpr char kDeleteChunksBeyond[] =
+    "DELETE FROM log_chunks WHERE run_id = $1 AND resumption_index = $2 AND rank = $3"
+    " AND stream = $4 AND last_sequence > $5";
+
+// The sequences a stored line stands for: its own, or a marker's dropped ones.
+struct SeqRange {
+  int64_t first;
+  int64_t last;
+  bool operator<(const SeqRange& o) const { return first < o.first; }
+};
+
+int64_t FirstOf(const ChunkLine& l) {
+  return l.dropped > 1 ? l.sequence - l.dropped + 1 : l.sequence;
+}
+
+// The watermark after `durable` given what is now stored beyond it (in any order).
+int64_t Advance(int64_t durable, std::vector<SeqRange> stored) {
+  std::sort(stored.begin(), stored.end());
+  for (const SeqRange& r : stored) {
+    if (r.first > durable + 1) break;
+    durable = std::max(durable, r.last);
+  }
+  return durable;
+}
+
+// A batch's distinct streams (in order of first appearance), with their lines.
+struct BatchStreams {
+  std::vector<PgLogKey> keys;
+  std::vector<std::string> nodes;
+  std::vector<int32_t> node_ranks;
+  std::vector<std::vector<const v1::LogLine*>> lines;
+
+  explicit BatchStreams(const std::vector<v1::LogLine>& batch) {
+    for (const auto& l : batch) {
+      const size_t i = Index(PgLogKey{l.run_id(), l.resumption_index(), l.rank(), l.stream()});
+      node_ranks[i] = l.node_rank();
+      nodes[i] = l.node_name();
+      lines[i].push_back(&l);
+    }
+  }
+  size_t Index(const PgLogKey& key) {
+    const size_t i = std::find(keys.begin(), keys.end(), key) - keys.begin();
+    if (i == keys.size()) {
+      keys.push_back(key);
+      nodes.emplace_back();
+      node_ranks.push_back(0);
+      lines.emplace_back();
+    }
+    return i;
+  }
+  // One column of the keys, as a PostgreSQL array.
+  template <size_t N>
+  std::string Column() const {
+    std::vector<std::tuple_element_t<N, PgLogKey>> out;
+    for (const auto& k : keys) out.push_back(std::get<N>(k));
+    if constexpr (N == 0) {
+      return PgTextArray(out);
+    } else {
+      return PgNumberArray(out);
+    }
+  }
+};
+
+// The chunks a batch writes, as the columns of kInsertChunks, and their bytes.
+struct NewChunks {
+  std::vector<int32_t> key, count, offset, length;
+  std::vector<int64_t> last, first, first_time, last_time;
+  std::string bytes;
+
+  // Adds a chunk of `lines` (not empty) for the stream numbered `key` (from 1).
+  void Add(int32_t stream_number, std::vector<ChunkLine>& lines) {
+    std::sort(lines.begin(), lines.end(),
+              [](const ChunkLine& a, const ChunkLine& b) { return a.sequence < b.sequence; });
+    key.push_back(stream_number);
+    count.push_back(static_cast<int32_t>(lines.size()));
+    offset.push_back(static_cast<int32_t>(bytes.size()));
+    int64_t lo = FirstOf(lines.front()), t0 = lines.front().micros, t1 = t0;
+    for (const ChunkLine& l : lines) {
+      lo = std::min(lo, FirstOf(l));
+      t0 = std::min(t0, l.micros);
+      t1 = std::max(t1, l.micros);
+      AppendChunkLine(l, bytes);
+    }
+    length.push_back(static_cast<int32_t>(bytes.size()) - offset.back());
+    last.push_back(lines.back().sequence);
+    first.push_back(lo);
+    first_time.push_back(t0);
+    last_time.push_back(t1);
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool,
+                                                const std::vector<v1::LogLine>& lines) {
+  LogAppendResult result;
+  if (lines.empty()) return result;
+  BatchStreams b(lines);
+  const std::string runs = b.Column<0>(), res = b.Column<1>(), ranks = b.Column<2>(),
+                    streams = b.Column<3>();
+  absl::Status st = pool.Transact("storing log lines", [&](pqxx::work& tx) -> absl::Status {
+    const size_t n = b.keys.size();
+    std::vector<int64_t> durable(n, -1), max(n, -1);
+    for (const auto& row : tx.exec_params(kLockStreams, runs, res, ranks, streams,
+                                          PgNumberArray(b.node_ranks), PgTextArray(b.nodes))) {
+      const size_t i = b.Index(PgLogKey{row[0].as<std::string>(), row[1].as<int32_t>(),
+                                        row[2].as<int32_t>(), row[3].as<int32_t>()});
+      durable[i] = row[4].as<int64_t>();
+      max[i] = row[5].as<int64_t>();
+    }
+    NewChunks chunks;
+    std::deque<pqxx::binarystring> held;  // the bytes of merged chunks, viewed by their lines
+    std::vector<int64_t> added_bytes(n, 0), newest(n, 0);
+    result.inserted = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const auto& [run, resumption, rank, stream] = b.keys[i];
+      const int64_t durable_before = durable[i];
+      // What is stored beyond the watermark (after a gap): single lines, and markers' stretches
+      // of dropped lines (few), so that a line is looked up in constant time. Those chunks are
+      // merged with this batch's lines, if it has any.
+      absl::flat_hash_set<int64_t> stored;
+      std::vector<SeqRange> stretches;
+      const auto keep = [&](int64_t seq, int64_t dropped) {
+        if (dropped > 1) {
+          stretches.push_back({seq - dropped + 1, seq});
+        } else {
+          stored.insert(seq);
+        }
+      };
+      std::vector<ChunkLine> beyond;
+      if (max[i] > durable[i]) {
+        for (const auto& row :
+             tx.exec_params(kChunksBeyond, run, resumption, rank, stream, durable_before)) {
+          held.emplace_back(row[0]);
+          TESSERA_RETURN_IF_ERROR(ForEachChunkLine(
+              absl::string_view(held.back().get(), held.back().size()), [&](const ChunkLine& l) {
+                beyond.push_back(l);
+                if (l.sequence > durable_before) keep(l.sequence, l.dropped);
+              }));
+        }
+      }
+      std::vector<ChunkLine> fresh;
+      for (const v1::LogLine* l : b.lines[i]) {
+        if (l->sequence() <= durable[i] || stored.contains(l->sequence()) ||
+            std::any_of(stretches.begin(), stretches.end(), [&](const SeqRange& r) {
+              return r.first <= l->sequence() && l->sequence() <= r.last;
+            })) {
+          continue;
+        }
+        keep(l->sequence(), l->dropped_lines());
+        fresh.push_back(
+            ChunkLine{l->sequence(), ToMicros(l->time()), l->dropped_lines(), l->text()});
+        added_bytes[i] += static_cast<int64_t>(l->text().size());
+        newest[i] = std::max(newest[i], fresh.back().micros);
+      }
+      for (int64_t seq : stored) stretches.push_back({seq, seq});
+      for (const SeqRange& r : stretches) max[i] = std::max(max[i], r.last);
+      durable[i] = Advance(durable[i], std::move(stretches));
+      if (fresh.empty()) continue;
+      result.inserted += static_cast<int64_t>(fresh.size());
+      if (!beyond.empty()) {
+        tx.exec_params(kDeleteChunksBeyond, run, resumption, rank, stream, durable_before);
+        fresh.insert(fresh.end(), beyond.begin(), beyond.end());
+      }
+      chunks.Add(static_cast<int32_t>(i + 1), fresh);
+    }
+    if (!chunks.key.empty()) {
+      tx.exec_params(kInsertChunks, runs, res, ranks, streams, PgNumberArray(b.node_ranks),
+                     PgTextArray(b.nodes), PgNumberArray(chunks.key), PgNumberArray(chunks.last),
+                     PgNumberArray(chunks.first), PgNumberArray(chunks.first_time),
+                     PgNumberArray(chunks.last_time), PgNumberArray(chunks.count),
+                     PgNumberArray(chunks.offset), PgNumberArray(chunks.length),
+                     pqxx::binarystring(chunks.bytes.data(), chunks.bytes.size()));
+    }
+    const pqxx::result marks =
+        tx.exec_params(kStoreWatermarks, runs, res, ranks, streams, PgNumberArray(durable),
+                       PgNumberArray(max), PgNumberArray(added_bytes), PgNumberArray(newest));
+    result.watermarks.clear();
+    for (const auto& row : marks) result.watermarks.push_back(DecodeLogStream(row));
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  // In the batch's order.
+  std::sort(result.watermarks.begin(), result.watermarks.end(),
+            [&](const LogStreamInfo& x, const LogStreamInfo& y) {
+              return b.Index(PgLogKey{x.run_id, x.resumption_index, x.rank, x.stream}) <
+                     b.Index(PgLogKey{y.run_id, y.resumption_index, y.rank, y.stream});
+            });
+  return result;
+}
+
+}  // namespace tessera::store
