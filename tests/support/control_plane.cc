@@ -137,21 +137,5 @@ v1::Run Client::WaitForStatus(const std::string& name, v1::RunStatus status,
   return run;
 }
 
-v1::Node SimulatedNode(const std::string& name, int gpus, const std::string& sw) {
-  v1::Node node;
-  node.set_name(name);
-  node.set_cluster("local");
-  node.set_gpu_type("sim");
-  node.set_gpu_count(gpus);
-  node.set_address("127.0.0.1");
-  (*node.mutable_labels())["switch"] = sw;
-  for (int i = 0; i < gpus; ++i) {
-    auto* g = node.add_gpus();
-    g->set_index(i);
-    g->set_simulated(true);
-    g->set_model("simulated");
-  }
-  return node;
-}
 
 }  // namespace tessera::testing

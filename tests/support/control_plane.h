@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/sim_fleet.h"
 #include "tessera/v1/admin.grpc.pb.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
@@ -67,6 +68,5 @@ class Client {
   std::string key;
 };
 
-v1::Node SimulatedNode(const std::string& name, int gpus = 8, const std::string& sw = "s1");
 
 }  // namespace tessera::testing

@@ -1,0 +1,102 @@
+// The control plane at cluster scale (issue 14): tessera-server and a real PostgreSQL (fsync
+// on, as in production) against N simulated nodes (tests/support/sim_fleet.h: real gRPC control
+// streams with a node key each, heartbeats at the production interval, attempts that start, push
+// their logs and finish), with runs submitted at a steady rate and nodes killed halfway. Prints,
+// per N: the control plane's CPU and memory, PostgreSQL's CPU, commits and rows written per
+// second, heartbeat round trips, submit-to-start, the time to declare a killed node lost, and
+// the cost per node against the smallest N of the same run (the bound: cost per node should not
+// grow with N).
+//
+//   bench_control_plane [--nodes 1000,5000,10000] [--seconds 30] [--rate 20] [--kill 3]
+//                       [--channels 32] [--lines 20] [-- SERVER FLAGS...]
+#include <sys/resource.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "tests/support/scale_harness.h"
+
+namespace {
+
+int Usage(const std::string& why) {
+  std::cerr << "bench_control_plane: " << why
+            << "\nusage: bench_control_plane [--nodes N[,N...]] [--seconds S] [--rate RUNS_PER_S]"
+               " [--kill K] [--channels C] [--lines LINES_PER_RANK] [-- SERVER FLAGS...]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> sizes = {1000, 5000, 10000};
+  tessera::testing::ScaleOptions base;
+  base.durable_database = true;
+  base.measure = absl::Seconds(30);
+  base.submit_rate = 20;
+  base.kill_nodes = 3;
+  base.check_logs_of = 200;
+  base.fleet.channels = 32;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--") {
+      for (++i; i < argc; ++i) base.server_flags.push_back(argv[i]);
+      break;
+    }
+    if (i + 1 >= argc) return Usage(flag + " needs a value");
+    const std::string value = argv[++i];
+    int n = 0;
+    if (flag == "--nodes") {
+      sizes.clear();
+      for (absl::string_view part : absl::StrSplit(value, ',')) {
+        if (!absl::SimpleAtoi(part, &n) || n < 10) return Usage("--nodes: numbers of at least 10");
+        sizes.push_back(n);
+      }
+    } else if (!absl::SimpleAtoi(value, &n) || n < 0) {
+      return Usage(flag + ": a whole number, not \"" + value + "\"");
+    } else if (flag == "--seconds") {
+      base.measure = absl::Seconds(n);
+    } else if (flag == "--rate") {
+      base.submit_rate = n;
+    } else if (flag == "--kill") {
+      base.kill_nodes = n;
+    } else if (flag == "--channels") {
+      base.fleet.channels = std::max(n, 1);
+    } else if (flag == "--lines") {
+      base.fleet.log_lines_per_rank = n;
+    } else {
+      return Usage("unknown flag " + flag);
+    }
+  }
+  // Every node is a stream at the server: leave room for the files and threads.
+  rlimit files{65536, 65536};
+  setrlimit(RLIMIT_NOFILE, &files);
+
+  double bound_per_node = 0;
+  for (int n : sizes) {
+    tessera::testing::ScaleOptions o = base;
+    o.nodes = n;
+    o.connect_spread = absl::Milliseconds(std::max(1000, n));  // about 1,000 nodes a second
+    auto report = tessera::testing::RunScale(o);
+    if (!report.ok()) {
+      std::cerr << "nodes " << n << ": " << report.status() << "\n";
+      return 1;
+    }
+    std::cout << tessera::testing::FormatScaleReport(*report);
+    const double per_node = (report->server_cores + report->database_cores) / n;
+    if (bound_per_node == 0) bound_per_node = per_node;
+    double worst_lost = 0;
+    for (double ms : report->lost_after_ms) worst_lost = std::max(worst_lost, ms);
+    std::cout << "  ratios: control plane + database cost per node / at " << sizes.front()
+              << " nodes = " << per_node / bound_per_node
+              << " (target: does not grow); control plane cores / 1 core = " << report->server_cores
+              << " (target < 1); worst time to lost / 3 s = " << worst_lost / 3000
+              << " (target <= 1); submit-to-start p99 / 1 s = "
+              << report->submit_to_start_p99_ms / 1000 << " (target < 1)\n"
+              << std::flush;
+  }
+  return 0;
+}

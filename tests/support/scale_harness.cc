@@ -1,0 +1,368 @@
+#include "tests/support/scale_harness.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <pqxx/pqxx>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/timestamps.h"
+#include "services/admin/admin_handler.h"
+#include "services/store/stores.h"
+#include "tessera/v1/cordon.grpc.pb.h"
+#include "tessera/v1/runs.grpc.pb.h"
+#include "tests/support/binaries.h"
+#include "tests/support/control_plane.h"
+#include "tests/support/postgres_server.h"
+#include "tests/support/process.h"
+
+namespace tessera::testing {
+namespace {
+
+// CPU time (user + system) of a process, in seconds; 0 when it is gone.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; fields >> field && i <= 15; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string state;
+  pid_t ppid = -1;
+  fields >> state >> ppid;
+  return ppid;
+}
+
+int64_t RssBytes(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// The PostgreSQL server's processes: the postmaster and its children.
+std::vector<pid_t> DatabaseProcesses(pid_t postmaster) {
+  std::vector<pid_t> out = {postmaster};
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* e = readdir(dir)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid > 0 && ParentOf(pid) == postmaster) out.push_back(pid);
+  }
+  closedir(dir);
+  return out;
+}
+
+// Backends come and go, so the database's CPU is the sum over those alive at each end of the
+// window, per pid (a backend that ended meanwhile is missed; the pool keeps its connections).
+std::map<pid_t, double> DatabaseCpu(pid_t postmaster) {
+  std::map<pid_t, double> out;
+  for (pid_t p : DatabaseProcesses(postmaster)) out[p] = CpuSeconds(p);
+  return out;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+struct DatabaseCounters {
+  int64_t commits = 0, rows = 0, bytes = 0;
+};
+DatabaseCounters ReadCounters(const std::string& url) {
+  pqxx::connection c(url);
+  pqxx::work tx(c);
+  // Statistics are sent by backends now and then; ask for a fresh snapshot.
+  const auto row = tx.exec1(
+      "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted,"
+      " pg_database_size(current_database()) FROM pg_stat_database"
+      " WHERE datname = current_database()");
+  return {row[0].as<int64_t>(), row[1].as<int64_t>(), row[2].as<int64_t>()};
+}
+
+pid_t PostmasterPid(const std::string& url) {
+  pqxx::connection c(url);
+  pqxx::work tx(c);
+  const pid_t backend = tx.exec1("SELECT pg_backend_pid()")[0].as<pid_t>();
+  return ParentOf(backend);
+}
+
+std::unique_ptr<grpc::ClientContext> Ctx(const std::string& key) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->AddMetadata("authorization", "Bearer " + key);
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  return ctx;
+}
+
+}  // namespace
+
+absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
+  ScaleReport r;
+  r.nodes = o.nodes;
+  auto pg = PostgresServer::Start(/*ephemeral=*/!o.durable_database);
+  if (!pg.ok()) return pg.status();
+  const std::string url = (*pg)->url();
+
+  // Keys straight into the database (as `tessera-server create-api-key` does), one per node.
+  std::vector<SimFleet::NodeSpec> nodes;
+  std::string admin_key;
+  {
+    auto stores = store::OpenPostgresStores({.url = url, .pool_size = 2});
+    if (!stores.ok()) return stores.status();
+    SystemClock clock;
+    v1::CreateApiKeyRequest req;
+    req.set_user("bench-admin");
+    req.set_role(v1::ROLE_ADMIN);
+    auto key = admin::CreateApiKeyDirect(*stores->api_keys, clock, req);
+    if (!key.ok()) return key.status();
+    admin_key = *key;
+    for (int i = 0; i < o.nodes; ++i) {
+      const std::string name = absl::StrFormat("sim-%05d", i);
+      v1::CreateApiKeyRequest node_req;
+      node_req.set_user(name);
+      node_req.set_role(v1::ROLE_NODE);
+      node_req.set_node(name);
+      auto node_key = admin::CreateApiKeyDirect(*stores->api_keys, clock, node_req);
+      if (!node_key.ok()) return node_key.status();
+      nodes.push_back({SimulatedNode(name, o.gpus_per_node, absl::StrCat("s", i / 32)), *node_key});
+    }
+  }
+
+  const std::string dir =
+      std::filesystem::temp_directory_path() / absl::StrCat("tessera-scale-", getpid());
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> argv = {BinaryPath("tessera-server"),
+                                   "--database-url",
+                                   url,
+                                   "--grpc-listen",
+                                   "127.0.0.1:0",
+                                   "--metrics-listen",
+                                   "127.0.0.1:0",
+                                   "--http-listen",
+                                   "127.0.0.1:0",
+                                   "--log-level",
+                                   "warn",
+                                   "--plaintext",
+                                   "--allow-host-image",
+                                   "--sweep-interval-seconds",
+                                   "0"};
+  argv.insert(argv.end(), o.server_flags.begin(), o.server_flags.end());
+  auto server = Process::Start(argv, dir + "/server.log");
+  if (!server.ok()) return server.status();
+  auto listening = server->WaitForLine("listening grpc=");
+  if (!listening.ok()) return listening.status();
+  const size_t at = listening->find("grpc=") + 5;
+  const std::string endpoint = "127.0.0.1:" + listening->substr(at, listening->find(' ', at) - at);
+
+  SimFleetOptions fleet_options = o.fleet;
+  fleet_options.endpoint = endpoint;
+  SimFleet fleet(fleet_options, nodes);
+  if (auto st = fleet.Start(o.connect_spread, absl::Seconds(30) + o.connect_spread); !st.ok()) {
+    return st;
+  }
+  absl::SleepFor(o.warm_up);
+
+  auto channel = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+  auto runs = v1::RunService::NewStub(channel);
+  auto cordon = v1::CordonService::NewStub(channel);
+  auto logs = v1::LogService::NewStub(channel);
+
+  const pid_t postmaster = PostmasterPid(url);
+  const DatabaseCounters db_before = ReadCounters(url);
+  const auto db_cpu_before = DatabaseCpu(postmaster);
+  const double server_cpu_before = CpuSeconds(server->pid());
+  fleet.TakeHeartbeatRtts();
+  const absl::Time begin = absl::Now();
+
+  // Runs at a steady rate; nodes killed halfway.
+  std::map<std::string, absl::Time> submitted;  // run id -> when SubmitRun returned
+  std::map<std::string, std::string> run_names;
+  std::map<std::string, absl::Time> killed;  // node -> its last heartbeat
+  const int total_runs = static_cast<int>(o.submit_rate * absl::ToDoubleSeconds(o.measure));
+  bool kills_done = false;
+  for (int i = 0; absl::Now() - begin < o.measure; ++i) {
+    const absl::Time due =
+        begin + absl::Seconds(static_cast<double>(i) / std::max(o.submit_rate, 0.001));
+    if (!kills_done && due - begin >= o.measure / 2) {
+      // The last nodes: the scheduler fills nodes in its own order, so these may run attempts.
+      for (int k = 0; k < o.kill_nodes; ++k) {
+        const size_t n = fleet.size() - 1 - static_cast<size_t>(k);
+        killed[fleet.node_name(n)] = fleet.Kill(n);
+      }
+      kills_done = true;
+    }
+    if (i >= total_runs) {
+      absl::SleepFor(absl::Milliseconds(50));
+      continue;
+    }
+    if (due > absl::Now()) absl::SleepFor(due - absl::Now());
+    v1::SubmitRunRequest req;
+    auto* spec = req.mutable_spec();
+    spec->set_name(absl::StrCat("scale-", i));
+    spec->set_command("python train.py");
+    spec->mutable_compute()->set_gpus(o.gpus_per_node);
+    spec->mutable_compute()->set_cluster("local");
+    v1::SubmitRunResponse resp;
+    const grpc::Status st = runs->SubmitRun(Ctx(admin_key).get(), req, &resp);
+    if (!st.ok()) return absl::InternalError(absl::StrCat("submit: ", st.error_message()));
+    submitted[resp.run().id()] = absl::Now();
+    run_names[resp.run().id()] = resp.run().name();
+  }
+  const absl::Time end = absl::Now();
+  r.seconds = absl::ToDoubleSeconds(end - begin);
+  r.server_cores = (CpuSeconds(server->pid()) - server_cpu_before) / r.seconds;
+  r.server_rss_bytes = RssBytes(server->pid());
+  double db_cpu = 0;
+  for (const auto& [pid, after] : DatabaseCpu(postmaster)) {
+    auto before = db_cpu_before.find(pid);
+    db_cpu += after - (before == db_cpu_before.end() ? 0 : before->second);
+  }
+  r.database_cores = db_cpu / r.seconds;
+  const DatabaseCounters db_after = ReadCounters(url);
+  r.commits_per_second = static_cast<double>(db_after.commits - db_before.commits) / r.seconds;
+  r.rows_written_per_second = static_cast<double>(db_after.rows - db_before.rows) / r.seconds;
+  r.database_bytes = db_after.bytes;
+  std::vector<double> rtts;
+  for (int64_t us : fleet.TakeHeartbeatRtts()) rtts.push_back(static_cast<double>(us) / 1000);
+  r.heartbeats = static_cast<int64_t>(rtts.size());
+  r.heartbeat_rtt_p50_ms = Percentile(rtts, 0.5);
+  r.heartbeat_rtt_p99_ms = Percentile(rtts, 0.99);
+  r.runs_submitted = static_cast<int>(submitted.size());
+
+  // Every attempt ends within its duration; then what was seen is settled.
+  const absl::Time settle = absl::Now() + fleet_options.attempt_duration + absl::Seconds(10);
+  while (absl::Now() < settle) {
+    int open = 0;
+    std::set<std::string> started;
+    for (const auto& a : fleet.Attempts()) {
+      started.insert(a.run_id);
+      if (!a.finished_at) ++open;
+    }
+    if (open == 0 && started.size() >= submitted.size()) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  std::map<std::string, SimAttempt> first_attempt;
+  std::vector<double> to_start;
+  for (const auto& a : fleet.Attempts()) {
+    if (a.starts_received > 1) r.starts_sent_again += a.starts_received - 1;
+    ++r.attempts_started;
+    if (a.finished_at) ++r.attempts_finished;
+    r.lines_pushed += a.lines_pushed;
+    auto [it, fresh] = first_attempt.try_emplace(a.run_id, a);
+    if (!fresh && a.resumption_index < it->second.resumption_index) it->second = a;
+  }
+  for (const auto& [id, at] : submitted) {
+    auto a = first_attempt.find(id);
+    if (a == first_attempt.end()) {
+      r.not_started.push_back(run_names[id]);
+      continue;
+    }
+    to_start.push_back(absl::ToDoubleMilliseconds(a->second.started_at - at));
+  }
+  for (const auto& a : fleet.Attempts()) {
+    if (!a.finished_at && !killed.contains(a.node)) r.not_finished.push_back(a.run_id);
+  }
+  r.submit_to_start_p50_ms = Percentile(to_start, 0.5);
+  r.submit_to_start_p99_ms = Percentile(to_start, 0.99);
+  r.log_push_failures = fleet.log_push_failures();
+  r.streams_dropped = fleet.streams_dropped();
+
+  // Lost nodes, from the node events.
+  v1::ListNodeEventsRequest events_req;
+  events_req.mutable_filter()->add_types(v1::NODE_EVENT_TYPE_LOST);
+  events_req.mutable_filter()->set_limit(10000);
+  v1::ListNodeEventsResponse events;
+  if (const grpc::Status st = cordon->ListNodeEvents(Ctx(admin_key).get(), events_req, &events);
+      !st.ok()) {
+    return absl::InternalError(absl::StrCat("node events: ", st.error_message()));
+  }
+  std::set<std::string> lost_counted;
+  for (const auto& e : events.events()) {
+    auto k = killed.find(e.node_name());
+    if (k == killed.end()) {
+      r.falsely_lost.push_back(e.node_name());
+    } else if (lost_counted.insert(e.node_name()).second) {
+      r.lost_after_ms.push_back(absl::ToDoubleMilliseconds(FromProtoTime(e.time()) - k->second));
+    }
+  }
+
+  // Every pushed line readable once.
+  int checked = 0;
+  for (const auto& a : fleet.Attempts()) {
+    if (a.lines_pushed == 0) continue;
+    if (o.check_logs_of > 0 && checked >= o.check_logs_of) break;
+    ++checked;
+    v1::GetLogsRequest req;
+    req.set_run_name(run_names.contains(a.run_id) ? run_names[a.run_id] : a.run_id);
+    req.set_resumption_index(a.resumption_index);
+    auto ctx = Ctx(admin_key);
+    auto reader = logs->GetLogs(ctx.get(), req);
+    std::set<std::tuple<int, int, int64_t>> seen;
+    int64_t read = 0, duplicates = 0;
+    v1::LogLine line;
+    while (reader->Read(&line)) {
+      if (line.node_name() != a.node) continue;  // the attempt's other nodes' lines
+      ++read;
+      if (!seen.insert({line.rank(), line.stream(), line.sequence()}).second) ++duplicates;
+    }
+    const grpc::Status st = reader->Finish();
+    r.lines_read += read;
+    if (!st.ok() || read != a.lines_pushed || duplicates > 0) {
+      r.log_mismatches.push_back(absl::StrCat(a.run_id, "/", a.resumption_index, " on ", a.node,
+                                              ": pushed ", a.lines_pushed, ", read ", read, " (",
+                                              duplicates, " twice) ", st.error_message()));
+    }
+  }
+  return r;
+}
+
+std::string FormatScaleReport(const ScaleReport& r) {
+  std::string lost;
+  for (double ms : r.lost_after_ms) absl::StrAppend(&lost, lost.empty() ? "" : " ", ms, " ms");
+  return absl::StrFormat(
+      "nodes %d (%.0f s measured)\n"
+      "  control plane:   %.3f cores, %.0f MiB resident (%.3f millicores per node)\n"
+      "  PostgreSQL:      %.3f cores, %.0f commits/s, %.0f rows written/s, database %.0f MiB\n"
+      "  heartbeats:      %d, round trip p50 %.2f ms, p99 %.2f ms\n"
+      "  runs:            %d submitted, submit-to-start p50 %.0f ms, p99 %.0f ms; %d attempts "
+      "started, %d finished, %d starts sent again, %d never started\n"
+      "  killed nodes:    declared lost after %s (from the last heartbeat); %d falsely lost\n"
+      "  logs:            %d lines pushed, %d read back, %d attempts mismatched, %d pushes failed\n"
+      "  streams dropped by the control plane: %d\n",
+      r.nodes, r.seconds, r.server_cores, static_cast<double>(r.server_rss_bytes) / (1 << 20),
+      1000 * r.server_cores / std::max(r.nodes, 1), r.database_cores, r.commits_per_second,
+      r.rows_written_per_second, static_cast<double>(r.database_bytes) / (1 << 20),
+      static_cast<int>(r.heartbeats), r.heartbeat_rtt_p50_ms, r.heartbeat_rtt_p99_ms,
+      r.runs_submitted, r.submit_to_start_p50_ms, r.submit_to_start_p99_ms, r.attempts_started,
+      r.attempts_finished, r.starts_sent_again, static_cast<int>(r.not_started.size()),
+      lost.empty() ? "(none)" : lost, static_cast<int>(r.falsely_lost.size()),
+      static_cast<int>(r.lines_pushed), static_cast<int>(r.lines_read),
+      static_cast<int>(r.log_mismatches.size()), static_cast<int>(r.log_push_failures),
+      static_cast<int>(r.streams_dropped));
+}
+
+}  // namespace tessera::testing

@@ -1,0 +1,72 @@
+#pragma once
+// The control plane at scale: a private PostgreSQL, tessera-server as a process, and a SimFleet
+// of N nodes (each with its own node key) that runs attempts, pushes logs and heartbeats; runs
+// are submitted at a steady rate and some nodes are killed. Measures what bench/control_plane
+// prints and what its small CTest version asserts.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tests/support/sim_fleet.h"
+
+namespace tessera::testing {
+
+struct ScaleOptions {
+  int nodes = 200;
+  int gpus_per_node = 8;
+  // Connecting every node is spread over this long.
+  absl::Duration connect_spread = absl::Seconds(2);
+  // After every node registered, before measuring.
+  absl::Duration warm_up = absl::Seconds(3);
+  absl::Duration measure = absl::Seconds(30);
+  // Runs submitted per second while measuring (each takes one node's GPUs).
+  double submit_rate = 5;
+  // Nodes killed halfway through (their time to be declared lost is measured).
+  int kill_nodes = 2;
+  // PostgreSQL durable as in production (fsync on) or quick (a test's).
+  bool durable_database = false;
+  // Attempts whose logs are read back and checked (0: every one).
+  int check_logs_of = 0;
+  std::vector<std::string> server_flags;
+  SimFleetOptions fleet;
+};
+
+struct ScaleReport {
+  int nodes = 0;
+  double seconds = 0;
+  // The control plane (tessera-server) and PostgreSQL over the measured window.
+  double server_cores = 0;
+  int64_t server_rss_bytes = 0;
+  double database_cores = 0;
+  double commits_per_second = 0;
+  double rows_written_per_second = 0;
+  int64_t database_bytes = 0;
+  double heartbeat_rtt_p50_ms = 0, heartbeat_rtt_p99_ms = 0;
+  int64_t heartbeats = 0;
+  double submit_to_start_p50_ms = 0, submit_to_start_p99_ms = 0;
+  int runs_submitted = 0;
+  int attempts_started = 0;
+  int attempts_finished = 0;
+  int starts_sent_again = 0;
+  // Per killed node: from its last heartbeat to the LOST event.
+  std::vector<double> lost_after_ms;
+  // Nodes declared lost that were not killed.
+  std::vector<std::string> falsely_lost;
+  // Runs whose attempt never started, or started and never finished.
+  std::vector<std::string> not_started, not_finished;
+  int64_t lines_pushed = 0, lines_read = 0;
+  // Attempts whose logs read back differ from what was pushed (missing or duplicate lines).
+  std::vector<std::string> log_mismatches;
+  int64_t log_push_failures = 0;
+  int64_t streams_dropped = 0;
+};
+
+absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& options);
+
+// The report as the benchmark prints it (one line per figure).
+std::string FormatScaleReport(const ScaleReport& r);
+
+}  // namespace tessera::testing
