@@ -37,11 +37,24 @@ std::vector<v1::Node> NodeLiveness::Step(std::vector<v1::Node>& nodes) {
     lost.push_back(*it->second);
   }
   const absl::Time now = clock_->Now();
+  std::vector<store::HeartbeatSummary> due;
+  std::vector<v1::Node*> due_nodes;
   for (auto& n : nodes) {
     // The time check first: it is free, and most nodes are not due in a given cycle.
     if (n.liveness() == v1::NODE_LIVENESS_ONLINE && HeartbeatDue(n, now) &&
         leases_->Holds(n.name())) {
-      PersistHeartbeat(n, now);
+      // Within a heartbeat interval of the last heartbeat, which is as exact as people need.
+      due.push_back({n.name(), now, now + config_.lease});
+      due_nodes.push_back(&n);
+    }
+  }
+  // One write for every node due, not a version of each: the database sees a summary of the
+  // beats, never the beats themselves.
+  if (!due.empty()) {
+    if (auto st = nodes_->RecordHeartbeats(due); st.ok()) {
+      for (v1::Node* n : due_nodes) store::KeepLaterHeartbeat(*n, now, now + config_.lease);
+    } else {
+      spdlog::warn("storing {} nodes' last heartbeat: {}", due.size(), st.ToString());
     }
   }
   return lost;
@@ -90,15 +103,6 @@ bool NodeLiveness::DeclareLost(v1::Node& node, absl::Duration silent_for) {
 bool NodeLiveness::HeartbeatDue(const v1::Node& node, absl::Time now) const {
   return !node.has_last_heartbeat_at() ||
          now - FromProtoTime(node.last_heartbeat_at()) >= config_.heartbeat_persist_interval;
-}
-
-void NodeLiveness::PersistHeartbeat(v1::Node& node, absl::Time now) {
-  v1::Node beat = node;
-  // Within a heartbeat interval of the last heartbeat, which is as exact as people need.
-  *beat.mutable_last_heartbeat_at() = ToProtoTime(now);
-  *beat.mutable_lease_expires_at() = ToProtoTime(now + config_.lease);
-  auto updated = nodes_->UpdateNode(beat, node.version(), {});
-  if (updated.ok()) node = *std::move(updated);  // a conflict: the next cycle writes it
 }
 
 }  // namespace tessera::scheduler

@@ -3,7 +3,8 @@
 // cycle: nodes the store lists as online are adopted, nodes whose lease ended are declared LOST
 // (each one written once, with its event), a node lost `flap_threshold` times within
 // `flap_window` is cordoned with the times as evidence (flap damping), and live nodes' last
-// heartbeats reach the store every `heartbeat_persist_interval`. Nothing here is on a
+// heartbeats reach the store every `heartbeat_persist_interval`, all nodes due in one write that
+// makes no new version of them (NodeStore::RecordHeartbeats). Nothing here is on a
 // heartbeat's path: when the store is away, leases go on and this step waits for it.
 
 #include <deque>
@@ -37,7 +38,6 @@ class NodeLiveness {
   bool DeclareLost(v1::Node& node, absl::Duration silent_for);
   // Whether the node's stored last heartbeat is older than the persist interval.
   bool HeartbeatDue(const v1::Node& node, absl::Time now) const;
-  void PersistHeartbeat(v1::Node& node, absl::Time now);
 
   const std::shared_ptr<store::NodeStore> nodes_;
   const std::shared_ptr<LeaseTable> leases_;

@@ -27,6 +27,10 @@ class FencedNodeStore final : public NodeStore {
     if (!fence.ok()) return fence.status();
     return nodes_->UpdateNode(node, expected_version, events, *fence);
   }
+  // Not fenced: a summary from a leader that was deposed keeps the later times only.
+  absl::Status RecordHeartbeats(const std::vector<HeartbeatSummary>& beats) override {
+    return nodes_->RecordHeartbeats(beats);
+  }
   absl::Status DeleteNode(std::string_view name) override { return nodes_->DeleteNode(name); }
 
  private:

@@ -3,16 +3,28 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "services/store/write_fence.h"
 #include "tessera/v1/cordon.pb.h"
 #include "tessera/v1/nodes.pb.h"
 
 namespace tessera::store {
+
+// When a live node was last heard from, for people (leases live in the scheduler's memory).
+struct HeartbeatSummary {
+  std::string node;
+  absl::Time last_heartbeat;
+  absl::Time lease_expires;
+};
+
+// Puts a summary's times on `node` where they are later than its own (both implementations).
+void KeepLaterHeartbeat(v1::Node& node, absl::Time last_heartbeat, absl::Time lease_expires);
 
 class NodeStore {
  public:
@@ -32,6 +44,11 @@ class NodeStore {
   virtual absl::StatusOr<v1::Node> UpdateNode(const v1::Node& node, int64_t expected_version,
                                               const std::vector<v1::NodeEvent>& events,
                                               const std::optional<WriteFence>& fence = {}) = 0;
+
+  // Stores many nodes' last heartbeat and lease expiry in one write, without a new version: a
+  // summary, not a state change, so it never conflicts with one (and a node's state never
+  // goes back by it: the later of two times is kept). Nodes that are gone are skipped.
+  virtual absl::Status RecordHeartbeats(const std::vector<HeartbeatSummary>& beats) = 0;
 
   // Events about a node outlive it. NOT_FOUND when absent.
   virtual absl::Status DeleteNode(std::string_view name) = 0;

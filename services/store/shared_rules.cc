@@ -1,12 +1,22 @@
 // What the store implementations must agree on beyond filters (filters.cc): which join token may
-// be used, and which audit records a query's action names.
+// be used, which audit records a query's action names, and how a heartbeat summary meets a node.
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "services/store/audit_store.h"
 #include "services/store/join_token_store.h"
+#include "services/store/node_store.h"
 
 namespace tessera::store {
+
+void KeepLaterHeartbeat(v1::Node& node, absl::Time last_heartbeat, absl::Time lease_expires) {
+  if (!node.has_last_heartbeat_at() || FromProtoTime(node.last_heartbeat_at()) < last_heartbeat) {
+    *node.mutable_last_heartbeat_at() = ToProtoTime(last_heartbeat);
+  }
+  if (!node.has_lease_expires_at() || FromProtoTime(node.lease_expires_at()) < lease_expires) {
+    *node.mutable_lease_expires_at() = ToProtoTime(lease_expires);
+  }
+}
 
 bool AuditActionMatches(const std::string& action, const std::string& wanted) {
   if (wanted.empty() || action == wanted) return true;

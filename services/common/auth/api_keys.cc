@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -15,7 +16,10 @@
 namespace tessera::auth {
 namespace {
 
-constexpr size_t kMaxCacheEntries = 10'000;
+// Every node's key and every person's: a cluster of 10,000 nodes must not thrash it.
+constexpr size_t kMaxCacheEntries = 100'000;
+// Stale keys re-read in one statement, at most this many.
+constexpr size_t kRefreshBatch = 1'000;
 
 std::string RandomHex(int bytes) {
   std::string raw(static_cast<size_t>(bytes), '\0');
@@ -111,14 +115,11 @@ absl::StatusOr<Principal> Authenticator::Answer(const CacheEntry& entry, absl::T
   return entry.principal;
 }
 
-absl::StatusOr<Authenticator::CacheEntry> Authenticator::Lookup(const std::string& hash) {
-  const absl::Time now = clock_->Now();
-  auto record = keys_->FindByHash(hash);
+Authenticator::CacheEntry Authenticator::EntryFor(const store::ApiKeyRecord* record,
+                                                  absl::Time now) const {
   CacheEntry entry{absl::UnauthenticatedError("invalid API key"), now + cache_ttl_};
-  if (absl::IsNotFound(record.status())) {
+  if (record == nullptr) {
     // invalid, as set
-  } else if (!record.ok()) {
-    return record.status();  // not cached: the store may come back
   } else if (record->key.revoked()) {
     entry.principal =
         absl::UnauthenticatedError(absl::StrCat("API key ", record->key.id(), " was revoked"));
@@ -127,9 +128,23 @@ absl::StatusOr<Authenticator::CacheEntry> Authenticator::Lookup(const std::strin
     entry.principal->key_id = record->key.id();
     if (record->key.has_expires_at()) entry.key_expires = FromProtoTime(record->key.expires_at());
   }
+  return entry;
+}
+
+void Authenticator::Cache(const std::string& hash, const CacheEntry& entry) {
   absl::MutexLock lock(&mu_);
-  if (cache_.size() >= kMaxCacheEntries) cache_.clear();
+  if (cache_.size() >= kMaxCacheEntries && !cache_.contains(hash)) cache_.clear();
   cache_[hash] = entry;
+}
+
+absl::StatusOr<Authenticator::CacheEntry> Authenticator::Lookup(const std::string& hash) {
+  const absl::Time now = clock_->Now();
+  auto record = keys_->FindByHash(hash);
+  if (!record.ok() && !absl::IsNotFound(record.status())) {
+    return record.status();  // not cached: the store may come back
+  }
+  const CacheEntry entry = EntryFor(record.ok() ? &*record : nullptr, now);
+  Cache(hash, entry);
   return entry;
 }
 
@@ -173,15 +188,32 @@ void Authenticator::RefreshLoop() {
   while (true) {
     refresh_cv_.wait(lock, [&] { return stopping_ || !refresh_queue_.empty(); });
     if (stopping_) return;
-    const std::string hash = std::move(refresh_queue_.front());
-    refresh_queue_.pop_front();
+    // Every stale key queued so far, read in one statement.
+    std::vector<std::string> hashes;
+    absl::flat_hash_set<std::string> queued;
     {
       absl::MutexLock cache_lock(&mu_);
-      auto hit = cache_.find(hash);
-      if (hit != cache_.end() && hit->second.expires > clock_->Now()) continue;  // refreshed
+      const absl::Time now = clock_->Now();
+      while (!refresh_queue_.empty() && hashes.size() < kRefreshBatch) {
+        std::string hash = std::move(refresh_queue_.front());
+        refresh_queue_.pop_front();
+        auto hit = cache_.find(hash);
+        if (hit != cache_.end() && hit->second.expires > now) continue;  // refreshed
+        if (queued.insert(hash).second) hashes.push_back(std::move(hash));
+      }
     }
+    if (hashes.empty()) continue;
     lock.unlock();
-    (void)Lookup(hash);  // a store that cannot be reached keeps the stale answer
+    const absl::Time now = clock_->Now();
+    auto records = keys_->FindByHashes(hashes);
+    if (records.ok()) {  // a store that cannot be reached keeps the stale answers
+      absl::flat_hash_map<std::string, const store::ApiKeyRecord*> found;
+      for (const auto& r : *records) found[r.secret_hash] = &r;
+      for (const auto& hash : hashes) {
+        auto it = found.find(hash);
+        Cache(hash, EntryFor(it == found.end() ? nullptr : it->second, now));
+      }
+    }
     lock.lock();
   }
 }

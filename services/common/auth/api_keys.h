@@ -79,6 +79,9 @@ class Authenticator {
   };
   // The store's answer for `hash`, cached; the store's own error when it cannot be asked.
   absl::StatusOr<CacheEntry> Lookup(const std::string& hash);
+  // The answer for a stored key, or for none (an invalid key).
+  CacheEntry EntryFor(const store::ApiKeyRecord* record, absl::Time now) const;
+  void Cache(const std::string& hash, const CacheEntry& entry);
   // A cached answer at `now`: the key's own expiry is checked at every use.
   static absl::StatusOr<Principal> Answer(const CacheEntry& entry, absl::Time now);
   void RefreshLoop();

@@ -1,6 +1,7 @@
 // API keys and idempotency records in memory.
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "services/store/filters.h"
 #include "services/store/memory/memory_database.h"
@@ -32,6 +33,18 @@ class MemoryApiKeyStore final : public ApiKeyStore {
       if (record.secret_hash == secret_hash) return record;
     }
     return absl::NotFoundError("no API key with this secret");
+  }
+
+  absl::StatusOr<std::vector<ApiKeyRecord>> FindByHashes(
+      const std::vector<std::string>& secret_hashes) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    const absl::flat_hash_set<std::string> wanted(secret_hashes.begin(), secret_hashes.end());
+    std::vector<ApiKeyRecord> out;
+    for (const auto& [id, record] : db_->api_keys) {
+      if (wanted.contains(record.secret_hash)) out.push_back(record);
+    }
+    return out;
   }
 
   absl::StatusOr<std::vector<v1::ApiKey>> ListKeys(std::string_view user) override {

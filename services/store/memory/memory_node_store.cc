@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/timestamps.h"
 #include "services/store/filters.h"
 #include "services/store/memory/memory_database.h"
 
@@ -71,9 +72,24 @@ class MemoryNodeStore final : public NodeStore {
     }
     v1::Node stored = node;
     stored.set_version(expected_version + 1);
+    // A heartbeat summary stored meanwhile is kept (RecordHeartbeats: the later time wins).
+    if (it->second.has_last_heartbeat_at()) {
+      KeepLaterHeartbeat(stored, FromProtoTime(it->second.last_heartbeat_at()),
+                         FromProtoTime(it->second.lease_expires_at()));
+    }
     it->second = stored;
     for (const auto& e : events) AppendNodeEventLocked(*db_, e);
     return stored;
+  }
+
+  absl::Status RecordHeartbeats(const std::vector<HeartbeatSummary>& beats) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    for (const auto& b : beats) {
+      auto it = db_->nodes.find(b.node);
+      if (it != db_->nodes.end()) KeepLaterHeartbeat(it->second, b.last_heartbeat, b.lease_expires);
+    }
+    return absl::OkStatus();
   }
 
   absl::Status DeleteNode(std::string_view name) override {

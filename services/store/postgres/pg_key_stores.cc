@@ -40,6 +40,28 @@ class PgApiKeyStore final : public ApiKeyStore {
     return record;
   }
 
+  absl::StatusOr<std::vector<ApiKeyRecord>> FindByHashes(
+      const std::vector<std::string>& secret_hashes) override {
+    std::vector<ApiKeyRecord> out;
+    if (secret_hashes.empty()) return out;
+    absl::Status st = pool_->Transact("looking up API keys", [&](pqxx::work& tx) -> absl::Status {
+      out.clear();
+      const pqxx::result rows = tx.exec_params(
+          "SELECT body, secret_hash, revoked FROM api_keys WHERE secret_hash = ANY($1::text[])",
+          PgTextArray(secret_hashes));
+      for (const auto& row : rows) {
+        ApiKeyRecord record;
+        if (auto d = DecodeMessage(row[0], &record.key); !d.ok()) return d;
+        record.secret_hash = row[1].as<std::string>();
+        record.key.set_revoked(row[2].as<bool>());
+        out.push_back(std::move(record));
+      }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
   absl::StatusOr<std::vector<v1::ApiKey>> ListKeys(std::string_view user) override {
     std::vector<v1::ApiKey> out;
     absl::Status st = pool_->Transact("listing API keys", [&](pqxx::work& tx) -> absl::Status {

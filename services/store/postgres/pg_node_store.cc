@@ -1,6 +1,7 @@
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "services/store/postgres/pg_codec.h"
 #include "services/store/postgres/pg_stores.h"
 
@@ -16,6 +17,20 @@ absl::StatusOr<int64_t> InsertNodeEvent(pqxx::work& tx, const v1::NodeEvent& eve
       event.node_name(), static_cast<int>(event.type()), ToMicros(event.time()),
       EncodeMessage(body));
   return r[0][0].as<int64_t>();
+}
+
+// A node's last heartbeat and lease expiry as RecordHeartbeats stores them (beside the body,
+// which a state change writes): read with the body and put on it where later.
+constexpr char kHeartbeatColumns[] = "last_heartbeat_micros, lease_expires_micros";
+
+absl::Status DecodeNodeRow(const pqxx::row& row, v1::Node* node) {
+  TESSERA_RETURN_IF_ERROR(DecodeMessage(row[0], node));
+  node->set_version(row[1].as<int64_t>());
+  if (!row[2].is_null()) {
+    KeepLaterHeartbeat(*node, absl::FromUnixMicros(row[2].as<int64_t>()),
+                       absl::FromUnixMicros(row[3].as<int64_t>()));
+  }
+  return absl::OkStatus();
 }
 
 class PgNodeStore final : public NodeStore {
@@ -45,13 +60,12 @@ class PgNodeStore final : public NodeStore {
   absl::StatusOr<v1::Node> GetNode(std::string_view name) override {
     v1::Node node;
     absl::Status st = pool_->Transact("reading a node", [&](pqxx::work& tx) -> absl::Status {
-      const pqxx::result rows =
-          tx.exec_params("SELECT body, version FROM nodes WHERE name = $1", std::string(name));
+      const pqxx::result rows = tx.exec_params(
+          absl::StrCat("SELECT body, version, ", kHeartbeatColumns, " FROM nodes WHERE name = $1"),
+          std::string(name));
       if (rows.empty())
         return absl::NotFoundError(absl::StrCat("node ", std::string(name), " not found"));
-      if (auto s = DecodeMessage(rows[0][0], &node); !s.ok()) return s;
-      node.set_version(rows[0][1].as<int64_t>());
-      return absl::OkStatus();
+      return DecodeNodeRow(rows[0], &node);
     });
     if (!st.ok()) return st;
     return node;
@@ -64,18 +78,19 @@ class PgNodeStore final : public NodeStore {
     std::vector<v1::Node> out;
     absl::Status st = pool_->Transact("listing nodes", [&](pqxx::work& tx) -> absl::Status {
       const pqxx::result rows = tx.exec_params(
-          "SELECT body, version FROM nodes WHERE ($1 = '' OR cluster = $1)"
-          " AND ($2 = '' OR gpu_type = $2)"
-          " AND (cardinality($3::int[]) = 0 OR liveness = ANY ($3::int[]))"
-          " AND (cardinality($4::int[]) = 0 OR admin_state = ANY ($4::int[]))"
-          " AND (cardinality($5::text[]) = 0 OR name = ANY ($5::text[]))"
-          " ORDER BY name COLLATE \"C\" LIMIT CASE WHEN $6 <= 0 THEN NULL ELSE $6 END",
+          absl::StrCat(
+              "SELECT body, version, ", kHeartbeatColumns,
+              " FROM nodes WHERE ($1 = '' OR cluster = $1)"
+              " AND ($2 = '' OR gpu_type = $2)"
+              " AND (cardinality($3::int[]) = 0 OR liveness = ANY ($3::int[]))"
+              " AND (cardinality($4::int[]) = 0 OR admin_state = ANY ($4::int[]))"
+              " AND (cardinality($5::text[]) = 0 OR name = ANY ($5::text[]))"
+              " ORDER BY name COLLATE \"C\" LIMIT CASE WHEN $6 <= 0 THEN NULL ELSE $6 END"),
           filter.cluster(), filter.gpu_type(), PgIntArray(liveness), PgIntArray(admin),
           PgTextArray(names), filter.limit());
       for (const auto& row : rows) {
         v1::Node node;
-        if (auto s = DecodeMessage(row[0], &node); !s.ok()) return s;
-        node.set_version(row[1].as<int64_t>());
+        if (auto s = DecodeNodeRow(row, &node); !s.ok()) return s;
         out.push_back(std::move(node));
       }
       return absl::OkStatus();
@@ -114,6 +129,28 @@ class PgNodeStore final : public NodeStore {
     });
     if (!st.ok()) return st;
     return stored;
+  }
+
+  absl::Status RecordHeartbeats(const std::vector<HeartbeatSummary>& beats) override {
+    if (beats.empty()) return absl::OkStatus();
+    std::vector<std::string> names;
+    std::vector<int64_t> beat, expires;
+    for (const auto& b : beats) {
+      names.push_back(b.node);
+      beat.push_back(absl::ToUnixMicros(b.last_heartbeat));
+      expires.push_back(absl::ToUnixMicros(b.lease_expires));
+    }
+    return pool_->Transact("storing nodes' heartbeats", [&](pqxx::work& tx) -> absl::Status {
+      // In name order, as every writer of several nodes locks them.
+      tx.exec_params(
+          "UPDATE nodes n SET last_heartbeat_micros = GREATEST(n.last_heartbeat_micros, u.beat),"
+          " lease_expires_micros = GREATEST(n.lease_expires_micros, u.expires)"
+          " FROM (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[])"
+          "   AS u(name, beat, expires) ORDER BY name) u WHERE n.name = u.name",
+          PgTextArray(names), absl::StrCat("{", absl::StrJoin(beat, ","), "}"),
+          absl::StrCat("{", absl::StrJoin(expires, ","), "}"));
+      return absl::OkStatus();
+    });
   }
 
   absl::Status DeleteNode(std::string_view name) override {

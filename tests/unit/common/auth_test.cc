@@ -3,6 +3,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <set>
 #include <thread>
@@ -299,6 +300,58 @@ TEST_CASE("an expired key ends a stream at its next message") {
   CHECK(f.auth.Revalidate(hash).ok());
   f.clock->Advance(absl::Seconds(61));
   CHECK(absl::IsUnauthenticated(f.auth.Revalidate(hash)));
+}
+
+// Counts the key store's reads, to show that stale keys are re-read together.
+class CountingKeyStore final : public store::ApiKeyStore {
+ public:
+  explicit CountingKeyStore(std::shared_ptr<store::ApiKeyStore> inner) : inner_(std::move(inner)) {}
+  absl::Status CreateKey(const store::ApiKeyRecord& r) override { return inner_->CreateKey(r); }
+  absl::StatusOr<store::ApiKeyRecord> FindByHash(std::string_view h) override {
+    ++single_reads;
+    return inner_->FindByHash(h);
+  }
+  absl::StatusOr<std::vector<store::ApiKeyRecord>> FindByHashes(
+      const std::vector<std::string>& hashes) override {
+    ++batch_reads;
+    return inner_->FindByHashes(hashes);
+  }
+  absl::StatusOr<std::vector<v1::ApiKey>> ListKeys(std::string_view user) override {
+    return inner_->ListKeys(user);
+  }
+  absl::Status RevokeKey(std::string_view id) override { return inner_->RevokeKey(id); }
+  std::atomic<int> single_reads{0}, batch_reads{0};
+
+ private:
+  std::shared_ptr<store::ApiKeyStore> inner_;
+};
+
+TEST_CASE("the stale keys of many open streams are re-read together, revocations included") {
+  KeyFixture f;
+  auto counting = std::make_shared<CountingKeyStore>(f.stores.api_keys);
+  Authenticator auth{counting, f.clock, absl::Seconds(5)};
+  std::vector<v1::CreateApiKeyResponse> keys;
+  for (int i = 0; i < 200; ++i) {
+    const std::string node = "node-" + std::to_string(i);
+    keys.push_back(f.Create(KeyFor(node, v1::ROLE_NODE, node)));
+    REQUIRE(auth.Authenticate("Bearer " + keys.back().secret()).ok());
+  }
+  CHECK(counting->single_reads == 200);  // each stream's start
+  for (int i : {3, 77, 150}) REQUIRE(f.stores.api_keys->RevokeKey(keys[i].key().id()).ok());
+  f.clock->Advance(absl::Seconds(6));
+  for (const auto& k : keys) CHECK(auth.Revalidate(HashSecret(k.secret())).ok());  // stale
+  // Answered from the refreshed cache: the three revoked keys end their streams.
+  std::set<int> refused;
+  for (int round = 0; round < 500 && refused.size() < 3; ++round) {
+    for (int i = 0; i < 200; ++i) {
+      if (!auth.Revalidate(HashSecret(keys[i].secret())).ok()) refused.insert(i);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(refused == std::set<int>{3, 77, 150});
+  CHECK(counting->single_reads == 200);
+  CHECK(counting->batch_reads >= 1);
+  CHECK(counting->batch_reads <= 10);  // 200 keys in a few statements, not 200
 }
 
 }  // namespace

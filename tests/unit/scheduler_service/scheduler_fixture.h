@@ -2,6 +2,7 @@
 // The scheduler's roles wired together (MakeScheduler) over memory stores, a fake clock and the
 // run manager called in-process: for tests of what they do together.
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -54,10 +55,16 @@ class OutageNodeStore final : public store::NodeStore {
     if (auto st = outage_->Check(); !st.ok()) return st;
     return inner_->UpdateNode(node, expected_version, events, fence);
   }
+  absl::Status RecordHeartbeats(const std::vector<store::HeartbeatSummary>& beats) override {
+    if (auto st = outage_->Check(); !st.ok()) return st;
+    ++heartbeat_writes;
+    return inner_->RecordHeartbeats(beats);
+  }
   absl::Status DeleteNode(std::string_view name) override {
     if (auto st = outage_->Check(); !st.ok()) return st;
     return inner_->DeleteNode(name);
   }
+  std::atomic<int> heartbeat_writes{0};
 
  private:
   std::shared_ptr<store::NodeStore> inner_;
@@ -127,12 +134,13 @@ struct Fixture {
   std::vector<std::pair<std::string, v1::ControlMessage>> sent;
   std::shared_ptr<IdempotentCalls> idem =
       std::make_shared<IdempotentCalls>(stores.idempotency, clock);
+  std::shared_ptr<OutageNodeStore> node_store =
+      std::make_shared<OutageNodeStore>(stores.nodes, outage);
   std::unique_ptr<Scheduler> core = NewCore();
 
   std::unique_ptr<Scheduler> NewCore() {
     return std::make_unique<Scheduler>(MakeScheduler(
-        std::make_shared<OutageNodeStore>(stores.nodes, outage),
-        std::make_shared<DirectRuns>(manager, outage), workers, idem, clock,
+        node_store, std::make_shared<DirectRuns>(manager, outage), workers, idem, clock,
         SchedulerConfig{.lease = absl::Seconds(3), .heartbeat_interval = absl::Milliseconds(500)}));
   }
   void Register(const std::string& name) {

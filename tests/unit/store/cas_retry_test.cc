@@ -52,6 +52,9 @@ class RacingNodeStore final : public NodeStore {
     }
     return inner_->UpdateNode(node, expected_version, events, fence);
   }
+  absl::Status RecordHeartbeats(const std::vector<HeartbeatSummary>& beats) override {
+    return inner_->RecordHeartbeats(beats);
+  }
   absl::Status DeleteNode(std::string_view name) override { return inner_->DeleteNode(name); }
 
   int reads = 0;

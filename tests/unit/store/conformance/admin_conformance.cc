@@ -1,4 +1,6 @@
 // Join tokens and the audit log.
+#include <map>
+
 #include "services/store/filters.h"
 #include "tests/unit/store/conformance/conformance.h"
 
@@ -99,6 +101,23 @@ CONFORMANCE_CASE("join tokens: joining again revokes the node's earlier keys") {
   CHECK(s.api_keys->FindByHash("key-hash-old")->key.revoked());
   CHECK_FALSE(s.api_keys->FindByHash("key-hash-new")->key.revoked());
   CHECK_FALSE(s.api_keys->FindByHash("key-hash-other")->key.revoked());
+}
+
+CONFORMANCE_CASE("API keys: many are looked up by their hashes at once") {
+  Stores s = FreshStores();
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(
+        s.api_keys->CreateKey(MakeNodeKey("k" + std::to_string(i), "n" + std::to_string(i))).ok());
+  }
+  REQUIRE(s.api_keys->RevokeKey("k2").ok());
+  auto found = s.api_keys->FindByHashes(
+      {"key-hash-k1", "key-hash-k2", "key-hash-nope", "key-hash-k4", "key-hash-k1"});
+  REQUIRE(found.ok());
+  std::map<std::string, bool> revoked;
+  for (const auto& r : *found) revoked[r.key.id()] = r.key.revoked();
+  CHECK(revoked == std::map<std::string, bool>{{"k1", false}, {"k2", true}, {"k4", false}});
+  CHECK(found->size() == 3);
+  CHECK(s.api_keys->FindByHashes({})->empty());
 }
 
 v1::AuditRecord MakeAudit(const std::string& actor, const std::string& action,

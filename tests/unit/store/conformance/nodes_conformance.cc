@@ -81,6 +81,41 @@ CONFORMANCE_CASE("nodes: update is compare-and-set and writes its events atomica
   CHECK((*events)[0].actor().name() == "ops");
 }
 
+CONFORMANCE_CASE(
+    "nodes: heartbeat summaries are stored together, make no version, keep the later") {
+  Stores s = FreshStores();
+  REQUIRE(s.nodes->CreateNode(MakeNode("node-a")).ok());
+  REQUIRE(s.nodes->CreateNode(MakeNode("node-b")).ok());
+  REQUIRE(s.nodes
+              ->RecordHeartbeats(
+                  {{"node-a", T(10), T(13)}, {"node-b", T(11), T(14)}, {"gone", T(11), T(14)}})
+              .ok());
+  auto a = s.nodes->GetNode("node-a");
+  REQUIRE(a.ok());
+  CHECK(a->version() == 1);
+  CHECK(FromProtoTime(a->last_heartbeat_at()) == T(10));
+  CHECK(FromProtoTime(a->lease_expires_at()) == T(13));
+  auto listed = s.nodes->ListNodes({});
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 2);
+  CHECK(FromProtoTime((*listed)[1].last_heartbeat_at()) == T(11));
+  CHECK(absl::IsNotFound(s.nodes->GetNode("gone").status()));
+  // A state change written from an older read keeps the later heartbeat, and its CAS holds.
+  v1::Node cordoned = *a;
+  *cordoned.mutable_last_heartbeat_at() = ToProtoTime(T(1));
+  cordoned.set_admin_state(v1::NODE_ADMIN_STATE_CORDONED);
+  REQUIRE(s.nodes->UpdateNode(cordoned, 1, {}).ok());
+  // An older summary does not move the times back.
+  REQUIRE(s.nodes->RecordHeartbeats({{"node-a", T(5), T(8)}}).ok());
+  auto after = s.nodes->GetNode("node-a");
+  REQUIRE(after.ok());
+  CHECK(after->version() == 2);
+  CHECK(after->admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
+  CHECK(FromProtoTime(after->last_heartbeat_at()) == T(10));
+  CHECK(FromProtoTime(after->lease_expires_at()) == T(13));
+  REQUIRE(s.nodes->RecordHeartbeats({}).ok());
+}
+
 CONFORMANCE_CASE("nodes: a removed node's events remain") {
   Stores s = FreshStores();
   REQUIRE(s.nodes->CreateNode(MakeNode("n1")).ok());

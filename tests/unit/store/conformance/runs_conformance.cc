@@ -321,7 +321,6 @@ CONFORMANCE_CASE("runs: delete removes the run with its attempts and events") {
 }  // namespace
 }  // namespace tessera::store::conformance
 
-
 namespace tessera::store::conformance {
 namespace {
 
