@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "base/thread_pool.h"
 #include "scheduler/service/scheduler.h"
 #include "services/common/rpc.h"
 #include "services/common/standby.h"
@@ -69,7 +70,14 @@ class SchedulerService final : public v1::SchedulerService::Service {
   std::string instance_id_;
 };
 
-class WorkerControlService final : public v1::WorkerControl::Service {
+class ControlStream;
+
+// The workers' control streams, on gRPC's callback API: a stream is a reactor, not a thread, so
+// 10,000 nodes heartbeating twice a second cost no thread each and no hand-off per message. A
+// heartbeat is answered where it is read (leases are in memory); every other message, which may
+// wait on the database or the run manager, runs on a small pool, and the stream reads its next
+// message only once that is done, so a node's messages keep their order.
+class WorkerControlService final : public v1::WorkerControl::CallbackService {
  public:
   using Api = v1::WorkerControl;
 
@@ -79,19 +87,14 @@ class WorkerControlService final : public v1::WorkerControl::Service {
   // instance is known to lead, each stream ends at its next message.
   WorkerControlService(const Scheduler& scheduler, std::shared_ptr<WorkerRegistry> workers,
                        std::shared_ptr<auth::Authenticator> auth, std::function<bool()> is_leader,
-                       std::function<bool()> keeps_streams)
-      : sessions_(scheduler.sessions),
-        health_relay_(scheduler.health_relay),
-        workers_(std::move(workers)),
-        auth_(std::move(auth)),
-        is_leader_(std::move(is_leader)),
-        keeps_streams_(std::move(keeps_streams)) {}
+                       std::function<bool()> keeps_streams, int handler_threads = 4);
+  ~WorkerControlService() override;
 
-  grpc::Status Connect(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::ControlMessage, v1::WorkerMessage>* stream) override;
+  grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControlMessage>* Connect(
+      grpc::CallbackServerContext* ctx) override;
 
  private:
+  friend class ControlStream;
   // Hands one message of the stream to the role that handles it.
   absl::Status Dispatch(const std::string& node, const v1::WorkerMessage& msg,
                         const std::function<bool(const v1::ControlMessage&)>& write);
@@ -102,6 +105,7 @@ class WorkerControlService final : public v1::WorkerControl::Service {
   std::shared_ptr<auth::Authenticator> auth_;
   std::function<bool()> is_leader_;
   std::function<bool()> keeps_streams_;
+  std::unique_ptr<ThreadPool> handlers_;
 };
 
 }  // namespace tessera::scheduler

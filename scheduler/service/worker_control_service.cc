@@ -1,10 +1,13 @@
 #include <spdlog/spdlog.h>
 
+#include <deque>
 #include <memory>
 #include <mutex>
-#include <vector>
+#include <optional>
+#include <utility>
 
 #include "scheduler/service/scheduler_service.h"
+#include "services/common/grpc_status.h"
 #include "services/common/standby.h"
 
 namespace tessera::scheduler {
@@ -14,112 +17,232 @@ void LogHealthRelay(const std::string& node, const char* what, const absl::Statu
   if (!st.ok()) spdlog::warn("{} from node {}: {}", what, node, st.ToString());
 }
 
-// The writes of one worker's stream. gRPC allows one Write at a time on a stream and the
-// scheduler's threads write to it too, so writes go through one mutex; until the registration
-// reply is written, the others' messages are held back, then sent after it in order.
-class RegisteredFirstWriter {
- public:
-  explicit RegisteredFirstWriter(grpc::ServerReaderWriter<v1::ControlMessage, v1::WorkerMessage>* s)
-      : stream_(s) {}
-
-  bool Write(const v1::ControlMessage& m) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!open_) {
-      held_.push_back(m);
-      return true;
-    }
-    return stream_->Write(m);
-  }
-
-  // Writes the reply, then what was held back.
-  bool Open(const v1::ControlMessage& registered) {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    bool ok = stream_->Write(registered);
-    for (const auto& m : held_) ok = ok && stream_->Write(m);
-    held_.clear();
-    return ok;
-  }
-
- private:
-  grpc::ServerReaderWriter<v1::ControlMessage, v1::WorkerMessage>* const stream_;
-  std::mutex mu_;
-  bool open_ = false;
-  std::vector<v1::ControlMessage> held_;
-};
-
 }  // namespace
 
-grpc::Status WorkerControlService::Connect(
-    grpc::ServerContext* ctx,
-    grpc::ServerReaderWriter<v1::ControlMessage, v1::WorkerMessage>* stream) {
-  auto who = auth_->Authenticate(*ctx);
-  if (!who.ok()) return ToGrpcStatus(who.status());
-  if (auto st = auth::CheckRpcRole(TESSERA_RPC_NAME(Connect), *who); !st.ok()) {
-    return ToGrpcStatus(st);
-  }
-  const std::string key_hash = *auth_->KeyHash(*ctx);  // it authenticated
-  if (!is_leader_()) {
-    return ToGrpcStatus(StandbyError("scheduler", "connect to the leader"));
-  }
-  v1::WorkerMessage first;
-  if (!stream->Read(&first)) return grpc::Status::OK;
-  if (!first.has_register_()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "the first message on the control stream must be register");
-  }
-  const std::string node = first.register_().node().name();
-  // A node key acts only as its own node: registering as another would replace that node's
-  // stream and receive its runs' commands.
-  if (node != who->node) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat("this key belongs to node \"", who->node,
-                                     "\" and cannot register as \"", node, "\""));
-  }
-  // Attach before registering so that orphan stops decided during registration reach it. The
-  // worker takes any first message other than `registered` as a failed registration, so what
-  // others send before the reply waits for it (once, a start resent at every registration
-  // kept a node registering again and again, lost every few seconds).
-  auto writer = std::make_shared<RegisteredFirstWriter>(stream);
-  auto write = [writer](const v1::ControlMessage& m) { return writer->Write(m); };
-  const uint64_t token = workers_->Attach(node, write);
-  auto registered = sessions_->RegisterWorker(first.register_());
-  if (!registered.ok()) {
-    workers_->Detach(node, token);
-    return ToGrpcStatus(registered.status());
-  }
-  v1::ControlMessage reply;
-  *reply.mutable_registered() = *registered;
-  writer->Open(reply);
+// One worker's control stream. Reads one message at a time: a heartbeat is answered at once,
+// anything else is handled on the service's pool and the next read starts after it.
+//
+// Writes come from the scheduler's threads too (WorkerRegistry's sender) and gRPC allows one at
+// a time, so they queue in an outbox; until the registration reply is written, the others'
+// messages are held back, then sent after it in order (the worker takes any first message other
+// than `registered` as a failed registration). The outbox outlives the stream: a sender called
+// after the stream ended finds it closed.
+class ControlStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControlMessage> {
+ public:
+  using Api = v1::WorkerControl;
 
-  grpc::Status result = grpc::Status::OK;
-  v1::WorkerMessage msg;
-  while (stream->Read(&msg)) {
+  ControlStream(WorkerControlService* service, grpc::CallbackServerContext* ctx)
+      : service_(service), ctx_(ctx), outbox_(std::make_shared<Outbox>()) {
+    outbox_->stream = this;
+    auto who = service_->auth_->Authenticate(*ctx_);
+    absl::Status refused = who.status();
+    if (who.ok()) refused = auth::CheckRpcRole(TESSERA_RPC_NAME(Connect), *who);
+    if (!refused.ok()) {
+      Finish(ToGrpcStatus(refused));
+      return;
+    }
+    who_node_ = who->node;
+    key_hash_ = *service_->auth_->KeyHash(*ctx_);  // it authenticated
+    if (!service_->is_leader_()) {
+      Finish(ToGrpcStatus(StandbyError("scheduler", "connect to the leader")));
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the worker went, or the call was cancelled
+      End(grpc::Status::OK);
+      return;
+    }
+    auto msg = std::make_shared<v1::WorkerMessage>(std::move(in_));
+    if (node_.empty()) {
+      service_->handlers_->Submit([this, msg] { Register(*msg); });
+      return;
+    }
     // An instance that learned that another one leads closes its streams at the next message,
     // a heartbeat at most, so that its workers find the new leader instead of heartbeating
     // into an instance that no longer decides anything. One that only cannot confirm its term
     // (the database is away) keeps them and answers heartbeats from memory: an outage must not
     // fence a node; it writes and commands nothing meanwhile (its fence refuses).
     // A key revoked or expired while the stream is open ends it (never waiting for the store).
-    if (auto still = auth_->Revalidate(key_hash); !still.ok()) {
-      result = ToGrpcStatus(still);
-      break;
+    if (auto still = service_->auth_->Revalidate(key_hash_); !still.ok()) {
+      End(ToGrpcStatus(still));
+      return;
     }
-    if (!keeps_streams_()) {
-      result =
-          grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                       "this scheduler instance is no longer the leader; connect to the leader");
-      break;
+    if (!service_->keeps_streams_()) {
+      End(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                       "this scheduler instance is no longer the leader; connect to the leader"));
+      return;
     }
-    const absl::Status st = Dispatch(node, msg, write);
-    if (absl::IsFailedPrecondition(st) || absl::IsInvalidArgument(st)) {
-      result = ToGrpcStatus(st);  // the worker must start over (register again)
-      break;
+    if (msg->has_heartbeat()) {
+      Handle(*msg);  // leases are in memory: no wait
+    } else {
+      service_->handlers_->Submit([this, msg] { Handle(*msg); });
     }
-    if (!st.ok()) spdlog::warn("control stream of node {}: {}", node, st.ToString());
   }
-  workers_->Detach(node, token);
-  return result;
+
+  void OnWriteDone(bool ok) override {
+    std::optional<grpc::Status> finish;
+    bool next = false;
+    {
+      std::lock_guard<std::mutex> lock(outbox_->mu);
+      outbox_->writing = false;
+      if (!ok) outbox_->queue.clear();  // the stream is broken: its read ends it
+      if (outbox_->finishing) {
+        finish = TakeFinishLocked();
+      } else {
+        next = NextWriteLocked();
+      }
+    }
+    if (next) StartWrite(&outbox_->current);
+    if (finish) Finish(*finish);
+  }
+
+  void OnDone() override {
+    {
+      std::lock_guard<std::mutex> lock(outbox_->mu);
+      outbox_->stream = nullptr;
+    }
+    delete this;
+  }
+
+ private:
+  struct Outbox {
+    std::mutex mu;
+    ControlStream* stream = nullptr;  // null once the stream is done
+    bool open = false;                // the registration reply is queued first
+    bool writing = false;
+    bool finishing = false;
+    bool finished = false;
+    grpc::Status status;
+    std::deque<v1::ControlMessage> queue;
+    v1::ControlMessage current;  // being written
+  };
+
+  // Queues a message; false once the stream is ending.
+  static bool Write(const std::shared_ptr<Outbox>& box, const v1::ControlMessage& m,
+                    bool registration = false) {
+    ControlStream* stream = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(box->mu);
+      if (box->stream == nullptr || box->finishing) return false;
+      if (registration) {
+        box->open = true;
+        box->queue.push_front(m);
+      } else {
+        box->queue.push_back(m);
+      }
+      if (box->stream->NextWriteLocked()) stream = box->stream;
+    }
+    // Outside the lock: gRPC may run a reaction before StartWrite returns.
+    if (stream != nullptr) stream->StartWrite(&box->current);
+    return true;
+  }
+
+  // Takes the next message to write when none is being written (true: start it).
+  bool NextWriteLocked() {
+    if (outbox_->writing || !outbox_->open || outbox_->queue.empty()) return false;
+    outbox_->current = std::move(outbox_->queue.front());
+    outbox_->queue.pop_front();
+    outbox_->writing = true;
+    return true;
+  }
+
+  std::optional<grpc::Status> TakeFinishLocked() {
+    if (outbox_->writing || outbox_->finished) return std::nullopt;
+    outbox_->finished = true;
+    return outbox_->status;
+  }
+
+  // Ends the stream with `status` once the write in progress (if any) is done.
+  void End(grpc::Status status) {
+    if (!node_.empty()) service_->workers_->Detach(node_, token_);
+    std::optional<grpc::Status> finish;
+    {
+      std::lock_guard<std::mutex> lock(outbox_->mu);
+      if (outbox_->finishing) return;
+      outbox_->finishing = true;
+      outbox_->status = std::move(status);
+      outbox_->queue.clear();
+      finish = TakeFinishLocked();
+    }
+    if (finish) Finish(*finish);
+  }
+
+  // The first message: registration (on the pool: it writes the node to the store).
+  void Register(const v1::WorkerMessage& first) {
+    if (!first.has_register_()) {
+      End(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       "the first message on the control stream must be register"));
+      return;
+    }
+    const std::string node = first.register_().node().name();
+    // A node key acts only as its own node: registering as another would replace that node's
+    // stream and receive its runs' commands.
+    if (node != who_node_) {
+      End(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                       absl::StrCat("this key belongs to node \"", who_node_,
+                                    "\" and cannot register as \"", node, "\"")));
+      return;
+    }
+    // Attach before registering so that orphan stops decided during registration reach it; what
+    // others send before the reply waits for it (once, a start resent at every registration
+    // kept a node registering again and again, lost every few seconds).
+    std::shared_ptr<Outbox> box = outbox_;
+    write_ = [box](const v1::ControlMessage& m) { return Write(box, m); };
+    node_ = node;
+    token_ = service_->workers_->Attach(node, write_);
+    auto registered = service_->sessions_->RegisterWorker(first.register_());
+    if (!registered.ok()) {
+      End(ToGrpcStatus(registered.status()));
+      return;
+    }
+    v1::ControlMessage reply;
+    *reply.mutable_registered() = *registered;
+    Write(box, reply, /*registration=*/true);
+    StartRead(&in_);
+  }
+
+  void Handle(const v1::WorkerMessage& msg) {
+    const absl::Status st = service_->Dispatch(node_, msg, write_);
+    if (absl::IsFailedPrecondition(st) || absl::IsInvalidArgument(st)) {
+      End(ToGrpcStatus(st));  // the worker must start over (register again)
+      return;
+    }
+    if (!st.ok()) spdlog::warn("control stream of node {}: {}", node_, st.ToString());
+    StartRead(&in_);
+  }
+
+  WorkerControlService* const service_;
+  grpc::CallbackServerContext* const ctx_;
+  const std::shared_ptr<Outbox> outbox_;
+  std::string who_node_, key_hash_;
+  // Set once registered (before the stream's next read).
+  std::string node_;
+  uint64_t token_ = 0;
+  std::function<bool(const v1::ControlMessage&)> write_;
+  v1::WorkerMessage in_;
+};
+
+WorkerControlService::WorkerControlService(const Scheduler& scheduler,
+                                           std::shared_ptr<WorkerRegistry> workers,
+                                           std::shared_ptr<auth::Authenticator> auth,
+                                           std::function<bool()> is_leader,
+                                           std::function<bool()> keeps_streams, int handler_threads)
+    : sessions_(scheduler.sessions),
+      health_relay_(scheduler.health_relay),
+      workers_(std::move(workers)),
+      auth_(std::move(auth)),
+      is_leader_(std::move(is_leader)),
+      keeps_streams_(std::move(keeps_streams)),
+      handlers_(std::make_unique<ThreadPool>(handler_threads)) {}
+
+WorkerControlService::~WorkerControlService() = default;
+
+grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControlMessage>* WorkerControlService::Connect(
+    grpc::CallbackServerContext* ctx) {
+  return new ControlStream(this, ctx);
 }
 
 absl::Status WorkerControlService::Dispatch(

@@ -84,7 +84,7 @@ Authenticator::~Authenticator() {
 }
 
 namespace {
-std::string HeaderOf(const grpc::ServerContext& context) {
+std::string HeaderOf(const grpc::ServerContextBase& context) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   std::string value;
@@ -93,14 +93,14 @@ std::string HeaderOf(const grpc::ServerContext& context) {
 }
 }  // namespace
 
-absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext& context) {
+absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContextBase& context) {
   auto who = Authenticate(HeaderOf(context));
   if (!who.ok()) return who;
   if (auto st = CheckPeerIdentity(PeerOf(context), *who); !st.ok()) return st;
   return who;
 }
 
-absl::StatusOr<std::string> Authenticator::KeyHash(const grpc::ServerContext& context) {
+absl::StatusOr<std::string> Authenticator::KeyHash(const grpc::ServerContextBase& context) {
   auto token = BearerToken(HeaderOf(context));
   if (!token.ok()) return token.status();
   return HashSecret(*token);

@@ -59,10 +59,10 @@ class Authenticator {
   // UNAUTHENTICATED when the key is missing, malformed, unknown, revoked or expired; UNAVAILABLE
   // when the key store cannot be reached.
   absl::StatusOr<Principal> Authenticate(const std::string& authorization_header);
-  absl::StatusOr<Principal> Authenticate(const grpc::ServerContext& context);
+  absl::StatusOr<Principal> Authenticate(const grpc::ServerContextBase& context);
 
   // The hash of the key a call carries, for Revalidate: a stream hashes its key once.
-  absl::StatusOr<std::string> KeyHash(const grpc::ServerContext& context);
+  absl::StatusOr<std::string> KeyHash(const grpc::ServerContextBase& context);
 
   // For a long stream, asked at every message with its KeyHash: the cached answer for the
   // stream's key, never waiting for the store (a frozen database must not stall a heartbeat). A

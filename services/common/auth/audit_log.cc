@@ -64,7 +64,7 @@ std::string AuditLog::DetailOf(const google::protobuf::Message& request) {
   return json;
 }
 
-std::string AuditLog::SourceOf(const grpc::ServerContext& context) {
+std::string AuditLog::SourceOf(const grpc::ServerContextBase& context) {
   std::string peer = context.peer();
   const bool network = absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:") ||
                        absl::StartsWith(peer, "unix:");
@@ -82,8 +82,8 @@ std::string AuditLog::SourceOf(const grpc::ServerContext& context) {
 }
 
 void AuditLog::Record(const Principal& who, std::string_view method,
-                      const grpc::ServerContext& context, const google::protobuf::Message* request,
-                      const absl::Status& outcome) {
+                      const grpc::ServerContextBase& context,
+                      const google::protobuf::Message* request, const absl::Status& outcome) {
   v1::AuditRecord r;
   *r.mutable_time() = ToProtoTime(clock_->Now());
   r.set_actor(who.user);

@@ -25,7 +25,7 @@ class AuditLog {
 
   // Records the call of `method` ("tessera.v1.CordonService/CordonNode") by `who`, which ended
   // with `outcome`. `request` may be null (a stream's first message is not known here).
-  void Record(const Principal& who, std::string_view method, const grpc::ServerContext& context,
+  void Record(const Principal& who, std::string_view method, const grpc::ServerContextBase& context,
               const google::protobuf::Message* request, const absl::Status& outcome);
 
   // What a request acts on: its node, run, key, token or user fields ("node_name node-3").
@@ -33,7 +33,7 @@ class AuditLog {
   // The request as JSON without its idempotency key, at most 4 KiB.
   static std::string DetailOf(const google::protobuf::Message& request);
   // The peer's address, and the REST client's behind the gateway when the peer is the gateway.
-  static std::string SourceOf(const grpc::ServerContext& context);
+  static std::string SourceOf(const grpc::ServerContextBase& context);
 
  private:
   std::shared_ptr<store::AuditStore> store_;

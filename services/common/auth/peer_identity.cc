@@ -6,7 +6,7 @@
 
 namespace tessera::auth {
 
-PeerIdentity PeerOf(const grpc::ServerContext& context) {
+PeerIdentity PeerOf(const grpc::ServerContextBase& context) {
   PeerIdentity peer;
   const auto auth = context.auth_context();
   if (auth == nullptr) return peer;

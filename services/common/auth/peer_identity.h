@@ -25,7 +25,7 @@ struct PeerIdentity {
   std::string common_name;
 };
 
-PeerIdentity PeerOf(const grpc::ServerContext& context);
+PeerIdentity PeerOf(const grpc::ServerContextBase& context);
 
 // PERMISSION_DENIED when a node or system principal calls over TLS without its certificate.
 absl::Status CheckPeerIdentity(const PeerIdentity& peer, const Principal& who);
