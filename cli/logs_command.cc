@@ -10,8 +10,10 @@
 #include <optional>
 #include <thread>
 
+#include "base/timestamps.h"
 #include "base/utf8.h"
 #include "cli/commands.h"
+#include "cli/time_format.h"
 #include "tessera/v1/logs.grpc.pb.h"
 
 namespace tessera::cli {
@@ -27,6 +29,7 @@ struct LogsOptions {
   bool failed = false;
   int tail = 0;
   bool first_exception = false;
+  std::string since, until, grep;
 };
 
 tessera::v1::GetLogsRequest RequestFrom(const LogsOptions& options) {
@@ -43,6 +46,14 @@ tessera::v1::GetLogsRequest RequestFrom(const LogsOptions& options) {
   request.set_tail(options.tail);
   request.set_follow(options.follow);
   request.set_first_exception(options.first_exception);
+  const absl::Time now = absl::Now();
+  if (!options.since.empty()) {
+    *request.mutable_since() = ToProtoTime(ParseTimeArg("--since", options.since, now));
+  }
+  if (!options.until.empty()) {
+    *request.mutable_until() = ToProtoTime(ParseTimeArg("--until", options.until, now));
+  }
+  request.set_grep(options.grep);
   return request;
 }
 
@@ -189,6 +200,13 @@ void AddLogsCommands(CLI::App& app, ActionSlot& slot) {
   logs->add_option("--tail", o->tail, "Only the last N lines")->check(AtLeast(1));
   logs->add_flag("--first-exception", o->first_exception,
                  "Only the first exception (Python traceback, C++ terminate) and its context");
+  logs->add_option("--since", o->since,
+                   "Only lines printed since then: an age (30m, 2h, 1d) or a time (RFC 3339, "
+                   "2024-05-01T12:00:00Z)");
+  logs->add_option("--until", o->until, "Only lines printed before then (as --since)");
+  logs->add_option("--grep", o->grep,
+                   "Only lines matching this regular expression (RE2 syntax; a word matches the "
+                   "lines that contain it), matched by the log service");
   OnParsed(logs, slot, [options](CommandContext& context) { return Logs(context, *options); });
 }
 

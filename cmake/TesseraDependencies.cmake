@@ -13,6 +13,8 @@ if(NOT TESSERA_FUZZ_ONLY)
   find_package(ZLIB REQUIRED)
   find_package(PkgConfig REQUIRED)
   pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET libpqxx)
+  # RE2 (Debian's libre2-dev): `mcli logs --grep`, matched by the log service.
+  pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
   find_package(Boost REQUIRED COMPONENTS system)
   find_package(spdlog REQUIRED)
   find_package(nlohmann_json REQUIRED)

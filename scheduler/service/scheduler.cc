@@ -6,7 +6,8 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
                         std::shared_ptr<WorkerRegistry> workers,
                         std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
                         SchedulerConfig config, std::shared_ptr<HealthClient> health,
-                        std::shared_ptr<Clock> lease_clock) {
+                        std::shared_ptr<Clock> lease_clock,
+                        std::shared_ptr<store::ChangeFeed> changes) {
   Scheduler s;
   s.attempts = std::make_shared<AttemptTracker>(clock, config.drain_limit());
   s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config);
@@ -16,7 +17,8 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
                                                 clock, config);
   auto liveness = std::make_shared<NodeLiveness>(nodes, leases, clock, config);
   s.cycle = std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control,
-                                              std::move(liveness), desired, clock, config);
+                                              std::move(liveness), desired, clock, config,
+                                              std::move(changes));
   s.node_api = std::make_shared<NodeApi>(nodes, runs, idem);
   s.health_relay = std::make_shared<HealthRelay>(std::move(health), std::move(workers), s.attempts,
                                                  s.control, std::move(idem));

@@ -28,6 +28,7 @@
 #include "scheduler/service/worker_registry.h"
 #include "scheduler/service/worker_sessions.h"
 #include "services/common/idempotency.h"
+#include "services/store/change_feed.h"
 #include "services/store/node_store.h"
 
 namespace tessera::scheduler {
@@ -43,11 +44,13 @@ struct Scheduler {
 
 // `health` may be null: no health API. `idem` records the mutating API calls by their keys.
 // `clock` gives the times stored and shown; `lease_clock` measures leases (a monotonic clock in
-// production; null: `clock`, as tests on one fake clock want).
+// production; null: `clock`, as tests on one fake clock want). `changes`: the store's change feed
+// (null: the cycle reads every node every cycle).
 Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                         std::shared_ptr<WorkerRegistry> workers,
                         std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
                         SchedulerConfig config, std::shared_ptr<HealthClient> health = nullptr,
-                        std::shared_ptr<Clock> lease_clock = nullptr);
+                        std::shared_ptr<Clock> lease_clock = nullptr,
+                        std::shared_ptr<store::ChangeFeed> changes = nullptr);
 
 }  // namespace tessera::scheduler

@@ -43,7 +43,8 @@ SchedulingCycle::SchedulingCycle(
     std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
     std::shared_ptr<WorkerRegistry> workers, std::shared_ptr<AttemptTracker> attempts,
     std::shared_ptr<AttemptControl> control, std::shared_ptr<NodeLiveness> liveness,
-    std::shared_ptr<DesiredAttempts> desired, std::shared_ptr<Clock> clock, SchedulerConfig config)
+    std::shared_ptr<DesiredAttempts> desired, std::shared_ptr<Clock> clock, SchedulerConfig config,
+    std::shared_ptr<store::ChangeFeed> changes)
     : nodes_(std::move(nodes)),
       runs_(std::move(runs)),
       workers_(std::move(workers)),
@@ -52,17 +53,33 @@ SchedulingCycle::SchedulingCycle(
       liveness_(std::move(liveness)),
       desired_(std::move(desired)),
       clock_(std::move(clock)),
-      config_(config) {}
+      config_(config),
+      changes_(std::move(changes)) {}
 
 absl::StatusOr<CycleStats> SchedulingCycle::RunCycle() {
+  // A cycle that fails part way reads the nodes afresh next time.
+  const bool cached = nodes_cached_;
+  nodes_cached_ = false;
+  auto stats = Cycle(cached);
+  if (stats.ok()) nodes_cached_ = changes_ != nullptr;
+  return stats;
+}
+
+absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   CycleStats stats;
-  // One read of the runs and one of the nodes per cycle; what the cycle changes it learns from
-  // the answers to its own writes.
+  // One read of the runs per cycle, and of the nodes when one changed; what the cycle changes it
+  // learns from the answers to its own writes (and keeps in its copy of the nodes).
   TESSERA_ASSIGN_OR_RETURN(
       auto runs,
       runs_->ListRuns({v1::RUN_STATUS_PENDING, v1::RUN_STATUS_QUEUED, v1::RUN_STATUS_STARTING,
                        v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING}));
-  TESSERA_ASSIGN_OR_RETURN(auto nodes, nodes_->ListNodes({}));
+  if (changes_ == nullptr || !changes_->live() || !nodes_cached ||
+      changes_->Generation(store::ChangeTopic::kNodes) != nodes_generation_) {
+    // The generation before the read: a change committed after it is seen next cycle.
+    if (changes_ != nullptr) nodes_generation_ = changes_->Generation(store::ChangeTopic::kNodes);
+    TESSERA_ASSIGN_OR_RETURN(nodes_cache_, nodes_->ListNodes({}));
+  }
+  std::vector<v1::Node>& nodes = nodes_cache_;
   std::vector<v1::Run> pending, queued, active;
   for (auto& r : runs) {
     if (r.status() == v1::RUN_STATUS_PENDING) {

@@ -66,11 +66,13 @@ v1::Actor ActorFor(const auth::Principal& who) {
 
 CordonHandler::CordonHandler(std::shared_ptr<store::NodeStore> nodes,
                              std::shared_ptr<store::NodeEventStore> events,
-                             std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock)
+                             std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
+                             std::shared_ptr<store::ChangeFeed> changes)
     : nodes_(std::move(nodes)),
       events_(std::move(events)),
       idem_(std::move(idem)),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()) {}
 
 absl::Status CordonHandler::Change(const Who& who, const std::string& node_name,
                                    v1::NodeAdminState state, v1::NodeEventType type,
@@ -177,14 +179,18 @@ absl::Status CordonHandler::WatchNodeEvents(const Who& who, const v1::WatchNodeE
   }
   filter.set_limit(500);
   while (!done()) {
+    const uint64_t seen = changes_->Generation(store::ChangeTopic::kNodeEvents);
     auto events = events_->ListNodeEvents(filter);
     if (!events.ok()) return events.status();
     for (const auto& e : *events) {
       filter.set_after_id(e.id());
       if (!send(AsSeenBy(who, e))) return absl::OkStatus();
     }
-    // Nothing new: look again after the poll interval of the injected clock.
-    if (events->empty()) clock_->WaitUntil(clock_->Now() + poll_interval);
+    // Nothing new: look again when an event commits, or after the poll interval of the
+    // injected clock (the fallback when the feed missed it).
+    if (events->empty()) {
+      changes_->WaitForChange(store::ChangeTopic::kNodeEvents, seen, poll_interval, *clock_);
+    }
   }
   return absl::OkStatus();
 }

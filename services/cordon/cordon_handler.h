@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "services/common/auth/principal.h"
 #include "services/common/idempotency.h"
+#include "services/store/change_feed.h"
 #include "services/store/node_event_store.h"
 #include "services/store/node_store.h"
 #include "tessera/v1/cordon.grpc.pb.h"
@@ -19,7 +20,8 @@ class CordonHandler {
  public:
   CordonHandler(std::shared_ptr<store::NodeStore> nodes,
                 std::shared_ptr<store::NodeEventStore> events,
-                std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock);
+                std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
+                std::shared_ptr<store::ChangeFeed> changes = nullptr);
 
   using Who = auth::Principal;
   absl::Status CordonNode(const Who& who, const v1::CordonNodeRequest& req,
@@ -50,6 +52,8 @@ class CordonHandler {
   std::shared_ptr<store::NodeEventStore> events_;
   std::shared_ptr<IdempotentCalls> idem_;
   std::shared_ptr<Clock> clock_;
+  // Wakes WatchNodeEvents when node events commit (null at construction: polling only).
+  std::shared_ptr<store::ChangeFeed> changes_;
 };
 
 // The actor recorded for a principal: a person, or the health API / another component.

@@ -63,6 +63,11 @@ std::vector<ParamSpec> LogParams() {
                  "Stream new lines as Server-Sent Events until the attempt ends."),
       QueryParam("first_exception", ParamType::kBoolean,
                  "Only the first exception (Python traceback, C++ terminate) and its context."),
+      QueryParam("since", ParamType::kDateTime, "Only lines printed at or after this time."),
+      QueryParam("until", ParamType::kDateTime, "Only lines printed before this time."),
+      QueryParam("grep", ParamType::kString,
+                 "Only lines matching this regular expression (RE2; a word matches the lines "
+                 "that contain it)."),
   };
 }
 
@@ -96,6 +101,9 @@ HandlerResult GetLogs(const std::shared_ptr<Upstream>& up, const Request& r) {
   req.set_tail(q.Count("tail"));
   req.set_follow(q.Boolean("follow"));
   req.set_first_exception(q.Boolean("first_exception"));
+  if (auto since = q.DateTime("since")) *req.mutable_since() = *since;
+  if (auto until = q.DateTime("until")) *req.mutable_until() = *until;
+  req.set_grep(q.String("grep"));
   if (!q.status().ok()) return ErrorResponse(q.status());
   if (req.previous() && req.has_resumption_index()) {
     return BadRequest(

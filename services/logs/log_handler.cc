@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <deque>
 #include <iterator>
 #include <optional>
 
@@ -11,6 +12,7 @@
 #include "proto/policy/run_status.h"
 #include "services/common/rpc.h"
 #include "services/logs/first_exception.h"
+#include "services/logs/line_filter.h"
 #include "services/logs/log_reader.h"
 
 namespace tessera::logs {
@@ -45,11 +47,12 @@ struct LogHandler::Target {
 
 LogHandler::LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<RunLookup> runs,
                        std::shared_ptr<Clock> clock, LogHandlerOptions options,
-                       metrics::Registry& registry)
+                       metrics::Registry& registry, std::shared_ptr<store::ChangeFeed> changes)
     : logs_(std::move(logs)),
       runs_(std::move(runs)),
       clock_(std::move(clock)),
       options_(options),
+      changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()),
       placements_(runs_),
       quota_(options.quota, clock_,
              [logs = logs_](const std::string& run_id) { return logs->RunLogBytes(run_id); }),
@@ -174,7 +177,8 @@ absl::Status LogHandler::PushBatch(const Who& who, const v1::LogBatch& batch, v1
   lines_->Increment(static_cast<double>(stored->inserted));
   duplicate_lines_->Increment(static_cast<double>(lines.size() - stored->inserted));
   bytes_->Increment(static_cast<double>(bytes));
-  if (stored->inserted > 0) notifier_.Notify();
+  // Followers in this process wake at once; others hear of it from the database.
+  if (stored->inserted > 0) changes_->Bump(store::ChangeTopic::kLogs);
   return absl::OkStatus();
 }
 
@@ -249,12 +253,24 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
 }
 
 absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
-                                 const std::function<bool(const v1::LogLine&)>& send,
+                                 const std::function<bool(const v1::LogLine&)>& unfiltered_send,
                                  const std::function<bool()>& done) {
+  TESSERA_ASSIGN_OR_RETURN(LineFilter filter, LineFilter::FromRequest(req));
+  if (req.first_exception() && !filter.empty()) {
+    return absl::InvalidArgumentError(
+        "first_exception: cannot be combined with since, until or grep");
+  }
   TESSERA_ASSIGN_OR_RETURN(Target t, Resolve(who, req));
-  if (req.first_exception()) return SendFirstException(t, send);
+  if (req.first_exception()) return SendFirstException(t, unfiltered_send);
+  const auto send = [&](const v1::LogLine& l) { return !filter.Matches(l) || unfiltered_send(l); };
   LogReader reader(logs_, t.query, clock_, options_.gap_timeout);
-  if (req.tail() > 0) {
+  // From a time: each stream starts at its first chunk then, not at line 0.
+  if (filter.since()) {
+    auto starts = logs_->SequencesSince(t.query.run_id, t.resumption, *filter.since());
+    if (!starts.ok()) return starts.status();
+    reader.StartAt(*starts);
+  }
+  if (req.tail() > 0 && filter.empty()) {
     auto tail = logs_->TailLogs(t.query, req.tail());
     if (!tail.ok()) return tail.status();
     for (const auto& l : *tail) {
@@ -264,6 +280,24 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
     auto streams = logs_->ListLogStreams(t.query.run_id, t.resumption);
     if (!streams.ok()) return streams.status();
     reader.StartAfter(*tail, *streams);
+  } else if (req.tail() > 0) {
+    // The last lines that pass the filter: the attempt is read page by page, keeping only the
+    // last `tail` of them (never the whole log in memory); a follow goes on from there.
+    std::deque<v1::LogLine> last;
+    while (!done()) {
+      auto page = reader.Next(/*skip_gaps=*/true);
+      if (!page.ok()) return page.status();
+      for (auto& l : page->lines) {
+        if (!filter.Matches(l)) continue;
+        last.push_back(std::move(l));
+        if (static_cast<int>(last.size()) > req.tail()) last.pop_front();
+      }
+      if (page->lines.empty() && !page->more) break;
+    }
+    for (const auto& l : last) {
+      if (!unfiltered_send(l)) return absl::OkStatus();
+    }
+    if (!req.follow()) return absl::OkStatus();
   } else if (!req.follow()) {
     while (!done()) {
       auto page = reader.Next(/*skip_gaps=*/true);
@@ -289,7 +323,7 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
   std::optional<absl::Time> ended_at;
   absl::Time last_check = absl::InfinitePast();
   while (!done()) {
-    const uint64_t seen = notifier_.generation();
+    const uint64_t seen = changes_->Generation(store::ChangeTopic::kLogs);
     auto page = reader.Next(/*skip_gaps=*/false);
     if (!page.ok()) {
       if (!absl::IsUnavailable(page.status())) return page.status();
@@ -321,7 +355,7 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
         now - *ended_at >= options_.end_grace) {
       return absl::OkStatus();
     }
-    notifier_.WaitForChange(seen, options_.poll_interval, *clock_);
+    changes_->WaitForChange(store::ChangeTopic::kLogs, seen, options_.poll_interval, *clock_);
   }
   return absl::OkStatus();
 }

@@ -12,10 +12,10 @@
 #include "base/clock.h"
 #include "services/common/auth/principal.h"
 #include "services/common/metrics/registry.h"
-#include "services/logs/log_notifier.h"
 #include "services/logs/log_quota.h"
 #include "services/logs/node_placements.h"
 #include "services/logs/run_lookup.h"
+#include "services/store/change_feed.h"
 #include "services/store/log_store.h"
 #include "tessera/v1/logs.grpc.pb.h"
 
@@ -24,7 +24,8 @@ namespace tessera::logs {
 class LogReader;
 
 struct LogHandlerOptions {
-  // How often a follower reads the store when no batch was committed in this process.
+  // How often a follower reads the store when it heard of no commit (the change feed wakes it
+  // at once for one; this is the fallback when the feed's notifications are lost).
   absl::Duration poll_interval = absl::Milliseconds(250);
   // How often a follower asks the run manager whether its attempt has ended.
   absl::Duration run_check_interval = absl::Seconds(1);
@@ -44,9 +45,12 @@ struct LogHandlerOptions {
 
 class LogHandler {
  public:
+  // `changes`: the store's change feed (a follower wakes when lines commit in any process);
+  // null: a feed of this process's own pushes only.
   LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<RunLookup> runs,
              std::shared_ptr<Clock> clock, LogHandlerOptions options = {},
-             metrics::Registry& registry = metrics::Registry::Default());
+             metrics::Registry& registry = metrics::Registry::Default(),
+             std::shared_ptr<store::ChangeFeed> changes = nullptr);
 
   using Who = auth::Principal;
   // Stores one batch in one transaction and acknowledges it; then wakes the followers. A node
@@ -82,7 +86,7 @@ class LogHandler {
   std::shared_ptr<RunLookup> runs_;
   std::shared_ptr<Clock> clock_;
   LogHandlerOptions options_;
-  LogNotifier notifier_;
+  std::shared_ptr<store::ChangeFeed> changes_;
   NodePlacements placements_;
   LogQuota quota_;
   metrics::Counter* lines_;

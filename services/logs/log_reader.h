@@ -33,6 +33,10 @@ class LogReader {
 
   // Continues after `shown` (the lines already shown, e.g. a tail) and, for streams with no line
   // among them, after everything stored now.
+  // Starts each stream at the given sequence (LogStore::SequencesSince).
+  void StartAt(const std::map<store::LogStreamKey, int64_t>& next) {
+    for (const auto& [key, seq] : next) query_.from_sequence[key] = seq;
+  }
   void StartAfter(const std::vector<v1::LogLine>& shown,
                   const std::vector<store::LogStreamInfo>& streams);
 

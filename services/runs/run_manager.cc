@@ -64,14 +64,15 @@ std::optional<store::IdempotentRunWrite> RecordWithRun(
 RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
                        std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
                        std::shared_ptr<LogDeleter> logs, std::shared_ptr<Random> random,
-                       RunManagerOptions options)
+                       RunManagerOptions options, std::shared_ptr<store::ChangeFeed> changes)
     : runs_(std::move(runs)),
       idem_(std::move(idem)),
       fit_(std::move(fit)),
       clock_(std::move(clock)),
       logs_(std::move(logs)),
       random_(std::move(random)),
-      options_(options) {}
+      options_(options),
+      changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()) {}
 
 std::string RunManager::RandomSuffix(int length) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -436,6 +437,7 @@ absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& r
     last_id = latest->back().id();
   }
   while (!done()) {
+    const uint64_t seen = changes_->Generation(store::ChangeTopic::kRunEvents);
     auto events = runs_->ListAllEvents(last_id, 500);
     if (!events.ok()) return events.status();
     for (const auto& e : *events) {
@@ -449,8 +451,11 @@ absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& r
       *change.mutable_event() = e;
       if (!send(change)) return absl::OkStatus();
     }
-    // Nothing new: look again after the poll interval of the injected clock.
-    if (events->empty()) clock_->WaitUntil(clock_->Now() + poll_interval);
+    // Nothing new: look again when an event commits, or after the poll interval of the
+    // injected clock (the fallback when the feed missed it).
+    if (events->empty()) {
+      changes_->WaitForChange(store::ChangeTopic::kRunEvents, seen, poll_interval, *clock_);
+    }
   }
   return absl::OkStatus();
 }

@@ -15,6 +15,7 @@
 #include "services/runs/fit_checker.h"
 #include "services/runs/lifecycle.h"
 #include "services/runs/log_deleter.h"
+#include "services/store/change_feed.h"
 #include "services/store/leader_lock_store.h"
 #include "services/store/run_store.h"
 #include "tessera/v1/runs.grpc.pb.h"
@@ -44,7 +45,7 @@ class RunManager {
              std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
              std::shared_ptr<LogDeleter> logs = nullptr,
              std::shared_ptr<Random> random = SystemRandom::Shared(),
-             RunManagerOptions options = {});
+             RunManagerOptions options = {}, std::shared_ptr<store::ChangeFeed> changes = nullptr);
 
   using Who = auth::Principal;
   absl::Status SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
@@ -109,6 +110,8 @@ class RunManager {
   std::shared_ptr<LogDeleter> logs_;
   std::shared_ptr<Random> random_;
   RunManagerOptions options_;
+  // Wakes WatchRuns when runs' events commit (null at construction: polling only).
+  std::shared_ptr<store::ChangeFeed> changes_;
 };
 
 }  // namespace tessera::runs

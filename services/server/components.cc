@@ -50,7 +50,8 @@ class RunsComponent final : public Component {
                  : nullptr,
             f.random,
             runs::RunManagerOptions{.min_hang_timeout = o.min_hang_timeout,
-                                    .allow_host_image = o.allow_host_image})),
+                                    .allow_host_image = o.allow_host_image},
+            f.stores.changes)),
         runs_(manager_, f.authenticator),
         secrets_(std::make_shared<runs::SecretManager>(f.stores.secrets, f.stores.runs,
                                                        o.secrets_box, f.clock),
@@ -100,7 +101,7 @@ class SchedulerComponent final : public Component {
             health ? scheduler::MakeGrpcHealthClient(health, system_key,
                                                      f.CallOptions(scheduler::kHealthClientOptions))
                    : nullptr,
-            MonotonicClock::Shared())),
+            MonotonicClock::Shared(), f.stores.changes)),
         runner_(std::make_unique<scheduler::SchedulerRunner>(scheduler_.cycle, election_, f.clock,
                                                              o.cycle_interval)),
         api_(
@@ -128,7 +129,7 @@ class CordonComponent final : public Component {
  public:
   explicit CordonComponent(const Foundation& f)
       : service_(std::make_shared<cordon::CordonHandler>(f.stores.nodes, f.stores.node_events,
-                                                         f.idempotency, f.clock),
+                                                         f.idempotency, f.clock, f.stores.changes),
                  f.authenticator) {}
   std::vector<grpc::Service*> services() override { return {&service_}; }
 
@@ -185,7 +186,8 @@ class LogsComponent final : public Component {
             f.stores.logs,
             logs::MakeGrpcRunLookup(std::move(runs), system_key,
                                     f.CallOptions(logs::kRunLookupOptions)),
-            f.clock, logs::LogHandlerOptions{.quota = o.quota, .retention = o.retention})),
+            f.clock, logs::LogHandlerOptions{.quota = o.quota, .retention = o.retention},
+            metrics::Registry::Default(), f.stores.changes)),
         service_(handler_, f.authenticator),
         // Every instance may apply the retention: removing a run's logs twice is harmless.
         retention_(f.clock, o.retention_check, [this] {

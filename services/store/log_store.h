@@ -78,6 +78,13 @@ class LogStore {
   virtual absl::StatusOr<std::vector<LogStreamInfo>> ListLogStreams(
       const std::string& run_id, std::optional<int32_t> resumption_index) = 0;
 
+  // Per (rank, stream) of one attempt, the first sequence whose line may have been printed at or
+  // after `since` (a stream's lines are in time order), so that a read from a time starts there
+  // instead of at line 0; a stream with no such line gets its max_sequence + 1.
+  virtual absl::StatusOr<std::map<LogStreamKey, int64_t>> SequencesSince(const std::string& run_id,
+                                                                         int32_t resumption_index,
+                                                                         absl::Time since) = 0;
+
   // Removes every line of the run; OK when there is none.
   virtual absl::Status DeleteRunLogs(const std::string& run_id) = 0;
 

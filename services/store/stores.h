@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "services/store/api_key_store.h"
 #include "services/store/audit_store.h"
+#include "services/store/change_feed.h"
 #include "services/store/health_store.h"
 #include "services/store/idempotency_store.h"
 #include "services/store/join_token_store.h"
@@ -32,6 +33,8 @@ struct Stores {
   std::shared_ptr<LogStore> logs;
   std::shared_ptr<LeaderLockStore> leader_locks;
   std::shared_ptr<SecretStore> secrets;
+  // Pushes commits to watchers (change_feed.h).
+  std::shared_ptr<ChangeFeed> changes;
 };
 
 struct PostgresOptions {

@@ -1,6 +1,7 @@
 // PostgreSQL-only behaviour: migrations, and surviving a server restart mid-test.
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <pqxx/pqxx>
 #include <thread>
 
@@ -203,6 +204,44 @@ TEST_CASE("restarting PostgreSQL mid-test: UNAVAILABLE, then success, nothing lo
   auto next = s.node_events->AppendNodeEvent(event);
   REQUIRE(next.ok());
   CHECK(next->id() > (*events)[0].id());
+}
+
+TEST_CASE("the change feed survives a PostgreSQL restart: watchers poll meanwhile, then are woken",
+          "[postgres][restart]") {
+  auto& pg = testing::SharedPostgres();
+  REQUIRE(pg.ResetDatabase().ok());
+  auto opened = OpenPostgresStores({.url = pg.url()});
+  REQUIRE(opened.ok());
+  ChangeFeed& feed = *opened->changes;
+  SystemClock clock;
+  const auto wait_until = [&](const std::function<bool()>& cond) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (!cond() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+    return cond();
+  };
+  feed.Generation(ChangeTopic::kNodeEvents);  // starts listening
+  REQUIRE(wait_until([&] { return feed.live(); }));
+
+  const uint64_t before = feed.Generation(ChangeTopic::kNodeEvents);
+  REQUIRE(pg.Stop().ok());
+  // The lost connection is noticed; every watcher is woken (what follows may be missed).
+  CHECK(wait_until([&] { return !feed.live(); }));
+  CHECK(feed.Generation(ChangeTopic::kNodeEvents) != before);
+  // Meanwhile a wait ends at its poll interval.
+  const uint64_t down = feed.Generation(ChangeTopic::kNodeEvents);
+  const absl::Time start = absl::Now();
+  feed.WaitForChange(ChangeTopic::kNodeEvents, down, absl::Milliseconds(300), clock);
+  CHECK(absl::Now() - start >= absl::Milliseconds(250));
+
+  REQUIRE(pg.Resume().ok());
+  CHECK(wait_until([&] { return feed.live(); }));
+  // Listening again: a commit wakes watchers at once.
+  const uint64_t back = feed.Generation(ChangeTopic::kNodeEvents);
+  v1::NodeEvent event;
+  event.set_node_name("n1");
+  event.set_type(v1::NODE_EVENT_TYPE_CORDONED);
+  REQUIRE(opened->node_events->AppendNodeEvent(event).ok());
+  CHECK(wait_until([&] { return feed.Generation(ChangeTopic::kNodeEvents) != back; }));
 }
 
 TEST_CASE("restarting PostgreSQL ends the leader's session, the role is taken again after",

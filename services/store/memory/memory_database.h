@@ -15,12 +15,15 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "services/store/change_feed.h"
 #include "services/store/stores.h"
 
 namespace tessera::store {
 
 struct MemoryDatabase {
   absl::Mutex mu;
+  // Bumped by the stores' writes, under `mu`.
+  const std::shared_ptr<ChangeFeed> changes = std::make_shared<ChangeFeed>();
   // When set, every call fails with UNAVAILABLE, as when PostgreSQL is down.
   bool unavailable ABSL_GUARDED_BY(mu) = false;
 

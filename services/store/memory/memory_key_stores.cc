@@ -135,6 +135,7 @@ Stores MakeMemoryStores(std::shared_ptr<MemoryDatabase> db) {
   s.logs = MakeMemoryLogStore(db);
   s.leader_locks = MakeMemoryLeaderLockStore(db);
   s.secrets = MakeMemorySecretStore(db);
+  s.changes = db->changes;
   return s;
 }
 

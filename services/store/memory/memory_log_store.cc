@@ -59,6 +59,7 @@ class MemoryLogStore final : public LogStore {
       }
     }
     for (const auto& key : order) result.watermarks.push_back(db_->logs[key].info);
+    if (result.inserted > 0) db_->changes->Bump(ChangeTopic::kLogs);
     return result;
   }
 
@@ -105,6 +106,28 @@ class MemoryLogStore final : public LogStore {
       if (!resumption_index || it->second.info.resumption_index == *resumption_index) {
         out.push_back(it->second.info);
       }
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::map<LogStreamKey, int64_t>> SequencesSince(const std::string& run_id,
+                                                                 int32_t resumption_index,
+                                                                 absl::Time since) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    std::map<LogStreamKey, int64_t> out;
+    for (auto it = db_->logs.lower_bound({run_id, resumption_index, INT32_MIN, INT32_MIN});
+         it != db_->logs.end() && std::get<0>(it->first) == run_id &&
+         std::get<1>(it->first) == resumption_index;
+         ++it) {
+      int64_t first = it->second.info.max_sequence + 1;
+      for (const auto& [seq, line] : it->second.lines) {
+        if (FromProtoTime(line.time()) >= since) {
+          first = FirstSequence(line);
+          break;
+        }
+      }
+      out[{std::get<2>(it->first), std::get<3>(it->first)}] = first;
     }
     return out;
   }

@@ -13,6 +13,7 @@ v1::NodeEvent AppendNodeEventLocked(MemoryDatabase& db, const v1::NodeEvent& eve
   v1::NodeEvent stored = event;
   stored.set_id(db.next_node_event_id++);
   db.node_events.push_back(stored);
+  db.changes->Bump(ChangeTopic::kNodeEvents);
   return stored;
 }
 
@@ -31,6 +32,7 @@ class MemoryNodeStore final : public NodeStore {
     v1::Node stored = node;
     stored.set_version(1);
     db_->nodes[node.name()] = stored;
+    db_->changes->Bump(ChangeTopic::kNodes);
     return stored;
   }
 
@@ -78,6 +80,7 @@ class MemoryNodeStore final : public NodeStore {
                          FromProtoTime(it->second.lease_expires_at()));
     }
     it->second = stored;
+    db_->changes->Bump(ChangeTopic::kNodes);
     for (const auto& e : events) AppendNodeEventLocked(*db_, e);
     return stored;
   }
@@ -98,6 +101,7 @@ class MemoryNodeStore final : public NodeStore {
     if (db_->nodes.erase(std::string(name)) == 0) {
       return absl::NotFoundError(absl::StrCat("node ", std::string(name), " not found"));
     }
+    db_->changes->Bump(ChangeTopic::kNodes);
     return absl::OkStatus();
   }
 

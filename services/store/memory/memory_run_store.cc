@@ -185,6 +185,7 @@ class MemoryRunStore final : public RunStore {
     stored.set_id(db_->next_run_event_id++);
     stored.set_run_id(run_id);
     db_->run_events.push_back(stored);
+    db_->changes->Bump(ChangeTopic::kRunEvents);
     return stored;
   }
 

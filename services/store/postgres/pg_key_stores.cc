@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/store/postgres/migrations.h"
+#include "services/store/postgres/pg_change_feed.h"
 #include "services/store/postgres/pg_codec.h"
 #include "services/store/postgres/pg_stores.h"
 
@@ -201,6 +202,7 @@ absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
   s.idempotency = MakePgIdempotencyStore(pool);
   s.logs = MakePgLogStore(pool);
   s.leader_locks = MakePgLeaderLockStore(pool->conninfo());
+  s.changes = std::make_shared<PgChangeFeed>(pool->conninfo());
   return s;
 }
 

@@ -216,6 +216,30 @@ class PgLogStore final : public LogStore {
     return out;
   }
 
+  absl::StatusOr<std::map<LogStreamKey, int64_t>> SequencesSince(const std::string& run_id,
+                                                                 int32_t resumption_index,
+                                                                 absl::Time since) override {
+    std::map<LogStreamKey, int64_t> out;
+    absl::Status st = pool_->Transact("finding where a log starts at a time", [&](pqxx::work& tx) {
+      out.clear();
+      // A chunk's last time bounds its lines' (a stream's lines are in time order): the
+      // first chunk ending at or after `since` holds the first line wanted.
+      const pqxx::result rows = tx.exec_params(
+          absl::StrCat("SELECT s.rank, s.stream, COALESCE((SELECT min(c.first_sequence)"
+                       " FROM log_chunks c WHERE ",
+                       kSameStream, " AND c.last_time >= ", MicrosParam(3),
+                       "), s.max_sequence + 1) FROM log_streams s"
+                       " WHERE s.run_id = $1 AND s.resumption_index = $2"),
+          run_id, resumption_index, absl::ToUnixMicros(since));
+      for (const auto& row : rows) {
+        out[{row[0].as<int32_t>(), row[1].as<int32_t>()}] = row[2].as<int64_t>();
+      }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
   absl::Status DeleteRunLogs(const std::string& run_id) override {
     return pool_->Transact("deleting a run's logs", [&](pqxx::work& tx) {
       DeleteLines(tx, run_id);

@@ -100,10 +100,13 @@ TEST_CASE("mcli logs: bad flags exit 2 with one line naming them, before any cal
   CheckUsageError(Mcli({"logs", "r", "--node-rank", "one"}), "--node-rank");
   CheckUsageError(Mcli({"logs", "r", "--resumption", "-2"}), "--resumption");
   CheckUsageError(Mcli({"logs", "r", "--tail", "0"}), "at least 1");
-  CheckUsageError(Mcli({"logs", "r", "--since", "1h"}), "--since");
+  CheckUsageError(Mcli({"logs", "r", "--since", "an hour ago"}), "--since");
+  CheckUsageError(Mcli({"logs", "r", "--until", "2024-13-40"}), "--until");
+  CheckUsageError(Mcli({"logs", "r", "--lines", "10"}), "--lines");
   const Result help = Mcli({"logs", "--help"});
   CHECK(help.exit_code == 0);
-  CHECK_THAT(help.out, Catch::Contains("--first-exception") && Catch::Contains("--prev"));
+  CHECK_THAT(help.out, Catch::Contains("--first-exception") && Catch::Contains("--prev") &&
+                           Catch::Contains("--grep") && Catch::Contains("--since"));
 }
 
 TEST_CASE("help and version exit 0", "[cli][args]") {

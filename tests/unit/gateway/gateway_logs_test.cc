@@ -23,12 +23,16 @@ TEST_CASE("logs: every query parameter reaches GetLogsRequest", "[gateway][logs]
     CHECK(req.tail() == 0);
     CHECK_FALSE(req.follow());
     CHECK_FALSE(req.first_exception());
+    CHECK_FALSE(req.has_since());
+    CHECK(req.grep().empty());
     CHECK(f.rec.Last().authorization == kGoodAuth);
   }
   SECTION("all of them") {
     const HttpResult r = f.Send("GET",
                                 "/api/v1/runs/train-1/logs?rank=0&node_rank=0&resumption=2&"
-                                "failed=true&tail=10&first_exception=1");
+                                "failed=true&tail=10&first_exception=1&"
+                                "since=2024-05-01T12:00:00Z&until=2024-05-01T13:00:00Z&"
+                                "grep=loss%7CNaN");
     INFO(r.body);
     REQUIRE(r.status == 200);
     const auto req = f.rec.LastAs<v1::GetLogsRequest>("GetLogs");
@@ -39,6 +43,9 @@ TEST_CASE("logs: every query parameter reaches GetLogsRequest", "[gateway][logs]
     CHECK(req.tail() == 10);
     CHECK(req.first_exception());
     CHECK_FALSE(req.previous());
+    CHECK(req.since().seconds() == 1714564800);
+    CHECK(req.until().seconds() == 1714568400);
+    CHECK(req.grep() == "loss|NaN");
   }
   SECTION("prev") {
     REQUIRE(f.Send("GET", "/api/v1/runs/train-1/logs?prev=true").status == 200);
@@ -79,6 +86,7 @@ TEST_CASE("logs: bad parameters are one 400 naming the parameter, before any cal
       {"failed=yes please", "\"failed\""},
       {"first_exception=no", "\"first_exception\""},
       {"lines=3", "\"lines\""},
+      {"since=yesterday", "\"since\""},
       {"prev=true&resumption=1", "\"prev\" and \"resumption\""},
   };
   for (const auto& [query, named] : cases) {
@@ -161,7 +169,8 @@ TEST_CASE("logs: the OpenAPI document describes the route and text as a string",
   std::set<std::string> names;
   for (const json& p : op["parameters"]) names.insert(p["name"].get<std::string>());
   CHECK(names == std::set<std::string>{"name", "rank", "node_rank", "resumption", "prev", "failed",
-                                       "tail", "follow", "first_exception"});
+                                       "tail", "follow", "first_exception", "since", "until",
+                                       "grep"});
   const json& content = op["responses"]["200"]["content"];
   CHECK(content["application/json"]["schema"]["$ref"] == "#/components/schemas/LogLines");
   CHECK(content["text/event-stream"]["x-event-name"] == "log");

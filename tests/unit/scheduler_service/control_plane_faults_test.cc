@@ -110,6 +110,45 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("the cycle reads the nodes again only when a node's state changed") {
+  Fixture f;
+  f.core = f.NewCore(f.stores.changes);
+  for (int i = 0; i < 3; ++i) f.Register("n" + std::to_string(i));
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  const int reads = f.node_store->list_reads;
+  for (int i = 0; i < 40; ++i) {  // 20 s: heartbeats, and their summary stored once
+    f.clock->Advance(absl::Milliseconds(500));
+    for (int n = 0; n < 3; ++n)
+      REQUIRE(f.core->sessions->Heartbeat("n" + std::to_string(n), {}).ok());
+    REQUIRE(f.core->cycle->RunCycle().ok());
+  }
+  CHECK(f.node_store->list_reads == reads);
+  CHECK(FromProtoTime(f.stores.nodes->GetNode("n1")->last_heartbeat_at()) >
+        f.clock->Now() - absl::Seconds(16));
+  // An operator cordons n1 (another process): the next cycle reads the nodes, and places
+  // nothing there.
+  auto n1 = f.stores.nodes->GetNode("n1");
+  REQUIRE(n1.ok());
+  n1->set_admin_state(v1::NODE_ADMIN_STATE_CORDONED);
+  REQUIRE(f.stores.nodes->UpdateNode(*n1, n1->version(), {}).ok());
+  f.Submit(8, false);
+  f.Submit(8, false);
+  f.Submit(8, false);
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  CHECK(f.node_store->list_reads == reads + 1);
+  int started_on_n1 = 0;
+  for (const auto& [node, m] : f.sent) {
+    if (node == "n1" && m.has_start_attempt()) ++started_on_n1;
+  }
+  CHECK(started_on_n1 == 0);
+  // A cycle that fails reads them again next time.
+  f.outage->down = true;
+  CHECK_FALSE(f.core->cycle->RunCycle().ok());
+  f.outage->down = false;
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  CHECK(f.node_store->list_reads == reads + 2);
+}
+
 TEST_CASE("a node lost three times in ten minutes is cordoned with the evidence") {
   Fixture f;
   for (int loss = 1; loss <= 3; ++loss) {

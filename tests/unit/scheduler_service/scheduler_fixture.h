@@ -47,6 +47,7 @@ class OutageNodeStore final : public store::NodeStore {
   }
   absl::StatusOr<std::vector<v1::Node>> ListNodes(const v1::NodeFilter& filter) override {
     if (auto st = outage_->Check(); !st.ok()) return st;
+    ++list_reads;
     return inner_->ListNodes(filter);
   }
   absl::StatusOr<v1::Node> UpdateNode(const v1::Node& node, int64_t expected_version,
@@ -65,6 +66,7 @@ class OutageNodeStore final : public store::NodeStore {
     return inner_->DeleteNode(name);
   }
   std::atomic<int> heartbeat_writes{0};
+  std::atomic<int> list_reads{0};
 
  private:
   std::shared_ptr<store::NodeStore> inner_;
@@ -138,10 +140,12 @@ struct Fixture {
       std::make_shared<OutageNodeStore>(stores.nodes, outage);
   std::unique_ptr<Scheduler> core = NewCore();
 
-  std::unique_ptr<Scheduler> NewCore() {
+  // `changes`: the change feed the cycle keeps its copy of the nodes by (null: none).
+  std::unique_ptr<Scheduler> NewCore(std::shared_ptr<store::ChangeFeed> changes = nullptr) {
     return std::make_unique<Scheduler>(MakeScheduler(
         node_store, std::make_shared<DirectRuns>(manager, outage), workers, idem, clock,
-        SchedulerConfig{.lease = absl::Seconds(3), .heartbeat_interval = absl::Milliseconds(500)}));
+        SchedulerConfig{.lease = absl::Seconds(3), .heartbeat_interval = absl::Milliseconds(500)},
+        nullptr, nullptr, std::move(changes)));
   }
   void Register(const std::string& name) {
     workers->Attach(name, [this, name](const v1::ControlMessage& m) {

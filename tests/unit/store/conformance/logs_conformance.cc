@@ -204,6 +204,18 @@ CONFORMANCE_CASE("logs: reads page through many batches and filled gaps in seque
   REQUIRE(streams->size() == 1);
   CHECK((*streams)[0].durable_sequence == 49);
   CHECK(s.logs->RunLogBytes("r1").value() == 10 + 40 * 2);
+
+  // Where a read from a time starts: at or before the first line printed then (never after).
+  const absl::Time at25 = T(0) + absl::Microseconds(25);
+  auto since = s.logs->SequencesSince("r1", 0, at25);
+  REQUIRE(since.ok());
+  REQUIRE(since->size() == 1);
+  const int64_t start = since->at({0, kOut});
+  CHECK(start <= 25);
+  CHECK(start >= 0);
+  CHECK(s.logs->SequencesSince("r1", 0, T(0))->at({0, kOut}) == 0);
+  CHECK(s.logs->SequencesSince("r1", 0, T(1))->at({0, kOut}) == 50);  // nothing since
+  CHECK(s.logs->SequencesSince("r1", 1, T(0))->empty());
 }
 
 CONFORMANCE_CASE("logs: deleting a run's lines leaves other runs; deleting twice is fine") {

@@ -1,0 +1,31 @@
+#include "services/store/change_feed.h"
+
+namespace tessera::store {
+
+uint64_t ChangeFeed::Generation(ChangeTopic topic) const {
+  StartOnce();
+  absl::MutexLock lock(&mu_);
+  return generations_[static_cast<int>(topic)];
+}
+
+void ChangeFeed::WaitForChange(ChangeTopic topic, uint64_t seen, absl::Duration timeout,
+                               Clock& clock) const {
+  StartOnce();
+  absl::MutexLock lock(&mu_);
+  const auto changed = [this, topic, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return generations_[static_cast<int>(topic)] != seen;
+  };
+  clock.AwaitWithTimeout(mu_, absl::Condition(&changed), timeout);
+}
+
+void ChangeFeed::Bump(ChangeTopic topic) {
+  absl::MutexLock lock(&mu_);
+  ++generations_[static_cast<int>(topic)];
+}
+
+void ChangeFeed::BumpAll() {
+  absl::MutexLock lock(&mu_);
+  for (auto& g : generations_) ++g;
+}
+
+}  // namespace tessera::store

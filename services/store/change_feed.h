@@ -1,0 +1,50 @@
+#pragma once
+// What changed in the store, pushed to whoever waits for it: a watch of runs or node events, a
+// log follower, the scheduler's copy of the nodes. Each topic has a generation that grows when a
+// write to it commits; a watcher notes the generation, reads, and waits for it to move. The
+// PostgreSQL feed learns of commits from every process through LISTEN/NOTIFY (triggers of migration
+// 0010); the in-memory stores bump it themselves. When notifications may have been missed (the
+// listening connection was lost), every generation moves, and until it is back watchers fall back
+// to their poll interval.
+
+#include <array>
+#include <cstdint>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+
+namespace tessera::store {
+
+// kNodes: a node's state (registered, changed, removed), not its heartbeat summaries.
+enum class ChangeTopic { kRunEvents = 0, kNodeEvents = 1, kLogs = 2, kNodes = 3 };
+inline constexpr int kChangeTopics = 4;
+
+class ChangeFeed {
+ public:
+  virtual ~ChangeFeed() = default;
+
+  uint64_t Generation(ChangeTopic topic) const;
+  // Returns once Generation(topic) differs from `seen`, or `timeout` of `clock`'s time passed
+  // (the fallback poll: a change this feed never heard of is still seen then).
+  void WaitForChange(ChangeTopic topic, uint64_t seen, absl::Duration timeout, Clock& clock) const;
+
+  // Whether changes reach this feed as they commit (false while a listener is disconnected).
+  virtual bool live() const { return true; }
+
+  // A write to `topic` committed.
+  void Bump(ChangeTopic topic);
+  // Changes may have been missed: every watcher looks again.
+  void BumpAll();
+
+ protected:
+  // Called by the first Generation or WaitForChange (a feed that listens starts then).
+  virtual void StartOnce() const {}
+
+ private:
+  mutable absl::Mutex mu_;
+  std::array<uint64_t, kChangeTopics> generations_ ABSL_GUARDED_BY(mu_) = {};
+};
+
+}  // namespace tessera::store
