@@ -49,20 +49,18 @@ v1::LogLine ChunkLineToProto(const ChunkLine& c, const PgLogKey& key, int32_t no
 
 namespace {
 
-// Chunks of the streams of one attempt, chosen by a window over each stream's chunks in key
-// order ($W: the window's SQL, given `c` the chunk and `s` the stream); the rows are rank,
-// stream, node_rank, node_name, lines. Chunks are found by their key, and only the chosen
-// ones' lines are read (a toasted column is not fetched by the window).
+// Chunks of the streams of one attempt, chosen stream by stream by a window over their line
+// counts in key order (`window`: a query over `log_chunks c` of the stream `s`, whose rows are
+// the chunk's rank, stream, node_rank, node_name and lines). The chosen chunks' lines are read in
+// the window's own rows: a toasted column is fetched only for the rows returned, and no join back
+// to log_chunks (which the planner may turn into a scan of the whole run's chunks) is needed.
 std::string ChunkQuery(absl::string_view streams_from, absl::string_view window,
                        absl::string_view where) {
-  return absl::StrCat(
-      "SELECT c.rank, c.stream, c.node_rank, c.node_name, c.lines FROM ", streams_from,
-      " CROSS JOIN LATERAL (", window,
-      ") w JOIN log_chunks c ON c.run_id = s.run_id AND c.resumption_index = s.resumption_index"
-      "   AND c.rank = s.rank AND c.stream = s.stream AND c.last_sequence = w.last_sequence"
-      " WHERE ",
-      where);
+  return absl::StrCat("SELECT w.rank, w.stream, w.node_rank, w.node_name, w.lines FROM ",
+                      streams_from, " CROSS JOIN LATERAL (", window, ") w WHERE ", where);
 }
+
+constexpr char kChunkColumns[] = "c.rank, c.stream, c.node_rank, c.node_name, c.lines";
 
 constexpr char kSameStream[] =
     "c.run_id = s.run_id AND c.resumption_index = s.resumption_index AND c.rank = s.rank"
@@ -141,7 +139,8 @@ class PgLogStore final : public LogStore {
     static const std::string kQuery = ChunkQuery(
         "log_streams s LEFT JOIN unnest($3::int[], $4::int[], $5::bigint[]) AS f(rank, stream,"
         " next) ON f.rank = s.rank AND f.stream = s.stream",
-        absl::StrCat("SELECT w.last_sequence FROM (SELECT c.last_sequence, sum(CASE WHEN"
+        absl::StrCat("SELECT * FROM (SELECT ", kChunkColumns,
+                     ", sum(CASE WHEN"
                      "   c.first_sequence >= COALESCE(f.next, 0) THEN c.line_count ELSE 0 END)"
                      "   OVER (ORDER BY c.last_sequence) AS upto, CASE WHEN c.first_sequence >="
                      "   COALESCE(f.next, 0) THEN c.line_count ELSE 0 END AS own"
@@ -174,14 +173,15 @@ class PgLogStore final : public LogStore {
     if (n <= 0) return std::vector<v1::LogLine>{};
     // The last chunks of each stream holding its last `n` lines, then the last `n` of those
     // lines by time.
-    static const std::string kQuery = ChunkQuery(
-        "log_streams s",
-        absl::StrCat("SELECT w.last_sequence FROM (SELECT c.last_sequence, sum(c.line_count)"
-                     "   OVER (ORDER BY c.last_sequence DESC) - c.line_count AS after"
-                     " FROM log_chunks c WHERE ",
-                     kSameStream,
-                     "   AND (NOT $5::bool OR c.node_rank = $6)) w WHERE w.after < $7"),
-        "s.run_id = $1 AND s.resumption_index = $2 AND (NOT $3::bool OR s.rank = $4)");
+    static const std::string kQuery =
+        ChunkQuery("log_streams s",
+                   absl::StrCat("SELECT * FROM (SELECT ", kChunkColumns,
+                                ", sum(c.line_count)"
+                                "   OVER (ORDER BY c.last_sequence DESC) - c.line_count AS after"
+                                " FROM log_chunks c WHERE ",
+                                kSameStream,
+                                "   AND (NOT $5::bool OR c.node_rank = $6)) w WHERE w.after < $7"),
+                   "s.run_id = $1 AND s.resumption_index = $2 AND (NOT $3::bool OR s.rank = $4)");
     StreamLines lines;
     absl::Status st =
         pool_->Transact("reading the tail of a log", [&](pqxx::work& tx) -> absl::Status {
