@@ -55,9 +55,9 @@ class ControlStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
       End(grpc::Status::OK);
       return;
     }
-    auto msg = std::make_shared<v1::WorkerMessage>(std::move(in_));
+    // `in_` stays as it is until the handling of it starts the next read: no copy.
     if (node_.empty()) {
-      service_->handlers_->Submit([this, msg] { Register(*msg); });
+      service_->handlers_->Submit([this] { Register(in_); });
       return;
     }
     // An instance that learned that another one leads closes its streams at the next message,
@@ -75,10 +75,10 @@ class ControlStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
                        "this scheduler instance is no longer the leader; connect to the leader"));
       return;
     }
-    if (msg->has_heartbeat()) {
-      Handle(*msg);  // leases are in memory: no wait
+    if (in_.has_heartbeat()) {
+      Handle(in_);  // leases are in memory: no wait
     } else {
-      service_->handlers_->Submit([this, msg] { Handle(*msg); });
+      service_->handlers_->Submit([this] { Handle(in_); });
     }
   }
 

@@ -27,31 +27,30 @@
 namespace tessera::testing {
 namespace {
 
-// CPU time (user + system) of a process, in seconds; 0 when it is gone.
-double CpuSeconds(pid_t pid) {
+// The fields of /proc/PID/stat after the command (field 3, the state, first); empty when the
+// process is gone.
+std::vector<std::string> StatFields(pid_t pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; fields >> field && i <= 15; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+  if (close == std::string::npos || close + 2 > stat.size()) return {};
+  std::istringstream in_fields(stat.substr(close + 2));
+  std::vector<std::string> fields;
+  for (std::string f; in_fields >> f;) fields.push_back(std::move(f));
+  return fields;
 }
 
+// CPU time (user + system: fields 14 and 15) of a process, in seconds; 0 when it is gone.
+double CpuSeconds(pid_t pid) {
+  const auto f = StatFields(pid);
+  if (f.size() < 13) return 0;
+  return (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Field 4; -1 when the process is gone.
 pid_t ParentOf(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string state;
-  pid_t ppid = -1;
-  fields >> state >> ppid;
-  return ppid;
+  const auto f = StatFields(pid);
+  return f.size() < 2 ? -1 : static_cast<pid_t>(std::stol(f[1]));
 }
 
 int64_t RssBytes(pid_t pid) {

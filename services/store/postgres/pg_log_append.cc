@@ -118,7 +118,7 @@ struct BatchStreams {
     if constexpr (N == 0) {
       return PgTextArray(out);
     } else {
-      return PgNumberArray(out);
+      return PgIntArray(out);
     }
   }
 };
@@ -164,7 +164,7 @@ absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool,
     const size_t n = b.keys.size();
     std::vector<int64_t> durable(n, -1), max(n, -1);
     for (const auto& row : tx.exec_params(kLockStreams, runs, res, ranks, streams,
-                                          PgNumberArray(b.node_ranks), PgTextArray(b.nodes))) {
+                                          PgIntArray(b.node_ranks), PgTextArray(b.nodes))) {
       const size_t i = b.Index(PgLogKey{row[0].as<std::string>(), row[1].as<int32_t>(),
                                         row[2].as<int32_t>(), row[3].as<int32_t>()});
       durable[i] = row[4].as<int64_t>();
@@ -227,16 +227,16 @@ absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool,
       chunks.Add(static_cast<int32_t>(i + 1), fresh);
     }
     if (!chunks.key.empty()) {
-      tx.exec_params(kInsertChunks, runs, res, ranks, streams, PgNumberArray(b.node_ranks),
-                     PgTextArray(b.nodes), PgNumberArray(chunks.key), PgNumberArray(chunks.last),
-                     PgNumberArray(chunks.first), PgNumberArray(chunks.first_time),
-                     PgNumberArray(chunks.last_time), PgNumberArray(chunks.count),
-                     PgNumberArray(chunks.offset), PgNumberArray(chunks.length),
+      tx.exec_params(kInsertChunks, runs, res, ranks, streams, PgIntArray(b.node_ranks),
+                     PgTextArray(b.nodes), PgIntArray(chunks.key), PgIntArray(chunks.last),
+                     PgIntArray(chunks.first), PgIntArray(chunks.first_time),
+                     PgIntArray(chunks.last_time), PgIntArray(chunks.count),
+                     PgIntArray(chunks.offset), PgIntArray(chunks.length),
                      pqxx::binarystring(chunks.bytes.data(), chunks.bytes.size()));
     }
     const pqxx::result marks =
-        tx.exec_params(kStoreWatermarks, runs, res, ranks, streams, PgNumberArray(durable),
-                       PgNumberArray(max), PgNumberArray(added_bytes), PgNumberArray(newest));
+        tx.exec_params(kStoreWatermarks, runs, res, ranks, streams, PgIntArray(durable),
+                       PgIntArray(max), PgIntArray(added_bytes), PgIntArray(newest));
     result.watermarks.clear();
     for (const auto& row : marks) result.watermarks.push_back(DecodeLogStream(row));
     return absl::OkStatus();

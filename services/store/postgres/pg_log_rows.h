@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "services/store/log_store.h"
 #include "services/store/postgres/log_chunk_codec.h"
 #include "services/store/postgres/pg_pool.h"
@@ -17,11 +16,6 @@ namespace tessera::store {
 
 // (run, resumption, rank, stream)
 using PgLogKey = std::tuple<std::string, int32_t, int32_t, int32_t>;
-
-template <typename T>
-std::string PgNumberArray(const std::vector<T>& values) {
-  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
-}
 
 // A log_streams row: run_id, resumption_index, rank, stream, node_rank, node_name,
 // durable_sequence, max_sequence.

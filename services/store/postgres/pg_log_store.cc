@@ -155,8 +155,8 @@ class PgLogStore final : public LogStore {
     absl::Status st = pool_->Transact("reading log lines", [&](pqxx::work& tx) -> absl::Status {
       lines.clear();
       const pqxx::result rows = tx.exec_params(
-          kQuery, q.run_id, q.resumption_index, PgNumberArray(ranks), PgNumberArray(streams),
-          PgNumberArray(from), q.rank.has_value(), q.rank.value_or(0), q.node_rank.has_value(),
+          kQuery, q.run_id, q.resumption_index, PgIntArray(ranks), PgIntArray(streams),
+          PgIntArray(from), q.rank.has_value(), q.rank.value_or(0), q.node_rank.has_value(),
           q.node_rank.value_or(0), static_cast<int64_t>(q.limit_per_stream));
       return DecodeChunkRows(rows, q.run_id, q.resumption_index, [&](v1::LogLine l) {
         const LogStreamKey key{l.rank(), l.stream()};

@@ -1,7 +1,6 @@
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "services/store/postgres/pg_codec.h"
 #include "services/store/postgres/pg_stores.h"
 
@@ -147,8 +146,7 @@ class PgNodeStore final : public NodeStore {
           " lease_expires_micros = GREATEST(n.lease_expires_micros, u.expires)"
           " FROM (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[])"
           "   AS u(name, beat, expires) ORDER BY name) u WHERE n.name = u.name",
-          PgTextArray(names), absl::StrCat("{", absl::StrJoin(beat, ","), "}"),
-          absl::StrCat("{", absl::StrJoin(expires, ","), "}"));
+          PgTextArray(names), PgIntArray(beat), PgIntArray(expires));
       return absl::OkStatus();
     });
   }

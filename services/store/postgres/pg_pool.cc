@@ -56,10 +56,6 @@ std::string PgTextArray(const std::vector<std::string>& values) {
   return out;
 }
 
-std::string PgIntArray(const std::vector<int>& values) {
-  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
-}
-
 PgPool::PgPool(std::string conninfo, int size, int connect_timeout_seconds,
                int reserved_for_control)
     : conninfo_(WithConnectTimeout(conninfo, connect_timeout_seconds)),
@@ -104,8 +100,8 @@ absl::StatusOr<PgPool::Lease> PgPool::Acquire(const char* what, bool user) {
     return Lease{std::move(conn), false};
   } catch (const std::exception& e) {
     Discard(user);
-    return StoreError(absl::UnavailableError(
-        absl::StrCat("database unavailable while ", what, ": ", e.what())));
+    return StoreError(
+        absl::UnavailableError(absl::StrCat("database unavailable while ", what, ": ", e.what())));
   }
 }
 

@@ -11,6 +11,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 
 namespace tessera::store {
@@ -59,6 +61,10 @@ std::string WithConnectTimeout(const std::string& conninfo, int seconds);
 
 // A PostgreSQL array literal ("{...}") of the given strings, quoted and escaped.
 std::string PgTextArray(const std::vector<std::string>& values);
-std::string PgIntArray(const std::vector<int>& values);
+// A PostgreSQL array literal of numbers (int[], bigint[], smallint[]).
+template <typename Number = int>
+std::string PgIntArray(const std::vector<Number>& values) {
+  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
+}
 
 }  // namespace tessera::store
