@@ -8,7 +8,11 @@
 // grow with N).
 //
 //   bench_control_plane [--nodes 1000,5000,10000] [--seconds 30] [--rate 20] [--kill 3]
-//                       [--channels 32] [--lines 20] [-- SERVER FLAGS...]
+//                       [--channels 32] [--lines 20] [--size-every SECONDS]
+//                       [-- SERVER FLAGS...]
+//
+// A soak of the retention: --size-every 60 -- --run-retention-days 0.002 samples the database's
+// size each minute while runs older than about three minutes are deleted.
 #include <sys/resource.h>
 
 #include <cstdlib>
@@ -25,7 +29,8 @@ namespace {
 int Usage(const std::string& why) {
   std::cerr << "bench_control_plane: " << why
             << "\nusage: bench_control_plane [--nodes N[,N...]] [--seconds S] [--rate RUNS_PER_S]"
-               " [--kill K] [--channels C] [--lines LINES_PER_RANK] [-- SERVER FLAGS...]\n";
+               " [--kill K] [--channels C] [--lines LINES_PER_RANK] [--size-every SECONDS]"
+               " [-- SERVER FLAGS...]\n";
   return 2;
 }
 
@@ -67,6 +72,11 @@ int main(int argc, char** argv) {
       base.fleet.channels = std::max(n, 1);
     } else if (flag == "--lines") {
       base.fleet.log_lines_per_rank = n;
+    } else if (flag == "--size-every") {
+      // A soak: the database's size sampled every N seconds; logs not read back at the end
+      // (the retention, set with the server flags, deletes runs while it goes).
+      base.database_size_every = absl::Seconds(std::max(n, 1));
+      base.check_logs_of = -1;
     } else {
       return Usage("unknown flag " + flag);
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What an idle worker costs: a local cluster (deploy/cluster.sh) of N workers with simulated
-# GPUs and no runs; after a settling pause, every worker's CPU time (utime + stime from
-# /proc/PID/stat) over a window. Prints millicores per idle worker against issue 14's bound of
+# GPUs and no runs; after a settling pause, every worker's CPU time (every thread's run time
+# from /proc/PID/task/TID/schedstat) over a window. Prints millicores per idle worker against issue 14's bound of
 # 2 millicores, and the busiest threads of one worker (to see what still wakes).
 #
 #   bench/idle_worker/idle_worker.sh [--workers 4] [--seconds 60]
@@ -25,26 +25,37 @@ sleep 10  # registration, first probes and heartbeats
 
 mapfile -t pids < <(pgrep -f "$PWD/build/bin/tessera-worker")
 [ "${#pids[@]}" -gt 0 ] || { echo "idle_worker.sh: no tessera-worker is running" >&2; exit 1; }
-ticks() { # $1: a /proc/PID or /proc/PID/task/TID folder
-  local f
-  read -r -a f <"$1/stat"
-  echo $((f[13] + f[14]))
+# Nanoseconds a task has run (the first field of schedstat): exact, where utime + stime from
+# /proc/PID/stat are sampled at the 10 ms clock tick and miss most of a worker's short
+# wake-ups (they read about half of the true figure here).
+run_ns() { # $1: a /proc/PID/task/TID folder
+  local ns _
+  read -r ns _ <"$1/schedstat" 2>/dev/null || ns=0
+  echo "$ns"
 }
 declare -A before
-for p in "${pids[@]}"; do before[$p]=$(ticks "/proc/$p"); done
-for t in /proc/"${pids[0]}"/task/*; do before[$t]=$(ticks "$t"); done
+for p in "${pids[@]}"; do
+  for t in /proc/"$p"/task/*; do before[$t]=$(run_ns "$t"); done
+done
 sleep "$seconds"
 total=0
-for p in "${pids[@]}"; do total=$((total + $(ticks "/proc/$p") - before[$p])); done
-echo "threads of one worker that ran (ticks of $(getconf CLK_TCK)/s, over ${seconds} s):"
+declare -A spent
+for p in "${pids[@]}"; do
+  for t in /proc/"$p"/task/*; do
+    d=$(($(run_ns "$t") - ${before[$t]:-0}))
+    spent[$t]=$d
+    total=$((total + d))
+  done
+done
+echo "threads of one worker that ran (microseconds over ${seconds} s):"
 for t in /proc/"${pids[0]}"/task/*; do
-  d=$(($(ticks "$t") - ${before[$t]:-0}))
-  if [ "$d" -gt 0 ]; then echo "  tid $(basename "$t"): $d"; fi
-done | sort -t: -k2 -n -r | head -8
-python3 - "$total" "$(getconf CLK_TCK)" "$seconds" "${#pids[@]}" <<'PY'
+  d=${spent[$t]:-0}
+  if [ "$d" -gt 0 ]; then echo "  $((d / 1000)) us: tid $(basename "$t") ($(cat "$t/comm"), waits in $(cat "$t/wchan"))"; fi
+done | sort -n -r -k1 | head -8
+python3 - "$total" "$seconds" "${#pids[@]}" <<'PY'
 import sys
-ticks, hz, secs, n = (float(x) for x in sys.argv[1:])
-mc = ticks / hz / secs / n * 1000
+ns, secs, n = (float(x) for x in sys.argv[1:])
+mc = ns / 1e9 / secs / n * 1000
 print(f"idle worker: {mc:.2f} millicores ({int(n)} workers, {secs:.0f} s)   "
       f"bound 2 millicores: ratio {mc / 2:.2f} (at most 1 meets it)")
 PY

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "services/common/grpc_limits.h"
 #include "services/common/metrics/grpc_interceptor.h"
 #include "services/common/tls/grpc_credentials.h"
@@ -23,6 +24,10 @@ void AddHostFlags(CLI::App& app, HostOptions& options) {
   app.add_option("--log-level", options.log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
   tls::AddTlsFlags(app, options.tls);
+}
+
+void TurnOffLockOrderChecks() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
 absl::Status ConfigureLogging(const std::string& level) {

@@ -28,6 +28,7 @@ absl::StatusOr<std::string> EndpointTarget(const std::string& flag, const std::s
 
 int main(int argc, char** argv) {
   tessera::BlockTerminationSignals();
+  tessera::TurnOffLockOrderChecks();
   CLI::App app{"tessera-gateway: JSON over HTTP for the Tessera API"};
   std::string listen = "127.0.0.1:8080";
   std::string upstream = "127.0.0.1:50051";

@@ -26,9 +26,9 @@ struct RunManagerOptions {
   // The shortest scheduling.hang_timeout a run may ask for: each hang ends the run's attempt and
   // has its node checked by a sweep, so a tiny timeout would be a way to keep nodes busy.
   absl::Duration min_hang_timeout = absl::Seconds(60);
-  // The logs of a run that ended this long ago are deleted (ExpireLogs); zero: kept until the
-  // run is deleted.
-  absl::Duration log_retention = absl::ZeroDuration();
+  // A run that ended this long ago is deleted, with its attempts, events and logs
+  // (ExpireFinishedRuns); zero: kept until someone deletes it.
+  absl::Duration run_retention = absl::ZeroDuration();
   // Whether runs may name no image (or `image: host`) and run on the nodes' own root file
   // system (tessera-server --allow-host-image): for development clusters and the quick start.
   bool allow_host_image = false;
@@ -79,6 +79,12 @@ class RunManager {
   // Asks every RUNNING run past its max_duration to stop. Called periodically; returns how
   // many runs it stopped.
   absl::StatusOr<int> EnforceMaxDuration();
+
+  // Deletes the runs that ended more than the run retention ago, with their attempts, events
+  // and logs (run_retention.cc). A run whose logs cannot be deleted now (the log service is
+  // away) is kept until they can, so that no logs outlive their run. Called periodically;
+  // returns how many runs it deleted.
+  absl::StatusOr<int> ExpireFinishedRuns();
 
  private:
   // Reads the run by name as `who` may see it: NOT_FOUND for other users' runs.

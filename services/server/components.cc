@@ -50,6 +50,7 @@ class RunsComponent final : public Component {
                  : nullptr,
             f.random,
             runs::RunManagerOptions{.min_hang_timeout = o.min_hang_timeout,
+                                    .run_retention = o.run_retention,
                                     .allow_host_image = o.allow_host_image},
             f.stores.changes)),
         runs_(manager_, f.authenticator),
@@ -65,10 +66,17 @@ class RunsComponent final : public Component {
               f.authenticator),
         // max_duration is enforced by a timer; every instance may run it (changes are
         // compare-and-set).
-        timer_(f.clock, absl::Seconds(1), [this] {
-          auto stopped = manager_->EnforceMaxDuration();
-          if (stopped.ok() && *stopped > 0)
-            spdlog::info("stopped {} run(s) past max_duration", *stopped);
+        timer_(f.clock, absl::Seconds(1),
+               [this] {
+                 auto stopped = manager_->EnforceMaxDuration();
+                 if (stopped.ok() && *stopped > 0)
+                   spdlog::info("stopped {} run(s) past max_duration", *stopped);
+               }),
+        // Every instance may apply the retention: a run deleted twice is NOT_FOUND the second
+        // time, which the pass skips.
+        retention_(f.clock, RetentionCheckInterval(o.run_retention), [this] {
+          auto deleted = manager_->ExpireFinishedRuns();
+          if (!deleted.ok()) spdlog::warn("runs: retention: {}", deleted.status().ToString());
         }) {}
   std::vector<grpc::Service*> services() override { return {&runs_, &secrets_, &admin_, &join_}; }
 
@@ -78,7 +86,9 @@ class RunsComponent final : public Component {
   runs::SecretService secrets_;
   admin::AdminService admin_;
   admin::JoinService join_;
-  PeriodicRunner timer_;  // last: stopped before what it uses goes
+  // The timers last: stopped before what they use goes.
+  PeriodicRunner timer_;
+  PeriodicRunner retention_;
 };
 
 class SchedulerComponent final : public Component {

@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -62,7 +63,15 @@ struct RunsOptions {
   bool allow_host_image = false;
   // Seals users' secrets (--secrets-key-file); none: the cluster keeps no secrets.
   std::optional<runs::SecretBox> secrets_box;
+  // Runs that ended this long ago are deleted with their logs (zero: kept).
+  absl::Duration run_retention = absl::ZeroDuration();
 };
+
+// How often a retention of `period` is applied: a tenth of it, within 1 s and 10 minutes, so
+// that nothing outlives its period by more than a tenth (or 10 minutes).
+inline absl::Duration RetentionCheckInterval(absl::Duration period) {
+  return std::clamp(period / 10, absl::Seconds(1), absl::Minutes(10));
+}
 
 // The run manager, the admin API and node joining; `scheduler` answers its submit-time fit
 // checks and `logs` (null: no log service) deletes the logs of deleted runs.
@@ -120,7 +129,7 @@ struct LogsOptions {
   logs::LogQuotaOptions quota{};
   // Finished runs' logs are removed this long after their last line (zero: kept).
   absl::Duration retention = absl::ZeroDuration();
-  // How often the retention is applied.
+  // How often the retention is applied (RetentionCheckInterval of it, when set by the server).
   absl::Duration retention_check = absl::Minutes(10);
 };
 

@@ -65,6 +65,7 @@ std::shared_ptr<ChannelRef> LeaderChannel(const std::string& endpoints, const tl
 
 int ServeMain(const Parts& parts, int argc, char** argv) {
   BlockTerminationSignals();
+  TurnOffLockOrderChecks();
   CLI::App app{parts.description, parts.binary};
   HostOptions host;
   store::PostgresOptions db;
@@ -191,7 +192,13 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   }
   double min_hang_timeout_seconds = 60;
   bool allow_host_image = false;
+  double run_retention_days = 0;
   if (parts.runs) {
+    app.add_option("--run-retention-days", run_retention_days,
+                   "delete a run (its record, attempts, events and logs) this many days after it "
+                   "ended (0: keep it until someone deletes it)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 36500.0));
     app.add_flag("--allow-host-image", allow_host_image,
                  "accept runs with no image (or image: host), which run on the nodes' own root "
                  "file system (still sandboxed): for development clusters and the quick start");
@@ -309,8 +316,10 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   runs_options.node_certificate_validity = absl::Hours(24 * node_certificate_days);
   runs_options.min_hang_timeout = absl::Seconds(min_hang_timeout_seconds);
   runs_options.allow_host_image = allow_host_image;
+  runs_options.run_retention = absl::Seconds(run_retention_days * 86400);
   LogsOptions logs_options;
-  logs_options.retention = absl::Hours(24 * log_retention_days);
+  logs_options.retention = absl::Seconds(log_retention_days * 86400);
+  logs_options.retention_check = RetentionCheckInterval(logs_options.retention);
   for (const auto& [flag, text, into] :
        {std::tuple<const char*, const std::string&, int64_t*>{"--log-rate-per-run", log_rate,
                                                               &logs_options.quota.bytes_per_second},

@@ -85,7 +85,8 @@ class LogStore {
                                                                          int32_t resumption_index,
                                                                          absl::Time since) = 0;
 
-  // Removes every line of the run; OK when there is none.
+  // Removes every line of the run, and the mark of an expiry (the run is being deleted); OK
+  // when there is none.
   virtual absl::Status DeleteRunLogs(const std::string& run_id) = 0;
 
   // Bytes of text stored for the run, every attempt (the log quota's measure).

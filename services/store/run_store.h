@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "services/store/idempotency_store.h"
 #include "services/store/write_fence.h"
 #include "tessera/v1/runs.pb.h"
@@ -55,6 +56,11 @@ class RunStore {
   // CreateRun (its response is made from the run as it was before the delete).
   virtual absl::Status DeleteRun(std::string_view id,
                                  const std::optional<IdempotentRunWrite>& idem = {}) = 0;
+
+  // Runs that ended (a terminal status) before `before`, the earliest ended first, at most
+  // `limit`: what the retention of finished runs removes.
+  virtual absl::StatusOr<std::vector<v1::Run>> ListRunsEndedBefore(absl::Time before,
+                                                                   int limit) = 0;
 
   // Inserts or replaces the attempt (run_id, resumption_index). NOT_FOUND without its run.
   virtual absl::Status PutAttempt(const v1::Attempt& attempt) = 0;

@@ -103,6 +103,17 @@ DatabaseCounters ReadCounters(const std::string& url) {
   return {row[0].as<int64_t>(), row[1].as<int64_t>(), row[2].as<int64_t>()};
 }
 
+ScaleReport::DatabaseSample SampleDatabase(const std::string& url, absl::Duration since_start) {
+  pqxx::connection c(url);
+  pqxx::work tx(c);
+  const auto row = tx.exec1(
+      "SELECT pg_database_size(current_database()), (SELECT count(*) FROM runs),"
+      " (SELECT count(*) FROM log_chunks), (SELECT count(*) FROM log_chunks c WHERE NOT EXISTS"
+      " (SELECT 1 FROM runs r WHERE r.id = c.run_id))");
+  return {absl::ToDoubleSeconds(since_start), row[0].as<int64_t>(), row[1].as<int64_t>(),
+          row[2].as<int64_t>(), row[3].as<int64_t>()};
+}
+
 pid_t PostmasterPid(const std::string& url) {
   pqxx::connection c(url);
   pqxx::work tx(c);
@@ -203,7 +214,12 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   std::map<std::string, absl::Time> killed;  // node -> its last heartbeat
   const int total_runs = static_cast<int>(o.submit_rate * absl::ToDoubleSeconds(o.measure));
   bool kills_done = false;
+  absl::Time next_sample = begin;
   for (int i = 0; absl::Now() - begin < o.measure; ++i) {
+    if (o.database_size_every > absl::ZeroDuration() && absl::Now() >= next_sample) {
+      r.database_samples.push_back(SampleDatabase(url, absl::Now() - begin));
+      next_sample += o.database_size_every;
+    }
     const absl::Time due =
         begin + absl::Seconds(static_cast<double>(i) / std::max(o.submit_rate, 0.001));
     if (!kills_done && due - begin >= o.measure / 2) {
@@ -245,6 +261,9 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   r.commits_per_second = static_cast<double>(db_after.commits - db_before.commits) / r.seconds;
   r.rows_written_per_second = static_cast<double>(db_after.rows - db_before.rows) / r.seconds;
   r.database_bytes = db_after.bytes;
+  if (o.database_size_every > absl::ZeroDuration()) {
+    r.database_samples.push_back(SampleDatabase(url, end - begin));
+  }
   std::vector<double> rtts;
   for (int64_t us : fleet.TakeHeartbeatRtts()) rtts.push_back(static_cast<double>(us) / 1000);
   r.heartbeats = static_cast<int64_t>(rtts.size());
@@ -313,7 +332,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   int checked = 0;
   for (const auto& a : fleet.Attempts()) {
     if (a.lines_pushed == 0) continue;
-    if (o.check_logs_of > 0 && checked >= o.check_logs_of) break;
+    if (o.check_logs_of < 0 || (o.check_logs_of > 0 && checked >= o.check_logs_of)) break;
     ++checked;
     v1::GetLogsRequest req;
     req.set_run_name(run_names.contains(a.run_id) ? run_names[a.run_id] : a.run_id);
@@ -342,26 +361,39 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
 std::string FormatScaleReport(const ScaleReport& r) {
   std::string lost;
   for (double ms : r.lost_after_ms) absl::StrAppend(&lost, lost.empty() ? "" : " ", ms, " ms");
-  return absl::StrFormat(
-      "nodes %d (%.0f s measured)\n"
-      "  control plane:   %.3f cores, %.0f MiB resident (%.3f millicores per node)\n"
-      "  PostgreSQL:      %.3f cores, %.0f commits/s, %.0f rows written/s, database %.0f MiB\n"
-      "  heartbeats:      %d, round trip p50 %.2f ms, p99 %.2f ms\n"
-      "  runs:            %d submitted, submit-to-start p50 %.0f ms, p99 %.0f ms; %d attempts "
-      "started, %d finished, %d starts sent again, %d never started\n"
-      "  killed nodes:    declared lost after %s (from the last heartbeat); %d falsely lost\n"
-      "  logs:            %d lines pushed, %d read back, %d attempts mismatched, %d pushes failed\n"
-      "  streams dropped by the control plane: %d\n",
-      r.nodes, r.seconds, r.server_cores, static_cast<double>(r.server_rss_bytes) / (1 << 20),
-      1000 * r.server_cores / std::max(r.nodes, 1), r.database_cores, r.commits_per_second,
-      r.rows_written_per_second, static_cast<double>(r.database_bytes) / (1 << 20),
-      static_cast<int>(r.heartbeats), r.heartbeat_rtt_p50_ms, r.heartbeat_rtt_p99_ms,
-      r.runs_submitted, r.submit_to_start_p50_ms, r.submit_to_start_p99_ms, r.attempts_started,
-      r.attempts_finished, r.starts_sent_again, static_cast<int>(r.not_started.size()),
-      lost.empty() ? "(none)" : lost, static_cast<int>(r.falsely_lost.size()),
-      static_cast<int>(r.lines_pushed), static_cast<int>(r.lines_read),
-      static_cast<int>(r.log_mismatches.size()), static_cast<int>(r.log_push_failures),
-      static_cast<int>(r.streams_dropped));
+  std::string samples;
+  for (const auto& s : r.database_samples) {
+    absl::StrAppendFormat(
+        &samples, "  database at %5.0f s: %.1f MiB, %d runs, %d log chunks (%d of no run)\n",
+        s.at_seconds, static_cast<double>(s.bytes) / (1 << 20), static_cast<int>(s.runs),
+        static_cast<int>(s.log_chunks), static_cast<int>(s.orphan_log_chunks));
+  }
+  return samples +
+         absl::StrFormat(
+             "nodes %d (%.0f s measured)\n"
+             "  control plane:   %.3f cores, %.0f MiB resident (%.3f millicores per node)\n"
+             "  PostgreSQL:      %.3f cores, %.0f commits/s, %.0f rows written/s, database %.0f "
+             "MiB\n"
+             "  heartbeats:      %d, round trip p50 %.2f ms, p99 %.2f ms\n"
+             "  runs:            %d submitted, submit-to-start p50 %.0f ms, p99 %.0f ms; %d "
+             "attempts "
+             "started, %d finished, %d starts sent again, %d never started\n"
+             "  killed nodes:    declared lost after %s (from the last heartbeat); %d falsely "
+             "lost\n"
+             "  logs:            %d lines pushed, %d read back, %d attempts mismatched, %d pushes "
+             "failed\n"
+             "  streams dropped by the control plane: %d\n",
+             r.nodes, r.seconds, r.server_cores,
+             static_cast<double>(r.server_rss_bytes) / (1 << 20),
+             1000 * r.server_cores / std::max(r.nodes, 1), r.database_cores, r.commits_per_second,
+             r.rows_written_per_second, static_cast<double>(r.database_bytes) / (1 << 20),
+             static_cast<int>(r.heartbeats), r.heartbeat_rtt_p50_ms, r.heartbeat_rtt_p99_ms,
+             r.runs_submitted, r.submit_to_start_p50_ms, r.submit_to_start_p99_ms,
+             r.attempts_started, r.attempts_finished, r.starts_sent_again,
+             static_cast<int>(r.not_started.size()), lost.empty() ? "(none)" : lost,
+             static_cast<int>(r.falsely_lost.size()), static_cast<int>(r.lines_pushed),
+             static_cast<int>(r.lines_read), static_cast<int>(r.log_mismatches.size()),
+             static_cast<int>(r.log_push_failures), static_cast<int>(r.streams_dropped));
 }
 
 }  // namespace tessera::testing

@@ -28,8 +28,11 @@ struct ScaleOptions {
   int kill_nodes = 2;
   // PostgreSQL durable as in production (fsync on) or quick (a test's).
   bool durable_database = false;
-  // Attempts whose logs are read back and checked (0: every one).
+  // Attempts whose logs are read back and checked (0: every one; negative: none, as in a soak
+  // whose retention deletes runs while it goes).
   int check_logs_of = 0;
+  // How often the database's size is sampled while measuring (zero: at the end only).
+  absl::Duration database_size_every = absl::ZeroDuration();
   std::vector<std::string> server_flags;
   SimFleetOptions fleet;
 };
@@ -44,6 +47,13 @@ struct ScaleReport {
   double commits_per_second = 0;
   double rows_written_per_second = 0;
   int64_t database_bytes = 0;
+  // The database over the window: seconds from its start, size, runs and log chunks stored,
+  // and chunks of runs that no longer exist (logs that outlived their run: none is right).
+  struct DatabaseSample {
+    double at_seconds = 0;
+    int64_t bytes = 0, runs = 0, log_chunks = 0, orphan_log_chunks = 0;
+  };
+  std::vector<DatabaseSample> database_samples;
   double heartbeat_rtt_p50_ms = 0, heartbeat_rtt_p99_ms = 0;
   int64_t heartbeats = 0;
   double submit_to_start_p50_ms = 0, submit_to_start_p99_ms = 0;

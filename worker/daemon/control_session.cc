@@ -446,8 +446,9 @@ void ControlSession::FenceLoop() {
     const bool ranks = attempts_.running_ranks() > 0;
     if (must && ranks) fenced = false;
     // Ranks to fence, or a stream being set up: look often. An idle, connected node has
-    // nothing to kill, and a dead stream's cancel may wait a little longer.
-    clock_->SleepFor(absl::Milliseconds(ranks || !connected ? 25 : 100));
+    // nothing to kill (a start arrives on a live stream, with a fresh lease), and a dead
+    // stream's cancel may wait a quarter of a second longer.
+    clock_->SleepFor(absl::Milliseconds(ranks || !connected ? 25 : 250));
   }
 }
 

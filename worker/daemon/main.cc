@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
                                               static_cast<pid_t>(std::atoll(argv[4])));
   }
   tessera::BlockTerminationSignals();
+  tessera::TurnOffLockOrderChecks();
   CLI::App app{"tessera-worker: registers this node, starts and stops ranks, ships their logs"};
   tessera::worker::WorkerOptions o;
   o.node_name = Hostname();

@@ -52,7 +52,10 @@ ProgressWatcher::ProgressWatcher(std::shared_ptr<Clock> clock, absl::Duration mi
     : clock_(std::move(clock)), min_interval_(min_interval) {}
 
 ProgressWatcher::~ProgressWatcher() {
-  stopping_ = true;
+  {
+    absl::MutexLock lock(&mu_);  // wakes a reader waiting for a rank to follow
+    stopping_ = true;
+  }
   if (reader_.joinable()) reader_.join();
 }
 
@@ -61,7 +64,14 @@ void ProgressWatcher::StartReader(absl::Duration interval) {
   reader_ = std::thread([this, interval] {
     while (!stopping_) {
       ReadFiles();
-      std::this_thread::sleep_for(absl::ToChronoMilliseconds(interval));
+      absl::MutexLock lock(&mu_);
+      if (files_.empty()) {
+        // No rank to follow (an idle node): sleep until one is watched rather than wake five
+        // times a second for nothing.
+        mu_.Await(absl::Condition(this, &ProgressWatcher::StoppingOrFollowing));
+      } else {
+        mu_.AwaitWithTimeout(absl::Condition(this, &ProgressWatcher::Stopping), interval);
+      }
     }
   });
 }

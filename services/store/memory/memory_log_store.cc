@@ -136,6 +136,7 @@ class MemoryLogStore final : public LogStore {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
     EraseRun(run_id);
+    db_->log_expirations.erase(run_id);
     return absl::OkStatus();
   }
 
@@ -176,7 +177,7 @@ class MemoryLogStore final : public LogStore {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
     EraseRun(run_id);
-    db_->log_expirations[run_id] = at;
+    db_->log_expirations.emplace(run_id, at);  // the first expiry is when they went
     return absl::OkStatus();
   }
 

@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/timestamps.h"
+#include "proto/policy/run_status.h"
 #include "services/store/filters.h"
 #include "services/store/memory/memory_database.h"
 
@@ -111,6 +113,22 @@ class MemoryRunStore final : public RunStore {
     std::erase_if(db_->attempts, [&](const auto& kv) { return kv.first.first == id; });
     std::erase_if(db_->run_events, [&](const v1::RunEvent& e) { return e.run_id() == id; });
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<v1::Run>> ListRunsEndedBefore(absl::Time before, int limit) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    std::vector<v1::Run> out;
+    for (const auto& [id, run] : db_->runs) {
+      if (IsTerminal(run.status()) && run.has_ended_at() && FromProtoTime(run.ended_at()) < before)
+        out.push_back(run);
+    }
+    std::sort(out.begin(), out.end(), [](const v1::Run& a, const v1::Run& b) {
+      const absl::Time ta = FromProtoTime(a.ended_at()), tb = FromProtoTime(b.ended_at());
+      return ta != tb ? ta < tb : a.id() < b.id();
+    });
+    if (limit >= 0 && out.size() > static_cast<size_t>(limit)) out.resize(limit);
+    return out;
   }
 
   absl::Status PutAttempt(const v1::Attempt& attempt) override {

@@ -243,6 +243,7 @@ class PgLogStore final : public LogStore {
   absl::Status DeleteRunLogs(const std::string& run_id) override {
     return pool_->Transact("deleting a run's logs", [&](pqxx::work& tx) {
       DeleteLines(tx, run_id);
+      tx.exec_params("DELETE FROM log_expirations WHERE run_id = $1", run_id);
       return absl::OkStatus();
     });
   }

@@ -1,7 +1,9 @@
+#include <optional>
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "proto/policy/run_status.h"
 #include "services/store/filters.h"
 #include "services/store/postgres/pg_codec.h"
 #include "services/store/postgres/pg_stores.h"
@@ -29,6 +31,13 @@ absl::StatusOr<v1::Run> DecodeRun(const pqxx::row& row, int body_col, int versio
   return run;
 }
 
+// The runs.ended_at column: when a run that has ended ended; NULL while it has not (a restarted
+// run keeps its old ended_at in the body until it ends again).
+std::optional<int64_t> EndedAtMicros(const v1::Run& run) {
+  if (!IsTerminal(run.status()) || !run.has_ended_at()) return std::nullopt;
+  return ToMicros(run.ended_at());
+}
+
 class PgRunStore final : public RunStore {
  public:
   explicit PgRunStore(std::shared_ptr<PgPool> pool) : pool_(std::move(pool)) {}
@@ -40,12 +49,12 @@ class PgRunStore final : public RunStore {
     absl::Status st = pool_->Transact("creating a run", [&](pqxx::work& tx) -> absl::Status {
       if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
       tx.exec_params(absl::StrCat("INSERT INTO runs (id, name, user_name, status, cluster, "
-                                  "gpu_type, created_at, version, body) VALUES ($1, $2, $3, $4, "
-                                  "$5, $6, ",
-                                  MicrosParam(7), ", 1, $8)"),
+                                  "gpu_type, created_at, version, body, ended_at) VALUES ($1, $2, "
+                                  "$3, $4, $5, $6, ",
+                                  MicrosParam(7), ", 1, $8, ", MicrosParam(9), ")"),
                      stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
                      stored.spec().compute().cluster(), stored.spec().compute().gpu_type(),
-                     ToMicros(stored.created_at()), EncodeMessage(stored));
+                     ToMicros(stored.created_at()), EncodeMessage(stored), EndedAtMicros(stored));
       TESSERA_RETURN_IF_ERROR(InsertEvents(tx, stored.id(), events));
       if (idem) RecordClaimedResponse(tx, idem->key, idem->response(stored));
       return absl::OkStatus();
@@ -112,11 +121,12 @@ class PgRunStore final : public RunStore {
       if (auto fenced = CheckFence(tx, fence); !fenced.ok()) return fenced;
       if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
       const pqxx::result r = tx.exec_params(
-          "UPDATE runs SET name = $2, user_name = $3, status = $4, cluster = $5, gpu_type = $6,"
-          " version = $7 + 1, body = $8 WHERE id = $1 AND version = $7",
+          absl::StrCat("UPDATE runs SET name = $2, user_name = $3, status = $4, cluster = $5,"
+                       " gpu_type = $6, version = $7 + 1, body = $8, ended_at = ",
+                       MicrosParam(9), " WHERE id = $1 AND version = $7"),
           stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
           stored.spec().compute().cluster(), stored.spec().compute().gpu_type(), expected_version,
-          EncodeMessage(stored));
+          EncodeMessage(stored), EndedAtMicros(stored));
       if (r.affected_rows() == 0) {
         const pqxx::result current =
             tx.exec_params("SELECT version FROM runs WHERE id = $1", stored.id());
@@ -155,6 +165,24 @@ class PgRunStore final : public RunStore {
       }
       return absl::OkStatus();
     });
+  }
+
+  absl::StatusOr<std::vector<v1::Run>> ListRunsEndedBefore(absl::Time before, int limit) override {
+    std::vector<v1::Run> out;
+    absl::Status st = pool_->Transact("listing ended runs", [&](pqxx::work& tx) -> absl::Status {
+      const pqxx::result rows = tx.exec_params(
+          absl::StrCat("SELECT body, version FROM runs WHERE ended_at < ", MicrosParam(1),
+                       " ORDER BY ended_at, id COLLATE \"C\" LIMIT $2"),
+          absl::ToUnixMicros(before), limit);
+      for (const auto& row : rows) {
+        auto run = DecodeRun(row, 0, 1);
+        if (!run.ok()) return run.status();
+        out.push_back(*std::move(run));
+      }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
   }
 
   absl::Status PutAttempt(const v1::Attempt& attempt) override {

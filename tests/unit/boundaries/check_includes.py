@@ -69,7 +69,7 @@ RULES = [
          why="the binaries' mains wire the services and the gateway, and nothing else"),
     Rule("services/common/",  only=["base/", "services/store/", "tessera/v1/"],
          why="code the services share includes none of them"),
-    Rule("services/store/",   only=["base/", "tessera/v1/"],
+    Rule("services/store/",   only=["base/", "proto/policy/", "tessera/v1/"],
          why="the store includes no service and nothing of services/common (built on it)"),
 ]
 

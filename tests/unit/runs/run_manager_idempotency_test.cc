@@ -47,6 +47,9 @@ class LostReplyRunStore final : public store::RunStore {
   absl::StatusOr<std::vector<v1::Run>> ListRuns(const v1::RunFilter& filter) override {
     return inner_->ListRuns(filter);
   }
+  absl::StatusOr<std::vector<v1::Run>> ListRunsEndedBefore(absl::Time before, int limit) override {
+    return inner_->ListRunsEndedBefore(before, limit);
+  }
   absl::Status PutAttempt(const v1::Attempt& attempt) override {
     return inner_->PutAttempt(attempt);
   }

@@ -218,6 +218,26 @@ CONFORMANCE_CASE("logs: reads page through many batches and filled gaps in seque
   CHECK(s.logs->SequencesSince("r1", 1, T(0))->empty());
 }
 
+CONFORMANCE_CASE("logs: expiring a run's lines remembers when; deleting them forgets it") {
+  Stores s = FreshStores();
+  REQUIRE(s.logs->AppendLogs({Line("r1", 0, 0, kOut, 0, 1, "a"), Line("r2", 0, 0, kOut, 0, 1, "b")})
+              .ok());
+  CHECK(s.logs->LogsExpiredAt("r1")->has_value() == false);
+  REQUIRE(s.logs->ExpireRunLogs("r1", T(100)).ok());
+  CHECK(s.logs->ReadLogs({.run_id = "r1"})->empty());
+  CHECK(s.logs->ReadLogs({.run_id = "r2"})->size() == 1);
+  auto at = s.logs->LogsExpiredAt("r1");
+  REQUIRE(at.ok());
+  REQUIRE(at->has_value());
+  CHECK(**at == T(100));
+  // Expiring again keeps the first time.
+  REQUIRE(s.logs->ExpireRunLogs("r1", T(200)).ok());
+  CHECK(**s.logs->LogsExpiredAt("r1") == T(100));
+  // The run deleted: nothing of it is left, the mark included.
+  REQUIRE(s.logs->DeleteRunLogs("r1").ok());
+  CHECK(s.logs->LogsExpiredAt("r1")->has_value() == false);
+}
+
 CONFORMANCE_CASE("logs: deleting a run's lines leaves other runs; deleting twice is fine") {
   Stores s = FreshStores();
   REQUIRE(s.logs->AppendLogs({Line("r1", 0, 0, kOut, 0, 1, "a"), Line("r2", 0, 0, kOut, 0, 1, "b")})

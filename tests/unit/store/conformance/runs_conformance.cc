@@ -318,6 +318,51 @@ CONFORMANCE_CASE("runs: delete removes the run with its attempts and events") {
   CHECK(s.runs->CreateRun(MakeRun("r", 3), {}).ok());
 }
 
+CONFORMANCE_CASE("runs: runs that ended before a time list earliest ended first") {
+  Stores s = FreshStores();
+  // A run that ended at `ended` (with a terminal status), or that is still going (0).
+  auto create = [&](const std::string& name, v1::RunStatus status, int64_t ended) {
+    v1::Run run = MakeRun(name, 1);
+    run.set_status(status);
+    if (ended > 0) *run.mutable_ended_at() = ToProtoTime(T(ended));
+    auto created = s.runs->CreateRun(run, {});
+    REQUIRE(created.ok());
+    return *created;
+  };
+  create("done-30", v1::RUN_STATUS_COMPLETED, 30);
+  create("failed-10", v1::RUN_STATUS_FAILED, 10);
+  create("stopped-20", v1::RUN_STATUS_STOPPED, 20);
+  create("late-90", v1::RUN_STATUS_COMPLETED, 90);
+  create("running", v1::RUN_STATUS_RUNNING, 0);
+  // Restarted after it ended: its old end time no longer counts.
+  create("restarted", v1::RUN_STATUS_QUEUED, 5);
+  v1::Run ends_later = create("ends-later", v1::RUN_STATUS_RUNNING, 0);
+
+  auto names = [&](int64_t before, int limit) {
+    std::vector<std::string> out;
+    auto listed = s.runs->ListRunsEndedBefore(T(before), limit);
+    REQUIRE(listed.ok());
+    for (const auto& r : *listed) out.push_back(r.name());
+    return out;
+  };
+  using V = std::vector<std::string>;
+  CHECK(names(50, 10) == V{"failed-10", "stopped-20", "done-30"});
+  CHECK(names(50, 2) == V{"failed-10", "stopped-20"});
+  CHECK(names(30, 10) == V{"failed-10", "stopped-20"});  // strictly before
+  CHECK(names(5, 10).empty());
+
+  // An update that ends a run makes it listed; one that restarts it takes it out.
+  ends_later.set_status(v1::RUN_STATUS_COMPLETED);
+  *ends_later.mutable_ended_at() = ToProtoTime(T(15));
+  auto ended = s.runs->UpdateRun(ends_later, ends_later.version(), {});
+  REQUIRE(ended.ok());
+  CHECK(names(50, 10) == V{"failed-10", "ends-later", "stopped-20", "done-30"});
+  v1::Run restarted = *ended;
+  restarted.set_status(v1::RUN_STATUS_QUEUED);
+  REQUIRE(s.runs->UpdateRun(restarted, restarted.version(), {}).ok());
+  CHECK(names(50, 10) == V{"failed-10", "stopped-20", "done-30"});
+}
+
 }  // namespace
 }  // namespace tessera::store::conformance
 
