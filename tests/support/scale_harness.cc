@@ -206,6 +206,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   const auto db_cpu_before = DatabaseCpu(postmaster);
   const double server_cpu_before = CpuSeconds(server->pid());
   fleet.TakeHeartbeatRtts();
+  fleet.TakeHeartbeatGaps();
   const absl::Time begin = absl::Now();
 
   // Runs at a steady rate; nodes killed halfway.
@@ -269,6 +270,10 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   r.heartbeats = static_cast<int64_t>(rtts.size());
   r.heartbeat_rtt_p50_ms = Percentile(rtts, 0.5);
   r.heartbeat_rtt_p99_ms = Percentile(rtts, 0.99);
+  std::vector<double> gaps;
+  for (int64_t us : fleet.TakeHeartbeatGaps()) gaps.push_back(static_cast<double>(us) / 1000);
+  r.heartbeat_gap_p99_ms = Percentile(gaps, 0.99);
+  r.heartbeat_gap_max_ms = Percentile(gaps, 1.0);
   r.runs_submitted = static_cast<int>(submitted.size());
 
   // Every attempt ends within its duration; then what was seen is settled.
@@ -374,7 +379,8 @@ std::string FormatScaleReport(const ScaleReport& r) {
              "  control plane:   %.3f cores, %.0f MiB resident (%.3f millicores per node)\n"
              "  PostgreSQL:      %.3f cores, %.0f commits/s, %.0f rows written/s, database %.0f "
              "MiB\n"
-             "  heartbeats:      %d, round trip p50 %.2f ms, p99 %.2f ms\n"
+             "  heartbeats:      %d, round trip p50 %.2f ms, p99 %.2f ms; sent apart p99 %.0f ms, "
+             "max %.0f ms\n"
              "  runs:            %d submitted, submit-to-start p50 %.0f ms, p99 %.0f ms; %d "
              "attempts "
              "started, %d finished, %d starts sent again, %d never started\n"
@@ -388,12 +394,13 @@ std::string FormatScaleReport(const ScaleReport& r) {
              1000 * r.server_cores / std::max(r.nodes, 1), r.database_cores, r.commits_per_second,
              r.rows_written_per_second, static_cast<double>(r.database_bytes) / (1 << 20),
              static_cast<int>(r.heartbeats), r.heartbeat_rtt_p50_ms, r.heartbeat_rtt_p99_ms,
-             r.runs_submitted, r.submit_to_start_p50_ms, r.submit_to_start_p99_ms,
-             r.attempts_started, r.attempts_finished, r.starts_sent_again,
-             static_cast<int>(r.not_started.size()), lost.empty() ? "(none)" : lost,
-             static_cast<int>(r.falsely_lost.size()), static_cast<int>(r.lines_pushed),
-             static_cast<int>(r.lines_read), static_cast<int>(r.log_mismatches.size()),
-             static_cast<int>(r.log_push_failures), static_cast<int>(r.streams_dropped));
+             r.heartbeat_gap_p99_ms, r.heartbeat_gap_max_ms, r.runs_submitted,
+             r.submit_to_start_p50_ms, r.submit_to_start_p99_ms, r.attempts_started,
+             r.attempts_finished, r.starts_sent_again, static_cast<int>(r.not_started.size()),
+             lost.empty() ? "(none)" : lost, static_cast<int>(r.falsely_lost.size()),
+             static_cast<int>(r.lines_pushed), static_cast<int>(r.lines_read),
+             static_cast<int>(r.log_mismatches.size()), static_cast<int>(r.log_push_failures),
+             static_cast<int>(r.streams_dropped));
 }
 
 }  // namespace tessera::testing

@@ -56,6 +56,8 @@ struct ScaleReport {
   std::vector<DatabaseSample> database_samples;
   double heartbeat_rtt_p50_ms = 0, heartbeat_rtt_p99_ms = 0;
   int64_t heartbeats = 0;
+  // Between a node's successive heartbeats, as the simulator sent them (its own lateness).
+  double heartbeat_gap_p99_ms = 0, heartbeat_gap_max_ms = 0;
   double submit_to_start_p50_ms = 0, submit_to_start_p99_ms = 0;
   int runs_submitted = 0;
   int attempts_started = 0;

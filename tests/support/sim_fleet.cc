@@ -316,6 +316,10 @@ void SimFleet::TimerLoop() {
           hb.mutable_heartbeat()->set_sequence(++n.sequence);
           n.sent[n.sequence] = now;
           while (n.sent.size() > 8) n.sent.erase(n.sent.begin());
+          if (n.last_heartbeat_sent != absl::Time()) {
+            std::lock_guard<std::mutex> gap_lock(rtt_mu_);
+            gaps_.push_back(absl::ToInt64Microseconds(now - n.last_heartbeat_sent));
+          }
           n.last_heartbeat_sent = now;
           for (const auto& [key, ranks] : n.running) {
             auto* a = hb.mutable_heartbeat()->add_attempts();
@@ -474,6 +478,13 @@ std::vector<int64_t> SimFleet::TakeHeartbeatRtts() {
   std::lock_guard<std::mutex> lock(rtt_mu_);
   std::vector<int64_t> out;
   out.swap(rtts_);
+  return out;
+}
+
+std::vector<int64_t> SimFleet::TakeHeartbeatGaps() {
+  std::lock_guard<std::mutex> lock(rtt_mu_);
+  std::vector<int64_t> out;
+  out.swap(gaps_);
   return out;
 }
 

@@ -76,6 +76,10 @@ class SimFleet {
 
   // Heartbeat round trips (send to LeaseRenewed) since the last call, in microseconds.
   std::vector<int64_t> TakeHeartbeatRtts();
+  // Microseconds between a node's successive heartbeats since the last call: the interval,
+  // plus however late the simulator itself sent them (a gap past the lease is the bench's own
+  // fault, not the control plane's).
+  std::vector<int64_t> TakeHeartbeatGaps();
   // Every attempt seen so far.
   std::vector<SimAttempt> Attempts();
   // Times a node's stream ended without being killed (the control plane dropped it).
@@ -122,6 +126,7 @@ class SimFleet {
   std::map<std::pair<std::string, int32_t>, v1::StartAttempt> start_messages_;
   std::mutex rtt_mu_;
   std::vector<int64_t> rtts_;
+  std::vector<int64_t> gaps_;
   std::atomic<int64_t> streams_dropped_{0};
   std::atomic<int64_t> log_push_failures_{0};
 };
