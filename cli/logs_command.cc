@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -152,24 +153,52 @@ int Logs(CommandContext& context, const LogsOptions& options) {
 
 }  // namespace
 
+// Reads one call's stream to its end, handing each message to `each`.
+template <typename Reader, typename Message, typename Each>
+grpc::Status Drain(Reader& reader, Message& message, const Each& each) {
+  while (reader.Read(&message)) each(message);
+  return reader.Finish();
+}
+
 int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& request) {
   Connection& connection = context.connection();
   std::unique_ptr<tessera::v1::LogService::Stub> stub =
       tessera::v1::LogService::NewStub(connection.channel());
-  // No deadline even without follow: a long log may take longer than a unary call's 30 s.
-  const std::unique_ptr<grpc::ClientContext> call = connection.StreamContext();
-  const CancelOnInterrupt interrupt(call.get());
-  std::unique_ptr<grpc::ClientReader<tessera::v1::LogLine>> reader =
-      stub->GetLogs(call.get(), request);
   const bool prefix = !OneRank(request);
-  tessera::v1::LogLine line;
-  while (reader->Read(&line)) {
+  int64_t printed = 0;
+  const auto print = [&](const tessera::v1::LogLine& line) {
     PrintLine(context, line, prefix);
-    if (request.follow()) context.out().flush();
+    ++printed;
+  };
+  // StreamLogs: the lines in batches. No deadline even without follow: a long log may take
+  // longer than a unary call's 30 s.
+  const std::unique_ptr<grpc::ClientContext> call = connection.StreamContext();
+  grpc::Status status;
+  bool interrupted = false;
+  {
+    const CancelOnInterrupt interrupt(call.get());
+    auto reader = stub->StreamLogs(call.get(), request);
+    tessera::v1::LogLines batch;
+    status = Drain(*reader, batch, [&](const tessera::v1::LogLines& b) {
+      for (const auto& line : b.lines()) print(line);
+      if (request.follow()) context.out().flush();
+    });
+    interrupted = interrupt.interrupted();
+  }
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && printed == 0 && !interrupted) {
+    // A log service from before StreamLogs: the same lines, one message each.
+    const std::unique_ptr<grpc::ClientContext> old_call = connection.StreamContext();
+    const CancelOnInterrupt interrupt(old_call.get());
+    auto reader = stub->GetLogs(old_call.get(), request);
+    tessera::v1::LogLine line;
+    status = Drain(*reader, line, [&](const tessera::v1::LogLine& l) {
+      print(l);
+      if (request.follow()) context.out().flush();
+    });
+    interrupted = interrupt.interrupted();
   }
   context.out().flush();
-  const grpc::Status status = reader->Finish();
-  if (interrupt.interrupted()) return kExitInterrupted;
+  if (interrupted) return kExitInterrupted;
   connection.Check(status);
   return kExitOk;
 }

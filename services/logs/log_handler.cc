@@ -254,7 +254,8 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
 
 absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
                                  const std::function<bool(const v1::LogLine&)>& unfiltered_send,
-                                 const std::function<bool()>& done) {
+                                 const std::function<bool()>& done,
+                                 const std::function<bool()>& flush) {
   TESSERA_ASSIGN_OR_RETURN(LineFilter filter, LineFilter::FromRequest(req));
   if (req.first_exception() && !filter.empty()) {
     return absl::InvalidArgumentError(
@@ -309,12 +310,15 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
     }
     return absl::OkStatus();
   }
-  return Follow(t, reader, send, done);
+  return Follow(t, reader, send, done, flush);
 }
 
 absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
                                 const std::function<bool(const v1::LogLine&)>& send,
-                                const std::function<bool()>& done) {
+                                const std::function<bool()>& done,
+                                const std::function<bool()>& flush) {
+  // What `send` gathered goes out whenever nothing more is at hand, before any wait.
+  const auto flushed = [&] { return flush == nullptr || flush(); };
   followers_->Increment();
   struct Leave {
     metrics::Gauge* g;
@@ -332,8 +336,10 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
       for (const auto& l : page->lines) {
         if (!send(l)) return absl::OkStatus();
       }
+      if (!page->more && !flushed()) return absl::OkStatus();
       if (!page->lines.empty()) continue;
     }
+    if (!flushed()) return absl::OkStatus();
     const absl::Time now = clock_->Now();
     if (!ended_at && now - last_check >= options_.run_check_interval) {
       last_check = now;

@@ -58,10 +58,14 @@ class LogHandler {
   // not stored. INVALID_ARGUMENT naming the field for a malformed batch.
   absl::Status PushBatch(const Who& who, const v1::LogBatch& batch, v1::LogAck* ack);
   // Sends the requested lines; with `follow`, then new lines as they arrive until the attempt
-  // has ended and everything stored was sent, `send` returns false or `done()`.
+  // has ended and everything stored was sent, `send` returns false or `done()`. `send` may
+  // gather lines to write several at once: `flush` (when given) writes what it holds, and is
+  // called whenever no more lines are at hand (before a follower waits); the caller flushes
+  // once more after the call.
   absl::Status GetLogs(const Who& who, const v1::GetLogsRequest& req,
                        const std::function<bool(const v1::LogLine&)>& send,
-                       const std::function<bool()>& done);
+                       const std::function<bool()>& done,
+                       const std::function<bool()>& flush = nullptr);
   // Removes every line of a run (admins and system keys); OK when there is none.
   absl::Status DeleteRunLogs(const Who& who, const v1::DeleteRunLogsRequest& req,
                              v1::DeleteRunLogsResponse* resp);
@@ -80,7 +84,7 @@ class LogHandler {
                                   const std::function<bool(const v1::LogLine&)>& send);
   absl::Status Follow(const Target& t, LogReader& reader,
                       const std::function<bool(const v1::LogLine&)>& send,
-                      const std::function<bool()>& done);
+                      const std::function<bool()>& done, const std::function<bool()>& flush);
 
   std::shared_ptr<store::LogStore> logs_;
   std::shared_ptr<RunLookup> runs_;

@@ -3,6 +3,7 @@
 
 #include "base/status_macros.h"
 #include "services/common/rpc.h"
+#include "services/logs/line_batcher.h"
 #include "services/logs/log_handler.h"
 
 namespace tessera::logs {
@@ -40,6 +41,18 @@ class LogService final : public v1::LogService::Service {
       return h_->GetLogs(
           who, *req, [&](const v1::LogLine& l) { return writer->Write(l); },
           [&] { return ctx->IsCancelled(); });
+    });
+  }
+
+  grpc::Status StreamLogs(grpc::ServerContext* ctx, const v1::GetLogsRequest* req,
+                          grpc::ServerWriter<v1::LogLines>* writer) override {
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(StreamLogs), [&](const auth::Principal& who) {
+      LineBatcher<grpc::ServerWriter<v1::LogLines>> batch(writer);
+      absl::Status st = h_->GetLogs(
+          who, *req, [&](const v1::LogLine& l) { return batch.Add(l); },
+          [&] { return ctx->IsCancelled(); }, [&] { return batch.Flush(); });
+      batch.Flush();  // the lines before an error too
+      return st;
     });
   }
 

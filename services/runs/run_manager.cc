@@ -303,7 +303,7 @@ absl::Status RunManager::DeleteRun(const Who& who, const v1::DeleteRunRequest& r
                            "; stop it first (mcli stop run ", run->name(), ")"));
         }
         TESSERA_RETURN_IF_ERROR(
-            runs_->DeleteRun(run->id(), RecordWithRun<v1::DeleteRunResponse>(key)));
+            runs_->DeleteRun(run->id(), RecordWithRun<v1::DeleteRunResponse>(key), run->version()));
         if (logs_) {
           if (auto st = logs_->DeleteRunLogs(run->id()); !st.ok()) {
             spdlog::warn(

@@ -31,8 +31,9 @@ absl::StatusOr<int> RunManager::ExpireFinishedRuns() {
           continue;
         }
       }
-      const absl::Status st = runs_->DeleteRun(run.id());
-      if (absl::IsNotFound(st)) continue;  // deleted meanwhile (another instance, a user)
+      // Only as it was read: a run restarted meanwhile is running again, not expired.
+      const absl::Status st = runs_->DeleteRun(run.id(), std::nullopt, run.version());
+      if (absl::IsNotFound(st) || absl::IsAborted(st)) continue;  // deleted or restarted meanwhile
       if (!st.ok()) return st;
       ++deleted;
     }

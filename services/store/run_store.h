@@ -52,10 +52,13 @@ class RunStore {
                                             const std::optional<WriteFence>& fence = {},
                                             const std::optional<IdempotentRunWrite>& idem = {}) = 0;
 
-  // Removes the run with its attempts and events. NOT_FOUND when absent. `idem` as for
-  // CreateRun (its response is made from the run as it was before the delete).
+  // Removes the run with its attempts and events. NOT_FOUND when absent; with
+  // `expected_version`, ABORTED when the run has moved on since it was read (a restart between
+  // the check that it ended and the delete). `idem` as for CreateRun (its response is made
+  // from the run as it was before the delete).
   virtual absl::Status DeleteRun(std::string_view id,
-                                 const std::optional<IdempotentRunWrite>& idem = {}) = 0;
+                                 const std::optional<IdempotentRunWrite>& idem = {},
+                                 std::optional<int64_t> expected_version = {}) = 0;
 
   // Runs that ended (a terminal status) before `before`, the earliest ended first, at most
   // `limit`: what the retention of finished runs removes.

@@ -74,6 +74,7 @@ const std::vector<RpcRule>& RpcRoleTable() {
       // own, the run manager deletes a deleted run's.
       {"tessera.v1.LogService/PushLogs", {ROLE_NODE, ROLE_SYSTEM}},
       {"tessera.v1.LogService/GetLogs", kPeopleAndServices},
+      {"tessera.v1.LogService/StreamLogs", kPeopleAndServices},
       {"tessera.v1.LogService/DeleteRunLogs", {ROLE_ADMIN, ROLE_SYSTEM}, kAuditPeople},
       // Nodes and the queue.
       {"tessera.v1.SchedulerService/ListNodes", kPeopleAndServices},

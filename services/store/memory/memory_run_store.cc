@@ -99,14 +99,19 @@ class MemoryRunStore final : public RunStore {
     return stored;
   }
 
-  absl::Status DeleteRun(std::string_view id,
-                         const std::optional<IdempotentRunWrite>& idem) override {
+  absl::Status DeleteRun(std::string_view id, const std::optional<IdempotentRunWrite>& idem,
+                         std::optional<int64_t> expected_version) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
     if (idem) TESSERA_RETURN_IF_ERROR(db_->CheckKeyFree(idem->key));
     auto it = db_->runs.find(std::string(id));
     if (it == db_->runs.end())
       return absl::NotFoundError(absl::StrCat("run id ", std::string(id), " not found"));
+    if (expected_version && it->second.version() != *expected_version) {
+      return absl::AbortedError(
+          absl::StrCat("run id ", std::string(id), " changed concurrently (version ",
+                       it->second.version(), ", expected ", *expected_version, ")"));
+    }
     if (idem) db_->RecordResponse(idem->key, idem->response(it->second));
     db_->run_ids_by_name.erase(it->second.name());
     db_->runs.erase(it);

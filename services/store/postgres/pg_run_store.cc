@@ -149,15 +149,24 @@ class PgRunStore final : public RunStore {
     return stored;
   }
 
-  absl::Status DeleteRun(std::string_view id,
-                         const std::optional<IdempotentRunWrite>& idem) override {
+  absl::Status DeleteRun(std::string_view id, const std::optional<IdempotentRunWrite>& idem,
+                         std::optional<int64_t> expected_version) override {
     return pool_->Transact("deleting a run", [&](pqxx::work& tx) -> absl::Status {
       if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
       // Attempts and events go with it (ON DELETE CASCADE).
-      const pqxx::result r =
-          tx.exec_params("DELETE FROM runs WHERE id = $1 RETURNING body, version", std::string(id));
-      if (r.empty())
-        return absl::NotFoundError(absl::StrCat("run id ", std::string(id), " not found"));
+      const pqxx::result r = tx.exec_params(
+          "DELETE FROM runs WHERE id = $1 AND ($2::bigint IS NULL OR version = $2)"
+          " RETURNING body, version",
+          std::string(id), expected_version);
+      if (r.empty()) {
+        const pqxx::result current =
+            tx.exec_params("SELECT version FROM runs WHERE id = $1", std::string(id));
+        if (current.empty())
+          return absl::NotFoundError(absl::StrCat("run id ", std::string(id), " not found"));
+        return absl::AbortedError(
+            absl::StrCat("run id ", std::string(id), " changed concurrently (version ",
+                         current[0][0].as<int64_t>(), ", expected ", *expected_version, ")"));
+      }
       if (idem) {
         auto deleted = DecodeRun(r[0], 0, 1);
         if (!deleted.ok()) return deleted.status();

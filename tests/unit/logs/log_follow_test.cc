@@ -8,20 +8,27 @@
 namespace tessera::logs::testing {
 namespace {
 
-// GetLogs on a thread, collecting what it sends.
+// GetLogs on a thread, collecting what it sends. A `gathering` follower sees lines only when
+// the handler flushes them (as StreamLogs writes its batches).
 class Follower {
  public:
-  Follower(Fixture& f, v1::GetLogsRequest req) : clock_(f.clock) {
+  Follower(Fixture& f, v1::GetLogsRequest req, bool gathering = false) : clock_(f.clock) {
     req.set_follow(true);
-    thread_ = std::thread([this, &f, req] {
+    thread_ = std::thread([this, &f, req, gathering] {
       auto st = f.handler.GetLogs(
           f.alice, req,
-          [this](const v1::LogLine& l) {
+          [this, gathering](const v1::LogLine& l) {
             absl::MutexLock lock(&mu_);
-            texts_.push_back(l.text());
+            (gathering ? gathered_ : texts_).push_back(l.text());
             return true;
           },
-          [this] { return stop_.load(); });
+          [this] { return stop_.load(); },
+          [this] {
+            absl::MutexLock lock(&mu_);
+            texts_.insert(texts_.end(), gathered_.begin(), gathered_.end());
+            gathered_.clear();
+            return true;
+          });
       absl::MutexLock lock(&mu_);
       status_ = st;
       ended_ = true;
@@ -71,6 +78,7 @@ class Follower {
   std::shared_ptr<FakeClock> clock_;
   absl::Mutex mu_;
   Texts texts_ ABSL_GUARDED_BY(mu_);
+  Texts gathered_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
@@ -112,6 +120,22 @@ TEST_CASE("follow sends what is stored, then new lines, waiting for a gap to be 
   REQUIRE(follower.WaitForEnd());
   CHECK(follower.status().ok());
   CHECK(follower.Now().size() == 6);
+}
+
+TEST_CASE("a follower that gathers lines has them flushed before each wait") {
+  Fixture f(PatientOptions());
+  f.AddRun("r", v1::RUN_STATUS_RUNNING);
+  REQUIRE(f.Push({f.Line(0, kOut, 0, 1, "a0"), f.Line(1, kOut, 0, 2, "b0")}).ok());
+  Follower follower(f, Req(), /*gathering=*/true);
+  CHECK(follower.WaitFor(2) == Texts{"a0", "b0"});
+  // Behind a gap: what can be sent is flushed while the gap is awaited.
+  REQUIRE(f.Push({f.Line(0, kOut, 2, 5, "a2"), f.Line(1, kOut, 1, 6, "b1")}).ok());
+  CHECK(follower.WaitFor(3) == Texts{"a0", "b0", "b1"});
+  REQUIRE(f.Push({f.Line(0, kOut, 1, 4, "a1")}).ok());
+  CHECK(follower.WaitFor(5) == Texts{"a0", "b0", "b1", "a1", "a2"});
+  End(f, "r", v1::RUN_STATUS_COMPLETED);
+  REQUIRE(follower.WaitForEnd());
+  CHECK(follower.Now().size() == 5);
 }
 
 TEST_CASE("follow ends when a newer attempt starts, after the attempt's last lines") {

@@ -33,9 +33,9 @@ class LostReplyRunStore final : public store::RunStore {
                                     const std::optional<store::IdempotentRunWrite>& idem) override {
     return Lost(inner_->UpdateRun(run, expected_version, events, attempts, fence, idem));
   }
-  absl::Status DeleteRun(std::string_view id,
-                         const std::optional<store::IdempotentRunWrite>& idem) override {
-    absl::Status st = inner_->DeleteRun(id, idem);
+  absl::Status DeleteRun(std::string_view id, const std::optional<store::IdempotentRunWrite>& idem,
+                         std::optional<int64_t> expected_version) override {
+    absl::Status st = inner_->DeleteRun(id, idem, expected_version);
     if (!st.ok() || !lose_replies) return st;
     return absl::UnavailableError("database connection lost while committing; outcome unknown");
   }

@@ -308,7 +308,10 @@ CONFORMANCE_CASE("runs: delete removes the run with its attempts and events") {
   a.set_run_id(run->id());
   REQUIRE(s.runs->PutAttempt(a).ok());
 
-  REQUIRE(s.runs->DeleteRun(run->id()).ok());
+  // Only as it was read, when asked: a run that moved on is kept.
+  CHECK(absl::IsAborted(s.runs->DeleteRun(run->id(), std::nullopt, run->version() + 1)));
+  CHECK(s.runs->GetRun("r").ok());
+  REQUIRE(s.runs->DeleteRun(run->id(), std::nullopt, run->version()).ok());
   CHECK(absl::IsNotFound(s.runs->GetRun("r").status()));
   CHECK(s.runs->ListAttempts(run->id())->empty());
   CHECK(s.runs->ListEvents(run->id())->empty());
