@@ -64,14 +64,15 @@ void ProgressWatcher::StartReader(absl::Duration interval) {
   reader_ = std::thread([this, interval] {
     while (!stopping_) {
       ReadFiles();
-      absl::MutexLock lock(&mu_);
-      if (files_.empty()) {
+      {
         // No rank to follow (an idle node): sleep until one is watched rather than wake five
         // times a second for nothing.
+        absl::MutexLock lock(&mu_);
         mu_.Await(absl::Condition(this, &ProgressWatcher::StoppingOrFollowing));
-      } else {
-        mu_.AwaitWithTimeout(absl::Condition(this, &ProgressWatcher::Stopping), interval);
       }
+      // Not a timed wait on the mutex: absl times those by the wall clock, which an operator or
+      // NTP may step by hours (the control_plane_faults e2e test does); a sleep is not.
+      if (!stopping_) std::this_thread::sleep_for(absl::ToChronoMilliseconds(interval));
     }
   });
 }

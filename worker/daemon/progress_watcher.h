@@ -79,8 +79,7 @@ class ProgressWatcher {
   // Reads one file (or all when `only` is null) outside mu_, then parses under it.
   void Read(const FileKey* only);
   void Parse(File& f, const std::string& bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The reader's wake-ups (the destructor sets stopping_ under mu_, so that they see it).
-  bool Stopping() const { return stopping_; }
+  // The reader's wake-up (the destructor sets stopping_ under mu_, so that it sees it).
   bool StoppingOrFollowing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || !files_.empty();
   }

@@ -31,6 +31,16 @@ absl::StatusOr<v1::Run> DecodeRun(const pqxx::row& row, int body_col, int versio
   return run;
 }
 
+// Rows of (body, version), appended to `out`.
+absl::Status DecodeRuns(const pqxx::result& rows, std::vector<v1::Run>& out) {
+  for (const auto& row : rows) {
+    auto run = DecodeRun(row, 0, 1);
+    if (!run.ok()) return run.status();
+    out.push_back(*std::move(run));
+  }
+  return absl::OkStatus();
+}
+
 // The runs.ended_at column: when a run that has ended ended; NULL while it has not (a restarted
 // run keeps its old ended_at in the body until it ends again).
 std::optional<int64_t> EndedAtMicros(const v1::Run& run) {
@@ -99,12 +109,7 @@ class PgRunStore final : public RunStore {
           filter.gpu_type(), filter.has_created_before(), ToMicros(filter.created_before()),
           filter.has_created_after(), ToMicros(filter.created_after()), limit,
           filter.page_after_id(), ToMicros(filter.page_after_created_at()));
-      for (const auto& row : rows) {
-        auto run = DecodeRun(row, 0, 1);
-        if (!run.ok()) return run.status();
-        out.push_back(*std::move(run));
-      }
-      return absl::OkStatus();
+      return DecodeRuns(rows, out);
     });
     if (!st.ok()) return st;
     return out;
@@ -183,12 +188,7 @@ class PgRunStore final : public RunStore {
           absl::StrCat("SELECT body, version FROM runs WHERE ended_at < ", MicrosParam(1),
                        " ORDER BY ended_at, id COLLATE \"C\" LIMIT $2"),
           absl::ToUnixMicros(before), limit);
-      for (const auto& row : rows) {
-        auto run = DecodeRun(row, 0, 1);
-        if (!run.ok()) return run.status();
-        out.push_back(*std::move(run));
-      }
-      return absl::OkStatus();
+      return DecodeRuns(rows, out);
     });
     if (!st.ok()) return st;
     return out;

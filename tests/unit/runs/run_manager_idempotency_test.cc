@@ -6,6 +6,7 @@
 
 #include "services/runs/run_manager.h"
 #include "services/store/memory/memory_database.h"
+#include "tests/unit/runs/forwarding_run_store.h"
 
 namespace tessera::runs {
 namespace {
@@ -17,54 +18,27 @@ class AnyFit final : public FitChecker {
 
 // Commits every write, then (while `lose_replies` is set) reports the outcome unknown, as when the
 // connection breaks during COMMIT.
-class LostReplyRunStore final : public store::RunStore {
+class LostReplyRunStore final : public testing::ForwardingRunStore {
  public:
-  explicit LostReplyRunStore(std::shared_ptr<store::RunStore> inner) : inner_(std::move(inner)) {}
+  using ForwardingRunStore::ForwardingRunStore;
   bool lose_replies = false;
 
   absl::StatusOr<v1::Run> CreateRun(const v1::Run& run, const std::vector<v1::RunEvent>& events,
                                     const std::optional<store::IdempotentRunWrite>& idem) override {
-    return Lost(inner_->CreateRun(run, events, idem));
+    return Lost(inner()->CreateRun(run, events, idem));
   }
   absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
                                     const std::vector<v1::RunEvent>& events,
                                     const std::vector<v1::Attempt>& attempts,
                                     const std::optional<store::WriteFence>& fence,
                                     const std::optional<store::IdempotentRunWrite>& idem) override {
-    return Lost(inner_->UpdateRun(run, expected_version, events, attempts, fence, idem));
+    return Lost(inner()->UpdateRun(run, expected_version, events, attempts, fence, idem));
   }
   absl::Status DeleteRun(std::string_view id, const std::optional<store::IdempotentRunWrite>& idem,
                          std::optional<int64_t> expected_version) override {
-    absl::Status st = inner_->DeleteRun(id, idem, expected_version);
+    absl::Status st = inner()->DeleteRun(id, idem, expected_version);
     if (!st.ok() || !lose_replies) return st;
     return absl::UnavailableError("database connection lost while committing; outcome unknown");
-  }
-  absl::StatusOr<v1::Run> GetRun(std::string_view name) override { return inner_->GetRun(name); }
-  absl::StatusOr<int64_t> UserUid(std::string_view user) override { return inner_->UserUid(user); }
-  absl::StatusOr<v1::Run> GetRunById(std::string_view id) override {
-    return inner_->GetRunById(id);
-  }
-  absl::StatusOr<std::vector<v1::Run>> ListRuns(const v1::RunFilter& filter) override {
-    return inner_->ListRuns(filter);
-  }
-  absl::StatusOr<std::vector<v1::Run>> ListRunsEndedBefore(absl::Time before, int limit) override {
-    return inner_->ListRunsEndedBefore(before, limit);
-  }
-  absl::Status PutAttempt(const v1::Attempt& attempt) override {
-    return inner_->PutAttempt(attempt);
-  }
-  absl::StatusOr<std::vector<v1::Attempt>> ListAttempts(std::string_view run_id) override {
-    return inner_->ListAttempts(run_id);
-  }
-  absl::StatusOr<v1::RunEvent> AppendEvent(const v1::RunEvent& event) override {
-    return inner_->AppendEvent(event);
-  }
-  absl::StatusOr<std::vector<v1::RunEvent>> ListEvents(std::string_view run_id, int64_t after_id,
-                                                       int limit) override {
-    return inner_->ListEvents(run_id, after_id, limit);
-  }
-  absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id, int limit) override {
-    return inner_->ListAllEvents(after_id, limit);
   }
 
  private:
@@ -72,7 +46,6 @@ class LostReplyRunStore final : public store::RunStore {
     if (!result.ok() || !lose_replies) return result;
     return absl::UnavailableError("database connection lost while committing; outcome unknown");
   }
-  std::shared_ptr<store::RunStore> inner_;
 };
 
 struct Fixture {

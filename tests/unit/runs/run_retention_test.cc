@@ -3,19 +3,21 @@
 #include <catch2/catch.hpp>
 
 #include "base/timestamps.h"
+#include "tests/unit/runs/forwarding_run_store.h"
 #include "tests/unit/runs/run_manager_fixture.h"
 
 namespace tessera::runs::testing {
 namespace {
 
 struct RetentionFixture : Fixture {
-  RunManager retaining{stores.runs,
-                       idem,
-                       fit,
-                       clock,
-                       logs,
-                       std::make_shared<SeededRandom>(7),
-                       RunManagerOptions{.run_retention = absl::Hours(24)}};
+  // A run manager over `runs` that deletes runs a day after they ended.
+  std::unique_ptr<RunManager> Retaining(std::shared_ptr<store::RunStore> runs) {
+    return std::make_unique<RunManager>(std::move(runs), idem, fit, clock, logs,
+                                        std::make_shared<SeededRandom>(7),
+                                        RunManagerOptions{.run_retention = absl::Hours(24)});
+  }
+  std::unique_ptr<RunManager> retaining_ = Retaining(stores.runs);
+  RunManager& retaining = *retaining_;
 
   // A run stored with `status`, ended `ago` before now (none: it has not ended).
   void Store(const std::string& name, v1::RunStatus status,
@@ -104,72 +106,24 @@ TEST_CASE_METHOD(RetentionFixture, "without a retention period no run is deleted
 
 // Lists the ended runs, then restarts them before the caller can act: a user's restart racing
 // the retention.
-class RestartAfterListing final : public store::RunStore {
+class RestartAfterListing final : public ForwardingRunStore {
  public:
-  explicit RestartAfterListing(std::shared_ptr<store::RunStore> inner) : inner_(std::move(inner)) {}
+  using ForwardingRunStore::ForwardingRunStore;
   absl::StatusOr<std::vector<v1::Run>> ListRunsEndedBefore(absl::Time before, int limit) override {
-    auto listed = inner_->ListRunsEndedBefore(before, limit);
+    auto listed = inner()->ListRunsEndedBefore(before, limit);
     if (!listed.ok()) return listed;
     for (v1::Run run : *listed) {
       run.set_status(v1::RUN_STATUS_QUEUED);
-      if (!inner_->UpdateRun(run, run.version(), {}).ok()) return absl::InternalError("restart");
+      if (!inner()->UpdateRun(run, run.version(), {}).ok()) return absl::InternalError("restart");
     }
     return listed;
   }
-  absl::StatusOr<v1::Run> CreateRun(const v1::Run& run, const std::vector<v1::RunEvent>& events,
-                                    const std::optional<store::IdempotentRunWrite>& idem) override {
-    return inner_->CreateRun(run, events, idem);
-  }
-  absl::StatusOr<v1::Run> UpdateRun(const v1::Run& run, int64_t expected_version,
-                                    const std::vector<v1::RunEvent>& events,
-                                    const std::vector<v1::Attempt>& attempts,
-                                    const std::optional<store::WriteFence>& fence,
-                                    const std::optional<store::IdempotentRunWrite>& idem) override {
-    return inner_->UpdateRun(run, expected_version, events, attempts, fence, idem);
-  }
-  absl::Status DeleteRun(std::string_view id, const std::optional<store::IdempotentRunWrite>& idem,
-                         std::optional<int64_t> expected_version) override {
-    return inner_->DeleteRun(id, idem, expected_version);
-  }
-  absl::StatusOr<v1::Run> GetRun(std::string_view name) override { return inner_->GetRun(name); }
-  absl::StatusOr<v1::Run> GetRunById(std::string_view id) override {
-    return inner_->GetRunById(id);
-  }
-  absl::StatusOr<std::vector<v1::Run>> ListRuns(const v1::RunFilter& filter) override {
-    return inner_->ListRuns(filter);
-  }
-  absl::Status PutAttempt(const v1::Attempt& attempt) override {
-    return inner_->PutAttempt(attempt);
-  }
-  absl::StatusOr<std::vector<v1::Attempt>> ListAttempts(std::string_view run_id) override {
-    return inner_->ListAttempts(run_id);
-  }
-  absl::StatusOr<v1::RunEvent> AppendEvent(const v1::RunEvent& event) override {
-    return inner_->AppendEvent(event);
-  }
-  absl::StatusOr<std::vector<v1::RunEvent>> ListEvents(std::string_view run_id, int64_t after_id,
-                                                       int limit) override {
-    return inner_->ListEvents(run_id, after_id, limit);
-  }
-  absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id, int limit) override {
-    return inner_->ListAllEvents(after_id, limit);
-  }
-  absl::StatusOr<int64_t> UserUid(std::string_view user) override { return inner_->UserUid(user); }
-
- private:
-  std::shared_ptr<store::RunStore> inner_;
 };
 
 TEST_CASE_METHOD(RetentionFixture, "a run restarted while the retention looks at it is kept") {
   Store("old", v1::RUN_STATUS_COMPLETED, absl::Hours(30));
-  RunManager racing{std::make_shared<RestartAfterListing>(stores.runs),
-                    idem,
-                    fit,
-                    clock,
-                    logs,
-                    std::make_shared<SeededRandom>(7),
-                    RunManagerOptions{.run_retention = absl::Hours(24)}};
-  auto deleted = racing.ExpireFinishedRuns();
+  auto racing = Retaining(std::make_shared<RestartAfterListing>(stores.runs));
+  auto deleted = racing->ExpireFinishedRuns();
   REQUIRE(deleted.ok());
   CHECK(*deleted == 0);
   auto run = stores.runs->GetRun("old");
