@@ -68,8 +68,10 @@ struct RunsOptions {
 };
 
 // How often a retention of `period` is applied: a tenth of it, within 1 s and 10 minutes, so
-// that nothing outlives its period by more than a tenth (or 10 minutes).
+// that nothing outlives its period by more than a tenth (or 10 minutes). Without a retention
+// (zero) the pass only returns: every 10 minutes, not every second.
 inline absl::Duration RetentionCheckInterval(absl::Duration period) {
+  if (period <= absl::ZeroDuration()) return absl::Minutes(10);
   return std::clamp(period / 10, absl::Seconds(1), absl::Minutes(10));
 }
 
