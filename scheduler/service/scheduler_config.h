@@ -14,7 +14,10 @@ inline constexpr std::string_view kProcsPerNodeLabel = "tessera.io/procs-per-nod
 struct SchedulerConfig {
   // A node whose worker has not heartbeat for this long is lost.
   absl::Duration lease = absl::Seconds(3);
-  absl::Duration heartbeat_interval = absl::Milliseconds(500);
+  // The lease, not this, bounds how soon a dead node is found; this sets how late a beat may be
+  // (lease minus interval: 2 s) before a live node is taken for lost. One a second keeps an idle
+  // node and a 10,000-node control plane cheap (bench/control_plane, bench/idle_worker).
+  absl::Duration heartbeat_interval = absl::Seconds(1);
   // SIGTERM to SIGKILL for stopped ranks.
   absl::Duration stop_grace = absl::Seconds(10);
   // Flap damping: a node lost this many times within the window is cordoned with the evidence,

@@ -85,7 +85,7 @@ std::unique_ptr<Component> MakeRunsComponent(const Foundation& f,
 
 struct SchedulerOptions {
   absl::Duration lease = absl::Seconds(3);
-  absl::Duration heartbeat_interval = absl::Milliseconds(500);
+  absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration cycle_interval = absl::Milliseconds(200);
   absl::Duration stop_grace = absl::Seconds(10);
   // Empty: this instance always leads (single instance without election).

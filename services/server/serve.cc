@@ -77,7 +77,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   double sweep_interval_seconds = 0, canary_timeout_seconds = 60;
   std::string canary_sizes;
   std::string http_listen = all_in_one ? "127.0.0.1:8080" : "";
-  double lease_seconds = 3, heartbeat_seconds = 0.5, stop_grace_seconds = 10;
+  double lease_seconds = 3, heartbeat_seconds = 1, stop_grace_seconds = 10;
   AddHostFlags(app, host);
   app.add_option("--database-url", db.url, "PostgreSQL URL (postgresql://user@host:port/db)")
       ->envname("TESSERA_DATABASE_URL");

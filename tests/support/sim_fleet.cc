@@ -111,7 +111,7 @@ class SimFleet::Node {
   std::vector<std::unique_ptr<Stream>> streams;
   bool registered = false;
   bool killed = false;
-  absl::Duration heartbeat_interval = absl::Milliseconds(500);
+  absl::Duration heartbeat_interval = absl::Seconds(1);
   int64_t sequence = 0;
   std::map<int64_t, absl::Time> sent;  // the last few heartbeats' send times
   absl::Time last_heartbeat_sent;

@@ -110,7 +110,7 @@ void ControlSession::DropNetwork(absl::Duration d) {
   spdlog::warn("network of node {} dropped for {}", options_.node.name(), absl::FormatDuration(d));
 }
 
-bool ControlSession::SendHealthReports() {
+bool ControlSession::SendHealthReports(absl::Time probe_due_by) {
   if (options_.canaries != nullptr) {
     for (auto& r : options_.canaries->TakeResults()) {
       v1::WorkerMessage m;
@@ -118,7 +118,7 @@ bool ControlSession::SendHealthReports() {
       if (!Send(m)) return false;  // a result lost with the stream times out in its sweep
     }
   }
-  if (options_.gpu_probe != nullptr && clock_->Now() >= next_gpu_probe_) {
+  if (options_.gpu_probe != nullptr && next_gpu_probe_ <= probe_due_by) {
     next_gpu_probe_ = clock_->Now() + options_.gpu_probe_interval;
     for (auto& f : options_.gpu_probe->Poll()) {
       spdlog::error("GPU fault on {} GPU {}: {}", options_.node.name(), f.gpu_index(), f.detail());
@@ -277,7 +277,19 @@ bool ControlSession::RunStream() {
         }
       }
     }
-    if (!broken && !SendHealthReports()) broken = true;
+    {
+      // A probe that would come due before the next heartbeat is taken with this one: an idle
+      // node wakes once per heartbeat, not once more per probe.
+      const absl::Time looked_at = clock_->Now();
+      absl::Duration beat_interval;
+      {
+        absl::MutexLock lock(&mu_);
+        beat_interval = heartbeat_interval_;
+      }
+      const absl::Time probe_due_by =
+          looked_at >= next_heartbeat ? looked_at + beat_interval / 2 : looked_at;
+      if (!broken && !SendHealthReports(probe_due_by)) broken = true;
+    }
     {
       absl::MutexLock lock(&mu_);
       if (clock_->Now() < network_dropped_until_) broken = true;
@@ -297,8 +309,14 @@ bool ControlSession::RunStream() {
       if (!Send(hb)) broken = true;
       next_heartbeat = now + interval;
     }
+    // A probe due within half a heartbeat of the next one waits for it (see probe_due_by).
     absl::Time idle_until = next_heartbeat;
-    if (options_.gpu_probe != nullptr) idle_until = std::min(idle_until, next_gpu_probe_);
+    if (options_.gpu_probe != nullptr) {
+      absl::MutexLock lock(&mu_);
+      if (next_gpu_probe_ < next_heartbeat - heartbeat_interval_ / 2) {
+        idle_until = std::min(idle_until, next_gpu_probe_);
+      }
+    }
     Pause(idle_until);
   }
   ctx.TryCancel();
@@ -446,9 +464,22 @@ void ControlSession::FenceLoop() {
     const bool ranks = attempts_.running_ranks() > 0;
     if (must && ranks) fenced = false;
     // Ranks to fence, or a stream being set up: look often. An idle, connected node has
-    // nothing to kill (a start arrives on a live stream, with a fresh lease), and a dead
-    // stream's cancel may wait a quarter of a second longer.
-    clock_->SleepFor(absl::Milliseconds(ranks || !connected ? 25 : 250));
+    // nothing to kill (a start arrives on a live stream, with a fresh lease): it looks next
+    // when the lease could first be found unrenewed (half a lease before its end with
+    // standbys, else its end less the margin), and at least every second.
+    absl::Duration pause = absl::Milliseconds(25);
+    if (!ranks && connected) {
+      absl::MutexLock lock(&mu_);
+      pause = absl::Seconds(1);
+      if (const auto until = lease_.valid_until()) {
+        const absl::Duration early = stubs_.size() > 1
+                                         ? std::max(options_.fence_margin, lease_duration_ / 2)
+                                         : options_.fence_margin;
+        pause =
+            std::clamp(*until - early - clock_->Now(), absl::Milliseconds(25), absl::Seconds(1));
+      }
+    }
+    clock_->SleepFor(pause);
   }
 }
 

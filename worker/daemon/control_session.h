@@ -87,7 +87,8 @@ class ControlSession {
   void Handle(const v1::ControlMessage& msg);
   bool Send(const v1::WorkerMessage& m);
   // Canary results, GPU faults and hangs; false when the stream broke.
-  bool SendHealthReports();
+  // The GPU probe is polled when it is due by `probe_due_by`.
+  bool SendHealthReports(absl::Time probe_due_by);
   void FenceLoop();
   void PublishDeadline() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -111,7 +112,7 @@ class ControlSession {
 
   absl::Mutex mu_;
   LeaseTracker lease_ ABSL_GUARDED_BY(mu_);
-  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Milliseconds(500);
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
   grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   ControlSessionStats stats_ ABSL_GUARDED_BY(mu_);
   absl::Time network_dropped_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

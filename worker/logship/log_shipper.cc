@@ -55,6 +55,10 @@ void LogShipper::Stop() {
   SaveProgress();
 }
 
+bool LogShipper::HasWork() const {
+  return stop_ || stream_ended_ || !files_.empty() || !in_flight_.empty();
+}
+
 void LogShipper::AddFile(const std::string& path, const RankOutput& out, v1::LogStream stream) {
   if (files_.count(path)) return;
   const AckState state = LoadAckState(path);
@@ -204,6 +208,7 @@ bool LogShipper::RunStream() {
     absl::MutexLock lock(&mu_);
     if (stop_) return false;
     active_ctx_ = &ctx;
+    stream_ended_ = false;
   }
   auto stream = stub_->PushLogs(&ctx);
   int64_t acked_before;
@@ -216,17 +221,24 @@ bool LogShipper::RunStream() {
     v1::LogAck ack;
     while (stream->Read(&ack)) OnAck(ack);
     read_ended = true;  // the service went away: resend from the acknowledged positions
+    absl::MutexLock lock(&mu_);
+    stream_ended_ = true;  // wakes a loop asleep for want of files
   });
   absl::Time last_save = timer_->Now();
   bool broken = false;
   absl::Duration idle = options_.idle_poll;
-  bool tracking = false;
   while (!stop_ && !broken && !read_ended) {
     v1::LogBatch batch;
     std::optional<InFlight> flight;
     {
       absl::MutexLock lock(&mu_);
-      tracking = !files_.empty();
+      if (!HasWork()) {
+        // No rank's output to follow: sleep until Watch, RecoverSpools, Stop or the stream's
+        // end. An untimed wait, so that neither clock's steps matter.
+        mu_.Await(absl::Condition(this, &LogShipper::HasWork));
+        idle = options_.idle_poll;
+        continue;
+      }
       if (in_flight_.size() < options_.max_in_flight) {
         flight = NextBatch(batch);
         if (flight) {
@@ -244,10 +256,9 @@ bool LogShipper::RunStream() {
       if (!stream->Write(batch)) broken = true;
     } else {
       // Nothing to send: look less often the longer nothing comes (a rank that starts printing
-      // is seen within idle_poll_max), and seldom with no rank's output to follow at all, so
-      // that an idle node costs next to nothing.
+      // is seen within idle_poll_max).
       timer_->SleepFor(idle);
-      idle = std::min(idle * 2, tracking ? options_.idle_poll_max : options_.idle_poll_none);
+      idle = std::min(idle * 2, options_.idle_poll_max);
     }
   }
   ctx.TryCancel();

@@ -38,10 +38,10 @@ struct LogShipperOptions {
   size_t batch_bytes = 1 << 20;
   size_t max_in_flight = 4;  // batches sent and not yet acknowledged
   // How often spool files are read for new lines: idle_poll while lines come, doubling while
-  // none do up to idle_poll_max, or up to idle_poll_none while no rank's output is followed.
+  // none do up to idle_poll_max. With no rank's output to follow and nothing unacknowledged,
+  // the shipper sleeps until a rank is watched (an idle node spends nothing on it).
   absl::Duration idle_poll = absl::Milliseconds(2);
   absl::Duration idle_poll_max = absl::Milliseconds(25);
-  absl::Duration idle_poll_none = absl::Milliseconds(100);
 };
 
 struct LogShipperStats {
@@ -75,6 +75,10 @@ class LogShipper {
   bool Drained();
 
  private:
+  // Whether the stream loop has anything to do: a file to follow, a batch to be acknowledged,
+  // a stream to replace, or stopping.
+  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   struct File {
     std::string path;
     v1::LogLine proto;  // run, attempt, ranks, stream, node: copied into each line
@@ -112,6 +116,7 @@ class LogShipper {
   std::deque<InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   LogShipperStats stats_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* active_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool stream_ended_ ABSL_GUARDED_BY(mu_) = false;  // the service ended the current stream
 };
 
 }  // namespace tessera::worker

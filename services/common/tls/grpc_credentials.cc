@@ -12,18 +12,24 @@ namespace {
 
 using grpc::experimental::FileWatcherCertificateProvider;
 
-constexpr unsigned kRefreshSeconds = 2;
+// How often certificate files are read again. A server's renewed certificate must be served
+// soon (operators renew it in place); a client's is renewed long before it expires, and every
+// read of the files costs an idle node about a millisecond.
+constexpr unsigned kServerRefreshSeconds = 2;
+constexpr unsigned kClientRefreshSeconds = 10;
 
-// One watcher per set of files in a process: each watcher is a thread that reads its files.
-std::shared_ptr<FileWatcherCertificateProvider> Provider(const TlsFlags& flags) {
+// One watcher per set of files and refresh interval in a process: each watcher is a thread that
+// reads its files.
+std::shared_ptr<FileWatcherCertificateProvider> Provider(const TlsFlags& flags,
+                                                         unsigned refresh_seconds) {
   static std::mutex mu;
-  static auto* providers = new std::map<std::tuple<std::string, std::string, std::string>,
+  static auto* providers = new std::map<std::tuple<std::string, std::string, std::string, unsigned>,
                                         std::shared_ptr<FileWatcherCertificateProvider>>();
   std::lock_guard lock(mu);
-  auto& p = (*providers)[{flags.key_file, flags.cert_file, flags.ca_file}];
+  auto& p = (*providers)[{flags.key_file, flags.cert_file, flags.ca_file, refresh_seconds}];
   if (p == nullptr) {
     p = std::make_shared<FileWatcherCertificateProvider>(flags.key_file, flags.cert_file,
-                                                         flags.ca_file, kRefreshSeconds);
+                                                         flags.ca_file, refresh_seconds);
   }
   return p;
 }
@@ -32,7 +38,7 @@ std::shared_ptr<FileWatcherCertificateProvider> Provider(const TlsFlags& flags) 
 
 std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsFlags& flags) {
   if (flags.plaintext) return grpc::InsecureServerCredentials();
-  grpc::experimental::TlsServerCredentialsOptions options(Provider(flags));
+  grpc::experimental::TlsServerCredentialsOptions options(Provider(flags, kServerRefreshSeconds));
   options.watch_identity_key_cert_pairs();
   options.watch_root_certs();
   options.set_cert_request_type(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
@@ -45,7 +51,7 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const TlsFlags& fla
     return grpc::SslCredentials(grpc::SslCredentialsOptions());
   }
   grpc::experimental::TlsChannelCredentialsOptions options;
-  options.set_certificate_provider(Provider(flags));
+  options.set_certificate_provider(Provider(flags, kClientRefreshSeconds));
   if (!flags.ca_file.empty()) options.watch_root_certs();
   if (!flags.cert_file.empty()) options.watch_identity_key_cert_pairs();
   options.set_verify_server_certs(true);
