@@ -3,11 +3,12 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
+#include "cli/local_files.h"
 #include "cli/names.h"
 #include "cli/run_view.h"
-#include "cli/local_files.h"
 #include "cli/spec_overrides.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
@@ -60,12 +61,31 @@ void PrintChange(CommandContext& context, const tessera::v1::RunChange& change) 
   }
 }
 
+// Where a watch stopped: the run as the server showed it last, and the status and attempt of
+// the change that stopped it (an event's own, which may be older than the run's: a run that
+// ended at once is read as ended while its first events are still being shown).
+struct Watched {
+  tessera::v1::Run run;
+  tessera::v1::RunStatus status = tessera::v1::RUN_STATUS_UNSPECIFIED;
+  int attempt = -1;
+  // The change that showed the run ended, printed by the caller after the run's last lines.
+  std::optional<tessera::v1::RunChange> final_change;
+};
+
+// The change as a person reads it: with the status its event led to.
+tessera::v1::RunChange AsShown(const tessera::v1::RunChange& change,
+                               tessera::v1::RunStatus status) {
+  tessera::v1::RunChange shown = change;
+  shown.mutable_run()->set_status(status);
+  return shown;
+}
+
 // Watches the run, printing its status changes (its current state first, unless that is the
-// status printed last), until `done(run)`; returns the run as it was then. `last` is the status
-// printed last, kept across calls.
+// status printed last), until `done(status, attempt)`. `last` is the status printed last, kept
+// across calls. A change that ends the run is not printed but returned.
 template <typename Done>
-tessera::v1::Run WatchUntil(CommandContext& context, const std::string& name,
-                            tessera::v1::RunStatus& last, Done&& done) {
+Watched WatchUntil(CommandContext& context, const std::string& name, tessera::v1::RunStatus& last,
+                   Done&& done) {
   Connection& connection = context.connection();
   std::unique_ptr<RunService::Stub> stub = RunService::NewStub(connection.channel());
   tessera::v1::WatchRunsRequest request;
@@ -73,64 +93,117 @@ tessera::v1::Run WatchUntil(CommandContext& context, const std::string& name,
   const std::unique_ptr<grpc::ClientContext> stream_context = connection.StreamContext();
   std::unique_ptr<grpc::ClientReader<tessera::v1::RunChange>> reader =
       stub->WatchRuns(stream_context.get(), request);
-  const auto stop = [&](const tessera::v1::Run& run) {
+  // The server sends its headers once the watch's start is fixed: the state read next is
+  // followed by every change after it, and a run that moves on meanwhile is not missed.
+  reader->WaitForInitialMetadata();
+  const auto stop = [&](Watched w) {
     stream_context->TryCancel();
     reader->Finish();
-    return run;
+    return w;
+  };
+  // Shows a change (unless it ends the run) and says whether the watch is done.
+  const auto reached = [&](const tessera::v1::RunChange& change, tessera::v1::RunStatus status,
+                           int attempt) -> std::optional<Watched> {
+    last = status;
+    const tessera::v1::RunChange shown = AsShown(change, status);
+    if (IsTerminal(status)) return Watched{change.run(), status, attempt, shown};
+    PrintChange(context, shown);
+    if (done(status, attempt)) return Watched{change.run(), status, attempt, std::nullopt};
+    return std::nullopt;
   };
 
-  // The run may have moved (or ended) before the watch began: start from its current state.
   tessera::v1::GetRunRequest get;
   get.set_name(name);
   tessera::v1::GetRunResponse current;
   connection.Unary([&](grpc::ClientContext* c) { return stub->GetRun(c, get, &current); });
   tessera::v1::RunChange change;
   *change.mutable_run() = current.run();
-  if (current.run().status() != last) PrintChange(context, change);
-  last = current.run().status();
-  if (done(current.run())) return stop(current.run());
+  const tessera::v1::RunStatus now = current.run().status();
+  if (now != last || IsTerminal(now)) {
+    if (auto w = reached(change, now, current.run().resumption_index())) return stop(*w);
+  } else if (done(now, current.run().resumption_index())) {
+    return stop(Watched{current.run(), now, current.run().resumption_index(), std::nullopt});
+  }
   while (reader->Read(&change)) {
     if (change.run().name() != name) continue;
     const bool has_event = change.has_event() && change.event().type() != 0;
-    if (change.run().status() == last && !has_event) continue;
-    last = change.run().status();
-    PrintChange(context, change);
-    if (done(change.run())) return stop(change.run());
+    tessera::v1::RunStatus status = change.run().status();
+    int attempt = change.run().resumption_index();
+    if (has_event) {
+      // The event's own status: the run read with it may be further on already.
+      status = StatusAfterEvent(change.event().type()).value_or(last);
+      attempt = change.event().resumption_index();
+    } else if (status == last) {
+      continue;
+    }
+    if (auto w = reached(change, status, attempt)) return stop(*w);
   }
   connection.Check(reader->Finish());
   ThrowFailure("the server ended the watch of run " + name + " before the run ended");
 }
 
-// Follows the logs of the run's current attempt until the attempt ends. Logs that cannot be
-// shown (a server without the log service) are a warning: the run is still followed.
-int FollowAttemptLogs(CommandContext& context, const tessera::v1::Run& run) {
+// Prints the logs of one attempt of the run: with `follow`, until the attempt ends. Logs that
+// cannot be shown (a server without the log service) are a warning: the run is still followed.
+int PrintAttemptLogs(CommandContext& context, const std::string& name, int attempt, bool follow) {
   tessera::v1::GetLogsRequest request;
-  request.set_run_name(run.name());
-  request.set_resumption_index(run.resumption_index());
-  request.set_follow(true);
+  request.set_run_name(name);
+  request.set_resumption_index(attempt);
+  request.set_follow(follow);
   try {
     return PrintLogStream(context, request);
   } catch (const CliError& e) {
-    context.err() << "Warning: cannot show the logs of run " << run.name() << ": " << e.what()
-                  << "\n";
+    context.err() << "Warning: cannot show the logs of run " << name << ": " << e.what() << "\n";
     return kExitOk;
   }
 }
 
+// The final line of a run that was already over when the watch read it: its status with the
+// message of the event that ended it (the run's own reason is empty when it completed).
+tessera::v1::RunChange WithEndingEvent(CommandContext& context, tessera::v1::RunChange change) {
+  if (change.has_event()) return change;
+  Connection& connection = context.connection();
+  std::unique_ptr<RunService::Stub> stub = RunService::NewStub(connection.channel());
+  tessera::v1::DescribeRunRequest request;
+  request.set_name(change.run().name());
+  tessera::v1::DescribeRunResponse response;
+  connection.Unary(
+      [&](grpc::ClientContext* c) { return stub->DescribeRun(c, request, &response); });
+  const auto& events = response.description().events();
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    if (StatusAfterEvent(it->type()) == change.run().status()) {
+      *change.mutable_event() = *it;
+      break;
+    }
+  }
+  return change;
+}
+
 // Prints the run's status changes until it runs, then its logs until that attempt ends, and so
-// on (a requeued run runs again as its next attempt) until the run ends; exit 0 when it
-// completed.
+// on (a requeued run runs again as its next attempt) until the run ends; then the lines of any
+// attempt that ran and ended before the follower saw it run (a run that ends at once), and the
+// final status with its own message. Exit 0 when it completed.
 int FollowRun(CommandContext& context, const std::string& name) {
   tessera::v1::RunStatus last = tessera::v1::RUN_STATUS_UNSPECIFIED;
   int followed_attempt = -1;  // the latest attempt whose logs were printed to their end
   for (;;) {
-    const tessera::v1::Run run = WatchUntil(context, name, last, [&](const tessera::v1::Run& r) {
-      return IsTerminal(r.status()) || (r.status() == tessera::v1::RUN_STATUS_RUNNING &&
-                                        r.resumption_index() > followed_attempt);
-    });
-    if (IsTerminal(run.status())) return FinalStatus(run);
-    followed_attempt = run.resumption_index();
-    if (FollowAttemptLogs(context, run) == kExitInterrupted) return kExitInterrupted;
+    const Watched w =
+        WatchUntil(context, name, last, [&](tessera::v1::RunStatus status, int attempt) {
+          return IsTerminal(status) ||
+                 (status == tessera::v1::RUN_STATUS_RUNNING && attempt > followed_attempt);
+        });
+    if (IsTerminal(w.status)) {
+      for (int a = followed_attempt + 1; a <= w.run.resumption_index(); ++a) {
+        if (PrintAttemptLogs(context, name, a, /*follow=*/false) == kExitInterrupted) {
+          return kExitInterrupted;
+        }
+      }
+      if (w.final_change) PrintChange(context, WithEndingEvent(context, *w.final_change));
+      return FinalStatus(w.run);
+    }
+    followed_attempt = w.attempt;
+    if (PrintAttemptLogs(context, name, w.attempt, /*follow=*/true) == kExitInterrupted) {
+      return kExitInterrupted;
+    }
   }
 }
 

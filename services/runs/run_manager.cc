@@ -426,7 +426,8 @@ absl::Status RunManager::CloneRun(const Who& who, const v1::CloneRunRequest& req
 absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& req,
                                    const std::function<bool(const v1::RunChange&)>& send,
                                    const std::function<bool()>& done,
-                                   absl::Duration poll_interval) {
+                                   absl::Duration poll_interval,
+                                   const std::function<void()>& started) {
   TESSERA_RETURN_IF_ERROR(ValidateFilter(req.filter()));
   // Start after the newest event: a watch shows changes from now on.
   int64_t last_id = 0;
@@ -436,6 +437,7 @@ absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& r
     if (latest->empty()) break;
     last_id = latest->back().id();
   }
+  if (started) started();
   while (!done()) {
     const uint64_t seen = changes_->Generation(store::ChangeTopic::kRunEvents);
     auto events = runs_->ListAllEvents(last_id, 500);

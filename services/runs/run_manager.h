@@ -72,9 +72,12 @@ class RunManager {
 
   // Streams every change of a run visible to `who` matching the filter, starting with changes
   // after the call; returns when `send` returns false (the client went away) or `done()`.
+  // `started` (if set) is called once where the watch starts is fixed: a client that waits for
+  // it and then reads a run's state misses no change after that state.
   absl::Status WatchRuns(const Who& who, const v1::WatchRunsRequest& req,
                          const std::function<bool(const v1::RunChange&)>& send,
-                         const std::function<bool()>& done, absl::Duration poll_interval);
+                         const std::function<bool()>& done, absl::Duration poll_interval,
+                         const std::function<void()>& started = nullptr);
 
   // Asks every RUNNING run past its max_duration to stop. Called periodically; returns how
   // many runs it stopped.

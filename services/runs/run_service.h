@@ -31,7 +31,10 @@ class RunService final : public v1::RunService::Service {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(WatchRuns), [&](const auth::Principal& who) {
       return m_->WatchRuns(
           who, *req, [&](const v1::RunChange& c) { return writer->Write(c); },
-          [&] { return ctx->IsCancelled(); }, poll_);
+          [&] { return ctx->IsCancelled(); }, poll_,
+          // The headers go out once the watch's start is fixed (mcli waits for them, then reads
+          // the run: no change between the two is missed).
+          [&] { writer->SendInitialMetadata(); });
     });
   }
 

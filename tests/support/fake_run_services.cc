@@ -51,9 +51,15 @@ Status FakeRunService::GetRun(ServerContext* context, const v1::GetRunRequest* r
   if (Status st = recorder_.Record(context, "GetRun", *request); !st.ok()) return st;
   std::lock_guard lock(mu);
   const auto latest = after_attempts.find(request->name());
-  *response->mutable_run() = latest != after_attempts.end()
-                                 ? latest->second
-                                 : SampleRun(request->name(), v1::RUN_STATUS_PENDING);
+  if (latest != after_attempts.end()) {
+    *response->mutable_run() = latest->second;
+  } else if (request->name().rfind("instant", 0) == 0) {
+    // Ended before anyone looked: completed (with no reason, as a real server leaves it).
+    *response->mutable_run() = SampleRun(request->name(), v1::RUN_STATUS_COMPLETED);
+    *response->mutable_run()->mutable_updated_at() = TimeAt(kT0 + 5);
+  } else {
+    *response->mutable_run() = SampleRun(request->name(), v1::RUN_STATUS_PENDING);
+  }
   response->mutable_run()->set_version(1234567890123LL);  // more than 32 bits
   return Status::OK;
 }
@@ -94,6 +100,12 @@ Status FakeRunService::DescribeRun(ServerContext* context, const v1::DescribeRun
   event.set_type(v1::RUN_EVENT_TYPE_REQUEUED);
   *event.mutable_time() = TimeAt(kT0 + 3600);
   event.set_message("Run was placed back in the scheduling queue");
+  if (request->name().rfind("instant", 0) == 0) {
+    v1::RunEvent& ended = *description.add_events();
+    ended.set_type(v1::RUN_EVENT_TYPE_COMPLETED);
+    *ended.mutable_time() = TimeAt(kT0 + 5);
+    ended.set_message("Run completed");
+  }
   return Status::OK;
 }
 
@@ -149,18 +161,33 @@ Status FakeRunService::WatchAttempts(ServerContext* context, const v1::WatchRuns
                                      grpc::ServerWriter<v1::RunChange>* writer) {
   const std::string name = request.filter().name_globs_size() > 0 ? request.filter().name_globs(0)
                                                                   : std::string("unknown");
+  // As the real service: headers once the watch's start is fixed (mcli waits for them).
+  writer->SendInitialMetadata();
   const std::optional<v1::Run> latest = AfterAttempts(name);
+  if (name.rfind("instant", 0) == 0) {
+    SleepUntilCancelled(context);  // over before the watch began: no change comes
+    return Status::OK;
+  }
   if (!latest.has_value() || latest->status() == v1::RUN_STATUS_QUEUED) {
     const int attempt = latest.has_value() ? latest->resumption_index() : 0;
-    const std::pair<v1::RunStatus, const char*> steps[] = {
-        {v1::RUN_STATUS_STARTING, "Run was placed on node-a"},
-        {v1::RUN_STATUS_RUNNING, "Run started"}};
+    struct Step {
+      v1::RunStatus status;
+      v1::RunEventType type;
+      const char* message;
+    };
+    const Step steps[] = {
+        {v1::RUN_STATUS_STARTING, v1::RUN_EVENT_TYPE_PLACED, "Run was placed on node-a"},
+        {v1::RUN_STATUS_RUNNING, v1::RUN_EVENT_TYPE_STARTED, "Run started"}};
+    // "quick-*" runs end at once: every change reads the run as already completed, as a real
+    // service does when its events are read after the run moved on.
+    const bool quick = name.rfind("quick", 0) == 0;
     int64_t offset = 1 + 20 * attempt;
-    for (const auto& [status, message] : steps) {
+    for (const auto& [status, type, message] : steps) {
       v1::RunChange change;
-      *change.mutable_run() = SampleRun(name, status);
+      *change.mutable_run() = SampleRun(name, quick ? v1::RUN_STATUS_COMPLETED : status);
       change.mutable_run()->set_resumption_index(attempt);
-      change.mutable_event()->set_type(v1::RUN_EVENT_TYPE_STARTED);
+      change.mutable_event()->set_type(type);
+      change.mutable_event()->set_resumption_index(attempt);
       change.mutable_event()->set_message(message);
       *change.mutable_event()->mutable_time() = TimeAt(kT0 + offset++);
       if (!writer->Write(change)) break;

@@ -230,6 +230,35 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
     CHECK(requests[1].resumption_index() == 1);
     CHECK(requests[1].follow());
   }
+  SECTION("a run that ends at once: each event with its own status, then every line") {
+    // Every change reads the run as completed already; the follower still shows the attempt
+    // starting, its lines, then the end.
+    const Result result = SubmitFollow(dir, "quick");
+    INFO(result);
+    REQUIRE(result.exit_code == 0);
+    const auto lines = Lines(result.out);
+    REQUIRE(lines.size() == 8);
+    CHECK(lines[2] == "2023-11-14 22:13:21  STARTING     Run was placed on node-a");
+    CHECK(lines[3] == "2023-11-14 22:13:22  RUNNING      Run started");
+    CHECK(lines[4] == "[rank 0] step 1 loss 2.50");
+    CHECK(lines[6] == "[rank 0] bad \xff byte");
+    CHECK(lines[7] == "2023-11-14 22:13:30  COMPLETED    Run completed");
+  }
+  SECTION("a run over before the follower looked: its lines, then its end with its message") {
+    const Result result = SubmitFollow(dir, "instant");
+    INFO(result);
+    REQUIRE(result.exit_code == 0);
+    const auto lines = Lines(result.out);
+    REQUIRE(lines.size() == 5);
+    CHECK(lines[0] == "instant-abc123");
+    CHECK(lines[1] == "[rank 0] step 1 loss 2.50");
+    CHECK(lines[2] == "[rank 1] warning: slow data loader");
+    CHECK(lines[3] == "[rank 0] bad \xff byte");
+    CHECK(lines[4] == "2023-11-14 22:13:25  COMPLETED    Run completed");
+    const v1::GetLogsRequest request = OnlyRequest(server);
+    CHECK_FALSE(request.follow());  // the attempt is over: all its lines, no waiting
+    CHECK((request.has_resumption_index() && request.resumption_index() == 0));
+  }
   SECTION("logs that cannot be shown are a warning; the run is still followed to its end") {
     const Result result = SubmitFollow(dir, "nologs");
     INFO(result);
