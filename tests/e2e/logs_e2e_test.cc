@@ -3,9 +3,12 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -113,6 +116,78 @@ compute:
   // Deleting the run deletes its logs.
   REQUIRE(Mcli(c, "delete run " + name).exit_code == 0);
   CHECK(Mcli(c, "logs " + name).exit_code == 1);
+}
+
+// Runs that are over before the follower catches up (issue 15: each time "PENDING", then
+// "COMPLETED    Run queued", and no line): every line, then the final status with its own message.
+TEST_CASE("mcli run submit --follow of runs that end at once shows every line, then how it ended",
+          "[e2e]") {
+  LocalCluster c;
+  c.StartWorker("node-a");
+  // Status lines are "DATE TIME  STATUS  message": no line pairs a status with another one's
+  // message.
+  const auto check_statuses = [](const std::string& output) {
+    CHECK_FALSE(absl::StrContains(output, "COMPLETED    Run queued"));
+    CHECK_FALSE(absl::StrContains(output, "COMPLETED    Run started"));
+    CHECK_FALSE(absl::StrContains(output, "FAILED       Run queued"));
+    CHECK_FALSE(absl::StrContains(output, "FAILED       Run started"));
+  };
+  SECTION("one line, three times") {
+    const std::string yaml = WriteFile("echo.yaml", R"(name: echo
+image: host
+command: echo hello-$RANK
+compute:
+  gpus: 1
+)");
+    for (int i = 0; i < 3; ++i) {
+      ShellResult followed = Mcli(c, "run submit -f " + yaml + " --follow");
+      INFO(followed.output);
+      CHECK(followed.exit_code == 0);
+      const std::vector<std::string> lines =
+          absl::StrSplit(absl::StripTrailingAsciiWhitespace(followed.output), '\n');
+      CHECK(std::count(lines.begin(), lines.end(), "[rank 0] hello-0") == 1);
+      CHECK(absl::StrContains(lines.back(), "COMPLETED    Run completed"));
+      check_statuses(followed.output);
+    }
+  }
+  SECTION("a run that fails at once: its line, then FAILED with the exit code, exit 1") {
+    const std::string yaml = WriteFile("fail-now.yaml", R"(name: fail-now
+image: host
+command: echo "boom-$RANK"; exit 3
+compute:
+  gpus: 1
+)");
+    ShellResult followed = Mcli(c, "run submit -f " + yaml + " --follow");
+    INFO(followed.output);
+    CHECK(followed.exit_code == 1);
+    CHECK(absl::StrContains(followed.output, "\n[rank 0] boom-0\n"));
+    CHECK(absl::StrContains(followed.output, "FAILED       Run failed with exit code 3"));
+    CHECK(followed.output.find("boom-0") < followed.output.find("FAILED       Run failed"));
+    check_statuses(followed.output);
+  }
+  SECTION("5,000 lines printed at once: all of them, in order, before the end") {
+    const std::string yaml = WriteFile("burst.yaml", R"(name: burst
+image: host
+command: seq 1 5000
+compute:
+  gpus: 1
+)");
+    ShellResult followed = Mcli(c, "run submit -f " + yaml + " --follow");
+    REQUIRE(followed.exit_code == 0);
+    const std::vector<absl::string_view> lines = absl::StrSplit(followed.output, '\n');
+    std::vector<int> numbers;
+    for (absl::string_view line : lines) {
+      int n = 0;
+      if (absl::ConsumePrefix(&line, "[rank 0] ") && absl::SimpleAtoi(line, &n)) {
+        numbers.push_back(n);
+      }
+    }
+    REQUIRE(numbers.size() == 5000);
+    for (int i = 0; i < 5000; ++i) {
+      if (numbers[static_cast<size_t>(i)] != i + 1) FAIL("line " << i << " is " << numbers[i]);
+    }
+    CHECK(followed.output.rfind("] 5000\n") < followed.output.find("COMPLETED    Run completed"));
+  }
 }
 
 }  // namespace
