@@ -101,13 +101,13 @@ Watched WatchUntil(CommandContext& context, const std::string& name, tessera::v1
     reader->Finish();
     return w;
   };
-  // Shows a change (unless it ends the run) and says whether the watch is done.
+  // Shows a change (if `show`, and unless it ends the run) and says whether the watch is done.
   const auto reached = [&](const tessera::v1::RunChange& change, tessera::v1::RunStatus status,
-                           int attempt) -> std::optional<Watched> {
+                           int attempt, bool show = true) -> std::optional<Watched> {
     last = status;
     const tessera::v1::RunChange shown = AsShown(change, status);
     if (IsTerminal(status)) return Watched{change.run(), status, attempt, shown};
-    PrintChange(context, shown);
+    if (show) PrintChange(context, shown);
     if (done(status, attempt)) return Watched{change.run(), status, attempt, std::nullopt};
     return std::nullopt;
   };
@@ -118,11 +118,10 @@ Watched WatchUntil(CommandContext& context, const std::string& name, tessera::v1
   connection.Unary([&](grpc::ClientContext* c) { return stub->GetRun(c, get, &current); });
   tessera::v1::RunChange change;
   *change.mutable_run() = current.run();
+  // Its current state first, unless that is the status printed last.
   const tessera::v1::RunStatus now = current.run().status();
-  if (now != last || IsTerminal(now)) {
-    if (auto w = reached(change, now, current.run().resumption_index())) return stop(*w);
-  } else if (done(now, current.run().resumption_index())) {
-    return stop(Watched{current.run(), now, current.run().resumption_index(), std::nullopt});
+  if (auto w = reached(change, now, current.run().resumption_index(), now != last)) {
+    return stop(*w);
   }
   while (reader->Read(&change)) {
     if (change.run().name() != name) continue;

@@ -238,7 +238,6 @@ bool ControlSession::RunStream() {
     lease_duration_ = FromProto(r.lease_duration());
     lease_.Registered(sent, lease_duration_);
     PublishDeadline();
-    heartbeat_interval_ = std::max(absl::Milliseconds(50), FromProto(r.heartbeat_interval()));
     ++stats_.registrations;
     stats_.connected = true;
   }
@@ -251,6 +250,9 @@ bool ControlSession::RunStream() {
     read_ended = true;
     Wake(false);
   });
+  // The interval the scheduler gave at this registration.
+  const absl::Duration beat_interval =
+      std::max(absl::Milliseconds(50), FromProto(r.heartbeat_interval()));
   int64_t sequence = 0;
   absl::Time next_heartbeat = clock_->Now();
   bool broken = false;
@@ -281,11 +283,6 @@ bool ControlSession::RunStream() {
       // A probe that would come due before the next heartbeat is taken with this one: an idle
       // node wakes once per heartbeat, not once more per probe.
       const absl::Time looked_at = clock_->Now();
-      absl::Duration beat_interval;
-      {
-        absl::MutexLock lock(&mu_);
-        beat_interval = heartbeat_interval_;
-      }
       const absl::Time probe_due_by =
           looked_at >= next_heartbeat ? looked_at + beat_interval / 2 : looked_at;
       if (!broken && !SendHealthReports(probe_due_by)) broken = true;
@@ -299,23 +296,18 @@ bool ControlSession::RunStream() {
       v1::WorkerMessage hb;
       hb.mutable_heartbeat()->set_sequence(++sequence);
       for (auto& a : attempts_.LocalAttempts()) *hb.mutable_heartbeat()->add_attempts() = a;
-      absl::Duration interval;
       {
         absl::MutexLock lock(&mu_);
         lease_.HeartbeatSent(sequence, now);
-        interval = heartbeat_interval_;
         ++stats_.heartbeats;
       }
       if (!Send(hb)) broken = true;
-      next_heartbeat = now + interval;
+      next_heartbeat = now + beat_interval;
     }
     // A probe due within half a heartbeat of the next one waits for it (see probe_due_by).
     absl::Time idle_until = next_heartbeat;
-    if (options_.gpu_probe != nullptr) {
-      absl::MutexLock lock(&mu_);
-      if (next_gpu_probe_ < next_heartbeat - heartbeat_interval_ / 2) {
-        idle_until = std::min(idle_until, next_gpu_probe_);
-      }
+    if (options_.gpu_probe != nullptr && next_gpu_probe_ < next_heartbeat - beat_interval / 2) {
+      idle_until = std::min(idle_until, next_gpu_probe_);
     }
     Pause(idle_until);
   }

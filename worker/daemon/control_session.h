@@ -112,7 +112,6 @@ class ControlSession {
 
   absl::Mutex mu_;
   LeaseTracker lease_ ABSL_GUARDED_BY(mu_);
-  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
   grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   ControlSessionStats stats_ ABSL_GUARDED_BY(mu_);
   absl::Time network_dropped_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

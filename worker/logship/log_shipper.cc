@@ -216,22 +216,23 @@ bool LogShipper::RunStream() {
     absl::MutexLock lock(&mu_);
     acked_before = stats_.lines_acked;
   }
-  std::atomic<bool> read_ended{false};
   std::thread reader([&] {
     v1::LogAck ack;
     while (stream->Read(&ack)) OnAck(ack);
-    read_ended = true;  // the service went away: resend from the acknowledged positions
+    // The service went away: resend from the acknowledged positions. Set under mu_, so that it
+    // also wakes a loop asleep for want of files.
     absl::MutexLock lock(&mu_);
-    stream_ended_ = true;  // wakes a loop asleep for want of files
+    stream_ended_ = true;
   });
   absl::Time last_save = timer_->Now();
   bool broken = false;
   absl::Duration idle = options_.idle_poll;
-  while (!stop_ && !broken && !read_ended) {
+  while (!stop_ && !broken) {
     v1::LogBatch batch;
     std::optional<InFlight> flight;
     {
       absl::MutexLock lock(&mu_);
+      if (stream_ended_) break;
       if (!HasWork()) {
         // No rank's output to follow: sleep until Watch, RecoverSpools, Stop or the stream's
         // end. An untimed wait, so that neither clock's steps matter.
