@@ -326,6 +326,9 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
   } leave{followers_};
   std::optional<absl::Time> ended_at;
   absl::Time last_check = absl::InfinitePast();
+  // When the last line came: after the attempt ended, lines still arriving (a worker shipping
+  // its backlog) keep the follow going; end_grace counts from the later of the two.
+  absl::Time last_line_at = absl::InfinitePast();
   while (!done()) {
     const uint64_t seen = changes_->Generation(store::ChangeTopic::kLogs);
     auto page = reader.Next(/*skip_gaps=*/false);
@@ -337,7 +340,10 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
         if (!send(l)) return absl::OkStatus();
       }
       if (!page->more && !flushed()) return absl::OkStatus();
-      if (!page->lines.empty()) continue;
+      if (!page->lines.empty()) {
+        last_line_at = clock_->Now();
+        continue;
+      }
     }
     if (!flushed()) return absl::OkStatus();
     const absl::Time now = clock_->Now();
@@ -358,7 +364,7 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
       }
     }
     if (ended_at && page.ok() && !page->more && !page->waiting_on_gap &&
-        now - *ended_at >= options_.end_grace) {
+        now - std::max(*ended_at, last_line_at) >= options_.end_grace) {
       return absl::OkStatus();
     }
     changes_->WaitForChange(store::ChangeTopic::kLogs, seen, options_.poll_interval, *clock_);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 namespace tessera::logs {
 
@@ -27,6 +28,76 @@ void LogReader::StartAfter(const std::vector<v1::LogLine>& shown,
 }
 
 absl::StatusOr<LogReader::Page> LogReader::Next(bool skip_gaps) {
+  served_from_fanout_ = false;
+  if (skip_gaps) {
+    live_ = false;
+    return Read(skip_gaps);
+  }
+  if (!subscription_) {
+    subscription_ = store_->SubscribeLogs(query_.run_id, query_.resumption_index);
+  }
+  // Taken before any read, so that a line committed after it is either read or taken next time.
+  const store::LogSubscription::Taken taken = subscription_->Take();
+  if (live_ && taken.complete) {
+    served_from_fanout_ = true;
+    Page page;
+    if (TakeLive(taken, page)) return page;
+    page.more = true;  // the rest from the store, now
+    live_ = false;
+    return page;
+  }
+  auto page = Read(skip_gaps);
+  live_ = page.ok() && !page->more && !page->waiting_on_gap;
+  return page;
+}
+
+bool LogReader::TakeLive(const store::LogSubscription::Taken& taken, Page& page) {
+  bool joined = true;
+  for (const auto& batch : taken.batches) {
+    for (const auto& l : *batch) {
+      if ((query_.rank && l.rank() != *query_.rank) ||
+          (query_.node_rank && l.node_rank() != *query_.node_rank)) {
+        continue;
+      }
+      int64_t& next = query_.from_sequence[{l.rank(), l.stream()}];
+      if (l.sequence() < next) continue;  // read already
+      if (store::FirstSequence(l) <= next) {
+        page.lines.push_back(l);
+        next = l.sequence() + 1;
+      } else {
+        joined = false;  // this stream's later lines are beyond the gap too: left to the read
+      }
+    }
+  }
+  // In display order, as a read gives them, but never a stream's line before an earlier one of
+  // the same stream: each line sorts at the latest time of its stream so far.
+  struct Slot {
+    int64_t at;
+    size_t index;
+  };
+  std::vector<Slot> order;
+  order.reserve(page.lines.size());
+  std::map<store::LogStreamKey, int64_t> latest;
+  for (size_t i = 0; i < page.lines.size(); ++i) {
+    const v1::LogLine& l = page.lines[i];
+    const int64_t at = l.time().seconds() * 1'000'000'000 + l.time().nanos();
+    auto [it, fresh] = latest.try_emplace({l.rank(), l.stream()}, at);
+    if (!fresh) it->second = std::max(it->second, at);
+    order.push_back({it->second, i});
+  }
+  std::stable_sort(order.begin(), order.end(), [&](const Slot& a, const Slot& b) {
+    const v1::LogLine &x = page.lines[a.index], &y = page.lines[b.index];
+    return std::make_tuple(a.at, x.rank(), x.stream()) <
+           std::make_tuple(b.at, y.rank(), y.stream());
+  });
+  std::vector<v1::LogLine> sorted;
+  sorted.reserve(page.lines.size());
+  for (const Slot& s : order) sorted.push_back(std::move(page.lines[s.index]));
+  page.lines = std::move(sorted);
+  return joined;
+}
+
+absl::StatusOr<LogReader::Page> LogReader::Read(bool skip_gaps) {
   store::LogQuery q = query_;
   q.limit_per_stream = page_size_;
   auto lines = store_->ReadLogs(q);

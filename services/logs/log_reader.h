@@ -4,6 +4,11 @@
 // line after a gap waits until the missing line is stored (its batch has not committed yet), so
 // a reader never loses, skips or repeats a line. A gap that outlasts `gap_timeout` is given up
 // (the line is lost for good) with a warning.
+//
+// A follow (Next without skip_gaps) subscribes to the store's fan-out before its first read. Once
+// a read found everything stored, it takes the lines the store hands over instead of reading
+// again, for as long as they join up and nothing may have been committed elsewhere
+// (LogSubscription::Taken::complete); otherwise it reads.
 
 #include <map>
 #include <memory>
@@ -30,6 +35,8 @@ class LogReader {
   };
   // The next lines. `skip_gaps`: do not wait for missing lines (a one-off read).
   absl::StatusOr<Page> Next(bool skip_gaps);
+  // Whether the last Next was served from the fan-out, without reading the store.
+  bool served_from_fanout() const { return served_from_fanout_; }
 
   // Continues after `shown` (the lines already shown, e.g. a tail) and, for streams with no line
   // among them, after everything stored now.
@@ -47,6 +54,15 @@ class LogReader {
   absl::Duration gap_timeout_;
   int page_size_;
   std::map<store::LogStreamKey, absl::Time> gap_since_;
+  std::unique_ptr<store::LogSubscription> subscription_;
+  // The last read found everything stored: the fan-out may serve the next Next.
+  bool live_ = false;
+  bool served_from_fanout_ = false;
+
+  // The lines taken from the fan-out that come next in their streams; false when one does not
+  // join up (a read must find what lies between).
+  bool TakeLive(const store::LogSubscription::Taken& taken, Page& page);
+  absl::StatusOr<Page> Read(bool skip_gaps);
 };
 
 }  // namespace tessera::logs

@@ -10,6 +10,7 @@
 #include "services/admin/admin_handler.h"
 #include "services/admin/admin_service.h"
 #include "services/admin/join_service.h"
+#include "services/common/history_retention.h"
 #include "services/common/leader_election.h"
 #include "services/common/periodic_runner.h"
 #include "services/cordon/cordon_service.h"
@@ -137,14 +138,26 @@ class SchedulerComponent final : public Component {
 
 class CordonComponent final : public Component {
  public:
-  explicit CordonComponent(const Foundation& f)
+  CordonComponent(const Foundation& f, const CordonOptions& o)
       : service_(std::make_shared<cordon::CordonHandler>(f.stores.nodes, f.stores.node_events,
                                                          f.idempotency, f.clock, f.stores.changes),
-                 f.authenticator) {}
+                 f.authenticator),
+        retention_("node events", o.event_retention, f.clock,
+                   [events = f.stores.node_events](absl::Time before, int limit) {
+                     return events->DeleteNodeEventsBefore(before, limit);
+                   }),
+        // Every instance may apply it: an event removed twice is simply gone.
+        retention_runner_(f.clock, RetentionCheckInterval(o.event_retention), [this] {
+          if (auto st = retention_.Apply(); !st.ok()) {
+            spdlog::warn("cordon: retention: {}", st.status().ToString());
+          }
+        }) {}
   std::vector<grpc::Service*> services() override { return {&service_}; }
 
  private:
   cordon::CordonService service_;
+  HistoryRetention retention_;
+  PeriodicRunner retention_runner_;  // last: stopped before what it uses goes
 };
 
 class HealthComponent final : public Component {
@@ -164,8 +177,19 @@ class HealthComponent final : public Component {
         // One health API instance sweeps and remediates; the others answer calls and stand by.
         election_(f.stores.leader_locks, std::string(store::kHealthLeaderRole), o.instance_id,
                   MonotonicClock::Shared()),
-        ticker_(f.clock, o.tick, [this] {
-          if (election_.Lead()) handler_->Tick();
+        ticker_(f.clock, o.tick,
+                [this] {
+                  if (election_.Lead()) handler_->Tick();
+                }),
+        retention_("health sweeps", o.sweep_retention, f.clock,
+                   [health = f.stores.health](absl::Time before, int limit) {
+                     return health->DeleteSweepsBefore(before, limit);
+                   }),
+        // Every instance may apply it; a running sweep is never removed.
+        retention_runner_(f.clock, RetentionCheckInterval(o.sweep_retention), [this] {
+          if (auto st = retention_.Apply(); !st.ok()) {
+            spdlog::warn("health: retention: {}", st.status().ToString());
+          }
         }) {}
   std::vector<grpc::Service*> services() override { return {&service_}; }
 
@@ -185,7 +209,9 @@ class HealthComponent final : public Component {
   std::shared_ptr<health::HealthHandler> handler_;
   health::HealthService service_;
   LeaderElection election_;
-  PeriodicRunner ticker_;  // last: stopped before what it uses goes
+  PeriodicRunner ticker_;  // stopped before what it uses goes
+  HistoryRetention retention_;
+  PeriodicRunner retention_runner_;
 };
 
 class LogsComponent final : public Component {
@@ -248,8 +274,8 @@ std::unique_ptr<Component> MakeHealthComponent(const Foundation& f,
                                            std::move(runs), system_key, options);
 }
 
-std::unique_ptr<Component> MakeCordonComponent(const Foundation& f) {
-  return std::make_unique<CordonComponent>(f);
+std::unique_ptr<Component> MakeCordonComponent(const Foundation& f, const CordonOptions& options) {
+  return std::make_unique<CordonComponent>(f, options);
 }
 
 }  // namespace tessera::server

@@ -101,8 +101,14 @@ std::unique_ptr<Component> MakeSchedulerComponent(const Foundation& f,
                                                   const SystemCredential& system_key,
                                                   const SchedulerOptions& options);
 
+struct CordonOptions {
+  // Node events older than this are removed (zero: kept).
+  absl::Duration event_retention = absl::ZeroDuration();
+};
+
 // The cordon service.
-std::unique_ptr<Component> MakeCordonComponent(const Foundation& f);
+std::unique_ptr<Component> MakeCordonComponent(const Foundation& f,
+                                               const CordonOptions& options = {});
 
 struct HealthOptions {
   absl::Duration sweep_interval = absl::ZeroDuration();
@@ -116,6 +122,8 @@ struct HealthOptions {
   std::vector<int64_t> cpu_payload_bytes;
   // Unique among health API instances (host:pid): they elect one leader to sweep.
   std::string instance_id;
+  // Sweeps (with their results) created longer ago than this are removed (zero: kept).
+  absl::Duration sweep_retention = absl::ZeroDuration();
 };
 
 // The health API; it reaches the scheduler, the cordon service and the run manager through

@@ -124,7 +124,20 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   if ((parts.scheduler || parts.logs) && !parts.runs) {
     app.add_option("--runs-endpoint", runs_endpoint, "host:port of tessera-runs")->required();
   }
+  double sweep_retention_days = 0, node_event_retention_days = 0;
+  if (parts.cordon) {
+    app.add_option("--node-event-retention-days", node_event_retention_days,
+                   "remove node events (cordons, losses, faults) this many days after they "
+                   "happened (0: keep them)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 36500.0));
+  }
   if (parts.health) {
+    app.add_option("--sweep-retention-days", sweep_retention_days,
+                   "remove health sweeps and their results this many days after they started "
+                   "(0: keep them)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 36500.0));
     app.add_option("--sweep-interval-seconds", sweep_interval_seconds,
                    "sweep the idle nodes this often (0: only on demand and when runs degrade)")
         ->capture_default_str()
@@ -380,10 +393,14 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
         MakeSchedulerComponent(f, parts.runs ? self : RemoteChannel(runs_endpoint, host.tls),
                                health_channel, system_key, sched));
   }
-  if (parts.cordon) components.push_back(MakeCordonComponent(f));
+  if (parts.cordon) {
+    components.push_back(MakeCordonComponent(
+        f, CordonOptions{.event_retention = absl::Seconds(node_event_retention_days * 86400)}));
+  }
   if (parts.health) {
     health.instance_id = InstanceId();
     health.sweep_interval = absl::Seconds(sweep_interval_seconds);
+    health.sweep_retention = absl::Seconds(sweep_retention_days * 86400);
     health.canary_timeout = absl::Seconds(canary_timeout_seconds);
     if (!canary_sizes.empty()) {
       auto sizes = ParseByteSizes(canary_sizes);

@@ -6,9 +6,14 @@
 // 0010); the in-memory stores bump it themselves. When notifications may have been missed (the
 // listening connection was lost), every generation moves, and until it is back watchers fall back
 // to their poll interval.
+//
+// A feed also tells apart the commits of its own stores (the writers of one Stores bundle, in
+// this process) from everyone else's: a log follower gets its own service's lines handed over in
+// memory (log_fanout.h) and reads the database only when lines may have come from elsewhere.
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -25,7 +30,12 @@ class ChangeFeed {
  public:
   virtual ~ChangeFeed() = default;
 
+  ChangeFeed();
+
   uint64_t Generation(ChangeTopic topic) const;
+  // Grows only with the commits of other writers than this feed's stores (another process, or
+  // another Stores bundle), and when changes may have been missed.
+  uint64_t ForeignGeneration(ChangeTopic topic) const;
   // Returns once Generation(topic) differs from `seen`, or `timeout` of `clock`'s time passed
   // (the fallback poll: a change this feed never heard of is still seen then).
   void WaitForChange(ChangeTopic topic, uint64_t seen, absl::Duration timeout, Clock& clock) const;
@@ -33,8 +43,14 @@ class ChangeFeed {
   // Whether changes reach this feed as they commit (false while a listener is disconnected).
   virtual bool live() const { return true; }
 
-  // A write to `topic` committed.
+  // Names this feed's stores' commits: a PostgreSQL store sets it as its transaction's writer,
+  // which the notification carries back (migration 0012). Random, per feed.
+  const std::string& writer_id() const { return writer_id_; }
+
+  // A write to `topic` committed, by this feed's stores.
   void Bump(ChangeTopic topic);
+  // A write to `topic` committed, by someone else.
+  void BumpForeign(ChangeTopic topic);
   // Changes may have been missed: every watcher looks again.
   void BumpAll();
 
@@ -43,8 +59,10 @@ class ChangeFeed {
   virtual void StartOnce() const {}
 
  private:
+  const std::string writer_id_;
   mutable absl::Mutex mu_;
   std::array<uint64_t, kChangeTopics> generations_ ABSL_GUARDED_BY(mu_) = {};
+  std::array<uint64_t, kChangeTopics> foreign_generations_ ABSL_GUARDED_BY(mu_) = {};
 };
 
 }  // namespace tessera::store

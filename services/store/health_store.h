@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "tessera/v1/health.pb.h"
 
 namespace tessera::store {
@@ -21,6 +22,10 @@ class HealthStore {
   virtual absl::Status UpdateSweep(const v1::Sweep& sweep) = 0;
   // Newest first.
   virtual absl::StatusOr<std::vector<v1::Sweep>> ListSweeps(int limit) = 0;
+  // Removes the oldest sweeps that were created before `before` and are over (passed or failed,
+  // not running), with their results, at most `limit` sweeps (the retention of health
+  // history); how many sweeps it removed.
+  virtual absl::StatusOr<int64_t> DeleteSweepsBefore(absl::Time before, int limit) = 0;
 
   // Assigns the result an increasing id.
   virtual absl::StatusOr<v1::HealthCheckResult> AddResult(const v1::HealthCheckResult& result) = 0;

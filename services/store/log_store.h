@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "services/store/log_fanout.h"
 #include "tessera/v1/logs.pb.h"
 
 namespace tessera::store {
@@ -65,6 +66,11 @@ class LogStore {
   // Stores the lines in one transaction, skipping any already stored (same key and sequence),
   // and returns the watermark of every key in the batch.
   virtual absl::StatusOr<LogAppendResult> AppendLogs(const std::vector<v1::LogLine>& lines) = 0;
+
+  // The lines of one attempt that this store commits from now on, handed over in memory
+  // (log_fanout.h): a follower that has caught up takes them instead of reading again.
+  virtual std::unique_ptr<LogSubscription> SubscribeLogs(const std::string& run_id,
+                                                         int32_t resumption_index) = 0;
 
   // Lines of one attempt matching the query, ordered by (time, rank, stream, sequence).
   virtual absl::StatusOr<std::vector<v1::LogLine>> ReadLogs(const LogQuery& query) = 0;

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "services/store/change_feed.h"
+#include "services/store/log_fanout.h"
 #include "services/store/stores.h"
 
 namespace tessera::store {
@@ -24,6 +25,8 @@ struct MemoryDatabase {
   absl::Mutex mu;
   // Bumped by the stores' writes, under `mu`.
   const std::shared_ptr<ChangeFeed> changes = std::make_shared<ChangeFeed>();
+  // Every handle's log store publishes here: one database, one set of followers.
+  LogFanout log_fanout{changes};
   // When set, every call fails with UNAVAILABLE, as when PostgreSQL is down.
   bool unavailable ABSL_GUARDED_BY(mu) = false;
 

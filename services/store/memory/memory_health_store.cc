@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/timestamps.h"
 #include "services/store/filters.h"
 #include "services/store/memory/memory_database.h"
 
@@ -51,6 +52,29 @@ class MemoryHealthStore final : public HealthStore {
     });
     if (limit > 0 && static_cast<int>(out.size()) > limit) out.resize(limit);
     return out;
+  }
+
+  absl::StatusOr<int64_t> DeleteSweepsBefore(absl::Time before, int limit) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    std::vector<const v1::Sweep*> old;
+    for (const auto& [id, sweep] : db_->sweeps) {
+      if (FromProtoTime(sweep.created_at()) < before && sweep.state() != v1::SWEEP_STATE_RUNNING) {
+        old.push_back(&sweep);
+      }
+    }
+    std::sort(old.begin(), old.end(), [](const v1::Sweep* a, const v1::Sweep* b) {
+      const int64_t ta = ToMicros(a->created_at()), tb = ToMicros(b->created_at());
+      return ta != tb ? ta < tb : a->id() < b->id();
+    });
+    if (limit > 0 && static_cast<int>(old.size()) > limit) old.resize(limit);
+    std::vector<std::string> ids;
+    for (const auto* sweep : old) ids.push_back(sweep->id());
+    for (const auto& id : ids) db_->sweeps.erase(id);
+    std::erase_if(db_->health_results, [&](const v1::HealthCheckResult& r) {
+      return std::find(ids.begin(), ids.end(), r.sweep_id()) != ids.end();
+    });
+    return static_cast<int64_t>(ids.size());
   }
 
   absl::StatusOr<v1::HealthCheckResult> AddResult(const v1::HealthCheckResult& result) override {

@@ -29,6 +29,11 @@ class MemoryLogStore final : public LogStore {
  public:
   explicit MemoryLogStore(std::shared_ptr<MemoryDatabase> db) : db_(std::move(db)) {}
 
+  std::unique_ptr<LogSubscription> SubscribeLogs(const std::string& run_id,
+                                                 int32_t resumption_index) override {
+    return db_->log_fanout.Subscribe(run_id, resumption_index);
+  }
+
   absl::StatusOr<LogAppendResult> AppendLogs(const std::vector<v1::LogLine>& lines) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
@@ -59,6 +64,7 @@ class MemoryLogStore final : public LogStore {
       }
     }
     for (const auto& key : order) result.watermarks.push_back(db_->logs[key].info);
+    db_->log_fanout.Publish(lines);
     if (result.inserted > 0) db_->changes->Bump(ChangeTopic::kLogs);
     return result;
   }

@@ -132,6 +132,18 @@ class MemoryNodeEventStore final : public NodeEventStore {
     return out;
   }
 
+  absl::StatusOr<int64_t> DeleteNodeEventsBefore(absl::Time before, int limit) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    int64_t deleted = 0;
+    std::erase_if(db_->node_events, [&](const v1::NodeEvent& e) {
+      if ((limit > 0 && deleted >= limit) || FromProtoTime(e.time()) >= before) return false;
+      ++deleted;
+      return true;
+    });
+    return deleted;
+  }
+
  private:
   std::shared_ptr<MemoryDatabase> db_;
 };

@@ -15,8 +15,13 @@ class Receiver final : public pqxx::notification_receiver {
  public:
   Receiver(pqxx::connection_base& c, ChangeTopic topic, ChangeFeed& feed)
       : pqxx::notification_receiver(c, PgChangeFeed::Channel(topic)), topic_(topic), feed_(feed) {}
-  void operator()(const std::string& /*payload*/, int /*backend_pid*/) override {
-    feed_.Bump(topic_);
+  // The payload names the writer, when it said (migration 0012).
+  void operator()(const std::string& payload, int /*backend_pid*/) override {
+    if (payload == feed_.writer_id()) {
+      feed_.Bump(topic_);
+    } else {
+      feed_.BumpForeign(topic_);
+    }
   }
 
  private:

@@ -1,6 +1,7 @@
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "services/store/postgres/pg_codec.h"
 #include "services/store/postgres/pg_stores.h"
 
@@ -60,6 +61,36 @@ class PgHealthStore final : public HealthStore {
     });
     if (!st.ok()) return st;
     return out;
+  }
+
+  absl::StatusOr<int64_t> DeleteSweepsBefore(absl::Time before, int limit) override {
+    int64_t deleted = 0;
+    absl::Status st = pool_->Transact("removing old sweeps", [&](pqxx::work& tx) -> absl::Status {
+      deleted = 0;
+      // The state is in the body: the oldest candidates are read, the running ones kept.
+      std::vector<v1::Sweep> old;
+      TESSERA_RETURN_IF_ERROR(DecodeBodyRows(
+          tx.exec_params(
+              absl::StrCat("SELECT body FROM health_sweeps WHERE created_at < ", MicrosParam(1),
+                           " ORDER BY created_at, id COLLATE \"C\""
+                           " LIMIT CASE WHEN $2 <= 0 THEN NULL ELSE $2 END"
+                           " FOR UPDATE"),
+              absl::ToUnixMicros(before), limit),
+          &old));
+      std::vector<std::string> ids;
+      for (const auto& sweep : old) {
+        if (sweep.state() != v1::SWEEP_STATE_RUNNING) ids.push_back(sweep.id());
+      }
+      if (ids.empty()) return absl::OkStatus();
+      tx.exec_params("DELETE FROM health_results WHERE sweep_id = ANY ($1::text[])",
+                     PgTextArray(ids));
+      deleted = static_cast<int64_t>(
+          tx.exec_params("DELETE FROM health_sweeps WHERE id = ANY ($1::text[])", PgTextArray(ids))
+              .affected_rows());
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return deleted;
   }
 
   absl::StatusOr<v1::HealthCheckResult> AddResult(const v1::HealthCheckResult& result) override {

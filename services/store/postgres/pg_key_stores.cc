@@ -200,9 +200,9 @@ absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
   s.secrets = MakePgSecretStore(pool);
   s.audit = MakePgAuditStore(pool);
   s.idempotency = MakePgIdempotencyStore(pool);
-  s.logs = MakePgLogStore(pool);
-  s.leader_locks = MakePgLeaderLockStore(pool->conninfo());
   s.changes = std::make_shared<PgChangeFeed>(pool->conninfo());
+  s.logs = MakePgLogStore(pool, s.changes);
+  s.leader_locks = MakePgLeaderLockStore(pool->conninfo());
   return s;
 }
 

@@ -153,8 +153,8 @@ struct NewChunks {
 
 }  // namespace
 
-absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool,
-                                                const std::vector<v1::LogLine>& lines) {
+absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const std::vector<v1::LogLine>& lines,
+                                                const std::string& writer_id) {
   LogAppendResult result;
   if (lines.empty()) return result;
   BatchStreams b(lines);
@@ -163,6 +163,8 @@ absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool,
   absl::Status st = pool.Transact("storing log lines", [&](pqxx::work& tx) -> absl::Status {
     const size_t n = b.keys.size();
     std::vector<int64_t> durable(n, -1), max(n, -1);
+    // Before the first write: its notification carries it (migration 0012).
+    tx.exec_params("SELECT set_config('tessera.writer', $1, true)", writer_id);
     for (const auto& row : tx.exec_params(kLockStreams, runs, res, ranks, streams,
                                           PgIntArray(b.node_ranks), PgTextArray(b.nodes))) {
       const size_t i = b.Index(PgLogKey{row[0].as<std::string>(), row[1].as<int32_t>(),

@@ -25,8 +25,8 @@ LogStreamInfo DecodeLogStream(const pqxx::row& row);
 v1::LogLine ChunkLineToProto(const ChunkLine& line, const PgLogKey& key, int32_t node_rank,
                              const std::string& node_name);
 
-// Stores a batch of lines (LogStore::AppendLogs).
-absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool,
-                                                const std::vector<v1::LogLine>& lines);
+// Stores a batch of lines (LogStore::AppendLogs); its change notification names `writer_id`.
+absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const std::vector<v1::LogLine>& lines,
+                                                const std::string& writer_id);
 
 }  // namespace tessera::store

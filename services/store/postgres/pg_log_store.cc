@@ -119,10 +119,22 @@ namespace {
 
 class PgLogStore final : public LogStore {
  public:
-  explicit PgLogStore(std::shared_ptr<PgPool> pool) : pool_(std::move(pool)) {}
+  PgLogStore(std::shared_ptr<PgPool> pool, std::shared_ptr<ChangeFeed> changes)
+      : pool_(std::move(pool)), writer_id_(changes->writer_id()), fanout_(std::move(changes)) {}
 
   absl::StatusOr<LogAppendResult> AppendLogs(const std::vector<v1::LogLine>& lines) override {
-    return AppendLogChunks(*pool_, lines);
+    auto result = AppendLogChunks(*pool_, lines, writer_id_);
+    if (result.ok()) {
+      fanout_.Publish(lines);
+    } else {
+      fanout_.Invalidate();  // it may have committed all the same
+    }
+    return result;
+  }
+
+  std::unique_ptr<LogSubscription> SubscribeLogs(const std::string& run_id,
+                                                 int32_t resumption_index) override {
+    return fanout_.Subscribe(run_id, resumption_index);
   }
 
   absl::StatusOr<std::vector<v1::LogLine>> ReadLogs(const LogQuery& q) override {
@@ -305,12 +317,15 @@ class PgLogStore final : public LogStore {
 
  private:
   std::shared_ptr<PgPool> pool_;
+  const std::string writer_id_;
+  LogFanout fanout_;
 };
 
 }  // namespace
 
-std::shared_ptr<LogStore> MakePgLogStore(std::shared_ptr<PgPool> pool) {
-  return std::make_shared<PgLogStore>(std::move(pool));
+std::shared_ptr<LogStore> MakePgLogStore(std::shared_ptr<PgPool> pool,
+                                         std::shared_ptr<ChangeFeed> changes) {
+  return std::make_shared<PgLogStore>(std::move(pool), std::move(changes));
 }
 
 }  // namespace tessera::store

@@ -199,6 +199,23 @@ class PgNodeEventStore final : public NodeEventStore {
     return out;
   }
 
+  absl::StatusOr<int64_t> DeleteNodeEventsBefore(absl::Time before, int limit) override {
+    int64_t deleted = 0;
+    absl::Status st = pool_->Transact("removing old node events", [&](pqxx::work& tx) {
+      deleted = static_cast<int64_t>(
+          tx.exec_params(absl::StrCat("DELETE FROM node_events WHERE id IN (SELECT id FROM"
+                                      " node_events WHERE time < ",
+                                      MicrosParam(1),
+                                      " ORDER BY time, id"
+                                      " LIMIT CASE WHEN $2 <= 0 THEN NULL ELSE $2 END)"),
+                         absl::ToUnixMicros(before), limit)
+              .affected_rows());
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return deleted;
+  }
+
  private:
   std::shared_ptr<PgPool> pool_;
 };

@@ -22,7 +22,9 @@ std::shared_ptr<JoinTokenStore> MakePgJoinTokenStore(std::shared_ptr<PgPool> poo
 std::shared_ptr<SecretStore> MakePgSecretStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<AuditStore> MakePgAuditStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<IdempotencyStore> MakePgIdempotencyStore(std::shared_ptr<PgPool> pool);
-std::shared_ptr<LogStore> MakePgLogStore(std::shared_ptr<PgPool> pool);
+// `changes`: the bundle's change feed (its writer id marks the store's commits).
+std::shared_ptr<LogStore> MakePgLogStore(std::shared_ptr<PgPool> pool,
+                                         std::shared_ptr<ChangeFeed> changes);
 
 // Leader locks hold connections of their own (a session lock lives as long as its connection),
 // opened with `conninfo`, not taken from the pool.

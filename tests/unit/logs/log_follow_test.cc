@@ -151,6 +151,28 @@ TEST_CASE("follow ends when a newer attempt starts, after the attempt's last lin
   CHECK(follower.Now() == Texts{"a0"});
 }
 
+TEST_CASE("lines still arriving after the attempt ended are all followed, then it ends") {
+  Fixture f(PatientOptions());
+  f.AddRun("r", v1::RUN_STATUS_RUNNING);
+  REQUIRE(f.Push({f.Line(0, kOut, 0, 1, "a0")}).ok());
+  Follower follower(f, Req());
+  CHECK(follower.WaitFor(1) == Texts{"a0"});
+  End(f, "r", v1::RUN_STATUS_COMPLETED);
+  const absl::Time ended = f.clock->Now();
+  // A worker shipping its backlog: a batch at each of the follower's waits, for longer than
+  // end_grace after the end.
+  Texts expected{"a0"};
+  for (int i = 1; f.clock->Now() - ended <= 2 * LogHandlerOptions().end_grace; ++i) {
+    REQUIRE(i < 100);
+    expected.push_back("a" + std::to_string(i));
+    REQUIRE(f.Push({f.Line(0, kOut, i, i + 1, expected.back())}, "b" + std::to_string(i)).ok());
+    REQUIRE(follower.WaitFor(expected.size()) == expected);
+  }
+  REQUIRE(follower.WaitForEnd());
+  CHECK(follower.status().ok());
+  CHECK(follower.Now() == expected);
+}
+
 TEST_CASE("follow of an attempt that has ended sends what is stored and ends") {
   Fixture f(PatientOptions());
   auto d = f.AddRun("r", v1::RUN_STATUS_COMPLETED);

@@ -1,0 +1,110 @@
+#include "services/store/log_fanout.h"
+
+#include <algorithm>
+
+namespace tessera::store {
+
+using AttemptKey = std::pair<std::string, int32_t>;
+
+struct LogSubscription::Shared {
+  std::shared_ptr<ChangeFeed> feed;
+  int64_t max_queued_lines = 0;
+  absl::Mutex mu;
+  std::map<AttemptKey, std::vector<LogSubscription*>> subscribers ABSL_GUARDED_BY(mu);
+};
+
+LogSubscription::LogSubscription(std::shared_ptr<Shared> shared, std::string run_id,
+                                 int32_t resumption_index, uint64_t foreign_seen)
+    : shared_(std::move(shared)),
+      run_id_(std::move(run_id)),
+      resumption_index_(resumption_index),
+      foreign_seen_(foreign_seen) {}
+
+LogSubscription::~LogSubscription() {
+  absl::MutexLock lock(&shared_->mu);
+  auto it = shared_->subscribers.find({run_id_, resumption_index_});
+  if (it == shared_->subscribers.end()) return;
+  std::erase(it->second, this);
+  if (it->second.empty()) shared_->subscribers.erase(it);
+}
+
+LogSubscription::Taken LogSubscription::Take() {
+  // Read before the queue: a foreign commit noticed after this is counted at the next Take.
+  const uint64_t foreign = shared_->feed->ForeignGeneration(ChangeTopic::kLogs);
+  const bool live = shared_->feed->live();
+  Taken taken;
+  absl::MutexLock lock(&shared_->mu);
+  taken.complete = live && !overflowed_ && foreign == foreign_seen_;
+  taken.batches.swap(queued_);
+  queued_lines_ = 0;
+  overflowed_ = false;
+  foreign_seen_ = foreign;
+  return taken;
+}
+
+LogFanout::LogFanout(std::shared_ptr<ChangeFeed> feed, int64_t max_queued_lines)
+    : shared_(std::make_shared<LogSubscription::Shared>()) {
+  shared_->feed = std::move(feed);
+  shared_->max_queued_lines = std::max<int64_t>(max_queued_lines, 1);
+}
+
+std::unique_ptr<LogSubscription> LogFanout::Subscribe(const std::string& run_id,
+                                                      int32_t resumption_index) {
+  const uint64_t foreign = shared_->feed->ForeignGeneration(ChangeTopic::kLogs);
+  std::unique_ptr<LogSubscription> sub(
+      new LogSubscription(shared_, run_id, resumption_index, foreign));
+  absl::MutexLock lock(&shared_->mu);
+  shared_->subscribers[{run_id, resumption_index}].push_back(sub.get());
+  return sub;
+}
+
+void LogFanout::Publish(const std::vector<v1::LogLine>& lines) {
+  bool delivered = false;
+  {
+    absl::MutexLock lock(&shared_->mu);
+    if (shared_->subscribers.empty()) return;
+    // The batch's lines per followed attempt, as a reader gets them back from the store (times
+    // to the microsecond).
+    std::map<AttemptKey, std::vector<v1::LogLine>> followed;
+    for (const auto& l : lines) {
+      AttemptKey key{l.run_id(), l.resumption_index()};
+      if (!shared_->subscribers.contains(key)) continue;
+      v1::LogLine& copy = followed[std::move(key)].emplace_back(l);
+      copy.mutable_time()->set_nanos(l.time().nanos() / 1000 * 1000);
+    }
+    for (auto& [key, attempt_lines] : followed) {
+      const auto n = static_cast<int64_t>(attempt_lines.size());
+      auto batch = std::make_shared<const std::vector<v1::LogLine>>(std::move(attempt_lines));
+      for (LogSubscription* sub : shared_->subscribers[key]) {
+        if (sub->overflowed_) continue;
+        if (sub->queued_lines_ + n > shared_->max_queued_lines) {
+          sub->queued_.clear();
+          sub->queued_lines_ = 0;
+          sub->overflowed_ = true;
+          continue;
+        }
+        sub->queued_.push_back(batch);
+        sub->queued_lines_ += n;
+      }
+      delivered = true;
+    }
+  }
+  if (delivered) shared_->feed->Bump(ChangeTopic::kLogs);
+}
+
+void LogFanout::Invalidate() {
+  {
+    absl::MutexLock lock(&shared_->mu);
+    if (shared_->subscribers.empty()) return;
+    for (auto& [key, subs] : shared_->subscribers) {
+      for (LogSubscription* sub : subs) {
+        sub->queued_.clear();
+        sub->queued_lines_ = 0;
+        sub->overflowed_ = true;
+      }
+    }
+  }
+  shared_->feed->Bump(ChangeTopic::kLogs);
+}
+
+}  // namespace tessera::store

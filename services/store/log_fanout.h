@@ -1,0 +1,80 @@
+#pragma once
+// Committed log lines handed to this process's followers in memory, so that a follower that has
+// caught up reads the database again only when it must. A log store publishes each batch it
+// stored, after the commit; a follower subscribes to one attempt before its first read, takes what
+// was published since, and is told whether that is everything: not when lines may have been
+// committed elsewhere (another process or store bundle, seen through the change feed), when the
+// feed is not listening, or when the follower fell too far behind and its queue was dropped. Then
+// it reads the store, as every follower did before.
+//
+// One copy of a batch's lines is shared by every subscriber of its attempt.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "services/store/change_feed.h"
+#include "tessera/v1/logs.pb.h"
+
+namespace tessera::store {
+
+using LogLineBatch = std::shared_ptr<const std::vector<v1::LogLine>>;
+
+class LogFanout;
+
+class LogSubscription {
+ public:
+  ~LogSubscription();
+  LogSubscription(const LogSubscription&) = delete;
+  LogSubscription& operator=(const LogSubscription&) = delete;
+
+  struct Taken {
+    // The attempt's lines published since the last Take, in the order they were published.
+    std::vector<LogLineBatch> batches;
+    // Every line of the attempt committed since the last Take is in `batches`. When false, the
+    // store must be read (lines may be missing from `batches`).
+    bool complete = false;
+  };
+  Taken Take();
+
+ private:
+  friend class LogFanout;
+  struct Shared;
+  LogSubscription(std::shared_ptr<Shared> shared, std::string run_id, int32_t resumption_index,
+                  uint64_t foreign_seen);
+
+  const std::shared_ptr<Shared> shared_;
+  const std::string run_id_;
+  const int32_t resumption_index_;
+  // Guarded by shared_->mu.
+  std::vector<LogLineBatch> queued_;
+  int64_t queued_lines_ = 0;
+  bool overflowed_ = false;
+  uint64_t foreign_seen_;
+};
+
+class LogFanout {
+ public:
+  // `feed`: the change feed of the same store bundle; woken at each publish, and the judge of
+  // whether lines came from elsewhere. `max_queued_lines`: a subscriber further behind than that
+  // loses its queue and reads the store.
+  explicit LogFanout(std::shared_ptr<ChangeFeed> feed, int64_t max_queued_lines = 65536);
+
+  std::unique_ptr<LogSubscription> Subscribe(const std::string& run_id, int32_t resumption_index);
+
+  // Lines the store just committed (any attempts, in batch order). Cheap when nobody follows.
+  void Publish(const std::vector<v1::LogLine>& lines);
+  // A store call failed, and lines may have been committed all the same (a commit whose outcome
+  // is unknown): every subscriber reads the store at its next Take.
+  void Invalidate();
+
+ private:
+  const std::shared_ptr<LogSubscription::Shared> shared_;
+};
+
+}  // namespace tessera::store
