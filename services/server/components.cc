@@ -36,6 +36,24 @@ Foundation MakeFoundation(store::Stores stores, std::shared_ptr<Clock> clock,
 
 namespace {
 
+// A history's retention (history_retention.h), applied in the background every tenth of its
+// period by every instance: what is removed twice is simply gone.
+class BackgroundRetention {
+ public:
+  BackgroundRetention(std::shared_ptr<Clock> clock, std::string what, absl::Duration period,
+                      HistoryRetention::DeleteBefore delete_before)
+      : retention_(what, period, clock, std::move(delete_before)),
+        runner_(clock, RetentionCheckInterval(period), [this, what] {
+          if (auto st = retention_.Apply(); !st.ok()) {
+            spdlog::warn("retention of {}: {}", what, st.status().ToString());
+          }
+        }) {}
+
+ private:
+  HistoryRetention retention_;
+  PeriodicRunner runner_;  // last: stopped before what it uses goes
+};
+
 class RunsComponent final : public Component {
  public:
   RunsComponent(const Foundation& f, std::shared_ptr<ChannelRef> scheduler,
@@ -142,22 +160,15 @@ class CordonComponent final : public Component {
       : service_(std::make_shared<cordon::CordonHandler>(f.stores.nodes, f.stores.node_events,
                                                          f.idempotency, f.clock, f.stores.changes),
                  f.authenticator),
-        retention_("node events", o.event_retention, f.clock,
+        retention_(f.clock, "node events", o.event_retention,
                    [events = f.stores.node_events](absl::Time before, int limit) {
                      return events->DeleteNodeEventsBefore(before, limit);
-                   }),
-        // Every instance may apply it: an event removed twice is simply gone.
-        retention_runner_(f.clock, RetentionCheckInterval(o.event_retention), [this] {
-          if (auto st = retention_.Apply(); !st.ok()) {
-            spdlog::warn("cordon: retention: {}", st.status().ToString());
-          }
-        }) {}
+                   }) {}
   std::vector<grpc::Service*> services() override { return {&service_}; }
 
  private:
   cordon::CordonService service_;
-  HistoryRetention retention_;
-  PeriodicRunner retention_runner_;  // last: stopped before what it uses goes
+  BackgroundRetention retention_;
 };
 
 class HealthComponent final : public Component {
@@ -181,16 +192,11 @@ class HealthComponent final : public Component {
                 [this] {
                   if (election_.Lead()) handler_->Tick();
                 }),
-        retention_("health sweeps", o.sweep_retention, f.clock,
+        // A running sweep is never removed.
+        retention_(f.clock, "health sweeps", o.sweep_retention,
                    [health = f.stores.health](absl::Time before, int limit) {
                      return health->DeleteSweepsBefore(before, limit);
-                   }),
-        // Every instance may apply it; a running sweep is never removed.
-        retention_runner_(f.clock, RetentionCheckInterval(o.sweep_retention), [this] {
-          if (auto st = retention_.Apply(); !st.ok()) {
-            spdlog::warn("health: retention: {}", st.status().ToString());
-          }
-        }) {}
+                   }) {}
   std::vector<grpc::Service*> services() override { return {&service_}; }
 
  private:
@@ -210,8 +216,7 @@ class HealthComponent final : public Component {
   health::HealthService service_;
   LeaderElection election_;
   PeriodicRunner ticker_;  // stopped before what it uses goes
-  HistoryRetention retention_;
-  PeriodicRunner retention_runner_;
+  BackgroundRetention retention_;
 };
 
 class LogsComponent final : public Component {
