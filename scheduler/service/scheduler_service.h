@@ -7,6 +7,7 @@
 
 #include "base/thread_pool.h"
 #include "scheduler/service/scheduler.h"
+#include "services/common/async_bidi.h"
 #include "services/common/rpc.h"
 #include "services/common/standby.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
@@ -77,7 +78,9 @@ class ControlStream;
 // heartbeat is answered where it is read (leases are in memory); every other message, which may
 // wait on the database or the run manager, runs on a small pool, and the stream reads its next
 // message only once that is done, so a node's messages keep their order.
-class WorkerControlService final : public v1::WorkerControl::CallbackService {
+// Served on the async API, on `stream_queues` completion queues of its own (async_bidi.h: the
+// callback API's one shared queue cost CPU with every connected node).
+class WorkerControlService final : public v1::WorkerControl::AsyncService, public AsyncServing {
  public:
   using Api = v1::WorkerControl;
 
@@ -87,11 +90,15 @@ class WorkerControlService final : public v1::WorkerControl::CallbackService {
   // instance is known to lead, each stream ends at its next message.
   WorkerControlService(const Scheduler& scheduler, std::shared_ptr<WorkerRegistry> workers,
                        std::shared_ptr<auth::Authenticator> auth, std::function<bool()> is_leader,
-                       std::function<bool()> keeps_streams, int handler_threads = 4);
+                       std::function<bool()> keeps_streams, int handler_threads = 4,
+                       int stream_queues = 8);
   ~WorkerControlService() override;
 
-  grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControlMessage>* Connect(
-      grpc::CallbackServerContext* ctx) override;
+  void AddCompletionQueues(grpc::ServerBuilder& builder) override {
+    streams_->AddCompletionQueues(builder);
+  }
+  void Started() override { streams_->Start(); }
+  void Stop() override { streams_->Stop(); }
 
  private:
   friend class ControlStream;
@@ -106,6 +113,8 @@ class WorkerControlService final : public v1::WorkerControl::CallbackService {
   std::function<bool()> is_leader_;
   std::function<bool()> keeps_streams_;
   std::unique_ptr<ThreadPool> handlers_;
+  // Destroyed first: it waits for the streams to end, some in handlers_.
+  std::unique_ptr<AsyncBidiServer<v1::WorkerMessage, v1::ControlMessage>> streams_;
 };
 
 }  // namespace tessera::scheduler

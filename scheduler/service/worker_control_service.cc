@@ -27,12 +27,14 @@ void LogHealthRelay(const std::string& node, const char* what, const absl::Statu
 // messages are held back, then sent after it in order (the worker takes any first message other
 // than `registered` as a failed registration). The outbox outlives the stream: a sender called
 // after the stream ended finds it closed.
-class ControlStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControlMessage> {
+class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::ControlMessage> {
  public:
   using Api = v1::WorkerControl;
 
-  ControlStream(WorkerControlService* service, grpc::CallbackServerContext* ctx)
-      : service_(service), ctx_(ctx), outbox_(std::make_shared<Outbox>()) {
+  ControlStream(WorkerControlService* service, grpc::ServerContext* ctx)
+      : service_(service), ctx_(ctx), outbox_(std::make_shared<Outbox>()) {}
+
+  void OnStart() override {
     outbox_->stream = this;
     auto who = service_->auth_->Authenticate(*ctx_);
     absl::Status refused = who.status();
@@ -215,7 +217,7 @@ class ControlStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1
   }
 
   WorkerControlService* const service_;
-  grpc::CallbackServerContext* const ctx_;
+  grpc::ServerContext* const ctx_;
   const std::shared_ptr<Outbox> outbox_;
   std::string who_node_, key_hash_;
   // Set once registered (before the stream's next read).
@@ -229,21 +231,27 @@ WorkerControlService::WorkerControlService(const Scheduler& scheduler,
                                            std::shared_ptr<WorkerRegistry> workers,
                                            std::shared_ptr<auth::Authenticator> auth,
                                            std::function<bool()> is_leader,
-                                           std::function<bool()> keeps_streams, int handler_threads)
+                                           std::function<bool()> keeps_streams, int handler_threads,
+                                           int stream_queues)
     : sessions_(scheduler.sessions),
       health_relay_(scheduler.health_relay),
       workers_(std::move(workers)),
       auth_(std::move(auth)),
       is_leader_(std::move(is_leader)),
       keeps_streams_(std::move(keeps_streams)),
-      handlers_(std::make_unique<ThreadPool>(handler_threads)) {}
+      handlers_(std::make_unique<ThreadPool>(handler_threads)),
+      streams_(std::make_unique<AsyncBidiServer<v1::WorkerMessage, v1::ControlMessage>>(
+          [this](grpc::ServerContext* ctx,
+                 grpc::ServerAsyncReaderWriter<v1::ControlMessage, v1::WorkerMessage>* stream,
+                 grpc::ServerCompletionQueue* cq,
+                 void* tag) { RequestConnect(ctx, stream, cq, cq, tag); },
+          [this](grpc::ServerContext* ctx)
+              -> AsyncBidiReactor<v1::WorkerMessage, v1::ControlMessage>* {
+            return new ControlStream(this, ctx);
+          },
+          stream_queues)) {}
 
 WorkerControlService::~WorkerControlService() = default;
-
-grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControlMessage>* WorkerControlService::Connect(
-    grpc::CallbackServerContext* ctx) {
-  return new ControlStream(this, ctx);
-}
 
 absl::Status WorkerControlService::Dispatch(
     const std::string& node, const v1::WorkerMessage& msg,

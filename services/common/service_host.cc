@@ -1,5 +1,7 @@
 #include "services/common/service_host.h"
 
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/service_type.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -8,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "services/common/async_bidi.h"
 #include "services/common/grpc_limits.h"
 #include "services/common/metrics/grpc_interceptor.h"
 #include "services/common/tls/grpc_credentials.h"
@@ -92,7 +95,14 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
   ApplyTransportSettings(builder);
   builder.AddListeningPort(options.grpc_listen, tls::ServerCredentials(options.tls),
                            &host->grpc_port_);
-  for (grpc::Service* s : services) builder.RegisterService(s);
+  // Services on the async API bring completion queues of their own (async_bidi.h).
+  for (grpc::Service* s : services) {
+    builder.RegisterService(s);
+    if (auto* a = dynamic_cast<AsyncServing*>(s)) {
+      a->AddCompletionQueues(builder);
+      host->async_.push_back(a);
+    }
+  }
   builder.experimental().SetInterceptorCreators(std::move(all));
   host->server_ = builder.BuildAndStart();
   if (!host->server_ || host->grpc_port_ == 0) {
@@ -100,6 +110,7 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
                                                options.grpc_listen,
                                                " (address in use or not local?)"));
   }
+  for (auto* a : host->async_) a->Started();
   spdlog::info("serving gRPC{} on {}:{}, metrics on {}://{}:{}/metrics",
                options.tls.enabled() ? " over TLS" : " in plain text", grpc_addr->first,
                host->grpc_port_, options.tls.enabled() ? "https" : "http", metrics_addr->first,
@@ -120,6 +131,8 @@ std::shared_ptr<grpc::Channel> ServiceHost::InProcessChannel() {
 void ServiceHost::Shutdown() {
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    // Their queues go before the server: its own requests on them refer to it.
+    for (auto* a : async_) a->Stop();
     server_->Wait();
     server_.reset();
   }

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "services/gateway/upstream.h"
 
@@ -63,9 +64,19 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
   // Starts the call with the reactor, e.g. stub.async()->WatchRuns(ctx, &request, reactor).
   using Starter = std::function<void(grpc::ClientContext*, grpc::ClientReadReactor<Msg>*)>;
   using Converter = std::function<SseEvent(const Msg&)>;
+  // For a message that carries several events (a batch of log lines).
+  using BatchConverter = std::function<std::vector<SseEvent>(const Msg&)>;
 
   GrpcStreamSource(std::shared_ptr<UpstreamCall> call, Starter start, Converter convert,
                    std::size_t capacity = 64)
+      : GrpcStreamSource(std::move(call), std::move(start),
+                         BatchConverter([convert = std::move(convert)](const Msg& m) {
+                           return std::vector<SseEvent>{convert(m)};
+                         }),
+                         capacity) {}
+  // `capacity` counts events: reading pauses once that many wait (plus at most one message's).
+  GrpcStreamSource(std::shared_ptr<UpstreamCall> call, Starter start, BatchConverter convert,
+                   std::size_t capacity)
       : call_(std::move(call)),
         start_(std::move(start)),
         convert_(std::move(convert)),
@@ -135,7 +146,9 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
     {
       std::lock_guard lock(mu_);
       if (ok && !cancelled_) {
-        queue_.push_back(SourceItem{SourceItem::Kind::kEvent, convert_(msg_), {}});
+        for (auto& event : convert_(msg_)) {
+          queue_.push_back(SourceItem{SourceItem::Kind::kEvent, std::move(event), {}});
+        }
         pushed = true;
         if (queue_.size() < capacity_) {
           read = true;
@@ -169,7 +182,7 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
 
   std::shared_ptr<UpstreamCall> call_;
   Starter start_;
-  Converter convert_;
+  BatchConverter convert_;
   const std::size_t capacity_;
   std::function<void()> notify_;
   Msg msg_;

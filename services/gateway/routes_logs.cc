@@ -1,4 +1,4 @@
-// /api/v1/runs/{name}/logs: LogService.GetLogs over REST, as one JSON document or as Server-Sent
+// /api/v1/runs/{name}/logs: LogService.StreamLogs over REST, as one JSON document or as Server-Sent
 // Events. A log line's text is bytes in the proto; here it is a UTF-8 string (see LogLineJson).
 #include <string>
 #include <vector>
@@ -75,13 +75,17 @@ bool WantsEventStream(const std::string& accept) {
   return absl::StrContains(absl::AsciiStrToLower(accept), "text/event-stream");
 }
 
-// Reads the whole (not followed) stream into {"lines": [...]}, under the unary deadline.
+// Reads the whole (not followed) stream into {"lines": [...]}, under the unary deadline. The
+// lines come in batches (StreamLogs): a message per line cost the log service a write each.
 Response AllLines(Upstream& up, const Request& r, const v1::GetLogsRequest& req) {
   std::unique_ptr<UpstreamCall> call = up.NewUnaryCall(r.authorization, r.client_address);
-  std::unique_ptr<grpc::ClientReader<v1::LogLine>> reader = up.logs().GetLogs(call->context(), req);
+  std::unique_ptr<grpc::ClientReader<v1::LogLines>> reader =
+      up.logs().StreamLogs(call->context(), req);
   json lines = json::array();
-  v1::LogLine line;
-  while (reader->Read(&line)) lines.push_back(LogLineJson(line));
+  v1::LogLines batch;
+  while (reader->Read(&batch)) {
+    for (const auto& line : batch.lines()) lines.push_back(LogLineJson(line));
+  }
   const grpc::Status status = reader->Finish();
   if (!status.ok()) return ErrorResponse(status);
   Response response;
@@ -110,14 +114,21 @@ HandlerResult GetLogs(const std::shared_ptr<Upstream>& up, const Request& r) {
         "query parameters \"prev\" and \"resumption\" both choose the attempt; give one of them");
   }
   if (!req.follow() && !WantsEventStream(r.accept)) return AllLines(*up, r, req);
-  return std::make_unique<GrpcStreamSource<v1::LogLine>>(
+  // Each line is its own event, as clients expect; upstream they come in batches.
+  return std::make_unique<GrpcStreamSource<v1::LogLines>>(
       up->NewStreamCall(r.authorization, r.client_address),
-      [up, req](grpc::ClientContext* ctx, grpc::ClientReadReactor<v1::LogLine>* reactor) {
-        up->logs().async()->GetLogs(ctx, &req, reactor);
+      [up, req](grpc::ClientContext* ctx, grpc::ClientReadReactor<v1::LogLines>* reactor) {
+        up->logs().async()->StreamLogs(ctx, &req, reactor);
       },
-      [](const v1::LogLine& line) {
-        return SseEvent{"log", "", LogLineJson(line).dump()};
-      });
+      GrpcStreamSource<v1::LogLines>::BatchConverter([](const v1::LogLines& batch) {
+        std::vector<SseEvent> events;
+        events.reserve(static_cast<size_t>(batch.lines_size()));
+        for (const auto& line : batch.lines()) {
+          events.push_back(SseEvent{"log", "", LogLineJson(line).dump()});
+        }
+        return events;
+      }),
+      /*capacity=*/2048);
 }
 
 }  // namespace
@@ -137,7 +148,7 @@ void AddLogRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .response_schema = LogLinesSchema,
          .stream_schema = LogLineSchema,
          .response_kind = ResponseKind::kJsonOrEventStream,
-         .rpcs = {"tessera.v1.LogService/GetLogs"},
+         .rpcs = {"tessera.v1.LogService/StreamLogs"},
          .handler = [up](const Request& r) { return GetLogs(up, r); }});
 }
 

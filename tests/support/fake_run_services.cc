@@ -235,17 +235,22 @@ void FakeRunService::Reset() {
 FakeLogService::FakeLogService(Recorder& recorder, StreamControl& stream, FakeRunService* runs)
     : recorder_(recorder), stream_(stream), runs_(runs) {}
 
-Status FakeLogService::GetLogs(ServerContext* context, const v1::GetLogsRequest* request,
-                               grpc::ServerWriter<v1::LogLine>* writer) {
-  if (Status st = recorder_.Record(context, "GetLogs", *request); !st.ok()) return st;
+// `wrap` makes the message a line goes out in (the line itself, or a LogLines of it).
+template <class Writer, class Wrap>
+Status FakeLogService::Answer(ServerContext* context, const v1::GetLogsRequest& request,
+                              const char* method, Writer* writer, Wrap wrap) {
+  if (Status st = recorder_.Record(context, method, request); !st.ok()) return st;
   {
     std::lock_guard lock(mu);
-    requests.push_back(*request);
+    requests.push_back(request);
   }
-  if (IsMissingRun(request->run_name())) return NotFound(request->run_name());
-  if (simulate_attempts) return ServeAttempt(context, *request, writer);
-  const std::string run_id = "id-" + request->run_name();
-  return stream_.Serve(context, writer, [&run_id](int i) {
+  if (IsMissingRun(request.run_name())) return NotFound(request.run_name());
+  if (simulate_attempts) {
+    return ServeAttempt(context, request,
+                        [&](const v1::LogLine& line) { return writer->Write(wrap(line)); });
+  }
+  const std::string run_id = "id-" + request.run_name();
+  return stream_.Serve(context, writer, [&run_id, &wrap](int i) {
     v1::LogLine line;
     line.set_run_id(run_id);
     line.set_rank(i % 2);
@@ -255,12 +260,29 @@ Status FakeLogService::GetLogs(ServerContext* context, const v1::GetLogsRequest*
     line.set_sequence(i / 2);
     *line.mutable_time() = TimeAt(kT0 + i);
     line.set_text(i == 2 ? std::string("bad \xff byte") : "line " + std::to_string(i));
-    return line;
+    return wrap(line);
+  });
+}
+
+Status FakeLogService::GetLogs(ServerContext* context, const v1::GetLogsRequest* request,
+                               grpc::ServerWriter<v1::LogLine>* writer) {
+  return Answer(context, *request, "GetLogs", writer, [](const v1::LogLine& line) { return line; });
+}
+
+Status FakeLogService::StreamLogs(ServerContext* context, const v1::GetLogsRequest* request,
+                                  grpc::ServerWriter<v1::LogLines>* writer) {
+  if (simulate_attempts && request->run_name().rfind("nologs", 0) == 0) {
+    return Status(grpc::StatusCode::UNIMPLEMENTED, "");
+  }
+  return Answer(context, *request, "StreamLogs", writer, [](const v1::LogLine& line) {
+    v1::LogLines batch;
+    *batch.add_lines() = line;
+    return batch;
   });
 }
 
 Status FakeLogService::ServeAttempt(ServerContext* context, const v1::GetLogsRequest& request,
-                                    grpc::ServerWriter<v1::LogLine>* writer) {
+                                    const std::function<bool(const v1::LogLine&)>& write) {
   if (runs_ == nullptr) {  // not a REQUIRE: this is a server thread, not the test's
     return Status(grpc::StatusCode::FAILED_PRECONDITION, "simulated attempts need the runs");
   }
@@ -290,7 +312,7 @@ Status FakeLogService::ServeAttempt(ServerContext* context, const v1::GetLogsReq
     line.set_sequence(sequence[spec.rank][spec.stream]++);
     *line.mutable_time() = TimeAt(kT0 + i);
     line.set_text(spec.text);
-    if (!writer->Write(line)) return Status::OK;
+    if (!write(line)) return Status::OK;
     if (request.follow()) std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
   if (!request.follow()) return Status::OK;

@@ -347,6 +347,11 @@ class FakeLogService final : public v1::LogService::Service {
 
   grpc::Status GetLogs(grpc::ServerContext* context, const v1::GetLogsRequest* request,
                        grpc::ServerWriter<v1::LogLine>* writer) override;
+  // The same lines, one LogLines message each, recorded as "StreamLogs". For "nologs-*" runs it
+  // answers UNIMPLEMENTED without ending the attempt (as a server without a log service; a
+  // client falls back to GetLogs, which ends it).
+  grpc::Status StreamLogs(grpc::ServerContext* context, const v1::GetLogsRequest* request,
+                          grpc::ServerWriter<v1::LogLines>* writer) override;
 
   // The authorized requests so far.
   std::vector<v1::GetLogsRequest> Requests();
@@ -358,8 +363,11 @@ class FakeLogService final : public v1::LogService::Service {
   int cancelled = 0;  // simulated streams of "endless" that the client cancelled
 
  private:
+  template <class Writer, class Wrap>
+  grpc::Status Answer(grpc::ServerContext* context, const v1::GetLogsRequest& request,
+                      const char* method, Writer* writer, Wrap wrap);
   grpc::Status ServeAttempt(grpc::ServerContext* context, const v1::GetLogsRequest& request,
-                            grpc::ServerWriter<v1::LogLine>* writer);
+                            const std::function<bool(const v1::LogLine&)>& write);
 
   Recorder& recorder_;
   StreamControl& stream_;

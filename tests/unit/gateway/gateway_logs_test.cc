@@ -13,7 +13,7 @@ TEST_CASE("logs: every query parameter reaches GetLogsRequest", "[gateway][logs]
   GatewayFixture f;
   SECTION("none: the latest attempt, every rank, no follow") {
     REQUIRE(f.Send("GET", "/api/v1/runs/train-1/logs").status == 200);
-    const auto req = f.rec.LastAs<v1::GetLogsRequest>("GetLogs");
+    const auto req = f.rec.LastAs<v1::GetLogsRequest>("StreamLogs");
     CHECK(req.run_name() == "train-1");
     CHECK_FALSE(req.has_rank());
     CHECK_FALSE(req.has_node_rank());
@@ -35,7 +35,7 @@ TEST_CASE("logs: every query parameter reaches GetLogsRequest", "[gateway][logs]
                                 "grep=loss%7CNaN");
     INFO(r.body);
     REQUIRE(r.status == 200);
-    const auto req = f.rec.LastAs<v1::GetLogsRequest>("GetLogs");
+    const auto req = f.rec.LastAs<v1::GetLogsRequest>("StreamLogs");
     CHECK((req.has_rank() && req.rank() == 0));  // rank 0 is set, not the default
     CHECK((req.has_node_rank() && req.node_rank() == 0));
     CHECK((req.has_resumption_index() && req.resumption_index() == 2));
@@ -49,7 +49,7 @@ TEST_CASE("logs: every query parameter reaches GetLogsRequest", "[gateway][logs]
   }
   SECTION("prev") {
     REQUIRE(f.Send("GET", "/api/v1/runs/train-1/logs?prev=true").status == 200);
-    CHECK(f.rec.LastAs<v1::GetLogsRequest>("GetLogs").previous());
+    CHECK(f.rec.LastAs<v1::GetLogsRequest>("StreamLogs").previous());
   }
 }
 
@@ -132,7 +132,7 @@ TEST_CASE("logs: follow=true streams one event per line until the stream ends",
   CHECK(data[0]["text"] == "line 0");
   CHECK(data[1]["text"] == "line 1");
   CHECK(data[2]["text_base64"] == "YmFkIP8gYnl0ZQ==");
-  const auto req = f.rec.LastAs<v1::GetLogsRequest>("GetLogs");
+  const auto req = f.rec.LastAs<v1::GetLogsRequest>("StreamLogs");
   CHECK(req.follow());
   CHECK(req.rank() == 1);
 }
@@ -142,7 +142,7 @@ TEST_CASE("logs: Accept: text/event-stream streams without following", "[gateway
   SseClient client(f.port(), "/api/v1/runs/train-1/logs?tail=2");  // sends the Accept header
   CHECK_THAT(client.ReadHead(), Catch::Contains("text/event-stream"));
   CHECK(EventField(client.NextEvent(), "event") == "log");
-  const auto req = f.rec.LastAs<v1::GetLogsRequest>("GetLogs");
+  const auto req = f.rec.LastAs<v1::GetLogsRequest>("StreamLogs");
   CHECK_FALSE(req.follow());
   CHECK(req.tail() == 2);
 }
@@ -183,30 +183,77 @@ TEST_CASE("logs: the OpenAPI document describes the route and text as a string",
         "#/components/schemas/LogLine");
 }
 
+// A LogService on a gRPC server of its own, and the gateway's options to reach it there
+// (tessera-gateway --logs-endpoint).
+struct LogsApart {
+  explicit LogsApart(v1::LogService::Service& service) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+    REQUIRE(server != nullptr);
+    options.logs_channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                               grpc::InsecureChannelCredentials());
+  }
+  ~LogsApart() { server->Shutdown(); }
+  std::unique_ptr<grpc::Server> server;
+  GatewayOptions options;
+};
+
 TEST_CASE("logs: a LogService on its own channel (tessera-gateway --logs-endpoint)",
           "[gateway][logs]") {
   Recorder logs_rec;
   StreamControl logs_stream;
   FakeLogs logs(logs_rec, logs_stream);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&logs);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  REQUIRE(server != nullptr);
-
-  GatewayOptions options;
-  options.logs_channel =
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+  LogsApart apart(logs);
   {
-    GatewayFixture f(options);
+    GatewayFixture f(apart.options);
     const HttpResult r = f.Send("GET", "/api/v1/runs/train-1/logs");
     REQUIRE(r.status == 200);
     CHECK(r.Json()["lines"].size() == 3);
     CHECK(f.rec.count() == 0);  // the main upstream's LogService was not called
-    CHECK(logs_rec.LastAs<v1::GetLogsRequest>("GetLogs").run_name() == "train-1");
+    CHECK(logs_rec.LastAs<v1::GetLogsRequest>("StreamLogs").run_name() == "train-1");
   }
-  server->Shutdown();
+}
+
+// The log service sends lines in batches (StreamLogs): each line is still its own event.
+class BatchingLogs final : public v1::LogService::Service {
+ public:
+  grpc::Status StreamLogs(grpc::ServerContext*, const v1::GetLogsRequest*,
+                          grpc::ServerWriter<v1::LogLines>* writer) override {
+    for (int batch = 0; batch < 2; ++batch) {
+      v1::LogLines lines;
+      for (int i = 0; i < 3; ++i) {
+        auto* l = lines.add_lines();
+        l->set_sequence(batch * 3 + i);
+        l->set_text("line " + std::to_string(batch * 3 + i));
+      }
+      writer->Write(lines);
+    }
+    return grpc::Status::OK;
+  }
+};
+
+TEST_CASE("logs: a batch of lines from the log service becomes one event per line",
+          "[gateway][logs][sse]") {
+  BatchingLogs logs;
+  LogsApart apart(logs);
+  {
+    GatewayFixture f(apart.options);
+    SseClient client(f.port(), "/api/v1/runs/train-1/logs?follow=true");
+    CHECK_THAT(client.ReadHead(), Catch::StartsWith("HTTP/1.1 200"));
+    std::vector<std::string> texts;
+    for (std::string event = client.NextEvent(); !event.empty(); event = client.NextEvent()) {
+      CHECK(EventField(event, "event") == "log");
+      texts.push_back(EventData(event)["text"].get<std::string>());
+    }
+    CHECK(texts ==
+          std::vector<std::string>{"line 0", "line 1", "line 2", "line 3", "line 4", "line 5"});
+    const HttpResult all = f.Send("GET", "/api/v1/runs/train-1/logs");
+    REQUIRE(all.status == 200);
+    CHECK(all.Json()["lines"].size() == 6);
+  }
 }
 
 }  // namespace
