@@ -219,9 +219,16 @@ Figures EndToEnd(int ranks, long lines, long bytes, long rate, const std::string
                                                   lines, " ", bytes, " ", rate));
   submit.mutable_spec()->mutable_compute()->set_gpus(ranks);
   v1::SubmitRunResponse submitted;
-  if (auto st = runs->SubmitRun(Ctx(admin_key).get(), submit, &submitted); !st.ok()) {
-    std::cerr << "submit: " << st.error_message() << "\n";
+  // std::exit runs no destructor: the worker and the server are stopped here, or they would
+  // outlive the bench (a worker retrying a dead server for ever).
+  const auto fail = [&](const std::string& why) {
+    std::cerr << why << "\n";
+    (void)worker->Kill(SIGTERM);
+    (void)server->Kill(SIGTERM);
     std::exit(1);
+  };
+  if (auto st = runs->SubmitRun(Ctx(admin_key).get(), submit, &submitted); !st.ok()) {
+    fail("submit: " + st.error_message());
   }
   // Follow from before the first line; then let the ranks go.
   v1::GetLogsRequest get;
@@ -253,8 +260,7 @@ Figures EndToEnd(int ranks, long lines, long bytes, long rate, const std::string
   ctx->TryCancel();
   reader->Finish();
   if (static_cast<long>(latencies.size()) < total) {
-    std::cerr << "follower got " << latencies.size() << " of " << total << " lines\n";
-    std::exit(1);
+    fail(absl::StrCat("follower got ", latencies.size(), " of ", total, " lines"));
   }
   (void)worker->Kill(SIGTERM);
   (void)server->Kill(SIGTERM);
