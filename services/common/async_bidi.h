@@ -66,15 +66,18 @@ class AsyncBidiReactor {
   AsyncBidiCall<Req, Resp>* call_ = nullptr;
 };
 
-// What the server side of every call shares: the queues, and the count of calls alive.
+// What every call of one server shares: how to ask for a call and make its reactor, and the
+// count of calls alive.
 template <class Req, class Resp>
 struct AsyncBidiShared {
   // Asks for the next call on `cq` (the service's RequestXxx method).
-  std::function<void(grpc::ServerContext*, grpc::ServerAsyncReaderWriter<Resp, Req>*,
-                     grpc::ServerCompletionQueue*, void*)>
-      request;
+  using Request =
+      std::function<void(grpc::ServerContext*, grpc::ServerAsyncReaderWriter<Resp, Req>*,
+                         grpc::ServerCompletionQueue*, void*)>;
   // Makes the reactor of an accepted call.
-  std::function<AsyncBidiReactor<Req, Resp>*(grpc::ServerContext*)> make_reactor;
+  using MakeReactor = std::function<AsyncBidiReactor<Req, Resp>*(grpc::ServerContext*)>;
+  Request request;
+  MakeReactor make_reactor;
   absl::Mutex mu;
   int alive ABSL_GUARDED_BY(mu) = 0;
   bool shutting_down ABSL_GUARDED_BY(mu) = false;
@@ -159,12 +162,12 @@ class AsyncBidiCall {
         break;
     }
     if (kind == Kind::kAccept) return;
+    // Once finishing, no operation starts any more: the last one to complete ends the call.
     bool done = false;
     {
       absl::MutexLock lock(&mu_);
       --outstanding_;
-      done = finishing_ && outstanding_ == 0 && !done_;
-      if (done) done_ = true;
+      done = finishing_ && outstanding_ == 0;
     }
     if (!done) return;
     reactor_->OnDone();
@@ -188,18 +191,14 @@ class AsyncBidiCall {
   absl::Mutex mu_;
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Serves one bidirectional streaming method on `shards` completion queues.
 template <class Req, class Resp>
 class AsyncBidiServer {
  public:
-  AsyncBidiServer(
-      std::function<void(grpc::ServerContext*, grpc::ServerAsyncReaderWriter<Resp, Req>*,
-                         grpc::ServerCompletionQueue*, void*)>
-          request,
-      std::function<AsyncBidiReactor<Req, Resp>*(grpc::ServerContext*)> make_reactor, int shards)
+  AsyncBidiServer(typename AsyncBidiShared<Req, Resp>::Request request,
+                  typename AsyncBidiShared<Req, Resp>::MakeReactor make_reactor, int shards)
       : shards_(shards < 1 ? 1 : shards) {
     shared_.request = std::move(request);
     shared_.make_reactor = std::move(make_reactor);

@@ -2,9 +2,22 @@
 
 #include <algorithm>
 
+#include "services/store/log_precision.h"
+
 namespace tessera::store {
 
 using AttemptKey = std::pair<std::string, int32_t>;
+
+namespace {
+
+// A subscriber's queue is dropped: its next Take is incomplete, and it reads the store.
+void DropQueue(std::vector<LogLineBatch>& queued, int64_t& queued_lines, bool& overflowed) {
+  queued.clear();
+  queued_lines = 0;
+  overflowed = true;
+}
+
+}  // namespace
 
 struct LogSubscription::Shared {
   std::shared_ptr<ChangeFeed> feed;
@@ -69,8 +82,7 @@ void LogFanout::Publish(const std::vector<v1::LogLine>& lines) {
     for (const auto& l : lines) {
       AttemptKey key{l.run_id(), l.resumption_index()};
       if (!shared_->subscribers.contains(key)) continue;
-      v1::LogLine& copy = followed[std::move(key)].emplace_back(l);
-      copy.mutable_time()->set_nanos(l.time().nanos() / 1000 * 1000);
+      followed[std::move(key)].push_back(AsStored(l));
     }
     for (auto& [key, attempt_lines] : followed) {
       const auto n = static_cast<int64_t>(attempt_lines.size());
@@ -78,9 +90,7 @@ void LogFanout::Publish(const std::vector<v1::LogLine>& lines) {
       for (LogSubscription* sub : shared_->subscribers[key]) {
         if (sub->overflowed_) continue;
         if (sub->queued_lines_ + n > shared_->max_queued_lines) {
-          sub->queued_.clear();
-          sub->queued_lines_ = 0;
-          sub->overflowed_ = true;
+          DropQueue(sub->queued_, sub->queued_lines_, sub->overflowed_);
           continue;
         }
         sub->queued_.push_back(batch);
@@ -97,11 +107,8 @@ void LogFanout::Invalidate() {
     absl::MutexLock lock(&shared_->mu);
     if (shared_->subscribers.empty()) return;
     for (auto& [key, subs] : shared_->subscribers) {
-      for (LogSubscription* sub : subs) {
-        sub->queued_.clear();
-        sub->queued_lines_ = 0;
-        sub->overflowed_ = true;
-      }
+      for (LogSubscription* sub : subs)
+        DropQueue(sub->queued_, sub->queued_lines_, sub->overflowed_);
     }
   }
   shared_->feed->Bump(ChangeTopic::kLogs);

@@ -3,6 +3,7 @@
 
 #include "base/timestamps.h"
 #include "services/store/filters.h"
+#include "services/store/log_precision.h"
 #include "services/store/memory/memory_database.h"
 
 namespace tessera::store {
@@ -12,13 +13,6 @@ using Key = std::tuple<std::string, int32_t, int32_t, int32_t>;
 
 Key KeyOf(const v1::LogLine& l) {
   return {l.run_id(), l.resumption_index(), l.rank(), static_cast<int32_t>(l.stream())};
-}
-
-// PostgreSQL keeps microseconds; so does memory, so that both order lines alike.
-v1::LogLine Normalized(const v1::LogLine& line) {
-  v1::LogLine out = line;
-  out.mutable_time()->set_nanos(line.time().nanos() / 1000 * 1000);
-  return out;
 }
 
 bool Matches(const LogQuery& q, const v1::LogLine& l) {
@@ -52,8 +46,7 @@ class MemoryLogStore final : public LogStore {
       if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
       s.info.node_rank = line.node_rank();
       s.info.node_name = line.node_name();
-      if (!Covered(s, line.sequence()) &&
-          s.lines.emplace(line.sequence(), Normalized(line)).second) {
+      if (!Covered(s, line.sequence()) && s.lines.emplace(line.sequence(), AsStored(line)).second) {
         ++result.inserted;
         s.bytes += static_cast<int64_t>(line.text().size());
         s.last_line_at = std::max(s.last_line_at, FromProtoTime(line.time()));
