@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "absl/container/flat_hash_set.h"
@@ -187,6 +188,12 @@ void Authenticator::RefreshLoop() {
   std::unique_lock<std::mutex> lock(refresh_mu_);
   while (true) {
     refresh_cv_.wait(lock, [&] { return stopping_ || !refresh_queue_.empty(); });
+    // Streams whose keys went stale together (they were checked together) queue theirs within
+    // moments of each other: gather them for a few milliseconds so that one statement reads
+    // them all, however the threads happen to be scheduled. A background wait on real time: no
+    // answer waits for it.
+    refresh_cv_.wait_for(lock, std::chrono::milliseconds(5),
+                         [&] { return stopping_ || refresh_queue_.size() >= kRefreshBatch; });
     if (stopping_) return;
     // Every stale key queued so far, read in one statement.
     std::vector<std::string> hashes;
