@@ -60,6 +60,13 @@ class Follower {
     absl::MutexLock lock(&mu_);
     return status_;
   }
+  // Moves time on by one poll interval once the follower waits on the clock; false if it did
+  // not wait within 10 s of real time.
+  bool MoveTimeOnce() {
+    if (!clock_->AwaitWaiters(1, absl::Seconds(10))) return false;
+    clock_->Advance(LogHandlerOptions().poll_interval);
+    return true;
+  }
 
  private:
   // Time passes for the follower as it would for a real one: each time it waits on the fake
@@ -167,6 +174,9 @@ TEST_CASE("lines still arriving after the attempt ended are all followed, then i
     expected.push_back("a" + std::to_string(i));
     REQUIRE(f.Push({f.Line(0, kOut, i, i + 1, expected.back())}, "b" + std::to_string(i)).ok());
     REQUIRE(follower.WaitFor(expected.size()) == expected);
+    // WaitFor moves time only while no line came; a follower fed at once would never see
+    // time pass, so each batch is followed by one poll interval.
+    REQUIRE(follower.MoveTimeOnce());
   }
   REQUIRE(follower.WaitForEnd());
   CHECK(follower.status().ok());
