@@ -1,6 +1,11 @@
 #include "cli/app.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <ostream>
+#include <string_view>
 
 #include "cli/commands.h"
 
@@ -37,13 +42,14 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
   // Inherited by every subcommand, whose help does not list the options above otherwise.
   app.footer(
       "Global options, accepted anywhere: --endpoint HOST:PORT, --api-key KEY, --ca FILE, "
-      "-o table|json|yaml");
+      "-o table|json|yaml (csv for get metrics)");
   app.add_option("--endpoint", options.flags.endpoint,
                  "host:port of the Tessera API (or TESSERA_ENDPOINT; default 127.0.0.1:50051)");
   app.add_option("--api-key", options.flags.api_key, "API key (or TESSERA_API_KEY)");
   app.add_option("--ca", options.flags.ca,
                  "PEM file of the cluster CA, to check the server's certificate (or TESSERA_CA)");
-  app.add_option("-o,--output", options.output, "Output format: table, json or yaml");
+  app.add_option("-o,--output", options.output,
+                 "Output format: table, json or yaml (csv for get metrics)");
 
   AddRunCommands(app, slot);
   AddGetCommands(app, slot);
@@ -59,8 +65,17 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
 
 }  // namespace
 
+int TerminalWidth(int fd) {
+  if (!::isatty(fd)) return 0;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string_view(term) == "dumb") return 0;
+  struct winsize size = {};
+  if (::ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  return 80;
+}
+
 int RunMcli(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
-            const EnvLookup& env) {
+            const EnvLookup& env, int terminal_width) {
   try {
     CLI::App app("mcli: submit and manage training runs on Tessera");
     GlobalOptions options;
@@ -86,7 +101,12 @@ int RunMcli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return kExitUsage;
     }
     const OutputFormat format = ParseOutputFormat(options.output);
-    CommandContext context(ResolveSettings(options.flags, env), format, out, err);
+    // A table of numbers has a CSV form; runs, nodes and events do not.
+    if (format == OutputFormat::kCsv && CommandPath(app) != "mcli get metrics") {
+      err << "Error: -o csv is for `mcli get metrics` only; use table, json or yaml\n";
+      return kExitUsage;
+    }
+    CommandContext context(ResolveSettings(options.flags, env), format, out, err, terminal_width);
     const int exit_code = slot.action(context);
     out.flush();
     return exit_code;

@@ -9,7 +9,12 @@
 
 namespace tessera::cli {
 
+// `terminal_width`: the columns of the terminal `out` is, 0 when it is none (mcli's main tells).
 int RunMcli(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
-            const EnvLookup& env = ProcessEnv());
+            const EnvLookup& env = ProcessEnv(), int terminal_width = 0);
+
+// The columns of the terminal on `fd` (80 when it does not say), or 0 when `fd` is not a
+// terminal or TERM is "dumb".
+int TerminalWidth(int fd);
 
 }  // namespace tessera::cli

@@ -3,8 +3,12 @@
 namespace tessera::cli {
 
 CommandContext::CommandContext(Settings settings, OutputFormat format, std::ostream& out,
-                               std::ostream& err)
-    : settings_(std::move(settings)), format_(format), out_(out), err_(err) {}
+                               std::ostream& err, int terminal_width)
+    : settings_(std::move(settings)),
+      format_(format),
+      out_(out),
+      err_(err),
+      terminal_width_(terminal_width) {}
 
 Connection& CommandContext::connection() {
   if (!connection_) {

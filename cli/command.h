@@ -11,17 +11,27 @@
 #include "cli/errors.h"
 #include "cli/output.h"
 #include "cli/settings.h"
+#include "cli/status_line.h"
 
 namespace tessera::cli {
 
 class CommandContext {
  public:
-  CommandContext(Settings settings, OutputFormat format, std::ostream& out, std::ostream& err);
+  // `terminal_width`: the columns of the terminal `out` writes to; 0 when it is not a terminal
+  // (a pipe, a file), so no bars or redrawn lines.
+  CommandContext(Settings settings, OutputFormat format, std::ostream& out, std::ostream& err,
+                 int terminal_width = 0);
 
   const Settings& settings() const { return settings_; }
   OutputFormat format() const { return format_; }
   std::ostream& out() { return out_; }
   std::ostream& err() { return err_; }
+  int terminal_width() const { return terminal_width_; }
+
+  // The status line kept under the output while a run is followed (null when none): writers of
+  // `out` hold it (StatusLine::Hold) so that their lines go above it.
+  StatusLine* status_line() const { return status_line_; }
+  void set_status_line(StatusLine* line) { status_line_ = line; }
 
   // Opened on first use, so that commands that need no server (config, set) never dial one.
   Connection& connection();
@@ -31,6 +41,8 @@ class CommandContext {
   OutputFormat format_;
   std::ostream& out_;
   std::ostream& err_;
+  int terminal_width_;
+  StatusLine* status_line_ = nullptr;
   std::unique_ptr<Connection> connection_;
 };
 

@@ -36,6 +36,8 @@ void AddLogsCommands(CLI::App& app, ActionSlot& slot);
 void AddSecretCommands(CLI::App& app, ActionSlot& slot);
 // mcli health sweep|sweeps|show
 void AddHealthCommands(CLI::App& app, ActionSlot& slot);
+// mcli get metrics RUN (added to `get`)
+void AddGetMetricsCommand(CLI::App* get, ActionSlot& slot);
 // mcli get health|sweeps (added to `get`)
 void AddGetHealthCommands(CLI::App* get, ActionSlot& slot);
 // mcli admin inject-fault NODE --kind KIND (added to `admin`)

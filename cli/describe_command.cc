@@ -25,7 +25,7 @@ int DescribeRun(CommandContext& context, const std::string& name) {
   connection.Unary(
       [&](grpc::ClientContext* c) { return stub->DescribeRun(c, request, &response); });
   if (!PrintIfStructured(context, MessageToJson(response.description()))) {
-    PrintRunDescription(context.out(), response.description());
+    PrintRunDescription(context.out(), response.description(), context.terminal_width());
   }
   return kExitOk;
 }

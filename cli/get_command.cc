@@ -144,7 +144,8 @@ int GetEvents(CommandContext& context, const GetEventsOptions& options) {
 }  // namespace
 
 void AddGetCommands(CLI::App& app, ActionSlot& slot) {
-  CLI::App* get = app.add_subcommand("get", "List runs, nodes, node events or health results");
+  CLI::App* get =
+      app.add_subcommand("get", "List runs, nodes, node events, health results or a run's metrics");
   get->require_subcommand(1);
 
   auto runs = std::make_shared<GetRunsOptions>();
@@ -181,6 +182,7 @@ void AddGetCommands(CLI::App& app, ActionSlot& slot) {
   get_events->add_flag("-f,--follow", events->follow,
                        "Keep printing new events as they happen (Ctrl-C to stop)");
   AddGetHealthCommands(get, slot);
+  AddGetMetricsCommand(get, slot);
   OnParsed(get_events, slot,
            [events](CommandContext& context) { return GetEvents(context, *events); });
 }

@@ -180,6 +180,7 @@ int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& r
     auto reader = stub->StreamLogs(call.get(), request);
     tessera::v1::LogLines batch;
     status = Drain(*reader, batch, [&](const tessera::v1::LogLines& b) {
+      const StatusLine::Hold hold(context.status_line());  // the lines go above a progress bar
       for (const auto& line : b.lines()) print(line);
       if (request.follow()) context.out().flush();
     });
@@ -192,6 +193,7 @@ int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& r
     auto reader = stub->GetLogs(old_call.get(), request);
     tessera::v1::LogLine line;
     status = Drain(*reader, line, [&](const tessera::v1::LogLine& l) {
+      const StatusLine::Hold hold(context.status_line());
       print(l);
       if (request.follow()) context.out().flush();
     });

@@ -1,6 +1,7 @@
 // mcli: the command-line client of Tessera. Everything but this file is in tessera_cli.
 
 #include <grpc/support/log.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -18,5 +19,6 @@ void DropGrpcLog(gpr_log_func_args*) {}
 int main(int argc, char** argv) {
   if (std::getenv("TESSERA_GRPC_DEBUG") == nullptr) gpr_set_log_function(DropGrpcLog);
   std::ios::sync_with_stdio(true);
-  return tessera::cli::RunMcli(argc, argv, std::cout, std::cerr);
+  return tessera::cli::RunMcli(argc, argv, std::cout, std::cerr, tessera::cli::ProcessEnv(),
+                               tessera::cli::TerminalWidth(STDOUT_FILENO));
 }

@@ -91,7 +91,8 @@ OutputFormat ParseOutputFormat(const std::string& text) {
   if (lower == "table") return OutputFormat::kTable;
   if (lower == "json") return OutputFormat::kJson;
   if (lower == "yaml") return OutputFormat::kYaml;
-  ThrowUsage("unknown output format \"" + text + "\" (use table, json or yaml)");
+  if (lower == "csv") return OutputFormat::kCsv;
+  ThrowUsage("unknown output format \"" + text + "\" (use table, json, yaml or csv)");
 }
 
 Json MessageToJson(const google::protobuf::Message& message) {

@@ -12,9 +12,10 @@
 
 namespace tessera::cli {
 
-enum class OutputFormat { kTable, kJson, kYaml };
+// kCsv only for tables of numbers (mcli get metrics); mcli refuses it for other commands.
+enum class OutputFormat { kTable, kJson, kYaml, kCsv };
 
-// "table", "json" or "yaml"; throws CliError (exit 2) for anything else.
+// "table", "json", "yaml" or "csv"; throws CliError (exit 2) for anything else.
 OutputFormat ParseOutputFormat(const std::string& text);
 
 using Json = nlohmann::ordered_json;

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/local_files.h"
 #include "cli/names.h"
+#include "cli/progress_ticker.h"
 #include "cli/run_view.h"
 #include "cli/spec_overrides.h"
 #include "tessera/v1/runs.grpc.pb.h"
@@ -16,6 +17,11 @@ namespace tessera::cli {
 namespace {
 
 using tessera::v1::RunService;
+
+// How often a follower reads the run's progress, and how often at most a plain progress line
+// is printed where there is no terminal (a log file need not fill with them).
+constexpr absl::Duration kProgressPoll = absl::Seconds(2);
+constexpr absl::Duration kPlainProgressEvery = absl::Seconds(30);
 
 struct SubmitOptions {
   std::string file;
@@ -156,6 +162,38 @@ int PrintAttemptLogs(CommandContext& context, const std::string& name, int attem
   }
 }
 
+// The run's progress as GetRun reads it; empty when the call fails (the ticker tries again).
+ProgressTicker::Source ProgressOf(CommandContext& context, const std::string& name) {
+  Connection& connection = context.connection();
+  auto stub = std::shared_ptr<RunService::Stub>(RunService::NewStub(connection.channel()));
+  return [&connection, stub, name]() -> std::optional<tessera::v1::RunProgress> {
+    tessera::v1::GetRunRequest request;
+    request.set_name(name);
+    tessera::v1::GetRunResponse response;
+    const std::unique_ptr<grpc::ClientContext> call = connection.UnaryContext();
+    if (!stub->GetRun(call.get(), request, &response).ok()) return std::nullopt;
+    return response.run().progress();
+  };
+}
+
+// Follows the logs of a running attempt until it ends, with the run's progress under them (a
+// bar on a terminal, a line now and then elsewhere; none with -o json or yaml).
+int FollowAttempt(CommandContext& context, const std::string& name, int attempt) {
+  if (context.format() != OutputFormat::kTable) {
+    return PrintAttemptLogs(context, name, attempt, /*follow=*/true);
+  }
+  StatusLine line(context.out(), context.terminal_width() > 0);
+  context.set_status_line(&line);
+  int result = kExitOk;
+  {
+    const ProgressTicker ticker(line, ProgressOf(context, name), context.terminal_width(),
+                                kProgressPoll, kPlainProgressEvery);
+    result = PrintAttemptLogs(context, name, attempt, /*follow=*/true);
+  }
+  context.set_status_line(nullptr);
+  return result;
+}
+
 // The final line of a run that was already over when the watch read it: its status with the
 // message of the event that ended it (the run's own reason is empty when it completed).
 tessera::v1::RunChange WithEndingEvent(CommandContext& context, tessera::v1::RunChange change) {
@@ -200,9 +238,7 @@ int FollowRun(CommandContext& context, const std::string& name) {
       return FinalStatus(w.run);
     }
     followed_attempt = w.attempt;
-    if (PrintAttemptLogs(context, name, w.attempt, /*follow=*/true) == kExitInterrupted) {
-      return kExitInterrupted;
-    }
+    if (FollowAttempt(context, name, w.attempt) == kExitInterrupted) return kExitInterrupted;
   }
 }
 

@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
+#include "base/timestamps.h"
 #include "cli/names.h"
+#include "cli/progress_view.h"
 #include "cli/table.h"
 #include "cli/time_format.h"
 #include "runspec/run_spec_parser.h"
@@ -19,12 +22,6 @@ using tessera::v1::RunStatus;
 std::string Percent(double fraction) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f%%", fraction * 100);
-  return text;
-}
-
-std::string Number(double value, int precision) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", precision, value);
   return text;
 }
 
@@ -115,7 +112,8 @@ void PrintRunTable(std::ostream& out, const google::protobuf::RepeatedPtrField<R
   table.Print(out);
 }
 
-void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& description) {
+void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& description,
+                         int terminal_width) {
   const Run& run = description.run();
   Fields fields;
   fields.Add("Run", run.name());
@@ -143,9 +141,17 @@ void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& d
   const tessera::v1::RunProgress& progress = run.progress();
   std::string progress_text = FormatProgress(progress);
   if (progress.step() > 0 || progress.total_steps() > 0) {
-    progress_text += ", loss " + Number(progress.loss(), 4) + ", " +
-                     Number(progress.tokens_per_second(), 0) + " tokens/s, MFU " +
-                     Percent(progress.mfu());
+    // The time left at the current attempt's pace since it started.
+    std::optional<absl::Duration> remaining;
+    for (const auto& attempt : description.attempts()) {
+      if (attempt.resumption_index() == run.resumption_index() && attempt.has_started_at() &&
+          run.status() == tessera::v1::RUN_STATUS_RUNNING) {
+        remaining = EstimateRemaining(
+            progress, {attempt.resumed_from_step(), FromProtoTime(attempt.started_at())});
+      }
+    }
+    progress_text = terminal_width > 0 ? FormatProgressBar(progress, remaining, terminal_width - 18)
+                                       : FormatProgressLine(progress, remaining);
     if (IsSet(progress.reported_at())) {
       progress_text += " (at " + FormatTimestamp(progress.reported_at()) + ")";
     }

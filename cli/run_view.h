@@ -18,8 +18,10 @@ std::string FormatProgress(const tessera::v1::RunProgress& progress);
 void PrintRunTable(std::ostream& out,
                    const google::protobuf::RepeatedPtrField<tessera::v1::Run>& runs);
 
-// Spec, compute, status, times, progress, attempts, interruptions and the event log.
-void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& description);
+// Spec, compute, status, times, progress (a bar when `terminal_width` > 0: the output is a
+// terminal that wide), attempts, interruptions and the event log.
+void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& description,
+                         int terminal_width = 0);
 
 // One line for a change seen while following a run: "TIME  STATUS  message".
 std::string FormatRunChange(const tessera::v1::RunChange& change);

@@ -192,6 +192,26 @@ void AddRunRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .rpcs = {"tessera.v1.RunService/DescribeRun"},
          .handler = OnRun(up, false, &Stub::DescribeRun)});
 
+  t.Add({.method = "GET",
+         .path = "/api/v1/runs/{name}/metrics",
+         .operation_id = "getRunMetrics",
+         .tag = "runs",
+         .summary = "A run's progress history (step, loss, learning rate, tokens/s, MFU over "
+                    "time), with its attempts: where each resumed and why the one before ended.",
+         .params = {RunNameParam(), QueryParam("resumption", ParamType::kCount,
+                                               "Only this attempt (its resumption index).")},
+         .response = v1::GetRunMetricsResponse::descriptor(),
+         .rpcs = {"tessera.v1.RunMetricsService/GetRunMetrics"},
+         .handler = [up](const Request& r) -> HandlerResult {
+           QueryReader q(r);
+           v1::GetRunMetricsRequest req;
+           req.set_name(r.PathParam("name"));
+           if (q.Has("resumption")) req.set_resumption_index(q.Count("resumption"));
+           if (!q.status().ok()) return ErrorResponse(q.status());
+           return CallUnary(*up, r, up->run_metrics(), &v1::RunMetricsService::Stub::GetRunMetrics,
+                            req);
+         }});
+
   t.Add({.method = "POST",
          .path = "/api/v1/runs/{name}/stop",
          .operation_id = "stopRun",

@@ -13,6 +13,7 @@ Upstream::Upstream(std::shared_ptr<grpc::Channel> channel, std::chrono::millisec
     : channel_(std::move(channel)),
       unary_timeout_(unary_timeout),
       runs_(v1::RunService::NewStub(channel_)),
+      run_metrics_(v1::RunMetricsService::NewStub(channel_)),
       scheduler_(v1::SchedulerService::NewStub(channel_)),
       cordon_(v1::CordonService::NewStub(channel_)),
       health_(v1::HealthService::NewStub(channel_)),

@@ -15,6 +15,7 @@
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/health.grpc.pb.h"
 #include "tessera/v1/logs.grpc.pb.h"
+#include "tessera/v1/run_metrics.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 #include "tessera/v1/secrets.grpc.pb.h"
@@ -50,6 +51,7 @@ class Upstream {
            std::shared_ptr<grpc::Channel> logs_channel = nullptr);
 
   v1::RunService::Stub& runs() { return *runs_; }
+  v1::RunMetricsService::Stub& run_metrics() { return *run_metrics_; }
   v1::SchedulerService::Stub& scheduler() { return *scheduler_; }
   v1::CordonService::Stub& cordon() { return *cordon_; }
   v1::HealthService::Stub& health() { return *health_; }
@@ -77,6 +79,7 @@ class Upstream {
   std::shared_ptr<grpc::Channel> channel_;
   const std::chrono::milliseconds unary_timeout_;
   std::unique_ptr<v1::RunService::Stub> runs_;
+  std::unique_ptr<v1::RunMetricsService::Stub> run_metrics_;
   std::unique_ptr<v1::SchedulerService::Stub> scheduler_;
   std::unique_ptr<v1::CordonService::Stub> cordon_;
   std::unique_ptr<v1::HealthService::Stub> health_;

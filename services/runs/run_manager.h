@@ -18,6 +18,7 @@
 #include "services/store/change_feed.h"
 #include "services/store/leader_lock_store.h"
 #include "services/store/run_store.h"
+#include "tessera/v1/run_metrics.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
 namespace tessera::runs {
@@ -69,6 +70,9 @@ class RunManager {
                              v1::RecordAttemptResponse* resp);
   absl::Status ReportProgress(const Who& who, const v1::ReportProgressRequest& req,
                               v1::ReportProgressResponse* resp);
+  // The run's progress history with its attempts (run_metrics.cc).
+  absl::Status GetRunMetrics(const Who& who, const v1::GetRunMetricsRequest& req,
+                             v1::GetRunMetricsResponse* resp);
 
   // Streams every change of a run visible to `who` matching the filter, starting with changes
   // after the call; returns when `send` returns false (the client went away) or `done()`.
@@ -111,6 +115,10 @@ class RunManager {
                                  const std::optional<store::WriteFence>& fence = {},
                                  const std::optional<store::IdempotentRunWrite>& idem = {});
   std::string RandomSuffix(int length);
+  // Keeps the report as a point of the attempt's history, thinned to a bounded number
+  // (progress_history.h). `previous_step` is the attempt's last step before this report.
+  absl::Status KeepProgressPoint(const v1::Run& run, const v1::ReportProgressRequest& req,
+                                 int64_t previous_step);
 
   std::shared_ptr<store::RunStore> runs_;
   std::shared_ptr<IdempotentCalls> idem_;

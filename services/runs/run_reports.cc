@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "base/timestamps.h"
 #include "services/common/rpc.h"
+#include "services/runs/progress_history.h"
 #include "services/runs/run_manager.h"
 #include "services/store/write_fence.h"
 
@@ -56,9 +57,11 @@ absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgress
                                         v1::ReportProgressResponse*) {
   TESSERA_RETURN_IF_ERROR(RequireSystem(who, "ReportProgress"));
   if (req.run_id().empty()) return absl::InvalidArgumentError("run_id: required");
+  std::optional<int64_t> previous_step;  // the attempt's latest step, when the report counts
   auto run = Mutate(
       req.run_id(), [&](const v1::Run& r, const auto& attempts) -> absl::StatusOr<Transition> {
         Transition t{r, {}, {}, true};
+        previous_step.reset();
         if (req.resumption_index() != r.resumption_index()) {
           t.changed = false;  // a late report from an earlier attempt
           return t;
@@ -86,6 +89,7 @@ absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgress
         }
         *t.run.mutable_progress()->mutable_reported_at() = ToProtoTime(clock_->Now());
         if (auto current = CurrentAttempt(r, attempts)) {
+          previous_step = current->last_step();
           current->set_last_step(std::max(current->last_step(), req.progress().step()));
           // The engine knows which checkpoint it loaded; the scheduler does not.
           if (req.progress().resumed_from_step() > 0) {
@@ -95,7 +99,26 @@ absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgress
         }
         return t;
       });
-  return run.status();
+  if (!run.ok()) return run.status();
+  if (!previous_step) return absl::OkStatus();
+  return KeepProgressPoint(*run, req, *previous_step);
+}
+
+absl::Status RunManager::KeepProgressPoint(const v1::Run& run, const v1::ReportProgressRequest& req,
+                                           int64_t previous_step) {
+  const auto keep = KeepProgress(previous_step, req.progress().step());
+  if (!keep) return absl::OkStatus();  // a late report: the history has later points
+  store::ProgressPoint point;
+  point.resumption_index = req.resumption_index();
+  point.step = req.progress().step();
+  point.time = FromProtoTime(run.progress().reported_at());
+  point.loss = req.progress().loss();
+  point.learning_rate = req.progress().learning_rate();
+  point.tokens_per_second = req.progress().tokens_per_second();
+  point.mfu = req.progress().mfu();
+  auto st = runs_->AddProgressPoint(run.id(), point, keep->stride, keep->thin_from);
+  // A run deleted since the report was applied has no history to keep.
+  return absl::IsNotFound(st) ? absl::OkStatus() : st;
 }
 
 absl::StatusOr<int> RunManager::EnforceMaxDuration() {

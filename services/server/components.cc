@@ -15,6 +15,7 @@
 #include "services/common/periodic_runner.h"
 #include "services/cordon/cordon_service.h"
 #include "services/logs/log_service.h"
+#include "services/runs/run_metrics_service.h"
 #include "services/runs/run_service.h"
 #include "services/runs/secret_service.h"
 #include "services/store/fenced_node_store.h"
@@ -73,6 +74,7 @@ class RunsComponent final : public Component {
                                     .allow_host_image = o.allow_host_image},
             f.stores.changes)),
         runs_(manager_, f.authenticator),
+        metrics_(manager_, f.authenticator),
         secrets_(std::make_shared<runs::SecretManager>(f.stores.secrets, f.stores.runs,
                                                        o.secrets_box, f.clock),
                  f.authenticator),
@@ -97,11 +99,14 @@ class RunsComponent final : public Component {
           auto deleted = manager_->ExpireFinishedRuns();
           if (!deleted.ok()) spdlog::warn("runs: retention: {}", deleted.status().ToString());
         }) {}
-  std::vector<grpc::Service*> services() override { return {&runs_, &secrets_, &admin_, &join_}; }
+  std::vector<grpc::Service*> services() override {
+    return {&runs_, &metrics_, &secrets_, &admin_, &join_};
+  }
 
  private:
   std::shared_ptr<runs::RunManager> manager_;
   runs::RunService runs_;
+  runs::RunMetricsService metrics_;
   runs::SecretService secrets_;
   admin::AdminService admin_;
   admin::JoinService join_;

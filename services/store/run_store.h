@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "services/store/idempotency_store.h"
+#include "services/store/progress_point.h"
 #include "services/store/write_fence.h"
 #include "tessera/v1/runs.pb.h"
 
@@ -79,6 +80,15 @@ class RunStore {
   // Events of every run with ids above `after_id`, oldest first, at most `limit` (0: all):
   // what a watcher polls to follow every change.
   virtual absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id, int limit) = 0;
+
+  // Stores a point of an attempt's progress history (replacing the point at the same step),
+  // then drops each point of that attempt with thin_from <= step < point.step that is not the
+  // earliest of its `stride` steps (steps [k * stride, (k + 1) * stride)); stride 1 drops
+  // nothing. One transaction. NOT_FOUND without the run; the points go when the run is deleted.
+  virtual absl::Status AddProgressPoint(std::string_view run_id, const ProgressPoint& point,
+                                        int64_t stride, int64_t thin_from) = 0;
+  // Every attempt's points, by resumption index, then step.
+  virtual absl::StatusOr<std::vector<ProgressPoint>> ListProgress(std::string_view run_id) = 0;
 
   // The unprivileged uid every node runs `user`'s ranks as: given once, on first asking, from
   // kFirstUserUid up, and never reused, so two users never share one and a user's files on a

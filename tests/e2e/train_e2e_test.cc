@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -12,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "tests/e2e/training_helpers.h"
 
@@ -51,6 +53,31 @@ TEST_CASE("examples/gpt-tiny.yaml trains on two nodes and its loss falls", "[e2e
   CHECK(absl::StrContains(described.output, "tokens/s, MFU "));
   ShellResult listed = Mcli(c, "get runs");
   CHECK(absl::StrContains(listed.output, "150/150"));
+
+  // The loss curve as the charts draw it: the attempt's reports, in step order, ending at 150.
+  ShellResult metrics = Mcli(c, "get metrics " + name + " -o csv");
+  INFO(metrics.output);
+  REQUIRE(metrics.exit_code == 0);
+  const std::vector<std::string> rows =
+      absl::StrSplit(absl::StripAsciiWhitespace(metrics.output), '\n');
+  REQUIRE(rows.size() >= 3);  // the header and at least two reports
+  CHECK(rows[0] == "resumption_index,step,time,loss,learning_rate,tokens_per_second,mfu");
+  int64_t previous_step = -1;
+  std::vector<double> curve;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const std::vector<std::string> cells = absl::StrSplit(rows[i], ',');
+    REQUIRE(cells.size() == 7);
+    CHECK(cells[0] == "0");
+    int64_t step = 0;
+    double loss = 0;
+    REQUIRE(absl::SimpleAtoi(cells[1], &step));
+    REQUIRE(absl::SimpleAtod(cells[3], &loss));
+    CHECK(step > previous_step);
+    previous_step = step;
+    curve.push_back(loss);
+  }
+  CHECK(previous_step == 150);
+  CHECK(curve.back() < curve.front());
 }
 
 TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on the others",
@@ -77,6 +104,33 @@ TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on th
   CHECK(run.progress().resumed_from_step() == resumed);
   // The second attempt ran on the two nodes that were left.
   for (const auto& node : run.nodes()) CHECK(node.node_name() != victim);
+
+  // The history shows both attempts, the resumption with its cause, and the second attempt's
+  // reports from after its checkpoint on.
+  ShellResult metrics = Mcli(c, "get metrics " + name + " -o json");
+  INFO(metrics.output);
+  REQUIRE(metrics.exit_code == 0);
+  const auto history = nlohmann::json::parse(metrics.output);
+  REQUIRE(history["attempts"].size() == 2);
+  CHECK(history["attempts"][0]["end_reason"] == "ATTEMPT_END_REASON_NODE_FAILURE");
+  CHECK(history["attempts"][1]["resumed_from_step"] == std::to_string(resumed));
+  int64_t first_of_second = -1, last_of_second = -1, points_of_first = 0;
+  for (const auto& point : history["points"]) {
+    const int64_t step = std::stoll(point["step"].get<std::string>());
+    if (point["resumption_index"] == 0) {
+      ++points_of_first;
+      continue;
+    }
+    if (first_of_second < 0) first_of_second = step;
+    last_of_second = step;
+  }
+  CHECK(points_of_first > 0);
+  CHECK(first_of_second >= resumed);
+  CHECK(last_of_second == 1000);
+  ShellResult table = Mcli(c, "get metrics " + name);
+  INFO(table.output);
+  CHECK(absl::StrContains(table.output, "attempt 1 resumed from step " + std::to_string(resumed)));
+  CHECK(absl::StrContains(table.output, "attempt 0 ended: NODE_FAILURE"));
 }
 
 }  // namespace

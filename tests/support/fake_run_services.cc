@@ -1,6 +1,7 @@
 // The run manager and log service fakes: their simulated attempts go together (a followed
 // attempt ends when its logs were read to their end).
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "tests/support/fake_services.h"
@@ -336,6 +337,42 @@ void FakeLogService::Reset() {
   std::lock_guard lock(mu);
   requests.clear();
   cancelled = 0;
+}
+
+// FakeRunMetricsService
+
+Status FakeRunMetricsService::GetRunMetrics(ServerContext* context,
+                                            const v1::GetRunMetricsRequest* request,
+                                            v1::GetRunMetricsResponse* response) {
+  if (Status st = recorder_.Record(context, "GetRunMetrics", *request); !st.ok()) return st;
+  if (IsMissingRun(request->name())) return NotFound(request->name());
+  response->set_run_name(request->name());
+  response->set_total_steps(100);
+  const auto add = [&](int attempt, int64_t step, double loss) {
+    v1::ProgressPoint& p = *response->add_points();
+    p.set_resumption_index(attempt);
+    p.set_step(step);
+    p.mutable_time()->set_seconds(1'700'000'000 + step);
+    p.mutable_time()->set_nanos(250'000'000);
+    p.set_loss(loss);
+    p.set_learning_rate(0.0003);
+    p.set_tokens_per_second(1500.5);
+    p.set_mfu(0.42);
+  };
+  add(0, 10, 2.5);
+  add(0, 20, 2.25);
+  add(1, 30, std::nan(""));
+  v1::Attempt& first = *response->add_attempts();
+  first.set_resumption_index(0);
+  first.set_status(v1::RUN_STATUS_FAILED);
+  first.set_end_reason(v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  first.set_reason("node-2 lost");
+  v1::Attempt& second = *response->add_attempts();
+  second.set_resumption_index(1);
+  second.set_status(v1::RUN_STATUS_RUNNING);
+  second.set_resumed_from_step(20);
+  second.mutable_started_at()->set_seconds(1'700'000'025);
+  return Status::OK;
 }
 
 }  // namespace tessera::testing

@@ -341,7 +341,8 @@ FakeServices::FakeServices()
       health(recorder),
       admin(recorder),
       logs(recorder, stream, &runs),
-      secrets(recorder) {
+      secrets(recorder),
+      metrics(recorder) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(&runs);
@@ -351,6 +352,7 @@ FakeServices::FakeServices()
   builder.RegisterService(&admin);
   builder.RegisterService(&logs);
   builder.RegisterService(&secrets);
+  builder.RegisterService(&metrics);
   server_ = builder.BuildAndStart();
   REQUIRE(server_ != nullptr);
   REQUIRE(port_ > 0);

@@ -36,6 +36,7 @@
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/health.grpc.pb.h"
 #include "tessera/v1/logs.grpc.pb.h"
+#include "tessera/v1/run_metrics.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 #include "tessera/v1/secrets.grpc.pb.h"
@@ -330,6 +331,18 @@ class FakeSecretService final : public v1::SecretService::Service {
   Recorder& recorder_;
 };
 
+// A run's metrics: three points, two of attempt 0 (steps 10, 20) and one of attempt 1 (step
+// 30, loss NaN), and the two attempts, the first ended by a node failure ("node-2 lost").
+class FakeRunMetricsService final : public v1::RunMetricsService::Service {
+ public:
+  explicit FakeRunMetricsService(Recorder& recorder) : recorder_(recorder) {}
+  grpc::Status GetRunMetrics(grpc::ServerContext* context, const v1::GetRunMetricsRequest* request,
+                             v1::GetRunMetricsResponse* response) override;
+
+ private:
+  Recorder& recorder_;
+};
+
 class FakeLogService final : public v1::LogService::Service {
  public:
   // `runs` is told when a simulated attempt ends; it may be null without simulate_attempts.
@@ -399,6 +412,7 @@ class FakeServices {
   FakeAdminService admin;
   FakeLogService logs;
   FakeSecretService secrets;
+  FakeRunMetricsService metrics;
 
  private:
   int port_ = 0;

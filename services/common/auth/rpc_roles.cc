@@ -63,6 +63,7 @@ const std::vector<RpcRule>& RpcRoleTable() {
       {"tessera.v1.RunService/RestartRun", kPeople, kAuditPrivileged},
       {"tessera.v1.RunService/CloneRun", kPeople},
       {"tessera.v1.RunService/WatchRuns", kPeopleAndServices},
+      {"tessera.v1.RunMetricsService/GetRunMetrics", kPeopleAndServices},
       {"tessera.v1.RunService/RecordAttempt", kServices},
       {"tessera.v1.RunService/ReportProgress", kServices},
       // Secrets: each user their own; their values only to the scheduler starting a run.

@@ -33,6 +33,9 @@ struct MemoryDatabase {
   std::map<std::string, v1::Run> runs ABSL_GUARDED_BY(mu);  // by id
   std::map<std::string, std::string> run_ids_by_name ABSL_GUARDED_BY(mu);
   std::map<std::pair<std::string, int>, v1::Attempt> attempts ABSL_GUARDED_BY(mu);
+  // Progress history by (run id, resumption index), then step.
+  std::map<std::pair<std::string, int32_t>, std::map<int64_t, ProgressPoint>> progress
+      ABSL_GUARDED_BY(mu);
   std::vector<v1::RunEvent> run_events ABSL_GUARDED_BY(mu);
   int64_t next_run_event_id ABSL_GUARDED_BY(mu) = 1;
   std::map<std::string, int64_t, std::less<>> user_uids ABSL_GUARDED_BY(mu);

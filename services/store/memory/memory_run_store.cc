@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <climits>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -117,6 +119,7 @@ class MemoryRunStore final : public RunStore {
     db_->runs.erase(it);
     std::erase_if(db_->attempts, [&](const auto& kv) { return kv.first.first == id; });
     std::erase_if(db_->run_events, [&](const v1::RunEvent& e) { return e.run_id() == id; });
+    std::erase_if(db_->progress, [&](const auto& kv) { return kv.first.first == id; });
     return absl::OkStatus();
   }
 
@@ -154,6 +157,38 @@ class MemoryRunStore final : public RunStore {
       if (key.first == run_id) out.push_back(attempt);
     }
     return out;  // std::map orders by resumption within a run
+  }
+
+  absl::Status AddProgressPoint(std::string_view run_id, const ProgressPoint& point, int64_t stride,
+                                int64_t thin_from) override {
+    if (stride < 1) return absl::InvalidArgumentError("stride: at least 1");
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    if (!db_->runs.count(std::string(run_id))) {
+      return absl::NotFoundError(absl::StrCat("run id ", std::string(run_id), " not found"));
+    }
+    auto& points = db_->progress[{std::string(run_id), point.resumption_index}];
+    ProgressPoint stored = point;
+    stored.time = absl::FromUnixMicros(absl::ToUnixMicros(point.time));  // as PostgreSQL keeps it
+    points[point.step] = stored;
+    // Of each bucket's points, the earliest stays.
+    for (auto it = points.lower_bound(thin_from); it != points.end() && it->first < point.step;) {
+      const bool earliest =
+          it == points.begin() || std::prev(it)->first / stride != it->first / stride;
+      it = earliest ? std::next(it) : points.erase(it);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<ProgressPoint>> ListProgress(std::string_view run_id) override {
+    absl::MutexLock lock(&db_->mu);
+    if (auto st = db_->CheckAvailable(); !st.ok()) return st;
+    std::vector<ProgressPoint> out;
+    for (auto it = db_->progress.lower_bound({std::string(run_id), INT32_MIN});
+         it != db_->progress.end() && it->first.first == run_id; ++it) {
+      for (const auto& [step, p] : it->second) out.push_back(p);
+    }
+    return out;
   }
 
   absl::StatusOr<v1::RunEvent> AppendEvent(const v1::RunEvent& event) override {

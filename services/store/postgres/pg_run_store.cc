@@ -219,6 +219,65 @@ class PgRunStore final : public RunStore {
     return out;
   }
 
+  absl::Status AddProgressPoint(std::string_view run_id, const ProgressPoint& point, int64_t stride,
+                                int64_t thin_from) override {
+    if (stride < 1) return absl::InvalidArgumentError("stride: at least 1");
+    return pool_->Transact("keeping a progress point", [&](pqxx::work& tx) -> absl::Status {
+      // The run's row is not locked: the foreign key refuses a point of a deleted run.
+      try {
+        tx.exec_params(absl::StrCat("INSERT INTO run_progress (run_id, resumption_index, step,"
+                                    " time, loss, learning_rate, tokens_per_second, mfu)"
+                                    " VALUES ($1, $2, $3, ",
+                                    MicrosParam(4),
+                                    ", $5, $6, $7, $8) ON CONFLICT (run_id, resumption_index, step)"
+                                    " DO UPDATE SET time = EXCLUDED.time, loss = EXCLUDED.loss,"
+                                    " learning_rate = EXCLUDED.learning_rate,"
+                                    " tokens_per_second = EXCLUDED.tokens_per_second,"
+                                    " mfu = EXCLUDED.mfu"),
+                       std::string(run_id), point.resumption_index, point.step,
+                       absl::ToUnixMicros(point.time), point.loss, point.learning_rate,
+                       point.tokens_per_second, point.mfu);
+      } catch (const pqxx::foreign_key_violation&) {
+        return absl::NotFoundError(absl::StrCat("run id ", std::string(run_id), " not found"));
+      }
+      if (stride > 1 && thin_from < point.step) {
+        // Each point in the range whose bucket holds an earlier point goes (the earliest of a
+        // bucket may lie before thin_from).
+        tx.exec_params(
+            "DELETE FROM run_progress p WHERE p.run_id = $1 AND p.resumption_index = $2"
+            " AND p.step >= $3 AND p.step < $4 AND EXISTS (SELECT 1 FROM run_progress q"
+            " WHERE q.run_id = $1 AND q.resumption_index = $2 AND q.step < p.step"
+            " AND q.step >= (p.step / $5) * $5)",
+            std::string(run_id), point.resumption_index, thin_from, point.step, stride);
+      }
+      return absl::OkStatus();
+    });
+  }
+
+  absl::StatusOr<std::vector<ProgressPoint>> ListProgress(std::string_view run_id) override {
+    std::vector<ProgressPoint> out;
+    absl::Status st = pool_->Transact("listing progress", [&](pqxx::work& tx) -> absl::Status {
+      for (const auto& row : tx.exec_params(
+               "SELECT resumption_index, step, (extract(epoch FROM time) * 1000000)::bigint,"
+               " loss, learning_rate, tokens_per_second, mfu FROM run_progress"
+               " WHERE run_id = $1 ORDER BY resumption_index, step",
+               std::string(run_id))) {
+        ProgressPoint p;
+        p.resumption_index = row[0].as<int32_t>();
+        p.step = row[1].as<int64_t>();
+        p.time = absl::FromUnixMicros(row[2].as<int64_t>());
+        p.loss = row[3].as<double>();
+        p.learning_rate = row[4].as<double>();
+        p.tokens_per_second = row[5].as<double>();
+        p.mfu = row[6].as<double>();
+        out.push_back(p);
+      }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return out;
+  }
+
   absl::StatusOr<v1::RunEvent> AppendEvent(const v1::RunEvent& event) override {
     v1::RunEvent stored = event;
     absl::Status st = pool_->Transact("appending a run event", [&](pqxx::work& tx) -> absl::Status {

@@ -18,6 +18,7 @@
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/health.grpc.pb.h"
 #include "tessera/v1/logs.grpc.pb.h"
+#include "tessera/v1/run_metrics.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 #include "tessera/v1/worker.grpc.pb.h"
@@ -31,10 +32,11 @@ using google::protobuf::DescriptorPool;
 std::set<std::string> ApiMethods() {
   std::set<std::string> out;
   // A file's descriptors are in the pool once its generated code is linked: one type of each.
-  for (const auto* linked : {v1::Actor::descriptor(), v1::Run::descriptor(), v1::Node::descriptor(),
-                             v1::GetQueueRequest::descriptor(), v1::CordonNodeRequest::descriptor(),
-                             v1::StartSweepRequest::descriptor(), v1::LogLine::descriptor(),
-                             v1::ApiKey::descriptor(), v1::WorkerMessage::descriptor()}) {
+  for (const auto* linked :
+       {v1::Actor::descriptor(), v1::Run::descriptor(), v1::Node::descriptor(),
+        v1::GetQueueRequest::descriptor(), v1::CordonNodeRequest::descriptor(),
+        v1::StartSweepRequest::descriptor(), v1::LogLine::descriptor(), v1::ApiKey::descriptor(),
+        v1::WorkerMessage::descriptor(), v1::ProgressPoint::descriptor()}) {
     REQUIRE(linked->file() != nullptr);
   }
   for (const auto& file : absl::StrSplit(TESSERA_API_PROTO_FILES, ',')) {

@@ -94,6 +94,29 @@ TEST_CASE("run routes bind {name} and their bodies", "[gateway]") {
     CHECK(f.rec.LastAs<v1::DescribeRunRequest>("DescribeRun").name() == "train-1");
     CHECK(r.Json()["description"]["goodput"] == 0.5);
   }
+  SECTION("metrics, of every attempt or of one") {
+    HttpResult r = f.Send("GET", "/api/v1/runs/train-1/metrics");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    auto req = f.rec.LastAs<v1::GetRunMetricsRequest>("GetRunMetrics");
+    CHECK(req.name() == "train-1");
+    CHECK_FALSE(req.has_resumption_index());
+    const auto json = r.Json();
+    REQUIRE(json["points"].size() == 3);
+    CHECK(json["points"][0]["step"] == "10");
+    CHECK(json["points"][1]["loss"] == 2.25);
+    CHECK(json["points"][2]["loss"] == "NaN");
+    CHECK(json["attempts"][0]["end_reason"] == "ATTEMPT_END_REASON_NODE_FAILURE");
+    r = f.Send("GET", "/api/v1/runs/train-1/metrics?resumption=0");
+    REQUIRE(r.status == 200);
+    req = f.rec.LastAs<v1::GetRunMetricsRequest>("GetRunMetrics");
+    REQUIRE(req.has_resumption_index());
+    CHECK(req.resumption_index() == 0);
+    r = f.Send("GET", "/api/v1/runs/train-1/metrics?resumption=first");
+    CHECK(r.status == 400);
+    CHECK_THAT(r.ErrorMessage(), Catch::Contains("resumption"));
+    CHECK(f.Send("GET", "/api/v1/runs/nope/metrics").status == 404);
+  }
   SECTION("stop with a reason") {
     const HttpResult r = f.Send("POST", "/api/v1/runs/train-1/stop", R"({"reason": "done"})",
                                 kGoodAuth, {{"Idempotency-Key", "stop-1"}});

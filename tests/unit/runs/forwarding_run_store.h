@@ -53,6 +53,13 @@ class ForwardingRunStore : public store::RunStore {
   absl::StatusOr<std::vector<v1::RunEvent>> ListAllEvents(int64_t after_id, int limit) override {
     return inner_->ListAllEvents(after_id, limit);
   }
+  absl::Status AddProgressPoint(std::string_view run_id, const store::ProgressPoint& point,
+                                int64_t stride, int64_t thin_from) override {
+    return inner_->AddProgressPoint(run_id, point, stride, thin_from);
+  }
+  absl::StatusOr<std::vector<store::ProgressPoint>> ListProgress(std::string_view run_id) override {
+    return inner_->ListProgress(run_id);
+  }
   absl::StatusOr<int64_t> UserUid(std::string_view user) override { return inner_->UserUid(user); }
 
  protected:

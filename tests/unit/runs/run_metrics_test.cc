@@ -1,0 +1,162 @@
+// The run manager's progress history: what ReportProgress keeps, what GetRunMetrics shows and
+// to whom, and the bound on a long attempt's points.
+#include <algorithm>
+#include <optional>
+
+#include "base/timestamps.h"
+#include "services/runs/progress_history.h"
+#include "tests/unit/runs/run_manager_fixture.h"
+
+namespace tessera::runs::testing {
+namespace {
+
+TEST_CASE("the stride doubles with the attempt's steps and late reports are not kept") {
+  CHECK(ProgressStride(0) == 1);
+  CHECK(ProgressStride(kMaxProgressBuckets - 1) == 1);
+  CHECK(ProgressStride(kMaxProgressBuckets) == 2);
+  CHECK(ProgressStride(2 * kMaxProgressBuckets - 1) == 2);
+  CHECK(ProgressStride(2 * kMaxProgressBuckets) == 4);
+  CHECK(ProgressStride(1'000'000) == 512);
+
+  CHECK_FALSE(KeepProgress(0, -1).has_value());
+  CHECK_FALSE(KeepProgress(50, 49).has_value());  // a late report
+  auto first = KeepProgress(0, 7);
+  REQUIRE(first);
+  CHECK(first->stride == 1);
+  CHECK(first->thin_from == 0);
+  auto same = KeepProgress(100, 100);  // a repeated report replaces its point
+  REQUIRE(same);
+  CHECK(same->thin_from == 100);
+  // Within a stride only the previous report may need thinning; a wider stride thins all.
+  auto next = KeepProgress(5000, 5003);
+  REQUIRE(next);
+  CHECK(next->stride == 4);
+  CHECK(next->thin_from == 5000);
+  auto wider = KeepProgress(kMaxProgressBuckets * 4 - 1, kMaxProgressBuckets * 4);
+  REQUIRE(wider);
+  CHECK(wider->stride == 8);
+  CHECK(wider->thin_from == 0);
+}
+
+struct MetricsFixture : Fixture {
+  v1::Run run = SubmitRetried();
+
+  v1::Run SubmitRetried() {
+    v1::SubmitRunRequest req;
+    req.mutable_spec()->set_name("train");
+    req.mutable_spec()->set_command("python train.py");
+    req.mutable_spec()->mutable_compute()->set_gpus(8);
+    req.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(true);
+    v1::SubmitRunResponse resp;
+    REQUIRE(manager.SubmitRun(alice, req, &resp).ok());
+    return resp.run();
+  }
+  void Start(int index) {
+    Record(run, index, v1::RUN_STATUS_QUEUED);
+    Record(run, index, v1::RUN_STATUS_STARTING);
+    Record(run, index, v1::RUN_STATUS_RUNNING);
+  }
+  absl::Status Report(int index, int64_t step, double loss) {
+    v1::ReportProgressRequest req;
+    req.set_run_id(run.id());
+    req.set_resumption_index(index);
+    req.mutable_progress()->set_step(step);
+    req.mutable_progress()->set_total_steps(1'000'000);
+    req.mutable_progress()->set_loss(loss);
+    req.mutable_progress()->set_learning_rate(1e-4);
+    req.mutable_progress()->set_tokens_per_second(5000);
+    req.mutable_progress()->set_mfu(0.4);
+    v1::ReportProgressResponse resp;
+    return manager.ReportProgress(system, req, &resp);
+  }
+  absl::StatusOr<v1::GetRunMetricsResponse> Metrics(const auth::Principal& who,
+                                                    std::optional<int> resumption = {}) {
+    v1::GetRunMetricsRequest req;
+    req.set_name(run.name());
+    if (resumption) req.set_resumption_index(*resumption);
+    v1::GetRunMetricsResponse resp;
+    auto st = manager.GetRunMetrics(who, req, &resp);
+    if (!st.ok()) return st;
+    return resp;
+  }
+};
+
+TEST_CASE("reports become the run's history with each resumption marked with its cause") {
+  MetricsFixture f;
+  f.Start(0);
+  REQUIRE(f.Report(0, 10, 4.0).ok());
+  f.clock->Advance(absl::Seconds(30));
+  REQUIRE(f.Report(0, 20, 3.5).ok());
+  REQUIRE(f.Report(0, 15, 9.9).ok());  // late: not kept
+  f.Record(f.run, 0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  f.Start(1);
+  REQUIRE(f.Report(1, 12, 3.6).ok());
+  REQUIRE(f.Report(0, 21, 3.4).ok());  // from the attempt before: too late to count
+
+  auto m = f.Metrics(f.alice);
+  REQUIRE(m.ok());
+  CHECK(m->run_name() == f.run.name());
+  CHECK(m->total_steps() == 1'000'000);
+  REQUIRE(m->points_size() == 3);
+  CHECK(m->points(0).resumption_index() == 0);
+  CHECK(m->points(0).step() == 10);
+  CHECK(m->points(0).loss() == 4.0);
+  CHECK(m->points(0).learning_rate() == 1e-4);
+  CHECK(m->points(0).tokens_per_second() == 5000);
+  CHECK(m->points(0).mfu() == 0.4);
+  CHECK(m->points(1).step() == 20);
+  CHECK(m->points(1).loss() == 3.5);
+  CHECK(FromProtoTime(m->points(1).time()) - FromProtoTime(m->points(0).time()) ==
+        absl::Seconds(30));
+  CHECK(m->points(2).resumption_index() == 1);
+  CHECK(m->points(2).step() == 12);
+  REQUIRE(m->attempts_size() == 2);
+  CHECK(m->attempts(0).end_reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  CHECK(m->attempts(1).resumption_index() == 1);
+
+  auto second = f.Metrics(f.alice, 1);
+  REQUIRE(second.ok());
+  REQUIRE(second->points_size() == 1);
+  CHECK(second->points(0).step() == 12);
+  REQUIRE(second->attempts_size() == 1);
+  CHECK(absl::IsNotFound(f.Metrics(f.alice, 7).status()));
+}
+
+TEST_CASE("a run's metrics are for its owner and for operators and Tessera to read") {
+  MetricsFixture f;
+  f.Start(0);
+  REQUIRE(f.Report(0, 1, 2.0).ok());
+  CHECK(absl::IsNotFound(f.Metrics(f.bob).status()));
+  CHECK(f.Metrics(f.admin).ok());
+  CHECK(f.Metrics(f.system).ok());
+  CHECK(f.Metrics(f.alice).ok());
+}
+
+TEST_CASE("a million-step attempt keeps at most 2001 points spread evenly over all its steps") {
+  MetricsFixture f;
+  f.Start(0);
+  // A report about every 97 steps, as a worker sends them (not aligned to any bucket).
+  int64_t step = 0;
+  for (; step <= 1'000'000; step += 97) REQUIRE(f.Report(0, step, 1.0).ok());
+  const int64_t last = step - 97;
+  auto m = f.Metrics(f.alice);
+  REQUIRE(m.ok());
+  const int n = m->points_size();
+  CHECK(n <= kMaxProgressBuckets + 1);
+  CHECK(n >= kMaxProgressBuckets / 2);
+  CHECK(m->points(0).step() == 0);         // the first report
+  CHECK(m->points(n - 1).step() == last);  // and the latest
+  const int64_t stride = ProgressStride(last);
+  int64_t widest = 0;
+  for (int i = 1; i < n; ++i) {
+    const int64_t a = m->points(i - 1).step(), b = m->points(i).step();
+    REQUIRE(a < b);
+    widest = std::max(widest, b - a);
+    // Every point but the latest is the only one of its bucket.
+    if (i < n - 1) CHECK(a / stride != b / stride);
+  }
+  CHECK(widest <= 2 * stride);
+}
+
+}  // namespace
+}  // namespace tessera::runs::testing
