@@ -49,6 +49,8 @@ stop_pid_file() {  # pid file, name
 workers() { for w in "$STATE"/workers/*; do [ -d "$w" ] && echo "$w"; done | sort -V; }
 
 down() {
+  # A Prometheus of deploy/monitoring/prometheus.sh scrapes this cluster: it goes with it.
+  if [ -f "$STATE/prometheus/prometheus.pid" ]; then deploy/monitoring/prometheus.sh down; fi
   for w in $(workers); do stop_pid_file "$w/pid" "worker $(basename "$w")"; done
   stop_pid_file "$server_pid_file" tessera-server
   stop_pid_file "$registry_pid_file" registry

@@ -15,6 +15,7 @@ PACKAGES=(
   postgresql postgresql-contrib procps iproute2 util-linux curl
   libfaketime
   bubblewrap skopeo umoci docker-registry busybox-static
+  prometheus
 )
 
 missing=()

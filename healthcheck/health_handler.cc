@@ -16,7 +16,8 @@ HealthHandler::HealthHandler(std::shared_ptr<store::HealthStore> store,
                              std::shared_ptr<SchedulerApi> scheduler,
                              std::shared_ptr<CordonApi> cordon, std::shared_ptr<RunsApi> runs,
                              std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
-                             std::shared_ptr<Random> random, HealthConfig config)
+                             std::shared_ptr<Random> random, HealthConfig config,
+                             metrics::Registry* registry)
     : store_(std::move(store)),
       scheduler_(std::move(scheduler)),
       cordon_(std::move(cordon)),
@@ -25,6 +26,7 @@ HealthHandler::HealthHandler(std::shared_ptr<store::HealthStore> store,
       clock_(std::move(clock)),
       random_(std::move(random)),
       config_(std::move(config)),
+      metrics_(registry ? std::make_unique<HealthMetrics>(*registry) : nullptr),
       watch_(config_.watch) {}
 
 absl::StatusOr<std::map<std::string, v1::Node>> HealthHandler::NodesByName() {

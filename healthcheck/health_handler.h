@@ -23,6 +23,7 @@
 #include "base/random.h"
 #include "healthcheck/anomaly.h"
 #include "healthcheck/health_clients.h"
+#include "healthcheck/health_metrics.h"
 #include "healthcheck/run_watch.h"
 #include "healthcheck/sweep_plan.h"
 #include "services/common/auth/principal.h"
@@ -57,7 +58,8 @@ class HealthHandler {
   HealthHandler(std::shared_ptr<store::HealthStore> store, std::shared_ptr<SchedulerApi> scheduler,
                 std::shared_ptr<CordonApi> cordon, std::shared_ptr<RunsApi> runs,
                 std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
-                std::shared_ptr<Random> random, HealthConfig config);
+                std::shared_ptr<Random> random, HealthConfig config,
+                metrics::Registry* registry = nullptr);
 
   using Who = auth::Principal;
   absl::Status StartSweep(const Who& who, const v1::StartSweepRequest& req,
@@ -117,6 +119,7 @@ class HealthHandler {
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<Random> random_;  // sweep ids, canary ports
   const HealthConfig config_;
+  std::unique_ptr<HealthMetrics> metrics_;  // null: no metrics
 
   absl::Mutex mu_;  // the run watch and the tick's schedule
   RunWatch watch_ ABSL_GUARDED_BY(mu_);

@@ -197,6 +197,7 @@ void HealthHandler::FinishSweep(v1::Sweep& sweep,
     spdlog::warn("health: sweep {} not saved: {}", sweep.id(), st.ToString());
     return;
   }
+  if (metrics_) metrics_->SweepFinished(sweep);
   spdlog::info("sweep {} finished: {}", sweep.id(),
                sweep.findings().empty() ? std::string("every node passed")
                                         : absl::StrJoin(sweep.findings(), "; "));
@@ -214,6 +215,7 @@ void HealthHandler::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anom
     }
     sweep.add_anomalous_nodes(a.node);
     sweep.add_findings(a.finding);
+    if (metrics_) metrics_->Condemned(a.verdict);
     google::protobuf::Struct evidence;
     auto& e = *evidence.mutable_fields();
     e["sweep_id"].set_string_value(sweep.id());

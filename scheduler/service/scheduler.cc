@@ -7,7 +7,7 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
                         std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
                         SchedulerConfig config, std::shared_ptr<HealthClient> health,
                         std::shared_ptr<Clock> lease_clock,
-                        std::shared_ptr<store::ChangeFeed> changes) {
+                        std::shared_ptr<store::ChangeFeed> changes, metrics::Registry* registry) {
   Scheduler s;
   s.attempts = std::make_shared<AttemptTracker>(clock, config.drain_limit());
   s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config);
@@ -16,9 +16,9 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   s.sessions = std::make_shared<WorkerSessions>(nodes, runs, s.attempts, s.control, leases, desired,
                                                 clock, config);
   auto liveness = std::make_shared<NodeLiveness>(nodes, leases, clock, config);
-  s.cycle = std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control,
-                                              std::move(liveness), desired, clock, config,
-                                              std::move(changes));
+  s.cycle = std::make_shared<SchedulingCycle>(
+      nodes, runs, workers, s.attempts, s.control, std::move(liveness), desired, clock, config,
+      std::move(changes), registry ? std::make_shared<SchedulerMetrics>(*registry) : nullptr);
   s.node_api = std::make_shared<NodeApi>(nodes, runs, idem);
   s.health_relay = std::make_shared<HealthRelay>(std::move(health), std::move(workers), s.attempts,
                                                  s.control, std::move(idem));

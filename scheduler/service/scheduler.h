@@ -45,12 +45,14 @@ struct Scheduler {
 // `health` may be null: no health API. `idem` records the mutating API calls by their keys.
 // `clock` gives the times stored and shown; `lease_clock` measures leases (a monotonic clock in
 // production; null: `clock`, as tests on one fake clock want). `changes`: the store's change feed
-// (null: the cycle reads every node every cycle).
+// (null: the cycle reads every node every cycle). `registry`: where the leader's cluster metrics
+// go (cluster_metrics.h; null: none).
 Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                         std::shared_ptr<WorkerRegistry> workers,
                         std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
                         SchedulerConfig config, std::shared_ptr<HealthClient> health = nullptr,
                         std::shared_ptr<Clock> lease_clock = nullptr,
-                        std::shared_ptr<store::ChangeFeed> changes = nullptr);
+                        std::shared_ptr<store::ChangeFeed> changes = nullptr,
+                        metrics::Registry* registry = nullptr);
 
 }  // namespace tessera::scheduler

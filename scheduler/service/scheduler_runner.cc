@@ -13,7 +13,12 @@ SchedulerRunner::SchedulerRunner(std::shared_ptr<SchedulingCycle> cycle,
           std::move(clock), interval, [this] { Tick(); }, PeriodicRunner::FirstRun::kAtOnce) {}
 
 void SchedulerRunner::Tick() {
-  if (!election_->Lead()) return;
+  if (!election_->Lead()) {
+    // A follower's view of the cluster is none: what it published as leader goes stale.
+    if (term_ != 0) cycle_->EndTerm();
+    term_ = 0;
+    return;
+  }
   if (const int64_t term = election_->epoch(); term != term_) {
     term_ = term;
     cycle_->BeginTerm();

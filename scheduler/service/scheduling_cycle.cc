@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/hash/hash.h"
@@ -44,7 +45,7 @@ SchedulingCycle::SchedulingCycle(
     std::shared_ptr<WorkerRegistry> workers, std::shared_ptr<AttemptTracker> attempts,
     std::shared_ptr<AttemptControl> control, std::shared_ptr<NodeLiveness> liveness,
     std::shared_ptr<DesiredAttempts> desired, std::shared_ptr<Clock> clock, SchedulerConfig config,
-    std::shared_ptr<store::ChangeFeed> changes)
+    std::shared_ptr<store::ChangeFeed> changes, std::shared_ptr<SchedulerMetrics> metrics)
     : nodes_(std::move(nodes)),
       runs_(std::move(runs)),
       workers_(std::move(workers)),
@@ -54,14 +55,21 @@ SchedulingCycle::SchedulingCycle(
       desired_(std::move(desired)),
       clock_(std::move(clock)),
       config_(config),
-      changes_(std::move(changes)) {}
+      changes_(std::move(changes)),
+      metrics_(std::move(metrics)) {}
 
 absl::StatusOr<CycleStats> SchedulingCycle::RunCycle() {
   // A cycle that fails part way reads the nodes afresh next time.
   const bool cached = nodes_cached_;
   nodes_cached_ = false;
+  const absl::Time start = clock_->Now();
   auto stats = Cycle(cached);
   if (stats.ok()) nodes_cached_ = changes_ != nullptr;
+  if (stats.ok() && metrics_) {
+    metrics_->CycleTook(clock_->Now() - start);
+    for (int i = 0; i < stats->lost_nodes; ++i) metrics_->LeaseExpired();
+    for (int i = 0; i < stats->preempted; ++i) metrics_->Preempted();
+  }
   return stats;
 }
 
@@ -80,6 +88,9 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
     TESSERA_ASSIGN_OR_RETURN(nodes_cache_, nodes_->ListNodes({}));
   }
   std::vector<v1::Node>& nodes = nodes_cache_;
+  // What the cycle found, published once it is done (a failed cycle publishes nothing).
+  std::optional<ClusterSummary> summary;
+  if (metrics_) summary = SummarizeCluster(runs, nodes, clock_->Now());
   std::vector<v1::Run> pending, queued, active;
   for (auto& r : runs) {
     if (r.status() == v1::RUN_STATUS_PENDING) {
@@ -99,6 +110,7 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   // in the queue: place against what is still active.
   std::erase_if(active, [&](const v1::Run& r) { return !attempts_->IsActive(r.id()); });
   if (!queued.empty()) TESSERA_RETURN_IF_ERROR(Place(queued, active, nodes, stats));
+  if (summary) metrics_->Publish(*summary);
   return stats;
 }
 
@@ -251,6 +263,9 @@ absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
   }
   attempts_->Placed(*placed);
   ++stats.placed;
+  if (metrics_ && run.has_updated_at()) {
+    metrics_->Placed(clock_->Now() - FromProtoTime(run.updated_at()));
+  }
   // The cycle's list left the parameters out; the recorded run has them.
   const v1::Run& full = *placed;
   int world = 0;

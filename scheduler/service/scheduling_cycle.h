@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "scheduler/service/attempt_control.h"
 #include "scheduler/service/attempt_tracker.h"
+#include "scheduler/service/cluster_metrics.h"
 #include "scheduler/service/desired_attempts.h"
 #include "scheduler/service/node_liveness.h"
 #include "scheduler/service/runs_client.h"
@@ -37,13 +38,18 @@ class SchedulingCycle {
                   std::shared_ptr<WorkerRegistry> workers, std::shared_ptr<AttemptTracker> attempts,
                   std::shared_ptr<AttemptControl> control, std::shared_ptr<NodeLiveness> liveness,
                   std::shared_ptr<DesiredAttempts> desired, std::shared_ptr<Clock> clock,
-                  SchedulerConfig config, std::shared_ptr<store::ChangeFeed> changes = nullptr);
+                  SchedulerConfig config, std::shared_ptr<store::ChangeFeed> changes = nullptr,
+                  std::shared_ptr<SchedulerMetrics> metrics = nullptr);
 
   absl::StatusOr<CycleStats> RunCycle();
   // This instance begins a (new) term of leadership; called before the term's first cycle.
   void BeginTerm() {
     nodes_cached_ = false;
     liveness_->BeginTerm();
+  }
+  // This instance no longer leads: its cluster gauges go to zero (the new leader's count).
+  void EndTerm() {
+    if (metrics_) metrics_->Publish({});
   }
 
  private:
@@ -78,6 +84,8 @@ class SchedulingCycle {
   // state changed (or it is not listening): 10,000 nodes are not decoded 5 times a second.
   // Null feed: read every cycle.
   std::shared_ptr<store::ChangeFeed> changes_;
+  // Null: no metrics (tests).
+  std::shared_ptr<SchedulerMetrics> metrics_;
   std::vector<v1::Node> nodes_cache_;
   bool nodes_cached_ = false;
   uint64_t nodes_generation_ = 0;

@@ -64,7 +64,8 @@ std::optional<store::IdempotentRunWrite> RecordWithRun(
 RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
                        std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
                        std::shared_ptr<LogDeleter> logs, std::shared_ptr<Random> random,
-                       RunManagerOptions options, std::shared_ptr<store::ChangeFeed> changes)
+                       RunManagerOptions options, std::shared_ptr<store::ChangeFeed> changes,
+                       metrics::Registry* registry)
     : runs_(std::move(runs)),
       idem_(std::move(idem)),
       fit_(std::move(fit)),
@@ -72,7 +73,8 @@ RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<Id
       logs_(std::move(logs)),
       random_(std::move(random)),
       options_(options),
-      changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()) {}
+      changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()),
+      metrics_(registry ? std::make_unique<LifecycleMetrics>(*registry) : nullptr) {}
 
 std::string RunManager::RandomSuffix(int length) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -263,6 +265,7 @@ absl::StatusOr<v1::Run> RunManager::Mutate(
     if (!t.ok()) return t.status();
     if (!t->changed) return *run;
     auto updated = runs_->UpdateRun(t->run, run->version(), t->events, t->attempts, fence, idem);
+    if (updated.ok() && metrics_) metrics_->Observe(*run, *updated, *attempts, clock_->Now());
     if (!absl::IsAborted(updated.status())) return updated;
   }
   return absl::AbortedError(absl::StrCat("run ", run_id, " is changing too often; try again"));
@@ -425,8 +428,7 @@ absl::Status RunManager::CloneRun(const Who& who, const v1::CloneRunRequest& req
 
 absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& req,
                                    const std::function<bool(const v1::RunChange&)>& send,
-                                   const std::function<bool()>& done,
-                                   absl::Duration poll_interval,
+                                   const std::function<bool()>& done, absl::Duration poll_interval,
                                    const std::function<void()>& started) {
   TESSERA_RETURN_IF_ERROR(ValidateFilter(req.filter()));
   // Start after the newest event: a watch shows changes from now on.

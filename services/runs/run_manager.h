@@ -14,6 +14,7 @@
 #include "services/common/idempotency.h"
 #include "services/runs/fit_checker.h"
 #include "services/runs/lifecycle.h"
+#include "services/runs/lifecycle_metrics.h"
 #include "services/runs/log_deleter.h"
 #include "services/store/change_feed.h"
 #include "services/store/leader_lock_store.h"
@@ -41,12 +42,13 @@ inline constexpr size_t kMaxSpecNoteBytes = 512;
 class RunManager {
  public:
   // `logs` deletes a deleted run's logs; null when there is no log service. `random` draws the
-  // run ids and the names' suffixes.
+  // run ids and the names' suffixes. `registry`: where the lifecycle's metrics go (null: none).
   RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
              std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
              std::shared_ptr<LogDeleter> logs = nullptr,
              std::shared_ptr<Random> random = SystemRandom::Shared(),
-             RunManagerOptions options = {}, std::shared_ptr<store::ChangeFeed> changes = nullptr);
+             RunManagerOptions options = {}, std::shared_ptr<store::ChangeFeed> changes = nullptr,
+             metrics::Registry* registry = nullptr);
 
   using Who = auth::Principal;
   absl::Status SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
@@ -129,6 +131,7 @@ class RunManager {
   RunManagerOptions options_;
   // Wakes WatchRuns when runs' events commit (null at construction: polling only).
   std::shared_ptr<store::ChangeFeed> changes_;
+  std::unique_ptr<LifecycleMetrics> metrics_;  // null: no metrics
 };
 
 }  // namespace tessera::runs

@@ -72,7 +72,7 @@ class RunsComponent final : public Component {
             runs::RunManagerOptions{.min_hang_timeout = o.min_hang_timeout,
                                     .run_retention = o.run_retention,
                                     .allow_host_image = o.allow_host_image},
-            f.stores.changes)),
+            f.stores.changes, &metrics::Registry::Default())),
         runs_(manager_, f.authenticator),
         metrics_(manager_, f.authenticator),
         secrets_(std::make_shared<runs::SecretManager>(f.stores.secrets, f.stores.runs,
@@ -135,7 +135,7 @@ class SchedulerComponent final : public Component {
             health ? scheduler::MakeGrpcHealthClient(health, system_key,
                                                      f.CallOptions(scheduler::kHealthClientOptions))
                    : nullptr,
-            MonotonicClock::Shared(), f.stores.changes)),
+            MonotonicClock::Shared(), f.stores.changes, &metrics::Registry::Default())),
         runner_(std::make_unique<scheduler::SchedulerRunner>(scheduler_.cycle, election_, f.clock,
                                                              o.cycle_interval)),
         api_(
@@ -188,7 +188,7 @@ class HealthComponent final : public Component {
             health::MakeGrpcCordonApi(cordon, system_key,
                                       f.CallOptions(health::kHealthClientOptions)),
             health::MakeGrpcRunsApi(runs, system_key, f.CallOptions(health::kHealthClientOptions)),
-            f.idempotency, f.clock, f.random, ConfigFrom(o))),
+            f.idempotency, f.clock, f.random, ConfigFrom(o), &metrics::Registry::Default())),
         service_(handler_, f.authenticator),
         // One health API instance sweeps and remediates; the others answer calls and stand by.
         election_(f.stores.leader_locks, std::string(store::kHealthLeaderRole), o.instance_id,

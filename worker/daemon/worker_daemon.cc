@@ -30,6 +30,7 @@ struct WorkerMetrics {
   metrics::Gauge& registrations;
   metrics::Gauge& fences;
   metrics::Gauge& connected;
+  metrics::Gauge& log_backlog;
 
   static WorkerMetrics& Get() {
     auto& r = metrics::Registry::Default();
@@ -42,7 +43,9 @@ struct WorkerMetrics {
         gauge("tessera_worker_log_reconnects", "Times the log stream was re-established"),
         gauge("tessera_worker_registrations", "Registrations with the scheduler"),
         gauge("tessera_worker_fences", "Times the worker killed its ranks for want of a lease"),
-        gauge("tessera_worker_connected", "1 while the control stream is up")};
+        gauge("tessera_worker_connected", "1 while the control stream is up"),
+        gauge("tessera_worker_log_backlog_bytes",
+              "Bytes of rank output not yet acknowledged by the log service")};
     return m;
   }
 };
@@ -223,6 +226,8 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
     d->endpoint_ = std::move(*endpoint);
   }
   WorkerDaemon* self = d.get();
+  // Every family is on /metrics from the first scrape, not only after the first refresh.
+  self->RefreshMetrics();
   d->metrics_thread_ = std::thread([self] {
     for (int tick = 0; !self->stop_.WaitForNotificationWithTimeout(absl::Seconds(1)); ++tick) {
       self->RefreshMetrics();
@@ -263,6 +268,7 @@ void WorkerDaemon::RefreshMetrics() {
   m.registrations.Set(static_cast<double>(control.registrations));
   m.fences.Set(static_cast<double>(control.fences));
   m.connected.Set(control.connected ? 1 : 0);
+  m.log_backlog.Set(static_cast<double>(ship.backlog_bytes));
 }
 
 WorkerDaemon::~WorkerDaemon() {

@@ -296,6 +296,12 @@ LogShipperStats LogShipper::stats() {
   absl::MutexLock lock(&mu_);
   LogShipperStats s = stats_;
   s.files_tracked = static_cast<int>(files_.size());
+  for (const auto& [path, f] : files_) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && st.st_size > f->acked.offset) {
+      s.backlog_bytes += st.st_size - f->acked.offset;
+    }
+  }
   return s;
 }
 

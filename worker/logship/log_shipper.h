@@ -50,6 +50,9 @@ struct LogShipperStats {
   int64_t batches_resent = 0;
   int64_t reconnects = 0;
   int files_tracked = 0;
+  // Bytes the ranks wrote that the log service has not acknowledged yet (summed over the spool
+  // files tracked; a backlog that keeps growing means the logs cannot keep up or cannot go).
+  int64_t backlog_bytes = 0;
 };
 
 class LogShipper {

@@ -2,21 +2,7 @@
 # deploy/cluster.sh as a user runs it: up with 3 workers, a 2-node run followed to the end with
 # mcli, status, down; then nothing of it is left running. Private state folder and free ports.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
-BIN="${1:?usage: cluster_script_test.sh BIN_DIR}"
-state="$(mktemp -d /tmp/tessera-cluster-test.XXXXXX)"
-free_port() {
-  while true; do
-    local p=$((20000 + RANDOM % 30000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-}
-export TESSERA_STATE_DIR="$state" TESSERA_BIN_DIR="$BIN" TESSERA_CONFIG="$state/mcli.yaml"
-export TESSERA_GRPC_PORT="$(free_port)" TESSERA_HTTP_PORT="$(free_port)"
-base="$(free_port)"; export TESSERA_METRICS_PORT="$base" TESSERA_REGISTRY_PORT="$(free_port)"
-cleanup() { "$ROOT/deploy/cluster.sh" down >/dev/null 2>&1 || true; rm -rf "$state"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/script_env.sh"
 
 "$ROOT/deploy/cluster.sh" up --workers 3 --gpus-per-worker 2 >"$state/up.log" 2>&1 || { cat "$state/up.log"; fail "cluster.sh up"; }
 grep -q "cluster: up with 3 worker(s)" "$state/up.log" || fail "no summary line"

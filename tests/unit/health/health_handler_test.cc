@@ -8,6 +8,7 @@
 #include <set>
 
 #include "services/store/stores.h"
+#include "tests/support/metric_values.h"
 #include "tests/unit/health/health_fakes.h"
 
 namespace tessera::health {
@@ -35,13 +36,14 @@ struct Fixture {
   std::shared_ptr<FakeScheduler> scheduler = std::make_shared<FakeScheduler>();
   std::shared_ptr<FakeCordon> cordon = std::make_shared<FakeCordon>(*scheduler);
   std::shared_ptr<FakeRuns> runs = std::make_shared<FakeRuns>();
+  metrics::Registry registry;
   std::unique_ptr<HealthHandler> handler;
 
   explicit Fixture(HealthConfig config = {}) {
     handler = std::make_unique<HealthHandler>(
         stores.health, scheduler, cordon, runs,
         std::make_shared<IdempotentCalls>(stores.idempotency, clock), clock,
-        std::make_shared<CountingRandom>(), config);
+        std::make_shared<CountingRandom>(), config, &registry);
   }
   v1::Sweep Start(std::vector<std::string> nodes = {}) {
     v1::StartSweepRequest req;
@@ -142,6 +144,13 @@ TEST_CASE("a slow node is cordoned with the evidence and its runs evicted as str
   REQUIRE(f.scheduler->evicted.size() == 1);
   CHECK(f.scheduler->evicted[0].reason() == v1::ATTEMPT_END_REASON_STRAGGLER);
   CHECK(f.scheduler->evicted[0].detection_method() == v1::DETECTION_METHOD_CANARY_SWEEP);
+  // What Prometheus sees: one sweep on demand, one node condemned as slow.
+  CHECK(tessera::testing::MetricValue(f.registry, "tessera_health_sweeps_total", {"ON_DEMAND"}) ==
+        1);
+  CHECK(tessera::testing::MetricValue(f.registry, "tessera_health_nodes_condemned_total",
+                                      {"SLOW"}) == 1);
+  CHECK(tessera::testing::MetricValue(f.registry, "tessera_health_last_sweep_condemned_nodes") ==
+        1);
 }
 
 TEST_CASE("what does not answer before the deadline times out and is taken out") {

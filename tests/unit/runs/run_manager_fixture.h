@@ -35,6 +35,7 @@ struct Fixture {
   std::shared_ptr<FakeLogDeleter> logs = std::make_shared<FakeLogDeleter>();
   std::shared_ptr<IdempotentCalls> idem =
       std::make_shared<IdempotentCalls>(stores.idempotency, clock);
+  metrics::Registry registry;
   // Runs without an image run on the host here (the policy has its own test).
   RunManager manager{stores.runs,
                      idem,
@@ -42,7 +43,9 @@ struct Fixture {
                      clock,
                      logs,
                      std::make_shared<SeededRandom>(42),
-                     RunManagerOptions{.allow_host_image = true}};
+                     RunManagerOptions{.allow_host_image = true},
+                     nullptr,
+                     &registry};
   auth::Principal alice{"alice", v1::ROLE_USER};
   auth::Principal bob{"bob", v1::ROLE_USER};
   auth::Principal admin{"root", v1::ROLE_ADMIN};

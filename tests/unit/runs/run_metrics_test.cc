@@ -5,6 +5,7 @@
 
 #include "base/timestamps.h"
 #include "services/runs/progress_history.h"
+#include "tests/support/metric_values.h"
 #include "tests/unit/runs/run_manager_fixture.h"
 
 namespace tessera::runs::testing {
@@ -156,6 +157,30 @@ TEST_CASE("a million-step attempt keeps at most 2001 points spread evenly over a
     if (i < n - 1) CHECK(a / stride != b / stride);
   }
   CHECK(widest <= 2 * stride);
+}
+
+TEST_CASE("recoveries are counted by cause with their duration and ended runs by status") {
+  using tessera::testing::HistogramPart;
+  using tessera::testing::MetricValue;
+  MetricsFixture f;
+  f.Start(0);
+  f.Record(f.run, 0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  CHECK_FALSE(MetricValue(f.registry, "tessera_run_recoveries_total", {"NODE_FAILURE"}));
+  f.clock->Advance(absl::Seconds(30));
+  f.Start(1);
+  CHECK(MetricValue(f.registry, "tessera_run_recoveries_total", {"NODE_FAILURE"}) == 1);
+  CHECK(MetricValue(f.registry, "tessera_run_recovery_seconds", {"NODE_FAILURE"}) == 1);
+  CHECK(MetricValue(f.registry, "tessera_run_recovery_seconds", {"NODE_FAILURE"},
+                    HistogramPart::kSum) == 30);
+  // A repeated report of the same state is no second recovery.
+  f.Record(f.run, 1, v1::RUN_STATUS_RUNNING);
+  CHECK(MetricValue(f.registry, "tessera_run_recoveries_total", {"NODE_FAILURE"}) == 1);
+  CHECK_FALSE(MetricValue(f.registry, "tessera_runs_ended_total", {"COMPLETED"}));
+  f.Record(f.run, 1, v1::RUN_STATUS_COMPLETED, v1::ATTEMPT_END_REASON_SUCCEEDED);
+  CHECK(MetricValue(f.registry, "tessera_runs_ended_total", {"COMPLETED"}) == 1);
+  // repeated: counted once
+  f.Record(f.run, 1, v1::RUN_STATUS_COMPLETED, v1::ATTEMPT_END_REASON_SUCCEEDED);
+  CHECK(MetricValue(f.registry, "tessera_runs_ended_total", {"COMPLETED"}) == 1);
 }
 
 }  // namespace

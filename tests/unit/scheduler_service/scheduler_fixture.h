@@ -141,11 +141,13 @@ struct Fixture {
   std::unique_ptr<Scheduler> core = NewCore();
 
   // `changes`: the change feed the cycle keeps its copy of the nodes by (null: none).
-  std::unique_ptr<Scheduler> NewCore(std::shared_ptr<store::ChangeFeed> changes = nullptr) {
+  // `registry`: where the leader's cluster metrics go (null: none).
+  std::unique_ptr<Scheduler> NewCore(std::shared_ptr<store::ChangeFeed> changes = nullptr,
+                                     metrics::Registry* registry = nullptr) {
     return std::make_unique<Scheduler>(MakeScheduler(
         node_store, std::make_shared<DirectRuns>(manager, outage), workers, idem, clock,
         SchedulerConfig{.lease = absl::Seconds(3), .heartbeat_interval = absl::Milliseconds(500)},
-        nullptr, nullptr, std::move(changes)));
+        nullptr, nullptr, std::move(changes), registry));
   }
   void Register(const std::string& name) {
     workers->Attach(name, [this, name](const v1::ControlMessage& m) {

@@ -145,8 +145,12 @@ TEST_CASE("a restarted log service gets the unacknowledged lines again and loses
   REQUIRE(WaitFor([&] { return first->Count() == 300; }));
   first.reset();
   Append(folder.Rank(0).stdout_path, 300, 400);  // printed while the service is down
+  // Nothing was acknowledged: every byte printed is the backlog.
+  const auto printed = static_cast<int64_t>(std::filesystem::file_size(folder.Rank(0).stdout_path));
+  CHECK(shipper->stats().backlog_bytes == printed);
   Server second(port);
   REQUIRE(WaitFor([&] { return second.Count() == 400 && shipper->Drained(); }, absl::Seconds(15)));
+  CHECK(shipper->stats().backlog_bytes == 0);
   absl::MutexLock lock(&second.service.mu);
   for (int i = 0; i < 400; ++i) {
     CHECK(second.service.lines.at({0, v1::LOG_STREAM_STDOUT, i}).text() ==

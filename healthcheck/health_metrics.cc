@@ -1,0 +1,34 @@
+#include "healthcheck/health_metrics.h"
+
+#include <string>
+#include <string_view>
+
+#include "services/common/metrics/labels.h"
+#include "services/common/metrics/must_register.h"
+
+namespace tessera::health {
+
+HealthMetrics::HealthMetrics(metrics::Registry& r)
+    : sweeps_(metrics::MustRegister(r.AddCounter("tessera_health_sweeps_total",
+                                                 "Sweeps finished, by trigger.", {"trigger"}))),
+      condemned_(metrics::MustRegister(r.AddCounter(
+          "tessera_health_nodes_condemned_total",
+          "Nodes a sweep took out of service (cordoned, runs evicted), by verdict.", {"verdict"}))),
+      last_sweep_condemned_(
+          &metrics::MustRegister(r.AddGauge("tessera_health_last_sweep_condemned_nodes",
+                                            "Nodes the last finished sweep took out of service."))
+               ->WithLabels()) {}
+
+void HealthMetrics::SweepFinished(const v1::Sweep& sweep) {
+  sweeps_
+      ->WithLabels({metrics::EnumLabel(v1::SweepTrigger_Name(sweep.trigger()), "SWEEP_TRIGGER_")})
+      .Increment();
+  last_sweep_condemned_->Set(sweep.anomalous_nodes_size());
+}
+
+void HealthMetrics::Condemned(v1::HealthVerdict verdict) {
+  condemned_->WithLabels({metrics::EnumLabel(v1::HealthVerdict_Name(verdict), "HEALTH_VERDICT_")})
+      .Increment();
+}
+
+}  // namespace tessera::health

@@ -1,0 +1,25 @@
+#pragma once
+// What the health API tells Prometheus: sweeps finished (by trigger), nodes condemned (by
+// verdict), and how many nodes the last finished sweep condemned (several at once is worth a
+// look: a bad rule or a shared fault, not several bad nodes).
+
+#include "services/common/metrics/registry.h"
+#include "tessera/v1/health.pb.h"
+
+namespace tessera::health {
+
+class HealthMetrics {
+ public:
+  // Registers its families in `registry` (which outlives it).
+  explicit HealthMetrics(metrics::Registry& registry);
+
+  void SweepFinished(const v1::Sweep& sweep);
+  void Condemned(v1::HealthVerdict verdict);
+
+ private:
+  metrics::Family<metrics::Counter>* sweeps_;
+  metrics::Family<metrics::Counter>* condemned_;
+  metrics::Gauge* last_sweep_condemned_;
+};
+
+}  // namespace tessera::health

@@ -1,0 +1,50 @@
+#include "services/runs/lifecycle_metrics.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <string_view>
+
+#include "base/timestamps.h"
+#include "proto/policy/run_status.h"
+#include "services/common/metrics/labels.h"
+#include "services/common/metrics/must_register.h"
+
+namespace tessera::runs {
+
+LifecycleMetrics::LifecycleMetrics(metrics::Registry& r)
+    : ended_(metrics::MustRegister(r.AddCounter("tessera_runs_ended_total",
+                                                "Runs that ended, by final status.", {"status"}))),
+      recoveries_(metrics::MustRegister(r.AddCounter(
+          "tessera_run_recoveries_total",
+          "Attempts that ran after an earlier attempt of their run ended, by what ended it.",
+          {"cause"}))),
+      recovery_seconds_(metrics::MustRegister(r.AddHistogram(
+          "tessera_run_recovery_seconds",
+          "Seconds from an attempt's end to the next attempt of its run running, by what ended "
+          "the first.",
+          {"cause"}, {1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}))) {}
+
+void LifecycleMetrics::Observe(const v1::Run& before, const v1::Run& after,
+                               const std::vector<v1::Attempt>& attempts, absl::Time now) {
+  if (!IsTerminal(before.status()) && IsTerminal(after.status())) {
+    ended_->WithLabels({metrics::EnumLabel(v1::RunStatus_Name(after.status()), "RUN_STATUS_")})
+        .Increment();
+  }
+  const bool began_running = after.status() == v1::RUN_STATUS_RUNNING &&
+                             (before.status() != v1::RUN_STATUS_RUNNING ||
+                              before.resumption_index() != after.resumption_index());
+  if (!began_running || after.resumption_index() <= 0) return;
+  for (const auto& earlier : attempts) {
+    if (earlier.resumption_index() != after.resumption_index() - 1) continue;
+    const std::string cause =
+        metrics::EnumLabel(v1::AttemptEndReason_Name(earlier.end_reason()), "ATTEMPT_END_REASON_");
+    recoveries_->WithLabels({cause}).Increment();
+    if (earlier.has_ended_at()) {
+      recovery_seconds_->WithLabels({cause}).Observe(
+          std::max(0.0, absl::ToDoubleSeconds(now - FromProtoTime(earlier.ended_at()))));
+    }
+  }
+}
+
+}  // namespace tessera::runs

@@ -1,0 +1,18 @@
+# Sourced by the script tests: a private state folder and free loopback ports for a
+# deploy/cluster.sh cluster, mcli's settings in it, and cleanup on exit (the cluster goes down,
+# the folder is removed). Sets ROOT, BIN (from $1) and `state`; defines free_port and fail.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+BIN="${1:?usage: $(basename "$0") BIN_DIR}"
+state="$(mktemp -d "/tmp/tessera-$(basename "$0" .sh).XXXXXX")"
+free_port() {
+  while true; do
+    local p=$((20000 + RANDOM % 30000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+  done
+}
+export TESSERA_STATE_DIR="$state" TESSERA_BIN_DIR="$BIN" TESSERA_CONFIG="$state/mcli.yaml"
+export TESSERA_GRPC_PORT="$(free_port)" TESSERA_HTTP_PORT="$(free_port)"
+export TESSERA_METRICS_PORT="$(free_port)" TESSERA_REGISTRY_PORT="$(free_port)"
+cleanup() { "$ROOT/deploy/cluster.sh" down >/dev/null 2>&1 || true; rm -rf "$state"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
