@@ -1,6 +1,7 @@
 // mcli run -f FILE / mcli run submit -f FILE: parse the run YAML here, apply the overrides,
 // submit, print the run's name and, with --follow, its status changes and logs until it ends.
 
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -171,6 +172,8 @@ ProgressTicker::Source ProgressOf(CommandContext& context, const std::string& na
     request.set_name(name);
     tessera::v1::GetRunResponse response;
     const std::unique_ptr<grpc::ClientContext> call = connection.UnaryContext();
+    // Short: the follow waits for this call when the attempt ends.
+    call->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     if (!stub->GetRun(call.get(), request, &response).ok()) return std::nullopt;
     return response.run().progress();
   };
