@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <deque>
 #include <iterator>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "base/status_macros.h"
 #include "base/timestamps.h"
 #include "proto/policy/run_status.h"
+#include "services/common/metrics/must_register.h"
 #include "services/common/rpc.h"
 #include "services/logs/first_exception.h"
 #include "services/logs/line_filter.h"
@@ -81,7 +83,14 @@ LogHandler::LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<Ru
                                         "Bytes of log text received in stored batches."),
                     "bytes")),
       followers_(Metric(registry.AddGauge("tessera_logs_followers", "GetLogs calls following."),
-                        "followers")) {}
+                        "followers")),
+      follower_lag_(&metrics::MustRegister(
+                         registry.AddHistogram(
+                             "tessera_logs_follower_lag_seconds",
+                             "Seconds from a line's printing to a follower of its running attempt "
+                             "sending it (the newest line of each page sent).",
+                             {}, {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}))
+                         ->WithLabels()) {}
 
 absl::Status LogHandler::ValidateBatch(const v1::LogBatch& batch) {
   for (int i = 0; i < batch.lines_size(); ++i) {
@@ -336,10 +345,15 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
       if (!absl::IsUnavailable(page.status())) return page.status();
       spdlog::warn("following {}: {}", t.what, std::string(page.status().message()));
     } else {
+      absl::Time newest = absl::InfinitePast();
       for (const auto& l : page->lines) {
         if (!send(l)) return absl::OkStatus();
+        newest = std::max(newest, FromProtoTime(l.time()));
       }
       if (!page->more && !flushed()) return absl::OkStatus();
+      if (!ended_at && !page->lines.empty()) {
+        follower_lag_->Observe(std::max(0.0, absl::ToDoubleSeconds(clock_->Now() - newest)));
+      }
       if (!page->lines.empty()) {
         last_line_at = clock_->Now();
         continue;

@@ -101,6 +101,9 @@ class LogHandler {
   metrics::Counter* batches_;
   metrics::Counter* bytes_;
   metrics::Gauge* followers_;
+  // For each page a follower of a running attempt sends: from its newest line's print time
+  // (the node's clock) to the send.
+  metrics::Histogram* follower_lag_;
 };
 
 }  // namespace tessera::logs

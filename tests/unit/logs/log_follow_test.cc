@@ -3,6 +3,7 @@
 #include <functional>
 #include <thread>
 
+#include "tests/support/metric_values.h"
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs::testing {
@@ -127,6 +128,10 @@ TEST_CASE("follow sends what is stored, then new lines, waiting for a gap to be 
   REQUIRE(follower.WaitForEnd());
   CHECK(follower.status().ok());
   CHECK(follower.Now().size() == 6);
+  // Each page sent while the attempt ran was timed, from its newest line's print time.
+  const auto pages = tessera::testing::MetricValue(f.registry, "tessera_logs_follower_lag_seconds");
+  REQUIRE(pages.has_value());
+  CHECK(*pages >= 4);
 }
 
 TEST_CASE("a follower that gathers lines has them flushed before each wait") {
