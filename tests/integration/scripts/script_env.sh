@@ -4,15 +4,21 @@
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 BIN="${1:?usage: $(basename "$0") BIN_DIR}"
 state="$(mktemp -d "/tmp/tessera-$(basename "$0" .sh).XXXXXX")"
+# A port nothing listens on, and the `${1:-1}` - 1 after it too (the workers' metrics ports
+# follow TESSERA_METRICS_PORT).
 free_port() {
+  local n="${1:-1}"
   while true; do
-    local p=$((20000 + RANDOM % 30000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+    local p=$((20000 + RANDOM % 30000)) i=0
+    while [ "$i" -lt "$n" ] && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + i))") 2>/dev/null; do
+      i=$((i + 1))
+    done
+    if [ "$i" -eq "$n" ]; then echo "$p"; return; fi
   done
 }
 export TESSERA_STATE_DIR="$state" TESSERA_BIN_DIR="$BIN" TESSERA_CONFIG="$state/mcli.yaml"
 export TESSERA_GRPC_PORT="$(free_port)" TESSERA_HTTP_PORT="$(free_port)"
-export TESSERA_METRICS_PORT="$(free_port)" TESSERA_REGISTRY_PORT="$(free_port)"
+export TESSERA_METRICS_PORT="$(free_port 9)" TESSERA_REGISTRY_PORT="$(free_port)"
 cleanup() { "$ROOT/deploy/cluster.sh" down >/dev/null 2>&1 || true; rm -rf "$state"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
