@@ -2,7 +2,6 @@
 // YAML or CSV, with where each attempt resumed and why the one before it ended.
 
 #include <charconv>
-#include <cstdio>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -11,6 +10,7 @@
 #include "base/timestamps.h"
 #include "cli/commands.h"
 #include "cli/names.h"
+#include "cli/progress_view.h"
 #include "cli/table.h"
 #include "cli/time_format.h"
 #include "tessera/v1/run_metrics.grpc.pb.h"
@@ -28,12 +28,6 @@ std::string Exact(double value) {
   char text[64];
   const auto result = std::to_chars(text, text + sizeof(text), value);
   return std::string(text, result.ptr);
-}
-
-std::string Fixed(double value, int precision) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", precision, value);
-  return text;
 }
 
 // RFC 3339 in UTC to the microsecond, as stored.
@@ -70,8 +64,8 @@ void PrintTable(std::ostream& out, const tessera::v1::GetRunMetricsResponse& res
     Table table({"ATTEMPT", "STEP", "TIME", "LOSS", "LR", "TOKENS/S", "MFU"});
     for (const auto& p : response.points()) {
       table.AddRow({std::to_string(p.resumption_index()), std::to_string(p.step()),
-                    FormatTimestamp(p.time()), Fixed(p.loss(), 4), Exact(p.learning_rate()),
-                    Fixed(p.tokens_per_second(), 0), Fixed(p.mfu() * 100, 1) + "%"});
+                    FormatTimestamp(p.time()), FormatFixed(p.loss(), 4), Exact(p.learning_rate()),
+                    FormatFixed(p.tokens_per_second(), 0), FormatPercent(p.mfu())});
     }
     table.Print(out);
   }

@@ -11,17 +11,19 @@
 namespace tessera::cli {
 namespace {
 
-std::string Fixed(double value, int precision) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", precision, value);
-  return text;
-}
-
 std::string Eta(std::optional<absl::Duration> remaining) {
   return remaining ? "ETA " + FormatSeconds(absl::ToDoubleSeconds(*remaining)) : "ETA -";
 }
 
 }  // namespace
+
+std::string FormatFixed(double value, int precision) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", precision, value);
+  return text;
+}
+
+std::string FormatPercent(double fraction) { return FormatFixed(fraction * 100, 1) + "%"; }
 
 std::optional<absl::Duration> EstimateRemaining(const tessera::v1::RunProgress& progress,
                                                 const ProgressOrigin& origin) {
@@ -35,34 +37,35 @@ std::optional<absl::Duration> EstimateRemaining(const tessera::v1::RunProgress& 
 
 std::string FormatProgressLine(const tessera::v1::RunProgress& progress,
                                std::optional<absl::Duration> remaining) {
-  std::string text = "step " + FormatProgress(progress) + ", loss " + Fixed(progress.loss(), 4) +
-                     ", " + Fixed(progress.tokens_per_second(), 0) + " tokens/s, MFU " +
-                     Fixed(progress.mfu() * 100, 1) + "%";
+  std::string text = "step " + FormatProgress(progress) + ", loss " +
+                     FormatFixed(progress.loss(), 4) + ", " +
+                     FormatFixed(progress.tokens_per_second(), 0) + " tokens/s, MFU " +
+                     FormatPercent(progress.mfu());
   if (progress.total_steps() > 0) text += ", " + Eta(remaining);
   return text;
 }
 
 std::string FormatProgressBar(const tessera::v1::RunProgress& progress,
                               std::optional<absl::Duration> remaining, int width) {
-  std::string figures = " " + std::to_string(progress.step());
-  if (progress.total_steps() > 0) {
-    const double fraction = std::clamp(
-        static_cast<double>(progress.step()) / static_cast<double>(progress.total_steps()), 0.0,
-        1.0);
+  const bool total = progress.total_steps() > 0;
+  const double fraction = total ? std::clamp(static_cast<double>(progress.step()) /
+                                                 static_cast<double>(progress.total_steps()),
+                                             0.0, 1.0)
+                                : 0.0;
+  std::string figures = std::to_string(progress.step());
+  if (total) {
     figures += "/" + std::to_string(progress.total_steps()) + " " +
                std::to_string(static_cast<int>(std::floor(fraction * 100))) + "%";
   }
-  figures += " | loss " + Fixed(progress.loss(), 4) + " | " +
-             Fixed(progress.tokens_per_second(), 0) + " tokens/s";
-  if (progress.total_steps() > 0) figures += " | " + Eta(remaining);
-  if (progress.total_steps() <= 0) return figures.substr(1);
+  figures += " | loss " + FormatFixed(progress.loss(), 4) + " | " +
+             FormatFixed(progress.tokens_per_second(), 0) + " tokens/s";
+  if (!total) return figures;
+  figures += " | " + Eta(remaining);
   // The bar takes what the figures leave, between 10 and 40 cells; below 10 it goes.
-  const int cells = std::min(40, width - static_cast<int>(figures.size()) - 2);
-  if (cells < 10) return figures.substr(1);
-  const double fraction = std::clamp(
-      static_cast<double>(progress.step()) / static_cast<double>(progress.total_steps()), 0.0, 1.0);
+  const int cells = std::min(40, width - static_cast<int>(figures.size()) - 3);
+  if (cells < 10) return figures;
   const int filled = static_cast<int>(std::floor(fraction * cells));
-  return "[" + std::string(filled, '#') + std::string(cells - filled, '.') + "]" + figures;
+  return "[" + std::string(filled, '#') + std::string(cells - filled, '.') + "] " + figures;
 }
 
 }  // namespace tessera::cli

@@ -10,6 +10,10 @@
 
 namespace tessera::cli {
 
+// `value` with `precision` digits after the point ("2.3457"); FormatPercent(0.41) is "41.0%".
+std::string FormatFixed(double value, int precision);
+std::string FormatPercent(double fraction);
+
 // Where the pace is measured from: a step and when it was reached (the attempt's start at its
 // resumed-from step, or the first report a follower saw).
 struct ProgressOrigin {

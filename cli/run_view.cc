@@ -19,12 +19,6 @@ namespace {
 using tessera::v1::Run;
 using tessera::v1::RunStatus;
 
-std::string Percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f%%", fraction * 100);
-  return text;
-}
-
 std::string Join(const std::vector<std::string>& parts, const std::string& separator) {
   std::string text;
   for (const std::string& part : parts) {
@@ -136,7 +130,8 @@ void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& d
   fields.Add("Running time", FormatSeconds(run.running_seconds()));
   fields.Add("Training time", run.effective_training_seconds() > 0
                                   ? FormatSeconds(run.effective_training_seconds()) +
-                                        " effective, " + Percent(description.goodput()) + " goodput"
+                                        " effective, " + FormatPercent(description.goodput()) +
+                                        " goodput"
                                   : "-");
   const tessera::v1::RunProgress& progress = run.progress();
   std::string progress_text = FormatProgress(progress);

@@ -90,7 +90,10 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   std::vector<v1::Node>& nodes = nodes_cache_;
   // What the cycle found, published once it is done (a failed cycle publishes nothing).
   std::optional<ClusterSummary> summary;
-  if (metrics_) summary = SummarizeCluster(runs, nodes, clock_->Now());
+  if (metrics_ && clock_->Now() - summarized_at_ >= absl::Seconds(1)) {
+    summarized_at_ = clock_->Now();
+    summary = SummarizeCluster(runs, nodes, summarized_at_);
+  }
   std::vector<v1::Run> pending, queued, active;
   for (auto& r : runs) {
     if (r.status() == v1::RUN_STATUS_PENDING) {
