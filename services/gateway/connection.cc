@@ -137,7 +137,9 @@ class Connection {
     res.version(version);
     res.result(static_cast<unsigned>(response.status));
     res.set(http::field::server, "tessera-gateway");
-    res.set(http::field::content_type, ToBeast(response.content_type));
+    if (!response.content_type.empty()) {
+      res.set(http::field::content_type, ToBeast(response.content_type));
+    }
     res.set(http::field::cache_control, "no-store");
     for (const auto& [name, value] : response.headers) res.set(ToBeast(name), ToBeast(value));
     res.body() = response.body;

@@ -25,6 +25,20 @@ bool Printable(const std::string& s) {
   return true;
 }
 
+// A path outside the API: the web console's page or one of its files.
+Response ServeConsole(const RouteTable& table, const WireRequest& wire, std::string_view path) {
+  if (table.console() == nullptr) {
+    return ErrorResponse(
+        404, "NOT_FOUND",
+        absl::StrCat(
+            "no route for ", std::string(path),
+            " (the web console is not installed on this gateway: deploy/install-deps.sh "
+            "fetches its libraries and deploy/build.sh builds it; the API is at /api/v1/)"));
+  }
+  const std::string* if_none_match = Header(wire, "if-none-match");
+  return table.console()->Serve(path, if_none_match == nullptr ? "" : *if_none_match);
+}
+
 }  // namespace
 
 HandlerResult Dispatch(const RouteTable& table, WireRequest wire) {
@@ -40,6 +54,9 @@ HandlerResult Dispatch(const RouteTable& table, WireRequest wire) {
 
   RouteTable::Match match = table.Find(wire.method, path);
   if (match.route == nullptr) {
+    if (match.allowed.empty() && wire.method == "GET" && !path.starts_with("/api/")) {
+      return ServeConsole(table, wire, path);
+    }
     if (match.allowed.empty()) {
       return ErrorResponse(404, "NOT_FOUND", absl::StrCat("no route for ", std::string(path)));
     }

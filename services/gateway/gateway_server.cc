@@ -68,6 +68,13 @@ absl::Status GatewayServer::Start(const std::string& address, std::uint16_t port
   std::lock_guard lock(shutdown_mu_);
   if (started_) return absl::FailedPreconditionError("gateway: already started");
   if (!routes_.status().ok()) return routes_.status();
+  if (!options_.console_dir.empty()) {
+    auto console = ConsoleAssets::Load(options_.console_dir);
+    if (!console.ok()) return console.status();
+    spdlog::info("gateway: serving the web console from {} ({} files)", (*console)->folder(),
+                 (*console)->file_count());
+    routes_.SetConsole(*std::move(console));
+  }
   const std::string where = absl::StrCat(address, ":", port);
 
   addrinfo hints{};

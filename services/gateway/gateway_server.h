@@ -48,6 +48,8 @@ struct GatewayOptions {
   // The LogService's channel, when it runs apart from the other services; null: the upstream
   // channel (the all-in-one server hosts it with the others).
   std::shared_ptr<grpc::Channel> logs_channel;
+  // The web console's folder (ConsoleAssets), read at Start; empty: no console.
+  std::string console_dir;
 };
 
 class GatewayServer {

@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--logs-endpoint", logs_endpoint,
                  "host:port of the log service, or several (default: the --upstream endpoint)");
+  std::string console_dir = "auto";
+  app.add_option("--console-dir", console_dir, tessera::gateway::ConsoleAssets::kFlagHelp)
+      ->capture_default_str();
   app.add_option("--metrics-listen", metrics_listen, "host:port for /metrics and /healthz")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
@@ -114,6 +117,7 @@ int main(int argc, char** argv) {
   tessera::gateway::GatewayOptions options;
   options.upstream_timeout = std::chrono::seconds(upstream_timeout_s);
   options.max_connections = max_connections;
+  options.console_dir = tessera::gateway::ConsoleAssets::ResolveFlag(console_dir);
   options.limits.request_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1000));
   if (logs_endpoint != upstream) {

@@ -7,12 +7,15 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "services/gateway/console_assets.h"
 #include "services/gateway/http_types.h"
 #include "services/gateway/params.h"
 
@@ -80,8 +83,14 @@ class RouteTable {
   // parameter, so GET /api/v1/runs/watch is the watch route and not the run named "watch".
   Match Find(std::string_view method, std::string_view path) const;
 
+  // The web console, served at every GET path outside /api/ that no route takes; null: none
+  // (such paths answer 404, saying the console is not installed).
+  void SetConsole(std::shared_ptr<const ConsoleAssets> console) { console_ = std::move(console); }
+  const ConsoleAssets* console() const { return console_.get(); }
+
  private:
   std::vector<Route> routes_;
+  std::shared_ptr<const ConsoleAssets> console_;
   absl::Status status_;
 };
 

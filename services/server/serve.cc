@@ -107,7 +107,10 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
         ->check(CLI::Range(0.0, 3600.0));
   }
   double http_request_timeout_seconds = 60;
+  std::string console_dir = "auto";
   if (all_in_one) {
+    app.add_option("--console-dir", console_dir, gateway::ConsoleAssets::kFlagHelp)
+        ->capture_default_str();
     app.add_option("--http-listen", http_listen,
                    "host:port for the REST gateway (port 0: any; empty: no gateway)")
         ->capture_default_str();
@@ -434,6 +437,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     auto addr = ParseListenAddress("--http-listen", http_listen);
     if (!addr.ok()) return Fail(addr.status());
     gateway::GatewayOptions rest_options;
+    rest_options.console_dir = gateway::ConsoleAssets::ResolveFlag(console_dir);
     rest_options.limits.request_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(http_request_timeout_seconds * 1000));
     rest = std::make_unique<gateway::GatewayServer>((*served)->InProcessChannel(), rest_options);
