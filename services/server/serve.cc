@@ -18,6 +18,7 @@
 #include "services/common/periodic_runner.h"
 #include "services/common/service_host.h"
 #include "services/common/tls/grpc_credentials.h"
+#include "services/common/metrics/db_metrics.h"
 #include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
 
@@ -295,6 +296,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
       return Fail(st);
     }
   }
+  db.observer = metrics::MakeDbMetrics(metrics::Registry::Default());
   auto stores = store::OpenPostgresStores(db);
   if (!stores.ok()) {
     return Fail(absl::Status(stores.status().code(), absl::StrCat("cannot open the database: ",

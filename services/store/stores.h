@@ -18,6 +18,7 @@
 #include "services/store/node_store.h"
 #include "services/store/run_store.h"
 #include "services/store/secret_store.h"
+#include "services/store/transaction_observer.h"
 
 namespace tessera::store {
 
@@ -47,6 +48,8 @@ struct PostgresOptions {
   int control_connections = 2;
   // How long a connection attempt may take before the call fails with UNAVAILABLE.
   int connect_timeout_seconds = 3;
+  // Told of every transaction (the binaries' metrics); null: nobody.
+  std::shared_ptr<TransactionObserver> observer = nullptr;
 };
 
 // Connects, applies pending migrations and returns stores over PostgreSQL. UNAVAILABLE when

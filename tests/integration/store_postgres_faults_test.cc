@@ -7,10 +7,12 @@
 
 #include "absl/synchronization/notification.h"
 #include "base/timestamps.h"
+#include "services/common/metrics/db_metrics.h"
 #include "services/store/postgres/migrations.h"
 #include "services/store/postgres/pg_pool.h"
 #include "services/store/stores.h"
 #include "services/store/traffic_class.h"
+#include "tests/support/metric_values.h"
 #include "tests/support/postgres_server.h"
 
 namespace tessera::store {
@@ -168,7 +170,9 @@ TEST_CASE("restarting PostgreSQL mid-test: UNAVAILABLE, then success, nothing lo
           "[postgres][restart]") {
   auto& pg = testing::SharedPostgres();
   REQUIRE(pg.ResetDatabase().ok());
-  auto opened = OpenPostgresStores({.url = pg.url(), .pool_size = 2});
+  metrics::Registry registry;
+  auto opened = OpenPostgresStores(
+      {.url = pg.url(), .pool_size = 2, .observer = metrics::MakeDbMetrics(registry)});
   REQUIRE(opened.ok());
   Stores s = *opened;
   for (int i = 0; i < 20; ++i)
@@ -177,6 +181,15 @@ TEST_CASE("restarting PostgreSQL mid-test: UNAVAILABLE, then success, nothing lo
   event.set_node_name("n1");
   event.set_type(v1::NODE_EVENT_TYPE_CORDONED);
   REQUIRE(s.node_events->AppendNodeEvent(event).ok());
+
+  // Every transaction is timed, by operation; the database's errors are counted by kind.
+  auto value = [&](const std::string& name, const std::vector<std::string>& labels) {
+    return testing::MetricValue(registry, name, labels).value_or(0);
+  };
+  CHECK(value("tessera_db_transaction_seconds", {"creating a run"}) >= 20);
+  const double create_failures =
+      value("tessera_db_errors_total", {"creating a run", "unavailable"});
+  const double list_failures = value("tessera_db_errors_total", {"listing runs", "unavailable"});
 
   REQUIRE(pg.Stop().ok());
   // Every kind of call fails cleanly while the server is down, without crashing or hanging.
@@ -188,6 +201,8 @@ TEST_CASE("restarting PostgreSQL mid-test: UNAVAILABLE, then success, nothing lo
   CHECK(absl::IsUnavailable(s.node_events->AppendNodeEvent(event).status()));
   CHECK(absl::IsUnavailable(s.api_keys->ListKeys("").status()));
   CHECK(absl::Now() - down_at < absl::Seconds(10));
+  CHECK(value("tessera_db_errors_total", {"creating a run", "unavailable"}) == create_failures + 1);
+  CHECK(value("tessera_db_errors_total", {"listing runs", "unavailable"}) == list_failures + 1);
 
   REQUIRE(pg.Resume().ok());
   // The stores reconnect by themselves; the first call after the restart already succeeds.

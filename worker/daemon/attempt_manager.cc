@@ -12,6 +12,7 @@
 #include "worker/daemon/integration_script.h"
 #include "worker/daemon/owned_children.h"
 #include "worker/daemon/rank_secrets.h"
+#include "worker/daemon/worker_metrics.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;
@@ -295,6 +296,7 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
     record.ranks.push_back(
         {spec.rank, (*proc)->pid(), ProcessStartTicks((*proc)->pid()).value_or(0)});
     a.procs.push_back(std::move(*proc));
+    WorkerEventMetrics::Default().RankStarted();
     if (on_started_) on_started_(OutputOf(a, spec.rank));
   }
   // Written before reporting STARTED: from here on a crash of this worker is followed by a
@@ -335,6 +337,7 @@ void AttemptManager::Stop(const std::string& run_id, int resumption_index, absl:
     CancelPreparing(it->second);
     return;
   }
+  it->second.stopped = true;
   std::vector<RankProcess*> procs;
   for (auto& p : it->second.procs) procs.push_back(p.get());
   spdlog::info("run {} attempt {}: stopping {} rank(s), grace {}", run_id, resumption_index,
@@ -390,10 +393,11 @@ void AttemptManager::Poll() {
         }
         if (a.reported[p->rank()]) continue;
         a.reported[p->rank()] = true;
-        if (auto note = options_.sandbox ? options_.sandbox->OutOfMemoryNote(a.start, p->rank())
-                                         : std::nullopt) {
-          std::ofstream(RankLogPath(a.paths, p->rank(), "stderr"), std::ios::app) << *note;
-        }
+        const auto note =
+            options_.sandbox ? options_.sandbox->OutOfMemoryNote(a.start, p->rank()) : std::nullopt;
+        if (note) std::ofstream(RankLogPath(a.paths, p->rank(), "stderr"), std::ios::app) << *note;
+        WorkerEventMetrics::Default().RankExited(
+            ClassifyRankExit(*p->exit(), a.stopped, a.fenced, note.has_value()));
         *u.add_rank_exits() = ExitOf(a, p->rank(), *p->exit());
         a.exits.push_back(u.rank_exits(u.rank_exits_size() - 1));
         done.push_back(OutputOf(a, p->rank()));

@@ -103,6 +103,7 @@ class AttemptManager {
     std::map<int, bool> reported;  // rank -> exit reported
     bool lost = false;
     bool fenced = false;       // its ranks were killed for want of a lease
+    bool stopped = false;      // the control plane stopped it
     bool preparing = false;    // its image is being pulled; no rank yet
     bool cancelled = false;    // stopped (or fenced) while preparing: never launched
     std::string image_digest;  // in use while the attempt runs

@@ -12,6 +12,7 @@
 #include "base/timestamps.h"
 #include "services/common/endpoints.h"
 #include "worker/common/worker_channel.h"
+#include "worker/daemon/worker_metrics.h"
 
 namespace tessera::worker {
 namespace {
@@ -120,7 +121,9 @@ bool ControlSession::SendHealthReports(absl::Time probe_due_by) {
   }
   if (options_.gpu_probe != nullptr && next_gpu_probe_ <= probe_due_by) {
     next_gpu_probe_ = clock_->Now() + options_.gpu_probe_interval;
+    WorkerEventMetrics::Default().GpuProbed();
     for (auto& f : options_.gpu_probe->Poll()) {
+      WorkerEventMetrics::Default().GpuFault(f.kind());
       spdlog::error("GPU fault on {} GPU {}: {}", options_.node.name(), f.gpu_index(), f.detail());
       unsent_faults_.push_back(std::move(f));
     }

@@ -12,43 +12,56 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/endpoints.h"
+#include "services/common/metrics/must_register.h"
 #include "services/common/metrics/registry.h"
 #include "services/common/service_host.h"
 #include "services/common/tls/server_ssl_context.h"
 #include "worker/daemon/state_gc.h"
+#include "worker/daemon/worker_metrics.h"
 #include "worker/gpu/gpu_discovery.h"
 #include "worker/sandbox/gpu_access.h"
 
 namespace tessera::worker {
 namespace {
 
-// The worker's gauges in the process-wide registry (one worker per process).
+// The worker's state in the process-wide registry (one worker per process): gauges of what is
+// now, counters of what happened (kept as the totals of the parts that count them).
 struct WorkerMetrics {
   metrics::Gauge& running_ranks;
-  metrics::Gauge& lines_shipped;
-  metrics::Gauge& log_reconnects;
-  metrics::Gauge& registrations;
-  metrics::Gauge& fences;
+  metrics::Counter& lines_acked;
+  metrics::Counter& log_reconnects;
+  metrics::Counter& registrations;
+  metrics::Counter& fences;
   metrics::Gauge& connected;
   metrics::Gauge& log_backlog;
 
   static WorkerMetrics& Get() {
     auto& r = metrics::Registry::Default();
     auto gauge = [&](const char* name, const char* help) -> metrics::Gauge& {
-      return (*r.AddGauge(name, help))->WithLabels();
+      return metrics::MustRegister(r.AddGauge(name, help))->WithLabels();
+    };
+    auto counter = [&](const char* name, const char* help) -> metrics::Counter& {
+      return metrics::MustRegister(r.AddCounter(name, help))->WithLabels();
     };
     static WorkerMetrics m{
         gauge("tessera_worker_running_ranks", "Rank processes running on this node"),
-        gauge("tessera_worker_log_lines_acked", "Log lines acknowledged by the log service"),
-        gauge("tessera_worker_log_reconnects", "Times the log stream was re-established"),
-        gauge("tessera_worker_registrations", "Registrations with the scheduler"),
-        gauge("tessera_worker_fences", "Times the worker killed its ranks for want of a lease"),
+        counter("tessera_worker_log_lines_acked_total",
+                "Log lines acknowledged by the log service"),
+        counter("tessera_worker_log_reconnects_total", "Times the log stream was re-established"),
+        counter("tessera_worker_registrations_total", "Registrations with the scheduler"),
+        counter("tessera_worker_fences_total",
+                "Times the worker killed its ranks for want of a lease"),
         gauge("tessera_worker_connected", "1 while the control stream is up"),
         gauge("tessera_worker_log_backlog_bytes",
               "Bytes of rank output not yet acknowledged by the log service")};
     return m;
   }
 };
+
+// Brings a counter up to a running total counted elsewhere.
+void CatchUp(metrics::Counter& counter, double total) {
+  if (total > counter.Value()) counter.Increment(total - counter.Value());
+}
 
 }  // namespace
 
@@ -226,7 +239,9 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
     d->endpoint_ = std::move(*endpoint);
   }
   WorkerDaemon* self = d.get();
-  // Every family is on /metrics from the first scrape, not only after the first refresh.
+  // Every family is on /metrics from the first scrape, not only after the first refresh or the
+  // first rank.
+  WorkerEventMetrics::Default();
   self->RefreshMetrics();
   d->metrics_thread_ = std::thread([self] {
     for (int tick = 0; !self->stop_.WaitForNotificationWithTimeout(absl::Seconds(1)); ++tick) {
@@ -263,10 +278,10 @@ void WorkerDaemon::RefreshMetrics() {
   const auto ship = shipper_->stats();
   const auto control = session_->stats();
   m.running_ranks.Set(attempts_->running_ranks());
-  m.lines_shipped.Set(static_cast<double>(ship.lines_acked));
-  m.log_reconnects.Set(static_cast<double>(ship.reconnects));
-  m.registrations.Set(static_cast<double>(control.registrations));
-  m.fences.Set(static_cast<double>(control.fences));
+  CatchUp(m.lines_acked, static_cast<double>(ship.lines_acked));
+  CatchUp(m.log_reconnects, static_cast<double>(ship.reconnects));
+  CatchUp(m.registrations, static_cast<double>(control.registrations));
+  CatchUp(m.fences, static_cast<double>(control.fences));
   m.connected.Set(control.connected ? 1 : 0);
   m.log_backlog.Set(static_cast<double>(ship.backlog_bytes));
 }

@@ -187,8 +187,9 @@ std::shared_ptr<IdempotencyStore> MakePgIdempotencyStore(std::shared_ptr<PgPool>
 }
 
 absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
-  auto pool = std::make_shared<PgPool>(
-      options.url, options.pool_size, options.connect_timeout_seconds, options.control_connections);
+  auto pool =
+      std::make_shared<PgPool>(options.url, options.pool_size, options.connect_timeout_seconds,
+                               options.control_connections, options.observer);
   if (auto st = ApplyMigrations(*pool, EmbeddedMigrations()); !st.ok()) return st;
   Stores s;
   s.runs = MakePgRunStore(pool);

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <string_view>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +25,37 @@ bool IsUnavailableSqlState(const std::string& state) {
 }
 
 enum class Failure { kRetryable, kFinal };
+
+// The database's error kind, as TransactionObserver names it.
+std::string_view ErrorKind(const absl::Status& status, bool in_doubt) {
+  if (in_doubt) return "in_doubt";
+  if (absl::IsUnavailable(status)) return "unavailable";
+  if (absl::IsAlreadyExists(status)) return "unique_violation";
+  return "internal";
+}
+
+// Tells the observer (if any) of one Transact call when it returns.
+class TransactionTimer {
+ public:
+  TransactionTimer(TransactionObserver* observer, const char* what)
+      : observer_(observer), what_(what), start_(std::chrono::steady_clock::now()) {}
+  ~TransactionTimer() {
+    if (observer_ == nullptr) return;
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
+    observer_->TransactionEnded(what_, took.count(), error_kind_);
+  }
+  // The database failed this call (not the caller's own body).
+  absl::Status Failed(absl::Status status, bool in_doubt = false) {
+    error_kind_ = ErrorKind(status, in_doubt);
+    return status;
+  }
+
+ private:
+  TransactionObserver* observer_;
+  std::string_view what_;
+  std::string_view error_kind_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace
 
@@ -57,8 +90,9 @@ std::string PgTextArray(const std::vector<std::string>& values) {
 }
 
 PgPool::PgPool(std::string conninfo, int size, int connect_timeout_seconds,
-               int reserved_for_control)
+               int reserved_for_control, std::shared_ptr<TransactionObserver> observer)
     : conninfo_(WithConnectTimeout(conninfo, connect_timeout_seconds)),
+      observer_(std::move(observer)),
       size_(size > 0 ? size : 1),
       // User traffic always gets at least one connection.
       user_limit_(std::max(1, size_ - std::max(0, reserved_for_control))) {}
@@ -120,12 +154,14 @@ void PgPool::Discard(bool user) {
 absl::Status PgPool::Transact(const char* what,
                               const std::function<absl::Status(pqxx::work&)>& body) {
   const bool user = current_traffic_class == TrafficClass::kUser;
+  TransactionTimer timer(observer_.get(), what);
   for (int attempt = 0;; ++attempt) {
     auto lease = Acquire(what, user);
-    if (!lease.ok()) return lease.status();
+    if (!lease.ok()) return timer.Failed(lease.status());
     std::unique_ptr<pqxx::connection> conn = std::move(lease->connection);
     absl::Status failure;
     Failure kind = Failure::kFinal;
+    bool in_doubt = false;
     try {
       pqxx::work tx(*conn);
       absl::Status st = body(tx);
@@ -141,14 +177,15 @@ absl::Status PgPool::Transact(const char* what,
       failure = StoreError(
           absl::UnavailableError(absl::StrCat("database connection lost while committing ", what,
                                               "; the outcome is unknown: ", e.what())));
+      in_doubt = true;
     } catch (const pqxx::broken_connection& e) {
       failure = StoreError(absl::UnavailableError(
           absl::StrCat("database unavailable while ", what, ": ", e.what())));
       kind = Failure::kRetryable;
     } catch (const pqxx::unique_violation& e) {
       Release(std::move(conn), user);
-      return StoreError(
-          absl::AlreadyExistsError(absl::StrCat(what, ": already exists (", e.what(), ")")));
+      return timer.Failed(StoreError(
+          absl::AlreadyExistsError(absl::StrCat(what, ": already exists (", e.what(), ")"))));
     } catch (const pqxx::sql_error& e) {
       if (IsUnavailableSqlState(e.sqlstate())) {
         failure = StoreError(absl::UnavailableError(
@@ -156,8 +193,8 @@ absl::Status PgPool::Transact(const char* what,
         kind = Failure::kRetryable;
       } else if (conn->is_open()) {
         Release(std::move(conn), user);
-        return StoreError(
-            absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what())));
+        return timer.Failed(StoreError(
+            absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what()))));
       } else {
         failure = StoreError(absl::UnavailableError(
             absl::StrCat("database unavailable while ", what, ": ", e.what())));
@@ -166,8 +203,8 @@ absl::Status PgPool::Transact(const char* what,
     } catch (const std::exception& e) {
       if (conn->is_open()) {
         Release(std::move(conn), user);
-        return StoreError(
-            absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what())));
+        return timer.Failed(StoreError(
+            absl::InternalError(absl::StrCat("database error while ", what, ": ", e.what()))));
       }
       failure = StoreError(absl::UnavailableError(
           absl::StrCat("database unavailable while ", what, ": ", e.what())));
@@ -182,7 +219,7 @@ absl::Status PgPool::Transact(const char* what,
                    std::string(failure.message()));
       continue;
     }
-    return failure;
+    return timer.Failed(failure, in_doubt);
   }
 }
 

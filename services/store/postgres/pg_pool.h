@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "services/store/transaction_observer.h"
 
 namespace tessera::store {
 
@@ -22,7 +23,9 @@ class PgPool {
   // `conninfo`: a libpq URL or key=value string. At most `size` connections are open at once;
   // user traffic (store::TrafficClass, per thread) uses at most `size - reserved_for_control`
   // of them and yields to control traffic waiting for one.
-  PgPool(std::string conninfo, int size, int connect_timeout_seconds, int reserved_for_control = 0);
+  // `observer` (may be null) is told of every transaction.
+  PgPool(std::string conninfo, int size, int connect_timeout_seconds, int reserved_for_control = 0,
+         std::shared_ptr<TransactionObserver> observer = nullptr);
   ~PgPool();
 
   // Runs `body` in one transaction and commits it when `body` returns OK (rolls back otherwise).
@@ -43,6 +46,7 @@ class PgPool {
   bool CanTake(bool user) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string conninfo_;
+  const std::shared_ptr<TransactionObserver> observer_;
   const int size_;
   const int user_limit_;
   absl::Mutex mu_;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/support/metric_values.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/worker/attempt_polling.h"
 
@@ -49,6 +50,11 @@ v1::StartAttempt Start(const std::string& command, int ranks = 2) {
   return s;
 }
 
+// A worker counter in the process-wide registry (0 before its first increment).
+double WorkerCount(const std::string& name, const std::vector<std::string>& labels = {}) {
+  return testing::MetricValue(metrics::Registry::Default(), name, labels).value_or(0);
+}
+
 std::string Read(const std::string& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -56,6 +62,8 @@ std::string Read(const std::string& path) {
 
 TEST_CASE("an attempt's ranks start, exit, and are reported with their exit codes") {
   Fixture f;
+  const double starts = WorkerCount("tessera_worker_rank_starts_total");
+  const double failed = WorkerCount("tessera_worker_rank_exits_total", {"failed"});
   REQUIRE(
       f.manager->Start(Start("echo \"hi $RANK\"; cat \"$PARAMETERS\"; exit $((RANK + 3))")).ok());
   REQUIRE(f.watched.size() == 2);
@@ -66,6 +74,8 @@ TEST_CASE("an attempt's ranks start, exit, and are reported with their exit code
     for (const auto& e : u.rank_exits()) codes[e.rank()] = e.exit_code();
   }
   CHECK(codes == std::map<int, int>{{0, 3}, {1, 4}});
+  CHECK(WorkerCount("tessera_worker_rank_starts_total") == starts + 2);
+  CHECK(WorkerCount("tessera_worker_rank_exits_total", {"failed"}) == failed + 2);
   CHECK(f.done.size() == 2);
   CHECK(Read(f.watched[1].stdout_path) == "hi 1\n{\"lr\":0.1}");
   // A repeat of the same start (a resent command) starts nothing.
@@ -93,6 +103,7 @@ TEST_CASE("a start that cannot work is reported as START_FAILED, and nothing run
 
 TEST_CASE("stop terminates the ranks' groups, KillAll fences at once") {
   Fixture f;
+  const double stopped = WorkerCount("tessera_worker_rank_exits_total", {"stopped"});
   REQUIRE(f.manager->Start(Start("sleep 100 & wait")).ok());
   CHECK(f.manager->running_ranks() == 2);
   f.manager->Stop("run-1", 0, absl::Seconds(5));
@@ -100,6 +111,7 @@ TEST_CASE("stop terminates the ranks' groups, KillAll fences at once") {
   for (const auto& u : updates) {
     for (const auto& e : u.rank_exits()) CHECK(e.signal() == SIGTERM);
   }
+  CHECK(WorkerCount("tessera_worker_rank_exits_total", {"stopped"}) == stopped + 2);
   v1::StartAttempt second = Start("trap '' TERM; sleep 100 & wait");
   second.set_resumption_index(1);
   REQUIRE(f.manager->Start(second).ok());
