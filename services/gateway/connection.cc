@@ -1,26 +1,30 @@
 #include "services/gateway/connection.h"
 
-// clang-format off
-#include <utility>  // first: Boost 1.74 Asio uses std::exchange without including it
-// clang-format on
-
 #include <spdlog/spdlog.h>
 
-#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <optional>
+#include <type_traits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "services/gateway/dispatch.h"
 #include "services/gateway/errors.h"
-#include "services/gateway/polled_stream.h"
 
 namespace tessera::gateway {
 namespace {
 
+namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 std::string ToStd(beast::string_view s) { return std::string(s.data(), s.size()); }
@@ -31,53 +35,118 @@ bool IsHttpError(const beast::error_code& ec) {
   return ec.category() == http_error.category();
 }
 
-class Connection {
- public:
-  Connection(int fd, int wake_fd, const std::string& peer, const RouteTable& routes,
-             const ConnectionLimits& limits)
-      : stream_(fd, wake_fd), peer_(peer), routes_(routes), limits_(limits) {}
+constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+// After an answer that closes the connection, what the client still sends is read and dropped
+// for at most this long (closing with unread bytes would reset the connection, and the client
+// could lose the answer), and at most this much of it.
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr std::size_t kLingerBytes = 8u << 20;
 
-  void Serve(ssl_ctx_st* tls) {
-    if (tls != nullptr) {
-      stream_.expires_after(limits_.request_timeout);
-      if (!stream_.AcceptTls(tls)) {
-        spdlog::info("gateway: {} failed the TLS handshake", peer_);
-        return;
-      }
-    }
-    for (bool first = true;; first = false) {
-      if (!ServeOne(first)) return;
-    }
+// `Stream` is a beast::tcp_stream, or a beast::ssl_stream over one (TLS).
+template <class Stream>
+class Session final : public Connection, public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  Session(tcp::socket socket, std::string peer, std::shared_ptr<ssl::context> tls,
+          const ConnectionContext& context)
+      : tls_(std::move(tls)),
+        stream_(MakeStream(std::move(socket))),
+        peer_(std::move(peer)),
+        context_(context),
+        limits_(context.limits),
+        connections_(context.connections) {}
+
+  // The set outlives the gateway's I/O context, where the last references may be dropped.
+  ~Session() override { connections_.Remove(this); }
+
+  void Start() {
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&Session::Begin, this->shared_from_this()));
+  }
+
+  void Stop() override {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      self->stopped_ = true;
+      if (self->relay_) self->relay_->Cancel();
+      if (!self->handler_running_) self->Close();
+    });
   }
 
  private:
-  // Serves one request; false when the connection is done.
-  bool ServeOne(bool first) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
-    parser.body_limit(limits_.max_body_bytes);
+  Stream MakeStream(tcp::socket socket) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls_);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+
+  beast::tcp_stream& Tcp() { return beast::get_lowest_layer(stream_); }
+
+  void Begin() {
+    if constexpr (kTls) {
+      Tcp().expires_after(limits_.request_timeout);
+      stream_.async_handshake(
+          ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+            if (ec) {
+              spdlog::info("gateway: {} failed the TLS handshake: {}", self->peer_, ec.message());
+              return self->Close();
+            }
+            self->ReadHeader(true);
+          });
+    } else {
+      ReadHeader(true);
+    }
+  }
+
+  void ReadHeader(bool first) {
+    if (stopped_) return Close();
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
+    parser_->body_limit(limits_.max_body_bytes);
     // The first request may take request_timeout to arrive; later ones idle_timeout.
-    stream_.expires_after(first ? limits_.request_timeout : limits_.idle_timeout);
-    beast::error_code ec;
-    http::read_header(stream_, buffer_, parser, ec);
+    Tcp().expires_after(first ? limits_.request_timeout : limits_.idle_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                              self->OnHeader(ec);
+                            });
+  }
+
+  void OnHeader(beast::error_code ec) {
     if (ec) return RejectOrClose(ec, 11);
-
-    const auto& head = parser.get();
-    const unsigned version = head.version();
-    if (const auto length = parser.content_length();
+    const auto& head = parser_->get();
+    version_ = head.version();
+    if (const auto length = parser_->content_length();
         length.has_value() && *length > limits_.max_body_bytes) {
-      return Reject(PayloadTooLarge(), version);
+      return Reject(PayloadTooLarge());
     }
+    Tcp().expires_after(limits_.request_timeout);
     if (absl::EqualsIgnoreCase(ToStd(head[http::field::expect]), "100-continue") &&
-        !parser.is_done()) {
-      if (!stream_.WriteAll("HTTP/1.1 100 Continue\r\n\r\n", ec)) return false;
+        !parser_->is_done()) {
+      net::async_write(stream_, net::buffer(kContinue, sizeof kContinue - 1),
+                       [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                         if (ec) return self->Close();
+                         self->ReadBody();
+                       });
+      return;
     }
-    stream_.expires_after(limits_.request_timeout);
-    if (!parser.is_done()) http::read(stream_, buffer_, parser, ec);
-    if (ec) return RejectOrClose(ec, version);
+    ReadBody();
+  }
 
-    http::request<http::string_body> req = parser.release();
-    const Clock::time_point start = Clock::now();
+  void ReadBody() {
+    if (parser_->is_done()) return OnBody({});
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->OnBody(ec); });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (ec) return RejectOrClose(ec, version_);
+    http::request<http::string_body> req = parser_->release();
+    parser_.reset();
+    start_ = Clock::now();
+    keep_alive_ = req.keep_alive();
     WireRequest wire;
     wire.method = ToStd(req.method_string());
     wire.target = ToStd(req.target());
@@ -86,37 +155,89 @@ class Connection {
     }
     wire.body = std::move(req.body());
     wire.peer = peer_;
-    const std::string method = wire.method;
-    const std::string target = wire.target.substr(0, wire.target.find('?'));
+    method_ = wire.method;
+    target_ = wire.target.substr(0, wire.target.find('?'));
+    Tcp().expires_never();  // the handler's upstream call has its own deadline
+    handler_running_ = true;
+    // A route's handler makes a blocking gRPC call: on the pool, never on an I/O thread.
+    net::post(
+        context_.handlers, [self = this->shared_from_this(), wire = std::move(wire)]() mutable {
+          auto result =
+              std::make_shared<HandlerResult>(Dispatch(self->context_.routes, std::move(wire)));
+          net::post(self->stream_.get_executor(), [self, result] { self->OnResult(*result); });
+        });
+  }
 
-    HandlerResult result = Dispatch(routes_, std::move(wire));
+  void OnResult(HandlerResult& result) {
+    handler_running_ = false;
+    if (stopped_) {
+      if (auto* source = std::get_if<std::unique_ptr<EventSource>>(&result)) (*source)->Cancel();
+      return Close();
+    }
     if (auto* source = std::get_if<std::unique_ptr<EventSource>>(&result)) {
-      RelayOutcome outcome = RelayEvents(stream_, std::move(*source), limits_.relay);
-      if (outcome.response.has_value()) Write(*outcome.response, version, false);
-      Log(method, target, outcome.status, start, outcome.events);
-      return false;  // an event stream ends with the connection
+      return Relay(std::move(*source));
     }
     const Response& response = std::get<Response>(result);
-    const bool keep_alive = req.keep_alive();
-    const bool written = Write(response, version, keep_alive);
-    Log(method, target, response.status, start, -1);
-    return written && keep_alive;
+    Log(response.status, -1);
+    Write(response, keep_alive_, [self = this->shared_from_this()](bool written) {
+      if (written && self->keep_alive_) return self->ReadHeader(false);
+      self->Close();
+    });
+  }
+
+  void Relay(std::unique_ptr<EventSource> source) {
+    relay_ = std::make_shared<SseRelay<Stream>>(
+        stream_, this->shared_from_this(), std::move(source), limits_.relay, context_.stopping,
+        [this](RelayOutcome outcome) {
+          // On the strand; the relay keeps this session alive until it is destroyed.
+          relay_.reset();
+          Log(outcome.status, outcome.events);
+          if (outcome.response.has_value() && !stopped_) {
+            return Write(*outcome.response, false,
+                         [self = this->shared_from_this()](bool) { self->Close(); });
+          }
+          Close();
+        });
+    // A source that ends at once finishes the relay inside Start(): keep it alive through it.
+    std::shared_ptr<SseRelay<Stream>> relay = relay_;
+    relay->Start();
+  }
+
+  // Writes `response` (a copy is kept until the write ends), then calls `then(written)`.
+  template <class Then>
+  void Write(const Response& response, bool keep_alive, Then then) {
+    auto res = std::make_shared<http::response<http::string_body>>();
+    res->version(version_);
+    res->result(static_cast<unsigned>(response.status));
+    res->set(http::field::server, "tessera-gateway");
+    if (!response.content_type.empty()) {
+      res->set(http::field::content_type, ToBeast(response.content_type));
+    }
+    res->set(http::field::cache_control, "no-store");
+    for (const auto& [name, value] : response.headers) res->set(ToBeast(name), ToBeast(value));
+    res->body() = response.body;
+    res->keep_alive(keep_alive);
+    res->prepare_payload();
+    Tcp().expires_after(limits_.request_timeout);
+    http::async_write(stream_, *res,
+                      [self = this->shared_from_this(), res, then = std::move(then)](
+                          beast::error_code ec, std::size_t) mutable { then(!ec); });
   }
 
   // After a read error: answers what was malformed, or just closes.
-  bool RejectOrClose(const beast::error_code& ec, unsigned version) {
+  void RejectOrClose(const beast::error_code& ec, unsigned version) {
+    version_ = version == 10 ? 10 : 11;
     if (!IsHttpError(ec) || ec == http::error::end_of_stream ||
         ec == http::error::partial_message) {
-      return false;  // closed, reset, timed out or stopping
+      return Close();  // closed, reset, timed out or stopping
     }
-    if (ec == http::error::body_limit) return Reject(PayloadTooLarge(), version);
+    if (ec == http::error::body_limit) return Reject(PayloadTooLarge());
     if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
       return Reject(ErrorResponse(431, "REQUEST_HEADER_FIELDS_TOO_LARGE",
                                   "the request header is larger than " +
-                                      std::to_string(limits_.max_header_bytes) + " bytes"),
-                    version);
+                                      std::to_string(limits_.max_header_bytes) + " bytes"));
     }
-    return Reject(BadRequest("malformed HTTP request: " + ec.message()), version);
+    Reject(BadRequest("malformed HTTP request: " + ec.message()));
   }
 
   Response PayloadTooLarge() const {
@@ -126,55 +247,116 @@ class Connection {
   }
 
   // Answers and closes, letting the client finish sending first.
-  bool Reject(const Response& response, unsigned version) {
+  void Reject(const Response& response) {
     spdlog::info("gateway: {} rejected: {} {}", peer_, response.status, response.body);
-    if (Write(response, version == 10 ? 10 : 11, false)) stream_.LingeringClose();
-    return false;
+    Write(response, false, [self = this->shared_from_this()](bool written) {
+      if (!written) return self->Close();
+      beast::error_code ignored;
+      beast::get_lowest_layer(self->stream_).socket().shutdown(tcp::socket::shutdown_send, ignored);
+      self->Tcp().expires_after(kLingerTime);
+      self->Linger();
+    });
   }
 
-  bool Write(const Response& response, unsigned version, bool keep_alive) {
-    http::response<http::string_body> res;
-    res.version(version);
-    res.result(static_cast<unsigned>(response.status));
-    res.set(http::field::server, "tessera-gateway");
-    if (!response.content_type.empty()) {
-      res.set(http::field::content_type, ToBeast(response.content_type));
-    }
-    res.set(http::field::cache_control, "no-store");
-    for (const auto& [name, value] : response.headers) res.set(ToBeast(name), ToBeast(value));
-    res.body() = response.body;
-    res.keep_alive(keep_alive);
-    res.prepare_payload();
-    stream_.expires_after(limits_.request_timeout);
-    beast::error_code ec;
-    http::write(stream_, res, ec);
-    return !ec;
+  void Linger() {
+    Tcp().async_read_some(net::buffer(sink_),
+                          [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+                            self->lingered_ += n;
+                            if (ec || self->lingered_ >= kLingerBytes) return self->Close();
+                            self->Linger();
+                          });
   }
 
-  void Log(const std::string& method, const std::string& target, int status,
-           Clock::time_point start, int events) const {
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    beast::error_code ignored;
+    auto& socket = Tcp().socket();
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+  }
+
+  void Log(int status, int events) const {
     const auto ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
     if (events >= 0) {
-      spdlog::info("gateway: {} {} {} -> {} ({} events, {} ms)", peer_, method, target, status,
+      spdlog::info("gateway: {} {} {} -> {} ({} events, {} ms)", peer_, method_, target_, status,
                    events, ms);
     } else {
-      spdlog::info("gateway: {} {} {} -> {} ({} ms)", peer_, method, target, status, ms);
+      spdlog::info("gateway: {} {} {} -> {} ({} ms)", peer_, method_, target_, status, ms);
     }
   }
 
-  PolledStream stream_;
-  beast::flat_buffer buffer_;
+  std::shared_ptr<ssl::context> tls_;  // kept alive while the stream uses it
+  Stream stream_;
   const std::string peer_;
-  const RouteTable& routes_;
+  const ConnectionContext& context_;
   const ConnectionLimits& limits_;
+  ConnectionSet& connections_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<SseRelay<Stream>> relay_;
+  unsigned version_ = 11;
+  bool keep_alive_ = false;
+  bool handler_running_ = false;
+  bool stopped_ = false;
+  bool closed_ = false;
+  std::size_t lingered_ = 0;
+  char sink_[16 * 1024];
+  std::string method_, target_;
+  Clock::time_point start_ = Clock::now();
 };
 
 }  // namespace
 
-void ServeConnection(int fd, int wake_fd, const std::string& peer, const RouteTable& routes,
-                     const ConnectionLimits& limits, ssl_ctx_st* tls) {
-  Connection(fd, wake_fd, peer, routes, limits).Serve(tls);
+void ConnectionSet::Add(const std::shared_ptr<Connection>& connection) {
+  std::lock_guard lock(mu_);
+  open_.emplace(connection.get(), connection);
+}
+
+void ConnectionSet::Remove(const Connection* connection) {
+  std::lock_guard lock(mu_);
+  open_.erase(connection);
+  if (open_.empty()) empty_.notify_all();
+}
+
+std::size_t ConnectionSet::size() const {
+  std::lock_guard lock(mu_);
+  return open_.size();
+}
+
+void ConnectionSet::StopAll() {
+  std::vector<std::shared_ptr<Connection>> open;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [raw, weak] : open_) {
+      if (auto c = weak.lock()) open.push_back(std::move(c));
+    }
+  }
+  for (auto& c : open) c->Stop();
+}
+
+bool ConnectionSet::WaitEmpty(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return empty_.wait_for(lock, timeout, [this] { return open_.empty(); });
+}
+
+void StartConnection(tcp::socket socket, std::string peer, std::shared_ptr<ssl::context> tls,
+                     const ConnectionContext& context) {
+  std::shared_ptr<Connection> connection;
+  if (tls != nullptr) {
+    auto s = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+        std::move(socket), std::move(peer), std::move(tls), context);
+    connection = s;
+    context.connections.Add(connection);
+    s->Start();
+  } else {
+    auto s = std::make_shared<Session<beast::tcp_stream>>(std::move(socket), std::move(peer),
+                                                          nullptr, context);
+    connection = s;
+    context.connections.Add(connection);
+    s->Start();
+  }
 }
 
 }  // namespace tessera::gateway

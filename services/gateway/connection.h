@@ -1,16 +1,29 @@
 #pragma once
-// One client connection, served on its own thread: read a request (Beast's parser over a
-// PolledStream), dispatch it, write the answer or relay the event stream, and again while the
-// client keeps the connection alive.
+// One client connection, served asynchronously (Boost.Beast over Asio, like /metrics): read a
+// request, dispatch it on the handler pool (a route's upstream gRPC call blocks), write the
+// answer or relay the event stream, and again while the client keeps the connection alive.
+// Waiting for a client costs no thread: an open event stream is a few buffers and a timer.
+// Beast's tcp_stream times every read and write, so a slow or idle client is cut off.
 
+// clang-format off
+#include <utility>  // first: Boost 1.74 Asio uses std::exchange without including it
+// clang-format on
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "services/gateway/route_table.h"
 #include "services/gateway/sse_relay.h"
-
-struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
 namespace tessera::gateway {
 
@@ -24,12 +37,44 @@ struct ConnectionLimits {
   RelayOptions relay;
 };
 
-// Serves the connection on `fd` (owned, closed on return) until the client closes it, a limit or
-// an error ends it, or `wake_fd` becomes readable (the gateway is stopping). Malformed requests
-// get a 400 (431 for a header too large, 413 for a body too large) and the connection is closed.
-// Serves the connection `fd` until it closes. With `tls` (an OpenSSL SSL_CTX that outlives the
-// call) the client must start with a TLS handshake, bounded by the request timeout.
-void ServeConnection(int fd, int wake_fd, const std::string& peer, const RouteTable& routes,
-                     const ConnectionLimits& limits, ssl_ctx_st* tls = nullptr);
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // Ends the connection soon (its event stream cancelled, its socket closed). Any thread.
+  virtual void Stop() = 0;
+};
+
+// The connections open now, so that the gateway can count and stop them.
+class ConnectionSet {
+ public:
+  void Add(const std::shared_ptr<Connection>& connection);
+  void Remove(const Connection* connection);
+  std::size_t size() const;
+  void StopAll();
+  // Waits until every connection is gone, at most `timeout`; false when some are left.
+  bool WaitEmpty(std::chrono::milliseconds timeout);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable empty_;
+  std::unordered_map<const Connection*, std::weak_ptr<Connection>> open_;
+};
+
+// What every connection of one gateway shares; outlives them all.
+struct ConnectionContext {
+  const RouteTable& routes;
+  const ConnectionLimits& limits;
+  boost::asio::thread_pool& handlers;  // where Dispatch runs
+  const std::atomic<bool>& stopping;   // the gateway is shutting down
+  ConnectionSet& connections;
+};
+
+// Serves `socket` until the client closes it, a limit or an error ends it, or Stop(). Malformed
+// requests get a 400 (431 for a header too large, 413 for a body too large) and the connection
+// is closed. With `tls`, the client must start with a TLS handshake, bounded by the request
+// timeout.
+void StartConnection(boost::asio::ip::tcp::socket socket, std::string peer,
+                     std::shared_ptr<boost::asio::ssl::context> tls,
+                     const ConnectionContext& context);
 
 }  // namespace tessera::gateway

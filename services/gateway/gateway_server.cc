@@ -1,17 +1,13 @@
 #include "services/gateway/gateway_server.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <csignal>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "services/gateway/errors.h"
@@ -20,38 +16,26 @@
 namespace tessera::gateway {
 namespace {
 
-std::string PeerName(const sockaddr_storage& addr) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  int port = 0;
-  if (addr.ss_family == AF_INET) {
-    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
-    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-    port = ntohs(a->sin_port);
-  } else if (addr.ss_family == AF_INET6) {
-    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
-    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-    port = ntohs(a->sin6_port);
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// Each connection is a descriptor: the soft limit (often 1,024) would refuse connections long
+// before max_connections. Raised to the hard limit, which needs no privilege.
+void RaiseOpenFileLimit(std::size_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < wanted + 64) {
+    spdlog::warn("gateway: the open-file limit ({}) is below --max-connections ({})",
+                 limit.rlim_cur, wanted);
   }
-  return absl::StrCat(host, ":", port);
 }
 
-// Best effort, without blocking: the connection is over the cap.
-void RefuseBusy(int fd) {
-  const std::string body =
-      ErrorJson("UNAVAILABLE", "the gateway is serving too many connections; retry shortly");
-  const std::string response = absl::StrCat(
-      "HTTP/1.1 503 Service Unavailable\r\nServer: tessera-gateway\r\n"
-      "Content-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
-      "Content-Length: ",
-      body.size(), "\r\n\r\n", body);
-  [[maybe_unused]] const ssize_t n =
-      ::send(fd, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-  ::shutdown(fd, SHUT_WR);
-  // Closing with unread bytes would reset the connection: drop what the client sent so far.
-  char sink[4096];
-  while (::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
-  }
-  ::close(fd);
+std::string PeerName(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return "?";
+  return absl::StrCat(peer.address().to_string(ec), ":", peer.port());
 }
 
 }  // namespace
@@ -60,7 +44,11 @@ GatewayServer::GatewayServer(std::shared_ptr<grpc::Channel> upstream, GatewayOpt
     : options_(std::move(options)),
       upstream_(std::make_shared<Upstream>(std::move(upstream), options_.upstream_timeout,
                                            options_.logs_channel)),
-      routes_(BuildRouteTable(upstream_)) {}
+      routes_(BuildRouteTable(upstream_)),
+      handlers_(static_cast<std::size_t>(std::max(1, options_.handler_threads))),
+      acceptor_(io_),
+      accept_retry_(io_),
+      context_{routes_, options_.limits, handlers_, stopping_, connections_} {}
 
 GatewayServer::~GatewayServer() { Shutdown(); }
 
@@ -77,88 +65,90 @@ absl::Status GatewayServer::Start(const std::string& address, std::uint16_t port
   }
   const std::string where = absl::StrCat(address, ":", port);
 
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int rc = ::getaddrinfo(address.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gateway: cannot resolve address \"", address, "\": ", gai_strerror(rc)));
-  }
-  int fd = -1;
-  std::string error = "no usable address";
-  for (addrinfo* ai = found; ai != nullptr && fd < 0; ai = ai->ai_next) {
-    fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      error = std::strerror(errno);
-      continue;
+  boost::system::error_code ec;
+  tcp::endpoint endpoint;
+  const net::ip::address ip = net::ip::make_address(address, ec);
+  if (!ec) {
+    endpoint = tcp::endpoint(ip, port);
+  } else {
+    tcp::resolver resolver(io_);
+    const auto results = resolver.resolve(
+        address, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+    if (ec || results.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gateway: cannot resolve address \"", address,
+                       "\": ", ec ? ec.message() : std::string("no results")));
     }
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-      error = std::strerror(errno);
-      ::close(fd);
-      fd = -1;
-    }
+    endpoint = results.begin()->endpoint();
   }
-  ::freeaddrinfo(found);
-  if (fd < 0)
-    return absl::UnavailableError(absl::StrCat("gateway: cannot listen on ", where, ": ", error));
+  auto fail = [&](const char* step) {
+    return absl::UnavailableError(
+        absl::StrCat("gateway: cannot ", step, " on ", where, ": ", ec.message()));
+  };
+  if (acceptor_.open(endpoint.protocol(), ec)) return fail("open a socket");
+  if (acceptor_.set_option(net::socket_base::reuse_address(true), ec)) return fail("listen");
+  if (acceptor_.bind(endpoint, ec)) return fail("listen");
+  if (acceptor_.listen(net::socket_base::max_listen_connections, ec)) return fail("listen");
+  port_ = acceptor_.local_endpoint(ec).port();
+  if (ec) return fail("read the bound port");
 
-  sockaddr_storage bound{};
-  socklen_t len = sizeof bound;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  port_ = static_cast<std::uint16_t>(bound.ss_family == AF_INET6
-                                         ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port));
-  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
-    ::close(fd);
-    return absl::InternalError(absl::StrCat("gateway: eventfd: ", std::strerror(errno)));
-  }
-  listen_fd_ = fd;
+  RaiseOpenFileLimit(options_.max_connections);
   started_ = true;
-  acceptor_ = std::thread([this] { AcceptLoop(); });
-  spdlog::info("gateway: serving REST on http://{}:{} ({} routes)", address, port_,
-               routes_.routes().size());
+  Accept();
+  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
+    io_threads_.emplace_back([this] { io_.run(); });
+  }
+  spdlog::info("gateway: serving REST on {}://{}:{} ({} routes)", tls_ ? "https" : "http", address,
+               port_, routes_.routes().size());
   return absl::OkStatus();
 }
 
-void GatewayServer::AcceptLoop() {
-  for (;;) {
-    ReapFinished();
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      spdlog::error("gateway: poll: {}", std::strerror(errno));
-      return;
-    }
-    if (fds[1].revents != 0) return;  // stopping
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
-                             SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) {
-        continue;
-      }
-      // Out of descriptors, say: back off rather than spin (but wake for a shutdown).
-      spdlog::warn("gateway: accept: {}", std::strerror(errno));
-      pollfd wake = {wake_fd_, POLLIN, 0};
-      if (::poll(&wake, 1, 100) > 0) return;
-      continue;
-    }
-    if (active_.load() >= options_.max_connections) {
-      spdlog::warn("gateway: {} connections open, refusing {}", active_.load(), PeerName(addr));
-      RefuseBusy(fd);
-      continue;
-    }
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-    Spawn(fd, PeerName(addr));
+void GatewayServer::Accept() {
+  acceptor_.async_accept(
+      net::make_strand(io_), [this](boost::system::error_code ec, tcp::socket socket) {
+        if (stopping_.load() || ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+        if (ec) {
+          // Out of descriptors, say: back off rather than spin.
+          spdlog::warn("gateway: accept: {}", ec.message());
+          accept_retry_.expires_after(std::chrono::milliseconds(100));
+          accept_retry_.async_wait([this](boost::system::error_code wait_ec) {
+            if (!wait_ec) Accept();
+          });
+          return;
+        }
+        if (connections_.size() >= options_.max_connections) {
+          Refuse(socket);
+        } else {
+          boost::system::error_code ignored;
+          socket.set_option(net::socket_base::keep_alive(true), ignored);
+          std::string peer = PeerName(socket);
+          StartConnection(std::move(socket), std::move(peer), tls_ ? tls_->Current() : nullptr,
+                          context_);
+        }
+        Accept();
+      });
+}
+
+// Best effort, without blocking: the connection is over the cap.
+void GatewayServer::Refuse(tcp::socket& socket) {
+  spdlog::warn("gateway: {} connections open, refusing {}", connections_.size(), PeerName(socket));
+  const std::string body =
+      ErrorJson("UNAVAILABLE", "the gateway is serving too many connections; retry shortly");
+  const std::string response = absl::StrCat(
+      "HTTP/1.1 503 Service Unavailable\r\nServer: tessera-gateway\r\n"
+      "Content-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
+      "Content-Length: ",
+      body.size(), "\r\n\r\n", body);
+  const int fd = socket.native_handle();
+  [[maybe_unused]] const ssize_t n =
+      ::send(fd, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  // Closing with unread bytes would reset the connection: drop what the client sent so far.
+  char sink[4096];
+  while (::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
   }
+  boost::system::error_code ignored;
+  socket.close(ignored);
 }
 
 void GatewayServer::ServeTls(std::shared_ptr<tls::ServerSslContext> tls) {
@@ -168,43 +158,27 @@ void GatewayServer::ServeTls(std::shared_ptr<tls::ServerSslContext> tls) {
   tls_ = std::move(tls);
 }
 
-void GatewayServer::Spawn(int fd, std::string peer) {
-  ++active_;
-  Worker& w = workers_.emplace_back();
-  std::shared_ptr<boost::asio::ssl::context> tls = tls_ ? tls_->Current() : nullptr;
-  w.thread = std::thread([this, fd, peer = std::move(peer), &w, tls = std::move(tls)] {
-    ServeConnection(fd, wake_fd_, peer, routes_, options_.limits,
-                    tls ? tls->native_handle() : nullptr);
-    --active_;
-    w.done.store(true);
-  });
-}
-
-void GatewayServer::ReapFinished() {
-  for (auto it = workers_.begin(); it != workers_.end();) {
-    if (it->done.load()) {
-      it->thread.join();
-      it = workers_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
 void GatewayServer::Shutdown() {
   std::lock_guard lock(shutdown_mu_);
   if (!started_ || stopped_) return;
   stopped_ = true;
-  const std::uint64_t one = 1;
-  // Never read back: the descriptor stays readable, so every poll on it returns at once.
-  [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  stopping_.store(true);
+  net::post(io_, [this] {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    accept_retry_.cancel();
+  });
   upstream_->CancelAll();
-  acceptor_.join();
-  for (Worker& w : workers_) w.thread.join();
-  workers_.clear();
-  ::close(listen_fd_);
-  ::close(wake_fd_);
-  listen_fd_ = wake_fd_ = -1;
+  connections_.StopAll();
+  // Every stream ends once its cancelled call does; a connection that still has not closed after
+  // this is dropped with the I/O context.
+  if (!connections_.WaitEmpty(std::chrono::seconds(5))) {
+    spdlog::warn("gateway: {} connections still open at shutdown", connections_.size());
+  }
+  handlers_.join();
+  io_.stop();
+  for (std::thread& t : io_threads_) t.join();
+  io_threads_.clear();
   spdlog::info("gateway: stopped");
 }
 

@@ -11,25 +11,26 @@
 //
 // The all-in-one tessera-server passes an in-process channel (grpc::Server::InProcessChannel).
 //
-// Threading: one thread accepts; each connection gets its own thread, up to max_connections
-// (beyond that a connection is answered 503 and closed). A thread per connection because the
-// work behind a request is a blocking gRPC call (and a watch holds its connection for as long
-// as the client listens), so an async HTTP front would need a thread pool behind it anyway;
-// this way a slow upstream call holds only its own connection, and the code reads top to bottom.
-// Every socket wait is a poll(2) that also watches a shutdown descriptor, and every upstream
-// call is registered for cancellation, so Shutdown() never waits on a client or an upstream.
+// Threading: a few I/O threads (Boost.Asio; Beast for HTTP, as /metrics) serve every connection
+// asynchronously, so an open event stream or an idle kept-alive connection costs no thread; the
+// route handlers, which make blocking gRPC calls, run on a pool of their own. A slow upstream call
+// holds one pool thread; a slow client holds nothing but its buffers, and is cut off by the
+// request timeout. Every upstream call is registered for cancellation, so Shutdown() never waits
+// on a client or an upstream.
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "services/common/tls/server_ssl_context.h"
@@ -42,8 +43,13 @@ namespace tessera::gateway {
 struct GatewayOptions {
   // Deadline of each unary upstream call (streams have none).
   std::chrono::milliseconds upstream_timeout{30000};
-  // Connections served at once; more are answered 503.
-  std::size_t max_connections = 256;
+  // Connections served at once; more are answered 503. The process's open-file limit is raised
+  // to its hard limit at Start, so that it does not bind first.
+  std::size_t max_connections = 10000;
+  // Threads serving the sockets.
+  int io_threads = 2;
+  // Threads running route handlers (each upstream unary call blocks one while it runs).
+  int handler_threads = 32;
   ConnectionLimits limits;  // body size (4 MiB), timeouts, SSE keep-alive
   // The LogService's channel, when it runs apart from the other services; null: the upstream
   // channel (the all-in-one server hosts it with the others).
@@ -80,28 +86,28 @@ class GatewayServer {
   const RouteTable& routes() const { return routes_; }
 
   // Connections being served now.
-  std::size_t active_connections() const { return active_.load(); }
+  std::size_t active_connections() const { return connections_.size(); }
 
  private:
-  struct Worker {
-    std::thread thread;
-    std::atomic<bool> done{false};
-  };
-  void AcceptLoop();
-  void Spawn(int fd, std::string peer);
-  void ReapFinished();
+  void Accept();
+  void Refuse(boost::asio::ip::tcp::socket& socket);
 
   const GatewayOptions options_;
   std::shared_ptr<Upstream> upstream_;
   RouteTable routes_;
   std::shared_ptr<tls::ServerSslContext> tls_;  // null: plain HTTP
 
-  int listen_fd_ = -1;
-  int wake_fd_ = -1;
+  // Before the I/O context: connections still queued in it when it is destroyed remove
+  // themselves from here.
+  std::atomic<bool> stopping_{false};
+  ConnectionSet connections_;
+  boost::asio::io_context io_;
+  boost::asio::thread_pool handlers_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer accept_retry_;
+  ConnectionContext context_;
+  std::vector<std::thread> io_threads_;
   std::uint16_t port_ = 0;
-  std::thread acceptor_;
-  std::list<Worker> workers_;  // touched by the acceptor thread, then by Shutdown after joining it
-  std::atomic<std::size_t> active_{0};
   std::mutex shutdown_mu_;
   bool started_ = false;
   bool stopped_ = false;

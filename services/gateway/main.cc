@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   std::string metrics_listen = "127.0.0.1:9465";
   int upstream_timeout_s = 30;
-  std::size_t max_connections = 256;
+  std::size_t max_connections = 10000;
+  int handler_threads = 32;
   app.add_option("--listen", listen, "host:port to serve HTTP on (port 0: any)")
       ->capture_default_str();
   app.add_option("--upstream", upstream, "host:port of the gRPC API (several replicas: a:1,b:2)")
@@ -54,7 +55,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 3600));
   app.add_option("--max-connections", max_connections, "connections served at once")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--handler-threads", handler_threads,
+                 "threads running requests' gRPC calls (event streams and idle clients take none)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   double request_timeout_s = 60;
   app.add_option("--request-timeout-seconds", request_timeout_s,
                  "a client has this long for the TLS handshake, each request's header and body, "
@@ -117,6 +122,7 @@ int main(int argc, char** argv) {
   tessera::gateway::GatewayOptions options;
   options.upstream_timeout = std::chrono::seconds(upstream_timeout_s);
   options.max_connections = max_connections;
+  options.handler_threads = handler_threads;
   options.console_dir = tessera::gateway::ConsoleAssets::ResolveFlag(console_dir);
   options.limits.request_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1000));
