@@ -14,7 +14,7 @@
 # Ports: TESSERA_GRPC_PORT (50051), TESSERA_HTTP_PORT (8080), TESSERA_METRICS_PORT (9464; workers
 # use the ports after it), TESSERA_REGISTRY_PORT (5000; the workers' default registry, so
 # `image: tessera/train:latest` is pulled from it). State: TESSERA_STATE_DIR (.state/ in the repository). More flags for
-# tessera-server: TESSERA_SERVER_FLAGS (e.g. "--stop-grace-seconds 2 --uncordon-after-passes 3").
+# tessera-server: TESSERA_SERVER_FLAGS (e.g. "--stop-grace-seconds 2 --uncordon-after-passes 5").
 #
 # Everything speaks TLS: the script makes a cluster CA and the services' certificate
 # (deploy/tls-certs.sh, in STATE/tls), and each worker joins with a one-time join token, getting

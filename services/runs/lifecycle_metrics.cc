@@ -23,7 +23,19 @@ LifecycleMetrics::LifecycleMetrics(metrics::Registry& r)
           "tessera_run_recovery_seconds",
           "Seconds from an attempt's end to the next attempt of its run running, by what ended "
           "the first.",
-          {"cause"}, {1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}))) {}
+          {"cause"}, {1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}))),
+      goodput_(metrics::MustRegister(r.AddGauge(
+          "tessera_run_goodput_ratio",
+          "Goodput of each running run: effective training time over its wall time so far "
+          "(time lost to interruptions and work redone since their checkpoints excluded).",
+          {"run"}))) {}
+
+void LifecycleMetrics::SetGoodput(const std::map<std::string, double>& by_run) {
+  // Dropped first: nobody keeps a reference to these series.
+  goodput_->RemoveUnless(
+      [&](const std::vector<std::string>& labels) { return by_run.contains(labels.at(0)); });
+  for (const auto& [run, ratio] : by_run) goodput_->WithLabels({run}).Set(ratio);
+}
 
 void LifecycleMetrics::Observe(const v1::Run& before, const v1::Run& after,
                                const std::vector<v1::Attempt>& attempts, absl::Time now) {

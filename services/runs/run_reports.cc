@@ -2,11 +2,13 @@
 // phases, the workers' progress through it) and what the run manager enforces on its own
 // (max_duration). People's calls are in run_manager.cc.
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
 #include "services/common/rpc.h"
+#include "services/runs/describe.h"
 #include "services/runs/progress_history.h"
 #include "services/runs/run_manager.h"
 #include "services/store/write_fence.h"
@@ -141,6 +143,25 @@ absl::StatusOr<int> RunManager::EnforceMaxDuration() {
     if (result.ok()) ++stopped;
   }
   return stopped;
+}
+
+absl::StatusOr<int> RunManager::RefreshGoodputMetrics() {
+  if (metrics_ == nullptr) return 0;
+  v1::RunFilter filter;
+  filter.add_statuses(v1::RUN_STATUS_RUNNING);
+  auto running = runs_->ListRuns(filter);
+  if (!running.ok()) return running.status();
+  const absl::Time now = clock_->Now();
+  std::map<std::string, double> goodput;
+  for (const auto& run : *running) {
+    auto attempts = runs_->ListAttempts(run.id());
+    if (!attempts.ok()) return attempts.status();
+    auto events = runs_->ListEvents(run.id());
+    if (!events.ok()) return events.status();
+    goodput[run.name()] = Describe(run, *attempts, *events, now).goodput();
+  }
+  metrics_->SetGoodput(goodput);
+  return static_cast<int>(goodput.size());
 }
 
 }  // namespace tessera::runs

@@ -95,9 +95,17 @@ class RunsComponent final : public Component {
                }),
         // Every instance may apply the retention: a run deleted twice is NOT_FOUND the second
         // time, which the pass skips.
-        retention_(f.clock, RetentionCheckInterval(o.run_retention), [this] {
-          auto deleted = manager_->ExpireFinishedRuns();
-          if (!deleted.ok()) spdlog::warn("runs: retention: {}", deleted.status().ToString());
+        retention_(f.clock, RetentionCheckInterval(o.run_retention),
+                   [this] {
+                     auto deleted = manager_->ExpireFinishedRuns();
+                     if (!deleted.ok())
+                       spdlog::warn("runs: retention: {}", deleted.status().ToString());
+                   }),
+        // Goodput moves with time: the running runs' gauges are recomputed every 15 s (a
+        // Prometheus scrape interval), not at each report.
+        goodput_(f.clock, absl::Seconds(15), [this] {
+          auto covered = manager_->RefreshGoodputMetrics();
+          if (!covered.ok()) spdlog::warn("runs: goodput metrics: {}", covered.status().ToString());
         }) {}
   std::vector<grpc::Service*> services() override {
     return {&runs_, &metrics_, &secrets_, &admin_, &join_};
@@ -113,6 +121,7 @@ class RunsComponent final : public Component {
   // The timers last: stopped before what they use goes.
   PeriodicRunner timer_;
   PeriodicRunner retention_;
+  PeriodicRunner goodput_;
 };
 
 class SchedulerComponent final : public Component {

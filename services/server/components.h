@@ -112,7 +112,7 @@ std::unique_ptr<Component> MakeCordonComponent(const Foundation& f,
 
 struct HealthOptions {
   absl::Duration sweep_interval = absl::ZeroDuration();
-  int uncordon_after_passes = 0;
+  int uncordon_after_passes = 3;
   double canary_compute_seconds = 1.0;
   absl::Duration canary_timeout = absl::Seconds(60);
   int mfu_reports = 3;

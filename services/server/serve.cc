@@ -15,10 +15,10 @@
 #include "services/common/auth/system_keys.h"
 #include "services/common/endpoints.h"
 #include "services/common/grpc_limits.h"
+#include "services/common/metrics/db_metrics.h"
 #include "services/common/periodic_runner.h"
 #include "services/common/service_host.h"
 #include "services/common/tls/grpc_credentials.h"
-#include "services/common/metrics/db_metrics.h"
 #include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
 
@@ -148,7 +148,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
         ->check(CLI::Range(0.0, 30.0 * 86400));
     app.add_option("--uncordon-after-passes", health.uncordon_after_passes,
                    "return a node the health API cordoned after this many passing sweeps in a "
-                   "row (0: an operator uncordons it)")
+                   "row (0: only an operator uncordons it); a node an operator cordoned stays")
         ->capture_default_str()
         ->check(CLI::Range(0, 1000));
     app.add_option("--canary-compute-seconds", health.canary_compute_seconds,

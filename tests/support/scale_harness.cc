@@ -1,6 +1,9 @@
 #include "tests/support/scale_harness.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -128,6 +131,33 @@ std::unique_ptr<grpc::ClientContext> Ctx(const std::string& key) {
   return ctx;
 }
 
+// One plain-HTTP GET /metrics on 127.0.0.1:`port`: the milliseconds from sending the request to
+// the end of the answer, and the answer's bytes.
+absl::StatusOr<std::pair<double, int64_t>> ScrapeMetrics(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat("connect to the metrics port ", port));
+  }
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
+  const absl::Time start = absl::Now();
+  int64_t bytes = 0;
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(request.size())) {
+    char buffer[1 << 16];
+    for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) bytes += n;
+  }
+  const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+  ::close(fd);
+  if (bytes == 0) return absl::UnavailableError("no answer from /metrics");
+  return std::make_pair(ms, bytes);
+}
+
 }  // namespace
 
 absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
@@ -187,6 +217,9 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   if (!listening.ok()) return listening.status();
   const size_t at = listening->find("grpc=") + 5;
   const std::string endpoint = "127.0.0.1:" + listening->substr(at, listening->find(' ', at) - at);
+  const size_t metrics_at = listening->find("metrics=") + 8;
+  const int metrics_port = std::atoi(
+      listening->substr(metrics_at, listening->find(' ', metrics_at) - metrics_at).c_str());
 
   SimFleetOptions fleet_options = o.fleet;
   fleet_options.endpoint = endpoint;
@@ -258,6 +291,17 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     db_cpu += after - (before == db_cpu_before.end() ? 0 : before->second);
   }
   r.database_cores = db_cpu / r.seconds;
+  // /metrics with every node known, as Prometheus scrapes it.
+  std::vector<double> scrapes;
+  for (int i = 0; i < 20; ++i) {
+    auto scraped = ScrapeMetrics(metrics_port);
+    if (!scraped.ok()) return scraped.status();
+    scrapes.push_back(scraped->first);
+    r.metrics_bytes = scraped->second;
+  }
+  std::sort(scrapes.begin(), scrapes.end());
+  r.metrics_scrape_p50_ms = scrapes[scrapes.size() / 2];
+  r.metrics_scrape_max_ms = scrapes.back();
   const DatabaseCounters db_after = ReadCounters(url);
   r.commits_per_second = static_cast<double>(db_after.commits - db_before.commits) / r.seconds;
   r.rows_written_per_second = static_cast<double>(db_after.rows - db_before.rows) / r.seconds;
@@ -388,7 +432,8 @@ std::string FormatScaleReport(const ScaleReport& r) {
              "lost\n"
              "  logs:            %d lines pushed, %d read back, %d attempts mismatched, %d pushes "
              "failed\n"
-             "  streams dropped by the control plane: %d\n",
+             "  streams dropped by the control plane: %d\n"
+             "  GET /metrics:    p50 %.1f ms, max %.1f ms (%.2f of the 50 ms bound), %.0f KiB\n",
              r.nodes, r.seconds, r.server_cores,
              static_cast<double>(r.server_rss_bytes) / (1 << 20),
              1000 * r.server_cores / std::max(r.nodes, 1), r.database_cores, r.commits_per_second,
@@ -400,7 +445,8 @@ std::string FormatScaleReport(const ScaleReport& r) {
              lost.empty() ? "(none)" : lost, static_cast<int>(r.falsely_lost.size()),
              static_cast<int>(r.lines_pushed), static_cast<int>(r.lines_read),
              static_cast<int>(r.log_mismatches.size()), static_cast<int>(r.log_push_failures),
-             static_cast<int>(r.streams_dropped));
+             static_cast<int>(r.streams_dropped), r.metrics_scrape_p50_ms, r.metrics_scrape_max_ms,
+             r.metrics_scrape_p50_ms / 50.0, static_cast<double>(r.metrics_bytes) / 1024);
 }
 
 }  // namespace tessera::testing

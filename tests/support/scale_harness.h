@@ -74,6 +74,10 @@ struct ScaleReport {
   std::vector<std::string> log_mismatches;
   int64_t log_push_failures = 0;
   int64_t streams_dropped = 0;
+  // GET /metrics of the control plane after the window (every node known): the time from the
+  // request to the end of the answer, over several scrapes, and the answer's size.
+  double metrics_scrape_p50_ms = 0, metrics_scrape_max_ms = 0;
+  int64_t metrics_bytes = 0;
 };
 
 absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& options);

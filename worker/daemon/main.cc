@@ -15,6 +15,7 @@
 #include "worker/daemon/rank_identity.h"
 #include "worker/daemon/sandbox_flags.h"
 #include "worker/daemon/worker_daemon.h"
+#include "worker/gpu/gpu_discovery.h"
 
 namespace {
 
@@ -36,6 +37,15 @@ int main(int argc, char** argv) {
   if (argc == 5 && std::string(argv[1]) == "fence-watchdog") {
     return tessera::worker::FenceWatchdogMain(argv[2], absl::Milliseconds(std::atoll(argv[3])),
                                               static_cast<pid_t>(std::atoll(argv[4])));
+  }
+  // What an operator runs on a new node: the GPUs the worker would register, and a probe.
+  if (argc >= 2 && std::string(argv[1]) == "gpus") {
+    if (argc == 2) return tessera::worker::PrintGpusMain(-1);
+    if (argc == 4 && std::string(argv[2]) == "--simulate-gpus") {
+      return tessera::worker::PrintGpusMain(std::atoi(argv[3]));
+    }
+    std::cerr << "usage: tessera-worker gpus [--simulate-gpus N]\n";
+    return 2;
   }
   tessera::BlockTerminationSignals();
   tessera::TurnOffLockOrderChecks();

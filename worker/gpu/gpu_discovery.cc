@@ -22,6 +22,7 @@ using HandleFn = NvmlReturn (*)(unsigned int, NvmlDevice*);
 using NameFn = NvmlReturn (*)(NvmlDevice, char*, unsigned int);
 using MemoryFn = NvmlReturn (*)(NvmlDevice, NvmlMemory*);
 using ErrorFn = const char* (*)(NvmlReturn);
+using DriverVersionFn = NvmlReturn (*)(char*, unsigned int);
 
 template <typename Fn>
 Fn Symbol(void* lib, const char* name) {
@@ -48,6 +49,10 @@ absl::StatusOr<GpuInventory> FromNvml(void* lib) {
   if (NvmlReturn rc = count(&n); rc != 0) return fail("device count", rc);
   GpuInventory inv;
   inv.source = "nvml";
+  if (auto driver = Symbol<DriverVersionFn>(lib, "nvmlSystemGetDriverVersion")) {
+    char version[96] = {};
+    if (driver(version, sizeof version) == 0) inv.driver_version = version;
+  }
   for (unsigned int i = 0; i < n; ++i) {
     NvmlDevice dev = nullptr;
     if (NvmlReturn rc = handle(i, &dev); rc != 0) return fail("device handle", rc);

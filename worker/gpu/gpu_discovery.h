@@ -13,8 +13,9 @@ namespace tessera::worker {
 
 struct GpuInventory {
   std::vector<v1::Gpu> gpus;
-  std::string gpu_type;  // e.g. "h100" from "NVIDIA H100 80GB HBM3"; "simulated"; "" for none
-  std::string source;    // "nvml", "simulated" or "none", with a reason when NVML was absent
+  std::string gpu_type;        // e.g. "h100" from "NVIDIA H100 80GB HBM3"; "simulated"; "" for none
+  std::string source;          // "nvml", "simulated" or "none", with a reason when NVML was absent
+  std::string driver_version;  // NVML's (e.g. "580.159.04"); empty without NVML
 };
 
 // The model name as the run spec's compute.gpu_type spells it: "NVIDIA H100 80GB HBM3" -> "h100",
@@ -24,5 +25,10 @@ std::string GpuTypeFromModel(const std::string& model);
 // `simulate` >= 0 forces that many simulated devices (0: a CPU-only node). Otherwise NVML is
 // asked; without it the node has no GPUs. An NVML that loads but fails is an error.
 absl::StatusOr<GpuInventory> DiscoverGpus(int simulate);
+
+// `tessera-worker gpus`: what the worker finds on this node (the inventory it would register and
+// one GPU probe's faults) as JSON on stdout, for an operator setting a node up. Exit status 0
+// when NVML answered (or `simulate` >= 0), 1 otherwise.
+int PrintGpusMain(int simulate);
 
 }  // namespace tessera::worker

@@ -75,6 +75,21 @@ T& Family<T>::WithLabels(absl::Span<const std::string_view> label_values) {
 }
 
 template <typename T>
+int Family<T>::RemoveUnless(const std::function<bool(const std::vector<std::string>&)>& keep) {
+  absl::MutexLock lock(&mu_);
+  int removed = 0;
+  for (auto it = children_.begin(); it != children_.end();) {
+    if (keep(it->first)) {
+      ++it;
+    } else {
+      it = children_.erase(it);
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+template <typename T>
 FamilySnapshot Family<T>::Snapshot() const {
   FamilySnapshot out;
   out.name = name();

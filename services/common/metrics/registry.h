@@ -12,6 +12,7 @@
 // one; anything else under that name is an error.
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -81,6 +82,11 @@ class Family final : public FamilyBase {
   T& WithLabels(absl::Span<const std::string_view> label_values = {});
   // As WithLabels, but a wrong number of values is an InvalidArgument error.
   absl::StatusOr<T*> TryWithLabels(absl::Span<const std::string_view> label_values);
+  // Drops every series whose label values `keep` rejects, so that it is no longer exported: for
+  // series whose subject is gone (a run that stopped running). A reference WithLabels returned
+  // for a dropped series dangles: only for families whose callers keep none. Returns how many
+  // were dropped.
+  int RemoveUnless(const std::function<bool(const std::vector<std::string>&)>& keep);
 
   FamilySnapshot Snapshot() const override;
 

@@ -81,10 +81,12 @@ export CONSOLE_URL TESSERA_ARTIFACTS_DIR="$ARTIFACTS" MCLI="$BIN/mcli"
 export TESSERA_ADMIN_KEY="$(grep '^api_key:' "$TESSERA_CONFIG" | awk '{print $2}')"
 export TESSERA_TEST_RUN_YAML="$state/console-run.yaml"
 # A run that trains for longer than the test, on one node (of two, so that after a fault it
-# resumes on the other), with a checkpoint every 25 steps.
+# resumes on the other), with a checkpoint every 25 steps. In the training image the cluster
+# serves: `image: host` would need build/bin visible in the ranks' sandbox, whose /tmp is its own
+# (a checkout under /tmp, as CI's may be, is not).
 cat >"$TESSERA_TEST_RUN_YAML" <<'EOF'
 name: console-train
-image: host
+image: tessera/train:latest
 command: |
   DATA="$TESSERA_SHARED_DIR/data/licenses-bpe1024-seq64"
   mkdir -p "$TESSERA_SHARED_DIR/data"

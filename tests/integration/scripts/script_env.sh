@@ -5,11 +5,15 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 BIN="${1:?usage: $(basename "$0") BIN_DIR}"
 state="$(mktemp -d "/tmp/tessera-$(basename "$0" .sh).XXXXXX")"
 # A port nothing listens on, and the `${1:-1}` - 1 after it too (the workers' metrics ports
-# follow TESSERA_METRICS_PORT).
+# follow TESSERA_METRICS_PORT). Below the kernel's ephemeral range, so that no connection or
+# port-0 listener of a test running beside this one takes it between this check and the bind.
+ephemeral_low="$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
 free_port() {
-  local n="${1:-1}"
+  local n="${1:-1}" low=10000
+  local span=$((ephemeral_low - low - n))
+  [ "$span" -gt 1000 ] || { low=20000; span=10000; }
   while true; do
-    local p=$((20000 + RANDOM % 30000)) i=0
+    local p=$((low + (RANDOM * 32768 + RANDOM) % span)) i=0
     while [ "$i" -lt "$n" ] && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + i))") 2>/dev/null; do
       i=$((i + 1))
     done

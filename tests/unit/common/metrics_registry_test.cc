@@ -207,5 +207,23 @@ TEST_CASE("metrics: the default registry is one process-wide instance", "[metric
   CHECK(&Registry::Default() == &Registry::Default());
 }
 
+TEST_CASE("metrics: series whose subject is gone are dropped from the export", "[metrics]") {
+  Registry r;
+  auto* family = *r.AddGauge("tessera_test_ratio", "help", {"run"});
+  family->WithLabels({"a"}).Set(0.5);
+  family->WithLabels({"b"}).Set(0.7);
+  family->WithLabels({"c"}).Set(0.9);
+  CHECK(family->RemoveUnless([](const std::vector<std::string>& l) { return l[0] != "b"; }) == 1);
+  const std::string text = RenderText(r);
+  CHECK(text.find("tessera_test_ratio{run=\"a\"} 0.5") != std::string::npos);
+  CHECK(text.find("run=\"b\"") == std::string::npos);
+  CHECK(text.find("tessera_test_ratio{run=\"c\"} 0.9") != std::string::npos);
+  // A series dropped and set again starts afresh.
+  family->WithLabels({"b"}).Set(0.1);
+  CHECK(RenderText(r).find("tessera_test_ratio{run=\"b\"} 0.1") != std::string::npos);
+  CHECK(family->RemoveUnless([](const std::vector<std::string>&) { return false; }) == 3);
+  CHECK(RenderText(r).find("tessera_test_ratio{") == std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::metrics

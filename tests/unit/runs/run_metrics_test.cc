@@ -183,5 +183,33 @@ TEST_CASE("recoveries are counted by cause with their duration and ended runs by
   CHECK(MetricValue(f.registry, "tessera_runs_ended_total", {"COMPLETED"}) == 1);
 }
 
+TEST_CASE("each running run has a goodput gauge, dropped once it stops running") {
+  using tessera::testing::MetricValue;
+  MetricsFixture f;
+  auto refreshed = f.manager.RefreshGoodputMetrics();
+  REQUIRE(refreshed.ok());
+  CHECK(*refreshed == 0);  // queued: no series yet
+  CHECK_FALSE(MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()}));
+
+  f.Start(0);
+  f.clock->Advance(absl::Seconds(100));
+  refreshed = f.manager.RefreshGoodputMetrics();
+  REQUIRE(refreshed.ok());
+  CHECK(*refreshed == 1);
+  // The same figure `mcli describe run` shows.
+  v1::DescribeRunRequest req;
+  req.set_name(f.run.name());
+  v1::DescribeRunResponse described;
+  REQUIRE(f.manager.DescribeRun(f.alice, req, &described).ok());
+  const auto goodput = MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()});
+  REQUIRE(goodput);
+  CHECK(*goodput == described.description().goodput());
+  CHECK(*goodput > 0);
+
+  f.Record(f.run, 0, v1::RUN_STATUS_COMPLETED, v1::ATTEMPT_END_REASON_SUCCEEDED);
+  REQUIRE(f.manager.RefreshGoodputMetrics().ok());
+  CHECK_FALSE(MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()}));
+}
+
 }  // namespace
 }  // namespace tessera::runs::testing
