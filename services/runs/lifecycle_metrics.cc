@@ -28,13 +28,24 @@ LifecycleMetrics::LifecycleMetrics(metrics::Registry& r)
           "tessera_run_goodput_ratio",
           "Goodput of each running run: effective training time over its wall time so far "
           "(time lost to interruptions and work redone since their checkpoints excluded).",
+          {"run"}))),
+      resumptions_(metrics::MustRegister(r.AddGauge(
+          "tessera_run_resumptions",
+          "Resumptions of each running run so far (its attempt index): one that climbs fast is "
+          "in a recovery loop.",
           {"run"}))) {}
 
-void LifecycleMetrics::SetGoodput(const std::map<std::string, double>& by_run) {
+void LifecycleMetrics::SetRunningRuns(const std::map<std::string, RunningRun>& by_name) {
   // Dropped first: nobody keeps a reference to these series.
-  goodput_->RemoveUnless(
-      [&](const std::vector<std::string>& labels) { return by_run.contains(labels.at(0)); });
-  for (const auto& [run, ratio] : by_run) goodput_->WithLabels({run}).Set(ratio);
+  auto running = [&](const std::vector<std::string>& labels) {
+    return by_name.contains(labels.at(0));
+  };
+  goodput_->RemoveUnless(running);
+  resumptions_->RemoveUnless(running);
+  for (const auto& [run, figures] : by_name) {
+    goodput_->WithLabels({run}).Set(figures.goodput);
+    resumptions_->WithLabels({run}).Set(figures.resumptions);
+  }
 }
 
 void LifecycleMetrics::Observe(const v1::Run& before, const v1::Run& after,

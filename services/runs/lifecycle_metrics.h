@@ -2,8 +2,9 @@
 // What the run manager tells Prometheus as runs change: runs that ended, by status; and each
 // recovery (an attempt that runs after an earlier one of its run ended), by the cause that ended
 // the earlier one, with the time from that end to the new attempt's running (a histogram).
-// Labels are statuses and causes: bounded. The one exception, tessera_run_goodput_ratio{run},
-// has a series per running run only, dropped when the run stops running.
+// Labels are statuses and causes: bounded. The exceptions, tessera_run_goodput_ratio{run} and
+// tessera_run_resumptions{run}, have a series per running run only, dropped when the run stops
+// running.
 
 #include <map>
 #include <string>
@@ -25,15 +26,21 @@ class LifecycleMetrics {
   void Observe(const v1::Run& before, const v1::Run& after,
                const std::vector<v1::Attempt>& attempts, absl::Time now);
 
-  // Goodput (effective training time over wall time, as `mcli describe run` shows it) of every
-  // running run, by name; the series of runs not in `by_run` are dropped.
-  void SetGoodput(const std::map<std::string, double>& by_run);
+  // What each running run's series show, by run name: its goodput (effective training time over
+  // wall time, as `mcli describe run` shows it) and how often it was resumed so far.
+  struct RunningRun {
+    double goodput = 0;
+    int resumptions = 0;
+  };
+  // Sets the series of every running run; those of runs not in `by_name` are dropped.
+  void SetRunningRuns(const std::map<std::string, RunningRun>& by_name);
 
  private:
   metrics::Family<metrics::Counter>* ended_;
   metrics::Family<metrics::Counter>* recoveries_;
   metrics::Family<metrics::Histogram>* recovery_seconds_;
   metrics::Family<metrics::Gauge>* goodput_;
+  metrics::Family<metrics::Gauge>* resumptions_;
 };
 
 }  // namespace tessera::runs

@@ -88,9 +88,9 @@ class RunManager {
   // Asks every RUNNING run past its max_duration to stop. Called periodically; returns how
   // many runs it stopped.
   absl::StatusOr<int> EnforceMaxDuration();
-  // Computes the goodput of every running run for tessera_run_goodput_ratio; returns how many
-  // runs it covered (0 without metrics).
-  absl::StatusOr<int> RefreshGoodputMetrics();
+  // Computes every running run's series (tessera_run_goodput_ratio, tessera_run_resumptions);
+  // returns how many runs it covered (0 without metrics).
+  absl::StatusOr<int> RefreshRunningRunMetrics();
 
   // Deletes the runs that ended more than the run retention ago, with their attempts, events
   // and logs (run_retention.cc). A run whose logs cannot be deleted now (the log service is

@@ -145,23 +145,24 @@ absl::StatusOr<int> RunManager::EnforceMaxDuration() {
   return stopped;
 }
 
-absl::StatusOr<int> RunManager::RefreshGoodputMetrics() {
+absl::StatusOr<int> RunManager::RefreshRunningRunMetrics() {
   if (metrics_ == nullptr) return 0;
   v1::RunFilter filter;
   filter.add_statuses(v1::RUN_STATUS_RUNNING);
   auto running = runs_->ListRuns(filter);
   if (!running.ok()) return running.status();
   const absl::Time now = clock_->Now();
-  std::map<std::string, double> goodput;
+  std::map<std::string, LifecycleMetrics::RunningRun> figures;
   for (const auto& run : *running) {
     auto attempts = runs_->ListAttempts(run.id());
     if (!attempts.ok()) return attempts.status();
     auto events = runs_->ListEvents(run.id());
     if (!events.ok()) return events.status();
-    goodput[run.name()] = Describe(run, *attempts, *events, now).goodput();
+    figures[run.name()] = {.goodput = Describe(run, *attempts, *events, now).goodput(),
+                           .resumptions = run.resumption_index()};
   }
-  metrics_->SetGoodput(goodput);
-  return static_cast<int>(goodput.size());
+  metrics_->SetRunningRuns(figures);
+  return static_cast<int>(figures.size());
 }
 
 }  // namespace tessera::runs

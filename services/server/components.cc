@@ -104,7 +104,7 @@ class RunsComponent final : public Component {
         // Goodput moves with time: the running runs' gauges are recomputed every 15 s (a
         // Prometheus scrape interval), not at each report.
         goodput_(f.clock, absl::Seconds(15), [this] {
-          auto covered = manager_->RefreshGoodputMetrics();
+          auto covered = manager_->RefreshRunningRunMetrics();
           if (!covered.ok()) spdlog::warn("runs: goodput metrics: {}", covered.status().ToString());
         }) {}
   std::vector<grpc::Service*> services() override {

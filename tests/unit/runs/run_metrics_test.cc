@@ -183,17 +183,17 @@ TEST_CASE("recoveries are counted by cause with their duration and ended runs by
   CHECK(MetricValue(f.registry, "tessera_runs_ended_total", {"COMPLETED"}) == 1);
 }
 
-TEST_CASE("each running run has a goodput gauge, dropped once it stops running") {
+TEST_CASE("each running run has goodput and resumption gauges, dropped once it stops running") {
   using tessera::testing::MetricValue;
   MetricsFixture f;
-  auto refreshed = f.manager.RefreshGoodputMetrics();
+  auto refreshed = f.manager.RefreshRunningRunMetrics();
   REQUIRE(refreshed.ok());
   CHECK(*refreshed == 0);  // queued: no series yet
   CHECK_FALSE(MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()}));
 
   f.Start(0);
   f.clock->Advance(absl::Seconds(100));
-  refreshed = f.manager.RefreshGoodputMetrics();
+  refreshed = f.manager.RefreshRunningRunMetrics();
   REQUIRE(refreshed.ok());
   CHECK(*refreshed == 1);
   // The same figure `mcli describe run` shows.
@@ -205,10 +205,23 @@ TEST_CASE("each running run has a goodput gauge, dropped once it stops running")
   REQUIRE(goodput);
   CHECK(*goodput == described.description().goodput());
   CHECK(*goodput > 0);
+  CHECK(MetricValue(f.registry, "tessera_run_resumptions", {f.run.name()}) == 0);
 
-  f.Record(f.run, 0, v1::RUN_STATUS_COMPLETED, v1::ATTEMPT_END_REASON_SUCCEEDED);
-  REQUIRE(f.manager.RefreshGoodputMetrics().ok());
+  // A node failure, then the run resumes: one resumption.
+  f.Record(f.run, 0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  f.clock->Advance(absl::Seconds(20));
+  f.Start(1);
+  f.clock->Advance(absl::Seconds(20));
+  REQUIRE(f.manager.RefreshRunningRunMetrics().ok());
+  CHECK(MetricValue(f.registry, "tessera_run_resumptions", {f.run.name()}) == 1);
+  const auto after = MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()});
+  REQUIRE(after);
+  CHECK(*after < *goodput);  // the interruption's time is lost
+
+  f.Record(f.run, 1, v1::RUN_STATUS_COMPLETED, v1::ATTEMPT_END_REASON_SUCCEEDED);
+  REQUIRE(f.manager.RefreshRunningRunMetrics().ok());
   CHECK_FALSE(MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()}));
+  CHECK_FALSE(MetricValue(f.registry, "tessera_run_resumptions", {f.run.name()}));
 }
 
 }  // namespace
