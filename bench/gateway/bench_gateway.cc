@@ -30,6 +30,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -223,47 +224,18 @@ void Followers(tessera::gateway::GatewayServer& gateway, int count, double lines
       static_cast<double>(rss_open - rss_before) / std::max(1, count), rss_before, rss_open);
 }
 
-// Submissions for `seconds` from `clients` threads; returns runs per second.
-double SubmitOverRest(uint16_t port, int clients, int seconds, const std::string& key) {
+// `clients` threads, each with a client of its own from `make_client`, submit for `seconds`;
+// returns the submissions per second. A client returns false when a submission failed (it has
+// said why), which ends its thread.
+double SubmissionRate(int clients, int seconds,
+                      const std::function<std::function<bool()>()>& make_client) {
   std::atomic<long> done{0};
   std::atomic<bool> stop{false};
-  const std::string body =
-      R"({"spec": {"name": "bench", "command": "echo hi", "compute": {"gpus": 1}}})";
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&] {
-      net::io_context io;
-      tcp::socket socket(io);
-      socket.connect({net::ip::make_address("127.0.0.1"), port});
-      const std::string request = absl::StrCat(
-          "POST /api/v1/runs HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer ", key,
-          "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(), "\r\n\r\n", body);
-      std::string buffer;
-      while (!stop.load()) {
-        net::write(socket, net::buffer(request));
-        // The answer: a header with its Content-Length, then that many bytes.
-        buffer.clear();
-        std::size_t need = std::string::npos;
-        char chunk[4096];
-        while (true) {
-          boost::system::error_code ec;
-          const std::size_t n = socket.read_some(net::buffer(chunk), ec);
-          if (ec) return;
-          buffer.append(chunk, n);
-          const std::size_t head = buffer.find("\r\n\r\n");
-          if (head == std::string::npos) continue;
-          if (need == std::string::npos) {
-            const std::size_t cl = buffer.find("Content-Length: ");
-            need = head + 4 + static_cast<std::size_t>(std::atol(buffer.c_str() + cl + 16));
-          }
-          if (buffer.size() >= need) break;
-        }
-        if (buffer.rfind("HTTP/1.1 200", 0) != 0) {
-          std::fprintf(stderr, "submit failed: %s\n", buffer.substr(0, 200).c_str());
-          return;
-        }
-        ++done;
-      }
+      std::function<bool()> submit = make_client();
+      while (!stop.load() && submit()) ++done;
     });
   }
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
@@ -272,35 +244,60 @@ double SubmitOverRest(uint16_t port, int clients, int seconds, const std::string
   return static_cast<double>(done.load()) / seconds;
 }
 
-double SubmitOverGrpc(const std::string& target, int clients, int seconds, const std::string& key) {
-  std::atomic<long> done{0};
-  std::atomic<bool> stop{false};
-  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
-  std::vector<std::thread> threads;
-  for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&] {
-      auto stub = v1::RunService::NewStub(channel);
-      v1::SubmitRunRequest request;
-      request.mutable_spec()->set_name("bench");
-      request.mutable_spec()->set_command("echo hi");
-      request.mutable_spec()->mutable_compute()->set_gpus(1);
-      while (!stop.load()) {
-        grpc::ClientContext context;
-        context.AddMetadata("authorization", "Bearer " + key);
-        v1::SubmitRunResponse response;
-        const grpc::Status status = stub->SubmitRun(&context, request, &response);
-        if (!status.ok()) {
-          std::fprintf(stderr, "submit failed: %s\n", status.error_message().c_str());
-          return;
+// POST /api/v1/runs with a JSON spec, over one kept-alive connection per client.
+double SubmitOverRest(uint16_t port, int clients, int seconds, const std::string& key) {
+  const std::string body =
+      R"({"spec": {"name": "bench", "command": "echo hi", "compute": {"gpus": 1}}})";
+  const std::string request = absl::StrCat(
+      "POST /api/v1/runs HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer ", key,
+      "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(), "\r\n\r\n", body);
+  return SubmissionRate(clients, seconds, [&]() -> std::function<bool()> {
+    auto io = std::make_shared<net::io_context>();
+    auto socket = std::make_shared<tcp::socket>(*io);
+    socket->connect({net::ip::make_address("127.0.0.1"), port});
+    return [io, socket, &request] {
+      net::write(*socket, net::buffer(request));
+      // The answer: a header with its Content-Length, then that many bytes.
+      std::string buffer;
+      std::size_t need = std::string::npos;
+      char chunk[4096];
+      while (buffer.size() < need) {
+        boost::system::error_code ec;
+        const std::size_t n = socket->read_some(net::buffer(chunk), ec);
+        if (ec) return false;
+        buffer.append(chunk, n);
+        const std::size_t head = buffer.find("\r\n\r\n");
+        if (head != std::string::npos && need == std::string::npos) {
+          const std::size_t cl = buffer.find("Content-Length: ");
+          need = head + 4 + static_cast<std::size_t>(std::atol(buffer.c_str() + cl + 16));
         }
-        ++done;
       }
-    });
-  }
-  std::this_thread::sleep_for(std::chrono::seconds(seconds));
-  stop = true;
-  for (auto& t : threads) t.join();
-  return static_cast<double>(done.load()) / seconds;
+      if (buffer.rfind("HTTP/1.1 200", 0) == 0) return true;
+      std::fprintf(stderr, "submit failed: %s\n", buffer.substr(0, 200).c_str());
+      return false;
+    };
+  });
+}
+
+// RunService.SubmitRun, one stub per client over one channel.
+double SubmitOverGrpc(const std::string& target, int clients, int seconds, const std::string& key) {
+  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  v1::SubmitRunRequest request;
+  request.mutable_spec()->set_name("bench");
+  request.mutable_spec()->set_command("echo hi");
+  request.mutable_spec()->mutable_compute()->set_gpus(1);
+  return SubmissionRate(clients, seconds, [&]() -> std::function<bool()> {
+    std::shared_ptr<v1::RunService::Stub> stub = v1::RunService::NewStub(channel);
+    return [stub, &request, &key] {
+      grpc::ClientContext context;
+      context.AddMetadata("authorization", "Bearer " + key);
+      v1::SubmitRunResponse response;
+      const grpc::Status status = stub->SubmitRun(&context, request, &response);
+      if (status.ok()) return true;
+      std::fprintf(stderr, "submit failed: %s\n", status.error_message().c_str());
+      return false;
+    };
+  });
 }
 
 std::string Bin(const std::string& name) { return std::string(TESSERA_BIN_DIR) + "/" + name; }
