@@ -68,7 +68,8 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
   void Stop() override {
     net::post(stream_.get_executor(), [self = this->shared_from_this()] {
       self->stopped_ = true;
-      if (self->relay_) self->relay_->Cancel();
+      // A copy: the relay may finish inside Cancel, and its end drops the member.
+      if (auto relay = self->relay_) relay->Cancel();
       if (!self->handler_running_) self->Close();
     });
   }

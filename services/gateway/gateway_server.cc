@@ -170,9 +170,11 @@ void GatewayServer::Shutdown() {
   });
   upstream_->CancelAll();
   connections_.StopAll();
-  // Every stream ends once its cancelled call does; a connection that still has not closed after
-  // this is dropped with the I/O context.
-  if (!connections_.WaitEmpty(std::chrono::seconds(5))) {
+  // Every stream ends once its cancelled call does. A connection still open after a second is
+  // asked again (a stop that came while its request was being read or handled); one still open
+  // after that is dropped with the I/O context.
+  if (!connections_.WaitEmpty(std::chrono::seconds(1))) connections_.StopAll();
+  if (!connections_.WaitEmpty(std::chrono::seconds(3))) {
     spdlog::warn("gateway: {} connections still open at shutdown", connections_.size());
   }
   handlers_.join();

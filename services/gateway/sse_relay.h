@@ -86,11 +86,14 @@ class SseRelay : public std::enable_shared_from_this<SseRelay<Stream>> {
     Pump();
   }
 
-  // The client left or the gateway is stopping: the source ends soon, then `done`.
+  // The client left or the gateway is stopping: the source ends soon, then `done`. Looks at the
+  // source again too, so that an end already queued is taken even without a notification.
   void Cancel() {
-    if (cancelled_ || ended_) return;
-    cancelled_ = true;
-    source_->Cancel();
+    if (!cancelled_ && !ended_) {
+      cancelled_ = true;
+      source_->Cancel();
+    }
+    Pump();
   }
 
  private:
