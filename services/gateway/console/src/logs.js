@@ -5,7 +5,7 @@
 // rank, stream and sequence) are kept once.
 import { enc } from './api.js';
 import { debounce, fmtClock, h, num, replaceChildren } from './dom.js';
-import { openEventStream } from './sse.js';
+import { jsonEvents, openEventStream } from './sse.js';
 import { liveIndicator } from './live.js';
 
 const MAX_LINES = 10000; // kept in memory
@@ -133,16 +133,7 @@ export function createLogViewer({ runName, ctx }) {
         else live.set('connecting');
       },
       onOpen: () => ctx.clearError('logs'),
-      onEvent: (ev) => {
-        if (ev.event !== 'log') return;
-        let line;
-        try {
-          line = JSON.parse(ev.data);
-        } catch {
-          return;
-        }
-        add(line);
-      },
+      onEvent: jsonEvents('log', add),
       // The stream ends with its attempt: follow the next one while the run goes on.
       onEnd: () => state.attempt === 'latest' && state.runActive,
       onError: (e) => {

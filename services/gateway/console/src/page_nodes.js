@@ -4,7 +4,7 @@
 // resumed with Last-Event-ID). Cordon, Uncordon, Drain and "Sweep now" for operators and admins.
 import { api, enc, listAllRuns, toQuery } from './api.js';
 import { badge, debounce, enumName, fmtAge, fmtTime, h, link, num, replaceChildren } from './dom.js';
-import { openEventStream } from './sse.js';
+import { jsonEvents, openEventStream } from './sse.js';
 import { createTable } from './table.js';
 import { liveIndicator } from './live.js';
 
@@ -219,21 +219,14 @@ export async function mountNodes(container, ctx) {
     signal,
     onStatus: (s) => live.set(s === 'open' ? 'live' : s === 'closed' ? 'off' : 'connecting'),
     onOpen: () => ctx.clearError('node-events'),
-    onEvent: (ev) => {
-      if (ev.event !== 'node_event') return;
-      let e;
-      try {
-        e = JSON.parse(ev.data);
-      } catch {
-        return;
-      }
+    onEvent: jsonEvents('node_event', (e) => {
       if (events.some((x) => x.id === e.id)) return;
       events.unshift(e);
       events.sort((a, b) => num(b.id) - num(a.id));
       if (events.length > MAX_EVENTS) events.length = MAX_EVENTS;
       if (!frame) frame = requestAnimationFrame(renderEvents);
       loadSoon(); // the node's state changed: show it now
-    },
+    }),
     onError: (e) => {
       ctx.showError(e, 'node-events');
       return true;

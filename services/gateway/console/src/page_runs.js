@@ -7,7 +7,7 @@ import {
   ACTIVE_RUN_STATUSES, RUN_STATUSES, debounce, enumName, fmtAge, fmtNumber, h, isActiveRun, link,
   num, parseTime, replaceChildren, runStatusBadge,
 } from './dom.js';
-import { openEventStream } from './sse.js';
+import { jsonEvents, openEventStream } from './sse.js';
 import { createTable } from './table.js';
 import { liveIndicator } from './live.js';
 
@@ -146,19 +146,12 @@ export async function mountRuns(container, ctx) {
         // The watch starts from now: what changed while it was down comes from the list.
         if (opened > 1) loadAll().catch((e) => ctx.showError(e, 'runs-load'));
       },
-      onEvent: (ev) => {
-        if (ev.event !== 'run') return;
-        let change;
-        try {
-          change = JSON.parse(ev.data);
-        } catch {
-          return;
-        }
+      onEvent: jsonEvents('run', (change) => {
         if (change && change.run) {
           merge(change.run);
           scheduleRender();
         }
-      },
+      }),
       onError: (e) => {
         ctx.showError(e, 'runs-watch');
         if (e.permanent) watchWorks = false;

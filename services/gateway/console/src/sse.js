@@ -99,6 +99,22 @@ export class SseParser {
 //   onStatus(state): 'connecting' | 'open' | 'retrying' | 'closed'
 //   lastEventId: to resume after
 // Returns {close(), lastEventId()}.
+//
+// onEvent: jsonEvents('log', (line) => ...) takes the events of one name and hands on their
+// data as parsed JSON (an event whose data does not parse is skipped).
+export function jsonEvents(name, handle) {
+  return (ev) => {
+    if (ev.event !== name) return;
+    let data;
+    try {
+      data = JSON.parse(ev.data);
+    } catch {
+      return;
+    }
+    handle(data);
+  };
+}
+
 export function openEventStream(opts) {
   const controller = new AbortController();
   const outer = opts.signal;
