@@ -310,9 +310,11 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
 
 }  // namespace
 
-void ConnectionSet::Add(const std::shared_ptr<Connection>& connection) {
+bool ConnectionSet::Add(const std::shared_ptr<Connection>& connection) {
   std::lock_guard lock(mu_);
+  if (stopped_) return false;
   open_.emplace(connection.get(), connection);
+  return true;
 }
 
 void ConnectionSet::Remove(const Connection* connection) {
@@ -330,6 +332,7 @@ void ConnectionSet::StopAll() {
   std::vector<std::shared_ptr<Connection>> open;
   {
     std::lock_guard lock(mu_);
+    stopped_ = true;
     for (auto& [raw, weak] : open_) {
       if (auto c = weak.lock()) open.push_back(std::move(c));
     }
@@ -344,19 +347,15 @@ bool ConnectionSet::WaitEmpty(std::chrono::milliseconds timeout) {
 
 void StartConnection(tcp::socket socket, std::string peer, std::shared_ptr<ssl::context> tls,
                      const ConnectionContext& context) {
-  std::shared_ptr<Connection> connection;
+  // A connection the set refuses (the gateway is stopping) is closed as `s` goes.
   if (tls != nullptr) {
     auto s = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
         std::move(socket), std::move(peer), std::move(tls), context);
-    connection = s;
-    context.connections.Add(connection);
-    s->Start();
+    if (context.connections.Add(s)) s->Start();
   } else {
     auto s = std::make_shared<Session<beast::tcp_stream>>(std::move(socket), std::move(peer),
                                                           nullptr, context);
-    connection = s;
-    context.connections.Add(connection);
-    s->Start();
+    if (context.connections.Add(s)) s->Start();
   }
 }
 

@@ -47,9 +47,12 @@ class Connection {
 // The connections open now, so that the gateway can count and stop them.
 class ConnectionSet {
  public:
-  void Add(const std::shared_ptr<Connection>& connection);
+  // False once StopAll has run: a connection accepted while the gateway was stopping is not
+  // served (it would outlive the stop), and the caller drops it.
+  [[nodiscard]] bool Add(const std::shared_ptr<Connection>& connection);
   void Remove(const Connection* connection);
   std::size_t size() const;
+  // Stops every open connection, and refuses any added later.
   void StopAll();
   // Waits until every connection is gone, at most `timeout`; false when some are left.
   bool WaitEmpty(std::chrono::milliseconds timeout);
@@ -58,6 +61,7 @@ class ConnectionSet {
   mutable std::mutex mu_;
   std::condition_variable empty_;
   std::unordered_map<const Connection*, std::weak_ptr<Connection>> open_;
+  bool stopped_ = false;
 };
 
 // What every connection of one gateway shares; outlives them all.
