@@ -20,6 +20,7 @@ inline constexpr uint32_t kNoAllocation = UINT32_MAX;
 
 struct Allocation {
   std::string run_id;
+  std::string team;
   Priority priority = Priority::kMedium;
   bool preemptible = false;
   int64_t started_at_micros = 0;

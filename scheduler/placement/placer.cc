@@ -1,31 +1,44 @@
 #include "scheduler/placement/placer.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <climits>
 
+#include "absl/strings/str_cat.h"
 #include "scheduler/placement/gpu_pick.h"
 #include "scheduler/placement/preemption.h"
 #include "scheduler/placement/queue_order.h"
 
 namespace tessera::scheduler {
 
+// Preemption searches that failed this cycle, valid while the pool's epoch holds:
+// [per_node * kPriorityLevels + priority] -> the fewest nodes that could not be cleared. With
+// reclaiming, the victims also depend on the claimant's team, so each team has its own. (A team
+// that goes over its quota elsewhere in the cluster during the cycle may make more victims
+// eligible than a memo knows of; the next cycle searches again.)
+struct Placer::Memo {
+  uint64_t epoch = UINT64_MAX;
+  std::vector<int> min_nodes;
+};
+
 struct Placer::Cycle {
   PlacementDecision* decision = nullptr;
   const PlaceOptions* options = nullptr;
   std::vector<bool> pool_reserved;
   std::vector<std::vector<uint32_t>> reserved_by_pool;
-  // Preemption searches that failed this cycle, per pool, valid while the pool's epoch holds:
-  // [per_node * kPriorityLevels + priority] -> the fewest nodes that could not be cleared.
-  struct Memo {
-    uint64_t epoch = UINT64_MAX;
-    std::vector<int> min_nodes;
-  };
   std::vector<Memo> memo;
+  absl::flat_hash_map<std::string, Memo> reclaim_memo;  // by pool and team
+  // Set by PlaceRun when the run, not placed within its quota, may borrow: it is tried again
+  // once every run has had its turn (positions in decision->waiting).
+  bool borrow_later = false;
+  std::vector<size_t> borrowers;
 };
 
 Placer::Placer(const ClusterState& state)
-    : capacity_(state.nodes), allocations_(capacity_.node_count()) {
+    : capacity_(state.nodes),
+      allocations_(capacity_.node_count()),
+      quotas_(state.quotas, capacity_) {
   std::vector<const RunningAllocation*> running;
   running.reserve(state.running.size());
   for (const RunningAllocation& allocation : state.running) running.push_back(&allocation);
@@ -36,6 +49,7 @@ Placer::Placer(const ClusterState& state)
     if (allocations_.Find(source->run_id) != kNoAllocation) continue;  // listed twice
     Allocation allocation;
     allocation.run_id = source->run_id;
+    allocation.team = source->team;
     allocation.priority = source->priority;
     allocation.preemptible = source->preemptible;
     allocation.started_at_micros = source->started_at_micros;
@@ -55,8 +69,31 @@ Placer::Placer(const ClusterState& state)
       }
       allocation.parts.emplace_back(node, mask);
     }
-    allocations_.Add(std::move(allocation), capacity_);
+    ChargeQuota(allocations_.Add(std::move(allocation), capacity_), 1);
   }
+}
+
+void Placer::ChargeQuota(uint32_t id, int delta) {
+  const Allocation& allocation = allocations_.Get(id);
+  if (allocation.cpu_only) return;  // quotas are of GPUs
+  for (const auto& [node, mask] : allocation.parts) {
+    quotas_.Charge(allocation.team, capacity_.PoolOf(node), std::popcount(mask), delta);
+  }
+}
+
+void Placer::RemoveAllocation(uint32_t id) {
+  ChargeQuota(id, -1);
+  allocations_.Remove(id, capacity_);
+}
+
+int Placer::FreeUnitsFor(const ResourceRequest& request) const {
+  int free = 0;
+  for (uint32_t pool : capacity_.PoolsFor(request.cluster, request.gpu_type)) {
+    for (int f = 1; f <= capacity_.pool(pool).capacity; ++f) {
+      free += f * static_cast<int>(capacity_.AvailableWithFree(pool, f).size());
+    }
+  }
+  return free;
 }
 
 PlacementDecision Placer::PlaceQueue(const std::vector<QueuedRun>& queue,
@@ -77,22 +114,42 @@ PlacementDecision Placer::PlaceQueue(const std::vector<QueuedRun>& queue,
     // Nothing free and nothing this run (or any after it, of no higher priority) may preempt:
     // the rest of the queue waits without being examined.
     if (!exhausted && capacity_.available_free_units() == 0 &&
-        !allocations_.AnyPreemptibleBelow(run.priority)) {
+        !allocations_.AnyPreemptibleBelow(run.priority) && !quotas_.AnyBorrowing()) {
       exhausted = true;
     }
     if (exhausted) {
-      decision.waiting.push_back(Waiting{index, WaitReason::kWaitingForCapacity});
+      Waiting waiting{index, WaitReason::kWaitingForCapacity};
+      QuotaOnlyReason(run, &waiting);
+      decision.waiting.push_back(waiting);
       continue;
     }
     const auto start = options.timings != nullptr ? std::chrono::steady_clock::now()
                                                   : std::chrono::steady_clock::time_point{};
-    WaitReason reason = WaitReason::kWaitingForCapacity;
-    if (!PlaceRun(cycle, run, &reason)) decision.waiting.push_back(Waiting{index, reason});
+    Waiting waiting{index, WaitReason::kWaitingForCapacity};
+    cycle.borrow_later = false;
+    if (!PlaceRun(cycle, run, &waiting)) {
+      if (cycle.borrow_later) cycle.borrowers.push_back(decision.waiting.size());
+      decision.waiting.push_back(waiting);
+    }
     if (options.timings != nullptr) {
       const auto elapsed = std::chrono::steady_clock::now() - start;
       options.timings->push_back(DecisionTiming{
           index, std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()});
     }
+  }
+  // Borrowing comes last: idle GPUs go to runs within their quota first, so that a run is
+  // never placed and reclaimed in one cycle. Reservations still hold.
+  if (!cycle.borrowers.empty()) {
+    std::vector<bool> placed(decision.waiting.size(), false);
+    for (size_t position : cycle.borrowers) {
+      if (capacity_.available_free_units() == 0) break;
+      placed[position] = Borrow(cycle, queue[decision.waiting[position].queue_index]);
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < decision.waiting.size(); ++i) {
+      if (!placed[i]) decision.waiting[kept++] = decision.waiting[i];
+    }
+    decision.waiting.resize(kept);
   }
   for (const std::vector<uint32_t>& nodes : cycle.reserved_by_pool) {
     for (uint32_t node : nodes) capacity_.SetReserved(node, false);
@@ -121,18 +178,55 @@ void Placer::CollectCandidates(const ResourceRequest& request) {
   }
 }
 
-bool Placer::PlaceRun(Cycle& cycle, const QueuedRun& run, WaitReason* reason) {
+bool Placer::WithinQuota(const QueuedRun& run, const Candidate& candidate) const {
+  if (run.request.gpus == 0 || capacity_.pool(candidate.pool).gpus_per_node == 0) return true;
+  const int gpus = candidate.shape.nodes * candidate.shape.per_node;
+  return gpus <= quotas_.Headroom(run.team, candidate.pool);
+}
+
+void Placer::QuotaWait(const QueuedRun& run, uint32_t pool, WaitReason reason,
+                       Waiting* waiting) const {
+  waiting->reason = reason;
+  quotas_.Tightest(run.team, pool, &waiting->quota_used, &waiting->quota);
+}
+
+void Placer::QuotaOnlyReason(const QueuedRun& run, Waiting* waiting) {
+  if (!quotas_.AnyManaged() || run.request.gpus == 0 || !run.request.node_names.empty()) return;
+  CollectCandidates(run.request);
+  for (const Candidate& candidate : candidates_) {
+    if (WithinQuota(run, candidate)) return;
+  }
+  if (candidates_.empty()) return;
+  QuotaWait(run, candidates_.front().pool,
+            run.preemptible ? WaitReason::kWaitingToBorrow : WaitReason::kQuotaReached, waiting);
+}
+
+bool Placer::PlaceRun(Cycle& cycle, const QueuedRun& run, Waiting* waiting) {
   if (allocations_.Find(run.run_id) != kNoAllocation) {
-    *reason = WaitReason::kAlreadyPlaced;
+    waiting->reason = WaitReason::kAlreadyPlaced;
     return false;
   }
-  if (!run.request.node_names.empty()) return PlaceNamed(cycle, run, reason);
+  if (!run.request.node_names.empty()) return PlaceNamed(cycle, run, waiting);
   CollectCandidates(run.request);
   if (candidates_.empty()) {
-    *reason = WaitReason::kNoMatchingNodes;
+    waiting->reason = WaitReason::kNoMatchingNodes;
     return false;
   }
+  // Where the run stays within its team's quota; elsewhere it may only borrow idle GPUs, and
+  // only when it is preemptible.
+  bool any_within = false;
+  for (Candidate& candidate : candidates_) {
+    candidate.within_quota = WithinQuota(run, candidate);
+    any_within = any_within || candidate.within_quota;
+  }
+  if (!any_within && !run.preemptible) {
+    QuotaWait(run, candidates_.front().pool, WaitReason::kQuotaReached, waiting);
+    return false;
+  }
+  bool may_borrow = false;
   for (const Candidate& candidate : candidates_) {
+    may_borrow = may_borrow || (!candidate.within_quota && run.preemptible);
+    if (!candidate.within_quota) continue;
     const Shape& shape = candidate.shape;
     if (capacity_.AvailableWithAtLeast(candidate.pool, shape.per_node) < shape.nodes) continue;
     nodes_.clear();
@@ -141,30 +235,40 @@ bool Placer::PlaceRun(Cycle& cycle, const QueuedRun& run, WaitReason* reason) {
       return true;
     }
   }
-  if (allocations_.AnyPreemptibleBelow(run.priority)) {
+  cycle.borrow_later = may_borrow;
+  if (!any_within) {
+    QuotaWait(run, candidates_.front().pool, WaitReason::kWaitingToBorrow, waiting);
+    return false;
+  }
+  // From here on only where the run is within its quota: borrowing neither preempts nor
+  // reserves.
+  if (allocations_.AnyPreemptibleBelow(run.priority) || quotas_.AnyBorrowing()) {
     for (const Candidate& candidate : candidates_) {
+      if (!candidate.within_quota) continue;
       if (capacity_.pool(candidate.pool).schedulable_nodes < candidate.shape.nodes) continue;
       if (TryPreempt(cycle, run, candidate, nullptr)) return true;
     }
   }
   bool could_fit = false;
   for (const Candidate& candidate : candidates_) {
+    if (!candidate.within_quota) continue;
     if (capacity_.pool(candidate.pool).schedulable_nodes < candidate.shape.nodes) continue;
     could_fit = true;
     if (!cycle.pool_reserved[candidate.pool]) {
       nodes_.clear();
       capacity_.MostFreeNodes(candidate.pool, candidate.shape.nodes, &nodes_);
       Reserve(cycle, run, candidate.pool, nodes_);
-      *reason = WaitReason::kHoldsReservation;
+      waiting->reason = WaitReason::kHoldsReservation;
       return false;
     }
   }
   if (!could_fit) {
-    *reason = WaitReason::kNotEnoughSchedulableNodes;
+    waiting->reason = WaitReason::kNotEnoughSchedulableNodes;
     return false;
   }
-  *reason = WaitReason::kWaitingForCapacity;
+  waiting->reason = WaitReason::kWaitingForCapacity;
   for (const Candidate& candidate : candidates_) {
+    if (!candidate.within_quota) continue;
     int reserved_fit = 0;
     for (uint32_t node : cycle.reserved_by_pool[candidate.pool]) {
       if (capacity_.FreeCount(node) >= candidate.shape.per_node) ++reserved_fit;
@@ -172,18 +276,18 @@ bool Placer::PlaceRun(Cycle& cycle, const QueuedRun& run, WaitReason* reason) {
     if (reserved_fit > 0 &&
         capacity_.AvailableWithAtLeast(candidate.pool, candidate.shape.per_node) + reserved_fit >=
             candidate.shape.nodes) {
-      *reason = WaitReason::kBlockedByReservation;
+      waiting->reason = WaitReason::kBlockedByReservation;
       break;
     }
   }
   return false;
 }
 
-bool Placer::PlaceNamed(Cycle& cycle, const QueuedRun& run, WaitReason* reason) {
+bool Placer::PlaceNamed(Cycle& cycle, const QueuedRun& run, Waiting* waiting) {
   const ResourceRequest& request = run.request;
   std::vector<uint32_t> named;
   named.reserve(request.node_names.size());
-  *reason = WaitReason::kNoMatchingNodes;
+  waiting->reason = WaitReason::kNoMatchingNodes;
   for (const std::string& name : request.node_names) {
     const uint32_t node = capacity_.FindNode(name);
     if (node == kNoNode || std::find(named.begin(), named.end(), node) != named.end()) {
@@ -200,52 +304,110 @@ bool Placer::PlaceNamed(Cycle& cycle, const QueuedRun& run, WaitReason* reason) 
   }
   Candidate candidate{pool_id, Shape{}};
   if (ShapeFor(request, pool.gpus_per_node, &candidate.shape) != ShapeError::kNone) return false;
+  candidate.within_quota = WithinQuota(run, candidate);
+  if (!candidate.within_quota && !run.preemptible) {
+    QuotaWait(run, pool_id, WaitReason::kQuotaReached, waiting);
+    return false;
+  }
   bool reserved = false;
   bool fits = true;
   for (uint32_t node : named) {
     if (!capacity_.Schedulable(node)) {
-      *reason = WaitReason::kNotEnoughSchedulableNodes;
+      waiting->reason = WaitReason::kNotEnoughSchedulableNodes;
       return false;
     }
     reserved = reserved || capacity_.Reserved(node);
     fits = fits && capacity_.FreeCount(node) >= candidate.shape.per_node;
   }
   if (reserved) {
-    *reason = fits ? WaitReason::kBlockedByReservation : WaitReason::kWaitingForCapacity;
+    waiting->reason = fits ? WaitReason::kBlockedByReservation : WaitReason::kWaitingForCapacity;
+    return false;
+  }
+  if (!candidate.within_quota) {
+    cycle.borrow_later = true;
+    QuotaWait(run, pool_id, WaitReason::kWaitingToBorrow, waiting);
     return false;
   }
   if (fits) {
     Commit(cycle, run, candidate, named, false);
     return true;
   }
-  if (allocations_.AnyPreemptibleBelow(run.priority) && TryPreempt(cycle, run, candidate, &named)) {
+  if ((allocations_.AnyPreemptibleBelow(run.priority) || quotas_.AnyBorrowing()) &&
+      TryPreempt(cycle, run, candidate, &named)) {
     return true;
   }
   if (!cycle.pool_reserved[pool_id]) {
     Reserve(cycle, run, pool_id, named);
-    *reason = WaitReason::kHoldsReservation;
+    waiting->reason = WaitReason::kHoldsReservation;
     return false;
   }
-  *reason = WaitReason::kWaitingForCapacity;
+  waiting->reason = WaitReason::kWaitingForCapacity;
+  return false;
+}
+
+bool Placer::Borrow(Cycle& cycle, const QueuedRun& run) {
+  if (!run.request.node_names.empty()) {
+    std::vector<uint32_t> named;
+    for (const std::string& name : run.request.node_names) {
+      const uint32_t node = capacity_.FindNode(name);
+      if (node == kNoNode) return false;
+      named.push_back(node);
+    }
+    Candidate candidate{capacity_.PoolOf(named.front()), Shape{}};
+    if (ShapeFor(run.request, capacity_.pool(candidate.pool).gpus_per_node, &candidate.shape) !=
+        ShapeError::kNone) {
+      return false;
+    }
+    for (uint32_t node : named) {
+      if (!capacity_.Available(node) || capacity_.FreeCount(node) < candidate.shape.per_node) {
+        return false;
+      }
+    }
+    candidate.within_quota = WithinQuota(run, candidate);
+    Commit(cycle, run, candidate, named, false);
+    return true;
+  }
+  CollectCandidates(run.request);
+  for (Candidate& candidate : candidates_) {
+    const Shape& shape = candidate.shape;
+    if (capacity_.AvailableWithAtLeast(candidate.pool, shape.per_node) < shape.nodes) continue;
+    nodes_.clear();
+    if (capacity_.SelectNodes(candidate.pool, shape.per_node, shape.nodes, &nodes_)) {
+      candidate.within_quota = WithinQuota(run, candidate);
+      Commit(cycle, run, candidate, nodes_, false);
+      return true;
+    }
+  }
   return false;
 }
 
 bool Placer::TryPreempt(Cycle& cycle, const QueuedRun& run, const Candidate& candidate,
                         const std::vector<uint32_t>* explicit_nodes) {
-  if (explicit_nodes == nullptr && PreemptionKnownToFail(cycle, candidate, run.priority)) {
+  // Borrowed GPUs may be taken back only in a managed cluster, by a run within its quota (the
+  // callers only try such candidates).
+  const bool reclaim = quotas_.AnyBorrowing() && quotas_.Managed(candidate.pool);
+  if (!reclaim && !allocations_.AnyPreemptibleBelow(run.priority)) return false;
+  const std::string* team = reclaim ? &run.team : nullptr;
+  if (explicit_nodes == nullptr && PreemptionKnownToFail(cycle, candidate, run.priority, team)) {
     return false;
   }
+  const ReclaimRule rule{&quotas_, run.team, candidate.pool};
   victims_.clear();
   const VictimRequest request{candidate.pool, candidate.shape.per_node, candidate.shape.nodes,
-                              run.priority, explicit_nodes};
+                              run.priority,   explicit_nodes,           reclaim ? &rule : nullptr};
   if (!FindVictims(capacity_, allocations_, request, &victims_)) {
-    if (explicit_nodes == nullptr) RememberPreemptionFailure(cycle, candidate, run.priority);
+    if (explicit_nodes == nullptr) {
+      RememberPreemptionFailure(cycle, candidate, run.priority, team);
+    }
     return false;
   }
+  // Each victim's cause, before any leaves (a team's excess shrinks as its runs go).
   for (uint32_t victim : victims_) {
-    cycle.decision->preemptions.push_back(Preemption{allocations_.Get(victim).run_id, run.run_id});
-    allocations_.Remove(victim, capacity_);
+    const Allocation& allocation = allocations_.Get(victim);
+    cycle.decision->preemptions.push_back(
+        Preemption{allocation.run_id, run.run_id, reclaim && rule.Reclaimable(allocation)});
   }
+  for (uint32_t victim : victims_) RemoveAllocation(victim);
   if (explicit_nodes != nullptr) {
     Commit(cycle, run, candidate, *explicit_nodes, true);
     return true;
@@ -260,10 +422,21 @@ bool Placer::TryPreempt(Cycle& cycle, const QueuedRun& run, const Candidate& can
   return true;
 }
 
-bool Placer::PreemptionKnownToFail(const Cycle& cycle, const Candidate& candidate,
-                                   Priority priority) const {
-  const Cycle::Memo& memo = cycle.memo[candidate.pool];
-  if (memo.epoch != capacity_.epoch(candidate.pool)) return false;
+Placer::Memo& Placer::MemoFor(Cycle& cycle, uint32_t pool, const std::string* reclaiming_team) {
+  Memo& memo = reclaiming_team == nullptr
+                   ? cycle.memo[pool]
+                   : cycle.reclaim_memo[absl::StrCat(pool, "/", *reclaiming_team)];
+  const uint64_t epoch = capacity_.epoch(pool);
+  if (memo.epoch != epoch) {
+    memo.epoch = epoch;
+    memo.min_nodes.assign((capacity_.pool(pool).capacity + 1) * kPriorityLevels, INT_MAX);
+  }
+  return memo;
+}
+
+bool Placer::PreemptionKnownToFail(Cycle& cycle, const Candidate& candidate, Priority priority,
+                                   const std::string* reclaiming_team) {
+  const Memo& memo = MemoFor(cycle, candidate.pool, reclaiming_team);
   // A failure for (per', priority', n') rules out every request that needs at least as many
   // units on at least as many nodes with no more victims to choose from.
   for (int per = 1; per <= candidate.shape.per_node; ++per) {
@@ -274,14 +447,9 @@ bool Placer::PreemptionKnownToFail(const Cycle& cycle, const Candidate& candidat
   return false;
 }
 
-void Placer::RememberPreemptionFailure(Cycle& cycle, const Candidate& candidate,
-                                       Priority priority) {
-  Cycle::Memo& memo = cycle.memo[candidate.pool];
-  const uint64_t epoch = capacity_.epoch(candidate.pool);
-  if (memo.epoch != epoch) {
-    memo.epoch = epoch;
-    memo.min_nodes.assign((capacity_.pool(candidate.pool).capacity + 1) * kPriorityLevels, INT_MAX);
-  }
+void Placer::RememberPreemptionFailure(Cycle& cycle, const Candidate& candidate, Priority priority,
+                                       const std::string* reclaiming_team) {
+  Memo& memo = MemoFor(cycle, candidate.pool, reclaiming_team);
   int& slot =
       memo.min_nodes[candidate.shape.per_node * kPriorityLevels + static_cast<int>(priority)];
   slot = std::min(slot, candidate.shape.nodes);
@@ -291,6 +459,7 @@ void Placer::Commit(Cycle& cycle, const QueuedRun& run, const Candidate& candida
                     const std::vector<uint32_t>& nodes, bool after_preemption) {
   Allocation allocation;
   allocation.run_id = run.run_id;
+  allocation.team = run.team;
   allocation.priority = run.priority;
   allocation.preemptible = run.preemptible;
   allocation.started_at_micros = cycle.options->now_micros;
@@ -299,6 +468,7 @@ void Placer::Commit(Cycle& cycle, const QueuedRun& run, const Candidate& candida
   Placement placement;
   placement.run_id = run.run_id;
   placement.after_preemption = after_preemption;
+  placement.borrowed = !candidate.within_quota;
   placement.nodes.reserve(nodes.size());
   for (size_t rank = 0; rank < nodes.size(); ++rank) {
     const uint32_t node = nodes[rank];
@@ -313,7 +483,7 @@ void Placer::Commit(Cycle& cycle, const QueuedRun& run, const Candidate& candida
     if (!allocation.cpu_only) assignment.gpu_indices = MaskToIndices(mask);
     placement.nodes.push_back(std::move(assignment));
   }
-  allocations_.Add(std::move(allocation), capacity_);
+  ChargeQuota(allocations_.Add(std::move(allocation), capacity_), 1);
   cycle.decision->placements.push_back(std::move(placement));
 }
 
@@ -333,7 +503,7 @@ void Placer::Reserve(Cycle& cycle, const QueuedRun& run, uint32_t pool,
 bool Placer::Release(absl::string_view run_id) {
   const uint32_t id = allocations_.Find(run_id);
   if (id == kNoAllocation) return false;
-  allocations_.Remove(id, capacity_);
+  RemoveAllocation(id);
   return true;
 }
 

@@ -6,7 +6,14 @@
 //  - Gang placement: all of a run's nodes or none; a run's nodes are alike (one cluster, one GPU
 //    type, one node size) and schedulable (worker online, admin SCHEDULABLE, health not
 //    UNHEALTHY).
-//  - Preemption: a run that does not fit may evict preemptible runs of strictly lower priority
+//  - Order: within a priority, the owner's fair-share rank comes before creation time.
+//  - Quotas (quota_ledger.h): in a managed cluster a run takes GPUs within its team's quota, or,
+//    when it is preemptible, borrows idle ones beyond it (never by preempting, never by holding
+//    a reservation, and only after every run of the queue had its turn within its quota, so
+//    that nothing is placed and reclaimed in one cycle). A non-preemptible run over its team's
+//    quota waits (kQuotaReached).
+//  - Preemption: a run that does not fit may evict preemptible runs of strictly lower priority,
+//    and a run within its team's quota may also evict other teams' runs that hold borrowed GPUs
 //    (see preemption.h for how victims are chosen). The placement is reported with
 //    after_preemption set; the caller stops the victims and requeues them ("Run was preempted").
 //  - Backfill (EASY, without run-time estimates): the first run of a pool that can neither fit
@@ -35,6 +42,7 @@
 #include "absl/strings/string_view.h"
 #include "scheduler/placement/allocations.h"
 #include "scheduler/placement/capacity_index.h"
+#include "scheduler/placement/quota_ledger.h"
 #include "scheduler/placement/request_shape.h"
 #include "scheduler/placement/types.h"
 
@@ -76,30 +84,50 @@ class Placer {
   int FreeUnits(absl::string_view node) const;
   bool IsPlaced(absl::string_view run_id) const;
   const CapacityIndex& capacity() const { return capacity_; }
+  const QuotaLedger& quotas() const { return quotas_; }
+  // Free units on available nodes of the pools a request matches (the queue view's "N free").
+  int FreeUnitsFor(const ResourceRequest& request) const;
 
  private:
   struct Candidate {
     uint32_t pool;
     Shape shape;
+    bool within_quota = true;  // false: the run may only borrow idle GPUs there
   };
   struct Cycle;
+  struct Memo;
 
-  // Decides one run; returns true when placed, else sets *reason.
-  bool PlaceRun(Cycle& cycle, const QueuedRun& run, WaitReason* reason);
-  bool PlaceNamed(Cycle& cycle, const QueuedRun& run, WaitReason* reason);
+  // Decides one run; returns true when placed, else fills *waiting's reason.
+  bool PlaceRun(Cycle& cycle, const QueuedRun& run, Waiting* waiting);
+  bool PlaceNamed(Cycle& cycle, const QueuedRun& run, Waiting* waiting);
   void CollectCandidates(const ResourceRequest& request);
+  // Whether the run stays within its team's quota on the candidate.
+  bool WithinQuota(const QueuedRun& run, const Candidate& candidate) const;
+  void QuotaWait(const QueuedRun& run, uint32_t pool, WaitReason reason, Waiting* waiting) const;
+  // For a run left unexamined once the cluster is full: the quota reason when its team's quota
+  // stops it anyway (people should learn that, not that GPUs are busy).
+  void QuotaOnlyReason(const QueuedRun& run, Waiting* waiting);
+  // The second pass for a run that may borrow: idle GPUs left once every run had its turn.
+  bool Borrow(Cycle& cycle, const QueuedRun& run);
   bool TryPreempt(Cycle& cycle, const QueuedRun& run, const Candidate& candidate,
                   const std::vector<uint32_t>* explicit_nodes);
   void Commit(Cycle& cycle, const QueuedRun& run, const Candidate& candidate,
               const std::vector<uint32_t>& nodes, bool after_preemption);
   void Reserve(Cycle& cycle, const QueuedRun& run, uint32_t pool,
                const std::vector<uint32_t>& nodes);
-  bool PreemptionKnownToFail(const Cycle& cycle, const Candidate& candidate,
-                             Priority priority) const;
-  void RememberPreemptionFailure(Cycle& cycle, const Candidate& candidate, Priority priority);
+  // Failed preemption searches, per pool and, when borrowed GPUs may be reclaimed, per team.
+  Memo& MemoFor(Cycle& cycle, uint32_t pool, const std::string* reclaiming_team);
+  bool PreemptionKnownToFail(Cycle& cycle, const Candidate& candidate, Priority priority,
+                             const std::string* reclaiming_team);
+  void RememberPreemptionFailure(Cycle& cycle, const Candidate& candidate, Priority priority,
+                                 const std::string* reclaiming_team);
+  // Adds (+1) or removes (-1) an allocation's GPUs from its team's use.
+  void ChargeQuota(uint32_t allocation, int delta);
+  void RemoveAllocation(uint32_t allocation);
 
   CapacityIndex capacity_;
   Allocations allocations_;
+  QuotaLedger quotas_;
   // Scratch buffers reused across runs.
   std::vector<Candidate> candidates_;
   std::vector<uint32_t> nodes_;

@@ -32,11 +32,14 @@ struct Item {
 class NodeFixer {
  public:
   NodeFixer(const CapacityIndex& capacity, const Allocations& allocations, Priority priority,
-            int per_node)
+            int per_node, const ReclaimRule* reclaim)
       : capacity_(capacity),
         allocations_(allocations),
         priority_(static_cast<int>(priority)),
-        per_node_(per_node) {}
+        // Reclaimable victims may have any priority: the bounds count every preemptible one.
+        bound_priority_(reclaim != nullptr ? kPriorityLevels : priority_),
+        per_node_(per_node),
+        reclaim_(reclaim) {}
 
   // Computes the fix for `node`, counting the `chosen` victims as already evicted. With a
   // `bound`, succeeds only when the fix is strictly better than it. On success fills `cost` and
@@ -58,7 +61,8 @@ class NodeFixer {
       }
       const Allocation& allocation = allocations_.Get(use.allocation);
       const int priority = static_cast<int>(allocation.priority);
-      if (!allocation.preemptible || priority >= priority_) continue;
+      const bool by_priority = allocation.preemptible && priority < priority_;
+      if (!by_priority && (reclaim_ == nullptr || !reclaim_->Reclaimable(allocation))) continue;
       const int bits = std::popcount(use.mask);
       items_.push_back(
           Item{use.allocation, bits, allocation.units, priority, allocation.started_at_micros});
@@ -103,7 +107,7 @@ class NodeFixer {
     int eligible = 0;
     int min_priority = INT_MAX;
     int64_t newest = INT64_MIN;
-    for (int p = 1; p < priority_; ++p) {
+    for (int p = 1; p < bound_priority_; ++p) {
       if (summary.units[p] == 0) continue;
       eligible += summary.units[p];
       min_priority = std::min(min_priority, p);
@@ -144,7 +148,9 @@ class NodeFixer {
   const CapacityIndex& capacity_;
   const Allocations& allocations_;
   const int priority_;
+  const int bound_priority_;
   const int per_node_;
+  const ReclaimRule* reclaim_;
   std::vector<Item> items_;
   std::vector<int> suffix_bits_;
   std::vector<size_t> current_;
@@ -154,6 +160,12 @@ class NodeFixer {
   int steps_ = 0;
   bool found_ = false;
 };
+
+// The priority below which allocations may be victims, for the bounds: every priority when
+// borrowed GPUs may be reclaimed.
+Priority BoundPriority(const VictimRequest& request) {
+  return request.reclaim != nullptr ? static_cast<Priority>(kPriorityLevels) : request.priority;
+}
 
 struct Scored {
   VictimCost cost;
@@ -179,7 +191,8 @@ bool FindForOneNode(const CapacityIndex& capacity, const Allocations& allocation
   const CapacityIndex::Pool& pool = capacity.pool(request.pool);
   int lowest = 0;
   int64_t newest = 0;
-  if (!allocations.LowestPreemptibleInPool(request.pool, request.priority, &lowest, &newest)) {
+  if (!allocations.LowestPreemptibleInPool(request.pool, BoundPriority(request), &lowest,
+                                           &newest)) {
     return false;
   }
   bool found = false;
@@ -214,7 +227,8 @@ bool FindForNodes(const CapacityIndex& capacity, const Allocations& allocations,
   const CapacityIndex::Pool& pool = capacity.pool(request.pool);
   int lowest = 0;
   int64_t newest = 0;
-  if (!allocations.LowestPreemptibleInPool(request.pool, request.priority, &lowest, &newest)) {
+  if (!allocations.LowestPreemptibleInPool(request.pool, BoundPriority(request), &lowest,
+                                           &newest)) {
     return false;
   }
   const auto wanted = static_cast<size_t>(request.nodes);
@@ -260,7 +274,7 @@ bool FindForNodes(const CapacityIndex& capacity, const Allocations& allocations,
 bool FindVictims(const CapacityIndex& capacity, const Allocations& allocations,
                  const VictimRequest& request, std::vector<uint32_t>* victims) {
   if (request.nodes < 1 || request.per_node < 1) return false;
-  NodeFixer fixer(capacity, allocations, request.priority, request.per_node);
+  NodeFixer fixer(capacity, allocations, request.priority, request.per_node, request.reclaim);
   if (request.explicit_nodes != nullptr && !request.explicit_nodes->empty()) {
     std::vector<uint32_t> chosen;
     for (uint32_t node : *request.explicit_nodes) {

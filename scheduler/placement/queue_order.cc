@@ -8,6 +8,7 @@ namespace {
 
 // A compact sort key: the runs themselves are large and scattered in memory.
 struct Key {
+  uint32_t share_rank;
   int64_t created;
   uint32_t index;
 };
@@ -21,9 +22,10 @@ std::vector<uint32_t> OrderQueue(const std::vector<QueuedRun>& queue) {
   for (int p = 0; p < kPriorityLevels; ++p) by_priority[p].reserve(counts[p]);
   for (size_t i = 0; i < queue.size(); ++i) {
     by_priority[static_cast<int>(queue[i].priority)].push_back(
-        Key{queue[i].created_at_micros, static_cast<uint32_t>(i)});
+        Key{queue[i].share_rank, queue[i].created_at_micros, static_cast<uint32_t>(i)});
   }
   const auto before = [&queue](const Key& a, const Key& b) {
+    if (a.share_rank != b.share_rank) return a.share_rank < b.share_rank;
     if (a.created != b.created) return a.created < b.created;
     const int by_id = queue[a.index].run_id.compare(queue[b.index].run_id);
     if (by_id != 0) return by_id < 0;

@@ -30,6 +30,10 @@ const char* WaitReasonName(WaitReason reason) {
       return "no nodes match the request";
     case WaitReason::kAlreadyPlaced:
       return "already placed";
+    case WaitReason::kQuotaReached:
+      return "team quota reached (borrowing is not allowed for non-preemptible runs)";
+    case WaitReason::kWaitingToBorrow:
+      return "team quota reached: waiting for idle GPUs to borrow";
   }
   return "unknown";
 }

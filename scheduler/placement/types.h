@@ -43,10 +43,25 @@ struct ResourceRequest {
 // A run waiting in the queue.
 struct QueuedRun {
   std::string run_id;
-  int64_t created_at_micros = 0;  // FIFO key within a priority
+  int64_t created_at_micros = 0;  // FIFO key within a priority and fair-share rank
   Priority priority = Priority::kMedium;
   bool preemptible = false;
   ResourceRequest request;
+  // The team whose quota the run uses; empty for a user in no team.
+  std::string team;
+  // Its owner's place in fair share (fair_share.h): within a priority, lower ranks go first.
+  uint32_t share_rank = 0;
+};
+
+// A team's GPU quota in one cluster, for one GPU type or (empty gpu_type) all of them. A cluster
+// that some quota names is managed: there, a team may hold at most its quota (all of its
+// quotas that apply), except by borrowing idle GPUs with preemptible runs; a team with no quota
+// in it may only borrow. In a cluster no quota names, GPUs are not limited by team.
+struct TeamQuota {
+  std::string team;
+  std::string cluster;
+  std::string gpu_type;
+  int gpus = 0;
 };
 
 // Part of an allocation on one node. Empty gpu_indices on a GPU node means a CPU-only run that
@@ -65,11 +80,13 @@ struct RunningAllocation {
   // When the current attempt started: among equally cheap victims the newest loses least work.
   int64_t started_at_micros = 0;
   std::vector<NodeAssignment> nodes;
+  std::string team = {};  // whose quota it uses
 };
 
 struct ClusterState {
   std::vector<NodeInfo> nodes;
   std::vector<RunningAllocation> running;
+  std::vector<TeamQuota> quotas = {};
 };
 
 // --- decisions --------------------------------------------------------------------------------
@@ -80,11 +97,17 @@ struct Placement {
   // The run starts on resources freed by the preemptions listed for it: the caller must stop
   // those victims before starting it.
   bool after_preemption = false;
+  // The team was at or over its quota: the run borrows idle GPUs, and gives them back (is
+  // preempted) when a team within its quota needs them.
+  bool borrowed = false;
 };
 
 struct Preemption {
   std::string victim_run_id;
   std::string for_run_id;
+  // The victim's team was over its quota (it held borrowed GPUs) and the run it makes room for
+  // is within its own: the GPUs are returned, whatever the priorities.
+  bool reclaim = false;
 };
 
 // Nodes held back for a run that heads its pool's queue and cannot start yet (EASY backfill):
@@ -111,6 +134,10 @@ enum class WaitReason : uint8_t {
   kNoMatchingNodes,
   // The run already holds an allocation (it appears twice, or is running).
   kAlreadyPlaced,
+  // Its team's quota is reached and the run is not preemptible, so it may not borrow.
+  kQuotaReached,
+  // Its team's quota is reached; the run is preemptible and waits for idle GPUs to borrow.
+  kWaitingToBorrow,
 };
 
 const char* WaitReasonName(WaitReason reason);
@@ -118,6 +145,10 @@ const char* WaitReasonName(WaitReason reason);
 struct Waiting {
   size_t queue_index = 0;  // index into the queue passed to PlaceQueue
   WaitReason reason = WaitReason::kWaitingForCapacity;
+  // For the quota reasons: the team's GPUs in use and its quota, in the tightest quota that
+  // applies (the cluster's, or the GPU type's).
+  int quota_used = 0;
+  int quota = 0;
 };
 
 struct PlacementDecision {
