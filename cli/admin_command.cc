@@ -198,7 +198,8 @@ int ListAudit(CommandContext& context, const AuditOptions& options) {
 
 void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
   CLI::App* admin = app.add_subcommand(
-      "admin", "Administration: API keys, join tokens, the audit log, fault injection");
+      "admin",
+      "Administration: API keys, join tokens, teams and quotas, the audit log, fault injection");
   admin->require_subcommand(1);
 
   auto create = std::make_shared<CreateKeyOptions>();
@@ -257,6 +258,7 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
            [audit](CommandContext& context) { return ListAudit(context, *audit); });
 
   AddInjectFaultCommand(admin, slot);
+  AddTeamCommands(admin, slot);
 }
 
 }  // namespace tessera::cli

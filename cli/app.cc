@@ -42,14 +42,14 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
   // Inherited by every subcommand, whose help does not list the options above otherwise.
   app.footer(
       "Global options, accepted anywhere: --endpoint HOST:PORT, --api-key KEY, --ca FILE, "
-      "-o table|json|yaml (csv for get metrics)");
+      "-o table|json|yaml (csv for get metrics and get usage)");
   app.add_option("--endpoint", options.flags.endpoint,
                  "host:port of the Tessera API (or TESSERA_ENDPOINT; default 127.0.0.1:50051)");
   app.add_option("--api-key", options.flags.api_key, "API key (or TESSERA_API_KEY)");
   app.add_option("--ca", options.flags.ca,
                  "PEM file of the cluster CA, to check the server's certificate (or TESSERA_CA)");
   app.add_option("-o,--output", options.output,
-                 "Output format: table, json or yaml (csv for get metrics)");
+                 "Output format: table, json or yaml (csv for get metrics and get usage)");
 
   AddRunCommands(app, slot);
   AddGetCommands(app, slot);
@@ -58,6 +58,7 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
   AddNodeCommands(app, slot);
   AddConfigCommands(app, slot);
   AddAdminCommands(app, slot);
+  AddUtilCommand(app, slot);
   AddLogsCommands(app, slot);
   AddHealthCommands(app, slot);
   AddSecretCommands(app, slot);
@@ -102,8 +103,10 @@ int RunMcli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     const OutputFormat format = ParseOutputFormat(options.output);
     // A table of numbers has a CSV form; runs, nodes and events do not.
-    if (format == OutputFormat::kCsv && CommandPath(app) != "mcli get metrics") {
-      err << "Error: -o csv is for `mcli get metrics` only; use table, json or yaml\n";
+    const std::string path = CommandPath(app);
+    if (format == OutputFormat::kCsv && path != "mcli get metrics" && path != "mcli get usage") {
+      err << "Error: -o csv is for `mcli get metrics` and `mcli get usage` only; use table, "
+             "json or yaml\n";
       return kExitUsage;
     }
     CommandContext context(ResolveSettings(options.flags, env), format, out, err, terminal_width);

@@ -40,6 +40,13 @@ void AddHealthCommands(CLI::App& app, ActionSlot& slot);
 void AddGetMetricsCommand(CLI::App* get, ActionSlot& slot);
 // mcli get health|sweeps (added to `get`)
 void AddGetHealthCommands(CLI::App* get, ActionSlot& slot);
+// mcli admin create-team|delete-team|add-user|remove-user|set-quota|set-share (added to
+// `admin`)
+void AddTeamCommands(CLI::App* admin, ActionSlot& slot);
+// mcli get teams|queue|usage (added to `get`)
+void AddGetTeamCommands(CLI::App* get, ActionSlot& slot);
+// mcli util
+void AddUtilCommand(CLI::App& app, ActionSlot& slot);
 // mcli admin inject-fault NODE --kind KIND (added to `admin`)
 void AddInjectFaultCommand(CLI::App* admin, ActionSlot& slot);
 // The node's newest health results, or the call's error (PERMISSION_DENIED for a user: health

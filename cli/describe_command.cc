@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/errors.h"
 #include "cli/health_view.h"
 #include "cli/node_view.h"
 #include "cli/run_view.h"
@@ -16,6 +17,29 @@ namespace {
 // How many of a node's latest events `describe node` shows.
 constexpr int kNodeEventCount = 20;
 
+// A queued run's place in the queue and why it waits, from the scheduler's dry run of its next
+// cycle; nothing when the scheduler does not answer (the rest of describe still stands).
+void PrintQueuePlace(CommandContext& context, const tessera::v1::Run& run) {
+  if (run.status() != tessera::v1::RUN_STATUS_QUEUED) return;
+  tessera::v1::GetQueueRequest request;
+  request.set_cluster(run.spec().compute().cluster());
+  tessera::v1::GetQueueResponse response;
+  try {
+    Connection& connection = context.connection();
+    auto stub = tessera::v1::SchedulerService::NewStub(connection.channel());
+    connection.Unary([&](grpc::ClientContext* c) { return stub->GetQueue(c, request, &response); });
+  } catch (const CliError& e) {
+    context.err() << "(the queue could not be read: " << e.what() << ")\n";
+    return;
+  }
+  for (const auto& entry : response.entries()) {
+    if (entry.run().id() != run.id()) continue;
+    context.out() << "Queue: position " << entry.position() + 1 << " of " << response.entries_size()
+                  << ": " << entry.waiting_reason() << "\n";
+    return;
+  }
+}
+
 int DescribeRun(CommandContext& context, const std::string& name) {
   tessera::v1::DescribeRunRequest request;
   request.set_name(name);
@@ -26,6 +50,7 @@ int DescribeRun(CommandContext& context, const std::string& name) {
       [&](grpc::ClientContext* c) { return stub->DescribeRun(c, request, &response); });
   if (!PrintIfStructured(context, MessageToJson(response.description()))) {
     PrintRunDescription(context.out(), response.description(), context.terminal_width());
+    PrintQueuePlace(context, response.description().run());
   }
   return kExitOk;
 }

@@ -144,8 +144,8 @@ int GetEvents(CommandContext& context, const GetEventsOptions& options) {
 }  // namespace
 
 void AddGetCommands(CLI::App& app, ActionSlot& slot) {
-  CLI::App* get =
-      app.add_subcommand("get", "List runs, nodes, node events, health results or a run's metrics");
+  CLI::App* get = app.add_subcommand(
+      "get", "List runs, nodes, node events, the queue, teams, health results or a run's metrics");
   get->require_subcommand(1);
 
   auto runs = std::make_shared<GetRunsOptions>();
@@ -183,6 +183,7 @@ void AddGetCommands(CLI::App& app, ActionSlot& slot) {
                        "Keep printing new events as they happen (Ctrl-C to stop)");
   AddGetHealthCommands(get, slot);
   AddGetMetricsCommand(get, slot);
+  AddGetTeamCommands(get, slot);
   OnParsed(get_events, slot,
            [events](CommandContext& context) { return GetEvents(context, *events); });
 }

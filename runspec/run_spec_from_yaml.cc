@@ -51,6 +51,18 @@ absl::Status ReadNodeNames(const YAML::Node& node, const FieldPath& path,
   return absl::OkStatus();
 }
 
+absl::Status ReadExitCodes(const YAML::Node& node, const FieldPath& path,
+                           tessera::v1::SchedulingSpec* scheduling) {
+  TESSERA_RETURN_IF_ERROR(ExpectSequence(node, path));
+  int index = 0;
+  for (const auto& item : node) {
+    TESSERA_ASSIGN_OR_RETURN(const int32_t code,
+                             ReadInt32(item, path.Index(index++), "an exit code from 1 to 255"));
+    scheduling->add_retry_on_exit_codes(code);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadCompute(const YAML::Node& node, const FieldPath& path, ReadContext* ctx,
                          tessera::v1::ComputeSpec* c) {
   std::vector<FieldReader> fields = {
@@ -120,6 +132,8 @@ absl::Status ReadScheduling(const YAML::Node& node, const FieldPath& path, ReadC
       {"max_retries", Int32Into(
                           ctx, [s](int32_t v) { s->set_max_retries(v); },
                           absl::StrCat("an integer between 0 and ", kMaxRetriesLimit), true)},
+      {"retry_on_exit_codes",
+       [s](const YAML::Node& n, const FieldPath& p) { return ReadExitCodes(n, p, s); }},
       {"max_duration",
        NumberInto(
            ctx, [s](double v) { s->set_max_duration_hours(v); }, "a positive number of hours")},
@@ -137,6 +151,7 @@ absl::Status ReadScheduling(const YAML::Node& node, const FieldPath& path, ReadC
   AddAlias(fields, "retryOnSystemFailure", "retry_on_system_failure", Spelling::kMcliAndJson, ctx);
   AddAlias(fields, "watchdogEnabled", "retry_on_system_failure", Spelling::kMcli, ctx);
   AddAlias(fields, "maxRetries", "max_retries", Spelling::kProtobufJson, ctx);
+  AddAlias(fields, "retryOnExitCodes", "retry_on_exit_codes", Spelling::kProtobufJson, ctx);
   AddAlias(fields, "max_duration_hours", "max_duration", Spelling::kProtobufJson, ctx);
   AddAlias(fields, "maxDurationHours", "max_duration", Spelling::kProtobufJson, ctx);
   AddAlias(fields, "hang_timeout_seconds", "hang_timeout", Spelling::kProtobufJson, ctx);

@@ -70,6 +70,11 @@ void EmitScheduling(YAML::Emitter& out, const tessera::v1::SchedulingSpec& sched
   if (scheduling.has_max_retries()) {
     out << YAML::Key << "max_retries" << YAML::Value << scheduling.max_retries();
   }
+  if (scheduling.retry_on_exit_codes_size() > 0) {
+    out << YAML::Key << "retry_on_exit_codes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (int code : scheduling.retry_on_exit_codes()) out << code;
+    out << YAML::EndSeq;
+  }
   EmitNumberField(out, "max_duration", scheduling.max_duration_hours());
   EmitNumberField(out, "hang_timeout", scheduling.hang_timeout_seconds());
   EmitNumberField(out, "mfu_threshold", scheduling.mfu_threshold());

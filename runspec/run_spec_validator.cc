@@ -139,6 +139,19 @@ MaybeFieldError CheckScheduling(const tessera::v1::SchedulingSpec& scheduling) {
                  absl::StrCat("must be an integer between 0 and ", kMaxRetriesLimit, ", got ",
                               scheduling.max_retries()));
   }
+  if (scheduling.retry_on_exit_codes_size() > kMaxRetryExitCodes) {
+    return Error(path.Field("retry_on_exit_codes"),
+                 absl::StrCat("at most ", kMaxRetryExitCodes, " exit codes, got ",
+                              scheduling.retry_on_exit_codes_size()));
+  }
+  for (int i = 0; i < scheduling.retry_on_exit_codes_size(); ++i) {
+    const int code = scheduling.retry_on_exit_codes(i);
+    if (code < 1 || code > 255) {
+      return Error(
+          path.Field("retry_on_exit_codes").Index(i),
+          absl::StrCat("must be an exit code from 1 to 255 (a signal N is 128 + N), got ", code));
+    }
+  }
   // 0 means "not set" for the three numbers below.
   const double duration = scheduling.max_duration_hours();
   if (!std::isfinite(duration) || duration < 0) {

@@ -26,6 +26,8 @@ inline constexpr std::size_t kMaxLocalArchiveBytes = 512 << 10;
 
 inline constexpr std::size_t kMaxRunNameLength = 54;
 inline constexpr int kMaxRetriesLimit = 1000;
+// scheduling.retry_on_exit_codes: at most this many codes.
+inline constexpr int kMaxRetryExitCodes = 32;
 
 // Set by the platform for every rank; a run may not override them.
 inline constexpr std::array<std::string_view, 12> kReservedEnvVars = {

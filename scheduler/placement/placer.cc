@@ -27,6 +27,7 @@ struct Placer::Cycle {
   const PlaceOptions* options = nullptr;
   std::vector<bool> pool_reserved;
   std::vector<std::vector<uint32_t>> reserved_by_pool;
+  std::vector<int> reservation_of;  // by pool: its reservation's index in the decision (-1)
   std::vector<Memo> memo;
   absl::flat_hash_map<std::string, Memo> reclaim_memo;  // by pool and team
   // Set by PlaceRun when the run, not placed within its quota, may borrow: it is tried again
@@ -81,6 +82,7 @@ PlacementDecision Placer::PlaceQueue(const std::vector<QueuedRun>& queue,
   cycle.options = &options;
   cycle.pool_reserved.assign(capacity_.pool_count(), false);
   cycle.reserved_by_pool.resize(capacity_.pool_count());
+  cycle.reservation_of.assign(capacity_.pool_count(), -1);
   cycle.memo.resize(capacity_.pool_count());
 
   const std::vector<uint32_t> order = OrderQueue(queue);
@@ -231,6 +233,7 @@ bool Placer::PlaceRun(Cycle& cycle, const QueuedRun& run, Waiting* waiting) {
         capacity_.AvailableWithAtLeast(candidate.pool, candidate.shape.per_node) + reserved_fit >=
             candidate.shape.nodes) {
       waiting->reason = WaitReason::kBlockedByReservation;
+      waiting->reservation = cycle.reservation_of[candidate.pool];
       break;
     }
   }
@@ -275,6 +278,7 @@ bool Placer::PlaceNamed(Cycle& cycle, const QueuedRun& run, Waiting* waiting) {
   }
   if (reserved) {
     waiting->reason = fits ? WaitReason::kBlockedByReservation : WaitReason::kWaitingForCapacity;
+    if (fits) waiting->reservation = cycle.reservation_of[pool_id];
     return false;
   }
   if (!candidate.within_quota) {
@@ -415,6 +419,7 @@ void Placer::Reserve(Cycle& cycle, const QueuedRun& run, uint32_t pool,
   }
   cycle.pool_reserved[pool] = true;
   cycle.reserved_by_pool[pool] = nodes;
+  cycle.reservation_of[pool] = static_cast<int>(cycle.decision->reservations.size());
   cycle.decision->reservations.push_back(std::move(reservation));
 }
 

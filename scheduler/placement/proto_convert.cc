@@ -60,6 +60,7 @@ QueuedRun QueuedRunFromProto(const tessera::v1::Run& run) {
   queued.priority = PriorityFromProto(run.spec().scheduling().priority());
   queued.preemptible = run.spec().scheduling().preemptible();
   queued.request = RequestFromProto(run.spec().compute());
+  queued.team = run.team();
   return queued;
 }
 
@@ -67,6 +68,7 @@ RunningAllocation AllocationFromProto(const tessera::v1::Run& run,
                                       const tessera::v1::Attempt& attempt) {
   RunningAllocation allocation;
   allocation.run_id = run.id();
+  allocation.team = run.team();
   allocation.priority = PriorityFromProto(run.spec().scheduling().priority());
   allocation.preemptible = run.spec().scheduling().preemptible();
   allocation.started_at_micros =

@@ -149,6 +149,10 @@ struct Waiting {
   // applies (the cluster's, or the GPU type's).
   int quota_used = 0;
   int quota = 0;
+  // For kBlockedByReservation: the reservation (an index into the decision's reservations)
+  // holding the nodes it would fit on; -1 when none. An index, not a name: 100,000 waiting
+  // runs are decided every cycle.
+  int reservation = -1;
 };
 
 struct PlacementDecision {

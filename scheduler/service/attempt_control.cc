@@ -38,7 +38,7 @@ void AttemptControl::SendStop(const std::string& node, const std::string& run_id
 
 void AttemptControl::StopAttempt(const v1::Run& run, v1::AttemptEndReason why,
                                  const std::string& reason) {
-  if (!attempts_->MarkStopping(run.id(), run.resumption_index(), why)) return;
+  if (!attempts_->MarkStopping(run.id(), run.resumption_index(), why, reason)) return;
   spdlog::info("stopping run {} (attempt {}) on {} node(s): {}", run.name(), run.resumption_index(),
                run.nodes_size(), reason);
   for (const auto& n : run.nodes())

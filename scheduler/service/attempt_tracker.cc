@@ -29,6 +29,19 @@ void AttemptTracker::SetActive(const std::vector<v1::Run>& active) {
     auto it = active_.find(kv.first.first);
     return it == active_.end() || it->second.resumption_index() != kv.first.second;
   });
+  // An attempt this instance did not place (a new leader's) is taken to start when first seen.
+  const absl::Time now = clock_->Now();
+  for (const auto& r : active) placed_at_.try_emplace({r.id(), r.resumption_index()}, now);
+  std::erase_if(placed_at_, [&](const auto& kv) {
+    auto it = active_.find(kv.first.first);
+    return it == active_.end() || it->second.resumption_index() != kv.first.second;
+  });
+}
+
+absl::Time AttemptTracker::PlacedAt(const std::string& run_id, int resumption) const {
+  absl::MutexLock lock(&mu_);
+  auto it = placed_at_.find({run_id, resumption});
+  return it == placed_at_.end() ? clock_->Now() : it->second;
 }
 
 void AttemptTracker::LearnActive(const std::vector<v1::Run>& active) {
@@ -90,6 +103,7 @@ std::optional<AttemptTracker::NodeReports> AttemptTracker::ReportsFrom(
 void AttemptTracker::Placed(const v1::Run& run) {
   absl::MutexLock lock(&mu_);
   active_[run.id()] = run;
+  placed_at_[{run.id(), run.resumption_index()}] = clock_->Now();
   ++placements_total_;
 }
 
@@ -165,13 +179,14 @@ absl::StatusOr<AttemptReport> AttemptTracker::Record(const std::string& node,
 }
 
 bool AttemptTracker::MarkStopping(const std::string& run_id, int resumption,
-                                  v1::AttemptEndReason why) {
+                                  v1::AttemptEndReason why, const std::string& detail) {
   absl::MutexLock lock(&mu_);
   auto& state = attempts_[{run_id, resumption}];
   if (state.stop_sent_at != absl::InfinitePast()) return false;
   state.stop_sent_at = clock_->Now();
   if (why == v1::ATTEMPT_END_REASON_STOPPED || why == v1::ATTEMPT_END_REASON_PREEMPTED) {
     state.stop_reason = why;
+    state.stop_detail = detail;
   }
   return true;
 }

@@ -35,6 +35,8 @@ struct AttemptState {
   bool control_plane_fault = false;
   // Why the control plane stopped it (STOPPED, PREEMPTED); UNSPECIFIED when it did not.
   v1::AttemptEndReason stop_reason = v1::ATTEMPT_END_REASON_UNSPECIFIED;
+  // What the stop said (e.g. why a run was preempted), for the attempt's end.
+  std::string stop_detail;
   absl::Time stop_sent_at = absl::InfinitePast();
 };
 
@@ -64,6 +66,9 @@ class AttemptTracker {
   // Replaces the active runs with those the leader's cycle read, and forgets the books of
   // attempts no longer among them.
   void SetActive(const std::vector<v1::Run>& active);
+  // When the active attempt was placed (first seen, for one this instance did not place): among
+  // equally cheap victims of a preemption the newest loses the least work.
+  absl::Time PlacedAt(const std::string& run_id, int resumption) const;
   // Adds the runs not known yet (placed before this instance started).
   void LearnActive(const std::vector<v1::Run>& active);
   bool IsActive(const std::string& run_id) const;
@@ -97,7 +102,8 @@ class AttemptTracker {
   // --- stopping and ending ---
   // Notes that the attempt's ranks were told to stop, for `why` (STOPPED and PREEMPTED are
   // remembered as the attempt's end reason). False when a stop was sent already.
-  bool MarkStopping(const std::string& run_id, int resumption, v1::AttemptEndReason why);
+  bool MarkStopping(const std::string& run_id, int resumption, v1::AttemptEndReason why,
+                    const std::string& detail = "");
   // The attempt ended (recorded with the run manager). Unless it succeeded, the nodes that have
   // not finished (neither in `finished` nor in the books) keep draining it.
   void Ended(const std::string& run_id, int resumption, const std::set<std::string>& finished,
@@ -129,6 +135,7 @@ class AttemptTracker {
   std::map<std::string, v1::Run> active_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, DrainingAttempt> draining_ ABSL_GUARDED_BY(mu_);
   int64_t placements_total_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::pair<std::string, int>, absl::Time> placed_at_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera::scheduler

@@ -4,7 +4,10 @@
 #include "base/status_macros.h"
 #include "scheduler/placement/placer.h"
 #include "scheduler/placement/proto_convert.h"
+#include "scheduler/placement/quota_fit.h"
 #include "scheduler/placement/validate.h"
+#include "scheduler/placement/wait_text.h"
+#include "scheduler/service/utilization.h"
 #include "services/common/rpc.h"
 #include "services/store/cas_retry.h"
 
@@ -27,8 +30,13 @@ absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string
 }  // namespace
 
 NodeApi::NodeApi(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
-                 std::shared_ptr<IdempotentCalls> idem)
-    : nodes_(std::move(nodes)), runs_(std::move(runs)), idem_(std::move(idem)) {}
+                 std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<TeamPolicy> teams,
+                 std::shared_ptr<Clock> clock)
+    : nodes_(std::move(nodes)),
+      runs_(std::move(runs)),
+      idem_(std::move(idem)),
+      teams_(std::move(teams)),
+      clock_(std::move(clock)) {}
 
 absl::Status NodeApi::ListNodes(const Who&, const v1::ListNodesRequest& req,
                                 v1::ListNodesResponse* resp) {
@@ -120,6 +128,7 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
   if (!nodes.ok()) return nodes.status();
   // A dry run of the next cycle tells each queued run's position and why it waits.
   ClusterState state;
+  if (teams_) state.quotas = teams_->Quotas();
   for (const auto& n : *nodes) state.nodes.push_back(NodeInfoFromProto(n));
   for (const auto& r : *active) {
     v1::Attempt a;
@@ -130,10 +139,16 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
   }
   std::vector<QueuedRun> queue;
   std::vector<const v1::Run*> runs;
+  std::vector<std::pair<std::string, std::string>> owners;
   for (const auto& r : *queued) {
     if (!req.cluster().empty() && r.spec().compute().cluster() != req.cluster()) continue;
     queue.push_back(QueuedRunFromProto(r));
+    owners.emplace_back(r.team(), r.user());
     runs.push_back(&r);
+  }
+  if (teams_) {
+    const std::vector<uint32_t> ranks = teams_->ShareRanks(owners);
+    for (size_t i = 0; i < queue.size(); ++i) queue[i].share_rank = ranks[i];
   }
   Placer placer(state);
   const PlacementDecision decision = placer.PlaceQueue(queue);
@@ -151,6 +166,7 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
       v1::Run& shown = *e->mutable_run();
       shown.set_name("(another user's run)");
       shown.set_status(runs[i]->status());
+      shown.set_team(runs[i]->team());
       *shown.mutable_created_at() = runs[i]->created_at();
       *shown.mutable_spec()->mutable_compute() = runs[i]->spec().compute();
       shown.mutable_spec()->mutable_scheduling()->set_priority(
@@ -159,17 +175,52 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
     e->set_position(position++);
     e->set_waiting_reason(why);
   };
-  for (const auto& p : decision.placements) add(index_of[p.run_id], "placed in the next cycle");
-  for (const auto& w : decision.waiting) add(w.queue_index, WaitReasonName(w.reason));
+  for (const auto& p : decision.placements) {
+    add(index_of[p.run_id],
+        p.borrowed ? "placed in the next cycle, on borrowed GPUs" : "placed in the next cycle");
+  }
+  std::map<std::string, const v1::Run*> by_id;
+  for (const v1::Run* r : runs) by_id[r->id()] = r;
+  for (const Waiting& w : decision.waiting) {
+    std::string holder_name;
+    if (w.reservation >= 0) {
+      // The run holding the reservation, by name when the caller may see it.
+      auto holder = by_id.find(decision.reservations[w.reservation].run_id);
+      holder_name = holder == by_id.end() ? std::string("a run ahead of it")
+                    : who.may_see(holder->second->user())
+                        ? absl::StrCat("run ", holder->second->name())
+                        : std::string("another user's run");
+    }
+    add(w.queue_index, DescribeWaiting(w, queue[w.queue_index], placer, holder_name));
+  }
   return absl::OkStatus();
 }
 
-absl::Status NodeApi::CheckFit(const Who&, const v1::CheckFitRequest& req, v1::CheckFitResponse*) {
+absl::Status NodeApi::CheckFit(const Who&, const v1::CheckFitRequest& req,
+                               v1::CheckFitResponse* resp) {
   auto nodes = nodes_->ListNodes({});
   if (!nodes.ok()) return nodes.status();
   std::vector<NodeInfo> infos;
   for (const auto& n : *nodes) infos.push_back(NodeInfoFromProto(n));
-  return ValidateFits(RequestFromProto(req.compute()), Inventory(infos));
+  const ResourceRequest request = RequestFromProto(req.compute());
+  TESSERA_RETURN_IF_ERROR(ValidateFits(request, Inventory(infos)));
+  if (teams_ == nullptr || req.user().empty()) return absl::OkStatus();
+  TESSERA_ASSIGN_OR_RETURN(std::string team, teams_->TeamOfUser(req.user()));
+  TESSERA_RETURN_IF_ERROR(
+      ValidateQuotaFits(request, team, req.preemptible(), infos, teams_->Quotas()));
+  resp->set_team(team);
+  return absl::OkStatus();
+}
+
+absl::Status NodeApi::GetUtilization(const Who&, const v1::GetUtilizationRequest& req,
+                                     v1::GetUtilizationResponse* resp) {
+  TESSERA_ASSIGN_OR_RETURN(auto nodes, nodes_->ListNodes({}));
+  TESSERA_ASSIGN_OR_RETURN(
+      auto runs,
+      runs_->ListRuns({v1::RUN_STATUS_PENDING, v1::RUN_STATUS_QUEUED, v1::RUN_STATUS_STARTING,
+                       v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING}));
+  *resp = Utilization(runs, nodes, clock_->Now(), req.cluster());
+  return absl::OkStatus();
 }
 
 }  // namespace tessera::scheduler

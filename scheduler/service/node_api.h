@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "scheduler/service/runs_client.h"
+#include "scheduler/service/team_policy.h"
 #include "services/common/auth/principal.h"
 #include "services/common/idempotency.h"
 #include "services/store/node_store.h"
@@ -18,8 +19,10 @@ class NodeApi {
  public:
   using Who = auth::Principal;
   // `idem` makes the mutating calls (SetNodeLabels, RemoveNode) idempotent by their key.
+  // `teams` (null: no quotas) gives the queue view its quotas and the fit check a run's team.
   NodeApi(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
-          std::shared_ptr<IdempotentCalls> idem);
+          std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<TeamPolicy> teams = nullptr,
+          std::shared_ptr<Clock> clock = SystemClock::Shared());
 
   absl::Status ListNodes(const Who& who, const v1::ListNodesRequest& req,
                          v1::ListNodesResponse* resp);
@@ -30,6 +33,9 @@ class NodeApi {
                           v1::RemoveNodeResponse* resp);
   absl::Status GetQueue(const Who& who, const v1::GetQueueRequest& req, v1::GetQueueResponse* resp);
   absl::Status CheckFit(const Who& who, const v1::CheckFitRequest& req, v1::CheckFitResponse* resp);
+  // Per cluster: GPUs total, in use, free, cordoned and lost; runs running and queued.
+  absl::Status GetUtilization(const Who& who, const v1::GetUtilizationRequest& req,
+                              v1::GetUtilizationResponse* resp);
 
  private:
   absl::Status SetLabels(const v1::SetNodeLabelsRequest& req, v1::SetNodeLabelsResponse* resp);
@@ -38,6 +44,8 @@ class NodeApi {
   std::shared_ptr<store::NodeStore> nodes_;
   std::shared_ptr<RunsClient> runs_;
   std::shared_ptr<IdempotentCalls> idem_;
+  std::shared_ptr<TeamPolicy> teams_;
+  std::shared_ptr<Clock> clock_;
 };
 
 }  // namespace tessera::scheduler

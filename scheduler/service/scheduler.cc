@@ -7,8 +7,12 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
                         std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
                         SchedulerConfig config, std::shared_ptr<HealthClient> health,
                         std::shared_ptr<Clock> lease_clock,
-                        std::shared_ptr<store::ChangeFeed> changes, metrics::Registry* registry) {
+                        std::shared_ptr<store::ChangeFeed> changes, metrics::Registry* registry,
+                        std::shared_ptr<store::TeamStore> teams,
+                        std::shared_ptr<store::UsageStore> usage) {
   Scheduler s;
+  auto policy = std::make_shared<TeamPolicy>(std::move(teams), clock, absl::Seconds(5),
+                                             std::move(usage), config.fair_share_half_life);
   s.attempts = std::make_shared<AttemptTracker>(clock, config.drain_limit());
   s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config);
   auto leases = std::make_shared<LeaseTable>(lease_clock ? lease_clock : clock, config.lease);
@@ -18,8 +22,9 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   auto liveness = std::make_shared<NodeLiveness>(nodes, leases, clock, config);
   s.cycle = std::make_shared<SchedulingCycle>(
       nodes, runs, workers, s.attempts, s.control, std::move(liveness), desired, clock, config,
-      std::move(changes), registry ? std::make_shared<SchedulerMetrics>(*registry) : nullptr);
-  s.node_api = std::make_shared<NodeApi>(nodes, runs, idem);
+      std::move(changes), registry ? std::make_shared<SchedulerMetrics>(*registry) : nullptr,
+      policy);
+  s.node_api = std::make_shared<NodeApi>(nodes, runs, idem, policy, clock);
   s.health_relay = std::make_shared<HealthRelay>(std::move(health), std::move(workers), s.attempts,
                                                  s.control, std::move(idem));
   return s;

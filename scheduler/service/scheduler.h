@@ -30,6 +30,7 @@
 #include "services/common/idempotency.h"
 #include "services/store/change_feed.h"
 #include "services/store/node_store.h"
+#include "services/store/team_store.h"
 
 namespace tessera::scheduler {
 
@@ -46,13 +47,16 @@ struct Scheduler {
 // `clock` gives the times stored and shown; `lease_clock` measures leases (a monotonic clock in
 // production; null: `clock`, as tests on one fake clock want). `changes`: the store's change feed
 // (null: the cycle reads every node every cycle). `registry`: where the leader's cluster metrics
-// go (cluster_metrics.h; null: none).
+// go (cluster_metrics.h; null: none). `teams`: the teams' quotas and shares, `usage`: the GPU
+// usage fair share decays (team_policy.h; null: no quotas, no fair share).
 Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                         std::shared_ptr<WorkerRegistry> workers,
                         std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
                         SchedulerConfig config, std::shared_ptr<HealthClient> health = nullptr,
                         std::shared_ptr<Clock> lease_clock = nullptr,
                         std::shared_ptr<store::ChangeFeed> changes = nullptr,
-                        metrics::Registry* registry = nullptr);
+                        metrics::Registry* registry = nullptr,
+                        std::shared_ptr<store::TeamStore> teams = nullptr,
+                        std::shared_ptr<store::UsageStore> usage = nullptr);
 
 }  // namespace tessera::scheduler

@@ -30,6 +30,9 @@ struct SchedulerConfig {
   // Ports for MASTER_PORT are drawn from [base, base + span).
   int master_port_base = 29500;
   int master_port_span = 10000;
+  // Fair share: GPU-seconds used this long ago count half (Slurm's PriorityDecayHalfLife; its
+  // default is 7 days too).
+  absl::Duration fair_share_half_life = absl::Hours(24 * 7);
 
   // How long an ended attempt's unconfirmed nodes keep their GPUs: the stop grace plus a lease
   // (a worker that is alive confirms within the grace; one that is gone is lost within a lease).

@@ -34,6 +34,7 @@ class SchedulerService final : public v1::SchedulerService::Service {
   TESSERA_UNARY_RPC(node_api_, RemoveNode)
   TESSERA_UNARY_RPC(node_api_, GetQueue)
   TESSERA_UNARY_RPC(node_api_, CheckFit)
+  TESSERA_UNARY_RPC(node_api_, GetUtilization)
 
   // Only the leader holds the workers' streams and the attempts: a standby refuses, and the
   // caller tries another instance.

@@ -45,7 +45,8 @@ SchedulingCycle::SchedulingCycle(
     std::shared_ptr<WorkerRegistry> workers, std::shared_ptr<AttemptTracker> attempts,
     std::shared_ptr<AttemptControl> control, std::shared_ptr<NodeLiveness> liveness,
     std::shared_ptr<DesiredAttempts> desired, std::shared_ptr<Clock> clock, SchedulerConfig config,
-    std::shared_ptr<store::ChangeFeed> changes, std::shared_ptr<SchedulerMetrics> metrics)
+    std::shared_ptr<store::ChangeFeed> changes, std::shared_ptr<SchedulerMetrics> metrics,
+    std::shared_ptr<TeamPolicy> teams)
     : nodes_(std::move(nodes)),
       runs_(std::move(runs)),
       workers_(std::move(workers)),
@@ -56,7 +57,8 @@ SchedulingCycle::SchedulingCycle(
       clock_(std::move(clock)),
       config_(config),
       changes_(std::move(changes)),
-      metrics_(std::move(metrics)) {}
+      metrics_(std::move(metrics)),
+      teams_(std::move(teams)) {}
 
 absl::StatusOr<CycleStats> SchedulingCycle::RunCycle() {
   // A cycle that fails part way reads the nodes afresh next time.
@@ -187,6 +189,7 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
                                     const std::vector<v1::Run>& active,
                                     const std::vector<v1::Node>& nodes, CycleStats& stats) {
   ClusterState state;
+  if (teams_) state.quotas = teams_->Quotas();
   std::map<std::string, const v1::Node*> by_name;
   for (const auto& n : nodes) {
     state.nodes.push_back(NodeInfoFromProto(n));
@@ -195,6 +198,8 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
   for (const auto& run : active) {
     if (run.nodes_size() == 0) continue;
     RunningAllocation alloc = AllocationFromProto(run, AttemptOf(run));
+    alloc.started_at_micros =
+        absl::ToUnixMicros(attempts_->PlacedAt(run.id(), run.resumption_index()));
     // A run already being stopped cannot be chosen as a victim again.
     if (attempts_->StopSent(run.id(), run.resumption_index())) alloc.preemptible = false;
     state.running.push_back(std::move(alloc));
@@ -208,10 +213,16 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
   }
   std::vector<QueuedRun> queue;
   std::map<std::string, const v1::Run*> queued_by_id;
+  std::vector<std::pair<std::string, std::string>> owners;
   for (const auto& r : queued) {
     if (waiting_for_drain.count(r.id())) continue;  // its previous attempt is still exiting
     queue.push_back(QueuedRunFromProto(r));
+    owners.emplace_back(r.team(), r.user());
     queued_by_id[r.id()] = &r;
+  }
+  if (teams_) {
+    const std::vector<uint32_t> ranks = teams_->ShareRanks(owners);
+    for (size_t i = 0; i < queue.size(); ++i) queue[i].share_rank = ranks[i];
   }
   Placer placer(state);
   const PlacementDecision decision =
@@ -222,9 +233,22 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
   for (const auto& p : decision.preemptions) {
     auto it = active_by_id.find(p.victim_run_id);
     if (it == active_by_id.end()) continue;
-    spdlog::info("preempting run {} for run {}", it->second->name(), p.for_run_id);
-    control_->StopAttempt(*it->second, v1::ATTEMPT_END_REASON_PREEMPTED,
-                          "preempted for a higher-priority run");
+    spdlog::info("preempting run {} for run {}{}", it->second->name(), p.for_run_id,
+                 p.reclaim ? " (reclaiming borrowed GPUs)" : "");
+    std::string why = "for a higher-priority run";
+    if (p.reclaim) {
+      auto claimant = queued_by_id.find(p.for_run_id);
+      const std::string to = claimant != queued_by_id.end() ? claimant->second->team() : "";
+      const std::string& from = it->second->team();
+      why = absl::StrCat("to return borrowed GPUs (",
+                         from.empty() ? std::string("users in no team have no quota here")
+                                      : absl::StrCat("team ", from, " is over its quota"),
+                         "; ",
+                         to.empty() ? std::string("users in no team need them")
+                                    : absl::StrCat("team ", to, " needs them"),
+                         ")");
+    }
+    control_->StopAttempt(*it->second, v1::ATTEMPT_END_REASON_PREEMPTED, why);
     ++stats.preempted;
   }
   for (const auto& p : decision.placements) {
@@ -246,6 +270,10 @@ absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
                                     CycleStats& stats) {
   auto head = by_name.find(attempt.nodes(0).node_name());
   attempt.set_master_addr(HostOf(head != by_name.end() ? head->second->address() : ""));
+  if (head != by_name.end()) {
+    attempt.set_cluster(head->second->cluster());
+    attempt.set_gpu_type(head->second->gpu_type());
+  }
   attempt.set_master_port(config_.master_port_base +
                           static_cast<int>(absl::HashOf(run.id(), run.resumption_index()) %
                                            static_cast<size_t>(config_.master_port_span)));

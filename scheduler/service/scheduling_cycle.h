@@ -18,6 +18,7 @@
 #include "scheduler/service/node_liveness.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/scheduler_config.h"
+#include "scheduler/service/team_policy.h"
 #include "scheduler/service/worker_registry.h"
 #include "services/store/change_feed.h"
 #include "services/store/node_store.h"
@@ -39,7 +40,8 @@ class SchedulingCycle {
                   std::shared_ptr<AttemptControl> control, std::shared_ptr<NodeLiveness> liveness,
                   std::shared_ptr<DesiredAttempts> desired, std::shared_ptr<Clock> clock,
                   SchedulerConfig config, std::shared_ptr<store::ChangeFeed> changes = nullptr,
-                  std::shared_ptr<SchedulerMetrics> metrics = nullptr);
+                  std::shared_ptr<SchedulerMetrics> metrics = nullptr,
+                  std::shared_ptr<TeamPolicy> teams = nullptr);
 
   absl::StatusOr<CycleStats> RunCycle();
   // This instance begins a (new) term of leadership; called before the term's first cycle.
@@ -86,6 +88,7 @@ class SchedulingCycle {
   std::shared_ptr<store::ChangeFeed> changes_;
   // Null: no metrics (tests).
   std::shared_ptr<SchedulerMetrics> metrics_;
+  std::shared_ptr<TeamPolicy> teams_;
   // The cluster's gauges are summed up at most once a second (a scrape is seldom more often),
   // not every cycle: at 10,000 nodes that is 10,000 map updates a cycle.
   absl::Time summarized_at_ = absl::InfinitePast();

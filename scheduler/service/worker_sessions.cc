@@ -288,6 +288,9 @@ absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::Att
     reason = failure;
   }
   std::string detail = update.detail();
+  if (reason == v1::ATTEMPT_END_REASON_PREEMPTED && !state.stop_detail.empty()) {
+    detail = state.stop_detail;  // why: for a higher-priority run, or to return borrowed GPUs
+  }
   if (reason == v1::ATTEMPT_END_REASON_CONTROL_PLANE && detail.empty()) {
     detail = absl::StrCat("rank ", state.first_failed_rank, " on ", state.first_failed_node,
                           " was fenced or its exit status was lost");

@@ -25,6 +25,7 @@ RouteTable BuildRouteTable(std::shared_ptr<Upstream> upstream) {
   AddHealthRoutes(t, upstream);
   AddAdminRoutes(t, upstream);
   AddSecretRoutes(t, upstream);
+  AddTeamRoutes(t, upstream);
 
   // Rendered once the table is complete; the handler serves the finished text.
   auto document = std::make_shared<std::string>();

@@ -24,6 +24,7 @@ void AddHealthRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
 void AddAdminRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
 // /api/v1/secrets: the caller's own secrets (values go in, never out).
 void AddSecretRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
+void AddTeamRoutes(RouteTable& table, std::shared_ptr<Upstream> upstream);
 
 // Parameters several routes share.
 ParamSpec IdempotencyKeyHeader();

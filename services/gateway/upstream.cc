@@ -19,7 +19,8 @@ Upstream::Upstream(std::shared_ptr<grpc::Channel> channel, std::chrono::millisec
       health_(v1::HealthService::NewStub(channel_)),
       admin_(v1::AdminService::NewStub(channel_)),
       logs_(v1::LogService::NewStub(logs_channel != nullptr ? logs_channel : channel_)),
-      secrets_(v1::SecretService::NewStub(channel_)) {}
+      secrets_(v1::SecretService::NewStub(channel_)),
+      teams_(v1::TeamService::NewStub(channel_)) {}
 
 std::unique_ptr<UpstreamCall> Upstream::NewUnaryCall(const std::string& authorization,
                                                      const std::string& client_address) {

@@ -19,6 +19,7 @@
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 #include "tessera/v1/secrets.grpc.pb.h"
+#include "tessera/v1/teams.grpc.pb.h"
 
 namespace tessera::gateway {
 
@@ -58,6 +59,7 @@ class Upstream {
   v1::AdminService::Stub& admin() { return *admin_; }
   v1::LogService::Stub& logs() { return *logs_; }
   v1::SecretService::Stub& secrets() { return *secrets_; }
+  v1::TeamService::Stub& teams() { return *teams_; }
 
   // A context for one call. `authorization` is forwarded unchanged when not empty, and the HTTP
   // client's address as kClientAddressMetadata (the services' audit log records it). Once
@@ -86,6 +88,7 @@ class Upstream {
   std::unique_ptr<v1::AdminService::Stub> admin_;
   std::unique_ptr<v1::LogService::Stub> logs_;
   std::unique_ptr<v1::SecretService::Stub> secrets_;
+  std::unique_ptr<v1::TeamService::Stub> teams_;
 
   std::mutex mu_;
   std::set<UpstreamCall*> calls_;

@@ -9,11 +9,16 @@ class GrpcFitChecker final : public FitChecker {
                  ServiceClientOptions options)
       : scheduler_(std::move(channel), std::move(key), "the scheduler", options) {}
 
-  absl::Status CheckFit(const v1::ComputeSpec& compute) override {
+  absl::StatusOr<std::string> CheckFit(const v1::ComputeSpec& compute, const std::string& user,
+                                       bool preemptible) override {
     v1::CheckFitRequest req;
     *req.mutable_compute() = compute;
+    req.set_user(user);
+    req.set_preemptible(preemptible);
     v1::CheckFitResponse resp;
-    return scheduler_.Call(&v1::SchedulerService::Stub::CheckFit, req, &resp);
+    absl::Status st = scheduler_.Call(&v1::SchedulerService::Stub::CheckFit, req, &resp);
+    if (!st.ok()) return st;
+    return resp.team();
   }
 
  private:

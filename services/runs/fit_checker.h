@@ -4,8 +4,10 @@
 #include <grpcpp/channel.h>
 
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
 #include "services/common/system_credential.h"
@@ -16,8 +18,11 @@ namespace tessera::runs {
 class FitChecker {
  public:
   virtual ~FitChecker() = default;
-  // OK, INVALID_ARGUMENT naming the field, or UNAVAILABLE when the scheduler cannot answer.
-  virtual absl::Status CheckFit(const v1::ComputeSpec& compute) = 0;
+  // The owner's team (empty: none) when the run can ever start; INVALID_ARGUMENT naming the
+  // field (the cluster cannot hold it, or it is larger than its team's quota and may not
+  // borrow), or UNAVAILABLE when the scheduler cannot answer.
+  virtual absl::StatusOr<std::string> CheckFit(const v1::ComputeSpec& compute,
+                                               const std::string& user, bool preemptible) = 0;
 };
 
 // A submit waits for the check: 10 s, well within the 30 s that mcli waits for the submit.

@@ -1,5 +1,7 @@
 #include "services/runs/lifecycle.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/timestamps.h"
@@ -98,6 +100,14 @@ int RetryLimit(const v1::RunSpec& spec) {
   return spec.scheduling().retry_on_system_failure() ? 10 : 0;
 }
 
+// Retries for the exit codes the run names (scheduling.retry_on_exit_codes): the same
+// max_retries, or 10 when it is not set.
+int ExitCodeRetryLimit(const v1::RunSpec& spec, int code) {
+  const auto& codes = spec.scheduling().retry_on_exit_codes();
+  if (std::find(codes.begin(), codes.end(), code) == codes.end()) return 0;
+  return spec.scheduling().has_max_retries() ? spec.scheduling().max_retries() : 10;
+}
+
 std::optional<v1::Attempt> CurrentAttempt(const v1::Run& run,
                                           const std::vector<v1::Attempt>& attempts) {
   for (const auto& a : attempts) {
@@ -188,6 +198,8 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
   switch (update.status()) {
     case v1::RUN_STATUS_STARTING: {
       *a.mutable_nodes() = update.nodes();
+      a.set_cluster(update.cluster());
+      a.set_gpu_type(update.gpu_type());
       a.set_master_addr(update.master_addr());
       a.set_master_port(update.master_port());
       r.set_pending_seconds(r.pending_seconds() +
@@ -255,18 +267,35 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
       } else if (reason == v1::ATTEMPT_END_REASON_USER_EXIT ||
                  reason == v1::ATTEMPT_END_REASON_UNSPECIFIED) {
         const int code = FirstExitCode(update);
-        Finish(r, v1::RUN_STATUS_FAILED, absl::StrCat("exit code ", code), now);
-        t.events.push_back(
-            MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED,
-                      absl::StrCat("Run failed with exit code ", code,
-                                   update.first_failed_node().empty() ? "" : " (rank ",
-                                   update.first_failed_node().empty()
-                                       ? ""
-                                       : absl::StrCat(update.first_failed_rank(), " on ",
-                                                      update.first_failed_node(), ")")),
-                      now));
+        const std::string where = update.first_failed_node().empty()
+                                      ? ""
+                                      : absl::StrCat(" (rank ", update.first_failed_rank(), " on ",
+                                                     update.first_failed_node(), ")");
+        const int limit = ExitCodeRetryLimit(run.spec(), code);
+        if (limit > 0 && run.retries_used() < limit) {
+          // A transient error the run asked to be retried on: requeued, from its checkpoint.
+          r.set_retries_used(run.retries_used() + 1);
+          t.events.push_back(
+              MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED,
+                        absl::StrCat("Attempt failed with exit code ", code, where,
+                                     ", which scheduling.retry_on_exit_codes retries (retry ",
+                                     r.retries_used(), " of ", limit, ")"),
+                        now));
+          Requeue(r, now, t.events);
+        } else {
+          Finish(r, v1::RUN_STATUS_FAILED, absl::StrCat("exit code ", code), now);
+          t.events.push_back(MakeEvent(
+              r, v1::RUN_EVENT_TYPE_FAILED,
+              absl::StrCat("Run failed with exit code ", code, where,
+                           limit > 0 ? absl::StrCat(" after all ", limit, " retries") : ""),
+              now));
+        }
       } else if (reason == v1::ATTEMPT_END_REASON_PREEMPTED) {
-        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_PREEMPTED, "Run was preempted", now));
+        // "Run was preempted for a higher-priority run", "... to return borrowed GPUs (...)".
+        t.events.push_back(MakeEvent(
+            r, v1::RUN_EVENT_TYPE_PREEMPTED,
+            absl::StrCat("Run was preempted", update.reason().empty() ? "" : " ", update.reason()),
+            now));
         Requeue(r, now, t.events);
       } else if (reason == v1::ATTEMPT_END_REASON_CONTROL_PLANE) {
         // Not the run's fault nor its nodes': requeued without using a retry. The cap only

@@ -131,7 +131,9 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
             : "image: 'host' runs on the nodes' own system, which this cluster does not allow "
               "(tessera-server --allow-host-image); name an image");
   }
-  TESSERA_RETURN_IF_ERROR(fit_->CheckFit(spec.compute()));
+  // The team whose quota the run uses is the owner's at submit.
+  TESSERA_ASSIGN_OR_RETURN(const std::string team, fit_->CheckFit(spec.compute(), who.user,
+                                                                  spec.scheduling().preemptible()));
   // One uid per user on every node: the sandbox runs the user's ranks as it.
   auto uid = runs_->UserUid(who.user);
   if (!uid.ok()) return uid.status();
@@ -143,6 +145,7 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
     run.set_name(absl::StrCat(spec.name(), "-", RandomSuffix(4 + attempt / 2)));
     run.set_user(who.user);
     run.set_user_uid(*uid);
+    run.set_team(team);
     *run.mutable_spec() = spec;
     run.set_status(v1::RUN_STATUS_PENDING);
     *run.mutable_created_at() = ToProtoTime(now);

@@ -10,6 +10,7 @@
 #include "services/admin/admin_handler.h"
 #include "services/admin/admin_service.h"
 #include "services/admin/join_service.h"
+#include "services/admin/team_service.h"
 #include "services/common/history_retention.h"
 #include "services/common/leader_election.h"
 #include "services/common/periodic_runner.h"
@@ -81,6 +82,8 @@ class RunsComponent final : public Component {
         admin_(std::make_shared<admin::AdminHandler>(f.stores.api_keys, f.stores.join_tokens,
                                                      f.stores.audit, f.idempotency, f.clock),
                f.authenticator),
+        teams_(std::make_shared<admin::TeamHandler>(f.stores.teams, f.clock, f.stores.usage),
+               f.authenticator),
         join_(std::make_shared<admin::JoinHandler>(
                   f.stores.join_tokens, o.ca, f.clock,
                   admin::JoinOptions{.certificate_validity = o.node_certificate_validity}),
@@ -108,7 +111,7 @@ class RunsComponent final : public Component {
           if (!covered.ok()) spdlog::warn("runs: goodput metrics: {}", covered.status().ToString());
         }) {}
   std::vector<grpc::Service*> services() override {
-    return {&runs_, &metrics_, &secrets_, &admin_, &join_};
+    return {&runs_, &metrics_, &secrets_, &admin_, &teams_, &join_};
   }
 
  private:
@@ -117,6 +120,7 @@ class RunsComponent final : public Component {
   runs::RunMetricsService metrics_;
   runs::SecretService secrets_;
   admin::AdminService admin_;
+  admin::TeamService teams_;
   admin::JoinService join_;
   // The timers last: stopped before what they use goes.
   PeriodicRunner timer_;
@@ -140,11 +144,13 @@ class SchedulerComponent final : public Component {
             f.idempotency, f.clock,
             scheduler::SchedulerConfig{.lease = o.lease,
                                        .heartbeat_interval = o.heartbeat_interval,
-                                       .stop_grace = o.stop_grace},
+                                       .stop_grace = o.stop_grace,
+                                       .fair_share_half_life = o.fair_share_half_life},
             health ? scheduler::MakeGrpcHealthClient(health, system_key,
                                                      f.CallOptions(scheduler::kHealthClientOptions))
                    : nullptr,
-            MonotonicClock::Shared(), f.stores.changes, &metrics::Registry::Default())),
+            MonotonicClock::Shared(), f.stores.changes, &metrics::Registry::Default(),
+            f.stores.teams, f.stores.usage)),
         runner_(std::make_unique<scheduler::SchedulerRunner>(scheduler_.cycle, election_, f.clock,
                                                              o.cycle_interval)),
         api_(

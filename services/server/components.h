@@ -88,6 +88,7 @@ struct SchedulerOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration cycle_interval = absl::Milliseconds(200);
   absl::Duration stop_grace = absl::Seconds(10);
+  absl::Duration fair_share_half_life = absl::Hours(24 * 7);
   // Empty: this instance always leads (single instance without election).
   std::string database_url;
   std::string instance_id;

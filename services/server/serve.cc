@@ -79,6 +79,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   std::string canary_sizes;
   std::string http_listen = all_in_one ? "127.0.0.1:8080" : "";
   double lease_seconds = 3, heartbeat_seconds = 1, stop_grace_seconds = 10;
+  std::string fair_share_half_life = "168h";
   AddHostFlags(app, host);
   app.add_option("--database-url", db.url, "PostgreSQL URL (postgresql://user@host:port/db)")
       ->envname("TESSERA_DATABASE_URL");
@@ -106,6 +107,16 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     app.add_option("--stop-grace-seconds", stop_grace_seconds, "SIGTERM to SIGKILL for ranks")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 3600.0));
+    app.add_option("--fair-share-half-life", fair_share_half_life,
+                   "fair share: GPU time used this long ago counts half (e.g. 24h, 168h)")
+        ->capture_default_str()
+        ->check([](const std::string& text) -> std::string {
+          absl::Duration d;
+          if (!absl::ParseDuration(text, &d) || d < absl::Minutes(1) || d > absl::Hours(24 * 365)) {
+            return "expected a duration from 1m to 8760h, such as 24h or 168h";
+          }
+          return "";
+        });
   }
   double http_request_timeout_seconds = 60;
   std::string console_dir = "auto";
@@ -389,6 +400,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     sched.lease = absl::Seconds(lease_seconds);
     sched.heartbeat_interval = absl::Seconds(heartbeat_seconds);
     sched.stop_grace = absl::Seconds(stop_grace_seconds);
+    (void)absl::ParseDuration(fair_share_half_life, &sched.fair_share_half_life);  // checked
     sched.database_url = db.url;
     sched.instance_id = InstanceId();
     std::shared_ptr<ChannelRef> health_channel = parts.health ? self : nullptr;

@@ -18,7 +18,9 @@
 #include "services/store/node_store.h"
 #include "services/store/run_store.h"
 #include "services/store/secret_store.h"
+#include "services/store/team_store.h"
 #include "services/store/transaction_observer.h"
+#include "services/store/usage_store.h"
 
 namespace tessera::store {
 
@@ -34,6 +36,8 @@ struct Stores {
   std::shared_ptr<LogStore> logs;
   std::shared_ptr<LeaderLockStore> leader_locks;
   std::shared_ptr<SecretStore> secrets;
+  std::shared_ptr<TeamStore> teams;
+  std::shared_ptr<UsageStore> usage;
   // Pushes commits to watchers (change_feed.h).
   std::shared_ptr<ChangeFeed> changes;
 };

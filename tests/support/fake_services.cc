@@ -250,6 +250,88 @@ Status FakeSecretService::CreateSecret(ServerContext* context,
   return recorder_.Record(context, "CreateSecret", *request);
 }
 
+Status FakeSchedulerService::GetUtilization(ServerContext* context,
+                                            const v1::GetUtilizationRequest* request,
+                                            v1::GetUtilizationResponse* response) {
+  v1::ClusterUtilization* c = response->add_clusters();
+  c->set_cluster("local");
+  c->add_gpu_types("sim");
+  c->set_nodes(2);
+  c->set_gpus_total(16);
+  c->set_gpus_in_use(8);
+  c->set_gpus_free(8);
+  c->set_runs_running(1);
+  c->set_runs_queued(1);
+  return recorder_.Record(context, "GetUtilization", *request);
+}
+
+namespace {
+
+v1::Team SampleTeam(const std::string& name) {
+  v1::Team team;
+  team.set_name(name.empty() ? "vision" : name);
+  team.set_share(1);
+  team.add_members("ann");
+  v1::TeamQuota* q = team.add_quotas();
+  q->set_cluster("local");
+  q->set_gpus(8);
+  return team;
+}
+
+}  // namespace
+
+Status FakeTeamService::CreateTeam(ServerContext* c, const v1::CreateTeamRequest* r,
+                                   v1::CreateTeamResponse* a) {
+  *a->mutable_team() = SampleTeam(r->name());
+  return recorder_.Record(c, "CreateTeam", *r);
+}
+Status FakeTeamService::DeleteTeam(ServerContext* c, const v1::DeleteTeamRequest* r,
+                                   v1::DeleteTeamResponse*) {
+  return recorder_.Record(c, "DeleteTeam", *r);
+}
+Status FakeTeamService::GetTeam(ServerContext* c, const v1::GetTeamRequest* r,
+                                v1::GetTeamResponse* a) {
+  *a->mutable_team() = SampleTeam(r->name());
+  return recorder_.Record(c, "GetTeam", *r);
+}
+Status FakeTeamService::ListTeams(ServerContext* c, const v1::ListTeamsRequest* r,
+                                  v1::ListTeamsResponse* a) {
+  *a->add_teams() = SampleTeam("");
+  return recorder_.Record(c, "ListTeams", *r);
+}
+Status FakeTeamService::AddTeamMember(ServerContext* c, const v1::AddTeamMemberRequest* r,
+                                      v1::AddTeamMemberResponse* a) {
+  *a->mutable_team() = SampleTeam(r->team());
+  return recorder_.Record(c, "AddTeamMember", *r);
+}
+Status FakeTeamService::RemoveTeamMember(ServerContext* c, const v1::RemoveTeamMemberRequest* r,
+                                         v1::RemoveTeamMemberResponse* a) {
+  *a->mutable_team() = SampleTeam(r->team());
+  return recorder_.Record(c, "RemoveTeamMember", *r);
+}
+Status FakeTeamService::SetTeamQuota(ServerContext* c, const v1::SetTeamQuotaRequest* r,
+                                     v1::SetTeamQuotaResponse* a) {
+  *a->mutable_team() = SampleTeam(r->team());
+  return recorder_.Record(c, "SetTeamQuota", *r);
+}
+Status FakeTeamService::SetTeamShare(ServerContext* c, const v1::SetTeamShareRequest* r,
+                                     v1::SetTeamShareResponse* a) {
+  *a->mutable_team() = SampleTeam(r->team());
+  return recorder_.Record(c, "SetTeamShare", *r);
+}
+Status FakeTeamService::GetUsage(ServerContext* c, const v1::GetUsageRequest* r,
+                                 v1::GetUsageResponse* a) {
+  v1::UsageRow* row = a->add_rows();
+  row->set_day("2026-11-20");
+  row->set_cluster("local");
+  row->set_team("vision");
+  row->set_user("ann");
+  row->set_outcome("completed");
+  row->set_gpu_hours(12.5);
+  row->set_attempts(2);
+  return recorder_.Record(c, "GetUsage", *r);
+}
+
 Status FakeSecretService::ListSecrets(ServerContext* context, const v1::ListSecretsRequest* request,
                                       v1::ListSecretsResponse* response) {
   v1::Secret* s = response->add_secrets();
@@ -342,7 +424,8 @@ FakeServices::FakeServices()
       admin(recorder),
       logs(recorder, stream, &runs),
       secrets(recorder),
-      metrics(recorder) {
+      metrics(recorder),
+      teams(recorder) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(&runs);
@@ -353,6 +436,7 @@ FakeServices::FakeServices()
   builder.RegisterService(&logs);
   builder.RegisterService(&secrets);
   builder.RegisterService(&metrics);
+  builder.RegisterService(&teams);
   server_ = builder.BuildAndStart();
   REQUIRE(server_ != nullptr);
   REQUIRE(port_ > 0);

@@ -40,6 +40,7 @@
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 #include "tessera/v1/secrets.grpc.pb.h"
+#include "tessera/v1/teams.grpc.pb.h"
 
 namespace tessera::testing {
 
@@ -229,6 +230,10 @@ class FakeSchedulerService final : public v1::SchedulerService::Service {
                        v1::GetNodeResponse* response) override;
   grpc::Status GetQueue(grpc::ServerContext* context, const v1::GetQueueRequest* request,
                         v1::GetQueueResponse* response) override;
+  // One cluster, "local": 16 GPUs, 8 in use, one run running, one queued.
+  grpc::Status GetUtilization(grpc::ServerContext* context,
+                              const v1::GetUtilizationRequest* request,
+                              v1::GetUtilizationResponse* response) override;
 
  private:
   Recorder& recorder_;
@@ -331,6 +336,34 @@ class FakeSecretService final : public v1::SecretService::Service {
   Recorder& recorder_;
 };
 
+// Teams: every call answers a team of the request's name ("vision" when the request names
+// none) with ann as member and a quota of 8 GPUs in cluster local; GetUsage one row of ann's.
+class FakeTeamService final : public v1::TeamService::Service {
+ public:
+  explicit FakeTeamService(Recorder& recorder) : recorder_(recorder) {}
+  grpc::Status CreateTeam(grpc::ServerContext* c, const v1::CreateTeamRequest* r,
+                          v1::CreateTeamResponse* a) override;
+  grpc::Status DeleteTeam(grpc::ServerContext* c, const v1::DeleteTeamRequest* r,
+                          v1::DeleteTeamResponse* a) override;
+  grpc::Status GetTeam(grpc::ServerContext* c, const v1::GetTeamRequest* r,
+                       v1::GetTeamResponse* a) override;
+  grpc::Status ListTeams(grpc::ServerContext* c, const v1::ListTeamsRequest* r,
+                         v1::ListTeamsResponse* a) override;
+  grpc::Status AddTeamMember(grpc::ServerContext* c, const v1::AddTeamMemberRequest* r,
+                             v1::AddTeamMemberResponse* a) override;
+  grpc::Status RemoveTeamMember(grpc::ServerContext* c, const v1::RemoveTeamMemberRequest* r,
+                                v1::RemoveTeamMemberResponse* a) override;
+  grpc::Status SetTeamQuota(grpc::ServerContext* c, const v1::SetTeamQuotaRequest* r,
+                            v1::SetTeamQuotaResponse* a) override;
+  grpc::Status SetTeamShare(grpc::ServerContext* c, const v1::SetTeamShareRequest* r,
+                            v1::SetTeamShareResponse* a) override;
+  grpc::Status GetUsage(grpc::ServerContext* c, const v1::GetUsageRequest* r,
+                        v1::GetUsageResponse* a) override;
+
+ private:
+  Recorder& recorder_;
+};
+
 // A run's metrics: three points, two of attempt 0 (steps 10, 20) and one of attempt 1 (step
 // 30, loss NaN), and the two attempts, the first ended by a node failure ("node-2 lost").
 class FakeRunMetricsService final : public v1::RunMetricsService::Service {
@@ -413,6 +446,7 @@ class FakeServices {
   FakeLogService logs;
   FakeSecretService secrets;
   FakeRunMetricsService metrics;
+  FakeTeamService teams;
 
  private:
   int port_ = 0;

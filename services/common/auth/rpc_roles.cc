@@ -48,6 +48,16 @@ const std::vector<RpcRule>& RpcRoleTable() {
       {"tessera.v1.AdminService/ListJoinTokens", {ROLE_ADMIN}},
       {"tessera.v1.AdminService/RevokeJoinToken", {ROLE_ADMIN}, kAuditPeople},
       {"tessera.v1.AdminService/ListAuditRecords", {ROLE_ADMIN}},
+      // Teams: admins manage them; everyone reads them (the queue depends on them).
+      {"tessera.v1.TeamService/CreateTeam", {ROLE_ADMIN}, kAuditPeople},
+      {"tessera.v1.TeamService/DeleteTeam", {ROLE_ADMIN}, kAuditPeople},
+      {"tessera.v1.TeamService/GetTeam", kPeopleAndServices},
+      {"tessera.v1.TeamService/ListTeams", kPeopleAndServices},
+      {"tessera.v1.TeamService/AddTeamMember", {ROLE_ADMIN}, kAuditPeople},
+      {"tessera.v1.TeamService/RemoveTeamMember", {ROLE_ADMIN}, kAuditPeople},
+      {"tessera.v1.TeamService/SetTeamQuota", {ROLE_ADMIN}, kAuditPeople},
+      {"tessera.v1.TeamService/SetTeamShare", {ROLE_ADMIN}, kAuditPeople},
+      {"tessera.v1.TeamService/GetUsage", kPeopleAndServices},
       // A worker joining: its join token is the credential (JoinHandler checks it), and what it
       // gets is a key and certificate of the token's node only.
       {"tessera.v1.NodeJoin/Join", {}, Audit::kNever, /*open=*/true},
@@ -84,6 +94,7 @@ const std::vector<RpcRule>& RpcRoleTable() {
       {"tessera.v1.SchedulerService/RemoveNode", kOperators, kAuditPeople},
       {"tessera.v1.SchedulerService/GetQueue", kPeopleAndServices},
       {"tessera.v1.SchedulerService/GetStatus", kPeopleAndServices},
+      {"tessera.v1.SchedulerService/GetUtilization", kPeopleAndServices},
       {"tessera.v1.SchedulerService/CheckFit", kServices},
       {"tessera.v1.SchedulerService/DispatchToWorker", kServices},
       {"tessera.v1.SchedulerService/EvictNode", kServices},

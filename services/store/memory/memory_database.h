@@ -51,6 +51,8 @@ struct MemoryDatabase {
   std::map<std::string, ApiKeyRecord> api_keys ABSL_GUARDED_BY(mu);        // by id
   std::map<std::string, JoinTokenRecord> join_tokens ABSL_GUARDED_BY(mu);  // by id
   std::map<std::pair<std::string, std::string>, SecretRecord> secrets ABSL_GUARDED_BY(mu);
+  std::map<std::string, v1::Team, std::less<>> teams ABSL_GUARDED_BY(mu);
+  std::map<std::string, std::string, std::less<>> team_of_user ABSL_GUARDED_BY(mu);
   std::vector<v1::AuditRecord> audit ABSL_GUARDED_BY(mu);
   int64_t next_audit_id ABSL_GUARDED_BY(mu) = 1;
 
@@ -129,6 +131,8 @@ std::shared_ptr<HealthStore> MakeMemoryHealthStore(std::shared_ptr<MemoryDatabas
 std::shared_ptr<ApiKeyStore> MakeMemoryApiKeyStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<JoinTokenStore> MakeMemoryJoinTokenStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<SecretStore> MakeMemorySecretStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<TeamStore> MakeMemoryTeamStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<UsageStore> MakeMemoryUsageStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<AuditStore> MakeMemoryAuditStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<IdempotencyStore> MakeMemoryIdempotencyStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<LogStore> MakeMemoryLogStore(std::shared_ptr<MemoryDatabase> db);

@@ -135,6 +135,8 @@ Stores MakeMemoryStores(std::shared_ptr<MemoryDatabase> db) {
   s.logs = MakeMemoryLogStore(db);
   s.leader_locks = MakeMemoryLeaderLockStore(db);
   s.secrets = MakeMemorySecretStore(db);
+  s.teams = MakeMemoryTeamStore(db);
+  s.usage = MakeMemoryUsageStore(db);
   s.changes = db->changes;
   return s;
 }

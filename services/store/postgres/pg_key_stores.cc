@@ -199,6 +199,8 @@ absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
   s.api_keys = MakePgApiKeyStore(pool);
   s.join_tokens = MakePgJoinTokenStore(pool);
   s.secrets = MakePgSecretStore(pool);
+  s.teams = MakePgTeamStore(pool);
+  s.usage = MakePgUsageStore(pool);
   s.audit = MakePgAuditStore(pool);
   s.idempotency = MakePgIdempotencyStore(pool);
   s.changes = std::make_shared<PgChangeFeed>(pool->conninfo());

@@ -1,3 +1,4 @@
+#include <limits>
 #include <optional>
 #include <pqxx/pqxx>
 
@@ -59,12 +60,13 @@ class PgRunStore final : public RunStore {
     absl::Status st = pool_->Transact("creating a run", [&](pqxx::work& tx) -> absl::Status {
       if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
       tx.exec_params(absl::StrCat("INSERT INTO runs (id, name, user_name, status, cluster, "
-                                  "gpu_type, created_at, version, body, ended_at) VALUES ($1, $2, "
-                                  "$3, $4, $5, $6, ",
-                                  MicrosParam(7), ", 1, $8, ", MicrosParam(9), ")"),
+                                  "gpu_type, created_at, version, body, ended_at, team) VALUES "
+                                  "($1, $2, $3, $4, $5, $6, ",
+                                  MicrosParam(7), ", 1, $8, ", MicrosParam(9), ", $10)"),
                      stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
                      stored.spec().compute().cluster(), stored.spec().compute().gpu_type(),
-                     ToMicros(stored.created_at()), EncodeMessage(stored), EndedAtMicros(stored));
+                     ToMicros(stored.created_at()), EncodeMessage(stored), EndedAtMicros(stored),
+                     stored.team());
       TESSERA_RETURN_IF_ERROR(InsertEvents(tx, stored.id(), events));
       if (idem) RecordClaimedResponse(tx, idem->key, idem->response(stored));
       return absl::OkStatus();
@@ -344,10 +346,23 @@ class PgRunStore final : public RunStore {
 
  private:
   static void UpsertAttempt(pqxx::work& tx, const std::string& run_id, const v1::Attempt& attempt) {
+    // The start and end as columns too, for usage (UsageStore); kNoTime (not a std::optional,
+    // which GCC 12 takes for uninitialized through libpqxx) stands for NULL.
+    constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
+    const auto nullable = [](int n) {
+      return absl::StrCat("(timestamptz 'epoch' + NULLIF($", n,
+                          "::bigint, '-9223372036854775808'::bigint) * interval '1 microsecond')");
+    };
+    const int64_t started = attempt.has_started_at() ? ToMicros(attempt.started_at()) : kNoTime;
+    const int64_t ended = attempt.has_ended_at() ? ToMicros(attempt.ended_at()) : kNoTime;
     tx.exec_params(
-        "INSERT INTO run_attempts (run_id, resumption_index, body) VALUES ($1, $2, $3)"
-        " ON CONFLICT (run_id, resumption_index) DO UPDATE SET body = EXCLUDED.body",
-        run_id, attempt.resumption_index(), EncodeMessage(attempt));
+        absl::StrCat("INSERT INTO run_attempts (run_id, resumption_index, body, started_at, "
+                     "ended_at) VALUES ($1, $2, $3, ",
+                     nullable(4), ", ", nullable(5),
+                     ") ON CONFLICT (run_id, resumption_index) DO UPDATE SET body = "
+                     "EXCLUDED.body, started_at = EXCLUDED.started_at, ended_at = "
+                     "EXCLUDED.ended_at"),
+        run_id, attempt.resumption_index(), EncodeMessage(attempt), started, ended);
   }
 
   absl::StatusOr<v1::Run> GetOne(const char* column, std::string_view key,

@@ -63,7 +63,8 @@ TEST_CASE("get metrics errors: a missing run or csv for a command without it", "
 
   const Result runs = Mcli({"get", "runs", "-o", "csv"});
   CHECK(runs.exit_code == 2);
-  CHECK_THAT(runs.err, Catch::Contains("-o csv is for `mcli get metrics` only"));
+  CHECK_THAT(runs.err,
+             Catch::Contains("-o csv is for `mcli get metrics` and `mcli get usage` only"));
   const Result no_run = Mcli({"get", "metrics"});
   CHECK(no_run.exit_code == 2);
   CHECK_THAT(no_run.err, Catch::Contains("RUN"));

@@ -228,7 +228,9 @@ TEST_CASE("a high-priority run preempts a preemptible one, which goes back to th
   REQUIRE(d.attempts_size() == 2);
   CHECK(d.attempts(0).end_reason() == v1::ATTEMPT_END_REASON_PREEMPTED);
   bool preempted = false;
-  for (const auto& e : d.events()) preempted |= e.message() == "Run was preempted";
+  for (const auto& e : d.events()) {
+    preempted |= e.message() == "Run was preempted for a higher-priority run";
+  }
   CHECK(preempted);
 }
 

@@ -83,6 +83,41 @@ TEST_CASE("a user's non-zero exit fails the run with the exit code") {
   CHECK(d.messages.back() == "Run failed with exit code 7 (rank 3 on node-a)");
 }
 
+TEST_CASE("exit codes the run names are retried against max_retries, others fail the run") {
+  Driver d;
+  d.run.mutable_spec()->mutable_scheduling()->add_retry_on_exit_codes(134);
+  d.run.mutable_spec()->mutable_scheduling()->set_max_retries(1);
+  auto exit_with = [](int index, int code, int signal) {
+    v1::Attempt end = Update(index, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_USER_EXIT);
+    end.set_first_failed_rank(0);
+    end.set_first_failed_node("node-a");
+    auto* exit = end.add_rank_exits();
+    exit->set_rank(0);
+    exit->set_exit_code(code);
+    exit->set_signal(signal);
+    return end;
+  };
+  d.StartAttempt(0);
+  d.Apply(exit_with(0, 0, 6));  // SIGABRT: 128 + 6
+  CHECK(d.run.status() == v1::RUN_STATUS_QUEUED);
+  CHECK(d.run.retries_used() == 1);
+  CHECK(d.messages[d.messages.size() - 2] ==
+        "Attempt failed with exit code 134 (rank 0 on node-a), which "
+        "scheduling.retry_on_exit_codes retries (retry 1 of 1)");
+  d.StartAttempt(1);
+  d.Apply(exit_with(1, 134, 0));
+  CHECK(d.run.status() == v1::RUN_STATUS_FAILED);
+  CHECK(d.messages.back() ==
+        "Run failed with exit code 134 (rank 0 on node-a) after all 1 retries");
+
+  Driver other;
+  other.run.mutable_spec()->mutable_scheduling()->add_retry_on_exit_codes(134);
+  other.StartAttempt(0);
+  other.Apply(exit_with(0, 1, 0));  // not a code it named: fails at once
+  CHECK(other.run.status() == v1::RUN_STATUS_FAILED);
+  CHECK(other.run.retries_used() == 0);
+}
+
 TEST_CASE("a node failure requeues while retries are left, then fails") {
   Driver d;
   d.run.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(true);
@@ -124,6 +159,13 @@ TEST_CASE("preemption requeues without using a retry") {
   CHECK(d.run.retries_used() == 0);
   CHECK(d.run.resumption_index() == 1);
   CHECK(d.messages[d.messages.size() - 2] == "Run was preempted");
+  // The scheduler says why; the event carries it.
+  d.StartAttempt(1);
+  v1::Attempt reclaimed = Update(1, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_PREEMPTED);
+  reclaimed.set_reason("to return borrowed GPUs (team a is over its quota; team b needs them)");
+  d.Apply(reclaimed);
+  CHECK(d.messages[d.messages.size() - 2] ==
+        "Run was preempted to return borrowed GPUs (team a is over its quota; team b needs them)");
 }
 
 TEST_CASE("stale, backwards and repeated reports are refused or ignored") {

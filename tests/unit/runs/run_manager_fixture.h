@@ -15,7 +15,16 @@ namespace tessera::runs::testing {
 class FakeFit final : public FitChecker {
  public:
   absl::Status result = absl::OkStatus();
-  absl::Status CheckFit(const v1::ComputeSpec&) override { return result; }
+  std::string team;  // answered when the result is OK
+  std::string asked_user;
+  bool asked_preemptible = false;
+  absl::StatusOr<std::string> CheckFit(const v1::ComputeSpec&, const std::string& user,
+                                       bool preemptible) override {
+    asked_user = user;
+    asked_preemptible = preemptible;
+    if (!result.ok()) return result;
+    return team;
+  }
 };
 
 class FakeLogDeleter final : public LogDeleter {

@@ -13,7 +13,9 @@ namespace {
 
 class AnyFit final : public FitChecker {
  public:
-  absl::Status CheckFit(const v1::ComputeSpec&) override { return absl::OkStatus(); }
+  absl::StatusOr<std::string> CheckFit(const v1::ComputeSpec&, const std::string&, bool) override {
+    return std::string();
+  }
 };
 
 // Commits every write, then (while `lose_replies` is set) reports the outcome unknown, as when the

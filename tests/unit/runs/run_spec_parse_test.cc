@@ -34,6 +34,7 @@ scheduling:
   preemptible: true
   retry_on_system_failure: false
   max_retries: 5
+  retry_on_exit_codes: [1, 134]
   max_duration: 12.5
   hang_timeout: 600
   mfu_threshold: 0.25
@@ -118,6 +119,8 @@ TEST_CASE("a full run spec parses with every field", "[run_spec]") {
   CHECK_FALSE(scheduling.retry_on_system_failure());
   REQUIRE(scheduling.has_max_retries());
   CHECK(scheduling.max_retries() == 5);
+  REQUIRE(scheduling.retry_on_exit_codes_size() == 2);
+  CHECK(scheduling.retry_on_exit_codes(1) == 134);
   CHECK(scheduling.max_duration_hours() == 12.5);
   CHECK(scheduling.hang_timeout_seconds() == 600);
   CHECK(scheduling.mfu_threshold() == 0.25);

@@ -33,6 +33,7 @@ RunSpec ValidSpec() {
   scheduling->set_priority(tessera::v1::PRIORITY_LOW);
   scheduling->set_retry_on_system_failure(true);
   scheduling->set_max_retries(3);
+  scheduling->add_retry_on_exit_codes(134);
   scheduling->set_max_duration_hours(1.5);
   auto* env = spec.add_env_variables();
   env->set_key("DATA_DIR");
@@ -99,6 +100,14 @@ TEST_CASE("ValidateRunSpec reports the broken field by path, without a line", "[
        "scheduling.priority: unknown priority 9"},
       {"too many retries", [](RunSpec& s) { s.mutable_scheduling()->set_max_retries(1001); },
        "scheduling.max_retries: must be an integer between 0 and 1000, got 1001"},
+      {"an exit code out of range",
+       [](RunSpec& s) {
+         s.mutable_scheduling()->clear_retry_on_exit_codes();
+         s.mutable_scheduling()->add_retry_on_exit_codes(1);
+         s.mutable_scheduling()->add_retry_on_exit_codes(256);
+       },
+       "scheduling.retry_on_exit_codes[1]: must be an exit code from 1 to 255 (a signal N is "
+       "128 + N), got 256"},
       {"negative duration", [](RunSpec& s) { s.mutable_scheduling()->set_max_duration_hours(-1); },
        "scheduling.max_duration: must be a positive number of hours"},
       {"infinite hang timeout",

@@ -20,7 +20,9 @@ const auth::Principal kSystem{"tessera", v1::ROLE_SYSTEM};
 
 class AlwaysFits final : public runs::FitChecker {
  public:
-  absl::Status CheckFit(const v1::ComputeSpec&) override { return absl::OkStatus(); }
+  absl::StatusOr<std::string> CheckFit(const v1::ComputeSpec&, const std::string&, bool) override {
+    return std::string();
+  }
 };
 
 // Set while "the database is away": the scheduler's node store and the run manager it calls
