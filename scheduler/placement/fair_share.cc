@@ -19,7 +19,10 @@ double DecayedGpuSeconds(int gpus, int64_t start_micros, int64_t end_micros, int
          (std::exp2(-end_age / half_life_seconds) - std::exp2(-start_age / half_life_seconds));
 }
 
-void FairShare::SetShare(const std::string& team, double share) { shares_[team] = share; }
+void FairShare::SetShare(const std::string& team, double share) {
+  shares_[team] = share;
+  known_shares_.reset();
+}
 
 void FairShare::AddUsage(const std::string& team, const std::string& user, int gpus,
                          int64_t start_micros, int64_t end_micros, int64_t now_micros) {
@@ -28,6 +31,7 @@ void FairShare::AddUsage(const std::string& team, const std::string& user, int g
   if (used <= 0) return;
   total_usage_ += used;
   team_usage_[team] += used;
+  known_shares_.reset();
   user_usage_[team][user] += used;
 }
 
@@ -51,16 +55,18 @@ double FairShare::Share(absl::string_view team) const {
 
 double FairShare::TeamFactor(absl::string_view team) const {
   if (total_usage_ <= 0) return 1.0;
-  // Normalised over the teams with a share set or usage, and this one.
-  double all_shares = 0;
-  absl::flat_hash_map<std::string, bool> seen;
-  for (const auto& [name, share] : shares_) {
-    if (seen.try_emplace(name, true).second) all_shares += Share(name);
+  // Normalised over the teams with a share set or usage (summed once: Ranks asks every team),
+  // and this one.
+  if (!known_shares_) {
+    double sum = 0;
+    for (const auto& [name, share] : shares_) sum += Share(name);
+    for (const auto& [name, used] : team_usage_) {
+      if (!shares_.contains(name)) sum += Share(name);
+    }
+    known_shares_ = sum;
   }
-  for (const auto& [name, used] : team_usage_) {
-    if (seen.try_emplace(name, true).second) all_shares += Share(name);
-  }
-  if (seen.try_emplace(std::string(team), true).second) all_shares += Share(team);
+  const bool known = shares_.contains(team) || team_usage_.contains(team);
+  const double all_shares = *known_shares_ + (known ? 0 : Share(team));
   const double usage = TeamUsage(team) / total_usage_;
   const double share = Share(team) / all_shares;
   return std::exp2(-usage / share);

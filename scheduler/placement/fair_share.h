@@ -10,6 +10,7 @@
 // so the order is deterministic.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,8 @@ class FairShare {
   absl::flat_hash_map<std::string, double> shares_;
   absl::flat_hash_map<std::string, double> team_usage_;
   absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, double>> user_usage_;
+  // The sum of the shares of the teams above; a cache TeamFactor fills, reset by every change.
+  mutable std::optional<double> known_shares_;
 };
 
 }  // namespace tessera::scheduler

@@ -139,17 +139,12 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
   }
   std::vector<QueuedRun> queue;
   std::vector<const v1::Run*> runs;
-  std::vector<std::pair<std::string, std::string>> owners;
   for (const auto& r : *queued) {
     if (!req.cluster().empty() && r.spec().compute().cluster() != req.cluster()) continue;
     queue.push_back(QueuedRunFromProto(r));
-    owners.emplace_back(r.team(), r.user());
     runs.push_back(&r);
   }
-  if (teams_) {
-    const std::vector<uint32_t> ranks = teams_->ShareRanks(owners);
-    for (size_t i = 0; i < queue.size(); ++i) queue[i].share_rank = ranks[i];
-  }
+  if (teams_) teams_->AssignShareRanks(runs, queue);
   Placer placer(state);
   const PlacementDecision decision = placer.PlaceQueue(queue);
   std::map<std::string, size_t> index_of;

@@ -213,17 +213,14 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
   }
   std::vector<QueuedRun> queue;
   std::map<std::string, const v1::Run*> queued_by_id;
-  std::vector<std::pair<std::string, std::string>> owners;
+  std::vector<const v1::Run*> queued_runs;  // queue[i] is made from queued_runs[i]
   for (const auto& r : queued) {
     if (waiting_for_drain.count(r.id())) continue;  // its previous attempt is still exiting
     queue.push_back(QueuedRunFromProto(r));
-    owners.emplace_back(r.team(), r.user());
+    queued_runs.push_back(&r);
     queued_by_id[r.id()] = &r;
   }
-  if (teams_) {
-    const std::vector<uint32_t> ranks = teams_->ShareRanks(owners);
-    for (size_t i = 0; i < queue.size(); ++i) queue[i].share_rank = ranks[i];
-  }
+  if (teams_) teams_->AssignShareRanks(queued_runs, queue);
   Placer placer(state);
   const PlacementDecision decision =
       placer.PlaceQueue(queue, {.now_micros = absl::ToUnixMicros(clock_->Now())});

@@ -38,13 +38,17 @@ void TeamPolicy::RefreshUsage() {
   }
 }
 
-std::vector<uint32_t> TeamPolicy::ShareRanks(
-    const std::vector<std::pair<std::string, std::string>>& owners) {
+void TeamPolicy::AssignShareRanks(const std::vector<const v1::Run*>& runs,
+                                  std::vector<QueuedRun>& queue) {
+  std::vector<std::pair<std::string, std::string>> owners;
+  owners.reserve(runs.size());
+  for (const v1::Run* run : runs) owners.emplace_back(run->team(), run->user());
   absl::MutexLock lock(&mu_);
   Refresh();
   RefreshUsage();
-  if (share_ == nullptr) return std::vector<uint32_t>(owners.size(), 0);
-  return share_->Ranks(owners);
+  if (share_ == nullptr) return;  // no usage read: every owner ranks alike
+  const std::vector<uint32_t> ranks = share_->Ranks(owners);
+  for (size_t i = 0; i < queue.size(); ++i) queue[i].share_rank = ranks[i];
 }
 
 void TeamPolicy::Refresh() {

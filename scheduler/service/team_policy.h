@@ -14,6 +14,7 @@
 #include "scheduler/placement/types.h"
 #include "services/store/team_store.h"
 #include "services/store/usage_store.h"
+#include "tessera/v1/runs.pb.h"
 
 namespace tessera::scheduler {
 
@@ -30,9 +31,9 @@ class TeamPolicy {
              absl::Duration half_life = absl::Hours(24 * 7));
 
   std::vector<TeamQuota> Quotas();
-  // Each queued run's fair-share rank (fair_share.h), from its team and owner; `owners` holds
-  // (team, user) pairs in the queue's order.
-  std::vector<uint32_t> ShareRanks(const std::vector<std::pair<std::string, std::string>>& owners);
+  // Sets each queued run's fair-share rank (fair_share.h) from its team and owner; `runs[i]` is
+  // the run `queue[i]` was made from.
+  void AssignShareRanks(const std::vector<const v1::Run*>& runs, std::vector<QueuedRun>& queue);
   // The user's team now ("" when none, or no team store); for the fit check at submit.
   absl::StatusOr<std::string> TeamOfUser(const std::string& user);
 
