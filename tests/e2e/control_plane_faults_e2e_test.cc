@@ -84,7 +84,7 @@ TEST_CASE("PostgreSQL stopped for 30 s under a 2-node run costs it nothing", "[e
   StartTrainingWorker(c, "node-b", shared);
 
   const std::string name = SubmitTraining(c, "disturbed.yaml");
-  const v1::Run before = WaitForStep(*c.client, name, 20);
+  const v1::Run before = WaitForStep(c, name, 20);
   REQUIRE(before.resumption_index() == 0);
   REQUIRE(before.progress().step() < kSteps / 3);
   REQUIRE(c.pg->Stop().ok());
@@ -117,7 +117,7 @@ TEST_CASE(
   StartTrainingWorker(c, "node-a", shared);
   StartTrainingWorker(c, "node-b", shared);
   const std::string name = SubmitTraining(c, "disturbed.yaml");
-  WaitForStep(*c.client, name, 20);
+  WaitForStep(c, name, 20);
 
   // Writes go on through the failover; each one mcli reports done must survive it.
   std::atomic<bool> writing{true};
@@ -195,7 +195,7 @@ TEST_CASE("A stop and a start lost on the wire are repaired and cost a 2-node ru
   const std::string name = SubmitTraining(c, "disturbed.yaml");
   REQUIRE(c.server.process.WaitForLine("placed run " + name, absl::Seconds(5)).ok());
   restore();
-  const v1::Run started = WaitForStep(*c.client, name, 20);
+  const v1::Run started = WaitForStep(c, name, 20);
   CHECK(started.resumption_index() == 0);
   CHECK(c.server.process.WaitForLine("sending it again", absl::Seconds(1)).ok());
 
@@ -225,16 +225,16 @@ TEST_CASE(
                          "FAKETIME_CACHE_DURATION=1", "DONT_FAKE_MONOTONIC=1"});
   }
   const std::string name = SubmitTraining(c, "disturbed.yaml");
-  const v1::Run before = WaitForStep(*c.client, name, 20);
+  const v1::Run before = WaitForStep(c, name, 20);
 
   // node-a an hour ahead, node-b half an hour behind; then the other way round.
   step("node-a", "+3600");
   step("node-b", "-1800");
-  const v1::Run first = WaitForStep(*c.client, name, before.progress().step() + 150);
+  const v1::Run first = WaitForStep(c, name, before.progress().step() + 150);
   CHECK(first.resumption_index() == 0);
   step("node-a", "-1800");
   step("node-b", "+3600");
-  const v1::Run second = WaitForStep(*c.client, name, first.progress().step() + 150);
+  const v1::Run second = WaitForStep(c, name, first.progress().step() + 150);
   CHECK(second.resumption_index() == 0);
   // The steps took: rank 0's worker stamped its lines with its stepped clock.
   bool stamped_off = false;
@@ -292,7 +292,7 @@ TEST_CASE(
   StartTrainingWorker(c, "node-b", shared, all);
 
   const std::string name = SubmitTraining(c, "disturbed.yaml", kLongSteps);
-  const v1::Run before = WaitForStep(*c.client, name, 20);
+  const v1::Run before = WaitForStep(c, name, 20);
   REQUIRE(before.progress().step() < kLongSteps / 5);
 
   // 1. The leader dies: a standby takes over at once (the database ends the dead session).
@@ -305,7 +305,7 @@ TEST_CASE(
   // The tests' calls go to the instance that stays up from here on.
   c.client = std::make_unique<Client>(other->endpoint(), c.admin_key);
   c.api_endpoint = other->endpoint();
-  const v1::Run after_kill = WaitForStep(*c.client, name, before.progress().step() + 100);
+  const v1::Run after_kill = WaitForStep(c, name, before.progress().step() + 100);
   CHECK(after_kill.resumption_index() == 0);
 
   // 2. The new leader freezes for 20 s. The last standby leads once the frozen one's database

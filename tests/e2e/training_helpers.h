@@ -4,7 +4,9 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <string>
@@ -24,15 +26,48 @@ inline void StartTrainingWorker(LocalCluster& c, const std::string& name, const 
   c.StartWorker(name, 2, TrainingRankEnv(shared), scheduler_endpoint, env);
 }
 
-// Waits until the run has reached `step`.
-inline v1::Run WaitForStep(Client& client, const std::string& name, int step) {
+// Waits until the run has reached `step`: up to 90 s to start, then up to 240 s of training
+// (generous because CI runs two heavy tests at once on two cores). Prints how long the steps
+// took; on failure says where the run stands, with its attempts and events and, when given,
+// what `diagnostics` adds (rank 0's log).
+inline v1::Run WaitForStep(Client& client, const std::string& name, int step,
+                           const std::function<std::string()>& diagnostics = {}) {
   v1::Run run = client.WaitForStatus(name, v1::RUN_STATUS_RUNNING, absl::Seconds(90));
-  for (int i = 0; i < 1200 && run.progress().step() < step; ++i) {
+  const absl::Time started = absl::Now();
+  const int64_t from = run.progress().step();
+  auto ended = [](const v1::Run& r) {
+    return r.status() == v1::RUN_STATUS_COMPLETED || r.status() == v1::RUN_STATUS_FAILED ||
+           r.status() == v1::RUN_STATUS_STOPPED;
+  };
+  while (absl::Now() < started + absl::Seconds(240) && run.progress().step() < step &&
+         !ended(run)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     run = client.Get(name);
   }
-  REQUIRE(run.progress().step() >= step);
+  if (run.progress().step() < step) {
+    const v1::RunDescription d = client.Describe(name);
+    std::string attempts;
+    for (const auto& a : d.attempts()) attempts += a.DebugString() + "\n";
+    std::string events;
+    for (const auto& e : d.events()) events += e.DebugString() + "\n";
+    INFO("run " << name << " is " << v1::RunStatus_Name(run.status()) << " (" << run.status_reason()
+                << ") at step " << run.progress().step() << " after "
+                << absl::FormatDuration(absl::Now() - started) << "\nattempts:\n"
+                << attempts << "events:\n"
+                << events << (diagnostics ? diagnostics() : std::string()));
+    REQUIRE(run.progress().step() >= step);
+  }
+  std::printf("%s: steps %lld to %lld took %.1f s\n", name.c_str(), static_cast<long long>(from),
+              static_cast<long long>(run.progress().step()),
+              absl::ToDoubleSeconds(absl::Now() - started));
   return run;
+}
+
+// The same, with rank 0's log in the failure's description.
+inline v1::Run WaitForStep(LocalCluster& c, const std::string& name, int step) {
+  return WaitForStep(*c.client, name, step, [&] {
+    return "rank 0's log:\n" + c.Mcli("logs " + name + " --rank 0").output;
+  });
 }
 
 // Waits until the run is past its first checkpoint (step 40; one is committed every 25), then
