@@ -228,13 +228,15 @@ up() {
     local port=$((METRICS_PORT + 1 + i))
     echo "$port" >"$dir/metrics_port"
     # Ranks find tessera-train and tessera-data on PATH, and a folder every node shares (for
-    # datasets and checkpoints) in TESSERA_SHARED_DIR.
+    # datasets and checkpoints) in TESSERA_SHARED_DIR. The nodes share this machine's disk and
+    # /dev/shm, so their pre-flight checks ask for less free space than a real node's defaults.
     PATH="$BIN:$PATH" nohup "$BIN/tessera-worker" "${join[@]}" "${worker_tls[@]}" \
       ${rank_user:+--rank-user "$rank_user"} \
       --scheduler-endpoint "127.0.0.1:$GRPC_PORT" --node-name "$name" --cluster local \
       --address 127.0.0.1 --simulate-gpus "$gpus" --state-dir "$dir/state" \
       --label "rack=rack-$((i / 4))" --metrics-listen "127.0.0.1:$port" \
       --rank-env "TESSERA_SHARED_DIR=$STATE/shared" ${faults[@]+"${faults[@]}"} \
+      --preflight-min-free-disk 64MiB --preflight-min-shm 16MiB \
       --default-registry "$REGISTRY" --insecure-registry "$REGISTRY" \
       >"$dir/worker.log" 2>&1 &
     echo $! >"$dir/pid"

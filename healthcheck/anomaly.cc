@@ -52,7 +52,7 @@ std::map<std::string, double> RelativeToNeighbours(
   std::vector<Measurement> all;
   std::map<std::string, int> count;
   for (const auto& r : results) {
-    if (r.kind() != v1::HEALTH_CHECK_KIND_COMPUTE_STRESS || Failed(r.verdict()) ||
+    if (r.kind() != v1::HEALTH_CHECK_KIND_COMPUTE_STRESS || r.step() != 0 || Failed(r.verdict()) ||
         r.compute_tflops() <= 0) {
       continue;
     }
@@ -91,6 +91,24 @@ std::map<std::string, double> RelativeToNeighbours(
 
 }  // namespace
 
+std::optional<Anomaly> ConfirmedAnomaly(const std::string& node, const SuspectOutcome& o) {
+  const bool slow = o.test.decision == SequentialDecision::kSlow;
+  if (o.fault == v1::HEALTH_VERDICT_UNSPECIFIED && !slow) return std::nullopt;
+  Anomaly a{node, slow ? v1::HEALTH_VERDICT_SLOW : o.fault, DescribeOutcome(node, o), {}};
+  if (!slow) return a;
+  a.evidence = {{"confirm_pairs", o.test.pairs},
+                {"confirm_mean_ratio", o.test.mean_ratio},
+                {"confirm_sigma", o.test.sigma},
+                {"confirm_llr", o.test.llr},
+                {"confirm_llr_slow_bound", o.test.slow_bound},
+                {"confirm_llr_healthy_bound", o.test.healthy_bound}};
+  for (size_t i = 0; i < o.suspect_tflops.size(); ++i) {
+    a.evidence[absl::StrCat("confirm_", i + 1, "_tflops")] = o.suspect_tflops[i];
+    a.evidence[absl::StrCat("confirm_", i + 1, "_peer_tflops")] = o.peer_tflops[i];
+  }
+  return a;
+}
+
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -121,7 +139,7 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
   std::map<std::string, const v1::HealthCheckResult*> compute;
   std::map<std::string, std::vector<const v1::HealthCheckResult*>> allreduce;  // by node
   for (const auto& r : results) {
-    if (r.kind() == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS) {
+    if (r.kind() == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS && r.step() == 0) {
       const v1::HealthCheckResult*& best = compute[r.node_name()];
       const bool failed = Failed(r.verdict()) && r.verdict() != v1::HEALTH_VERDICT_SLOW;
       const bool best_failed =
@@ -156,8 +174,23 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
   // slow beside the nodes measured just before and after them, which replaces the MAD guard:
   // the machine's own changes of speed during the sweep would otherwise condemn whichever node
   // they fell on.
-  const auto relative = RelativeToNeighbours(results, measured);
-  if (measured.size() >= 2) {
+  const bool confirming = config.confirmation.enabled;
+  const auto relative =
+      confirming ? std::map<std::string, double>{} : RelativeToNeighbours(results, measured);
+  if (measured.size() >= 2 && confirming) {
+    // Only a clear fault is condemned on one sweep's figures; suspects are confirmed.
+    const double median = Median(rates);
+    for (size_t i = 0; i < measured.size(); ++i) {
+      const double fraction = median > 0 ? rates[i] / median : 0;
+      if (fraction >= config.small_group_fraction) continue;
+      condemn(measured[i], v1::HEALTH_VERDICT_SLOW,
+              absl::StrFormat("%s: compute %.3g TFLOP/s, %.2f x the median %.3g of %d nodes",
+                              measured[i], rates[i], fraction, median, measured.size()),
+              {{"compute_tflops", rates[i]},
+               {"peer_median_tflops", median},
+               {"fraction_of_median", fraction}});
+    }
+  } else if (measured.size() >= 2) {
     double median = 0, mad = 0;
     const auto slow = FarBelow(rates, config, relative.empty(), &median, &mad);
     for (size_t i = 0; i < measured.size(); ++i) {

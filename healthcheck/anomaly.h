@@ -16,11 +16,18 @@
 //
 // With fewer than 4 nodes there is too little to estimate a spread from, so only a node below
 // small_group_fraction of the median (default: half speed) is called slow.
+//
+// With confirmation on (the default; confirmation.h), one sweep's figures condemn a node as slow
+// only when it is a clear fault: under small_group_fraction of the median. A node merely below
+// its peers is a suspect, measured again until a sequential test decides; the rules above are
+// then not used for compute stress. Only the first measurements (step 0) count here either way.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "healthcheck/confirmation.h"
 #include "tessera/v1/health.pb.h"
 
 namespace tessera::health {
@@ -31,6 +38,7 @@ struct AnomalyConfig {
   double neighbour_fraction = 0.9;
   double small_group_fraction = 0.5;
   int min_nodes_for_spread = 4;
+  ConfirmationConfig confirmation;
 };
 
 struct Anomaly {
@@ -47,6 +55,11 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
                                    const std::vector<std::vector<std::string>>& groups,
                                    const std::vector<v1::HealthCheckResult>& results,
                                    const AnomalyConfig& config);
+
+// A suspect the confirmation found slow, or at a clear fault, as the anomaly to remediate, with
+// every pair of measurements and the test's figures as evidence; nothing for a cleared or
+// undecided one.
+std::optional<Anomaly> ConfirmedAnomaly(const std::string& node, const SuspectOutcome& outcome);
 
 // Median and median absolute deviation.
 double Median(std::vector<double> values);

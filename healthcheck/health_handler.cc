@@ -154,6 +154,9 @@ absl::Status HealthHandler::ReportHealthResult(const Who& who,
   if (r.kind() == v1::HEALTH_CHECK_KIND_UNSPECIFIED) {
     return absl::InvalidArgumentError("result.kind: required");
   }
+  if (r.step() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("result.step: ", r.step(), " is negative"));
+  }
   if (!r.sweep_id().empty()) {
     auto sweep = store_->GetSweep(r.sweep_id());
     if (absl::IsNotFound(sweep.status())) {

@@ -5,12 +5,13 @@
 // A sweep is created by StartSweep (on demand), on a schedule, or by the run watch (a run's MFU
 // under its threshold, a straggling node). Tick() — called every few hundred milliseconds by the
 // component's thread — drives each running sweep through its phases (compute stress on every
-// node, then all-reduce on neighbouring pairs), fills in what did not come back as timeouts,
-// finds the anomalous nodes (anomaly.h) and remediates: the node is cordoned with the evidence,
-// and any run with an attempt there is evicted — it goes back to the queue and resumes from its
-// latest checkpoint on healthy nodes. A fatal GPU fault or a hung rank does the same at once.
-// Nodes cordoned by the health API return after an operator uncordons them, or after passing
-// `uncordon_after_passes` sweeps in a row when that is set.
+// node, then all-reduce on neighbouring pairs, then the confirmation of suspects: nodes that
+// looked slow are measured again in turn with peers until a sequential test decides), fills in
+// what did not come back as timeouts, finds the anomalous nodes (anomaly.h) and remediates: the
+// node is cordoned with the evidence, and any run with an attempt there is evicted — it goes back
+// to the queue and resumes from its latest checkpoint on healthy nodes. A fatal GPU fault or a hung
+// rank does the same at once. Nodes cordoned by the health API return after an operator uncordons
+// them, or after passing `uncordon_after_passes` sweeps in a row when that is set.
 
 #include <map>
 #include <memory>
@@ -92,6 +93,13 @@ class HealthHandler {
   void AdvanceSweep(v1::Sweep sweep);
   void Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>& dispatches);
   void FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results);
+  // The sweep's confirmation of its suspects (confirmation.h), from its results so far.
+  ConfirmationPlan PlanFor(const v1::Sweep& sweep,
+                           const std::vector<v1::HealthCheckResult>& results) const;
+  void AdvanceConfirmation(v1::Sweep& sweep, std::vector<v1::HealthCheckResult>& results, int step,
+                           int fixed_stages);
+  // A sweep that left nodes inconclusive starts one follow-up sweep of the same nodes.
+  void FollowUp(v1::Sweep& finished);
   // Takes out the anomalous nodes not yet taken out by this sweep, recording them in it.
   void Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies);
   // Cordons the node (unless it is already) and evicts its runs.

@@ -154,8 +154,9 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
     return;
   }
   const size_t index = static_cast<size_t>(sweep.phase() - 1);
-  if (index >= stages.size()) {  // nodes changed under it: finish with what there is
-    FinishSweep(sweep, *results);
+  if (index >= stages.size()) {  // a confirmation step
+    AdvanceConfirmation(sweep, *results, static_cast<int>(index - stages.size()) + 1,
+                        static_cast<int>(stages.size()));
     return;
   }
   const Stage& stage = stages[index];
@@ -183,13 +184,77 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
     dispatch(index + 1);
     return;
   }
-  FinishSweep(sweep, *results);
+  AdvanceConfirmation(sweep, *results, 0, static_cast<int>(stages.size()));
+}
+
+ConfirmationPlan HealthHandler::PlanFor(const v1::Sweep& sweep,
+                                        const std::vector<v1::HealthCheckResult>& results) const {
+  const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
+  const auto& confirmation = config_.anomaly.confirmation;
+  if (!confirmation.enabled) return {};
+  // Nodes condemned outright (errors, timeouts, under half speed) are neither suspects nor peers.
+  std::vector<std::string> condemned;
+  for (const auto& a : FindAnomalies(nodes, {}, results, config_.anomaly)) {
+    condemned.push_back(a.node);
+  }
+  std::vector<std::string> peers;
+  const auto suspects = FindSuspects(nodes, results, confirmation,
+                                     config_.anomaly.small_group_fraction, condemned, &peers);
+  return PlanConfirmation(suspects, peers, results, confirmation);
+}
+
+// Confirmation step `step` (0: none yet) has its result or is past its deadline (then recorded
+// as a timeout); dispatches the next step of the plan, or finishes the sweep.
+void HealthHandler::AdvanceConfirmation(v1::Sweep& sweep,
+                                        std::vector<v1::HealthCheckResult>& results, int step,
+                                        int fixed_stages) {
+  if (step > 0) {
+    const ConfirmationPlan before = PlanFor(sweep, results);
+    if (before.next_step == step) {  // still waiting for it
+      const bool due = sweep.has_deadline() && clock_->Now() >= FromProtoTime(sweep.deadline());
+      if (!due) return;
+      v1::HealthCheckResult r;
+      r.set_sweep_id(sweep.id());
+      r.set_node_name(before.next_node);
+      r.set_kind(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+      r.add_group(before.next_node);
+      r.set_step(step);
+      r.set_verdict(v1::HEALTH_VERDICT_TIMEOUT);
+      r.set_error("no result before the sweep's deadline");
+      *r.mutable_finished_at() = ToProtoTime(clock_->Now());
+      auto added = store_->AddResult(r);
+      results.push_back(added.ok() ? *added : r);
+    }
+  }
+  const ConfirmationPlan plan = PlanFor(sweep, results);
+  if (plan.next_node.empty()) {
+    FinishSweep(sweep, results);
+    return;
+  }
+  auto dispatches = ComputePhase(sweep.id(), {plan.next_node}, config_.canary);
+  for (auto& d : dispatches) d.canary.set_step(plan.next_step);
+  Dispatch(sweep, dispatches);
+  sweep.set_phase(fixed_stages + plan.next_step);
+  *sweep.mutable_deadline() =
+      ToProtoTime(clock_->Now() + config_.canary.compute_timeout + absl::Seconds(5));
+  (void)store_->UpdateSweep(sweep);
 }
 
 void HealthHandler::FinishSweep(v1::Sweep& sweep,
                                 const std::vector<v1::HealthCheckResult>& results) {
   const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
-  const auto anomalies = FindAnomalies(nodes, RingPairs(nodes), results, config_.anomaly);
+  auto anomalies = FindAnomalies(nodes, RingPairs(nodes), results, config_.anomaly);
+  const ConfirmationPlan plan = PlanFor(sweep, results);
+  sweep.clear_suspects();
+  sweep.clear_inconclusive_nodes();
+  for (const auto& [node, outcome] : plan.outcomes) {
+    sweep.add_suspects(DescribeOutcome(node, outcome));
+    if (auto a = ConfirmedAnomaly(node, outcome)) {
+      anomalies.push_back(*std::move(a));
+    } else if (outcome.test.decision != SequentialDecision::kHealthy) {
+      sweep.add_inconclusive_nodes(node);  // out of rounds, or the sweep ended early
+    }
+  }
   sweep.set_state(v1::SWEEP_STATE_FINISHED);
   *sweep.mutable_finished_at() = ToProtoTime(clock_->Now());
   Remediate(sweep, anomalies);
@@ -202,6 +267,33 @@ void HealthHandler::FinishSweep(v1::Sweep& sweep,
                sweep.findings().empty() ? std::string("every node passed")
                                         : absl::StrJoin(sweep.findings(), "; "));
   MaybeReturnToService(sweep);
+  FollowUp(sweep);
+}
+
+// Inconclusive nodes are measured again at once, by one follow-up sweep with the same peers (a
+// follow-up's own inconclusive nodes wait for the next sweep that includes them).
+void HealthHandler::FollowUp(v1::Sweep& finished) {
+  if (finished.inconclusive_nodes().empty() || !finished.follows_sweep_id().empty()) return;
+  auto known = NodesByName();
+  if (!known.ok()) return;
+  std::vector<std::string> online;
+  for (const auto& n : finished.node_names()) {
+    auto it = known->find(n);
+    if (it != known->end() && it->second.liveness() == v1::NODE_LIVENESS_ONLINE) {
+      online.push_back(n);
+    }
+  }
+  auto next =
+      CreateSweep(finished.trigger(), online, finished.requested_by(), finished.run_name(),
+                  finished.suspect_node(),
+                  absl::StrCat("measuring again what sweep ", finished.id(), " left inconclusive (",
+                               absl::StrJoin(finished.inconclusive_nodes(), ", "), ")"));
+  if (!next.ok()) {
+    spdlog::warn("health: no follow-up of sweep {}: {}", finished.id(), next.status().ToString());
+    return;
+  }
+  next->set_follows_sweep_id(finished.id());
+  (void)store_->UpdateSweep(*next);
 }
 
 void HealthHandler::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies) {

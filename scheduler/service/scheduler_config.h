@@ -33,6 +33,9 @@ struct SchedulerConfig {
   // Fair share: GPU-seconds used this long ago count half (Slurm's PriorityDecayHalfLife; its
   // default is 7 days too).
   absl::Duration fair_share_half_life = absl::Hours(24 * 7);
+  // A node whose wall clock is further than this from the control plane's fails its pre-flight
+  // checks (zero: not checked). NTP keeps nodes within milliseconds; this is for a broken one.
+  absl::Duration max_clock_skew = absl::Seconds(10);
 
   // How long an ended attempt's unconfirmed nodes keep their GPUs: the stop grace plus a lease
   // (a worker that is alive confirms within the grace; one that is gone is lost within a lease).

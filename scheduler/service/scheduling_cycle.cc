@@ -248,6 +248,9 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     control_->StopAttempt(*it->second, v1::ATTEMPT_END_REASON_PREEMPTED, why);
     ++stats.preempted;
   }
+  // Computed once per cycle, and only when something starts.
+  const auto drivers = decision.placements.empty() ? std::map<std::string, std::string>{}
+                                                   : ClusterDriverVersions(nodes);
   for (const auto& p : decision.placements) {
     // A placement that needs victims to leave first starts in a later cycle, once they have.
     if (p.after_preemption) continue;
@@ -257,13 +260,14 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     attempt.set_resumption_index(run.resumption_index());
     attempt.set_status(v1::RUN_STATUS_STARTING);
     PlacementToAttemptNodes(p, attempt.mutable_nodes());
-    TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), by_name, stats));
+    TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), by_name, drivers, stats));
   }
   return absl::OkStatus();
 }
 
 absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
                                     const std::map<std::string, const v1::Node*>& by_name,
+                                    const std::map<std::string, std::string>& drivers,
                                     CycleStats& stats) {
   auto head = by_name.find(attempt.nodes(0).node_name());
   attempt.set_master_addr(HostOf(head != by_name.end() ? head->second->address() : ""));
@@ -305,6 +309,9 @@ absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
     msg.set_command_id(control_->NextCommandId());
     *msg.mutable_start_attempt() =
         StartCommand(full, attempt, n, world, local, first_rank, config_);
+    const auto inventory = by_name.find(n.node_name());
+    *msg.mutable_start_attempt()->mutable_preflight() =
+        PreflightFor(n, inventory == by_name.end() ? nullptr : inventory->second, drivers, config_);
     for (const auto& s : *secrets) *msg.mutable_start_attempt()->add_secrets() = s;
     const bool delivered = workers_->Send(n.node_name(), msg);
     if (!delivered) {

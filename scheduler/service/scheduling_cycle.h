@@ -69,9 +69,10 @@ class SchedulingCycle {
   absl::Status Place(const std::vector<v1::Run>& queued, const std::vector<v1::Run>& active,
                      const std::vector<v1::Node>& nodes, CycleStats& stats);
   // Records the placement of `run` on `attempt`'s nodes and starts its ranks there. `by_name`
-  // is the cycle's node inventory by name.
+  // is the cycle's node inventory by name; `drivers` each cluster's driver version.
   absl::Status Start(const v1::Run& run, v1::Attempt attempt,
-                     const std::map<std::string, const v1::Node*>& by_name, CycleStats& stats);
+                     const std::map<std::string, const v1::Node*>& by_name,
+                     const std::map<std::string, std::string>& drivers, CycleStats& stats);
 
   std::shared_ptr<store::NodeStore> nodes_;
   std::shared_ptr<RunsClient> runs_;

@@ -57,4 +57,43 @@ v1::StartAttempt StartCommand(const v1::Run& run, const v1::Attempt& attempt,
   return s;
 }
 
+std::map<std::string, std::string> ClusterDriverVersions(const std::vector<v1::Node>& nodes) {
+  std::map<std::string, std::map<std::string, int>> counts;  // cluster -> version -> nodes
+  std::map<std::string, int> with_driver;
+  for (const auto& n : nodes) {
+    if (n.driver_version().empty()) continue;
+    ++counts[n.cluster()][n.driver_version()];
+    ++with_driver[n.cluster()];
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [cluster, versions] : counts) {
+    for (const auto& [version, count] : versions) {
+      if (2 * count > with_driver[cluster]) out[cluster] = version;
+    }
+  }
+  return out;
+}
+
+v1::PreflightExpectations PreflightFor(const v1::AttemptNode& node, const v1::Node* inventory,
+                                       const std::map<std::string, std::string>& drivers,
+                                       const SchedulerConfig& config) {
+  v1::PreflightExpectations p;
+  for (int index : node.gpu_indices()) {
+    std::string uuid;
+    if (inventory != nullptr) {
+      for (const auto& g : inventory->gpus()) {
+        if (g.index() == index) uuid = g.uuid();
+      }
+    }
+    p.add_gpu_uuids(uuid);
+  }
+  if (inventory != nullptr) {
+    if (auto it = drivers.find(inventory->cluster()); it != drivers.end()) {
+      p.set_driver_version(it->second);
+    }
+  }
+  p.set_max_clock_skew_seconds(absl::ToDoubleSeconds(config.max_clock_skew));
+  return p;
+}
+
 }  // namespace tessera::scheduler

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "scheduler/service/scheduler_config.h"
 #include "tessera/v1/nodes.pb.h"
@@ -22,5 +23,15 @@ int RanksOnNode(const v1::Run& run, const v1::AttemptNode& node,
 v1::StartAttempt StartCommand(const v1::Run& run, const v1::Attempt& attempt,
                               const v1::AttemptNode& node, int world_size, int local_size,
                               int first_rank, const SchedulerConfig& config);
+
+// Each cluster's driver version: the one more than half of its nodes that have a driver report
+// (a cluster without such a majority has none, and its drivers are not checked).
+std::map<std::string, std::string> ClusterDriverVersions(const std::vector<v1::Node>& nodes);
+
+// What the worker's pre-flight checks on `node` expect: the UUIDs its GPUs at the attempt's
+// indices registered with, its cluster's driver version, the clock bound.
+v1::PreflightExpectations PreflightFor(const v1::AttemptNode& node, const v1::Node* inventory,
+                                       const std::map<std::string, std::string>& drivers,
+                                       const SchedulerConfig& config);
 
 }  // namespace tessera::scheduler

@@ -6,6 +6,7 @@
 #include "base/status_macros.h"
 #include "base/timestamps.h"
 #include "scheduler/service/node_events.h"
+#include "scheduler/service/preflight_cordon.h"
 #include "services/store/cas_retry.h"
 
 namespace tessera::scheduler {
@@ -257,6 +258,22 @@ absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::Att
     return control_->EndAttempt(run.id(), run.resumption_index(), state,
                                 v1::ATTEMPT_END_REASON_SETUP_FAILED, v1::DETECTION_METHOD_EXIT_CODE,
                                 update.detail());
+  }
+  if (update.phase() == v1::ATTEMPT_PHASE_START_FAILED && update.preflight_checks_size() > 0) {
+    // The node is not fit to run anything: out of service with the evidence, and the run goes
+    // elsewhere without using a retry (it did nothing wrong, and nothing ran).
+    const std::string detail = absl::StrCat(node, " failed its pre-flight checks (",
+                                            FailedChecks(update.preflight_checks()), ")");
+    if (auto st =
+            CordonAfterPreflight(*nodes_, node, run, update.preflight_checks(), clock_->Now());
+        !st.ok()) {
+      spdlog::error("node {} failed its pre-flight checks but could not be cordoned: {}", node,
+                    st.ToString());
+    }
+    control_->StopAttempt(run, v1::ATTEMPT_END_REASON_PREFLIGHT_FAILED, detail);
+    return control_->EndAttempt(run.id(), run.resumption_index(), state,
+                                v1::ATTEMPT_END_REASON_PREFLIGHT_FAILED,
+                                v1::DETECTION_METHOD_PREFLIGHT, detail);
   }
   if (update.phase() == v1::ATTEMPT_PHASE_START_FAILED) {
     control_->StopAttempt(run, v1::ATTEMPT_END_REASON_NODE_FAILURE,

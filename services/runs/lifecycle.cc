@@ -315,6 +315,24 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
                                    " interruptions by faults of Tessera itself"),
                       now, t.events);
         }
+      } else if (reason == v1::ATTEMPT_END_REASON_PREFLIGHT_FAILED) {
+        // Nothing ran and the node is out of service: requeued without using a retry. The cap
+        // only stops a run that no node can start from looping forever.
+        r.set_preflight_failures(run.preflight_failures() + 1);
+        t.events.push_back(MakeEvent(
+            r, v1::RUN_EVENT_TYPE_NODE_FAILURE,
+            absl::StrCat("Attempt did not start: ", update.reason(),
+                         "; the node is cordoned and the run placed elsewhere (not counted "
+                         "against max_retries)"),
+            now));
+        if (r.preflight_failures() <= kMaxPreflightFailures) {
+          Requeue(r, now, t.events);
+        } else {
+          FailForGood(r,
+                      absl::StrCat(kMaxPreflightFailures,
+                                   " attempts whose nodes failed their pre-flight checks"),
+                      now, t.events);
+        }
       } else if (IsSystemFailure(reason)) {
         t.events.push_back(
             MakeEvent(r, v1::RUN_EVENT_TYPE_NODE_FAILURE, FailureMessage(update), now));

@@ -37,6 +37,8 @@ int RetryLimit(const v1::RunSpec& spec);
 // many over the run's life (so that a control plane failing the same way forever cannot loop a
 // run without end).
 inline constexpr int kMaxControlPlaneInterruptions = 100;
+// Attempts whose nodes failed their pre-flight checks a run may have before it fails.
+inline constexpr int kMaxPreflightFailures = 20;
 
 // The run's current attempt among `attempts` (the one of its resumption_index), if recorded.
 std::optional<v1::Attempt> CurrentAttempt(const v1::Run& run,

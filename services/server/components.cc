@@ -145,7 +145,8 @@ class SchedulerComponent final : public Component {
             scheduler::SchedulerConfig{.lease = o.lease,
                                        .heartbeat_interval = o.heartbeat_interval,
                                        .stop_grace = o.stop_grace,
-                                       .fair_share_half_life = o.fair_share_half_life},
+                                       .fair_share_half_life = o.fair_share_half_life,
+                                       .max_clock_skew = o.max_clock_skew},
             health ? scheduler::MakeGrpcHealthClient(health, system_key,
                                                      f.CallOptions(scheduler::kHealthClientOptions))
                    : nullptr,
@@ -224,6 +225,9 @@ class HealthComponent final : public Component {
     health::HealthConfig c;
     c.sweep_interval = o.sweep_interval;
     c.uncordon_after_passes = o.uncordon_after_passes;
+    c.anomaly.confirmation.enabled = o.confirm_suspects;
+    c.anomaly.confirmation.test.alpha = o.false_condemnation_rate;
+    c.anomaly.confirmation.test.max_pairs = o.confirmation_pairs;
     c.canary.compute_seconds = o.canary_compute_seconds;
     c.canary.compute_timeout = o.canary_timeout;
     c.canary.allreduce_timeout = o.canary_timeout;

@@ -89,6 +89,7 @@ struct SchedulerOptions {
   absl::Duration cycle_interval = absl::Milliseconds(200);
   absl::Duration stop_grace = absl::Seconds(10);
   absl::Duration fair_share_half_life = absl::Hours(24 * 7);
+  absl::Duration max_clock_skew = absl::Seconds(10);
   // Empty: this instance always leads (single instance without election).
   std::string database_url;
   std::string instance_id;
@@ -114,6 +115,12 @@ std::unique_ptr<Component> MakeCordonComponent(const Foundation& f,
 struct HealthOptions {
   absl::Duration sweep_interval = absl::ZeroDuration();
   int uncordon_after_passes = 3;
+  // Suspects (nodes that look slow) are measured again until a sequential test decides, with
+  // at most this chance of condemning a healthy node, and within this many pairs (then they are
+  // inconclusive and measured again by a follow-up sweep); false: one sweep's figures decide.
+  bool confirm_suspects = true;
+  double false_condemnation_rate = 0.001;
+  int confirmation_pairs = 10;
   double canary_compute_seconds = 1.0;
   absl::Duration canary_timeout = absl::Seconds(60);
   int mfu_reports = 3;

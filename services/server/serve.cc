@@ -78,7 +78,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   double sweep_interval_seconds = 0, canary_timeout_seconds = 60;
   std::string canary_sizes;
   std::string http_listen = all_in_one ? "127.0.0.1:8080" : "";
-  double lease_seconds = 3, heartbeat_seconds = 1, stop_grace_seconds = 10;
+  double lease_seconds = 3, heartbeat_seconds = 1, stop_grace_seconds = 10, max_clock_skew_seconds = 10;
   std::string fair_share_half_life = "168h";
   AddHostFlags(app, host);
   app.add_option("--database-url", db.url, "PostgreSQL URL (postgresql://user@host:port/db)")
@@ -107,6 +107,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     app.add_option("--stop-grace-seconds", stop_grace_seconds, "SIGTERM to SIGKILL for ranks")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 3600.0));
+    app.add_option("--max-clock-skew-seconds", max_clock_skew_seconds,
+                   "a node whose wall clock is further than this from the control plane's fails "
+                   "its pre-flight checks before a run starts there (0: not checked)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 86400.0));
     app.add_option("--fair-share-half-life", fair_share_half_life,
                    "fair share: GPU time used this long ago counts half (e.g. 24h, 168h)")
         ->capture_default_str()
@@ -162,6 +167,19 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                    "row (0: only an operator uncordons it); a node an operator cordoned stays")
         ->capture_default_str()
         ->check(CLI::Range(0, 1000));
+    app.add_option("--confirm-suspects", health.confirm_suspects,
+                   "measure a node that looks slow again, in turn with peers, until a sequential "
+                   "test decides (false: one sweep's figures condemn it)")
+        ->capture_default_str();
+    app.add_option("--false-condemnation-rate", health.false_condemnation_rate,
+                   "the chance the sequential test accepts of condemning a healthy suspect")
+        ->capture_default_str()
+        ->check(CLI::Range(1e-9, 0.1));
+    app.add_option("--confirmation-pairs", health.confirmation_pairs,
+                   "at most this many re-measurements of a suspect beside its peers; then it is "
+                   "inconclusive, not condemned, and a follow-up sweep measures it again")
+        ->capture_default_str()
+        ->check(CLI::Range(3, 100));
     app.add_option("--canary-compute-seconds", health.canary_compute_seconds,
                    "how long each compute stress test measures")
         ->capture_default_str()
@@ -400,6 +418,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     sched.lease = absl::Seconds(lease_seconds);
     sched.heartbeat_interval = absl::Seconds(heartbeat_seconds);
     sched.stop_grace = absl::Seconds(stop_grace_seconds);
+    sched.max_clock_skew = absl::Seconds(max_clock_skew_seconds);
     (void)absl::ParseDuration(fair_share_half_life, &sched.fair_share_half_life);  // checked
     sched.database_url = db.url;
     sched.instance_id = InstanceId();

@@ -25,7 +25,11 @@ std::vector<std::string> WorkerArgv(const std::string& name, const std::string& 
           // Ranks on the host, where tests watch them by pid and markers in the test's folders;
           // the sandbox has its own suite (sandbox_test), and the local cluster's scripts run
           // in it.
-          "--sandbox", "off"};
+          "--sandbox", "off",
+          // Every test's workers share this machine's disk, which CI machines sometimes have
+          // little of: the pre-flight thresholds a real node gets (1 GiB, 64 MiB) would fail
+          // them all. The checks themselves are tested in preflight_test and control_plane_test.
+          "--preflight-min-free-disk", "16MiB", "--preflight-min-shm", "1MiB"};
 }
 
 std::vector<std::string> TrainingRankEnv(const std::string& shared) {

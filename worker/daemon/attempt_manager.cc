@@ -134,7 +134,7 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
     StopAll(stale, absl::ZeroDuration(), *clock_);
   }
   const bool host = IsHostImage(start.image());
-  if (!host || HasRunIntegrations(start.integrations())) {
+  if (!host || HasRunIntegrations(start.integrations()) || options_.preflight) {
     if (!host && (!options_.sandbox || !options_.images)) {
       Attempt a;
       a.start = start;

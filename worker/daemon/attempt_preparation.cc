@@ -16,6 +16,7 @@
 #include "runspec/integrations.h"
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/integration_script.h"
+#include "worker/daemon/preflight.h"
 #include "worker/daemon/rank_secrets.h"
 #include "worker/image/file_stream.h"
 
@@ -74,6 +75,30 @@ void AttemptManager::Prepare(const v1::StartAttempt& start) {
     absl::MutexLock lock(&mu_);
     Queue(std::move(u));
   };
+  if (options_.preflight) {
+    std::vector<v1::PreflightCheck> checks = options_.preflight(start);
+    if (!AllPassed(checks)) {
+      std::string failed;
+      for (const auto& c : checks) {
+        if (!c.passed())
+          absl::StrAppend(&failed, failed.empty() ? "" : "; ", c.name(), ": ", c.detail());
+      }
+      spdlog::error("run {} attempt {}: this node failed its pre-flight checks: {}", start.run_id(),
+                    start.resumption_index(), failed);
+      v1::AttemptUpdate u;
+      u.set_run_id(start.run_id());
+      u.set_resumption_index(start.resumption_index());
+      u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
+      u.set_detail(absl::StrCat("pre-flight checks failed: ", failed));
+      for (auto& c : checks) *u.add_preflight_checks() = std::move(c);
+      absl::MutexLock lock(&mu_);
+      Attempt& a = attempts_[key];
+      a.preparing = false;
+      a.ended_at = clock_->Now();
+      Queue(std::move(u));
+      return;
+    }
+  }
   if (IsHostImage(start.image())) {
     (void)Launch(start, RankRoot{}, "", false);
     return;

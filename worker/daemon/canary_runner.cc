@@ -117,6 +117,7 @@ void CanaryRunner::Run(v1::StartCanary start, std::vector<std::string> args) {
   result.set_node_name(node_name_);
   result.set_kind(start.kind());
   *result.mutable_group() = start.group();
+  result.set_step(start.step());
   *result.mutable_started_at() = ToProtoTime(clock_->Now());
   const std::string dir = absl::StrCat(state_dir_, "/canaries");
   std::error_code ec;

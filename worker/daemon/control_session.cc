@@ -302,6 +302,7 @@ bool ControlSession::RunStream() {
       {
         absl::MutexLock lock(&mu_);
         lease_.HeartbeatSent(sequence, now);
+        if (options_.clock_skew != nullptr) options_.clock_skew->HeartbeatSent(sequence);
         ++stats_.heartbeats;
       }
       if (!Send(hb)) broken = true;
@@ -338,6 +339,11 @@ void ControlSession::Handle(const v1::ControlMessage& msg) {
   switch (msg.body_case()) {
     case v1::ControlMessage::kLeaseRenewed: {
       absl::MutexLock lock(&mu_);
+      if (options_.clock_skew != nullptr && msg.lease_renewed().has_expires_at()) {
+        options_.clock_skew->Answered(
+            msg.lease_renewed().heartbeat_sequence(),
+            FromProtoTime(msg.lease_renewed().expires_at()) - lease_duration_);
+      }
       lease_.Renewed(msg.lease_renewed().heartbeat_sequence());
       PublishDeadline();
       return;  // not a command

@@ -23,6 +23,7 @@
 #include "worker/common/backoff.h"
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/canary_runner.h"
+#include "worker/daemon/clock_skew.h"
 #include "worker/daemon/fault_injector.h"
 #include "worker/daemon/lease_tracker.h"
 #include "worker/daemon/progress_watcher.h"
@@ -55,6 +56,8 @@ struct ControlSessionOptions {
   FaultInjector* faults = nullptr;
   GpuProbe* gpu_probe = nullptr;
   absl::Duration gpu_probe_interval = absl::Seconds(1);
+  // Measures the node's wall clock against the control plane's on every heartbeat (none: null).
+  ClockSkew* clock_skew = nullptr;
   // Called with the new deadline (lease end minus margin) each time the lease is extended, for
   // the fence watchdog.
   std::function<void(absl::Time)> on_fence_deadline;

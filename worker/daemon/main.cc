@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "absl/strings/str_split.h"
+#include "base/byte_size.h"
 #include "services/common/service_host.h"
 #include "worker/daemon/fence_watchdog.h"
 #include "worker/daemon/node_credentials.h"
@@ -98,6 +99,21 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 24.0 * 365));
   app.add_option("--label", labels, "KEY=VALUE node label (rack, switch ...), repeatable");
+  std::string min_free_disk = "1GiB", min_shm = "64MiB";
+  double preflight_timeout_seconds = 30;
+  app.add_option("--preflight-check", o.preflight.scripts,
+                 "an executable run before each attempt's ranks start here; a non-zero exit "
+                 "cordons the node and the run goes elsewhere (repeatable)");
+  app.add_option("--preflight-timeout-seconds", preflight_timeout_seconds,
+                 "a --preflight-check script still running after this long fails")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--preflight-min-free-disk", min_free_disk,
+                 "free space the state and shared folders need before ranks start (e.g. 1GiB)")
+      ->capture_default_str();
+  app.add_option("--preflight-min-shm", min_shm,
+                 "free space /dev/shm needs before ranks start (e.g. 64MiB)")
+      ->capture_default_str();
   std::vector<std::string> rank_env;
   app.add_option("--rank-env", rank_env,
                  "KEY=VALUE for every rank on this node (a shared folder, NCCL settings ...); "
@@ -202,6 +218,19 @@ int main(int argc, char** argv) {
     return Fail(std::string(st.message()));
   }
   o.fence_margin = absl::Milliseconds(fence_margin_ms);
+  {
+    auto disk = tessera::ParseByteSize(min_free_disk);
+    if (!disk.ok())
+      return Fail("--preflight-min-free-disk: " + std::string(disk.status().message()));
+    auto shm = tessera::ParseByteSize(min_shm);
+    if (!shm.ok()) return Fail("--preflight-min-shm: " + std::string(shm.status().message()));
+    o.preflight.min_free_disk_bytes = *disk;
+    o.preflight.min_shm_bytes = *shm;
+    o.preflight.script_timeout = absl::Seconds(preflight_timeout_seconds);
+    if (auto st = tessera::worker::ValidatePreflightConfig(o.preflight); !st.ok()) {
+      return Fail(std::string(st.message()));
+    }
+  }
   o.keep_finished = absl::Seconds(keep_finished_hours * 3600);
   if (procs_per_node > 0) o.labels["tessera.io/procs-per-node"] = std::to_string(procs_per_node);
 

@@ -16,6 +16,7 @@
 #include "services/common/metrics/registry.h"
 #include "services/common/service_host.h"
 #include "services/common/tls/server_ssl_context.h"
+#include "worker/daemon/owned_children.h"
 #include "worker/daemon/state_gc.h"
 #include "worker/daemon/worker_metrics.h"
 #include "worker/gpu/gpu_discovery.h"
@@ -130,6 +131,20 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   // The files are the ranks': read apart from the heartbeat thread.
   progress->StartReader(absl::Milliseconds(200));
   const bool simulated = inventory->source == "simulated";
+  // The pre-flight checks: the clock against the control plane's as the heartbeats measure it,
+  // the GPUs found again at each start, the operator's scripts as owned children.
+  d->clock_skew_ = std::make_unique<ClockSkew>(d->clock_);
+  PreflightConfig preflight = o.preflight;
+  preflight.node_name = o.node_name;
+  preflight.state_dir = o.state_dir;
+  preflight.shared_dir = o.shared_dir;
+  d->preflight_ = std::make_unique<PreflightChecker>(
+      std::move(preflight), [simulate = o.simulate_gpus] { return DiscoverGpus(simulate); },
+      d->clock_skew_.get(),
+      std::make_shared<image::ProcessToolRunner>(
+          image::ProcessToolRunner::ForkHooks{ForkOwnedChild, ReleaseOwnedChild}),
+      MonotonicClock::Shared());
+  PreflightChecker* checker = d->preflight_.get();
   d->attempts_ = std::make_unique<AttemptManager>(
       AttemptManagerOptions{
           .state_dir = o.state_dir,
@@ -141,7 +156,8 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .sandbox = rank_sandbox,
           .images = o.images,
           .per_user_uids = o.per_user_uids,
-          .shared_dir = o.shared_dir},
+          .shared_dir = o.shared_dir,
+          .preflight = [checker](const v1::StartAttempt& s) { return checker->Run(s); }},
       d->clock_, [shipper](const RankOutput& out) { shipper->Watch(out); },
       [shipper, progress](const RankOutput& out) {
         shipper->RankDone(out);
@@ -174,6 +190,7 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   node.set_cpu_count(static_cast<int>(std::thread::hardware_concurrency()));
   node.set_memory_bytes(static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE));
   node.set_worker_version("tessera-worker 0.4");
+  node.set_driver_version(inventory->driver_version);
   spdlog::info("node {}: {} GPU(s) ({}), state in {}", o.node_name, node.gpu_count(),
                inventory->source, o.state_dir);
 
@@ -221,6 +238,7 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .canaries = d->canaries_.get(),
           .faults = d->faults_.get(),
           .gpu_probe = d->gpu_probe_.get(),
+          .clock_skew = d->clock_skew_.get(),
           .on_fence_deadline = [lease_file](absl::Time t) { lease_file->Write(t); }},
       // Leases and fencing on the monotonic clock: a step of the wall clock neither fences a
       // healthy node early nor delays a fence. The fence watchdog reads the same clock.
@@ -295,6 +313,7 @@ WorkerDaemon::~WorkerDaemon() {
   session_.reset();
   throttle_.reset();  // lets stopped ranks run again, so that they can be stopped
   canaries_.reset();
+  if (preflight_) preflight_->CancelScripts();  // a start waiting on one must not hold us up
   attempts_.reset();
   for (int i = 0; i < 300 && !shipper_->Drained(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -16,6 +16,7 @@
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/control_session.h"
 #include "worker/daemon/fence_watchdog.h"
+#include "worker/daemon/preflight.h"
 #include "worker/daemon/progress_watcher.h"
 #include "worker/daemon/rank_identity.h"
 #include "worker/daemon/rank_sandbox.h"
@@ -57,6 +58,9 @@ struct WorkerOptions {
   // Attempt folders (work dir, spooled logs) are removed this long after they last changed,
   // once their ranks are gone and their logs shipped.
   absl::Duration keep_finished = absl::Hours(24);
+  // The pre-flight checks' thresholds and the operator's scripts (node name and folders are
+  // filled in from the options above).
+  PreflightConfig preflight;
 };
 
 class WorkerDaemon {
@@ -83,6 +87,8 @@ class WorkerDaemon {
   std::unique_ptr<CanaryRunner> canaries_;
   std::unique_ptr<ProcessThrottle> throttle_;
   std::unique_ptr<FaultInjector> faults_;
+  std::unique_ptr<ClockSkew> clock_skew_;
+  std::unique_ptr<PreflightChecker> preflight_;
   std::unique_ptr<ControlSession> session_;
   std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
   pid_t watchdog_ = 0;

@@ -2,6 +2,7 @@
 // shell commands that leave markers (pids, start times) for the test to check.
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -175,6 +176,60 @@ TEST_CASE("kill -9 of a worker: its node is lost within the lease, the run resum
   CHECK(shown.exit_code == 0);
   CHECK(absl::StrContains(shown.output, "NODE_FAILURE"));
   CHECK(absl::StrContains(shown.output, victim));
+}
+
+TEST_CASE("a node failing its pre-flight checks is cordoned with them, the run starts elsewhere",
+          "[worker]") {
+  LocalCluster c;
+  const std::string script = c.marks_dir() + "/ib-check.sh";
+  std::ofstream(script) << "#!/bin/sh\necho \"ib0: link down on $TESSERA_NODE_NAME\"\nexit 3\n";
+  std::filesystem::permissions(script, std::filesystem::perms(0755));
+  c.StartWorker("node-a", 2, {"--preflight-check", script});
+  v1::Run run = c.Submit("preflight", "echo \"ran on $NODE_RANK\"", 2, 1, /*retry=*/false);
+
+  // The only node fails its checks: it is cordoned, and the run waits without using a retry.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline &&
+         c.Node("node-a").admin_state() != v1::NODE_ADMIN_STATE_CORDONED) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const v1::Node a = c.Node("node-a");
+  REQUIRE(a.admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
+  CHECK(a.status_reason() == "preflight: failed its pre-flight checks before run " + run.name() +
+                                 " could start: "
+                                 "script:ib-check.sh: " +
+                                 script + " exited with 3: ib0: link down on node-a");
+  v1::Run waiting = c.client->WaitForStatus(run.name(), v1::RUN_STATUS_QUEUED);
+  CHECK(waiting.retries_used() == 0);
+  CHECK(waiting.preflight_failures() == 1);
+
+  // The cordon's event keeps every check the worker ran.
+  v1::ListNodeEventsRequest list;
+  list.mutable_filter()->add_node_names("node-a");
+  list.mutable_filter()->add_types(v1::NODE_EVENT_TYPE_CORDONED);
+  v1::ListNodeEventsResponse events;
+  REQUIRE(c.client->cordon->ListNodeEvents(c.client->Ctx().get(), list, &events).ok());
+  REQUIRE(events.events_size() == 1);
+  const auto& e = events.events(0).evidence().fields();
+  CHECK(absl::StartsWith(e.at("check gpus").string_value(), "passed in "));
+  CHECK(absl::StrContains(e.at("check gpus").string_value(), "2 of 2 GPUs present"));
+  CHECK(absl::StartsWith(e.at("check shm").string_value(), "passed in "));
+  CHECK(absl::StartsWith(e.at("check script:ib-check.sh").string_value(), "FAILED in "));
+  CHECK(e.at("run_name").string_value() == run.name());
+
+  // A healthy node arrives: the run starts there and completes.
+  c.StartWorker("node-b");
+  v1::Run done = c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(30));
+  REQUIRE(done.nodes_size() == 1);
+  CHECK(done.nodes(0).node_name() == "node-b");
+  CHECK(done.retries_used() == 0);
+  v1::RunDescription d = c.client->Describe(run.name());
+  REQUIRE(d.attempts_size() == 2);
+  CHECK(d.attempts(0).end_reason() == v1::ATTEMPT_END_REASON_PREFLIGHT_FAILED);
+  CHECK(d.attempts(0).detection_method() == v1::DETECTION_METHOD_PREFLIGHT);
+  auto shown = c.Mcli("describe run " + run.name());
+  INFO(shown.output);
+  CHECK(absl::StrContains(shown.output, "node-a failed its pre-flight checks"));
 }
 
 TEST_CASE("a frozen worker is fenced: its ranks are dead before the replacement starts",

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <set>
 
 #include "services/store/stores.h"
@@ -53,9 +54,20 @@ struct Fixture {
     return resp.sweep();
   }
   v1::Sweep Sweep(const std::string& id) { return *stores.health->GetSweep(id); }
+  // A node's compute rate at a step of the sweep (0: the first passes; 1...: confirmation).
+  using Rate = std::function<double(const std::string& node, int step)>;
+  static Rate Fixed(const std::map<std::string, double>& tflops) {
+    return [tflops](const std::string& node, int) {
+      auto it = tflops.find(node);
+      return it == tflops.end() ? 1.0 : it->second;
+    };
+  }
   // Answers every dispatched canary of `kind`; `tflops` gives each node's compute rate.
   void Answer(v1::HealthCheckKind kind, const std::map<std::string, double>& tflops = {},
               double busbw = 5.0) {
+    Answer(kind, Fixed(tflops), busbw);
+  }
+  void Answer(v1::HealthCheckKind kind, const Rate& rate, double busbw = 5.0) {
     for (const auto& d : scheduler->Take(kind)) {
       v1::ReportHealthResultRequest req;
       auto* r = req.mutable_result();
@@ -64,9 +76,9 @@ struct Fixture {
       r->set_kind(kind);
       *r->mutable_group() = d.start_canary().group();
       r->set_verdict(v1::HEALTH_VERDICT_PASSED);
+      r->set_step(d.start_canary().step());
       if (kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS) {
-        auto it = tflops.find(d.node_name());
-        r->set_compute_tflops(it == tflops.end() ? 1.0 : it->second);
+        r->set_compute_tflops(rate(d.node_name(), d.start_canary().step()));
       } else {
         auto* s = r->add_samples();
         s->set_payload_bytes(64 << 20);
@@ -78,9 +90,12 @@ struct Fixture {
   }
   // Drives the sweep to its end, every canary answered.
   v1::Sweep RunToEnd(const std::string& id, const std::map<std::string, double>& tflops = {}) {
-    for (int i = 0; i < 20 && Sweep(id).state() == v1::SWEEP_STATE_RUNNING; ++i) {
+    return RunToEnd(id, Fixed(tflops));
+  }
+  v1::Sweep RunToEnd(const std::string& id, const Rate& rate) {
+    for (int i = 0; i < 100 && Sweep(id).state() == v1::SWEEP_STATE_RUNNING; ++i) {
       handler->Tick();
-      Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, tflops);
+      Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, rate);
       Answer(v1::HEALTH_CHECK_KIND_ALLREDUCE);
       clock->Advance(absl::Milliseconds(200));
     }
@@ -151,6 +166,135 @@ TEST_CASE("a slow node is cordoned with the evidence and its runs evicted as str
                                       {"SLOW"}) == 1);
   CHECK(tessera::testing::MetricValue(f.registry, "tessera_health_last_sweep_condemned_nodes") ==
         1);
+}
+
+TEST_CASE("a node somewhat slow is measured again in turn with peers, then cordoned with all") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  f.scheduler->runs_on["c"] = {"gpt-1"};
+  const v1::Sweep s = f.Start();
+  f.handler->Tick();
+  f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
+  f.handler->Tick();  // all-reduce, two rounds
+  for (int round = 0; round < 2; ++round) {
+    f.Answer(v1::HEALTH_CHECK_KIND_ALLREDUCE);
+    f.handler->Tick();
+  }
+  CHECK(f.cordon->cordoned.empty());  // a suspect, not a verdict
+  // The confirmation: one measurement at a time, numbered, a peer first, then c between peers.
+  std::vector<std::string> line;
+  for (int step = 1; step <= 7; ++step) {
+    auto d = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].start_canary().step() == step);
+    line.push_back(d[0].node_name());
+    f.scheduler->dispatched.push_back(d[0]);  // answered below like any other
+    f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
+    f.handler->Tick();
+  }
+  CHECK(line[1] == "c");
+  CHECK(line[3] == "c");
+  CHECK(line[5] == "c");
+  CHECK(line[0] != "c");
+  const v1::Sweep done = f.Sweep(s.id());
+  CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
+  REQUIRE(done.anomalous_nodes_size() == 1);
+  CHECK(done.anomalous_nodes(0) == "c");
+  CHECK(done.findings(0).find("c: slow: 0.800 x its peers over 3 pairs") == 0);
+  REQUIRE(done.suspects_size() == 1);
+  CHECK(done.suspects(0) == done.findings(0));
+  CHECK(done.inconclusive_nodes().empty());
+  REQUIRE(f.cordon->cordoned.size() == 1);
+  const auto& e = f.cordon->evidence[0].fields();
+  CHECK(e.at("confirm_pairs").number_value() == 3);
+  CHECK(e.at("confirm_2_tflops").number_value() == 0.8);
+  CHECK(e.at("confirm_2_peer_tflops").number_value() == 1.0);
+  CHECK(e.at("confirm_llr").number_value() > e.at("confirm_llr_slow_bound").number_value());
+  CHECK(f.scheduler->evicted.at(0).reason() == v1::ATTEMPT_END_REASON_STRAGGLER);
+}
+
+TEST_CASE("a suspect that measures level with its peers again is cleared and stays in service") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  // c was unlucky in the first measurement (the machine dipped), not after.
+  const v1::Sweep done = f.RunToEnd(f.Start().id(), [](const std::string& node, int step) {
+    return node == "c" && step == 0 ? 0.85 : 1.0;
+  });
+  CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
+  CHECK(done.anomalous_nodes().empty());
+  REQUIRE(done.suspects_size() == 1);
+  CHECK(done.suspects(0).find("c: cleared: 1.000 x its peers over 3 pairs") == 0);
+  CHECK(f.cordon->cordoned.empty());
+  v1::ListSweepsResponse sweeps;
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
+  CHECK(sweeps.sweeps_size() == 1);  // nothing to follow up
+}
+
+TEST_CASE("an inconclusive suspect is not cordoned, one follow-up sweep measures it again") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  int c_measured = 0;
+  auto rate = [&](const std::string& node, int step) {
+    if (node != "c") return 1.0;
+    if (step == 0) return 0.9;
+    return c_measured++ % 2 == 0 ? 0.922 * 1.08 : 0.922 / 1.08;  // halfway, and noisy
+  };
+  const v1::Sweep first = f.Start();
+  const v1::Sweep done = f.RunToEnd(first.id(), rate);
+  CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
+  CHECK(done.anomalous_nodes().empty());
+  CHECK(f.cordon->cordoned.empty());
+  REQUIRE(done.inconclusive_nodes_size() == 1);
+  CHECK(done.inconclusive_nodes(0) == "c");
+  REQUIRE(done.suspects_size() == 1);
+  CHECK(done.suspects(0).find("c: inconclusive: 0.922 x its peers over 10 pairs") == 0);
+  v1::ListSweepsResponse sweeps;
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
+  REQUIRE(sweeps.sweeps_size() == 2);
+  const v1::Sweep follow_up =
+      sweeps.sweeps(0).id() == first.id() ? sweeps.sweeps(1) : sweeps.sweeps(0);
+  CHECK(follow_up.follows_sweep_id() == first.id());
+  CHECK(follow_up.node_names_size() == 4);
+  CHECK(follow_up.trigger_detail() ==
+        "measuring again what sweep " + first.id() + " left inconclusive (c)");
+  // Inconclusive again: the follow-up has no follow-up of its own.
+  const v1::Sweep again = f.RunToEnd(follow_up.id(), rate);
+  CHECK(again.inconclusive_nodes_size() == 1);
+  v1::ListSweepsResponse after;
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &after).ok());
+  CHECK(after.sweeps_size() == 2);
+}
+
+TEST_CASE("a suspect that does not answer its re-measurement times out and is taken out") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  const v1::Sweep s = f.Start();
+  for (int i = 0; i < 10 && f.Sweep(s.id()).phase() < 4; ++i) {  // compute, 2 all-reduce, step 1
+    f.handler->Tick();
+    f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
+    f.Answer(v1::HEALTH_CHECK_KIND_ALLREDUCE);
+  }
+  f.handler->Tick();  // step 1 (a peer) answered: step 2 measures c
+  auto d = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].node_name() == "c");
+  CHECK(d[0].start_canary().step() == 2);
+  f.clock->Advance(absl::Seconds(36));  // past the compute deadline (30 s + 5 s)
+  f.handler->Tick();
+  // The peer after it still completes the round.
+  auto peer = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  REQUIRE(peer.size() == 1);
+  CHECK(peer[0].start_canary().step() == 3);
+  f.scheduler->dispatched.push_back(peer[0]);
+  f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  f.handler->Tick();
+  const v1::Sweep done = f.Sweep(s.id());
+  CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
+  REQUIRE(done.anomalous_nodes_size() == 1);
+  CHECK(done.findings(0) ==
+        "c: compute stress HEALTH_VERDICT_TIMEOUT when measured again: no result before the "
+        "sweep's deadline");
+  CHECK(f.cordon->cordoned.size() == 1);
 }
 
 TEST_CASE("what does not answer before the deadline times out and is taken out") {

@@ -38,18 +38,25 @@ std::vector<std::string> Nodes(int n) {
   return nodes;
 }
 
+// The rules one sweep's figures decide by alone (--confirm-suspects=false).
+AnomalyConfig SingleSweep() {
+  AnomalyConfig c;
+  c.confirmation.enabled = false;
+  return c;
+}
+
 TEST_CASE("median and MAD") {
   CHECK(Median({3, 1, 2}) == 2);
   CHECK(Median({4, 1, 2, 3}) == 2.5);
   CHECK(MedianAbsoluteDeviation({1, 2, 3, 4, 100}, 3) == 1);
 }
 
-TEST_CASE("a node 20% slow among 8 is found, healthy noise is not") {
+TEST_CASE("on one sweep's figures a node 20% slow among 8 is found, healthy noise is not") {
   const auto nodes = Nodes(8);
   std::vector<v1::HealthCheckResult> results;
   const double rates[] = {1.00, 1.02, 0.98, 1.01, 0.80, 0.99, 1.03, 0.97};
   for (int i = 0; i < 8; ++i) results.push_back(Compute(nodes[static_cast<size_t>(i)], rates[i]));
-  auto found = FindAnomalies(nodes, {}, results, AnomalyConfig{});
+  auto found = FindAnomalies(nodes, {}, results, SingleSweep());
   REQUIRE(found.size() == 1);
   CHECK(found[0].node == "n4");
   CHECK(found[0].verdict == v1::HEALTH_VERDICT_SLOW);
@@ -57,10 +64,10 @@ TEST_CASE("a node 20% slow among 8 is found, healthy noise is not") {
   CHECK(found[0].evidence.at("peer_median_tflops") == Approx(0.995));
   // 8% below the median with the same spread: noise, not a bad node.
   results[4] = Compute("n4", 0.92);
-  CHECK(FindAnomalies(nodes, {}, results, AnomalyConfig{}).empty());
+  CHECK(FindAnomalies(nodes, {}, results, SingleSweep()).empty());
 }
 
-TEST_CASE("measured in turns, a node is also compared with its neighbours in time") {
+TEST_CASE("on one sweep's figures measured in turns, a node is also compared with its neighbours") {
   // Two passes over 6 nodes; the machine runs at 80% speed from the 3rd to the 8th measurement,
   // which holds both of n4's. n3 is really slow (80%).
   const auto nodes = Nodes(6);
@@ -75,19 +82,20 @@ TEST_CASE("measured in turns, a node is also compared with its neighbours in tim
   }
   // Against the median alone n4 (best 0.8) would be condemned too; beside its neighbours, which
   // the dip slowed as much, it is level.
-  auto found = FindAnomalies(nodes, {}, results, AnomalyConfig{});
+  auto found = FindAnomalies(nodes, {}, results, SingleSweep());
   REQUIRE(found.size() == 1);
   CHECK(found[0].node == "n3");
   CHECK(found[0].finding.find("at best 0.80 x the nodes measured beside it") != std::string::npos);
   CHECK(found[0].evidence.at("fraction_of_neighbours") == Approx(0.8));
 }
 
-TEST_CASE("with a wide spread a lower node is not condemned: the MAD guards") {
+TEST_CASE(
+    "on one sweep's figures with a wide spread a lower node is not condemned: the MAD guards") {
   const auto nodes = Nodes(6);
   std::vector<v1::HealthCheckResult> results;
   const double rates[] = {1.0, 0.7, 1.3, 0.8, 1.2, 0.75};
   for (int i = 0; i < 6; ++i) results.push_back(Compute(nodes[static_cast<size_t>(i)], rates[i]));
-  CHECK(FindAnomalies(nodes, {}, results, AnomalyConfig{}).empty());
+  CHECK(FindAnomalies(nodes, {}, results, SingleSweep()).empty());
 }
 
 TEST_CASE("with fewer than 4 nodes only a node at half speed or worse is slow") {

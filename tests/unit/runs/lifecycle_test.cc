@@ -1,5 +1,6 @@
 #include "services/runs/lifecycle.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "base/timestamps.h"
@@ -166,6 +167,31 @@ TEST_CASE("preemption requeues without using a retry") {
   d.Apply(reclaimed);
   CHECK(d.messages[d.messages.size() - 2] ==
         "Run was preempted to return borrowed GPUs (team a is over its quota; team b needs them)");
+}
+
+TEST_CASE("a node failing its pre-flight checks requeues without a retry, up to a cap") {
+  Driver d;
+  d.Apply(Update(0, v1::RUN_STATUS_QUEUED));
+  for (int index = 0; index <= kMaxPreflightFailures; ++index) {
+    v1::Attempt placed = Update(index, v1::RUN_STATUS_STARTING);
+    placed.add_nodes()->set_node_name("node-a");
+    d.Apply(placed);
+    v1::Attempt failed =
+        Update(index, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_PREFLIGHT_FAILED);
+    failed.set_reason("node-a failed its pre-flight checks (shm: 0.01 GiB free)");
+    d.Apply(failed);
+    if (index < kMaxPreflightFailures) {
+      REQUIRE(d.run.status() == v1::RUN_STATUS_QUEUED);
+      CHECK(d.run.retries_used() == 0);
+      CHECK(d.run.preflight_failures() == index + 1);
+    }
+  }
+  CHECK(d.run.status() == v1::RUN_STATUS_FAILED);
+  CHECK(d.run.status_reason() == "20 attempts whose nodes failed their pre-flight checks");
+  CHECK(std::find(d.messages.begin(), d.messages.end(),
+                  "Attempt did not start: node-a failed its pre-flight checks (shm: 0.01 GiB "
+                  "free); the node is cordoned and the run placed elsewhere (not counted against "
+                  "max_retries)") != d.messages.end());
 }
 
 TEST_CASE("stale, backwards and repeated reports are refused or ignored") {

@@ -1,0 +1,171 @@
+#include "healthcheck/confirmation.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "healthcheck/anomaly.h"
+
+namespace tessera::health {
+namespace {
+
+bool IsCompute(const v1::HealthCheckResult& r) {
+  return r.kind() == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS;
+}
+
+// A figure to compare: the check passed (or only fell short of the node's own expected rate,
+// which peers judge better) and measured something.
+bool Usable(const v1::HealthCheckResult& r) {
+  return (r.verdict() == v1::HEALTH_VERDICT_PASSED || r.verdict() == v1::HEALTH_VERDICT_SLOW) &&
+         r.compute_tflops() > 0 && std::isfinite(r.compute_tflops());
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+std::map<std::string, double> BestFirstMeasurements(
+    const std::vector<std::string>& nodes, const std::vector<v1::HealthCheckResult>& results) {
+  std::map<std::string, double> best;
+  for (const auto& r : results) {
+    if (!IsCompute(r) || r.step() != 0 || !Usable(r) || !Contains(nodes, r.node_name())) continue;
+    double& b = best[r.node_name()];
+    b = std::max(b, r.compute_tflops());
+  }
+  return best;
+}
+
+std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
+                                      const std::vector<v1::HealthCheckResult>& results,
+                                      const ConfirmationConfig& config, double clear_fraction,
+                                      const std::vector<std::string>& excluded,
+                                      std::vector<std::string>* peers) {
+  peers->clear();
+  const auto best = BestFirstMeasurements(nodes, results);
+  std::vector<double> rates;
+  for (const auto& [node, rate] : best) rates.push_back(rate);
+  if (rates.size() < 2) return {};
+  const double median = Median(rates);
+  std::vector<std::string> suspects;
+  std::vector<std::pair<double, std::string>> by_distance;
+  for (const auto& node : nodes) {
+    const auto it = best.find(node);
+    if (it == best.end() || Contains(excluded, node)) continue;
+    const double fraction = it->second / median;
+    if (fraction < clear_fraction) continue;  // condemned at once, not a suspect
+    if (fraction < config.suspect_fraction) {
+      suspects.push_back(node);
+    } else {
+      by_distance.emplace_back(std::abs(fraction - 1), node);
+    }
+  }
+  std::stable_sort(by_distance.begin(), by_distance.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [distance, node] : by_distance) peers->push_back(std::move(node));
+  return suspects;
+}
+
+ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
+                                  const std::vector<std::string>& peers,
+                                  const std::vector<v1::HealthCheckResult>& results,
+                                  const ConfirmationConfig& config) {
+  ConfirmationPlan plan;
+  for (const auto& s : suspects) plan.outcomes[s].test = DecideSequentially({}, config.test);
+  if (suspects.empty()) return plan;
+  if (peers.empty()) {  // nothing to compare with: undecidable here
+    for (auto& [node, o] : plan.outcomes) o.test.decision = SequentialDecision::kInconclusive;
+    return plan;
+  }
+  std::map<int, const v1::HealthCheckResult*> by_step;
+  for (const auto& r : results) {
+    if (IsCompute(r) && r.step() >= 1) by_step.emplace(r.step(), &r);  // the first one counts
+  }
+  // The time line of steps: node by step number (1-based; index 0 unused).
+  std::vector<std::string> line = {""};
+  size_t peer_turn = 0;
+  auto add = [&](const std::string& node) { line.push_back(node); };
+  auto next_peer = [&] { return peers[peer_turn++ % peers.size()]; };
+  add(next_peer());
+  std::vector<std::string> undecided = suspects;
+  std::map<std::string, std::vector<double>> ratios;
+  for (int round = 0; round < config.test.max_pairs && !undecided.empty(); ++round) {
+    const int first = static_cast<int>(line.size());  // the round's first suspect step
+    for (const auto& s : undecided) {
+      add(s);
+      add(next_peer());
+    }
+    for (int step = first - 1; step < static_cast<int>(line.size()); ++step) {
+      if (!by_step.count(step)) {
+        plan.next_step = step;
+        plan.next_node = line[static_cast<size_t>(step)];
+        plan.steps_done = step - 1;
+        return plan;
+      }
+    }
+    std::vector<std::string> still;
+    for (size_t k = 0; k < undecided.size(); ++k) {
+      const std::string& s = undecided[k];
+      SuspectOutcome& o = plan.outcomes[s];
+      const int step = first + 2 * static_cast<int>(k);
+      const v1::HealthCheckResult& mine = *by_step.at(step);
+      if (!Usable(mine)) {
+        o.fault =
+            mine.verdict() == v1::HEALTH_VERDICT_PASSED || mine.verdict() == v1::HEALTH_VERDICT_SLOW
+                ? v1::HEALTH_VERDICT_ERROR
+                : mine.verdict();
+        o.fault_detail = mine.error().empty() ? "no compute figure" : mine.error();
+        continue;  // decided: a clear fault
+      }
+      double sum = 0;
+      int n = 0;
+      for (int around : {step - 1, step + 1}) {
+        const v1::HealthCheckResult& peer = *by_step.at(around);
+        if (Usable(peer)) {
+          sum += peer.compute_tflops();
+          ++n;
+        }
+      }
+      if (n > 0) {
+        o.suspect_tflops.push_back(mine.compute_tflops());
+        o.peer_tflops.push_back(sum / n);
+        ratios[s].push_back(mine.compute_tflops() / (sum / n));
+      }
+      o.test = DecideSequentially(ratios[s], config.test);
+      if (o.test.decision == SequentialDecision::kContinue) still.push_back(s);
+    }
+    undecided = std::move(still);
+  }
+  for (const auto& s : undecided) {  // out of rounds (pairs without a usable peer count too)
+    plan.outcomes[s].test.decision = SequentialDecision::kInconclusive;
+  }
+  plan.steps_done = static_cast<int>(line.size()) - 1;
+  return plan;
+}
+
+std::string DescribeOutcome(const std::string& node, const SuspectOutcome& o) {
+  if (o.fault != v1::HEALTH_VERDICT_UNSPECIFIED) {
+    return absl::StrFormat("%s: compute stress %s when measured again: %s", node,
+                           v1::HealthVerdict_Name(o.fault), o.fault_detail);
+  }
+  const auto& t = o.test;
+  const std::string figures =
+      absl::StrFormat("%.3f x its peers over %d pair%s measured in turn with them (LLR %.2f",
+                      t.mean_ratio, t.pairs, t.pairs == 1 ? "" : "s", t.llr);
+  switch (t.decision) {
+    case SequentialDecision::kSlow:
+      return absl::StrFormat("%s: slow: %s reached %.2f)", node, figures, t.slow_bound);
+    case SequentialDecision::kHealthy:
+      return absl::StrFormat("%s: cleared: %s reached %.2f)", node, figures, t.healthy_bound);
+    case SequentialDecision::kInconclusive:
+      return absl::StrFormat(
+          "%s: inconclusive: %s, between %.2f and %.2f); measured again in a follow-up sweep", node,
+          figures, t.healthy_bound, t.slow_bound);
+    case SequentialDecision::kContinue:
+      break;
+  }
+  return absl::StrFormat("%s: undecided: %s)", node, figures);
+}
+
+}  // namespace tessera::health

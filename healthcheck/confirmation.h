@@ -1,0 +1,73 @@
+#pragma once
+// A node that looks slow in a sweep's first measurements is a suspect, not a verdict. The
+// confirmation measures each suspect again, interleaved with healthy peers on one time line:
+//
+//   peer, suspect 1, peer, suspect 2, peer, ...   (a round; then the next round, and so on)
+//
+// so that every suspect measurement lies between two peer measurements, and its ratio to their
+// mean cancels a drift of the shared machine's speed. After each round the sequential test
+// (sequential_test.h) decides each suspect still undecided: slow, healthy, or (after its bound of
+// pairs) inconclusive. A suspect whose re-measurement fails outright (an error, a timeout, wrong
+// data) is a clear fault. The plan is a pure function of the results so far, so that the sweep
+// driver recomputes it on every tick and after a restart, and a benchmark runs the same steps.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "healthcheck/sequential_test.h"
+#include "tessera/v1/health.pb.h"
+
+namespace tessera::health {
+
+struct ConfirmationConfig {
+  // false: no confirmation; FindAnomalies' single-sweep rules decide alone (anomaly.h).
+  bool enabled = true;
+  // A node whose best first measurement is under this fraction of the nodes' median is a suspect.
+  double suspect_fraction = 0.92;
+  SequentialTestConfig test;
+};
+
+// The measured nodes' best first (step 0) compute stress figures, passing checks only.
+std::map<std::string, double> BestFirstMeasurements(
+    const std::vector<std::string>& nodes, const std::vector<v1::HealthCheckResult>& results);
+
+// Suspects: nodes whose best first figure is under suspect_fraction of the median but not under
+// `clear_fraction` of it (those are condemned at once), in the sweep's node order. `peers`
+// receives the other measured nodes, nearest the median first. Neither holds a node of `excluded`.
+std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
+                                      const std::vector<v1::HealthCheckResult>& results,
+                                      const ConfirmationConfig& config, double clear_fraction,
+                                      const std::vector<std::string>& excluded,
+                                      std::vector<std::string>* peers);
+
+struct SuspectOutcome {
+  SequentialOutcome test;
+  // Every pair: the suspect's figure and the peers' mean around it.
+  std::vector<double> suspect_tflops, peer_tflops;
+  // A clear fault found while re-measuring (the verdict and what the check said); empty if none.
+  v1::HealthVerdict fault = v1::HEALTH_VERDICT_UNSPECIFIED;
+  std::string fault_detail;
+};
+
+struct ConfirmationPlan {
+  // The next step to run: its number (1, 2, ...) and node; next_node is empty once every
+  // suspect is decided or out of rounds.
+  int next_step = 0;
+  std::string next_node;
+  // Steps that have a result (what the confirmation cost in measurements).
+  int steps_done = 0;
+  std::map<std::string, SuspectOutcome> outcomes;
+};
+
+// Replays the confirmation over `results` (compute stress results with step >= 1; the first of
+// each step counts).
+ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
+                                  const std::vector<std::string>& peers,
+                                  const std::vector<v1::HealthCheckResult>& results,
+                                  const ConfirmationConfig& config);
+
+// "node-4: slow, 0.79 x its peers over 3 pairs (LLR 12.1 >= 6.9) ...": the sweep's line for it.
+std::string DescribeOutcome(const std::string& node, const SuspectOutcome& outcome);
+
+}  // namespace tessera::health

@@ -1,0 +1,70 @@
+#include "healthcheck/sequential_test.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera::health {
+
+SequentialOutcome DecideSequentially(const std::vector<double>& ratios,
+                                     const SequentialTestConfig& config) {
+  SequentialOutcome out;
+  out.slow_bound = std::log((1 - config.beta) / config.alpha);
+  out.healthy_bound = std::log(config.beta / (1 - config.alpha));
+  std::vector<double> x;
+  for (double r : ratios) {
+    if (r > 0 && std::isfinite(r)) x.push_back(std::log(r));
+  }
+  out.pairs = static_cast<int>(x.size());
+  if (x.empty()) {
+    out.sigma = config.min_sigma;
+    return out;
+  }
+  double sum = 0;
+  for (double v : x) sum += v;
+  const double mean = sum / static_cast<double>(x.size());
+  out.mean_ratio = std::exp(mean);
+  double squares = 0;
+  for (double v : x) squares += (v - mean) * (v - mean);
+  const double sd = x.size() > 1 ? std::sqrt(squares / static_cast<double>(x.size() - 1)) : 0;
+  out.sigma = std::max(sd, config.min_sigma);
+  const double mu0 = 0, mu1 = std::log(config.slow_ratio);
+  out.llr = (mu1 - mu0) / (out.sigma * out.sigma) *
+            (sum - static_cast<double>(x.size()) * (mu0 + mu1) / 2);
+  if (out.pairs >= config.min_pairs) {
+    if (out.llr >= out.slow_bound) {
+      out.decision = SequentialDecision::kSlow;
+    } else if (out.llr <= out.healthy_bound) {
+      out.decision = SequentialDecision::kHealthy;
+    }
+  }
+  if (out.decision == SequentialDecision::kContinue && out.pairs >= config.max_pairs) {
+    out.decision = SequentialDecision::kInconclusive;
+  }
+  return out;
+}
+
+std::string DecisionName(SequentialDecision d) {
+  switch (d) {
+    case SequentialDecision::kSlow:
+      return "slow";
+    case SequentialDecision::kHealthy:
+      return "healthy";
+    case SequentialDecision::kInconclusive:
+      return "inconclusive";
+    case SequentialDecision::kContinue:
+      break;
+  }
+  return "undecided";
+}
+
+std::string ValidateSequentialTest(const SequentialTestConfig& c) {
+  if (!(c.slow_ratio > 0 && c.slow_ratio < 1)) return "slow_ratio: must be between 0 and 1";
+  if (!(c.alpha > 0 && c.alpha < 0.5)) return "alpha: must be between 0 and 0.5";
+  if (!(c.beta > 0 && c.beta < 0.5)) return "beta: must be between 0 and 0.5";
+  if (c.min_pairs < 2) return "min_pairs: must be at least 2";
+  if (c.max_pairs < c.min_pairs) return "max_pairs: must be at least min_pairs";
+  if (!(c.min_sigma > 0)) return "min_sigma: must be more than 0";
+  return "";
+}
+
+}  // namespace tessera::health

@@ -1,0 +1,59 @@
+#pragma once
+// Whether a suspect node is slow, decided with enough evidence and only then: Wald's sequential
+// probability ratio test (SPRT) on paired measurements. Each pair is the suspect's rate over the
+// rate of peers measured just before and just after it on the same machine's time line, so that
+// a drift of the machine's own speed, which slows both, cancels. On the log of these ratios
+// (roughly normal) the test weighs
+//
+//   H0  the node is healthy:  mean log ratio = 0
+//   H1  the node is slow:     mean log ratio = log(slow_ratio)
+//
+// with the log-likelihood ratio  LLR = (mu1 - mu0) / sigma^2 * sum(x_i - (mu0 + mu1) / 2),
+// sigma estimated from the pairs themselves (never under min_sigma). It stops as soon as the LLR
+// crosses log((1 - beta) / alpha) (slow: a healthy node is condemned with chance at most alpha)
+// or log(beta / (1 - alpha)) (healthy: a slow node is cleared with chance at most beta), and
+// after max_pairs without either the node is inconclusive: measured again later, not condemned.
+
+#include <string>
+#include <vector>
+
+namespace tessera::health {
+
+struct SequentialTestConfig {
+  // The speed, relative to its peers, at which a node counts as slow (H1).
+  double slow_ratio = 0.85;
+  // The chance of condemning a healthy node, and of clearing a slow one.
+  double alpha = 0.001;
+  double beta = 0.01;
+  // No decision from fewer pairs (sigma needs a few), and none later than max_pairs.
+  int min_pairs = 3;
+  int max_pairs = 10;
+  // A floor on the log ratios' standard deviation: identical figures must not make any
+  // difference from 1 decisive.
+  double min_sigma = 0.02;
+};
+
+enum class SequentialDecision { kContinue, kSlow, kHealthy, kInconclusive };
+
+struct SequentialOutcome {
+  SequentialDecision decision = SequentialDecision::kContinue;
+  int pairs = 0;
+  // The geometric mean of the ratios (exp of the mean log ratio).
+  double mean_ratio = 1.0;
+  double sigma = 0;  // of the log ratios, as used
+  double llr = 0;
+  double slow_bound = 0;     // log((1 - beta) / alpha)
+  double healthy_bound = 0;  // log(beta / (1 - alpha))
+};
+
+// Decides on the ratios so far (each > 0; others are ignored).
+SequentialOutcome DecideSequentially(const std::vector<double>& ratios,
+                                     const SequentialTestConfig& config);
+
+// "slow", "healthy", "inconclusive", "undecided".
+std::string DecisionName(SequentialDecision d);
+
+// An error naming the first field out of range, empty when the config is usable.
+std::string ValidateSequentialTest(const SequentialTestConfig& config);
+
+}  // namespace tessera::health

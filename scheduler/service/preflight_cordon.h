@@ -1,0 +1,31 @@
+#pragma once
+// A node whose pre-flight checks failed before a run's ranks started there is cordoned by the
+// scheduler itself (as a flapping node is), so that the run's next placement, and every other
+// run's, avoids it. The cordon's node event keeps every check, passed or not, as evidence; an
+// operator returns the node after fixing it (sweeps never do: they do not measure what failed).
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "google/protobuf/repeated_ptr_field.h"
+#include "services/store/node_store.h"
+#include "tessera/v1/health.pb.h"
+#include "tessera/v1/runs.pb.h"
+
+namespace tessera::scheduler {
+
+inline constexpr char kPreflightCordonPrefix[] = "preflight: ";
+
+using PreflightChecks = google::protobuf::RepeatedPtrField<v1::PreflightCheck>;
+
+// "shm: /dev/shm has 64 MiB, 1 GiB needed; script:ib: exit code 1 ...": the failed checks.
+std::string FailedChecks(const PreflightChecks& checks);
+
+// Cordons `node` (unless an operator or another rule already took it out of service), with a
+// CORDONED event whose evidence holds every check and the run. Retries a lost compare-and-set.
+absl::Status CordonAfterPreflight(store::NodeStore& nodes, const std::string& node,
+                                  const v1::Run& run, const PreflightChecks& checks,
+                                  absl::Time now);
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,245 @@
+// The confirmation of suspects: the sequential test's figures and decisions, who is a suspect,
+// and the interleaved plan replayed from results (drift of the machine cancels, failures are
+// clear faults, bounds give "inconclusive").
+#include "healthcheck/confirmation.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+
+#include "healthcheck/anomaly.h"
+#include "healthcheck/sequential_test.h"
+
+namespace tessera::health {
+namespace {
+
+v1::HealthCheckResult Measured(const std::string& node, double tflops, int step = 0,
+                               v1::HealthVerdict verdict = v1::HEALTH_VERDICT_PASSED) {
+  v1::HealthCheckResult r;
+  r.set_node_name(node);
+  r.set_kind(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  r.set_verdict(verdict);
+  r.set_compute_tflops(tflops);
+  r.set_step(step);
+  return r;
+}
+
+// The LLR as the header defines it, computed here independently.
+double Llr(const std::vector<double>& ratios, double sigma, double slow_ratio) {
+  const double mu1 = std::log(slow_ratio);
+  double sum = 0;
+  for (double r : ratios) sum += std::log(r) - mu1 / 2;
+  return mu1 / (sigma * sigma) * sum;
+}
+
+TEST_CASE("the sequential test: Wald's bounds, the LLR, and decisions only from min_pairs") {
+  const SequentialTestConfig c;  // slow 0.85, alpha 0.001, beta 0.01, 3 to 10 pairs
+  const auto none = DecideSequentially({}, c);
+  CHECK(none.decision == SequentialDecision::kContinue);
+  CHECK(none.slow_bound == Approx(std::log(0.99 / 0.001)));
+  CHECK(none.healthy_bound == Approx(std::log(0.01 / 0.999)));
+
+  // Two pairs far below: still too few to estimate a spread from.
+  CHECK(DecideSequentially({0.8, 0.8}, c).decision == SequentialDecision::kContinue);
+  const auto slow = DecideSequentially({0.8, 0.8, 0.8}, c);
+  CHECK(slow.decision == SequentialDecision::kSlow);
+  CHECK(slow.sigma == c.min_sigma);  // identical ratios: the floor
+  CHECK(slow.llr == Approx(Llr({0.8, 0.8, 0.8}, c.min_sigma, 0.85)));
+  CHECK(slow.mean_ratio == Approx(0.8));
+  CHECK(slow.pairs == 3);
+
+  const std::vector<double> level = {1.0, 1.03, 0.97};
+  const auto healthy = DecideSequentially(level, c);
+  CHECK(healthy.decision == SequentialDecision::kHealthy);
+  double mean = 0, squares = 0;
+  for (double r : level) mean += std::log(r) / 3;
+  for (double r : level) squares += (std::log(r) - mean) * (std::log(r) - mean);
+  CHECK(healthy.sigma == Approx(std::sqrt(squares / 2)));
+  CHECK(healthy.llr == Approx(Llr(level, healthy.sigma, 0.85)));
+
+  // Noisy and halfway between healthy and slow: no verdict within the bound.
+  std::vector<double> between;
+  for (int i = 0; i < 10; ++i) between.push_back(0.922 * (i % 2 == 0 ? 1.08 : 1 / 1.08));
+  between.pop_back();
+  CHECK(DecideSequentially(between, c).decision == SequentialDecision::kContinue);
+  between.push_back(0.922 / 1.08);
+  const auto undecided = DecideSequentially(between, c);
+  CHECK(undecided.decision == SequentialDecision::kInconclusive);
+  CHECK(undecided.llr > undecided.healthy_bound);
+  CHECK(undecided.llr < undecided.slow_bound);
+  // Ratios that are not positive numbers are left out, not taken as evidence.
+  CHECK(DecideSequentially({0.8, 0.8, 0.0, -1.0, NAN}, c).pairs == 2);
+}
+
+TEST_CASE("sequential test settings are checked") {
+  SequentialTestConfig c;
+  CHECK(ValidateSequentialTest(c).empty());
+  c.slow_ratio = 1.2;
+  CHECK(ValidateSequentialTest(c) == "slow_ratio: must be between 0 and 1");
+  c = {};
+  c.alpha = 0;
+  CHECK(ValidateSequentialTest(c) == "alpha: must be between 0 and 0.5");
+  c = {};
+  c.max_pairs = 2;
+  CHECK(ValidateSequentialTest(c) == "max_pairs: must be at least min_pairs");
+}
+
+TEST_CASE("suspects are below the screen but above half speed, peers nearest the median first") {
+  const std::vector<std::string> nodes = {"a", "b", "c", "d", "e", "f"};
+  std::vector<v1::HealthCheckResult> results = {
+      Measured("a", 1.00), Measured("b", 0.88), Measured("c", 1.05), Measured("d", 0.40),
+      Measured("e", 0.99), Measured("f", 1.01),
+      // a second pass: b's better figure still low; a later step's figures do not count
+      Measured("b", 0.90), Measured("e", 0.50, 3), Measured("x", 0.1)};
+  std::vector<std::string> peers;
+  const auto suspects = FindSuspects(nodes, results, ConfirmationConfig{}, 0.5, {}, &peers);
+  CHECK(suspects == std::vector<std::string>{"b"});              // d (0.40) is a clear fault
+  CHECK(peers == std::vector<std::string>{"a", "e", "f", "c"});  // median 0.995
+  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, 0.5, {"b", "a"}, &peers).empty());
+  CHECK(peers == std::vector<std::string>{"e", "f", "c"});
+  CHECK(FindSuspects({"a"}, results, ConfirmationConfig{}, 0.5, {}, &peers).empty());
+}
+
+// Runs the plan to its end, measuring each step's node at rate(node, step).
+ConfirmationPlan Confirm(const std::vector<std::string>& suspects,
+                         const std::vector<std::string>& peers,
+                         const std::function<double(const std::string&, int)>& rate,
+                         std::vector<std::string>* line = nullptr,
+                         const ConfirmationConfig& config = {}) {
+  std::vector<v1::HealthCheckResult> results;
+  for (int guard = 0; guard < 1000; ++guard) {
+    const ConfirmationPlan plan = PlanConfirmation(suspects, peers, results, config);
+    if (plan.next_node.empty()) return plan;
+    REQUIRE(plan.next_step == static_cast<int>(results.size()) + 1);
+    REQUIRE(plan.steps_done == static_cast<int>(results.size()));
+    if (line) line->push_back(plan.next_node);
+    results.push_back(
+        Measured(plan.next_node, rate(plan.next_node, plan.next_step), plan.next_step));
+  }
+  FAIL("the plan never ended");
+  return {};
+}
+
+TEST_CASE("suspects are measured between peers until decided, the machine's drift cancels") {
+  // The machine loses 5% of its speed per step (from 1.0 to about 0.3 by the end): a suspect at
+  // 0.8 is still slow beside the peers measured just before and after it, one at 1.0 healthy.
+  auto drift = [](int step) { return std::pow(0.95, step); };
+  auto rate = [&](const std::string& node, int step) {
+    return (node == "slow" ? 0.8 : 1.0) * drift(step);
+  };
+  std::vector<std::string> line;
+  const auto plan = Confirm({"slow", "fine"}, {"p1", "p2"}, rate, &line);
+  // peer, then each round: a suspect and a peer each, rotating the peers.
+  REQUIRE(line.size() >= 5);
+  CHECK(std::vector<std::string>(line.begin(), line.begin() + 5) ==
+        std::vector<std::string>{"p1", "slow", "p2", "fine", "p1"});
+  const auto& slow = plan.outcomes.at("slow");
+  CHECK(slow.test.decision == SequentialDecision::kSlow);
+  CHECK(slow.test.pairs == 3);
+  CHECK(slow.test.mean_ratio == Approx(0.8 / ((1 / 0.95 + 0.95) / 2)).epsilon(1e-9));
+  CHECK(slow.suspect_tflops.size() == 3);
+  CHECK(slow.peer_tflops.size() == 3);
+  CHECK(plan.outcomes.at("fine").test.decision == SequentialDecision::kHealthy);
+  CHECK(plan.steps_done == static_cast<int>(line.size()));
+  CHECK(line.size() == 1 + 3 * 4u);  // three rounds of two suspects, each with a peer
+}
+
+TEST_CASE("a decided suspect leaves the line, the undecided ones go on") {
+  // "close" alternates between 1.0 and 0.86: the test needs more pairs for it than for "slow".
+  int close_measured = 0;
+  auto rate = [&](const std::string& node, int) {
+    if (node == "slow") return 0.7;
+    if (node == "close") return close_measured++ % 2 == 0 ? 1.0 : 0.86;
+    return 1.0;
+  };
+  std::vector<std::string> line;
+  const auto plan = Confirm({"slow", "close"}, {"p"}, rate, &line);
+  CHECK(plan.outcomes.at("slow").test.pairs == 3);
+  CHECK(plan.outcomes.at("close").test.pairs > 3);
+  CHECK(std::count(line.begin(), line.end(), "slow") == 3);
+  CHECK(std::count(line.begin(), line.end(), "close") == plan.outcomes.at("close").test.pairs);
+}
+
+TEST_CASE("a suspect never decided within the bound is inconclusive, with its figures") {
+  auto rate = [](const std::string& node, int step) {
+    if (node != "s") return 1.0;
+    return 0.922 * (step % 4 == 2 ? 1.08 : 1 / 1.08);  // s is measured at even steps
+  };
+  const auto plan = Confirm({"s"}, {"p1", "p2", "p3"}, rate);
+  const auto& o = plan.outcomes.at("s");
+  CHECK(o.test.decision == SequentialDecision::kInconclusive);
+  CHECK(o.test.pairs == SequentialTestConfig{}.max_pairs);
+  CHECK(plan.steps_done == 1 + 2 * 10);
+  CHECK_FALSE(ConfirmedAnomaly("s", o).has_value());  // not condemned
+  CHECK(DescribeOutcome("s", o).find("s: inconclusive: 0.92") == 0);
+  CHECK(DescribeOutcome("s", o).find("measured again in a follow-up sweep") != std::string::npos);
+}
+
+TEST_CASE("a suspect failing its re-measurement is a clear fault, a failed peer is left out") {
+  std::vector<v1::HealthCheckResult> results = {
+      Measured("p", 1.0, 1), Measured("s", 0.8, 2),
+      Measured("p", 0, 3, v1::HEALTH_VERDICT_TIMEOUT),  // the peer after it: left out
+      Measured("t", 0.0, 4, v1::HEALTH_VERDICT_WRONG_DATA), Measured("p", 1.0, 5)};
+  results[3].set_error("checksum mismatch");
+  const auto plan = PlanConfirmation({"s", "t"}, {"p"}, results, ConfirmationConfig{});
+  const auto& s = plan.outcomes.at("s");
+  REQUIRE(s.suspect_tflops.size() == 1);
+  CHECK(s.peer_tflops[0] == 1.0);  // the one usable peer
+  const auto& t = plan.outcomes.at("t");
+  CHECK(t.fault == v1::HEALTH_VERDICT_WRONG_DATA);
+  auto a = ConfirmedAnomaly("t", t);
+  REQUIRE(a.has_value());
+  CHECK(a->verdict == v1::HEALTH_VERDICT_WRONG_DATA);
+  CHECK(a->finding ==
+        "t: compute stress HEALTH_VERDICT_WRONG_DATA when measured again: "
+        "checksum mismatch");
+  // The next round measures s only.
+  CHECK(plan.next_step == 6);
+  CHECK(plan.next_node == "s");
+}
+
+TEST_CASE("a slow verdict keeps every pair and the test's figures as evidence") {
+  auto rate = [](const std::string& node, int) { return node == "s" ? 0.75 : 1.0; };
+  const auto plan = Confirm({"s"}, {"p"}, rate);
+  auto a = ConfirmedAnomaly("s", plan.outcomes.at("s"));
+  REQUIRE(a.has_value());
+  CHECK(a->verdict == v1::HEALTH_VERDICT_SLOW);
+  CHECK(a->finding.find("s: slow: 0.750 x its peers over 3 pairs measured in turn with them") == 0);
+  CHECK(a->evidence.at("confirm_pairs") == 3);
+  CHECK(a->evidence.at("confirm_mean_ratio") == Approx(0.75));
+  CHECK(a->evidence.at("confirm_llr") > a->evidence.at("confirm_llr_slow_bound"));
+  for (int i = 1; i <= 3; ++i) {
+    CHECK(a->evidence.at("confirm_" + std::to_string(i) + "_tflops") == 0.75);
+    CHECK(a->evidence.at("confirm_" + std::to_string(i) + "_peer_tflops") == 1.0);
+  }
+}
+
+TEST_CASE("without peers suspects are inconclusive, without suspects there is nothing to do") {
+  auto plan = PlanConfirmation({"s"}, {}, {}, ConfirmationConfig{});
+  CHECK(plan.next_node.empty());
+  CHECK(plan.outcomes.at("s").test.decision == SequentialDecision::kInconclusive);
+  plan = PlanConfirmation({}, {"p"}, {}, ConfirmationConfig{});
+  CHECK(plan.next_node.empty());
+  CHECK(plan.outcomes.empty());
+}
+
+TEST_CASE("with confirmation on, one sweep condemns only a clear fault, the rest are suspects") {
+  std::vector<std::string> nodes;
+  std::vector<v1::HealthCheckResult> results;
+  const double rates[] = {1.00, 1.02, 0.98, 1.01, 0.80, 0.99, 1.03, 0.45};
+  for (int i = 0; i < 8; ++i) {
+    nodes.push_back("n" + std::to_string(i));
+    results.push_back(Measured(nodes.back(), rates[i]));
+  }
+  const auto found = FindAnomalies(nodes, {}, results, AnomalyConfig{});
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].node == "n7");
+  CHECK(found[0].finding.find("n7: compute 0.45 TFLOP/s, 0.45 x the median") == 0);
+  std::vector<std::string> peers;
+  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, 0.5, {"n7"}, &peers) ==
+        std::vector<std::string>{"n4"});
+  CHECK(peers.size() == 6);
+}
+
+}  // namespace
+}  // namespace tessera::health
