@@ -65,10 +65,18 @@ void PrintSweep(std::ostream& out, const tessera::v1::GetSweepResponse& response
   fields.Add("Finished", FormatTimestamp(s.finished_at()));
   fields.Add("Anomalous",
              s.anomalous_nodes().empty() ? "-" : absl::StrJoin(s.anomalous_nodes(), ", "));
+  fields.Add("Inconclusive",
+             s.inconclusive_nodes().empty() ? "-" : absl::StrJoin(s.inconclusive_nodes(), ", "));
+  if (!s.follows_sweep_id().empty()) fields.Add("Follows", s.follows_sweep_id());
   fields.Print(out);
   if (!s.findings().empty()) {
     out << "\nFindings:\n";
     for (const auto& f : s.findings()) out << "  " << f << "\n";
+  }
+  if (!s.suspects().empty()) {
+    // Nodes that looked slow and were measured again until the sequential test decided.
+    out << "\nSuspects measured again:\n";
+    for (const auto& line : s.suspects()) out << "  " << line << "\n";
   }
   out << "\nResults:\n";
   PrintHealthResults(out, response.results(), "  ");

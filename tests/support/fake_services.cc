@@ -224,6 +224,15 @@ Status FakeHealthService::StartSweep(ServerContext* context, const v1::StartSwee
 Status FakeHealthService::GetSweep(ServerContext* context, const v1::GetSweepRequest* request,
                                    v1::GetSweepResponse* response) {
   response->mutable_sweep()->set_id(request->id());
+  if (request->id() == "sweep-suspects") {  // a follow-up sweep that confirmed and doubted
+    auto& s = *response->mutable_sweep();
+    s.set_follows_sweep_id("sweep-1");
+    s.add_anomalous_nodes("node-4");
+    s.add_findings("node-4: slow: 0.793 x its peers over 3 pairs measured in turn with them");
+    s.add_suspects("node-4: slow: 0.793 x its peers over 3 pairs measured in turn with them");
+    s.add_suspects("node-6: inconclusive: 0.917 x its peers over 10 pairs");
+    s.add_inconclusive_nodes("node-6");
+  }
   return recorder_.Record(context, "GetSweep", *request);
 }
 

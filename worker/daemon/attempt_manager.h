@@ -131,6 +131,9 @@ class AttemptManager {
   std::optional<RankIdentity> IdentityFor(const v1::StartAttempt& start) const;
   // Ends a preparing attempt without ranks: FINISHED, so a stop completes.
   void CancelPreparing(Attempt& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends an attempt that never launched (its node failed its pre-flight checks, or its image
+  // could not be had) with START_FAILED and what `u` says.
+  void EndUnlaunched(const v1::StartAttempt& start, v1::AttemptUpdate u) ABSL_LOCKS_EXCLUDED(mu_);
 
   const AttemptManagerOptions options_;
   const std::shared_ptr<Clock> clock_;

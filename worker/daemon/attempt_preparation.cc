@@ -77,6 +77,11 @@ void AttemptManager::Prepare(const v1::StartAttempt& start) {
   };
   if (options_.preflight) {
     std::vector<v1::PreflightCheck> checks = options_.preflight(start);
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = attempts_.find(key);
+      if (it == attempts_.end() || it->second.cancelled) return;  // stopped meanwhile: reported
+    }
     if (!AllPassed(checks)) {
       std::string failed;
       for (const auto& c : checks) {
@@ -86,16 +91,9 @@ void AttemptManager::Prepare(const v1::StartAttempt& start) {
       spdlog::error("run {} attempt {}: this node failed its pre-flight checks: {}", start.run_id(),
                     start.resumption_index(), failed);
       v1::AttemptUpdate u;
-      u.set_run_id(start.run_id());
-      u.set_resumption_index(start.resumption_index());
-      u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
       u.set_detail(absl::StrCat("pre-flight checks failed: ", failed));
       for (auto& c : checks) *u.add_preflight_checks() = std::move(c);
-      absl::MutexLock lock(&mu_);
-      Attempt& a = attempts_[key];
-      a.preparing = false;
-      a.ended_at = clock_->Now();
-      Queue(std::move(u));
+      EndUnlaunched(start, std::move(u));
       return;
     }
   }
@@ -135,16 +133,9 @@ void AttemptManager::Prepare(const v1::StartAttempt& start) {
     spdlog::warn("run {} attempt {}: {}", start.run_id(), start.resumption_index(),
                  image.status().ToString());
     v1::AttemptUpdate u;
-    u.set_run_id(start.run_id());
-    u.set_resumption_index(start.resumption_index());
-    u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
     u.set_setup_failure(true);
     u.set_detail(std::string(image.status().message()));
-    absl::MutexLock lock(&mu_);
-    Attempt& a = attempts_[key];
-    a.preparing = false;
-    a.ended_at = clock_->Now();
-    Queue(std::move(u));
+    EndUnlaunched(start, std::move(u));
     return;
   }
   (void)Launch(start, RankRoot{image->rootfs, image->env}, image->digest, true);
@@ -202,6 +193,17 @@ std::optional<RankIdentity> AttemptManager::IdentityFor(const v1::StartAttempt& 
   return options_.rank_identity;
 }
 
+void AttemptManager::EndUnlaunched(const v1::StartAttempt& start, v1::AttemptUpdate u) {
+  u.set_run_id(start.run_id());
+  u.set_resumption_index(start.resumption_index());
+  u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
+  absl::MutexLock lock(&mu_);
+  Attempt& a = attempts_[{start.run_id(), start.resumption_index()}];
+  a.preparing = false;
+  a.ended_at = clock_->Now();
+  Queue(std::move(u));
+}
+
 void AttemptManager::CancelPreparing(Attempt& a) {
   a.cancelled = true;
   a.preparing = false;
@@ -210,7 +212,7 @@ void AttemptManager::CancelPreparing(Attempt& a) {
   u.set_run_id(a.start.run_id());
   u.set_resumption_index(a.start.resumption_index());
   u.set_phase(v1::ATTEMPT_PHASE_FINISHED);
-  u.set_detail("stopped before its ranks started (its image was being prepared)");
+  u.set_detail("stopped before its ranks started (while checked and prepared)");
   Queue(std::move(u));
 }
 

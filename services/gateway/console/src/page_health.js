@@ -116,7 +116,8 @@ export async function mountSweep(container, ctx) {
       item('Results', `${results.length} of ${num(s.expected_results)} expected`),
       s.suspect_node ? item('Suspect', s.suspect_node) : null,
       s.trigger_detail ? item('Why it started', s.trigger_detail) : null,
-      s.run_name ? item('Run', s.run_name) : null);
+      s.run_name ? item('Run', s.run_name) : null,
+      s.follows_sweep_id ? item('Follows', s.follows_sweep_id) : null);
     const anomalies = (s.anomalous_nodes || []).length || (s.findings || []).length
       ? h('div', { class: 'anomalies', testid: 'sweep-anomalies' },
         h('h2', null, 'Anomalies'),
@@ -125,8 +126,18 @@ export async function mountSweep(container, ctx) {
       : h('div', { testid: 'sweep-anomalies' }, h('h2', null, 'Anomalies'),
         h('p', { class: state === 'RUNNING' ? 'muted' : 'verdict-ok' }, state === 'RUNNING' ? 'Measuring…' : 'No anomaly: every node is within range of its peers.'));
 
+    // Nodes that looked slow, measured again in turn with peers until the sequential test decided.
+    const suspects = (s.suspects || []).length
+      ? h('section', { class: 'card', testid: 'sweep-suspects' },
+        h('h2', null, 'Suspects measured again'),
+        (s.inconclusive_nodes || []).length
+          ? h('p', null, 'Inconclusive (not cordoned, measured again): ', s.inconclusive_nodes.map((n) => badge(n, 'warn')))
+          : null,
+        h('ul', { class: 'findings' }, s.suspects.map((line) => h('li', { testid: 'sweep-suspect' }, line))))
+      : null;
     replaceChildren(body,
       h('div', { class: 'run-top' }, h('section', { class: 'card' }, h('h2', null, 'Sweep'), info), h('section', { class: 'card' }, anomalies)),
+      suspects,
       h('section', { class: 'card' }, h('h2', null, 'Per node'), nodeSummary(s, results)),
       h('section', { class: 'card' }, h('h2', null, 'Every result'), resultTable(results)));
   }
