@@ -22,12 +22,14 @@ namespace tessera::health {
 struct SequentialTestConfig {
   // The speed, relative to its peers, at which a node counts as slow (H1).
   double slow_ratio = 0.85;
-  // The chance of condemning a healthy node, and of clearing a slow one.
+  // The chance of condemning a healthy node, and of clearing a slow one (as small: a slow node
+  // cleared slows every run placed on it, and the noise of a shared machine has heavier tails
+  // than the normal model assumes).
   double alpha = 0.001;
-  double beta = 0.01;
+  double beta = 0.001;
   // No decision from fewer pairs (sigma needs a few), and none later than max_pairs.
-  int min_pairs = 3;
-  int max_pairs = 10;
+  int min_pairs = 4;
+  int max_pairs = 16;
   // A floor on the log ratios' standard deviation: identical figures must not make any
   // difference from 1 decisive.
   double min_sigma = 0.02;

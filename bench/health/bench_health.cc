@@ -108,6 +108,10 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node) {
     }
     if (std::getenv("BENCH_HEALTH_VERBOSE") != nullptr) {
       std::printf("  %s %s\n", id.c_str(), health::DescribeOutcome(node, o).c_str());
+      for (size_t i = 0; i < o.suspect_tflops.size(); ++i) {
+        std::printf("    pair %zu: %.4f / %.4f = %.3f\n", i + 1, o.suspect_tflops[i],
+                    o.peer_tflops[i], o.suspect_tflops[i] / o.peer_tflops[i]);
+      }
     }
   }
   out.condemned = condemned;

@@ -120,7 +120,7 @@ struct HealthOptions {
   // inconclusive and measured again by a follow-up sweep); false: one sweep's figures decide.
   bool confirm_suspects = true;
   double false_condemnation_rate = 0.001;
-  int confirmation_pairs = 10;
+  int confirmation_pairs = 16;
   double canary_compute_seconds = 1.0;
   absl::Duration canary_timeout = absl::Seconds(60);
   int mfu_reports = 3;

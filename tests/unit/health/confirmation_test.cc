@@ -33,7 +33,13 @@ double Llr(const std::vector<double>& ratios, double sigma, double slow_ratio) {
 }
 
 TEST_CASE("the sequential test: Wald's bounds, the LLR, and decisions only from min_pairs") {
-  const SequentialTestConfig c;  // slow 0.85, alpha 0.001, beta 0.01, 3 to 10 pairs
+  CHECK(SequentialTestConfig{}.beta == 0.001);  // the defaults: alpha = beta = 0.001, 4 to 16
+  CHECK(SequentialTestConfig{}.min_pairs == 4);
+  CHECK(SequentialTestConfig{}.max_pairs == 16);
+  SequentialTestConfig c;  // here: slow 0.85, alpha 0.001, beta 0.01, 3 to 10 pairs
+  c.beta = 0.01;
+  c.min_pairs = 3;
+  c.max_pairs = 10;
   const auto none = DecideSequentially({}, c);
   CHECK(none.decision == SequentialDecision::kContinue);
   CHECK(none.slow_bound == Approx(std::log(0.99 / 0.001)));
@@ -135,13 +141,13 @@ TEST_CASE("suspects are measured between peers until decided, the machine's drif
         std::vector<std::string>{"p1", "slow", "p2", "fine", "p1"});
   const auto& slow = plan.outcomes.at("slow");
   CHECK(slow.test.decision == SequentialDecision::kSlow);
-  CHECK(slow.test.pairs == 3);
+  CHECK(slow.test.pairs == 4);
   CHECK(slow.test.mean_ratio == Approx(0.8 / ((1 / 0.95 + 0.95) / 2)).epsilon(1e-9));
-  CHECK(slow.suspect_tflops.size() == 3);
-  CHECK(slow.peer_tflops.size() == 3);
+  CHECK(slow.suspect_tflops.size() == 4);
+  CHECK(slow.peer_tflops.size() == 4);
   CHECK(plan.outcomes.at("fine").test.decision == SequentialDecision::kHealthy);
   CHECK(plan.steps_done == static_cast<int>(line.size()));
-  CHECK(line.size() == 1 + 3 * 4u);  // three rounds of two suspects, each with a peer
+  CHECK(line.size() == 1 + 4 * 4u);  // four rounds of two suspects, each with a peer
 }
 
 TEST_CASE("a decided suspect leaves the line, the undecided ones go on") {
@@ -154,9 +160,9 @@ TEST_CASE("a decided suspect leaves the line, the undecided ones go on") {
   };
   std::vector<std::string> line;
   const auto plan = Confirm({"slow", "close"}, {"p"}, rate, &line);
-  CHECK(plan.outcomes.at("slow").test.pairs == 3);
-  CHECK(plan.outcomes.at("close").test.pairs > 3);
-  CHECK(std::count(line.begin(), line.end(), "slow") == 3);
+  CHECK(plan.outcomes.at("slow").test.pairs == 4);
+  CHECK(plan.outcomes.at("close").test.pairs > 4);
+  CHECK(std::count(line.begin(), line.end(), "slow") == 4);
   CHECK(std::count(line.begin(), line.end(), "close") == plan.outcomes.at("close").test.pairs);
 }
 
@@ -169,7 +175,7 @@ TEST_CASE("a suspect never decided within the bound is inconclusive, with its fi
   const auto& o = plan.outcomes.at("s");
   CHECK(o.test.decision == SequentialDecision::kInconclusive);
   CHECK(o.test.pairs == SequentialTestConfig{}.max_pairs);
-  CHECK(plan.steps_done == 1 + 2 * 10);
+  CHECK(plan.steps_done == 1 + 2 * SequentialTestConfig{}.max_pairs);
   CHECK_FALSE(ConfirmedAnomaly("s", o).has_value());  // not condemned
   CHECK(DescribeOutcome("s", o).find("s: inconclusive: 0.92") == 0);
   CHECK(DescribeOutcome("s", o).find("measured again in a follow-up sweep") != std::string::npos);
@@ -204,11 +210,11 @@ TEST_CASE("a slow verdict keeps every pair and the test's figures as evidence") 
   auto a = ConfirmedAnomaly("s", plan.outcomes.at("s"));
   REQUIRE(a.has_value());
   CHECK(a->verdict == v1::HEALTH_VERDICT_SLOW);
-  CHECK(a->finding.find("s: slow: 0.750 x its peers over 3 pairs measured in turn with them") == 0);
-  CHECK(a->evidence.at("confirm_pairs") == 3);
+  CHECK(a->finding.find("s: slow: 0.750 x its peers over 4 pairs measured in turn with them") == 0);
+  CHECK(a->evidence.at("confirm_pairs") == 4);
   CHECK(a->evidence.at("confirm_mean_ratio") == Approx(0.75));
   CHECK(a->evidence.at("confirm_llr") > a->evidence.at("confirm_llr_slow_bound"));
-  for (int i = 1; i <= 3; ++i) {
+  for (int i = 1; i <= 4; ++i) {
     CHECK(a->evidence.at("confirm_" + std::to_string(i) + "_tflops") == 0.75);
     CHECK(a->evidence.at("confirm_" + std::to_string(i) + "_peer_tflops") == 1.0);
   }

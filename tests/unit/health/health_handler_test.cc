@@ -183,7 +183,7 @@ TEST_CASE("a node somewhat slow is measured again in turn with peers, then cordo
   CHECK(f.cordon->cordoned.empty());  // a suspect, not a verdict
   // The confirmation: one measurement at a time, numbered, a peer first, then c between peers.
   std::vector<std::string> line;
-  for (int step = 1; step <= 7; ++step) {
+  for (int step = 1; step <= 9; ++step) {
     auto d = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
     REQUIRE(d.size() == 1);
     CHECK(d[0].start_canary().step() == step);
@@ -195,18 +195,19 @@ TEST_CASE("a node somewhat slow is measured again in turn with peers, then cordo
   CHECK(line[1] == "c");
   CHECK(line[3] == "c");
   CHECK(line[5] == "c");
+  CHECK(line[7] == "c");
   CHECK(line[0] != "c");
   const v1::Sweep done = f.Sweep(s.id());
   CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
   REQUIRE(done.anomalous_nodes_size() == 1);
   CHECK(done.anomalous_nodes(0) == "c");
-  CHECK(done.findings(0).find("c: slow: 0.800 x its peers over 3 pairs") == 0);
+  CHECK(done.findings(0).find("c: slow: 0.800 x its peers over 4 pairs") == 0);
   REQUIRE(done.suspects_size() == 1);
   CHECK(done.suspects(0) == done.findings(0));
   CHECK(done.inconclusive_nodes().empty());
   REQUIRE(f.cordon->cordoned.size() == 1);
   const auto& e = f.cordon->evidence[0].fields();
-  CHECK(e.at("confirm_pairs").number_value() == 3);
+  CHECK(e.at("confirm_pairs").number_value() == 4);
   CHECK(e.at("confirm_2_tflops").number_value() == 0.8);
   CHECK(e.at("confirm_2_peer_tflops").number_value() == 1.0);
   CHECK(e.at("confirm_llr").number_value() > e.at("confirm_llr_slow_bound").number_value());
@@ -223,7 +224,7 @@ TEST_CASE("a suspect that measures level with its peers again is cleared and sta
   CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
   CHECK(done.anomalous_nodes().empty());
   REQUIRE(done.suspects_size() == 1);
-  CHECK(done.suspects(0).find("c: cleared: 1.000 x its peers over 3 pairs") == 0);
+  CHECK(done.suspects(0).find("c: cleared: 1.000 x its peers over 4 pairs") == 0);
   CHECK(f.cordon->cordoned.empty());
   v1::ListSweepsResponse sweeps;
   REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
@@ -247,7 +248,7 @@ TEST_CASE("an inconclusive suspect is not cordoned, one follow-up sweep measures
   REQUIRE(done.inconclusive_nodes_size() == 1);
   CHECK(done.inconclusive_nodes(0) == "c");
   REQUIRE(done.suspects_size() == 1);
-  CHECK(done.suspects(0).find("c: inconclusive: 0.922 x its peers over 10 pairs") == 0);
+  CHECK(done.suspects(0).find("c: inconclusive: 0.922 x its peers over 16 pairs") == 0);
   v1::ListSweepsResponse sweeps;
   REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
   REQUIRE(sweeps.sweeps_size() == 2);
