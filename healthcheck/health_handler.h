@@ -92,7 +92,9 @@ class HealthHandler {
  private:
   void AdvanceSweep(v1::Sweep sweep);
   void Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>& dispatches);
-  void FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results);
+  // `plan`: the confirmation as the results leave it (suspects decided, or out of steps).
+  void FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results,
+                   const ConfirmationPlan& plan);
   // The sweep's confirmation of its suspects (confirmation.h), from its results so far.
   ConfirmationPlan PlanFor(const v1::Sweep& sweep,
                            const std::vector<v1::HealthCheckResult>& results) const;

@@ -208,27 +208,25 @@ ConfirmationPlan HealthHandler::PlanFor(const v1::Sweep& sweep,
 void HealthHandler::AdvanceConfirmation(v1::Sweep& sweep,
                                         std::vector<v1::HealthCheckResult>& results, int step,
                                         int fixed_stages) {
-  if (step > 0) {
-    const ConfirmationPlan before = PlanFor(sweep, results);
-    if (before.next_step == step) {  // still waiting for it
-      const bool due = sweep.has_deadline() && clock_->Now() >= FromProtoTime(sweep.deadline());
-      if (!due) return;
-      v1::HealthCheckResult r;
-      r.set_sweep_id(sweep.id());
-      r.set_node_name(before.next_node);
-      r.set_kind(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
-      r.add_group(before.next_node);
-      r.set_step(step);
-      r.set_verdict(v1::HEALTH_VERDICT_TIMEOUT);
-      r.set_error("no result before the sweep's deadline");
-      *r.mutable_finished_at() = ToProtoTime(clock_->Now());
-      auto added = store_->AddResult(r);
-      results.push_back(added.ok() ? *added : r);
-    }
+  ConfirmationPlan plan = PlanFor(sweep, results);
+  if (step > 0 && plan.next_step == step) {  // still waiting for it
+    const bool due = sweep.has_deadline() && clock_->Now() >= FromProtoTime(sweep.deadline());
+    if (!due) return;
+    v1::HealthCheckResult r;
+    r.set_sweep_id(sweep.id());
+    r.set_node_name(plan.next_node);
+    r.set_kind(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+    r.add_group(plan.next_node);
+    r.set_step(step);
+    r.set_verdict(v1::HEALTH_VERDICT_TIMEOUT);
+    r.set_error("no result before the sweep's deadline");
+    *r.mutable_finished_at() = ToProtoTime(clock_->Now());
+    auto added = store_->AddResult(r);
+    results.push_back(added.ok() ? *added : r);
+    plan = PlanFor(sweep, results);  // with the timeout
   }
-  const ConfirmationPlan plan = PlanFor(sweep, results);
   if (plan.next_node.empty()) {
-    FinishSweep(sweep, results);
+    FinishSweep(sweep, results, plan);
     return;
   }
   auto dispatches = ComputePhase(sweep.id(), {plan.next_node}, config_.canary);
@@ -240,11 +238,10 @@ void HealthHandler::AdvanceConfirmation(v1::Sweep& sweep,
   (void)store_->UpdateSweep(sweep);
 }
 
-void HealthHandler::FinishSweep(v1::Sweep& sweep,
-                                const std::vector<v1::HealthCheckResult>& results) {
+void HealthHandler::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results,
+                                const ConfirmationPlan& plan) {
   const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
   auto anomalies = FindAnomalies(nodes, RingPairs(nodes), results, config_.anomaly);
-  const ConfirmationPlan plan = PlanFor(sweep, results);
   sweep.clear_suspects();
   sweep.clear_inconclusive_nodes();
   for (const auto& [node, outcome] : plan.outcomes) {

@@ -2,28 +2,18 @@
 
 #include <spdlog/spdlog.h>
 
-#include <vector>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "proto/policy/preflight.h"
 #include "scheduler/service/node_events.h"
 
 namespace tessera::scheduler {
-
-std::string FailedChecks(const PreflightChecks& checks) {
-  std::vector<std::string> failed;
-  for (const auto& c : checks) {
-    if (!c.passed()) failed.push_back(absl::StrCat(c.name(), ": ", c.detail()));
-  }
-  return failed.empty() ? std::string("no check named what failed") : absl::StrJoin(failed, "; ");
-}
 
 absl::Status CordonAfterPreflight(store::NodeStore& nodes, const std::string& node,
                                   const v1::Run& run, const PreflightChecks& checks,
                                   absl::Time now) {
   std::string reason =
       absl::StrCat(kPreflightCordonPrefix, "failed its pre-flight checks before run ", run.name(),
-                   " could start: ", FailedChecks(checks));
+                   " could start: ", FailedPreflightChecks(checks));
   if (reason.size() > 2048) reason.resize(2048);  // what the cordon service allows a reason
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto current = nodes.GetNode(node);

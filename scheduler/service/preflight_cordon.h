@@ -19,9 +19,6 @@ inline constexpr char kPreflightCordonPrefix[] = "preflight: ";
 
 using PreflightChecks = google::protobuf::RepeatedPtrField<v1::PreflightCheck>;
 
-// "shm: /dev/shm has 64 MiB, 1 GiB needed; script:ib: exit code 1 ...": the failed checks.
-std::string FailedChecks(const PreflightChecks& checks);
-
 // Cordons `node` (unless an operator or another rule already took it out of service), with a
 // CORDONED event whose evidence holds every check and the run. Retries a lost compare-and-set.
 absl::Status CordonAfterPreflight(store::NodeStore& nodes, const std::string& node,

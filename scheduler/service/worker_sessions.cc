@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "proto/policy/preflight.h"
 #include "scheduler/service/node_events.h"
 #include "scheduler/service/preflight_cordon.h"
 #include "services/store/cas_retry.h"
@@ -263,7 +264,7 @@ absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::Att
     // The node is not fit to run anything: out of service with the evidence, and the run goes
     // elsewhere without using a retry (it did nothing wrong, and nothing ran).
     const std::string detail = absl::StrCat(node, " failed its pre-flight checks (",
-                                            FailedChecks(update.preflight_checks()), ")");
+                                            FailedPreflightChecks(update.preflight_checks()), ")");
     if (auto st =
             CordonAfterPreflight(*nodes_, node, run, update.preflight_checks(), clock_->Now());
         !st.ok()) {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
+#include "healthcheck/sequential_test.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/auth/rpc_roles.h"
 #include "services/common/auth/system_keys.h"
@@ -78,7 +79,8 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   double sweep_interval_seconds = 0, canary_timeout_seconds = 60;
   std::string canary_sizes;
   std::string http_listen = all_in_one ? "127.0.0.1:8080" : "";
-  double lease_seconds = 3, heartbeat_seconds = 1, stop_grace_seconds = 10, max_clock_skew_seconds = 10;
+  double lease_seconds = 3, heartbeat_seconds = 1, stop_grace_seconds = 10,
+         max_clock_skew_seconds = 10;
   std::string fair_share_half_life = "168h";
   AddHostFlags(app, host);
   app.add_option("--database-url", db.url, "PostgreSQL URL (postgresql://user@host:port/db)")
@@ -438,6 +440,15 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     health.sweep_interval = absl::Seconds(sweep_interval_seconds);
     health.sweep_retention = absl::Seconds(sweep_retention_days * 86400);
     health.canary_timeout = absl::Seconds(canary_timeout_seconds);
+    {
+      health::SequentialTestConfig test;
+      test.alpha = health.false_condemnation_rate;
+      test.max_pairs = health.confirmation_pairs;
+      if (const std::string error = health::ValidateSequentialTest(test); !error.empty()) {
+        return Fail(absl::InvalidArgumentError(
+            absl::StrCat("--false-condemnation-rate/--confirmation-pairs: ", error)));
+      }
+    }
     if (!canary_sizes.empty()) {
       auto sizes = ParseByteSizes(canary_sizes);
       if (!sizes.ok()) {

@@ -13,6 +13,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "proto/policy/images.h"
+#include "proto/policy/preflight.h"
 #include "runspec/integrations.h"
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/integration_script.h"
@@ -83,16 +84,12 @@ void AttemptManager::Prepare(const v1::StartAttempt& start) {
       if (it == attempts_.end() || it->second.cancelled) return;  // stopped meanwhile: reported
     }
     if (!AllPassed(checks)) {
-      std::string failed;
-      for (const auto& c : checks) {
-        if (!c.passed())
-          absl::StrAppend(&failed, failed.empty() ? "" : "; ", c.name(), ": ", c.detail());
-      }
+      v1::AttemptUpdate u;
+      for (auto& c : checks) *u.add_preflight_checks() = std::move(c);
+      const std::string failed = FailedPreflightChecks(u.preflight_checks());
       spdlog::error("run {} attempt {}: this node failed its pre-flight checks: {}", start.run_id(),
                     start.resumption_index(), failed);
-      v1::AttemptUpdate u;
       u.set_detail(absl::StrCat("pre-flight checks failed: ", failed));
-      for (auto& c : checks) *u.add_preflight_checks() = std::move(c);
       EndUnlaunched(start, std::move(u));
       return;
     }

@@ -1,6 +1,8 @@
 // Pre-flight checks as the scheduler sees them: what each node's start command expects (its
 // GPUs' UUIDs, the cluster's driver, the clock bound), and a node that fails its checks cordoned
 // with the evidence while the run goes elsewhere without using a retry.
+#include "proto/policy/preflight.h"
+
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
@@ -161,7 +163,7 @@ TEST_CASE("a node that is already out of service keeps its cordon and reason") {
   checks.Add()->set_name("shm");
   REQUIRE(CordonAfterPreflight(*f.stores.nodes, "n1", run, checks, f.clock->Now()).ok());
   CHECK(f.stores.nodes->GetNode("n1")->status_reason() == "operator: cable");
-  CHECK(FailedChecks(checks) == "shm: ");
+  CHECK(FailedPreflightChecks(checks) == "shm: ");
 }
 
 }  // namespace

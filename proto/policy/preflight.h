@@ -1,0 +1,16 @@
+#pragma once
+// How a node's failed pre-flight checks are summed up in one line: the worker's attempt detail
+// and the scheduler's cordon reason and run event say it the same way.
+
+#include <string>
+
+#include "google/protobuf/repeated_ptr_field.h"
+#include "tessera/v1/health.pb.h"
+
+namespace tessera {
+
+// "shm: /dev/shm has 0.06 GiB free ...; script:ib.sh: ... exited with 3": the failed checks.
+std::string FailedPreflightChecks(
+    const google::protobuf::RepeatedPtrField<v1::PreflightCheck>& checks);
+
+}  // namespace tessera

@@ -1,0 +1,142 @@
+// The health API's handler confirming suspects: measured again one step at a time in turn with
+// peers, cordoned with every pair, cleared, inconclusive (with one follow-up sweep), or timed out.
+#include <catch2/catch.hpp>
+
+#include "tests/unit/health/handler_fixture.h"
+
+namespace tessera::health {
+namespace {
+using namespace handler_test;  // NOLINT: the fixture is this test's vocabulary
+
+TEST_CASE("a node somewhat slow is measured again in turn with peers, then cordoned with all") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  f.scheduler->runs_on["c"] = {"gpt-1"};
+  const v1::Sweep s = f.Start();
+  f.handler->Tick();
+  f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
+  f.handler->Tick();  // all-reduce, two rounds
+  for (int round = 0; round < 2; ++round) {
+    f.Answer(v1::HEALTH_CHECK_KIND_ALLREDUCE);
+    f.handler->Tick();
+  }
+  CHECK(f.cordon->cordoned.empty());  // a suspect, not a verdict
+  // The confirmation: one measurement at a time, numbered, a peer first, then c between peers.
+  std::vector<std::string> line;
+  for (int step = 1; step <= 9; ++step) {
+    auto d = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].start_canary().step() == step);
+    line.push_back(d[0].node_name());
+    f.scheduler->dispatched.push_back(d[0]);  // answered below like any other
+    f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
+    f.handler->Tick();
+  }
+  CHECK(line[1] == "c");
+  CHECK(line[3] == "c");
+  CHECK(line[5] == "c");
+  CHECK(line[7] == "c");
+  CHECK(line[0] != "c");
+  const v1::Sweep done = f.Sweep(s.id());
+  CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
+  REQUIRE(done.anomalous_nodes_size() == 1);
+  CHECK(done.anomalous_nodes(0) == "c");
+  CHECK(done.findings(0).find("c: slow: 0.800 x its peers over 4 pairs") == 0);
+  REQUIRE(done.suspects_size() == 1);
+  CHECK(done.suspects(0) == done.findings(0));
+  CHECK(done.inconclusive_nodes().empty());
+  REQUIRE(f.cordon->cordoned.size() == 1);
+  const auto& e = f.cordon->evidence[0].fields();
+  CHECK(e.at("confirm_pairs").number_value() == 4);
+  CHECK(e.at("confirm_2_tflops").number_value() == 0.8);
+  CHECK(e.at("confirm_2_peer_tflops").number_value() == 1.0);
+  CHECK(e.at("confirm_llr").number_value() > e.at("confirm_llr_slow_bound").number_value());
+  CHECK(f.scheduler->evicted.at(0).reason() == v1::ATTEMPT_END_REASON_STRAGGLER);
+}
+
+TEST_CASE("a suspect that measures level with its peers again is cleared and stays in service") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  // c was unlucky in the first measurement (the machine dipped), not after.
+  const v1::Sweep done = f.RunToEnd(f.Start().id(), [](const std::string& node, int step) {
+    return node == "c" && step == 0 ? 0.85 : 1.0;
+  });
+  CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
+  CHECK(done.anomalous_nodes().empty());
+  REQUIRE(done.suspects_size() == 1);
+  CHECK(done.suspects(0).find("c: cleared: 1.000 x its peers over 4 pairs") == 0);
+  CHECK(f.cordon->cordoned.empty());
+  v1::ListSweepsResponse sweeps;
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
+  CHECK(sweeps.sweeps_size() == 1);  // nothing to follow up
+}
+
+TEST_CASE("an inconclusive suspect is not cordoned, one follow-up sweep measures it again") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  int c_measured = 0;
+  auto rate = [&](const std::string& node, int step) {
+    if (node != "c") return 1.0;
+    if (step == 0) return 0.9;
+    return c_measured++ % 2 == 0 ? 0.922 * 1.08 : 0.922 / 1.08;  // halfway, and noisy
+  };
+  const v1::Sweep first = f.Start();
+  const v1::Sweep done = f.RunToEnd(first.id(), rate);
+  CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
+  CHECK(done.anomalous_nodes().empty());
+  CHECK(f.cordon->cordoned.empty());
+  REQUIRE(done.inconclusive_nodes_size() == 1);
+  CHECK(done.inconclusive_nodes(0) == "c");
+  REQUIRE(done.suspects_size() == 1);
+  CHECK(done.suspects(0).find("c: inconclusive: 0.922 x its peers over 16 pairs") == 0);
+  v1::ListSweepsResponse sweeps;
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
+  REQUIRE(sweeps.sweeps_size() == 2);
+  const v1::Sweep follow_up =
+      sweeps.sweeps(0).id() == first.id() ? sweeps.sweeps(1) : sweeps.sweeps(0);
+  CHECK(follow_up.follows_sweep_id() == first.id());
+  CHECK(follow_up.node_names_size() == 4);
+  CHECK(follow_up.trigger_detail() ==
+        "measuring again what sweep " + first.id() + " left inconclusive (c)");
+  // Inconclusive again: the follow-up has no follow-up of its own.
+  const v1::Sweep again = f.RunToEnd(follow_up.id(), rate);
+  CHECK(again.inconclusive_nodes_size() == 1);
+  v1::ListSweepsResponse after;
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &after).ok());
+  CHECK(after.sweeps_size() == 2);
+}
+
+TEST_CASE("a suspect that does not answer its re-measurement times out and is taken out") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  const v1::Sweep s = f.Start();
+  for (int i = 0; i < 10 && f.Sweep(s.id()).phase() < 4; ++i) {  // compute, 2 all-reduce, step 1
+    f.handler->Tick();
+    f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
+    f.Answer(v1::HEALTH_CHECK_KIND_ALLREDUCE);
+  }
+  f.handler->Tick();  // step 1 (a peer) answered: step 2 measures c
+  auto d = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].node_name() == "c");
+  CHECK(d[0].start_canary().step() == 2);
+  f.clock->Advance(absl::Seconds(36));  // past the compute deadline (30 s + 5 s)
+  f.handler->Tick();
+  // The peer after it still completes the round.
+  auto peer = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  REQUIRE(peer.size() == 1);
+  CHECK(peer[0].start_canary().step() == 3);
+  f.scheduler->dispatched.push_back(peer[0]);
+  f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  f.handler->Tick();
+  const v1::Sweep done = f.Sweep(s.id());
+  CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
+  REQUIRE(done.anomalous_nodes_size() == 1);
+  CHECK(done.findings(0) ==
+        "c: compute stress HEALTH_VERDICT_TIMEOUT when measured again: no result before the "
+        "sweep's deadline");
+  CHECK(f.cordon->cordoned.size() == 1);
+}
+
+}  // namespace
+}  // namespace tessera::health
