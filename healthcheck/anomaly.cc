@@ -37,54 +37,13 @@ std::vector<bool> FarBelow(const std::vector<double>& values, const AnomalyConfi
   return slow;
 }
 
-// When some node was measured more than once, one after another (nodes sharing a machine): each
-// node's best ratio of a measurement to the median of the (up to) two measurements of other nodes
-// taken just before and the two just after it. Empty otherwise (nothing to correct for). A dip
-// of the machine's own speed slows a measurement's neighbours too, so it cancels out; a node
-// that is really slow is slow beside every neighbour, so even its best ratio stays low.
-std::map<std::string, double> RelativeToNeighbours(
+// Each node's best ratio to the nodes measured beside it (NeighbourRatios); empty when the
+// nodes were not measured in turn.
+std::map<std::string, double> BestBesideNeighbours(
     const std::vector<v1::HealthCheckResult>& results, const std::vector<std::string>& nodes) {
-  struct Measurement {
-    int64_t nanos;
-    std::string node;
-    double tflops;
-  };
-  std::vector<Measurement> all;
-  std::map<std::string, int> count;
-  for (const auto& r : results) {
-    if (r.kind() != v1::HEALTH_CHECK_KIND_COMPUTE_STRESS || r.step() != 0 || Failed(r.verdict()) ||
-        r.compute_tflops() <= 0) {
-      continue;
-    }
-    all.push_back({r.finished_at().seconds() * 1'000'000'000 + r.finished_at().nanos(),
-                   r.node_name(), r.compute_tflops()});
-    ++count[r.node_name()];
-  }
-  bool repeated = false;
-  for (const auto& [node, n] : count) repeated = repeated || n > 1;
-  if (!repeated || nodes.size() < 2) return {};
-  std::stable_sort(all.begin(), all.end(),
-                   [](const Measurement& a, const Measurement& b) { return a.nanos < b.nanos; });
   std::map<std::string, double> best;
-  for (size_t i = 0; i < all.size(); ++i) {
-    std::vector<double> around;
-    int before = 0, after = 0;
-    for (size_t j = i; j-- > 0 && before < 2;) {
-      if (all[j].node != all[i].node) {
-        around.push_back(all[j].tflops);
-        ++before;
-      }
-    }
-    for (size_t j = i + 1; j < all.size() && after < 2; ++j) {
-      if (all[j].node != all[i].node) {
-        around.push_back(all[j].tflops);
-        ++after;
-      }
-    }
-    if (around.empty()) continue;
-    const double ratio = all[i].tflops / Median(around);
-    double& b = best[all[i].node];
-    b = std::max(b, ratio);
+  for (const auto& [node, ratios] : NeighbourRatios(results, nodes)) {
+    best[node] = *std::max_element(ratios.begin(), ratios.end());
   }
   return best;
 }
@@ -120,6 +79,53 @@ double MedianAbsoluteDeviation(const std::vector<double>& values, double median)
   std::vector<double> deviations;
   for (double v : values) deviations.push_back(std::abs(v - median));
   return Median(deviations);
+}
+
+// A dip of the machine's own speed slows a measurement's neighbours too, so it cancels out; a
+// node that is really slow is slow beside every neighbour.
+std::map<std::string, std::vector<double>> NeighbourRatios(
+    const std::vector<v1::HealthCheckResult>& results, const std::vector<std::string>& nodes) {
+  struct Measurement {
+    int64_t nanos;
+    std::string node;
+    double tflops;
+  };
+  std::vector<Measurement> all;
+  std::map<std::string, int> count;
+  for (const auto& r : results) {
+    if (r.kind() != v1::HEALTH_CHECK_KIND_COMPUTE_STRESS || r.step() != 0 || Failed(r.verdict()) ||
+        r.compute_tflops() <= 0 ||
+        std::find(nodes.begin(), nodes.end(), r.node_name()) == nodes.end()) {
+      continue;
+    }
+    all.push_back({r.finished_at().seconds() * 1'000'000'000 + r.finished_at().nanos(),
+                   r.node_name(), r.compute_tflops()});
+    ++count[r.node_name()];
+  }
+  bool repeated = false;
+  for (const auto& [node, n] : count) repeated = repeated || n > 1;
+  if (!repeated || count.size() < 2) return {};
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Measurement& a, const Measurement& b) { return a.nanos < b.nanos; });
+  std::map<std::string, std::vector<double>> ratios;
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::vector<double> around;
+    int before = 0, after = 0;
+    for (size_t j = i; j-- > 0 && before < 2;) {
+      if (all[j].node != all[i].node) {
+        around.push_back(all[j].tflops);
+        ++before;
+      }
+    }
+    for (size_t j = i + 1; j < all.size() && after < 2; ++j) {
+      if (all[j].node != all[i].node) {
+        around.push_back(all[j].tflops);
+        ++after;
+      }
+    }
+    if (!around.empty()) ratios[all[i].node].push_back(all[i].tflops / Median(around));
+  }
+  return ratios;
 }
 
 std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
@@ -175,20 +181,30 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
   // the machine's own changes of speed during the sweep would otherwise condemn whichever node
   // they fell on.
   const bool confirming = config.confirmation.enabled;
-  const auto relative =
-      confirming ? std::map<std::string, double>{} : RelativeToNeighbours(results, measured);
+  const auto relative = BestBesideNeighbours(results, measured);
   if (measured.size() >= 2 && confirming) {
-    // Only a clear fault is condemned on one sweep's figures; suspects are confirmed.
+    // Only a clear fault is condemned on one sweep's figures; suspects are confirmed. Measured in
+    // turn, a node must also be under the fraction beside the nodes measured next to it: on a
+    // loaded machine both of a healthy node's measurements can fall in dips (it is a suspect).
     const double median = Median(rates);
     for (size_t i = 0; i < measured.size(); ++i) {
       const double fraction = median > 0 ? rates[i] / median : 0;
       if (fraction >= config.small_group_fraction) continue;
-      condemn(measured[i], v1::HEALTH_VERDICT_SLOW,
-              absl::StrFormat("%s: compute %.3g TFLOP/s, %.2f x the median %.3g of %d nodes",
-                              measured[i], rates[i], fraction, median, measured.size()),
-              {{"compute_tflops", rates[i]},
-               {"peer_median_tflops", median},
-               {"fraction_of_median", fraction}});
+      std::map<std::string, double> evidence = {{"compute_tflops", rates[i]},
+                                                {"peer_median_tflops", median},
+                                                {"fraction_of_median", fraction}};
+      std::string finding =
+          absl::StrFormat("%s: compute %.3g TFLOP/s, %.2f x the median %.3g of %d nodes",
+                          measured[i], rates[i], fraction, median, measured.size());
+      if (!relative.empty()) {
+        const auto it = relative.find(measured[i]);
+        const double beside = it == relative.end() ? 0 : it->second;
+        if (beside >= config.small_group_fraction) continue;
+        evidence["fraction_of_neighbours"] = beside;
+        absl::StrAppend(
+            &finding, absl::StrFormat(", and at best %.2f x the nodes measured beside it", beside));
+      }
+      condemn(measured[i], v1::HEALTH_VERDICT_SLOW, std::move(finding), std::move(evidence));
     }
   } else if (measured.size() >= 2) {
     double median = 0, mad = 0;

@@ -18,9 +18,10 @@
 // small_group_fraction of the median (default: half speed) is called slow.
 //
 // With confirmation on (the default; confirmation.h), one sweep's figures condemn a node as slow
-// only when it is a clear fault: under small_group_fraction of the median. A node merely below
-// its peers is a suspect, measured again until a sequential test decides; the rules above are
-// then not used for compute stress. Only the first measurements (step 0) count here either way.
+// only when it is a clear fault: under small_group_fraction of the median (and, measured in turn,
+// also at best under that fraction of the nodes measured beside it). A node merely below its
+// peers is a suspect, measured again until a sequential test decides; the rules above are then
+// not used for compute stress. Only the first measurements (step 0) count here either way.
 
 #include <map>
 #include <optional>
@@ -60,6 +61,14 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
 // every pair of measurements and the test's figures as evidence; nothing for a cleared or
 // undecided one.
 std::optional<Anomaly> ConfirmedAnomaly(const std::string& node, const SuspectOutcome& outcome);
+
+// When some node was measured more than once, one after another (nodes sharing a machine): each
+// first (step 0) passing compute measurement of `nodes` over the median of the (up to) two
+// measurements of other nodes taken just before and the two just after it, by node in time
+// order. Empty otherwise (each node measured once, at the same time as the others: nothing to
+// correct for).
+std::map<std::string, std::vector<double>> NeighbourRatios(
+    const std::vector<v1::HealthCheckResult>& results, const std::vector<std::string>& nodes);
 
 // Median and median absolute deviation.
 double Median(std::vector<double> values);

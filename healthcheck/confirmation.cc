@@ -24,6 +24,14 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
+constexpr double kMadToSigma = 1.4826;
+
+double GeometricMean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += std::log(v);
+  return values.empty() ? 1 : std::exp(sum / static_cast<double>(values.size()));
+}
+
 }  // namespace
 
 std::map<std::string, double> BestFirstMeasurements(
@@ -39,7 +47,7 @@ std::map<std::string, double> BestFirstMeasurements(
 
 std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
                                       const std::vector<v1::HealthCheckResult>& results,
-                                      const ConfirmationConfig& config, double clear_fraction,
+                                      const ConfirmationConfig& config,
                                       const std::vector<std::string>& excluded,
                                       std::vector<std::string>* peers) {
   peers->clear();
@@ -48,14 +56,24 @@ std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
   for (const auto& [node, rate] : best) rates.push_back(rate);
   if (rates.size() < 2) return {};
   const double median = Median(rates);
+  // The node lowest beside its neighbours, if under suspect_fraction of them: one at most, so
+  // that the noise of a shared machine does not make half the nodes suspects every sweep.
+  std::string lowest;
+  double lowest_relative = config.suspect_fraction;
+  for (const auto& [node, ratios] : NeighbourRatios(results, nodes)) {
+    const double relative = GeometricMean(ratios);
+    if (relative < lowest_relative && best.count(node) && !Contains(excluded, node)) {
+      lowest = node;
+      lowest_relative = relative;
+    }
+  }
   std::vector<std::string> suspects;
   std::vector<std::pair<double, std::string>> by_distance;
   for (const auto& node : nodes) {
     const auto it = best.find(node);
     if (it == best.end() || Contains(excluded, node)) continue;
     const double fraction = it->second / median;
-    if (fraction < clear_fraction) continue;  // condemned at once, not a suspect
-    if (fraction < config.suspect_fraction) {
+    if (fraction < config.suspect_fraction || node == lowest) {
       suspects.push_back(node);
     } else {
       by_distance.emplace_back(std::abs(fraction - 1), node);
@@ -67,12 +85,31 @@ std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
   return suspects;
 }
 
+double SweepNoiseSigma(const std::vector<std::string>& suspects,
+                       const std::vector<std::string>& peers,
+                       const std::vector<v1::HealthCheckResult>& results) {
+  std::vector<std::string> nodes = suspects;
+  nodes.insert(nodes.end(), peers.begin(), peers.end());
+  std::vector<double> logs;
+  for (const auto& [node, ratios] : NeighbourRatios(results, nodes)) {
+    if (!Contains(peers, node)) continue;
+    for (double r : ratios) logs.push_back(std::log(r));
+  }
+  if (logs.size() < 4) return 0;
+  return kMadToSigma * MedianAbsoluteDeviation(logs, Median(logs));
+}
+
 ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
                                   const std::vector<std::string>& peers,
                                   const std::vector<v1::HealthCheckResult>& results,
                                   const ConfirmationConfig& config) {
   ConfirmationPlan plan;
-  for (const auto& s : suspects) plan.outcomes[s].test = DecideSequentially({}, config.test);
+  // The sigma the test assumes is at least the machine's noise in this sweep's first
+  // measurements: a few pairs that happen to agree must not make a small difference decisive.
+  SequentialTestConfig test = config.test;
+  plan.noise_sigma = SweepNoiseSigma(suspects, peers, results);
+  test.min_sigma = std::max(test.min_sigma, plan.noise_sigma);
+  for (const auto& s : suspects) plan.outcomes[s].test = DecideSequentially({}, test);
   if (suspects.empty()) return plan;
   if (peers.empty()) {  // nothing to compare with: undecidable here
     for (auto& [node, o] : plan.outcomes) o.test.decision = SequentialDecision::kInconclusive;
@@ -90,7 +127,7 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
   add(next_peer());
   std::vector<std::string> undecided = suspects;
   std::map<std::string, std::vector<double>> ratios;
-  for (int round = 0; round < config.test.max_pairs && !undecided.empty(); ++round) {
+  for (int round = 0; round < test.max_pairs && !undecided.empty(); ++round) {
     const int first = static_cast<int>(line.size());  // the round's first suspect step
     for (const auto& s : undecided) {
       add(s);
@@ -132,7 +169,7 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
         o.peer_tflops.push_back(sum / n);
         ratios[s].push_back(mine.compute_tflops() / (sum / n));
       }
-      o.test = DecideSequentially(ratios[s], config.test);
+      o.test = DecideSequentially(ratios[s], test);
       if (o.test.decision == SequentialDecision::kContinue) still.push_back(s);
     }
     undecided = std::move(still);

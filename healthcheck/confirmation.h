@@ -32,14 +32,24 @@ struct ConfirmationConfig {
 std::map<std::string, double> BestFirstMeasurements(
     const std::vector<std::string>& nodes, const std::vector<v1::HealthCheckResult>& results);
 
-// Suspects: nodes whose best first figure is under suspect_fraction of the median but not under
-// `clear_fraction` of it (those are condemned at once), in the sweep's node order. `peers`
-// receives the other measured nodes, nearest the median first. Neither holds a node of `excluded`.
+// Suspects, in the sweep's node order: nodes whose best first figure is under suspect_fraction of
+// the median and, measured in turn with the others (NeighbourRatios), the node whose first
+// figures are lowest beside the nodes measured next to them (geometric mean of its ratios) if
+// under that fraction: a slow node whose first measurements both fell in fast moments of the
+// machine still shows beside its neighbours. `peers` receives the other measured nodes, nearest the
+// median first. Neither holds a node of `excluded` (the nodes already condemned).
 std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
                                       const std::vector<v1::HealthCheckResult>& results,
-                                      const ConfirmationConfig& config, double clear_fraction,
+                                      const ConfirmationConfig& config,
                                       const std::vector<std::string>& excluded,
                                       std::vector<std::string>* peers);
+
+// The machine's noise in a sweep's first measurements: the robust standard deviation (1.4826 x
+// MAD) of the peers' log ratios to their neighbours; 0 when the nodes were not measured in turn
+// or too few ratios exist. The sequential test assumes at least this sigma.
+double SweepNoiseSigma(const std::vector<std::string>& suspects,
+                       const std::vector<std::string>& peers,
+                       const std::vector<v1::HealthCheckResult>& results);
 
 struct SuspectOutcome {
   SequentialOutcome test;
@@ -57,6 +67,8 @@ struct ConfirmationPlan {
   std::string next_node;
   // Steps that have a result (what the confirmation cost in measurements).
   int steps_done = 0;
+  // SweepNoiseSigma of the first measurements: the floor of every suspect's test sigma.
+  double noise_sigma = 0;
   std::map<std::string, SuspectOutcome> outcomes;
 };
 

@@ -198,8 +198,7 @@ ConfirmationPlan HealthHandler::PlanFor(const v1::Sweep& sweep,
     condemned.push_back(a.node);
   }
   std::vector<std::string> peers;
-  const auto suspects = FindSuspects(nodes, results, confirmation,
-                                     config_.anomaly.small_group_fraction, condemned, &peers);
+  const auto suspects = FindSuspects(nodes, results, confirmation, condemned, &peers);
   return PlanConfirmation(suspects, peers, results, confirmation);
 }
 
@@ -233,6 +232,9 @@ void HealthHandler::AdvanceConfirmation(v1::Sweep& sweep,
   for (auto& d : dispatches) d.canary.set_step(plan.next_step);
   Dispatch(sweep, dispatches);
   sweep.set_phase(fixed_stages + plan.next_step);
+  // Each confirmation step is one more result the sweep waits for.
+  sweep.set_expected_results(
+      ExpectedResults({sweep.node_names().begin(), sweep.node_names().end()}) + plan.next_step);
   *sweep.mutable_deadline() =
       ToProtoTime(clock_->Now() + config_.canary.compute_timeout + absl::Seconds(5));
   (void)store_->UpdateSweep(sweep);

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,7 +61,8 @@ struct Bench {
 
 struct SweepOutcome {
   std::vector<std::string> condemned, inconclusive;
-  std::vector<std::string> single_sweep;  // what the first measurements alone condemn
+  std::map<std::string, std::string> findings;  // why each condemned node was
+  std::vector<std::string> single_sweep;        // what the first measurements alone condemn
   int measurements = 0;
   double seconds = 0;
   double slow_fraction = 0;  // the slow node's best first figure over the median
@@ -90,10 +92,11 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node) {
   std::vector<std::string> condemned;
   for (const auto& a : health::FindAnomalies(b.names, {}, results, config)) {
     condemned.push_back(a.node);
+    out.findings[a.node] = a.finding;
   }
   std::vector<std::string> peers;
-  const auto suspects = health::FindSuspects(b.names, results, config.confirmation,
-                                             config.small_group_fraction, condemned, &peers);
+  const auto suspects =
+      health::FindSuspects(b.names, results, config.confirmation, condemned, &peers);
   health::ConfirmationPlan plan;
   for (;;) {
     plan = health::PlanConfirmation(suspects, peers, results, config.confirmation);
@@ -101,8 +104,9 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node) {
     results.push_back(b.Measure(b.Index(plan.next_node), id, plan.next_step));
   }
   for (const auto& [node, o] : plan.outcomes) {
-    if (health::ConfirmedAnomaly(node, o)) {
+    if (const auto a = health::ConfirmedAnomaly(node, o)) {
       condemned.push_back(node);
+      out.findings[node] = a->finding;
     } else if (o.test.decision != health::SequentialDecision::kHealthy) {
       out.inconclusive.push_back(node);
     }
@@ -200,7 +204,8 @@ int main(int argc, char** argv) {
           found = true;
         } else {
           ++false_condemnations;
-          std::printf("sweep %d%s: healthy %s condemned\n", s, k ? " (follow-up)" : "", n.c_str());
+          std::printf("sweep %d%s: healthy %s condemned: %s\n", s, k ? " (follow-up)" : "",
+                      n.c_str(), c.findings.at(n).c_str());
         }
       }
     }
@@ -208,6 +213,16 @@ int main(int argc, char** argv) {
     if (!found) {
       std::printf("sweep %d: slow node missed (first measurements %.2f of the median%s)\n", s,
                   o.slow_fraction, chain.size() > 1 ? ", follow-up too" : "");
+    }
+    if ((s + 1) % 10 == 0 && s + 1 < sweeps) {  // a running tally: a long run stopped early counts
+      std::printf(
+          "after %d sweeps (%.0f s): found in its sweep %d, within two %d, healthy condemned %d, "
+          "healthy inconclusive %d, measurements median %.0f max %.0f, duration median %.1f s "
+          "max %.1f s\n",
+          s + 1, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+          found_first, found_within_two, false_condemnations, healthy_inconclusive,
+          At(measurements, 0.5), At(measurements, 1.0), At(durations, 0.5), At(durations, 1.0));
+      std::fflush(stdout);
     }
   }
   const double elapsed =

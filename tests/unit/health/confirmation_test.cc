@@ -98,12 +98,12 @@ TEST_CASE("suspects are below the screen but above half speed, peers nearest the
       // a second pass: b's better figure still low; a later step's figures do not count
       Measured("b", 0.90), Measured("e", 0.50, 3), Measured("x", 0.1)};
   std::vector<std::string> peers;
-  const auto suspects = FindSuspects(nodes, results, ConfirmationConfig{}, 0.5, {}, &peers);
-  CHECK(suspects == std::vector<std::string>{"b"});              // d (0.40) is a clear fault
+  const auto suspects = FindSuspects(nodes, results, ConfirmationConfig{}, {"d"}, &peers);
+  CHECK(suspects == std::vector<std::string>{"b"});              // d (0.40) is condemned
   CHECK(peers == std::vector<std::string>{"a", "e", "f", "c"});  // median 0.995
-  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, 0.5, {"b", "a"}, &peers).empty());
+  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {"b", "a", "d"}, &peers).empty());
   CHECK(peers == std::vector<std::string>{"e", "f", "c"});
-  CHECK(FindSuspects({"a"}, results, ConfirmationConfig{}, 0.5, {}, &peers).empty());
+  CHECK(FindSuspects({"a"}, results, ConfirmationConfig{}, {}, &peers).empty());
 }
 
 // Runs the plan to its end, measuring each step's node at rate(node, step).
@@ -242,9 +242,141 @@ TEST_CASE("with confirmation on, one sweep condemns only a clear fault, the rest
   CHECK(found[0].node == "n7");
   CHECK(found[0].finding.find("n7: compute 0.45 TFLOP/s, 0.45 x the median") == 0);
   std::vector<std::string> peers;
-  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, 0.5, {"n7"}, &peers) ==
+  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {"n7"}, &peers) ==
         std::vector<std::string>{"n4"});
   CHECK(peers.size() == 6);
+}
+
+}  // namespace
+}  // namespace tessera::health
+
+namespace tessera::health {
+namespace {
+
+// First (step 0) measurements taken one after another, a second apart, in this order.
+std::vector<v1::HealthCheckResult> InTurn(
+    const std::vector<std::pair<std::string, double>>& figures) {
+  std::vector<v1::HealthCheckResult> results;
+  for (size_t i = 0; i < figures.size(); ++i) {
+    results.push_back(Measured(figures[i].first, figures[i].second));
+    results.back().mutable_finished_at()->set_seconds(static_cast<int64_t>(100 + i));
+  }
+  return results;
+}
+
+TEST_CASE("measured in turn, a node slow beside its neighbours is a suspect at the median") {
+  // s runs at 0.8 of the others, but the machine was fast (1.25) just around both of its
+  // measurements: its figures equal the median, yet it is 0.89 x the nodes measured beside it.
+  const std::vector<std::string> nodes = {"a", "b", "c", "d", "e", "f", "s"};
+  const auto results = InTurn({{"a", 1.0},
+                               {"e", 1.0},
+                               {"b", 1.25},
+                               {"s", 1.0},
+                               {"c", 1.25},
+                               {"d", 1.0},
+                               {"f", 1.0},
+                               {"a", 1.0},
+                               {"f", 1.0},
+                               {"b", 1.25},
+                               {"s", 1.0},
+                               {"c", 1.25},
+                               {"e", 1.0},
+                               {"d", 1.0}});
+  CHECK(BestFirstMeasurements(nodes, results).at("s") == 1.0);  // the median: no screen by it
+  const auto beside = NeighbourRatios(results, nodes);
+  REQUIRE(beside.at("s").size() == 2);
+  CHECK(beside.at("s")[0] == Approx(1.0 / 1.125));  // median of 1.25, 1.0, 1.25, 1.0
+  std::vector<std::string> peers;
+  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {}, &peers) ==
+        std::vector<std::string>{"s"});
+  CHECK(peers.size() == 6);
+  // Only the lowest beside its neighbours: a, d and f (0.94) stay peers even at a 0.95 screen.
+  ConfirmationConfig strict;
+  strict.suspect_fraction = 0.95;
+  CHECK(FindSuspects(nodes, results, strict, {}, &peers) == std::vector<std::string>{"s"});
+  // Measured once each, at the same time (nodes of their own): no neighbours, no such screen.
+  CHECK(NeighbourRatios({Measured("a", 1.0), Measured("b", 0.5)}, {"a", "b"}).empty());
+}
+
+TEST_CASE("measured in turn, under half the median is a clear fault only beside neighbours too") {
+  const std::vector<std::string> nodes = {"a", "b", "c", "d", "e", "f", "g", "h"};
+  // h's two measurements, and those of c and d beside it, fell in moments when the machine ran
+  // at 0.4: all three are under half the median (1.0), but not under half of their neighbours.
+  auto results = InTurn({{"a", 1.0},
+                         {"b", 1.0},
+                         {"c", 0.4},
+                         {"h", 0.4},
+                         {"d", 0.4},
+                         {"e", 1.0},
+                         {"f", 1.0},
+                         {"g", 1.0},
+                         {"e", 1.0},
+                         {"f", 1.0},
+                         {"c", 0.4},
+                         {"h", 0.4},
+                         {"d", 0.4},
+                         {"a", 1.0},
+                         {"b", 1.0},
+                         {"g", 1.0}});
+  CHECK(FindAnomalies(nodes, {}, results, AnomalyConfig{}).empty());
+  std::vector<std::string> peers;
+  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {}, &peers) ==
+        std::vector<std::string>{"c", "d", "h"});
+  // h at 0.4 beside nodes at 1.0 is condemned at once, with how it compares to them.
+  results = InTurn({{"a", 1.0},
+                    {"b", 1.0},
+                    {"c", 1.0},
+                    {"h", 0.4},
+                    {"d", 1.0},
+                    {"e", 1.0},
+                    {"f", 1.0},
+                    {"g", 1.0},
+                    {"e", 1.0},
+                    {"f", 1.0},
+                    {"c", 1.0},
+                    {"h", 0.4},
+                    {"d", 1.0},
+                    {"a", 1.0},
+                    {"b", 1.0},
+                    {"g", 1.0}});
+  const auto found = FindAnomalies(nodes, {}, results, AnomalyConfig{});
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].node == "h");
+  CHECK(found[0].evidence.at("fraction_of_neighbours") == Approx(0.4));
+  CHECK(found[0].finding.find("and at best 0.40 x the nodes measured beside it") !=
+        std::string::npos);
+}
+
+TEST_CASE("the test's sigma is at least the machine's noise in the sweep's first measurements") {
+  // Peers whose first figures swing by about +-20% beside each other.
+  const double swing[] = {1.0, 1.2, 0.85, 1.1, 0.9, 1.25, 0.8, 1.0, 1.15, 0.95, 1.2, 0.85};
+  const std::vector<std::string> peers = {"p1", "p2", "p3"};
+  std::vector<std::pair<std::string, double>> first;
+  for (int i = 0; i < 12; ++i) first.push_back({peers[static_cast<size_t>(i % 3)], swing[i]});
+  auto results = InTurn(first);
+  std::vector<double> logs;
+  for (const auto& [node, ratios] : NeighbourRatios(results, peers)) {
+    for (double r : ratios) logs.push_back(std::log(r));
+  }
+  const double expected = 1.4826 * MedianAbsoluteDeviation(logs, Median(logs));
+  CHECK(SweepNoiseSigma({}, peers, results) == Approx(expected));
+  CHECK(expected > 0.1);
+  // Four pairs at 0.85 with a sd of 0.03 would be decisive under their own sigma; under the
+  // sweep's noise they are not yet.
+  const double ratios[] = {0.83, 0.87, 0.85, 0.86};
+  for (int k = 0; k < 4; ++k) {  // the plan's line: p1, s, p2, s, p3, s, p1, s, p2
+    results.push_back(Measured(peers[static_cast<size_t>(k % 3)], 1.0, 2 * k + 1));
+    results.push_back(Measured("s", ratios[k], 2 * k + 2));
+  }
+  results.push_back(Measured("p2", 1.0, 9));
+  CHECK(DecideSequentially({0.83, 0.87, 0.85, 0.86}, SequentialTestConfig{}).decision ==
+        SequentialDecision::kSlow);
+  const auto plan = PlanConfirmation({"s"}, peers, results, ConfirmationConfig{});
+  CHECK(plan.noise_sigma == Approx(expected));
+  const auto& s = plan.outcomes.at("s");
+  CHECK(s.test.pairs == 4);
+  CHECK(s.test.sigma == Approx(expected));
+  CHECK(s.test.decision == SequentialDecision::kContinue);
 }
 
 }  // namespace

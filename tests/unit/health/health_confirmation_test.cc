@@ -27,6 +27,8 @@ TEST_CASE("a node somewhat slow is measured again in turn with peers, then cordo
     auto d = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
     REQUIRE(d.size() == 1);
     CHECK(d[0].start_canary().step() == step);
+    // Each step dispatched is one more result the sweep waits for.
+    CHECK(f.Sweep(s.id()).expected_results() == s.expected_results() + step);
     line.push_back(d[0].node_name());
     f.scheduler->dispatched.push_back(d[0]);  // answered below like any other
     f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
