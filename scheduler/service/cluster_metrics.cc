@@ -94,6 +94,11 @@ SchedulerMetrics::SchedulerMetrics(metrics::Registry& r)
           &metrics::MustRegister(r.AddCounter("tessera_node_lease_expiries_total",
                                               "Nodes declared lost: their lease expired."))
                ->WithLabels()),
+      preflight_failures_(metrics::MustRegister(
+          r.AddCounter("tessera_preflight_failures_total",
+                       "Pre-flight checks that failed on a node before an attempt could start "
+                       "(the node was cordoned), by check.",
+                       {"check"}))),
       queue_wait_(&metrics::MustRegister(
                        r.AddHistogram("tessera_queue_wait_seconds",
                                       "Seconds a run waited in the queue before it was placed "
@@ -105,6 +110,13 @@ SchedulerMetrics::SchedulerMetrics(metrics::Registry& r)
                                                 "Seconds a scheduling cycle of the leader took.",
                                                 {}, {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}))
                ->WithLabels()) {}
+
+void SchedulerMetrics::PreflightFailed(
+    const google::protobuf::RepeatedPtrField<v1::PreflightCheck>& checks) {
+  for (const auto& c : checks) {
+    if (!c.passed()) preflight_failures_->WithLabels({c.name()}).Increment();
+  }
+}
 
 void SchedulerMetrics::Publish(const ClusterSummary& summary) {
   for (const auto& [status, n] : published_.runs_by_status) {

@@ -1,9 +1,10 @@
 #pragma once
 // What the scheduler's leader tells Prometheus about the cluster. After each cycle: runs by
 // status (those not ended), the queue and its oldest run's wait, GPUs and nodes by state per
-// cluster. As they happen: placements, preemptions, nodes whose lease expired, and how long
-// each run waited in the queue before it was placed. Label sets stay bounded: statuses,
-// clusters, GPU types and fixed state names, never run or node names.
+// cluster. As they happen: placements, preemptions, nodes whose lease expired, pre-flight checks
+// that failed (by check), and how long each run waited in the queue before it was placed. Label
+// sets stay bounded: statuses, clusters, GPU types and fixed state names, check names (the built-in
+// ones and the operator's scripts), never run or node names.
 
 #include <array>
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "absl/time/time.h"
 #include "services/common/metrics/registry.h"
+#include "tessera/v1/health.pb.h"
 #include "tessera/v1/nodes.pb.h"
 #include "tessera/v1/runs.pb.h"
 
@@ -45,6 +47,8 @@ class SchedulerMetrics {
   void Placed(absl::Duration waited);
   void Preempted() { preemptions_->Increment(); }
   void LeaseExpired() { lease_expiries_->Increment(); }
+  // One count per failed check of a node's pre-flight report.
+  void PreflightFailed(const google::protobuf::RepeatedPtrField<v1::PreflightCheck>& checks);
   void CycleTook(absl::Duration took) { cycle_seconds_->Observe(absl::ToDoubleSeconds(took)); }
 
  private:
@@ -55,6 +59,7 @@ class SchedulerMetrics {
   metrics::Counter* placements_;
   metrics::Counter* preemptions_;
   metrics::Counter* lease_expiries_;
+  metrics::Family<metrics::Counter>* preflight_failures_;
   metrics::Histogram* queue_wait_;
   metrics::Histogram* cycle_seconds_;
   ClusterSummary published_;

@@ -17,13 +17,13 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config);
   auto leases = std::make_shared<LeaseTable>(lease_clock ? lease_clock : clock, config.lease);
   auto desired = std::make_shared<DesiredAttempts>(clock, ResendAfter(config));
+  auto metrics = registry ? std::make_shared<SchedulerMetrics>(*registry) : nullptr;
   s.sessions = std::make_shared<WorkerSessions>(nodes, runs, s.attempts, s.control, leases, desired,
-                                                clock, config);
+                                                clock, config, metrics);
   auto liveness = std::make_shared<NodeLiveness>(nodes, leases, clock, config);
-  s.cycle = std::make_shared<SchedulingCycle>(
-      nodes, runs, workers, s.attempts, s.control, std::move(liveness), desired, clock, config,
-      std::move(changes), registry ? std::make_shared<SchedulerMetrics>(*registry) : nullptr,
-      policy);
+  s.cycle = std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control,
+                                              std::move(liveness), desired, clock, config,
+                                              std::move(changes), std::move(metrics), policy);
   s.node_api = std::make_shared<NodeApi>(nodes, runs, idem, policy, clock);
   s.health_relay = std::make_shared<HealthRelay>(std::move(health), std::move(workers), s.attempts,
                                                  s.control, std::move(idem));

@@ -22,13 +22,11 @@ google::protobuf::Duration ToProtoDuration(absl::Duration d) {
 
 }  // namespace
 
-WorkerSessions::WorkerSessions(std::shared_ptr<store::NodeStore> nodes,
-                               std::shared_ptr<RunsClient> runs,
-                               std::shared_ptr<AttemptTracker> attempts,
-                               std::shared_ptr<AttemptControl> control,
-                               std::shared_ptr<LeaseTable> leases,
-                               std::shared_ptr<DesiredAttempts> desired,
-                               std::shared_ptr<Clock> clock, SchedulerConfig config)
+WorkerSessions::WorkerSessions(
+    std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
+    std::shared_ptr<AttemptTracker> attempts, std::shared_ptr<AttemptControl> control,
+    std::shared_ptr<LeaseTable> leases, std::shared_ptr<DesiredAttempts> desired,
+    std::shared_ptr<Clock> clock, SchedulerConfig config, std::shared_ptr<SchedulerMetrics> metrics)
     : nodes_(std::move(nodes)),
       runs_(std::move(runs)),
       attempts_(std::move(attempts)),
@@ -36,7 +34,8 @@ WorkerSessions::WorkerSessions(std::shared_ptr<store::NodeStore> nodes,
       leases_(std::move(leases)),
       desired_(std::move(desired)),
       clock_(std::move(clock)),
-      config_(config) {}
+      config_(config),
+      metrics_(std::move(metrics)) {}
 
 absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::RegisterWorker& reg) {
   const v1::Node& offered = reg.node();
@@ -265,6 +264,7 @@ absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::Att
     // elsewhere without using a retry (it did nothing wrong, and nothing ran).
     const std::string detail = absl::StrCat(node, " failed its pre-flight checks (",
                                             FailedPreflightChecks(update.preflight_checks()), ")");
+    if (metrics_) metrics_->PreflightFailed(update.preflight_checks());
     if (auto st =
             CordonAfterPreflight(*nodes_, node, run, update.preflight_checks(), clock_->Now());
         !st.ok()) {

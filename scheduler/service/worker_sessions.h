@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "scheduler/service/attempt_control.h"
 #include "scheduler/service/attempt_tracker.h"
+#include "scheduler/service/cluster_metrics.h"
 #include "scheduler/service/desired_attempts.h"
 #include "scheduler/service/lease_table.h"
 #include "scheduler/service/runs_client.h"
@@ -25,7 +26,8 @@ class WorkerSessions {
   WorkerSessions(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                  std::shared_ptr<AttemptTracker> attempts, std::shared_ptr<AttemptControl> control,
                  std::shared_ptr<LeaseTable> leases, std::shared_ptr<DesiredAttempts> desired,
-                 std::shared_ptr<Clock> clock, SchedulerConfig config);
+                 std::shared_ptr<Clock> clock, SchedulerConfig config,
+                 std::shared_ptr<SchedulerMetrics> metrics = nullptr);
 
   // Registers (or re-registers) the worker's node and returns the lease terms. Attempts the
   // worker reports that the control plane does not run on that node are ordered stopped.
@@ -56,6 +58,7 @@ class WorkerSessions {
   std::shared_ptr<DesiredAttempts> desired_;
   std::shared_ptr<Clock> clock_;
   const SchedulerConfig config_;
+  std::shared_ptr<SchedulerMetrics> metrics_;  // null: none kept
 };
 
 }  // namespace tessera::scheduler

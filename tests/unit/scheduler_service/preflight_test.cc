@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "scheduler/service/preflight_cordon.h"
 #include "scheduler/service/start_message.h"
+#include "services/common/metrics/registry.h"
+#include "tests/support/metric_values.h"
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
 
 namespace tessera::scheduler {
@@ -80,6 +82,8 @@ TEST_CASE("a start command carries what the node's pre-flight checks expect") {
 
 TEST_CASE("a node failing its pre-flight checks is cordoned with them, the run placed elsewhere") {
   Fixture f;
+  metrics::Registry registry;
+  f.core = f.NewCore(nullptr, &registry);
   RegisterWithGpus(f, "n1", "");
   const v1::Run run = f.Submit(8, /*retry=*/false);  // not even one retry to spare
   REQUIRE(f.core->cycle->RunCycle().ok());
@@ -101,6 +105,10 @@ TEST_CASE("a node failing its pre-flight checks is cordoned with them, the run p
   shm->set_detail("/dev/shm has 0.06 GiB free of 0.06 GiB; 1GiB required");
   shm->set_seconds(0.001);
   REQUIRE(f.core->sessions->OnAttemptUpdate("n1", failed).ok());
+  // Counted by the check that failed, for the operators' dashboards and alerts.
+  CHECK(testing::MetricValue(registry, "tessera_preflight_failures_total", {"shm"}) == 1);
+  CHECK_FALSE(
+      testing::MetricValue(registry, "tessera_preflight_failures_total", {"gpus"}).has_value());
 
   const v1::Node n1 = *f.stores.nodes->GetNode("n1");
   CHECK(n1.admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
