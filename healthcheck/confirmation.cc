@@ -104,11 +104,11 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
                                   const std::vector<v1::HealthCheckResult>& results,
                                   const ConfirmationConfig& config) {
   ConfirmationPlan plan;
-  // The sigma the test assumes is at least the machine's noise in this sweep's first
+  // The sigma the test assumes is pooled with the machine's noise in this sweep's first
   // measurements: a few pairs that happen to agree must not make a small difference decisive.
   SequentialTestConfig test = config.test;
   plan.noise_sigma = SweepNoiseSigma(suspects, peers, results);
-  test.min_sigma = std::max(test.min_sigma, plan.noise_sigma);
+  test.prior_sigma = plan.noise_sigma;
   for (const auto& s : suspects) plan.outcomes[s].test = DecideSequentially({}, test);
   if (suspects.empty()) return plan;
   if (peers.empty()) {  // nothing to compare with: undecidable here

@@ -46,7 +46,7 @@ std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
 
 // The machine's noise in a sweep's first measurements: the robust standard deviation (1.4826 x
 // MAD) of the peers' log ratios to their neighbours; 0 when the nodes were not measured in turn
-// or too few ratios exist. The sequential test assumes at least this sigma.
+// or too few ratios exist. The sequential test pools its pairs' spread with this sigma.
 double SweepNoiseSigma(const std::vector<std::string>& suspects,
                        const std::vector<std::string>& peers,
                        const std::vector<v1::HealthCheckResult>& results);
@@ -67,7 +67,7 @@ struct ConfirmationPlan {
   std::string next_node;
   // Steps that have a result (what the confirmation cost in measurements).
   int steps_done = 0;
-  // SweepNoiseSigma of the first measurements: the floor of every suspect's test sigma.
+  // SweepNoiseSigma of the first measurements: every suspect's test pools its sigma with it.
   double noise_sigma = 0;
   std::map<std::string, SuspectOutcome> outcomes;
 };

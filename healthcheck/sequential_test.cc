@@ -25,7 +25,10 @@ SequentialOutcome DecideSequentially(const std::vector<double>& ratios,
   out.mean_ratio = std::exp(mean);
   double squares = 0;
   for (double v : x) squares += (v - mean) * (v - mean);
-  const double sd = x.size() > 1 ? std::sqrt(squares / static_cast<double>(x.size() - 1)) : 0;
+  const double prior = config.prior_sigma > 0 ? static_cast<double>(config.prior_weight) : 0;
+  const double dof = static_cast<double>(x.size() - 1) + prior;
+  const double sd =
+      dof > 0 ? std::sqrt((squares + prior * config.prior_sigma * config.prior_sigma) / dof) : 0;
   out.sigma = std::max(sd, config.min_sigma);
   const double mu0 = 0, mu1 = std::log(config.slow_ratio);
   out.llr = (mu1 - mu0) / (out.sigma * out.sigma) *
@@ -64,6 +67,7 @@ std::string ValidateSequentialTest(const SequentialTestConfig& c) {
   if (c.min_pairs < 2) return "min_pairs: must be at least 2";
   if (c.max_pairs < c.min_pairs) return "max_pairs: must be at least min_pairs";
   if (!(c.min_sigma > 0)) return "min_sigma: must be more than 0";
+  if (c.prior_sigma < 0 || c.prior_weight < 0) return "prior: must not be negative";
   return "";
 }
 

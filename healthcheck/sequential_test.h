@@ -9,8 +9,14 @@
 //   H1  the node is slow:     mean log ratio = log(slow_ratio)
 //
 // with the log-likelihood ratio  LLR = (mu1 - mu0) / sigma^2 * sum(x_i - (mu0 + mu1) / 2),
-// sigma estimated from the pairs themselves (never under min_sigma). It stops as soon as the LLR
-// crosses log((1 - beta) / alpha) (slow: a healthy node is condemned with chance at most alpha)
+// sigma estimated from the pairs themselves, pooled with a prior sigma (the machine's noise
+// measured elsewhere in the sweep) that weighs as prior_weight pairs:
+//
+//   sigma^2 = (sum (x_i - mean)^2 + prior_weight * prior_sigma^2) / (n - 1 + prior_weight)
+//
+// so that a few pairs that happen to agree do not make a small difference decisive on a noisy
+// machine, while many pairs speak for themselves (never under min_sigma). It stops as soon as the
+// LLR crosses log((1 - beta) / alpha) (slow: a healthy node is condemned with chance at most alpha)
 // or log(beta / (1 - alpha)) (healthy: a slow node is cleared with chance at most beta), and
 // after max_pairs without either the node is inconclusive: measured again later, not condemned.
 
@@ -33,6 +39,9 @@ struct SequentialTestConfig {
   // A floor on the log ratios' standard deviation: identical figures must not make any
   // difference from 1 decisive.
   double min_sigma = 0.02;
+  // The prior (0: none) and how many pairs it counts as.
+  double prior_sigma = 0;
+  int prior_weight = 4;
 };
 
 enum class SequentialDecision { kContinue, kSlow, kHealthy, kInconclusive };

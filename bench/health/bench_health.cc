@@ -15,6 +15,7 @@
 //   bench_health [--sweeps N] [--nodes N] [--slow FACTOR] [--seconds S]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -66,6 +67,7 @@ struct SweepOutcome {
   int measurements = 0;
   double seconds = 0;
   double slow_fraction = 0;  // the slow node's best first figure over the median
+  double slow_beside = 1;    // its first figures over the nodes measured beside them (mean)
 };
 
 SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node) {
@@ -87,6 +89,12 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node) {
   std::vector<double> rates;
   for (const auto& [n, r] : best) rates.push_back(r);
   out.slow_fraction = best.at(b.names[static_cast<size_t>(slow_node)]) / health::Median(rates);
+  const auto beside = health::NeighbourRatios(results, b.names);
+  if (const auto it = beside.find(b.names[static_cast<size_t>(slow_node)]); it != beside.end()) {
+    double logs = 0;
+    for (double r : it->second) logs += std::log(r);
+    out.slow_beside = std::exp(logs / static_cast<double>(it->second.size()));
+  }
 
   const health::AnomalyConfig config;
   std::vector<std::string> condemned;
@@ -102,6 +110,10 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node) {
     plan = health::PlanConfirmation(suspects, peers, results, config.confirmation);
     if (plan.next_node.empty()) break;
     results.push_back(b.Measure(b.Index(plan.next_node), id, plan.next_step));
+  }
+  if (std::getenv("BENCH_HEALTH_VERBOSE") != nullptr) {
+    std::printf("  %s: %zu suspect(s), the first measurements' noise sigma %.3f\n", id.c_str(),
+                suspects.size(), plan.noise_sigma);
   }
   for (const auto& [node, o] : plan.outcomes) {
     if (const auto a = health::ConfirmedAnomaly(node, o)) {
@@ -211,8 +223,10 @@ int main(int argc, char** argv) {
     }
     found_within_two += found ? 1 : 0;
     if (!found) {
-      std::printf("sweep %d: slow node missed (first measurements %.2f of the median%s)\n", s,
-                  o.slow_fraction, chain.size() > 1 ? ", follow-up too" : "");
+      std::printf(
+          "sweep %d: slow node missed (first measurements %.2f of the median, %.2f of the nodes "
+          "measured beside them%s)\n",
+          s, o.slow_fraction, o.slow_beside, chain.size() > 1 ? ", follow-up too" : "");
     }
     if ((s + 1) % 10 == 0 && s + 1 < sweeps) {  // a running tally: a long run stopped early counts
       std::printf(

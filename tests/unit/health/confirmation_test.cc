@@ -88,6 +88,9 @@ TEST_CASE("sequential test settings are checked") {
   c = {};
   c.max_pairs = 2;
   CHECK(ValidateSequentialTest(c) == "max_pairs: must be at least min_pairs");
+  c = {};
+  c.prior_weight = -1;
+  CHECK(ValidateSequentialTest(c) == "prior: must not be negative");
 }
 
 TEST_CASE("suspects are below the screen but above half speed, peers nearest the median first") {
@@ -347,7 +350,7 @@ TEST_CASE("measured in turn, under half the median is a clear fault only beside 
         std::string::npos);
 }
 
-TEST_CASE("the test's sigma is at least the machine's noise in the sweep's first measurements") {
+TEST_CASE("the test's sigma is pooled with the machine's noise in the sweep's first measurements") {
   // Peers whose first figures swing by about +-20% beside each other.
   const double swing[] = {1.0, 1.2, 0.85, 1.1, 0.9, 1.25, 0.8, 1.0, 1.15, 0.95, 1.2, 0.85};
   const std::vector<std::string> peers = {"p1", "p2", "p3"};
@@ -361,8 +364,8 @@ TEST_CASE("the test's sigma is at least the machine's noise in the sweep's first
   const double expected = 1.4826 * MedianAbsoluteDeviation(logs, Median(logs));
   CHECK(SweepNoiseSigma({}, peers, results) == Approx(expected));
   CHECK(expected > 0.1);
-  // Four pairs at 0.85 with a sd of 0.03 would be decisive under their own sigma; under the
-  // sweep's noise they are not yet.
+  // Four pairs at 0.85 with a sd of 0.02 would be decisive under their own sigma; pooled with the
+  // sweep's noise (weighing as 4 pairs) they are not yet.
   const double ratios[] = {0.83, 0.87, 0.85, 0.86};
   for (int k = 0; k < 4; ++k) {  // the plan's line: p1, s, p2, s, p3, s, p1, s, p2
     results.push_back(Measured(peers[static_cast<size_t>(k % 3)], 1.0, 2 * k + 1));
@@ -375,8 +378,19 @@ TEST_CASE("the test's sigma is at least the machine's noise in the sweep's first
   CHECK(plan.noise_sigma == Approx(expected));
   const auto& s = plan.outcomes.at("s");
   CHECK(s.test.pairs == 4);
-  CHECK(s.test.sigma == Approx(expected));
+  double mean = 0, squares = 0;
+  for (double r : ratios) mean += std::log(r) / 4;
+  for (double r : ratios) squares += (std::log(r) - mean) * (std::log(r) - mean);
+  CHECK(s.test.sigma == Approx(std::sqrt((squares + 4 * expected * expected) / (3 + 4))));
   CHECK(s.test.decision == SequentialDecision::kContinue);
+  // Sixteen such pairs speak for themselves: the prior weighs as four of twenty.
+  SequentialTestConfig pooled;
+  pooled.prior_sigma = expected;
+  std::vector<double> many;
+  for (int i = 0; i < 4; ++i) many.insert(many.end(), std::begin(ratios), std::end(ratios));
+  const auto sixteen = DecideSequentially(many, pooled);
+  CHECK(sixteen.sigma < expected / 2);
+  CHECK(sixteen.decision == SequentialDecision::kSlow);
 }
 
 }  // namespace
