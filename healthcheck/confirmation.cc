@@ -99,17 +99,51 @@ double SweepNoiseSigma(const std::vector<std::string>& suspects,
   return kMadToSigma * MedianAbsoluteDeviation(logs, Median(logs));
 }
 
+void CarryInconclusive(const ConfirmationPlan& earlier, std::vector<std::string>* suspects,
+                       std::vector<std::string>* peers,
+                       std::map<std::string, SuspectOutcome>* carried) {
+  for (const auto& [node, outcome] : earlier.outcomes) {
+    if (outcome.test.decision != SequentialDecision::kInconclusive ||
+        outcome.fault != v1::HEALTH_VERDICT_UNSPECIFIED) {
+      continue;
+    }
+    const auto peer = std::find(peers->begin(), peers->end(), node);
+    if (peer != peers->end()) {
+      peers->erase(peer);
+      suspects->push_back(node);
+    }
+    if (Contains(*suspects, node)) (*carried)[node] = outcome;
+  }
+}
+
 ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
                                   const std::vector<std::string>& peers,
                                   const std::vector<v1::HealthCheckResult>& results,
-                                  const ConfirmationConfig& config) {
+                                  const ConfirmationConfig& config,
+                                  const std::map<std::string, SuspectOutcome>& carried) {
   ConfirmationPlan plan;
   // The sigma the test assumes is pooled with the machine's noise in this sweep's first
   // measurements: a few pairs that happen to agree must not make a small difference decisive.
   SequentialTestConfig test = config.test;
   plan.noise_sigma = SweepNoiseSigma(suspects, peers, results);
   test.prior_sigma = plan.noise_sigma;
-  for (const auto& s : suspects) plan.outcomes[s].test = DecideSequentially({}, test);
+  // Each suspect's test, and its pairs so far (a carried one's from the sweep before).
+  std::map<std::string, SequentialTestConfig> tests;
+  std::map<std::string, std::vector<double>> ratios;
+  for (const auto& s : suspects) {
+    SuspectOutcome& o = plan.outcomes[s];
+    tests[s] = test;
+    if (const auto it = carried.find(s); it != carried.end()) {
+      o.suspect_tflops = it->second.suspect_tflops;
+      o.peer_tflops = it->second.peer_tflops;
+      for (size_t i = 0; i < o.suspect_tflops.size() && i < o.peer_tflops.size(); ++i) {
+        ratios[s].push_back(o.suspect_tflops[i] / o.peer_tflops[i]);
+      }
+      tests[s].max_pairs += static_cast<int>(ratios[s].size());
+    }
+    o.test = DecideSequentially(ratios[s], tests[s]);
+    o.test.decision = SequentialDecision::kContinue;  // measured at least once more here
+  }
   if (suspects.empty()) return plan;
   if (peers.empty()) {  // nothing to compare with: undecidable here
     for (auto& [node, o] : plan.outcomes) o.test.decision = SequentialDecision::kInconclusive;
@@ -126,7 +160,6 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
   auto next_peer = [&] { return peers[peer_turn++ % peers.size()]; };
   add(next_peer());
   std::vector<std::string> undecided = suspects;
-  std::map<std::string, std::vector<double>> ratios;
   for (int round = 0; round < test.max_pairs && !undecided.empty(); ++round) {
     const int first = static_cast<int>(line.size());  // the round's first suspect step
     for (const auto& s : undecided) {
@@ -169,7 +202,7 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
         o.peer_tflops.push_back(sum / n);
         ratios[s].push_back(mine.compute_tflops() / (sum / n));
       }
-      o.test = DecideSequentially(ratios[s], test);
+      o.test = DecideSequentially(ratios[s], tests[s]);
       if (o.test.decision == SequentialDecision::kContinue) still.push_back(s);
     }
     undecided = std::move(still);

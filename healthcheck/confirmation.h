@@ -72,12 +72,22 @@ struct ConfirmationPlan {
   std::map<std::string, SuspectOutcome> outcomes;
 };
 
+// A follow-up sweep goes on with what the sweep it follows left inconclusive: each such node
+// that this sweep measured is a suspect again whatever its first figures (moved from `peers` to
+// `suspects`), and its pairs so far are copied to `carried`, to count in its test beside the
+// new ones.
+void CarryInconclusive(const ConfirmationPlan& earlier, std::vector<std::string>* suspects,
+                       std::vector<std::string>* peers,
+                       std::map<std::string, SuspectOutcome>* carried);
+
 // Replays the confirmation over `results` (compute stress results with step >= 1; the first of
-// each step counts).
+// each step counts). A suspect in `carried` starts with its pairs (CarryInconclusive), and gets
+// up to max_pairs more.
 ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
                                   const std::vector<std::string>& peers,
                                   const std::vector<v1::HealthCheckResult>& results,
-                                  const ConfirmationConfig& config);
+                                  const ConfirmationConfig& config,
+                                  const std::map<std::string, SuspectOutcome>& carried = {});
 
 // "node-4: slow, 0.79 x its peers over 3 pairs (LLR 12.1 >= 6.9) ...": the sweep's line for it.
 std::string DescribeOutcome(const std::string& node, const SuspectOutcome& outcome);

@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -95,9 +96,13 @@ class HealthHandler {
   // `plan`: the confirmation as the results leave it (suspects decided, or out of steps).
   void FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results,
                    const ConfirmationPlan& plan);
-  // The sweep's confirmation of its suspects (confirmation.h), from its results so far.
+  // The sweep's confirmation of its suspects (confirmation.h), from its results so far; a
+  // follow-up sweep's carries on with what the sweep it follows left inconclusive.
   ConfirmationPlan PlanFor(const v1::Sweep& sweep,
                            const std::vector<v1::HealthCheckResult>& results) const;
+  // The plan a finished sweep ended with (cached: it no longer changes); empty if it cannot be
+  // read.
+  std::optional<ConfirmationPlan> FinishedPlan(const std::string& sweep_id) const;
   void AdvanceConfirmation(v1::Sweep& sweep, std::vector<v1::HealthCheckResult>& results, int step,
                            int fixed_stages);
   // A sweep that left nodes inconclusive starts one follow-up sweep of the same nodes.
@@ -136,6 +141,8 @@ class HealthHandler {
   absl::Time next_watch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time next_scheduled_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Mutex tick_mu_;  // one Tick at a time
+  mutable absl::Mutex plans_mu_;
+  mutable std::map<std::string, ConfirmationPlan> finished_plans_ ABSL_GUARDED_BY(plans_mu_);
 };
 
 }  // namespace tessera::health

@@ -198,8 +198,34 @@ ConfirmationPlan HealthHandler::PlanFor(const v1::Sweep& sweep,
     condemned.push_back(a.node);
   }
   std::vector<std::string> peers;
-  const auto suspects = FindSuspects(nodes, results, confirmation, condemned, &peers);
-  return PlanConfirmation(suspects, peers, results, confirmation);
+  auto suspects = FindSuspects(nodes, results, confirmation, condemned, &peers);
+  std::map<std::string, SuspectOutcome> carried;
+  if (!sweep.follows_sweep_id().empty()) {
+    if (const auto earlier = FinishedPlan(sweep.follows_sweep_id())) {
+      CarryInconclusive(*earlier, &suspects, &peers, &carried);
+    }
+  }
+  return PlanConfirmation(suspects, peers, results, confirmation, carried);
+}
+
+std::optional<ConfirmationPlan> HealthHandler::FinishedPlan(const std::string& sweep_id) const {
+  {
+    absl::MutexLock lock(&plans_mu_);
+    if (const auto it = finished_plans_.find(sweep_id); it != finished_plans_.end()) {
+      return it->second;
+    }
+  }
+  auto sweep = store_->GetSweep(sweep_id);
+  if (!sweep.ok() || sweep->state() != v1::SWEEP_STATE_FINISHED) return std::nullopt;
+  auto results = store_->ListResults({}, sweep_id, 0);
+  if (!results.ok()) return std::nullopt;
+  v1::Sweep plain = *sweep;
+  plain.clear_follows_sweep_id();  // a follow-up is never followed up: no deeper chain
+  ConfirmationPlan plan = PlanFor(plain, *results);
+  absl::MutexLock lock(&plans_mu_);
+  if (finished_plans_.size() >= 16) finished_plans_.clear();  // a follow-up needs one at a time
+  finished_plans_[sweep_id] = plan;
+  return plan;
 }
 
 // Confirmation step `step` (0: none yet) has its result or is past its deadline (then recorded

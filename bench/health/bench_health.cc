@@ -5,7 +5,8 @@
 // --kind slow:0.8`). The nodes share this machine, so they are measured as a sweep measures such
 // nodes: one at a time, twice, the second pass starting halfway. Then, as the health API does,
 // the suspects (confirmation.h) are measured again in turn with peers until the sequential test
-// decides, and a sweep that leaves a node inconclusive is followed by one more sweep.
+// decides, and a sweep that leaves a node inconclusive is followed by one more sweep, which
+// carries on with those nodes and their pairs.
 //
 // Prints how often the slow node was found in its sweep and within two (the follow-up), how
 // often a healthy node was condemned (targets: 100%, 100% within two, never), the measurements
@@ -66,11 +67,14 @@ struct SweepOutcome {
   std::vector<std::string> single_sweep;        // what the first measurements alone condemn
   int measurements = 0;
   double seconds = 0;
-  double slow_fraction = 0;  // the slow node's best first figure over the median
-  double slow_beside = 1;    // its first figures over the nodes measured beside them (mean)
+  double slow_fraction = 0;       // the slow node's best first figure over the median
+  double slow_beside = 1;         // its first figures over the nodes measured beside them (mean)
+  health::ConfirmationPlan plan;  // as the sweep ended
 };
 
-SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node) {
+// `earlier`: the plan of the sweep this one follows up (null: none).
+SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node,
+                   const health::ConfirmationPlan* earlier = nullptr) {
   const auto start = std::chrono::steady_clock::now();
   const int nodes = static_cast<int>(b.names.size());
   std::vector<v1::HealthCheckResult> results;
@@ -103,11 +107,13 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node) {
     out.findings[a.node] = a.finding;
   }
   std::vector<std::string> peers;
-  const auto suspects =
+  std::vector<std::string> suspects =
       health::FindSuspects(b.names, results, config.confirmation, condemned, &peers);
+  std::map<std::string, health::SuspectOutcome> carried;
+  if (earlier != nullptr) health::CarryInconclusive(*earlier, &suspects, &peers, &carried);
   health::ConfirmationPlan plan;
   for (;;) {
-    plan = health::PlanConfirmation(suspects, peers, results, config.confirmation);
+    plan = health::PlanConfirmation(suspects, peers, results, config.confirmation, carried);
     if (plan.next_node.empty()) break;
     results.push_back(b.Measure(b.Index(plan.next_node), id, plan.next_step));
   }
@@ -131,6 +137,7 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node) {
     }
   }
   out.condemned = condemned;
+  out.plan = plan;
   out.measurements = static_cast<int>(results.size());
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
@@ -202,7 +209,7 @@ int main(int argc, char** argv) {
     std::vector<SweepOutcome> chain = {o};
     if (!o.inconclusive.empty()) {  // the health API's follow-up sweep
       ++follow_ups;
-      chain.push_back(Sweep(b, absl::StrCat("b", s, "-again"), slow_node));
+      chain.push_back(Sweep(b, absl::StrCat("b", s, "-again"), slow_node, &o.plan));
     }
     bool found = false;
     for (size_t k = 0; k < chain.size(); ++k) {

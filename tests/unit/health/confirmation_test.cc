@@ -395,3 +395,63 @@ TEST_CASE("the test's sigma is pooled with the machine's noise in the sweep's fi
 
 }  // namespace
 }  // namespace tessera::health
+
+namespace tessera::health {
+namespace {
+
+TEST_CASE("a follow-up carries on with the pairs of what the sweep before left inconclusive") {
+  // The sweep before: s halfway between healthy and slow over 16 pairs, t cleared.
+  ConfirmationPlan earlier;
+  SuspectOutcome& s = earlier.outcomes["s"];
+  for (int i = 0; i < 16; ++i) {
+    s.suspect_tflops.push_back(0.922 * (i % 2 == 0 ? 1.08 : 1 / 1.08));
+    s.peer_tflops.push_back(1.0);
+  }
+  s.test.decision = SequentialDecision::kInconclusive;
+  earlier.outcomes["t"].test.decision = SequentialDecision::kHealthy;
+  // This sweep: s looks level with its peers at first (not a suspect by its figures), u does not.
+  std::vector<std::string> suspects = {"u"}, peers = {"p1", "s", "t", "p2"};
+  std::map<std::string, SuspectOutcome> carried;
+  CarryInconclusive(earlier, &suspects, &peers, &carried);
+  CHECK(suspects == std::vector<std::string>{"u", "s"});
+  CHECK(peers == std::vector<std::string>{"p1", "t", "p2"});
+  REQUIRE(carried.size() == 1);
+  CHECK(carried.at("s").suspect_tflops.size() == 16);
+
+  // Measured at 0.75 now, s is found slow on all its pairs, the 16 before counted too.
+  std::vector<v1::HealthCheckResult> results;
+  ConfirmationPlan plan;
+  for (int guard = 0; guard < 200; ++guard) {
+    plan = PlanConfirmation(suspects, peers, results, ConfirmationConfig{}, carried);
+    if (plan.next_node.empty()) break;
+    const double rate = plan.next_node == "s" ? 0.75 : 1.0;
+    results.push_back(Measured(plan.next_node, rate, plan.next_step));
+  }
+  REQUIRE(plan.next_node.empty());
+  const auto& o = plan.outcomes.at("s");
+  CHECK(o.test.decision == SequentialDecision::kSlow);
+  CHECK(o.test.pairs > 16);
+  CHECK(o.suspect_tflops.size() == static_cast<size_t>(o.test.pairs));
+  const auto a = ConfirmedAnomaly("s", o);
+  REQUIRE(a.has_value());
+  CHECK(a->evidence.at("confirm_1_tflops") == Approx(0.922 * 1.08));  // from the sweep before
+  CHECK(a->evidence.at("confirm_17_tflops") == 0.75);                 // from this one
+  CHECK(plan.outcomes.at("u").test.decision == SequentialDecision::kHealthy);
+
+  // Still halfway: up to 16 more pairs here (32 in all), then inconclusive again.
+  results.clear();
+  int s_measured = 0;
+  for (int guard = 0; guard < 200; ++guard) {
+    plan = PlanConfirmation({"s"}, peers, results, ConfirmationConfig{}, carried);
+    if (plan.next_node.empty()) break;
+    const double rate =
+        plan.next_node == "s" ? 0.922 * (s_measured++ % 2 == 0 ? 1.08 : 1 / 1.08) : 1.0;
+    results.push_back(Measured(plan.next_node, rate, plan.next_step));
+  }
+  CHECK(plan.outcomes.at("s").test.decision == SequentialDecision::kInconclusive);
+  CHECK(plan.outcomes.at("s").test.pairs == 32);
+  CHECK(s_measured == 16);
+}
+
+}  // namespace
+}  // namespace tessera::health

@@ -100,9 +100,15 @@ TEST_CASE("an inconclusive suspect is not cordoned, one follow-up sweep measures
   CHECK(follow_up.node_names_size() == 4);
   CHECK(follow_up.trigger_detail() ==
         "measuring again what sweep " + first.id() + " left inconclusive (c)");
-  // Inconclusive again: the follow-up has no follow-up of its own.
-  const v1::Sweep again = f.RunToEnd(follow_up.id(), rate);
-  CHECK(again.inconclusive_nodes_size() == 1);
+  // c now measures level with its peers at first, but the follow-up carries on with its 16
+  // pairs; inconclusive again after 16 more, and the follow-up has no follow-up of its own.
+  auto level_at_first = [&](const std::string& node, int step) {
+    return node == "c" && step == 0 ? 1.0 : rate(node, step);
+  };
+  const v1::Sweep again = f.RunToEnd(follow_up.id(), level_at_first);
+  REQUIRE(again.inconclusive_nodes_size() == 1);
+  REQUIRE(again.suspects_size() == 1);
+  CHECK(again.suspects(0).find("c: inconclusive: 0.922 x its peers over 32 pairs") == 0);
   v1::ListSweepsResponse after;
   REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &after).ok());
   CHECK(after.sweeps_size() == 2);
