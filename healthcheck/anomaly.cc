@@ -11,8 +11,6 @@
 namespace tessera::health {
 namespace {
 
-constexpr double kMadToSigma = 1.4826;
-
 bool Failed(v1::HealthVerdict v) { return v != v1::HEALTH_VERDICT_PASSED; }
 
 // Which values are far below the others' median, by the rules in anomaly.h.
@@ -73,6 +71,12 @@ double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+double GeometricMean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += std::log(v);
+  return values.empty() ? 1 : std::exp(sum / static_cast<double>(values.size()));
 }
 
 double MedianAbsoluteDeviation(const std::vector<double>& values, double median) {

@@ -70,8 +70,11 @@ std::optional<Anomaly> ConfirmedAnomaly(const std::string& node, const SuspectOu
 std::map<std::string, std::vector<double>> NeighbourRatios(
     const std::vector<v1::HealthCheckResult>& results, const std::vector<std::string>& nodes);
 
-// Median and median absolute deviation.
+// Median and median absolute deviation; a normal distribution's sigma is kMadToSigma x its MAD.
+inline constexpr double kMadToSigma = 1.4826;
 double Median(std::vector<double> values);
 double MedianAbsoluteDeviation(const std::vector<double>& values, double median);
+// exp of the mean log; 1 for none. Values must be > 0.
+double GeometricMean(const std::vector<double>& values);
 
 }  // namespace tessera::health

@@ -24,14 +24,6 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-constexpr double kMadToSigma = 1.4826;
-
-double GeometricMean(const std::vector<double>& values) {
-  double sum = 0;
-  for (double v : values) sum += std::log(v);
-  return values.empty() ? 1 : std::exp(sum / static_cast<double>(values.size()));
-}
-
 }  // namespace
 
 std::map<std::string, double> BestFirstMeasurements(

@@ -16,7 +16,6 @@
 //   bench_health [--sweeps N] [--nodes N] [--slow FACTOR] [--seconds S]
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -95,9 +94,7 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node,
   out.slow_fraction = best.at(b.names[static_cast<size_t>(slow_node)]) / health::Median(rates);
   const auto beside = health::NeighbourRatios(results, b.names);
   if (const auto it = beside.find(b.names[static_cast<size_t>(slow_node)]); it != beside.end()) {
-    double logs = 0;
-    for (double r : it->second) logs += std::log(r);
-    out.slow_beside = std::exp(logs / static_cast<double>(it->second.size()));
+    out.slow_beside = health::GeometricMean(it->second);
   }
 
   const health::AnomalyConfig config;
