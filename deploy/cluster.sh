@@ -175,9 +175,14 @@ up() {
     (umask 077; openssl rand -hex 32 >"$STATE/secrets.key")
   fi
 
+  # The workers share this machine: each compute stress test takes one core, not all of them
+  # (with all, every other process here swings the figures and the health API's verdicts).
+  local compute_threads=(--canary-compute-threads 1)
+  case " ${TESSERA_SERVER_FLAGS:-} " in *" --canary-compute-threads"*) compute_threads=() ;; esac
+
   if ! alive "$server_pid_file"; then
     nohup "$BIN/tessera-server" --database-url "$url" "${server_tls[@]}" \
-      --secrets-key-file "$STATE/secrets.key" \
+      --secrets-key-file "$STATE/secrets.key" "${compute_threads[@]}" \
       --grpc-listen "127.0.0.1:$GRPC_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
       --http-listen "127.0.0.1:$HTTP_PORT" --allow-host-image ${TESSERA_SERVER_FLAGS:-} >"$STATE/logs/tessera-server.log" 2>&1 &
     echo $! >"$server_pid_file"

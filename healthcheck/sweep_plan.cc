@@ -83,6 +83,7 @@ std::vector<CanaryDispatch> ComputePhase(const std::string& sweep_id,
     d.canary.set_kind(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
     d.canary.add_group(node);
     d.canary.set_seconds(config.compute_seconds);
+    d.canary.set_threads(config.compute_threads);
     SetDuration(d.canary.mutable_timeout(), config.compute_timeout);
     out.push_back(std::move(d));
   }

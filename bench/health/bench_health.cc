@@ -3,9 +3,11 @@
 // stress test is a real tessera-canary process started by the worker's CanaryRunner, and the
 // slow node's is really slowed by the worker's ProcessThrottle (the code behind `inject-fault
 // --kind slow:0.8`). The nodes share this machine, so they are measured as a sweep measures such
-// nodes: one at a time, twice, the second pass starting halfway. Then, as the health API does,
-// the suspects (confirmation.h) are measured again in turn with peers until the sequential test
-// decides, and a sweep that leaves a node inconclusive is followed by one more sweep, which
+// nodes: one at a time, twice, the second pass starting halfway, each on one CPU thread as the
+// health API's `--canary-compute-threads 1` has it (deploy/cluster.sh sets it; --threads 0: all
+// the cores, whose figures swing with every other process on the machine). Then, as the health API
+// does, the suspects (confirmation.h) are measured again in turn with peers until the sequential
+// test decides, and a sweep that leaves a node inconclusive is followed by one more sweep, which
 // carries on with those nodes and their pairs.
 //
 // Prints how often the slow node was found in its sweep and within two (the follow-up), how
@@ -13,7 +15,7 @@
 // each sweep needed and its duration; and, on the same first measurements, what one sweep's
 // figures alone would have decided (the rules before confirmation).
 //
-//   bench_health [--sweeps N] [--nodes N] [--slow FACTOR] [--seconds S]
+//   bench_health [--sweeps N] [--nodes N] [--slow FACTOR] [--seconds S] [--threads T]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,6 +41,7 @@ struct Bench {
   std::vector<std::unique_ptr<worker::CanaryRunner>> runners;
   std::vector<std::string> names;
   double seconds = 0.3;
+  int threads = 1;  // of each compute stress test (0: all the cores)
 
   v1::HealthCheckResult Measure(int node, const std::string& sweep, int step) {
     auto& runner = *runners[static_cast<size_t>(node)];
@@ -46,6 +49,7 @@ struct Bench {
     c.set_sweep_id(sweep);
     c.set_kind(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
     c.set_seconds(seconds);
+    c.set_threads(threads);
     c.set_step(step);
     c.mutable_timeout()->set_seconds(60);
     if (!runner.Start(c).ok()) std::abort();
@@ -153,6 +157,7 @@ double At(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
   int sweeps = 100, nodes = 8;
+  int threads = 1;
   double slow = 0.8, seconds = 0.3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -169,19 +174,23 @@ int main(int argc, char** argv) {
       slow = v;
     else if (flag == "--seconds")
       seconds = v;
+    else if (flag == "--threads")
+      threads = static_cast<int>(v);
     else {
       std::cerr << "unknown flag " << flag << "\n";
       return 2;
     }
   }
-  if (sweeps < 1 || nodes < 3 || slow <= 0 || slow > 1 || seconds <= 0) {
-    std::cerr << "need --sweeps >= 1, --nodes >= 3, 0 < --slow <= 1, --seconds > 0\n";
+  if (sweeps < 1 || nodes < 3 || slow <= 0 || slow > 1 || seconds <= 0 || threads < 0) {
+    std::cerr << "need --sweeps >= 1, --nodes >= 3, 0 < --slow <= 1, --seconds > 0, "
+                 "--threads >= 0\n";
     return 2;
   }
   const std::string canary = std::string(TESSERA_BIN_DIR) + "/tessera-canary";
   const std::string state = "/tmp/tessera-bench-health";
   Bench b;
   b.seconds = seconds;
+  b.threads = threads;
   for (int n = 0; n < nodes; ++n) {
     b.names.push_back(absl::StrCat("node-", n));
     b.runners.push_back(std::make_unique<worker::CanaryRunner>(canary, b.names.back(), state,

@@ -229,6 +229,7 @@ class HealthComponent final : public Component {
     c.anomaly.confirmation.test.alpha = o.false_condemnation_rate;
     c.anomaly.confirmation.test.max_pairs = o.confirmation_pairs;
     c.canary.compute_seconds = o.canary_compute_seconds;
+    c.canary.compute_threads = o.canary_compute_threads;
     c.canary.compute_timeout = o.canary_timeout;
     c.canary.allreduce_timeout = o.canary_timeout;
     c.watch.mfu_reports = o.mfu_reports;

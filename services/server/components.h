@@ -122,6 +122,7 @@ struct HealthOptions {
   double false_condemnation_rate = 0.001;
   int confirmation_pairs = 16;
   double canary_compute_seconds = 1.0;
+  int canary_compute_threads = 0;  // 0: all the node's cores
   absl::Duration canary_timeout = absl::Seconds(60);
   int mfu_reports = 3;
   double straggler_factor = 1.5;

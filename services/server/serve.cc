@@ -186,6 +186,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                    "how long each compute stress test measures")
         ->capture_default_str()
         ->check(CLI::Range(0.05, 600.0));
+    app.add_option("--canary-compute-threads", health.canary_compute_threads,
+                   "CPU threads of each compute stress test on CPU nodes (0: all the node's "
+                   "cores; 1 where simulated nodes share a machine)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1024));
     app.add_option("--canary-timeout-seconds", canary_timeout_seconds,
                    "a canary that takes longer counts as a timeout")
         ->capture_default_str()

@@ -50,6 +50,29 @@ TEST_CASE("a sweep runs compute stress, then all-reduce rounds, and passes healt
   CHECK(got.results_size() == 12);
 }
 
+TEST_CASE("compute stress tests carry the configured length and CPU threads") {
+  HealthConfig config;
+  config.canary.compute_seconds = 0.25;
+  config.canary.compute_threads = 1;
+  Fixture f(config);
+  for (const auto& n : {"a", "b", "c"}) f.scheduler->Add(n);
+  f.Start();
+  f.handler->Tick();
+  const auto compute = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  REQUIRE(compute.size() == 3);
+  for (const auto& d : compute) {
+    CHECK(d.start_canary().seconds() == 0.25);
+    CHECK(d.start_canary().threads() == 1);
+  }
+  Fixture all_cores;  // the default: the node's every core
+  all_cores.scheduler->Add("a");
+  all_cores.Start();
+  all_cores.handler->Tick();
+  const auto one = all_cores.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].start_canary().threads() == 0);
+}
+
 TEST_CASE("a slow node is cordoned with the evidence and its runs evicted as stragglers") {
   Fixture f;
   for (const auto& n : {"a", "b", "c", "d", "e"}) f.scheduler->Add(n);
