@@ -57,6 +57,10 @@ absl::StatusOr<std::vector<std::string>> CanaryRunner::Arguments(const v1::Start
   const std::string timeout = absl::StrCat(TimeoutSeconds(s));
   switch (s.kind()) {
     case v1::HEALTH_CHECK_KIND_COMPUTE_STRESS: {
+      if (s.threads() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("start_canary.threads: ", s.threads(), " must not be negative"));
+      }
       std::vector<std::string> args = {"compute", "--seconds",
                                        absl::StrCat(s.seconds() > 0 ? s.seconds() : 1.0),
                                        "--timeout", timeout};

@@ -154,6 +154,13 @@ TEST_CASE("canary command lines, and bad requests refused before anything runs")
   compute.set_seconds(0.5);
   CHECK(*CanaryRunner::Arguments(compute) ==
         std::vector<std::string>{"compute", "--seconds", "0.5", "--timeout", "60"});
+  compute.set_threads(1);  // simulated nodes sharing a machine: one core each
+  CHECK(*CanaryRunner::Arguments(compute) == std::vector<std::string>{"compute", "--seconds", "0.5",
+                                                                      "--timeout", "60",
+                                                                      "--threads", "1"});
+  compute.set_threads(-2);
+  CHECK(CanaryRunner::Arguments(compute).status().message() ==
+        "start_canary.threads: -2 must not be negative");
 }
 
 TEST_CASE("the NVML probe reports each fault once, as it appears") {
