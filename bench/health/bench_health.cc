@@ -15,13 +15,18 @@
 // each sweep needed and its duration; and, on the same first measurements, what one sweep's
 // figures alone would have decided (the rules before confirmation).
 //
-//   bench_health [--sweeps N] [--nodes N] [--slow FACTOR] [--seconds S] [--threads T]
+// --load N adds N threads that each spin and rest for random spans of 0.2-2 s: a neighbour on the
+// machine whose demand comes and goes.
+//
+//   bench_health [--sweeps N] [--nodes N] [--slow FACTOR] [--seconds S] [--threads T] [--load N]
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +41,40 @@
 
 namespace {
 using namespace tessera;
+
+// A neighbour whose demand comes and goes: `threads` threads that each spin for a random 0.2-2 s,
+// then sleep for another, until `stop` (seeded, so a run can be repeated).
+class FluctuatingLoad {
+ public:
+  explicit FluctuatingLoad(int threads) {
+    for (int t = 0; t < threads; ++t) {
+      workers_.emplace_back([this, t] {
+        std::mt19937 random(static_cast<unsigned>(1000 + t));
+        std::uniform_int_distribution<int> span_ms(200, 2000);
+        volatile double sink = 1;
+        for (bool busy = t % 2 == 0; !stop_; busy = !busy) {
+          const auto until =
+              std::chrono::steady_clock::now() + std::chrono::milliseconds(span_ms(random));
+          while (!stop_ && std::chrono::steady_clock::now() < until) {
+            if (busy) {
+              for (int i = 0; i < 10000; ++i) sink = sink * 1.0000001 + 1e-9;
+            } else {
+              std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+          }
+        }
+      });
+    }
+  }
+  ~FluctuatingLoad() {
+    stop_ = true;
+    for (auto& w : workers_) w.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> workers_;
+};
 
 struct Bench {
   std::vector<std::unique_ptr<worker::CanaryRunner>> runners;
@@ -157,7 +196,7 @@ double At(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
   int sweeps = 100, nodes = 8;
-  int threads = 1;
+  int threads = 1, load = 0;
   double slow = 0.8, seconds = 0.3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -176,14 +215,16 @@ int main(int argc, char** argv) {
       seconds = v;
     else if (flag == "--threads")
       threads = static_cast<int>(v);
+    else if (flag == "--load")
+      load = static_cast<int>(v);
     else {
       std::cerr << "unknown flag " << flag << "\n";
       return 2;
     }
   }
-  if (sweeps < 1 || nodes < 3 || slow <= 0 || slow > 1 || seconds <= 0 || threads < 0) {
+  if (sweeps < 1 || nodes < 3 || slow <= 0 || slow > 1 || seconds <= 0 || threads < 0 || load < 0) {
     std::cerr << "need --sweeps >= 1, --nodes >= 3, 0 < --slow <= 1, --seconds > 0, "
-                 "--threads >= 0\n";
+                 "--threads >= 0, --load >= 0\n";
     return 2;
   }
   const std::string canary = std::string(TESSERA_BIN_DIR) + "/tessera-canary";
@@ -202,6 +243,7 @@ int main(int argc, char** argv) {
   worker::ProcessThrottle throttle([slow_runner] { return slow_runner->ProcessGroups(); },
                                    absl::Milliseconds(20));
   throttle.SetFactor(slow);
+  FluctuatingLoad neighbour(load);
 
   int found_first = 0, found_within_two = 0, follow_ups = 0, false_condemnations = 0;
   int single_found = 0, single_false = 0, healthy_inconclusive = 0;
@@ -257,8 +299,9 @@ int main(int argc, char** argv) {
   const int healthy = sweeps * (nodes - 1);
   std::printf(
       "%d sweeps of %d nodes (and %d follow-ups), node-%d at %.0f%% speed, %.1f s each "
-      "measurement (%.0f s):\n",
-      sweeps, nodes, follow_ups, slow_node, 100 * slow, seconds, elapsed);
+      "measurement on %s, beside %d load thread(s) (%.0f s):\n",
+      sweeps, nodes, follow_ups, slow_node, 100 * slow, seconds,
+      threads == 0 ? "every core" : absl::StrCat(threads, " thread(s)").c_str(), load, elapsed);
   std::printf(
       "  slow node found in its sweep: %d/%d = %.1f%%; within two sweeps: %d/%d = %.1f%% "
       "(target 100%%)\n",
