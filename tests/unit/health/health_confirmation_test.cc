@@ -9,7 +9,9 @@ namespace {
 using namespace handler_test;  // NOLINT: the fixture is this test's vocabulary
 
 TEST_CASE("a node somewhat slow is measured again in turn with peers, then cordoned with all") {
-  Fixture f;
+  HealthConfig config;
+  config.canary.compute_threads = 1;  // the re-measurements measure as the first passes do
+  Fixture f(config);
   for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
   f.scheduler->runs_on["c"] = {"gpt-1"};
   const v1::Sweep s = f.Start();
@@ -27,6 +29,7 @@ TEST_CASE("a node somewhat slow is measured again in turn with peers, then cordo
     auto d = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
     REQUIRE(d.size() == 1);
     CHECK(d[0].start_canary().step() == step);
+    CHECK(d[0].start_canary().threads() == 1);
     // Each step dispatched is one more result the sweep waits for.
     CHECK(f.Sweep(s.id()).expected_results() == s.expected_results() + step);
     line.push_back(d[0].node_name());
