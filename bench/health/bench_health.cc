@@ -196,8 +196,9 @@ double At(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
   int sweeps = 100, nodes = 8;
-  int threads = 1, load = 0;
-  double slow = 0.8, seconds = 0.3;
+  Bench b;  // its seconds and threads come from the flags
+  int load = 0;
+  double slow = 0.8;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     double v = 0;
@@ -212,9 +213,9 @@ int main(int argc, char** argv) {
     else if (flag == "--slow")
       slow = v;
     else if (flag == "--seconds")
-      seconds = v;
+      b.seconds = v;
     else if (flag == "--threads")
-      threads = static_cast<int>(v);
+      b.threads = static_cast<int>(v);
     else if (flag == "--load")
       load = static_cast<int>(v);
     else {
@@ -222,16 +223,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (sweeps < 1 || nodes < 3 || slow <= 0 || slow > 1 || seconds <= 0 || threads < 0 || load < 0) {
+  if (sweeps < 1 || nodes < 3 || slow <= 0 || slow > 1 || b.seconds <= 0 || b.threads < 0 ||
+      load < 0) {
     std::cerr << "need --sweeps >= 1, --nodes >= 3, 0 < --slow <= 1, --seconds > 0, "
                  "--threads >= 0, --load >= 0\n";
     return 2;
   }
   const std::string canary = std::string(TESSERA_BIN_DIR) + "/tessera-canary";
   const std::string state = "/tmp/tessera-bench-health";
-  Bench b;
-  b.seconds = seconds;
-  b.threads = threads;
   for (int n = 0; n < nodes; ++n) {
     b.names.push_back(absl::StrCat("node-", n));
     b.runners.push_back(std::make_unique<worker::CanaryRunner>(canary, b.names.back(), state,
@@ -300,8 +299,8 @@ int main(int argc, char** argv) {
   std::printf(
       "%d sweeps of %d nodes (and %d follow-ups), node-%d at %.0f%% speed, %.1f s each "
       "measurement on %s, beside %d load thread(s) (%.0f s):\n",
-      sweeps, nodes, follow_ups, slow_node, 100 * slow, seconds,
-      threads == 0 ? "every core" : absl::StrCat(threads, " thread(s)").c_str(), load, elapsed);
+      sweeps, nodes, follow_ups, slow_node, 100 * slow, b.seconds,
+      b.threads == 0 ? "every core" : absl::StrCat(b.threads, " thread(s)").c_str(), load, elapsed);
   std::printf(
       "  slow node found in its sweep: %d/%d = %.1f%%; within two sweeps: %d/%d = %.1f%% "
       "(target 100%%)\n",
@@ -315,7 +314,7 @@ int main(int argc, char** argv) {
   std::printf(
       "  sweep duration: median %.1f s, max %.1f s (%.1f s of measuring without "
       "confirmation)\n",
-      At(durations, 0.5), At(durations, 1.0), 2 * nodes * seconds);
+      At(durations, 0.5), At(durations, 1.0), 2 * nodes * b.seconds);
   std::printf(
       "  one sweep's figures alone (the rules before confirmation): slow node found "
       "%d/%d, healthy condemned %d of %d\n",

@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
-#include "healthcheck/sequential_test.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/auth/rpc_roles.h"
 #include "services/common/auth/system_keys.h"
@@ -22,6 +21,7 @@
 #include "services/common/tls/grpc_credentials.h"
 #include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
+#include "services/server/health_flags.h"
 
 namespace tessera::server {
 namespace {
@@ -75,9 +75,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   std::string runs_endpoint, scheduler_endpoint, logs_endpoint, cordon_endpoint, health_endpoint;
   const bool all_in_one =
       parts.runs && parts.scheduler && parts.cordon && parts.logs && parts.health;
-  HealthOptions health;
-  double sweep_interval_seconds = 0, canary_timeout_seconds = 60;
-  std::string canary_sizes;
+  HealthFlags health_flags;
   std::string http_listen = all_in_one ? "127.0.0.1:8080" : "";
   double lease_seconds = 3, heartbeat_seconds = 1, stop_grace_seconds = 10,
          max_clock_skew_seconds = 10;
@@ -146,7 +144,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   if ((parts.scheduler || parts.logs) && !parts.runs) {
     app.add_option("--runs-endpoint", runs_endpoint, "host:port of tessera-runs")->required();
   }
-  double sweep_retention_days = 0, node_event_retention_days = 0;
+  double node_event_retention_days = 0;
   if (parts.cordon) {
     app.add_option("--node-event-retention-days", node_event_retention_days,
                    "remove node events (cordons, losses, faults) this many days after they "
@@ -154,58 +152,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(0.0, 36500.0));
   }
-  if (parts.health) {
-    app.add_option("--sweep-retention-days", sweep_retention_days,
-                   "remove health sweeps and their results this many days after they started "
-                   "(0: keep them)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0, 36500.0));
-    app.add_option("--sweep-interval-seconds", sweep_interval_seconds,
-                   "sweep the idle nodes this often (0: only on demand and when runs degrade)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0, 30.0 * 86400));
-    app.add_option("--uncordon-after-passes", health.uncordon_after_passes,
-                   "return a node the health API cordoned after this many passing sweeps in a "
-                   "row (0: only an operator uncordons it); a node an operator cordoned stays")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 1000));
-    app.add_option("--confirm-suspects", health.confirm_suspects,
-                   "measure a node that looks slow again, in turn with peers, until a sequential "
-                   "test decides (false: one sweep's figures condemn it)")
-        ->capture_default_str();
-    app.add_option("--false-condemnation-rate", health.false_condemnation_rate,
-                   "the chance the sequential test accepts of condemning a healthy suspect")
-        ->capture_default_str()
-        ->check(CLI::Range(1e-9, 0.1));
-    app.add_option("--confirmation-pairs", health.confirmation_pairs,
-                   "at most this many re-measurements of a suspect beside its peers; then it is "
-                   "inconclusive, not condemned, and a follow-up sweep measures it again")
-        ->capture_default_str()
-        ->check(CLI::Range(3, 100));
-    app.add_option("--canary-compute-seconds", health.canary_compute_seconds,
-                   "how long each compute stress test measures")
-        ->capture_default_str()
-        ->check(CLI::Range(0.05, 600.0));
-    app.add_option("--canary-compute-threads", health.canary_compute_threads,
-                   "CPU threads of each compute stress test on CPU nodes (0: all the node's "
-                   "cores; 1 where simulated nodes share a machine)")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 1024));
-    app.add_option("--canary-timeout-seconds", canary_timeout_seconds,
-                   "a canary that takes longer counts as a timeout")
-        ->capture_default_str()
-        ->check(CLI::Range(1.0, 3600.0));
-    app.add_option("--canary-sizes", canary_sizes,
-                   "all-reduce payloads between CPU nodes (default 1MiB,4MiB,16MiB,64MiB)");
-    app.add_option("--mfu-drop-reports", health.mfu_reports,
-                   "progress reports under a run's mfu_threshold before its nodes are swept")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1000));
-    app.add_option("--straggler-factor", health.straggler_factor,
-                   "a node whose compute time per step is this many times its peers' is swept")
-        ->capture_default_str()
-        ->check(CLI::Range(1.05, 100.0));
-  }
+  if (parts.health) AddHealthFlags(app, health_flags);
   if (parts.health && !parts.scheduler) {
     app.add_option("--scheduler-endpoint", scheduler_endpoint, "host:port of tessera-scheduler")
         ->required();
@@ -441,31 +388,13 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
         f, CordonOptions{.event_retention = absl::Seconds(node_event_retention_days * 86400)}));
   }
   if (parts.health) {
-    health.instance_id = InstanceId();
-    health.sweep_interval = absl::Seconds(sweep_interval_seconds);
-    health.sweep_retention = absl::Seconds(sweep_retention_days * 86400);
-    health.canary_timeout = absl::Seconds(canary_timeout_seconds);
-    {
-      health::SequentialTestConfig test;
-      test.alpha = health.false_condemnation_rate;
-      test.max_pairs = health.confirmation_pairs;
-      if (const std::string error = health::ValidateSequentialTest(test); !error.empty()) {
-        return Fail(absl::InvalidArgumentError(
-            absl::StrCat("--false-condemnation-rate/--confirmation-pairs: ", error)));
-      }
-    }
-    if (!canary_sizes.empty()) {
-      auto sizes = ParseByteSizes(canary_sizes);
-      if (!sizes.ok()) {
-        return Fail(
-            absl::InvalidArgumentError(absl::StrCat("--canary-sizes: ", sizes.status().message())));
-      }
-      health.cpu_payload_bytes = *sizes;
-    }
+    auto health = FinishHealthFlags(std::move(health_flags));
+    if (!health.ok()) return Fail(health.status());
+    health->instance_id = InstanceId();
     components.push_back(MakeHealthComponent(
         f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint, host.tls),
         parts.cordon ? self : RemoteChannel(cordon_endpoint, host.tls),
-        parts.runs ? self : RemoteChannel(runs_endpoint, host.tls), system_key, health));
+        parts.runs ? self : RemoteChannel(runs_endpoint, host.tls), system_key, *health));
   }
   if (parts.logs) {
     components.push_back(MakeLogsComponent(
