@@ -115,6 +115,16 @@ struct SweepOutcome {
 };
 
 // `earlier`: the plan of the sweep this one follows up (null: none).
+// A suspect's line in the sweep and every pair of its test.
+void PrintOutcome(const std::string& sweep, const std::string& node,
+                  const health::SuspectOutcome& o) {
+  std::printf("  %s %s\n", sweep.c_str(), health::DescribeOutcome(node, o).c_str());
+  for (size_t i = 0; i < o.suspect_tflops.size(); ++i) {
+    std::printf("    pair %zu: %.4f / %.4f = %.3f\n", i + 1, o.suspect_tflops[i], o.peer_tflops[i],
+                o.suspect_tflops[i] / o.peer_tflops[i]);
+  }
+}
+
 SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node,
                    const health::ConfirmationPlan* earlier = nullptr) {
   const auto start = std::chrono::steady_clock::now();
@@ -168,13 +178,7 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node,
     } else if (o.test.decision != health::SequentialDecision::kHealthy) {
       out.inconclusive.push_back(node);
     }
-    if (std::getenv("BENCH_HEALTH_VERBOSE") != nullptr) {
-      std::printf("  %s %s\n", id.c_str(), health::DescribeOutcome(node, o).c_str());
-      for (size_t i = 0; i < o.suspect_tflops.size(); ++i) {
-        std::printf("    pair %zu: %.4f / %.4f = %.3f\n", i + 1, o.suspect_tflops[i],
-                    o.peer_tflops[i], o.suspect_tflops[i] / o.peer_tflops[i]);
-      }
-    }
+    if (std::getenv("BENCH_HEALTH_VERBOSE") != nullptr) PrintOutcome(id, node, o);
   }
   out.condemned = condemned;
   out.plan = plan;
@@ -272,6 +276,9 @@ int main(int argc, char** argv) {
           ++false_condemnations;
           std::printf("sweep %d%s: healthy %s condemned: %s\n", s, k ? " (follow-up)" : "",
                       n.c_str(), c.findings.at(n).c_str());
+          if (const auto it = c.plan.outcomes.find(n); it != c.plan.outcomes.end()) {
+            PrintOutcome(absl::StrCat("b", s, k ? "-again" : ""), n, it->second);
+          }
         }
       }
     }
@@ -281,6 +288,15 @@ int main(int argc, char** argv) {
           "sweep %d: slow node missed (first measurements %.2f of the median, %.2f of the nodes "
           "measured beside them%s)\n",
           s, o.slow_fraction, o.slow_beside, chain.size() > 1 ? ", follow-up too" : "");
+      for (size_t k = 0; k < chain.size(); ++k) {  // what each sweep's test made of it
+        const std::string id = absl::StrCat("b", s, k ? "-again" : "");
+        const auto it = chain[k].plan.outcomes.find(slow_name);
+        if (it == chain[k].plan.outcomes.end()) {
+          std::printf("  %s: not a suspect\n", id.c_str());
+        } else {
+          PrintOutcome(id, slow_name, it->second);
+        }
+      }
     }
     if ((s + 1) % 10 == 0 && s + 1 < sweeps) {  // a running tally: a long run stopped early counts
       std::printf(
