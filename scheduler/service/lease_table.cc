@@ -50,6 +50,17 @@ std::vector<ExpiredLease> LeaseTable::Expired() const {
   return out;
 }
 
+absl::Duration LeaseTable::UntilNextExpiry() const {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  absl::Duration soonest = absl::InfiniteDuration();
+  for (const auto& [node, l] : leases_) {
+    const absl::Duration left = l.renewed + lease_ - now;
+    if (!l.revoked && left > absl::ZeroDuration() && left < soonest) soonest = left;
+  }
+  return soonest;
+}
+
 void LeaseTable::Revoke(const std::string& node) {
   absl::MutexLock lock(&mu_);
   leases_[node].revoked = true;

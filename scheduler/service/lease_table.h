@@ -42,6 +42,11 @@ class LeaseTable {
   void Adopt(const std::vector<std::string>& online);
   // Leases that ended and whose node is not yet declared lost.
   std::vector<ExpiredLease> Expired() const;
+  // How soon the next live lease ends (InfiniteDuration: none will). The leader's cycle wakes
+  // then rather than at its next turn, so that a dead node is declared lost at its lease's end,
+  // not up to a cycle later. A lease already ended is not counted: it is the cycle's to handle,
+  // and counting it would make the cycle spin while the store refuses the node's LOST.
+  absl::Duration UntilNextExpiry() const;
   // The node was declared lost (the store has it): its lease is gone until it registers again.
   void Revoke(const std::string& node);
   // A new term of leadership begins: leases kept from an earlier term of this instance say

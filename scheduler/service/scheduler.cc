@@ -16,6 +16,7 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   s.attempts = std::make_shared<AttemptTracker>(clock, config.drain_limit());
   s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config);
   auto leases = std::make_shared<LeaseTable>(lease_clock ? lease_clock : clock, config.lease);
+  s.leases = leases;
   auto desired = std::make_shared<DesiredAttempts>(clock, ResendAfter(config));
   auto metrics = registry ? std::make_shared<SchedulerMetrics>(*registry) : nullptr;
   s.sessions = std::make_shared<WorkerSessions>(nodes, runs, s.attempts, s.control, leases, desired,

@@ -41,6 +41,8 @@ struct Scheduler {
   std::shared_ptr<SchedulingCycle> cycle;
   std::shared_ptr<NodeApi> node_api;
   std::shared_ptr<HealthRelay> health_relay;
+  // The leader's leases: how soon the next one ends tells its cycle when to run at the latest.
+  std::shared_ptr<LeaseTable> leases;
 };
 
 // `health` may be null: no health API. `idem` records the mutating API calls by their keys.

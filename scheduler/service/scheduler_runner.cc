@@ -6,11 +6,15 @@ namespace tessera::scheduler {
 
 SchedulerRunner::SchedulerRunner(std::shared_ptr<SchedulingCycle> cycle,
                                  std::shared_ptr<LeaderElection> election,
-                                 std::shared_ptr<Clock> clock, absl::Duration interval)
+                                 std::shared_ptr<Clock> clock, absl::Duration interval,
+                                 std::shared_ptr<const LeaseTable> leases)
     : cycle_(std::move(cycle)),
       election_(std::move(election)),
       runner_(
-          std::move(clock), interval, [this] { Tick(); }, PeriodicRunner::FirstRun::kAtOnce) {}
+          std::move(clock), interval, [this] { Tick(); }, PeriodicRunner::FirstRun::kAtOnce,
+          [leases = std::move(leases)] {
+            return leases ? leases->UntilNextExpiry() : absl::InfiniteDuration();
+          }) {}
 
 void SchedulerRunner::Tick() {
   if (!election_->Lead()) {

@@ -1,13 +1,15 @@
 #pragma once
 // Runs the scheduler's cycle while this instance leads the scheduler role: one cycle at once,
-// then one every `interval` of the injected clock (a PeriodicRunner), each asking the election
-// first, which also confirms the hold before its deadline. Standbys ask on the same beat, so one
-// takes over within an interval of the leader's session ending.
+// then one every `interval` of the injected clock (a PeriodicRunner; sooner when a node's lease
+// ends before then, so that a dead node is declared lost at its lease's end), each asking the
+// election first, which also confirms the hold before its deadline. Standbys ask on the same beat,
+// so one takes over within an interval of the leader's session ending.
 
 #include <memory>
 
 #include "absl/status/status.h"
 #include "base/clock.h"
+#include "scheduler/service/lease_table.h"
 #include "scheduler/service/scheduling_cycle.h"
 #include "services/common/leader_election.h"
 #include "services/common/periodic_runner.h"
@@ -17,8 +19,11 @@ namespace tessera::scheduler {
 class SchedulerRunner {
  public:
   // `election` is for the scheduler role (store::kSchedulerLeaderRole).
+  // `leases` (may be null) wakes the cycle at the next lease's end when that comes before
+  // `interval`: a dead node is declared lost at its lease's end, not up to an interval later.
   SchedulerRunner(std::shared_ptr<SchedulingCycle> cycle, std::shared_ptr<LeaderElection> election,
-                  std::shared_ptr<Clock> clock, absl::Duration interval);
+                  std::shared_ptr<Clock> clock, absl::Duration interval,
+                  std::shared_ptr<const LeaseTable> leases = nullptr);
   // Stops the cycles (one in progress finishes); the election gives the role up when its last
   // user goes.
 

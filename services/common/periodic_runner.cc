@@ -1,13 +1,21 @@
 #include "services/common/periodic_runner.h"
 
+#include <algorithm>
+
 namespace tessera {
 
 PeriodicRunner::PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval,
                                std::function<void()> fn, FirstRun first)
+    : PeriodicRunner(std::move(clock), interval, std::move(fn), first, nullptr) {}
+
+PeriodicRunner::PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval,
+                               std::function<void()> fn, FirstRun first,
+                               std::function<absl::Duration()> due_in)
     : clock_(std::move(clock)),
       interval_(interval),
       fn_(std::move(fn)),
       first_(first),
+      due_in_(std::move(due_in)),
       thread_([this] { Loop(); }) {}
 
 PeriodicRunner::~PeriodicRunner() {
@@ -21,9 +29,17 @@ PeriodicRunner::~PeriodicRunner() {
 void PeriodicRunner::Loop() {
   if (first_ == FirstRun::kAtOnce) fn_();
   for (;;) {
+    // A deadline already past is not waited for (it was the run's to handle): counting it
+    // would make the loop spin.
+    absl::Duration pause = interval_;
+    if (due_in_) {
+      if (const absl::Duration due = due_in_(); due > absl::ZeroDuration()) {
+        pause = std::min(due, interval_);
+      }
+    }
     {
       absl::MutexLock lock(&mu_);
-      if (clock_->AwaitWithTimeout(mu_, absl::Condition(&stop_), interval_)) return;
+      if (clock_->AwaitWithTimeout(mu_, absl::Condition(&stop_), pause)) return;
     }
     fn_();
   }

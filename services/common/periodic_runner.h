@@ -25,6 +25,10 @@ class PeriodicRunner {
   // so a slow run is never overlapped or followed by a burst of catch-up runs.
   PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval, std::function<void()> fn,
                  FirstRun first = FirstRun::kAfterInterval);
+  // As above; `due_in`, asked after each run, says how soon the next run is due when that is
+  // sooner than `interval` (a deadline the runs watch for). Zero or less: no deadline ahead.
+  PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval, std::function<void()> fn,
+                 FirstRun first, std::function<absl::Duration()> due_in);
   // Stops: a run in progress finishes, no other starts.
   ~PeriodicRunner();
 
@@ -38,6 +42,7 @@ class PeriodicRunner {
   const absl::Duration interval_;
   const std::function<void()> fn_;
   const FirstRun first_;
+  const std::function<absl::Duration()> due_in_;  // may be empty
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: started once everything it uses is built

@@ -153,7 +153,7 @@ class SchedulerComponent final : public Component {
             MonotonicClock::Shared(), f.stores.changes, &metrics::Registry::Default(),
             f.stores.teams, f.stores.usage)),
         runner_(std::make_unique<scheduler::SchedulerRunner>(scheduler_.cycle, election_, f.clock,
-                                                             o.cycle_interval)),
+                                                             o.cycle_interval, scheduler_.leases)),
         api_(
             scheduler_, f.authenticator, [this] { return election_->IsLeader(); }, o.instance_id),
         control_(

@@ -87,6 +87,28 @@ TEST_CASE("a periodic runner measures its interval from the end of a slow run") 
         std::vector<absl::Time>{start + absl::Seconds(1), start + absl::Seconds(7)});
 }
 
+TEST_CASE("a periodic runner runs at a deadline before its interval, then on its beat again") {
+  auto clock = std::make_shared<FakeClock>();
+  const absl::Time start = clock->Now();
+  const absl::Time deadline = start + absl::Milliseconds(300);
+  Runs runs(clock);
+  // A deadline 300 ms ahead: once it has passed it is no longer waited for (no spinning).
+  PeriodicRunner runner(
+      clock, absl::Seconds(1), [&] { runs.Run(); }, PeriodicRunner::FirstRun::kAtOnce,
+      [&] { return deadline - clock->Now(); });
+  REQUIRE(clock->AwaitWaiters(1));
+  clock->Advance(absl::Milliseconds(299));
+  CHECK(runs.Times().size() == 1);
+  clock->Advance(absl::Milliseconds(1));
+  REQUIRE(clock->AwaitWaiters(1));
+  CHECK(runs.Times() == std::vector<absl::Time>{start, deadline});
+  clock->Advance(absl::Milliseconds(999));
+  CHECK(runs.Times().size() == 2);
+  clock->Advance(absl::Milliseconds(1));
+  REQUIRE(clock->AwaitWaiters(1));
+  CHECK(runs.Times() == std::vector<absl::Time>{start, deadline, deadline + absl::Seconds(1)});
+}
+
 TEST_CASE("destroying a periodic runner stops it without moving the clock") {
   auto clock = std::make_shared<FakeClock>();
   const absl::Time start = clock->Now();

@@ -22,6 +22,24 @@ TEST_CASE("a lease lasts exactly its duration from the last renewal") {
   CHECK(expired[0].silent_for == absl::Seconds(3));
 }
 
+TEST_CASE("the time to the next lease's end counts live leases only") {
+  auto clock = std::make_shared<FakeClock>();
+  LeaseTable leases(clock, absl::Seconds(3));
+  CHECK(leases.UntilNextExpiry() == absl::InfiniteDuration());
+  leases.Grant("n1");
+  clock->Advance(absl::Seconds(1));
+  leases.Grant("n2");
+  CHECK(leases.UntilNextExpiry() == absl::Seconds(2));
+  clock->Advance(absl::Milliseconds(1500));
+  REQUIRE(leases.Renew("n1").ok());  // n1 now ends at 5.5 s, n2 at 4 s
+  CHECK(leases.UntilNextExpiry() == absl::Milliseconds(1500));
+  clock->Advance(absl::Milliseconds(1500));
+  // n2's lease has ended: the cycle's to declare, not a deadline ahead.
+  CHECK(leases.UntilNextExpiry() == absl::Milliseconds(1500));
+  leases.Revoke("n1");
+  CHECK(leases.UntilNextExpiry() == absl::InfiniteDuration());
+}
+
 TEST_CASE("a revoked lease refuses renewals until the worker registers again") {
   auto clock = std::make_shared<FakeClock>();
   LeaseTable leases(clock, absl::Seconds(3));

@@ -21,12 +21,14 @@ struct Fixture {
                                       clock, SchedulerConfig{});
 
   std::unique_ptr<SchedulerRunner> Runner(const std::string& instance,
-                                          std::shared_ptr<store::LeaderLockStore> locks) {
+                                          std::shared_ptr<store::LeaderLockStore> locks,
+                                          absl::Duration interval = absl::Milliseconds(200),
+                                          std::shared_ptr<const LeaseTable> leases = nullptr) {
     return std::make_unique<SchedulerRunner>(
         scheduler.cycle,
         std::make_shared<LeaderElection>(std::move(locks), std::string(store::kSchedulerLeaderRole),
                                          instance, clock),
-        clock, absl::Milliseconds(200));
+        clock, interval, std::move(leases));
   }
   // Admits one PENDING run per cycle that runs, so cycles can be counted by what they admitted.
   void AddPending(const std::string& id) {
@@ -83,6 +85,30 @@ TEST_CASE("scheduler runner: a leader frozen past its deadline steps down, the s
   REQUIRE(f.clock->AwaitWaiters(2));
   CHECK(b->is_leader());
   CHECK_FALSE(a->is_leader());
+}
+
+TEST_CASE("scheduler runner: a dead node is declared lost at its lease's end, not a beat later") {
+  // A beat of 10 s, so that only the lease's end can bring the cycle forward.
+  const absl::Duration lease = SchedulerConfig{}.lease;
+  for (const bool with_leases : {true, false}) {
+    Fixture f;
+    const absl::Time start = f.clock->Now();
+    v1::Node node;
+    node.set_name("n1");
+    node.set_cluster("local");
+    node.set_liveness(v1::NODE_LIVENESS_ONLINE);
+    REQUIRE(f.stores.nodes->CreateNode(node).ok());
+    auto only =
+        f.Runner("only", nullptr, absl::Seconds(10), with_leases ? f.scheduler.leases : nullptr);
+    REQUIRE(f.clock->AwaitWaiters(1));  // the first cycle adopted n1: its lease ends then
+    f.clock->Advance(lease);
+    REQUIRE(f.clock->AwaitWaiters(1));
+    INFO("runner told of the leases: " << with_leases);
+    const auto n1 = f.stores.nodes->GetNode("n1");
+    REQUIRE(n1.ok());
+    CHECK(n1->liveness() == (with_leases ? v1::NODE_LIVENESS_LOST : v1::NODE_LIVENESS_ONLINE));
+    CHECK(f.clock->Now() == start + lease);
+  }
 }
 
 }  // namespace
