@@ -112,9 +112,9 @@ struct SweepOutcome {
   double slow_fraction = 0;       // the slow node's best first figure over the median
   double slow_beside = 1;         // its first figures over the nodes measured beside them (mean)
   health::ConfirmationPlan plan;  // as the sweep ended
+  std::string id;                 // "b7", or "b7-again" for its follow-up
 };
 
-// `earlier`: the plan of the sweep this one follows up (null: none).
 // A suspect's line in the sweep and every pair of its test.
 void PrintOutcome(const std::string& sweep, const std::string& node,
                   const health::SuspectOutcome& o) {
@@ -125,6 +125,16 @@ void PrintOutcome(const std::string& sweep, const std::string& node,
   }
 }
 
+// What the sweep's sequential test made of `node`, with every pair; or that it was no suspect.
+void PrintTestOf(const SweepOutcome& sweep, const std::string& node) {
+  if (const auto it = sweep.plan.outcomes.find(node); it != sweep.plan.outcomes.end()) {
+    PrintOutcome(sweep.id, node, it->second);
+  } else {
+    std::printf("  %s: %s was not a suspect\n", sweep.id.c_str(), node.c_str());
+  }
+}
+
+// `earlier`: the plan of the sweep this one follows up (null: none).
 SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node,
                    const health::ConfirmationPlan* earlier = nullptr) {
   const auto start = std::chrono::steady_clock::now();
@@ -182,6 +192,7 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node,
   }
   out.condemned = condemned;
   out.plan = plan;
+  out.id = id;
   out.measurements = static_cast<int>(results.size());
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
@@ -276,9 +287,7 @@ int main(int argc, char** argv) {
           ++false_condemnations;
           std::printf("sweep %d%s: healthy %s condemned: %s\n", s, k ? " (follow-up)" : "",
                       n.c_str(), c.findings.at(n).c_str());
-          if (const auto it = c.plan.outcomes.find(n); it != c.plan.outcomes.end()) {
-            PrintOutcome(absl::StrCat("b", s, k ? "-again" : ""), n, it->second);
-          }
+          PrintTestOf(c, n);
         }
       }
     }
@@ -288,15 +297,7 @@ int main(int argc, char** argv) {
           "sweep %d: slow node missed (first measurements %.2f of the median, %.2f of the nodes "
           "measured beside them%s)\n",
           s, o.slow_fraction, o.slow_beside, chain.size() > 1 ? ", follow-up too" : "");
-      for (size_t k = 0; k < chain.size(); ++k) {  // what each sweep's test made of it
-        const std::string id = absl::StrCat("b", s, k ? "-again" : "");
-        const auto it = chain[k].plan.outcomes.find(slow_name);
-        if (it == chain[k].plan.outcomes.end()) {
-          std::printf("  %s: not a suspect\n", id.c_str());
-        } else {
-          PrintOutcome(id, slow_name, it->second);
-        }
-      }
+      for (const auto& c : chain) PrintTestOf(c, slow_name);  // what each sweep's test made of it
     }
     if ((s + 1) % 10 == 0 && s + 1 < sweeps) {  // a running tally: a long run stopped early counts
       std::printf(

@@ -5,10 +5,6 @@
 namespace tessera {
 
 PeriodicRunner::PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval,
-                               std::function<void()> fn, FirstRun first)
-    : PeriodicRunner(std::move(clock), interval, std::move(fn), first, nullptr) {}
-
-PeriodicRunner::PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval,
                                std::function<void()> fn, FirstRun first,
                                std::function<absl::Duration()> due_in)
     : clock_(std::move(clock)),

@@ -22,13 +22,12 @@ class PeriodicRunner {
   // When the first run happens.
   enum class FirstRun { kAfterInterval, kAtOnce };
   // Starts the thread. `interval` is measured from the end of one run to the start of the next,
-  // so a slow run is never overlapped or followed by a burst of catch-up runs.
+  // so a slow run is never overlapped or followed by a burst of catch-up runs. `due_in` (may be
+  // empty), asked after each run, says how soon the next run is due when that is sooner than
+  // `interval` (a deadline the runs watch for); zero or less: no deadline ahead.
   PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval, std::function<void()> fn,
-                 FirstRun first = FirstRun::kAfterInterval);
-  // As above; `due_in`, asked after each run, says how soon the next run is due when that is
-  // sooner than `interval` (a deadline the runs watch for). Zero or less: no deadline ahead.
-  PeriodicRunner(std::shared_ptr<Clock> clock, absl::Duration interval, std::function<void()> fn,
-                 FirstRun first, std::function<absl::Duration()> due_in);
+                 FirstRun first = FirstRun::kAfterInterval,
+                 std::function<absl::Duration()> due_in = nullptr);
   // Stops: a run in progress finishes, no other starts.
   ~PeriodicRunner();
 
