@@ -425,9 +425,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     }
   }
   // Tests and scripts read this line to learn the ports.
-  std::cout << "listening grpc=" << (*served)->grpc_port()
-            << " metrics=" << (*served)->metrics_port() << " http=" << (rest ? rest->port() : 0)
-            << std::endl;
+  // One write, so that no other thread's output lands inside it.
+  std::cout << absl::StrCat("listening grpc=", (*served)->grpc_port(),
+                            " metrics=", (*served)->metrics_port(),
+                            " http=", rest ? rest->port() : 0, "\n")
+            << std::flush;
   (*served)->RunUntilSignal();
   if (rest) rest->Shutdown();
   components.clear();

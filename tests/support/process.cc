@@ -100,13 +100,12 @@ absl::StatusOr<std::string> Process::WaitForLine(const std::string& needle,
   while (absl::Now() < deadline) {
     const std::string log = Log();
     const auto at = log.find(needle);
-    if (at != std::string::npos) {
+    // Only a whole line: the process may be part way through writing it (another thread's
+    // flush can put half of it in the file), and a caller parsing the half would fail.
+    if (const auto end = log.find('\n', at); at != std::string::npos && end != std::string::npos) {
       const auto start = log.rfind('\n', at);
-      const auto end = log.find('\n', at);
-      return log.substr(start == std::string::npos ? 0 : start + 1,
-                        end == std::string::npos
-                            ? std::string::npos
-                            : end - (start == std::string::npos ? 0 : start + 1));
+      const auto from = start == std::string::npos ? 0 : start + 1;
+      return log.substr(from, end - from);
     }
     if (!Running()) {
       return absl::FailedPreconditionError(
