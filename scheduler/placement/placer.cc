@@ -36,8 +36,10 @@ struct Placer::Cycle {
   std::vector<size_t> borrowers;
 };
 
-Placer::Placer(const ClusterState& state)
-    : capacity_(state.nodes),
+Placer::Placer(const ClusterState& state) : Placer(CapacityIndex(state.nodes), state) {}
+
+Placer::Placer(CapacityIndex nodes, const ClusterState& state)
+    : capacity_(std::move(nodes)),
       allocations_(capacity_.node_count()),
       quotas_(state.quotas, capacity_) {
   std::vector<const RunningAllocation*> running;

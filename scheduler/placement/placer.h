@@ -65,6 +65,10 @@ struct PlaceOptions {
 class Placer {
  public:
   explicit Placer(const ClusterState& state);
+  // `nodes` is the index of the cluster's nodes with nothing allocated (CapacityIndex of
+  // state.nodes, which is not read): a caller whose nodes did not change keeps one and passes a
+  // copy, saving the index's build (sorting and hashing every node) on each cycle.
+  Placer(CapacityIndex nodes, const ClusterState& state);
 
   // One placement cycle over `queue` (in any order). Applies its placements and preemptions to
   // the Placer's state; reservations end with the cycle.

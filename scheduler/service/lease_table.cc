@@ -1,5 +1,7 @@
 #include "scheduler/service/lease_table.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace tessera::scheduler {
@@ -47,6 +49,8 @@ std::vector<ExpiredLease> LeaseTable::Expired() const {
   for (const auto& [node, l] : leases_) {
     if (!l.revoked && now - l.renewed >= lease_) out.push_back({node, now - l.renewed});
   }
+  std::sort(out.begin(), out.end(),
+            [](const ExpiredLease& a, const ExpiredLease& b) { return a.node < b.node; });
   return out;
 }
 

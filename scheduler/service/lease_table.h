@@ -11,12 +11,12 @@
 // A new leader holds no leases. The nodes the store lists as online get a whole lease from the
 // moment the leader first sees them (Adopt): time for their workers to find it.
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -40,7 +40,7 @@ class LeaseTable {
   absl::Status Renew(const std::string& node);
   // Nodes the store lists as online. Each one this table has never seen gets a lease from now.
   void Adopt(const std::vector<std::string>& online);
-  // Leases that ended and whose node is not yet declared lost.
+  // Leases that ended and whose node is not yet declared lost, by node name.
   std::vector<ExpiredLease> Expired() const;
   // How soon the next live lease ends (InfiniteDuration: none will). The leader's cycle wakes
   // then rather than at its next turn, so that a dead node is declared lost at its lease's end,
@@ -64,7 +64,7 @@ class LeaseTable {
   const std::shared_ptr<Clock> clock_;
   const absl::Duration lease_;
   mutable absl::Mutex mu_;
-  std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera::scheduler

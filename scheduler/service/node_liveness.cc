@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/timestamps.h"
@@ -17,24 +18,30 @@ NodeLiveness::NodeLiveness(std::shared_ptr<store::NodeStore> nodes,
       clock_(std::move(clock)),
       config_(config) {}
 
-std::vector<v1::Node> NodeLiveness::Step(std::vector<v1::Node>& nodes) {
-  std::map<std::string, v1::Node*> by_name;
-  std::vector<std::string> online;
-  for (auto& n : nodes) {
-    by_name[n.name()] = &n;
-    if (n.liveness() == v1::NODE_LIVENESS_ONLINE) online.push_back(n.name());
-  }
-  leases_->Adopt(online);
-  std::vector<v1::Node> lost;
-  for (const ExpiredLease& expired : leases_->Expired()) {
-    auto it = by_name.find(expired.node);
-    if (it == by_name.end() || it->second->liveness() != v1::NODE_LIVENESS_ONLINE) {
-      leases_->Revoke(expired.node);  // removed, or already lost in the store
-      continue;
+std::vector<v1::Node> NodeLiveness::Step(std::vector<v1::Node>& nodes, bool reread) {
+  if (reread) {
+    std::vector<std::string> online;
+    for (const auto& n : nodes) {
+      if (n.liveness() == v1::NODE_LIVENESS_ONLINE) online.push_back(n.name());
     }
-    if (!DeclareLost(*it->second, expired.silent_for)) continue;  // the next cycle tries again
-    leases_->Revoke(expired.node);
-    lost.push_back(*it->second);
+    leases_->Adopt(online);
+  }
+  std::vector<v1::Node> lost;
+  const std::vector<ExpiredLease> expired = leases_->Expired();
+  if (!expired.empty()) {
+    // Keys of their own: DeclareLost replaces the node, and with it the name a view would see.
+    absl::flat_hash_map<std::string, v1::Node*> by_name;
+    for (auto& n : nodes) by_name.emplace(n.name(), &n);
+    for (const ExpiredLease& e : expired) {
+      auto it = by_name.find(e.node);
+      if (it == by_name.end() || it->second->liveness() != v1::NODE_LIVENESS_ONLINE) {
+        leases_->Revoke(e.node);  // removed, or already lost in the store
+        continue;
+      }
+      if (!DeclareLost(*it->second, e.silent_for)) continue;  // the next cycle tries again
+      leases_->Revoke(e.node);
+      lost.push_back(*it->second);
+    }
   }
   const absl::Time now = clock_->Now();
   std::vector<store::HeartbeatSummary> due;

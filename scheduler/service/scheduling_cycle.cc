@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -29,13 +31,6 @@ std::string HostOf(const std::string& address) {
   if (address.empty()) return "127.0.0.1";
   const auto colon = address.rfind(':');
   return colon == std::string::npos ? address : address.substr(0, colon);
-}
-
-bool RunsOn(const v1::Run& run, const std::string& node) {
-  for (const auto& n : run.nodes()) {
-    if (n.node_name() == node) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -77,19 +72,27 @@ absl::StatusOr<CycleStats> SchedulingCycle::RunCycle() {
 
 absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   CycleStats stats;
-  // One read of the runs per cycle, and of the nodes when one changed; what the cycle changes it
+  bool reread = false;
+  // One read of the nodes when one changed, and of the runs, per cycle; what the cycle changes it
   // learns from the answers to its own writes (and keeps in its copy of the nodes).
-  TESSERA_ASSIGN_OR_RETURN(
-      auto runs,
-      runs_->ListRuns({v1::RUN_STATUS_PENDING, v1::RUN_STATUS_QUEUED, v1::RUN_STATUS_STARTING,
-                       v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING}));
   if (changes_ == nullptr || !changes_->live() || !nodes_cached ||
       changes_->Generation(store::ChangeTopic::kNodes) != nodes_generation_) {
     // The generation before the read: a change committed after it is seen next cycle.
     if (changes_ != nullptr) nodes_generation_ = changes_->Generation(store::ChangeTopic::kNodes);
     TESSERA_ASSIGN_OR_RETURN(nodes_cache_, nodes_->ListNodes({}));
+    reread = true;
   }
   std::vector<v1::Node>& nodes = nodes_cache_;
+  // Silent nodes are declared lost before the runs are read (tens of milliseconds at 10,000
+  // nodes), so a dead node is declared at its lease's end. Their attempts end below, with those
+  // of any node a failed cycle declared lost and left.
+  const std::vector<v1::Node> lost = liveness_->Step(nodes, reread);
+  stats.lost_nodes = static_cast<int>(lost.size());
+  if (reread || !lost.empty()) ++nodes_epoch_;  // the placement index is built again
+  TESSERA_ASSIGN_OR_RETURN(
+      auto runs,
+      runs_->ListRuns({v1::RUN_STATUS_PENDING, v1::RUN_STATUS_QUEUED, v1::RUN_STATUS_STARTING,
+                       v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING}));
   // What the cycle found, published once it is done (a failed cycle publishes nothing).
   std::optional<ClusterSummary> summary;
   if (metrics_ && clock_->Now() - summarized_at_ >= absl::Seconds(1)) {
@@ -108,7 +111,7 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   }
   attempts_->SetActive(active);
   TESSERA_RETURN_IF_ERROR(AdmitPending(pending, stats, queued));
-  TESSERA_RETURN_IF_ERROR(ExpireLeases(nodes, active, stats, queued));
+  TESSERA_RETURN_IF_ERROR(EndAttemptsOnLostNodes(nodes, lost, active, queued));
   SendStops(active, stats);
 
   // Attempts that ended above (lost nodes) hold nothing any more, and their runs may be back
@@ -135,35 +138,39 @@ absl::Status SchedulingCycle::AdmitPending(const std::vector<v1::Run>& pending, 
   return absl::OkStatus();
 }
 
-absl::Status SchedulingCycle::ExpireLeases(std::vector<v1::Node>& nodes,
-                                           const std::vector<v1::Run>& active, CycleStats& stats,
-                                           std::vector<v1::Run>& queued) {
-  for (const v1::Node& node : liveness_->Step(nodes)) {
-    ++stats.lost_nodes;
-    TESSERA_RETURN_IF_ERROR(EndAttemptsOfLostNode(node, active, queued));
-    // Its worker fenced itself: nothing runs there, of the attempts just ended or of older ones.
-    attempts_->NodeLost(node.name());
+absl::Status SchedulingCycle::EndAttemptsOnLostNodes(const std::vector<v1::Node>& nodes,
+                                                     const std::vector<v1::Node>& just_lost,
+                                                     const std::vector<v1::Run>& active,
+                                                     std::vector<v1::Run>& queued) {
+  // From the stored liveness, not only this cycle's losses: an attempt whose end a failed cycle
+  // (or an earlier leader) left undone is ended now.
+  absl::flat_hash_set<std::string> lost_nodes;
+  for (const auto& n : nodes) {
+    if (n.liveness() == v1::NODE_LIVENESS_LOST) lost_nodes.insert(n.name());
   }
-  return absl::OkStatus();
-}
-
-absl::Status SchedulingCycle::EndAttemptsOfLostNode(const v1::Node& node,
-                                                    const std::vector<v1::Run>& active,
-                                                    std::vector<v1::Run>& queued) {
   for (const auto& run : active) {
-    if (!RunsOn(run, node.name())) continue;
+    const auto on_lost = std::find_if(run.nodes().begin(), run.nodes().end(), [&](const auto& n) {
+      return lost_nodes.contains(n.node_name());
+    });
+    if (on_lost == run.nodes().end()) continue;
+    const std::string& node = on_lost->node_name();
     AttemptState state = attempts_->State(run.id(), run.resumption_index());
-    state.first_failed_node = node.name();
+    state.first_failed_node = node;
     // The other nodes stop their ranks; the lost node's worker fences itself.
     control_->StopAttempt(run, v1::ATTEMPT_END_REASON_NODE_FAILURE, "a node of the run was lost");
     v1::Run ended;
     TESSERA_RETURN_IF_ERROR(control_->EndAttempt(
         run.id(), run.resumption_index(), state,
         run.stop_requested() ? v1::ATTEMPT_END_REASON_STOPPED : v1::ATTEMPT_END_REASON_NODE_FAILURE,
-        v1::DETECTION_METHOD_LEASE_EXPIRY, absl::StrCat("node ", node.name(), " was lost"),
-        &ended));
+        v1::DETECTION_METHOD_LEASE_EXPIRY, absl::StrCat("node ", node, " was lost"), &ended));
+    // Its lost nodes' workers fenced themselves: the attempt does not wait for them to drain.
+    for (const auto& n : run.nodes()) {
+      if (lost_nodes.contains(n.node_name())) attempts_->NodeLost(n.node_name());
+    }
     if (ended.status() == v1::RUN_STATUS_QUEUED) queued.push_back(std::move(ended));
   }
+  // Nothing runs on a node just lost, of older attempts either.
+  for (const auto& n : just_lost) attempts_->NodeLost(n.name());
   return absl::OkStatus();
 }
 
@@ -190,11 +197,18 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
                                     const std::vector<v1::Node>& nodes, CycleStats& stats) {
   ClusterState state;
   if (teams_) state.quotas = teams_->Quotas();
-  std::map<std::string, const v1::Node*> by_name;
-  for (const auto& n : nodes) {
-    state.nodes.push_back(NodeInfoFromProto(n));
-    by_name[n.name()] = &n;
+  if (!node_index_ || index_epoch_ != nodes_epoch_) {
+    std::vector<NodeInfo> infos;
+    infos.reserve(nodes.size());
+    nodes_by_name_.clear();
+    for (const auto& n : nodes) {
+      infos.push_back(NodeInfoFromProto(n));
+      nodes_by_name_[n.name()] = &n;
+    }
+    node_index_.emplace(std::move(infos));
+    index_epoch_ = nodes_epoch_;
   }
+  const std::map<std::string, const v1::Node*>& by_name = nodes_by_name_;
   for (const auto& run : active) {
     if (run.nodes_size() == 0) continue;
     RunningAllocation alloc = AllocationFromProto(run, AttemptOf(run));
@@ -221,7 +235,7 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     queued_by_id[r.id()] = &r;
   }
   if (teams_) teams_->AssignShareRanks(queued_runs, queue);
-  Placer placer(state);
+  Placer placer(*node_index_, state);
   const PlacementDecision decision =
       placer.PlaceQueue(queue, {.now_micros = absl::ToUnixMicros(clock_->Now())});
 

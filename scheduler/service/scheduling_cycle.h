@@ -6,11 +6,13 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/clock.h"
+#include "scheduler/placement/capacity_index.h"
 #include "scheduler/service/attempt_control.h"
 #include "scheduler/service/attempt_tracker.h"
 #include "scheduler/service/cluster_metrics.h"
@@ -59,12 +61,12 @@ class SchedulingCycle {
   absl::StatusOr<CycleStats> Cycle(bool nodes_cached);
   absl::Status AdmitPending(const std::vector<v1::Run>& pending, CycleStats& stats,
                             std::vector<v1::Run>& queued);
-  // Marks nodes whose lease expired LOST (NodeLiveness, updating `nodes`), ends their attempts,
-  // and appends the runs that went back to the queue to `queued`.
-  absl::Status ExpireLeases(std::vector<v1::Node>& nodes, const std::vector<v1::Run>& active,
-                            CycleStats& stats, std::vector<v1::Run>& queued);
-  absl::Status EndAttemptsOfLostNode(const v1::Node& node, const std::vector<v1::Run>& active,
-                                     std::vector<v1::Run>& queued);
+  // Ends the attempts of `active` runs on a node stored LOST (`nodes`), `just_lost` this
+  // cycle's or an earlier one's, and appends the runs that went back to the queue to `queued`.
+  absl::Status EndAttemptsOnLostNodes(const std::vector<v1::Node>& nodes,
+                                      const std::vector<v1::Node>& just_lost,
+                                      const std::vector<v1::Run>& active,
+                                      std::vector<v1::Run>& queued);
   void SendStops(const std::vector<v1::Run>& active, CycleStats& stats);
   absl::Status Place(const std::vector<v1::Run>& queued, const std::vector<v1::Run>& active,
                      const std::vector<v1::Node>& nodes, CycleStats& stats);
@@ -87,6 +89,14 @@ class SchedulingCycle {
   // state changed (or it is not listening): 10,000 nodes are not decoded 5 times a second.
   // Null feed: read every cycle.
   std::shared_ptr<store::ChangeFeed> changes_;
+  // Changes whenever nodes_cache_ may have: read again, or a node declared lost in it.
+  uint64_t nodes_epoch_ = 0;
+  // The placement index of the nodes with nothing allocated, and the nodes by name (pointing
+  // into nodes_cache_), as of index_epoch_: each cycle that places copies the index rather than
+  // sorting and hashing 10,000 nodes again.
+  std::optional<CapacityIndex> node_index_;
+  std::map<std::string, const v1::Node*> nodes_by_name_;
+  uint64_t index_epoch_ = 0;
   // Null: no metrics (tests).
   std::shared_ptr<SchedulerMetrics> metrics_;
   std::shared_ptr<TeamPolicy> teams_;

@@ -77,7 +77,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
       parts.runs && parts.scheduler && parts.cordon && parts.logs && parts.health;
   HealthFlags health_flags;
   std::string http_listen = all_in_one ? "127.0.0.1:8080" : "";
-  double lease_seconds = 3, heartbeat_seconds = 1, stop_grace_seconds = 10,
+  double lease_seconds = 2.8, heartbeat_seconds = 1, stop_grace_seconds = 10,
          max_clock_skew_seconds = 10;
   std::string fair_share_half_life = "168h";
   AddHostFlags(app, host);

@@ -171,7 +171,7 @@ TEST_CASE("A stop and a start lost on the wire are repaired and cost a 2-node ru
     link_b.Cut();
   };
   auto restore = [&] {
-    // Long enough for the command to be written into the cut link, well under a lease (3 s).
+    // Long enough for the command to be written into the cut link, well under a lease (2.8 s).
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     link_a.Restore();
     link_b.Restore();

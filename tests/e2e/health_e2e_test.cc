@@ -17,9 +17,9 @@
 namespace tessera::testing {
 namespace {
 
-// Test intervals: a 3 s lease, a 2 s stop grace, short canaries (on one thread: the nodes share
-// this machine, as in deploy/cluster.sh), two low-MFU reports. Runs here may set a hang_timeout
-// of seconds.
+// Test intervals: a 2.8 s lease (the default), a 2 s stop grace, short canaries (on one thread: the
+// nodes share this machine, as in deploy/cluster.sh), two low-MFU reports. Runs here may set a
+// hang_timeout of seconds.
 const std::vector<std::string> kServerFlags = {"--stop-grace-seconds",
                                                "2",
                                                "--canary-compute-seconds",

@@ -88,7 +88,7 @@ TEST_CASE("a run's progress file linked to /dev/zero freezes nothing and costs n
   const v1::Run attack =
       c.Submit("attack", "ln -sf /dev/zero \"$TESSERA_PROGRESS_FILE\"; sleep 12", 1, 1);
   c.client->WaitForStatus(attack.name(), v1::RUN_STATUS_RUNNING);
-  // Longer than the lease (3 s) several times over: a frozen heartbeat would fence the node.
+  // Longer than the lease (2.8 s) several times over: a frozen heartbeat would fence the node.
   for (int i = 0; i < 10; ++i) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     CHECK(c.Node("node-a").liveness() == v1::NODE_LIVENESS_ONLINE);
@@ -113,7 +113,7 @@ TEST_CASE("a worker whose key is revoked loses its stream", "[security]") {
   revoke.set_id(keys.keys(0).id());
   v1::RevokeApiKeyResponse revoked;
   REQUIRE(c.client->admin->RevokeApiKey(c.client->Ctx().get(), revoke, &revoked).ok());
-  // The cached answer lasts 5 s, the lease 3 s.
+  // The cached answer lasts 5 s, the lease 2.8 s.
   c.WaitForLiveness("node-a", v1::NODE_LIVENESS_LOST, absl::Seconds(20));
   auto line = c.worker("node-a").process->WaitForLine("revoked", absl::Seconds(10));
   CHECK(line.ok());

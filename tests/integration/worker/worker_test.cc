@@ -154,8 +154,8 @@ TEST_CASE("kill -9 of a worker: its node is lost within the lease, the run resum
   const absl::Duration lost_after = c.WaitForLiveness(victim, v1::NODE_LIVENESS_LOST);
   INFO("node lost after " << absl::FormatDuration(lost_after));
   std::cout << "figure: node lost " << absl::FormatDuration(lost_after) << " after kill -9\n";
-  // The lease is 3 s from the last heartbeat (sent at most 0.5 s before the kill), and the
-  // scheduler looks every 0.2 s.
+  // The lease is 2.8 s from the last heartbeat (sent at most 0.5 s before the kill), and the
+  // scheduler's cycle runs at its end.
   CHECK(lost_after < absl::Milliseconds(3500));  // slack for a loaded machine
 
   v1::Run done = c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(30));

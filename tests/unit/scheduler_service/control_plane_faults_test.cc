@@ -76,6 +76,35 @@ TEST_CASE("a node silent through an outage is declared lost once the database is
 }
 
 TEST_CASE(
+    "a silent node is declared lost before the runs are read, its attempt ended once they are") {
+  Fixture f;
+  f.Register("n1");
+  v1::Run run = f.Submit(8, /*retry=*/true);
+  StartRun(f, run);
+  f.clock->Advance(absl::Seconds(3));
+  // The run manager is away: the node's loss is stored all the same, at its lease's end.
+  f.outage->runs_down = true;
+  CHECK(absl::IsUnavailable(f.core->cycle->RunCycle().status()));
+  CHECK(f.stores.nodes->GetNode("n1")->liveness() == v1::NODE_LIVENESS_LOST);
+  f.outage->runs_down = false;
+  REQUIRE(f.Get(run).status() == v1::RUN_STATUS_RUNNING);
+  // The next cycle declares nothing again, and ends the attempt the failed one left.
+  auto stats = f.core->cycle->RunCycle();
+  REQUIRE(stats.ok());
+  CHECK(stats->lost_nodes == 0);
+  const v1::Run after = f.Get(run);
+  CHECK(after.resumption_index() == 1);
+  CHECK(after.status() == v1::RUN_STATUS_QUEUED);  // no other node to go to
+  auto attempts = f.stores.runs->ListAttempts(run.id());
+  REQUIRE(attempts.ok());
+  REQUIRE(attempts->size() == 2);
+  const v1::Attempt& first = (*attempts)[0];
+  CHECK(first.end_reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  CHECK(first.detection_method() == v1::DETECTION_METHOD_LEASE_EXPIRY);
+  CHECK(first.reason() == "node n1 was lost");
+}
+
+TEST_CASE(
     "heartbeats write nothing to the store and every node's last one is stored in one write") {
   Fixture f;
   for (int i = 0; i < 50; ++i) f.Register("n" + std::to_string(i));
@@ -147,6 +176,35 @@ TEST_CASE("the cycle reads the nodes again only when a node's state changed") {
   f.outage->down = false;
   REQUIRE(f.core->cycle->RunCycle().ok());
   CHECK(f.node_store->list_reads == reads + 2);
+}
+
+TEST_CASE(
+    "a node lost in a cycle gets nothing in that cycle, though the nodes are not read again") {
+  Fixture f;
+  f.core = f.NewCore(f.stores.changes);
+  f.Register("n1");
+  f.Register("n2");
+  v1::Run first = f.Submit(8, /*retry=*/true);
+  const std::string lost = StartRun(f, first);
+  const std::string other = lost == "n1" ? "n2" : "n1";
+  v1::Run second = f.Submit(8, /*retry=*/false);
+  REQUIRE(f.core->cycle->RunCycle().ok());  // admit
+  REQUIRE(f.core->cycle->RunCycle().ok());  // place
+  REQUIRE(f.Get(second).nodes(0).node_name() == other);
+  const int reads = f.node_store->list_reads;
+  // The first run's node falls silent. Requeued, the run would fit only there (it is free
+  // now): the cycle's kept placement index must know that it was just lost.
+  f.clock->Advance(absl::Milliseconds(2999));
+  REQUIRE(f.core->sessions->Heartbeat(other, {}).ok());
+  f.clock->Advance(absl::Milliseconds(1));
+  auto stats = f.core->cycle->RunCycle();
+  REQUIRE(stats.ok());
+  CHECK(stats->lost_nodes == 1);
+  CHECK(f.node_store->list_reads == reads);  // the cycle's own copy of the nodes
+  const v1::Run requeued = f.Get(first);
+  CHECK(requeued.resumption_index() == 1);
+  CHECK(requeued.status() == v1::RUN_STATUS_QUEUED);
+  CHECK(requeued.nodes_size() == 0);
 }
 
 TEST_CASE("a node lost three times in ten minutes is cordoned with the evidence") {

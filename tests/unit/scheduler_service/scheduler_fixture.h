@@ -29,8 +29,13 @@ class AlwaysFits final : public runs::FitChecker {
 // answer UNAVAILABLE, as they do when PostgreSQL is stopped.
 struct Outage {
   bool down = false;
+  // Only the run manager is away (its calls fail; the node store answers).
+  bool runs_down = false;
   absl::Status Check() const {
     return down ? absl::UnavailableError("the database is away (test outage)") : absl::OkStatus();
+  }
+  absl::Status CheckRuns() const {
+    return runs_down ? absl::UnavailableError("the run manager is away (test outage)") : Check();
   }
 };
 
@@ -82,7 +87,7 @@ class DirectRuns final : public RunsClient {
       : m_(m), outage_(std::move(outage)) {}
   absl::StatusOr<std::vector<v1::Run>> ListRuns(
       const std::vector<v1::RunStatus>& statuses) override {
-    if (auto st = outage_->Check(); !st.ok()) return st;
+    if (auto st = outage_->CheckRuns(); !st.ok()) return st;
     v1::ListRunsRequest req;
     for (auto s : statuses) req.mutable_filter()->add_statuses(s);
     req.set_omit_parameters(true);  // as the scheduler's gRPC client asks
@@ -91,7 +96,7 @@ class DirectRuns final : public RunsClient {
     return std::vector<v1::Run>(resp.runs().begin(), resp.runs().end());
   }
   absl::StatusOr<v1::Run> RecordAttempt(const v1::Attempt& attempt) override {
-    if (auto st = outage_->Check(); !st.ok()) return st;
+    if (auto st = outage_->CheckRuns(); !st.ok()) return st;
     v1::RecordAttemptRequest req;
     *req.mutable_attempt() = attempt;
     v1::RecordAttemptResponse resp;
@@ -99,17 +104,17 @@ class DirectRuns final : public RunsClient {
     return resp.run();
   }
   absl::Status ReportProgress(const v1::ReportProgressRequest& req) override {
-    if (auto st = outage_->Check(); !st.ok()) return st;
+    if (auto st = outage_->CheckRuns(); !st.ok()) return st;
     v1::ReportProgressResponse resp;
     return m_.ReportProgress(kSystem, req, &resp);
   }
   absl::StatusOr<std::vector<v1::SecretValue>> RunSecrets(const std::string&) override {
-    if (auto st = outage_->Check(); !st.ok()) return st;
+    if (auto st = outage_->CheckRuns(); !st.ok()) return st;
     return std::vector<v1::SecretValue>{};
   }
   absl::Status RecordNote(const std::string& run_id, int resumption_index,
                           const std::string& note) override {
-    if (auto st = outage_->Check(); !st.ok()) return st;
+    if (auto st = outage_->CheckRuns(); !st.ok()) return st;
     v1::RecordAttemptRequest req;
     req.mutable_attempt()->set_run_id(run_id);
     req.mutable_attempt()->set_resumption_index(resumption_index);
