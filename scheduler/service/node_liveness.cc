@@ -18,14 +18,15 @@ NodeLiveness::NodeLiveness(std::shared_ptr<store::NodeStore> nodes,
       clock_(std::move(clock)),
       config_(config) {}
 
-std::vector<v1::Node> NodeLiveness::Step(std::vector<v1::Node>& nodes, bool reread) {
-  if (reread) {
-    std::vector<std::string> online;
-    for (const auto& n : nodes) {
-      if (n.liveness() == v1::NODE_LIVENESS_ONLINE) online.push_back(n.name());
-    }
-    leases_->Adopt(online);
+void NodeLiveness::Adopt(const std::vector<v1::Node>& nodes) {
+  std::vector<std::string> online;
+  for (const auto& n : nodes) {
+    if (n.liveness() == v1::NODE_LIVENESS_ONLINE) online.push_back(n.name());
   }
+  leases_->Adopt(online);
+}
+
+std::vector<v1::Node> NodeLiveness::Step(std::vector<v1::Node>& nodes, bool complete) {
   std::vector<v1::Node> lost;
   const std::vector<ExpiredLease> expired = leases_->Expired();
   if (!expired.empty()) {
@@ -34,6 +35,7 @@ std::vector<v1::Node> NodeLiveness::Step(std::vector<v1::Node>& nodes, bool rere
     for (auto& n : nodes) by_name.emplace(n.name(), &n);
     for (const ExpiredLease& e : expired) {
       auto it = by_name.find(e.node);
+      if (it == by_name.end() && !complete) continue;  // not in this copy: the next read says
       if (it == by_name.end() || it->second->liveness() != v1::NODE_LIVENESS_ONLINE) {
         leases_->Revoke(e.node);  // removed, or already lost in the store
         continue;

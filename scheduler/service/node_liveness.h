@@ -28,12 +28,17 @@ class NodeLiveness {
   NodeLiveness(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<LeaseTable> leases,
                std::shared_ptr<Clock> clock, SchedulerConfig config);
 
-  // `nodes` is the cycle's inventory; it is updated in place. Returns the nodes declared lost.
-  // `reread`: `nodes` was read from the store since the last step, so online nodes this
-  // leader holds no lease for (a new term, a node registered through another instance) may be
-  // among them and are adopted (LeaseTable::Adopt). Otherwise no node can have come online
-  // unseen, and 10,000 nodes are not looked up again.
-  std::vector<v1::Node> Step(std::vector<v1::Node>& nodes, bool reread);
+  // `nodes` was just read from the store: the online ones this leader holds no lease for (a new
+  // term, a node registered through another instance) get one from now (LeaseTable::Adopt).
+  // Between reads no node can come online unseen, so 10,000 nodes are not looked up each cycle.
+  void Adopt(const std::vector<v1::Node>& nodes);
+  // Declares the nodes whose lease ended lost and stores the last heartbeats due. `nodes` is the
+  // cycle's copy of the inventory, updated in place; it may be older than the store (another
+  // writer's change makes a node's write fail, and the next cycle tries again). `complete`:
+  // `nodes` was just read, so a lease whose node is not in it is a removed node's, and is
+  // dropped; otherwise the node may have registered since the copy was read, and its lease
+  // waits for a complete list. Returns the nodes declared lost.
+  std::vector<v1::Node> Step(std::vector<v1::Node>& nodes, bool complete);
   // This instance begins a term of leadership (LeaseTable::Clear).
   void BeginTerm() { leases_->Clear(); }
 

@@ -72,23 +72,31 @@ absl::StatusOr<CycleStats> SchedulingCycle::RunCycle() {
 
 absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   CycleStats stats;
-  bool reread = false;
-  // One read of the nodes when one changed, and of the runs, per cycle; what the cycle changes it
+  // Silent nodes are declared lost first, on the copy of the nodes the cycle starts with, so a
+  // dead node is declared at its lease's end: reading 10,000 nodes again (after any node's
+  // change, this cycle's own LOST included) and the runs take a hundred milliseconds and more
+  // on a busy machine. The copy has this instance's own writes; a node another writer changed
+  // meanwhile fails its write, and the next cycle tries again. The attempts of the nodes lost
+  // end below, with those of any node a failed cycle declared lost and left.
+  std::vector<v1::Node> lost;
+  if (nodes_cached) lost = liveness_->Step(nodes_cache_, /*complete=*/false);
+  // The nodes are read again when one changed; the runs every cycle. What the cycle changes it
   // learns from the answers to its own writes (and keeps in its copy of the nodes).
   if (changes_ == nullptr || !changes_->live() || !nodes_cached ||
       changes_->Generation(store::ChangeTopic::kNodes) != nodes_generation_) {
     // The generation before the read: a change committed after it is seen next cycle.
     if (changes_ != nullptr) nodes_generation_ = changes_->Generation(store::ChangeTopic::kNodes);
     TESSERA_ASSIGN_OR_RETURN(nodes_cache_, nodes_->ListNodes({}));
-    reread = true;
+    liveness_->Adopt(nodes_cache_);
+    ++nodes_epoch_;
+    // The nodes the copy lacked, and the leases of removed ones.
+    for (v1::Node& n : liveness_->Step(nodes_cache_, /*complete=*/true)) {
+      lost.push_back(std::move(n));
+    }
   }
-  std::vector<v1::Node>& nodes = nodes_cache_;
-  // Silent nodes are declared lost before the runs are read (tens of milliseconds at 10,000
-  // nodes), so a dead node is declared at its lease's end. Their attempts end below, with those
-  // of any node a failed cycle declared lost and left.
-  const std::vector<v1::Node> lost = liveness_->Step(nodes, reread);
   stats.lost_nodes = static_cast<int>(lost.size());
-  if (reread || !lost.empty()) ++nodes_epoch_;  // the placement index is built again
+  if (!lost.empty()) ++nodes_epoch_;  // the placement index is built again
+  std::vector<v1::Node>& nodes = nodes_cache_;
   TESSERA_ASSIGN_OR_RETURN(
       auto runs,
       runs_->ListRuns({v1::RUN_STATUS_PENDING, v1::RUN_STATUS_QUEUED, v1::RUN_STATUS_STARTING,

@@ -178,8 +178,7 @@ TEST_CASE("the cycle reads the nodes again only when a node's state changed") {
   CHECK(f.node_store->list_reads == reads + 2);
 }
 
-TEST_CASE(
-    "a node lost in a cycle gets nothing in that cycle, though the nodes are not read again") {
+TEST_CASE("a node lost in a cycle gets nothing in that cycle") {
   Fixture f;
   f.core = f.NewCore(f.stores.changes);
   f.Register("n1");
@@ -191,7 +190,6 @@ TEST_CASE(
   REQUIRE(f.core->cycle->RunCycle().ok());  // admit
   REQUIRE(f.core->cycle->RunCycle().ok());  // place
   REQUIRE(f.Get(second).nodes(0).node_name() == other);
-  const int reads = f.node_store->list_reads;
   // The first run's node falls silent. Requeued, the run would fit only there (it is free
   // now): the cycle's kept placement index must know that it was just lost.
   f.clock->Advance(absl::Milliseconds(2999));
@@ -200,7 +198,6 @@ TEST_CASE(
   auto stats = f.core->cycle->RunCycle();
   REQUIRE(stats.ok());
   CHECK(stats->lost_nodes == 1);
-  CHECK(f.node_store->list_reads == reads);  // the cycle's own copy of the nodes
   const v1::Run requeued = f.Get(first);
   CHECK(requeued.resumption_index() == 1);
   CHECK(requeued.status() == v1::RUN_STATUS_QUEUED);
