@@ -68,9 +68,13 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
     // (the database is away) keeps them and answers heartbeats from memory: an outage must not
     // fence a node; it writes and commands nothing meanwhile (its fence refuses).
     // A key revoked or expired while the stream is open ends it (never waiting for the store).
-    if (auto still = service_->auth_->Revalidate(key_hash_); !still.ok()) {
-      End(ToGrpcStatus(still));
-      return;
+    if (service_->auth_->Now() >= key_holds_until_) {
+      auto still = service_->auth_->Revalidate(key_hash_);
+      if (!still.ok()) {
+        End(ToGrpcStatus(still.status()));
+        return;
+      }
+      key_holds_until_ = *still;
     }
     if (!service_->keeps_streams_()) {
       End(grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -220,6 +224,8 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
   grpc::ServerContext* const ctx_;
   const std::shared_ptr<Outbox> outbox_;
   std::string who_node_, key_hash_;
+  // Until when the key's last answer holds (Authenticator::Revalidate): asked again after.
+  absl::Time key_holds_until_ = absl::InfinitePast();
   // Set once registered (before the stream's next read).
   std::string node_;
   uint64_t token_ = 0;

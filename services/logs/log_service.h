@@ -25,7 +25,7 @@ class LogService final : public v1::LogService::Service {
                    v1::LogBatch batch;
                    while (stream->Read(&batch)) {
                      // A key revoked or expired while the stream is open ends it.
-                     TESSERA_RETURN_IF_ERROR(auth_->Revalidate(key_hash));
+                     TESSERA_RETURN_IF_ERROR(auth_->Revalidate(key_hash).status());
                      v1::LogAck ack;
                      TESSERA_RETURN_IF_ERROR(h_->PushBatch(who, batch, &ack));
                      if (!stream->Write(ack))

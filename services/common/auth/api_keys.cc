@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -164,15 +165,17 @@ absl::StatusOr<Principal> Authenticator::Authenticate(const std::string& authori
   return Answer(*entry, now);
 }
 
-absl::Status Authenticator::Revalidate(const std::string& key_hash) {
+absl::StatusOr<absl::Time> Authenticator::Revalidate(const std::string& key_hash) {
   const absl::Time now = clock_->Now();
   bool stale = true;
+  absl::Time holds_until = now;
   {
     absl::MutexLock lock(&mu_);
     auto hit = cache_.find(key_hash);
     if (hit != cache_.end()) {
       if (auto answer = Answer(hit->second, now); !answer.ok()) return answer.status();
       stale = hit->second.expires <= now;
+      if (!stale) holds_until = std::min(hit->second.expires, hit->second.key_expires);
     }
   }
   if (stale) {
@@ -185,7 +188,7 @@ absl::Status Authenticator::Revalidate(const std::string& key_hash) {
     // 2,000 keys a second), it cost context switches on the streams' threads and its own.
     if (was_empty || refresh_queue_.size() == kRefreshBatch) refresh_cv_.notify_one();
   }
-  return absl::OkStatus();
+  return holds_until;
 }
 
 void Authenticator::RefreshLoop() {

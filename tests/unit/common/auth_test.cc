@@ -275,15 +275,22 @@ TEST_CASE("a key revoked while its stream is open ends the stream, never waiting
   const std::string header = "Bearer " + key.secret();
   const std::string hash = HashSecret(key.secret());
   REQUIRE(f.auth.Authenticate(header).ok());  // the stream's start
+  const absl::Time cached_at = f.clock->Now();
   REQUIRE(f.stores.api_keys->RevokeKey(key.key().id()).ok());
-  // Within the cache's lifetime the answer stands.
-  CHECK(f.auth.Revalidate(hash).ok());
-  // Stale: answered at once from the cache while the store is asked in the background.
-  f.clock->Advance(absl::Seconds(6));
-  CHECK(f.auth.Revalidate(hash).ok());
+  // Within the cache's lifetime the answer stands, and says how long: the stream asks again then.
+  f.clock->Advance(absl::Seconds(1));
+  auto holds = f.auth.Revalidate(hash);
+  REQUIRE(holds.ok());
+  CHECK(*holds == cached_at + absl::Seconds(5));
+  // Stale: answered at once from the cache while the store is asked in the background, and
+  // good for no time at all (the next message asks again).
+  f.clock->Advance(absl::Seconds(5));
+  holds = f.auth.Revalidate(hash);
+  REQUIRE(holds.ok());
+  CHECK(*holds == f.clock->Now());
   absl::Status later;
   for (int i = 0; i < 500; ++i) {
-    later = f.auth.Revalidate(hash);
+    later = f.auth.Revalidate(hash).status();
     if (!later.ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -300,8 +307,14 @@ TEST_CASE("an expired key ends a stream at its next message") {
   const std::string hash = HashSecret(key.secret());
   REQUIRE(f.auth.Authenticate(header).ok());
   CHECK(f.auth.Revalidate(hash).ok());
-  f.clock->Advance(absl::Seconds(61));
-  CHECK(absl::IsUnauthenticated(f.auth.Revalidate(hash)));
+  // Two seconds before its expiry the answer holds until the expiry, not the cache's end.
+  f.clock->Advance(absl::Seconds(58));
+  REQUIRE(f.auth.Authenticate(header).ok());  // cached afresh
+  auto holds = f.auth.Revalidate(hash);
+  REQUIRE(holds.ok());
+  CHECK(*holds == f.clock->Now() + absl::Seconds(2));
+  f.clock->Advance(absl::Seconds(2));
+  CHECK(absl::IsUnauthenticated(f.auth.Revalidate(hash).status()));
 }
 
 // Counts the key store's reads, to show that stale keys are re-read together.
