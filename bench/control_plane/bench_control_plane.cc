@@ -9,7 +9,10 @@
 //
 //   bench_control_plane [--nodes 1000,5000,10000] [--seconds 30] [--rate 20] [--kill 3]
 //                       [--channels 32] [--lines 20] [--size-every SECONDS]
-//                       [-- SERVER FLAGS...]
+//                       [--logs-database] [-- SERVER FLAGS...]
+//
+// --logs-database: rank output in a second database of the same PostgreSQL
+// (--logs-database-url), the rest in the first; the database's figures are of both.
 //
 // A soak of the retention: --size-every 60 -- --run-retention-days 0.002 samples the database's
 // size each minute while runs older than about three minutes are deleted.
@@ -30,7 +33,7 @@ int Usage(const std::string& why) {
   std::cerr << "bench_control_plane: " << why
             << "\nusage: bench_control_plane [--nodes N[,N...]] [--seconds S] [--rate RUNS_PER_S]"
                " [--kill K] [--channels C] [--lines LINES_PER_RANK] [--size-every SECONDS]"
-               " [-- SERVER FLAGS...]\n";
+               " [--logs-database] [-- SERVER FLAGS...]\n";
   return 2;
 }
 
@@ -50,6 +53,10 @@ int main(int argc, char** argv) {
     if (flag == "--") {
       for (++i; i < argc; ++i) base.server_flags.push_back(argv[i]);
       break;
+    }
+    if (flag == "--logs-database") {
+      base.logs_database = true;
+      continue;
     }
     if (i + 1 >= argc) return Usage(flag + " needs a value");
     const std::string value = argv[++i];
@@ -80,6 +87,9 @@ int main(int argc, char** argv) {
     } else {
       return Usage("unknown flag " + flag);
     }
+  }
+  if (base.logs_database && base.database_size_every > absl::ZeroDuration()) {
+    return Usage("--size-every samples one database: not with --logs-database");
   }
   // Every node is a stream at the server: leave room for the files and threads.
   rlimit files{65536, 65536};

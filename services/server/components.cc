@@ -249,11 +249,11 @@ class LogsComponent final : public Component {
   LogsComponent(const Foundation& f, std::shared_ptr<ChannelRef> runs,
                 const SystemCredential& system_key, const LogsOptions& o)
       : handler_(std::make_shared<logs::LogHandler>(
-            f.stores.logs,
+            o.store ? o.store : f.stores.logs,
             logs::MakeGrpcRunLookup(std::move(runs), system_key,
                                     f.CallOptions(logs::kRunLookupOptions)),
             f.clock, logs::LogHandlerOptions{.quota = o.quota, .retention = o.retention},
-            metrics::Registry::Default(), f.stores.changes)),
+            metrics::Registry::Default(), o.store ? o.changes : f.stores.changes)),
         service_(handler_, f.authenticator),
         // Every instance may apply the retention: removing a run's logs twice is harmless.
         retention_(f.clock, o.retention_check, [this] {

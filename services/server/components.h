@@ -150,6 +150,10 @@ struct LogsOptions {
   absl::Duration retention = absl::ZeroDuration();
   // How often the retention is applied (RetentionCheckInterval of it, when set by the server).
   absl::Duration retention_check = absl::Minutes(10);
+  // A database of the logs' own (--logs-database-url): its log store and the change feed that
+  // wakes followers there. Null: the Foundation's, in the one database.
+  std::shared_ptr<store::LogStore> store;
+  std::shared_ptr<store::ChangeFeed> changes;
 };
 
 // The log service; `runs` is the run manager's API (for run names, owners and attempts).

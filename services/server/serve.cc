@@ -91,6 +91,14 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                  "scheduler's and health API's loops) use; people's calls use the rest")
       ->capture_default_str()
       ->check(CLI::Range(0, 255));
+  std::string logs_database_url;
+  if (parts.logs) {
+    app.add_option("--logs-database-url", logs_database_url,
+                   "a PostgreSQL of their own for rank output (lines, quotas, followers' "
+                   "notifications); keys, runs and the rest stay in --database-url (default: "
+                   "that one)")
+        ->envname("TESSERA_LOGS_DATABASE_URL");
+  }
   double service_call_timeout_seconds = 0;
   app.add_option("--service-call-timeout-seconds", service_call_timeout_seconds,
                  "how long a call to another Tessera service waits before it fails (0: each "
@@ -319,6 +327,18 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   runs_options.allow_host_image = allow_host_image;
   runs_options.run_retention = absl::Seconds(run_retention_days * 86400);
   LogsOptions logs_options;
+  if (!logs_database_url.empty() && !direct) {
+    store::PostgresOptions logs_db = db;
+    logs_db.url = logs_database_url;
+    auto log_stores = store::OpenPostgresStores(logs_db);
+    if (!log_stores.ok()) {
+      return Fail(absl::Status(
+          log_stores.status().code(),
+          absl::StrCat("cannot open the logs database: ", log_stores.status().message())));
+    }
+    logs_options.store = log_stores->logs;
+    logs_options.changes = log_stores->changes;
+  }
   logs_options.retention = absl::Seconds(log_retention_days * 86400);
   logs_options.retention_check = RetentionCheckInterval(logs_options.retention);
   for (const auto& [flag, text, into] :

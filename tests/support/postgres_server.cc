@@ -96,6 +96,17 @@ absl::Status PostgresServer::ResetDatabase() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> PostgresServer::CreateDatabase(const std::string& name) {
+  try {
+    pqxx::connection admin(absl::StrCat("postgresql://tessera@127.0.0.1:", port_, "/postgres"));
+    pqxx::nontransaction tx(admin);
+    tx.exec(absl::StrCat("CREATE DATABASE ", tx.quote_name(name)));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("creating database ", name, ": ", e.what()));
+  }
+  return absl::StrCat("postgresql://tessera@127.0.0.1:", port_, "/", name);
+}
+
 PostgresServer& SharedPostgres() {
   static std::unique_ptr<PostgresServer> server = [] {
     auto started = PostgresServer::Start();

@@ -38,6 +38,8 @@ class PostgresServer {
 
   // Drops and recreates the `tessera` database, for a clean slate between test cases.
   absl::Status ResetDatabase();
+  // Creates another database on this server (for a store of its own); returns its URL.
+  absl::StatusOr<std::string> CreateDatabase(const std::string& name);
 
  private:
   explicit PostgresServer(std::string dir) : dir_(std::move(dir)) {}

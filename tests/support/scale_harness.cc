@@ -95,15 +95,21 @@ double Percentile(std::vector<double> v, double p) {
 struct DatabaseCounters {
   int64_t commits = 0, rows = 0, bytes = 0;
 };
-DatabaseCounters ReadCounters(const std::string& url) {
-  pqxx::connection c(url);
-  pqxx::work tx(c);
-  // Statistics are sent by backends now and then; ask for a fresh snapshot.
-  const auto row = tx.exec1(
-      "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted,"
-      " pg_database_size(current_database()) FROM pg_stat_database"
-      " WHERE datname = current_database()");
-  return {row[0].as<int64_t>(), row[1].as<int64_t>(), row[2].as<int64_t>()};
+// Summed over the databases at `urls`.
+DatabaseCounters ReadCounters(const std::vector<std::string>& urls) {
+  DatabaseCounters sum;
+  for (const std::string& url : urls) {
+    pqxx::connection c(url);
+    pqxx::work tx(c);
+    const auto row = tx.exec1(
+        "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted,"
+        " pg_database_size(current_database()) FROM pg_stat_database"
+        " WHERE datname = current_database()");
+    sum.commits += row[0].as<int64_t>();
+    sum.rows += row[1].as<int64_t>();
+    sum.bytes += row[2].as<int64_t>();
+  }
+  return sum;
 }
 
 ScaleReport::DatabaseSample SampleDatabase(const std::string& url, absl::Duration since_start) {
@@ -210,6 +216,14 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
                                    "--allow-host-image",
                                    "--sweep-interval-seconds",
                                    "0"};
+  std::vector<std::string> databases = {url};
+  if (o.logs_database) {
+    auto logs_url = (*pg)->CreateDatabase("tessera_logs");
+    if (!logs_url.ok()) return logs_url.status();
+    argv.push_back("--logs-database-url");
+    argv.push_back(*logs_url);
+    databases.push_back(*logs_url);
+  }
   argv.insert(argv.end(), o.server_flags.begin(), o.server_flags.end());
   auto server = Process::Start(argv, dir + "/server.log");
   if (!server.ok()) return server.status();
@@ -235,7 +249,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   auto logs = v1::LogService::NewStub(channel);
 
   const pid_t postmaster = PostmasterPid(url);
-  const DatabaseCounters db_before = ReadCounters(url);
+  const DatabaseCounters db_before = ReadCounters(databases);
   const auto db_cpu_before = DatabaseCpu(postmaster);
   const double server_cpu_before = CpuSeconds(server->pid());
   fleet.TakeHeartbeatRtts();
@@ -302,7 +316,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   std::sort(scrapes.begin(), scrapes.end());
   r.metrics_scrape_p50_ms = scrapes[scrapes.size() / 2];
   r.metrics_scrape_max_ms = scrapes.back();
-  const DatabaseCounters db_after = ReadCounters(url);
+  const DatabaseCounters db_after = ReadCounters(databases);
   r.commits_per_second = static_cast<double>(db_after.commits - db_before.commits) / r.seconds;
   r.rows_written_per_second = static_cast<double>(db_after.rows - db_before.rows) / r.seconds;
   r.database_bytes = db_after.bytes;

@@ -33,6 +33,9 @@ struct ScaleOptions {
   int check_logs_of = 0;
   // How often the database's size is sampled while measuring (zero: at the end only).
   absl::Duration database_size_every = absl::ZeroDuration();
+  // Rank output in a second database of the same PostgreSQL (--logs-database-url); the
+  // commits, rows and size reported are of both. Not with database_size_every.
+  bool logs_database = false;
   std::vector<std::string> server_flags;
   SimFleetOptions fleet;
 };

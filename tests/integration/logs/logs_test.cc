@@ -4,8 +4,11 @@
 #include <signal.h>
 
 #include <atomic>
+#include <pqxx/pqxx>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "services/store/stores.h"
 #include "tessera/v1/logs.grpc.pb.h"
@@ -222,6 +225,76 @@ TEST_CASE("logs: tessera-logs as its own process, followers on another process s
   CHECK(on_server == Expected(500));
   CHECK(on_logs == Expected(500));
   worker.Disconnect();
+}
+
+// Rows of log_chunks in the database at `url`.
+int64_t StoredChunks(const std::string& url) {
+  pqxx::connection c(url);
+  pqxx::work tx(c);
+  return tx.exec1("SELECT count(*) FROM log_chunks")[0].as<int64_t>();
+}
+
+TEST_CASE("logs: rank output in a database of its own, keys and runs in the main one", "[logs]") {
+  auto pg = PostgresServer::Start();
+  REQUIRE(pg.ok());
+  const std::string url = (*pg)->url();
+  auto logs_url = (*pg)->CreateDatabase("tessera_logs");
+  INFO(logs_url.status().ToString());
+  REQUIRE(logs_url.ok());
+  const std::string worker_key = CreateKey(url, "worker", "system");
+  const std::string alice_key = CreateKey(url, "alice", "user");
+  ServerProcess server = StartServer(
+      "tessera-server", url,
+      {"--lease-seconds", "60", "--heartbeat-seconds", "0.2", "--logs-database-url", *logs_url});
+  FakeWorker worker(server.endpoint(), NodeKey(url, "node-1"), SimulatedNode("node-1"));
+  REQUIRE(worker.Connect().ok());
+  Client alice(server.endpoint(), alice_key);
+  v1::Run run = alice.Submit("own-db", 8);
+  REQUIRE(worker.WaitForStart(run.id(), 0, absl::Seconds(10)).has_value());
+  alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+
+  // A follower woken by the logs database's notifications, and the lines pushed meanwhile.
+  v1::GetLogsRequest follow;
+  follow.set_run_name(run.name());
+  follow.set_follow(true);
+  std::vector<std::string> followed;
+  std::thread follower([&] { followed = ReadAll(server.endpoint(), alice_key, follow); });
+  absl::SleepFor(absl::Milliseconds(300));
+  for (int i = 0; i < 5; ++i) {
+    CHECK(Push(server.endpoint(), worker_key, run.id(), i, i + 1).complete);
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  worker.Finish(run.id(), 0, 0);
+  alice.WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED);
+  follower.join();
+  CHECK(followed == Expected(500));
+  v1::GetLogsRequest read;
+  read.set_run_name(run.name());
+  CHECK(ReadAll(server.endpoint(), alice_key, read) == Expected(500));
+  // Stored where they were sent, and nowhere else.
+  CHECK(StoredChunks(*logs_url) > 0);
+  CHECK(StoredChunks(url) == 0);
+  worker.Disconnect();
+}
+
+TEST_CASE("logs: a logs database that cannot be opened is refused at start with its name",
+          "[logs]") {
+  auto pg = PostgresServer::Start();
+  REQUIRE(pg.ok());
+  auto p = Process::Start(
+      {BinaryPath("tessera-logs"), "--database-url", (*pg)->url(), "--logs-database-url",
+       absl::StrCat("postgresql://tessera@127.0.0.1:", (*pg)->port(), "/no_such_database"),
+       "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--plaintext",
+       "--runs-endpoint", "127.0.0.1:1"},
+      TempLog("tessera-logs-bad-db"));
+  REQUIRE(p.ok());
+  auto line = p->WaitForLine("cannot open the logs database");
+  INFO(line.status().ToString());
+  REQUIRE(line.ok());
+  CHECK(absl::StrContains(*line, "no_such_database"));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (p->Running() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(50));
+  CHECK_FALSE(p->Running());  // it stops, serving nothing
 }
 
 }  // namespace
