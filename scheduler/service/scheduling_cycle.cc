@@ -167,10 +167,18 @@ absl::Status SchedulingCycle::EndAttemptsOnLostNodes(const std::vector<v1::Node>
     // The other nodes stop their ranks; the lost node's worker fences itself.
     control_->StopAttempt(run, v1::ATTEMPT_END_REASON_NODE_FAILURE, "a node of the run was lost");
     v1::Run ended;
-    TESSERA_RETURN_IF_ERROR(control_->EndAttempt(
+    const absl::Status st = control_->EndAttempt(
         run.id(), run.resumption_index(), state,
         run.stop_requested() ? v1::ATTEMPT_END_REASON_STOPPED : v1::ATTEMPT_END_REASON_NODE_FAILURE,
-        v1::DETECTION_METHOD_LEASE_EXPIRY, absl::StrCat("node ", node, " was lost"), &ended));
+        v1::DETECTION_METHOD_LEASE_EXPIRY, absl::StrCat("node ", node, " was lost"), &ended);
+    if (absl::IsUnavailable(st)) return st;
+    if (!st.ok()) {
+      // Refused (the run moved on meanwhile): the next cycle sees it as it is now. One run
+      // refused again and again must not stop every cycle from placing.
+      spdlog::warn("run {}: ending its attempt {} on lost node {}: {}", run.name(),
+                   run.resumption_index(), node, st.ToString());
+      continue;
+    }
     // Its lost nodes' workers fenced themselves: the attempt does not wait for them to drain.
     for (const auto& n : run.nodes()) {
       if (lost_nodes.contains(n.node_name())) attempts_->NodeLost(n.node_name());

@@ -178,6 +178,30 @@ TEST_CASE("the cycle reads the nodes again only when a node's state changed") {
   CHECK(f.node_store->list_reads == reads + 2);
 }
 
+TEST_CASE("an attempt on a lost node whose end is refused does not stop the cycle") {
+  Fixture f;
+  f.Register("n1");
+  f.Register("n2");
+  v1::Run run = f.Submit(8, /*retry=*/true);
+  const std::string lost = StartRun(f, run);
+  const std::string other = lost == "n1" ? "n2" : "n1";
+  f.clock->Advance(absl::Milliseconds(2999));
+  REQUIRE(f.core->sessions->Heartbeat(other, {}).ok());
+  f.clock->Advance(absl::Milliseconds(1));
+  f.outage->refuse_records = true;
+  auto stats = f.core->cycle->RunCycle();
+  REQUIRE(stats.ok());  // logged and skipped: other runs still get placed
+  CHECK(stats->lost_nodes == 1);
+  CHECK(f.Get(run).resumption_index() == 0);
+  f.outage->refuse_records = false;
+  REQUIRE(f.core->sessions->Heartbeat(other, {}).ok());
+  REQUIRE(f.core->cycle->RunCycle().ok());  // tried again from the stored LOST
+  const v1::Run requeued = f.Get(run);
+  CHECK(requeued.resumption_index() == 1);
+  REQUIRE(requeued.nodes_size() == 1);
+  CHECK(requeued.nodes(0).node_name() == other);
+}
+
 TEST_CASE("a node lost in a cycle gets nothing in that cycle") {
   Fixture f;
   f.core = f.NewCore(f.stores.changes);

@@ -31,6 +31,8 @@ struct Outage {
   bool down = false;
   // Only the run manager is away (its calls fail; the node store answers).
   bool runs_down = false;
+  // The run manager refuses to record attempts (an error other than UNAVAILABLE).
+  bool refuse_records = false;
   absl::Status Check() const {
     return down ? absl::UnavailableError("the database is away (test outage)") : absl::OkStatus();
   }
@@ -97,6 +99,7 @@ class DirectRuns final : public RunsClient {
   }
   absl::StatusOr<v1::Run> RecordAttempt(const v1::Attempt& attempt) override {
     if (auto st = outage_->CheckRuns(); !st.ok()) return st;
+    if (outage_->refuse_records) return absl::InternalError("refused (test)");
     v1::RecordAttemptRequest req;
     *req.mutable_attempt() = attempt;
     v1::RecordAttemptResponse resp;
