@@ -13,9 +13,10 @@ inline constexpr std::string_view kProcsPerNodeLabel = "tessera.io/procs-per-nod
 
 struct SchedulerConfig {
   // A node whose worker has not heartbeat for this long is lost. With a beat a second, 2.8 s
-  // survives two lost beats in a row, as 3 s does (the third beat is due at 3 s, too late for
-  // either), and leaves 0.2 s for the last beat's way in and the cycle, so that a dead node is
-  // declared within 3 s of its last heartbeat (bench/control_plane).
+  // survives one lost beat with the next up to 0.8 s late (3 s: up to 1 s); two lost in a row
+  // end either (the third beat is due at 3 s, too late for both). It leaves 0.2 s for the last
+  // beat's way in and the cycle, so that a dead node is declared within 3 s of its last
+  // heartbeat (bench/control_plane).
   absl::Duration lease = absl::Milliseconds(2800);
   // The lease, not this, bounds how soon a dead node is found; this sets how late a beat may be
   // (lease minus interval: 1.8 s) before a live node is taken for lost. One a second keeps an idle
