@@ -3,7 +3,7 @@
 // database is off the training path: a PostgreSQL outage or stall of any length delays no
 // renewal, fences no worker and kills no rank. The store learns of a node's liveness only when
 // it changes (registered, lost) and, for people, of its last heartbeat now and then
-// (NodeLiveness::Step, in one write for all nodes due).
+// (NodeLiveness::StoreLastHeartbeats, in one write for all nodes due).
 //
 // Deadlines are on the injected lease clock, a monotonic one in production: a step of the wall
 // clock neither expires a lease early nor keeps a dead node alive.

@@ -26,7 +26,7 @@ void NodeLiveness::Adopt(const std::vector<v1::Node>& nodes) {
   leases_->Adopt(online);
 }
 
-std::vector<v1::Node> NodeLiveness::Step(std::vector<v1::Node>& nodes, bool complete) {
+std::vector<v1::Node> NodeLiveness::ExpireLeases(std::vector<v1::Node>& nodes, bool complete) {
   std::vector<v1::Node> lost;
   const std::vector<ExpiredLease> expired = leases_->Expired();
   if (!expired.empty()) {
@@ -45,6 +45,10 @@ std::vector<v1::Node> NodeLiveness::Step(std::vector<v1::Node>& nodes, bool comp
       lost.push_back(*it->second);
     }
   }
+  return lost;
+}
+
+void NodeLiveness::StoreLastHeartbeats(std::vector<v1::Node>& nodes) {
   const absl::Time now = clock_->Now();
   std::vector<store::HeartbeatSummary> due;
   std::vector<v1::Node*> due_nodes;
@@ -66,7 +70,6 @@ std::vector<v1::Node> NodeLiveness::Step(std::vector<v1::Node>& nodes, bool comp
       spdlog::warn("storing {} nodes' last heartbeat: {}", due.size(), st.ToString());
     }
   }
-  return lost;
 }
 
 bool NodeLiveness::DeclareLost(v1::Node& node, absl::Duration silent_for) {

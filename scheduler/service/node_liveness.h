@@ -32,13 +32,16 @@ class NodeLiveness {
   // term, a node registered through another instance) get one from now (LeaseTable::Adopt).
   // Between reads no node can come online unseen, so 10,000 nodes are not looked up each cycle.
   void Adopt(const std::vector<v1::Node>& nodes);
-  // Declares the nodes whose lease ended lost and stores the last heartbeats due. `nodes` is the
-  // cycle's copy of the inventory, updated in place; it may be older than the store (another
-  // writer's change makes a node's write fail, and the next cycle tries again). `complete`:
-  // `nodes` was just read, so a lease whose node is not in it is a removed node's, and is
-  // dropped; otherwise the node may have registered since the copy was read, and its lease
-  // waits for a complete list. Returns the nodes declared lost.
-  std::vector<v1::Node> Step(std::vector<v1::Node>& nodes, bool complete);
+  // Declares the nodes whose lease ended lost. `nodes` is the cycle's copy of the inventory,
+  // updated in place; it may be older than the store (another writer's change makes a node's
+  // write fail, and the next cycle tries again). `complete`: `nodes` was just read, so a lease
+  // whose node is not in it is a removed node's, and is dropped; otherwise the node may have
+  // registered since the copy was read, and its lease waits for a complete list. Returns the
+  // nodes declared lost.
+  std::vector<v1::Node> ExpireLeases(std::vector<v1::Node>& nodes, bool complete);
+  // Stores, in one write, the last heartbeat of every live node whose stored one is older than
+  // the persist interval (for people: leases never wait for the database). Once per cycle.
+  void StoreLastHeartbeats(std::vector<v1::Node>& nodes);
   // This instance begins a term of leadership (LeaseTable::Clear).
   void BeginTerm() { leases_->Clear(); }
 

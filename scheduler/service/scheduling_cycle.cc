@@ -79,7 +79,7 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   // meanwhile fails its write, and the next cycle tries again. The attempts of the nodes lost
   // end below, with those of any node a failed cycle declared lost and left.
   std::vector<v1::Node> lost;
-  if (nodes_cached) lost = liveness_->Step(nodes_cache_, /*complete=*/false);
+  if (nodes_cached) lost = liveness_->ExpireLeases(nodes_cache_, /*complete=*/false);
   // The nodes are read again when one changed; the runs every cycle. What the cycle changes it
   // learns from the answers to its own writes (and keeps in its copy of the nodes).
   if (changes_ == nullptr || !changes_->live() || !nodes_cached ||
@@ -90,10 +90,11 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
     liveness_->Adopt(nodes_cache_);
     ++nodes_epoch_;
     // The nodes the copy lacked, and the leases of removed ones.
-    for (v1::Node& n : liveness_->Step(nodes_cache_, /*complete=*/true)) {
+    for (v1::Node& n : liveness_->ExpireLeases(nodes_cache_, /*complete=*/true)) {
       lost.push_back(std::move(n));
     }
   }
+  liveness_->StoreLastHeartbeats(nodes_cache_);
   stats.lost_nodes = static_cast<int>(lost.size());
   if (!lost.empty()) ++nodes_epoch_;  // the placement index is built again
   std::vector<v1::Node>& nodes = nodes_cache_;

@@ -1,5 +1,5 @@
-// NodeLiveness on a copy of the nodes that may be older than the store: the cycle steps it on
-// its own copy first (so a dead node is declared at its lease's end) and again on a fresh read.
+// NodeLiveness on a copy of the nodes that may be older than the store: the cycle expires leases
+// on its own copy first (so a dead node is declared at its lease's end) and again on a fresh read.
 #include "scheduler/service/node_liveness.h"
 
 #include <catch2/catch.hpp>
@@ -35,7 +35,7 @@ TEST_CASE("a silent node the cycle's copy lacks is declared lost from the next c
   std::vector<v1::Node> copy = l.Read();  // read before n2 registered
   l.Register("n2");
   l.clock->Advance(absl::Seconds(3));
-  auto lost = l.liveness.Step(copy, /*complete=*/false);
+  auto lost = l.liveness.ExpireLeases(copy, /*complete=*/false);
   REQUIRE(lost.size() == 1);
   CHECK(lost[0].name() == "n1");
   CHECK(copy[0].liveness() == v1::NODE_LIVENESS_LOST);  // the copy learns its own write
@@ -43,7 +43,7 @@ TEST_CASE("a silent node the cycle's copy lacks is declared lost from the next c
   CHECK(l.stores.nodes->GetNode("n2")->liveness() == v1::NODE_LIVENESS_ONLINE);
   REQUIRE(l.leases->Expired().size() == 1);
   std::vector<v1::Node> fresh = l.Read();
-  lost = l.liveness.Step(fresh, /*complete=*/true);
+  lost = l.liveness.ExpireLeases(fresh, /*complete=*/true);
   REQUIRE(lost.size() == 1);
   CHECK(lost[0].name() == "n2");
   CHECK(l.stores.nodes->GetNode("n2")->liveness() == v1::NODE_LIVENESS_LOST);
@@ -56,7 +56,7 @@ TEST_CASE("a removed node's ended lease is dropped from a complete list, not dec
   REQUIRE(l.stores.nodes->DeleteNode("n1").ok());
   l.clock->Advance(absl::Seconds(3));
   std::vector<v1::Node> fresh = l.Read();
-  CHECK(l.liveness.Step(fresh, /*complete=*/true).empty());
+  CHECK(l.liveness.ExpireLeases(fresh, /*complete=*/true).empty());
   CHECK(l.leases->Expired().empty());
   CHECK_FALSE(l.stores.nodes->GetNode("n1").ok());
 }
@@ -69,10 +69,10 @@ TEST_CASE("a node another writer changed since the copy was read is declared los
   n1->set_admin_state(v1::NODE_ADMIN_STATE_CORDONED);
   REQUIRE(l.stores.nodes->UpdateNode(*n1, n1->version(), {}).ok());
   l.clock->Advance(absl::Seconds(3));
-  CHECK(l.liveness.Step(copy, /*complete=*/false).empty());  // its write lost the race
+  CHECK(l.liveness.ExpireLeases(copy, /*complete=*/false).empty());  // its write lost the race
   CHECK(l.stores.nodes->GetNode("n1")->liveness() == v1::NODE_LIVENESS_ONLINE);
   std::vector<v1::Node> fresh = l.Read();
-  const auto lost = l.liveness.Step(fresh, /*complete=*/true);
+  const auto lost = l.liveness.ExpireLeases(fresh, /*complete=*/true);
   REQUIRE(lost.size() == 1);
   const v1::Node stored = *l.stores.nodes->GetNode("n1");
   CHECK(stored.liveness() == v1::NODE_LIVENESS_LOST);
