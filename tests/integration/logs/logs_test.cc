@@ -99,6 +99,30 @@ std::vector<std::string> Expected(int lines) {
   return out;
 }
 
+// Submits a run of 8 GPUs as `user` and waits until `worker` started it and it runs.
+v1::Run RunningRun(FakeWorker& worker, Client& user, const std::string& name) {
+  v1::Run run = user.Submit(name, 8);
+  REQUIRE(worker.WaitForStart(run.id(), 0, absl::Seconds(10)).has_value());
+  user.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  return run;
+}
+
+v1::GetLogsRequest FollowRequest(const v1::Run& run) {
+  v1::GetLogsRequest follow;
+  follow.set_run_name(run.name());
+  follow.set_follow(true);
+  return follow;
+}
+
+// Batches 0..4, each on a stream of its own, 100 ms apart: followers see them arrive.
+void PushFiveBatchesApart(const std::string& endpoint, const std::string& key,
+                          const std::string& run_id) {
+  for (int i = 0; i < 5; ++i) {
+    CHECK(Push(endpoint, key, run_id, i, i + 1).complete);
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
 TEST_CASE("logs: push, resend, follow, kill -9 mid-push, delete", "[logs]") {
   auto pg = PostgresServer::Start();
   REQUIRE(pg.ok());
@@ -113,14 +137,10 @@ TEST_CASE("logs: push, resend, follow, kill -9 mid-push, delete", "[logs]") {
   FakeWorker worker(endpoint, NodeKey(url, "node-1"), SimulatedNode("node-1"));
   REQUIRE(worker.Connect().ok());
   Client alice(endpoint, alice_key);
-  v1::Run run = alice.Submit("logs", 8);
-  REQUIRE(worker.WaitForStart(run.id(), 0, absl::Seconds(10)).has_value());
-  alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  v1::Run run = RunningRun(worker, alice, "logs");
 
   // A follower from the start.
-  v1::GetLogsRequest follow;
-  follow.set_run_name(run.name());
-  follow.set_follow(true);
+  const v1::GetLogsRequest follow = FollowRequest(run);
   std::vector<std::string> followed;
   grpc::Status follow_status;
   std::thread follower([&] { followed = ReadAll(endpoint, alice_key, follow, &follow_status); });
@@ -202,22 +222,15 @@ TEST_CASE("logs: tessera-logs as its own process, followers on another process s
   FakeWorker worker(server.endpoint(), NodeKey(url, "node-1"), SimulatedNode("node-1"));
   REQUIRE(worker.Connect().ok());
   Client alice(server.endpoint(), alice_key);
-  v1::Run run = alice.Submit("apart", 8);
-  REQUIRE(worker.WaitForStart(run.id(), 0, absl::Seconds(10)).has_value());
-  alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  v1::Run run = RunningRun(worker, alice, "apart");
 
   // Followers on tessera-server (woken only by polling) and on tessera-logs itself.
-  v1::GetLogsRequest follow;
-  follow.set_run_name(run.name());
-  follow.set_follow(true);
+  const v1::GetLogsRequest follow = FollowRequest(run);
   std::vector<std::string> on_server, on_logs;
   std::thread f1([&] { on_server = ReadAll(server.endpoint(), alice_key, follow); });
   std::thread f2([&] { on_logs = ReadAll(logs.endpoint(), alice_key, follow); });
   absl::SleepFor(absl::Milliseconds(300));
-  for (int i = 0; i < 5; ++i) {
-    CHECK(Push(logs.endpoint(), worker_key, run.id(), i, i + 1).complete);
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  PushFiveBatchesApart(logs.endpoint(), worker_key, run.id());
   worker.Finish(run.id(), 0, 0);
   alice.WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED);
   f1.join();
@@ -249,21 +262,14 @@ TEST_CASE("logs: rank output in a database of its own, keys and runs in the main
   FakeWorker worker(server.endpoint(), NodeKey(url, "node-1"), SimulatedNode("node-1"));
   REQUIRE(worker.Connect().ok());
   Client alice(server.endpoint(), alice_key);
-  v1::Run run = alice.Submit("own-db", 8);
-  REQUIRE(worker.WaitForStart(run.id(), 0, absl::Seconds(10)).has_value());
-  alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  v1::Run run = RunningRun(worker, alice, "own-db");
 
   // A follower woken by the logs database's notifications, and the lines pushed meanwhile.
-  v1::GetLogsRequest follow;
-  follow.set_run_name(run.name());
-  follow.set_follow(true);
   std::vector<std::string> followed;
-  std::thread follower([&] { followed = ReadAll(server.endpoint(), alice_key, follow); });
+  std::thread follower(
+      [&] { followed = ReadAll(server.endpoint(), alice_key, FollowRequest(run)); });
   absl::SleepFor(absl::Milliseconds(300));
-  for (int i = 0; i < 5; ++i) {
-    CHECK(Push(server.endpoint(), worker_key, run.id(), i, i + 1).complete);
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  PushFiveBatchesApart(server.endpoint(), worker_key, run.id());
   worker.Finish(run.id(), 0, 0);
   alice.WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED);
   follower.join();
