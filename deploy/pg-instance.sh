@@ -34,6 +34,22 @@ as_server_user() {
   fi
 }
 
+# The server's malloc: jemalloc where it is installed (deploy/install-deps.sh installs it), unless
+# TESSERA_PG_MALLOC=system. A backend storing a batch of log lines allocates and frees buffers of
+# a few hundred KiB in every statement; glibc's malloc maps and unmaps each one, and faulting
+# their pages in again was about 40% of PostgreSQL's time in bench/logs. jemalloc keeps them:
+# 1.1-1.9 times the lines per second end to end in bench/logs (bench/README.md).
+server_env() {
+  [ "${TESSERA_PG_MALLOC:-jemalloc}" = system ] && return
+  local lib
+  for lib in /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2; do
+    if [ -f "$lib" ]; then
+      echo "LD_PRELOAD=$lib"
+      return
+    fi
+  done
+}
+
 # The data folder: DIR/pgdata, unless the server user cannot reach DIR (root's home, say); then a
 # folder under /var/tmp named after DIR, recorded in DIR/pgdata-location.
 data_dir_for() {
@@ -79,7 +95,7 @@ start_server() {
   if [ "$ephemeral" -eq 1 ]; then
     opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
   fi
-  as_server_user "$PGBIN/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 -o "$opts" start >/dev/null \
+  as_server_user env $(server_env) "$PGBIN/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 -o "$opts" start >/dev/null \
     || die "PostgreSQL did not start on port $port; see $data/server.log"
   echo "$port" > "$dir/port"
   if [ ! -f "$data/standby.signal" ] && ! "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U tessera -d postgres -tAc \

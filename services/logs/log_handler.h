@@ -56,7 +56,7 @@ class LogHandler {
   // Stores one batch in one transaction and acknowledges it; then wakes the followers. A node
   // key pushes only as its node, and its lines of attempts not placed on it are acknowledged but
   // not stored. INVALID_ARGUMENT naming the field for a malformed batch.
-  absl::Status PushBatch(const Who& who, const v1::LogBatch& batch, v1::LogAck* ack);
+  absl::Status PushBatch(const Who& who, v1::LogBatch batch, v1::LogAck* ack);
   // Sends the requested lines; with `follow`, then new lines as they arrive until the attempt
   // has ended and everything stored was sent, `send` returns false or `done()`. `send` may
   // gather lines to write several at once: `flush` (when given) writes what it holds, and is

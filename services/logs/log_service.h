@@ -27,7 +27,7 @@ class LogService final : public v1::LogService::Service {
                      // A key revoked or expired while the stream is open ends it.
                      TESSERA_RETURN_IF_ERROR(auth_->Revalidate(key_hash).status());
                      v1::LogAck ack;
-                     TESSERA_RETURN_IF_ERROR(h_->PushBatch(who, batch, &ack));
+                     TESSERA_RETURN_IF_ERROR(h_->PushBatch(who, std::move(batch), &ack));
                      if (!stream->Write(ack))
                        return absl::CancelledError("the log stream was closed");
                    }

@@ -1,6 +1,7 @@
 #include "services/store/log_fanout.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "services/store/log_precision.h"
 
@@ -71,18 +72,25 @@ std::unique_ptr<LogSubscription> LogFanout::Subscribe(const std::string& run_id,
   return sub;
 }
 
-void LogFanout::Publish(const std::vector<v1::LogLine>& lines) {
+void LogFanout::Publish(std::vector<v1::LogLine> lines) {
   bool delivered = false;
   {
     absl::MutexLock lock(&shared_->mu);
     if (shared_->subscribers.empty()) return;
     // The batch's lines per followed attempt, as a reader gets them back from the store (times
-    // to the microsecond).
+    // to the microsecond). A batch holds runs of lines of one attempt: the key is made and looked
+    // up once per run.
     std::map<AttemptKey, std::vector<v1::LogLine>> followed;
-    for (const auto& l : lines) {
-      AttemptKey key{l.run_id(), l.resumption_index()};
-      if (!shared_->subscribers.contains(key)) continue;
-      followed[std::move(key)].push_back(AsStored(l));
+    std::optional<AttemptKey> run;  // the attempt of the run of lines at hand
+    std::vector<v1::LogLine>* into = nullptr;
+    for (auto& l : lines) {
+      if (!run || run->first != l.run_id() || run->second != l.resumption_index()) {
+        run.emplace(l.run_id(), l.resumption_index());
+        into = shared_->subscribers.contains(*run) ? &followed[*run] : nullptr;
+      }
+      if (into == nullptr) continue;
+      ToStoredPrecision(l);
+      into->push_back(std::move(l));
     }
     for (auto& [key, attempt_lines] : followed) {
       const auto n = static_cast<int64_t>(attempt_lines.size());

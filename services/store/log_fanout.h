@@ -67,8 +67,9 @@ class LogFanout {
 
   std::unique_ptr<LogSubscription> Subscribe(const std::string& run_id, int32_t resumption_index);
 
-  // Lines the store just committed (any attempts, in batch order). Cheap when nobody follows.
-  void Publish(const std::vector<v1::LogLine>& lines);
+  // Lines the store just committed (any attempts, in batch order), taken over: not copied.
+  // Cheap when nobody follows.
+  void Publish(std::vector<v1::LogLine> lines);
   // A store call failed, and lines may have been committed all the same (a commit whose outcome
   // is unknown): every subscriber reads the store at its next Take.
   void Invalidate();

@@ -7,9 +7,13 @@
 
 namespace tessera::store {
 
+inline void ToStoredPrecision(v1::LogLine& line) {
+  line.mutable_time()->set_nanos(line.time().nanos() / 1000 * 1000);
+}
+
 inline v1::LogLine AsStored(const v1::LogLine& line) {
   v1::LogLine out = line;
-  out.mutable_time()->set_nanos(line.time().nanos() / 1000 * 1000);
+  ToStoredPrecision(out);
   return out;
 }
 

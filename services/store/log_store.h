@@ -65,7 +65,7 @@ class LogStore {
 
   // Stores the lines in one transaction, skipping any already stored (same key and sequence),
   // and returns the watermark of every key in the batch.
-  virtual absl::StatusOr<LogAppendResult> AppendLogs(const std::vector<v1::LogLine>& lines) = 0;
+  virtual absl::StatusOr<LogAppendResult> AppendLogs(std::vector<v1::LogLine> lines) = 0;
 
   // The lines of one attempt that this store commits from now on, handed over in memory
   // (log_fanout.h): a follower that has caught up takes them instead of reading again.

@@ -28,7 +28,7 @@ class MemoryLogStore final : public LogStore {
     return db_->log_fanout.Subscribe(run_id, resumption_index);
   }
 
-  absl::StatusOr<LogAppendResult> AppendLogs(const std::vector<v1::LogLine>& lines) override {
+  absl::StatusOr<LogAppendResult> AppendLogs(std::vector<v1::LogLine> lines) override {
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
     LogAppendResult result;
@@ -57,7 +57,7 @@ class MemoryLogStore final : public LogStore {
       }
     }
     for (const auto& key : order) result.watermarks.push_back(db_->logs[key].info);
-    db_->log_fanout.Publish(lines);
+    db_->log_fanout.Publish(std::move(lines));
     if (result.inserted > 0) db_->changes->Bump(ChangeTopic::kLogs);
     return result;
   }

@@ -21,18 +21,25 @@ namespace {
 // Rows are locked in key order, so two batches of the same streams cannot deadlock. It also names
 // the transaction's writer ($7), which its change notification carries (migration 0012): set in
 // the statement itself, before the statement's trigger runs, so that it costs no round trip.
+// It also has the next statement, kInsertChunks, planned generically (see there).
 constexpr char kLockStreams[] =
     "INSERT INTO log_streams AS s (run_id, resumption_index, rank, stream, node_rank, node_name,"
     "   durable_sequence, max_sequence)"
     " SELECT *, -1::bigint, -1::bigint FROM unnest($1::text[], $2::int[], $3::int[],"
     "   $4::smallint[], $5::int[], $6::text[])"
-    " WHERE set_config('tessera.writer', $7, true) IS NOT NULL ORDER BY 1, 2, 3, 4"
+    " WHERE set_config('tessera.writer', $7, true) IS NOT NULL"
+    "   AND set_config('plan_cache_mode', 'force_generic_plan', true) IS NOT NULL"
+    " ORDER BY 1, 2, 3, 4"
     " ON CONFLICT (run_id, resumption_index, rank, stream) DO UPDATE SET"
     "   node_rank = EXCLUDED.node_rank, node_name = EXCLUDED.node_name"
     " RETURNING run_id, resumption_index, rank, stream, durable_sequence, max_sequence";
 
 // The new chunks: the columns of their streams ($1..$6, numbered from 1 by ORDINALITY) and of
 // each chunk ($7 the number of its stream, ...), its lines cut from the binary $15.
+// Planned without its parameters' values (plan_cache_mode, set by kLockStreams): a plan made
+// for the values folds $15, every line of the batch, into a constant and copies it twice, which
+// was a third of PostgreSQL's time on each batch. It sets the mode back for the statements after
+// it (kStoreWatermarks' join is planned better for the number of streams it is given).
 constexpr char kInsertChunks[] =
     "INSERT INTO log_chunks (run_id, resumption_index, rank, stream, last_sequence,"
     "   first_sequence, node_rank, node_name, first_time, last_time, line_count, lines)"
@@ -44,7 +51,10 @@ constexpr char kInsertChunks[] =
     "   WITH ORDINALITY AS k(run_id, res, rank, stream, node_rank, node_name, i)"
     " JOIN unnest($7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[],"
     "   $12::int[], $13::int[], $14::int[]) AS u(key, last, first, t0, t1, n, off, len)"
-    "   ON u.key = k.i";
+    "   ON u.key = k.i"
+    " WHERE set_config('plan_cache_mode', 'auto', true) IS NOT NULL";
+// The same when the batch stores no chunk (every line was stored already).
+constexpr char kPlanForValues[] = "SELECT set_config('plan_cache_mode', 'auto', true)";
 
 // The watermarks, and what the batch added: bytes of text ($7) and its newest line ($8, in
 // microseconds; 0 when it stored none), for the quota and the retention of logs.
@@ -96,12 +106,20 @@ struct BatchStreams {
   std::vector<std::vector<const v1::LogLine*>> lines;
 
   explicit BatchStreams(const std::vector<v1::LogLine>& batch) {
+    size_t i = 0;
     for (const auto& l : batch) {
-      const size_t i = Index(PgLogKey{l.run_id(), l.resumption_index(), l.rank(), l.stream()});
+      // Lines come in runs of one stream: the key is made and looked up once per run.
+      if (keys.empty() || !SameStream(keys[i], l)) {
+        i = Index(PgLogKey{l.run_id(), l.resumption_index(), l.rank(), l.stream()});
+      }
       node_ranks[i] = l.node_rank();
       nodes[i] = l.node_name();
       lines[i].push_back(&l);
     }
+  }
+  static bool SameStream(const PgLogKey& key, const v1::LogLine& l) {
+    return std::get<3>(key) == l.stream() && std::get<2>(key) == l.rank() &&
+           std::get<1>(key) == l.resumption_index() && std::get<0>(key) == l.run_id();
   }
   size_t Index(const PgLogKey& key) {
     const size_t i = std::find(keys.begin(), keys.end(), key) - keys.begin();
@@ -237,6 +255,8 @@ absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const std::vector<
                      PgIntArray(chunks.last_time), PgIntArray(chunks.count),
                      PgIntArray(chunks.offset), PgIntArray(chunks.length),
                      pqxx::binarystring(chunks.bytes.data(), chunks.bytes.size()));
+    } else {
+      tx.exec(kPlanForValues);
     }
     const pqxx::result marks =
         tx.exec_params(kStoreWatermarks, runs, res, ranks, streams, PgIntArray(durable),

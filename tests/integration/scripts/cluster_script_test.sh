@@ -39,6 +39,13 @@ echo "$status" | grep -q "^tessera-server  pid" || fail "status: $status"
 echo "$status" | grep -q "^registry        pid" || fail "status: $status"
 [ "$(echo "$status" | grep -c '^worker node-[0-9]  pid')" = 3 ] || fail "status: $status"
 
+# PostgreSQL runs with jemalloc (deploy/pg-instance.sh): the log ingest's buffers are kept, not
+# mapped afresh for every statement.
+pgdata="$state/postgres/pgdata"
+[ -f "$state/postgres/pgdata-location" ] && pgdata="$(cat "$state/postgres/pgdata-location")"
+pg_pid="$(head -1 "$pgdata/postmaster.pid")"
+grep -q libjemalloc "/proc/$pg_pid/maps" || fail "PostgreSQL (pid $pg_pid) runs without jemalloc"
+
 # A second up is harmless: nothing is started twice, nor built again.
 "$ROOT/deploy/cluster.sh" up --workers 3 >"$state/up-again.log" 2>&1 || fail "second up"
 if grep -q "building the training image" "$state/up-again.log"; then fail "the image was rebuilt"; fi

@@ -45,6 +45,38 @@ TEST_CASE("push stores a batch, acks its watermarks, and does not store a resent
   CHECK((*stored)[0].node_name() == "node-x");
 }
 
+TEST_CASE("a node key's batch: its attempts' lines stored, another node's acked and not stored") {
+  Fixture f;
+  auto mine = f.AddRun("r", v1::RUN_STATUS_RUNNING);
+  mine.mutable_attempts(0)->add_nodes()->set_node_name("node-a");
+  f.runs->Set(mine);
+  auto theirs = f.AddRun("s", v1::RUN_STATUS_RUNNING);
+  theirs.mutable_attempts(0)->add_nodes()->set_node_name("node-b");
+  f.runs->Set(theirs);
+  const auth::Principal node_a{"node-a", v1::ROLE_NODE, "node-a"};
+  // Runs of lines of each attempt, alternating, as a worker that follows both would send them.
+  auto ack = f.Push({f.Line(0, kOut, 0, 1, "a0"), f.Line(0, kOut, 0, 2, "forged0", 0, "s"),
+                     f.Line(0, kOut, 1, 3, "a1"), f.Line(0, kOut, 1, 4, "forged1", 0, "s"),
+                     f.Line(0, kOut, 2, 5, "a2")},
+                    "mixed", &node_a);
+  REQUIRE(ack.ok());
+  CHECK(ack->idempotency_key() == "mixed");
+  // A watermark for the refused lines too, so that the worker moves past them.
+  std::map<std::string, int64_t> durable;
+  for (const auto& w : ack->watermarks()) {
+    durable[w.run_id()] = std::max(durable[w.run_id()], w.durable_sequence());
+  }
+  CHECK(durable == std::map<std::string, int64_t>{{"id-r", 2}, {"id-s", 1}});
+  CHECK(f.Texts(Req()) == Texts{"a0", "a1", "a2"});
+  auto stored = f.stores.logs->ReadLogs({.run_id = "id-r"});
+  REQUIRE(stored.ok());
+  REQUIRE(stored->size() == 3);
+  CHECK((*stored)[2].node_name() == "node-a");
+  CHECK(f.stores.logs->ReadLogs({.run_id = "id-s"})->empty());
+  CHECK(Value(f.registry, "tessera_logs_lines_ingested_total") == 3);
+  CHECK(Value(f.registry, "tessera_logs_lines_refused_total") == 2);
+}
+
 TEST_CASE("push is for system keys, a malformed batch is INVALID_ARGUMENT naming the field") {
   Fixture f;
   v1::LogBatch batch;

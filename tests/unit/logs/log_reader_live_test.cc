@@ -22,8 +22,8 @@ class StoredElsewhere final : public store::LogStore {
                                                         int32_t resumption_index) override {
     return quiet_.Subscribe(run_id, resumption_index);
   }
-  absl::StatusOr<store::LogAppendResult> AppendLogs(const std::vector<v1::LogLine>& l) override {
-    return inner_->AppendLogs(l);
+  absl::StatusOr<store::LogAppendResult> AppendLogs(std::vector<v1::LogLine> l) override {
+    return inner_->AppendLogs(std::move(l));
   }
   absl::StatusOr<std::vector<v1::LogLine>> ReadLogs(const store::LogQuery& q) override {
     ++reads;

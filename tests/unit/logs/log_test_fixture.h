@@ -96,13 +96,14 @@ struct Fixture {
   }
 
   absl::StatusOr<v1::LogAck> Push(const std::vector<v1::LogLine>& lines,
-                                  const std::string& key = "b") {
+                                  const std::string& key = "b",
+                                  const auth::Principal* who = nullptr) {
     v1::LogBatch batch;
     batch.set_idempotency_key(key);
-    batch.set_node_name("node-x");
+    batch.set_node_name(who && who->is_node() ? who->node : "node-x");
     for (const auto& l : lines) *batch.add_lines() = l;
     v1::LogAck ack;
-    auto st = handler.PushBatch(worker, batch, &ack);
+    auto st = handler.PushBatch(who ? *who : worker, batch, &ack);
     if (!st.ok()) return st;
     return ack;
   }

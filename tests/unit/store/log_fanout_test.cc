@@ -50,6 +50,17 @@ TEST_CASE("the fan-out hands a follower its attempt's lines, once, in the order 
     fanout.Publish({Line("r1", 0, 3)});
     CHECK(Sequences(sub->Take()) == std::vector<int64_t>{2, 3});
   }
+  SECTION("two followed attempts whose lines alternate in a batch: each gets its own, in order") {
+    auto a = fanout.Subscribe("r1", 0);
+    auto b = fanout.Subscribe("r2", 0);
+    fanout.Publish({Line("r1", 0, 0), Line("r1", 0, 1), Line("r2", 0, 0), Line("r1", 0, 2),
+                    Line("r3", 0, 0), Line("r2", 0, 1, 999)});
+    CHECK(Sequences(a->Take()) == std::vector<int64_t>{0, 1, 2});
+    auto taken = b->Take();
+    CHECK(Sequences(taken) == std::vector<int64_t>{0, 1});
+    CHECK(taken.batches[0]->at(1).time().nanos() == 0);  // 999 ns: under a microsecond
+    CHECK(taken.batches[0]->at(1).text() == "line 1");
+  }
   SECTION("followers of one attempt share one copy of a batch") {
     auto a = fanout.Subscribe("r1", 0);
     auto b = fanout.Subscribe("r1", 0);
