@@ -64,7 +64,8 @@ class LogStore {
   virtual ~LogStore() = default;
 
   // Stores the lines in one transaction, skipping any already stored (same key and sequence),
-  // and returns the watermark of every key in the batch.
+  // and returns the watermark of every key in the batch. The lines are taken over (once
+  // committed they go to this process's followers, log_fanout.h), not copied.
   virtual absl::StatusOr<LogAppendResult> AppendLogs(std::vector<v1::LogLine> lines) = 0;
 
   // The lines of one attempt that this store commits from now on, handed over in memory

@@ -41,9 +41,9 @@ echo "$status" | grep -q "^registry        pid" || fail "status: $status"
 
 # PostgreSQL runs with jemalloc (deploy/pg-instance.sh): the log ingest's buffers are kept, not
 # mapped afresh for every statement.
-pgdata="$state/postgres/pgdata"
-[ -f "$state/postgres/pgdata-location" ] && pgdata="$(cat "$state/postgres/pgdata-location")"
-pg_pid="$(head -1 "$pgdata/postmaster.pid")"
+# Its checkpointer, a child of the server as every backend is, lives as long as the server.
+pg_url="$("$ROOT/deploy/pg-instance.sh" url "$state/postgres")"
+pg_pid="$(psql "$pg_url" -tAc "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")"
 grep -q libjemalloc "/proc/$pg_pid/maps" || fail "PostgreSQL (pid $pg_pid) runs without jemalloc"
 
 # A second up is harmless: nothing is started twice, nor built again.
