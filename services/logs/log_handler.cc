@@ -265,8 +265,7 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
 }
 
 absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
-                                 const std::function<bool(const v1::LogLine&)>& unfiltered_send,
-                                 const std::function<bool()>& done,
+                                 const LineSink& unfiltered_send, const std::function<bool()>& done,
                                  const std::function<bool()>& flush) {
   TESSERA_ASSIGN_OR_RETURN(LineFilter filter, LineFilter::FromRequest(req));
   if (req.first_exception() && !filter.empty()) {
@@ -275,7 +274,7 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
   }
   TESSERA_ASSIGN_OR_RETURN(Target t, Resolve(who, req));
   if (req.first_exception()) return SendFirstException(t, unfiltered_send);
-  const auto send = [&](const v1::LogLine& l) { return !filter.Matches(l) || unfiltered_send(l); };
+  const auto send = [&](v1::LogLine& l) { return !filter.Matches(l) || unfiltered_send(l); };
   LogReader reader(logs_, t.query, clock_, options_.gap_timeout);
   // From a time: each stream starts at its first chunk then, not at line 0.
   if (filter.since()) {
@@ -286,13 +285,16 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
   if (req.tail() > 0 && filter.empty()) {
     auto tail = logs_->TailLogs(t.query, req.tail());
     if (!tail.ok()) return tail.status();
-    for (const auto& l : *tail) {
+    // Where the follow goes on is taken from the tail before its lines are sent (taken over).
+    if (req.follow()) {
+      auto streams = logs_->ListLogStreams(t.query.run_id, t.resumption);
+      if (!streams.ok()) return streams.status();
+      reader.StartAfter(*tail, *streams);
+    }
+    for (auto& l : *tail) {
       if (!send(l)) return absl::OkStatus();
     }
     if (!req.follow()) return absl::OkStatus();
-    auto streams = logs_->ListLogStreams(t.query.run_id, t.resumption);
-    if (!streams.ok()) return streams.status();
-    reader.StartAfter(*tail, *streams);
   } else if (req.tail() > 0) {
     // The last lines that pass the filter: the attempt is read page by page, keeping only the
     // last `tail` of them (never the whole log in memory); a follow goes on from there.
@@ -307,7 +309,7 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
       }
       if (page->lines.empty() && !page->more) break;
     }
-    for (const auto& l : last) {
+    for (auto& l : last) {
       if (!unfiltered_send(l)) return absl::OkStatus();
     }
     if (!req.follow()) return absl::OkStatus();
@@ -315,7 +317,7 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
     while (!done()) {
       auto page = reader.Next(/*skip_gaps=*/true);
       if (!page.ok()) return page.status();
-      for (const auto& l : page->lines) {
+      for (auto& l : page->lines) {
         if (!send(l)) return absl::OkStatus();
       }
       if (page->lines.empty() && !page->more) break;
@@ -325,8 +327,7 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
   return Follow(t, reader, send, done, flush);
 }
 
-absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
-                                const std::function<bool(const v1::LogLine&)>& send,
+absl::Status LogHandler::Follow(const Target& t, LogReader& reader, const LineSink& send,
                                 const std::function<bool()>& done,
                                 const std::function<bool()>& flush) {
   // What `send` gathered goes out whenever nothing more is at hand, before any wait.
@@ -349,9 +350,9 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
       spdlog::warn("following {}: {}", t.what, std::string(page.status().message()));
     } else {
       absl::Time newest = absl::InfinitePast();
-      for (const auto& l : page->lines) {
+      for (auto& l : page->lines) {
+        newest = std::max(newest, FromProtoTime(l.time()));  // before `send` takes the line
         if (!send(l)) return absl::OkStatus();
-        newest = std::max(newest, FromProtoTime(l.time()));
       }
       if (!page->more && !flushed()) return absl::OkStatus();
       if (!ended_at && !page->lines.empty()) {
@@ -389,8 +390,7 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader,
   return absl::OkStatus();
 }
 
-absl::Status LogHandler::SendFirstException(const Target& t,
-                                            const std::function<bool(const v1::LogLine&)>& send) {
+absl::Status LogHandler::SendFirstException(const Target& t, const LineSink& send) {
   LogReader reader(logs_, t.query, clock_, options_.gap_timeout);
   ExceptionFinder finder(options_.exception_context_lines);
   bool complete = false;
@@ -402,10 +402,10 @@ absl::Status LogHandler::SendFirstException(const Target& t,
     }
     if (page->lines.empty() && !page->more) break;
   }
-  const auto lines = finder.Result();
+  auto lines = finder.Result();
   if (lines.empty())
     return absl::NotFoundError(absl::StrCat("no exception in the logs of ", t.what));
-  for (const auto& l : lines) {
+  for (auto& l : lines) {
     if (!send(l)) break;
   }
   return absl::OkStatus();

@@ -43,6 +43,10 @@ struct LogHandlerOptions {
   absl::Duration retention = absl::ZeroDuration();
 };
 
+// Where GetLogs sends each line. It may take the line over (move from it): the handler does not
+// look at a line again once it was sent. False: the reader went away.
+using LineSink = std::function<bool(v1::LogLine&)>;
+
 class LogHandler {
  public:
   // `changes`: the store's change feed (a follower wakes when lines commit in any process);
@@ -59,11 +63,10 @@ class LogHandler {
   absl::Status PushBatch(const Who& who, v1::LogBatch batch, v1::LogAck* ack);
   // Sends the requested lines; with `follow`, then new lines as they arrive until the attempt
   // has ended and everything stored was sent, `send` returns false or `done()`. `send` may
-  // gather lines to write several at once: `flush` (when given) writes what it holds, and is
-  // called whenever no more lines are at hand (before a follower waits); the caller flushes
-  // once more after the call.
-  absl::Status GetLogs(const Who& who, const v1::GetLogsRequest& req,
-                       const std::function<bool(const v1::LogLine&)>& send,
+  // gather lines to write several at once (taking them over): `flush` (when given) writes what it
+  // holds, and is called whenever no more lines are at hand (before a follower waits); the caller
+  // flushes once more after the call.
+  absl::Status GetLogs(const Who& who, const v1::GetLogsRequest& req, const LineSink& send,
                        const std::function<bool()>& done,
                        const std::function<bool()>& flush = nullptr);
   // Removes every line of a run (admins and system keys); OK when there is none.
@@ -80,10 +83,8 @@ class LogHandler {
  private:
   struct Target;
   absl::StatusOr<Target> Resolve(const Who& who, const v1::GetLogsRequest& req);
-  absl::Status SendFirstException(const Target& t,
-                                  const std::function<bool(const v1::LogLine&)>& send);
-  absl::Status Follow(const Target& t, LogReader& reader,
-                      const std::function<bool(const v1::LogLine&)>& send,
+  absl::Status SendFirstException(const Target& t, const LineSink& send);
+  absl::Status Follow(const Target& t, LogReader& reader, const LineSink& send,
                       const std::function<bool()>& done, const std::function<bool()>& flush);
 
   std::shared_ptr<store::LogStore> logs_;

@@ -97,9 +97,19 @@ bool LogReader::TakeLive(const store::LogSubscription::Taken& taken, Page& page)
   return joined;
 }
 
+int LogReader::PerStreamLimit() const {
+  // The attempt's streams are counted (a small query) rather than taken from the last read: a
+  // rank that starts printing late must not make a page of many streams hold 16 times the lines.
+  auto streams = store_->ListLogStreams(query_.run_id, query_.resumption_index);
+  if (!streams.ok() || streams->empty()) return page_size_;
+  const int64_t share = int64_t{16} * page_size_ / static_cast<int64_t>(streams->size());
+  return static_cast<int>(std::clamp<int64_t>(share, page_size_, int64_t{16} * page_size_));
+}
+
 absl::StatusOr<LogReader::Page> LogReader::Read(bool skip_gaps) {
   store::LogQuery q = query_;
-  q.limit_per_stream = page_size_;
+  const int per_stream = PerStreamLimit();
+  q.limit_per_stream = per_stream;
   auto lines = store_->ReadLogs(q);
   if (!lines.ok()) return lines.status();
 
@@ -113,7 +123,7 @@ absl::StatusOr<LogReader::Page> LogReader::Read(bool skip_gaps) {
   }
   const v1::LogLine* frontier = nullptr;
   for (const auto& [key, n] : count) {
-    if (n < page_size_) continue;
+    if (n < per_stream) continue;
     if (!frontier || store::LogLineBefore(*last[key], *frontier)) frontier = last[key];
   }
 

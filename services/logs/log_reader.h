@@ -23,6 +23,9 @@ namespace tessera::logs {
 
 class LogReader {
  public:
+  // A read takes at least `page_size` lines of each stream, and more when the attempt has few
+  // streams: up to 16 times `page_size` lines in all (a follower catching up with ranks that
+  // print fast reads big chunks in few queries; one of a thousand ranks does not hold more).
   LogReader(std::shared_ptr<store::LogStore> store, store::LogQuery query,
             std::shared_ptr<Clock> clock, absl::Duration gap_timeout, int page_size = 2000);
 
@@ -63,6 +66,8 @@ class LogReader {
   // join up (a read must find what lies between).
   bool TakeLive(const store::LogSubscription::Taken& taken, Page& page);
   absl::StatusOr<Page> Read(bool skip_gaps);
+  // How many lines of each stream the next read takes.
+  int PerStreamLimit() const;
 };
 
 }  // namespace tessera::logs

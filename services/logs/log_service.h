@@ -39,7 +39,7 @@ class LogService final : public v1::LogService::Service {
                        grpc::ServerWriter<v1::LogLine>* writer) override {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(GetLogs), [&](const auth::Principal& who) {
       return h_->GetLogs(
-          who, *req, [&](const v1::LogLine& l) { return writer->Write(l); },
+          who, *req, [&](v1::LogLine& l) { return writer->Write(l); },
           [&] { return ctx->IsCancelled(); });
     });
   }
@@ -49,7 +49,7 @@ class LogService final : public v1::LogService::Service {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(StreamLogs), [&](const auth::Principal& who) {
       LineBatcher<grpc::ServerWriter<v1::LogLines>> batch(writer);
       absl::Status st = h_->GetLogs(
-          who, *req, [&](const v1::LogLine& l) { return batch.Add(l); },
+          who, *req, [&](v1::LogLine& l) { return batch.Add(std::move(l)); },
           [&] { return ctx->IsCancelled(); }, [&] { return batch.Flush(); });
       batch.Flush();  // the lines before an error too
       return st;

@@ -62,8 +62,9 @@ class LogFanout {
  public:
   // `feed`: the change feed of the same store bundle; woken at each publish, and the judge of
   // whether lines came from elsewhere. `max_queued_lines`: a subscriber further behind than that
-  // loses its queue and reads the store.
-  explicit LogFanout(std::shared_ptr<ChangeFeed> feed, int64_t max_queued_lines = 65536);
+  // loses its queue and reads the store (about half a second of ranks printing at full speed:
+  // a follower's thread that waits a moment for a core does not drop to reading).
+  explicit LogFanout(std::shared_ptr<ChangeFeed> feed, int64_t max_queued_lines = 262144);
 
   std::unique_ptr<LogSubscription> Subscribe(const std::string& run_id, int32_t resumption_index);
 

@@ -70,6 +70,23 @@ constexpr char kStoreWatermarks[] =
     " RETURNING s.run_id, s.resumption_index, s.rank, s.stream, s.node_rank, s.node_name,"
     "   s.durable_sequence, s.max_sequence";
 
+// The four statements of every batch are prepared once per connection: parsing, analysing and
+// planning them again for each batch took a quarter of PostgreSQL's time at full speed, and the
+// service waits for it (a stream's batches are stored one after the other).
+constexpr char kLockStreamsName[] = "tessera_log_lock_streams";
+constexpr char kInsertChunksName[] = "tessera_log_insert_chunks";
+constexpr char kPlanForValuesName[] = "tessera_log_plan_for_values";
+constexpr char kStoreWatermarksName[] = "tessera_log_store_watermarks";
+
+// Declares them on the transaction's connection; libpqxx sends a PREPARE on a connection's first
+// use of each (a new connection, after a reconnect, prepares again), and a repeat is free.
+void PrepareBatchStatements(pqxx::connection_base& connection) {
+  connection.prepare(kLockStreamsName, kLockStreams);
+  connection.prepare(kInsertChunksName, kInsertChunks);
+  connection.prepare(kPlanForValuesName, kPlanForValues);
+  connection.prepare(kStoreWatermarksName, kStoreWatermarks);
+}
+
 constexpr char kChunksBeyond[] =
     "SELECT lines FROM log_chunks WHERE run_id = $1 AND resumption_index = $2 AND rank = $3"
     " AND stream = $4 AND last_sequence > $5";
@@ -184,9 +201,10 @@ absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const std::vector<
   absl::Status st = pool.Transact("storing log lines", [&](pqxx::work& tx) -> absl::Status {
     const size_t n = b.keys.size();
     std::vector<int64_t> durable(n, -1), max(n, -1);
+    PrepareBatchStatements(tx.conn());
     for (const auto& row :
-         tx.exec_params(kLockStreams, runs, res, ranks, streams, PgIntArray(b.node_ranks),
-                        PgTextArray(b.nodes), writer_id)) {
+         tx.exec_prepared(kLockStreamsName, runs, res, ranks, streams, PgIntArray(b.node_ranks),
+                          PgTextArray(b.nodes), writer_id)) {
       const size_t i = b.Index(PgLogKey{row[0].as<std::string>(), row[1].as<int32_t>(),
                                         row[2].as<int32_t>(), row[3].as<int32_t>()});
       durable[i] = row[4].as<int64_t>();
@@ -224,19 +242,31 @@ absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const std::vector<
         }
       }
       std::vector<ChunkLine> fresh;
+      fresh.reserve(b.lines[i].size());
+      // The batch's lines that follow the watermark one after the other (the usual case) are
+      // one stretch, durable_before + 1 .. in_order, not a set of single lines: only a line
+      // out of that order is looked up and kept one by one.
+      int64_t in_order = durable_before;
       for (const v1::LogLine* l : b.lines[i]) {
-        if (l->sequence() <= durable[i] || stored.contains(l->sequence()) ||
-            std::any_of(stretches.begin(), stretches.end(), [&](const SeqRange& r) {
-              return r.first <= l->sequence() && l->sequence() <= r.last;
-            })) {
+        const int64_t seq = l->sequence();
+        if (seq <= in_order) continue;  // stored, or earlier in this batch
+        // (Until a line is kept one by one, `stored` and `stretches` hold only what lies beyond
+        // the watermark in the table.)
+        if (stored.empty() && stretches.empty() && FirstSequence(*l) <= in_order + 1) {
+          in_order = seq;
+        } else if (stored.contains(seq) ||
+                   std::any_of(stretches.begin(), stretches.end(), [&](const SeqRange& r) {
+                     return r.first <= seq && seq <= r.last;
+                   })) {
           continue;
+        } else {
+          keep(seq, l->dropped_lines());
         }
-        keep(l->sequence(), l->dropped_lines());
-        fresh.push_back(
-            ChunkLine{l->sequence(), ToMicros(l->time()), l->dropped_lines(), l->text()});
+        fresh.push_back(ChunkLine{seq, ToMicros(l->time()), l->dropped_lines(), l->text()});
         added_bytes[i] += static_cast<int64_t>(l->text().size());
         newest[i] = std::max(newest[i], fresh.back().micros);
       }
+      if (in_order > durable_before) stretches.push_back({durable_before + 1, in_order});
       for (int64_t seq : stored) stretches.push_back({seq, seq});
       for (const SeqRange& r : stretches) max[i] = std::max(max[i], r.last);
       durable[i] = Advance(durable[i], std::move(stretches));
@@ -249,18 +279,18 @@ absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const std::vector<
       chunks.Add(static_cast<int32_t>(i + 1), fresh);
     }
     if (!chunks.key.empty()) {
-      tx.exec_params(kInsertChunks, runs, res, ranks, streams, PgIntArray(b.node_ranks),
-                     PgTextArray(b.nodes), PgIntArray(chunks.key), PgIntArray(chunks.last),
-                     PgIntArray(chunks.first), PgIntArray(chunks.first_time),
-                     PgIntArray(chunks.last_time), PgIntArray(chunks.count),
-                     PgIntArray(chunks.offset), PgIntArray(chunks.length),
-                     pqxx::binarystring(chunks.bytes.data(), chunks.bytes.size()));
+      tx.exec_prepared(kInsertChunksName, runs, res, ranks, streams, PgIntArray(b.node_ranks),
+                       PgTextArray(b.nodes), PgIntArray(chunks.key), PgIntArray(chunks.last),
+                       PgIntArray(chunks.first), PgIntArray(chunks.first_time),
+                       PgIntArray(chunks.last_time), PgIntArray(chunks.count),
+                       PgIntArray(chunks.offset), PgIntArray(chunks.length),
+                       pqxx::binarystring(chunks.bytes.data(), chunks.bytes.size()));
     } else {
-      tx.exec(kPlanForValues);
+      tx.exec_prepared(kPlanForValuesName);
     }
     const pqxx::result marks =
-        tx.exec_params(kStoreWatermarks, runs, res, ranks, streams, PgIntArray(durable),
-                       PgIntArray(max), PgIntArray(added_bytes), PgIntArray(newest));
+        tx.exec_prepared(kStoreWatermarksName, runs, res, ranks, streams, PgIntArray(durable),
+                         PgIntArray(max), PgIntArray(added_bytes), PgIntArray(newest));
     result.watermarks.clear();
     for (const auto& row : marks) result.watermarks.push_back(DecodeLogStream(row));
     return absl::OkStatus();

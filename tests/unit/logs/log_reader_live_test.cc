@@ -157,5 +157,42 @@ TEST_CASE("a one-off read never subscribes and always reads") {
   CHECK(Sequences(page->lines) == std::vector<int64_t>{1});
 }
 
+TEST_CASE("a read takes up to 16 pages in all shared out over the attempt streams") {
+  Fixture f;
+  auto store = std::make_shared<StoredElsewhere>(f.stores.logs, f.stores.changes);
+  const auto push = [&](int ranks, int per_rank) {
+    std::vector<v1::LogLine> lines;
+    for (int seq = 0; seq < per_rank; ++seq) {
+      for (int rank = 0; rank < ranks; ++rank) {
+        lines.push_back(f.Line(rank, kOut, seq, seq * ranks + rank, "x"));
+      }
+    }
+    REQUIRE(store->AppendLogs(std::move(lines)).ok());
+  };
+  SECTION("two streams: 80 lines of each (16 x 10 / 2)") {
+    push(2, 100);
+    LogReader reader(store, Attempt(), f.clock, absl::Seconds(5), /*page_size=*/10);
+    auto page = reader.Next(/*skip_gaps=*/true);
+    REQUIRE(page.ok());
+    // 80 of each read; shown up to the earlier cut in display order (rank 0's line 79).
+    CHECK(page->lines.size() == 159);
+    CHECK(page->more);
+    auto rest = reader.Next(true);
+    REQUIRE(rest.ok());
+    CHECK(rest->lines.size() == 41);
+    CHECK(Sequences(rest->lines).front() == 79);
+    CHECK(store->reads == 2);  // 200 lines in two reads (twenty at the page size alone)
+  }
+  SECTION("forty streams: never under a page of each") {
+    push(40, 30);
+    LogReader reader(store, Attempt(), f.clock, absl::Seconds(5), /*page_size=*/10);
+    auto page = reader.Next(true);
+    REQUIRE(page.ok());
+    // 10 of each read (not 160 / 40 = 4); shown up to rank 0's line 9, the earliest cut.
+    CHECK(page->lines.size() == 361);
+    CHECK(page->more);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::logs::testing

@@ -74,6 +74,39 @@ CONFORMANCE_CASE("logs: a batch is stored once; watermarks count contiguous line
   CHECK((*all)[1].node_rank() == 1);
 }
 
+CONFORMANCE_CASE("logs: one batch in order then repeated then past a gap then out of order") {
+  Stores s = FreshStores();
+  const auto line = [](int64_t seq) {
+    return Line("r1", 0, 0, kOut, seq, 10 * (seq + 1), absl::StrCat("l", seq));
+  };
+  // 0 1 2 in order, 1 again, then 5 6 past a gap, 2 again, then 4 (out of order), 6 again.
+  auto first = s.logs->AppendLogs(
+      {line(0), line(1), line(2), line(1), line(5), line(6), line(2), line(4), line(6)});
+  REQUIRE(first.ok());
+  CHECK(first->inserted == 6);
+  REQUIRE(first->watermarks.size() == 1);
+  CHECK(first->watermarks[0].durable_sequence == 2);
+  CHECK(first->watermarks[0].max_sequence == 6);
+  // A batch that fills the gap and goes on in order past what is stored beyond it.
+  auto second = s.logs->AppendLogs({line(3), line(4), line(5), line(6), line(7), line(8)});
+  REQUIRE(second.ok());
+  CHECK(second->inserted == 3);
+  CHECK(second->watermarks[0].durable_sequence == 8);
+  CHECK(second->watermarks[0].max_sequence == 8);
+  // A marker of dropped lines that starts inside what is stored extends the stretch in order.
+  v1::LogLine marker = line(11);
+  marker.set_dropped_lines(4);  // stands for 8..11
+  auto third = s.logs->AppendLogs({marker, line(12)});
+  REQUIRE(third.ok());
+  CHECK(third->inserted == 2);
+  CHECK(third->watermarks[0].durable_sequence == 12);
+
+  auto all = s.logs->ReadLogs({.run_id = "r1", .resumption_index = 0});
+  REQUIRE(all.ok());
+  CHECK(Texts(*all) == std::vector<std::string>{"l0", "l1", "l2", "l3", "l4", "l5", "l6", "l7",
+                                                "l8", "l11", "l12"});
+}
+
 CONFORMANCE_CASE("logs: reads filter by rank and node rank, start at cursors, limit per stream") {
   Stores s = FreshStores();
   std::vector<v1::LogLine> batch;
