@@ -102,8 +102,9 @@ int LogReader::PerStreamLimit() const {
   // rank that starts printing late must not make a page of many streams hold 16 times the lines.
   auto streams = store_->ListLogStreams(query_.run_id, query_.resumption_index);
   if (!streams.ok() || streams->empty()) return page_size_;
+  // At most 16 pages (one stream); never under a page of each.
   const int64_t share = int64_t{16} * page_size_ / static_cast<int64_t>(streams->size());
-  return static_cast<int>(std::clamp<int64_t>(share, page_size_, int64_t{16} * page_size_));
+  return static_cast<int>(std::max<int64_t>(share, page_size_));
 }
 
 absl::StatusOr<LogReader::Page> LogReader::Read(bool skip_gaps) {
