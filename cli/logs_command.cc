@@ -11,10 +11,12 @@
 #include <optional>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "base/utf8.h"
 #include "cli/commands.h"
 #include "cli/time_format.h"
+#include "proto/policy/packed_log_lines.h"
 #include "tessera/v1/logs.grpc.pb.h"
 
 namespace tessera::cli {
@@ -177,13 +179,31 @@ int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& r
   bool interrupted = false;
   {
     const CancelOnInterrupt interrupt(call.get());
-    auto reader = stub->StreamLogs(call.get(), request);
+    // Packed: a line costs the service and mcli a copy of its bytes, not a message (a log
+    // service from before packing sends `lines`, which LinesInDisplayOrder takes too).
+    tessera::v1::GetLogsRequest packed = request;
+    packed.set_packed(true);
+    auto reader = stub->StreamLogs(call.get(), packed);
     tessera::v1::LogLines batch;
+    absl::Status malformed;
     status = Drain(*reader, batch, [&](const tessera::v1::LogLines& b) {
+      auto lines = tessera::LinesInDisplayOrder(b);
+      if (!lines.ok()) {
+        // Bytes that are not whole lines: said once, and the follow ends (nothing after them
+        // could be trusted to be in order).
+        if (malformed.ok()) malformed = lines.status();
+        call->TryCancel();
+        return;
+      }
       const StatusLine::Hold hold(context.status_line());  // the lines go above a progress bar
-      for (const auto& line : b.lines()) print(line);
+      for (const auto& line : *lines) print(line);
       if (request.follow()) context.out().flush();
     });
+    if (!malformed.ok()) {
+      status = grpc::Status(
+          grpc::StatusCode::DATA_LOSS,
+          absl::StrCat("the log service sent malformed packed lines: ", malformed.message()));
+    }
     interrupted = interrupt.interrupted();
   }
   if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && printed == 0 && !interrupted) {

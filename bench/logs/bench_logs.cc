@@ -24,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "proto/policy/packed_log_lines.h"
 #include "tessera/v1/logs.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
@@ -74,11 +75,13 @@ Figures Summarize(std::vector<int64_t>& latencies_ns, int64_t lines, int64_t ela
   return f;
 }
 
-int64_t StampOf(const std::string& text) {
+int64_t StampOf(absl::string_view text) {
   const size_t a = text.find(' ');
   const size_t b = text.find(' ', a + 1);
   int64_t ns = 0;
-  if (a == std::string::npos || !absl::SimpleAtoi(text.substr(a + 1, b - a - 1), &ns)) return 0;
+  if (a == absl::string_view::npos || !absl::SimpleAtoi(text.substr(a + 1, b - a - 1), &ns)) {
+    return 0;
+  }
   return ns;
 }
 
@@ -237,6 +240,7 @@ Figures EndToEnd(int ranks, long lines, long bytes, long rate, const std::string
   v1::GetLogsRequest get;
   get.set_run_name(submitted.run().name());
   get.set_follow(true);
+  get.set_packed(true);  // as mcli follows: lines packed per stream
   for (int i = 0; i < 200; ++i) {
     v1::GetRunRequest r;
     r.set_name(submitted.run().name());
@@ -247,7 +251,7 @@ Figures EndToEnd(int ranks, long lines, long bytes, long rate, const std::string
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   auto ctx = Ctx(admin_key);
-  auto reader = logs->StreamLogs(ctx.get(), get);  // as mcli follows: lines in batches
+  auto reader = logs->StreamLogs(ctx.get(), get);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const int64_t start = NowNs();
   { std::ofstream touch(go); }
@@ -258,6 +262,11 @@ Figures EndToEnd(int ranks, long lines, long bytes, long rate, const std::string
   while (static_cast<long>(latencies.size()) < total && reader->Read(&batch)) {
     const int64_t now = NowNs();
     for (const auto& l : batch.lines()) latencies.push_back(now - StampOf(l.text()));
+    for (const auto& group : batch.packed()) {
+      const absl::Status st = tessera::ForEachPackedLine(
+          group, [&](const tessera::ChunkLine& l) { latencies.push_back(now - StampOf(l.text)); });
+      if (!st.ok()) fail(absl::StrCat("packed lines: ", st.message()));
+    }
   }
   const int64_t elapsed = NowNs() - start;
   ctx->TryCancel();

@@ -4,8 +4,11 @@
 // printing fast; a message per page costs one.
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "proto/policy/packed_log_lines.h"
 #include "tessera/v1/logs.pb.h"
 
 namespace tessera::logs {
@@ -13,6 +16,8 @@ namespace tessera::logs {
 // Well under gRPC's default 4 MiB limit on what a client receives, whatever the lines.
 inline constexpr size_t kMaxBatchBytes = 1 << 20;
 inline constexpr int kMaxBatchLines = 2000;
+// Packed lines cost the service a copy of their bytes each, not a message: more to a message.
+inline constexpr int kMaxPackedBatchLines = 16384;
 
 // `Writer` has bool Write(const v1::LogLines&) (grpc::ServerWriter, or a test's).
 template <typename Writer>
@@ -20,12 +25,11 @@ class LineBatcher {
  public:
   explicit LineBatcher(Writer* writer) : writer_(writer) {}
 
-  // Adds the line (taken over: a follower's lines are moved, not copied); writes the batch once
-  // it is full. False when the reader went away.
-  bool Add(v1::LogLine line) {
+  // Adds a copy of the line; writes the batch once it is full. False when the reader went away.
+  bool Add(const v1::LogLine& line) {
     const size_t size = EncodedSizeBound(line);
     if (batch_.lines_size() > 0 && bytes_ + size > kMaxBatchBytes && !Flush()) return false;
-    *batch_.add_lines() = std::move(line);
+    *batch_.add_lines() = line;
     bytes_ += size;
     return batch_.lines_size() < kMaxBatchLines || Flush();
   }
@@ -50,6 +54,57 @@ class LineBatcher {
   Writer* writer_;
   v1::LogLines batch_;
   size_t bytes_ = 0;
+};
+
+// The same for a follower that asked for packed lines (GetLogsRequest.packed): a message holds
+// a PackedLogLines per stream, each with the stream's lines in the order they were added.
+template <typename Writer>
+class PackedLineBatcher {
+ public:
+  explicit PackedLineBatcher(Writer* writer) : writer_(writer) {}
+
+  // Adds a copy of the line's bytes (the line itself is left alone); writes the batch once it is
+  // full. False when the reader went away.
+  bool Add(const v1::LogLine& line) {
+    const size_t size = kChunkLineHeaderBytes + line.text().size();
+    if (lines_ > 0 && bytes_ + size > kMaxBatchBytes && !Flush()) return false;
+    PackLine(line, GroupFor(line));
+    bytes_ += size;
+    ++lines_;
+    return lines_ < kMaxPackedBatchLines || Flush();
+  }
+
+  bool Flush() {
+    if (lines_ == 0) return true;
+    const bool ok = writer_->Write(batch_);
+    batch_.Clear();
+    groups_.clear();
+    bytes_ = 0;
+    lines_ = 0;
+    return ok;
+  }
+
+ private:
+  // The line's group in this message; a stream's lines that come with other fields (another
+  // node after a move) start a group of their own.
+  v1::PackedLogLines& GroupFor(const v1::LogLine& line) {
+    auto [it, fresh] = groups_.try_emplace({line.rank(), line.stream()}, batch_.packed_size());
+    if (!fresh && InPackedGroup(line, batch_.packed(it->second))) {
+      return *batch_.mutable_packed(it->second);
+    }
+    it->second = batch_.packed_size();
+    v1::PackedLogLines* group = batch_.add_packed();
+    SetPackedStream(line, *group);
+    bytes_ += line.run_id().size() + line.node_name().size() + 8 * 11;
+    return *group;
+  }
+
+  Writer* writer_;
+  v1::LogLines batch_;
+  // (rank, stream) to its group in batch_.
+  absl::flat_hash_map<std::pair<int32_t, int32_t>, int> groups_;
+  size_t bytes_ = 0;
+  int lines_ = 0;
 };
 
 }  // namespace tessera::logs

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "proto/policy/packed_log_lines.h"
 #include "proto/policy/run_status.h"
 #include "services/common/metrics/must_register.h"
 #include "services/common/rpc.h"
@@ -92,20 +93,46 @@ LogHandler::LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<Ru
                              {}, {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}))
                          ->WithLabels()) {}
 
+namespace {
+
+// The fields a line and a packed group share; `bad` makes the error naming one.
+template <typename Lines, typename Bad>
+absl::Status ValidateStreamFields(const Lines& l, const Bad& bad) {
+  if (l.run_id().empty()) return bad("run_id", "required");
+  if (l.resumption_index() < 0) return bad("resumption_index", "must not be negative");
+  if (l.rank() < 0) return bad("rank", "must not be negative");
+  if (l.node_rank() < 0) return bad("node_rank", "must not be negative");
+  if (l.stream() != v1::LOG_STREAM_STDOUT && l.stream() != v1::LOG_STREAM_STDERR) {
+    return bad("stream", absl::StrCat("unknown stream ", l.stream(),
+                                      " (LOG_STREAM_STDOUT or LOG_STREAM_STDERR)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status LogHandler::ValidateBatch(const v1::LogBatch& batch) {
   for (int i = 0; i < batch.lines_size(); ++i) {
     const v1::LogLine& l = batch.lines(i);
     auto bad = [&](const char* field, const std::string& why) {
       return absl::InvalidArgumentError(absl::StrCat("lines[", i, "].", field, ": ", why));
     };
-    if (l.run_id().empty()) return bad("run_id", "required");
-    if (l.resumption_index() < 0) return bad("resumption_index", "must not be negative");
-    if (l.rank() < 0) return bad("rank", "must not be negative");
-    if (l.node_rank() < 0) return bad("node_rank", "must not be negative");
+    TESSERA_RETURN_IF_ERROR(ValidateStreamFields(l, bad));
     if (l.sequence() < 0) return bad("sequence", "must not be negative");
-    if (l.stream() != v1::LOG_STREAM_STDOUT && l.stream() != v1::LOG_STREAM_STDERR) {
-      return bad("stream", absl::StrCat("unknown stream ", l.stream(),
-                                        " (LOG_STREAM_STDOUT or LOG_STREAM_STDERR)"));
+  }
+  for (int i = 0; i < batch.packed_size(); ++i) {
+    const v1::PackedLogLines& g = batch.packed(i);
+    auto bad = [&](const char* field, const std::string& why) {
+      return absl::InvalidArgumentError(absl::StrCat("packed[", i, "].", field, ": ", why));
+    };
+    TESSERA_RETURN_IF_ERROR(ValidateStreamFields(g, bad));
+    int64_t negative = 0;
+    const absl::Status st = ForEachPackedLine(g, [&](const ChunkLine& l) {
+      if (l.sequence < 0 || l.dropped < 0) ++negative;
+    });
+    if (!st.ok()) return bad("lines", std::string(st.message()));
+    if (negative > 0) {
+      return bad("lines", absl::StrCat(negative, " line(s) with a negative sequence or count"));
     }
   }
   return absl::OkStatus();
@@ -121,61 +148,90 @@ absl::Status LogHandler::PushBatch(const Who& who, v1::LogBatch batch, v1::LogAc
                                                     "\" and cannot push logs as \"",
                                                     batch.node_name(), "\""));
   }
-  std::vector<v1::LogLine> lines;
-  lines.reserve(batch.lines_size());
-  std::vector<const v1::LogLine*> refused;
-  int64_t bytes = 0;
+  // What a node may not push (an impostor's lines, or a deleted run's tail) is acknowledged
+  // without being stored, so the worker's shipping goes on: a watermark per refused line, or per
+  // refused packed group (its last line).
+  std::vector<v1::LogAck::RankWatermark> refused;
+  int64_t refused_lines = 0;
+  const auto refuse = [&](const auto& stream, int64_t last_sequence, int64_t count) {
+    v1::LogAck::RankWatermark& w = refused.emplace_back();
+    w.set_run_id(stream.run_id());
+    w.set_resumption_index(stream.resumption_index());
+    w.set_rank(stream.rank());
+    w.set_stream(stream.stream());
+    w.set_durable_sequence(last_sequence);
+    refused_lines += count;
+  };
   // A batch holds runs of lines of one attempt: the placement is asked once per run of them.
   std::optional<std::pair<std::string, int32_t>> asked;
   bool placed = false;
-  // The lines stored are moved out of the batch, not copied (the allocations of copies were
-  // much of the service's time at full speed); the refused stay, for their watermarks.
-  for (v1::LogLine& line : *batch.mutable_lines()) {
-    if (who.is_node()) {
-      // A node pushes only its own attempts' lines. Others (an impostor's, or a deleted run's
-      // tail) are acknowledged without being stored, so the worker's shipping goes on.
-      if (!asked || asked->first != line.run_id() || asked->second != line.resumption_index()) {
-        TESSERA_ASSIGN_OR_RETURN(
-            placed, placements_.PlacedOn(line.run_id(), line.resumption_index(), who.node));
-        asked.emplace(line.run_id(), line.resumption_index());
-      }
-      const bool own_node = line.node_name().empty() || line.node_name() == who.node;
-      if (!own_node || !placed) {
-        refused.push_back(&line);
-        continue;
-      }
+  const auto may_push = [&](const auto& stream) -> absl::StatusOr<bool> {
+    if (!who.is_node()) return true;
+    if (!asked || asked->first != stream.run_id() || asked->second != stream.resumption_index()) {
+      TESSERA_ASSIGN_OR_RETURN(
+          placed, placements_.PlacedOn(stream.run_id(), stream.resumption_index(), who.node));
+      asked.emplace(stream.run_id(), stream.resumption_index());
     }
+    return placed && (stream.node_name().empty() || stream.node_name() == who.node);
+  };
+  std::vector<v1::LogLine> lines;
+  lines.reserve(batch.lines_size());
+  int64_t bytes = 0;
+  // The lines stored are moved out of the batch, not copied (the allocations of copies were
+  // much of the service's time at full speed).
+  for (v1::LogLine& line : *batch.mutable_lines()) {
+    TESSERA_ASSIGN_OR_RETURN(const bool ok, may_push(line));
+    if (!ok) {
+      refuse(line, line.sequence(), 1);
+      continue;
+    }
+    if (line.node_name().empty()) line.set_node_name(batch.node_name());
+    bytes += static_cast<int64_t>(line.text().size());
     lines.push_back(std::move(line));
-    auto& l = lines.back();
-    if (l.node_name().empty()) l.set_node_name(batch.node_name());
-    bytes += static_cast<int64_t>(l.text().size());
+  }
+  // Packed groups stay packed on their way to the store and to the followers (no message per
+  // line on this path, which stores a stream's batches one after the other).
+  std::vector<v1::PackedLogLines> packed;
+  packed.reserve(batch.packed_size());
+  for (v1::PackedLogLines& group : *batch.mutable_packed()) {
+    int64_t count = 0, last = -1;
+    (void)ForEachPackedLine(group, [&](const ChunkLine& l) {  // checked by ValidateBatch
+      ++count;
+      last = std::max(last, l.sequence);
+    });
+    if (count == 0) continue;
+    TESSERA_ASSIGN_OR_RETURN(const bool ok, may_push(group));
+    if (!ok) {
+      refuse(group, last, count);
+      continue;
+    }
+    if (group.node_name().empty()) group.set_node_name(batch.node_name());
+    bytes += static_cast<int64_t>(group.lines().size()) -
+             count * static_cast<int64_t>(kChunkLineHeaderBytes);
+    packed.push_back(std::move(group));
   }
   if (!refused.empty()) {
-    refused_lines_->Increment(static_cast<double>(refused.size()));
+    refused_lines_->Increment(static_cast<double>(refused_lines));
     spdlog::warn(
         "node {} pushed {} log lines of run {} attempt {}, which was not placed on it: "
         "not stored",
-        who.node, refused.size(), refused.front()->run_id(), refused.front()->resumption_index());
+        who.node, refused_lines, refused.front().run_id(), refused.front().resumption_index());
   }
   // Over a run's quota: dropped, each stretch of a stream's dropped lines stored as one marker.
-  TESSERA_ASSIGN_OR_RETURN(QuotaOutcome admitted, quota_.Apply(std::move(lines)));
-  lines = std::move(admitted.lines);
+  TESSERA_ASSIGN_OR_RETURN(QuotaOutcome admitted,
+                           quota_.Apply(std::move(lines), std::move(packed)));
   if (admitted.dropped_over_rate + admitted.dropped_over_total > 0) {
     dropped_over_rate_->Increment(static_cast<double>(admitted.dropped_over_rate));
     dropped_over_total_->Increment(static_cast<double>(admitted.dropped_over_total));
   }
-  const size_t admitted_lines = lines.size();
-  auto stored = logs_->AppendLogs(std::move(lines));
+  size_t admitted_lines = admitted.lines.size();
+  for (const auto& group : admitted.packed) admitted_lines += CountChunkLines(group.lines());
+  auto stored = logs_->AppendLogBatch(
+      {.lines = std::move(admitted.lines), .packed = std::move(admitted.packed)});
   if (!stored.ok()) return stored.status();
   ack->set_idempotency_key(batch.idempotency_key());
-  for (const auto* l : refused) {
-    auto* w = ack->add_watermarks();
-    w->set_run_id(l->run_id());
-    w->set_resumption_index(l->resumption_index());
-    w->set_rank(l->rank());
-    w->set_stream(l->stream());
-    w->set_durable_sequence(l->sequence());
-  }
+  ack->set_accepts_packed(true);
+  for (auto& w : refused) *ack->add_watermarks() = std::move(w);
   for (const auto& s : stored->watermarks) {
     auto* w = ack->add_watermarks();
     w->set_run_id(s.run_id);
@@ -274,7 +330,7 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
   }
   TESSERA_ASSIGN_OR_RETURN(Target t, Resolve(who, req));
   if (req.first_exception()) return SendFirstException(t, unfiltered_send);
-  const auto send = [&](v1::LogLine& l) { return !filter.Matches(l) || unfiltered_send(l); };
+  const auto send = [&](const v1::LogLine& l) { return !filter.Matches(l) || unfiltered_send(l); };
   LogReader reader(logs_, t.query, clock_, options_.gap_timeout);
   // From a time: each stream starts at its first chunk then, not at line 0.
   if (filter.since()) {
@@ -285,13 +341,12 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
   if (req.tail() > 0 && filter.empty()) {
     auto tail = logs_->TailLogs(t.query, req.tail());
     if (!tail.ok()) return tail.status();
-    // Where the follow goes on is taken from the tail before its lines are sent (taken over).
     if (req.follow()) {
       auto streams = logs_->ListLogStreams(t.query.run_id, t.resumption);
       if (!streams.ok()) return streams.status();
       reader.StartAfter(*tail, *streams);
     }
-    for (auto& l : *tail) {
+    for (const auto& l : *tail) {
       if (!send(l)) return absl::OkStatus();
     }
     if (!req.follow()) return absl::OkStatus();
@@ -302,14 +357,14 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
     while (!done()) {
       auto page = reader.Next(/*skip_gaps=*/true);
       if (!page.ok()) return page.status();
-      for (auto& l : page->lines) {
-        if (!filter.Matches(l)) continue;
-        last.push_back(std::move(l));
+      for (const v1::LogLine* l : page->lines) {
+        if (!filter.Matches(*l)) continue;
+        last.push_back(*l);
         if (static_cast<int>(last.size()) > req.tail()) last.pop_front();
       }
       if (page->lines.empty() && !page->more) break;
     }
-    for (auto& l : last) {
+    for (const auto& l : last) {
       if (!unfiltered_send(l)) return absl::OkStatus();
     }
     if (!req.follow()) return absl::OkStatus();
@@ -317,8 +372,8 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
     while (!done()) {
       auto page = reader.Next(/*skip_gaps=*/true);
       if (!page.ok()) return page.status();
-      for (auto& l : page->lines) {
-        if (!send(l)) return absl::OkStatus();
+      for (const v1::LogLine* l : page->lines) {
+        if (!send(*l)) return absl::OkStatus();
       }
       if (page->lines.empty() && !page->more) break;
     }
@@ -350,9 +405,9 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader, const LineSi
       spdlog::warn("following {}: {}", t.what, std::string(page.status().message()));
     } else {
       absl::Time newest = absl::InfinitePast();
-      for (auto& l : page->lines) {
-        newest = std::max(newest, FromProtoTime(l.time()));  // before `send` takes the line
-        if (!send(l)) return absl::OkStatus();
+      for (const v1::LogLine* l : page->lines) {
+        newest = std::max(newest, FromProtoTime(l->time()));
+        if (!send(*l)) return absl::OkStatus();
       }
       if (!page->more && !flushed()) return absl::OkStatus();
       if (!ended_at && !page->lines.empty()) {
@@ -397,8 +452,8 @@ absl::Status LogHandler::SendFirstException(const Target& t, const LineSink& sen
   while (!complete) {
     auto page = reader.Next(/*skip_gaps=*/true);
     if (!page.ok()) return page.status();
-    for (const auto& l : page->lines) {
-      if ((complete = finder.Add(l))) break;
+    for (const v1::LogLine* l : page->lines) {
+      if ((complete = finder.Add(*l))) break;
     }
     if (page->lines.empty() && !page->more) break;
   }

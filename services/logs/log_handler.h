@@ -43,9 +43,9 @@ struct LogHandlerOptions {
   absl::Duration retention = absl::ZeroDuration();
 };
 
-// Where GetLogs sends each line. It may take the line over (move from it): the handler does not
-// look at a line again once it was sent. False: the reader went away.
-using LineSink = std::function<bool(v1::LogLine&)>;
+// Where GetLogs sends each line (it may be shared with other followers: a sink copies what it
+// keeps). False: the reader went away.
+using LineSink = std::function<bool(const v1::LogLine&)>;
 
 class LogHandler {
  public:

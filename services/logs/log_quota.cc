@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
+#include "base/status_macros.h"
+#include "proto/policy/packed_log_lines.h"
 
 namespace tessera::logs {
 namespace {
@@ -60,10 +62,12 @@ void LogQuota::Forget(absl::Time now) {
   }
 }
 
-absl::StatusOr<QuotaOutcome> LogQuota::Apply(std::vector<v1::LogLine> lines) {
+absl::StatusOr<QuotaOutcome> LogQuota::Apply(std::vector<v1::LogLine> lines,
+                                             std::vector<v1::PackedLogLines> packed) {
   QuotaOutcome out;
   if (options_.bytes_per_second <= 0 && options_.max_bytes <= 0) {
     out.lines = std::move(lines);
+    out.packed = std::move(packed);
     return out;
   }
   const absl::Time now = clock_->Now();
@@ -81,32 +85,40 @@ absl::StatusOr<QuotaOutcome> LogQuota::Apply(std::vector<v1::LogLine> lines) {
   // when the run changes, not at every line.
   std::string current_run;
   RunState* s = nullptr;
-  for (auto& line : lines) {
-    if (s == nullptr || current_run != line.run_id()) {
-      auto state = StateOf(line.run_id(), now);
-      if (!state.ok()) return state.status();
-      s = *state;
-      current_run = line.run_id();
-      if (options_.bytes_per_second > 0) {
-        s->tokens =
-            std::min(capacity, s->tokens + absl::ToDoubleSeconds(now - s->refilled) *
-                                               static_cast<double>(options_.bytes_per_second));
-        s->refilled = now;
-      }
+  const auto state_of = [&](const std::string& run_id) -> absl::Status {
+    if (s != nullptr && current_run == run_id) return absl::OkStatus();
+    auto state = StateOf(run_id, now);
+    if (!state.ok()) return state.status();
+    s = *state;
+    current_run = run_id;
+    if (options_.bytes_per_second > 0) {
+      s->tokens =
+          std::min(capacity, s->tokens + absl::ToDoubleSeconds(now - s->refilled) *
+                                             static_cast<double>(options_.bytes_per_second));
+      s->refilled = now;
     }
-    const auto size = static_cast<int64_t>(line.text().size());
-    // Once a run reaches its total, it stays there: a short line that would still fit in what
-    // is left would appear after the marker that says the quota was reached.
+    return absl::OkStatus();
+  };
+  // Whether `size` more bytes of the run at hand are within its quotas; taken from them if so.
+  // Once a run reaches its total, it stays there: a short line that would still fit in what is
+  // left would appear after the marker that says the quota was reached.
+  const auto fits = [&](int64_t size, bool& over_total) {
     s->full = s->full || (options_.max_bytes > 0 && s->stored + size > options_.max_bytes);
-    const bool over_total = s->full;
+    over_total = s->full;
     const bool over_rate =
         !over_total && options_.bytes_per_second > 0 && s->tokens < static_cast<double>(size);
-    if (!over_total && !over_rate) {
-      if (options_.bytes_per_second > 0) s->tokens -= static_cast<double>(size);
-      s->stored += size;
+    if (over_total || over_rate) return false;
+    if (options_.bytes_per_second > 0) s->tokens -= static_cast<double>(size);
+    s->stored += size;
+    return true;
+  };
+  const auto admit_line = [&](v1::LogLine&& line) -> absl::Status {
+    TESSERA_RETURN_IF_ERROR(state_of(line.run_id()));
+    bool over_total = false;
+    if (fits(static_cast<int64_t>(line.text().size()), over_total)) {
       if (!open_marker.empty()) open_marker.erase(StreamOf(line));
       out.lines.push_back(std::move(line));
-      continue;
+      return absl::OkStatus();
     }
     (over_total ? out.dropped_over_total : out.dropped_over_rate) += 1;
     const auto key = StreamOf(line);
@@ -120,12 +132,40 @@ absl::StatusOr<QuotaOutcome> LogQuota::Apply(std::vector<v1::LogLine> lines) {
       m.set_dropped_lines(m.dropped_lines() + 1);
       *m.mutable_time() = line.time();
       for_total = over_total;
-      continue;
+      return absl::OkStatus();
     }
     line.set_dropped_lines(1);
     open_marker[key] = markers.size();
     markers.emplace_back(out.lines.size(), over_total);
     out.lines.push_back(std::move(line));
+    return absl::OkStatus();
+  };
+  for (auto& line : lines) TESSERA_RETURN_IF_ERROR(admit_line(std::move(line)));
+  // A packed group within the quotas passes whole, still packed (the usual case); one that is
+  // not is taken apart, and its lines go one by one as above.
+  std::vector<v1::LogLine> taken_apart;
+  for (auto& group : packed) {
+    TESSERA_RETURN_IF_ERROR(state_of(group.run_id()));
+    const size_t count = CountChunkLines(group.lines());
+    const auto text_bytes =
+        static_cast<int64_t>(group.lines().size() - count * kChunkLineHeaderBytes);
+    const bool full_before = s->full;
+    const double tokens_before = s->tokens;
+    bool over_total = false;
+    if (fits(text_bytes, over_total)) {
+      if (!open_marker.empty()) {
+        open_marker.erase({group.run_id(), group.resumption_index(), group.rank(),
+                           static_cast<int32_t>(group.stream())});
+      }
+      out.packed.push_back(std::move(group));
+      continue;
+    }
+    // Line by line from where the run stood: the group as a whole did not fit, some of it may.
+    s->full = full_before;
+    s->tokens = tokens_before;
+    taken_apart.clear();
+    TESSERA_RETURN_IF_ERROR(UnpackLines(group, taken_apart));
+    for (auto& line : taken_apart) TESSERA_RETURN_IF_ERROR(admit_line(std::move(line)));
   }
   for (const auto& [index, over_total] : markers) {
     out.lines[index].set_text(MarkerText(out.lines[index].dropped_lines(), over_total));

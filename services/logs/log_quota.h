@@ -40,6 +40,8 @@ struct LogQuotaOptions {
 
 struct QuotaOutcome {
   std::vector<v1::LogLine> lines;  // to store: kept lines and markers
+  // To store: packed groups kept whole (a group over a quota is taken apart into `lines`).
+  std::vector<v1::PackedLogLines> packed;
   int64_t dropped_over_rate = 0;
   int64_t dropped_over_total = 0;
 };
@@ -51,8 +53,10 @@ class LogQuota {
   LogQuota(LogQuotaOptions options, std::shared_ptr<Clock> clock, StoredBytes stored_bytes);
 
   // What to store of one batch's lines (in the batch's order; a stream's lines in sequence
-  // order). The store's error when a run's stored bytes cannot be read the first time.
-  absl::StatusOr<QuotaOutcome> Apply(std::vector<v1::LogLine> lines);
+  // order): the plain lines, then the packed groups. The store's error when a run's stored
+  // bytes cannot be read the first time.
+  absl::StatusOr<QuotaOutcome> Apply(std::vector<v1::LogLine> lines,
+                                     std::vector<v1::PackedLogLines> packed = {});
 
   const LogQuotaOptions& options() const { return options_; }
 

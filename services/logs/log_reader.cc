@@ -6,6 +6,8 @@
 #include <optional>
 #include <tuple>
 
+#include "proto/policy/packed_log_lines.h"
+
 namespace tessera::logs {
 
 LogReader::LogReader(std::shared_ptr<store::LogStore> store, store::LogQuery query,
@@ -53,47 +55,78 @@ absl::StatusOr<LogReader::Page> LogReader::Next(bool skip_gaps) {
 
 bool LogReader::TakeLive(const store::LogSubscription::Taken& taken, Page& page) {
   bool joined = true;
+  page.held = taken.batches;
+  const auto wanted = [&](int32_t rank, int32_t node_rank) {
+    return (!query_.rank || rank == *query_.rank) &&
+           (!query_.node_rank || node_rank == *query_.node_rank);
+  };
+  // Packed lines are unpacked here, on the follower's thread; first all of them, so that the
+  // lines in `read` stay where they are once pointed to.
+  std::vector<std::pair<size_t, size_t>> unpacked;  // per batch: its range in page.read
   for (const auto& batch : taken.batches) {
-    for (const auto& l : *batch) {
-      if ((query_.rank && l.rank() != *query_.rank) ||
-          (query_.node_rank && l.node_rank() != *query_.node_rank)) {
-        continue;
-      }
-      int64_t& next = query_.from_sequence[{l.rank(), l.stream()}];
-      if (l.sequence() < next) continue;  // read already
-      if (store::FirstSequence(l) <= next) {
-        page.lines.push_back(l);
-        next = l.sequence() + 1;
-      } else {
-        joined = false;  // this stream's later lines are beyond the gap too: left to the read
+    const size_t begin = page.read.size();
+    for (const auto& group : batch->packed) {
+      if (!wanted(group.rank(), group.node_rank())) continue;
+      if (absl::Status st = UnpackLines(group, page.read); !st.ok()) {
+        // Checked when it was pushed: not expected. The store has the lines.
+        spdlog::warn("logs of run {} attempt {}: {}", query_.run_id, query_.resumption_index,
+                     st.ToString());
+        joined = false;
       }
     }
+    unpacked.emplace_back(begin, page.read.size());
+  }
+  // Lines come in runs of one stream: its next sequence is looked up once per run. (No stream
+  // has a negative rank.)
+  store::LogStreamKey last_key{-1, -1};
+  int64_t* next = nullptr;
+  const auto take = [&](const v1::LogLine& l) {
+    const store::LogStreamKey key{l.rank(), l.stream()};
+    if (key != last_key) {
+      next = &query_.from_sequence[key];  // a map's values stay where they are
+      last_key = key;
+    }
+    if (l.sequence() < *next) return;  // read already
+    if (store::FirstSequence(l) <= *next) {
+      page.lines.push_back(&l);
+      *next = l.sequence() + 1;
+    } else {
+      joined = false;  // this stream's later lines are beyond the gap too: left to the read
+    }
+  };
+  for (size_t b = 0; b < taken.batches.size(); ++b) {
+    for (const auto& l : taken.batches[b]->lines) {
+      if (wanted(l.rank(), l.node_rank())) take(l);
+    }
+    for (size_t i = unpacked[b].first; i < unpacked[b].second; ++i) take(page.read[i]);
   }
   // In display order, as a read gives them, but never a stream's line before an earlier one of
   // the same stream: each line sorts at the latest time of its stream so far.
   struct Slot {
     int64_t at;
-    size_t index;
+    int32_t rank;
+    int32_t stream;
+    const v1::LogLine* line;
   };
   std::vector<Slot> order;
   order.reserve(page.lines.size());
+  last_key = {-1, -1};
   std::map<store::LogStreamKey, int64_t> latest;
-  for (size_t i = 0; i < page.lines.size(); ++i) {
-    const v1::LogLine& l = page.lines[i];
-    const int64_t at = l.time().seconds() * 1'000'000'000 + l.time().nanos();
-    auto [it, fresh] = latest.try_emplace({l.rank(), l.stream()}, at);
-    if (!fresh) it->second = std::max(it->second, at);
-    order.push_back({it->second, i});
+  int64_t* stream_latest = nullptr;
+  for (const v1::LogLine* l : page.lines) {
+    const int64_t at = l->time().seconds() * 1'000'000'000 + l->time().nanos();
+    const store::LogStreamKey key{l->rank(), l->stream()};
+    if (key != last_key) {
+      stream_latest = &latest.try_emplace(key, at).first->second;
+      last_key = key;
+    }
+    *stream_latest = std::max(*stream_latest, at);
+    order.push_back({*stream_latest, l->rank(), l->stream(), l});
   }
-  std::stable_sort(order.begin(), order.end(), [&](const Slot& a, const Slot& b) {
-    const v1::LogLine &x = page.lines[a.index], &y = page.lines[b.index];
-    return std::make_tuple(a.at, x.rank(), x.stream()) <
-           std::make_tuple(b.at, y.rank(), y.stream());
+  std::stable_sort(order.begin(), order.end(), [](const Slot& a, const Slot& b) {
+    return std::tie(a.at, a.rank, a.stream) < std::tie(b.at, b.rank, b.stream);
   });
-  std::vector<v1::LogLine> sorted;
-  sorted.reserve(page.lines.size());
-  for (const Slot& s : order) sorted.push_back(std::move(page.lines[s.index]));
-  page.lines = std::move(sorted);
+  for (size_t i = 0; i < order.size(); ++i) page.lines[i] = order[i].line;
   return joined;
 }
 
@@ -137,7 +170,7 @@ absl::StatusOr<LogReader::Page> LogReader::Read(bool skip_gaps) {
     int64_t& next = query_.from_sequence[key];
     // A marker of dropped lines stands for its whole stretch: no gap before it.
     if (store::FirstSequence(l) <= next && next <= l.sequence()) {
-      page.lines.push_back(l);
+      page.lines.push_back(&l);  // in `read` below (a vector's move keeps its elements' places)
       next = l.sequence() + 1;
       gap_since_.erase(key);
     } else {
@@ -164,6 +197,7 @@ absl::StatusOr<LogReader::Page> LogReader::Read(bool skip_gaps) {
       page.waiting_on_gap = true;
     }
   }
+  page.read = std::move(*lines);
   return page;
 }
 

@@ -30,7 +30,12 @@ class LogReader {
             std::shared_ptr<Clock> clock, absl::Duration gap_timeout, int page_size = 2000);
 
   struct Page {
-    std::vector<v1::LogLine> lines;
+    // The lines in display order: read from the store (held in `read`) or handed over by the
+    // fan-out (shared with the attempt's other followers, kept alive by `held`). Neither is
+    // copied: a follower's copies of every line were much of its time at full speed.
+    std::vector<const v1::LogLine*> lines;
+    std::vector<v1::LogLine> read;
+    std::vector<store::LogLineBatch> held;
     // More is stored now: read again before waiting.
     bool more = false;
     // Lines are stored behind a gap that is still awaited.

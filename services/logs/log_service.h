@@ -39,7 +39,7 @@ class LogService final : public v1::LogService::Service {
                        grpc::ServerWriter<v1::LogLine>* writer) override {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(GetLogs), [&](const auth::Principal& who) {
       return h_->GetLogs(
-          who, *req, [&](v1::LogLine& l) { return writer->Write(l); },
+          who, *req, [&](const v1::LogLine& l) { return writer->Write(l); },
           [&] { return ctx->IsCancelled(); });
     });
   }
@@ -47,10 +47,19 @@ class LogService final : public v1::LogService::Service {
   grpc::Status StreamLogs(grpc::ServerContext* ctx, const v1::GetLogsRequest* req,
                           grpc::ServerWriter<v1::LogLines>* writer) override {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(StreamLogs), [&](const auth::Principal& who) {
+      const auto cancelled = [&] { return ctx->IsCancelled(); };
+      if (req->packed()) {
+        PackedLineBatcher<grpc::ServerWriter<v1::LogLines>> packed(writer);
+        absl::Status st = h_->GetLogs(
+            who, *req, [&](const v1::LogLine& l) { return packed.Add(l); }, cancelled,
+            [&] { return packed.Flush(); });
+        packed.Flush();  // the lines before an error too
+        return st;
+      }
       LineBatcher<grpc::ServerWriter<v1::LogLines>> batch(writer);
       absl::Status st = h_->GetLogs(
-          who, *req, [&](v1::LogLine& l) { return batch.Add(std::move(l)); },
-          [&] { return ctx->IsCancelled(); }, [&] { return batch.Flush(); });
+          who, *req, [&](const v1::LogLine& l) { return batch.Add(l); }, cancelled,
+          [&] { return batch.Flush(); });
       batch.Flush();  // the lines before an error too
       return st;
     });

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/log_line_codec.h"
 #include "services/store/log_precision.h"
 
 namespace tessera::store {
@@ -72,36 +73,51 @@ std::unique_ptr<LogSubscription> LogFanout::Subscribe(const std::string& run_id,
   return sub;
 }
 
-void LogFanout::Publish(std::vector<v1::LogLine> lines) {
+void LogFanout::Publish(LogBatchToStore batch) {
   bool delivered = false;
   {
     absl::MutexLock lock(&shared_->mu);
     if (shared_->subscribers.empty()) return;
     // The batch's lines per followed attempt, as a reader gets them back from the store (times
-    // to the microsecond). A batch holds runs of lines of one attempt: the key is made and looked
-    // up once per run.
-    std::map<AttemptKey, std::vector<v1::LogLine>> followed;
+    // to the microsecond: packed lines have no finer). A batch holds runs of lines of one
+    // attempt: the key is made and looked up once per run.
+    struct Followed {
+      LogBatchToStore batch;
+      int64_t lines = 0;
+    };
+    std::map<AttemptKey, Followed> followed;
     std::optional<AttemptKey> run;  // the attempt of the run of lines at hand
-    std::vector<v1::LogLine>* into = nullptr;
-    for (auto& l : lines) {
-      if (!run || run->first != l.run_id() || run->second != l.resumption_index()) {
-        run.emplace(l.run_id(), l.resumption_index());
+    Followed* into = nullptr;
+    const auto attempt = [&](const std::string& run_id, int32_t resumption_index) {
+      if (!run || run->first != run_id || run->second != resumption_index) {
+        run.emplace(run_id, resumption_index);
         into = shared_->subscribers.contains(*run) ? &followed[*run] : nullptr;
       }
-      if (into == nullptr) continue;
-      ToStoredPrecision(l);
-      into->push_back(std::move(l));
+      return into;
+    };
+    for (auto& l : batch.lines) {
+      if (Followed* f = attempt(l.run_id(), l.resumption_index())) {
+        ToStoredPrecision(l);
+        f->batch.lines.push_back(std::move(l));
+        ++f->lines;
+      }
+    }
+    for (auto& group : batch.packed) {
+      if (Followed* f = attempt(group.run_id(), group.resumption_index())) {
+        f->lines += static_cast<int64_t>(CountChunkLines(group.lines()));
+        f->batch.packed.push_back(std::move(group));
+      }
     }
     for (auto& [key, attempt_lines] : followed) {
-      const auto n = static_cast<int64_t>(attempt_lines.size());
-      auto batch = std::make_shared<const std::vector<v1::LogLine>>(std::move(attempt_lines));
+      const int64_t n = attempt_lines.lines;
+      auto shared = std::make_shared<const LogBatchToStore>(std::move(attempt_lines.batch));
       for (LogSubscription* sub : shared_->subscribers[key]) {
         if (sub->overflowed_) continue;
         if (sub->queued_lines_ + n > shared_->max_queued_lines) {
           DropQueue(sub->queued_, sub->queued_lines_, sub->overflowed_);
           continue;
         }
-        sub->queued_.push_back(batch);
+        sub->queued_.push_back(shared);
         sub->queued_lines_ += n;
       }
       delivered = true;

@@ -23,7 +23,16 @@
 
 namespace tessera::store {
 
-using LogLineBatch = std::shared_ptr<const std::vector<v1::LogLine>>;
+// A batch of lines to store, and once committed, what the fan-out hands over: plain lines, and
+// lines packed per stream (v1::PackedLogLines, node_name set), which stay packed on the way in
+// (no message per line on the path that stores them) and are unpacked by each follower that
+// takes them, on its own thread.
+struct LogBatchToStore {
+  std::vector<v1::LogLine> lines = {};
+  std::vector<v1::PackedLogLines> packed = {};
+};
+
+using LogLineBatch = std::shared_ptr<const LogBatchToStore>;
 
 class LogFanout;
 
@@ -70,7 +79,7 @@ class LogFanout {
 
   // Lines the store just committed (any attempts, in batch order), taken over: not copied.
   // Cheap when nobody follows.
-  void Publish(std::vector<v1::LogLine> lines);
+  void Publish(LogBatchToStore batch);
   // A store call failed, and lines may have been committed all the same (a commit whose outcome
   // is unknown): every subscriber reads the store at its next Take.
   void Invalidate();

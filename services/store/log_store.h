@@ -63,10 +63,15 @@ class LogStore {
  public:
   virtual ~LogStore() = default;
 
-  // Stores the lines in one transaction, skipping any already stored (same key and sequence),
-  // and returns the watermark of every key in the batch. The lines are taken over (once
-  // committed they go to this process's followers, log_fanout.h), not copied.
-  virtual absl::StatusOr<LogAppendResult> AppendLogs(std::vector<v1::LogLine> lines) = 0;
+  // Stores the batch's lines, plain and packed, in one transaction, skipping any already stored
+  // (same key and sequence), and returns the watermark of every key in the batch (the plain
+  // lines' first, then the packed groups', each in order of first appearance). The batch is
+  // taken over (once committed it goes to this process's followers, log_fanout.h), not copied.
+  virtual absl::StatusOr<LogAppendResult> AppendLogBatch(LogBatchToStore batch) = 0;
+  // Plain lines only.
+  absl::StatusOr<LogAppendResult> AppendLogs(std::vector<v1::LogLine> lines) {
+    return AppendLogBatch({.lines = std::move(lines)});
+  }
 
   // The lines of one attempt that this store commits from now on, handed over in memory
   // (log_fanout.h): a follower that has caught up takes them instead of reading again.

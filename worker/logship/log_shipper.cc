@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
+#include "proto/policy/packed_log_lines.h"
 #include "worker/common/worker_channel.h"
 
 namespace tessera::worker {
@@ -132,6 +133,7 @@ std::optional<LogShipper::InFlight> LogShipper::NextBatch(v1::LogBatch& batch) {
   size_t bytes = 0;
   std::vector<SpoolLine> lines;
   const auto now = ToProtoTime(clock_->Now());
+  const int64_t now_micros = LogTimeMicros(now);
   for (auto it = files_.begin(); it != files_.end();) {
     File& f = *it->second;
     const bool final = f.final;  // read before reading the file, so no byte is left behind
@@ -141,13 +143,29 @@ std::optional<LogShipper::InFlight> LogShipper::NextBatch(v1::LogBatch& batch) {
                                final, lines);
       if (!st.ok()) spdlog::warn("log shipper: {}", st.ToString());
     }
-    for (auto& line : lines) {
-      v1::LogLine* l = batch.add_lines();
-      *l = f.proto;
-      l->set_sequence(line.end.sequence - 1);
-      *l->mutable_time() = now;
-      bytes += line.text.size();
-      l->set_text(std::move(line.text));
+    if (packed_ && !lines.empty()) {
+      // The file's fields once, then each line's bytes: no message per line to build, send
+      // and parse again in the log service.
+      v1::PackedLogLines* group = batch.add_packed();
+      SetPackedStream(f.proto, *group);
+      std::string& packed = *group->mutable_lines();
+      for (const auto& line : lines) {
+        AppendChunkLine({.sequence = line.end.sequence - 1,
+                         .micros = now_micros,
+                         .dropped = 0,
+                         .text = line.text},
+                        packed);
+        bytes += line.text.size();
+      }
+    } else {
+      for (auto& line : lines) {
+        v1::LogLine* l = batch.add_lines();
+        *l = f.proto;
+        l->set_sequence(line.end.sequence - 1);
+        *l->mutable_time() = now;
+        bytes += line.text.size();
+        l->set_text(std::move(line.text));
+      }
     }
     if (!lines.empty()) {
       flight.ends.emplace_back(&f, f.reader->position());
@@ -171,6 +189,8 @@ std::optional<LogShipper::InFlight> LogShipper::NextBatch(v1::LogBatch& batch) {
 
 void LogShipper::OnAck(const v1::LogAck& ack) {
   absl::MutexLock lock(&mu_);
+  // This stream's service stores packed lines: the next batches go so.
+  if (ack.accepts_packed()) packed_ = true;
   // The service answers batches in order; an ack also covers every batch sent before it.
   auto match = std::find_if(in_flight_.begin(), in_flight_.end(),
                             [&](const InFlight& f) { return f.key == ack.idempotency_key(); });
@@ -209,6 +229,9 @@ bool LogShipper::RunStream() {
     if (stop_) return false;
     active_ctx_ = &ctx;
     stream_ended_ = false;
+    // Until this stream's service says it stores packed lines (it may be an older one than the
+    // last stream's), lines go one message each.
+    packed_ = false;
   }
   auto stream = stub_->PushLogs(&ctx);
   int64_t acked_before;

@@ -120,6 +120,8 @@ class LogShipper {
   LogShipperStats stats_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* active_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool stream_ended_ ABSL_GUARDED_BY(mu_) = false;  // the service ended the current stream
+  // The current stream's service acknowledged a batch with LogAck.accepts_packed.
+  bool packed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tessera::worker

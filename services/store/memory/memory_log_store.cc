@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "base/timestamps.h"
+#include "proto/policy/packed_log_lines.h"
 #include "services/store/filters.h"
 #include "services/store/log_precision.h"
 #include "services/store/memory/memory_database.h"
@@ -28,7 +29,12 @@ class MemoryLogStore final : public LogStore {
     return db_->log_fanout.Subscribe(run_id, resumption_index);
   }
 
-  absl::StatusOr<LogAppendResult> AppendLogs(std::vector<v1::LogLine> lines) override {
+  absl::StatusOr<LogAppendResult> AppendLogBatch(LogBatchToStore batch) override {
+    // Packed groups join the plain lines (after them): this store keeps lines one by one.
+    std::vector<v1::LogLine> lines = std::move(batch.lines);
+    for (const auto& group : batch.packed) {
+      if (auto st = UnpackLines(group, lines); !st.ok()) return st;
+    }
     absl::MutexLock lock(&db_->mu);
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
     LogAppendResult result;
@@ -57,7 +63,7 @@ class MemoryLogStore final : public LogStore {
       }
     }
     for (const auto& key : order) result.watermarks.push_back(db_->logs[key].info);
-    db_->log_fanout.Publish(std::move(lines));
+    db_->log_fanout.Publish({.lines = std::move(lines)});
     if (result.inserted > 0) db_->changes->Bump(ChangeTopic::kLogs);
     return result;
   }

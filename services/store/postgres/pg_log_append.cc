@@ -115,24 +115,37 @@ int64_t Advance(int64_t durable, std::vector<SeqRange> stored) {
   return durable;
 }
 
-// A batch's distinct streams (in order of first appearance), with their lines.
+// A batch's distinct streams (in order of first appearance: the plain lines', then the packed
+// groups'), with their lines as views of the batch's bytes (a plain line's text, a packed
+// group's encoded lines): packed lines are not taken apart into messages to be stored.
 struct BatchStreams {
   std::vector<PgLogKey> keys;
   std::vector<std::string> nodes;
   std::vector<int32_t> node_ranks;
-  std::vector<std::vector<const v1::LogLine*>> lines;
+  std::vector<std::vector<ChunkLine>> lines;
 
-  explicit BatchStreams(const std::vector<v1::LogLine>& batch) {
+  static absl::StatusOr<BatchStreams> Of(const LogBatchToStore& batch) {
+    BatchStreams b;
     size_t i = 0;
-    for (const auto& l : batch) {
+    for (const auto& l : batch.lines) {
       // Lines come in runs of one stream: the key is made and looked up once per run.
-      if (keys.empty() || !SameStream(keys[i], l)) {
-        i = Index(PgLogKey{l.run_id(), l.resumption_index(), l.rank(), l.stream()});
+      if (b.keys.empty() || !SameStream(b.keys[i], l)) {
+        i = b.Index(PgLogKey{l.run_id(), l.resumption_index(), l.rank(), l.stream()});
       }
-      node_ranks[i] = l.node_rank();
-      nodes[i] = l.node_name();
-      lines[i].push_back(&l);
+      b.node_ranks[i] = l.node_rank();
+      b.nodes[i] = l.node_name();
+      b.lines[i].push_back(
+          ChunkLine{l.sequence(), ToMicros(l.time()), l.dropped_lines(), l.text()});
     }
+    for (const auto& g : batch.packed) {
+      i = b.Index(PgLogKey{g.run_id(), g.resumption_index(), g.rank(), g.stream()});
+      b.node_ranks[i] = g.node_rank();
+      b.nodes[i] = g.node_name();
+      std::vector<ChunkLine>& into = b.lines[i];
+      TESSERA_RETURN_IF_ERROR(
+          ForEachChunkLine(g.lines(), [&](const ChunkLine& l) { into.push_back(l); }));
+    }
+    return b;
   }
   static bool SameStream(const PgLogKey& key, const v1::LogLine& l) {
     return std::get<3>(key) == l.stream() && std::get<2>(key) == l.rank() &&
@@ -169,8 +182,13 @@ struct NewChunks {
 
   // Adds a chunk of `lines` (not empty) for the stream numbered `key` (from 1).
   void Add(int32_t stream_number, std::vector<ChunkLine>& lines) {
-    std::sort(lines.begin(), lines.end(),
-              [](const ChunkLine& a, const ChunkLine& b) { return a.sequence < b.sequence; });
+    const auto by_sequence = [](const ChunkLine& a, const ChunkLine& b) {
+      return a.sequence < b.sequence;
+    };
+    // Usually in order already (a worker's lines of a stream, packed or not).
+    if (!std::is_sorted(lines.begin(), lines.end(), by_sequence)) {
+      std::sort(lines.begin(), lines.end(), by_sequence);
+    }
     key.push_back(stream_number);
     count.push_back(static_cast<int32_t>(lines.size()));
     offset.push_back(static_cast<int32_t>(bytes.size()));
@@ -191,11 +209,12 @@ struct NewChunks {
 
 }  // namespace
 
-absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const std::vector<v1::LogLine>& lines,
+absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const LogBatchToStore& batch,
                                                 const std::string& writer_id) {
   LogAppendResult result;
-  if (lines.empty()) return result;
-  BatchStreams b(lines);
+  if (batch.lines.empty() && batch.packed.empty()) return result;
+  TESSERA_ASSIGN_OR_RETURN(BatchStreams b, BatchStreams::Of(batch));
+  if (b.keys.empty()) return result;
   const std::string runs = b.Column<0>(), res = b.Column<1>(), ranks = b.Column<2>(),
                     streams = b.Column<3>();
   absl::Status st = pool.Transact("storing log lines", [&](pqxx::work& tx) -> absl::Status {
@@ -247,12 +266,12 @@ absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const std::vector<
       // one stretch, durable_before + 1 .. in_order, not a set of single lines: only a line
       // out of that order is looked up and kept one by one.
       int64_t in_order = durable_before;
-      for (const v1::LogLine* l : b.lines[i]) {
-        const int64_t seq = l->sequence();
+      for (const ChunkLine& l : b.lines[i]) {
+        const int64_t seq = l.sequence;
         if (seq <= in_order) continue;  // stored, or earlier in this batch
         // (Until a line is kept one by one, `stored` and `stretches` hold only what lies beyond
         // the watermark in the table.)
-        if (stored.empty() && stretches.empty() && FirstSequence(*l) <= in_order + 1) {
+        if (stored.empty() && stretches.empty() && FirstOf(l) <= in_order + 1) {
           in_order = seq;
         } else if (stored.contains(seq) ||
                    std::any_of(stretches.begin(), stretches.end(), [&](const SeqRange& r) {
@@ -260,11 +279,11 @@ absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const std::vector<
                    })) {
           continue;
         } else {
-          keep(seq, l->dropped_lines());
+          keep(seq, l.dropped);
         }
-        fresh.push_back(ChunkLine{seq, ToMicros(l->time()), l->dropped_lines(), l->text()});
-        added_bytes[i] += static_cast<int64_t>(l->text().size());
-        newest[i] = std::max(newest[i], fresh.back().micros);
+        fresh.push_back(l);
+        added_bytes[i] += static_cast<int64_t>(l.text.size());
+        newest[i] = std::max(newest[i], l.micros);
       }
       if (in_order > durable_before) stretches.push_back({durable_before + 1, in_order});
       for (int64_t seq : stored) stretches.push_back({seq, seq});

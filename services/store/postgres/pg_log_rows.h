@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/log_line_codec.h"
 #include "services/store/log_store.h"
-#include "services/store/postgres/log_chunk_codec.h"
 #include "services/store/postgres/pg_pool.h"
 
 namespace tessera::store {
@@ -25,8 +25,8 @@ LogStreamInfo DecodeLogStream(const pqxx::row& row);
 v1::LogLine ChunkLineToProto(const ChunkLine& line, const PgLogKey& key, int32_t node_rank,
                              const std::string& node_name);
 
-// Stores a batch of lines (LogStore::AppendLogs); its change notification names `writer_id`.
-absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const std::vector<v1::LogLine>& lines,
+// Stores a batch of lines (LogStore::AppendLogBatch); its change notification names `writer_id`.
+absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const LogBatchToStore& batch,
                                                 const std::string& writer_id);
 
 }  // namespace tessera::store

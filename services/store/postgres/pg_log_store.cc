@@ -122,10 +122,10 @@ class PgLogStore final : public LogStore {
   PgLogStore(std::shared_ptr<PgPool> pool, std::shared_ptr<ChangeFeed> changes)
       : pool_(std::move(pool)), writer_id_(changes->writer_id()), fanout_(std::move(changes)) {}
 
-  absl::StatusOr<LogAppendResult> AppendLogs(std::vector<v1::LogLine> lines) override {
-    auto result = AppendLogChunks(*pool_, lines, writer_id_);
+  absl::StatusOr<LogAppendResult> AppendLogBatch(LogBatchToStore batch) override {
+    auto result = AppendLogChunks(*pool_, batch, writer_id_);
     if (result.ok()) {
-      fanout_.Publish(std::move(lines));
+      fanout_.Publish(std::move(batch));
     } else {
       fanout_.Invalidate();  // it may have committed all the same
     }

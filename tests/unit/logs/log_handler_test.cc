@@ -1,4 +1,5 @@
 // The log handler: ingest, acks, dedup, validation, auth, and every GetLogs filter.
+#include "proto/policy/packed_log_lines.h"
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs::testing {
@@ -105,6 +106,85 @@ TEST_CASE("push is for system keys, a malformed batch is INVALID_ARGUMENT naming
   l = f.Line(0, kOut, 0, 1, "x", -2);
   expect(l, "resumption_index");
   // Nothing of a rejected batch is stored.
+  CHECK(f.stores.logs->ReadLogs({.run_id = "id-r"})->empty());
+}
+
+// A batch's lines packed per stream (as a worker sends once the ack said so).
+v1::PackedLogLines Packed(const std::vector<v1::LogLine>& lines) {
+  v1::PackedLogLines g;
+  SetPackedStream(lines.front(), g);
+  for (const auto& l : lines) PackLine(l, g);
+  return g;
+}
+
+TEST_CASE("packed lines are stored and checked as plain ones, and every ack says they are taken") {
+  Fixture f;
+  auto mine = f.AddRun("r", v1::RUN_STATUS_RUNNING);
+  mine.mutable_attempts(0)->add_nodes()->set_node_name("node-a");
+  f.runs->Set(mine);
+  auto theirs = f.AddRun("s", v1::RUN_STATUS_RUNNING);
+  theirs.mutable_attempts(0)->add_nodes()->set_node_name("node-b");
+  f.runs->Set(theirs);
+  const auth::Principal node_a{"node-a", v1::ROLE_NODE, "node-a"};
+  // A plain batch first (a worker's first batches go before any ack).
+  auto first = f.Push({f.Line(0, kOut, 0, 1, "a0")}, "plain", &node_a);
+  REQUIRE(first.ok());
+  CHECK(first->accepts_packed());
+
+  v1::LogBatch batch;
+  batch.set_idempotency_key("packed");
+  batch.set_node_name("node-a");
+  *batch.add_packed() = Packed({f.Line(0, kOut, 1, 2, "a1"), f.Line(0, kOut, 2, 3, "a2")});
+  *batch.add_packed() = Packed({f.Line(0, kOut, 0, 2, "forged0", 0, "s")});
+  *batch.add_packed() = Packed({f.Line(1, kErr, 0, 4, "e0")});
+  v1::LogAck ack;
+  REQUIRE(f.handler.PushBatch(node_a, batch, &ack).ok());
+  CHECK(ack.accepts_packed());
+  std::map<std::pair<std::string, int>, int64_t> durable;
+  for (const auto& w : ack.watermarks()) durable[{w.run_id(), w.rank()}] = w.durable_sequence();
+  CHECK(durable == std::map<std::pair<std::string, int>, int64_t>{
+                       {{"id-r", 0}, 2}, {{"id-r", 1}, 0}, {{"id-s", 0}, 0}});
+  CHECK(f.Texts(Req()) == Texts{"a0", "a1", "a2", "e0"});
+  auto stored = f.stores.logs->ReadLogs({.run_id = "id-r"});
+  REQUIRE(stored.ok());
+  REQUIRE(stored->size() == 4);
+  const v1::LogLine& a2 = (*stored)[2];
+  CHECK(a2.node_name() == "node-a");  // the batch's, as for plain lines without one
+  CHECK(a2.node_rank() == 0);
+  CHECK(a2.sequence() == 2);
+  CHECK(a2.time().seconds() == 1'700'000'000);
+  CHECK(a2.time().nanos() == 3'000'000);
+  CHECK(f.stores.logs->ReadLogs({.run_id = "id-s"})->empty());
+  CHECK(Value(f.registry, "tessera_logs_lines_refused_total") == 1);
+  // Resent packed: not stored twice.
+  REQUIRE(f.handler.PushBatch(node_a, batch, &ack).ok());
+  CHECK(f.Texts(Req()) == Texts{"a0", "a1", "a2", "e0"});
+}
+
+TEST_CASE("a malformed packed group is INVALID_ARGUMENT naming it, and nothing is stored") {
+  Fixture f;
+  f.AddRun("r", v1::RUN_STATUS_RUNNING);
+  const auto expect = [&](const v1::PackedLogLines& bad, const std::string& field) {
+    v1::LogBatch batch;
+    batch.set_idempotency_key("k");
+    *batch.add_packed() = Packed({f.Line(0, kOut, 0, 1, "ok")});
+    *batch.add_packed() = bad;
+    v1::LogAck ack;
+    const absl::Status st = f.handler.PushBatch(f.worker, batch, &ack);
+    INFO(st.ToString());
+    CHECK(absl::IsInvalidArgument(st));
+    CHECK(st.message().find("packed[1]." + field) != std::string::npos);
+  };
+  v1::PackedLogLines g = Packed({f.Line(1, kOut, 0, 1, "x")});
+  g.mutable_lines()->pop_back();  // the text one byte short of its length
+  expect(g, "lines");
+  g = Packed({f.Line(1, kOut, -3, 1, "x")});
+  expect(g, "lines");
+  g = Packed({f.Line(1, kOut, 0, 1, "x")});
+  g.clear_run_id();
+  expect(g, "run_id");
+  g = Packed({f.Line(1, v1::LOG_STREAM_UNSPECIFIED, 0, 1, "x")});
+  expect(g, "stream");
   CHECK(f.stores.logs->ReadLogs({.run_id = "id-r"})->empty());
 }
 

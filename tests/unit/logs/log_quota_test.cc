@@ -120,7 +120,7 @@ TEST_CASE("a follower sees a marker in the place of the dropped lines, without w
   REQUIRE(page.ok());
   CHECK_FALSE(page->waiting_on_gap);
   REQUIRE(page->lines.size() == 4);
-  CHECK(page->lines[3].dropped_lines() == 3);
+  CHECK(page->lines[3]->dropped_lines() == 3);
 }
 
 TEST_CASE("the logs of a run that ended long ago are removed, and readers told when") {

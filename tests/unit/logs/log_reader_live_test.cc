@@ -6,9 +6,9 @@
 namespace tessera::logs::testing {
 namespace {
 
-std::vector<int64_t> Sequences(const std::vector<v1::LogLine>& lines) {
+std::vector<int64_t> Sequences(const std::vector<const v1::LogLine*>& lines) {
   std::vector<int64_t> out;
-  for (const auto& l : lines) out.push_back(l.sequence());
+  for (const v1::LogLine* l : lines) out.push_back(l->sequence());
   return out;
 }
 
@@ -22,8 +22,8 @@ class StoredElsewhere final : public store::LogStore {
                                                         int32_t resumption_index) override {
     return quiet_.Subscribe(run_id, resumption_index);
   }
-  absl::StatusOr<store::LogAppendResult> AppendLogs(std::vector<v1::LogLine> l) override {
-    return inner_->AppendLogs(std::move(l));
+  absl::StatusOr<store::LogAppendResult> AppendLogBatch(store::LogBatchToStore b) override {
+    return inner_->AppendLogBatch(std::move(b));
   }
   absl::StatusOr<std::vector<v1::LogLine>> ReadLogs(const store::LogQuery& q) override {
     ++reads;
@@ -91,8 +91,8 @@ TEST_CASE("a caught-up follower is handed new lines without reading the store") 
   REQUIRE(live.ok());
   CHECK(reader.served_from_fanout());
   REQUIRE(live->lines.size() == 2);
-  CHECK(live->lines[0].text() == "d");
-  CHECK(live->lines[1].text() == "c");
+  CHECK(live->lines[0]->text() == "d");
+  CHECK(live->lines[1]->text() == "c");
   CHECK_FALSE(live->more);
   auto idle = reader.Next(false);
   REQUIRE(idle.ok());

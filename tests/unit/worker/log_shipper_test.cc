@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "proto/policy/packed_log_lines.h"
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
@@ -27,9 +28,18 @@ class RecordingLogs final : public v1::LogService::Service {
     while (stream->Read(&batch)) {
       v1::LogAck ack;
       ack.set_idempotency_key(batch.idempotency_key());
+      ack.set_accepts_packed(accepts_packed);
+      std::vector<v1::LogLine> unpacked(batch.lines().begin(), batch.lines().end());
+      for (const auto& group : batch.packed()) {
+        if (!UnpackLines(group, unpacked).ok()) {
+          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed packed lines");
+        }
+      }
       {
         absl::MutexLock lock(&mu);
-        for (const auto& l : batch.lines()) {
+        (batch.packed_size() > 0 ? packed_batches : plain_batches)++;
+        if (batch.packed_size() > 0 && batch.lines_size() > 0) ++mixed_batches;
+        for (const auto& l : unpacked) {
           ++receipts;
           lines.emplace(std::make_tuple(l.rank(), static_cast<int>(l.stream()), l.sequence()), l);
         }
@@ -42,7 +52,10 @@ class RecordingLogs final : public v1::LogService::Service {
   absl::Mutex mu;
   std::map<std::tuple<int, int, int64_t>, v1::LogLine> lines;
   int64_t receipts = 0;
+  int64_t packed_batches = 0, plain_batches = 0, mixed_batches = 0;
   bool drop_acks = false;
+  // Whether this service says it stores packed lines (a service from before them does not).
+  bool accepts_packed = false;
   std::atomic<bool> auth_seen{false};
 };
 
@@ -50,7 +63,8 @@ struct Server {
   RecordingLogs service;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
-  explicit Server(int fixed_port = 0) {
+  explicit Server(int fixed_port = 0, bool accepts_packed = false) {
+    service.accepts_packed = accepts_packed;
     grpc::ServerBuilder b;
     b.AddListeningPort(absl::StrCat("127.0.0.1:", fixed_port), grpc::InsecureServerCredentials(),
                        &port);
@@ -128,6 +142,61 @@ TEST_CASE("every line is shipped once, numbered per rank and stream, with its me
   CHECK(server.service.lines.at({1, v1::LOG_STREAM_STDERR, 1}).text() == "no newline");
   CHECK(server.service.receipts == 752);  // nothing sent twice on a healthy stream
   CHECK(server.service.auth_seen);
+}
+
+TEST_CASE("once the log service says it takes packed lines they go packed with the same fields") {
+  Server server(0, /*accepts_packed=*/true);
+  Folder folder;
+  auto shipper = Shipper(server.port);
+  shipper->Watch(folder.Rank(0));
+  shipper->Watch(folder.Rank(1));
+  shipper->Start();
+  Append(folder.Rank(0).stdout_path, 0, 500);
+  Append(folder.Rank(1).stdout_path, 0, 250);
+  std::ofstream(folder.Rank(1).stderr_path) << "err 0\nno newline";
+  REQUIRE(WaitFor([&] { return server.Count() == 751; }));
+  shipper->RankDone(folder.Rank(1));
+  REQUIRE(WaitFor([&] { return server.Count() == 752 && shipper->Drained(); }));
+  absl::MutexLock lock(&server.service.mu);
+  // The first batches go before any acknowledgement (one message a line); the rest packed.
+  CHECK(server.service.packed_batches >= 1);
+  CHECK(server.service.plain_batches <= 4);
+  CHECK(server.service.mixed_batches == 0);
+  for (int i = 0; i < 500; ++i) {
+    const auto& l = server.service.lines.at({0, v1::LOG_STREAM_STDOUT, i});
+    CHECK(l.text() == absl::StrCat("line ", i));
+    CHECK(l.run_id() == "run-1");
+    CHECK(l.node_rank() == 1);
+    CHECK(l.node_name() == "n1");
+    CHECK(l.time().seconds() > 0);
+  }
+  CHECK(server.service.lines.at({1, v1::LOG_STREAM_STDERR, 1}).text() == "no newline");
+  CHECK(server.service.receipts == 752);
+}
+
+TEST_CASE("a log service replaced by one that does not take packed lines gets plain ones again") {
+  Folder folder;
+  auto first = std::make_unique<Server>(0, /*accepts_packed=*/true);
+  const int port = first->port;
+  auto shipper = Shipper(port);
+  shipper->Watch(folder.Rank(0));
+  shipper->Start();
+  for (int i = 0; i < 10; ++i) {  // batch after batch, so that some go after an ack
+    Append(folder.Rank(0).stdout_path, i * 100, (i + 1) * 100);
+    REQUIRE(WaitFor([&] { return first->Count() == static_cast<size_t>((i + 1) * 100); }));
+  }
+  REQUIRE(WaitFor([&] { return shipper->Drained(); }));
+  {
+    absl::MutexLock lock(&first->service.mu);
+    CHECK(first->service.packed_batches >= 1);
+  }
+  first.reset();
+  Server old_service(port, /*accepts_packed=*/false);
+  Append(folder.Rank(0).stdout_path, 1000, 1300);
+  REQUIRE(WaitFor([&] { return old_service.Count() == 300; }, absl::Seconds(15)));
+  absl::MutexLock lock(&old_service.service.mu);
+  CHECK(old_service.service.packed_batches == 0);
+  CHECK(old_service.service.lines.at({0, v1::LOG_STREAM_STDOUT, 1299}).text() == "line 1299");
 }
 
 TEST_CASE("a restarted log service gets the unacknowledged lines again and loses none") {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "proto/policy/packed_log_lines.h"
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
@@ -61,7 +62,10 @@ CONFORMANCE_CASE(
   auto taken = sub->Take();
   CHECK(taken.complete);
   std::vector<v1::LogLine> handed;
-  for (const auto& batch : taken.batches) handed.insert(handed.end(), batch->begin(), batch->end());
+  for (const auto& batch : taken.batches) {
+    handed.insert(handed.end(), batch->lines.begin(), batch->lines.end());
+    for (const auto& group : batch->packed) REQUIRE(UnpackLines(group, handed).ok());
+  }
   LogQuery q;
   q.run_id = "r1";
   auto read = s.logs->ReadLogs(q);

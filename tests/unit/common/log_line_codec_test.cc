@@ -1,10 +1,10 @@
-#include "services/store/postgres/log_chunk_codec.h"
+#include "base/log_line_codec.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-namespace tessera::store {
+namespace tessera {
 namespace {
 
 std::vector<ChunkLine> Decode(const std::string& chunk, absl::Status* status) {
@@ -73,4 +73,4 @@ TEST_CASE("a chunk cut short or with a length past its end is data loss, not a c
 }
 
 }  // namespace
-}  // namespace tessera::store
+}  // namespace tessera

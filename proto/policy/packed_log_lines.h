@@ -1,0 +1,40 @@
+#pragma once
+// Log lines packed per stream (v1::PackedLogLines): written by the worker and by the log
+// service for followers that ask for them, read by the log service and by clients (mcli, the
+// REST gateway, the benches). The lines' bytes are those of base/log_line_codec.h.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/log_line_codec.h"
+#include "tessera/v1/logs.pb.h"
+
+namespace tessera {
+
+// A line's time in microseconds since the epoch (the precision the log store keeps), and back.
+int64_t LogTimeMicros(const google::protobuf::Timestamp& time);
+google::protobuf::Timestamp LogTimeFromMicros(int64_t micros);
+
+// Whether `line` belongs to `group`'s stream (the fields a group holds once).
+bool InPackedGroup(const v1::LogLine& line, const v1::PackedLogLines& group);
+// Sets `group`'s stream fields from `line`'s (its lines are left alone).
+void SetPackedStream(const v1::LogLine& line, v1::PackedLogLines& group);
+// Appends `line` (of `group`'s stream) to `group`.
+void PackLine(const v1::LogLine& line, v1::PackedLogLines& group);
+
+// Calls `fn` for each of `group`'s lines in order; DataLoss (naming the offset) for bytes that
+// are not whole lines.
+absl::Status ForEachPackedLine(const v1::PackedLogLines& group,
+                               const std::function<void(const ChunkLine&)>& fn);
+// `group`'s lines as messages, appended to `out`.
+absl::Status UnpackLines(const v1::PackedLogLines& group, std::vector<v1::LogLine>& out);
+
+// A StreamLogs message's lines in display order: `lines`, then `packed` merged by time (each
+// group's lines in their order; a line sorts at the latest time of its group so far, ties by
+// rank then stream), as logs.proto says.
+absl::StatusOr<std::vector<v1::LogLine>> LinesInDisplayOrder(const v1::LogLines& batch);
+
+}  // namespace tessera
