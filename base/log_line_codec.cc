@@ -13,12 +13,6 @@ char* PutBigEndian(uint64_t value, int bytes, char* out) {
   return out;
 }
 
-uint64_t GetBigEndian(const char* p, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) value = (value << 8) | static_cast<unsigned char>(p[i]);
-  return value;
-}
-
 }  // namespace
 
 void AppendChunkLine(const ChunkLine& line, std::string& chunk) {
@@ -35,40 +29,27 @@ void AppendChunkLine(const ChunkLine& line, std::string& chunk) {
 
 size_t CountChunkLines(absl::string_view chunk) {
   size_t lines = 0;
-  for (size_t at = 0; chunk.size() - at >= kChunkLineHeaderBytes; ++lines) {
-    const uint64_t length = GetBigEndian(chunk.data() + at + 24, 4);
-    if (chunk.size() - at - kChunkLineHeaderBytes < length) break;
-    at += kChunkLineHeaderBytes + length;
+  ChunkLine line;
+  for (size_t at = 0; at < chunk.size(); ++lines) {
+    at = ReadChunkLine(chunk, at, line);
+    if (at == 0) break;
   }
   return lines;
 }
 
-absl::Status ForEachChunkLine(absl::string_view chunk,
-                              const std::function<void(const ChunkLine&)>& fn) {
-  size_t at = 0;
-  while (at < chunk.size()) {
-    if (chunk.size() - at < kChunkLineHeaderBytes) {
-      return absl::DataLossError(absl::StrCat("encoded log lines end inside a line header (",
-                                              chunk.size() - at, " bytes left at offset ", at,
-                                              ")"));
-    }
-    const char* p = chunk.data() + at;
-    ChunkLine line;
-    line.sequence = static_cast<int64_t>(GetBigEndian(p, 8));
-    line.micros = static_cast<int64_t>(GetBigEndian(p + 8, 8));
-    line.dropped = static_cast<int64_t>(GetBigEndian(p + 16, 8));
-    const uint64_t length = GetBigEndian(p + 24, 4);
-    at += kChunkLineHeaderBytes;
-    if (chunk.size() - at < length) {
-      return absl::DataLossError(absl::StrCat(
-          "an encoded log line of ", length, " bytes at offset ", at - kChunkLineHeaderBytes,
-          " runs past the end (", chunk.size() - at, " bytes left)"));
-    }
-    line.text = chunk.substr(at, length);
-    at += length;
-    fn(line);
+absl::Status MalformedChunkAt(absl::string_view chunk, size_t offset) {
+  const size_t left = chunk.size() - offset;
+  if (left < kChunkLineHeaderBytes) {
+    return absl::DataLossError(absl::StrCat("encoded log lines end inside a line header (", left,
+                                            " bytes left at offset ", offset, ")"));
   }
-  return absl::OkStatus();
+  uint64_t length = 0;
+  for (int i = 0; i < 4; ++i) {
+    length = (length << 8) | static_cast<unsigned char>(chunk[offset + 24 + i]);
+  }
+  return absl::DataLossError(absl::StrCat("an encoded log line of ", length, " bytes at offset ",
+                                          offset, " runs past the end (",
+                                          left - kChunkLineHeaderBytes, " bytes left)"));
 }
 
 }  // namespace tessera

@@ -42,11 +42,6 @@ void PackLine(const v1::LogLine& line, v1::PackedLogLines& group) {
                   *group.mutable_lines());
 }
 
-absl::Status ForEachPackedLine(const v1::PackedLogLines& group,
-                               const std::function<void(const ChunkLine&)>& fn) {
-  return ForEachChunkLine(group.lines(), fn);
-}
-
 absl::Status UnpackLines(const v1::PackedLogLines& group, std::vector<v1::LogLine>& out) {
   v1::LogLine proto;
   proto.set_run_id(group.run_id());

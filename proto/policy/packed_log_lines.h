@@ -4,7 +4,7 @@
 // REST gateway, the benches). The lines' bytes are those of base/log_line_codec.h.
 
 #include <cstdint>
-#include <functional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -27,8 +27,10 @@ void PackLine(const v1::LogLine& line, v1::PackedLogLines& group);
 
 // Calls `fn` for each of `group`'s lines in order; DataLoss (naming the offset) for bytes that
 // are not whole lines.
-absl::Status ForEachPackedLine(const v1::PackedLogLines& group,
-                               const std::function<void(const ChunkLine&)>& fn);
+template <typename Fn>
+absl::Status ForEachPackedLine(const v1::PackedLogLines& group, Fn&& fn) {
+  return ForEachChunkLine(group.lines(), std::forward<Fn>(fn));
+}
 // `group`'s lines as messages, appended to `out`.
 absl::Status UnpackLines(const v1::PackedLogLines& group, std::vector<v1::LogLine>& out);
 

@@ -79,6 +79,7 @@ class PackedLineBatcher {
     const bool ok = writer_->Write(batch_);
     batch_.Clear();
     groups_.clear();
+    last_ = -1;
     bytes_ = 0;
     lines_ = 0;
     return ok;
@@ -88,21 +89,24 @@ class PackedLineBatcher {
   // The line's group in this message; a stream's lines that come with other fields (another
   // node after a move) start a group of their own.
   v1::PackedLogLines& GroupFor(const v1::LogLine& line) {
+    // A page's lines come in runs of one stream: the last group is tried first.
+    if (last_ < 0 || !InPackedGroup(line, batch_.packed(last_))) last_ = FindOrAddGroup(line);
+    return *batch_.mutable_packed(last_);
+  }
+  int FindOrAddGroup(const v1::LogLine& line) {
     auto [it, fresh] = groups_.try_emplace({line.rank(), line.stream()}, batch_.packed_size());
-    if (!fresh && InPackedGroup(line, batch_.packed(it->second))) {
-      return *batch_.mutable_packed(it->second);
-    }
+    if (!fresh && InPackedGroup(line, batch_.packed(it->second))) return it->second;
     it->second = batch_.packed_size();
-    v1::PackedLogLines* group = batch_.add_packed();
-    SetPackedStream(line, *group);
+    SetPackedStream(line, *batch_.add_packed());
     bytes_ += line.run_id().size() + line.node_name().size() + 8 * 11;
-    return *group;
+    return it->second;
   }
 
   Writer* writer_;
   v1::LogLines batch_;
   // (rank, stream) to its group in batch_.
   absl::flat_hash_map<std::pair<int32_t, int32_t>, int> groups_;
+  int last_ = -1;  // the group the last line went to
   size_t bytes_ = 0;
   int lines_ = 0;
 };

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "base/log_line_codec.h"
+#include "proto/policy/packed_log_lines.h"
 #include "services/store/log_precision.h"
 
 namespace tessera::store {
@@ -13,9 +13,9 @@ using AttemptKey = std::pair<std::string, int32_t>;
 namespace {
 
 // A subscriber's queue is dropped: its next Take is incomplete, and it reads the store.
-void DropQueue(std::vector<LogLineBatch>& queued, int64_t& queued_lines, bool& overflowed) {
+void DropQueue(std::vector<LogLineBatch>& queued, int64_t& queued_bytes, bool& overflowed) {
   queued.clear();
-  queued_lines = 0;
+  queued_bytes = 0;
   overflowed = true;
 }
 
@@ -23,7 +23,7 @@ void DropQueue(std::vector<LogLineBatch>& queued, int64_t& queued_lines, bool& o
 
 struct LogSubscription::Shared {
   std::shared_ptr<ChangeFeed> feed;
-  int64_t max_queued_lines = 0;
+  int64_t max_queued_bytes = 0;
   absl::Mutex mu;
   std::map<AttemptKey, std::vector<LogSubscription*>> subscribers ABSL_GUARDED_BY(mu);
 };
@@ -51,16 +51,29 @@ LogSubscription::Taken LogSubscription::Take() {
   absl::MutexLock lock(&shared_->mu);
   taken.complete = live && !overflowed_ && foreign == foreign_seen_;
   taken.batches.swap(queued_);
-  queued_lines_ = 0;
+  queued_bytes_ = 0;
   overflowed_ = false;
   foreign_seen_ = foreign;
   return taken;
 }
 
-LogFanout::LogFanout(std::shared_ptr<ChangeFeed> feed, int64_t max_queued_lines)
+int64_t LogFanout::QueuedBytes(const LogBatchToStore& batch) {
+  int64_t bytes = 0;
+  for (const auto& l : batch.lines) {
+    bytes += static_cast<int64_t>(l.text().size() + l.run_id().size() + l.node_name().size()) +
+             kOverheadBytes;
+  }
+  for (const auto& g : batch.packed) {
+    bytes += static_cast<int64_t>(g.lines().size() + g.run_id().size() + g.node_name().size()) +
+             kOverheadBytes;
+  }
+  return bytes;
+}
+
+LogFanout::LogFanout(std::shared_ptr<ChangeFeed> feed, int64_t max_queued_bytes)
     : shared_(std::make_shared<LogSubscription::Shared>()) {
   shared_->feed = std::move(feed);
-  shared_->max_queued_lines = std::max<int64_t>(max_queued_lines, 1);
+  shared_->max_queued_bytes = std::max<int64_t>(max_queued_bytes, 1);
 }
 
 std::unique_ptr<LogSubscription> LogFanout::Subscribe(const std::string& run_id,
@@ -81,13 +94,9 @@ void LogFanout::Publish(LogBatchToStore batch) {
     // The batch's lines per followed attempt, as a reader gets them back from the store (times
     // to the microsecond: packed lines have no finer). A batch holds runs of lines of one
     // attempt: the key is made and looked up once per run.
-    struct Followed {
-      LogBatchToStore batch;
-      int64_t lines = 0;
-    };
-    std::map<AttemptKey, Followed> followed;
+    std::map<AttemptKey, LogBatchToStore> followed;
     std::optional<AttemptKey> run;  // the attempt of the run of lines at hand
-    Followed* into = nullptr;
+    LogBatchToStore* into = nullptr;
     const auto attempt = [&](const std::string& run_id, int32_t resumption_index) {
       if (!run || run->first != run_id || run->second != resumption_index) {
         run.emplace(run_id, resumption_index);
@@ -96,29 +105,39 @@ void LogFanout::Publish(LogBatchToStore batch) {
       return into;
     };
     for (auto& l : batch.lines) {
-      if (Followed* f = attempt(l.run_id(), l.resumption_index())) {
+      if (LogBatchToStore* f = attempt(l.run_id(), l.resumption_index())) {
         ToStoredPrecision(l);
-        f->batch.lines.push_back(std::move(l));
-        ++f->lines;
+        f->lines.push_back(std::move(l));
       }
     }
-    for (auto& group : batch.packed) {
-      if (Followed* f = attempt(group.run_id(), group.resumption_index())) {
-        f->lines += static_cast<int64_t>(CountChunkLines(group.lines()));
-        f->batch.packed.push_back(std::move(group));
+    bool unpack_failed = false;
+    for (const auto& group : batch.packed) {
+      if (LogBatchToStore* f = attempt(group.run_id(), group.resumption_index())) {
+        // Taken apart once here for every follower of the attempt, rather than by each on its
+        // own thread: a follower that does more per line than the store falls behind, and
+        // reading the store to catch up is slower still.
+        unpack_failed = unpack_failed || !UnpackLines(group, f->lines).ok();
       }
+    }
+    if (unpack_failed) {
+      // Checked when they were pushed, so not expected: the followers read the store instead.
+      for (auto& [key, subs] : shared_->subscribers) {
+        for (LogSubscription* sub : subs)
+          DropQueue(sub->queued_, sub->queued_bytes_, sub->overflowed_);
+      }
+      return;
     }
     for (auto& [key, attempt_lines] : followed) {
-      const int64_t n = attempt_lines.lines;
-      auto shared = std::make_shared<const LogBatchToStore>(std::move(attempt_lines.batch));
+      const int64_t n = QueuedBytes(attempt_lines);
+      auto shared = std::make_shared<const LogBatchToStore>(std::move(attempt_lines));
       for (LogSubscription* sub : shared_->subscribers[key]) {
         if (sub->overflowed_) continue;
-        if (sub->queued_lines_ + n > shared_->max_queued_lines) {
-          DropQueue(sub->queued_, sub->queued_lines_, sub->overflowed_);
+        if (sub->queued_bytes_ + n > shared_->max_queued_bytes) {
+          DropQueue(sub->queued_, sub->queued_bytes_, sub->overflowed_);
           continue;
         }
         sub->queued_.push_back(shared);
-        sub->queued_lines_ += n;
+        sub->queued_bytes_ += n;
       }
       delivered = true;
     }
@@ -132,7 +151,7 @@ void LogFanout::Invalidate() {
     if (shared_->subscribers.empty()) return;
     for (auto& [key, subs] : shared_->subscribers) {
       for (LogSubscription* sub : subs)
-        DropQueue(sub->queued_, sub->queued_lines_, sub->overflowed_);
+        DropQueue(sub->queued_, sub->queued_bytes_, sub->overflowed_);
     }
   }
   shared_->feed->Bump(ChangeTopic::kLogs);

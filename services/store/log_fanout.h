@@ -23,10 +23,10 @@
 
 namespace tessera::store {
 
-// A batch of lines to store, and once committed, what the fan-out hands over: plain lines, and
-// lines packed per stream (v1::PackedLogLines, node_name set), which stay packed on the way in
-// (no message per line on the path that stores them) and are unpacked by each follower that
-// takes them, on its own thread.
+// A batch of lines to store: plain lines, and lines packed per stream (v1::PackedLogLines,
+// node_name set), which stay packed on the way in (no message per line on the path that stores
+// them). What the fan-out hands over is lines only: it takes packed groups apart once, for every
+// follower of their attempt, and only when someone follows it.
 struct LogBatchToStore {
   std::vector<v1::LogLine> lines = {};
   std::vector<v1::PackedLogLines> packed = {};
@@ -62,7 +62,7 @@ class LogSubscription {
   const int32_t resumption_index_;
   // Guarded by shared_->mu.
   std::vector<LogLineBatch> queued_;
-  int64_t queued_lines_ = 0;
+  int64_t queued_bytes_ = 0;
   bool overflowed_ = false;
   uint64_t foreign_seen_;
 };
@@ -70,10 +70,17 @@ class LogSubscription {
 class LogFanout {
  public:
   // `feed`: the change feed of the same store bundle; woken at each publish, and the judge of
-  // whether lines came from elsewhere. `max_queued_lines`: a subscriber further behind than that
-  // loses its queue and reads the store (about half a second of ranks printing at full speed:
-  // a follower's thread that waits a moment for a core does not drop to reading).
-  explicit LogFanout(std::shared_ptr<ChangeFeed> feed, int64_t max_queued_lines = 262144);
+  // whether lines came from elsewhere. `max_queued_bytes`: a subscriber further behind than that
+  // (QueuedBytes of what it has not taken) loses its queue and reads the store. 128 MiB is about
+  // a second of ranks printing at full speed in packed lines: a follower's thread that waits a
+  // moment for a core does not drop to reading, which is slower than following.
+  explicit LogFanout(std::shared_ptr<ChangeFeed> feed,
+                     int64_t max_queued_bytes = int64_t{128} << 20);
+
+  // What a batch counts for in a subscriber's queue: its bytes (text, a packed group's encoding)
+  // and kOverheadBytes per line or packed group.
+  static constexpr int64_t kOverheadBytes = 64;
+  static int64_t QueuedBytes(const LogBatchToStore& batch);
 
   std::unique_ptr<LogSubscription> Subscribe(const std::string& run_id, int32_t resumption_index);
 

@@ -7,6 +7,7 @@
 // the chunks of a stream keep covering disjoint ranges of sequences (log_chunks' invariant).
 #include <algorithm>
 #include <deque>
+#include <optional>
 
 #include "absl/container/flat_hash_set.h"
 #include "base/status_macros.h"
@@ -119,10 +120,53 @@ int64_t Advance(int64_t durable, std::vector<SeqRange> stored) {
 // groups'), with their lines as views of the batch's bytes (a plain line's text, a packed
 // group's encoded lines): packed lines are not taken apart into messages to be stored.
 struct BatchStreams {
+  // A stream whose only lines in the batch are one packed group that runs without a gap (the
+  // usual case): summed up, not taken apart, so that its bytes can go into the chunk as they
+  // are. `lines` has none of it until Materialize.
+  struct Whole {
+    absl::string_view bytes;
+    int64_t first_sequence = 0;  // of its first line
+    int64_t first = 0;           // the first sequence its first line stands for (a marker's)
+    int64_t last = 0;
+    int64_t t0 = 0, t1 = 0;
+    int64_t text_bytes = 0;
+    int32_t count = 0;
+  };
+
   std::vector<PgLogKey> keys;
   std::vector<std::string> nodes;
   std::vector<int32_t> node_ranks;
   std::vector<std::vector<ChunkLine>> lines;
+  std::vector<std::optional<Whole>> whole;
+
+  // The stream's whole group as lines, to go the way of single lines.
+  absl::Status Materialize(size_t i) {
+    if (!whole[i]) return absl::OkStatus();
+    const absl::string_view bytes = whole[i]->bytes;
+    whole[i].reset();
+    return ForEachChunkLine(bytes, [&](const ChunkLine& l) { lines[i].push_back(l); });
+  }
+  // `g`'s lines summed up if they run without a gap; nullopt if not.
+  static absl::StatusOr<std::optional<Whole>> Summarize(const v1::PackedLogLines& g) {
+    Whole w{.bytes = g.lines()};
+    bool gapless = true;
+    TESSERA_RETURN_IF_ERROR(ForEachChunkLine(g.lines(), [&](const ChunkLine& l) {
+      if (w.count == 0) {
+        w.first_sequence = l.sequence;
+        w.first = FirstOf(l);
+        w.t0 = w.t1 = l.micros;
+      } else {
+        gapless = gapless && FirstOf(l) == w.last + 1;
+        w.t0 = std::min(w.t0, l.micros);
+        w.t1 = std::max(w.t1, l.micros);
+      }
+      w.last = l.sequence;
+      w.text_bytes += static_cast<int64_t>(l.text.size());
+      ++w.count;
+    }));
+    if (!gapless || w.count == 0) return std::nullopt;
+    return w;
+  }
 
   static absl::StatusOr<BatchStreams> Of(const LogBatchToStore& batch) {
     BatchStreams b;
@@ -131,6 +175,7 @@ struct BatchStreams {
       // Lines come in runs of one stream: the key is made and looked up once per run.
       if (b.keys.empty() || !SameStream(b.keys[i], l)) {
         i = b.Index(PgLogKey{l.run_id(), l.resumption_index(), l.rank(), l.stream()});
+        TESSERA_RETURN_IF_ERROR(b.Materialize(i));
       }
       b.node_ranks[i] = l.node_rank();
       b.nodes[i] = l.node_name();
@@ -141,6 +186,11 @@ struct BatchStreams {
       i = b.Index(PgLogKey{g.run_id(), g.resumption_index(), g.rank(), g.stream()});
       b.node_ranks[i] = g.node_rank();
       b.nodes[i] = g.node_name();
+      if (b.lines[i].empty() && !b.whole[i]) {
+        TESSERA_ASSIGN_OR_RETURN(b.whole[i], Summarize(g));
+        if (b.whole[i]) continue;
+      }
+      TESSERA_RETURN_IF_ERROR(b.Materialize(i));
       std::vector<ChunkLine>& into = b.lines[i];
       TESSERA_RETURN_IF_ERROR(
           ForEachChunkLine(g.lines(), [&](const ChunkLine& l) { into.push_back(l); }));
@@ -158,6 +208,7 @@ struct BatchStreams {
       nodes.emplace_back();
       node_ranks.push_back(0);
       lines.emplace_back();
+      whole.emplace_back();
     }
     return i;
   }
@@ -204,6 +255,19 @@ struct NewChunks {
     first.push_back(lo);
     first_time.push_back(t0);
     last_time.push_back(t1);
+  }
+
+  // Adds a packed group's bytes as they are.
+  void Add(int32_t stream_number, const BatchStreams::Whole& w) {
+    key.push_back(stream_number);
+    count.push_back(w.count);
+    offset.push_back(static_cast<int32_t>(bytes.size()));
+    bytes.append(w.bytes.data(), w.bytes.size());
+    length.push_back(static_cast<int32_t>(w.bytes.size()));
+    last.push_back(w.last);
+    first.push_back(w.first);
+    first_time.push_back(w.t0);
+    last_time.push_back(w.t1);
   }
 };
 
@@ -259,6 +323,21 @@ absl::StatusOr<LogAppendResult> AppendLogChunks(PgPool& pool, const LogBatchToSt
                 if (l.sequence > durable_before) keep(l.sequence, l.dropped);
               }));
         }
+      }
+      // A gapless packed group that follows what is stored, with nothing stored beyond the
+      // watermark: its bytes are the chunk.
+      if (const auto& w = b.whole[i]) {
+        if (max[i] <= durable_before && w->first_sequence > durable_before &&
+            w->first <= durable_before + 1) {
+          chunks.Add(static_cast<int32_t>(i + 1), *w);
+          result.inserted += w->count;
+          added_bytes[i] += w->text_bytes;
+          newest[i] = std::max(newest[i], w->t1);
+          durable[i] = w->last;
+          max[i] = std::max(max[i], w->last);
+          continue;
+        }
+        TESSERA_RETURN_IF_ERROR(b.Materialize(i));
       }
       std::vector<ChunkLine> fresh;
       fresh.reserve(b.lines[i].size());
