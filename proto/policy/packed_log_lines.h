@@ -20,8 +20,11 @@ google::protobuf::Timestamp LogTimeFromMicros(int64_t micros);
 
 // Whether `line` belongs to `group`'s stream (the fields a group holds once).
 bool InPackedGroup(const v1::LogLine& line, const v1::PackedLogLines& group);
+// Whether two groups are of the same stream (the same fields).
+bool InPackedGroup(const v1::PackedLogLines& other, const v1::PackedLogLines& group);
 // Sets `group`'s stream fields from `line`'s (its lines are left alone).
 void SetPackedStream(const v1::LogLine& line, v1::PackedLogLines& group);
+void SetPackedStream(const v1::PackedLogLines& other, v1::PackedLogLines& group);
 // Appends `line` (of `group`'s stream) to `group`.
 void PackLine(const v1::LogLine& line, v1::PackedLogLines& group);
 

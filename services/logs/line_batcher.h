@@ -74,6 +74,18 @@ class PackedLineBatcher {
     return lines_ < kMaxPackedBatchLines || Flush();
   }
 
+  // Adds lines already packed: `lines` (`count` of them) of `group`'s stream. A slice larger
+  // than the bound goes in a message of its own (a pushed group holds at most the worker's batch,
+  // 1 MiB of text and 4,096 lines, well under what a client receives).
+  bool AddPacked(const v1::PackedLogLines& group, absl::string_view lines, int64_t count) {
+    if (lines_ > 0 && bytes_ + lines.size() > kMaxBatchBytes && !Flush()) return false;
+    if (last_ < 0 || !InPackedGroup(group, batch_.packed(last_))) last_ = FindOrAddGroup(group);
+    batch_.mutable_packed(last_)->mutable_lines()->append(lines.data(), lines.size());
+    bytes_ += lines.size();
+    lines_ += static_cast<int>(count);
+    return (lines_ < kMaxPackedBatchLines && bytes_ < kMaxBatchBytes) || Flush();
+  }
+
   bool Flush() {
     if (lines_ == 0) return true;
     const bool ok = writer_->Write(batch_);
@@ -93,12 +105,14 @@ class PackedLineBatcher {
     if (last_ < 0 || !InPackedGroup(line, batch_.packed(last_))) last_ = FindOrAddGroup(line);
     return *batch_.mutable_packed(last_);
   }
-  int FindOrAddGroup(const v1::LogLine& line) {
-    auto [it, fresh] = groups_.try_emplace({line.rank(), line.stream()}, batch_.packed_size());
-    if (!fresh && InPackedGroup(line, batch_.packed(it->second))) return it->second;
+  // `of`: a line, or a group, of the stream.
+  template <typename Of>
+  int FindOrAddGroup(const Of& of) {
+    auto [it, fresh] = groups_.try_emplace({of.rank(), of.stream()}, batch_.packed_size());
+    if (!fresh && InPackedGroup(of, batch_.packed(it->second))) return it->second;
     it->second = batch_.packed_size();
-    SetPackedStream(line, *batch_.add_packed());
-    bytes_ += line.run_id().size() + line.node_name().size() + 8 * 11;
+    SetPackedStream(of, *batch_.add_packed());
+    bytes_ += of.run_id().size() + of.node_name().size() + 8 * 11;
     return it->second;
   }
 

@@ -322,7 +322,8 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
 
 absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
                                  const LineSink& unfiltered_send, const std::function<bool()>& done,
-                                 const std::function<bool()>& flush) {
+                                 const std::function<bool()>& flush,
+                                 const PackedSink& send_packed) {
   TESSERA_ASSIGN_OR_RETURN(LineFilter filter, LineFilter::FromRequest(req));
   if (req.first_exception() && !filter.empty()) {
     return absl::InvalidArgumentError(
@@ -379,11 +380,12 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
     }
     return absl::OkStatus();
   }
-  return Follow(t, reader, send, done, flush);
+  if (send_packed && filter.empty()) reader.KeepPacked();
+  return Follow(t, reader, send, send_packed, done, flush);
 }
 
 absl::Status LogHandler::Follow(const Target& t, LogReader& reader, const LineSink& send,
-                                const std::function<bool()>& done,
+                                const PackedSink& send_packed, const std::function<bool()>& done,
                                 const std::function<bool()>& flush) {
   // What `send` gathered goes out whenever nothing more is at hand, before any wait.
   const auto flushed = [&] { return flush == nullptr || flush(); };
@@ -409,11 +411,15 @@ absl::Status LogHandler::Follow(const Target& t, LogReader& reader, const LineSi
         newest = std::max(newest, FromProtoTime(l->time()));
         if (!send(*l)) return absl::OkStatus();
       }
+      for (const LogReader::PackedSlice& slice : page->packed) {  // only with KeepPacked
+        newest = std::max(newest, absl::FromUnixMicros(slice.newest_micros));
+        if (!send_packed(*slice.group, slice.lines, slice.count)) return absl::OkStatus();
+      }
       if (!page->more && !flushed()) return absl::OkStatus();
-      if (!ended_at && !page->lines.empty()) {
+      if (!ended_at && !page->empty()) {
         follower_lag_->Observe(std::max(0.0, absl::ToDoubleSeconds(clock_->Now() - newest)));
       }
-      if (!page->lines.empty()) {
+      if (!page->empty()) {
         last_line_at = clock_->Now();
         continue;
       }

@@ -46,6 +46,11 @@ struct LogHandlerOptions {
 // Where GetLogs sends each line (it may be shared with other followers: a sink copies what it
 // keeps). False: the reader went away.
 using LineSink = std::function<bool(const v1::LogLine&)>;
+// Where a follow sends lines that are already packed, when the caller sends them so: `count`
+// lines of `group`'s stream, encoded (`lines`, a slice of the group's). False: the reader went
+// away.
+using PackedSink =
+    std::function<bool(const v1::PackedLogLines& group, absl::string_view lines, int64_t count)>;
 
 class LogHandler {
  public:
@@ -66,9 +71,12 @@ class LogHandler {
   // gather lines to write several at once (taking them over): `flush` (when given) writes what it
   // holds, and is called whenever no more lines are at hand (before a follower waits); the caller
   // flushes once more after the call.
+  // `send_packed` (when given): a follow without since, until or grep sends the packed lines
+  // the fan-out hands over through it, as they are, instead of one by one through `send`.
   absl::Status GetLogs(const Who& who, const v1::GetLogsRequest& req, const LineSink& send,
                        const std::function<bool()>& done,
-                       const std::function<bool()>& flush = nullptr);
+                       const std::function<bool()>& flush = nullptr,
+                       const PackedSink& send_packed = nullptr);
   // Removes every line of a run (admins and system keys); OK when there is none.
   absl::Status DeleteRunLogs(const Who& who, const v1::DeleteRunLogsRequest& req,
                              v1::DeleteRunLogsResponse* resp);
@@ -85,7 +93,8 @@ class LogHandler {
   absl::StatusOr<Target> Resolve(const Who& who, const v1::GetLogsRequest& req);
   absl::Status SendFirstException(const Target& t, const LineSink& send);
   absl::Status Follow(const Target& t, LogReader& reader, const LineSink& send,
-                      const std::function<bool()>& done, const std::function<bool()>& flush);
+                      const PackedSink& send_packed, const std::function<bool()>& done,
+                      const std::function<bool()>& flush);
 
   std::shared_ptr<store::LogStore> logs_;
   std::shared_ptr<RunLookup> runs_;

@@ -66,7 +66,7 @@ bool LogReader::TakeLive(const store::LogSubscription::Taken& taken, Page& page)
   for (const auto& batch : taken.batches) {
     const size_t begin = page.read.size();
     for (const auto& group : batch->packed) {
-      if (!wanted(group.rank(), group.node_rank())) continue;
+      if (keep_packed_ || !wanted(group.rank(), group.node_rank())) continue;
       if (absl::Status st = UnpackLines(group, page.read); !st.ok()) {
         // Checked when it was pushed: not expected. The store has the lines.
         spdlog::warn("logs of run {} attempt {}: {}", query_.run_id, query_.resumption_index,
@@ -94,9 +94,51 @@ bool LogReader::TakeLive(const store::LogSubscription::Taken& taken, Page& page)
       joined = false;  // this stream's later lines are beyond the gap too: left to the read
     }
   };
+  // A packed group kept packed: the slice of its lines from the first not shown, up to any gap.
+  const auto take_packed = [&](const v1::PackedLogLines& group) {
+    int64_t& next = query_.from_sequence[{group.rank(), group.stream()}];
+    last_key = {-1, -1};
+    const absl::string_view bytes = group.lines();
+    PackedSlice slice;
+    slice.group = &group;
+    size_t begin = std::string::npos, end = 0;
+    ChunkLine l;
+    for (size_t at = 0; at < bytes.size();) {
+      const size_t after = ReadChunkLine(bytes, at, l);
+      if (after == 0) {  // checked when it was pushed: not expected; the store has the lines
+        joined = false;
+        break;
+      }
+      if (l.sequence < next && begin != std::string::npos) {
+        joined = false;  // out of order within the group (no worker sends that): read instead
+        break;
+      }
+      if (l.sequence >= next) {
+        const int64_t first = l.dropped > 1 ? l.sequence - l.dropped + 1 : l.sequence;
+        if (first > next) {
+          joined = false;  // beyond a gap, and so is the rest of the group: left to the read
+          break;
+        }
+        if (begin == std::string::npos) begin = at;
+        end = after;
+        next = l.sequence + 1;
+        ++slice.count;
+        slice.newest_micros = std::max(slice.newest_micros, l.micros);
+      }
+      at = after;
+    }
+    if (slice.count == 0) return;
+    slice.lines = bytes.substr(begin, end - begin);
+    page.packed.push_back(slice);
+  };
   for (size_t b = 0; b < taken.batches.size(); ++b) {
     for (const auto& l : taken.batches[b]->lines) {
       if (wanted(l.rank(), l.node_rank())) take(l);
+    }
+    if (keep_packed_) {
+      for (const auto& group : taken.batches[b]->packed) {
+        if (wanted(group.rank(), group.node_rank())) take_packed(group);
+      }
     }
     for (size_t i = unpacked[b].first; i < unpacked[b].second; ++i) take(page.read[i]);
   }

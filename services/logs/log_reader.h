@@ -29,6 +29,15 @@ class LogReader {
   LogReader(std::shared_ptr<store::LogStore> store, store::LogQuery query,
             std::shared_ptr<Clock> clock, absl::Duration gap_timeout, int page_size = 2000);
 
+  // Packed lines handed over as they were pushed (KeepPacked): the bytes of `group`'s lines
+  // from the first one not shown yet.
+  struct PackedSlice {
+    const v1::PackedLogLines* group = nullptr;
+    absl::string_view lines;
+    int64_t count = 0;
+    int64_t newest_micros = 0;
+  };
+
   struct Page {
     // The lines in display order: read from the store (held in `read`) or handed over by the
     // fan-out (shared with the attempt's other followers, kept alive by `held`). Neither is
@@ -36,6 +45,9 @@ class LogReader {
     std::vector<const v1::LogLine*> lines;
     std::vector<v1::LogLine> read;
     std::vector<store::LogLineBatch> held;
+    // With KeepPacked, the fan-out's packed lines, in the order published, after `lines`.
+    std::vector<PackedSlice> packed;
+    bool empty() const { return lines.empty() && packed.empty(); }
     // More is stored now: read again before waiting.
     bool more = false;
     // Lines are stored behind a gap that is still awaited.
@@ -43,6 +55,10 @@ class LogReader {
   };
   // The next lines. `skip_gaps`: do not wait for missing lines (a one-off read).
   absl::StatusOr<Page> Next(bool skip_gaps);
+  // Packed lines from the fan-out stay packed in pages (Page::packed), for a caller that sends
+  // them so and filters nothing by line: taking them apart into messages was most of a
+  // follower's time.
+  void KeepPacked() { keep_packed_ = true; }
   // Whether the last Next was served from the fan-out, without reading the store.
   bool served_from_fanout() const { return served_from_fanout_; }
 
@@ -66,6 +82,7 @@ class LogReader {
   // The last read found everything stored: the fan-out may serve the next Next.
   bool live_ = false;
   bool served_from_fanout_ = false;
+  bool keep_packed_ = false;
 
   // The lines taken from the fan-out that come next in their streams; false when one does not
   // join up (a read must find what lies between).

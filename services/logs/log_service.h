@@ -52,7 +52,10 @@ class LogService final : public v1::LogService::Service {
         PackedLineBatcher<grpc::ServerWriter<v1::LogLines>> packed(writer);
         absl::Status st = h_->GetLogs(
             who, *req, [&](const v1::LogLine& l) { return packed.Add(l); }, cancelled,
-            [&] { return packed.Flush(); });
+            [&] { return packed.Flush(); },
+            [&](const v1::PackedLogLines& group, absl::string_view lines, int64_t count) {
+              return packed.AddPacked(group, lines, count);
+            });
         packed.Flush();  // the lines before an error too
         return st;
       }

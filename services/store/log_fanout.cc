@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <optional>
 
-#include "proto/policy/packed_log_lines.h"
 #include "services/store/log_precision.h"
 
 namespace tessera::store {
@@ -110,22 +109,10 @@ void LogFanout::Publish(LogBatchToStore batch) {
         f->lines.push_back(std::move(l));
       }
     }
-    bool unpack_failed = false;
-    for (const auto& group : batch.packed) {
+    for (auto& group : batch.packed) {
       if (LogBatchToStore* f = attempt(group.run_id(), group.resumption_index())) {
-        // Taken apart once here for every follower of the attempt, rather than by each on its
-        // own thread: a follower that does more per line than the store falls behind, and
-        // reading the store to catch up is slower still.
-        unpack_failed = unpack_failed || !UnpackLines(group, f->lines).ok();
+        f->packed.push_back(std::move(group));
       }
-    }
-    if (unpack_failed) {
-      // Checked when they were pushed, so not expected: the followers read the store instead.
-      for (auto& [key, subs] : shared_->subscribers) {
-        for (LogSubscription* sub : subs)
-          DropQueue(sub->queued_, sub->queued_bytes_, sub->overflowed_);
-      }
-      return;
     }
     for (auto& [key, attempt_lines] : followed) {
       const int64_t n = QueuedBytes(attempt_lines);

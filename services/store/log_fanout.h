@@ -23,10 +23,10 @@
 
 namespace tessera::store {
 
-// A batch of lines to store: plain lines, and lines packed per stream (v1::PackedLogLines,
-// node_name set), which stay packed on the way in (no message per line on the path that stores
-// them). What the fan-out hands over is lines only: it takes packed groups apart once, for every
-// follower of their attempt, and only when someone follows it.
+// A batch of lines to store, and once committed, what the fan-out hands over: plain lines, and
+// lines packed per stream (v1::PackedLogLines, node_name set), which stay packed on the way in
+// (no message per line on the path that stores them) and on to a follower that sends them
+// packed; one that needs messages takes them apart on its own thread.
 struct LogBatchToStore {
   std::vector<v1::LogLine> lines = {};
   std::vector<v1::PackedLogLines> packed = {};

@@ -30,8 +30,9 @@ class MemoryLogStore final : public LogStore {
   }
 
   absl::StatusOr<LogAppendResult> AppendLogBatch(LogBatchToStore batch) override {
-    // Packed groups join the plain lines (after them): this store keeps lines one by one.
-    std::vector<v1::LogLine> lines = std::move(batch.lines);
+    // Packed groups join the plain lines (after them): this store keeps lines one by one. Its
+    // followers get them packed, as the PostgreSQL store's do.
+    std::vector<v1::LogLine> lines = batch.lines;
     for (const auto& group : batch.packed) {
       if (auto st = UnpackLines(group, lines); !st.ok()) return st;
     }
@@ -63,7 +64,7 @@ class MemoryLogStore final : public LogStore {
       }
     }
     for (const auto& key : order) result.watermarks.push_back(db_->logs[key].info);
-    db_->log_fanout.Publish({.lines = std::move(lines)});
+    db_->log_fanout.Publish(std::move(batch));
     if (result.inserted > 0) db_->changes->Bump(ChangeTopic::kLogs);
     return result;
   }

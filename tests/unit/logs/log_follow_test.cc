@@ -3,6 +3,7 @@
 #include <functional>
 #include <thread>
 
+#include "proto/policy/packed_log_lines.h"
 #include "tests/support/metric_values.h"
 #include "tests/unit/logs/log_test_fixture.h"
 
@@ -13,9 +14,11 @@ namespace {
 // the handler flushes them (as StreamLogs writes its batches).
 class Follower {
  public:
-  Follower(Fixture& f, v1::GetLogsRequest req, bool gathering = false) : clock_(f.clock) {
+  // `packed`: it also takes lines packed (as StreamLogs does for GetLogsRequest.packed).
+  Follower(Fixture& f, v1::GetLogsRequest req, bool gathering = false, bool packed = false)
+      : clock_(f.clock) {
     req.set_follow(true);
-    thread_ = std::thread([this, &f, req, gathering] {
+    thread_ = std::thread([this, &f, req, gathering, packed] {
       auto st = f.handler.GetLogs(
           f.alice, req,
           [this, gathering](const v1::LogLine& l) {
@@ -29,7 +32,18 @@ class Follower {
             texts_.insert(texts_.end(), gathered_.begin(), gathered_.end());
             gathered_.clear();
             return true;
-          });
+          },
+          !packed ? PackedSink()
+                  : [this](const v1::PackedLogLines&, absl::string_view lines, int64_t count) {
+                      absl::MutexLock lock(&mu_);
+                      ++packed_slices_;
+                      int64_t seen = 0;
+                      const absl::Status st = ForEachChunkLine(lines, [&](const ChunkLine& l) {
+                        texts_.emplace_back(l.text);
+                        ++seen;
+                      });
+                      return st.ok() && seen == count;
+                    });
       absl::MutexLock lock(&mu_);
       status_ = st;
       ended_ = true;
@@ -48,6 +62,10 @@ class Follower {
   Texts Now() {
     absl::MutexLock lock(&mu_);
     return texts_;
+  }
+  int packed_slices() {
+    absl::MutexLock lock(&mu_);
+    return packed_slices_;
   }
   // Waits until GetLogs returned, moving time on meanwhile; false if it did not within 10 s of
   // real time.
@@ -87,6 +105,7 @@ class Follower {
   absl::Mutex mu_;
   Texts texts_ ABSL_GUARDED_BY(mu_);
   Texts gathered_ ABSL_GUARDED_BY(mu_);
+  int packed_slices_ ABSL_GUARDED_BY(mu_) = 0;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
@@ -148,6 +167,60 @@ TEST_CASE("a follower that gathers lines has them flushed before each wait") {
   End(f, "r", v1::RUN_STATUS_COMPLETED);
   REQUIRE(follower.WaitForEnd());
   CHECK(follower.Now().size() == 5);
+}
+
+// A batch of the given streams' lines, each stream packed (as a worker sends them).
+absl::Status PushPacked(Fixture& f, const std::vector<std::vector<v1::LogLine>>& groups) {
+  v1::LogBatch batch;
+  batch.set_idempotency_key("packed-" + groups.front().front().text());
+  batch.set_node_name("node-x");
+  for (const auto& lines : groups) {
+    v1::PackedLogLines* g = batch.add_packed();
+    SetPackedStream(lines.front(), *g);
+    for (const auto& l : lines) PackLine(l, *g);
+  }
+  v1::LogAck ack;
+  return f.handler.PushBatch(f.worker, batch, &ack);
+}
+
+TEST_CASE("a packed follower is handed packed lines as they came, from where it stands") {
+  Fixture f(PatientOptions());
+  f.AddRun("r", v1::RUN_STATUS_RUNNING);
+  REQUIRE(PushPacked(f, {{f.Line(0, kOut, 0, 1, "a0")}}).ok());
+  Follower follower(f, Req(), /*gathering=*/false, /*packed=*/true);
+  CHECK(follower.WaitFor(1) == Texts{"a0"});  // read from the store: one by one
+  // Caught up: the fan-out's packed lines go on packed. A resent group's lines already shown
+  // are cut off; a group past a gap waits for it.
+  REQUIRE(PushPacked(f, {{f.Line(0, kOut, 0, 1, "a0"), f.Line(0, kOut, 1, 2, "a1"),
+                          f.Line(0, kOut, 2, 3, "a2")},
+                         {f.Line(1, kOut, 0, 3, "b0")}})
+              .ok());
+  CHECK(follower.WaitFor(4) == Texts{"a0", "a1", "a2", "b0"});
+  CHECK(follower.packed_slices() >= 1);
+  REQUIRE(PushPacked(f, {{f.Line(0, kOut, 4, 5, "a4")}}).ok());
+  absl::SleepFor(absl::Milliseconds(100));
+  CHECK(follower.Now().size() == 4);
+  REQUIRE(PushPacked(f, {{f.Line(0, kOut, 3, 4, "a3")}}).ok());
+  CHECK(follower.WaitFor(6) == Texts{"a0", "a1", "a2", "b0", "a3", "a4"});
+  End(f, "r", v1::RUN_STATUS_COMPLETED);
+  REQUIRE(follower.WaitForEnd());
+  CHECK(follower.Now().size() == 6);
+}
+
+TEST_CASE("a packed follower with a line filter is sent only the lines that match") {
+  Fixture f(PatientOptions());
+  f.AddRun("r", v1::RUN_STATUS_RUNNING);
+  v1::GetLogsRequest req = Req();
+  req.set_grep("keep");
+  Follower follower(f, req, /*gathering=*/false, /*packed=*/true);
+  REQUIRE(PushPacked(f, {{f.Line(0, kOut, 0, 1, "keep 0"), f.Line(0, kOut, 1, 2, "drop 1"),
+                          f.Line(0, kOut, 2, 3, "keep 2")}})
+              .ok());
+  CHECK(follower.WaitFor(2) == Texts{"keep 0", "keep 2"});
+  CHECK(follower.packed_slices() == 0);
+  End(f, "r", v1::RUN_STATUS_COMPLETED);
+  REQUIRE(follower.WaitForEnd());
+  CHECK(follower.Now().size() == 2);
 }
 
 TEST_CASE("follow ends when a newer attempt starts, after the attempt's last lines") {

@@ -151,20 +151,20 @@ TEST_CASE("a follower too far behind loses its queue and is told to read") {
   CHECK(Sequences(again) == std::vector<int64_t>{5});
 }
 
-TEST_CASE("packed groups go to their attempt's followers as lines, taken apart once for all") {
+TEST_CASE("packed groups go to their attempt's followers still packed, and count by their bytes") {
   auto feed = std::make_shared<ChangeFeed>();
-  // Room for 10 lines like these: 5, then 6 more, do not fit.
-  LogFanout fanout(feed, 10 * LogFanout::QueuedBytes(Lines({Line("r1", 0, 0)})));
+  // Room for a group of 5 lines, not for it and then one of 6.
+  LogFanout fanout(
+      feed,
+      LogFanout::QueuedBytes({.packed = {Packed("r1", 0, 5, 10), Packed("r1", 0, 10, 16)}}) - 1);
   auto sub = fanout.Subscribe("r1", 0);
   fanout.Publish({.lines = {Line("r1", 0, 0)},
                   .packed = {Packed("r1", 0, 1, 5), Packed("r2", 0, 0, 3), Packed("r1", 1, 0, 2)}});
   auto taken = sub->Take();
   CHECK(taken.complete);
   REQUIRE(taken.batches.size() == 1);
-  CHECK(taken.batches[0]->packed.empty());
-  REQUIRE(taken.batches[0]->lines.size() == 5);  // r1 attempt 0's only
-  CHECK(taken.batches[0]->lines[1].text() == "packed");
-  CHECK(taken.batches[0]->lines[1].time().nanos() == 1000);
+  CHECK(taken.batches[0]->lines.size() == 1);
+  CHECK(taken.batches[0]->packed.size() == 1);  // r1 attempt 0's only
   CHECK(Sequences(taken) == std::vector<int64_t>{0, 1, 2, 3, 4});
   // 5 lines fit; 6 more do not: the queue goes, and the follower reads.
   fanout.Publish({.packed = {Packed("r1", 0, 5, 10)}});
