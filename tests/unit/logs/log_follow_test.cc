@@ -169,38 +169,24 @@ TEST_CASE("a follower that gathers lines has them flushed before each wait") {
   CHECK(follower.Now().size() == 5);
 }
 
-// A batch of the given streams' lines, each stream packed (as a worker sends them).
-absl::Status PushPacked(Fixture& f, const std::vector<std::vector<v1::LogLine>>& groups) {
-  v1::LogBatch batch;
-  batch.set_idempotency_key("packed-" + groups.front().front().text());
-  batch.set_node_name("node-x");
-  for (const auto& lines : groups) {
-    v1::PackedLogLines* g = batch.add_packed();
-    SetPackedStream(lines.front(), *g);
-    for (const auto& l : lines) PackLine(l, *g);
-  }
-  v1::LogAck ack;
-  return f.handler.PushBatch(f.worker, batch, &ack);
-}
-
 TEST_CASE("a packed follower is handed packed lines as they came, from where it stands") {
   Fixture f(PatientOptions());
   f.AddRun("r", v1::RUN_STATUS_RUNNING);
-  REQUIRE(PushPacked(f, {{f.Line(0, kOut, 0, 1, "a0")}}).ok());
+  REQUIRE(f.PushPacked({{f.Line(0, kOut, 0, 1, "a0")}}, "p1").ok());
   Follower follower(f, Req(), /*gathering=*/false, /*packed=*/true);
   CHECK(follower.WaitFor(1) == Texts{"a0"});  // read from the store: one by one
   // Caught up: the fan-out's packed lines go on packed. A resent group's lines already shown
   // are cut off; a group past a gap waits for it.
-  REQUIRE(PushPacked(f, {{f.Line(0, kOut, 0, 1, "a0"), f.Line(0, kOut, 1, 2, "a1"),
-                          f.Line(0, kOut, 2, 3, "a2")},
-                         {f.Line(1, kOut, 0, 3, "b0")}})
+  REQUIRE(f.PushPacked({{f.Line(0, kOut, 0, 1, "a0"), f.Line(0, kOut, 1, 2, "a1"),
+                         f.Line(0, kOut, 2, 3, "a2")},
+                        {f.Line(1, kOut, 0, 3, "b0")}})
               .ok());
   CHECK(follower.WaitFor(4) == Texts{"a0", "a1", "a2", "b0"});
   CHECK(follower.packed_slices() >= 1);
-  REQUIRE(PushPacked(f, {{f.Line(0, kOut, 4, 5, "a4")}}).ok());
+  REQUIRE(f.PushPacked({{f.Line(0, kOut, 4, 5, "a4")}}).ok());
   absl::SleepFor(absl::Milliseconds(100));
   CHECK(follower.Now().size() == 4);
-  REQUIRE(PushPacked(f, {{f.Line(0, kOut, 3, 4, "a3")}}).ok());
+  REQUIRE(f.PushPacked({{f.Line(0, kOut, 3, 4, "a3")}}).ok());
   CHECK(follower.WaitFor(6) == Texts{"a0", "a1", "a2", "b0", "a3", "a4"});
   End(f, "r", v1::RUN_STATUS_COMPLETED);
   REQUIRE(follower.WaitForEnd());
@@ -213,8 +199,8 @@ TEST_CASE("a packed follower with a line filter is sent only the lines that matc
   v1::GetLogsRequest req = Req();
   req.set_grep("keep");
   Follower follower(f, req, /*gathering=*/false, /*packed=*/true);
-  REQUIRE(PushPacked(f, {{f.Line(0, kOut, 0, 1, "keep 0"), f.Line(0, kOut, 1, 2, "drop 1"),
-                          f.Line(0, kOut, 2, 3, "keep 2")}})
+  REQUIRE(f.PushPacked({{f.Line(0, kOut, 0, 1, "keep 0"), f.Line(0, kOut, 1, 2, "drop 1"),
+                         f.Line(0, kOut, 2, 3, "keep 2")}})
               .ok());
   CHECK(follower.WaitFor(2) == Texts{"keep 0", "keep 2"});
   CHECK(follower.packed_slices() == 0);

@@ -109,14 +109,6 @@ TEST_CASE("push is for system keys, a malformed batch is INVALID_ARGUMENT naming
   CHECK(f.stores.logs->ReadLogs({.run_id = "id-r"})->empty());
 }
 
-// A batch's lines packed per stream (as a worker sends once the ack said so).
-v1::PackedLogLines Packed(const std::vector<v1::LogLine>& lines) {
-  v1::PackedLogLines g;
-  SetPackedStream(lines.front(), g);
-  for (const auto& l : lines) PackLine(l, g);
-  return g;
-}
-
 TEST_CASE("packed lines are stored and checked as plain ones, and every ack says they are taken") {
   Fixture f;
   auto mine = f.AddRun("r", v1::RUN_STATUS_RUNNING);
@@ -134,9 +126,9 @@ TEST_CASE("packed lines are stored and checked as plain ones, and every ack says
   v1::LogBatch batch;
   batch.set_idempotency_key("packed");
   batch.set_node_name("node-a");
-  *batch.add_packed() = Packed({f.Line(0, kOut, 1, 2, "a1"), f.Line(0, kOut, 2, 3, "a2")});
-  *batch.add_packed() = Packed({f.Line(0, kOut, 0, 2, "forged0", 0, "s")});
-  *batch.add_packed() = Packed({f.Line(1, kErr, 0, 4, "e0")});
+  *batch.add_packed() = Fixture::Packed({f.Line(0, kOut, 1, 2, "a1"), f.Line(0, kOut, 2, 3, "a2")});
+  *batch.add_packed() = Fixture::Packed({f.Line(0, kOut, 0, 2, "forged0", 0, "s")});
+  *batch.add_packed() = Fixture::Packed({f.Line(1, kErr, 0, 4, "e0")});
   v1::LogAck ack;
   REQUIRE(f.handler.PushBatch(node_a, batch, &ack).ok());
   CHECK(ack.accepts_packed());
@@ -167,7 +159,7 @@ TEST_CASE("a malformed packed group is INVALID_ARGUMENT naming it, and nothing i
   const auto expect = [&](const v1::PackedLogLines& bad, const std::string& field) {
     v1::LogBatch batch;
     batch.set_idempotency_key("k");
-    *batch.add_packed() = Packed({f.Line(0, kOut, 0, 1, "ok")});
+    *batch.add_packed() = Fixture::Packed({f.Line(0, kOut, 0, 1, "ok")});
     *batch.add_packed() = bad;
     v1::LogAck ack;
     const absl::Status st = f.handler.PushBatch(f.worker, batch, &ack);
@@ -175,15 +167,15 @@ TEST_CASE("a malformed packed group is INVALID_ARGUMENT naming it, and nothing i
     CHECK(absl::IsInvalidArgument(st));
     CHECK(st.message().find("packed[1]." + field) != std::string::npos);
   };
-  v1::PackedLogLines g = Packed({f.Line(1, kOut, 0, 1, "x")});
+  v1::PackedLogLines g = Fixture::Packed({f.Line(1, kOut, 0, 1, "x")});
   g.mutable_lines()->pop_back();  // the text one byte short of its length
   expect(g, "lines");
-  g = Packed({f.Line(1, kOut, -3, 1, "x")});
+  g = Fixture::Packed({f.Line(1, kOut, -3, 1, "x")});
   expect(g, "lines");
-  g = Packed({f.Line(1, kOut, 0, 1, "x")});
+  g = Fixture::Packed({f.Line(1, kOut, 0, 1, "x")});
   g.clear_run_id();
   expect(g, "run_id");
-  g = Packed({f.Line(1, v1::LOG_STREAM_UNSPECIFIED, 0, 1, "x")});
+  g = Fixture::Packed({f.Line(1, v1::LOG_STREAM_UNSPECIFIED, 0, 1, "x")});
   expect(g, "stream");
   CHECK(f.stores.logs->ReadLogs({.run_id = "id-r"})->empty());
 }

@@ -23,21 +23,6 @@ LogHandlerOptions Quota(int64_t per_second, int64_t total) {
 
 std::string Tenth(int i) { return std::string(9, static_cast<char>('a' + i % 26)) + "\n"; }
 
-// A batch with its lines packed per stream (as a worker sends once the log service takes them).
-absl::Status PushPacked(Fixture& f, const std::vector<std::vector<v1::LogLine>>& groups,
-                        const std::string& key) {
-  v1::LogBatch batch;
-  batch.set_idempotency_key(key);
-  batch.set_node_name("node-x");
-  for (const auto& lines : groups) {
-    v1::PackedLogLines* g = batch.add_packed();
-    SetPackedStream(lines.front(), *g);
-    for (const auto& l : lines) PackLine(l, *g);
-  }
-  v1::LogAck ack;
-  return f.handler.PushBatch(f.worker, batch, &ack);
-}
-
 TEST_CASE("packed lines within the rate pass whole and a group over it is dropped line by line") {
   Fixture f(Quota(/*per_second=*/100, /*total=*/0));
   f.AddRun("r", v1::RUN_STATUS_RUNNING);
@@ -46,7 +31,7 @@ TEST_CASE("packed lines within the rate pass whole and a group over it is droppe
   std::vector<v1::LogLine> r0, r1;
   for (int i = 0; i < 6; ++i) r0.push_back(f.Line(0, kOut, i, i, Tenth(i)));
   for (int i = 0; i < 6; ++i) r1.push_back(f.Line(1, kOut, i, 10 + i, Tenth(10 + i)));
-  REQUIRE(PushPacked(f, {r0, r1}, "b1").ok());
+  REQUIRE(f.PushPacked({r0, r1}, "b1").ok());
   auto texts = f.Texts(Req());
   REQUIRE(texts.size() == 11);
   CHECK(texts[5] == Tenth(5));
@@ -56,7 +41,7 @@ TEST_CASE("packed lines within the rate pass whole and a group over it is droppe
   REQUIRE(streams.ok());
   for (const auto& s : *streams) CHECK(s.durable_sequence == 5);  // no gap in either
   // Resent whole: not stored again, and dropped again (the rate is spent), no second marker.
-  REQUIRE(PushPacked(f, {r0, r1}, "b1").ok());
+  REQUIRE(f.PushPacked({r0, r1}, "b1").ok());
   CHECK(f.Texts(Req()).size() == 11);
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "base/timestamps.h"
+#include "proto/policy/packed_log_lines.h"
 #include "services/logs/log_handler.h"
 #include "services/store/memory/memory_database.h"
 
@@ -102,6 +103,29 @@ struct Fixture {
     batch.set_idempotency_key(key);
     batch.set_node_name(who && who->is_node() ? who->node : "node-x");
     for (const auto& l : lines) *batch.add_lines() = l;
+    v1::LogAck ack;
+    auto st = handler.PushBatch(who ? *who : worker, batch, &ack);
+    if (!st.ok()) return st;
+    return ack;
+  }
+
+  // The lines of one stream packed, as a worker packs them.
+  static v1::PackedLogLines Packed(const std::vector<v1::LogLine>& lines) {
+    v1::PackedLogLines g;
+    SetPackedStream(lines.front(), g);
+    for (const auto& l : lines) PackLine(l, g);
+    return g;
+  }
+
+  // A batch of streams' lines, each stream packed (as a worker sends them once the log service
+  // said it takes them).
+  absl::StatusOr<v1::LogAck> PushPacked(const std::vector<std::vector<v1::LogLine>>& streams,
+                                        const std::string& key = "p",
+                                        const auth::Principal* who = nullptr) {
+    v1::LogBatch batch;
+    batch.set_idempotency_key(key);
+    batch.set_node_name(who && who->is_node() ? who->node : "node-x");
+    for (const auto& lines : streams) *batch.add_packed() = Packed(lines);
     v1::LogAck ack;
     auto st = handler.PushBatch(who ? *who : worker, batch, &ack);
     if (!st.ok()) return st;
