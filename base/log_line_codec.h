@@ -7,7 +7,10 @@
 // then the text. Big-endian fixed widths so that SQL can write the same bytes with int8send and
 // int4send (migration 0008 turns the rows of the old one-row-per-line table into chunks).
 
+#include <endian.h>
+
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "absl/status/status.h"
@@ -35,20 +38,34 @@ absl::Status MalformedChunkAt(absl::string_view chunk, size_t offset);
 
 // Reads a line at `offset` of `chunk` into `line`, returning the offset after it; 0 when the
 // bytes there are not a whole line (a line is never empty: its header alone is 28 bytes).
+// Big-endian fixed widths, read and written with one load or store each.
+inline uint64_t LoadBigEndian64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return be64toh(v);
+}
+inline uint32_t LoadBigEndian32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return be32toh(v);
+}
+inline void StoreBigEndian64(char* p, uint64_t v) {
+  v = htobe64(v);
+  std::memcpy(p, &v, sizeof v);
+}
+inline void StoreBigEndian32(char* p, uint32_t v) {
+  v = htobe32(v);
+  std::memcpy(p, &v, sizeof v);
+}
+
 inline size_t ReadChunkLine(absl::string_view chunk, size_t offset, ChunkLine& line) {
-  const auto get = [&](size_t at, int bytes) {
-    uint64_t value = 0;
-    for (int i = 0; i < bytes; ++i) {
-      value = (value << 8) | static_cast<unsigned char>(chunk[offset + at + i]);
-    }
-    return value;
-  };
   if (chunk.size() - offset < kChunkLineHeaderBytes) return 0;
-  const uint64_t length = get(24, 4);
+  const char* header = chunk.data() + offset;
+  const uint64_t length = LoadBigEndian32(header + 24);
   if (chunk.size() - offset - kChunkLineHeaderBytes < length) return 0;
-  line.sequence = static_cast<int64_t>(get(0, 8));
-  line.micros = static_cast<int64_t>(get(8, 8));
-  line.dropped = static_cast<int64_t>(get(16, 8));
+  line.sequence = static_cast<int64_t>(LoadBigEndian64(header));
+  line.micros = static_cast<int64_t>(LoadBigEndian64(header + 8));
+  line.dropped = static_cast<int64_t>(LoadBigEndian64(header + 16));
   line.text = chunk.substr(offset + kChunkLineHeaderBytes, length);
   return offset + kChunkLineHeaderBytes + length;
 }
