@@ -39,9 +39,10 @@ class LogReader {
   };
 
   struct Page {
-    // The lines in display order: read from the store (held in `read`) or handed over by the
-    // fan-out (shared with the attempt's other followers, kept alive by `held`). Neither is
-    // copied: a follower's copies of every line were much of its time at full speed.
+    // The lines in display order: read from the store or taken apart from the fan-out's packed
+    // lines (held in `read`), or handed over by the fan-out (shared with the attempt's other
+    // followers, kept alive by `held`). None is copied: a follower's copies of every line were
+    // much of its time at full speed.
     std::vector<const v1::LogLine*> lines;
     std::vector<v1::LogLine> read;
     std::vector<store::LogLineBatch> held;
