@@ -164,6 +164,11 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
   // Ends the stream with `status` once the write in progress (if any) is done.
   void End(grpc::Status status) {
     if (!node_.empty()) service_->workers_->Detach(node_, token_);
+    if (!status.ok() && !node_.empty()) {
+      // The worker reconnects and registers again: say why, or a node that keeps doing so is a
+      // mystery to its operator.
+      spdlog::warn("control stream of node {} ended: {}", node_, status.error_message());
+    }
     std::optional<grpc::Status> finish;
     {
       std::lock_guard<std::mutex> lock(outbox_->mu);

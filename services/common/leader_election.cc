@@ -104,7 +104,10 @@ bool LeaderElection::IsLeader() const {
 bool LeaderElection::KeepsWorkers() const {
   if (locks_ == nullptr) return true;
   absl::ReaderMutexLock lock(&mu_);
-  return IsLeaderLocked() || caretaker_;
+  // A hold past its deadline that the beat has not yet stepped down from is a caretaker's too:
+  // once, a scheduling cycle slowed by a loaded database delayed the beat past the deadline,
+  // and a stream whose heartbeat came in between was closed as if another instance led.
+  return held_ || caretaker_;
 }
 
 int64_t LeaderElection::epoch() const {

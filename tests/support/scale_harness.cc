@@ -371,6 +371,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   r.submit_to_start_p99_ms = Percentile(to_start, 0.99);
   r.log_push_failures = fleet.log_push_failures();
   r.streams_dropped = fleet.streams_dropped();
+  r.drop_reasons = fleet.DropReasons();
 
   // Lost nodes, from the node events.
   v1::ListNodeEventsRequest events_req;

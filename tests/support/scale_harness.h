@@ -77,6 +77,7 @@ struct ScaleReport {
   std::vector<std::string> log_mismatches;
   int64_t log_push_failures = 0;
   int64_t streams_dropped = 0;
+  std::vector<std::string> drop_reasons;  // "node: CODE: message"
   // GET /metrics of the control plane after the window (every node known): the time from the
   // request to the end of the answer, over several scrapes, and the answer's size.
   double metrics_scrape_p50_ms = 0, metrics_scrape_max_ms = 0;

@@ -4,6 +4,7 @@
 #include <deque>
 #include <set>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 
@@ -187,6 +188,13 @@ void SimFleet::Stream::OnDone(const grpc::Status& status) {
   }
   if (reconnect) {
     fleet_->streams_dropped_.fetch_add(1);
+    {
+      std::lock_guard<std::mutex> lock(fleet_->drops_mu_);
+      fleet_->drop_reasons_.push_back(
+          absl::StrCat(n.name(), ": ",
+                       absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
+                       ": ", status.error_message()));
+    }
     fleet_->Schedule({absl::Now() + absl::Seconds(1), node_, kReconnect});
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -479,6 +487,11 @@ std::vector<int64_t> SimFleet::TakeHeartbeatRtts() {
   std::vector<int64_t> out;
   out.swap(rtts_);
   return out;
+}
+
+std::vector<std::string> SimFleet::DropReasons() {
+  std::lock_guard<std::mutex> lock(drops_mu_);
+  return drop_reasons_;
 }
 
 std::vector<int64_t> SimFleet::TakeHeartbeatGaps() {

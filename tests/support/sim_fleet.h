@@ -84,6 +84,8 @@ class SimFleet {
   std::vector<SimAttempt> Attempts();
   // Times a node's stream ended without being killed (the control plane dropped it).
   int64_t streams_dropped() const { return streams_dropped_.load(); }
+  // Why: "node: CODE: message" for each of them.
+  std::vector<std::string> DropReasons();
   int64_t log_push_failures() const { return log_push_failures_.load(); }
   size_t size() const { return nodes_.size(); }
   const std::string& node_name(size_t i) const;
@@ -128,6 +130,8 @@ class SimFleet {
   std::vector<int64_t> rtts_;
   std::vector<int64_t> gaps_;
   std::atomic<int64_t> streams_dropped_{0};
+  std::mutex drops_mu_;
+  std::vector<std::string> drop_reasons_;
   std::atomic<int64_t> log_push_failures_{0};
 };
 

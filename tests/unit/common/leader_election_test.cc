@@ -75,6 +75,8 @@ TEST_CASE(
   // the store, it knows it does not lead, so it writes nothing.
   f.clock->Advance(absl::Seconds(4));
   CHECK_FALSE(a->IsLeader());
+  // It has not learned that another instance leads: the workers' streams stay meanwhile.
+  CHECK(a->KeepsWorkers());
   auto refused = a_nodes->CreateNode(f.Node("n2"));
   CHECK(absl::IsUnavailable(refused.status()));
   CHECK(absl::StrContains(refused.status().message(), "does not lead"));
