@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "services/gateway/upstream.h"
 
 namespace tessera::gateway {
@@ -64,13 +65,15 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
   // Starts the call with the reactor, e.g. stub.async()->WatchRuns(ctx, &request, reactor).
   using Starter = std::function<void(grpc::ClientContext*, grpc::ClientReadReactor<Msg>*)>;
   using Converter = std::function<SseEvent(const Msg&)>;
-  // For a message that carries several events (a batch of log lines).
-  using BatchConverter = std::function<std::vector<SseEvent>(const Msg&)>;
+  // For a message that carries several events (a batch of log lines). An error ends the stream
+  // with it (the message could not be read: e.g. packed log lines that are not whole lines).
+  using BatchConverter = std::function<absl::StatusOr<std::vector<SseEvent>>(const Msg&)>;
 
   GrpcStreamSource(std::shared_ptr<UpstreamCall> call, Starter start, Converter convert,
                    std::size_t capacity = 64)
       : GrpcStreamSource(std::move(call), std::move(start),
-                         BatchConverter([convert = std::move(convert)](const Msg& m) {
+                         BatchConverter([convert = std::move(convert)](
+                                            const Msg& m) -> absl::StatusOr<std::vector<SseEvent>> {
                            return std::vector<SseEvent>{convert(m)};
                          }),
                          capacity) {}
@@ -142,11 +145,13 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
 
  private:
   void OnReadDone(bool ok) override {
-    bool read = false, remove_hold = false, pushed = false;
+    bool read = false, remove_hold = false, pushed = false, unreadable = false;
     {
       std::lock_guard lock(mu_);
-      if (ok && !cancelled_) {
-        for (auto& event : convert_(msg_)) {
+      absl::StatusOr<std::vector<SseEvent>> events;
+      if (ok && !cancelled_) events = convert_(msg_);
+      if (ok && !cancelled_ && events.ok()) {
+        for (auto& event : *events) {
           queue_.push_back(SourceItem{SourceItem::Kind::kEvent, std::move(event), {}});
         }
         pushed = true;
@@ -155,18 +160,31 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
         } else {
           paused_ = true;
         }
-      } else if (!hold_removed_) {
-        hold_removed_ = true;
-        remove_hold = true;
+      } else {
+        if (ok && !cancelled_) {  // the message could not be converted: the stream ends with why
+          failure_ = grpc::Status(static_cast<grpc::StatusCode>(events.status().code()),
+                                  std::string(events.status().message()));
+          cancelled_ = unreadable = true;
+        }
+        if (!hold_removed_) {
+          hold_removed_ = true;
+          remove_hold = true;
+        }
       }
     }
     if (pushed) notify_();
     if (read) this->StartRead(&msg_);
+    if (unreadable) call_->TryCancel();
     if (remove_hold) this->RemoveHold();
   }
 
   void OnDone(const grpc::Status& status) override {
-    Push(SourceItem{SourceItem::Kind::kEnd, {}, status});
+    std::optional<grpc::Status> failure;
+    {
+      std::lock_guard lock(mu_);
+      failure = failure_;
+    }
+    Push(SourceItem{SourceItem::Kind::kEnd, {}, failure ? *failure : status});
     std::lock_guard lock(mu_);
     done_ = true;
     done_cv_.notify_all();
@@ -195,6 +213,7 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
   bool cancelled_ = false;
   bool hold_removed_ = false;
   bool done_ = false;
+  std::optional<grpc::Status> failure_;  // why the source ended the stream itself
 };
 
 }  // namespace tessera::gateway

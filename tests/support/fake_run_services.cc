@@ -4,6 +4,7 @@
 #include <cmath>
 #include <thread>
 
+#include "proto/policy/packed_log_lines.h"
 #include "tests/support/fake_services.h"
 
 namespace tessera::testing {
@@ -275,11 +276,23 @@ Status FakeLogService::StreamLogs(ServerContext* context, const v1::GetLogsReque
   if (simulate_attempts && request->run_name().rfind("nologs", 0) == 0) {
     return Status(grpc::StatusCode::UNIMPLEMENTED, "");
   }
-  return Answer(context, *request, "StreamLogs", writer, [](const v1::LogLine& line) {
-    v1::LogLines batch;
-    *batch.add_lines() = line;
-    return batch;
-  });
+  const Packing packing = request->packed() ? this->packing : Packing::kNever;
+  return Answer(context, *request, "StreamLogs", writer,
+                [packing, first = true](const v1::LogLine& line) mutable {
+                  v1::LogLines batch;
+                  if (packing == Packing::kNever) {
+                    *batch.add_lines() = line;
+                    return batch;
+                  }
+                  v1::PackedLogLines& group = *batch.add_packed();
+                  SetPackedStream(line, group);
+                  PackLine(line, group);
+                  if (packing == Packing::kMalformed && !first) {
+                    group.mutable_lines()->resize(group.lines().size() - 1);
+                  }
+                  first = false;
+                  return batch;
+                });
 }
 
 Status FakeLogService::ServeAttempt(ServerContext* context, const v1::GetLogsRequest& request,

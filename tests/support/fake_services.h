@@ -390,6 +390,11 @@ class FakeLogService final : public v1::LogService::Service {
   // for the run "endless", whose stream stays open until the client cancels it. "nologs-*" runs
   // have no logs (UNIMPLEMENTED, as from a server without a log service).
   bool simulate_attempts = false;
+  // How StreamLogs sends lines to a request with `packed`: as plain lines (a log service from
+  // before packing), or each in a group of its own; kMalformed: the first so, the others in
+  // groups whose bytes are not whole lines.
+  enum class Packing { kNever, kWhenAsked, kMalformed };
+  Packing packing = Packing::kNever;
 
   grpc::Status GetLogs(grpc::ServerContext* context, const v1::GetLogsRequest* request,
                        grpc::ServerWriter<v1::LogLine>* writer) override;

@@ -62,9 +62,11 @@ RULES = [
     Rule("services/admin/",   only=SHARED, why=ONE_SERVICE),
     Rule("scheduler/",        only=SHARED, why=ONE_SERVICE + " (placement/ + service/ are one)"),
     Rule("healthcheck/",      only=SHARED, why=ONE_SERVICE),
-    Rule("services/gateway/", only=["base/", "runspec/", "services/common/", "tessera/v1/"],
+    Rule("services/gateway/", only=["base/", "runspec/", "proto/policy/", "services/common/",
+                                    "tessera/v1/"],
          why="the gateway reaches each service through its gRPC stub (upstream.h) and has no "
-             "database: no service, no store (it reads run YAML bodies with runspec/)"),
+             "database: no service, no store (it reads run YAML bodies with runspec/, and "
+             "packed log lines with proto/policy/)"),
     Rule("services/server/",  only=SHARED + SERVICES + ["services/gateway/"],
          why="the binaries' mains wire the services and the gateway, and nothing else"),
     Rule("services/common/",  only=["base/", "services/store/", "tessera/v1/"],

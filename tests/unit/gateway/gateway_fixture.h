@@ -77,6 +77,7 @@ class GatewayFixture {
   }
 
   GatewayServer& gateway() { return *gateway_; }
+  FakeLogs& logs() { return fakes_.logs; }
   std::uint16_t port() const { return gateway_->port(); }
 
   // One request on a fresh connection. `auth` empty: no Authorization header.

@@ -73,6 +73,64 @@ TEST_CASE("logs: JSON lines carry text as UTF-8, and the exact bytes when it was
   CHECK(lines[2]["text_base64"] == "YmFkIP8gYnl0ZQ==");  // base64 of "bad \xff byte"
 }
 
+TEST_CASE("logs: packed lines are asked for and relayed as the same JSON lines and events",
+          "[gateway][logs]") {
+  GatewayFixture f;
+  f.logs().packing = FakeLogs::Packing::kWhenAsked;
+  const HttpResult r = f.Send("GET", "/api/v1/runs/train-1/logs");
+  REQUIRE(r.status == 200);
+  CHECK(f.rec.LastAs<v1::GetLogsRequest>("StreamLogs").packed());
+  const json lines = r.Json()["lines"];
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0]["text"] == "line 0");
+  CHECK(lines[0]["rank"] == 0);
+  CHECK(lines[0]["node_name"] == "node-1");
+  CHECK(lines[0]["time"] == "2023-11-14T22:13:20Z");
+  CHECK(lines[1]["rank"] == 1);
+  CHECK(lines[1]["stream"] == "LOG_STREAM_STDERR");
+  CHECK(lines[1]["sequence"] == "0");
+  CHECK(lines[2]["sequence"] == "1");
+  CHECK(lines[2]["text_base64"] == "YmFkIP8gYnl0ZQ==");
+
+  SseClient client(f.port(), "/api/v1/runs/train-1/logs?follow=true");
+  CHECK_THAT(client.ReadHead(), Catch::StartsWith("HTTP/1.1 200"));
+  std::vector<json> data;
+  for (std::string event = client.NextEvent(); !event.empty(); event = client.NextEvent()) {
+    CHECK(EventField(event, "event") == "log");
+    data.push_back(EventData(event));
+  }
+  REQUIRE(data.size() == 3);
+  CHECK(data[0]["text"] == "line 0");
+  CHECK(data[1]["text"] == "line 1");
+  CHECK(data[2]["text_base64"] == "YmFkIP8gYnl0ZQ==");
+}
+
+TEST_CASE("logs: packed bytes that are not whole lines are one DATA_LOSS error, as JSON or event",
+          "[gateway][logs]") {
+  GatewayFixture f;
+  f.logs().packing = FakeLogs::Packing::kMalformed;
+  const HttpResult r = f.Send("GET", "/api/v1/runs/train-1/logs");
+  CHECK(r.status == 500);
+  CHECK(r.ErrorCode() == "DATA_LOSS");
+  CHECK_THAT(r.ErrorMessage(), Catch::Contains("runs past the end"));
+
+  // Followed: the head went out with the first line's event, so the error is an event, and the
+  // last.
+  f.stream.hold_open = true;
+  SseClient client(f.port(), "/api/v1/runs/train-1/logs?follow=true");
+  CHECK_THAT(client.ReadHead(), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK(EventData(client.NextEvent())["text"] == "line 0");
+  const std::string error = client.NextEvent();
+  INFO(error);
+  CHECK(EventField(error, "event") == "error");
+  CHECK(EventData(error)["error"]["code"] == "DATA_LOSS");
+  CHECK_THAT(EventData(error)["error"]["message"].get<std::string>(),
+             Catch::Contains("runs past the end"));
+  CHECK(client.NextEvent().empty());
+  // The upstream stream was cancelled, not left open.
+  CHECK(f.stream.WaitCancelled(1));
+}
+
 TEST_CASE("logs: bad parameters are one 400 naming the parameter, before any call",
           "[gateway][logs]") {
   GatewayFixture f;
