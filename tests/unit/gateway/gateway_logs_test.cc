@@ -53,13 +53,8 @@ TEST_CASE("logs: every query parameter reaches GetLogsRequest", "[gateway][logs]
   }
 }
 
-TEST_CASE("logs: JSON lines carry text as UTF-8, and the exact bytes when it was not",
-          "[gateway][logs]") {
-  GatewayFixture f;
-  const HttpResult r = f.Send("GET", "/api/v1/runs/train-1/logs");
-  REQUIRE(r.status == 200);
-  CHECK(r.headers.at("content-type") == "application/json");
-  const json lines = r.Json()["lines"];
+// The fake log service's three sample lines as the REST API prints them, however they came.
+void CheckSampleLines(const json& lines) {
   REQUIRE(lines.size() == 3);
   CHECK(lines[0]["text"] == "line 0");
   CHECK(lines[0]["rank"] == 0);
@@ -67,10 +62,22 @@ TEST_CASE("logs: JSON lines carry text as UTF-8, and the exact bytes when it was
   CHECK(lines[0]["node_name"] == "node-1");
   CHECK(lines[0]["time"] == "2023-11-14T22:13:20Z");
   CHECK_FALSE(lines[0].contains("text_base64"));
+  CHECK(lines[1]["text"] == "line 1");
   CHECK(lines[1]["rank"] == 1);
   CHECK(lines[1]["stream"] == "LOG_STREAM_STDERR");
+  CHECK(lines[1]["sequence"] == "0");
+  CHECK(lines[2]["sequence"] == "1");
   CHECK(lines[2]["text"] == "bad \xEF\xBF\xBD byte");    // U+FFFD for the 0xFF byte
   CHECK(lines[2]["text_base64"] == "YmFkIP8gYnl0ZQ==");  // base64 of "bad \xff byte"
+}
+
+TEST_CASE("logs: JSON lines carry text as UTF-8, and the exact bytes when it was not",
+          "[gateway][logs]") {
+  GatewayFixture f;
+  const HttpResult r = f.Send("GET", "/api/v1/runs/train-1/logs");
+  REQUIRE(r.status == 200);
+  CHECK(r.headers.at("content-type") == "application/json");
+  CheckSampleLines(r.Json()["lines"]);
 }
 
 TEST_CASE("logs: packed lines are asked for and relayed as the same JSON lines and events",
@@ -80,17 +87,7 @@ TEST_CASE("logs: packed lines are asked for and relayed as the same JSON lines a
   const HttpResult r = f.Send("GET", "/api/v1/runs/train-1/logs");
   REQUIRE(r.status == 200);
   CHECK(f.rec.LastAs<v1::GetLogsRequest>("StreamLogs").packed());
-  const json lines = r.Json()["lines"];
-  REQUIRE(lines.size() == 3);
-  CHECK(lines[0]["text"] == "line 0");
-  CHECK(lines[0]["rank"] == 0);
-  CHECK(lines[0]["node_name"] == "node-1");
-  CHECK(lines[0]["time"] == "2023-11-14T22:13:20Z");
-  CHECK(lines[1]["rank"] == 1);
-  CHECK(lines[1]["stream"] == "LOG_STREAM_STDERR");
-  CHECK(lines[1]["sequence"] == "0");
-  CHECK(lines[2]["sequence"] == "1");
-  CHECK(lines[2]["text_base64"] == "YmFkIP8gYnl0ZQ==");
+  CheckSampleLines(r.Json()["lines"]);
 
   SseClient client(f.port(), "/api/v1/runs/train-1/logs?follow=true");
   CHECK_THAT(client.ReadHead(), Catch::StartsWith("HTTP/1.1 200"));
@@ -99,10 +96,7 @@ TEST_CASE("logs: packed lines are asked for and relayed as the same JSON lines a
     CHECK(EventField(event, "event") == "log");
     data.push_back(EventData(event));
   }
-  REQUIRE(data.size() == 3);
-  CHECK(data[0]["text"] == "line 0");
-  CHECK(data[1]["text"] == "line 1");
-  CHECK(data[2]["text_base64"] == "YmFkIP8gYnl0ZQ==");
+  CheckSampleLines(json(data));
 }
 
 TEST_CASE("logs: packed bytes that are not whole lines are one DATA_LOSS error, as JSON or event",
