@@ -8,13 +8,16 @@ SchedulerRunner::SchedulerRunner(std::shared_ptr<SchedulingCycle> cycle,
                                  std::shared_ptr<LeaderElection> election,
                                  std::shared_ptr<Clock> clock, absl::Duration interval,
                                  std::shared_ptr<const LeaseTable> leases)
-    : cycle_(std::move(cycle)),
-      election_(std::move(election)),
-      runner_(
-          std::move(clock), interval, [this] { Tick(); }, PeriodicRunner::FirstRun::kAtOnce,
-          [leases = std::move(leases)] {
-            return leases ? leases->UntilNextExpiry() : absl::InfiniteDuration();
-          }) {}
+    : cycle_(std::move(cycle)), election_(std::move(election)) {
+  // Whether this instance leads is known before anyone can connect to it (see the header). The
+  // runner's first run confirms the hold at once and runs the cycle.
+  election_->Lead();
+  runner_.emplace(
+      std::move(clock), interval, [this] { Tick(); }, PeriodicRunner::FirstRun::kAtOnce,
+      [leases = std::move(leases)] {
+        return leases ? leases->UntilNextExpiry() : absl::InfiniteDuration();
+      });
+}
 
 void SchedulerRunner::Tick() {
   if (!election_->Lead()) {

@@ -4,8 +4,13 @@
 // ends before then, so that a dead node is declared lost at its lease's end), each asking the
 // election first, which also confirms the hold before its deadline. Standbys ask on the same beat,
 // so one takes over within an interval of the leader's session ending.
+//
+// The first beat is taken before the constructor returns, so a server built with a runner knows
+// whether it leads before it serves: a sole instance accepts its first workers' streams, instead
+// of refusing them as a standby until its runner's thread had its first turn.
 
 #include <memory>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "base/clock.h"
@@ -36,7 +41,8 @@ class SchedulerRunner {
   std::shared_ptr<LeaderElection> election_;
   int64_t term_ = 0;         // the runner's thread only: the term whose cycles run
   absl::Status last_error_;  // the runner's thread only
-  PeriodicRunner runner_;    // last: started once everything it uses is built
+  // Last: started once everything it uses is built and the first beat was taken.
+  std::optional<PeriodicRunner> runner_;
 };
 
 }  // namespace tessera::scheduler

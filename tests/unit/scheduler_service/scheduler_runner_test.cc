@@ -3,7 +3,9 @@
 #include "scheduler/service/scheduler_runner.h"
 
 #include <catch2/catch.hpp>
+#include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "scheduler/service/scheduler.h"
 #include "services/store/memory/memory_database.h"
 #include "tests/unit/scheduler_service/fake_scheduler_clients.h"
@@ -38,6 +40,56 @@ struct Fixture {
     runs->runs.push_back(r);
   }
 };
+
+// Holds every call from a thread other than the one that built it until Open(): the runner's own
+// thread waits here, so only what the constructor asked has been answered.
+class GateForOtherThreads final : public store::LeaderLockStore {
+ public:
+  explicit GateForOtherThreads(std::shared_ptr<store::LeaderLockStore> inner)
+      : inner_(std::move(inner)) {}
+  void Open() {
+    absl::MutexLock lock(&mu_);
+    open_ = true;
+  }
+  absl::StatusOr<std::optional<int64_t>> TryAcquire(std::string_view role,
+                                                    std::string_view instance) override {
+    Pass();
+    return inner_->TryAcquire(role, instance);
+  }
+  absl::Status CheckHeld(std::string_view role, std::string_view instance) override {
+    Pass();
+    return inner_->CheckHeld(role, instance);
+  }
+  absl::Status Release(std::string_view role, std::string_view instance) override {
+    Pass();
+    return inner_->Release(role, instance);
+  }
+
+ private:
+  void Pass() {
+    if (std::this_thread::get_id() == builder_) return;
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&open_));
+  }
+  const std::shared_ptr<store::LeaderLockStore> inner_;
+  const std::thread::id builder_ = std::this_thread::get_id();
+  absl::Mutex mu_;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+TEST_CASE(
+    "scheduler runner: the first beat is taken before it is built, so a server leads before "
+    "it serves") {
+  Fixture f;
+  auto gate = std::make_shared<GateForOtherThreads>(f.stores.leader_locks);
+  auto a = f.Runner("a", gate);
+  // Its thread has asked nothing yet (it waits at the gate): the constructor took the role.
+  // Built without it, a sole server refused its first workers as a standby.
+  CHECK(a->is_leader());
+  gate->Open();
+  REQUIRE(f.clock->AwaitWaiters(1));
+  CHECK(a->is_leader());
+}
 
 TEST_CASE("scheduler runner: one instance leads and runs the cycle at once, a standby does not") {
   Fixture f;
