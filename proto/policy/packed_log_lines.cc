@@ -18,38 +18,6 @@ google::protobuf::Timestamp LogTimeFromMicros(int64_t micros) {
   return t;
 }
 
-bool InPackedGroup(const v1::LogLine& line, const v1::PackedLogLines& group) {
-  return line.rank() == group.rank() && line.stream() == group.stream() &&
-         line.resumption_index() == group.resumption_index() &&
-         line.node_rank() == group.node_rank() && line.run_id() == group.run_id() &&
-         line.node_name() == group.node_name();
-}
-
-bool InPackedGroup(const v1::PackedLogLines& other, const v1::PackedLogLines& group) {
-  return other.rank() == group.rank() && other.stream() == group.stream() &&
-         other.resumption_index() == group.resumption_index() &&
-         other.node_rank() == group.node_rank() && other.run_id() == group.run_id() &&
-         other.node_name() == group.node_name();
-}
-
-void SetPackedStream(const v1::PackedLogLines& other, v1::PackedLogLines& group) {
-  group.set_run_id(other.run_id());
-  group.set_resumption_index(other.resumption_index());
-  group.set_node_rank(other.node_rank());
-  group.set_rank(other.rank());
-  group.set_stream(other.stream());
-  group.set_node_name(other.node_name());
-}
-
-void SetPackedStream(const v1::LogLine& line, v1::PackedLogLines& group) {
-  group.set_run_id(line.run_id());
-  group.set_resumption_index(line.resumption_index());
-  group.set_node_rank(line.node_rank());
-  group.set_rank(line.rank());
-  group.set_stream(line.stream());
-  group.set_node_name(line.node_name());
-}
-
 void PackLine(const v1::LogLine& line, v1::PackedLogLines& group) {
   AppendChunkLine({.sequence = line.sequence(),
                    .micros = LogTimeMicros(line.time()),

@@ -18,13 +18,26 @@ namespace tessera {
 int64_t LogTimeMicros(const google::protobuf::Timestamp& time);
 google::protobuf::Timestamp LogTimeFromMicros(int64_t micros);
 
-// Whether `line` belongs to `group`'s stream (the fields a group holds once).
-bool InPackedGroup(const v1::LogLine& line, const v1::PackedLogLines& group);
-// Whether two groups are of the same stream (the same fields).
-bool InPackedGroup(const v1::PackedLogLines& other, const v1::PackedLogLines& group);
-// Sets `group`'s stream fields from `line`'s (its lines are left alone).
-void SetPackedStream(const v1::LogLine& line, v1::PackedLogLines& group);
-void SetPackedStream(const v1::PackedLogLines& other, v1::PackedLogLines& group);
+// Whether `stream` (a v1::LogLine, or another group) belongs to `group`'s stream: the fields a
+// group holds once, which both messages name alike.
+template <typename Stream>
+bool InPackedGroup(const Stream& stream, const v1::PackedLogLines& group) {
+  return stream.rank() == group.rank() && stream.stream() == group.stream() &&
+         stream.resumption_index() == group.resumption_index() &&
+         stream.node_rank() == group.node_rank() && stream.run_id() == group.run_id() &&
+         stream.node_name() == group.node_name();
+}
+// Sets `group`'s stream fields from `stream`'s (a v1::LogLine, or another group; `group`'s lines
+// are left alone).
+template <typename Stream>
+void SetPackedStream(const Stream& stream, v1::PackedLogLines& group) {
+  group.set_run_id(stream.run_id());
+  group.set_resumption_index(stream.resumption_index());
+  group.set_node_rank(stream.node_rank());
+  group.set_rank(stream.rank());
+  group.set_stream(stream.stream());
+  group.set_node_name(stream.node_name());
+}
 // Appends `line` (of `group`'s stream) to `group`.
 void PackLine(const v1::LogLine& line, v1::PackedLogLines& group);
 
