@@ -1,21 +1,14 @@
 #include "tests/support/sim_fleet.h"
 
 #include <algorithm>
-#include <deque>
 #include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
+#include "tests/support/sim_fleet_node.h"
 
 namespace tessera::testing {
-namespace {
-
-constexpr int kHeartbeat = 0;
-constexpr int kFinish = 1;
-constexpr int kReconnect = 2;
-
-}  // namespace
 
 v1::Node SimulatedNode(const std::string& name, int gpus, const std::string& sw) {
   v1::Node node;
@@ -32,174 +25,6 @@ v1::Node SimulatedNode(const std::string& name, int gpus, const std::string& sw)
     g->set_model("simulated");
   }
   return node;
-}
-
-// One node's control stream. Streams are kept until the fleet goes (a node that reconnects
-// gets a new one), so a send racing the stream's end never touches freed memory.
-class SimFleet::Stream : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::ControlMessage> {
- public:
-  Stream(SimFleet* fleet, size_t node, v1::WorkerControl::Stub* stub, const std::string& key,
-         const v1::WorkerMessage& registration)
-      : fleet_(fleet), node_(node) {
-    ctx_.AddMetadata("authorization", "Bearer " + key);
-    stub->async()->Connect(&ctx_, this);
-    StartRead(&in_);
-    Send(registration);
-    StartCall();
-  }
-
-  void Send(const v1::WorkerMessage& m) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (done_) return;
-    queue_.push_back(m);
-    if (!writing_) WriteNext();
-  }
-  void Cancel() { ctx_.TryCancel(); }
-  bool done() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return done_;
-  }
-  void WaitDone() {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [this] { return done_; });
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    writing_ = false;
-    if (ok && !queue_.empty()) WriteNext();
-  }
-  void OnReadDone(bool ok) override;
-  void OnDone(const grpc::Status& status) override;
-
- private:
-  void WriteNext() {
-    out_ = std::move(queue_.front());
-    queue_.pop_front();
-    writing_ = true;
-    StartWrite(&out_);
-  }
-
-  SimFleet* const fleet_;
-  const size_t node_;
-  grpc::ClientContext ctx_;
-  v1::ControlMessage in_;
-  std::mutex mu_;
-  std::condition_variable done_cv_;
-  std::deque<v1::WorkerMessage> queue_;
-  v1::WorkerMessage out_;
-  bool writing_ = false;
-  bool done_ = false;
-};
-
-// A node's state: its key, stream, heartbeats and attempts.
-class SimFleet::Node {
- public:
-  explicit Node(NodeSpec spec) : spec_(std::move(spec)) {}
-
-  const std::string& name() const { return spec_.node.name(); }
-  const std::string& key() const { return spec_.key; }
-
-  v1::WorkerMessage Registration() const {
-    v1::WorkerMessage reg;
-    *reg.mutable_register_()->mutable_node() = spec_.node;
-    reg.mutable_register_()->set_process_id(absl::StrCat("sim-", name()));
-    return reg;
-  }
-
-  std::mutex mu;
-  Stream* stream = nullptr;  // owned by `streams`
-  std::vector<std::unique_ptr<Stream>> streams;
-  bool registered = false;
-  bool killed = false;
-  absl::Duration heartbeat_interval = absl::Seconds(1);
-  int64_t sequence = 0;
-  std::map<int64_t, absl::Time> sent;  // the last few heartbeats' send times
-  absl::Time last_heartbeat_sent;
-  // Attempts whose ranks run (their ranks), and ended ones still reported (until when).
-  std::map<std::pair<std::string, int32_t>, std::vector<v1::RankExit>> running;
-  std::map<std::pair<std::string, int32_t>, std::pair<std::vector<v1::RankExit>, absl::Time>> ended;
-
- private:
-  const NodeSpec spec_;
-};
-
-void SimFleet::Stream::OnReadDone(bool ok) {
-  if (!ok) return;
-  Node& n = *fleet_->nodes_[node_];
-  const absl::Time now = absl::Now();
-  if (!in_.command_id().empty()) {
-    v1::WorkerMessage ack;
-    ack.mutable_ack()->set_command_id(in_.command_id());
-    ack.mutable_ack()->set_ok(true);
-    Send(ack);
-  }
-  switch (in_.body_case()) {
-    case v1::ControlMessage::kRegistered: {
-      bool first;
-      {
-        std::lock_guard<std::mutex> lock(n.mu);
-        first = !n.registered;
-        n.registered = true;
-        if (in_.registered().has_heartbeat_interval()) {
-          const auto& d = in_.registered().heartbeat_interval();
-          n.heartbeat_interval = absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
-        }
-      }
-      // A node that registers again keeps its heartbeat timer.
-      if (first) fleet_->Schedule({now + n.heartbeat_interval, node_, kHeartbeat});
-      break;
-    }
-    case v1::ControlMessage::kLeaseRenewed: {
-      std::optional<absl::Time> sent;
-      {
-        std::lock_guard<std::mutex> lock(n.mu);
-        auto it = n.sent.find(in_.lease_renewed().heartbeat_sequence());
-        if (it != n.sent.end()) sent = it->second;
-      }
-      if (sent) {
-        std::lock_guard<std::mutex> lock(fleet_->rtt_mu_);
-        fleet_->rtts_.push_back(absl::ToInt64Microseconds(now - *sent));
-      }
-      break;
-    }
-    case v1::ControlMessage::kStartAttempt:
-      fleet_->OnStart(node_, in_.start_attempt());
-      break;
-    case v1::ControlMessage::kStopAttempt:  // ends now (a pusher reports it: it may block)
-      fleet_->Schedule({now, node_, kFinish, in_.stop_attempt().run_id(),
-                        in_.stop_attempt().resumption_index()});
-      break;
-    default:
-      break;
-  }
-  StartRead(&in_);
-}
-
-void SimFleet::Stream::OnDone(const grpc::Status& status) {
-  Node& n = *fleet_->nodes_[node_];
-  bool reconnect = false;
-  {
-    std::lock_guard<std::mutex> lock(n.mu);
-    if (n.stream == this) {
-      n.stream = nullptr;
-      reconnect = !n.killed;
-    }
-  }
-  if (reconnect) {
-    fleet_->streams_dropped_.fetch_add(1);
-    {
-      std::lock_guard<std::mutex> lock(fleet_->drops_mu_);
-      fleet_->drop_reasons_.push_back(
-          absl::StrCat(n.name(), ": ",
-                       absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
-                       ": ", status.error_message()));
-    }
-    fleet_->Schedule({absl::Now() + absl::Seconds(1), node_, kReconnect});
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  done_ = true;
-  done_cv_.notify_all();
 }
 
 SimFleet::SimFleet(SimFleetOptions options, std::vector<NodeSpec> nodes)
@@ -245,7 +70,7 @@ absl::Status SimFleet::Start(absl::Duration spread, absl::Duration timeout) {
   const absl::Time begin = absl::Now();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Schedule({begin + spread * (static_cast<double>(i) / static_cast<double>(nodes_.size())), i,
-              kReconnect});
+              TimerKind::kConnect});
   }
   const absl::Time deadline = begin + spread + timeout;
   size_t missing = nodes_.size();
@@ -298,14 +123,14 @@ void SimFleet::TimerLoop() {
     }
     Timer t = timers_.top();
     timers_.pop();
-    if (t.kind == kFinish) {
+    if (t.kind == TimerKind::kFinishAttempt) {
       due_.push(std::move(t));
       due_cv_.notify_one();
       continue;
     }
     lock.unlock();
     Node& n = *nodes_[t.node];
-    if (t.kind == kReconnect) {
+    if (t.kind == TimerKind::kConnect) {
       std::lock_guard<std::mutex> node_lock(n.mu);
       if (!n.killed && n.stream == nullptr) {
         n.streams.push_back(std::make_unique<Stream>(
@@ -349,7 +174,7 @@ void SimFleet::TimerLoop() {
         }
       }
       if (s != nullptr) s->Send(hb);
-      if (!n.killed) Schedule({now + interval, t.node, kHeartbeat});
+      if (!n.killed) Schedule({now + interval, t.node, TimerKind::kHeartbeat});
     }
     lock.lock();
   }
@@ -388,8 +213,8 @@ void SimFleet::OnStart(size_t node, const v1::StartAttempt& start) {
   started.mutable_attempt_update()->set_resumption_index(start.resumption_index());
   started.mutable_attempt_update()->set_phase(v1::ATTEMPT_PHASE_STARTED);
   if (s != nullptr) s->Send(started);
-  Schedule({absl::Now() + options_.attempt_duration, node, kFinish, start.run_id(),
-            start.resumption_index()});
+  Schedule({absl::Now() + options_.attempt_duration, node, TimerKind::kFinishAttempt,
+            start.run_id(), start.resumption_index()});
 }
 
 void SimFleet::PusherLoop() {

@@ -91,12 +91,13 @@ class SimFleet {
   const std::string& node_name(size_t i) const;
 
  private:
-  class Node;
-  class Stream;
+  class Node;    // sim_fleet_node.h
+  class Stream;  // sim_fleet_node.h
+  enum class TimerKind { kHeartbeat, kFinishAttempt, kConnect };
   struct Timer {
     absl::Time at = absl::InfinitePast();
     size_t node = 0;
-    int kind = 0;  // 0: heartbeat, 1: finish an attempt, 2: (re)connect
+    TimerKind kind = TimerKind::kHeartbeat;  // kConnect: (re)connects
     std::string run_id = {};
     int32_t resumption = 0;
     bool operator>(const Timer& o) const { return at > o.at; }
