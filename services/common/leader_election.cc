@@ -104,10 +104,13 @@ bool LeaderElection::IsLeader() const {
 bool LeaderElection::KeepsWorkers() const {
   if (locks_ == nullptr) return true;
   absl::ReaderMutexLock lock(&mu_);
-  // A hold past its deadline that the beat has not yet stepped down from is a caretaker's too:
-  // once, a scheduling cycle slowed by a loaded database delayed the beat past the deadline,
-  // and a stream whose heartbeat came in between was closed as if another instance led.
-  return held_ || caretaker_;
+  if (caretaker_) return true;
+  // A hold past its deadline that the beat has not yet stepped down from (a scheduling cycle
+  // slowed by a loaded database delayed the beat; a stream whose heartbeat came in between was
+  // closed as if another instance led) keeps them while no standby can have taken over. A beat
+  // stuck for longer (a hung cycle) would never learn of the successor, who would declare every
+  // node that stayed here lost: the streams close, and the workers find the new leader.
+  return held_ && monotonic_->Now() - confirmed_at_ < options_.session_timeout;
 }
 
 int64_t LeaderElection::epoch() const {

@@ -30,6 +30,10 @@ struct LeaderElectionOptions {
   // Shorter than the lock store's session timeout (store::LeaderSessionOptions, 5 s), and longer
   // than the beat on which the holder confirms.
   absl::Duration term_timeout = absl::Seconds(4);
+  // The lock store's session timeout: a hold unconfirmed for this long may have been taken over
+  // (the store ends a session idle this long), so its workers' streams may be another
+  // instance's by then.
+  absl::Duration session_timeout = absl::Seconds(5);
 };
 
 class LeaderElection {
@@ -51,12 +55,15 @@ class LeaderElection {
   // Whether this instance leads now: it holds the role and confirmed it within term_timeout.
   // Any thread.
   bool IsLeader() const;
-  // Whether this instance keeps the workers' streams it has: while it leads, and after it
-  // stopped leading for want of a confirmation (the database is away, or it was frozen) until
-  // it learns that another instance holds the role. Nothing is written or commanded in that
-  // time (Fence refuses); heartbeats are answered, so an outage of the database fences no
-  // node. (The price: an instance cut off from the database alone keeps its workers, and its
-  // successor declares them lost after a lease.)
+  // Whether this instance keeps the workers' streams it has: while it leads; after its beat
+  // stepped down for want of a confirmation (the database is away, or it was frozen) until it
+  // learns that another instance holds the role; and while its beat is late (held up by the
+  // scheduling cycle) until no other instance can have taken over, one session timeout after
+  // its last confirmation. Nothing is written or commanded once it does not lead (Fence
+  // refuses); heartbeats are answered, so an outage of the database fences no node. (The
+  // price: an instance cut off from the database alone keeps its workers, and its successor
+  // declares them lost after a lease.) A beat held up longer than the session timeout lets the
+  // workers go: it cannot learn of a successor, who would declare them lost.
   bool KeepsWorkers() const;
   // The epoch of the term this instance leads in, 0 when it does not lead (or is unfenced).
   int64_t epoch() const;

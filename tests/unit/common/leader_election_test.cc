@@ -21,7 +21,8 @@ struct Fixture {
   std::shared_ptr<LeaderElection> Elect(const std::string& instance) {
     return std::make_shared<LeaderElection>(
         stores.leader_locks, kRole, instance, clock,
-        LeaderElectionOptions{.term_timeout = absl::Seconds(4)});
+        LeaderElectionOptions{.term_timeout = absl::Seconds(4),
+                              .session_timeout = absl::Seconds(5)});
   }
   v1::Node Node(const std::string& name) {
     v1::Node n;
@@ -75,7 +76,10 @@ TEST_CASE(
   // the store, it knows it does not lead, so it writes nothing.
   f.clock->Advance(absl::Seconds(4));
   CHECK_FALSE(a->IsLeader());
-  // It has not learned that another instance leads: the workers' streams stay meanwhile.
+  // No other instance can lead before its session times out (5 s): the workers' streams stay
+  // meanwhile, though its beat is late.
+  CHECK(a->KeepsWorkers());
+  f.clock->Advance(absl::Milliseconds(999));
   CHECK(a->KeepsWorkers());
   auto refused = a_nodes->CreateNode(f.Node("n2"));
   CHECK(absl::IsUnavailable(refused.status()));
@@ -93,6 +97,30 @@ TEST_CASE(
   REQUIRE(n1.ok());
   CHECK(store::IsStaleTerm(f.stores.nodes->UpdateNode(*n1, n1->version(), {}, old_fence).status()));
   // "a" is a standby now: on its next beat it sees the new holder and lets its workers go.
+  CHECK_FALSE(a->Lead());
+  CHECK_FALSE(a->KeepsWorkers());
+  CHECK(b->IsLeader());
+}
+
+TEST_CASE(
+    "leader election: a beat held up past the session timeout lets the workers go, since a "
+    "standby may lead") {
+  Fixture f;
+  auto a = f.Elect("a");
+  auto b = f.Elect("b");
+  REQUIRE(a->Lead());
+  // Its beat never comes (the cycle that runs before it hangs), so it cannot learn that "b"
+  // took over once the store ended its idle session; "b" would declare lost every node that
+  // stayed with "a".
+  f.clock->Advance(absl::Milliseconds(4999));
+  CHECK(a->KeepsWorkers());
+  f.clock->Advance(absl::Milliseconds(1));
+  CHECK_FALSE(a->KeepsWorkers());
+  f.db->EndLeaderSession(kRole, "a");
+  CHECK(b->Lead());
+  CHECK_FALSE(a->KeepsWorkers());
+  // When the beat comes at last it steps down, and sees "b" lead at the next one.
+  CHECK_FALSE(a->Lead());
   CHECK_FALSE(a->Lead());
   CHECK_FALSE(a->KeepsWorkers());
   CHECK(b->IsLeader());

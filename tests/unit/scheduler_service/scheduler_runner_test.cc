@@ -132,7 +132,7 @@ TEST_CASE("scheduler runner: a leader frozen past its deadline steps down, the s
   // "a" is frozen: the database ends its idle session, and time passes without its beats.
   f.db->EndLeaderSession(store::kSchedulerLeaderRole, "a");
   f.clock->Advance(absl::Seconds(5));
-  // Whatever its threads ask now, it no longer leads (its worker streams close on this).
+  // Whatever its threads ask now, it no longer leads (new worker streams are refused).
   CHECK_FALSE(a->is_leader());
   REQUIRE(f.clock->AwaitWaiters(2));
   CHECK(b->is_leader());
