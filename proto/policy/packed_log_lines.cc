@@ -28,12 +28,7 @@ void PackLine(const v1::LogLine& line, v1::PackedLogLines& group) {
 
 absl::Status UnpackLines(const v1::PackedLogLines& group, std::vector<v1::LogLine>& out) {
   v1::LogLine proto;
-  proto.set_run_id(group.run_id());
-  proto.set_resumption_index(group.resumption_index());
-  proto.set_node_rank(group.node_rank());
-  proto.set_rank(group.rank());
-  proto.set_stream(group.stream());
-  proto.set_node_name(group.node_name());
+  CopyStreamFields(group, proto);
   return ForEachPackedLine(group, [&](const ChunkLine& c) {
     v1::LogLine& l = out.emplace_back(proto);
     l.set_sequence(c.sequence);

@@ -27,16 +27,16 @@ bool InPackedGroup(const Stream& stream, const v1::PackedLogLines& group) {
          stream.node_rank() == group.node_rank() && stream.run_id() == group.run_id() &&
          stream.node_name() == group.node_name();
 }
-// Sets `group`'s stream fields from `stream`'s (a v1::LogLine, or another group; `group`'s lines
-// are left alone).
-template <typename Stream>
-void SetPackedStream(const Stream& stream, v1::PackedLogLines& group) {
-  group.set_run_id(stream.run_id());
-  group.set_resumption_index(stream.resumption_index());
-  group.set_node_rank(stream.node_rank());
-  group.set_rank(stream.rank());
-  group.set_stream(stream.stream());
-  group.set_node_name(stream.node_name());
+// Copies the stream fields a line and a group share (run, attempt, ranks, stream, node) from
+// `from` to `to`, either a v1::LogLine or a v1::PackedLogLines (a group's lines are left alone).
+template <typename From, typename To>
+void CopyStreamFields(const From& from, To& to) {
+  to.set_run_id(from.run_id());
+  to.set_resumption_index(from.resumption_index());
+  to.set_node_rank(from.node_rank());
+  to.set_rank(from.rank());
+  to.set_stream(from.stream());
+  to.set_node_name(from.node_name());
 }
 // Appends `line` (of `group`'s stream) to `group`.
 void PackLine(const v1::LogLine& line, v1::PackedLogLines& group);

@@ -148,9 +148,17 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
     bool read = false, remove_hold = false, pushed = false, unreadable = false;
     {
       std::lock_guard lock(mu_);
-      absl::StatusOr<std::vector<SseEvent>> events;
-      if (ok && !cancelled_) events = convert_(msg_);
-      if (ok && !cancelled_ && events.ok()) {
+      // Not ok unless a message was read and converted.
+      absl::StatusOr<std::vector<SseEvent>> events = absl::CancelledError();
+      if (ok && !cancelled_) {
+        events = convert_(msg_);
+        if (!events.ok()) {  // the message could not be converted: the stream ends with why
+          failure_ = grpc::Status(static_cast<grpc::StatusCode>(events.status().code()),
+                                  std::string(events.status().message()));
+          cancelled_ = unreadable = true;
+        }
+      }
+      if (events.ok()) {
         for (auto& event : *events) {
           queue_.push_back(SourceItem{SourceItem::Kind::kEvent, std::move(event), {}});
         }
@@ -160,16 +168,9 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
         } else {
           paused_ = true;
         }
-      } else {
-        if (ok && !cancelled_) {  // the message could not be converted: the stream ends with why
-          failure_ = grpc::Status(static_cast<grpc::StatusCode>(events.status().code()),
-                                  std::string(events.status().message()));
-          cancelled_ = unreadable = true;
-        }
-        if (!hold_removed_) {
-          hold_removed_ = true;
-          remove_hold = true;
-        }
+      } else if (!hold_removed_) {
+        hold_removed_ = true;
+        remove_hold = true;
       }
     }
     if (pushed) notify_();

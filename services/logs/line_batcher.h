@@ -111,7 +111,7 @@ class PackedLineBatcher {
     auto [it, fresh] = groups_.try_emplace({of.rank(), of.stream()}, batch_.packed_size());
     if (!fresh && InPackedGroup(of, batch_.packed(it->second))) return it->second;
     it->second = batch_.packed_size();
-    SetPackedStream(of, *batch_.add_packed());
+    CopyStreamFields(of, *batch_.add_packed());
     bytes_ += of.run_id().size() + of.node_name().size() + 8 * 11;
     return it->second;
   }

@@ -285,7 +285,7 @@ Status FakeLogService::StreamLogs(ServerContext* context, const v1::GetLogsReque
                     return batch;
                   }
                   v1::PackedLogLines& group = *batch.add_packed();
-                  SetPackedStream(line, group);
+                  CopyStreamFields(line, group);
                   PackLine(line, group);
                   if (packing == Packing::kMalformed && !first) {
                     group.mutable_lines()->resize(group.lines().size() - 1);

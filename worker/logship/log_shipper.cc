@@ -147,7 +147,7 @@ std::optional<LogShipper::InFlight> LogShipper::NextBatch(v1::LogBatch& batch) {
       // The file's fields once, then each line's bytes: no message per line to build, send
       // and parse again in the log service.
       v1::PackedLogLines* group = batch.add_packed();
-      SetPackedStream(f.proto, *group);
+      CopyStreamFields(f.proto, *group);
       std::string& packed = *group->mutable_lines();
       for (const auto& line : lines) {
         AppendChunkLine({.sequence = line.end.sequence - 1,

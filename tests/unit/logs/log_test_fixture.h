@@ -112,7 +112,7 @@ struct Fixture {
   // The lines of one stream packed, as a worker packs them.
   static v1::PackedLogLines Packed(const std::vector<v1::LogLine>& lines) {
     v1::PackedLogLines g;
-    SetPackedStream(lines.front(), g);
+    CopyStreamFields(lines.front(), g);
     for (const auto& l : lines) PackLine(l, g);
     return g;
   }

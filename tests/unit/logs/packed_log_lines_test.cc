@@ -128,7 +128,7 @@ TEST_CASE("packed: a message holds at most 16,384 lines and stays under 1 MiB") 
 TEST_CASE("packed bytes that are not whole lines are DataLoss naming where") {
   v1::LogLines batch;
   v1::PackedLogLines* g = batch.add_packed();
-  SetPackedStream(Line(0, v1::LOG_STREAM_STDOUT, 0, 0), *g);
+  CopyStreamFields(Line(0, v1::LOG_STREAM_STDOUT, 0, 0), *g);
   PackLine(Line(0, v1::LOG_STREAM_STDOUT, 0, 0), *g);
   g->mutable_lines()->append("short");
   auto lines = LinesInDisplayOrder(batch);

@@ -30,7 +30,7 @@ v1::LogLine PlainLine(int rank, v1::LogStream stream, int64_t seq, const std::st
 // The lines packed as a worker packs them (one group, the first line's stream).
 v1::PackedLogLines Pack(const std::vector<v1::LogLine>& lines) {
   v1::PackedLogLines g;
-  SetPackedStream(lines.front(), g);
+  CopyStreamFields(lines.front(), g);
   for (const auto& l : lines) PackLine(l, g);
   return g;
 }
