@@ -59,12 +59,15 @@ absl::StatusOr<std::string> OciRegistry::Push(const std::string& name, const std
 
 absl::StatusOr<std::string> OciRegistry::PushBusyboxImage(const std::string& name,
                                                           const std::string& tag,
-                                                          const std::vector<std::string>& applets) {
+                                                          const std::vector<std::string>& applets,
+                                                          const std::vector<std::string>& env) {
   std::string fill =
       "mkdir -p $ROOT/bin $ROOT/etc $ROOT/usr && cp /bin/busybox $ROOT/bin/busybox && echo "
       "'Tessera test image' > $ROOT/etc/issue";
   for (const auto& a : applets) absl::StrAppend(&fill, " && ln -s busybox $ROOT/bin/", a);
-  return Push(name, tag, fill, {"PATH=/bin", "IMAGE_VAR=from-image"});
+  std::vector<std::string> image_env = {"PATH=/bin", "IMAGE_VAR=from-image"};
+  image_env.insert(image_env.end(), env.begin(), env.end());
+  return Push(name, tag, fill, image_env);
 }
 
 absl::StatusOr<std::string> OciRegistry::PushTrainingImage(const std::string& name,

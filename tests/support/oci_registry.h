@@ -18,11 +18,12 @@ class OciRegistry {
   // host:port, for --insecure-registry and image references.
   const std::string& address() const { return address_; }
 
-  // Builds an image whose root holds busybox (/bin/busybox and a link per `applets`) and
-  // `files` (host path -> path in the image), pushes it as `name:tag`, and returns the full
-  // reference (ADDRESS/name:tag).
+  // Builds an image whose root holds busybox (/bin/busybox and a link per `applets`), its
+  // environment PATH=/bin, IMAGE_VAR=from-image and `env` ("KEY=VALUE"), pushes it as
+  // `name:tag`, and returns the full reference (ADDRESS/name:tag).
   absl::StatusOr<std::string> PushBusyboxImage(const std::string& name, const std::string& tag,
-                                               const std::vector<std::string>& applets);
+                                               const std::vector<std::string>& applets,
+                                               const std::vector<std::string>& env = {});
 
   // Builds the image examples/gpt-tiny.yaml runs in (deploy/train-image.sh: tessera-train and
   // tessera-data from `bin_dir` with their libraries, busybox, the text it trains on; about

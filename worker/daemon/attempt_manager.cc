@@ -290,6 +290,8 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
     on_output_(OutputOf(a, spec.rank));
     auto proc = RankProcess::Start(spec);
     if (!proc.ok()) {
+      // A command the kernel will not take is what the run says, not the node's fault.
+      setup_failure = absl::IsInvalidArgument(proc.status());
       return fail(absl::Status(proc.status().code(),
                                absl::StrCat("rank ", spec.rank, ": ", proc.status().message())));
     }

@@ -146,7 +146,6 @@ absl::Status AttemptManager::RunIntegrations(const v1::StartAttempt& start, cons
   }
   RankSpec setup = first;
   setup.command = IntegrationScript(start.integrations());
-  if (!setup.sandboxed_argv.empty()) setup.sandboxed_argv.back() = setup.command;
   // Its output is the first rank's, in the run's logs.
   on_output_(OutputOf(a, first.rank));
   auto proc = RankProcess::Start(setup);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/daemon/owned_children.h"
+#include "worker/sandbox/sandbox_spec.h"
 
 namespace tessera::worker {
 namespace {
@@ -60,6 +62,11 @@ class Fd {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+  void Release() { fd_ = -1; }
+  void Adopt(int fd) {
+    Reset();
+    fd_ = fd;
+  }
 
  private:
   int fd_;
@@ -84,10 +91,12 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
 }
 
 // Runs in the forked child: only async-signal-safe calls, no allocation.
+// `passed_fds` are the descriptors the program reads (bubblewrap's --args and data), the only
+// ones above stderr that survive the exec.
 [[noreturn]] void ExecChild(const char* dir, int out_fd, int err_fd, int null_fd, int pipe_fd,
-                            const RankIdentity* identity, const char* shell, char* const argv[],
+                            const RankIdentity* identity, const char* program, char* const argv[],
                             char* const envp[], bool sandboxed, const int* cgroup_fds,
-                            size_t cgroup_count) {
+                            size_t cgroup_count, const int* passed_fds, size_t passed_count) {
   auto fail = [pipe_fd](ChildStage stage) {
     ChildError e{stage, errno};
     ssize_t unused = ::write(pipe_fd, &e, sizeof e);
@@ -130,9 +139,40 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
   // Descriptors the daemon leaked without O_CLOEXEC must not reach the rank.
   ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 #endif
-  ::execve(shell, argv, envp);
+  for (size_t i = 0; i < passed_count; ++i) {
+    if (::fcntl(passed_fds[i], F_SETFD, 0) != 0) fail(ChildStage::kDup);
+  }
+  ::execve(program, argv, envp);
   fail(ChildStage::kExec);
   ::_exit(127);  // not reached
+}
+
+// A descriptor of an anonymous file holding `data`, read from its start; never on a disk.
+absl::StatusOr<int> MemoryFile(const char* name, const std::string& data) {
+  Fd fd(::memfd_create(name, MFD_CLOEXEC));
+  if (fd.get() < 0) return absl::InternalError(absl::StrCat("memfd_create: ", ErrnoText(errno)));
+  for (size_t done = 0; done < data.size();) {
+    const ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return absl::InternalError(absl::StrCat("write to memfd: ", ErrnoText(errno)));
+    done += static_cast<size_t>(n);
+  }
+  if (::lseek(fd.get(), 0, SEEK_SET) != 0) {
+    return absl::InternalError(absl::StrCat("lseek: ", ErrnoText(errno)));
+  }
+  const int raw = fd.get();
+  fd.Release();
+  return raw;
+}
+
+// NUL-separated, as bubblewrap's --args reads them.
+std::string NulSeparated(const std::vector<std::string>& args) {
+  std::string out;
+  for (const std::string& a : args) {
+    out += a;
+    out.push_back('\0');
+  }
+  return out;
 }
 
 }  // namespace
@@ -189,8 +229,33 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
   Fd pipe_write(pipe_fds[1]);
 
   // Everything the child needs is built before fork: it must not allocate.
-  std::vector<std::string> argv_strings = spec.sandboxed_argv;
-  if (argv_strings.empty()) argv_strings = {spec.shell, "-c", spec.command};
+  std::vector<std::string> argv_strings = {spec.shell, "-c", spec.command};
+  std::vector<std::string> env_for_exec = env_strings;
+  Fd args_fd, command_fd;
+  std::vector<int> passed_fds;
+  if (!spec.sandbox_program.empty()) {
+    // Sealed: bubblewrap starts with an empty environment and reads everything of the run's
+    // from descriptors; the run's variables are set by bubblewrap for the command inside only.
+    absl::StatusOr<int> command = MemoryFile("tessera-command", spec.command);
+    if (!command.ok()) return command.status();
+    command_fd.Adopt(*command);
+    std::vector<std::string> args = spec.sandbox_options;
+    args.push_back("--clearenv");
+    for (const std::string& kv : env_strings) {
+      const size_t eq = kv.find('=');
+      args.insert(args.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
+    }
+    args.insert(args.end(),
+                {"--ro-bind-data", std::to_string(command_fd.get()), sandbox::kCommandPath});
+    absl::StatusOr<int> options = MemoryFile("tessera-sandbox-args", NulSeparated(args));
+    if (!options.ok()) return options.status();
+    args_fd.Adopt(*options);
+    // bubblewrap takes only options from --args: the command, fixed words, follows on argv.
+    argv_strings = {spec.sandbox_program, "--args",   std::to_string(args_fd.get()),
+                    sandbox::kInitPath,   spec.shell, sandbox::kCommandPath};
+    env_for_exec.clear();
+    passed_fds = {args_fd.get(), command_fd.get()};
+  }
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -207,14 +272,15 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
     cgroup_fds.push_back(fd);
   }
   std::vector<char*> envp;
-  for (std::string& s : env_strings) envp.push_back(s.data());
+  for (std::string& s : env_for_exec) envp.push_back(s.data());
   envp.push_back(nullptr);
   const char* dir_c = dir.empty() ? nullptr : dir.c_str();
 
   const pid_t pid = ForkOwnedChild([&] {
     ExecChild(dir_c, out_fd.get(), err_fd.get(), null_fd.get(), pipe_write.get(),
               spec.identity ? &*spec.identity : nullptr, program.c_str(), argv.data(), envp.data(),
-              !spec.sandboxed_argv.empty(), cgroup_fds.data(), cgroup_fds.size());
+              !spec.sandbox_program.empty(), cgroup_fds.data(), cgroup_fds.size(),
+              passed_fds.data(), passed_fds.size());
   });
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", ErrnoText(errno)));
   // Also from the parent, so the group exists as soon as Start returns. EACCES: the child has
@@ -246,6 +312,12 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
                                                 spec.identity ? spec.identity->name : "?", ": ",
                                                 why));
       case ChildStage::kExec:
+        if (child_error.err == E2BIG) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "the command and environment are over the kernel's limits for a program's "
+              "arguments (each at most 128 KiB, all at most a quarter of the stack limit); a "
+              "node with a sandbox (--sandbox bwrap) takes a command of any size"));
+        }
         return absl::FailedPreconditionError(absl::StrCat("cannot execute '", program, "': ", why));
       case ChildStage::kCgroup:
         return absl::InternalError(

@@ -37,10 +37,17 @@ struct RankSpec {
   std::string shell = "/bin/sh";
   // Run as this user (its uid, gid and no other groups); nullopt: the worker's own.
   std::optional<RankIdentity> identity;
-  // When not empty, the rank runs in a sandbox: this argv (bubblewrap's, ending with
-  // `shell -c command`) is executed instead, with SIGTERM, SIGINT and SIGHUP ignored so that a
-  // stop signal to the group reaches the command and not the sandbox (sandbox_spec.h).
-  std::vector<std::string> sandboxed_argv;
+  // When `sandbox_program` is set, the rank runs in a sandbox: bubblewrap with
+  // `sandbox_options`, its command the sandbox's init running `shell` on the command as a
+  // script (sandbox::kCommandPath). The options, the environment (bubblewrap's --clearenv and
+  // --setenv, applied inside) and the command reach bubblewrap through descriptors (--args,
+  // --ro-bind-data), never through its argv or its own environment: nothing of the run's
+  // (LD_PRELOAD, LD_AUDIT ...) reaches a process outside the sandbox, and no size limit of
+  // execve applies to what the run says. Bubblewrap runs with SIGTERM, SIGINT and SIGHUP
+  // ignored so that a stop signal to the group reaches the command and not the sandbox
+  // (sandbox_spec.h).
+  std::string sandbox_program;
+  std::vector<std::string> sandbox_options;
   // cgroup.procs files the rank joins (writing "0") before it drops its privileges.
   std::vector<std::string> cgroup_procs;
 };
@@ -69,7 +76,9 @@ class RankProcess {
   // Starts spec.command. The environment is exactly spec.env plus PATH, HOME, USER and LANG
   // taken from the daemon when spec.env does not set them. Errors (a working folder that cannot
   // be created or entered, an output file that cannot be opened, a shell that cannot be
-  // executed) come back as a status naming the path; nothing is left running then.
+  // executed) come back as a status naming the path; nothing is left running then. A command
+  // and environment over the kernel's limits for execve (unsandboxed only: a sandbox takes any
+  // size) are INVALID_ARGUMENT: the run's own doing.
   static absl::StatusOr<std::unique_ptr<RankProcess>> Start(const RankSpec& spec);
 
   // Kills the whole group with SIGKILL and reaps the leader if that has not happened yet.

@@ -130,9 +130,10 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
   if (in_image) spec.env.emplace("PATH", sandbox::kDefaultPath);
   sandbox::ApplyGpuEnvironment(gpu, sandbox::kDefaultPath, spec.env);
   spec.env["HOME"] = own[1].target;
-  auto argv = sandbox::BwrapArgv(s, {spec.shell, "-c", spec.command});
-  if (!argv.ok()) return argv.status();
-  spec.sandboxed_argv = std::move(*argv);
+  auto options = sandbox::BwrapOptions(s);
+  if (!options.ok()) return options.status();
+  spec.sandbox_program = s.bwrap;
+  spec.sandbox_options = std::move(*options);
   if (options_.limits.any() && cgroups_.available()) {
     auto procs = cgroups_.Create(CgroupName(start, spec.rank), options_.limits);
     if (!procs.ok()) return procs.status();

@@ -54,7 +54,7 @@ class RankSandbox {
   // rank's log: its exit code alone, 137, does not tell a user why); nullopt otherwise.
   std::optional<std::string> OutOfMemoryNote(const v1::StartAttempt& start, int rank) const;
 
-  // Fills spec.sandboxed_argv and spec.cgroup_procs and adds the image's environment (the
+  // Fills spec.sandbox_program, spec.sandbox_options and spec.cgroup_procs and adds the image's environment (the
   // run's own and Tessera's variables win). `gpu_index` is the rank's GPU, if it has one.
   // `extra` are more binds: the user's shared folder, the run's secret files.
   absl::Status Apply(const v1::StartAttempt& start, const AttemptPaths& paths, const RankRoot& root,

@@ -34,13 +34,10 @@ bool IsSandboxOwned(const std::string& name) {
                      [&](const char* n) { return name == n; });
 }
 
-absl::StatusOr<std::vector<std::string>> BwrapArgv(const SandboxSpec& spec,
-                                                   const std::vector<std::string>& command) {
-  if (command.empty()) return absl::InvalidArgumentError("the sandboxed command is empty");
+absl::StatusOr<std::vector<std::string>> BwrapOptions(const SandboxSpec& spec) {
   if (auto st = CheckPath("sandbox root", spec.root); !st.ok()) return st;
   if (auto st = CheckPath("sandbox init", spec.init_path); !st.ok()) return st;
-  std::vector<std::string> a = {spec.bwrap,
-                                "--unshare-user",
+  std::vector<std::string> a = {"--unshare-user",
                                 "--unshare-pid",
                                 "--unshare-ipc",
                                 "--unshare-uts",
@@ -88,6 +85,16 @@ absl::StatusOr<std::vector<std::string>> BwrapArgv(const SandboxSpec& spec,
     if (auto st = CheckPath("working folder", spec.working_dir); !st.ok()) return st;
     a.insert(a.end(), {"--chdir", spec.working_dir});
   }
+  return a;
+}
+
+absl::StatusOr<std::vector<std::string>> BwrapArgv(const SandboxSpec& spec,
+                                                   const std::vector<std::string>& command) {
+  if (command.empty()) return absl::InvalidArgumentError("the sandboxed command is empty");
+  auto options = BwrapOptions(spec);
+  if (!options.ok()) return options.status();
+  std::vector<std::string> a = {spec.bwrap};
+  a.insert(a.end(), options->begin(), options->end());
   a.push_back(kInitPath);
   a.insert(a.end(), command.begin(), command.end());
   return a;

@@ -62,13 +62,19 @@ inline constexpr char kDefaultPath[] =
 
 // Where tessera-sandbox-init is inside every sandbox.
 inline constexpr char kInitPath[] = "/run/tessera/init";
+// Where a rank's command is inside its sandbox: a script for the shell, handed to bubblewrap
+// through a descriptor (--ro-bind-data), never as an argument (RankProcess::Start).
+inline constexpr char kCommandPath[] = "/run/tessera/command";
 
 // Top-level entries of a root that are never bound from it: the sandbox makes its own.
 bool IsSandboxOwned(const std::string& name);
 
+// bwrap's options for the sandbox, without the program and the command. INVALID_ARGUMENT for a
+// relative path, a path with "..", or a mount onto a path the sandbox owns (/proc, /dev itself).
+absl::StatusOr<std::vector<std::string>> BwrapOptions(const SandboxSpec& spec);
+
 // bwrap's argv (argv[0] the bwrap binary) to run `command` in the sandbox; the command runs as
-// `kInitPath command...`. INVALID_ARGUMENT for a relative path, a path with "..", a mount
-// onto a path the sandbox owns (/proc, /dev itself), or an empty command.
+// `kInitPath command...`. As BwrapOptions, and INVALID_ARGUMENT for an empty command.
 absl::StatusOr<std::vector<std::string>> BwrapArgv(const SandboxSpec& spec,
                                                    const std::vector<std::string>& command);
 
