@@ -1,10 +1,16 @@
-# tessera_add_test(NAME LABEL unit|integration|e2e SOURCES ... [LIBS ...] [WHOLE] [TIMEOUT s])
+# tessera_add_test(NAME LABEL unit|integration|e2e SOURCES ... [LIBS ...] [WHOLE] [SERIAL]
+#                  [TIMEOUT s] [FIXTURES_SETUP f] [FIXTURES_REQUIRED f])
 #
-# Builds a Catch2 test binary into build/tests. Unit tests are registered one CTest test per test
-# case; WHOLE registers the binary as a single CTest test, for suites that share an expensive
-# fixture (a PostgreSQL server, a cluster of processes) across their cases.
+# Builds a Catch2 test binary into build/tests. Test cases are registered one CTest test each,
+# with TIMEOUT each; WHOLE registers the binary as a single CTest test, for suites that share an
+# expensive fixture (a PostgreSQL server, a cluster of processes) across their cases. A fixture
+# that several binaries share is a CTest fixture instead: the test that makes it names it in
+# FIXTURES_SETUP, the tests that use it in FIXTURES_REQUIRED (ctest runs it first, also for
+# ctest -R). SERIAL runs each of its tests alone on the machine (RUN_SERIAL), for tests that
+# measure the machine's speed or hold it to a time.
 function(tessera_add_test name)
-  cmake_parse_arguments(ARG "WHOLE" "LABEL;TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "WHOLE;SERIAL" "LABEL;TIMEOUT;FIXTURES_SETUP;FIXTURES_REQUIRED"
+    "SOURCES;LIBS" ${ARGN})
   if(NOT ARG_LABEL)
     message(FATAL_ERROR "tessera_add_test(${name}): LABEL is required")
   endif()
@@ -16,12 +22,22 @@ function(tessera_add_test name)
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   tessera_target_warnings(${name})
+  set(properties LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
+  if(ARG_FIXTURES_SETUP)
+    list(APPEND properties FIXTURES_SETUP ${ARG_FIXTURES_SETUP})
+  endif()
+  if(ARG_FIXTURES_REQUIRED)
+    list(APPEND properties FIXTURES_REQUIRED ${ARG_FIXTURES_REQUIRED})
+  endif()
+  if(ARG_SERIAL)
+    list(APPEND properties RUN_SERIAL TRUE)
+  endif()
   if(ARG_WHOLE)
     add_test(NAME ${ARG_LABEL}:${name} COMMAND ${name} --durations yes)
-    set_tests_properties(${ARG_LABEL}:${name} PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
+    set_tests_properties(${ARG_LABEL}:${name} PROPERTIES ${properties})
   else()
     # --warn NoTests: a test name the discovery mangled matches nothing, and that must fail.
-    catch_discover_tests(${name} TEST_PREFIX "${ARG_LABEL}:${name}:" EXTRA_ARGS --warn NoTests
-      PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
+    catch_discover_tests(${name} TEST_PREFIX "${ARG_LABEL}:${name}:"
+      EXTRA_ARGS --warn NoTests PROPERTIES ${properties})
   endif()
 endfunction()

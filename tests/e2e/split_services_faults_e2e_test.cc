@@ -17,8 +17,6 @@
 namespace tessera::testing {
 namespace {
 
-constexpr int kSteps = 1500;
-
 std::string Loopback(int port) { return absl::StrCat("127.0.0.1:", port); }
 
 struct SplitPlane {
@@ -79,7 +77,7 @@ struct SplitPlane {
                                  args));
   }
   std::string SubmitTraining(const std::string& file) {
-    ShellResult submitted = Mcli("run -f " + ExampleIn(root.path, kSteps, file));
+    ShellResult submitted = Mcli("run -f " + ExampleIn(root.path, Baseline().steps, file));
     INFO(submitted.output);
     REQUIRE(submitted.exit_code == 0);
     return std::string(absl::StripAsciiWhitespace(submitted.output));
@@ -88,7 +86,8 @@ struct SplitPlane {
   std::map<int, double> Losses(const std::string& name) {
     auto stub =
         v1::LogService::NewStub(grpc::CreateChannel(logs_at, grpc::InsecureChannelCredentials()));
-    const std::string last = absl::StrCat("step ", kSteps, "/", kSteps, ": loss");
+    const std::string last =
+        absl::StrCat("step ", Baseline().steps, "/", Baseline().steps, ": loss");
     std::string text;
     for (int i = 0; i < 600 && !absl::StrContains(text, last); ++i) {
       if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -123,14 +122,14 @@ TEST_CASE(
   REQUIRE(p.runs.process.Kill(SIGKILL).ok());
   std::this_thread::sleep_for(std::chrono::seconds(5));
   p.StartRuns();
-  run = WaitForStep(client, name, run.progress().step() + 100);
+  run = WaitForStep(client, name, run.progress().step() + Baseline().StepsIn(absl::Seconds(3)));
   CHECK(run.resumption_index() == 0);
 
   // 2. The log service: the workers keep every unacknowledged line and send it again.
   REQUIRE(p.logs.process.Kill(SIGKILL).ok());
   std::this_thread::sleep_for(std::chrono::seconds(5));
   p.StartLogs();
-  run = WaitForStep(client, name, run.progress().step() + 100);
+  run = WaitForStep(client, name, run.progress().step() + Baseline().StepsIn(absl::Seconds(3)));
   CHECK(run.resumption_index() == 0);
 
   // 3. The gateway: REST answers again once it is back.
@@ -142,24 +141,12 @@ TEST_CASE(
   CHECK(rest.exit_code == 0);
   CHECK(absl::StrContains(rest.output, name));
 
-  const v1::Run done = client.WaitForStatus(name, v1::RUN_STATUS_COMPLETED, absl::Seconds(400));
+  const v1::Run done = WaitForCompletion(client, name, Baseline().steps);
   CHECK(done.resumption_index() == 0);
   CHECK(done.retries_used() == 0);
   CHECK(done.control_plane_interruptions() == 0);
-  CHECK(done.progress().step() == kSteps);
-  const auto disturbed = p.Losses(name);
-  for (int step = 10; step <= kSteps; step += 10) {
-    INFO("step " << step);
-    CHECK(disturbed.count(step) == 1);
-  }
-  const std::string baseline = p.SubmitTraining("baseline.yaml");
-  client.WaitForStatus(baseline, v1::RUN_STATUS_COMPLETED, absl::Seconds(400));
-  const auto undisturbed = p.Losses(baseline);
-  REQUIRE(undisturbed.size() == disturbed.size());
-  for (const auto& [step, loss] : undisturbed) {
-    INFO("step " << step);
-    CHECK(disturbed.at(step) == Approx(loss).epsilon(1e-6));
-  }
+  CHECK(done.progress().step() == Baseline().steps);
+  CheckLossesEqualBaseline(p.Losses(name), Baseline());
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ TEST_CASE("examples/gpt-tiny.yaml trains on two nodes and its loss falls", "[e2e
   INFO(submitted.output);
   REQUIRE(submitted.exit_code == 0);
   const std::string name(absl::StripAsciiWhitespace(submitted.output));
-  v1::Run run = c.client->WaitForStatus(name, v1::RUN_STATUS_COMPLETED, absl::Seconds(240));
+  v1::Run run = WaitForCompletion(c, name, 150);
   CHECK(run.progress().step() == 150);
   CHECK(run.progress().total_steps() == 150);
   CHECK(run.progress().tokens_per_second() > 0);
@@ -87,12 +87,13 @@ TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on th
   StartTrainingWorker(c, "node-a", shared);
   StartTrainingWorker(c, "node-b", shared);
   StartTrainingWorker(c, "node-c", shared);
-  // Long enough that the survivors cannot finish it while the dead node's lease runs out.
-  ShellResult submitted = Mcli(c, "run -f " + ExampleWith(c, 1000));
+  const int steps = KillableRunSteps();
+  ShellResult submitted = Mcli(c, "run -f " + ExampleWith(c, steps));
   REQUIRE(submitted.exit_code == 0);
   const std::string name(absl::StripAsciiWhitespace(submitted.output));
-  const std::string victim = KillANodeAfterACheckpoint(c, name, absl::Seconds(120));
-  v1::Run run = c.client->WaitForStatus(name, v1::RUN_STATUS_COMPLETED, absl::Seconds(240));
+  const std::string victim = KillANodeAfterACheckpoint(c, name);
+  // Through the node's detection and the requeue (no step for a few seconds) to the end.
+  v1::Run run = WaitForCompletion(c, name, steps);
   CHECK(run.resumption_index() == 1);
   ShellResult described = Mcli(c, "describe run " + name);
   INFO(described.output);
@@ -100,7 +101,7 @@ TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on th
   ShellResult logs = Mcli(c, "logs " + name + " --rank 0");
   INFO(logs.output);
   const int resumed = ResumedFromStep(logs.output);
-  CHECK(run.progress().step() == 1000);
+  CHECK(run.progress().step() == steps);
   CHECK(run.progress().resumed_from_step() == resumed);
   // The second attempt ran on the two nodes that were left.
   for (const auto& node : run.nodes()) CHECK(node.node_name() != victim);
@@ -126,7 +127,7 @@ TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on th
   }
   CHECK(points_of_first > 0);
   CHECK(first_of_second >= resumed);
-  CHECK(last_of_second == 1000);
+  CHECK(last_of_second == steps);
   ShellResult table = Mcli(c, "get metrics " + name);
   INFO(table.output);
   CHECK(absl::StrContains(table.output, "attempt 1 resumed from step " + std::to_string(resumed)));
