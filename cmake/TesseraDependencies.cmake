@@ -18,6 +18,8 @@ if(NOT TESSERA_FUZZ_ONLY)
   # jemalloc (Debian's libjemalloc-dev): the control plane's malloc. glibc's spent about a third
   # of tessera-server's CPU at 5,000 nodes (bench/control_plane: 11% less CPU with jemalloc).
   pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
+  # libseccomp (Debian's libseccomp-dev): the filter every rank's sandbox runs under.
+  pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
   find_package(Boost REQUIRED COMPONENTS system)
   find_package(spdlog REQUIRED)
   find_package(nlohmann_json REQUIRED)

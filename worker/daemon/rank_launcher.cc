@@ -231,7 +231,7 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
   // Everything the child needs is built before fork: it must not allocate.
   std::vector<std::string> argv_strings = {spec.shell, "-c", spec.command};
   std::vector<std::string> env_for_exec = env_strings;
-  Fd args_fd, command_fd;
+  Fd args_fd, command_fd, seccomp_fd;
   std::vector<int> passed_fds;
   if (!spec.sandbox_program.empty()) {
     // Sealed: bubblewrap starts with an empty environment and reads everything of the run's
@@ -247,6 +247,13 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
     }
     args.insert(args.end(),
                 {"--ro-bind-data", std::to_string(command_fd.get()), sandbox::kCommandPath});
+    if (!spec.sandbox_seccomp.empty()) {
+      absl::StatusOr<int> filter = MemoryFile("tessera-seccomp", spec.sandbox_seccomp);
+      if (!filter.ok()) return filter.status();
+      seccomp_fd.Adopt(*filter);
+      args.insert(args.end(), {"--seccomp", std::to_string(seccomp_fd.get())});
+      passed_fds.push_back(seccomp_fd.get());
+    }
     absl::StatusOr<int> options = MemoryFile("tessera-sandbox-args", NulSeparated(args));
     if (!options.ok()) return options.status();
     args_fd.Adopt(*options);
@@ -254,7 +261,7 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
     argv_strings = {spec.sandbox_program, "--args",   std::to_string(args_fd.get()),
                     sandbox::kInitPath,   spec.shell, sandbox::kCommandPath};
     env_for_exec.clear();
-    passed_fds = {args_fd.get(), command_fd.get()};
+    passed_fds.insert(passed_fds.end(), {args_fd.get(), command_fd.get()});
   }
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());

@@ -48,6 +48,9 @@ struct RankSpec {
   // (sandbox_spec.h).
   std::string sandbox_program;
   std::vector<std::string> sandbox_options;
+  // The seccomp filter the command runs under (a BPF program, bubblewrap's --seccomp, also
+  // through a descriptor); empty: none.
+  std::string sandbox_seccomp;
   // cgroup.procs files the rank joins (writing "0") before it drops its privileges.
   std::vector<std::string> cgroup_procs;
 };

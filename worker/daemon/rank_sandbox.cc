@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/byte_size.h"
+#include "worker/sandbox/seccomp_filter.h"
 
 namespace tessera::worker {
 namespace fs = std::filesystem;
@@ -36,7 +37,8 @@ void RewriteHostPaths(const std::vector<sandbox::BindMount>& mounts,
 RankSandbox::RankSandbox(RankSandboxOptions options)
     : options_(std::move(options)),
       cgroups_(sandbox::Cgroups::Detect()),
-      gpu_node_(sandbox::GpuNode::Discover(options_.gpu)) {
+      gpu_node_(sandbox::GpuNode::Discover(options_.gpu)),
+      seccomp_(sandbox::RankSeccompProgram()) {
   auto entries = sandbox::ListRootEntries("/");
   if (entries.ok()) host_root_ = std::move(*entries);
 }
@@ -53,6 +55,11 @@ absl::Status RankSandbox::Check() const {
                      " is missing (it is built beside tessera-worker)"));
   }
   if (host_root_.empty()) return absl::FailedPreconditionError("cannot list the host's root");
+  if (!seccomp_.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--sandbox bwrap: the ranks' seccomp filter cannot be built: ",
+                     seccomp_.status().message()));
+  }
   return absl::OkStatus();
 }
 
@@ -134,6 +141,8 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
   if (!options.ok()) return options.status();
   spec.sandbox_program = s.bwrap;
   spec.sandbox_options = std::move(*options);
+  if (!seccomp_.ok()) return seccomp_.status();
+  spec.sandbox_seccomp = *seccomp_;
   if (options_.limits.any() && cgroups_.available()) {
     auto procs = cgroups_.Create(CgroupName(start, spec.rank), options_.limits);
     if (!procs.ok()) return procs.status();

@@ -68,6 +68,7 @@ class RankSandbox {
   const RankSandboxOptions options_;
   const sandbox::Cgroups cgroups_;
   const sandbox::GpuNode gpu_node_;  // found once: not at each rank's start
+  const absl::StatusOr<std::string> seccomp_;  // built once: sandbox/seccomp_filter.h
   std::vector<sandbox::RootEntry> host_root_;
 };
 

@@ -129,6 +129,62 @@ TEST_CASE("sealed: a command that names a missing program fails as the rank, wit
   CHECK(absl::StrContains(r.Errors(), "no-such-program-anywhere"));
 }
 
+TEST_CASE(
+    "sealed: the seccomp filter refuses user namespaces, keyrings, BPF, perf counters and "
+    "TIOCSTI, and lets processes start",
+    "[sandbox][sealed]") {
+  // Each call as a rank would make it (Python's ctypes; x86-64 numbers), and what came back.
+  SandboxedRank r(R"(/usr/bin/python3 - <<'EOF'
+import ctypes, errno, fcntl, subprocess, termios
+libc = ctypes.CDLL(None, use_errno=True)
+def call(nr, *args):
+    if libc.syscall(nr, *[ctypes.c_long(a) for a in args]) >= 0:
+        return "ok"
+    return errno.errorcode[ctypes.get_errno()]
+print("unshare-user", call(272, 0x10000000))
+print("keyctl", call(250, 0, -3, 0))
+print("bpf", call(321, 5, 0, 0))
+print("perf_event_open", call(298, 0, 0, -1, -1, 0))
+print("mount", call(165, 0, 0, 0, 0, 0))
+try:
+    fcntl.ioctl(0, termios.TIOCSTI, b"x")
+    print("tiocsti ok")
+except OSError as e:
+    print("tiocsti", errno.errorcode[e.errno])
+print("getpid", call(39))
+print("child", subprocess.run(["/bin/sh", "-c", "exit 3"]).returncode)
+EOF
+)");
+  const ExitInfo exit = r.Run();
+  INFO(r.Errors());
+  CHECK(exit == ExitInfo{.exit_code = 0});
+  CHECK(r.Output() ==
+        "unshare-user EPERM\nkeyctl EPERM\nbpf EPERM\nperf_event_open EPERM\nmount EPERM\n"
+        "tiocsti EPERM\ngetpid ok\nchild 3\n");
+}
+
+TEST_CASE("sealed: a 32-bit system call, which the filter cannot read, kills the process",
+          "[sandbox][sealed]") {
+  // int 0x80 from a 64-bit process: getpid (20) of the 32-bit table.
+  SandboxedRank r(R"(/usr/bin/python3 - <<'EOF'
+import ctypes, mmap
+code = bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3])  # mov eax, 20; int 0x80; ret
+buf = mmap.mmap(-1, len(code), prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+buf.write(code)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+print("calling", flush=True)
+ctypes.CFUNCTYPE(ctypes.c_int)(addr)()
+print("survived")
+EOF
+echo "python: $?")");
+  const ExitInfo exit = r.Run();
+  INFO(r.Errors());
+  CHECK(exit == ExitInfo{.exit_code = 0});
+  CHECK(absl::StrContains(r.Output(), "calling\n"));
+  CHECK_FALSE(absl::StrContains(r.Output(), "survived"));
+  CHECK(absl::StrContains(r.Output(), "python: 159"));  // 128 + SIGSYS (31)
+}
+
 TEST_CASE("unsandboxed: a command over the kernel's argument limit is the run's error, said so",
           "[sandbox][sealed]") {
   RankSpec spec;
