@@ -247,6 +247,22 @@ TEST_CASE("a run runs in its image, pulled once and pinned by digest, a bad imag
   CHECK(c.Node("node-a").liveness() == v1::NODE_LIVENESS_ONLINE);
 }
 
+// A folder outside /tmp (each sandbox has its own /tmp), readable by every user's ranks.
+class SharedScratch {
+ public:
+  SharedScratch() {
+    char pattern[] = "/var/tmp/tessera-test-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    path = pattern;
+    fs::permissions(path, fs::perms(0755));
+  }
+  ~SharedScratch() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  std::string path;
+};
+
 // The lines the preload marker wrote ("NAMESPACE HOW PROGRAM") into any attempt's work folder
 // on `worker`, as preload-marks (the rank's variable TESSERA_PRELOAD_MARK is relative: bubblewrap
 // starts in that folder, and the command inside it at the same path).
@@ -277,11 +293,17 @@ TEST_CASE(
   const std::string key_file = keys.path + "/secrets.key";
   std::ofstream(key_file) << std::string(64, 'd') << "\n";
   fs::permissions(key_file, fs::perms::owner_read | fs::perms::owner_write);
+  // The library where both sides of a sandbox see it at the same path, and every user reads it
+  // (the build folder may be under /tmp, which is each sandbox's own).
+  SharedScratch scratch;
+  const std::string library = scratch.path + "/preload_marker.so";
+  fs::copy_file(TESSERA_PRELOAD_MARKER, library);
+  fs::permissions(library, fs::perms(0644));
   auto registry = OciRegistry::Start(registry_dir.path);
   REQUIRE(registry.ok());
-  auto image = registry->PushBusyboxImage(
-      "test/preloading", "1", {"sh", "echo", "cat"},
-      {std::string("LD_PRELOAD=") + TESSERA_PRELOAD_MARKER, "TESSERA_PRELOAD_MARK=preload-marks"});
+  auto image =
+      registry->PushBusyboxImage("test/preloading", "1", {"sh", "echo", "cat"},
+                                 {"LD_PRELOAD=" + library, "TESSERA_PRELOAD_MARK=preload-marks"});
   INFO(image.status().ToString());
   REQUIRE(image.ok());
   LocalCluster c({"--secrets-key-file", key_file});
@@ -294,14 +316,14 @@ TEST_CASE(
   audit.mutable_secret()->set_name("audit");
   audit.mutable_secret()->set_type(v1::SECRET_TYPE_ENVIRONMENT);
   audit.mutable_secret()->set_env_key("LD_AUDIT");
-  audit.set_value(TESSERA_PRELOAD_MARKER);
+  audit.set_value(library);
   v1::CreateSecretResponse created;
   REQUIRE(mallory.secrets->CreateSecret(mallory.Ctx().get(), audit, &created).ok());
 
   // On the host's root, where the library can load: it must, inside, and only there.
   const v1::Run on_host =
       SubmitAs(mallory, "preload-host", "host", "echo preload-ran", 1,
-               {{"LD_PRELOAD", TESSERA_PRELOAD_MARKER}, {"TESSERA_PRELOAD_MARK", "preload-marks"}});
+               {{"LD_PRELOAD", library}, {"TESSERA_PRELOAD_MARK", "preload-marks"}});
   mallory.WaitForStatus(on_host.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
   // In its image (static busybox: nothing loads the library inside, and nothing may outside).
   const v1::Run in_image = SubmitAs(mallory, "preload-image", *image, "echo image-ran", 1);
@@ -344,22 +366,6 @@ TEST_CASE("a command of 1 MB runs in its sandbox, as the run's command, not a no
   CHECK(c.Node("node-a").liveness() == v1::NODE_LIVENESS_ONLINE);
   CHECK(c.Node("node-a").admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE);
 }
-
-// A folder outside /tmp (each sandbox has its own /tmp), readable by every user's ranks.
-class SharedScratch {
- public:
-  SharedScratch() {
-    char pattern[] = "/var/tmp/tessera-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-    fs::permissions(path, fs::perms(0755));
-  }
-  ~SharedScratch() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string path;
-};
 
 TEST_CASE("secrets reach only their owner's ranks, sealed everywhere else", "[sandbox]") {
   TempDir keys("tessera-keys");

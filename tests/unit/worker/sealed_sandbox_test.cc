@@ -83,7 +83,11 @@ TEST_CASE("sealed: LD_PRELOAD and LD_AUDIT among a rank's variables load only in
   const std::string variable = GENERATE("LD_PRELOAD", "LD_AUDIT");
   SandboxedRank r("echo inside");
   const std::string marks = r.paths.work_dir + "/marks";
-  r.spec.env[variable] = TESSERA_PRELOAD_MARKER;
+  // Where both sides of the sandbox see it at the same path (the build folder may be under
+  // /tmp, which is the sandbox's own).
+  const std::string library = r.paths.work_dir + "/preload_marker.so";
+  fs::copy_file(TESSERA_PRELOAD_MARKER, library);
+  r.spec.env[variable] = library;
   r.spec.env["TESSERA_PRELOAD_MARK"] = marks;
   const ExitInfo exit = r.Run();
   INFO(r.Errors());
