@@ -66,7 +66,11 @@ TEST_CASE("the throttle really slows a process group, stops it for a hang, and l
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     const double free_used = CpuSeconds(free_pid) - free0, slow_used = CpuSeconds(slow_pid) - slow0;
     INFO("free " << free_used << " s, throttled " << slow_used << " s");
-    CHECK(slow_used < 0.5 * free_used);  // 0.25 of the time, give or take scheduling
+    // A quarter of the time when the thread that stops and continues it runs on time (about
+    // 0.25 of the free one's here); on a core shared with other busy processes that thread is
+    // woken late and the group runs longer (about 0.5 with one busy loop beside it on one core,
+    // issue 40's slow machine). Unthrottled it would be 1: clearly less is what is asked.
+    CHECK(slow_used < 0.75 * free_used);
     CHECK(slow_used > 0.05 * free_used);
     throttle.SetFactor(0);  // hang
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
