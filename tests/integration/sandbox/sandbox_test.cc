@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "proto/policy/run_status.h"
 #include "tessera/v1/secrets.grpc.pb.h"
+#include "tests/integration/sandbox/sandbox_helpers.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/oci_registry.h"
 #include "tests/support/temp_dir.h"
@@ -25,53 +26,6 @@ namespace tessera::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Waits until rank 0 of the run printed `marker`; returns all it printed.
-std::string WaitForOutput(LocalCluster& c, const std::string& run, const std::string& marker,
-                          absl::Duration timeout = absl::Seconds(40)) {
-  std::string text;
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    text = c.LogText(run, 0);
-    if (absl::StrContains(text, marker)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return text;
-}
-
-v1::Run SubmitAs(Client& client, const std::string& name, const std::string& image,
-                 const std::string& command, int gpus,
-                 std::map<std::string, std::string> env = {}) {
-  v1::SubmitRunRequest req;
-  auto* spec = req.mutable_spec();
-  spec->set_name(name);
-  spec->set_image(image);
-  spec->set_command(command);
-  spec->mutable_compute()->set_gpus(gpus);
-  spec->mutable_compute()->set_nodes(1);
-  spec->mutable_compute()->set_cluster("local");
-  for (const auto& [k, v] : env) {
-    auto* e = spec->add_env_variables();
-    e->set_key(k);
-    e->set_value(v);
-  }
-  v1::SubmitRunResponse resp;
-  grpc::Status st = client.runs->SubmitRun(client.Ctx().get(), req, &resp);
-  INFO(st.error_message());
-  REQUIRE(st.ok());
-  return resp.run();
-}
-
-// Waits until the run has ended, however it ended.
-v1::Run WaitForEnd(Client& client, const std::string& name, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  v1::Run run = client.Get(name);
-  while (absl::Now() < deadline && !IsTerminal(run.status())) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    run = client.Get(name);
-  }
-  return run;
-}
 
 TEST_CASE("two users' runs on one node: neither sees nor touches the other's", "[sandbox]") {
   LocalCluster c;
@@ -245,126 +199,6 @@ TEST_CASE("a run runs in its image, pulled once and pinned by digest, a bad imag
   CHECK(absl::StrContains(failed.status_reason(), "Image not found"));
   CHECK(failed.resumption_index() == 0);
   CHECK(c.Node("node-a").liveness() == v1::NODE_LIVENESS_ONLINE);
-}
-
-// A folder outside /tmp (each sandbox has its own /tmp), readable by every user's ranks.
-class SharedScratch {
- public:
-  SharedScratch() {
-    char pattern[] = "/var/tmp/tessera-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-    fs::permissions(path, fs::perms(0755));
-  }
-  ~SharedScratch() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string path;
-};
-
-// The lines the preload marker wrote ("NAMESPACE HOW PROGRAM") into any attempt's work folder
-// on `worker`, as preload-marks (the rank's variable TESSERA_PRELOAD_MARK is relative: bubblewrap
-// starts in that folder, and the command inside it at the same path).
-std::vector<std::string> PreloadMarks(LocalCluster& c, const std::string& worker) {
-  std::vector<std::string> lines;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(c.worker(worker).state_dir + "/runs", ec), end;
-       !ec && it != end; it.increment(ec)) {
-    if (it->path().filename() != "preload-marks") continue;
-    std::ifstream in(it->path());
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-  }
-  return lines;
-}
-
-std::string HostMountNamespace() {
-  char buf[128] = {};
-  const ssize_t n = ::readlink("/proc/self/ns/mnt", buf, sizeof buf - 1);
-  REQUIRE(n > 0);
-  return std::string(buf, static_cast<size_t>(n));
-}
-
-TEST_CASE(
-    "a run's LD_PRELOAD and LD_AUDIT, from its variables, a secret or its image, load only inside "
-    "its sandbox",
-    "[sandbox][escape]") {
-  TempDir keys("tessera-keys"), registry_dir("tessera-registry");
-  const std::string key_file = keys.path + "/secrets.key";
-  std::ofstream(key_file) << std::string(64, 'd') << "\n";
-  fs::permissions(key_file, fs::perms::owner_read | fs::perms::owner_write);
-  // The library where both sides of a sandbox see it at the same path, and every user reads it
-  // (the build folder may be under /tmp, which is each sandbox's own).
-  SharedScratch scratch;
-  const std::string library = scratch.path + "/preload_marker.so";
-  fs::copy_file(TESSERA_PRELOAD_MARKER, library);
-  fs::permissions(library, fs::perms(0644));
-  auto registry = OciRegistry::Start(registry_dir.path);
-  REQUIRE(registry.ok());
-  auto image =
-      registry->PushBusyboxImage("test/preloading", "1", {"sh", "echo", "cat"},
-                                 {"LD_PRELOAD=" + library, "TESSERA_PRELOAD_MARK=preload-marks"});
-  INFO(image.status().ToString());
-  REQUIRE(image.ok());
-  LocalCluster c({"--secrets-key-file", key_file});
-  c.StartWorker(
-      "node-a", 1,
-      {"--sandbox", "bwrap", "--rank-user", "", "--insecure-registry", registry->address()});
-  OpenToPassThrough(c.worker("node-a").state_dir);
-  Client mallory(c.server.endpoint(), CreateKey(c.database_url, "mallory", "user"));
-  v1::CreateSecretRequest audit;
-  audit.mutable_secret()->set_name("audit");
-  audit.mutable_secret()->set_type(v1::SECRET_TYPE_ENVIRONMENT);
-  audit.mutable_secret()->set_env_key("LD_AUDIT");
-  audit.set_value(library);
-  v1::CreateSecretResponse created;
-  REQUIRE(mallory.secrets->CreateSecret(mallory.Ctx().get(), audit, &created).ok());
-
-  // On the host's root, where the library can load: it must, inside, and only there.
-  const v1::Run on_host =
-      SubmitAs(mallory, "preload-host", "host", "echo preload-ran", 1,
-               {{"LD_PRELOAD", library}, {"TESSERA_PRELOAD_MARK", "preload-marks"}});
-  mallory.WaitForStatus(on_host.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
-  // In its image (static busybox: nothing loads the library inside, and nothing may outside).
-  const v1::Run in_image = SubmitAs(mallory, "preload-image", *image, "echo image-ran", 1);
-  mallory.WaitForStatus(in_image.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
-
-  const std::vector<std::string> marks = PreloadMarks(c, "node-a");
-  std::string all;
-  for (const auto& line : marks) all += line + "\n";
-  INFO(all);
-  const std::string host = HostMountNamespace();
-  bool preloaded = false, audited = false;
-  for (const std::string& line : marks) {
-    CHECK_FALSE(absl::StartsWith(line, host + " "));  // a process outside the sandbox
-    preloaded |= absl::StrContains(line, " preload ");
-    audited |= absl::StrContains(line, " audit ");
-  }
-  // Both took effect where they belong, so the test could have seen an escape.
-  CHECK(preloaded);
-  CHECK(audited);
-  CHECK(absl::StrContains(WaitForOutput(c, on_host.name(), "preload-ran"), "preload-ran"));
-  CHECK(c.Node("node-a").liveness() == v1::NODE_LIVENESS_ONLINE);
-}
-
-TEST_CASE("a command of 1 MB runs in its sandbox, as the run's command, not a node's fault",
-          "[sandbox]") {
-  LocalCluster c;
-  c.StartWorker("node-a", 1, {"--sandbox", "bwrap"});
-  OpenToPassThrough(c.worker("node-a").state_dir);
-  // Under the spec's 1 MiB limit, eight times the kernel's limit on one argument.
-  const std::string command =
-      "# " + std::string(1000 * 1000, 'x') + "\necho long-command-ran\nno-such-program-9\n";
-  const v1::Run run = SubmitAs(*c.client, "long-command", "host", command, 1);
-  const v1::Run failed =
-      c.client->WaitForStatus(run.name(), v1::RUN_STATUS_FAILED, absl::Seconds(60));
-  INFO(failed.status_reason());
-  CHECK(absl::StrContains(WaitForOutput(c, run.name(), "long-command-ran"), "long-command-ran"));
-  CHECK(failed.resumption_index() == 0);  // the run's failure: not retried as a node's
-  CHECK_FALSE(absl::StrContains(failed.status_reason(), "NODE_FAILURE"));
-  CHECK(absl::StrContains(failed.status_reason(), "127"));
-  CHECK(c.Node("node-a").liveness() == v1::NODE_LIVENESS_ONLINE);
-  CHECK(c.Node("node-a").admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE);
 }
 
 TEST_CASE("secrets reach only their owner's ranks, sealed everywhere else", "[sandbox]") {

@@ -1,0 +1,83 @@
+#pragma once
+// What the sandbox's integration tests share: a run submitted as a user, waits for its output and
+// its end, and a folder both sides of a sandbox see.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "proto/policy/run_status.h"
+#include "tests/support/local_cluster.h"
+
+namespace tessera::testing {
+
+namespace sandbox_fs = std::filesystem;
+
+// Waits until rank 0 of the run printed `marker`; returns all it printed.
+inline std::string WaitForOutput(LocalCluster& c, const std::string& run, const std::string& marker,
+                                 absl::Duration timeout = absl::Seconds(40)) {
+  std::string text;
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    text = c.LogText(run, 0);
+    if (absl::StrContains(text, marker)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return text;
+}
+
+inline v1::Run SubmitAs(Client& client, const std::string& name, const std::string& image,
+                        const std::string& command, int gpus,
+                        std::map<std::string, std::string> env = {}) {
+  v1::SubmitRunRequest req;
+  auto* spec = req.mutable_spec();
+  spec->set_name(name);
+  spec->set_image(image);
+  spec->set_command(command);
+  spec->mutable_compute()->set_gpus(gpus);
+  spec->mutable_compute()->set_nodes(1);
+  spec->mutable_compute()->set_cluster("local");
+  for (const auto& [k, v] : env) {
+    auto* e = spec->add_env_variables();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  v1::SubmitRunResponse resp;
+  grpc::Status st = client.runs->SubmitRun(client.Ctx().get(), req, &resp);
+  INFO(st.error_message());
+  REQUIRE(st.ok());
+  return resp.run();
+}
+
+// Waits until the run has ended, however it ended.
+inline v1::Run WaitForEnd(Client& client, const std::string& name, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  v1::Run run = client.Get(name);
+  while (absl::Now() < deadline && !IsTerminal(run.status())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    run = client.Get(name);
+  }
+  return run;
+}
+
+// A folder outside /tmp (each sandbox has its own /tmp), readable by every user's ranks.
+class SharedScratch {
+ public:
+  SharedScratch() {
+    char pattern[] = "/var/tmp/tessera-test-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    path = pattern;
+    sandbox_fs::permissions(path, sandbox_fs::perms(0755));
+  }
+  ~SharedScratch() {
+    std::error_code ignored;
+    sandbox_fs::remove_all(path, ignored);
+  }
+  std::string path;
+};
+
+}  // namespace tessera::testing
