@@ -175,6 +175,48 @@ std::string NulSeparated(const std::vector<std::string>& args) {
   return out;
 }
 
+// How a sandboxed rank is started: bubblewrap's argv of fixed words, and the memory files it
+// reads its options (with the run's variables), the command and the seccomp filter from.
+struct SealedLaunch {
+  std::vector<std::string> argv;
+  Fd args, command, seccomp;
+
+  absl::Status Prepare(const RankSpec& spec, const std::vector<std::string>& env) {
+    absl::StatusOr<int> fd = MemoryFile("tessera-command", spec.command);
+    if (!fd.ok()) return fd.status();
+    command.Adopt(*fd);
+    std::vector<std::string> options = spec.sandbox_options;
+    options.push_back("--clearenv");
+    for (const std::string& kv : env) {
+      const size_t eq = kv.find('=');
+      options.insert(options.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
+    }
+    options.insert(options.end(),
+                   {"--ro-bind-data", std::to_string(command.get()), sandbox::kCommandPath});
+    if (!spec.sandbox_seccomp.empty()) {
+      fd = MemoryFile("tessera-seccomp", spec.sandbox_seccomp);
+      if (!fd.ok()) return fd.status();
+      seccomp.Adopt(*fd);
+      options.insert(options.end(), {"--seccomp", std::to_string(seccomp.get())});
+    }
+    fd = MemoryFile("tessera-sandbox-args", NulSeparated(options));
+    if (!fd.ok()) return fd.status();
+    args.Adopt(*fd);
+    // bubblewrap takes only options from --args: the command, fixed words, follows on argv.
+    argv = {spec.sandbox_program, "--args",   std::to_string(args.get()),
+            sandbox::kInitPath,   spec.shell, sandbox::kCommandPath};
+    return absl::OkStatus();
+  }
+  // The descriptors the child keeps across its exec.
+  std::vector<int> fds() const {
+    std::vector<int> out;
+    for (const Fd* f : {&args, &command, &seccomp}) {
+      if (f->get() >= 0) out.push_back(f->get());
+    }
+    return out;
+  }
+};
+
 }  // namespace
 
 std::string ExitInfo::ToString() const {
@@ -231,38 +273,15 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
   // Everything the child needs is built before fork: it must not allocate.
   std::vector<std::string> argv_strings = {spec.shell, "-c", spec.command};
   std::vector<std::string> env_for_exec = env_strings;
-  Fd args_fd, command_fd, seccomp_fd;
-  std::vector<int> passed_fds;
+  SealedLaunch sealed;
   if (!spec.sandbox_program.empty()) {
-    // Sealed: bubblewrap starts with an empty environment and reads everything of the run's
-    // from descriptors; the run's variables are set by bubblewrap for the command inside only.
-    absl::StatusOr<int> command = MemoryFile("tessera-command", spec.command);
-    if (!command.ok()) return command.status();
-    command_fd.Adopt(*command);
-    std::vector<std::string> args = spec.sandbox_options;
-    args.push_back("--clearenv");
-    for (const std::string& kv : env_strings) {
-      const size_t eq = kv.find('=');
-      args.insert(args.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
-    }
-    args.insert(args.end(),
-                {"--ro-bind-data", std::to_string(command_fd.get()), sandbox::kCommandPath});
-    if (!spec.sandbox_seccomp.empty()) {
-      absl::StatusOr<int> filter = MemoryFile("tessera-seccomp", spec.sandbox_seccomp);
-      if (!filter.ok()) return filter.status();
-      seccomp_fd.Adopt(*filter);
-      args.insert(args.end(), {"--seccomp", std::to_string(seccomp_fd.get())});
-      passed_fds.push_back(seccomp_fd.get());
-    }
-    absl::StatusOr<int> options = MemoryFile("tessera-sandbox-args", NulSeparated(args));
-    if (!options.ok()) return options.status();
-    args_fd.Adopt(*options);
-    // bubblewrap takes only options from --args: the command, fixed words, follows on argv.
-    argv_strings = {spec.sandbox_program, "--args",   std::to_string(args_fd.get()),
-                    sandbox::kInitPath,   spec.shell, sandbox::kCommandPath};
+    // bubblewrap starts with an empty environment and reads everything of the run's from
+    // descriptors; the run's variables are set by bubblewrap for the command inside only.
+    if (absl::Status st = sealed.Prepare(spec, env_strings); !st.ok()) return st;
+    argv_strings = sealed.argv;
     env_for_exec.clear();
-    passed_fds.insert(passed_fds.end(), {args_fd.get(), command_fd.get()});
   }
+  std::vector<int> passed_fds = sealed.fds();
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
