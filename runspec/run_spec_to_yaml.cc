@@ -127,6 +127,8 @@ std::string RunSpecToYaml(const RunSpec& spec) {
   EmitStringField(out, "name", spec.name());
   EmitStringField(out, "image", spec.image());
   EmitStringField(out, "command", spec.command());
+  if (spec.launch() == tessera::v1::LAUNCH_MODE_NODE) EmitStringField(out, "launch", "node");
+  if (spec.launch() == tessera::v1::LAUNCH_MODE_RANK) EmitStringField(out, "launch", "rank");
   if (spec.has_compute()) EmitCompute(out, spec.compute());
   if (spec.has_scheduling()) EmitScheduling(out, spec.scheduling());
   EmitEnv(out, spec);

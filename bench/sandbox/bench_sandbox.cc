@@ -9,8 +9,16 @@
 //          ratio copy / acquire (target: at least 0.9).
 //   step   a LibTorch (python3-torch) matmul loop as a rank on the host and in the sandbox:
 //          the ratio of step rates, sandbox / host (target: at least 0.98).
+//   node   a node container of 8 local ranks (launch: node) whose command starts 8 processes
+//          and waits for them, against the same command run bare: the median extra latency
+//          in ms (target: at most +200 ms).
+//   shm    one process of a node container writes --shm-mb MiB to /dev/shm and another reads
+//          them, against two plain processes on the host's /dev/shm: the ratio of bandwidths,
+//          container / host (target: at least 0.9).
 //
-//   build/bench/bench_sandbox [--runs 20] [--image-mb 1024] [--steps 200]
+//   build/bench/bench_sandbox [--runs 20] [--image-mb 1024] [--steps 200] [--shm-mb 1024]
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -40,6 +48,7 @@ struct Options {
   int runs = 20;
   int image_mb = 1024;
   int steps = 200;
+  int shm_mb = 1024;
 };
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
@@ -74,6 +83,7 @@ struct Bench {
       fs::create_directories(d);
     }
     std::ofstream(paths.parameters_path) << "{}";
+    std::ofstream(paths.parameters_yaml_path) << "{}\n";
     worker::RankSandboxOptions o;
     o.init_path = std::string(TESSERA_BIN_DIR) + "/tessera-sandbox-init";
     o.state_dir = root + "/state";
@@ -82,14 +92,19 @@ struct Bench {
     if (auto st = sandbox->Check(); !st.ok()) Die(st.ToString());
   }
 
-  worker::RankSpec Spec(const std::string& command, const worker::RankRoot* in) {
+  worker::RankSpec Spec(const std::string& command, const worker::RankRoot* in,
+                        int node_ranks = 0) {
     start.set_command(command);
+    // node_ranks > 0: a node container of that many local ranks, its command run once.
+    start.set_launch(node_ranks > 0 ? v1::LAUNCH_MODE_NODE : v1::LAUNCH_MODE_RANK);
+    start.set_local_world_size(std::max(1, node_ranks));
+    start.set_world_size(std::max(1, node_ranks));
     auto specs = worker::BuildRankSpecs(start, paths, false);
     if (!specs.ok()) Die(specs.status().ToString());
     worker::RankSpec spec = specs->front();
     spec.env["PATH"] = "/usr/bin:/bin";
     if (in != nullptr) {
-      if (auto st = sandbox->Apply(start, paths, *in, std::nullopt, {}, spec); !st.ok()) {
+      if (auto st = sandbox->Apply(start, paths, *in, {}, {}, spec); !st.ok()) {
         Die(st.ToString());
       }
     }
@@ -135,9 +150,10 @@ int Main(int argc, char** argv) {
     int* into = flag == "--runs"       ? &o.runs
                 : flag == "--image-mb" ? &o.image_mb
                 : flag == "--steps"    ? &o.steps
+                : flag == "--shm-mb"   ? &o.shm_mb
                                        : nullptr;
     if (into == nullptr || !absl::SimpleAtoi(argv[i + 1], into) || *into <= 0) {
-      Die("usage: bench_sandbox [--runs N] [--image-mb MB] [--steps N]");
+      Die("usage: bench_sandbox [--runs N] [--image-mb MB] [--steps N] [--shm-mb MB]");
     }
   }
   char pattern[] = "/var/tmp/tessera-bench-sandbox-XXXXXX";
@@ -177,9 +193,9 @@ int Main(int argc, char** argv) {
   auto copy_once = [&](int i) {
     testing::RunShell("sync");
     const auto c0 = Clock::now();
-    testing::ShellResult copy = testing::RunShell(absl::StrCat(
-        "skopeo copy --src-tls-verify=false docker://", *big, " oci:", dir, "/copy-only-", i,
-        ":1 2>&1"));
+    testing::ShellResult copy =
+        testing::RunShell(absl::StrCat("skopeo copy --src-tls-verify=false docker://", *big,
+                                       " oci:", dir, "/copy-only-", i, ":1 2>&1"));
     const auto c1 = Clock::now();
     if (copy.exit_code != 0) Die(copy.output);
     return Seconds(c0, c1);
@@ -221,6 +237,43 @@ int Main(int argc, char** argv) {
       "step   %.0f steps/s on the host, %.0f in the sandbox: ratio %.3f   target: at "
       "least 0.98\n",
       host_rate, sandbox_rate, sandbox_rate / host_rate);
+  // node
+  const std::string eight = "for i in 1 2 3 4 5 6 7 8; do /bin/true & done; wait";
+  const double bare8 = bench.MedianStart(bench.Spec(eight, nullptr, 8), o.runs);
+  const double node8 = bench.MedianStart(bench.Spec(eight, &host_root, 8), o.runs);
+  std::printf(
+      "node   8 processes bare %.1f ms, in an 8-rank node container %.1f ms (+%.1f ms)   "
+      "target: at most +200 ms\n",
+      bare8 * 1e3, node8 * 1e3, (node8 - bare8) * 1e3);
+
+  // shm: the writer, then the reader (a second process), each timed inside; MiB/s of the pair.
+  auto shm_rate = [&](const worker::RankRoot* in, const std::string& shm_dir) {
+    const std::string pair = absl::StrCat(
+        "d=", shm_dir, "; t0=$(date +%s.%N); dd if=/dev/zero of=$d/x bs=1M count=", o.shm_mb,
+        " 2>/dev/null; sh -c \"dd if=$d/x of=/dev/null bs=1M 2>/dev/null\"; t1=$(date +%s.%N); "
+        "rm -f $d/x; awk \"BEGIN { print ",
+        o.shm_mb, " / ($t1 - $t0) }\" > shm.txt");
+    std::vector<double> rates;
+    for (int i = 0; i < 3; ++i) {
+      bench.RunOnce(bench.Spec(pair, in, 2));
+      std::ifstream f(bench.paths.work_dir + "/shm.txt");
+      double r = 0;
+      f >> r;
+      if (r <= 0) Die("the shared-memory pair printed no rate (are dd and awk installed?)");
+      rates.push_back(r);
+    }
+    return Median(rates);
+  };
+  const std::string host_shm = absl::StrCat("/dev/shm/tessera-bench-", ::getpid());
+  fs::create_directories(host_shm);
+  const double host_shm_rate = shm_rate(nullptr, host_shm);
+  fs::remove_all(host_shm);
+  const double node_shm_rate = shm_rate(&host_root, "/dev/shm");
+  std::printf(
+      "shm    %d MiB written and read by two processes: %.0f MiB/s on the host, %.0f in a node "
+      "container: ratio %.3f   target: at least 0.9\n",
+      o.shm_mb, host_shm_rate, node_shm_rate, node_shm_rate / host_shm_rate);
+
   std::error_code ignored;
   fs::remove_all(dir, ignored);
   return 0;

@@ -54,6 +54,9 @@ v1::StartAttempt StartCommand(const v1::Run& run, const v1::Attempt& attempt,
   s.set_user(run.user());
   s.set_user_uid(run.user_uid());
   *s.mutable_integrations() = run.spec().integrations();
+  // mcli's contract unless the run asks for one process per rank.
+  s.set_launch(run.spec().launch() == v1::LAUNCH_MODE_RANK ? v1::LAUNCH_MODE_RANK
+                                                           : v1::LAUNCH_MODE_NODE);
   return s;
 }
 

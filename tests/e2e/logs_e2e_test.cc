@@ -32,6 +32,7 @@ TEST_CASE("mcli run submit --follow shows the run's status and its ranks' output
   c.StartWorker("node-b");
   const std::string yaml = WriteFile("hello.yaml", R"(name: hello
 image: host
+launch: rank
 command: |
   echo "hello from rank $RANK of $WORLD_SIZE"
   sleep 1
@@ -56,6 +57,7 @@ TEST_CASE("mcli logs filters by rank, tails, and shows a failed run's failing ra
   c.StartWorker("node-a");
   const std::string yaml = WriteFile("fail.yaml", R"(name: boom
 image: host
+launch: rank
 command: |
   i=0; while [ $i -lt 20 ]; do echo "rank $RANK line $i"; i=$((i+1)); done
   if [ "$RANK" = 1 ]; then
@@ -135,6 +137,7 @@ TEST_CASE("mcli run submit --follow of runs that end at once shows every line, t
   SECTION("one line, three times") {
     const std::string yaml = WriteFile("echo.yaml", R"(name: echo
 image: host
+launch: rank
 command: echo hello-$RANK
 compute:
   gpus: 1
@@ -153,6 +156,7 @@ compute:
   SECTION("a run that fails at once: its line, then FAILED with the exit code, exit 1") {
     const std::string yaml = WriteFile("fail-now.yaml", R"(name: fail-now
 image: host
+launch: rank
 command: echo "boom-$RANK"; exit 3
 compute:
   gpus: 1

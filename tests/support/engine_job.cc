@@ -30,24 +30,38 @@ const std::string& LicenceDataset() {
 }
 
 EngineJob::EngineJob(const std::string& folder, const std::string& config_path, int world,
-                     std::map<std::string, std::string> extra_env)
-    : folder_(folder) {
+                     std::map<std::string, std::string> extra_env, int ranks_per_node)
+    : folder_(folder), ranks_per_node_(ranks_per_node) {
   std::filesystem::create_directories(folder);
   const int port = FreePort();
   static int job = 0;
   ++job;
+  const bool per_node = ranks_per_node > 1;
+  const std::string progress_dir = absl::StrCat(folder, "/job", job, "-progress");
+  std::filesystem::create_directories(progress_dir);
   for (int r = 0; r < world; ++r) {
-    progress_files_.push_back(absl::StrCat(folder, "/job", job, "-rank", r, ".progress"));
-    logs_.push_back(absl::StrCat(folder, "/job", job, "-rank", r, ".log"));
-    std::vector<std::string> argv = {"/usr/bin/env",
-                                     absl::StrCat("RANK=", r),
-                                     absl::StrCat("WORLD_SIZE=", world),
-                                     absl::StrCat("LOCAL_RANK=", r),
-                                     absl::StrCat("LOCAL_WORLD_SIZE=", world),
-                                     "MASTER_ADDR=127.0.0.1",
-                                     absl::StrCat("MASTER_PORT=", port),
-                                     "TESSERA_PROGRESS_FILE=" + progress_files_.back(),
+    // Under a node's launch each rank finds its file by RANK in the progress folder, as the
+    // worker's contract says (TESSERA_PROGRESS_DIR).
+    progress_files_.push_back(per_node
+                                  ? absl::StrCat(progress_dir, "/rank-", r, ".progress")
+                                  : absl::StrCat(folder, "/job", job, "-rank", r, ".progress"));
+  }
+  for (int first = 0; first < world; first += ranks_per_node) {
+    const int node = first / ranks_per_node;
+    logs_.push_back(per_node ? absl::StrCat(folder, "/job", job, "-node", node, ".log")
+                             : absl::StrCat(folder, "/job", job, "-rank", first, ".log"));
+    std::vector<std::string> argv = {"/usr/bin/env", absl::StrCat("WORLD_SIZE=", world),
+                                     "MASTER_ADDR=127.0.0.1", absl::StrCat("MASTER_PORT=", port),
                                      "TESSERA_CACHE_DIR=" + folder + "/cache"};
+    if (per_node) {
+      argv.insert(argv.end(), {absl::StrCat("NODE_RANK=", node),
+                               absl::StrCat("LOCAL_WORLD_SIZE=", ranks_per_node),
+                               "TESSERA_PROGRESS_DIR=" + progress_dir});
+    } else {
+      argv.insert(argv.end(), {absl::StrCat("RANK=", first), absl::StrCat("LOCAL_RANK=", first),
+                               absl::StrCat("LOCAL_WORLD_SIZE=", world),
+                               "TESSERA_PROGRESS_FILE=" + progress_files_[first]});
+    }
     for (const auto& [k, v] : extra_env) argv.push_back(k + "=" + v);
     argv.push_back(BinaryPath("tessera-train"));
     argv.push_back("--config");
@@ -101,6 +115,8 @@ std::map<int64_t, progress::ProgressRecord> EngineJob::Progress(int rank) const 
   return by_step;
 }
 
-std::string EngineJob::Log(int rank) const { return ranks_[static_cast<size_t>(rank)].Log(); }
+std::string EngineJob::Log(int rank) const {
+  return ranks_[static_cast<size_t>(rank / ranks_per_node_)].Log();
+}
 
 }  // namespace tessera::testing

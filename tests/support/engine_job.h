@@ -18,18 +18,23 @@ const std::string& LicenceDataset();
 class EngineJob {
  public:
   // Starts `world` ranks of tessera-train with `config_path`; `extra_env` goes to every rank.
+  // `ranks_per_node` over 1: tessera-train is started once per node of that many ranks, as
+  // mcli launches a command (NODE_RANK, LOCAL_WORLD_SIZE, no RANK), and starts them itself.
   EngineJob(const std::string& folder, const std::string& config_path, int world,
-            std::map<std::string, std::string> extra_env = {});
-  // Waits for every rank to exit; returns their exit codes.
+            std::map<std::string, std::string> extra_env = {}, int ranks_per_node = 1);
+  // Waits for every process started to exit (a rank each, or a node's launcher each); returns
+  // their exit codes.
   std::vector<int> Wait(absl::Duration timeout = absl::Seconds(240));
   // Waits until every rank has stopped itself (SIGSTOP), then SIGKILLs them all.
   void KillWhenStopped(absl::Duration timeout = absl::Seconds(120));
   // The progress rank `rank` reported, by step (the newest record of each step).
   std::map<int64_t, progress::ProgressRecord> Progress(int rank) const;
+  // Rank `rank`'s output: its node's, under a node's launch.
   std::string Log(int rank) const;
 
  private:
   std::string folder_;
+  int ranks_per_node_ = 1;
   std::vector<Process> ranks_;
   std::vector<std::string> progress_files_, logs_;
 };

@@ -140,11 +140,12 @@ absl::Duration LocalCluster::WaitForLiveness(const std::string& name, v1::NodeLi
 }
 
 v1::Run LocalCluster::Submit(const std::string& name, const std::string& command, int gpus,
-                             int nodes, bool retry) {
+                             int nodes, bool retry, v1::LaunchMode launch) {
   v1::SubmitRunRequest req;
   auto* spec = req.mutable_spec();
   spec->set_name(name);
   spec->set_command(command);
+  spec->set_launch(launch);
   spec->mutable_compute()->set_gpus(gpus);
   spec->mutable_compute()->set_nodes(nodes);
   spec->mutable_compute()->set_cluster("local");

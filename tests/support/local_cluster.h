@@ -45,8 +45,10 @@ class LocalCluster {
                                  absl::Duration timeout = absl::Seconds(15));
 
   // Submits `command` on `nodes` nodes with `gpus` GPUs in all; MARKS points at marks_dir().
+  // Launched once per rank unless `launch` says otherwise: these tests are of what Tessera knows
+  // and does per rank (a run's YAML without `launch` is launched once per node).
   v1::Run Submit(const std::string& name, const std::string& command, int gpus, int nodes,
-                 bool retry = false);
+                 bool retry = false, v1::LaunchMode launch = v1::LAUNCH_MODE_RANK);
   // The folder ranks write markers to, and one marker's content once it exists.
   const std::string& marks_dir() const { return marks_; }
   std::optional<std::string> WaitForMark(const std::string& file,

@@ -90,19 +90,30 @@ v1::RankExit AttemptManager::ExitOf(const Attempt& a, int rank, const ExitInfo& 
 }
 
 RankOutput AttemptManager::OutputOf(const Attempt& a, int rank) const {
+  // Under a node's launcher every local rank is a process of the launcher's, and its output is
+  // the launcher's: the worker spools the launcher's files alone.
+  const bool launcher = LaunchesPerNode(a.start);
   pid_t pid = 0;
   for (const auto& p : a.procs) {
-    if (p->rank() == rank) pid = p->pid();
+    if (p->rank() == rank || launcher) pid = p->pid();
   }
+  const bool own_output = !launcher || rank == a.start.first_rank();
   return RankOutput{a.start.run_id(),
                     a.start.resumption_index(),
                     a.start.node_rank(),
                     rank,
-                    RankLogPath(a.paths, rank, "stdout"),
-                    RankLogPath(a.paths, rank, "stderr"),
+                    own_output ? RankLogPath(a.paths, rank, "stdout") : "",
+                    own_output ? RankLogPath(a.paths, rank, "stderr") : "",
                     RankProgressPath(a.paths, rank),
                     absl::Seconds(a.start.hang_timeout_seconds()),
                     pid};
+}
+
+std::vector<int> AttemptManager::RanksOf(const Attempt& a, int process_rank) {
+  if (!LaunchesPerNode(a.start)) return {process_rank};
+  std::vector<int> ranks;
+  for (int i = 0; i < a.start.local_world_size(); ++i) ranks.push_back(a.start.first_rank() + i);
+  return ranks;
 }
 
 void AttemptManager::Queue(v1::AttemptUpdate u) {
@@ -257,10 +268,12 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
       !st.ok()) {
     return fail(st);
   }
-  if (auto st = WriteFile(a.paths.parameters_path,
-                          start.parameters_json().empty() ? "{}" : start.parameters_json());
-      !st.ok()) {
-    return fail(st);
+  const std::string& parameters = start.parameters_json().empty() ? "{}" : start.parameters_json();
+  if (auto st = WriteFile(a.paths.parameters_path, parameters); !st.ok()) return fail(st);
+  if (LaunchesPerNode(start)) {
+    auto yaml = ParametersAsYaml(parameters);
+    if (!yaml.ok()) return fail(yaml.status());
+    if (auto st = WriteFile(a.paths.parameters_yaml_path, *yaml); !st.ok()) return fail(st);
   }
   auto secret_mounts = PlaceSecrets(start, a.paths, identity, options_.sandbox != nullptr, *specs);
   if (!secret_mounts.ok()) return fail(secret_mounts.status());
@@ -268,9 +281,13 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
     std::vector<sandbox::BindMount> extra = *secret_mounts;
     if (!user_shared.empty()) extra.push_back({user_shared, user_shared, true, false});
     for (auto& spec : *specs) {
-      std::optional<int> gpu;
-      if (start.gpu_indices_size() > spec.local_rank) gpu = start.gpu_indices(spec.local_rank);
-      if (auto st = options_.sandbox->Apply(start, a.paths, root, gpu, extra, spec); !st.ok()) {
+      std::vector<int> gpus;
+      if (LaunchesPerNode(start)) {
+        gpus.assign(start.gpu_indices().begin(), start.gpu_indices().end());
+      } else if (start.gpu_indices_size() > spec.local_rank) {
+        gpus.push_back(start.gpu_indices(spec.local_rank));
+      }
+      if (auto st = options_.sandbox->Apply(start, a.paths, root, gpus, extra, spec); !st.ok()) {
         return fail(st);
       }
     }
@@ -299,14 +316,17 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
         {spec.rank, (*proc)->pid(), ProcessStartTicks((*proc)->pid()).value_or(0)});
     a.procs.push_back(std::move(*proc));
     WorkerEventMetrics::Default().RankStarted();
-    if (on_started_) on_started_(OutputOf(a, spec.rank));
+    if (on_started_) {
+      for (const int rank : RanksOf(a, spec.rank)) on_started_(OutputOf(a, rank));
+    }
   }
   // Written before reporting STARTED: from here on a crash of this worker is followed by a
   // clean-up of these ranks, never by orphans.
   if (auto st = records_.Save(record); !st.ok()) return fail(st);
-  spdlog::info("run {} ({}) attempt {}: started ranks {}..{} on node rank {}", start.run_name(),
-               start.run_id(), start.resumption_index(), start.first_rank(),
-               start.first_rank() + start.local_world_size() - 1, start.node_rank());
+  spdlog::info("run {} ({}) attempt {}: started ranks {}..{} on node rank {} ({})",
+               start.run_name(), start.run_id(), start.resumption_index(), start.first_rank(),
+               start.first_rank() + start.local_world_size() - 1, start.node_rank(),
+               LaunchesPerNode(start) ? "one launcher for the node" : "one process per rank");
   v1::AttemptUpdate u;
   u.set_run_id(start.run_id());
   u.set_resumption_index(start.resumption_index());
@@ -402,7 +422,7 @@ void AttemptManager::Poll() {
             ClassifyRankExit(*p->exit(), a.stopped, a.fenced, note.has_value()));
         *u.add_rank_exits() = ExitOf(a, p->rank(), *p->exit());
         a.exits.push_back(u.rank_exits(u.rank_exits_size() - 1));
-        done.push_back(OutputOf(a, p->rank()));
+        for (const int rank : RanksOf(a, p->rank())) done.push_back(OutputOf(a, rank));
         spdlog::info("run {} attempt {}: rank {} {}", a.start.run_id(), a.start.resumption_index(),
                      p->rank(), p->exit()->ToString());
       }

@@ -117,6 +117,9 @@ class AttemptManager {
 
   v1::RankExit ExitOf(const Attempt& a, int rank, const ExitInfo& info) const;
   RankOutput OutputOf(const Attempt& a, int rank) const;
+  // The ranks a process of the attempt stands for: itself, or every local rank for a node's
+  // launcher.
+  static std::vector<int> RanksOf(const Attempt& a, int process_rank);
   void Queue(v1::AttemptUpdate u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pulls the attempt's image (on a thread of its own), then launches it.
   void Prepare(const v1::StartAttempt& start);

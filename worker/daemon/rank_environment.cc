@@ -2,6 +2,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "runspec/yaml_emit.h"
+#include "yaml-cpp/yaml.h"
 
 namespace tessera::worker {
 namespace {
@@ -21,7 +25,10 @@ constexpr const char* kReserved[] = {"RUN_NAME",
                                      "RESUMPTION_INDEX",
                                      "PARAMETERS",
                                      "CUDA_VISIBLE_DEVICES",
-                                     "TESSERA_PROGRESS_FILE"};
+                                     "TESSERA_PROGRESS_FILE",
+                                     "TESSERA_PROGRESS_DIR",
+                                     "TESSERA_FIRST_RANK",
+                                     "COMPOSER_RUN_NAME"};
 
 }  // namespace
 
@@ -39,6 +46,7 @@ AttemptPaths PathsFor(const std::string& state_dir, const std::string& run_id, i
   p.logs_dir = p.dir + "/logs";
   p.progress_dir = p.dir + "/progress";
   p.parameters_path = p.dir + "/parameters.json";
+  p.parameters_yaml_path = p.dir + "/parameters.yaml";
   return p;
 }
 
@@ -48,6 +56,78 @@ std::string RankProgressPath(const AttemptPaths& paths, int rank) {
 
 std::string RankLogPath(const AttemptPaths& paths, int rank, const std::string& stream) {
   return absl::StrCat(paths.logs_dir, "/rank-", rank, ".", stream);
+}
+
+absl::StatusOr<std::string> ParametersAsYaml(const std::string& json) {
+  google::protobuf::Struct parameters;
+  if (!google::protobuf::util::JsonStringToMessage(json, &parameters).ok()) {
+    return absl::InvalidArgumentError("start_attempt.parameters_json: not a JSON object");
+  }
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  spec::EmitStructEntries(out, parameters);
+  out << YAML::EndMap;
+  if (!out.good()) {
+    return absl::InternalError(absl::StrCat("the parameters as YAML: ", out.GetLastError()));
+  }
+  return std::string(out.c_str()) + "\n";
+}
+
+bool LaunchesPerNode(const v1::StartAttempt& start) {
+  return start.launch() == v1::LAUNCH_MODE_NODE;
+}
+
+namespace {
+
+// What every process of the attempt on this node shares, in both launch modes.
+void SetRunVariables(const v1::StartAttempt& start, const AttemptPaths& paths,
+                     std::map<std::string, std::string>& env) {
+  for (const auto& [k, v] : start.env()) env[k] = v;
+  env["RUN_NAME"] = start.run_name();
+  env["RUN_ID"] = start.run_id();
+  env["WORLD_SIZE"] = std::to_string(start.world_size());
+  env["LOCAL_WORLD_SIZE"] = std::to_string(start.local_world_size());
+  env["NODE_RANK"] = std::to_string(start.node_rank());
+  env["NUM_NODES"] = std::to_string(start.num_nodes());
+  env["MASTER_ADDR"] = start.master_addr();
+  env["MASTER_PORT"] = std::to_string(start.master_port());
+  env["RESUMPTION_INDEX"] = std::to_string(start.resumption_index());
+  env["PARAMETERS"] = paths.parameters_path;
+  // Python prints through a buffer when stdout is a file; unbuffered output is what makes
+  // `mcli logs -f` live. A user's own setting wins.
+  if (!env.count("PYTHONUNBUFFERED")) env["PYTHONUNBUFFERED"] = "1";
+}
+
+}  // namespace
+
+RankSpec NodeLauncherSpec(const v1::StartAttempt& start, const AttemptPaths& paths,
+                          bool simulated_gpus) {
+  RankSpec spec;
+  // The launcher stands for the node: the worker knows it by the node's first rank.
+  spec.rank = start.first_rank();
+  spec.local_rank = 0;
+  spec.command = start.command();
+  spec.working_dir = paths.work_dir;
+  spec.stdout_path = RankLogPath(paths, spec.rank, "stdout");
+  spec.stderr_path = RankLogPath(paths, spec.rank, "stderr");
+  auto& env = spec.env;
+  SetRunVariables(start, paths, env);
+  // mcli's name for the run, which Composer reads.
+  env["COMPOSER_RUN_NAME"] = start.run_name();
+  // The launcher sets RANK and LOCAL_RANK for each process it starts; each reports its progress
+  // to rank-<RANK>.progress here, where the worker watches it.
+  env["TESSERA_PROGRESS_DIR"] = paths.progress_dir;
+  // The node's first global rank: NODE_RANK * LOCAL_WORLD_SIZE where nodes are alike, which
+  // Tessera does not require.
+  env["TESSERA_FIRST_RANK"] = std::to_string(start.first_rank());
+  if (start.gpu_indices_size() > 0) {
+    // Every GPU of the node's ranks, in local-rank order: LOCAL_RANK picks the device.
+    std::vector<std::string> gpus;
+    for (int g : start.gpu_indices()) gpus.push_back(std::to_string(g));
+    env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(gpus, ",");
+    if (simulated_gpus) env["TESSERA_SIMULATED_GPUS"] = "1";
+  }
+  return spec;
 }
 
 absl::StatusOr<std::vector<RankSpec>> BuildRankSpecs(const v1::StartAttempt& start,
@@ -78,6 +158,10 @@ absl::StatusOr<std::vector<RankSpec>> BuildRankSpecs(const v1::StartAttempt& sta
     }
   }
   std::vector<RankSpec> specs;
+  if (LaunchesPerNode(start)) {
+    specs.push_back(NodeLauncherSpec(start, paths, simulated_gpus));
+    return specs;
+  }
   for (int local_rank = 0; local_rank < local; ++local_rank) {
     RankSpec spec;
     spec.rank = start.first_rank() + local_rank;
@@ -86,29 +170,16 @@ absl::StatusOr<std::vector<RankSpec>> BuildRankSpecs(const v1::StartAttempt& sta
     spec.working_dir = paths.work_dir;
     spec.stdout_path = RankLogPath(paths, spec.rank, "stdout");
     spec.stderr_path = RankLogPath(paths, spec.rank, "stderr");
-    for (const auto& [k, v] : start.env()) spec.env[k] = v;
     auto& env = spec.env;
-    env["RUN_NAME"] = start.run_name();
-    env["RUN_ID"] = start.run_id();
-    env["WORLD_SIZE"] = std::to_string(start.world_size());
+    SetRunVariables(start, paths, env);
     env["RANK"] = std::to_string(spec.rank);
     env["LOCAL_RANK"] = std::to_string(local_rank);
-    env["LOCAL_WORLD_SIZE"] = std::to_string(local);
-    env["NODE_RANK"] = std::to_string(start.node_rank());
-    env["NUM_NODES"] = std::to_string(start.num_nodes());
-    env["MASTER_ADDR"] = start.master_addr();
-    env["MASTER_PORT"] = std::to_string(start.master_port());
-    env["RESUMPTION_INDEX"] = std::to_string(start.resumption_index());
-    env["PARAMETERS"] = paths.parameters_path;
     env["TESSERA_PROGRESS_FILE"] = RankProgressPath(paths, spec.rank);
     if (start.gpu_indices_size() > 0) {
       // One GPU per rank: frameworks then use device 0 of what they see.
       env["CUDA_VISIBLE_DEVICES"] = std::to_string(start.gpu_indices(local_rank));
       if (simulated_gpus) env["TESSERA_SIMULATED_GPUS"] = "1";
     }
-    // Python prints through a buffer when stdout is a file; unbuffered output is what makes
-    // `mcli logs -f` live. A user's own setting wins.
-    if (!env.count("PYTHONUNBUFFERED")) env["PYTHONUNBUFFERED"] = "1";
     specs.push_back(std::move(spec));
   }
   return specs;

@@ -21,6 +21,9 @@ struct AttemptPaths {
   std::string logs_dir;      // the ranks' output as the worker spools it: the worker's only
   std::string progress_dir;  // the ranks' progress files: theirs to write
   std::string parameters_path;
+  // The same parameters as YAML, where mcli's commands read them (/mnt/config/parameters.yaml
+  // inside the sandbox).
+  std::string parameters_yaml_path;
 };
 
 AttemptPaths PathsFor(const std::string& state_dir, const std::string& run_id, int resumption);
@@ -33,9 +36,26 @@ std::string RankProgressPath(const AttemptPaths& paths, int rank);
 // True for the variables Tessera sets for every rank (RANK, WORLD_SIZE, ...).
 bool IsReservedRankVariable(const std::string& name);
 
-// One RankSpec per local rank. Errors name the StartAttempt field that is wrong (no command,
-// a local world size that disagrees with the GPUs given, ranks beyond the world size, a user
-// variable that would override one of the design's).
+// The run's parameters (StartAttempt.parameters_json) as a YAML mapping, for
+// /mnt/config/parameters.yaml; INVALID_ARGUMENT when the JSON is not an object.
+absl::StatusOr<std::string> ParametersAsYaml(const std::string& json);
+
+// Whether the attempt's command runs once for the node (mcli's contract) rather than once per
+// local rank.
+bool LaunchesPerNode(const v1::StartAttempt& start);
+
+// The node's launcher: the command once, with the run's variables (mcli's: NODE_RANK,
+// LOCAL_WORLD_SIZE, WORLD_SIZE, MASTER_ADDR ..., COMPOSER_RUN_NAME; no RANK or LOCAL_RANK, which
+// the launcher gives the processes it starts), every GPU of the node's ranks visible, and
+// TESSERA_PROGRESS_DIR, where each rank reports to rank-<RANK>.progress. Known to the worker
+// by the node's first rank.
+RankSpec NodeLauncherSpec(const v1::StartAttempt& start, const AttemptPaths& paths,
+                          bool simulated_gpus);
+
+// One RankSpec per local rank (per-rank launch), or the node's launcher alone (per-node). Errors
+// name the StartAttempt field that is wrong (no command, a local world size that disagrees with the
+// GPUs given, ranks beyond the world size, a user variable that would override one of the
+// design's).
 absl::StatusOr<std::vector<RankSpec>> BuildRankSpecs(const v1::StartAttempt& start,
                                                      const AttemptPaths& paths,
                                                      bool simulated_gpus);

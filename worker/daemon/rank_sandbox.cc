@@ -68,6 +68,14 @@ std::optional<std::string> RankSandbox::OutOfMemoryNote(const v1::StartAttempt& 
   if (options_.limits.memory_bytes <= 0) return std::nullopt;
   const int64_t kills = cgroups_.OomKills(CgroupName(start, rank));
   if (kills <= 0) return std::nullopt;
+  if (LaunchesPerNode(start)) {
+    const int ranks = std::max(1, start.local_world_size());
+    return absl::StrCat("[tessera] a process of node rank ", start.node_rank(),
+                        " was killed by the kernel: out of memory at the node container's limit "
+                        "of ",
+                        FormatByteSize(options_.limits.memory_bytes * ranks), " (", ranks,
+                        " ranks × the node's --rank-memory-limit)\n");
+  }
   return absl::StrCat(
       "[tessera] rank ", rank, " was killed by the kernel: out of memory at its limit of ",
       FormatByteSize(options_.limits.memory_bytes), " (the node's --rank-memory-limit)\n");
@@ -78,9 +86,11 @@ std::string RankSandbox::CgroupName(const v1::StartAttempt& start, int rank) {
 }
 
 absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPaths& paths,
-                                const RankRoot& root, std::optional<int> gpu_index,
+                                const RankRoot& root, const std::vector<int>& gpus,
                                 const std::vector<sandbox::BindMount>& extra,
                                 RankSpec& spec) const {
+  // A node container holds every local rank of the run: its shares of the node are theirs added.
+  const int ranks = LaunchesPerNode(start) ? std::max(1, start.local_world_size()) : 1;
   sandbox::SandboxSpec s;
   s.bwrap = options_.bwrap;
   s.init_path = options_.init_path;
@@ -121,10 +131,22 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
     }
   }
   for (const auto& m : own) s.mounts.push_back(m);
+  if (LaunchesPerNode(start)) {
+    // mcli's place for the parameters. A root whose /mnt is a folder has it rebuilt so that
+    // /mnt/config can be made; what else is in it stays, read-only.
+    s.mounts.push_back({paths.parameters_yaml_path, kMcliParametersPath, false, false});
+    for (const auto& e : s.root_entries) {
+      if (e.name != "mnt" || e.kind != sandbox::RootEntry::Kind::kDirectory) continue;
+      auto inner = sandbox::ListRootEntries(fs::path(root.rootfs) / "mnt");
+      if (!inner.ok()) return inner.status();
+      std::erase_if(*inner, [](const sandbox::RootEntry& x) { return x.name == "config"; });
+      s.opened_entries["mnt"] = std::move(*inner);
+    }
+  }
   if (in_image) RewriteHostPaths(own, spec.env);
-  const sandbox::GpuAccess gpu = sandbox::PlanGpuAccess(gpu_node_, gpu_index, in_image);
+  const sandbox::GpuAccess gpu = sandbox::PlanGpuAccess(gpu_node_, gpus, in_image);
   for (const auto& m : gpu.mounts) s.mounts.push_back(m);
-  s.shm_bytes = options_.shm_bytes;
+  s.shm_bytes = options_.shm_bytes * ranks;
   s.uid = spec.identity ? spec.identity->uid : ::geteuid();
   s.gid = spec.identity ? spec.identity->gid : ::getegid();
   s.hostname = "";  // the node's own: NCCL and torch's rendezvous read it
@@ -144,7 +166,10 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
   if (!seccomp_.ok()) return seccomp_.status();
   spec.sandbox_seccomp = *seccomp_;
   if (options_.limits.any() && cgroups_.available()) {
-    auto procs = cgroups_.Create(CgroupName(start, spec.rank), options_.limits);
+    sandbox::ResourceLimits limits = options_.limits;
+    limits.memory_bytes *= ranks;
+    limits.cpus *= ranks;
+    auto procs = cgroups_.Create(CgroupName(start, spec.rank), limits);
     if (!procs.ok()) return procs.status();
     spec.cgroup_procs = std::move(*procs);
   }

@@ -22,6 +22,8 @@ namespace tessera::worker {
 // Inside an image: the rank's work folder (/tessera/work), progress folder, parameters file and
 // shared folders (/tessera/user-shared, /tessera/shared-N).
 inline constexpr char kInImageRoot[] = "/tessera";
+// Where a node container's command finds the run's parameters as YAML, as under mcli.
+inline constexpr char kMcliParametersPath[] = "/mnt/config/parameters.yaml";
 
 struct RankSandboxOptions {
   std::string bwrap = "/usr/bin/bwrap";
@@ -54,11 +56,14 @@ class RankSandbox {
   // rank's log: its exit code alone, 137, does not tell a user why); nullopt otherwise.
   std::optional<std::string> OutOfMemoryNote(const v1::StartAttempt& start, int rank) const;
 
-  // Fills spec.sandbox_program, spec.sandbox_options and spec.cgroup_procs and adds the image's environment (the
-  // run's own and Tessera's variables win). `gpu_index` is the rank's GPU, if it has one.
-  // `extra` are more binds: the user's shared folder, the run's secret files.
+  // Fills spec.sandbox_program, spec.sandbox_options and spec.cgroup_procs and adds the image's
+  // environment (the run's own and Tessera's variables win). `gpus` are the GPUs the sandbox
+  // holds: a rank's one, or a node container's every GPU of the run in local-rank order. A node
+  // container (LaunchesPerNode) also has the parameters at kMcliParametersPath, and a /dev/shm
+  // and cgroup limits of its local ranks' shares added. `extra` are more binds: the user's
+  // shared folder, the run's secret files.
   absl::Status Apply(const v1::StartAttempt& start, const AttemptPaths& paths, const RankRoot& root,
-                     std::optional<int> gpu_index, const std::vector<sandbox::BindMount>& extra,
+                     const std::vector<int>& gpus, const std::vector<sandbox::BindMount>& extra,
                      RankSpec& spec) const;
 
   // The cgroup name of a rank, removed when it has ended.
@@ -67,7 +72,7 @@ class RankSandbox {
  private:
   const RankSandboxOptions options_;
   const sandbox::Cgroups cgroups_;
-  const sandbox::GpuNode gpu_node_;  // found once: not at each rank's start
+  const sandbox::GpuNode gpu_node_;            // found once: not at each rank's start
   const absl::StatusOr<std::string> seccomp_;  // built once: sandbox/seccomp_filter.h
   std::vector<sandbox::RootEntry> host_root_;
 };

@@ -61,7 +61,8 @@ bool LogShipper::HasWork() const {
 }
 
 void LogShipper::AddFile(const std::string& path, const RankOutput& out, v1::LogStream stream) {
-  if (files_.count(path)) return;
+  // A rank under a node's launcher writes to the launcher's files, not files of its own.
+  if (path.empty() || files_.count(path)) return;
   const AckState state = LoadAckState(path);
   if (state.done) return;
   auto f = std::make_unique<File>();

@@ -64,16 +64,21 @@ GpuNode GpuNode::Discover(GpuNodeOptions options) {
   return node;
 }
 
-GpuAccess PlanGpuAccess(const GpuNode& node, std::optional<int> gpu_index, bool in_image) {
+GpuAccess PlanGpuAccess(const GpuNode& node, const std::vector<int>& gpu_indices, bool in_image) {
   GpuAccess access;
-  if (!gpu_index) return access;
+  if (gpu_indices.empty()) return access;
   const auto& minors = node.options.minor_by_index;
-  const auto mapped = minors.find(*gpu_index);
-  const int minor = mapped == minors.end() ? *gpu_index : mapped->second;
-  access.mounts = GpuDeviceMounts(node.options.device_dir, {minor});
-  const auto uuid = node.uuid_by_minor.find(minor);
-  access.visible_devices =
-      uuid == node.uuid_by_minor.end() ? std::to_string(*gpu_index) : uuid->second;
+  std::vector<int> device_minors;
+  std::vector<std::string> visible;
+  for (const int index : gpu_indices) {
+    const auto mapped = minors.find(index);
+    const int minor = mapped == minors.end() ? index : mapped->second;
+    device_minors.push_back(minor);
+    const auto uuid = node.uuid_by_minor.find(minor);
+    visible.push_back(uuid == node.uuid_by_minor.end() ? std::to_string(index) : uuid->second);
+  }
+  access.mounts = GpuDeviceMounts(node.options.device_dir, device_minors);
+  access.visible_devices = absl::StrJoin(visible, ",");
   if (in_image) {
     access.driver_mounted = !node.driver_mounts.empty();
     access.mounts.insert(access.mounts.end(), node.driver_mounts.begin(), node.driver_mounts.end());

@@ -36,7 +36,7 @@ struct GpuNodeOptions {
 
 struct GpuAccess {
   std::vector<BindMount> mounts;
-  // The rank's GPU as CUDA should be told (a UUID, or the index where no UUID is known).
+  // The GPUs as CUDA should be told (UUIDs, or indices where no UUID is known), comma-separated.
   std::string visible_devices;
   bool driver_mounted = false;  // the driver's files are under kDriverLibDir / kDriverBinDir
 };
@@ -51,10 +51,12 @@ struct GpuNode {
   static GpuNode Discover(GpuNodeOptions options);
 };
 
-// What a rank with `gpu_index` (none: a CPU rank) gets. `in_image`: its root is an image, which
+// What a sandbox with the GPUs `gpu_indices` gets (a rank's one GPU, a node container's
+// every GPU of the run in local-rank order; none: a CPU run): their device nodes, and
+// CUDA_VISIBLE_DEVICES naming them in that order. `in_image`: its root is an image, which
 // cannot carry the driver's user-space libraries (they must match the host's kernel module), so
 // they and the driver's tools are bound in, the way the NVIDIA container toolkit does.
-GpuAccess PlanGpuAccess(const GpuNode& node, std::optional<int> gpu_index, bool in_image);
+GpuAccess PlanGpuAccess(const GpuNode& node, const std::vector<int>& gpu_indices, bool in_image);
 
 // Sets CUDA_VISIBLE_DEVICES and, where the driver was bound in, puts its folders on
 // LD_LIBRARY_PATH (first) and PATH (last). `path_if_unset` is used where env has no PATH.

@@ -41,14 +41,17 @@ int main(int argc, char** argv) {
   CLI::App app{"tessera-sandbox-run: run a command in the sandbox a rank would get on this node"};
   sandbox::SandboxSpec spec;
   sandbox::GpuNodeOptions gpu_options;
-  std::optional<int> gpu;
+  std::vector<int> gpus;
   std::string shm = "1GiB";
   std::vector<std::string> binds, extra_env, command;
   bool print_only = false;
   long uid = static_cast<long>(::geteuid()), gid = static_cast<long>(::getegid());
   app.add_option("--root", spec.root, "the root file system: an unpacked image, or / (the host)")
       ->capture_default_str();
-  app.add_option("--gpu", gpu, "the GPU the command gets (its device minor number)");
+  app.add_option("--gpu", gpus,
+                 "the GPUs the command gets (device minor numbers; repeat it, or 0,1), in the "
+                 "order CUDA_VISIBLE_DEVICES names them")
+      ->delimiter(',');
   app.add_option("--gpu-device-dir", gpu_options.device_dir, "where the device nodes are")
       ->capture_default_str();
   app.add_option("--driver-gpus-dir", gpu_options.driver_gpus_dir,
@@ -89,7 +92,7 @@ int main(int argc, char** argv) {
   spec.root_entries = std::move(*entries);
   const bool in_image = spec.root != "/";
   const sandbox::GpuAccess access =
-      sandbox::PlanGpuAccess(sandbox::GpuNode::Discover(gpu_options), gpu, in_image);
+      sandbox::PlanGpuAccess(sandbox::GpuNode::Discover(gpu_options), gpus, in_image);
   spec.mounts = access.mounts;
   for (const auto& b : binds) spec.mounts.push_back({b, b, /*writable=*/true, false});
   spec.uid = static_cast<uid_t>(uid);

@@ -23,6 +23,16 @@ absl::Status CheckPath(const std::string& what, const std::string& path) {
   return absl::OkStatus();
 }
 
+// One entry of the root, read-only at `target` (a symbolic link made anew).
+void BindRootEntry(const std::string& root, const std::string& target, const RootEntry& e,
+                   std::vector<std::string>& a) {
+  if (e.kind == RootEntry::Kind::kSymlink) {
+    a.insert(a.end(), {"--symlink", e.link_target, target});
+  } else {
+    a.insert(a.end(), {"--ro-bind", absl::StrCat(root, target), target});
+  }
+}
+
 }  // namespace
 
 bool IsSandboxOwned(const std::string& name) {
@@ -54,11 +64,16 @@ absl::StatusOr<std::vector<std::string>> BwrapOptions(const SandboxSpec& spec) {
       continue;
     }
     const std::string target = "/" + e.name;
-    if (e.kind == RootEntry::Kind::kSymlink) {
-      a.insert(a.end(), {"--symlink", e.link_target, target});
-    } else {
-      a.insert(a.end(), {"--ro-bind", absl::StrCat(root, target), target});
+    const auto opened = spec.opened_entries.find(e.name);
+    if (opened != spec.opened_entries.end() && e.kind == RootEntry::Kind::kDirectory) {
+      a.insert(a.end(), {"--perms", "0755", "--tmpfs", target});
+      for (const RootEntry& inner : opened->second) {
+        if (inner.name.empty() || inner.name.find('/') != std::string::npos) continue;
+        BindRootEntry(root, absl::StrCat(target, "/", inner.name), inner, a);
+      }
+      continue;
     }
+    BindRootEntry(root, target, e, a);
   }
   a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"});
   if (spec.shm_bytes > 0) {

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct SandboxSpec {
   // The root file system: an unpacked image, or "/" for the host.
   std::string root = "/";
   std::vector<RootEntry> root_entries;
+  // Top-level folders of the root rebuilt on a tmpfs, each of their entries bound one by one, so
+  // that a mount point can be made in them: mcli's /mnt/config/parameters.yaml in an image (or
+  // on a host) whose /mnt is read-only. By folder name (no slash).
+  std::map<std::string, std::vector<RootEntry>> opened_entries;
   // Host paths covered by an empty tmpfs before `mounts` (the worker's state folder).
   std::vector<std::string> hidden;
   std::vector<BindMount> mounts;

@@ -104,6 +104,31 @@ TEST_CASE(
   CHECK(worst < 1e-4);
 }
 
+TEST_CASE("started once per node, tessera-train starts its ranks: the same losses, step for step") {
+  Scratch s;
+  // Run A: 4 processes, one per rank (launch: rank). Run B: 2 nodes of 2, tessera-train started
+  // once per node (launch: node, mcli's contract) starting its 2 local ranks.
+  EngineJob a(s.path + "/a", s.Config("a", s.path + "/ckpt-a"), 4);
+  RequireAllExitedZero(a, 4);
+  EngineJob b(s.path + "/b", s.Config("b", s.path + "/ckpt-b"), 4, {}, /*ranks_per_node=*/2);
+  const auto codes = b.Wait();
+  REQUIRE(codes.size() == 2);
+  for (int node = 0; node < 2; ++node) {
+    INFO("node " << node << " log:\n" << b.Log(node * 2));
+    REQUIRE(codes[static_cast<size_t>(node)] == 0);
+  }
+  for (int rank : {0, 3}) {
+    const auto want = a.Progress(rank);
+    const auto got = b.Progress(rank);  // each rank found its progress file by RANK
+    REQUIRE(want.size() == 60);
+    REQUIRE(got.size() == want.size());
+    for (const auto& [step, record] : want) {
+      INFO("rank " << rank << " step " << step);
+      CHECK(got.at(step).loss == record.loss);
+    }
+  }
+}
+
 TEST_CASE("a checkpoint with a truncated shard is refused and the previous one resumes") {
   Scratch s;
   const std::string ckpt = s.path + "/ckpt";

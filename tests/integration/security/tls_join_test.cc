@@ -177,6 +177,7 @@ TEST_CASE("a worker joins once with its token and runs over mutual TLS as its no
   v1::SubmitRunRequest submit;
   submit.mutable_spec()->set_name("hello");
   submit.mutable_spec()->set_command("echo hello-over-tls-$RANK");
+  submit.mutable_spec()->set_launch(v1::LAUNCH_MODE_RANK);
   submit.mutable_spec()->mutable_compute()->set_gpus(1);
   submit.mutable_spec()->mutable_compute()->set_cluster("local");
   v1::SubmitRunResponse submitted;

@@ -196,6 +196,20 @@ TEST_CASE("priorities are case-insensitive and auto means medium", "[run_spec]")
   }
 }
 
+TEST_CASE("launch says node or rank, and left out the run is launched as mcli launches it",
+          "[run_spec]") {
+  CHECK(MustParse("name: a\ncommand: x\n").launch() == tessera::v1::LAUNCH_MODE_UNSPECIFIED);
+  CHECK(MustParse("name: a\ncommand: x\nlaunch: node\n").launch() == tessera::v1::LAUNCH_MODE_NODE);
+  CHECK(MustParse("name: a\ncommand: x\nlaunch: Rank\n").launch() == tessera::v1::LAUNCH_MODE_RANK);
+  const RunSpec per_rank = MustParse("name: a\ncommand: x\nlaunch: rank\n");
+  CHECK(RunSpecToYaml(per_rank).find("launch: rank\n") != std::string::npos);
+  CHECK(MustParse(RunSpecToYaml(per_rank)).launch() == tessera::v1::LAUNCH_MODE_RANK);
+  auto bad = tessera::spec::ParseRunSpec("name: a\ncommand: x\nlaunch: gpu\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("launch") != std::string::npos);
+  CHECK(std::string(bad.status().message()).find("node") != std::string::npos);
+}
+
 TEST_CASE("env_variables accept mcli's list form", "[run_spec]") {
   const RunSpec spec = MustParse(R"(name: a
 command: x

@@ -2,6 +2,7 @@
 // the image's own library path kept.
 #include "worker/sandbox/gpu_access.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -49,7 +50,7 @@ TEST_CASE("where NVML's index is not the device minor, the rank gets the minor's
   options.device_dir = dev.path;
   options.driver_gpus_dir = gpus.path;
   options.minor_by_index = {{0, 1}, {1, 0}};
-  GpuAccess access = PlanGpuAccess(GpuNode::Discover(options), 0, /*in_image=*/false);
+  GpuAccess access = PlanGpuAccess(GpuNode::Discover(options), {0}, /*in_image=*/false);
   REQUIRE_FALSE(access.mounts.empty());
   CHECK(access.mounts[0].target == "/dev/nvidia1");
   CHECK(access.visible_devices == "GPU-aaaaaaaa-1111-2222-3333-444444444444");
@@ -68,7 +69,7 @@ TEST_CASE("a rank is given its GPU by UUID, which means the same device in CUDA'
   options.driver_lib_dirs = {};
   options.driver_bin_dirs = {};
 
-  GpuAccess access = PlanGpuAccess(GpuNode::Discover(options), 3, /*in_image=*/false);
+  GpuAccess access = PlanGpuAccess(GpuNode::Discover(options), {3}, /*in_image=*/false);
   CHECK(access.visible_devices == "GPU-aaaaaaaa-1111-2222-3333-444444444444");
   REQUIRE(access.mounts.size() == 2);
   CHECK(access.mounts[0].target == "/dev/nvidia3");
@@ -79,13 +80,39 @@ TEST_CASE("a rank is given its GPU by UUID, which means the same device in CUDA'
   CHECK(env.count("LD_LIBRARY_PATH") == 0);
 
   // Where the driver says nothing (simulated GPUs), the index stays.
-  CHECK(PlanGpuAccess(GpuNode::Discover(options), 0, false).visible_devices == "0");
+  CHECK(PlanGpuAccess(GpuNode::Discover(options), {0}, false).visible_devices == "0");
   // A CPU rank gets nothing and its environment is left alone.
-  GpuAccess none = PlanGpuAccess(GpuNode::Discover(options), std::nullopt, true);
+  GpuAccess none = PlanGpuAccess(GpuNode::Discover(options), {}, true);
   CHECK(none.mounts.empty());
   std::map<std::string, std::string> cpu_env = {{"PATH", "/bin"}};
   ApplyGpuEnvironment(none, "/usr/bin", cpu_env);
   CHECK(cpu_env == std::map<std::string, std::string>{{"PATH", "/bin"}});
+}
+
+TEST_CASE("a node container gets every GPU of the run, named in local-rank order", "[sandbox]") {
+  TempDir dev, gpus;
+  for (const char* name : {"nvidia0", "nvidia1", "nvidia2", "nvidia3", "nvidiactl"}) {
+    std::ofstream(dev.path + "/" + name) << "";
+  }
+  DescribeGpu(gpus.path, "0000:1b:00.0", 3, "GPU-aaaaaaaa-1111-2222-3333-444444444444");
+  DescribeGpu(gpus.path, "0000:1c:00.0", 1, "GPU-bbbbbbbb-1111-2222-3333-444444444444");
+  GpuNodeOptions options;
+  options.device_dir = dev.path;
+  options.driver_gpus_dir = gpus.path;
+  options.driver_lib_dirs = {};
+  options.driver_bin_dirs = {};
+  // Local rank 0 has GPU 3, local rank 1 GPU 1: LOCAL_RANK indexes CUDA_VISIBLE_DEVICES.
+  GpuAccess access = PlanGpuAccess(GpuNode::Discover(options), {3, 1}, /*in_image=*/false);
+  CHECK(access.visible_devices ==
+        "GPU-aaaaaaaa-1111-2222-3333-444444444444,GPU-bbbbbbbb-1111-2222-3333-444444444444");
+  std::vector<std::string> targets;
+  for (const auto& m : access.mounts) targets.push_back(m.target);
+  // Those two and the control node; not GPUs 0 and 2.
+  CHECK(std::count(targets.begin(), targets.end(), "/dev/nvidia3") == 1);
+  CHECK(std::count(targets.begin(), targets.end(), "/dev/nvidia1") == 1);
+  CHECK(std::count(targets.begin(), targets.end(), "/dev/nvidia0") == 0);
+  CHECK(std::count(targets.begin(), targets.end(), "/dev/nvidia2") == 0);
+  CHECK(std::count(targets.begin(), targets.end(), "/dev/nvidiactl") == 1);
 }
 
 TEST_CASE("in an image the driver is bound in and put before the image's own library path",
@@ -99,7 +126,7 @@ TEST_CASE("in an image the driver is bound in and put before the image's own lib
   options.driver_gpus_dir = dev.path + "/none";
   options.driver_lib_dirs = {lib.path};
   options.driver_bin_dirs = {bin.path};
-  GpuAccess access = PlanGpuAccess(GpuNode::Discover(options), 0, /*in_image=*/true);
+  GpuAccess access = PlanGpuAccess(GpuNode::Discover(options), {0}, /*in_image=*/true);
   CHECK(access.driver_mounted);
   std::vector<std::string> targets;
   for (const auto& m : access.mounts) targets.push_back(m.target);

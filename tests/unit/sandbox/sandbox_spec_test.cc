@@ -84,6 +84,26 @@ TEST_CASE("the host's root is bound entry by entry, never its /proc, /sys or /ru
   CHECK_FALSE(Has(*argv, {"--ro-bind", "/run", "/run"}));
 }
 
+TEST_CASE("an opened folder of the root is rebuilt entry by entry, so a mount point can be made",
+          "[sandbox]") {
+  SandboxSpec s = ImageSpec();
+  s.root_entries.push_back({"mnt", Kind::kDirectory, ""});
+  s.opened_entries["mnt"] = {{"data", Kind::kDirectory, ""}, {"latest", Kind::kSymlink, "data"}};
+  s.mounts.push_back({"/state/parameters.yaml", "/mnt/config/parameters.yaml", false, false});
+  auto argv = BwrapArgv(s, {"true"});
+  REQUIRE(argv.ok());
+  CHECK(Has(*argv, {"--tmpfs", "/mnt"}));
+  CHECK(Has(*argv, {"--ro-bind", "/cache/bundles/abc/rootfs/mnt/data", "/mnt/data"}));
+  CHECK(Has(*argv, {"--symlink", "data", "/mnt/latest"}));
+  CHECK_FALSE(Has(*argv, {"--ro-bind", "/cache/bundles/abc/rootfs/mnt", "/mnt"}));
+  CHECK(Has(*argv, {"--ro-bind", "/state/parameters.yaml", "/mnt/config/parameters.yaml"}));
+  // The folder's tmpfs comes before the file mounted in it.
+  const auto at = [&](const std::string& word) {
+    return std::find(argv->begin(), argv->end(), word) - argv->begin();
+  };
+  CHECK(at("/mnt") < at("/mnt/config/parameters.yaml"));
+}
+
 TEST_CASE("a sandbox with a bad path or no command is refused, naming what is wrong", "[sandbox]") {
   SandboxSpec s = ImageSpec();
   CHECK(BwrapArgv(s, {}).status().message() == "the sandboxed command is empty");

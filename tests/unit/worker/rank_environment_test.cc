@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "yaml-cpp/yaml.h"
+
 namespace tessera::worker {
 namespace {
 
@@ -102,6 +104,67 @@ TEST_CASE("bad start commands are refused with the field named") {
   s = Start();
   s.clear_run_id();
   CHECK(error(s).find("start_attempt.run_id") == 0);
+}
+
+TEST_CASE("launched per node: one launcher with mcli's variables, every GPU, no RANK") {
+  v1::StartAttempt start = Start();
+  start.set_launch(v1::LAUNCH_MODE_NODE);
+  const AttemptPaths paths = PathsFor("/state", "run-1", 2);
+  auto specs = BuildRankSpecs(start, paths, /*simulated_gpus=*/false);
+  REQUIRE(specs.ok());
+  REQUIRE(specs->size() == 1);
+  const RankSpec& launcher = specs->front();
+  CHECK(launcher.rank == 2);  // known by the node's first rank
+  CHECK(launcher.command == "python train.py");
+  CHECK(launcher.stdout_path == "/state/runs/run-1/attempt-2/logs/rank-2.stdout");
+  const std::map<std::string, std::string> want = {
+      {"RUN_NAME", "gpt-x"},
+      {"COMPOSER_RUN_NAME", "gpt-x"},
+      {"RUN_ID", "run-1"},
+      {"WORLD_SIZE", "4"},
+      {"LOCAL_WORLD_SIZE", "2"},
+      {"NODE_RANK", "1"},
+      {"NUM_NODES", "2"},
+      {"MASTER_ADDR", "10.0.0.1"},
+      {"MASTER_PORT", "29517"},
+      {"RESUMPTION_INDEX", "2"},
+      {"CUDA_VISIBLE_DEVICES", "4,5"},
+      {"WANDB_PROJECT", "p"},
+      {"PYTHONUNBUFFERED", "1"},
+      {"PARAMETERS", "/state/runs/run-1/attempt-2/parameters.json"},
+      {"TESSERA_PROGRESS_DIR", "/state/runs/run-1/attempt-2/progress"},
+      {"TESSERA_FIRST_RANK", "2"}};
+  CHECK(launcher.env == want);
+  CHECK(paths.parameters_yaml_path == "/state/runs/run-1/attempt-2/parameters.yaml");
+  // A control plane from before launch modes meant one process per rank.
+  start.set_launch(v1::LAUNCH_MODE_UNSPECIFIED);
+  CHECK_FALSE(LaunchesPerNode(start));
+  CHECK(BuildRankSpecs(start, paths, false)->size() == 2);
+  // The launcher's own variables are the design's too: a run may not set them.
+  start.set_launch(v1::LAUNCH_MODE_NODE);
+  for (const char* name : {"COMPOSER_RUN_NAME", "TESSERA_PROGRESS_DIR", "TESSERA_FIRST_RANK"}) {
+    v1::StartAttempt s = start;
+    (*s.mutable_env())[name] = "x";
+    CHECK_FALSE(BuildRankSpecs(s, paths, false).ok());
+  }
+}
+
+TEST_CASE("the parameters as YAML for /mnt/config/parameters.yaml read back as the same values") {
+  auto yaml = ParametersAsYaml(
+      R"({"model":{"name":"mpt-125m","d_model":768},"lr":0.0006,"tags":["a","b"],"fsdp":true})");
+  REQUIRE(yaml.ok());
+  const YAML::Node read = YAML::Load(*yaml);
+  CHECK(read["model"]["name"].as<std::string>() == "mpt-125m");
+  CHECK(read["model"]["d_model"].as<int>() == 768);
+  CHECK(read["lr"].as<double>() == 0.0006);
+  CHECK(read["tags"][1].as<std::string>() == "b");
+  CHECK(read["fsdp"].as<bool>());
+  // Block style, as a person (and OmegaConf) reads it, not JSON.
+  CHECK(yaml->find("model:\n") != std::string::npos);
+  CHECK(ParametersAsYaml("{}").ok());
+  auto bad = ParametersAsYaml("[1, 2]");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(absl::IsInvalidArgument(bad.status()));
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ struct SandboxedRank {
   ExitInfo Run() {
     v1::StartAttempt start;
     start.set_run_id("run-1");
-    REQUIRE(sandbox.Apply(start, paths, RankRoot{}, std::nullopt, {}, spec).ok());
+    REQUIRE(sandbox.Apply(start, paths, RankRoot{}, {}, {}, spec).ok());
     auto proc = RankProcess::Start(spec);
     INFO(proc.status().ToString());
     REQUIRE(proc.ok());
