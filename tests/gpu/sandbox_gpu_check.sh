@@ -1,6 +1,7 @@
 #!/bin/bash
 # On a GPU node: a rank in Tessera's sandbox uses the GPU it was given and no other, both on the
-# host's root (`image: host`) and in an image, which gets the driver's libraries and tools the
+# host's root (`image: host`) and in an image; a node container's processes share GPU memory
+# through CUDA IPC and run NCCL; which gets the driver's libraries and tools the
 # way the NVIDIA container toolkit gives them. Needs no control plane: it uses
 # tessera-sandbox-run, which builds the sandbox with the worker's own code. CI machines have no
 # GPU; this runs where one is lent (and on a new cluster's nodes, as a set-up check).
@@ -79,5 +80,45 @@ else
 fi
 check "image, no GPU: CUDA finds no device" \
   "devices: 0" -- "${run[@]}" --root "$img" -- /cuda_check
+# A node container (launch: node): two processes of one run, in one sandbox, share a GPU's
+# memory through CUDA IPC (which needs the shared PID and IPC namespaces and /dev/shm), and NCCL
+# initialises and all-reduces inside it (one rank: this machine may have one GPU).
+# spawn re-imports the main module, so the script is a file (in a folder the sandbox binds).
+scripts=$(mktemp -d /var/tmp/tessera-gpu-scripts.XXXXXX)
+chmod 755 "$scripts"
+cat >"$scripts/ipc.py" <<'EOF'
+import torch, torch.multiprocessing as mp
+def child(t, q):
+    t.add_(41)
+    torch.cuda.synchronize()
+    q.put("done")
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    t = torch.ones(4, device="cuda")
+    q = mp.get_context("spawn").SimpleQueue()
+    p = mp.get_context("spawn").Process(target=child, args=(t, q))
+    p.start(); print("child", q.get()); p.join()
+    print("parent sees", int(t.sum().item()), "exit", p.exitcode)
+EOF
+chmod 644 "$scripts/ipc.py"
+check "node container, GPU 0: two processes share a tensor through CUDA IPC" \
+  "child done" "parent sees 168 exit 0" -- "${run[@]}" --bind "$scripts" --gpu 0 -- \
+  "$python" "$scripts/ipc.py"
+nccl='import os, torch, torch.distributed as dist
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29531", RANK="0", WORLD_SIZE="1")
+dist.init_process_group("nccl")
+t = torch.full((1024,), 2.0, device="cuda")
+dist.all_reduce(t)
+torch.cuda.synchronize()
+print("nccl", torch.cuda.nccl.version(), "sum", int(t.sum().item()))'
+check "node container, GPU 0: NCCL initialises and all-reduces" \
+  "nccl .* sum 2048" -- "${run[@]}" --gpu 0 -- "$python" -c "$nccl"
+if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+  check "node container, GPUs 0 and 1: both visible, in order" \
+    "count 2" -- "${run[@]}" --gpu 0,1 -- "$python" -c "$py"
+else
+  echo "SKIP node container, GPUs 0 and 1: this machine has one GPU"
+fi
+rm -rf "$scripts"
 echo "== $failures failed"
 exit "$failures"

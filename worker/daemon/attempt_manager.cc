@@ -3,43 +3,18 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "proto/policy/images.h"
+#include "worker/daemon/attempt_folders.h"
 #include "worker/daemon/integration_script.h"
 #include "worker/daemon/owned_children.h"
 #include "worker/daemon/rank_secrets.h"
 #include "worker/daemon/worker_metrics.h"
 
 namespace tessera::worker {
-namespace fs = std::filesystem;
-
-namespace {
-
-// A user's name as a folder name: kept when it is a plain name, else replaced by its uid.
-std::string UserFolderName(const v1::StartAttempt& start) {
-  const std::string& user = start.user();
-  const bool plain = !user.empty() && user.size() <= 64 && user != "." && user != ".." &&
-                     std::all_of(user.begin(), user.end(), [](char c) {
-                       return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
-                              c == '-' || c == '@';
-                     });
-  return plain ? user : absl::StrCat("uid-", start.user_uid());
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("writing ", path));
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 AttemptManager::AttemptManager(AttemptManagerOptions options, std::shared_ptr<Clock> clock,
                                std::function<void(const RankOutput&)> on_output,
                                std::function<void(const RankOutput&)> on_rank_done,
@@ -226,12 +201,9 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
   const std::optional<RankIdentity> identity = IdentityFor(start);
   std::string user_shared;
   if (!options_.shared_dir.empty()) {
-    user_shared = absl::StrCat(options_.shared_dir, "/", UserFolderName(start));
-    std::error_code ec;
-    fs::create_directories(user_shared, ec);
-    if (ec)
-      return fail(absl::InternalError(absl::StrCat("creating ", user_shared, ": ", ec.message())));
-    if (auto st = GiveToRank(user_shared, identity); !st.ok()) return fail(st);
+    auto folder = PrepareUserSharedFolder(options_.shared_dir, start, identity);
+    if (!folder.ok()) return fail(folder.status());
+    user_shared = *folder;
     for (auto& spec : *specs) spec.env["TESSERA_SHARED_DIR"] = user_shared;
   }
   for (auto& spec : *specs) {
@@ -242,39 +214,7 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
       spec.env.emplace("LOGNAME", identity->name);
     }
   }
-  std::error_code ec;
-  for (const auto& dir : {a.paths.work_dir, a.paths.logs_dir, a.paths.progress_dir}) {
-    fs::create_directories(dir, ec);
-    if (ec) return fail(absl::InternalError(absl::StrCat("creating ", dir, ": ", ec.message())));
-  }
-  if (identity) {
-    // The rank reaches its folders through the worker's (which it may enter, not list; the
-    // state folder and runs/ were opened so at start) and writes only its work and progress
-    // folders; the spooled output stays the worker's.
-    for (const auto& dir : {fs::path(a.paths.dir).parent_path().string(), a.paths.dir}) {
-      if (auto st = LetRankPass(dir); !st.ok()) return fail(st);
-    }
-    fs::permissions(a.paths.logs_dir, fs::perms::owner_all, ec);
-    if (ec) {
-      return fail(
-          absl::InternalError(absl::StrCat("chmod ", a.paths.logs_dir, ": ", ec.message())));
-    }
-    for (const auto& dir : {a.paths.work_dir, a.paths.progress_dir}) {
-      if (auto st = GiveToRank(dir, identity); !st.ok()) return fail(st);
-    }
-  }
-  // For a restarted worker's log shipper, which finds spool files by walking the folders.
-  if (auto st = WriteFile(a.paths.dir + "/node_rank", std::to_string(start.node_rank()));
-      !st.ok()) {
-    return fail(st);
-  }
-  const std::string& parameters = start.parameters_json().empty() ? "{}" : start.parameters_json();
-  if (auto st = WriteFile(a.paths.parameters_path, parameters); !st.ok()) return fail(st);
-  if (LaunchesPerNode(start)) {
-    auto yaml = ParametersAsYaml(parameters);
-    if (!yaml.ok()) return fail(yaml.status());
-    if (auto st = WriteFile(a.paths.parameters_yaml_path, *yaml); !st.ok()) return fail(st);
-  }
+  if (auto st = PrepareAttemptFolders(start, a.paths, identity); !st.ok()) return fail(st);
   auto secret_mounts = PlaceSecrets(start, a.paths, identity, options_.sandbox != nullptr, *specs);
   if (!secret_mounts.ok()) return fail(secret_mounts.status());
   if (options_.sandbox) {

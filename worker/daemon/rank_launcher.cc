@@ -32,7 +32,7 @@ constexpr absl::Duration kPollInterval = absl::Milliseconds(10);
 constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LANG"};
 
 // What a child that failed before exec reports through the error pipe.
-enum class ChildStage : int { kSetpgid = 1, kChdir, kDup, kExec, kSetuid, kCgroup };
+enum class ChildStage : int { kSetsid = 1, kChdir, kDup, kExec, kSetuid, kCgroup };
 struct ChildError {
   ChildStage stage;
   int err;
@@ -103,7 +103,9 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
     (void)unused;
     ::_exit(127);
   };
-  if (::setpgid(0, 0) != 0) fail(ChildStage::kSetpgid);
+  // A session of its own, and so a process group of its own (what a stop signals): and no
+  // controlling terminal, so no rank can reach the terminal a worker was started from.
+  if (::setsid() < 0) fail(ChildStage::kSetsid);
   // Signals: the daemon's mask and ignored signals would otherwise be inherited through exec.
   sigset_t all;
   sigemptyset(&all);
@@ -309,9 +311,8 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
               passed_fds.data(), passed_fds.size());
   });
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", ErrnoText(errno)));
-  // Also from the parent, so the group exists as soon as Start returns. EACCES: the child has
-  // already exec'd (after its own setpgid).
-  ::setpgid(pid, pid);
+  // The read below returns once the child has exec'd (after its setsid) or failed: the group
+  // exists when Start returns.
   pipe_write.Reset();
 
   ChildError child_error{};
@@ -326,8 +327,8 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
     ReleaseOwnedChild(pid);
     std::string why = ErrnoText(child_error.err);
     switch (child_error.stage) {
-      case ChildStage::kSetpgid:
-        return absl::InternalError(absl::StrCat("setpgid for rank ", spec.rank, ": ", why));
+      case ChildStage::kSetsid:
+        return absl::InternalError(absl::StrCat("setsid for rank ", spec.rank, ": ", why));
       case ChildStage::kChdir:
         return absl::FailedPreconditionError(
             absl::StrCat("cannot enter working folder '", spec.working_dir, "': ", why));

@@ -1,9 +1,10 @@
 // Starting, watching and stopping the rank processes of a run on one node.
 //
-// A rank runs `/bin/sh -c command` in its own process group, so that everything it spawns (a
-// launcher's children, `sleep 100 &` in a script) is signalled together: stopping a rank sends
-// SIGTERM to the whole group, waits for a grace period, then sends SIGKILL to whatever is left.
-// Time is injectable (Clock) so the grace logic can be driven by a fake clock in tests.
+// A rank runs `/bin/sh -c command` in a session and process group of its own (no controlling
+// terminal: nothing reaches the terminal a worker was started from), so that everything it
+// spawns (a launcher's children, `sleep 100 &` in a script) is signalled together: stopping a rank
+// sends SIGTERM to the whole group, waits for a grace period, then sends SIGKILL to whatever is
+// left. Time is injectable (Clock) so the grace logic can be driven by a fake clock in tests.
 #pragma once
 
 #include <sys/types.h>

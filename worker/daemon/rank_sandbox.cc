@@ -169,6 +169,7 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
     sandbox::ResourceLimits limits = options_.limits;
     limits.memory_bytes *= ranks;
     limits.cpus *= ranks;
+    limits.processes *= ranks;
     auto procs = cgroups_.Create(CgroupName(start, spec.rank), limits);
     if (!procs.ok()) return procs.status();
     spec.cgroup_procs = std::move(*procs);

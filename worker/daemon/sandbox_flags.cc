@@ -46,15 +46,25 @@ void AddSandboxFlags(CLI::App& app, SandboxFlags& f) {
   app.add_option("--gpu-device-dir", f.gpu_device_dir,
                  "where the GPUs' device nodes are (nvidia0, nvidiactl ...)")
       ->capture_default_str();
-  app.add_option("--shm-size", f.shm_size, "the size of each rank's /dev/shm")
+  app.add_option("--shm-size", f.shm_size,
+                 "/dev/shm per rank: a node container's is this times its ranks (NCCL's "
+                 "shared-memory transport lives there)")
       ->capture_default_str();
-  app.add_option("--rank-memory-limit", f.rank_memory_limit,
-                 "memory per rank, through cgroups where the node offers them (0: no limit)")
+  app.add_option(
+         "--rank-memory-limit", f.rank_memory_limit,
+         "memory per rank, through cgroups where the node offers them (0: no limit); a node "
+         "container's limit is this times its ranks")
       ->capture_default_str();
   app.add_option("--rank-cpu-limit", f.rank_cpu_limit,
-                 "cores per rank, through cgroups where the node offers them (0: no limit)")
+                 "cores per rank, through cgroups where the node offers them (0: no limit); a node "
+                 "container's limit is this times its ranks")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 4096.0));
+  app.add_option("--rank-process-limit", f.rank_process_limit,
+                 "processes and threads per rank, through the pids cgroup where the node offers "
+                 "it (0: no limit); a node container's limit is this times its ranks")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
   app.add_option("--shared-dir", f.shared_dir,
                  "the cluster's shared folder (datasets, checkpoints): each user's ranks get "
                  "DIR/<user>, theirs alone, as TESSERA_SHARED_DIR");
@@ -113,18 +123,23 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
   s.state_dir = fs::absolute(o.state_dir).string();
   s.gpu.device_dir = f.gpu_device_dir;
   s.shm_bytes = *shm;
-  s.limits = {.memory_bytes = *memory, .cpus = f.rank_cpu_limit};
+  s.limits = {.memory_bytes = *memory, .cpus = f.rank_cpu_limit, .processes = f.rank_process_limit};
   // A shared folder the node gives every rank through --rank-env is bound too.
   if (auto it = o.rank_env.find("TESSERA_SHARED_DIR");
       it != o.rank_env.end() && o.shared_dir.empty()) {
     s.shared_dirs.push_back(it->second);
   }
+  const int64_t process_limit = s.limits.processes;
   auto sandbox = std::make_shared<RankSandbox>(std::move(s));
   if (auto st = sandbox->Check(); !st.ok()) return st;
   if (sandbox->limits_wanted() && !sandbox->cgroups().available()) {
     spdlog::warn("rank limits cannot be enforced on this node: {}; ranks run without them",
                  sandbox->cgroups().why_not());
     o.labels["tessera.io/rank-limits"] = "unenforced";
+  } else if (process_limit > 0 && !sandbox->cgroups().limits_processes()) {
+    spdlog::warn("--rank-process-limit cannot be enforced on this node (no pids cgroup "
+                 "controller): a fork bomb in a run can exhaust the node's processes");
+    o.labels["tessera.io/rank-limits"] = "no-process-limit";
   }
   o.sandbox = sandbox;
   image::ImageCacheOptions c;

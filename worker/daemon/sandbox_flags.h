@@ -26,6 +26,8 @@ struct SandboxFlags {
   std::string shm_size = "8GiB";
   std::string rank_memory_limit = "0";
   double rank_cpu_limit = 0;
+  // Processes and threads per rank: a fork bomb stops at its run's share, not the node's.
+  int64_t rank_process_limit = 4096;
   std::string shared_dir;
 };
 

@@ -52,6 +52,10 @@ Cgroups Cgroups::Detect(const std::string& root, const std::string& parent) {
     c.cpu_dir_ = (r / "cpu" / parent).string();
     c.why_not_ = Usable(c.memory_dir_);
     if (c.why_not_.empty()) c.why_not_ = Usable(c.cpu_dir_);
+    if (fs::exists(r / "pids" / "cgroup.procs", ec) &&
+        Usable((r / "pids" / parent).string()).empty()) {
+      c.pids_dir_ = (r / "pids" / parent).string();
+    }
     return c;
   }
   auto controllers = ReadWholeFile((r / "cgroup.controllers").string());
@@ -66,6 +70,10 @@ Cgroups Cgroups::Detect(const std::string& root, const std::string& parent) {
     if (c.why_not_.empty()) {
       // Controllers must be handed down to Tessera's parent for its children to use them.
       (void)WriteControl(fs::path(c.memory_dir_) / "cgroup.subtree_control", "+memory +cpu");
+      if (absl::StrContains(*controllers, "pids") &&
+          WriteControl(fs::path(c.memory_dir_) / "cgroup.subtree_control", "+pids").ok()) {
+        c.pids_dir_ = c.memory_dir_;
+      }
     }
     return c;
   }
@@ -94,6 +102,10 @@ absl::StatusOr<std::vector<std::string>> Cgroups::Create(const std::string& name
           !st.ok())
         return st;
     }
+    if (limits.processes > 0 && !pids_dir_.empty()) {
+      if (auto st = WriteControl(mem / "pids.max", std::to_string(limits.processes)); !st.ok())
+        return st;
+    }
     procs.push_back((mem / "cgroup.procs").string());
     return procs;
   }
@@ -116,6 +128,14 @@ absl::StatusOr<std::vector<std::string>> Cgroups::Create(const std::string& name
       return st;
   }
   procs.push_back((cpu / "cgroup.procs").string());
+  if (limits.processes > 0 && !pids_dir_.empty()) {
+    const fs::path pids = fs::path(pids_dir_) / name;
+    fs::create_directories(pids, ec);
+    if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", pids.string()));
+    if (auto st = WriteControl(pids / "pids.max", std::to_string(limits.processes)); !st.ok())
+      return st;
+    procs.push_back((pids / "cgroup.procs").string());
+  }
   return procs;
 }
 
@@ -135,6 +155,7 @@ void Cgroups::Remove(const std::string& name) const {
   std::error_code ec;
   fs::remove(fs::path(memory_dir_) / name, ec);  // rmdir: only an empty cgroup goes
   if (cpu_dir_ != memory_dir_) fs::remove(fs::path(cpu_dir_) / name, ec);
+  if (!pids_dir_.empty() && pids_dir_ != memory_dir_) fs::remove(fs::path(pids_dir_) / name, ec);
 }
 
 }  // namespace tessera::worker::sandbox

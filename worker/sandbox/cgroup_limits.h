@@ -1,4 +1,4 @@
-// Memory and CPU limits for a rank, through the node's cgroups where it offers them.
+// Memory, CPU and process limits for a rank, through the node's cgroups where it offers them.
 //
 // cgroup v1 (separate `memory` and `cpu` hierarchies, as on these machines) and v2 (one
 // unified hierarchy with the memory and cpu controllers) are both handled. Each rank gets
@@ -20,7 +20,9 @@ namespace tessera::worker::sandbox {
 struct ResourceLimits {
   int64_t memory_bytes = 0;  // 0: unlimited
   double cpus = 0;           // cores; 0: unlimited
-  bool any() const { return memory_bytes > 0 || cpus > 0; }
+  // Processes and threads (the pids controller); 0: unlimited. A fork bomb stops here.
+  int64_t processes = 0;
+  bool any() const { return memory_bytes > 0 || cpus > 0 || processes > 0; }
 };
 
 class Cgroups {
@@ -33,6 +35,8 @@ class Cgroups {
   // Why limits cannot be enforced on this node; empty when they can.
   const std::string& why_not() const { return why_not_; }
   const char* version() const { return v2_ ? "v2" : "v1"; }
+  // Whether ResourceLimits::processes can be enforced (the pids controller is there).
+  bool limits_processes() const { return available() && !pids_dir_.empty(); }
 
   // Creates the cgroup(s) `name` with `limits` and returns the cgroup.procs files the rank
   // must write "0" into. FAILED_PRECONDITION when not available or a write fails.
@@ -47,6 +51,7 @@ class Cgroups {
  private:
   bool v2_ = false;
   std::string memory_dir_, cpu_dir_;  // the parents (the same folder on v2)
+  std::string pids_dir_;              // empty: no pids controller, processes not limited
   std::string why_not_;
 };
 

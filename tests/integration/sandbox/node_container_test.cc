@@ -3,7 +3,8 @@
 // all of the run's GPUs on that node (launch: node, the default): torchrun (Debian's
 // python3-torch) starts the ranks, which agree on the world over Gloo and read the parameters
 // at /mnt/config/parameters.yaml; processes of one run share /dev/shm, IPC and PIDs, another
-// run's see none of them; a launcher that leaves its processes behind fails its run.
+// run's see none of them; a launcher that leaves its processes behind fails its run; a fork bomb
+// stops at its run's process limit.
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -192,6 +193,46 @@ TEST_CASE("a launcher that exits while its processes run fails its run, and they
   CHECK(absl::StrContains(
       out, "the command exited with 0 while processes it started were still running"));
   CHECK(done.resumption_index() == 0);  // the run's failure, not retried as a node's
+  CHECK(c.Node("node-a").liveness() == v1::NODE_LIVENESS_ONLINE);
+}
+
+TEST_CASE("a fork bomb stops at its run's process limit, and the node's other run goes on",
+          "[sandbox][node_container]") {
+  LocalCluster c;
+  c.StartWorker("node-a", 2, {"--sandbox", "bwrap", "--rank-process-limit", "64"});
+  OpenToPassThrough(c.worker("node-a").state_dir);
+  // 300 processes asked for, at most 64 had (the sandbox's and the shell's own among them): the
+  // subshell that asks dies when it cannot fork (as dash does). The count is a glob, a builtin:
+  // at the limit not even a $(...) can fork.
+  v1::RunSpec bomb;
+  bomb.set_name("bomb");
+  bomb.set_image("host");
+  bomb.set_command(
+      "(for i in $(seq 1 300); do sleep 300 & done) 2>/dev/null\n"
+      "set -- /proc/[0-9]*; echo \"processes: $#\"; echo bomb-done; exec sleep 300");
+  bomb.mutable_compute()->set_gpus(1);
+  bomb.mutable_compute()->set_nodes(1);
+  const v1::Run run = SubmitSpec(c, bomb);
+  const std::string out = WaitForOutput(c, run.name(), "bomb-done", absl::Seconds(60));
+  INFO(out);
+  std::smatch m;
+  REQUIRE(std::regex_search(out, m, std::regex("processes: ([0-9]+)")));
+  const int processes = std::stoi(m[1]);
+  CHECK(processes <= 64);
+  CHECK(processes >= 32);  // it did start many: the limit, not something else, stopped it
+
+  v1::RunSpec other;
+  other.set_name("neighbour");
+  other.set_image("host");
+  other.set_command("for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; wait; echo neighbour-ok");
+  other.mutable_compute()->set_gpus(1);
+  other.mutable_compute()->set_nodes(1);
+  const v1::Run neighbour = SubmitSpec(c, other);
+  const v1::Run done = WaitForEnd(*c.client, neighbour.name(), absl::Seconds(60));
+  INFO(c.LogText(neighbour.name(), 0));
+  CHECK(done.status() == v1::RUN_STATUS_COMPLETED);
+  CHECK(absl::StrContains(c.LogText(neighbour.name(), 0), "neighbour-ok"));
+  CHECK(c.client->Get(run.name()).status() == v1::RUN_STATUS_RUNNING);
   CHECK(c.Node("node-a").liveness() == v1::NODE_LIVENESS_ONLINE);
 }
 

@@ -17,12 +17,14 @@ TEST_CASE("a run that goes quiet under a tiny hang_timeout gets no node cordoned
   c.StartWorker("node-a", 2);
   const v1::Run bystander = c.Submit("bystander", "sleep 120", 1, 1);
   c.client->WaitForStatus(bystander.name(), v1::RUN_STATUS_RUNNING);
-  // Reports progress once, then nothing: after 2 s its rank is "hung".
+  // Reports progress once, then nothing: after 2 s its rank is "hung". Launched once per node
+  // (the default), its one rank reports where a launcher's ranks do, by RANK.
   v1::SubmitRunRequest req;
   auto* spec = req.mutable_spec();
   spec->set_name("goes-quiet");
   spec->set_command(
-      "echo '{\"step\":1,\"time\":'$(date +%s)'}' >> \"$TESSERA_PROGRESS_FILE\"; sleep 120");
+      "echo '{\"step\":1,\"time\":'$(date +%s)'}' >> "
+      "\"$TESSERA_PROGRESS_DIR/rank-$TESSERA_FIRST_RANK.progress\"; sleep 120");
   spec->mutable_compute()->set_gpus(1);
   spec->mutable_compute()->set_cluster("local");
   spec->mutable_scheduling()->set_hang_timeout_seconds(2);

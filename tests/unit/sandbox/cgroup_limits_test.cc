@@ -51,6 +51,37 @@ TEST_CASE("cgroup v2: one folder, memory.max and cpu.max", "[sandbox]") {
   CHECK(*procs == std::vector<std::string>{(dir / "cgroup.procs").string()});
 }
 
+TEST_CASE("processes are limited through the pids controller where there is one", "[sandbox]") {
+  TempDir v1;
+  for (const char* h : {"memory", "cpu", "pids"}) fs::create_directories(v1.path + "/" + h);
+  std::ofstream(v1.path + "/memory/memory.limit_in_bytes") << "9223372036854771712";
+  std::ofstream(v1.path + "/cpu/cpu.cfs_quota_us") << "-1";
+  std::ofstream(v1.path + "/pids/cgroup.procs") << "";
+  const Cgroups c1 = Cgroups::Detect(v1.path);
+  REQUIRE(c1.limits_processes());
+  auto procs = c1.Create("r", {.processes = 4096});
+  REQUIRE(procs.ok());
+  const fs::path pids = fs::path(v1.path) / "pids/tessera/r";
+  CHECK(Read(pids / "pids.max") == "4096");
+  CHECK(procs->back() == (pids / "cgroup.procs").string());  // the rank joins it too
+
+  TempDir v2;
+  std::ofstream(v2.path + "/cgroup.controllers") << "cpu memory pids";
+  const Cgroups c2 = Cgroups::Detect(v2.path);
+  REQUIRE(c2.limits_processes());
+  REQUIRE(c2.Create("r", {.processes = 128}).ok());
+  CHECK(Read(fs::path(v2.path) / "tessera/r/pids.max") == "128");
+
+  // Without the controller the limit cannot hold, and the node can say so.
+  TempDir no_pids;
+  std::ofstream(no_pids.path + "/cgroup.controllers") << "cpu memory";
+  const Cgroups c3 = Cgroups::Detect(no_pids.path);
+  CHECK(c3.available());
+  CHECK_FALSE(c3.limits_processes());
+  REQUIRE(c3.Create("r", {.processes = 128}).ok());
+  CHECK_FALSE(fs::exists(fs::path(no_pids.path) / "tessera/r/pids.max"));
+}
+
 TEST_CASE("no controllers: limits are not offered, and the node is told why", "[sandbox]") {
   TempDir root;
   const Cgroups none = Cgroups::Detect(root.path);

@@ -115,6 +115,18 @@ TEST_CASE("a rank gets exactly its environment, its working folder and its outpu
   ::unsetenv("TESSERA_RANK_LAUNCHER_SECRET");
 }
 
+TEST_CASE("a rank leads a session of its own: its own process group, no controlling terminal") {
+  TempDir tmp;
+  // /proc/self/stat of the shell: pid (1), pgrp (5), session (6), tty_nr (7).
+  auto p = RankProcess::Start(Spec(tmp,
+                                   "read -r pid comm state ppid pgrp sid tty rest < /proc/$$/stat; "
+                                   "echo $pid $pgrp $sid $tty"));
+  REQUIRE(p.ok());
+  REQUIRE((*p)->WaitFor(absl::Seconds(5)).ok());
+  const std::string pid = std::to_string((*p)->pid());
+  CHECK(ReadFile(tmp.path / "work" / "stdout.log") == pid + " " + pid + " " + pid + " 0\n");
+}
+
 TEST_CASE("the working folder is created when missing") {
   TempDir tmp;
   auto p = RankProcess::Start(Spec(tmp, "true"));
