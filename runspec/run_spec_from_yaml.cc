@@ -121,30 +121,6 @@ absl::Status ReadPriority(const YAML::Node& node, const FieldPath& path, const R
   return absl::OkStatus();
 }
 
-// `launch: node` or `launch: rank`, in any case; protobuf JSON's LAUNCH_MODE_* names (and their
-// numbers) too.
-absl::Status ReadLaunch(const YAML::Node& node, const FieldPath& path, const ReadContext& ctx,
-                        tessera::v1::RunSpec* spec) {
-  constexpr std::string_view kExpected =
-      "node (the command once per node, as mcli runs it) or rank (once per rank)";
-  if (!node.IsScalar()) return WrongValue(node, path, kExpected);
-  const TypedScalar scalar = ResolveScalar(node);
-  std::optional<tessera::v1::LaunchMode> mode;
-  if (scalar.kind == ScalarKind::kString) {
-    std::string name = absl::AsciiStrToLower(AbslView(scalar.text));
-    if (name.starts_with("launch_mode_")) name.erase(0, 12);
-    if (name == "node") mode = tessera::v1::LAUNCH_MODE_NODE;
-    if (name == "rank") mode = tessera::v1::LAUNCH_MODE_RANK;
-    if (name == "unspecified" && ctx.json) mode = tessera::v1::LAUNCH_MODE_UNSPECIFIED;
-  } else if (ctx.json && scalar.kind == ScalarKind::kInt && scalar.int_value &&
-             tessera::v1::LaunchMode_IsValid(static_cast<int>(*scalar.int_value))) {
-    mode = static_cast<tessera::v1::LaunchMode>(*scalar.int_value);
-  }
-  if (!mode) return WrongValue(node, path, kExpected);
-  spec->set_launch(*mode);
-  return absl::OkStatus();
-}
-
 absl::Status ReadScheduling(const YAML::Node& node, const FieldPath& path, ReadContext* ctx,
                             tessera::v1::SchedulingSpec* s) {
   std::vector<FieldReader> fields = {

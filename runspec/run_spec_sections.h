@@ -1,6 +1,7 @@
 #pragma once
 // Readers for the sections of a run YAML that hold user-named entries: env_variables, metadata
-// and integrations. The fixed-schema sections are in run_spec_from_yaml.cc.
+// and integrations; and for Tessera's own `launch`. The fixed-schema sections of mcli's format
+// are in run_spec_from_yaml.cc.
 
 #include "absl/status/status.h"
 #include "runspec/field_path.h"
@@ -27,5 +28,10 @@ absl::Status ReadMetadata(const YAML::Node& node, const FieldPath& path, ReadCon
 // accepted as well.
 absl::Status ReadIntegrations(const YAML::Node& node, const FieldPath& path, ReadContext* ctx,
                               tessera::v1::RunSpec* spec);
+
+// `launch: node` or `launch: rank`, in any case; in JSON also the LAUNCH_MODE_* names and
+// numbers.
+absl::Status ReadLaunch(const YAML::Node& node, const FieldPath& path, const ReadContext& ctx,
+                        tessera::v1::RunSpec* spec);
 
 }  // namespace tessera::spec

@@ -79,9 +79,19 @@ bool LaunchesPerNode(const v1::StartAttempt& start) {
 
 namespace {
 
-// What every process of the attempt on this node shares, in both launch modes.
-void SetRunVariables(const v1::StartAttempt& start, const AttemptPaths& paths,
-                     std::map<std::string, std::string>& env) {
+// A process of the attempt known to the worker as `rank`: the command, in the work folder, its
+// output spooled as that rank's, and what every process of the attempt on this node shares, in
+// both launch modes.
+RankSpec ProcessSpec(const v1::StartAttempt& start, const AttemptPaths& paths, int rank,
+                     int local_rank) {
+  RankSpec spec;
+  spec.rank = rank;
+  spec.local_rank = local_rank;
+  spec.command = start.command();
+  spec.working_dir = paths.work_dir;
+  spec.stdout_path = RankLogPath(paths, rank, "stdout");
+  spec.stderr_path = RankLogPath(paths, rank, "stderr");
+  auto& env = spec.env;
   for (const auto& [k, v] : start.env()) env[k] = v;
   env["RUN_NAME"] = start.run_name();
   env["RUN_ID"] = start.run_id();
@@ -96,22 +106,16 @@ void SetRunVariables(const v1::StartAttempt& start, const AttemptPaths& paths,
   // Python prints through a buffer when stdout is a file; unbuffered output is what makes
   // `mcli logs -f` live. A user's own setting wins.
   if (!env.count("PYTHONUNBUFFERED")) env["PYTHONUNBUFFERED"] = "1";
+  return spec;
 }
 
 }  // namespace
 
 RankSpec NodeLauncherSpec(const v1::StartAttempt& start, const AttemptPaths& paths,
                           bool simulated_gpus) {
-  RankSpec spec;
   // The launcher stands for the node: the worker knows it by the node's first rank.
-  spec.rank = start.first_rank();
-  spec.local_rank = 0;
-  spec.command = start.command();
-  spec.working_dir = paths.work_dir;
-  spec.stdout_path = RankLogPath(paths, spec.rank, "stdout");
-  spec.stderr_path = RankLogPath(paths, spec.rank, "stderr");
+  RankSpec spec = ProcessSpec(start, paths, start.first_rank(), 0);
   auto& env = spec.env;
-  SetRunVariables(start, paths, env);
   // mcli's name for the run, which Composer reads.
   env["COMPOSER_RUN_NAME"] = start.run_name();
   // The launcher sets RANK and LOCAL_RANK for each process it starts; each reports its progress
@@ -163,15 +167,8 @@ absl::StatusOr<std::vector<RankSpec>> BuildRankSpecs(const v1::StartAttempt& sta
     return specs;
   }
   for (int local_rank = 0; local_rank < local; ++local_rank) {
-    RankSpec spec;
-    spec.rank = start.first_rank() + local_rank;
-    spec.local_rank = local_rank;
-    spec.command = start.command();
-    spec.working_dir = paths.work_dir;
-    spec.stdout_path = RankLogPath(paths, spec.rank, "stdout");
-    spec.stderr_path = RankLogPath(paths, spec.rank, "stderr");
+    RankSpec spec = ProcessSpec(start, paths, start.first_rank() + local_rank, local_rank);
     auto& env = spec.env;
-    SetRunVariables(start, paths, env);
     env["RANK"] = std::to_string(spec.rank);
     env["LOCAL_RANK"] = std::to_string(local_rank);
     env["TESSERA_PROGRESS_FILE"] = RankProgressPath(paths, spec.rank);
