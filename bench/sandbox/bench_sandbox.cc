@@ -123,6 +123,22 @@ struct Bench {
     return Seconds(t0, t1);
   }
 
+  // Runs `spec` 3 times; each run writes a rate to `file` in its work folder: their median.
+  double MedianRate(const worker::RankSpec& spec, const std::string& file,
+                    const std::string& what_is_missing) {
+    std::vector<double> rates;
+    for (int i = 0; i < 3; ++i) {
+      RunOnce(spec);
+      std::ifstream f(paths.work_dir + "/" + file);
+      double r = 0;
+      f >> r;
+      if (r <= 0)
+        Die(absl::StrCat("the run printed no rate to ", file, " (", what_is_missing, ")"));
+      rates.push_back(r);
+    }
+    return Median(rates);
+  }
+
   double MedianStart(const worker::RankSpec& spec, int runs) {
     std::vector<double> t;
     for (int i = 0; i < runs; ++i) t.push_back(RunOnce(spec));
@@ -220,16 +236,7 @@ int Main(int argc, char** argv) {
       o.steps, "): a = torch.tanh(a @ a)\nprint(", o.steps,
       " / (time.perf_counter() - t))\" > steps.txt");
   auto rate = [&](const worker::RankRoot* in) {
-    std::vector<double> rates;
-    for (int i = 0; i < 3; ++i) {
-      bench.RunOnce(bench.Spec(loop, in));
-      std::ifstream f(bench.paths.work_dir + "/steps.txt");
-      double r = 0;
-      f >> r;
-      if (r <= 0) Die("the step loop printed no rate (is python3-torch installed?)");
-      rates.push_back(r);
-    }
-    return Median(rates);
+    return bench.MedianRate(bench.Spec(loop, in), "steps.txt", "is python3-torch installed?");
   };
   const double host_rate = rate(nullptr);
   const double sandbox_rate = rate(&host_root);
@@ -253,16 +260,7 @@ int Main(int argc, char** argv) {
         " 2>/dev/null; sh -c \"dd if=$d/x of=/dev/null bs=1M 2>/dev/null\"; t1=$(date +%s.%N); "
         "rm -f $d/x; awk \"BEGIN { print ",
         o.shm_mb, " / ($t1 - $t0) }\" > shm.txt");
-    std::vector<double> rates;
-    for (int i = 0; i < 3; ++i) {
-      bench.RunOnce(bench.Spec(pair, in, 2));
-      std::ifstream f(bench.paths.work_dir + "/shm.txt");
-      double r = 0;
-      f >> r;
-      if (r <= 0) Die("the shared-memory pair printed no rate (are dd and awk installed?)");
-      rates.push_back(r);
-    }
-    return Median(rates);
+    return bench.MedianRate(bench.Spec(pair, in, 2), "shm.txt", "are dd and awk installed?");
   };
   const std::string host_shm = absl::StrCat("/dev/shm/tessera-bench-", ::getpid());
   fs::create_directories(host_shm);

@@ -29,17 +29,6 @@ struct SimulatedGpus {
   TempDir dev{"tessera-dev"};
 };
 
-v1::Run SubmitSpec(LocalCluster& c, v1::RunSpec spec) {
-  spec.mutable_compute()->set_cluster("local");
-  v1::SubmitRunRequest req;
-  *req.mutable_spec() = std::move(spec);
-  v1::SubmitRunResponse resp;
-  grpc::Status st = c.client->runs->SubmitRun(c.client->Ctx().get(), req, &resp);
-  INFO(st.error_message());
-  REQUIRE(st.ok());
-  return resp.run();
-}
-
 // How many times `pattern` matches in `text`.
 int Matches(const std::string& text, const std::string& pattern) {
   const std::regex re(pattern);
@@ -93,7 +82,7 @@ dist.barrier()
         .mutable_struct_value()
         ->mutable_fields())["lr"]
       .set_number_value(0.5);
-  const v1::Run run = SubmitSpec(c, spec);
+  const v1::Run run = SubmitSpec(*c.client, spec);
   const v1::Run done = WaitForEnd(*c.client, run.name(), absl::Seconds(180));
   // Each node's output is its launcher's: node 0's under rank 0, node 1's under its first rank.
   const std::string node0 = c.LogText(run.name(), 0);
@@ -140,7 +129,7 @@ wait
 )sh");
   a.mutable_compute()->set_gpus(2);
   a.mutable_compute()->set_nodes(1);
-  const v1::Run run_a = SubmitSpec(c, a);
+  const v1::Run run_a = SubmitSpec(*c.client, a);
   const std::string out_a =
       WaitForOutput(c, run_a.name(), "local 1 sees local 0", absl::Seconds(60));
   INFO("run a:\n" << out_a);
@@ -163,7 +152,7 @@ wait
       "echo procs: $(ps -e -o comm= | tr '\\n' ' '); echo neighbour-done");
   b.mutable_compute()->set_gpus(1);
   b.mutable_compute()->set_nodes(1);
-  const v1::Run run_b = SubmitSpec(c, b);
+  const v1::Run run_b = SubmitSpec(*c.client, b);
   const v1::Run done_b = WaitForEnd(*c.client, run_b.name(), absl::Seconds(60));
   const std::string out_b = c.LogText(run_b.name(), 0);
   INFO("run b:\n" << out_b);
@@ -185,7 +174,7 @@ TEST_CASE("a launcher that exits while its processes run fails its run, and they
   spec.set_command("sleep 1239 & echo launched; exit 0");
   spec.mutable_compute()->set_gpus(1);
   spec.mutable_compute()->set_nodes(1);
-  const v1::Run run = SubmitSpec(c, spec);
+  const v1::Run run = SubmitSpec(*c.client, spec);
   const v1::Run done = WaitForEnd(*c.client, run.name(), absl::Seconds(60));
   const std::string out = c.LogText(run.name(), 0);
   INFO(done.status_reason() << "\n" << out);
@@ -212,7 +201,7 @@ TEST_CASE("a fork bomb stops at its run's process limit, and the node's other ru
       "set -- /proc/[0-9]*; echo \"processes: $#\"; echo bomb-done; exec sleep 300");
   bomb.mutable_compute()->set_gpus(1);
   bomb.mutable_compute()->set_nodes(1);
-  const v1::Run run = SubmitSpec(c, bomb);
+  const v1::Run run = SubmitSpec(*c.client, bomb);
   const std::string out = WaitForOutput(c, run.name(), "bomb-done", absl::Seconds(60));
   INFO(out);
   std::smatch m;
@@ -227,7 +216,7 @@ TEST_CASE("a fork bomb stops at its run's process limit, and the node's other ru
   other.set_command("for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; wait; echo neighbour-ok");
   other.mutable_compute()->set_gpus(1);
   other.mutable_compute()->set_nodes(1);
-  const v1::Run neighbour = SubmitSpec(c, other);
+  const v1::Run neighbour = SubmitSpec(*c.client, other);
   const v1::Run done = WaitForEnd(*c.client, neighbour.name(), absl::Seconds(60));
   INFO(c.LogText(neighbour.name(), 0));
   CHECK(done.status() == v1::RUN_STATUS_COMPLETED);

@@ -30,27 +30,33 @@ inline std::string WaitForOutput(LocalCluster& c, const std::string& run, const 
   return text;
 }
 
-inline v1::Run SubmitAs(Client& client, const std::string& name, const std::string& image,
-                        const std::string& command, int gpus,
-                        std::map<std::string, std::string> env = {}) {
+// Submits `spec` on the local cluster as `client`'s user.
+inline v1::Run SubmitSpec(Client& client, v1::RunSpec spec) {
+  spec.mutable_compute()->set_cluster("local");
   v1::SubmitRunRequest req;
-  auto* spec = req.mutable_spec();
-  spec->set_name(name);
-  spec->set_image(image);
-  spec->set_command(command);
-  spec->mutable_compute()->set_gpus(gpus);
-  spec->mutable_compute()->set_nodes(1);
-  spec->mutable_compute()->set_cluster("local");
-  for (const auto& [k, v] : env) {
-    auto* e = spec->add_env_variables();
-    e->set_key(k);
-    e->set_value(v);
-  }
+  *req.mutable_spec() = std::move(spec);
   v1::SubmitRunResponse resp;
   grpc::Status st = client.runs->SubmitRun(client.Ctx().get(), req, &resp);
   INFO(st.error_message());
   REQUIRE(st.ok());
   return resp.run();
+}
+
+inline v1::Run SubmitAs(Client& client, const std::string& name, const std::string& image,
+                        const std::string& command, int gpus,
+                        std::map<std::string, std::string> env = {}) {
+  v1::RunSpec spec;
+  spec.set_name(name);
+  spec.set_image(image);
+  spec.set_command(command);
+  spec.mutable_compute()->set_gpus(gpus);
+  spec.mutable_compute()->set_nodes(1);
+  for (const auto& [k, v] : env) {
+    auto* e = spec.add_env_variables();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  return SubmitSpec(client, std::move(spec));
 }
 
 // Waits until the run has ended, however it ended.
