@@ -7,6 +7,18 @@ if(CCACHE_PROGRAM)
   message(STATUS "ccache: ${CCACHE_PROGRAM}")
 endif()
 
+# Disk: the build's debug information is most of its size (about 12 GB of binaries and archives
+# uncompressed, where a CI machine may have little room). The linker compresses it in every binary
+# (gdb reads it as before), and archives are thin: they name their object files instead of
+# copying them. Both are link steps only, so the compiler cache still holds every object.
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND NOT APPLE)
+  add_link_options(LINKER:--compress-debug-sections=zlib)
+  set(CMAKE_C_ARCHIVE_CREATE "<CMAKE_AR> qcT <TARGET> <LINK_FLAGS> <OBJECTS>")
+  set(CMAKE_CXX_ARCHIVE_CREATE "<CMAKE_AR> qcT <TARGET> <LINK_FLAGS> <OBJECTS>")
+  set(CMAKE_C_ARCHIVE_APPEND "<CMAKE_AR> qT <TARGET> <LINK_FLAGS> <OBJECTS>")
+  set(CMAKE_CXX_ARCHIVE_APPEND "<CMAKE_AR> qT <TARGET> <LINK_FLAGS> <OBJECTS>")
+endif()
+
 # Warnings for our own code only; generated protobuf code gets them relaxed in proto/.
 set(TESSERA_WARNINGS -Wall -Wextra -Wno-unused-parameter)
 # GCC 12 reports impossible overlaps in inlined std::string assignments at -O2 (GCC bug 105329:
