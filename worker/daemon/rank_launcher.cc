@@ -125,6 +125,13 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
   for (size_t i = 0; i < cgroup_count; ++i) {
     if (::write(cgroup_fds[i], "0", 1) != 1) fail(ChildStage::kCgroup);
   }
+  // Where the node itself runs out of memory, the kernel kills a rank before the worker or
+  // anything of the system's (best effort: a node may forbid it).
+  if (int oom = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); oom >= 0) {
+    ssize_t unused = ::write(oom, "500", 3);
+    (void)unused;
+    ::close(oom);
+  }
   // Groups first, then the gid, then the uid: after setuid nothing else may be changed.
   if (identity != nullptr) {
     const gid_t gid = identity->gid;

@@ -63,6 +63,11 @@ absl::Status RankSandbox::Check() const {
   return absl::OkStatus();
 }
 
+std::string RankSandbox::LimitSource() const {
+  return options_.memory_by_node_share ? "a rank's share of the node's memory"
+                                       : "the node's --rank-memory-limit";
+}
+
 std::optional<std::string> RankSandbox::OutOfMemoryNote(const v1::StartAttempt& start,
                                                         int rank) const {
   if (options_.limits.memory_bytes <= 0) return std::nullopt;
@@ -74,11 +79,11 @@ std::optional<std::string> RankSandbox::OutOfMemoryNote(const v1::StartAttempt& 
                         " was killed by the kernel: out of memory at the node container's limit "
                         "of ",
                         FormatByteSize(options_.limits.memory_bytes * ranks), " (", ranks,
-                        " ranks × the node's --rank-memory-limit)\n");
+                        " ranks × ", LimitSource(), ")\n");
   }
-  return absl::StrCat(
-      "[tessera] rank ", rank, " was killed by the kernel: out of memory at its limit of ",
-      FormatByteSize(options_.limits.memory_bytes), " (the node's --rank-memory-limit)\n");
+  return absl::StrCat("[tessera] rank ", rank,
+                      " was killed by the kernel: out of memory at its limit of ",
+                      FormatByteSize(options_.limits.memory_bytes), " (", LimitSource(), ")\n");
 }
 
 std::string RankSandbox::CgroupName(const v1::StartAttempt& start, int rank) {
@@ -147,6 +152,7 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
   const sandbox::GpuAccess gpu = sandbox::PlanGpuAccess(gpu_node_, gpus, in_image);
   for (const auto& m : gpu.mounts) s.mounts.push_back(m);
   s.shm_bytes = options_.shm_bytes * ranks;
+  s.tmp_bytes = options_.tmp_bytes * ranks;
   s.uid = spec.identity ? spec.identity->uid : ::geteuid();
   s.gid = spec.identity ? spec.identity->gid : ::getegid();
   s.hostname = "";  // the node's own: NCCL and torch's rendezvous read it

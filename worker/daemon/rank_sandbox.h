@@ -4,6 +4,7 @@
 // worker's keys and every other attempt's files, is covered by an empty tmpfs).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,7 +35,22 @@ struct RankSandboxOptions {
   // Folders of the cluster (datasets, checkpoints) every rank writes, at the same path.
   std::vector<std::string> shared_dirs;
   sandbox::ResourceLimits limits;  // per rank
+  // limits.memory_bytes is the rank's share of the node (RankMemoryShare), set by the worker
+  // once it knows its GPUs (--rank-memory-limit auto).
+  bool memory_by_node_share = false;
+  // /tmp per rank (a tmpfs: memory, counted against the memory limit); 0: the kernel's default,
+  // half of the node's memory.
+  int64_t tmp_bytes = 0;
 };
+
+// A rank's share of a node's memory: the memory less a reserve for the system and the worker
+// (2 GiB, or 1/16 of it where that is more), divided among its GPUs (1 on a node without GPUs);
+// 0 (no limit) where nothing is left.
+inline int64_t RankMemoryShare(int64_t node_memory_bytes, int node_gpus) {
+  const int64_t reserve = std::max<int64_t>(int64_t{2} << 30, node_memory_bytes / 16);
+  if (node_memory_bytes <= reserve) return 0;
+  return (node_memory_bytes - reserve) / std::max(1, node_gpus);
+}
 
 // The root an attempt's ranks run in.
 struct RankRoot {
@@ -49,12 +65,14 @@ class RankSandbox {
   // FAILED_PRECONDITION naming what is missing (bwrap, the init program, user namespaces).
   absl::Status Check() const;
   const sandbox::Cgroups& cgroups() const { return cgroups_; }
-  bool limits_wanted() const { return options_.limits.any(); }
+  bool limits_wanted() const { return options_.limits.any() || options_.memory_by_node_share; }
   const RankSandboxOptions& options() const { return options_; }
 
   // Where the kernel killed a rank for exceeding its memory limit, a line that says so (for the
   // rank's log: its exit code alone, 137, does not tell a user why); nullopt otherwise.
   std::optional<std::string> OutOfMemoryNote(const v1::StartAttempt& start, int rank) const;
+  // Where a rank's memory limit comes from, for the note above.
+  std::string LimitSource() const;
 
   // Fills spec.sandbox_program, spec.sandbox_options and spec.cgroup_procs and adds the image's
   // environment (the run's own and Tessera's variables win). `gpus` are the GPUs the sandbox

@@ -52,8 +52,14 @@ void AddSandboxFlags(CLI::App& app, SandboxFlags& f) {
       ->capture_default_str();
   app.add_option(
          "--rank-memory-limit", f.rank_memory_limit,
-         "memory per rank, through cgroups where the node offers them (0: no limit); a node "
-         "container's limit is this times its ranks")
+         "memory per rank, through cgroups where the node offers them: auto (the node's "
+         "memory less a reserve for the system, shared by its GPUs), a size, or 0 (no limit); "
+         "a node container's limit is this times its ranks")
+      ->capture_default_str();
+  app.add_option("--tmp-size", f.tmp_size,
+                 "/tmp per rank, in memory and counted against the memory limit (0: the "
+                 "kernel's default, half of the node's memory); a node container's is this "
+                 "times its ranks")
       ->capture_default_str();
   app.add_option("--rank-cpu-limit", f.rank_cpu_limit,
                  "cores per rank, through cgroups where the node offers them (0: no limit); a node "
@@ -101,12 +107,17 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
   auto shm = ParseByteSize(f.shm_size);
   if (!shm.ok())
     return absl::InvalidArgumentError(absl::StrCat("--shm-size: ", shm.status().message()));
-  // "0" is no limit (a size must be positive).
-  auto memory =
-      f.rank_memory_limit == "0" ? absl::StatusOr<int64_t>(0) : ParseByteSize(f.rank_memory_limit);
+  // "0" is no limit (a size must be positive); "auto" is set once the worker knows its GPUs.
+  const bool memory_share = f.rank_memory_limit == "auto";
+  auto memory = f.rank_memory_limit == "0" || memory_share ? absl::StatusOr<int64_t>(0)
+                                                           : ParseByteSize(f.rank_memory_limit);
   if (!memory.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank-memory-limit: ", memory.status().message()));
+  }
+  auto tmp = f.tmp_size == "0" ? absl::StatusOr<int64_t>(0) : ParseByteSize(f.tmp_size);
+  if (!tmp.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tmp-size: ", tmp.status().message()));
   }
   auto cache_size = ParseByteSize(f.image_cache_size);
   if (!cache_size.ok() || *cache_size <= 0) {
@@ -124,6 +135,8 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
   s.gpu.device_dir = f.gpu_device_dir;
   s.shm_bytes = *shm;
   s.limits = {.memory_bytes = *memory, .cpus = f.rank_cpu_limit, .processes = f.rank_process_limit};
+  s.memory_by_node_share = memory_share;
+  s.tmp_bytes = *tmp;
   // A shared folder the node gives every rank through --rank-env is bound too.
   if (auto it = o.rank_env.find("TESSERA_SHARED_DIR");
       it != o.rank_env.end() && o.shared_dir.empty()) {
@@ -137,8 +150,9 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
                  sandbox->cgroups().why_not());
     o.labels["tessera.io/rank-limits"] = "unenforced";
   } else if (process_limit > 0 && !sandbox->cgroups().limits_processes()) {
-    spdlog::warn("--rank-process-limit cannot be enforced on this node (no pids cgroup "
-                 "controller): a fork bomb in a run can exhaust the node's processes");
+    spdlog::warn(
+        "--rank-process-limit cannot be enforced on this node (no pids cgroup "
+        "controller): a fork bomb in a run can exhaust the node's processes");
     o.labels["tessera.io/rank-limits"] = "no-process-limit";
   }
   o.sandbox = sandbox;

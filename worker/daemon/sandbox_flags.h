@@ -24,7 +24,8 @@ struct SandboxFlags {
   bool pull_with_skopeo = false;
   std::string gpu_device_dir = "/dev";
   std::string shm_size = "8GiB";
-  std::string rank_memory_limit = "0";
+  std::string rank_memory_limit = "auto";
+  std::string tmp_size = "4GiB";
   double rank_cpu_limit = 0;
   // Processes and threads per rank: a fork bomb stops at its run's share, not the node's.
   int64_t rank_process_limit = 4096;

@@ -11,6 +11,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "base/byte_size.h"
 #include "services/common/endpoints.h"
 #include "services/common/metrics/must_register.h"
 #include "services/common/metrics/registry.h"
@@ -95,17 +96,33 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   }
   auto inventory = DiscoverGpus(o.simulate_gpus);
   if (!inventory.ok()) return inventory.status();
+  const int64_t node_memory =
+      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   std::shared_ptr<const RankSandbox> rank_sandbox = o.sandbox;
-  if (rank_sandbox && inventory->source == "nvml") {
-    // NVML's index (Tessera's) is not always the device minor number the sandbox binds.
-    RankSandboxOptions with_minors = rank_sandbox->options();
-    const auto minors = sandbox::GpuMinorsByUuid(with_minors.gpu.driver_gpus_dir);
-    for (const auto& gpu : inventory->gpus) {
-      if (auto m = minors.find(gpu.uuid()); m != minors.end()) {
-        with_minors.gpu.minor_by_index[gpu.index()] = m->second;
+  if (rank_sandbox &&
+      (inventory->source == "nvml" || rank_sandbox->options().memory_by_node_share)) {
+    // What the sandbox can know only once the GPUs are: their device minors and the ranks'
+    // share of the node's memory.
+    RankSandboxOptions known = rank_sandbox->options();
+    if (inventory->source == "nvml") {
+      // NVML's index (Tessera's) is not always the device minor number the sandbox binds.
+      const auto minors = sandbox::GpuMinorsByUuid(known.gpu.driver_gpus_dir);
+      for (const auto& gpu : inventory->gpus) {
+        if (auto m = minors.find(gpu.uuid()); m != minors.end()) {
+          known.gpu.minor_by_index[gpu.index()] = m->second;
+        }
       }
     }
-    rank_sandbox = std::make_shared<const RankSandbox>(std::move(with_minors));
+    if (known.memory_by_node_share) {
+      const int gpus = static_cast<int>(inventory->gpus.size());
+      known.limits.memory_bytes = RankMemoryShare(node_memory, gpus);
+      spdlog::info(
+          "ranks' memory: {} each, the node's {} less a reserve, shared by {} GPU(s) "
+          "(--rank-memory-limit to change)",
+          known.limits.memory_bytes > 0 ? FormatByteSize(known.limits.memory_bytes) : "unlimited",
+          FormatByteSize(node_memory), gpus);
+    }
+    rank_sandbox = std::make_shared<const RankSandbox>(std::move(known));
   }
 
   // Descendants of ranks whose parents exit are reparented here instead of to init (which in a
@@ -188,7 +205,7 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   for (const auto& [k, v] : o.labels) (*node.mutable_labels())[k] = v;
   node.set_address(o.address.empty() ? o.node_name : o.address);
   node.set_cpu_count(static_cast<int>(std::thread::hardware_concurrency()));
-  node.set_memory_bytes(static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE));
+  node.set_memory_bytes(node_memory);
   node.set_worker_version("tessera-worker 0.4");
   node.set_driver_version(inventory->driver_version);
   spdlog::info("node {}: {} GPU(s) ({}), state in {}", o.node_name, node.gpu_count(),

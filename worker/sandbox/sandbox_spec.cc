@@ -75,7 +75,9 @@ absl::StatusOr<std::vector<std::string>> BwrapOptions(const SandboxSpec& spec) {
     }
     BindRootEntry(root, target, e, a);
   }
-  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"});
+  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
+  if (spec.tmp_bytes > 0) a.insert(a.end(), {"--size", std::to_string(spec.tmp_bytes)});
+  a.insert(a.end(), {"--perms", "1777", "--tmpfs", "/tmp"});
   if (spec.shm_bytes > 0) {
     a.insert(a.end(),
              {"--size", std::to_string(spec.shm_bytes), "--perms", "1777", "--tmpfs", "/dev/shm"});

@@ -55,6 +55,7 @@ struct SandboxSpec {
   std::vector<std::string> hidden;
   std::vector<BindMount> mounts;
   int64_t shm_bytes = 0;  // 0: bwrap's default /dev/shm of the minimal /dev
+  int64_t tmp_bytes = 0;  // /tmp's size; 0: the kernel's tmpfs default (half of the memory)
   uid_t uid = 0;          // the ids inside, which are also the ids outside (the caller's)
   gid_t gid = 0;
   std::string hostname;

@@ -21,6 +21,7 @@
 #include "tests/support/local_cluster.h"
 #include "tests/support/oci_registry.h"
 #include "tests/support/temp_dir.h"
+#include "worker/daemon/rank_sandbox.h"
 
 namespace tessera::testing {
 namespace {
@@ -144,6 +145,30 @@ TEST_CASE("a rank past its memory limit is stopped by the kernel, one within it 
       c.Submit("fits", "python3 -c \"x = b'1' * (16 << 20); print('fits', len(x))\"", 1, 1);
   c.client->WaitForStatus(small.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
   CHECK(absl::StrContains(WaitForOutput(c, small.name(), "fits"), "fits 16777216"));
+}
+
+// The limit the kernel holds a rank's cgroup to (v1 or v2); empty where it has none.
+std::string CgroupMemoryLimit(const std::string& name) {
+  for (const std::string& file :
+       {"/sys/fs/cgroup/memory/tessera/" + name + "/memory.limit_in_bytes",
+        "/sys/fs/cgroup/tessera/" + name + "/memory.max"}) {
+    std::ifstream in(file);
+    std::string limit;
+    if (in >> limit) return limit;
+  }
+  return "";
+}
+
+TEST_CASE("by default a rank is held to its share of the node's memory", "[sandbox]") {
+  LocalCluster c;
+  c.StartWorker("node-a", 2, {"--sandbox", "bwrap"});
+  OpenToPassThrough(c.worker("node-a").state_dir);
+  const v1::Run run = c.Submit("shared-node", "echo started; sleep 60", 1, 1);
+  WaitForOutput(c, run.name(), "started");
+  const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  const std::string limit = CgroupMemoryLimit(absl::StrCat(run.id(), "-0-rank-0"));
+  INFO("the rank's cgroup memory limit: " << limit);
+  CHECK(limit == std::to_string(worker::RankMemoryShare(memory, 2)));
 }
 
 TEST_CASE("a run runs in its image, pulled once and pinned by digest, a bad image fails it",

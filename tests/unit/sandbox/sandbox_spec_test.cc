@@ -40,6 +40,7 @@ TEST_CASE("a sandbox has its own namespaces but the host's network, and the imag
   s.mounts = {{"/var/lib/tessera-worker/runs/r/attempt-0/work",
                "/var/lib/tessera-worker/runs/r/attempt-0/work", true, false}};
   s.shm_bytes = 1 << 30;
+  s.tmp_bytes = 1 << 29;
   s.working_dir = "/var/lib/tessera-worker/runs/r/attempt-0/work";
   auto argv = BwrapArgv(s, {"/bin/sh", "-c", "echo hi"});
   REQUIRE(argv.ok());
@@ -60,6 +61,7 @@ TEST_CASE("a sandbox has its own namespaces but the host's network, and the imag
   }
   CHECK(Has(a, {"--proc", "/proc", "--dev", "/dev"}));
   CHECK(Has(a, {"--size", std::to_string(1 << 30), "--perms", "1777", "--tmpfs", "/dev/shm"}));
+  CHECK(Has(a, {"--size", std::to_string(1 << 29), "--perms", "1777", "--tmpfs", "/tmp"}));
   CHECK(Has(a, {"--tmpfs", "/var/lib/tessera-worker"}));
   CHECK(Has(a, {"--bind", "/var/lib/tessera-worker/runs/r/attempt-0/work",
                 "/var/lib/tessera-worker/runs/r/attempt-0/work"}));

@@ -37,15 +37,17 @@ std::string Slurp(const std::string& path) {
 struct SandboxedRank {
   testing::TempDir tmp{"sealed_sandbox_test"};
   AttemptPaths paths = PathsFor(tmp.path + "/state", "run-1", 0);
-  RankSandbox sandbox{[&] {
-    RankSandboxOptions o;
-    o.init_path = std::string(TESSERA_BIN_DIR) + "/tessera-sandbox-init";
-    o.state_dir = tmp.path + "/state";
-    return o;
-  }()};
+  RankSandbox sandbox;
   RankSpec spec;
 
-  explicit SandboxedRank(const std::string& command) {
+  explicit SandboxedRank(const std::string& command, int64_t tmp_bytes = 0)
+      : sandbox([&] {
+          RankSandboxOptions o;
+          o.init_path = std::string(TESSERA_BIN_DIR) + "/tessera-sandbox-init";
+          o.state_dir = tmp.path + "/state";
+          o.tmp_bytes = tmp_bytes;
+          return o;
+        }()) {
     REQUIRE(sandbox.Check().ok());
     for (const auto& dir : {paths.work_dir, paths.progress_dir, paths.logs_dir}) {
       fs::create_directories(dir);
@@ -123,6 +125,28 @@ TEST_CASE("sealed: a command of 1 MB runs, and its exit code is the rank's", "[s
   INFO(r.Errors());
   CHECK(exit == ExitInfo{.exit_code = 7});
   CHECK(r.Output() == "ran /run/tessera/command\n");
+}
+
+TEST_CASE(
+    "sealed: /tmp holds its size and no more, and the kernel's OOM killer picks the rank first",
+    "[sandbox][sealed]") {
+  SandboxedRank r(
+      "df -k /tmp | tail -n 1 | awk '{print \"size \" $2}'; "
+      "dd if=/dev/zero of=/tmp/fill bs=1M count=16 2>&1 | grep -o 'No space left on device'; "
+      "echo oom $(cat /proc/self/oom_score_adj)",
+      int64_t{8} << 20);
+  const ExitInfo exit = r.Run();
+  INFO(r.Errors());
+  CHECK(exit == ExitInfo{.exit_code = 0});
+  CHECK(r.Output() == "size 8192\nNo space left on device\noom 500\n");
+}
+
+TEST_CASE("a rank's share of the node's memory leaves the system a reserve", "[sandbox]") {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  CHECK(RankMemoryShare(18 * kGiB, 2) == 8 * kGiB);      // 2 GiB reserved
+  CHECK(RankMemoryShare(2048 * kGiB, 8) == 240 * kGiB);  // 1/16 reserved
+  CHECK(RankMemoryShare(10 * kGiB, 0) == 8 * kGiB);      // no GPUs: one rank
+  CHECK(RankMemoryShare(2 * kGiB, 1) == 0);              // nothing left: no limit
 }
 
 TEST_CASE("sealed: a command that names a missing program fails as the rank, with the shell's word",
