@@ -16,7 +16,14 @@
 //          them, against two plain processes on the host's /dev/shm: the ratio of bandwidths,
 //          container / host (target: at least 0.9).
 //
+//   walls  a Gloo all-reduce (python3-torch) of --walls-mb MiB between two processes running as
+//          uid 65534 over loopback, with the node's network walls up (network_walls.h: the
+//          metadata addresses, 16 walled ports, the run's rendezvous guarded and 16 other
+//          runs' guards) and without, alternately: the ratio of bandwidths, walled / open
+//          (target: at least 0.95). Needs root; --only walls runs it alone.
+//
 //   build/bench/bench_sandbox [--runs 20] [--image-mb 1024] [--steps 200] [--shm-mb 1024]
+//                             [--walls-mb 64] [--only walls]
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,11 +35,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/clock.h"
 #include "tests/support/oci_registry.h"
 #include "tests/support/process.h"
+#include "worker/daemon/network_walls.h"
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_launcher.h"
 #include "worker/daemon/rank_sandbox.h"
@@ -49,6 +58,8 @@ struct Options {
   int image_mb = 1024;
   int steps = 200;
   int shm_mb = 1024;
+  int walls_mb = 64;
+  std::string only;  // "walls": that figure alone
 };
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
@@ -159,22 +170,84 @@ absl::StatusOr<std::string> PushRandomImage(testing::OciRegistry& registry, cons
   return absl::StrCat(registry.address(), "/bench/big:1");
 }
 
+// The walls figure (see the top of this file).
+void WallsFigure(const Options& o, const std::string& dir) {
+  if (::geteuid() != 0) {
+    std::printf("walls  skipped: iptables and ranks of another uid need root\n");
+    return;
+  }
+  const int port = 29500 + ::getpid() % 1000;
+  std::ofstream(dir + "/allreduce.py") << absl::StrCat(
+      "import time, torch, torch.distributed as dist\n"
+      "dist.init_process_group('gloo')\n"
+      "x = torch.ones(",
+      o.walls_mb,
+      " * 262144)\n"
+      "for _ in range(3): dist.all_reduce(x)\n"
+      "t = time.perf_counter()\n"
+      "for _ in range(10): dist.all_reduce(x)\n"
+      "if dist.get_rank() == 0: print(",
+      o.walls_mb, " * 10 / (time.perf_counter() - t))\n");
+  fs::permissions(dir, fs::perms(0755));
+  // MiB/s of one all-reduce of the pair (a 2-rank ring's bus bandwidth is its algorithm's).
+  auto rate = [&] {
+    testing::ShellResult r = testing::RunShell(absl::StrCat(
+        "cd ", dir, " && for r in 0 1; do MASTER_ADDR=127.0.0.1 MASTER_PORT=", port,
+        " WORLD_SIZE=2 RANK=$r setpriv --reuid=65534 --regid=65534 --clear-groups "
+        "/usr/bin/python3 allreduce.py > allreduce-$r.txt 2>&1 & done; wait; cat allreduce-0.txt"));
+    double v = 0;
+    if (!absl::SimpleAtod(absl::StripAsciiWhitespace(r.output), &v) || v <= 0) {
+      Die("the all-reduce printed no rate (is python3-torch installed?): " + r.output);
+    }
+    return v;
+  };
+  worker::image::ProcessToolRunner runner;
+  std::vector<double> open, walled;
+  for (int round = 0; round < 5; ++round) {
+    open.push_back(rate());
+    worker::NetworkWallsOptions w{
+        .state_dir = dir, .rank_uids = {"65534"}, .walled = worker::MetadataDestinations()};
+    for (int i = 0; i < 16; ++i) w.walled.push_back({.address = "127.0.0.1", .port = 40001 + i});
+    worker::NetworkWalls walls(std::move(w), runner);
+    if (auto st = walls.Install(); !st.ok()) Die(st.ToString());
+    for (int i = 0; i < 16; ++i) (void)walls.GuardPort(41001 + i, 100001 + i);
+    if (auto st = walls.GuardPort(port, 65534); !st.ok()) Die(st.ToString());
+    walled.push_back(rate());
+    walls.Remove();
+  }
+  std::printf(
+      "walls  %d MiB all-reduce between two ranks: %.0f MiB/s open, %.0f behind the network "
+      "walls: ratio %.3f   target: at least 0.95\n",
+      o.walls_mb, Median(open), Median(walled), Median(walled) / Median(open));
+}
+
 int Main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
+    if (flag == "--only" && std::string(argv[i + 1]) == "walls") {
+      o.only = argv[i + 1];
+      continue;
+    }
     int* into = flag == "--runs"       ? &o.runs
                 : flag == "--image-mb" ? &o.image_mb
                 : flag == "--steps"    ? &o.steps
                 : flag == "--shm-mb"   ? &o.shm_mb
+                : flag == "--walls-mb" ? &o.walls_mb
                                        : nullptr;
     if (into == nullptr || !absl::SimpleAtoi(argv[i + 1], into) || *into <= 0) {
-      Die("usage: bench_sandbox [--runs N] [--image-mb MB] [--steps N] [--shm-mb MB]");
+      Die("usage: bench_sandbox [--runs N] [--image-mb MB] [--steps N] [--shm-mb MB] "
+          "[--walls-mb MB] [--only walls]");
     }
   }
   char pattern[] = "/var/tmp/tessera-bench-sandbox-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) Die("mkdtemp");
   const std::string dir = pattern;
+  if (o.only == "walls") {
+    WallsFigure(o, dir);
+    fs::remove_all(dir);
+    return 0;
+  }
   Bench bench(dir);
 
   auto registry = testing::OciRegistry::Start(dir + "/registry");
@@ -271,6 +344,8 @@ int Main(int argc, char** argv) {
       "shm    %d MiB written and read by two processes: %.0f MiB/s on the host, %.0f in a node "
       "container: ratio %.3f   target: at least 0.9\n",
       o.shm_mb, host_shm_rate, node_shm_rate, node_shm_rate / host_shm_rate);
+
+  WallsFigure(o, dir);
 
   std::error_code ignored;
   fs::remove_all(dir, ignored);

@@ -181,6 +181,7 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
     a.ended_at = clock_->Now();
     a.procs.clear();  // kills whatever did start
     RemoveSecretFiles(a.paths);
+    ReleaseRendezvous(a);
     {
       absl::MutexLock lock(&mu_);
       Queue(std::move(u));
@@ -233,6 +234,7 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
     }
   }
   a.image_digest = digest;
+  WallRendezvous(identity, a);
   if (HasRunIntegrations(start.integrations())) {
     auto st = RunIntegrations(start, a, specs->front());
     if (!st.ok()) {
@@ -287,6 +289,7 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
     StopAll(late_stop, absl::ZeroDuration(), *clock_);
     (void)records_.Remove(start.run_id(), start.resumption_index());
   }
+  ReleaseRendezvous(a);
   if (release_on_error) options_.images->Release(digest);
   return absl::OkStatus();
 }
@@ -329,6 +332,7 @@ void AttemptManager::Poll() {
   std::vector<RankOutput> done;
   std::vector<std::string> release;
   std::vector<std::string> cgroups;
+  std::vector<std::pair<int, uid_t>> walled;  // rendezvous ports to release
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
@@ -377,6 +381,7 @@ void AttemptManager::Poll() {
         (void)records_.Remove(it->first.first, it->first.second);
         RemoveSecretFiles(a.paths);
         if (!a.image_digest.empty()) release.push_back(a.image_digest);
+        if (a.rendezvous_owner) walled.emplace_back(a.start.master_port(), *a.rendezvous_owner);
         for (const auto& p : a.procs) {
           cgroups.push_back(RankSandbox::CgroupName(a.start, p->rank()));
         }
@@ -395,6 +400,8 @@ void AttemptManager::Poll() {
   for (const auto& name : cgroups) {
     if (options_.sandbox) options_.sandbox->cgroups().Remove(name);
   }
+  // Outside mu_: iptables takes a while.
+  for (const auto& [port, owner] : walled) options_.walls->ReleasePort(port, owner);
 }
 
 std::vector<v1::AttemptUpdate> AttemptManager::TakeUpdates() {

@@ -22,6 +22,7 @@
 #include "tessera/v1/worker.pb.h"
 #include "worker/common/rank_output.h"
 #include "worker/daemon/attempt_record.h"
+#include "worker/daemon/network_walls.h"
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_launcher.h"
 #include "worker/daemon/rank_sandbox.h"
@@ -47,6 +48,8 @@ struct AttemptManagerOptions {
   std::shared_ptr<const RankSandbox> sandbox;
   // Pulls and unpacks the runs' images; null: this node runs only `image: host` runs.
   std::shared_ptr<image::ImageCache> images;
+  // The node's network walls (network_walls.h); null: none.
+  std::shared_ptr<NetworkWalls> walls;
   // Run each user's ranks as the uid the control plane gave that user (a root worker without
   // --rank-user); rank_identity is then for runs that came without one.
   bool per_user_uids = false;
@@ -112,6 +115,7 @@ class AttemptManager {
     bool cancelled = false;    // stopped (or fenced) while preparing: never launched
     std::string image_digest;  // in use while the attempt runs
     std::optional<absl::Time> ended_at;
+    std::optional<uid_t> rendezvous_owner;  // its rendezvous port is walled for others' ranks
   };
   using Key = std::pair<std::string, int>;
 
@@ -132,6 +136,10 @@ class AttemptManager {
                                const RankSpec& first);
   // Who the attempt's ranks run as.
   std::optional<RankIdentity> IdentityFor(const v1::StartAttempt& start) const;
+  // On the run's first node, walls its rendezvous port (MASTER_PORT) off from the ranks of
+  // other users (network_walls.h); Release takes it down once the attempt ends.
+  void WallRendezvous(const std::optional<RankIdentity>& identity, Attempt& a) const;
+  void ReleaseRendezvous(const Attempt& a) const;
   // Ends a preparing attempt without ranks: FINISHED, so a stop completes.
   void CancelPreparing(Attempt& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends an attempt that never launched (its node failed its pre-flight checks, or its image

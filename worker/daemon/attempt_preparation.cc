@@ -189,6 +189,23 @@ std::optional<RankIdentity> AttemptManager::IdentityFor(const v1::StartAttempt& 
   return options_.rank_identity;
 }
 
+void AttemptManager::WallRendezvous(const std::optional<RankIdentity>& identity, Attempt& a) const {
+  const v1::StartAttempt& start = a.start;
+  if (!options_.walls || start.node_rank() != 0 || start.master_port() <= 0 || !identity) return;
+  if (auto st = options_.walls->GuardPort(start.master_port(), identity->uid); !st.ok()) {
+    spdlog::warn("run {}: its rendezvous port {} is not walled: {}", start.run_id(),
+                 start.master_port(), std::string(st.message()));
+    return;
+  }
+  a.rendezvous_owner = identity->uid;
+}
+
+void AttemptManager::ReleaseRendezvous(const Attempt& a) const {
+  if (options_.walls && a.rendezvous_owner) {
+    options_.walls->ReleasePort(a.start.master_port(), *a.rendezvous_owner);
+  }
+}
+
 void AttemptManager::EndUnlaunched(const v1::StartAttempt& start, v1::AttemptUpdate u) {
   u.set_run_id(start.run_id());
   u.set_resumption_index(start.resumption_index());

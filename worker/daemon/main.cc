@@ -129,6 +129,16 @@ int main(int argc, char** argv) {
                "let admins inject faults here (mcli admin inject-fault): for testing only");
   app.add_option("--canary-binary", o.canary_binary,
                  "the tessera-canary program (default: next to tessera-worker)");
+  std::vector<std::string> network_walls;
+  app.add_option("--network-walls", o.network_walls,
+                 "walls around the ranks' network traffic (iptables rules on their uids): auto "
+                 "(where the node can, else a loud warning and the node labelled "
+                 "tessera.io/network-walls=unenforced), on (or the worker does not start), off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_option("--network-wall", network_walls,
+                 "ADDRESS[/PREFIX][:PORT] no rank may reach (the control plane's database, say), "
+                 "besides the cloud's metadata address and this worker's ports; repeatable");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   tessera::tls::AddTlsFlags(app, o.tls);
@@ -216,6 +226,11 @@ int main(int argc, char** argv) {
   }
   if (auto st = tessera::worker::ApplySandboxFlags(sandbox_flags, rank_user, o); !st.ok()) {
     return Fail(std::string(st.message()));
+  }
+  for (const auto& wall : network_walls) {
+    auto d = tessera::worker::ParseWalledDestination(wall);
+    if (!d.ok()) return Fail("--network-wall: " + std::string(d.status().message()));
+    o.walled.push_back(*d);
   }
   o.fence_margin = absl::Milliseconds(fence_margin_ms);
   {

@@ -65,6 +65,17 @@ void CatchUp(metrics::Counter& counter, double total) {
   if (total > counter.Value()) counter.Increment(total - counter.Value());
 }
 
+// The uids the network walls hold: every user's (the control plane gives them from 100000 up:
+// kFirstUserUid in services/store/run_store.h) and nobody's, or --rank-user's. None where ranks
+// run as root or as the worker itself, whose own traffic must pass.
+std::vector<std::string> RankUidsToWall(const WorkerOptions& o) {
+  if (o.per_user_uids) return {"65534", "100000-4294967294"};
+  if (o.rank_identity && o.rank_identity->uid != 0 && o.rank_identity->uid != ::geteuid()) {
+    return {std::to_string(o.rank_identity->uid)};
+  }
+  return {};
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOptions& o) {
@@ -162,6 +173,15 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           image::ProcessToolRunner::ForkHooks{ForkOwnedChild, ReleaseOwnedChild}),
       MonotonicClock::Shared());
   PreflightChecker* checker = d->preflight_.get();
+  if (o.network_walls != "off") {
+    d->walls_runner_ = std::make_shared<image::ProcessToolRunner>(
+        image::ProcessToolRunner::ForkHooks{ForkOwnedChild, ReleaseOwnedChild});
+    NetworkWallsOptions walls{.state_dir = std::filesystem::absolute(o.state_dir).string(),
+                              .rank_uids = RankUidsToWall(o),
+                              .walled = MetadataDestinations()};
+    walls.walled.insert(walls.walled.end(), o.walled.begin(), o.walled.end());
+    d->walls_ = std::make_shared<NetworkWalls>(std::move(walls), *d->walls_runner_);
+  }
   d->attempts_ = std::make_unique<AttemptManager>(
       AttemptManagerOptions{
           .state_dir = o.state_dir,
@@ -172,6 +192,7 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .rank_identity = o.rank_identity,
           .sandbox = rank_sandbox,
           .images = o.images,
+          .walls = d->walls_,
           .per_user_uids = o.per_user_uids,
           .shared_dir = o.shared_dir,
           .preflight = [checker](const v1::StartAttempt& s) { return checker->Run(s); }},
@@ -196,6 +217,38 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
     d->watchdog_ = *pid;
   }
 
+  if (!o.metrics_listen.empty()) {
+    auto addr = ParseListenAddress("--metrics-listen", o.metrics_listen);
+    if (!addr.ok()) return addr.status();
+    auto https = tls::ServerSslContext::ForListener(o.tls);
+    if (!https.ok()) return https.status();
+    auto endpoint = metrics::MetricsEndpoint::Start(addr->first, addr->second,
+                                                    metrics::Registry::Default(), *https);
+    if (!endpoint.ok()) return endpoint.status();
+    d->endpoint_ = std::move(*endpoint);
+  }
+  // Before the node registers: no attempt may start unwalled, and the label says how it is.
+  std::string network_label = d->walls_ ? "on" : "off";
+  if (d->walls_) {
+    std::vector<WalledDestination> own;
+    if (d->metrics_port() > 0) own.push_back({.address = "", .port = d->metrics_port()});
+    if (auto st = d->walls_->Install(own); !st.ok()) {
+      if (o.network_walls == "on") {
+        return absl::FailedPreconditionError(absl::StrCat("--network-walls on: ", st.message()));
+      }
+      spdlog::error(
+          "NETWORK WALLS ARE DOWN on this node: its ranks can reach the cloud's metadata "
+          "address, this worker's ports, other runs' rendezvous ports and every --network-wall "
+          "({}); labelled tessera.io/network-walls=unenforced",
+          std::string(st.message()));
+      d->walls_->Remove();  // what it did build; the attempts' copy then walls nothing
+      d->walls_.reset();
+      network_label = "unenforced";
+    } else {
+      spdlog::info("network walls up (iptables chain {})", d->walls_->chain());
+    }
+  }
+
   v1::Node node;
   node.set_name(o.node_name);
   node.set_cluster(o.cluster);
@@ -203,6 +256,7 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   node.set_gpu_count(static_cast<int>(inventory->gpus.size()));
   for (const auto& g : inventory->gpus) *node.add_gpus() = g;
   for (const auto& [k, v] : o.labels) (*node.mutable_labels())[k] = v;
+  (*node.mutable_labels())["tessera.io/network-walls"] = network_label;
   node.set_address(o.address.empty() ? o.node_name : o.address);
   node.set_cpu_count(static_cast<int>(std::thread::hardware_concurrency()));
   node.set_memory_bytes(node_memory);
@@ -263,16 +317,6 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
       [gen] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
   d->session_->Start();
 
-  if (!o.metrics_listen.empty()) {
-    auto addr = ParseListenAddress("--metrics-listen", o.metrics_listen);
-    if (!addr.ok()) return addr.status();
-    auto https = tls::ServerSslContext::ForListener(o.tls);
-    if (!https.ok()) return https.status();
-    auto endpoint = metrics::MetricsEndpoint::Start(addr->first, addr->second,
-                                                    metrics::Registry::Default(), *https);
-    if (!endpoint.ok()) return endpoint.status();
-    d->endpoint_ = std::move(*endpoint);
-  }
   WorkerDaemon* self = d.get();
   // Every family is on /metrics from the first scrape, not only after the first refresh or the
   // first rank.
@@ -332,6 +376,7 @@ WorkerDaemon::~WorkerDaemon() {
   canaries_.reset();
   if (preflight_) preflight_->CancelScripts();  // a start waiting on one must not hold us up
   attempts_.reset();
+  if (walls_) walls_->Remove();
   for (int i = 0; i < 300 && !shipper_->Drained(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

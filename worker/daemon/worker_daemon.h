@@ -16,6 +16,7 @@
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/control_session.h"
 #include "worker/daemon/fence_watchdog.h"
+#include "worker/daemon/network_walls.h"
 #include "worker/daemon/preflight.h"
 #include "worker/daemon/progress_watcher.h"
 #include "worker/daemon/rank_identity.h"
@@ -52,6 +53,11 @@ struct WorkerOptions {
   absl::Duration fence_margin = absl::Milliseconds(500);
   bool fence_watchdog = true;
   std::string metrics_listen;  // host:port; empty: none
+  // Walls around the ranks' network traffic (network_walls.h): "auto" (where the node can),
+  // "on" (or the worker does not start), "off"; and what they wall off besides the cloud's
+  // metadata address and the worker's own ports.
+  std::string network_walls = "auto";
+  std::vector<WalledDestination> walled;
   // The node's certificate (CN node:NAME) and key, and the cluster CA: every channel is mutual
   // TLS and /metrics is HTTPS. Or plain text, loopback only.
   tls::TlsFlags tls{};
@@ -91,6 +97,8 @@ class WorkerDaemon {
   std::unique_ptr<PreflightChecker> preflight_;
   std::unique_ptr<ControlSession> session_;
   std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
+  std::shared_ptr<image::ToolRunner> walls_runner_;
+  std::shared_ptr<NetworkWalls> walls_;  // null: --network-walls off
   pid_t watchdog_ = 0;
   absl::Notification stop_;
   std::thread metrics_thread_;
