@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "tessera/v1/health.pb.h"
 #include "tessera/v1/logs.pb.h"
+#include "tessera/v1/runs.pb.h"
 
 namespace tessera::cli {
 
@@ -58,6 +59,11 @@ absl::StatusOr<google::protobuf::RepeatedPtrField<tessera::v1::HealthCheckResult
 // request selects one rank; JSON Lines with -o json) until the server ends the stream. Returns
 // kExitOk, or kExitInterrupted when Ctrl-C ended it; a failed stream throws CliError (exit 1).
 // Also used by mcli run submit --follow.
-int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& request);
+// `by_node`: the lines are nodes' launchers' (launch: node), each marked "[node N]" rather
+// than "[rank N]" where several ranks' lines are printed.
+int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& request,
+                   bool by_node = false);
+// Whether the run's command runs once per node (launch: node, the default).
+bool LaunchedPerNode(const tessera::v1::Run& run);
 
 }  // namespace tessera::cli

@@ -18,6 +18,7 @@
 #include "cli/time_format.h"
 #include "proto/policy/packed_log_lines.h"
 #include "tessera/v1/logs.grpc.pb.h"
+#include "tessera/v1/runs.grpc.pb.h"
 
 namespace tessera::cli {
 namespace {
@@ -26,6 +27,8 @@ struct LogsOptions {
   std::string run;
   bool follow = false;
   std::optional<int> rank;
+  std::optional<int> global_gpu_rank;  // mcli's name for --rank
+  std::optional<int> local_gpu_rank;   // of --node-rank's node (0 when not given)
   std::optional<int> node_rank;
   std::optional<int> resumption;
   bool previous = false;
@@ -39,9 +42,16 @@ tessera::v1::GetLogsRequest RequestFrom(const LogsOptions& options) {
   if (options.previous && options.resumption.has_value()) {
     ThrowUsage("--prev and --resumption both choose the attempt; give one of them");
   }
+  if (options.rank && options.global_gpu_rank && *options.rank != *options.global_gpu_rank) {
+    ThrowUsage("--rank and --global-gpu-rank name the same rank; give one of them");
+  }
+  if (options.local_gpu_rank && (options.rank || options.global_gpu_rank)) {
+    ThrowUsage("--local-gpu-rank (with --node-rank) and --rank choose the rank; give one of them");
+  }
   tessera::v1::GetLogsRequest request;
   request.set_run_name(options.run);
   if (options.rank) request.set_rank(*options.rank);
+  if (options.global_gpu_rank) request.set_rank(*options.global_gpu_rank);
   if (options.node_rank) request.set_node_rank(*options.node_rank);
   if (options.resumption) request.set_resumption_index(*options.resumption);
   request.set_previous(options.previous);
@@ -74,13 +84,15 @@ Json LogLineJson(const tessera::v1::LogLine& line) {
   return json;
 }
 
-void PrintLine(CommandContext& context, const tessera::v1::LogLine& line, bool prefix) {
+void PrintLine(CommandContext& context, const tessera::v1::LogLine& line, bool prefix,
+               bool by_node) {
   if (context.format() != OutputFormat::kTable) {
     PrintStreamedDocument(context.out(), context.format(), LogLineJson(line));
     return;
   }
   std::ostream& out = context.out();
-  if (prefix) out << "[rank " << line.rank() << "] ";
+  if (prefix && by_node) out << "[node " << line.node_rank() << "] ";
+  if (prefix && !by_node) out << "[rank " << line.rank() << "] ";
   out.write(line.text().data(), static_cast<std::streamsize>(line.text().size()));
   out << '\n';
 }
@@ -149,8 +161,46 @@ CLI::Validator AtLeast(int min) {
       ">=" + std::to_string(min));
 }
 
+// The global rank of --local-gpu-rank on --node-rank's node (0 when not given), as the run is
+// placed now: the ranks of the nodes before it, and then its own, in node-rank order.
+int GlobalRankOf(const tessera::v1::GetRunResponse& got, const LogsOptions& options) {
+  const int node_rank = options.node_rank.value_or(0);
+  const int local = *options.local_gpu_rank;
+  int before = 0;
+  std::optional<int> on_node;
+  for (const auto& node : got.run().nodes()) {
+    if (node.node_rank() < node_rank) before += node.gpu_indices_size();
+    if (node.node_rank() == node_rank) on_node = node.gpu_indices_size();
+  }
+  if (!on_node) {
+    ThrowFailure(absl::StrCat("--local-gpu-rank: run ", options.run, " has no node rank ",
+                              node_rank,
+                              got.run().nodes().empty() ? " (it is not placed yet)" : ""));
+  }
+  if (local >= *on_node) {
+    ThrowUsage(absl::StrCat("--local-gpu-rank ", local, ": node rank ", node_rank, " of ",
+                            options.run, " has ", *on_node, " GPU(s), local ranks 0 to ",
+                            *on_node - 1));
+  }
+  return before + local;
+}
+
 int Logs(CommandContext& context, const LogsOptions& options) {
-  return PrintLogStream(context, RequestFrom(options));
+  tessera::v1::GetLogsRequest request = RequestFrom(options);
+  // The run: where its local ranks are (needed), and whether its lines are its nodes'
+  // launchers' (only for the prefix: where it cannot be read, the log service says why).
+  auto stub = tessera::v1::RunService::NewStub(context.connection().channel());
+  tessera::v1::GetRunRequest get;
+  get.set_name(options.run);
+  tessera::v1::GetRunResponse got;
+  if (options.local_gpu_rank) {
+    context.connection().Unary([&](grpc::ClientContext* c) { return stub->GetRun(c, get, &got); });
+    request.set_rank(GlobalRankOf(got, options));
+  } else if (!OneRank(request)) {
+    const std::unique_ptr<grpc::ClientContext> call = context.connection().UnaryContext();
+    if (!stub->GetRun(call.get(), get, &got).ok()) got.Clear();
+  }
+  return PrintLogStream(context, request, got.has_run() && LaunchedPerNode(got.run()));
 }
 
 }  // namespace
@@ -162,14 +212,20 @@ grpc::Status Drain(Reader& reader, Message& message, const Each& each) {
   return reader.Finish();
 }
 
-int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& request) {
+bool LaunchedPerNode(const tessera::v1::Run& run) {
+  // A run's command runs once per node unless it says `launch: rank` (what StartCommand sends).
+  return run.spec().launch() != tessera::v1::LAUNCH_MODE_RANK;
+}
+
+int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& request,
+                   bool by_node) {
   Connection& connection = context.connection();
   std::unique_ptr<tessera::v1::LogService::Stub> stub =
       tessera::v1::LogService::NewStub(connection.channel());
   const bool prefix = !OneRank(request);
   int64_t printed = 0;
   const auto print = [&](const tessera::v1::LogLine& line) {
-    PrintLine(context, line, prefix);
+    PrintLine(context, line, prefix, by_node);
     ++printed;
   };
   // StreamLogs: the lines in batches. No deadline even without follow: a long log may take
@@ -236,6 +292,15 @@ void AddLogsCommands(CLI::App& app, ActionSlot& slot) {
                  "Keep printing new lines until the attempt ends (Ctrl-C to stop)");
   logs->add_option_function<int>(
           "--rank", [o](const int& rank) { o->rank = rank; }, "Only this rank's output")
+      ->check(AtLeast(0));
+  logs->add_option_function<int>(
+          "--global-gpu-rank", [o](const int& rank) { o->global_gpu_rank = rank; },
+          "Only this rank's output (mcli's name for --rank)")
+      ->check(AtLeast(0));
+  logs->add_option_function<int>(
+          "--local-gpu-rank", [o](const int& rank) { o->local_gpu_rank = rank; },
+          "Only the output of this local rank of --node-rank's node (node rank 0 when not "
+          "given), as the run is placed now")
       ->check(AtLeast(0));
   logs->add_option_function<int>(
           "--node-rank", [o](const int& node_rank) { o->node_rank = node_rank; },

@@ -150,13 +150,14 @@ Watched WatchUntil(CommandContext& context, const std::string& name, tessera::v1
 
 // Prints the logs of one attempt of the run: with `follow`, until the attempt ends. Logs that
 // cannot be shown (a server without the log service) are a warning: the run is still followed.
-int PrintAttemptLogs(CommandContext& context, const std::string& name, int attempt, bool follow) {
+int PrintAttemptLogs(CommandContext& context, const std::string& name, int attempt, bool follow,
+                     bool by_node) {
   tessera::v1::GetLogsRequest request;
   request.set_run_name(name);
   request.set_resumption_index(attempt);
   request.set_follow(follow);
   try {
-    return PrintLogStream(context, request);
+    return PrintLogStream(context, request, by_node);
   } catch (const CliError& e) {
     context.err() << "Warning: cannot show the logs of run " << name << ": " << e.what() << "\n";
     return kExitOk;
@@ -186,9 +187,9 @@ ProgressTicker::Source ProgressOf(CommandContext& context, const std::string& na
 
 // Follows the logs of a running attempt until it ends, with the run's progress under them (a
 // bar on a terminal, a line now and then elsewhere; none with -o json or yaml).
-int FollowAttempt(CommandContext& context, const std::string& name, int attempt) {
+int FollowAttempt(CommandContext& context, const std::string& name, int attempt, bool by_node) {
   if (context.format() != OutputFormat::kTable) {
-    return PrintAttemptLogs(context, name, attempt, /*follow=*/true);
+    return PrintAttemptLogs(context, name, attempt, /*follow=*/true, by_node);
   }
   StatusLine line(context.out(), context.terminal_width() > 0);
   context.set_status_line(&line);
@@ -196,7 +197,7 @@ int FollowAttempt(CommandContext& context, const std::string& name, int attempt)
   {
     const ProgressTicker ticker(line, ProgressOf(context, name), context.terminal_width(),
                                 kProgressPoll, kPlainProgressEvery);
-    result = PrintAttemptLogs(context, name, attempt, /*follow=*/true);
+    result = PrintAttemptLogs(context, name, attempt, /*follow=*/true, by_node);
   }
   context.set_status_line(nullptr);
   return result;
@@ -238,7 +239,8 @@ int FollowRun(CommandContext& context, const std::string& name) {
         });
     if (IsTerminal(w.status)) {
       for (int a = followed_attempt + 1; a <= w.run.resumption_index(); ++a) {
-        if (PrintAttemptLogs(context, name, a, /*follow=*/false) == kExitInterrupted) {
+        if (PrintAttemptLogs(context, name, a, /*follow=*/false, LaunchedPerNode(w.run)) ==
+            kExitInterrupted) {
           return kExitInterrupted;
         }
       }
@@ -246,7 +248,8 @@ int FollowRun(CommandContext& context, const std::string& name) {
       return FinalStatus(w.run);
     }
     followed_attempt = w.attempt;
-    if (FollowAttempt(context, name, w.attempt) == kExitInterrupted) return kExitInterrupted;
+    if (FollowAttempt(context, name, w.attempt, LaunchedPerNode(w.run)) == kExitInterrupted)
+      return kExitInterrupted;
   }
 }
 

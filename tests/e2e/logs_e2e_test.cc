@@ -182,7 +182,8 @@ compute:
     std::vector<int> numbers;
     for (absl::string_view line : lines) {
       int n = 0;
-      if (absl::ConsumePrefix(&line, "[rank 0] ") && absl::SimpleAtoi(line, &n)) {
+      // Launched per node (no `launch` in the YAML): the lines are node 0's launcher's.
+      if (absl::ConsumePrefix(&line, "[node 0] ") && absl::SimpleAtoi(line, &n)) {
         numbers.push_back(n);
       }
     }

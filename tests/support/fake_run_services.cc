@@ -63,6 +63,18 @@ Status FakeRunService::GetRun(ServerContext* context, const v1::GetRunRequest* r
     *response->mutable_run() = SampleRun(request->name(), v1::RUN_STATUS_PENDING);
   }
   response->mutable_run()->set_version(1234567890123LL);  // more than 32 bits
+  // A run named per-rank-... says `launch: rank` (its lines are its ranks'); one named
+  // per-node-... is placed on 2 nodes × 4 GPUs. Others leave `launch` out, as most YAMLs do.
+  if (request->name().rfind("per-rank", 0) == 0) {
+    response->mutable_run()->mutable_spec()->set_launch(v1::LAUNCH_MODE_RANK);
+  } else if (request->name().rfind("per-node", 0) == 0) {
+    for (int n = 0; n < 2; ++n) {
+      auto* node = response->mutable_run()->add_nodes();
+      node->set_node_name(n == 0 ? "node-a" : "node-b");
+      node->set_node_rank(n);
+      for (int g = 0; g < 4; ++g) node->add_gpu_indices(g);
+    }
+  }
   return Status::OK;
 }
 

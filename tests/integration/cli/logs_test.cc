@@ -76,7 +76,7 @@ TEST_CASE("logs maps every flag onto the request", "[cli][logs]") {
 TEST_CASE("logs prints raw text, with [rank N] only when ranks are mixed", "[cli][logs]") {
   Server();
   SECTION("every rank: prefixed; stderr lines on stdout too; bytes as they were") {
-    const Result result = Mcli({"logs", "train-a"});
+    const Result result = Mcli({"logs", "per-rank-a"});
     INFO(result);
     REQUIRE(result.exit_code == 0);
     CHECK(result.out ==
@@ -86,15 +86,61 @@ TEST_CASE("logs prints raw text, with [rank N] only when ranks are mixed", "[cli
     CHECK(result.err.empty());
   }
   SECTION("one rank: no prefix") {
-    const Result result = Mcli({"logs", "train-a", "--rank", "0"});
+    const Result result = Mcli({"logs", "per-rank-a", "--rank", "0"});
     INFO(result);
     REQUIRE(result.exit_code == 0);
     CHECK(result.out == "step 1 loss 2.50\nbad \xff byte\n");
   }
   SECTION("--failed and --first-exception are one rank's output: no prefix") {
-    CHECK(Mcli({"logs", "train-a", "--failed"}).out.find("[rank") == std::string::npos);
-    CHECK(Mcli({"logs", "train-a", "--first-exception"}).out.find("[rank") == std::string::npos);
+    CHECK(Mcli({"logs", "per-rank-a", "--failed"}).out.find("[rank") == std::string::npos);
+    CHECK(Mcli({"logs", "per-rank-a", "--first-exception"}).out.find("[rank") == std::string::npos);
   }
+}
+
+TEST_CASE("logs takes mcli's GPU-rank flags: global as --rank, local by the run's placement",
+          "[cli][logs]") {
+  FakeServer& server = Server();
+  SECTION("--global-gpu-rank is --rank") {
+    REQUIRE(Mcli({"logs", "train-a", "--global-gpu-rank", "3"}).exit_code == 0);
+    const v1::GetLogsRequest request = OnlyRequest(server);
+    CHECK((request.has_rank() && request.rank() == 3));
+  }
+  SECTION("--local-gpu-rank of node rank 1, 4 GPUs a node: global rank 6") {
+    const Result result = Mcli({"logs", "per-node-a", "--node-rank", "1", "--local-gpu-rank", "2"});
+    INFO(result);
+    REQUIRE(result.exit_code == 0);
+    const v1::GetLogsRequest request = OnlyRequest(server);
+    CHECK((request.has_rank() && request.rank() == 6));
+    CHECK((request.has_node_rank() && request.node_rank() == 1));
+  }
+  SECTION("--local-gpu-rank alone is node rank 0's") {
+    REQUIRE(Mcli({"logs", "per-node-a", "--local-gpu-rank", "3"}).exit_code == 0);
+    CHECK(OnlyRequest(server).rank() == 3);
+  }
+  SECTION("a local rank the node does not have, or two ways to name the rank: one error") {
+    const Result past = Mcli({"logs", "per-node-a", "--local-gpu-rank", "4"});
+    CHECK(past.exit_code == 2);
+    CHECK(past.err.find("node rank 0 of per-node-a has 4 GPU(s), local ranks 0 to 3") !=
+          std::string::npos);
+    const Result node = Mcli({"logs", "per-node-a", "--node-rank", "2", "--local-gpu-rank", "0"});
+    CHECK(node.exit_code == 1);
+    CHECK(node.err.find("has no node rank 2") != std::string::npos);
+    const Result both = Mcli({"logs", "train-a", "--rank", "1", "--local-gpu-rank", "0"});
+    CHECK(both.exit_code == 2);
+    CHECK(both.err.find("give one of them") != std::string::npos);
+    CHECK(server.logs.Requests().empty());
+  }
+}
+
+TEST_CASE("logs of a run launched per node marks lines by node", "[cli][logs]") {
+  Server();
+  const Result result = Mcli({"logs", "per-node-a"});
+  INFO(result);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.out ==
+        "[node 0] step 1 loss 2.50\n"
+        "[node 0] warning: slow data loader\n"
+        "[node 0] bad \xff byte\n");
 }
 
 TEST_CASE("logs -o json prints one JSON object per line", "[cli][logs]") {
@@ -176,6 +222,7 @@ TEST_CASE("logs: a server error is one line and exit 1", "[cli][logs]") {
   CHECK(result.err == "Error: run \"missing\" not found\n");
 }
 
+// The sample YAML says no `launch`: its run is launched per node, so lines are marked by node.
 TEST_CASE("run submit --follow prints status changes, then logs, until the run ends",
           "[cli][submit][logs]") {
   FakeServer& server = Server();
@@ -190,9 +237,9 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
     CHECK_THAT(lines[1], Catch::Contains("PENDING"));
     CHECK(lines[2] == "2023-11-14 22:13:21  STARTING     Run was placed on node-a");
     CHECK(lines[3] == "2023-11-14 22:13:22  RUNNING      Run started");
-    CHECK(lines[4] == "[rank 0] step 1 loss 2.50");
-    CHECK(lines[5] == "[rank 1] warning: slow data loader");
-    CHECK(lines[6] == "[rank 0] bad \xff byte");
+    CHECK(lines[4] == "[node 0] step 1 loss 2.50");
+    CHECK(lines[5] == "[node 0] warning: slow data loader");
+    CHECK(lines[6] == "[node 0] bad \xff byte");
     CHECK(lines[7] == "2023-11-14 22:13:30  COMPLETED    Run completed");
     CHECK(result.err.empty());
     const v1::GetLogsRequest request = OnlyRequest(server);
@@ -217,12 +264,12 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
     const auto lines = Lines(result.out);
     REQUIRE(lines.size() == 14);
     CHECK(lines[3] == "2023-11-14 22:13:22  RUNNING      Run started");
-    CHECK(lines[4] == "[rank 0] step 1 loss 2.50");
+    CHECK(lines[4] == "[node 0] step 1 loss 2.50");
     CHECK(lines[7] ==
           "2023-11-14 22:13:30  QUEUED       Run was placed back in the queue (node-a failed)");
     CHECK(lines[8] == "2023-11-14 22:13:41  STARTING     Run was placed on node-a");
     CHECK(lines[9] == "2023-11-14 22:13:42  RUNNING      Run started");
-    CHECK(lines[10] == "[rank 0] step 1 loss 2.50");
+    CHECK(lines[10] == "[node 0] step 1 loss 2.50");
     CHECK(lines[13] == "2023-11-14 22:13:31  COMPLETED    Run completed");
     const std::vector<v1::GetLogsRequest> requests = server.logs.Requests();
     REQUIRE(requests.size() == 2);
@@ -240,8 +287,8 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
     REQUIRE(lines.size() == 8);
     CHECK(lines[2] == "2023-11-14 22:13:21  STARTING     Run was placed on node-a");
     CHECK(lines[3] == "2023-11-14 22:13:22  RUNNING      Run started");
-    CHECK(lines[4] == "[rank 0] step 1 loss 2.50");
-    CHECK(lines[6] == "[rank 0] bad \xff byte");
+    CHECK(lines[4] == "[node 0] step 1 loss 2.50");
+    CHECK(lines[6] == "[node 0] bad \xff byte");
     CHECK(lines[7] == "2023-11-14 22:13:30  COMPLETED    Run completed");
   }
   SECTION("a run over before the follower looked: its lines, then its end with its message") {
@@ -251,9 +298,9 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
     const auto lines = Lines(result.out);
     REQUIRE(lines.size() == 5);
     CHECK(lines[0] == "instant-abc123");
-    CHECK(lines[1] == "[rank 0] step 1 loss 2.50");
-    CHECK(lines[2] == "[rank 1] warning: slow data loader");
-    CHECK(lines[3] == "[rank 0] bad \xff byte");
+    CHECK(lines[1] == "[node 0] step 1 loss 2.50");
+    CHECK(lines[2] == "[node 0] warning: slow data loader");
+    CHECK(lines[3] == "[node 0] bad \xff byte");
     CHECK(lines[4] == "2023-11-14 22:13:25  COMPLETED    Run completed");
     const v1::GetLogsRequest request = OnlyRequest(server);
     CHECK_FALSE(request.follow());  // the attempt is over: all its lines, no waiting
