@@ -149,7 +149,8 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
     }
   }
   if (in_image) RewriteHostPaths(own, spec.env);
-  const sandbox::GpuAccess gpu = sandbox::PlanGpuAccess(gpu_node_, gpus, in_image);
+  const sandbox::GpuAccess gpu =
+      sandbox::PlanGpuAccess(gpu_node_, gpus, in_image, start.num_nodes() > 1);
   for (const auto& m : gpu.mounts) s.mounts.push_back(m);
   s.shm_bytes = options_.shm_bytes * ranks;
   s.tmp_bytes = options_.tmp_bytes * ranks;

@@ -46,6 +46,8 @@ void AddSandboxFlags(CLI::App& app, SandboxFlags& f) {
   app.add_option("--gpu-device-dir", f.gpu_device_dir,
                  "where the GPUs' device nodes are (nvidia0, nvidiactl ...)")
       ->capture_default_str();
+  app.add_flag("--gpu-profiling", f.gpu_profiling,
+               "let runs profile their GPUs (binds /dev/nvidia-uvm-tools into their sandboxes)");
   app.add_option("--shm-size", f.shm_size,
                  "/dev/shm per rank: a node container's is this times its ranks (NCCL's "
                  "shared-memory transport lives there)")
@@ -133,6 +135,7 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
           : f.init_path;
   s.state_dir = fs::absolute(o.state_dir).string();
   s.gpu.device_dir = f.gpu_device_dir;
+  s.gpu.profiling = f.gpu_profiling;
   s.shm_bytes = *shm;
   s.limits = {.memory_bytes = *memory, .cpus = f.rank_cpu_limit, .processes = f.rank_process_limit};
   s.memory_by_node_share = memory_share;

@@ -23,6 +23,7 @@ struct SandboxFlags {
   std::string registry_certs_dir = "/etc/containers/certs.d";
   bool pull_with_skopeo = false;
   std::string gpu_device_dir = "/dev";
+  bool gpu_profiling = false;
   std::string shm_size = "8GiB";
   std::string rank_memory_limit = "auto";
   std::string tmp_size = "4GiB";

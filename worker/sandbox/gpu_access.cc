@@ -60,11 +60,13 @@ GpuNode GpuNode::Discover(GpuNodeOptions options) {
   for (const auto& [uuid, minor] : GpuMinorsByUuid(options.driver_gpus_dir)) {
     node.uuid_by_minor[minor] = uuid;
   }
+  node.mig = MigInstancesPresent(options.driver_caps_dir);
   node.options = std::move(options);
   return node;
 }
 
-GpuAccess PlanGpuAccess(const GpuNode& node, const std::vector<int>& gpu_indices, bool in_image) {
+GpuAccess PlanGpuAccess(const GpuNode& node, const std::vector<int>& gpu_indices, bool in_image,
+                        bool across_nodes) {
   GpuAccess access;
   if (gpu_indices.empty()) return access;
   const auto& minors = node.options.minor_by_index;
@@ -77,7 +79,9 @@ GpuAccess PlanGpuAccess(const GpuNode& node, const std::vector<int>& gpu_indices
     const auto uuid = node.uuid_by_minor.find(minor);
     visible.push_back(uuid == node.uuid_by_minor.end() ? std::to_string(index) : uuid->second);
   }
-  access.mounts = GpuDeviceMounts(node.options.device_dir, device_minors);
+  access.mounts =
+      GpuDeviceMounts(node.options.device_dir, device_minors,
+                      {.mig = node.mig, .profiling = node.options.profiling, .rdma = across_nodes});
   access.visible_devices = absl::StrJoin(visible, ",");
   if (in_image) {
     access.driver_mounted = !node.driver_mounts.empty();

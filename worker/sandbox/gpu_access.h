@@ -32,6 +32,10 @@ struct GpuNodeOptions {
   std::vector<std::string> driver_bin_dirs = DefaultDriverBinDirs();
   // Tessera's GPU index -> device minor number, where they differ.
   std::map<int, int> minor_by_index;
+  // Where the driver lists MIG instances (MigInstancesPresent).
+  std::string driver_caps_dir = "/proc/driver/nvidia/capabilities";
+  // Runs may profile (tessera-worker --gpu-profiling): their GPUs' profiling node is bound.
+  bool profiling = false;
 };
 
 struct GpuAccess {
@@ -47,6 +51,7 @@ struct GpuNode {
   GpuNodeOptions options;
   std::vector<BindMount> driver_mounts;      // DriverMounts of options' folders
   std::map<int, std::string> uuid_by_minor;  // from the driver's descriptions
+  bool mig = false;                          // its GPUs are split by MIG
 
   static GpuNode Discover(GpuNodeOptions options);
 };
@@ -56,7 +61,9 @@ struct GpuNode {
 // CUDA_VISIBLE_DEVICES naming them in that order. `in_image`: its root is an image, which
 // cannot carry the driver's user-space libraries (they must match the host's kernel module), so
 // they and the driver's tools are bound in, the way the NVIDIA container toolkit does.
-GpuAccess PlanGpuAccess(const GpuNode& node, const std::vector<int>& gpu_indices, bool in_image);
+// `across_nodes`: the run spans nodes (its sandbox gets the node's RDMA devices).
+GpuAccess PlanGpuAccess(const GpuNode& node, const std::vector<int>& gpu_indices, bool in_image,
+                        bool across_nodes = false);
 
 // Sets CUDA_VISIBLE_DEVICES and, where the driver was bound in, puts its folders on
 // LD_LIBRARY_PATH (first) and PATH (last). `path_if_unset` is used where env has no PATH.

@@ -64,7 +64,8 @@ void ReadLinkerConfig(const std::string& file, int depth, std::vector<std::strin
 }  // namespace
 
 std::vector<BindMount> GpuDeviceMounts(const std::string& device_dir,
-                                       const std::vector<int>& gpu_indices) {
+                                       const std::vector<int>& gpu_indices,
+                                       const GpuDeviceNeeds& needs) {
   std::vector<BindMount> out;
   if (gpu_indices.empty()) return out;
   const fs::path dir(device_dir);
@@ -74,13 +75,29 @@ std::vector<BindMount> GpuDeviceMounts(const std::string& device_dir,
       out.push_back({(dir / name).string(), "/dev/" + name, /*writable=*/true, /*device=*/true});
     }
   }
-  for (const char* name :
-       {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps"}) {
+  std::vector<const char*> names = {"nvidiactl", "nvidia-uvm"};
+  if (needs.profiling) names.push_back("nvidia-uvm-tools");
+  if (needs.mig) names.push_back("nvidia-caps");
+  if (needs.rdma) names.push_back("infiniband");
+  for (const char* name : names) {
     if (Exists(dir / name)) {
       out.push_back({(dir / name).string(), absl::StrCat("/dev/", name), true, true});
     }
   }
   return out;
+}
+
+bool MigInstancesPresent(const std::string& caps_dir) {
+  std::error_code ec;
+  for (fs::directory_iterator gpu(caps_dir, ec), end; !ec && gpu != end; gpu.increment(ec)) {
+    if (gpu->path().filename().string().rfind("gpu", 0) != 0) continue;
+    std::error_code inner;
+    for (fs::directory_iterator gi(gpu->path() / "mig", inner); !inner && gi != end;
+         gi.increment(inner)) {
+      if (gi->path().filename().string().rfind("gi", 0) == 0) return true;
+    }
+  }
+  return false;
 }
 
 std::vector<BindMount> DriverMounts(const std::vector<std::string>& lib_dirs,

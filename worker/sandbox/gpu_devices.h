@@ -16,12 +16,29 @@ namespace tessera::worker::sandbox {
 inline constexpr char kDriverLibDir[] = "/usr/local/nvidia/lib64";
 inline constexpr char kDriverBinDir[] = "/usr/local/nvidia/bin";
 
+// What a sandbox's GPUs need of the node's devices beyond their own nodes and the control nodes
+// CUDA opens (nvidiactl, nvidia-uvm), each only where it is so:
+struct GpuDeviceNeeds {
+  // The node's GPUs are split by MIG: nvidia-caps/ (the instances' access capabilities).
+  bool mig = false;
+  // The operator lets runs profile (--gpu-profiling): nvidia-uvm-tools (CUPTI's UVM counters).
+  bool profiling = false;
+  // The run spans nodes: infiniband/ (the RDMA devices NCCL's IB transport opens), where the
+  // node has them.
+  bool rdma = false;
+};
+
 // Device binds for the GPUs `gpu_indices` from `device_dir` (the host's /dev, or a folder of
-// simulated nodes in tests): nvidia<N> for each index given, then the control nodes
-// (nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset, nvidia-caps/) that exist. Each is
-// bound at /dev/<name>. Nothing when no GPU was given: a CPU rank sees no NVIDIA node at all.
+// simulated nodes in tests): nvidia<N> for each index given, then nvidiactl and nvidia-uvm and
+// what `needs` adds, those that exist. Each is bound at /dev/<name>. Never nvidia-modeset (the
+// display's). Nothing when no GPU was given: a CPU rank sees no NVIDIA node at all.
 std::vector<BindMount> GpuDeviceMounts(const std::string& device_dir,
-                                       const std::vector<int>& gpu_indices);
+                                       const std::vector<int>& gpu_indices,
+                                       const GpuDeviceNeeds& needs = {});
+
+// Whether the driver lists MIG instances under `caps_dir` (/proc/driver/nvidia/capabilities:
+// gpu<N>/mig/gi<G> for each GPU instance).
+bool MigInstancesPresent(const std::string& caps_dir);
 
 // Read-only binds of the driver's libraries (libcuda, libnvidia-*, libnvcuvid ...) found in
 // `lib_dirs` into kDriverLibDir, and of its tools (nvidia-smi ...) found in `bin_dirs` into

@@ -141,6 +141,35 @@ TEST_CASE("a rank gets its own GPU's device node and the control nodes, no other
   CHECK(GpuDeviceMounts(dev.path, {7}).size() == 2);
 }
 
+TEST_CASE("MIG's capabilities, profiling and RDMA devices only where the run's GPUs need them",
+          "[sandbox]") {
+  TempDir dev, caps;
+  for (const char* name :
+       {"nvidia0", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"}) {
+    std::ofstream(dev.path + "/" + name) << "";
+  }
+  std::filesystem::create_directories(dev.path + "/nvidia-caps");
+  std::filesystem::create_directories(dev.path + "/infiniband");
+  auto targets = [&](const GpuDeviceNeeds& needs) {
+    std::vector<std::string> out;
+    for (const auto& m : GpuDeviceMounts(dev.path, {0}, needs)) out.push_back(m.target);
+    return out;
+  };
+  // Never the display's node; the others only when needed.
+  CHECK(targets({}) ==
+        std::vector<std::string>{"/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm"});
+  CHECK(targets({.mig = true, .profiling = true, .rdma = true}) ==
+        std::vector<std::string>{"/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm",
+                                 "/dev/nvidia-uvm-tools", "/dev/nvidia-caps", "/dev/infiniband"});
+  // MIG is on where the driver lists a GPU instance.
+  std::filesystem::create_directories(caps.path + "/mig");
+  std::filesystem::create_directories(caps.path + "/gpu0/mig");
+  CHECK_FALSE(MigInstancesPresent(caps.path));
+  std::filesystem::create_directories(caps.path + "/gpu0/mig/gi1/ci0");
+  CHECK(MigInstancesPresent(caps.path));
+  CHECK_FALSE(MigInstancesPresent(caps.path + "/missing"));
+}
+
 TEST_CASE("the driver's libraries and tools are found and bound where the toolkit puts them",
           "[sandbox]") {
   TempDir lib, bin;
