@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/names.h"
+#include "cli/secret_input.h"
 #include "cli/table.h"
 #include "tessera/v1/admin.grpc.pb.h"
 
@@ -78,9 +79,12 @@ void AddConfigCommands(CLI::App& app, ActionSlot& slot) {
 
   auto key = std::make_shared<std::string>();
   CLI::App* set_key = set->add_subcommand("api-key", "Save the API key (file mode 0600)");
-  set_key->add_option("KEY", *key, "The API key")->required();
+  set_key->add_option("KEY", *key,
+                      "The API key; - or nothing reads it from standard input (a key on the "
+                      "command line is visible to others on this machine)");
   OnParsed(set_key, slot, [key](CommandContext& context) {
-    return SetValue(context, "api_key", *key, "API key", context.settings().api_key);
+    const std::string value = key->empty() || *key == "-" ? ReadSecretFrom("-", "API key") : *key;
+    return SetValue(context, "api_key", value, "API key", context.settings().api_key);
   });
 
   auto endpoint = std::make_shared<std::string>();

@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "cli/commands.h"
 #include "cli/names.h"
+#include "cli/secret_input.h"
 #include "cli/table.h"
 #include "cli/time_format.h"
 #include "tessera/v1/secrets.grpc.pb.h"
@@ -27,6 +28,8 @@ struct CreateSecretOptions {
   std::string argument;  // KEY=VALUE (env) or a local file (mounted, git-ssh, ssh)
   std::string mount_path;
   std::string username, password, server, email;
+  std::string password_file;  // a file, or "-" (--password-stdin)
+  std::string value_file;     // env: the value from a file, or "-"
 };
 
 std::string ReadLocalFile(const std::string& path) {
@@ -54,10 +57,23 @@ int CreateSecret(CommandContext& context, const CreateSecretOptions& o) {
   std::string name = o.name;
   switch (o.type) {
     case v1::SECRET_TYPE_ENVIRONMENT: {
+      // KEY=VALUE (mcli's), KEY=- (standard input), KEY --from-file FILE, or KEY alone (the
+      // value of $KEY here): only the first puts the value on the command line.
       const auto eq = o.argument.find('=');
-      if (eq == std::string::npos || eq == 0) ThrowUsage("expected KEY=VALUE, got " + o.argument);
-      s->set_env_key(o.argument.substr(0, eq));
-      request.set_value(o.argument.substr(eq + 1));
+      const std::string key = o.argument.substr(0, eq);
+      if (key.empty()) ThrowUsage("expected KEY=VALUE, KEY=- or KEY, got " + o.argument);
+      s->set_env_key(key);
+      const std::string what = "value of " + key;
+      if (!o.value_file.empty()) {
+        if (eq != std::string::npos) ThrowUsage("--from-file and KEY=VALUE: give one of them");
+        request.set_value(ReadSecretFrom(o.value_file, what));
+      } else if (eq == std::string::npos) {
+        request.set_value(SecretFromEnvironment(key, what));
+      } else if (o.argument.substr(eq + 1) == "-") {
+        request.set_value(ReadSecretFrom("-", what));
+      } else {
+        request.set_value(o.argument.substr(eq + 1));
+      }
       if (name.empty()) name = SecretNameFrom(s->env_key());
       break;
     }
@@ -81,7 +97,13 @@ int CreateSecret(CommandContext& context, const CreateSecretOptions& o) {
     case v1::SECRET_TYPE_DOCKER_REGISTRY:
       s->set_server(o.server);
       s->set_username(o.username);
-      request.set_value(o.password);
+      if (o.password.empty() == o.password_file.empty()) {
+        ThrowUsage(
+            "give the password once: --password-stdin, --password-file FILE or --password "
+            "(which others on this machine can see)");
+      }
+      request.set_value(o.password.empty() ? ReadSecretFrom(o.password_file, "password")
+                                           : o.password);
       if (name.empty()) name = SecretNameFrom("docker-" + o.server);
       break;
     default:
@@ -155,11 +177,22 @@ void AddCreateSecret(CLI::App* secret, ActionSlot& slot, const std::string& type
   command->add_option("--name", o->name, "The secret's name (default: from what it holds)");
   switch (type) {
     case v1::SECRET_TYPE_ENVIRONMENT:
-      command->add_option("KEY=VALUE", o->argument, "The variable and its value")->required();
+      command
+          ->add_option("KEY=VALUE", o->argument,
+                       "The variable and its value; KEY=- reads the value from standard input, "
+                       "KEY alone takes it from $KEY here")
+          ->required();
+      command->add_option("--from-file", o->value_file, "Read the value from this file");
       break;
     case v1::SECRET_TYPE_DOCKER_REGISTRY:
       command->add_option("--username", o->username, "The registry user")->required();
-      command->add_option("--password", o->password, "The password or access token")->required();
+      command->add_option("--password", o->password,
+                          "The password or access token (visible to others on this machine: "
+                          "prefer --password-stdin or --password-file)");
+      command->add_flag_callback(
+          "--password-stdin", [o] { o->password_file = "-"; },
+          "Read the password from standard input");
+      command->add_option("--password-file", o->password_file, "Read the password from this file");
       command->add_option("--server", o->server, "The registry's host[:port]")->required();
       command->add_option("--email", o->email, "Accepted for compatibility");
       break;

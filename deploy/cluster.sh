@@ -215,7 +215,7 @@ up() {
     local key
     key="$("$BIN/tessera-server" --database-url "$url" --log-level warn create-api-key \
             --user "$user" --role admin --description "local cluster admin key")"
-    "$BIN/mcli" set api-key "$key" >/dev/null
+    printf '%s\n' "$key" | "$BIN/mcli" set api-key >/dev/null  # never on argv
   fi
 
   for i in $(seq 0 $((n - 1))); do
