@@ -31,9 +31,11 @@ struct SchedulerConfig {
   // How often a live node's last heartbeat is written to the store (for people: leases live in
   // the leader's memory and never wait for the database).
   absl::Duration heartbeat_persist_interval = absl::Seconds(15);
-  // Ports for MASTER_PORT are drawn from [base, base + span).
+  // Ports for MASTER_PORT are drawn from [base, base + span): below Linux's ephemeral ports
+  // (32768 up by default), which any connection on a node may hold at the moment a rank binds
+  // its rendezvous port ("Address already in use", seen on a resumed attempt).
   int master_port_base = 29500;
-  int master_port_span = 10000;
+  int master_port_span = 3000;
   // Fair share: GPU-seconds used this long ago count half (Slurm's PriorityDecayHalfLife; its
   // default is 7 days too).
   absl::Duration fair_share_half_life = absl::Hours(24 * 7);

@@ -113,7 +113,7 @@ TEST_CASE("walls go up for the ranks' uids, after removing those of workers that
                 " -p tcp --dport 29500 -m owner ! --uid-owner 100001 -j REJECT"));
 }
 
-TEST_CASE("walls: IPv4 alone where ip6tables fails; none, said why, where iptables does",
+TEST_CASE("walls: IPv4 alone where ip6tables fails, none (said why) where iptables does",
           "[walls]") {
   RecordingIptables ipt;
   ipt.broken = {"/usr/sbin/ip6tables"};
