@@ -62,6 +62,7 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
   AddLogsCommands(app, slot);
   AddHealthCommands(app, slot);
   AddSecretCommands(app, slot);
+  AddConnectCommands(app, slot);
 }
 
 }  // namespace

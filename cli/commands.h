@@ -35,6 +35,8 @@ void AddLogsCommands(CLI::App& app, ActionSlot& slot);
 // mcli create secret env|mounted|docker-registry|git-ssh|ssh, mcli get secrets, mcli delete
 // secret (after AddGetCommands and AddRunLifecycleCommands: it adds to `get` and `delete`)
 void AddSecretCommands(CLI::App& app, ActionSlot& slot);
+// mcli connect RUN, mcli interactive
+void AddConnectCommands(CLI::App& app, ActionSlot& slot);
 // mcli health sweep|sweeps|show
 void AddHealthCommands(CLI::App& app, ActionSlot& slot);
 // mcli get metrics RUN (added to `get`)

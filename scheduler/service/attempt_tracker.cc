@@ -61,6 +61,14 @@ std::optional<v1::Run> AttemptTracker::ActiveRun(const std::string& run_id, int 
   return it->second;
 }
 
+std::optional<v1::Run> AttemptTracker::ActiveRunNamed(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, run] : active_) {
+    if (run.name() == name) return run;
+  }
+  return std::nullopt;
+}
+
 AttemptState AttemptTracker::State(const std::string& run_id, int resumption) const {
   absl::MutexLock lock(&mu_);
   auto it = attempts_.find({run_id, resumption});

@@ -74,6 +74,8 @@ class AttemptTracker {
   bool IsActive(const std::string& run_id) const;
   // The run, when `resumption` is its active attempt.
   std::optional<v1::Run> ActiveRun(const std::string& run_id, int resumption) const;
+  // The active run named `name` (mcli connect); nullopt when none is.
+  std::optional<v1::Run> ActiveRunNamed(const std::string& name) const;
   // The books of an attempt (empty ones when nothing was reported yet).
   AttemptState State(const std::string& run_id, int resumption) const;
   // Whether the attempt's ranks were told to stop (cheaper than State: nothing is copied).

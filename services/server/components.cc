@@ -3,10 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "healthcheck/health_service.h"
 #include "scheduler/service/scheduler_runner.h"
 #include "scheduler/service/scheduler_service.h"
+#include "scheduler/service/shell_service.h"
 #include "services/admin/admin_handler.h"
 #include "services/admin/admin_service.h"
 #include "services/admin/join_service.h"
@@ -158,9 +160,19 @@ class SchedulerComponent final : public Component {
             scheduler_, f.authenticator, [this] { return election_->IsLeader(); }, o.instance_id),
         control_(
             scheduler_, workers_, f.authenticator, [this] { return election_->IsLeader(); },
-            [this] { return election_->KeepsWorkers(); }) {}
+            [this] { return election_->KeepsWorkers(); }),
+        shells_(std::make_shared<scheduler::ShellHub>(
+            scheduler_.attempts, scheduler::ShellHubOptions{},
+            [random = f.random] {
+              return absl::StrCat(absl::Hex(random->Next(), absl::kZeroPad16),
+                                  absl::Hex(random->Next(), absl::kZeroPad16));
+            })),
+        shell_api_(shells_, f.authenticator, [this] { return election_->IsLeader(); }),
+        shell_relay_(shells_, f.authenticator, [this] { return election_->IsLeader(); }) {}
   ~SchedulerComponent() override { runner_.reset(); }
-  std::vector<grpc::Service*> services() override { return {&api_, &control_}; }
+  std::vector<grpc::Service*> services() override {
+    return {&api_, &control_, &shell_api_, &shell_relay_};
+  }
 
  private:
   store::FenceSource Fence() const {
@@ -173,6 +185,9 @@ class SchedulerComponent final : public Component {
   std::unique_ptr<scheduler::SchedulerRunner> runner_;
   scheduler::SchedulerService api_;
   scheduler::WorkerControlService control_;
+  std::shared_ptr<scheduler::ShellHub> shells_;
+  scheduler::ShellService shell_api_;
+  scheduler::ShellRelayService shell_relay_;
 };
 
 class CordonComponent final : public Component {

@@ -440,6 +440,23 @@ std::vector<v1::LocalAttempt> AttemptManager::LocalAttempts() {
   return out;
 }
 
+absl::StatusOr<pid_t> AttemptManager::SandboxOf(const std::string& run_id, int resumption) {
+  if (!options_.sandbox) {
+    return absl::FailedPreconditionError(
+        "this node runs ranks without a sandbox (--sandbox off): there is no container to open "
+        "a shell in");
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = attempts_.find({run_id, resumption});
+  if (it != attempts_.end() && !it->second.ended_at) {
+    for (auto& p : it->second.procs) {
+      if (!p->exit()) return p->pid();
+    }
+  }
+  return absl::NotFoundError(
+      absl::StrCat("attempt ", resumption, " of run ", run_id, " runs nothing on this node now"));
+}
+
 std::vector<pid_t> AttemptManager::RankProcessGroups() {
   absl::MutexLock lock(&mu_);
   std::vector<pid_t> groups;

@@ -98,6 +98,9 @@ class AttemptManager {
   int running_ranks();
   // Attempts still preparing (pulling their image).
   int preparing();
+  // The sandbox (its outermost process) of the attempt's first running rank or launcher here,
+  // for mcli connect. FAILED_PRECONDITION without a sandbox; NOT_FOUND when nothing of it runs.
+  absl::StatusOr<pid_t> SandboxOf(const std::string& run_id, int resumption);
   // The process groups of every running rank (for fault injection's throttle).
   std::vector<pid_t> RankProcessGroups();
 

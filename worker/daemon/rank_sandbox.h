@@ -67,6 +67,8 @@ class RankSandbox {
   const sandbox::Cgroups& cgroups() const { return cgroups_; }
   bool limits_wanted() const { return options_.limits.any() || options_.memory_by_node_share; }
   const RankSandboxOptions& options() const { return options_; }
+  // The ranks' seccomp filter (empty where it could not be built: Check says so).
+  std::string seccomp_program() const { return seccomp_.ok() ? *seccomp_ : std::string(); }
 
   // Where the kernel killed a rank for exceeding its memory limit, a line that says so (for the
   // rank's log: its exit code alone, 137, does not tell a user why); nullopt otherwise.

@@ -316,6 +316,19 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
       *d->attempts_, MonotonicClock::Shared(),
       [gen] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
   d->session_->Start();
+  // mcli connect: shells in the runs' containers (only where ranks have one).
+  if (rank_sandbox) {
+    AttemptManager* attempts = d->attempts_.get();
+    d->shells_ = std::make_unique<ShellSessions>(
+        ShellSessionsOptions{.endpoint = o.scheduler_endpoint,
+                             .api_key = o.api_key,
+                             .tls = o.tls,
+                             .seccomp = rank_sandbox->seccomp_program()},
+        [attempts](const std::string& run_id, int resumption) {
+          return attempts->SandboxOf(run_id, resumption);
+        });
+    d->shells_->Start();
+  }
 
   WorkerDaemon* self = d.get();
   // Every family is on /metrics from the first scrape, not only after the first refresh or the
@@ -372,6 +385,7 @@ WorkerDaemon::~WorkerDaemon() {
   stop_.Notify();
   if (metrics_thread_.joinable()) metrics_thread_.join();
   session_.reset();
+  shells_.reset();    // hangs up every shell before the ranks stop
   throttle_.reset();  // lets stopped ranks run again, so that they can be stopped
   canaries_.reset();
   if (preflight_) preflight_->CancelScripts();  // a start waiting on one must not hold us up

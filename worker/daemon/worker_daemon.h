@@ -17,6 +17,7 @@
 #include "worker/daemon/control_session.h"
 #include "worker/daemon/fence_watchdog.h"
 #include "worker/daemon/network_walls.h"
+#include "worker/daemon/shell_sessions.h"
 #include "worker/daemon/preflight.h"
 #include "worker/daemon/progress_watcher.h"
 #include "worker/daemon/rank_identity.h"
@@ -99,6 +100,7 @@ class WorkerDaemon {
   std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
   std::shared_ptr<image::ToolRunner> walls_runner_;
   std::shared_ptr<NetworkWalls> walls_;  // null: --network-walls off
+  std::unique_ptr<ShellSessions> shells_;  // null: no sandbox, so no mcli connect
   pid_t watchdog_ = 0;
   absl::Notification stop_;
   std::thread metrics_thread_;

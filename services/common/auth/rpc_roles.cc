@@ -100,6 +100,11 @@ const std::vector<RpcRule>& RpcRoleTable() {
       {"tessera.v1.SchedulerService/EvictNode", kServices},
       // A worker's control stream: only as its own node (WorkerControlService checks the name).
       {"tessera.v1.WorkerControl/Connect", {ROLE_NODE}},
+      // mcli connect: a shell in a run's container (the hub lets in its owner and admins), every
+      // session audited; the nodes' side only as their own node.
+      {"tessera.v1.ShellService/Connect", kPeople, kAuditPeople},
+      {"tessera.v1.ShellRelay/Listen", {ROLE_NODE}},
+      {"tessera.v1.ShellRelay/Attach", {ROLE_NODE}},
       // Cordons.
       {"tessera.v1.CordonService/CordonNode", kOperators, kAuditPeople},
       {"tessera.v1.CordonService/UncordonNode", kOperators, kAuditPeople},

@@ -21,6 +21,7 @@
 #include "tessera/v1/run_metrics.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
+#include "tessera/v1/shell.grpc.pb.h"
 #include "tessera/v1/worker.grpc.pb.h"
 
 namespace tessera::auth {
@@ -32,11 +33,11 @@ using google::protobuf::DescriptorPool;
 std::set<std::string> ApiMethods() {
   std::set<std::string> out;
   // A file's descriptors are in the pool once its generated code is linked: one type of each.
-  for (const auto* linked :
-       {v1::Actor::descriptor(), v1::Run::descriptor(), v1::Node::descriptor(),
-        v1::GetQueueRequest::descriptor(), v1::CordonNodeRequest::descriptor(),
-        v1::StartSweepRequest::descriptor(), v1::LogLine::descriptor(), v1::ApiKey::descriptor(),
-        v1::WorkerMessage::descriptor(), v1::ProgressPoint::descriptor()}) {
+  for (const auto* linked : {v1::Actor::descriptor(), v1::Run::descriptor(), v1::Node::descriptor(),
+                             v1::GetQueueRequest::descriptor(), v1::CordonNodeRequest::descriptor(),
+                             v1::StartSweepRequest::descriptor(), v1::LogLine::descriptor(),
+                             v1::ApiKey::descriptor(), v1::WorkerMessage::descriptor(),
+                             v1::ProgressPoint::descriptor(), v1::ShellInput::descriptor()}) {
     REQUIRE(linked->file() != nullptr);
   }
   for (const auto& file : absl::StrSplit(TESSERA_API_PROTO_FILES, ',')) {
@@ -80,6 +81,7 @@ TEST_CASE("least privilege: what each role may not call") {
     // A node's key: its control stream, its logs, its certificate, and who it is. Nothing else.
     const bool node_method =
         m == "tessera.v1.WorkerControl/Connect" || m == "tessera.v1.LogService/PushLogs" ||
+        absl::StartsWith(m, "tessera.v1.ShellRelay/") ||
         m == "tessera.v1.NodeJoin/RenewNodeCertificate" || m == "tessera.v1.AdminService/WhoAmI";
     CHECK(Allows(m, v1::ROLE_NODE) == node_method);
     // People never call what only Tessera's services may.
@@ -89,7 +91,8 @@ TEST_CASE("least privilege: what each role may not call") {
         m == "tessera.v1.SchedulerService/EvictNode" ||
         m == "tessera.v1.SchedulerService/CheckFit" ||
         absl::StartsWith(m, "tessera.v1.HealthService/Report") ||
-        m == "tessera.v1.LogService/PushLogs" || m == "tessera.v1.WorkerControl/Connect";
+        m == "tessera.v1.LogService/PushLogs" || m == "tessera.v1.WorkerControl/Connect" ||
+        absl::StartsWith(m, "tessera.v1.ShellRelay/");
     if (internal) {
       for (v1::Role person : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_ADMIN}) {
         CHECK_FALSE(Allows(m, person));

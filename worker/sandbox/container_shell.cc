@@ -1,0 +1,259 @@
+#include "worker/sandbox/container_shell.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#if __has_include(<linux/close_range.h>)
+#include <linux/close_range.h>
+#endif
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace tessera::worker::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ino_t PidNamespace(const std::string& proc, pid_t pid) {
+  struct stat st {};
+  if (::stat(absl::StrCat(proc, "/", pid, "/ns/pid").c_str(), &st) != 0) return 0;
+  return st.st_ino;
+}
+
+// The process's real uid or gid ("Uid:" or "Gid:" of its status), as this side sees it.
+std::optional<unsigned> StatusId(const std::string& status, const std::string& field) {
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, field)) continue;
+    std::vector<absl::string_view> ids = absl::StrSplit(line, '\t', absl::SkipWhitespace());
+    unsigned id = 0;
+    if (!ids.empty() && absl::SimpleAtoi(ids[0], &id)) return id;
+  }
+  return std::nullopt;
+}
+
+// The cgroup.procs files of the process's cgroups (v1: each hierarchy's; v2: the unified one).
+std::vector<std::string> CgroupProcsFiles(const std::string& cgroups) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(cgroups, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
+    if (f.size() != 3 || f[2] == "/") continue;
+    std::string hierarchy = f[1];
+    if (hierarchy.empty()) {
+      out.push_back(absl::StrCat("/sys/fs/cgroup", f[2], "/cgroup.procs"));
+      continue;
+    }
+    if (absl::StartsWith(hierarchy, "name=")) continue;
+    // "cpu,cpuacct" is mounted at /sys/fs/cgroup/cpu,cpuacct.
+    out.push_back(absl::StrCat("/sys/fs/cgroup/", hierarchy, f[2], "/cgroup.procs"));
+  }
+  return out;
+}
+
+// Writes `text` to the terminal and ends the child: what failed inside cannot be returned.
+[[noreturn]] void Fail(int terminal, const char* what) {
+  const int error = errno;
+  const char* prefix = "tessera: cannot open a shell in the run's container: ";
+  ssize_t unused = ::write(terminal, prefix, std::strlen(prefix));
+  unused = ::write(terminal, what, std::strlen(what));
+  unused = ::write(terminal, ": ", 2);
+  const char* why = ::strerror(error);
+  unused = ::write(terminal, why, std::strlen(why));
+  unused = ::write(terminal, "\r\n", 2);
+  (void)unused;
+  ::_exit(126);
+}
+
+volatile pid_t g_shell = 0;
+void KillShell(int) {
+  if (g_shell > 0) ::kill(g_shell, SIGKILL);
+}
+
+}  // namespace
+
+absl::StatusOr<pid_t> ProcessInsideSandbox(pid_t outer, const std::string& proc) {
+  const ino_t outside = PidNamespace(proc, outer);
+  if (outside == 0) return absl::NotFoundError(absl::StrCat("process ", outer, " has ended"));
+  std::map<pid_t, std::vector<pid_t>> children;
+  std::error_code ec;
+  for (fs::directory_iterator it(proc, ec), end; !ec && it != end; it.increment(ec)) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(it->path().filename().string(), &pid)) continue;
+    // stat: "pid (comm) state ppid ...": the command may hold spaces and parentheses.
+    const std::string stat = Slurp(it->path().string() + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ');
+    pid_t parent = 0;
+    if (f.size() > 1 && absl::SimpleAtoi(f[1], &parent)) children[parent].push_back(pid);
+  }
+  std::deque<pid_t> next = {outer};
+  while (!next.empty()) {
+    const pid_t p = next.front();
+    next.pop_front();
+    for (pid_t c : children[p]) {
+      const ino_t ns = PidNamespace(proc, c);
+      // bubblewrap's own process is the namespace's first, with bubblewrap's environment; its
+      // child (the sandbox's init) has the run's environment and working folder.
+      if (ns != 0 && ns != outside) return children[c].empty() ? c : children[c].front();
+      next.push_back(c);
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("no process of sandbox ", outer, " was found inside it"));
+}
+
+absl::StatusOr<pid_t> StartContainerShell(const ContainerShell& shell, ForkChild fork_child) {
+  const std::string base = absl::StrCat("/proc/", shell.inside);
+  // Everything the child needs is read and opened here: after fork it may not allocate.
+  const std::string status = Slurp(base + "/status");
+  const auto uid = StatusId(status, "Uid:");
+  const auto gid = StatusId(status, "Gid:");
+  if (!uid || !gid) return absl::NotFoundError("the run's container has ended");
+  std::vector<std::string> env;
+  for (absl::string_view e : absl::StrSplit(Slurp(base + "/environ"), '\0', absl::SkipEmpty())) {
+    if (absl::StartsWith(e, "TERM=") && !shell.term.empty()) continue;
+    env.emplace_back(e);
+  }
+  if (!shell.term.empty()) env.push_back("TERM=" + shell.term);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<int> fds;
+  auto open_fd = [&](const std::string& path, int flags) {
+    const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+    if (fd >= 0) fds.push_back(fd);
+    return fd;
+  };
+  auto close_all = [&] {
+    for (int fd : fds) ::close(fd);
+  };
+  struct Namespace {
+    const char* name;
+    int type;
+    int fd;
+  };
+  std::vector<Namespace> namespaces = {
+      {"ipc", CLONE_NEWIPC, -1}, {"uts", CLONE_NEWUTS, -1}, {"cgroup", CLONE_NEWCGROUP, -1},
+      {"pid", CLONE_NEWPID, -1}, {"mnt", CLONE_NEWNS, -1},  {"user", CLONE_NEWUSER, -1}};
+  for (auto& ns : namespaces) {
+    ns.fd = open_fd(absl::StrCat(base, "/ns/", ns.name), O_RDONLY);
+    if (ns.fd < 0 && std::string(ns.name) != "cgroup") {
+      close_all();
+      return absl::NotFoundError(absl::StrCat("the run's container has ended (its ", ns.name,
+                                              " namespace cannot be opened)"));
+    }
+  }
+  const int root = open_fd(base + "/root", O_RDONLY | O_DIRECTORY);
+  const int cwd = open_fd(base + "/cwd", O_RDONLY | O_DIRECTORY);
+  std::vector<int> cgroup_procs;
+  for (const auto& file : CgroupProcsFiles(Slurp(base + "/cgroup"))) {
+    if (const int fd = open_fd(file, O_WRONLY); fd >= 0) cgroup_procs.push_back(fd);
+  }
+  if (root < 0 || cwd < 0) {
+    close_all();
+    return absl::NotFoundError("the run's container has ended");
+  }
+  std::string command = shell.command;
+  const char* sh_argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  const char* bash_login[] = {"-bash", nullptr};
+  const char* sh_login[] = {"-sh", nullptr};
+  sock_fprog filter{};
+  filter.len = static_cast<unsigned short>(shell.seccomp.size() / sizeof(sock_filter));
+  filter.filter = reinterpret_cast<sock_filter*>(const_cast<char*>(shell.seccomp.data()));
+  const int terminal = shell.output;  // where the child's errors go
+  const int input = shell.input;
+  const bool tty = shell.tty;
+  const uid_t run_uid = *uid;
+  const gid_t run_gid = *gid;
+
+  const pid_t keeper = fork_child([&] {
+    // Out of the worker's groups first, while still privileged: none of them come inside.
+    if (::setgroups(0, nullptr) != 0) Fail(terminal, "setgroups");
+    for (int fd : cgroup_procs) {
+      if (::write(fd, "0", 1) != 1) Fail(terminal, "joining the run's cgroup");
+    }
+    for (const auto& ns : namespaces) {
+      if (ns.fd < 0 || ns.type == CLONE_NEWUSER) continue;
+      if (::setns(ns.fd, ns.type) != 0) Fail(terminal, ns.name);
+    }
+    if (::fchdir(root) != 0 || ::chroot(".") != 0) Fail(terminal, "its root");
+    if (::setns(namespaces.back().fd, CLONE_NEWUSER) != 0) Fail(terminal, "user namespace");
+    if (::setresgid(run_gid, run_gid, run_gid) != 0) Fail(terminal, "the run's gid");
+    if (::setresuid(run_uid, run_uid, run_uid) != 0) Fail(terminal, "the run's uid");
+    // The shell itself is a child: only children enter the PID namespace.
+    const pid_t child = ::fork();
+    if (child < 0) Fail(terminal, "fork");
+    if (child == 0) {
+      if (::setsid() < 0) Fail(terminal, "setsid");
+      if (tty && ::ioctl(terminal, TIOCSCTTY, 0) != 0) Fail(terminal, "its terminal");
+      if (::dup2(input, 0) < 0 || ::dup2(terminal, 1) < 0 || ::dup2(terminal, 2) < 0) {
+        Fail(terminal, "its input and output");
+      }
+      if (terminal > 2) ::close(terminal);
+      if (input > 2 && input != terminal) ::close(input);
+#ifdef CLOSE_RANGE_CLOEXEC
+      // Descriptors the worker leaked without O_CLOEXEC must not reach the shell.
+      ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+#endif
+      if (::fchdir(cwd) != 0) (void)::chdir("/");
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Fail(terminal, "no_new_privs");
+      if (filter.len > 0 && ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter) != 0) {
+        Fail(terminal, "the seccomp filter");
+      }
+      if (!command.empty()) {
+        ::execve("/bin/sh", const_cast<char**>(sh_argv), envp.data());
+      } else if (::access("/bin/bash", X_OK) == 0) {
+        ::execve("/bin/bash", const_cast<char**>(bash_login), envp.data());
+      } else {
+        ::execve("/bin/sh", const_cast<char**>(sh_login), envp.data());
+      }
+      Fail(terminal, "/bin/sh");
+    }
+    g_shell = child;
+    struct sigaction kill_shell {};
+    kill_shell.sa_handler = KillShell;
+    ::sigaction(SIGTERM, &kill_shell, nullptr);
+    ::close(terminal);
+    ::close(input);
+    int st = 0;
+    while (::waitpid(child, &st, 0) < 0 && errno == EINTR) {
+    }
+    ::_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  });
+  close_all();
+  if (keeper < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  return keeper;
+}
+
+}  // namespace tessera::worker::sandbox
