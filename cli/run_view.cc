@@ -211,7 +211,7 @@ std::string FormatRunChange(const tessera::v1::RunChange& change) {
     line += change.run().status_reason();
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
-  return line;
+  return InertText(line);
 }
 
 }  // namespace tessera::cli

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <ostream>
 
+#include "absl/strings/str_format.h"
+
 namespace tessera::cli {
 namespace {
 
@@ -12,7 +14,7 @@ std::string OneLine(const std::string& text) {
   std::string line = text;
   std::replace_if(
       line.begin(), line.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; }, ' ');
-  return line;
+  return InertText(line);
 }
 
 // The byte offset just past the first `count` code points of `text`.
@@ -28,6 +30,24 @@ size_t PrefixBytes(const std::string& text, size_t count) {
 }
 
 }  // namespace
+
+std::string InertText(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      out += absl::StrFormat("\\x%02x", c);
+    } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {  // U+0080..U+009F, as UTF-8
+      out += absl::StrFormat("\\u%04x", next);
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 size_t DisplayWidth(const std::string& text) {
   return static_cast<size_t>(
@@ -90,8 +110,10 @@ void Fields::Print(std::ostream& out, const std::string& indent) const {
   size_t width = 0;
   for (const auto& [key, value] : fields_) width = std::max(width, DisplayWidth(key) + 1);
   for (const auto& [key, value] : fields_) {
-    std::string line = indent + key + ":";
-    if (!value.empty()) line += std::string(width - DisplayWidth(key) - 1 + 2, ' ') + value;
+    std::string line = indent + InertText(key) + ":";
+    if (!value.empty()) {
+      line += std::string(width - DisplayWidth(key) - 1 + 2, ' ') + InertText(value);
+    }
     out << line << "\n";
   }
 }

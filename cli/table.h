@@ -28,11 +28,18 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// `text` made inert for a terminal: every control character but newline and tab (an escape
+// sequence's ESC, a bell, backspace, DEL, the C1 controls) shown as \xNN (\u00NN for C1), so that
+// nothing a user stored (a run's name, an event's message, a refusal in the audit log) can move
+// the cursor, recolour, retitle or clear the terminal that mcli prints it to.
+std::string InertText(const std::string& text);
+
 // Number of UTF-8 code points in `text`.
 size_t DisplayWidth(const std::string& text);
 
 // `text` cut to at most `width` code points, ending in "..." when it was cut; newlines and tabs
-// become spaces so that one cell stays on one line.
+// become spaces so that one cell stays on one line, and other control characters are shown
+// (InertText).
 std::string FitCell(const std::string& text, size_t width);
 
 // `text` fitted to `width` code points and padded with blanks to exactly that width, for lines

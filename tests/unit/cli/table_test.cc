@@ -11,6 +11,7 @@ namespace {
 using tessera::cli::DisplayWidth;
 using tessera::cli::Fields;
 using tessera::cli::FitCell;
+using tessera::cli::InertText;
 using tessera::cli::PadRight;
 using tessera::cli::Table;
 
@@ -88,6 +89,11 @@ TEST_CASE("widths count UTF-8 code points", "[cli][table]") {
 
 TEST_CASE("cells stay on one line", "[cli][table]") {
   CHECK(FitCell("line one\nline\ttwo", 0) == "line one line two");
+  // What a user stored cannot drive the terminal: ESC, BEL, backspace, DEL and C1 controls
+  // are shown, not sent.
+  CHECK(FitCell("run\x1b]0;pwned\x07\x1b[2J\b\x7f\xc2\x9b", 0) ==
+        "run\\x1b]0;pwned\\x07\\x1b[2J\\x08\\x7f\\u009b");
+  CHECK(InertText("two\nlines \xC3\xA9") == "two\nlines \xC3\xA9");  // text, UTF-8 kept
   CHECK(FitCell("abcdef", 3) == "abc");
   CHECK(FitCell("abcdef", 6) == "abcdef");
   CHECK(PadRight("ab", 4) == "ab  ");
