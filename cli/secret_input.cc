@@ -4,11 +4,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
 
+#include "base/file_util.h"
 #include "cli/errors.h"
 
 namespace tessera::cli {
@@ -48,11 +47,10 @@ std::string ReadSecretFrom(const std::string& source, const std::string& what) {
       value.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     }
   } else {
-    std::ifstream in(source, std::ios::binary);
-    if (!in) ThrowUsage("cannot read the " + what + " from " + source);
-    std::stringstream s;
-    s << in.rdbuf();
-    value = s.str();
+    auto read = ReadWholeFile(source);
+    if (!read.ok())
+      ThrowUsage("cannot read the " + what + ": " + std::string(read.status().message()));
+    value = *std::move(read);
   }
   value = DropTrailingNewline(std::move(value));
   if (value.empty()) {

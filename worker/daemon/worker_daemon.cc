@@ -174,6 +174,8 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
       MonotonicClock::Shared());
   PreflightChecker* checker = d->preflight_.get();
   if (o.network_walls != "off") {
+    // A runner of its own: the pre-flight checks' is cancelled as the worker stops, before the
+    // walls are taken down.
     d->walls_runner_ = std::make_shared<image::ProcessToolRunner>(
         image::ProcessToolRunner::ForkHooks{ForkOwnedChild, ReleaseOwnedChild});
     NetworkWallsOptions walls{.state_dir = std::filesystem::absolute(o.state_dir).string(),

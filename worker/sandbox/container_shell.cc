@@ -18,27 +18,22 @@
 #endif
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/file_util.h"
 
 namespace tessera::worker::sandbox {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// A /proc file's text; empty when it cannot be read (the process is gone: callers say so).
+std::string Slurp(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 ino_t PidNamespace(const std::string& proc, pid_t pid) {
   struct stat st {};
@@ -178,7 +173,7 @@ absl::StatusOr<pid_t> StartContainerShell(const ContainerShell& shell, ForkChild
     close_all();
     return absl::NotFoundError("the run's container has ended");
   }
-  std::string command = shell.command;
+  const std::string& command = shell.command;
   const char* sh_argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
   const char* bash_login[] = {"-bash", nullptr};
   const char* sh_login[] = {"-sh", nullptr};
