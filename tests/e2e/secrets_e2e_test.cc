@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tests/integration/sandbox/sandbox_helpers.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/temp_dir.h"
 
@@ -16,8 +17,8 @@ TEST_CASE("secrets and the API key reach mcli from stdin, a file or the environm
   const TempDir dir("tessera-secrets-e2e");
   // The cluster's key for secrets (64 hex digits, mode 600).
   const std::string key_file = dir.Write("secrets.key", std::string(64, 'c') + "\n");
-  std::filesystem::permissions(key_file, std::filesystem::perms::owner_read |
-                                             std::filesystem::perms::owner_write);
+  std::filesystem::permissions(
+      key_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   LocalCluster c({"--secrets-key-file", key_file});
   c.StartWorker("node-a", 1);
   dir.Write("token", "from-stdin\n");
@@ -61,7 +62,10 @@ TEST_CASE("secrets and the API key reach mcli from stdin, a file or the environm
   const v1::Run run =
       c.Submit("secrets-read", "echo \"[$STDIN_TOKEN] [$ENV_TOKEN] [$FILE_TOKEN]\"", 1, 1);
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
-  CHECK(absl::StrContains(c.LogText(run.name(), 0), "[from-stdin] [from-env] [from-a-file]"));
+  // The run's last log batch may reach the log service after its status does.
+  const std::string printed = WaitForOutput(c, run.name(), "[from-stdin]");
+  INFO(printed);
+  CHECK(absl::StrContains(printed, "[from-stdin] [from-env] [from-a-file]"));
 
   // The API key from standard input, saved to the config file (mode 600) and used from it.
   const std::string config = dir.path + "/config.yaml";

@@ -85,8 +85,11 @@ dist.barrier()
   const v1::Run run = SubmitSpec(*c.client, spec);
   const v1::Run done = WaitForEnd(*c.client, run.name(), absl::Seconds(180));
   // Each node's output is its launcher's: node 0's under rank 0, node 1's under its first rank.
-  const std::string node0 = c.LogText(run.name(), 0);
-  const std::string node1 = c.LogText(run.name(), 2);
+  // Each node's ranks print in either order; their last lines may come after the status.
+  WaitForOutput(c, run.name(), "rank=0 world=4");
+  WaitForOutput(c, run.name(), "rank=2 world=4", absl::Seconds(40), 2);
+  const std::string node0 = WaitForOutput(c, run.name(), "rank=1 world=4");
+  const std::string node1 = WaitForOutput(c, run.name(), "rank=3 world=4", absl::Seconds(40), 2);
   INFO(done.status_reason() << "\nnode 0:\n" << node0 << "\nnode 1:\n" << node1);
   REQUIRE(done.status() == v1::RUN_STATUS_COMPLETED);
   // One launcher per node, told mcli's variables and no RANK of its own.
@@ -154,7 +157,7 @@ wait
   b.mutable_compute()->set_nodes(1);
   const v1::Run run_b = SubmitSpec(*c.client, b);
   const v1::Run done_b = WaitForEnd(*c.client, run_b.name(), absl::Seconds(60));
-  const std::string out_b = c.LogText(run_b.name(), 0);
+  const std::string out_b = WaitForOutput(c, run_b.name(), "neighbour-done");
   INFO("run b:\n" << out_b);
   REQUIRE(done_b.status() == v1::RUN_STATUS_COMPLETED);
   CHECK(absl::StrContains(out_b, "shm: end"));  // an empty /dev/shm of its own
@@ -176,7 +179,7 @@ TEST_CASE("a launcher that exits while its processes run fails its run, and they
   spec.mutable_compute()->set_nodes(1);
   const v1::Run run = SubmitSpec(*c.client, spec);
   const v1::Run done = WaitForEnd(*c.client, run.name(), absl::Seconds(60));
-  const std::string out = c.LogText(run.name(), 0);
+  const std::string out = WaitForOutput(c, run.name(), "while processes it started");
   INFO(done.status_reason() << "\n" << out);
   CHECK(done.status() == v1::RUN_STATUS_FAILED);
   CHECK(absl::StrContains(
@@ -218,9 +221,10 @@ TEST_CASE("a fork bomb stops at its run's process limit, and the node's other ru
   other.mutable_compute()->set_nodes(1);
   const v1::Run neighbour = SubmitSpec(*c.client, other);
   const v1::Run done = WaitForEnd(*c.client, neighbour.name(), absl::Seconds(60));
-  INFO(c.LogText(neighbour.name(), 0));
+  const std::string neighbour_out = WaitForOutput(c, neighbour.name(), "neighbour-ok");
+  INFO(neighbour_out);
   CHECK(done.status() == v1::RUN_STATUS_COMPLETED);
-  CHECK(absl::StrContains(c.LogText(neighbour.name(), 0), "neighbour-ok"));
+  CHECK(absl::StrContains(neighbour_out, "neighbour-ok"));
   CHECK(c.client->Get(run.name()).status() == v1::RUN_STATUS_RUNNING);
   CHECK(c.Node("node-a").liveness() == v1::NODE_LIVENESS_ONLINE);
 }

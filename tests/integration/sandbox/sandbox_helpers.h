@@ -17,13 +17,14 @@ namespace tessera::testing {
 
 namespace sandbox_fs = std::filesystem;
 
-// Waits until rank 0 of the run printed `marker`; returns all it printed.
+// Waits until `rank` of the run printed `marker`; returns all it printed. Also after the run
+// ended: its last lines may reach the log service after its status does.
 inline std::string WaitForOutput(LocalCluster& c, const std::string& run, const std::string& marker,
-                                 absl::Duration timeout = absl::Seconds(40)) {
+                                 absl::Duration timeout = absl::Seconds(40), int rank = 0) {
   std::string text;
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
-    text = c.LogText(run, 0);
+    text = c.LogText(run, rank);
     if (absl::StrContains(text, marker)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tests/integration/sandbox/sandbox_helpers.h"
 #include "tests/support/local_cluster.h"
 
 namespace tessera::testing {
@@ -85,7 +86,7 @@ TEST_CASE("one run's output is held to its quota, with a marker where lines were
   CHECK(absl::StrContains(text, "lines dropped: this run's logs reached their quota of 64KiB"));
   CHECK(text.size() < 200'000);
   CHECK_FALSE(absl::StrContains(text, "last-line"));  // once reached, the quota stays reached
-  CHECK(absl::StrContains(c.LogText(polite.name(), 0), "polite-output"));
+  CHECK(absl::StrContains(WaitForOutput(c, polite.name(), "polite-output"), "polite-output"));
 }
 
 TEST_CASE("admins' and operators' actions are audited, with where they came from", "[security]") {
