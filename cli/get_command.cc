@@ -54,8 +54,8 @@ int GetRuns(CommandContext& context, const GetRunsOptions& options) {
   *request.mutable_filter() = RunFilterFrom(options);
   Connection& connection = context.connection();
   auto stub = tessera::v1::RunService::NewStub(connection.channel());
-  // Page by page; the table needs no parameters (JSON and YAML show whole runs).
-  request.set_omit_parameters(context.format() == OutputFormat::kTable);
+  // Page by page. Lists carry runs without their commands, env and parameters (even as JSON or
+  // YAML: `mcli describe run NAME -o yaml` shows the whole run).
   const int limit = request.filter().limit();
   google::protobuf::RepeatedPtrField<tessera::v1::Run> runs;
   do {

@@ -164,8 +164,8 @@ int PrintAttemptLogs(CommandContext& context, const std::string& name, int attem
   }
 }
 
-// The run's progress, read without its spec's parameters (up to 1 MiB, and read every 2 s by
-// every follower); empty when the call fails (the ticker tries again).
+// The run's progress, read from a list (which carries no command or parameters: read every 2 s
+// by every follower); empty when the call fails (the ticker tries again).
 ProgressTicker::Source ProgressOf(CommandContext& context, const std::string& name) {
   Connection& connection = context.connection();
   auto stub = std::shared_ptr<RunService::Stub>(RunService::NewStub(connection.channel()));
@@ -173,7 +173,6 @@ ProgressTicker::Source ProgressOf(CommandContext& context, const std::string& na
     tessera::v1::ListRunsRequest request;
     request.mutable_filter()->add_name_globs(name);  // a run name has no glob characters
     request.mutable_filter()->set_limit(1);
-    request.set_omit_parameters(true);
     tessera::v1::ListRunsResponse response;
     const std::unique_ptr<grpc::ClientContext> call = connection.UnaryContext();
     // Short: the follow waits for this call when the attempt ends.

@@ -185,12 +185,6 @@ std::string DescribeIntegration(const tessera::v1::Integration& i) {
   return type;
 }
 
-void OmitLocalArchives(tessera::v1::RunSpec* spec) {
-  for (auto& i : *spec->mutable_integrations()) {
-    if (i.integration_type() == "local") i.mutable_fields()->mutable_fields()->erase("archive");
-  }
-}
-
 std::vector<std::string> RecordedOnlyIntegrations(const tessera::v1::RunSpec& spec) {
   std::vector<std::string> out;
   for (const auto& i : spec.integrations()) {

@@ -35,10 +35,6 @@ std::vector<std::string> IntegrationPackages(const tessera::v1::Integration& int
 // base name of `path`. INVALID_ARGUMENT for a target that is absolute or leaves the folder.
 absl::StatusOr<std::string> LocalTarget(const tessera::v1::Integration& integration);
 
-// Removes the files `local` integrations carry (their archive): lists of runs leave them out,
-// so that a list's size does not grow with them; the run itself keeps them.
-void OmitLocalArchives(tessera::v1::RunSpec* spec);
-
 // The types of `spec`'s integrations that Tessera only records.
 std::vector<std::string> RecordedOnlyIntegrations(const tessera::v1::RunSpec& spec);
 

@@ -17,8 +17,8 @@ class GrpcRunsClient final : public RunsClient {
       const std::vector<v1::RunStatus>& statuses) override {
     v1::ListRunsRequest req;
     for (auto s : statuses) req.mutable_filter()->add_statuses(s);
-    // Placement needs no parameters; a start takes them from the run RecordAttempt returns.
-    req.set_omit_parameters(true);
+    // Lists carry no command, env or parameters: placement needs none, and a start takes them
+    // from the run RecordAttempt returns.
     // In pages, so that no one reply (and no one database read) grows with the queue.
     req.set_page_size(kRunsPage);
     std::vector<v1::Run> runs;

@@ -41,7 +41,9 @@ std::vector<ParamSpec> ListRunsParams() {
   params.push_back(
       QueryParam("page_token", ParamType::kToken, "The next_page_token of the page before."));
   params.push_back(
-      QueryParam("omit_parameters", ParamType::kBoolean, "Leave out each spec's parameters."));
+      QueryParam("omit_parameters", ParamType::kBoolean,
+                 "Accepted for older clients; lists never carry commands, env, parameters or "
+                 "metadata."));
   return params;
 }
 

@@ -131,6 +131,7 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
             : "image: 'host' runs on the nodes' own system, which this cluster does not allow "
               "(tessera-server --allow-host-image); name an image");
   }
+  TESSERA_RETURN_IF_ERROR(CheckWaitingRuns(who.user));
   // The team whose quota the run uses is the owner's at submit.
   TESSERA_ASSIGN_OR_RETURN(const std::string team, fit_->CheckFit(spec.compute(), who.user,
                                                                   spec.scheduling().preemptible()));
@@ -223,12 +224,37 @@ absl::Status RunManager::ListRuns(const Who& who, const v1::ListRunsRequest& req
     runs->resize(page);
     resp->set_next_page_token(RunPageToken(runs->back()));
   }
-  for (auto& r : *runs) {
-    if (req.omit_parameters()) r.mutable_spec()->clear_parameters();
-    spec::OmitLocalArchives(r.mutable_spec());
+  // Runs come summarized from the store (SummarizeRun: no command, env, parameters or
+  // metadata, whatever omit_parameters says); the page also ends at a size in bytes.
+  size_t bytes = 0;
+  for (size_t i = 0; i < runs->size(); ++i) {
+    v1::Run& r = (*runs)[i];
+    bytes += r.ByteSizeLong();
+    if (bytes > options_.max_list_reply_bytes && resp->runs_size() > 0) {
+      resp->set_next_page_token(RunPageToken(resp->runs(resp->runs_size() - 1)));
+      break;
+    }
     *resp->add_runs() = std::move(r);
   }
   return absl::OkStatus();
+}
+
+absl::Status RunManager::CheckWaitingRuns(const std::string& user) const {
+  const int limit = options_.max_waiting_runs_per_user;
+  if (limit <= 0) return absl::OkStatus();
+  v1::RunFilter filter;
+  filter.set_user(user);
+  filter.add_statuses(v1::RUN_STATUS_PENDING);
+  filter.add_statuses(v1::RUN_STATUS_QUEUED);
+  filter.set_limit(limit);
+  auto waiting = runs_->ListRuns(filter);
+  if (!waiting.ok()) return waiting.status();
+  if (static_cast<int>(waiting->size()) < limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("user ", user, " already has ", limit,
+                   " runs waiting (pending or queued), the most this cluster allows a user "
+                   "(tessera-server --max-waiting-runs-per-user ",
+                   limit, "); stop or delete some, or submit again when some have started"));
 }
 
 absl::Status RunManager::DescribeRun(const Who& who, const v1::DescribeRunRequest& req,
@@ -454,7 +480,7 @@ absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& r
       if (!who.may_see(run->user()) || !store::RunMatches(*run, req.filter())) continue;
       v1::RunChange change;
       *change.mutable_run() = *std::move(run);
-      spec::OmitLocalArchives(change.mutable_run()->mutable_spec());  // each change: no files
+      store::SummarizeRun(change.mutable_run());  // as lists carry runs
       *change.mutable_event() = e;
       if (!send(change)) return absl::OkStatus();
     }

@@ -34,6 +34,13 @@ struct RunManagerOptions {
   // Whether runs may name no image (or `image: host`) and run on the nodes' own root file
   // system (tessera-server --allow-host-image): for development clusters and the quick start.
   bool allow_host_image = false;
+  // How many runs one user may have waiting (pending or queued) at once; a submit or clone past
+  // it is refused (RESOURCE_EXHAUSTED, naming the limit). Zero: no limit. People and their
+  // scripts get this far; the scheduler's cycle reads every waiting run 5 times a second.
+  int max_waiting_runs_per_user = 1000;
+  // The most bytes of runs one ListRuns reply carries: a page ends early at this size (with a
+  // next_page_token), far below gRPC's 64 MiB limit whatever the runs hold.
+  size_t max_list_reply_bytes = 4 << 20;
 };
 
 inline constexpr size_t kMaxSpecNotes = 32;
@@ -103,6 +110,8 @@ class RunManager {
   absl::StatusOr<v1::Run> ReadVisible(const Who& who, const std::string& name);
   // ReadVisible, and PERMISSION_DENIED when `who` may see the run but not change it.
   absl::StatusOr<v1::Run> ReadChangeable(const Who& who, const std::string& name);
+  // RESOURCE_EXHAUSTED when `user` has options_.max_waiting_runs_per_user runs waiting already.
+  absl::Status CheckWaitingRuns(const std::string& user) const;
   // Creates a run from a validated spec with a unique suffixed name.
   // `idem` is recorded in the run's creating transaction (see IdempotentCalls::RunAtomically).
   // `notes`: what the client read otherwise than written; the spec's own normalization adds to

@@ -61,6 +61,7 @@ struct RunsOptions {
   // The shortest hang_timeout a run may ask for.
   absl::Duration min_hang_timeout = absl::Seconds(60);
   bool allow_host_image = false;
+  int max_waiting_runs_per_user = 1000;
   // Seals users' secrets (--secrets-key-file); none: the cluster keeps no secrets.
   std::optional<runs::SecretBox> secrets_box;
   // Runs that ended this long ago are deleted with their logs (zero: kept).

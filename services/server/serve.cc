@@ -201,6 +201,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   double min_hang_timeout_seconds = 60;
   bool allow_host_image = false;
   double run_retention_days = 0;
+  int max_waiting_runs_per_user = 1000;
   if (parts.runs) {
     app.add_option("--run-retention-days", run_retention_days,
                    "delete a run (its record, attempts, events and logs) this many days after it "
@@ -210,6 +211,11 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     app.add_flag("--allow-host-image", allow_host_image,
                  "accept runs with no image (or image: host), which run on the nodes' own root "
                  "file system (still sandboxed): for development clusters and the quick start");
+    app.add_option("--max-waiting-runs-per-user", max_waiting_runs_per_user,
+                   "how many runs one user may have pending or queued at once; a submit past it "
+                   "is refused, naming this limit (0: no limit)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 10'000'000));
     app.add_option("--min-hang-timeout-seconds", min_hang_timeout_seconds,
                    "the shortest scheduling.hang_timeout a run may ask for (each hang has its "
                    "node checked by a sweep)")
@@ -325,6 +331,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   runs_options.node_certificate_validity = absl::Hours(24 * node_certificate_days);
   runs_options.min_hang_timeout = absl::Seconds(min_hang_timeout_seconds);
   runs_options.allow_host_image = allow_host_image;
+  runs_options.max_waiting_runs_per_user = max_waiting_runs_per_user;
   runs_options.run_retention = absl::Seconds(run_retention_days * 86400);
   LogsOptions logs_options;
   if (!logs_database_url.empty() && !direct) {

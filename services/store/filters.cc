@@ -66,6 +66,15 @@ int64_t ToMicros(const google::protobuf::Timestamp& ts) {
   return ts.seconds() * 1'000'000 + ts.nanos() / 1000;
 }
 
+void SummarizeRun(v1::Run* run) {
+  v1::RunSpec* spec = run->mutable_spec();
+  spec->clear_command();
+  spec->clear_env_variables();
+  spec->clear_parameters();
+  spec->clear_metadata();
+  for (auto& integration : *spec->mutable_integrations()) integration.clear_fields();
+}
+
 bool RunMatches(const v1::Run& run, const v1::RunFilter& filter) {
   if (filter.name_globs_size() > 0 &&
       std::none_of(filter.name_globs().begin(), filter.name_globs().end(),

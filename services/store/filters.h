@@ -20,6 +20,12 @@ std::string GlobToSqlLike(std::string_view pattern);
 int64_t ToMicros(const google::protobuf::Timestamp& ts);
 
 bool RunMatches(const v1::Run& run, const v1::RunFilter& filter);
+
+// What a list carries of a run (RunStore::ListRuns): everything but the parts of its spec a user
+// may make large and a list needs none of (command, env variables, parameters, metadata, and
+// the fields of its integrations; their types stay). A reply of a thousand runs stays small
+// whatever the runs' owners wrote; GetRun gives the whole run.
+void SummarizeRun(v1::Run* run);
 bool NodeMatches(const v1::Node& node, const v1::NodeFilter& filter);
 bool NodeEventMatches(const v1::NodeEvent& event, const v1::NodeEventFilter& filter);
 

@@ -39,7 +39,9 @@ class RunStore {
   virtual absl::StatusOr<v1::Run> GetRun(std::string_view name) = 0;
   virtual absl::StatusOr<v1::Run> GetRunById(std::string_view id) = 0;
 
-  // Newest first. Name globs use shell syntax (* and ?); an empty filter lists every run.
+  // Newest first, each as SummarizeRun leaves it (filters.h: without its command, env variables,
+  // parameters and metadata, which are never read for a list). Name globs use shell syntax
+  // (* and ?); an empty filter lists every run.
   virtual absl::StatusOr<std::vector<v1::Run>> ListRuns(const v1::RunFilter& filter) = 0;
 
   // Compare-and-set: replaces the run only when its stored version is `expected_version`, and

@@ -57,7 +57,9 @@ class MemoryRunStore final : public RunStore {
     if (auto st = db_->CheckAvailable(); !st.ok()) return st;
     std::vector<v1::Run> out;
     for (const auto& [id, run] : db_->runs) {
-      if (RunMatches(run, filter)) out.push_back(run);
+      if (!RunMatches(run, filter)) continue;
+      out.push_back(run);
+      SummarizeRun(&out.back());
     }
     std::sort(out.begin(), out.end(), [](const v1::Run& a, const v1::Run& b) {
       const int64_t ta = ToMicros(a.created_at()), tb = ToMicros(b.created_at());

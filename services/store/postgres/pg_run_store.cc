@@ -42,6 +42,14 @@ absl::Status DecodeRuns(const pqxx::result& rows, std::vector<v1::Run>& out) {
   return absl::OkStatus();
 }
 
+// The runs.summary column (migration 0017): what ListRuns reads, so that a list never moves the
+// commands and parameters its runs' owners wrote (up to a few MiB a run) out of the database.
+pqxx::binarystring EncodeSummary(const v1::Run& run) {
+  v1::Run summary = run;
+  SummarizeRun(&summary);
+  return EncodeMessage(summary);
+}
+
 // The runs.ended_at column: when a run that has ended ended; NULL while it has not (a restarted
 // run keeps its old ended_at in the body until it ends again).
 std::optional<int64_t> EndedAtMicros(const v1::Run& run) {
@@ -59,14 +67,15 @@ class PgRunStore final : public RunStore {
     stored.set_version(1);
     absl::Status st = pool_->Transact("creating a run", [&](pqxx::work& tx) -> absl::Status {
       if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
-      tx.exec_params(absl::StrCat("INSERT INTO runs (id, name, user_name, status, cluster, "
-                                  "gpu_type, created_at, version, body, ended_at, team) VALUES "
-                                  "($1, $2, $3, $4, $5, $6, ",
-                                  MicrosParam(7), ", 1, $8, ", MicrosParam(9), ", $10)"),
-                     stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
-                     stored.spec().compute().cluster(), stored.spec().compute().gpu_type(),
-                     ToMicros(stored.created_at()), EncodeMessage(stored), EndedAtMicros(stored),
-                     stored.team());
+      tx.exec_params(
+          absl::StrCat("INSERT INTO runs (id, name, user_name, status, cluster, "
+                       "gpu_type, created_at, version, body, ended_at, team, summary) VALUES "
+                       "($1, $2, $3, $4, $5, $6, ",
+                       MicrosParam(7), ", 1, $8, ", MicrosParam(9), ", $10, $11)"),
+          stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
+          stored.spec().compute().cluster(), stored.spec().compute().gpu_type(),
+          ToMicros(stored.created_at()), EncodeMessage(stored), EndedAtMicros(stored),
+          stored.team(), EncodeSummary(stored));
       TESSERA_RETURN_IF_ERROR(InsertEvents(tx, stored.id(), events));
       if (idem) RecordClaimedResponse(tx, idem->key, idem->response(stored));
       return absl::OkStatus();
@@ -92,7 +101,8 @@ class PgRunStore final : public RunStore {
     std::vector<int> statuses(filter.statuses().begin(), filter.statuses().end());
     const int limit = filter.latest() ? 1 : (filter.limit() > 0 ? filter.limit() : -1);
     const std::string sql = absl::StrCat(
-        "SELECT body, version FROM runs WHERE"
+        // Runs written before migration 0017 have no summary until their next write.
+        "SELECT COALESCE(summary, body), version FROM runs WHERE"
         " (cardinality($1::text[]) = 0 OR name LIKE ANY ($1::text[]))"
         " AND (cardinality($2::int[]) = 0 OR status = ANY ($2::int[]))"
         " AND ($3 = '' OR user_name = $3)"
@@ -114,6 +124,7 @@ class PgRunStore final : public RunStore {
       return DecodeRuns(rows, out);
     });
     if (!st.ok()) return st;
+    for (auto& run : out) SummarizeRun(&run);  // a run read from its body
     return out;
   }
 
@@ -129,11 +140,11 @@ class PgRunStore final : public RunStore {
       if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
       const pqxx::result r = tx.exec_params(
           absl::StrCat("UPDATE runs SET name = $2, user_name = $3, status = $4, cluster = $5,"
-                       " gpu_type = $6, version = $7 + 1, body = $8, ended_at = ",
+                       " gpu_type = $6, version = $7 + 1, body = $8, summary = $10, ended_at = ",
                        MicrosParam(9), " WHERE id = $1 AND version = $7"),
           stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
           stored.spec().compute().cluster(), stored.spec().compute().gpu_type(), expected_version,
-          EncodeMessage(stored), EndedAtMicros(stored));
+          EncodeMessage(stored), EndedAtMicros(stored), EncodeSummary(stored));
       if (r.affected_rows() == 0) {
         const pqxx::result current =
             tx.exec_params("SELECT version FROM runs WHERE id = $1", stored.id());

@@ -168,8 +168,10 @@ TEST_CASE("a local integration must carry its files, packed, within the working 
   v1::ListRunsResponse listed;
   REQUIRE(f.manager.ListRuns(f.alice, v1::ListRunsRequest(), &listed).ok());
   REQUIRE(listed.runs_size() == 1);
+  // A list names each integration's type; its fields (the archive with them) are GetRun's.
+  CHECK(listed.runs(0).spec().integrations(0).integration_type() == "local");
   CHECK(spec::IntegrationText(listed.runs(0).spec().integrations(0), "archive").empty());
-  CHECK(spec::IntegrationText(listed.runs(0).spec().integrations(0), "path") == "./src");
+  CHECK(spec::IntegrationText(got.run().spec().integrations(0), "path") == "./src");
   // Run by Tessera, so no "recorded only" warning.
   v1::DescribeRunRequest d;
   d.set_name(resp.run().name());

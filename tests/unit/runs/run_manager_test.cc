@@ -1,6 +1,7 @@
 #include "services/runs/run_manager.h"
 
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "base/timestamps.h"
@@ -343,25 +344,102 @@ TEST_CASE("a spec over 1 MiB however it arrives is refused with one clear error"
   CHECK(f.stores.runs->ListRuns({})->empty());
 }
 
-TEST_CASE("lists leave the parameters out when asked, and only then") {
+TEST_CASE("lists carry no command, env, parameters or metadata, whatever a run holds") {
   Fixture f;
   v1::SubmitRunRequest req;
   req.mutable_spec()->set_name("p");
-  req.mutable_spec()->set_command("x");
+  req.mutable_spec()->set_command(std::string(100'000, 'c'));
   req.mutable_spec()->mutable_compute()->set_gpus(8);
   (*req.mutable_spec()->mutable_parameters()->mutable_fields())["lr"].set_number_value(0.1);
+  auto* env = req.mutable_spec()->add_env_variables();
+  env->set_key("BIG");
+  env->set_value(std::string(100'000, 'e'));
+  (*req.mutable_spec()->mutable_metadata())["note"] = std::string(100'000, 'm');
   v1::SubmitRunResponse submitted;
   REQUIRE(f.manager.SubmitRun(f.alice, req, &submitted).ok());
   v1::ListRunsRequest list;
-  v1::ListRunsResponse full, light;
-  REQUIRE(f.manager.ListRuns(f.alice, list, &full).ok());
-  REQUIRE(full.runs_size() == 1);
-  CHECK(full.runs(0).spec().parameters().fields().count("lr") == 1);
-  list.set_omit_parameters(true);
-  REQUIRE(f.manager.ListRuns(f.alice, list, &light).ok());
-  REQUIRE(light.runs_size() == 1);
-  CHECK_FALSE(light.runs(0).spec().has_parameters());
-  CHECK(light.runs(0).spec().command() == "x");
+  v1::ListRunsResponse listed;
+  REQUIRE(f.manager.ListRuns(f.alice, list, &listed).ok());
+  REQUIRE(listed.runs_size() == 1);
+  const v1::RunSpec& spec = listed.runs(0).spec();
+  CHECK(spec.command().empty());
+  CHECK_FALSE(spec.has_parameters());
+  CHECK(spec.env_variables().empty());
+  CHECK(spec.metadata().empty());
+  // What placement and a table need stays.
+  CHECK(spec.compute().gpus() == 8);
+  CHECK(listed.runs(0).name() == submitted.run().name());
+  CHECK(listed.ByteSizeLong() < 2'000);
+  // The whole run is one GetRun away.
+  v1::GetRunRequest get;
+  get.set_name(submitted.run().name());
+  v1::GetRunResponse got;
+  REQUIRE(f.manager.GetRun(f.alice, get, &got).ok());
+  CHECK(got.run().spec().command().size() == 100'000);
+  CHECK(got.run().spec().metadata().at("note").size() == 100'000);
+}
+
+TEST_CASE("a list's page ends at its size in bytes, and paging still gives every run once") {
+  Fixture f;
+  RunManager small{f.stores.runs,
+                   f.idem,
+                   f.fit,
+                   f.clock,
+                   f.logs,
+                   std::make_shared<SeededRandom>(7),
+                   RunManagerOptions{.allow_host_image = true, .max_list_reply_bytes = 1'000}};
+  std::set<std::string> submitted;
+  for (int i = 0; i < 25; ++i) {
+    submitted.insert(f.Submit(f.alice, "many").name());
+    f.clock->Advance(absl::Seconds(1));
+  }
+  std::set<std::string> seen;
+  v1::ListRunsRequest list;
+  int pages = 0;
+  do {
+    v1::ListRunsResponse page;
+    REQUIRE(small.ListRuns(f.alice, list, &page).ok());
+    CHECK(page.runs_size() >= 1);
+    // Over the bound by at most the run that crossed it.
+    CHECK(page.ByteSizeLong() < 1'000 + page.runs(0).ByteSizeLong() + 100);
+    for (const auto& r : page.runs()) CHECK(seen.insert(r.name()).second);
+    list.set_page_token(page.next_page_token());
+    ++pages;
+  } while (!list.page_token().empty() && pages < 100);
+  CHECK(pages > 2);
+  CHECK(seen == submitted);
+}
+
+TEST_CASE("a user's waiting runs are limited, with an error that names the limit") {
+  Fixture f;
+  RunManager limited{f.stores.runs,
+                     f.idem,
+                     f.fit,
+                     f.clock,
+                     f.logs,
+                     std::make_shared<SeededRandom>(7),
+                     RunManagerOptions{.allow_host_image = true, .max_waiting_runs_per_user = 2}};
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("w");
+  req.mutable_spec()->set_command("x");
+  req.mutable_spec()->mutable_compute()->set_gpus(8);
+  v1::SubmitRunResponse resp;
+  REQUIRE(limited.SubmitRun(f.alice, req, &resp).ok());
+  const std::string first = resp.run().name();
+  REQUIRE(limited.SubmitRun(f.alice, req, &resp).ok());
+  const absl::Status third = limited.SubmitRun(f.alice, req, &resp);
+  CHECK(absl::IsResourceExhausted(third));
+  CHECK(absl::StrContains(third.message(), "user alice already has 2 runs waiting"));
+  CHECK(absl::StrContains(third.message(), "--max-waiting-runs-per-user 2"));
+  CHECK(f.stores.runs->ListRuns({})->size() == 2);
+  // Another user is not held by alice's runs.
+  CHECK(limited.SubmitRun(f.bob, req, &resp).ok());
+  // A run that stops waiting frees its place.
+  v1::StopRunRequest stop;
+  stop.set_name(first);
+  v1::StopRunResponse stopped;
+  REQUIRE(limited.StopRun(f.alice, stop, &stopped).ok());
+  CHECK(limited.SubmitRun(f.alice, req, &resp).ok());
 }
 
 }  // namespace

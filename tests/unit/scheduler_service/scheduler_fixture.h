@@ -92,7 +92,6 @@ class DirectRuns final : public RunsClient {
     if (auto st = outage_->CheckRuns(); !st.ok()) return st;
     v1::ListRunsRequest req;
     for (auto s : statuses) req.mutable_filter()->add_statuses(s);
-    req.set_omit_parameters(true);  // as the scheduler's gRPC client asks
     v1::ListRunsResponse resp;
     if (auto st = m_.ListRuns(kSystem, req, &resp); !st.ok()) return st;
     return std::vector<v1::Run>(resp.runs().begin(), resp.runs().end());

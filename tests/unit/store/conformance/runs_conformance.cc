@@ -32,6 +32,49 @@ CONFORMANCE_CASE("runs: create, get by name and id, duplicates rejected") {
   CHECK(absl::IsNotFound(s.runs->GetRunById("nope").status()));
 }
 
+CONFORMANCE_CASE("runs: lists carry summaries, created and updated alike; get the whole run") {
+  Stores s = FreshStores();
+  v1::Run run = MakeRun("heavy", 1, "alice");
+  run.mutable_spec()->set_command(std::string(50'000, 'c'));
+  auto* env = run.mutable_spec()->add_env_variables();
+  env->set_key("K");
+  env->set_value("v");
+  (*run.mutable_spec()->mutable_parameters()->mutable_fields())["lr"].set_number_value(0.5);
+  (*run.mutable_spec()->mutable_metadata())["m"] = "x";
+  auto* integration = run.mutable_spec()->add_integrations();
+  integration->set_integration_type("git_repo");
+  (*integration->mutable_fields()->mutable_fields())["git_repo"].set_string_value("org/repo");
+  run.mutable_spec()->mutable_compute()->set_gpus(4);
+  REQUIRE(s.runs->CreateRun(run, {}).ok());
+  const auto summarized = [](const v1::Run& r) {
+    return r.spec().command().empty() && r.spec().env_variables().empty() &&
+           !r.spec().has_parameters() && r.spec().metadata().empty() &&
+           r.spec().integrations_size() == 1 &&
+           r.spec().integrations(0).integration_type() == "git_repo" &&
+           !r.spec().integrations(0).has_fields() && r.spec().compute().gpus() == 4;
+  };
+  auto listed = s.runs->ListRuns({});
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  CHECK(summarized(listed->front()));
+  CHECK(listed->front().version() == 1);
+  // An update writes the summary again.
+  auto got = s.runs->GetRun("heavy");
+  REQUIRE(got.ok());
+  CHECK(got->spec().command().size() == 50'000);
+  v1::Run changed = *got;
+  changed.set_status(v1::RUN_STATUS_QUEUED);
+  changed.mutable_spec()->set_command(std::string(60'000, 'd'));
+  REQUIRE(s.runs->UpdateRun(changed, 1, {}).ok());
+  listed = s.runs->ListRuns({});
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  CHECK(summarized(listed->front()));
+  CHECK(listed->front().status() == v1::RUN_STATUS_QUEUED);
+  CHECK(listed->front().version() == 2);
+  CHECK(s.runs->GetRun("heavy")->spec().command().size() == 60'000);
+}
+
 CONFORMANCE_CASE("runs: list filters by glob, status, user, cluster, gpu type and time") {
   Stores s = FreshStores();
   v1::Run a = MakeRun("train-a", 10, "alice");
