@@ -3,12 +3,19 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <thread>
 
+#include "absl/synchronization/notification.h"
+#include "base/status_macros.h"
+#include "services/common/auth/stream_guard.h"
 #include "services/common/rpc.h"
 #include "services/common/standby.h"
 
 namespace tessera::scheduler {
 namespace {
+
+// How often an open shell's key is checked (a lookup only once its cached answer ran out).
+constexpr absl::Duration kShellKeyCheckInterval = absl::Seconds(1);
 
 // A session's stream as the hub sees it (`Base`: its caller's end or its node's). Writes come
 // from two threads, and gRPC takes one at a time: one lock each.
@@ -162,7 +169,25 @@ grpc::Status ShellService::Connect(
         }
         open = first.open();
         CallerStream caller(ctx, stream);
-        return hub_->Connect(who, open, caller);
+        // A key revoked or expired during the session ends it: its last output says why, then
+        // the call is cut (the hub takes the shell down with it).
+        TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx));
+        absl::Notification over;
+        std::thread keeper([&] {
+          while (!over.WaitForNotificationWithTimeout(kShellKeyCheckInterval)) {
+            if (auto st = guard.CheckKey(); !st.ok()) {
+              v1::ShellOutput last;
+              last.set_output(absl::StrCat("\r\n", st.message(), "\r\n"));
+              caller.Write(last);
+              caller.Cancel();
+              return;
+            }
+          }
+        });
+        absl::Status outcome = hub_->Connect(who, open, caller);
+        over.Notify();
+        keeper.join();
+        return guard.Outcome(outcome);
       },
       &open);
 }

@@ -1,6 +1,8 @@
 #pragma once
 // The gRPC adapter of CordonHandler.
 
+#include "base/status_macros.h"
+#include "services/common/auth/stream_guard.h"
 #include "services/common/rpc.h"
 #include "services/cordon/cordon_handler.h"
 
@@ -21,11 +23,13 @@ class CordonService final : public v1::CordonService::Service {
 
   grpc::Status WatchNodeEvents(grpc::ServerContext* ctx, const v1::WatchNodeEventsRequest* req,
                                grpc::ServerWriter<v1::NodeEvent>* writer) override {
-    return Serve(*auth_, ctx, TESSERA_RPC_NAME(WatchNodeEvents), [&](const auth::Principal& who) {
-      return h_->WatchNodeEvents(
-          who, *req, [&](const v1::NodeEvent& e) { return writer->Write(e); },
-          [&] { return ctx->IsCancelled(); }, poll_);
-    });
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(WatchNodeEvents),
+                 [&](const auth::Principal& who) -> absl::Status {
+                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx));
+                   return guard.Outcome(h_->WatchNodeEvents(
+                       who, *req, [&](const v1::NodeEvent& e) { return writer->Write(e); },
+                       [&] { return guard.Done(); }, poll_));
+                 });
   }
 
  private:

@@ -2,6 +2,7 @@
 // The gRPC adapter of LogHandler.
 
 #include "base/status_macros.h"
+#include "services/common/auth/stream_guard.h"
 #include "services/common/rpc.h"
 #include "services/logs/line_batcher.h"
 #include "services/logs/log_handler.h"
@@ -21,11 +22,10 @@ class LogService final : public v1::LogService::Service {
                         grpc::ServerReaderWriter<v1::LogAck, v1::LogBatch>* stream) override {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(PushLogs),
                  [&](const auth::Principal& who) -> absl::Status {
-                   TESSERA_ASSIGN_OR_RETURN(const std::string key_hash, auth_->KeyHash(*ctx));
+                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx));
                    v1::LogBatch batch;
                    while (stream->Read(&batch)) {
-                     // A key revoked or expired while the stream is open ends it.
-                     TESSERA_RETURN_IF_ERROR(auth_->Revalidate(key_hash).status());
+                     TESSERA_RETURN_IF_ERROR(guard.CheckKey());
                      v1::LogAck ack;
                      TESSERA_RETURN_IF_ERROR(h_->PushBatch(who, std::move(batch), &ack));
                      if (!stream->Write(ack))
@@ -37,35 +37,38 @@ class LogService final : public v1::LogService::Service {
 
   grpc::Status GetLogs(grpc::ServerContext* ctx, const v1::GetLogsRequest* req,
                        grpc::ServerWriter<v1::LogLine>* writer) override {
-    return Serve(*auth_, ctx, TESSERA_RPC_NAME(GetLogs), [&](const auth::Principal& who) {
-      return h_->GetLogs(
-          who, *req, [&](const v1::LogLine& l) { return writer->Write(l); },
-          [&] { return ctx->IsCancelled(); });
-    });
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(GetLogs),
+                 [&](const auth::Principal& who) -> absl::Status {
+                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx));
+                   return guard.Outcome(h_->GetLogs(
+                       who, *req, [&](const v1::LogLine& l) { return writer->Write(l); },
+                       [&] { return guard.Done(); }));
+                 });
   }
 
   grpc::Status StreamLogs(grpc::ServerContext* ctx, const v1::GetLogsRequest* req,
                           grpc::ServerWriter<v1::LogLines>* writer) override {
-    return Serve(*auth_, ctx, TESSERA_RPC_NAME(StreamLogs), [&](const auth::Principal& who) {
-      const auto cancelled = [&] { return ctx->IsCancelled(); };
-      if (req->packed()) {
-        PackedLineBatcher<grpc::ServerWriter<v1::LogLines>> packed(writer);
-        absl::Status st = h_->GetLogs(
-            who, *req, [&](const v1::LogLine& l) { return packed.Add(l); }, cancelled,
-            [&] { return packed.Flush(); },
-            [&](const v1::PackedLogLines& group, absl::string_view lines, int64_t count) {
-              return packed.AddPacked(group, lines, count);
-            });
-        packed.Flush();  // the lines before an error too
-        return st;
-      }
-      LineBatcher<grpc::ServerWriter<v1::LogLines>> batch(writer);
-      absl::Status st = h_->GetLogs(
-          who, *req, [&](const v1::LogLine& l) { return batch.Add(l); }, cancelled,
-          [&] { return batch.Flush(); });
-      batch.Flush();  // the lines before an error too
-      return st;
-    });
+    return Serve(*auth_, ctx, TESSERA_RPC_NAME(StreamLogs),
+                 [&](const auth::Principal& who) -> absl::Status {
+                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx));
+                   const auto cancelled = [&] { return guard.Done(); };
+                   if (req->packed()) {
+                     PackedLineBatcher<grpc::ServerWriter<v1::LogLines>> packed(writer);
+                     absl::Status st = h_->GetLogs(
+                         who, *req, [&](const v1::LogLine& l) { return packed.Add(l); }, cancelled,
+                         [&] { return packed.Flush(); },
+                         [&](const v1::PackedLogLines& group, absl::string_view lines,
+                             int64_t count) { return packed.AddPacked(group, lines, count); });
+                     packed.Flush();  // the lines before an error too
+                     return guard.Outcome(st);
+                   }
+                   LineBatcher<grpc::ServerWriter<v1::LogLines>> batch(writer);
+                   absl::Status st = h_->GetLogs(
+                       who, *req, [&](const v1::LogLine& l) { return batch.Add(l); }, cancelled,
+                       [&] { return batch.Flush(); });
+                   batch.Flush();  // the lines before an error too
+                   return guard.Outcome(st);
+                 });
   }
 
   TESSERA_UNARY_RPC(h_, DeleteRunLogs)

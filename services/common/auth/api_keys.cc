@@ -133,9 +133,25 @@ Authenticator::CacheEntry Authenticator::EntryFor(const store::ApiKeyRecord* rec
   return entry;
 }
 
+void Authenticator::EvictLocked(absl::Time now) {
+  // Stale answers go first, then refusals (a flood of made-up keys), and only then good ones:
+  // the keys people use stay cached whatever is thrown at the service. A tenth at least goes
+  // each time, so that a full cache costs one pass over it per 10,000 inserts, not per insert.
+  const size_t target = kMaxCacheEntries - kMaxCacheEntries / 10;
+  absl::erase_if(cache_, [&](const auto& kv) { return kv.second.expires <= now; });
+  if (cache_.size() > target) {
+    absl::erase_if(cache_, [&](const auto& kv) {
+      return cache_.size() > target && !kv.second.principal.ok();
+    });
+  }
+  for (auto it = cache_.begin(); cache_.size() > target && it != cache_.end();) {
+    cache_.erase(it++);
+  }
+}
+
 void Authenticator::Cache(const std::string& hash, const CacheEntry& entry) {
   absl::MutexLock lock(&mu_);
-  if (cache_.size() >= kMaxCacheEntries && !cache_.contains(hash)) cache_.clear();
+  if (cache_.size() >= kMaxCacheEntries && !cache_.contains(hash)) EvictLocked(clock_->Now());
   cache_[hash] = entry;
 }
 

@@ -87,6 +87,8 @@ class Authenticator {
   // The answer for a stored key, or for none (an invalid key).
   CacheEntry EntryFor(const store::ApiKeyRecord* record, absl::Time now) const;
   void Cache(const std::string& hash, const CacheEntry& entry);
+  // Makes room in a full cache (never by emptying it).
+  void EvictLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A cached answer at `now`: the key's own expiry is checked at every use.
   static absl::StatusOr<Principal> Answer(const CacheEntry& entry, absl::Time now);
   void RefreshLoop();

@@ -301,6 +301,24 @@ TEST_CASE("a key revoked while its stream is open ends the stream, never waiting
   CHECK(absl::StrContains(later.message(), "revoked"));
 }
 
+TEST_CASE("a flood of made-up keys never evicts the keys in use from the cache") {
+  KeyFixture f;
+  const auto key = f.Create(KeyFor("alice", v1::ROLE_USER));
+  const std::string header = "Bearer " + key.secret();
+  REQUIRE(f.auth.Authenticate(header).ok());
+  // Revoked in the store: only a fresh lookup would see it, so an answer that stays good below
+  // is one the cache kept.
+  REQUIRE(f.stores.api_keys->RevokeKey(key.key().id()).ok());
+  int refused = 0;
+  for (int i = 0; i < 120'000; ++i) {
+    refused += f.auth.Authenticate(absl::StrCat("Bearer tsk_made_up_", i)).ok() ? 0 : 1;
+  }
+  CHECK(refused == 120'000);
+  CHECK(f.auth.Authenticate(header).ok());
+  f.clock->Advance(absl::Seconds(6));  // the cached answer ran out: the store says revoked
+  CHECK(absl::IsUnauthenticated(f.auth.Authenticate(header).status()));
+}
+
 TEST_CASE("an expired key ends a stream at its next message") {
   KeyFixture f;
   auto req = KeyFor("node-1", v1::ROLE_NODE, "node-1");

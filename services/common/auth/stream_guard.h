@@ -1,0 +1,44 @@
+#pragma once
+// A long stream's caller, checked again while the stream is open: a key revoked or expired
+// ends the stream within the authenticator's cache time (Authenticator::Revalidate: never
+// waiting for the store, so a frozen database stalls no stream), with UNAUTHENTICATED saying
+// why. Every server-side stream (follows, watches, shells, pushes, control streams) holds one.
+
+#include <grpcpp/server_context.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "services/common/auth/api_keys.h"
+
+namespace tessera::auth {
+
+class StreamGuard {
+ public:
+  // For the call `context` (authenticated already); UNAUTHENTICATED when it carries no key.
+  static absl::StatusOr<StreamGuard> Open(Authenticator& auth,
+                                          const grpc::ServerContextBase& context);
+
+  // OK while the key still holds; the store is asked again (in the background) only once its
+  // last answer ran out, so a check at every message or poll costs a clock read.
+  absl::Status CheckKey();
+  // For handlers' `done` callbacks: true once the caller went away or the key no longer
+  // holds (then Outcome says so).
+  bool Done();
+  // What the stream ends with: why the guard ended it, else the handler's own `outcome`.
+  absl::Status Outcome(absl::Status outcome) const;
+
+ private:
+  StreamGuard(Authenticator& auth, const grpc::ServerContextBase& context, std::string key_hash)
+      : auth_(&auth), context_(&context), key_hash_(std::move(key_hash)) {}
+
+  Authenticator* auth_;
+  const grpc::ServerContextBase* context_;
+  std::string key_hash_;
+  absl::Time holds_until_ = absl::InfinitePast();
+  absl::Status ended_;
+};
+
+}  // namespace tessera::auth

@@ -1,0 +1,157 @@
+// Attacks of one tenant on what every tenant shares: the run lists and the scheduler's queue
+// (runs made as large as the spec allows), and open streams whose key was revoked. Each case names
+// the attack, asserts that it fails, and that the victim is unharmed.
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tessera/v1/cordon.grpc.pb.h"
+#include "tessera/v1/logs.grpc.pb.h"
+#include "tests/integration/sandbox/sandbox_helpers.h"
+#include "tests/support/control_plane.h"
+#include "tests/support/local_cluster.h"
+
+namespace tessera::testing {
+namespace {
+
+v1::RunSpec SpecOf(const std::string& name, const std::string& command, int gpus) {
+  v1::RunSpec spec;
+  spec.set_name(name);
+  spec.set_image("host");
+  spec.set_command(command);
+  spec.mutable_compute()->set_gpus(gpus);
+  return spec;
+}
+
+TEST_CASE("attack: runs with 1 MB commands break everyone's list and the queue; they do not",
+          "[security]") {
+  constexpr int kFlood = 70;  // 70 MB of commands: over gRPC's 64 MiB if a list carried them
+  LocalCluster c({"--max-waiting-runs-per-user", std::to_string(kFlood)});
+  c.StartWorker("node-a", 2);
+  Client bob(c.server.endpoint(), CreateKey(c.database_url, "bob", "user"));
+  Client mallory(c.server.endpoint(), CreateKey(c.database_url, "mallory", "user"));
+  const v1::Run victim = SubmitSpec(bob, SpecOf("victim", "sleep 600", 1));
+  bob.WaitForStatus(victim.name(), v1::RUN_STATUS_RUNNING, absl::Seconds(60));
+
+  // Low priority and two GPUs: they wait behind bob's run, all in the queue the scheduler reads.
+  v1::RunSpec heavy = SpecOf("heavy", "exit 0 # " + std::string(1'000'000, 'x'), 2);
+  heavy.mutable_scheduling()->set_priority(v1::PRIORITY_LOW);
+  for (int i = 0; i < kFlood; ++i) SubmitSpec(mallory, heavy);
+  // One more is past her limit of waiting runs, and the error says which limit.
+  v1::SubmitRunRequest more;
+  *more.mutable_spec() = heavy;
+  more.mutable_spec()->mutable_compute()->set_cluster("local");
+  v1::SubmitRunResponse refused;
+  const grpc::Status over = mallory.runs->SubmitRun(mallory.Ctx().get(), more, &refused);
+  CHECK(over.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(absl::StrContains(over.error_message(), "--max-waiting-runs-per-user 70"));
+
+  // Everyone's list answers, small: an admin's unfiltered one holds every run in one reply.
+  v1::ListRunsResponse all;
+  const grpc::Status listed =
+      c.client->runs->ListRuns(c.client->Ctx().get(), v1::ListRunsRequest(), &all);
+  INFO(listed.error_message());
+  REQUIRE(listed.ok());
+  CHECK(all.runs_size() == kFlood + 1);
+  CHECK(all.ByteSizeLong() < 1'000'000);
+  CHECK(all.next_page_token().empty());
+  const ShellResult table = c.Mcli("get runs");
+  INFO(table.output.substr(0, 2000));
+  CHECK(table.exit_code == 0);
+  CHECK(absl::StrContains(table.output, victim.name()));
+  // The scheduler still places: bob's next run starts on the free GPU.
+  const v1::Run next = SubmitSpec(bob, SpecOf("next", "sleep 600", 1));
+  bob.WaitForStatus(next.name(), v1::RUN_STATUS_RUNNING, absl::Seconds(60));
+  const v1::Run still = bob.Get(victim.name());
+  CHECK(still.status() == v1::RUN_STATUS_RUNNING);
+  CHECK(still.resumption_index() == 0);
+  // The whole run is still there for its owner.
+  CHECK(mallory.Get(all.runs(0).name()).spec().command().size() > 1'000'000);
+}
+
+// Reads `reader` to its end on a thread of its own; `ended` is the stream's status.
+template <class Reader, class Message>
+std::thread ReadToEnd(Reader* reader, grpc::Status* ended) {
+  return std::thread([reader, ended] {
+    Message m;
+    while (reader->Read(&m)) {
+    }
+    *ended = reader->Finish();
+  });
+}
+
+TEST_CASE("attack: a revoked operator key keeps its open watches and follows; they end",
+          "[security]") {
+  LocalCluster c;
+  c.StartWorker("node-a", 1);
+  const std::string ops_key = CreateKey(c.database_url, "ops", "operator");
+  Client alice(c.server.endpoint(), CreateKey(c.database_url, "alice", "user"));
+  const v1::Run run =
+      SubmitSpec(alice, SpecOf("chatty", "while true; do echo tick; sleep 0.2; done", 1));
+  alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING, absl::Seconds(60));
+
+  // The operator opens what an operator may: every user's run changes, alice's log follow,
+  // node events.
+  auto channel = grpc::CreateChannel(c.server.endpoint(), grpc::InsecureChannelCredentials());
+  auto runs = v1::RunService::NewStub(channel);
+  auto logs = v1::LogService::NewStub(channel);
+  auto cordon = v1::CordonService::NewStub(channel);
+  const auto context = [&] {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->AddMetadata("authorization", "Bearer " + ops_key);
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    return ctx;
+  };
+  auto watch_ctx = context(), follow_ctx = context(), events_ctx = context();
+  auto watch = runs->WatchRuns(watch_ctx.get(), v1::WatchRunsRequest());
+  v1::GetLogsRequest follow_req;
+  follow_req.set_run_name(run.name());
+  follow_req.set_follow(true);
+  auto follow = logs->StreamLogs(follow_ctx.get(), follow_req);
+  auto events = cordon->WatchNodeEvents(events_ctx.get(), v1::WatchNodeEventsRequest());
+  // The follow delivers while the key holds.
+  v1::LogLines first;
+  REQUIRE(follow->Read(&first));
+
+  grpc::Status watch_end, follow_end, events_end;
+  std::thread watch_reader =
+      ReadToEnd<decltype(watch)::element_type, v1::RunChange>(watch.get(), &watch_end);
+  std::thread follow_reader =
+      ReadToEnd<decltype(follow)::element_type, v1::LogLines>(follow.get(), &follow_end);
+  std::thread events_reader =
+      ReadToEnd<decltype(events)::element_type, v1::NodeEvent>(events.get(), &events_end);
+
+  v1::ListApiKeysResponse keys;
+  REQUIRE(
+      c.client->admin->ListApiKeys(c.client->Ctx().get(), v1::ListApiKeysRequest(), &keys).ok());
+  std::string ops_id;
+  for (const auto& k : keys.keys()) {
+    if (k.user() == "ops" && !k.revoked()) ops_id = k.id();
+  }
+  REQUIRE_FALSE(ops_id.empty());
+  v1::RevokeApiKeyRequest revoke;
+  revoke.set_id(ops_id);
+  v1::RevokeApiKeyResponse revoked;
+  const absl::Time revoked_at = absl::Now();
+  REQUIRE(c.client->admin->RevokeApiKey(c.client->Ctx().get(), revoke, &revoked).ok());
+  watch_reader.join();
+  follow_reader.join();
+  events_reader.join();
+  const absl::Duration took = absl::Now() - revoked_at;
+  // Each ends with why (not at its 120 s deadline): the key's cached answer holds 5 s, then the
+  // store is asked again.
+  for (const grpc::Status* ended : {&watch_end, &follow_end, &events_end}) {
+    INFO(ended->error_message());
+    CHECK(ended->error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(absl::StrContains(ended->error_message(), "was revoked"));
+  }
+  CHECK(took < absl::Seconds(60));
+  // The run the operator followed is untouched.
+  const v1::Run after = alice.Get(run.name());
+  CHECK(after.status() == v1::RUN_STATUS_RUNNING);
+  CHECK(after.resumption_index() == 0);
+}
+
+}  // namespace
+}  // namespace tessera::testing
