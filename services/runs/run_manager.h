@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -38,6 +39,11 @@ struct RunManagerOptions {
   // it is refused (RESOURCE_EXHAUSTED, naming the limit). Zero: no limit. People and their
   // scripts get this far; the scheduler's cycle reads every waiting run 5 times a second.
   int max_waiting_runs_per_user = 1000;
+  // Who may ask for priority high (which preempts other teams' preemptible runs and is never
+  // preempted by priority): operators and admins always; beyond them, these users and the
+  // members of these teams (tessera-server --high-priority-users, --high-priority-teams).
+  std::set<std::string> high_priority_users = {};
+  std::set<std::string> high_priority_teams = {};
   // The most bytes of runs one ListRuns reply carries: a page ends early at this size (with a
   // next_page_token), far below gRPC's 64 MiB limit whatever the runs hold.
   size_t max_list_reply_bytes = 4 << 20;
@@ -110,6 +116,12 @@ class RunManager {
   absl::StatusOr<v1::Run> ReadVisible(const Who& who, const std::string& name);
   // ReadVisible, and PERMISSION_DENIED when `who` may see the run but not change it.
   absl::StatusOr<v1::Run> ReadChangeable(const Who& who, const std::string& name);
+  // PERMISSION_DENIED when `who` may not give a run of `team` this priority (high_priority_*).
+  absl::Status CheckPriority(const Who& who, const std::string& team, v1::Priority priority) const;
+  // Whether `run` may stop being preemptible now: while it waits, when its team's quota holds
+  // it (the fit check again); while it runs, only outside any team (it may hold GPUs borrowed
+  // beyond its quota, which reclaim takes only from preemptible runs).
+  absl::Status CheckPreemptibleOff(const v1::Run& run);
   // RESOURCE_EXHAUSTED when `user` has options_.max_waiting_runs_per_user runs waiting already.
   absl::Status CheckWaitingRuns(const std::string& user) const;
   // Creates a run from a validated spec with a unique suffixed name.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +63,7 @@ struct RunsOptions {
   absl::Duration min_hang_timeout = absl::Seconds(60);
   bool allow_host_image = false;
   int max_waiting_runs_per_user = 1000;
+  std::set<std::string> high_priority_users, high_priority_teams;
   // Seals users' secrets (--secrets-key-file); none: the cluster keeps no secrets.
   std::optional<runs::SecretBox> secrets_box;
   // Runs that ended this long ago are deleted with their logs (zero: kept).

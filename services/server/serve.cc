@@ -202,6 +202,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   bool allow_host_image = false;
   double run_retention_days = 0;
   int max_waiting_runs_per_user = 1000;
+  std::vector<std::string> high_priority_users, high_priority_teams;
   if (parts.runs) {
     app.add_option("--run-retention-days", run_retention_days,
                    "delete a run (its record, attempts, events and logs) this many days after it "
@@ -216,6 +217,13 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                    "is refused, naming this limit (0: no limit)")
         ->capture_default_str()
         ->check(CLI::Range(0, 10'000'000));
+    app.add_option("--high-priority-users", high_priority_users,
+                   "users who may give their runs priority high (operators and admins always "
+                   "may); comma-separated")
+        ->delimiter(',');
+    app.add_option("--high-priority-teams", high_priority_teams,
+                   "teams whose members may give their runs priority high; comma-separated")
+        ->delimiter(',');
     app.add_option("--min-hang-timeout-seconds", min_hang_timeout_seconds,
                    "the shortest scheduling.hang_timeout a run may ask for (each hang has its "
                    "node checked by a sweep)")
@@ -332,6 +340,8 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   runs_options.min_hang_timeout = absl::Seconds(min_hang_timeout_seconds);
   runs_options.allow_host_image = allow_host_image;
   runs_options.max_waiting_runs_per_user = max_waiting_runs_per_user;
+  runs_options.high_priority_users = {high_priority_users.begin(), high_priority_users.end()};
+  runs_options.high_priority_teams = {high_priority_teams.begin(), high_priority_teams.end()};
   runs_options.run_retention = absl::Seconds(run_retention_days * 86400);
   LogsOptions logs_options;
   if (!logs_database_url.empty() && !direct) {

@@ -34,7 +34,9 @@ TEST_CASE("a user submits, watches, describes and stops runs with mcli", "[e2e]"
   const std::string alice = CreateKey(url, "alice", "user");
   const std::string ops = CreateKey(url, "ops", "admin");
   ServerProcess server =
-      StartServer("tessera-server", url, {"--lease-seconds", "2", "--stop-grace-seconds", "1"});
+      StartServer("tessera-server", url,
+                  {"--lease-seconds", "2", "--stop-grace-seconds", "1", "--high-priority-users",
+                   "alice"});  // the YAML asks for priority high
   FakeWorker w1(server.endpoint(), NodeKey(url, "node-1"), SimulatedNode("node-1"));
   FakeWorker w2(server.endpoint(), NodeKey(url, "node-2"), SimulatedNode("node-2"));
   REQUIRE(w1.Connect().ok());

@@ -14,8 +14,10 @@ struct Plane {
   ServerProcess server;
   std::string admin_key, user_key;
 
+  // alice may use priority high (the preemption cases).
   explicit Plane(std::vector<std::string> flags = {"--lease-seconds", "1", "--heartbeat-seconds",
-                                                   "0.2", "--stop-grace-seconds", "1"}) {
+                                                   "0.2", "--stop-grace-seconds", "1",
+                                                   "--high-priority-users", "alice"}) {
     auto started = PostgresServer::Start();
     REQUIRE(started.ok());
     pg = *std::move(started);

@@ -100,6 +100,26 @@ TEST_CASE("two teams: quotas, borrowing idle GPUs, reclaiming them, and why runs
   CHECK_THAT(absl::StrReplaceAll(util.output, {{" ", ""}, {"\n", ""}}),
              Catch::Contains("\"gpus_in_use\":16"));
 
+  // Attack: turning the borrower into an owner. It may not stop being preemptible while it
+  // holds the borrowed node, nor take priority high (which ann's team is not given).
+  v1::UpdateRunRequest own;
+  own.set_name(borrower.name());
+  own.set_preemptible(false);
+  v1::UpdateRunResponse updated;
+  st = ann.runs->UpdateRun(ann.Ctx().get(), own, &updated);
+  CHECK(st.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK_THAT(st.error_message(), Catch::Contains("borrowed beyond team vision's quota"));
+  v1::UpdateRunRequest raise;
+  raise.set_name(borrower.name());
+  raise.set_priority(v1::PRIORITY_HIGH);
+  st = ann.runs->UpdateRun(ann.Ctx().get(), raise, &updated);
+  CHECK(st.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK_THAT(st.error_message(), Catch::Contains("--high-priority-teams") &&
+                                     Catch::Contains("ann (team vision) is not one of them"));
+  st = ann.runs->SubmitRun(ann.Ctx().get(), RunOf("urgent", 8, true, v1::PRIORITY_HIGH), &resp);
+  CHECK(st.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(ann.Get(borrower.name()).spec().scheduling().preemptible());
+
   // Bob's team is within its quota: the borrowed node comes back, whatever the priorities.
   REQUIRE(bob.runs->SubmitRun(bob.Ctx().get(), RunOf("bobs", 8, false, v1::PRIORITY_LOWEST), &resp)
               .ok());
