@@ -108,6 +108,17 @@ std::optional<AttemptTracker::NodeReports> AttemptTracker::ReportsFrom(
   return out;
 }
 
+bool AttemptTracker::PlacedOn(const std::string& run_id, int resumption,
+                              const std::string& node) const {
+  absl::MutexLock lock(&mu_);
+  auto run = active_.find(run_id);
+  if (run == active_.end() || run->second.resumption_index() != resumption) return false;
+  for (const auto& n : run->second.nodes()) {
+    if (n.node_name() == node) return true;
+  }
+  return false;
+}
+
 void AttemptTracker::Placed(const v1::Run& run) {
   absl::MutexLock lock(&mu_);
   active_[run.id()] = run;

@@ -93,6 +93,9 @@ class AttemptTracker {
   };
   std::optional<NodeReports> ReportsFrom(const std::string& run_id, int resumption,
                                          const std::string& node) const;
+  // Whether the attempt is its run's active one and placed on `node` now: what a node may
+  // report on (Record refuses the rest; a note is dropped).
+  bool PlacedOn(const std::string& run_id, int resumption, const std::string& node) const;
   // A placement this instance made: the run's attempt is active from now on.
   void Placed(const v1::Run& run);
   int64_t placements_total() const;

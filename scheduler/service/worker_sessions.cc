@@ -219,11 +219,8 @@ void WorkerSessions::ResendStarts(const std::string& node, const v1::Heartbeat& 
 
 absl::Status WorkerSessions::OnAttemptUpdate(const std::string& node,
                                              const v1::AttemptUpdate& update) {
-  if (update.phase() == v1::ATTEMPT_PHASE_PREPARING) {
-    // What the node is doing before the ranks can start (pulling the image): for people.
-    if (update.detail().empty()) return absl::OkStatus();
-    return runs_->RecordNote(update.run_id(), update.resumption_index(),
-                             absl::StrCat(update.detail(), " on ", node));
+  if (update.phase() == v1::ATTEMPT_PHASE_PREPARING && update.detail().empty()) {
+    return absl::OkStatus();
   }
   if (!attempts_->IsActive(update.run_id())) {
     // Placed before this instance started (a restart or a takeover): learn the active runs now
@@ -232,6 +229,19 @@ absl::Status WorkerSessions::OnAttemptUpdate(const std::string& node,
                              runs_->ListRuns({v1::RUN_STATUS_STARTING, v1::RUN_STATUS_RUNNING,
                                               v1::RUN_STATUS_TERMINATING}));
     attempts_->LearnActive(active);
+  }
+  if (update.phase() == v1::ATTEMPT_PHASE_PREPARING) {
+    // What the node is doing before the ranks can start (pulling the image): for people, and
+    // only on an attempt placed on this node now (a node may not write into others' runs).
+    if (!attempts_->PlacedOn(update.run_id(), update.resumption_index(), node)) {
+      spdlog::warn(
+          "node {} sent a note on attempt {} of run {}, which is not placed on it: "
+          "dropped",
+          node, update.resumption_index(), update.run_id());
+      return absl::OkStatus();
+    }
+    return runs_->RecordNote(update.run_id(), update.resumption_index(),
+                             absl::StrCat(update.detail(), " on ", node));
   }
   TESSERA_ASSIGN_OR_RETURN(const AttemptReport report, attempts_->Record(node, update));
   if (report.effect != AttemptReport::Effect::kRecorded) return absl::OkStatus();

@@ -293,3 +293,44 @@ TEST_CASE("the run's parameters reach the ranks as exactly their JSON") {
 
 }  // namespace
 }  // namespace tessera::scheduler
+
+namespace tessera::scheduler {
+namespace {
+
+TEST_CASE("a node's notes reach only the attempts placed on it now") {
+  Fixture f;
+  f.Register("n1");
+  f.Register("n2");
+  v1::Run run = f.Submit(8, /*retry=*/false);
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  run = f.Get(run);
+  REQUIRE(run.nodes_size() == 1);
+  const std::string placed = run.nodes(0).node_name();
+  const std::string other = placed == "n1" ? "n2" : "n1";
+  const auto note = [&](const std::string& text, int resumption) {
+    v1::AttemptUpdate u;
+    u.set_run_id(run.id());
+    u.set_resumption_index(resumption);
+    u.set_phase(v1::ATTEMPT_PHASE_PREPARING);
+    u.set_detail(text);
+    return u;
+  };
+  REQUIRE(f.core->sessions->OnAttemptUpdate(placed, note("pulling the image", 0)).ok());
+  // Another node, or an attempt that is not the run's current one: dropped, not an error (the
+  // stream goes on).
+  REQUIRE(f.core->sessions->OnAttemptUpdate(other, note("forged by a neighbour", 0)).ok());
+  REQUIRE(f.core->sessions->OnAttemptUpdate(placed, note("about a later attempt", 1)).ok());
+  auto events = f.stores.runs->ListEvents(run.id());
+  REQUIRE(events.ok());
+  bool pulled = false;
+  for (const auto& e : *events) {
+    pulled |= e.message() == "pulling the image on " + placed;
+    CHECK_FALSE(absl::StrContains(e.message(), "forged"));
+    CHECK_FALSE(absl::StrContains(e.message(), "later attempt"));
+  }
+  CHECK(pulled);
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
