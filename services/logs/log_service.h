@@ -22,7 +22,7 @@ class LogService final : public v1::LogService::Service {
                         grpc::ServerReaderWriter<v1::LogAck, v1::LogBatch>* stream) override {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(PushLogs),
                  [&](const auth::Principal& who) -> absl::Status {
-                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx));
+                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx, who));
                    v1::LogBatch batch;
                    while (stream->Read(&batch)) {
                      TESSERA_RETURN_IF_ERROR(guard.CheckKey());
@@ -39,7 +39,7 @@ class LogService final : public v1::LogService::Service {
                        grpc::ServerWriter<v1::LogLine>* writer) override {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(GetLogs),
                  [&](const auth::Principal& who) -> absl::Status {
-                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx));
+                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx, who));
                    return guard.Outcome(h_->GetLogs(
                        who, *req, [&](const v1::LogLine& l) { return writer->Write(l); },
                        [&] { return guard.Done(); }));
@@ -50,7 +50,7 @@ class LogService final : public v1::LogService::Service {
                           grpc::ServerWriter<v1::LogLines>* writer) override {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(StreamLogs),
                  [&](const auth::Principal& who) -> absl::Status {
-                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx));
+                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx, who));
                    const auto cancelled = [&] { return guard.Done(); };
                    if (req->packed()) {
                      PackedLineBatcher<grpc::ServerWriter<v1::LogLines>> packed(writer);

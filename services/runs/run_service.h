@@ -32,7 +32,7 @@ class RunService final : public v1::RunService::Service {
                          grpc::ServerWriter<v1::RunChange>* writer) override {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(WatchRuns),
                  [&](const auth::Principal& who) -> absl::Status {
-                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx));
+                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx, who));
                    return guard.Outcome(m_->WatchRuns(
                        who, *req, [&](const v1::RunChange& c) { return writer->Write(c); },
                        [&] { return guard.Done(); }, poll_,

@@ -99,6 +99,13 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                    "that one)")
         ->envname("TESSERA_LOGS_DATABASE_URL");
   }
+  int max_streams_per_user = 256;
+  app.add_option("--max-streams-per-user", max_streams_per_user,
+                 "streams one person may hold open at once in each service (log follows, run and "
+                 "node-event watches, shells; the REST gateway's count as their caller's); past "
+                 "it a stream is refused, naming this limit (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1'000'000));
   double service_call_timeout_seconds = 0;
   app.add_option("--service-call-timeout-seconds", service_call_timeout_seconds,
                  "how long a call to another Tessera service waits before it fails (0: each "
@@ -388,6 +395,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
 
   Foundation f = MakeFoundation(*stores, clock);
   f.service_call_timeout = absl::Seconds(service_call_timeout_seconds);
+  f.authenticator->set_max_streams_per_user(max_streams_per_user);
   auto keys = auth::SystemKeys::Create(f.stores.api_keys, clock, parts.binary,
                                        absl::Minutes(system_key_lifetime_minutes));
   if (!keys.ok()) return Fail(keys.status());

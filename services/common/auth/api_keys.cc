@@ -133,6 +133,28 @@ Authenticator::CacheEntry Authenticator::EntryFor(const store::ApiKeyRecord* rec
   return entry;
 }
 
+absl::Status Authenticator::AcquireStream(const std::string& user) {
+  const int limit = max_streams_per_user_;
+  absl::MutexLock lock(&streams_mu_);
+  int& open = open_streams_[user];
+  if (limit > 0 && open >= limit) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(user, " has ", open,
+                     " streams open (log follows, watches, shells), the most one user may "
+                     "(tessera-server --max-streams-per-user ",
+                     limit, "); close some"));
+  }
+  ++open;
+  return absl::OkStatus();
+}
+
+void Authenticator::ReleaseStream(const std::string& user) {
+  absl::MutexLock lock(&streams_mu_);
+  auto it = open_streams_.find(user);
+  if (it == open_streams_.end()) return;
+  if (--it->second <= 0) open_streams_.erase(it);
+}
+
 void Authenticator::EvictLocked(absl::Time now) {
   // Stale answers go first, then refusals (a flood of made-up keys), and only then good ones:
   // the keys people use stay cached whatever is thrown at the service. A tenth at least goes

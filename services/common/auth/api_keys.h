@@ -4,6 +4,7 @@
 
 #include <grpcpp/server_context.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -75,6 +76,14 @@ class Authenticator {
   // The time Revalidate's answers are on.
   absl::Time Now() const { return clock_->Now(); }
 
+  // Streams a person may hold open at once in this process (follows, watches, shells; a
+  // stream of the REST gateway's is one of its caller's). Zero: no limit.
+  void set_max_streams_per_user(int limit) { max_streams_per_user_ = limit; }
+  // Takes one of `user`'s stream slots; RESOURCE_EXHAUSTED, naming the limit, when all are
+  // taken. ReleaseStream gives it back (StreamGuard does both).
+  absl::Status AcquireStream(const std::string& user);
+  void ReleaseStream(const std::string& user);
+
  private:
   struct CacheEntry {
     absl::StatusOr<Principal> principal;
@@ -99,6 +108,10 @@ class Authenticator {
   std::shared_ptr<AuditLog> audit_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, CacheEntry> cache_ ABSL_GUARDED_BY(mu_);
+
+  std::atomic<int> max_streams_per_user_{256};
+  absl::Mutex streams_mu_;
+  absl::flat_hash_map<std::string, int> open_streams_ ABSL_GUARDED_BY(streams_mu_);
 
   // Hashes whose cached answer went stale while a stream used them.
   std::mutex refresh_mu_;

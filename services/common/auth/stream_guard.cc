@@ -5,10 +5,30 @@
 namespace tessera::auth {
 
 absl::StatusOr<StreamGuard> StreamGuard::Open(Authenticator& auth,
-                                              const grpc::ServerContextBase& context) {
+                                              const grpc::ServerContextBase& context,
+                                              const Principal& who) {
   auto hash = auth.KeyHash(context);
   if (!hash.ok()) return hash.status();
-  return StreamGuard(auth, context, *std::move(hash));
+  std::optional<std::string> slot_of;
+  if (who.is_person()) {
+    if (auto st = auth.AcquireStream(who.user); !st.ok()) return st;
+    slot_of = who.user;
+  }
+  return StreamGuard(auth, context, *std::move(hash), std::move(slot_of));
+}
+
+StreamGuard::StreamGuard(StreamGuard&& other) noexcept
+    : auth_(other.auth_),
+      context_(other.context_),
+      key_hash_(std::move(other.key_hash_)),
+      slot_of_(std::move(other.slot_of_)),
+      holds_until_(other.holds_until_),
+      ended_(std::move(other.ended_)) {
+  other.slot_of_.reset();
+}
+
+StreamGuard::~StreamGuard() {
+  if (slot_of_) auth_->ReleaseStream(*slot_of_);
 }
 
 absl::Status StreamGuard::CheckKey() {

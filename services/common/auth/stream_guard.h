@@ -6,6 +6,7 @@
 
 #include <grpcpp/server_context.h>
 
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -17,9 +18,16 @@ namespace tessera::auth {
 
 class StreamGuard {
  public:
-  // For the call `context` (authenticated already); UNAUTHENTICATED when it carries no key.
+  // For the call `context` of `who` (authenticated already); UNAUTHENTICATED when it carries
+  // no key. A person's stream holds one of their slots (Authenticator::AcquireStream) until
+  // the guard goes: RESOURCE_EXHAUSTED when they have none left.
   static absl::StatusOr<StreamGuard> Open(Authenticator& auth,
-                                          const grpc::ServerContextBase& context);
+                                          const grpc::ServerContextBase& context,
+                                          const Principal& who);
+  StreamGuard(StreamGuard&& other) noexcept;
+  StreamGuard& operator=(StreamGuard&&) = delete;
+  StreamGuard(const StreamGuard&) = delete;
+  ~StreamGuard();
 
   // OK while the key still holds; the store is asked again (in the background) only once its
   // last answer ran out, so a check at every message or poll costs a clock read.
@@ -31,12 +39,17 @@ class StreamGuard {
   absl::Status Outcome(absl::Status outcome) const;
 
  private:
-  StreamGuard(Authenticator& auth, const grpc::ServerContextBase& context, std::string key_hash)
-      : auth_(&auth), context_(&context), key_hash_(std::move(key_hash)) {}
+  StreamGuard(Authenticator& auth, const grpc::ServerContextBase& context, std::string key_hash,
+              std::optional<std::string> slot_of)
+      : auth_(&auth),
+        context_(&context),
+        key_hash_(std::move(key_hash)),
+        slot_of_(std::move(slot_of)) {}
 
   Authenticator* auth_;
   const grpc::ServerContextBase* context_;
   std::string key_hash_;
+  std::optional<std::string> slot_of_;  // the user whose stream slot this guard holds
   absl::Time holds_until_ = absl::InfinitePast();
   absl::Status ended_;
 };

@@ -153,5 +153,73 @@ TEST_CASE("attack: a revoked operator key keeps its open watches and follows; th
   CHECK(after.resumption_index() == 0);
 }
 
+TEST_CASE("attack: one user opens follows and watches without end; the rest still can",
+          "[security]") {
+  LocalCluster c({"--max-streams-per-user", "3"});
+  c.StartWorker("node-a", 1);
+  Client alice(c.server.endpoint(), CreateKey(c.database_url, "alice", "user"));
+  Client bob(c.server.endpoint(), CreateKey(c.database_url, "bob", "user"));
+  const v1::Run run =
+      SubmitSpec(alice, SpecOf("chatty", "while true; do echo tick; sleep 0.2; done", 1));
+  alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING, absl::Seconds(60));
+  auto channel = grpc::CreateChannel(c.server.endpoint(), grpc::InsecureChannelCredentials());
+  auto logs = v1::LogService::NewStub(channel);
+  auto runs = v1::RunService::NewStub(channel);
+  v1::GetLogsRequest follow;
+  follow.set_run_name(run.name());
+  follow.set_follow(true);
+  const auto context = [](const std::string& key) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->AddMetadata("authorization", "Bearer " + key);
+    return ctx;
+  };
+  // Her three follows deliver; a fourth stream of hers, of any kind, is refused at once.
+  std::vector<std::unique_ptr<grpc::ClientContext>> held;
+  std::vector<std::unique_ptr<grpc::ClientReader<v1::LogLines>>> follows;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(context(alice.key));
+    follows.push_back(logs->StreamLogs(held.back().get(), follow));
+    v1::LogLines lines;
+    REQUIRE(follows.back()->Read(&lines));
+  }
+  auto extra_ctx = context(alice.key);
+  auto extra = runs->WatchRuns(extra_ctx.get(), v1::WatchRunsRequest());
+  v1::RunChange change;
+  CHECK_FALSE(extra->Read(&change));
+  const grpc::Status refused = extra->Finish();
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(absl::StrContains(refused.error_message(), "--max-streams-per-user 3"));
+  // Another user is not held by hers.
+  auto bob_ctx = context(bob.key);
+  auto bobs = runs->WatchRuns(bob_ctx.get(), v1::WatchRunsRequest());
+  bobs->WaitForInitialMetadata();  // sent once his watch has started
+  bob_ctx->TryCancel();
+  CHECK(bobs->Finish().error_code() == grpc::StatusCode::CANCELLED);
+  // A follow she closes gives its slot back.
+  held[0]->TryCancel();
+  follows[0]->Finish();
+  grpc::Status again;
+  for (int i = 0; i < 50; ++i) {  // the service sees the cancel at its next poll
+    auto ctx = context(alice.key);
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    v1::GetLogsRequest once = follow;
+    once.set_follow(false);
+    auto reader = logs->StreamLogs(ctx.get(), once);
+    v1::LogLines lines;
+    while (reader->Read(&lines)) {
+    }
+    again = reader->Finish();
+    if (again.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(again.error_message());
+  CHECK(again.ok());
+  for (size_t i = 1; i < held.size(); ++i) {
+    held[i]->TryCancel();
+    follows[i]->Finish();
+  }
+  CHECK(alice.Get(run.name()).status() == v1::RUN_STATUS_RUNNING);
+}
+
 }  // namespace
 }  // namespace tessera::testing
