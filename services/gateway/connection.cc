@@ -310,17 +310,30 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
 
 }  // namespace
 
-bool ConnectionSet::Add(const std::shared_ptr<Connection>& connection) {
+bool ConnectionSet::Add(const std::shared_ptr<Connection>& connection, std::string address) {
   std::lock_guard lock(mu_);
   if (stopped_) return false;
-  open_.emplace(connection.get(), connection);
+  ++per_address_[address];
+  open_.emplace(connection.get(), Open{connection, std::move(address)});
   return true;
 }
 
 void ConnectionSet::Remove(const Connection* connection) {
   std::lock_guard lock(mu_);
-  open_.erase(connection);
+  auto it = open_.find(connection);
+  if (it == open_.end()) return;
+  if (auto count = per_address_.find(it->second.address);
+      count != per_address_.end() && --count->second == 0) {
+    per_address_.erase(count);
+  }
+  open_.erase(it);
   if (open_.empty()) empty_.notify_all();
+}
+
+std::size_t ConnectionSet::CountFrom(const std::string& address) const {
+  std::lock_guard lock(mu_);
+  auto it = per_address_.find(address);
+  return it == per_address_.end() ? 0 : it->second;
 }
 
 std::size_t ConnectionSet::size() const {
@@ -333,8 +346,8 @@ void ConnectionSet::StopAll() {
   {
     std::lock_guard lock(mu_);
     stopped_ = true;
-    for (auto& [raw, weak] : open_) {
-      if (auto c = weak.lock()) open.push_back(std::move(c));
+    for (auto& [raw, entry] : open_) {
+      if (auto c = entry.connection.lock()) open.push_back(std::move(c));
     }
   }
   for (auto& c : open) c->Stop();
@@ -345,17 +358,17 @@ bool ConnectionSet::WaitEmpty(std::chrono::milliseconds timeout) {
   return empty_.wait_for(lock, timeout, [this] { return open_.empty(); });
 }
 
-void StartConnection(tcp::socket socket, std::string peer, std::shared_ptr<ssl::context> tls,
-                     const ConnectionContext& context) {
+void StartConnection(tcp::socket socket, std::string address, std::string peer,
+                     std::shared_ptr<ssl::context> tls, const ConnectionContext& context) {
   // A connection the set refuses (the gateway is stopping) is closed as `s` goes.
   if (tls != nullptr) {
     auto s = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
         std::move(socket), std::move(peer), std::move(tls), context);
-    if (context.connections.Add(s)) s->Start();
+    if (context.connections.Add(s, std::move(address))) s->Start();
   } else {
     auto s = std::make_shared<Session<beast::tcp_stream>>(std::move(socket), std::move(peer),
                                                           nullptr, context);
-    if (context.connections.Add(s)) s->Start();
+    if (context.connections.Add(s, std::move(address))) s->Start();
   }
 }
 

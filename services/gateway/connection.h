@@ -49,9 +49,11 @@ class ConnectionSet {
  public:
   // False once StopAll has run: a connection accepted while the gateway was stopping is not
   // served (it would outlive the stop), and the caller drops it.
-  [[nodiscard]] bool Add(const std::shared_ptr<Connection>& connection);
+  [[nodiscard]] bool Add(const std::shared_ptr<Connection>& connection, std::string address);
   void Remove(const Connection* connection);
   std::size_t size() const;
+  // Connections open now from the client `address` (an IP address, no port).
+  std::size_t CountFrom(const std::string& address) const;
   // Stops every open connection, and refuses any added later.
   void StopAll();
   // Waits until every connection is gone, at most `timeout`; false when some are left.
@@ -60,7 +62,12 @@ class ConnectionSet {
  private:
   mutable std::mutex mu_;
   std::condition_variable empty_;
-  std::unordered_map<const Connection*, std::weak_ptr<Connection>> open_;
+  struct Open {
+    std::weak_ptr<Connection> connection;
+    std::string address;
+  };
+  std::unordered_map<const Connection*, Open> open_;
+  std::unordered_map<std::string, std::size_t> per_address_;
   bool stopped_ = false;
 };
 
@@ -77,7 +84,8 @@ struct ConnectionContext {
 // requests get a 400 (431 for a header too large, 413 for a body too large) and the connection
 // is closed. With `tls`, the client must start with a TLS handshake, bounded by the request
 // timeout.
-void StartConnection(boost::asio::ip::tcp::socket socket, std::string peer,
+// `address` is the client's IP address (counted per address), `peer` it with its port (logs).
+void StartConnection(boost::asio::ip::tcp::socket socket, std::string address, std::string peer,
                      std::shared_ptr<boost::asio::ssl::context> tls,
                      const ConnectionContext& context);
 

@@ -31,6 +31,14 @@ void RaiseOpenFileLimit(std::size_t wanted) {
   }
 }
 
+// The client's IP address, without its port ("?" when the socket has none).
+std::string AddressOf(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return "?";
+  return peer.address().to_string(ec);
+}
+
 std::string PeerName(const tcp::socket& socket) {
   boost::system::error_code ec;
   const tcp::endpoint peer = socket.remote_endpoint(ec);
@@ -116,29 +124,38 @@ void GatewayServer::Accept() {
           });
           return;
         }
+        std::string address = AddressOf(socket);
         if (connections_.size() >= options_.max_connections) {
-          Refuse(socket);
+          Refuse(socket, "503 Service Unavailable", "UNAVAILABLE",
+                 "the gateway is serving too many connections; retry shortly");
+        } else if (connections_.CountFrom(address) >= options_.max_connections_per_address) {
+          Refuse(socket, "429 Too Many Requests", "RESOURCE_EXHAUSTED",
+                 absl::StrCat("this address has ", options_.max_connections_per_address,
+                              " connections open, the most one address may "
+                              "(tessera-gateway --max-connections-per-address); close some"));
         } else {
           boost::system::error_code ignored;
           socket.set_option(net::socket_base::keep_alive(true), ignored);
           std::string peer = PeerName(socket);
-          StartConnection(std::move(socket), std::move(peer), tls_ ? tls_->Current() : nullptr,
-                          context_);
+          StartConnection(std::move(socket), std::move(address), std::move(peer),
+                          tls_ ? tls_->Current() : nullptr, context_);
         }
         Accept();
       });
 }
 
-// Best effort, without blocking: the connection is over the cap.
-void GatewayServer::Refuse(tcp::socket& socket) {
-  spdlog::warn("gateway: {} connections open, refusing {}", connections_.size(), PeerName(socket));
-  const std::string body =
-      ErrorJson("UNAVAILABLE", "the gateway is serving too many connections; retry shortly");
-  const std::string response = absl::StrCat(
-      "HTTP/1.1 503 Service Unavailable\r\nServer: tessera-gateway\r\n"
-      "Content-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
-      "Content-Length: ",
-      body.size(), "\r\n\r\n", body);
+// Best effort, without blocking: the connection is over a cap.
+void GatewayServer::Refuse(tcp::socket& socket, const char* status, const char* code,
+                           const std::string& message) {
+  spdlog::warn("gateway: {} connections open, refusing {}: {}", connections_.size(),
+               PeerName(socket), message);
+  const std::string body = ErrorJson(code, message);
+  const std::string response =
+      absl::StrCat("HTTP/1.1 ", status,
+                   "\r\nServer: tessera-gateway\r\n"
+                   "Content-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
+                   "Content-Length: ",
+                   body.size(), "\r\n\r\n", body);
   const int fd = socket.native_handle();
   [[maybe_unused]] const ssize_t n =
       ::send(fd, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);

@@ -46,6 +46,9 @@ struct GatewayOptions {
   // Connections served at once; more are answered 503. The process's open-file limit is raised
   // to its hard limit at Start, so that it does not bind first.
   std::size_t max_connections = 10000;
+  // Connections served at once from one address; more are answered 429, so that one client
+  // cannot take the whole of max_connections. (Clients behind one NAT share an address.)
+  std::size_t max_connections_per_address = 1000;
   // Threads serving the sockets.
   int io_threads = 2;
   // Threads running route handlers (each upstream unary call blocks one while it runs).
@@ -90,7 +93,9 @@ class GatewayServer {
 
  private:
   void Accept();
-  void Refuse(boost::asio::ip::tcp::socket& socket);
+  // Answers `status` (with an API error of `code` saying `message`) and closes the socket.
+  void Refuse(boost::asio::ip::tcp::socket& socket, const char* status, const char* code,
+              const std::string& message);
 
   const GatewayOptions options_;
   std::shared_ptr<Upstream> upstream_;

@@ -56,6 +56,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-connections", max_connections, "connections served at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  std::size_t max_connections_per_address = 1000;
+  app.add_option("--max-connections-per-address", max_connections_per_address,
+                 "connections served at once from one client address (more get 429)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--handler-threads", handler_threads,
                  "threads running requests' gRPC calls (event streams and idle clients take none)")
       ->capture_default_str()
@@ -122,6 +127,7 @@ int main(int argc, char** argv) {
   tessera::gateway::GatewayOptions options;
   options.upstream_timeout = std::chrono::seconds(upstream_timeout_s);
   options.max_connections = max_connections;
+  options.max_connections_per_address = max_connections_per_address;
   options.handler_threads = handler_threads;
   options.console_dir = tessera::gateway::ConsoleAssets::ResolveFlag(console_dir);
   options.limits.request_timeout =

@@ -1,5 +1,8 @@
 // Errors: authorization forwarding, gRPC code -> HTTP status, and what the gateway rejects itself
 // (bad JSON, unknown fields, bad parameters, unknown paths, wrong methods, big or broken requests).
+#include <thread>
+
+#include "absl/strings/match.h"
 #include "tests/support/free_port.h"
 #include "tests/unit/gateway/gateway_fixture.h"
 
@@ -273,16 +276,15 @@ TEST_CASE("Expect: 100-continue gets its interim answer", "[gateway]") {
   CHECK_THAT(reply, Catch::StartsWith("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200"));
 }
 
-TEST_CASE("connections over the cap are answered 503", "[gateway]") {
-  GatewayOptions options;
-  options.max_connections = 1;
-  GatewayFixture f(options);
-  // The first connection holds the only slot: once it has been answered, it is being served
-  // (kept alive, idle), so the next connection is over the cap.
+// A kept-alive connection from `source` that has been answered once: being served (idle), it
+// holds a slot until closed.
+boost::asio::ip::tcp::socket HeldConnection(boost::asio::io_context& ioc, uint16_t port,
+                                            const std::string& source = "127.0.0.1") {
   namespace http = boost::beast::http;
-  boost::asio::io_context ioc;
   boost::asio::ip::tcp::socket held(ioc);
-  held.connect({boost::asio::ip::make_address("127.0.0.1"), f.port()});
+  held.open(boost::asio::ip::tcp::v4());
+  held.bind({boost::asio::ip::make_address(source), 0});
+  held.connect({boost::asio::ip::make_address("127.0.0.1"), port});
   http::request<http::string_body> req{http::verb::get, "/healthz", 11};
   req.set(http::field::host, "x");
   req.keep_alive(true);
@@ -291,10 +293,44 @@ TEST_CASE("connections over the cap are answered 503", "[gateway]") {
   http::response<http::string_body> res;
   http::read(held, buffer, res);
   REQUIRE(res.result_int() == 200);
+  return held;
+}
+
+TEST_CASE("connections over the cap are answered 503", "[gateway]") {
+  GatewayOptions options;
+  options.max_connections = 1;
+  GatewayFixture f(options);
+  boost::asio::io_context ioc;
+  auto held = HeldConnection(ioc, f.port());
   CHECK(f.gateway().active_connections() == 1);
   const std::string reply = RawExchange(f.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK_THAT(reply, Catch::StartsWith("HTTP/1.1 503"));
   held.close();
+}
+
+TEST_CASE("one address over its share of connections is answered 429, others are served",
+          "[gateway]") {
+  GatewayOptions options;
+  options.max_connections = 10;
+  options.max_connections_per_address = 2;
+  GatewayFixture f(options);
+  boost::asio::io_context ioc;
+  auto first = HeldConnection(ioc, f.port());
+  auto second = HeldConnection(ioc, f.port());
+  const std::string reply = RawExchange(f.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK_THAT(reply,
+             Catch::StartsWith("HTTP/1.1 429") && Catch::Contains("--max-connections-per-address"));
+  // Another address has slots of its own.
+  auto other = HeldConnection(ioc, f.port(), "127.0.0.2");
+  CHECK(f.gateway().active_connections() == 3);
+  // A closed connection gives its slot back (once the gateway has seen it close).
+  first.close();
+  std::string again;
+  for (int i = 0; i < 100 && !absl::StartsWith(again, "HTTP/1.1 200"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    again = RawExchange(f.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  }
+  CHECK_THAT(again, Catch::StartsWith("HTTP/1.1 200"));
 }
 
 TEST_CASE("shutting down with idle and busy connections does not hang", "[gateway]") {
