@@ -22,8 +22,14 @@ absl::Status JoinHandler::Join(const v1::JoinRequest& req, v1::JoinResponse* res
     return absl::UnauthenticatedError("token: not a join token (they start with tjt_)");
   }
   const absl::Time now = clock_->Now();
+  // The token is checked before anything is done for the caller: a stranger without a usable
+  // token makes the CA sign nothing.
+  const std::string token_hash = auth::HashSecret(req.token());
+  TESSERA_ASSIGN_OR_RETURN(const v1::JoinToken found, tokens_->FindJoinToken(token_hash));
+  TESSERA_RETURN_IF_ERROR(store::CheckJoinTokenUsable(found, req.node(), now));
   // The certificate is made before the token is used: a bad request does not spend the token,
-  // and a token is never spent without its credentials being answered.
+  // and a token is never spent without its credentials being answered. (Redeeming checks the
+  // token again, in the transaction that uses it.)
   std::optional<tls::IssuedCertificate> certificate;
   if (ca_ != nullptr) {
     TESSERA_ASSIGN_OR_RETURN(certificate, ca_->SignNodeCertificate(req.csr_pem(), req.node(), now,
@@ -38,7 +44,7 @@ absl::Status JoinHandler::Join(const v1::JoinRequest& req, v1::JoinResponse* res
   key.key.set_node(req.node());
   key.key.set_description("joined with a join token");
   *key.key.mutable_created_at() = ToProtoTime(now);
-  auto token = tokens_->RedeemJoinToken(auth::HashSecret(req.token()), req.node(), now, key);
+  auto token = tokens_->RedeemJoinToken(token_hash, req.node(), now, key);
   if (!token.ok()) {
     spdlog::warn("join: node {} was refused: {}", req.node(), token.status().ToString());
     return token.status();

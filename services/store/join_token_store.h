@@ -31,6 +31,9 @@ class JoinTokenStore {
   // NOT_FOUND when absent. A used token can be revoked too (it changes nothing then).
   virtual absl::Status RevokeJoinToken(std::string_view id) = 0;
 
+  // The token whose secret hashes to `secret_hash`, as it is (used or not); UNAUTHENTICATED when
+  // none has. Join checks it before any work for the caller (signing a certificate).
+  virtual absl::StatusOr<v1::JoinToken> FindJoinToken(std::string_view secret_hash) = 0;
   // Uses the token whose secret hashes to `secret_hash` for `node` at `now`, and in the same
   // transaction revokes every earlier key of `node` (joining again replaces a node's credential)
   // and creates `key` (a node key of `node`). Returns the token as used. UNAUTHENTICATED when no

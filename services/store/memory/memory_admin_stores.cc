@@ -50,6 +50,15 @@ class MemoryJoinTokenStore final : public JoinTokenStore {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<v1::JoinToken> FindJoinToken(std::string_view secret_hash) override {
+    absl::MutexLock lock(&db_->mu);
+    TESSERA_RETURN_IF_ERROR(db_->CheckAvailable());
+    for (const auto& [id, entry] : db_->join_tokens) {
+      if (entry.secret_hash == secret_hash) return entry.token;
+    }
+    return absl::UnauthenticatedError("invalid join token");
+  }
+
   absl::StatusOr<v1::JoinToken> RedeemJoinToken(std::string_view secret_hash, std::string_view node,
                                                 absl::Time now, const ApiKeyRecord& key) override {
     absl::MutexLock lock(&db_->mu);

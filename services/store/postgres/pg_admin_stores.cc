@@ -57,6 +57,18 @@ class PgJoinTokenStore final : public JoinTokenStore {
     });
   }
 
+  absl::StatusOr<v1::JoinToken> FindJoinToken(std::string_view secret_hash) override {
+    v1::JoinToken token;
+    absl::Status st = pool_->Transact("reading a join token", [&](pqxx::work& tx) -> absl::Status {
+      const pqxx::result rows = tx.exec_params(
+          "SELECT body FROM join_tokens WHERE secret_hash = $1", std::string(secret_hash));
+      if (rows.empty()) return absl::UnauthenticatedError("invalid join token");
+      return DecodeMessage(rows[0][0], &token);
+    });
+    if (!st.ok()) return st;
+    return token;
+  }
+
   absl::StatusOr<v1::JoinToken> RedeemJoinToken(std::string_view secret_hash, std::string_view node,
                                                 absl::Time now, const ApiKeyRecord& key) override {
     v1::JoinToken token;

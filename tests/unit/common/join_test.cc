@@ -115,6 +115,20 @@ TEST_CASE("a join token is refused for another node, after it expires, once revo
   CHECK(f.stores.api_keys->ListKeys("")->empty());
 }
 
+TEST_CASE("without a usable token nothing is done for the caller: the CA signs nothing") {
+  Fixture f;
+  // A certificate request the CA would refuse: a call that reached signing would say so.
+  v1::JoinRequest unknown = Fixture::Request("tjt_" + std::string(64, '1'), "gpu-1");
+  unknown.set_csr_pem("not a request");
+  v1::JoinResponse resp;
+  CHECK(absl::IsUnauthenticated(f.join->Join(unknown, &resp)));
+  v1::JoinRequest other = Fixture::Request(f.Token("gpu-2"), "gpu-1");
+  other.set_csr_pem("not a request");
+  const absl::Status st = f.join->Join(other, &resp);
+  CHECK(absl::IsPermissionDenied(st));
+  CHECK(absl::StrContains(st.message(), "is for node \"gpu-2\""));
+}
+
 TEST_CASE("a bad request does not spend the token") {
   Fixture f;
   const std::string token = f.Token("gpu-1");

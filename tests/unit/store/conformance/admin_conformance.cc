@@ -45,7 +45,16 @@ CONFORMANCE_CASE("join tokens: made, listed newest first, revoked") {
   CHECK((*listed)[0].id() == "t2");
   CHECK((*listed)[1].node() == "n1");
 
+  // Found by the hash of its secret, as it is.
+  auto found = s.join_tokens->FindJoinToken("hash-t2");
+  REQUIRE(found.ok());
+  CHECK(found->id() == "t2");
+  CHECK(found->node() == "n2");
+  CHECK_FALSE(found->has_used_at());
+  CHECK(absl::IsUnauthenticated(s.join_tokens->FindJoinToken("hash-t9").status()));
+
   REQUIRE(s.join_tokens->RevokeJoinToken("t1").ok());
+  CHECK(s.join_tokens->FindJoinToken("hash-t1")->revoked());
   CHECK(absl::IsNotFound(s.join_tokens->RevokeJoinToken("t9")));
   listed = s.join_tokens->ListJoinTokens();
   REQUIRE(listed.ok());
