@@ -73,6 +73,7 @@ RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<Id
       logs_(std::move(logs)),
       random_(std::move(random)),
       options_(options),
+      admission_(runs_, fit_, options.admission),
       changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()),
       metrics_(registry ? std::make_unique<LifecycleMetrics>(*registry) : nullptr) {}
 
@@ -131,11 +132,11 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
             : "image: 'host' runs on the nodes' own system, which this cluster does not allow "
               "(tessera-server --allow-host-image); name an image");
   }
-  TESSERA_RETURN_IF_ERROR(CheckWaitingRuns(who.user));
+  TESSERA_RETURN_IF_ERROR(admission_.CheckWaitingRuns(who.user));
   // The team whose quota the run uses is the owner's at submit.
   TESSERA_ASSIGN_OR_RETURN(const std::string team, fit_->CheckFit(spec.compute(), who.user,
                                                                   spec.scheduling().preemptible()));
-  TESSERA_RETURN_IF_ERROR(CheckPriority(who, team, spec.scheduling().priority()));
+  TESSERA_RETURN_IF_ERROR(admission_.CheckPriority(who, team, spec.scheduling().priority()));
   // One uid per user on every node: the sandbox runs the user's ranks as it.
   auto uid = runs_->UserUid(who.user);
   if (!uid.ok()) return uid.status();
@@ -238,51 +239,6 @@ absl::Status RunManager::ListRuns(const Who& who, const v1::ListRunsRequest& req
     *resp->add_runs() = std::move(r);
   }
   return absl::OkStatus();
-}
-
-absl::Status RunManager::CheckPriority(const Who& who, const std::string& team,
-                                       v1::Priority priority) const {
-  if (priority != v1::PRIORITY_HIGH || who.may_operate_nodes() ||
-      options_.high_priority_users.contains(who.user) ||
-      (!team.empty() && options_.high_priority_teams.contains(team))) {
-    return absl::OkStatus();
-  }
-  return absl::PermissionDeniedError(absl::StrCat(
-      "scheduling.priority: high is for operators, admins and the users and teams this cluster "
-      "names (tessera-server --high-priority-users, --high-priority-teams); ",
-      who.user, team.empty() ? "" : absl::StrCat(" (team ", team, ")"),
-      " is not one of them: use medium or lower"));
-}
-
-absl::Status RunManager::CheckPreemptibleOff(const v1::Run& run) {
-  if (run.status() == v1::RUN_STATUS_PENDING || run.status() == v1::RUN_STATUS_QUEUED) {
-    // The run will be placed as what it is then: within its team's quota, or not at all.
-    return fit_->CheckFit(run.spec().compute(), run.user(), /*preemptible=*/false).status();
-  }
-  if (run.team().empty()) return absl::OkStatus();  // no quota to borrow beyond
-  return absl::FailedPreconditionError(absl::StrCat(
-      "preemptible: run ", run.name(), " is ", v1::RunStatus_Name(run.status()),
-      " and may hold GPUs borrowed beyond team ", run.team(),
-      "'s quota, which reclaim takes back only from preemptible runs; it may stop being "
-      "preemptible only while it waits (stop it and submit it again with preemptible: false)"));
-}
-
-absl::Status RunManager::CheckWaitingRuns(const std::string& user) const {
-  const int limit = options_.max_waiting_runs_per_user;
-  if (limit <= 0) return absl::OkStatus();
-  v1::RunFilter filter;
-  filter.set_user(user);
-  filter.add_statuses(v1::RUN_STATUS_PENDING);
-  filter.add_statuses(v1::RUN_STATUS_QUEUED);
-  filter.set_limit(limit);
-  auto waiting = runs_->ListRuns(filter);
-  if (!waiting.ok()) return waiting.status();
-  if (static_cast<int>(waiting->size()) < limit) return absl::OkStatus();
-  return absl::ResourceExhaustedError(
-      absl::StrCat("user ", user, " already has ", limit,
-                   " runs waiting (pending or queued), the most this cluster allows a user "
-                   "(tessera-server --max-waiting-runs-per-user ",
-                   limit, "); stop or delete some, or submit again when some have started"));
 }
 
 absl::Status RunManager::DescribeRun(const Who& who, const v1::DescribeRunRequest& req,
@@ -392,9 +348,10 @@ absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& r
   }
   auto run = ReadChangeable(who, req.name());
   if (!run.ok()) return run.status();
-  if (req.has_priority()) TESSERA_RETURN_IF_ERROR(CheckPriority(who, run->team(), req.priority()));
+  if (req.has_priority())
+    TESSERA_RETURN_IF_ERROR(admission_.CheckPriority(who, run->team(), req.priority()));
   if (req.has_preemptible() && !req.preemptible() && run->spec().scheduling().preemptible()) {
-    TESSERA_RETURN_IF_ERROR(CheckPreemptibleOff(*run));
+    TESSERA_RETURN_IF_ERROR(admission_.CheckPreemptibleOff(*run));
   }
   return idem_->RunAtomically(
       absl::StrCat("UpdateRun/", who.user), req.idempotency_key(), req, resp,

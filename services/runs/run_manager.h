@@ -5,7 +5,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <set>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -17,6 +16,7 @@
 #include "services/runs/lifecycle.h"
 #include "services/runs/lifecycle_metrics.h"
 #include "services/runs/log_deleter.h"
+#include "services/runs/run_admission.h"
 #include "services/store/change_feed.h"
 #include "services/store/leader_lock_store.h"
 #include "services/store/run_store.h"
@@ -35,15 +35,8 @@ struct RunManagerOptions {
   // Whether runs may name no image (or `image: host`) and run on the nodes' own root file
   // system (tessera-server --allow-host-image): for development clusters and the quick start.
   bool allow_host_image = false;
-  // How many runs one user may have waiting (pending or queued) at once; a submit or clone past
-  // it is refused (RESOURCE_EXHAUSTED, naming the limit). Zero: no limit. People and their
-  // scripts get this far; the scheduler's cycle reads every waiting run 5 times a second.
-  int max_waiting_runs_per_user = 1000;
-  // Who may ask for priority high (which preempts other teams' preemptible runs and is never
-  // preempted by priority): operators and admins always; beyond them, these users and the
-  // members of these teams (tessera-server --high-priority-users, --high-priority-teams).
-  std::set<std::string> high_priority_users = {};
-  std::set<std::string> high_priority_teams = {};
+  // Waiting runs per user, who may use priority high (run_admission.h).
+  AdmissionPolicy admission = {};
   // The most bytes of runs one ListRuns reply carries: a page ends early at this size (with a
   // next_page_token), far below gRPC's 64 MiB limit whatever the runs hold.
   size_t max_list_reply_bytes = 4 << 20;
@@ -116,14 +109,6 @@ class RunManager {
   absl::StatusOr<v1::Run> ReadVisible(const Who& who, const std::string& name);
   // ReadVisible, and PERMISSION_DENIED when `who` may see the run but not change it.
   absl::StatusOr<v1::Run> ReadChangeable(const Who& who, const std::string& name);
-  // PERMISSION_DENIED when `who` may not give a run of `team` this priority (high_priority_*).
-  absl::Status CheckPriority(const Who& who, const std::string& team, v1::Priority priority) const;
-  // Whether `run` may stop being preemptible now: while it waits, when its team's quota holds
-  // it (the fit check again); while it runs, only outside any team (it may hold GPUs borrowed
-  // beyond its quota, which reclaim takes only from preemptible runs).
-  absl::Status CheckPreemptibleOff(const v1::Run& run);
-  // RESOURCE_EXHAUSTED when `user` has options_.max_waiting_runs_per_user runs waiting already.
-  absl::Status CheckWaitingRuns(const std::string& user) const;
   // Creates a run from a validated spec with a unique suffixed name.
   // `idem` is recorded in the run's creating transaction (see IdempotentCalls::RunAtomically).
   // `notes`: what the client read otherwise than written; the spec's own normalization adds to
@@ -153,6 +138,7 @@ class RunManager {
   std::shared_ptr<LogDeleter> logs_;
   std::shared_ptr<Random> random_;
   RunManagerOptions options_;
+  RunAdmission admission_;  // waiting runs per user, priority high, preemptible turned off
   // Wakes WatchRuns when runs' events commit (null at construction: polling only).
   std::shared_ptr<store::ChangeFeed> changes_;
   std::unique_ptr<LifecycleMetrics> metrics_;  // null: no metrics

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "services/common/system_credential.h"
 #include "services/common/tls/certificate_authority.h"
 #include "services/logs/log_quota.h"
+#include "services/runs/run_admission.h"
 #include "services/runs/secret_box.h"
 #include "services/store/stores.h"
 
@@ -62,8 +62,7 @@ struct RunsOptions {
   // The shortest hang_timeout a run may ask for.
   absl::Duration min_hang_timeout = absl::Seconds(60);
   bool allow_host_image = false;
-  int max_waiting_runs_per_user = 1000;
-  std::set<std::string> high_priority_users, high_priority_teams;
+  runs::AdmissionPolicy admission;  // waiting runs per user, who may use priority high
   // Seals users' secrets (--secrets-key-file); none: the cluster keeps no secrets.
   std::optional<runs::SecretBox> secrets_box;
   // Runs that ended this long ago are deleted with their logs (zero: kept).

@@ -346,9 +346,10 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   runs_options.node_certificate_validity = absl::Hours(24 * node_certificate_days);
   runs_options.min_hang_timeout = absl::Seconds(min_hang_timeout_seconds);
   runs_options.allow_host_image = allow_host_image;
-  runs_options.max_waiting_runs_per_user = max_waiting_runs_per_user;
-  runs_options.high_priority_users = {high_priority_users.begin(), high_priority_users.end()};
-  runs_options.high_priority_teams = {high_priority_teams.begin(), high_priority_teams.end()};
+  runs_options.admission = {
+      .max_waiting_runs_per_user = max_waiting_runs_per_user,
+      .high_priority_users = {high_priority_users.begin(), high_priority_users.end()},
+      .high_priority_teams = {high_priority_teams.begin(), high_priority_teams.end()}};
   runs_options.run_retention = absl::Seconds(run_retention_days * 86400);
   LogsOptions logs_options;
   if (!logs_database_url.empty() && !direct) {

@@ -1,0 +1,56 @@
+#include "services/runs/run_admission.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::runs {
+
+RunAdmission::RunAdmission(std::shared_ptr<store::RunStore> runs, std::shared_ptr<FitChecker> fit,
+                           AdmissionPolicy policy)
+    : runs_(std::move(runs)), fit_(std::move(fit)), policy_(std::move(policy)) {}
+
+absl::Status RunAdmission::CheckPriority(const auth::Principal& who, const std::string& team,
+                                         v1::Priority priority) const {
+  if (priority != v1::PRIORITY_HIGH || who.may_operate_nodes() ||
+      policy_.high_priority_users.contains(who.user) ||
+      (!team.empty() && policy_.high_priority_teams.contains(team))) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "scheduling.priority: high is for operators, admins and the users and teams this cluster "
+      "names (tessera-server --high-priority-users, --high-priority-teams); ",
+      who.user, team.empty() ? "" : absl::StrCat(" (team ", team, ")"),
+      " is not one of them: use medium or lower"));
+}
+
+absl::Status RunAdmission::CheckPreemptibleOff(const v1::Run& run) const {
+  if (run.status() == v1::RUN_STATUS_PENDING || run.status() == v1::RUN_STATUS_QUEUED) {
+    // The run will be placed as what it is then: within its team's quota, or not at all.
+    return fit_->CheckFit(run.spec().compute(), run.user(), /*preemptible=*/false).status();
+  }
+  if (run.team().empty()) return absl::OkStatus();  // no quota to borrow beyond
+  return absl::FailedPreconditionError(absl::StrCat(
+      "preemptible: run ", run.name(), " is ", v1::RunStatus_Name(run.status()),
+      " and may hold GPUs borrowed beyond team ", run.team(),
+      "'s quota, which reclaim takes back only from preemptible runs; it may stop being "
+      "preemptible only while it waits (stop it and submit it again with preemptible: false)"));
+}
+
+absl::Status RunAdmission::CheckWaitingRuns(const std::string& user) const {
+  const int limit = policy_.max_waiting_runs_per_user;
+  if (limit <= 0) return absl::OkStatus();
+  v1::RunFilter filter;
+  filter.set_user(user);
+  filter.add_statuses(v1::RUN_STATUS_PENDING);
+  filter.add_statuses(v1::RUN_STATUS_QUEUED);
+  filter.set_limit(limit);
+  auto waiting = runs_->ListRuns(filter);
+  if (!waiting.ok()) return waiting.status();
+  if (static_cast<int>(waiting->size()) < limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("user ", user, " already has ", limit,
+                   " runs waiting (pending or queued), the most this cluster allows a user "
+                   "(tessera-server --max-waiting-runs-per-user ",
+                   limit, "); stop or delete some, or submit again when some have started"));
+}
+
+}  // namespace tessera::runs

@@ -1,0 +1,51 @@
+#pragma once
+// What a run must pass to be had, besides its spec's own checks: the rules that keep one tenant
+// from crowding out or outranking the rest. A submit and a clone are held to the user's waiting
+// runs and to who may ask for priority high; an update to the same priority rule, and a run
+// that stops being preemptible to its team's quota (borrowing must not become owning).
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "services/common/auth/principal.h"
+#include "services/runs/fit_checker.h"
+#include "services/store/run_store.h"
+
+namespace tessera::runs {
+
+struct AdmissionPolicy {
+  // How many runs one user may have waiting (pending or queued) at once; a submit or clone past
+  // it is refused (RESOURCE_EXHAUSTED, naming the limit). Zero: no limit. People and their
+  // scripts get this far; the scheduler's cycle reads every waiting run 5 times a second.
+  int max_waiting_runs_per_user = 1000;
+  // Who may ask for priority high (which preempts other teams' preemptible runs and is never
+  // preempted by priority): operators and admins always; beyond them, these users and the
+  // members of these teams (tessera-server --high-priority-users, --high-priority-teams).
+  std::set<std::string> high_priority_users = {};
+  std::set<std::string> high_priority_teams = {};
+};
+
+class RunAdmission {
+ public:
+  RunAdmission(std::shared_ptr<store::RunStore> runs, std::shared_ptr<FitChecker> fit,
+               AdmissionPolicy policy);
+
+  // RESOURCE_EXHAUSTED when `user` has policy.max_waiting_runs_per_user runs waiting already.
+  absl::Status CheckWaitingRuns(const std::string& user) const;
+  // PERMISSION_DENIED when `who` may not give a run of `team` this priority.
+  absl::Status CheckPriority(const auth::Principal& who, const std::string& team,
+                             v1::Priority priority) const;
+  // Whether `run` may stop being preemptible now: while it waits, when its team's quota holds
+  // it (the fit check again); while it runs, only outside any team (it may hold GPUs borrowed
+  // beyond its quota, which reclaim takes only from preemptible runs).
+  absl::Status CheckPreemptibleOff(const v1::Run& run) const;
+
+ private:
+  const std::shared_ptr<store::RunStore> runs_;
+  const std::shared_ptr<FitChecker> fit_;
+  const AdmissionPolicy policy_;
+};
+
+}  // namespace tessera::runs

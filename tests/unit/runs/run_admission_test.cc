@@ -1,0 +1,131 @@
+// What a run must pass to be had besides its spec's checks (RunAdmission), through the run
+// manager: the user's waiting runs, who may ask for priority high, and a run that stops being
+// preemptible.
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "services/runs/run_manager.h"
+#include "tests/unit/runs/run_manager_fixture.h"
+
+namespace tessera::runs {
+namespace {
+
+using testing::Fixture;
+
+TEST_CASE("a user's waiting runs are limited, with an error that names the limit") {
+  Fixture f;
+  RunManager limited{
+      f.stores.runs,
+      f.idem,
+      f.fit,
+      f.clock,
+      f.logs,
+      std::make_shared<SeededRandom>(7),
+      RunManagerOptions{.allow_host_image = true, .admission = {.max_waiting_runs_per_user = 2}}};
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("w");
+  req.mutable_spec()->set_command("x");
+  req.mutable_spec()->mutable_compute()->set_gpus(8);
+  v1::SubmitRunResponse resp;
+  REQUIRE(limited.SubmitRun(f.alice, req, &resp).ok());
+  const std::string first = resp.run().name();
+  REQUIRE(limited.SubmitRun(f.alice, req, &resp).ok());
+  const absl::Status third = limited.SubmitRun(f.alice, req, &resp);
+  CHECK(absl::IsResourceExhausted(third));
+  CHECK(absl::StrContains(third.message(), "user alice already has 2 runs waiting"));
+  CHECK(absl::StrContains(third.message(), "--max-waiting-runs-per-user 2"));
+  CHECK(f.stores.runs->ListRuns({})->size() == 2);
+  // Another user is not held by alice's runs.
+  CHECK(limited.SubmitRun(f.bob, req, &resp).ok());
+  // A run that stops waiting frees its place.
+  v1::StopRunRequest stop;
+  stop.set_name(first);
+  v1::StopRunResponse stopped;
+  REQUIRE(limited.StopRun(f.alice, stop, &stopped).ok());
+  CHECK(limited.SubmitRun(f.alice, req, &resp).ok());
+}
+
+v1::SubmitRunRequest PrioritizedRun(v1::Priority priority, bool preemptible = false) {
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("p");
+  req.mutable_spec()->set_command("x");
+  req.mutable_spec()->mutable_compute()->set_gpus(8);
+  req.mutable_spec()->mutable_scheduling()->set_priority(priority);
+  req.mutable_spec()->mutable_scheduling()->set_preemptible(preemptible);
+  return req;
+}
+
+TEST_CASE("priority high is for operators, admins and the users and teams the cluster names") {
+  Fixture f;
+  f.fit->team = "vision";
+  RunManager policy{f.stores.runs,
+                    f.idem,
+                    f.fit,
+                    f.clock,
+                    f.logs,
+                    std::make_shared<SeededRandom>(7),
+                    RunManagerOptions{.allow_host_image = true,
+                                      .admission = {.high_priority_users = {"carol"},
+                                                    .high_priority_teams = {"speech"}}}};
+  v1::SubmitRunResponse resp;
+  const absl::Status refused = policy.SubmitRun(f.alice, PrioritizedRun(v1::PRIORITY_HIGH), &resp);
+  CHECK(absl::IsPermissionDenied(refused));
+  CHECK(absl::StrContains(refused.message(), "alice (team vision) is not one of them"));
+  CHECK(f.stores.runs->ListRuns({})->empty());
+  CHECK(policy.SubmitRun(f.alice, PrioritizedRun(v1::PRIORITY_MEDIUM), &resp).ok());
+  CHECK(policy.SubmitRun(f.admin, PrioritizedRun(v1::PRIORITY_HIGH), &resp).ok());
+  CHECK(policy.SubmitRun({"carol", v1::ROLE_USER}, PrioritizedRun(v1::PRIORITY_HIGH), &resp).ok());
+  f.fit->team = "speech";
+  CHECK(policy.SubmitRun(f.bob, PrioritizedRun(v1::PRIORITY_HIGH), &resp).ok());
+  // Raising a run's priority later is held to the same rule.
+  f.fit->team = "vision";
+  REQUIRE(policy.SubmitRun(f.alice, PrioritizedRun(v1::PRIORITY_LOW), &resp).ok());
+  v1::UpdateRunRequest raise;
+  raise.set_name(resp.run().name());
+  raise.set_priority(v1::PRIORITY_HIGH);
+  v1::UpdateRunResponse updated;
+  CHECK(absl::IsPermissionDenied(policy.UpdateRun(f.alice, raise, &updated)));
+  CHECK(policy.UpdateRun(f.admin, raise, &updated).ok());
+  CHECK(updated.run().spec().scheduling().priority() == v1::PRIORITY_HIGH);
+}
+
+TEST_CASE("a run stops being preemptible only where that cannot turn borrowing into owning") {
+  Fixture f;
+  f.fit->team = "vision";
+  v1::SubmitRunResponse resp;
+  REQUIRE(f.manager.SubmitRun(f.alice, PrioritizedRun(v1::PRIORITY_MEDIUM, true), &resp).ok());
+  const v1::Run run = resp.run();
+  v1::UpdateRunRequest off;
+  off.set_name(run.name());
+  off.set_preemptible(false);
+  v1::UpdateRunResponse updated;
+  // Waiting: the quota is checked again, as at submit.
+  f.fit->result = absl::InvalidArgumentError("compute.gpus: 8 GPUs are more than team vision's");
+  CHECK(f.manager.UpdateRun(f.alice, off, &updated).message() ==
+        "compute.gpus: 8 GPUs are more than team vision's");
+  CHECK_FALSE(f.fit->asked_preemptible);
+  f.fit->result = absl::OkStatus();
+  REQUIRE(f.manager.UpdateRun(f.alice, off, &updated).ok());
+  CHECK_FALSE(updated.run().spec().scheduling().preemptible());
+  // Running in a team: it may hold borrowed GPUs, so it stays preemptible.
+  REQUIRE(f.manager.SubmitRun(f.alice, PrioritizedRun(v1::PRIORITY_MEDIUM, true), &resp).ok());
+  f.Record(resp.run(), 0, v1::RUN_STATUS_QUEUED);
+  f.Record(resp.run(), 0, v1::RUN_STATUS_STARTING);
+  const v1::Run running = f.Record(resp.run(), 0, v1::RUN_STATUS_RUNNING);
+  off.set_name(running.name());
+  const absl::Status refused = f.manager.UpdateRun(f.alice, off, &updated);
+  CHECK(absl::IsFailedPrecondition(refused));
+  CHECK(absl::StrContains(refused.message(), "borrowed beyond team vision's quota"));
+  CHECK(f.stores.runs->GetRun(running.name())->spec().scheduling().preemptible());
+  // Turning it on is always allowed; outside any team there is nothing to borrow.
+  f.fit->team = "";
+  REQUIRE(f.manager.SubmitRun(f.bob, PrioritizedRun(v1::PRIORITY_MEDIUM, true), &resp).ok());
+  f.Record(resp.run(), 0, v1::RUN_STATUS_QUEUED);
+  f.Record(resp.run(), 0, v1::RUN_STATUS_STARTING);
+  f.Record(resp.run(), 0, v1::RUN_STATUS_RUNNING);
+  off.set_name(resp.run().name());
+  CHECK(f.manager.UpdateRun(f.bob, off, &updated).ok());
+}
+
+}  // namespace
+}  // namespace tessera::runs
