@@ -2,7 +2,9 @@
 // A long stream's caller, checked again while the stream is open: a key revoked or expired
 // ends the stream within the authenticator's cache time (Authenticator::Revalidate: never
 // waiting for the store, so a frozen database stalls no stream), with UNAUTHENTICATED saying
-// why. Every server-side stream (follows, watches, shells, pushes, control streams) holds one.
+// why. Every server-side stream of the services' synchronous API holds one (follows, watches,
+// shells, log pushes); the workers' control streams, on the async API, check their key the same
+// way in their reactor (worker_control_service.cc).
 
 #include <grpcpp/server_context.h>
 
