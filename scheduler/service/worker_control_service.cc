@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "scheduler/service/scheduler_service.h"
+#include "services/common/auth/stream_guard.h"
 #include "services/common/grpc_status.h"
 #include "services/common/standby.h"
 
@@ -44,7 +45,12 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
       return;
     }
     who_node_ = who->node;
-    key_hash_ = *service_->auth_->KeyHash(*ctx_);  // it authenticated
+    auto guard = auth::StreamGuard::Open(*service_->auth_, *ctx_, *who);
+    if (!guard.ok()) {
+      Finish(ToGrpcStatus(guard.status()));
+      return;
+    }
+    key_.emplace(*std::move(guard));
     if (!service_->is_leader_()) {
       Finish(ToGrpcStatus(StandbyError("scheduler", "connect to the leader")));
       return;
@@ -68,13 +74,9 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
     // (the database is away) keeps them and answers heartbeats from memory: an outage must not
     // fence a node; it writes and commands nothing meanwhile (its fence refuses).
     // A key revoked or expired while the stream is open ends it (never waiting for the store).
-    if (service_->auth_->Now() >= key_holds_until_) {
-      auto still = service_->auth_->Revalidate(key_hash_);
-      if (!still.ok()) {
-        End(ToGrpcStatus(still.status()));
-        return;
-      }
-      key_holds_until_ = *still;
+    if (auto still = key_->CheckKey(); !still.ok()) {
+      End(ToGrpcStatus(still));
+      return;
     }
     if (!service_->keeps_streams_()) {
       End(grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -228,9 +230,9 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
   WorkerControlService* const service_;
   grpc::ServerContext* const ctx_;
   const std::shared_ptr<Outbox> outbox_;
-  std::string who_node_, key_hash_;
-  // Until when the key's last answer holds (Authenticator::Revalidate): asked again after.
-  absl::Time key_holds_until_ = absl::InfinitePast();
+  std::string who_node_;
+  // The node's key, checked again at each message (set once authenticated).
+  std::optional<auth::StreamGuard> key_;
   // Set once registered (before the stream's next read).
   std::string node_;
   uint64_t token_ = 0;

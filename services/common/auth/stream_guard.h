@@ -2,9 +2,8 @@
 // A long stream's caller, checked again while the stream is open: a key revoked or expired
 // ends the stream within the authenticator's cache time (Authenticator::Revalidate: never
 // waiting for the store, so a frozen database stalls no stream), with UNAUTHENTICATED saying
-// why. Every server-side stream of the services' synchronous API holds one (follows, watches,
-// shells, log pushes); the workers' control streams, on the async API, check their key the same
-// way in their reactor (worker_control_service.cc).
+// why. Every long server-side stream holds one: follows, watches, shells, log pushes, and the
+// workers' control streams.
 
 #include <grpcpp/server_context.h>
 

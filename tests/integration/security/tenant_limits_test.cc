@@ -2,6 +2,7 @@
 // (runs made as large as the spec allows), and open streams whose key was revoked. Each case names
 // the attack, asserts that it fails, and that the victim is unharmed.
 #include <catch2/catch.hpp>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -70,6 +71,25 @@ TEST_CASE("attack: runs with 1 MB commands break everyone's list and the queue; 
   CHECK(mallory.Get(all.runs(0).name()).spec().command().size() > 1'000'000);
 }
 
+// A run of alice's that prints a line 5 times a second until stopped, RUNNING.
+v1::Run StartChattyRun(Client& alice) {
+  const v1::Run run =
+      SubmitSpec(alice, SpecOf("chatty", "while true; do echo tick; sleep 0.2; done", 1));
+  alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING, absl::Seconds(60));
+  return run;
+}
+
+// A call's context carrying `key` (and a deadline, when given).
+std::unique_ptr<grpc::ClientContext> KeyedContext(const std::string& key,
+                                                  std::optional<int> deadline_seconds = {}) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->AddMetadata("authorization", "Bearer " + key);
+  if (deadline_seconds) {
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(*deadline_seconds));
+  }
+  return ctx;
+}
+
 // Reads `reader` to its end on a thread of its own; `ended` is the stream's status.
 template <class Reader, class Message>
 std::thread ReadToEnd(Reader* reader, grpc::Status* ended) {
@@ -87,9 +107,7 @@ TEST_CASE("attack: a revoked operator key keeps its open watches and follows; th
   c.StartWorker("node-a", 1);
   const std::string ops_key = CreateKey(c.database_url, "ops", "operator");
   Client alice(c.server.endpoint(), CreateKey(c.database_url, "alice", "user"));
-  const v1::Run run =
-      SubmitSpec(alice, SpecOf("chatty", "while true; do echo tick; sleep 0.2; done", 1));
-  alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING, absl::Seconds(60));
+  const v1::Run run = StartChattyRun(alice);
 
   // The operator opens what an operator may: every user's run changes, alice's log follow,
   // node events.
@@ -97,13 +115,8 @@ TEST_CASE("attack: a revoked operator key keeps its open watches and follows; th
   auto runs = v1::RunService::NewStub(channel);
   auto logs = v1::LogService::NewStub(channel);
   auto cordon = v1::CordonService::NewStub(channel);
-  const auto context = [&] {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->AddMetadata("authorization", "Bearer " + ops_key);
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-    return ctx;
-  };
-  auto watch_ctx = context(), follow_ctx = context(), events_ctx = context();
+  auto watch_ctx = KeyedContext(ops_key, 120), follow_ctx = KeyedContext(ops_key, 120),
+       events_ctx = KeyedContext(ops_key, 120);
   auto watch = runs->WatchRuns(watch_ctx.get(), v1::WatchRunsRequest());
   v1::GetLogsRequest follow_req;
   follow_req.set_run_name(run.name());
@@ -159,30 +172,23 @@ TEST_CASE("attack: one user opens follows and watches without end; the rest stil
   c.StartWorker("node-a", 1);
   Client alice(c.server.endpoint(), CreateKey(c.database_url, "alice", "user"));
   Client bob(c.server.endpoint(), CreateKey(c.database_url, "bob", "user"));
-  const v1::Run run =
-      SubmitSpec(alice, SpecOf("chatty", "while true; do echo tick; sleep 0.2; done", 1));
-  alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING, absl::Seconds(60));
+  const v1::Run run = StartChattyRun(alice);
   auto channel = grpc::CreateChannel(c.server.endpoint(), grpc::InsecureChannelCredentials());
   auto logs = v1::LogService::NewStub(channel);
   auto runs = v1::RunService::NewStub(channel);
   v1::GetLogsRequest follow;
   follow.set_run_name(run.name());
   follow.set_follow(true);
-  const auto context = [](const std::string& key) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->AddMetadata("authorization", "Bearer " + key);
-    return ctx;
-  };
   // Her three follows deliver; a fourth stream of hers, of any kind, is refused at once.
   std::vector<std::unique_ptr<grpc::ClientContext>> held;
   std::vector<std::unique_ptr<grpc::ClientReader<v1::LogLines>>> follows;
   for (int i = 0; i < 3; ++i) {
-    held.push_back(context(alice.key));
+    held.push_back(KeyedContext(alice.key));
     follows.push_back(logs->StreamLogs(held.back().get(), follow));
     v1::LogLines lines;
     REQUIRE(follows.back()->Read(&lines));
   }
-  auto extra_ctx = context(alice.key);
+  auto extra_ctx = KeyedContext(alice.key);
   auto extra = runs->WatchRuns(extra_ctx.get(), v1::WatchRunsRequest());
   v1::RunChange change;
   CHECK_FALSE(extra->Read(&change));
@@ -190,7 +196,7 @@ TEST_CASE("attack: one user opens follows and watches without end; the rest stil
   CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
   CHECK(absl::StrContains(refused.error_message(), "--max-streams-per-user 3"));
   // Another user is not held by hers.
-  auto bob_ctx = context(bob.key);
+  auto bob_ctx = KeyedContext(bob.key);
   auto bobs = runs->WatchRuns(bob_ctx.get(), v1::WatchRunsRequest());
   bobs->WaitForInitialMetadata();  // sent once his watch has started
   bob_ctx->TryCancel();
@@ -200,8 +206,7 @@ TEST_CASE("attack: one user opens follows and watches without end; the rest stil
   follows[0]->Finish();
   grpc::Status again;
   for (int i = 0; i < 50; ++i) {  // the service sees the cancel at its next poll
-    auto ctx = context(alice.key);
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    auto ctx = KeyedContext(alice.key, 2);
     v1::GetLogsRequest once = follow;
     once.set_follow(false);
     auto reader = logs->StreamLogs(ctx.get(), once);
