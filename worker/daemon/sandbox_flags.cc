@@ -28,6 +28,18 @@ void AddSandboxFlags(CLI::App& app, SandboxFlags& f) {
                  "the most the unpacked images may take; the least recently used unused ones "
                  "go first")
       ->capture_default_str();
+  app.add_option("--image-max-files", f.image_max_files,
+                 "the most files, folders and links one image may unpack to; more stops its pull")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--image-min-free-disk", f.image_min_free_disk,
+                 "the free space the image cache's disk always keeps: a pull that would leave "
+                 "less (as declared, or as it arrives) is stopped")
+      ->capture_default_str();
+  app.add_option("--image-min-free-inodes", f.image_min_free_inodes,
+                 "the free inodes the image cache's disk always keeps, likewise")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--default-registry", f.default_registry,
                  "the registry of image names that name none (mosaicml/llm-foundry:...)")
       ->capture_default_str();
@@ -127,6 +139,12 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
         absl::StrCat("--image-cache-size: ",
                      cache_size.ok() ? "must be positive" : cache_size.status().message()));
   }
+  auto min_free_disk = f.image_min_free_disk == "0" ? absl::StatusOr<int64_t>(0)
+                                                    : ParseByteSize(f.image_min_free_disk);
+  if (!min_free_disk.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--image-min-free-disk: ", min_free_disk.status().message()));
+  }
   RankSandboxOptions s;
   s.bwrap = f.bwrap;
   s.init_path =
@@ -162,6 +180,9 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
   image::ImageCacheOptions c;
   c.dir = f.image_cache_dir.empty() ? o.state_dir + "/images" : f.image_cache_dir;
   c.max_bytes = *cache_size;
+  c.max_files = f.image_max_files;
+  c.min_free_bytes = *min_free_disk;
+  c.min_free_inodes = f.image_min_free_inodes;
   c.default_registry = f.default_registry;
   c.insecure_registries = f.insecure_registries;
   c.auth_file = f.registry_auth_file;

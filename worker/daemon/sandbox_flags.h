@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "worker/daemon/worker_daemon.h"
+#include "worker/image/pull_guard.h"
 
 namespace tessera::worker {
 
@@ -17,6 +18,9 @@ struct SandboxFlags {
   std::string init_path;        // default: beside tessera-worker
   std::string image_cache_dir;  // default: STATE/images
   std::string image_cache_size = "50GiB";
+  int64_t image_max_files = image::PullLimits{}.max_files;
+  std::string image_min_free_disk = "1GiB";
+  int64_t image_min_free_inodes = image::PullLimits{}.min_free_inodes;
   std::string default_registry = "docker.io";
   std::vector<std::string> insecure_registries;
   std::string registry_auth_file;

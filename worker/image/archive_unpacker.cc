@@ -18,11 +18,18 @@ std::string SpoolPath(const std::string& dir, const std::string& hex) {
   return absl::StrCat(dir, "/", hex, ".tar");
 }
 
+// A layer that does not apply is the image's fault (INVALID_ARGUMENT), unless the node's limits
+// stopped it (RESOURCE_EXHAUSTED, whose message already says which).
+absl::Status LayerError(size_t layer, const absl::Status& st) {
+  if (IsPullLimitError(st)) return st;
+  return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": ", st.message()));
+}
+
 }  // namespace
 
 ArchiveUnpacker::ArchiveUnpacker(int root_fd, std::vector<std::string> diff_ids,
-                                 std::string spool_dir)
-    : root_fd_(root_fd), spool_dir_(std::move(spool_dir)) {
+                                 std::string spool_dir, PullGuard* guard)
+    : root_fd_(root_fd), spool_dir_(std::move(spool_dir)), guard_(guard) {
   for (auto& id : diff_ids) {
     hexes_.push_back(absl::StartsWith(id, "sha256:") ? id.substr(7) : id);
   }
@@ -43,7 +50,7 @@ absl::Status ArchiveUnpacker::Begin(const TarEntry& entry) {
     return absl::OkStatus();  // not a layer of this image, or one seen already
   }
   if (next_ < hexes_.size() && hexes_[next_] == hex && uses == 1) {
-    writer_ = std::make_unique<LayerWriter>(root_fd_, &finish_);
+    writer_ = std::make_unique<LayerWriter>(root_fd_, &finish_, guard_);
     layer_ = std::make_unique<TarStreamReader>(writer_.get());
     return absl::OkStatus();
   }
@@ -59,7 +66,11 @@ absl::Status ArchiveUnpacker::Begin(const TarEntry& entry) {
 
 absl::Status ArchiveUnpacker::Data(const char* data, size_t size) {
   if (layer_) return layer_->Feed(data, size);
-  return spool_fd_ >= 0 ? WriteAll(spool_fd_, data, size) : absl::OkStatus();
+  if (spool_fd_ < 0) return absl::OkStatus();
+  if (guard_ != nullptr) {
+    if (absl::Status st = guard_->Wrote(static_cast<int64_t>(size)); !st.ok()) return st;
+  }
+  return WriteAll(spool_fd_, data, size);
 }
 
 absl::Status ArchiveUnpacker::End() {
@@ -67,8 +78,7 @@ absl::Status ArchiveUnpacker::End() {
     absl::Status st = layer_->Finish();
     layer_.reset();
     writer_.reset();
-    if (!st.ok())
-      return absl::InvalidArgumentError(absl::StrCat("layer ", next_, ": ", st.message()));
+    if (!st.ok()) return LayerError(next_, st);
     ++next_;
   }
   if (spool_fd_ >= 0) {
@@ -81,7 +91,7 @@ absl::Status ArchiveUnpacker::End() {
 absl::Status ArchiveUnpacker::ApplySpooled() {
   while (next_ < hexes_.size() && std::count(spooled_.begin(), spooled_.end(), hexes_[next_]) > 0) {
     if (absl::Status st = ApplyFile(SpoolPath(spool_dir_, hexes_[next_])); !st.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("layer ", next_, ": ", st.message()));
+      return LayerError(next_, st);
     }
     ++next_;
   }
@@ -89,7 +99,7 @@ absl::Status ArchiveUnpacker::ApplySpooled() {
 }
 
 absl::Status ArchiveUnpacker::ApplyFile(const std::string& path) {
-  LayerWriter writer(root_fd_, &finish_);
+  LayerWriter writer(root_fd_, &finish_, guard_);
   TarStreamReader reader(&writer);
   absl::Status st =
       StreamFile(path, [&](const char* data, size_t size) { return reader.Feed(data, size); });

@@ -18,7 +18,9 @@ namespace tessera::worker::image {
 class ArchiveUnpacker final : public TarHandler {
  public:
   // `diff_ids`: "sha256:<hex>" of each layer, lowest first. `spool_dir`: where early layers wait.
-  ArchiveUnpacker(int root_fd, std::vector<std::string> diff_ids, std::string spool_dir);
+  // `guard` (may be null): told of every byte spooled and every file and byte unpacked.
+  ArchiveUnpacker(int root_fd, std::vector<std::string> diff_ids, std::string spool_dir,
+                  PullGuard* guard = nullptr);
   ~ArchiveUnpacker() override;
 
   absl::Status Begin(const TarEntry& entry) override;
@@ -35,6 +37,7 @@ class ArchiveUnpacker final : public TarHandler {
   int root_fd_;
   std::vector<std::string> hexes_;  // diff ids without "sha256:"
   std::string spool_dir_;
+  PullGuard* guard_;
   size_t next_ = 0;  // the index of the layer to apply next
   RootFinish finish_;
   // The entry being read: a layer applied now (layer_), one spooled (spool_fd_), or skipped.

@@ -54,7 +54,8 @@ absl::StatusOr<RegistryCredentials> ImageCache::CredentialsOf(const ImageReferen
 
 absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::string& digest,
                                       const std::string& auth_file, const std::string& work,
-                                      const std::string& bundle, absl::Time deadline) {
+                                      const std::string& bundle, absl::Time deadline,
+                                      PullGuard* guard) {
   RegistryClientOptions options;
   options.insecure = IsInsecure(ref.registry);
   options.certs_dir = options_.certs_dir;
@@ -66,6 +67,7 @@ absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::stri
   // The cache's clock may be a test's; transfers run on real time.
   RegistryClient client(ref, options, absl::Now() + (deadline - clock_->Now()));
   const auto failed = [&](const absl::Status& st, const std::string& what) {
+    if (IsPullLimitError(st)) return st;  // its message names the image and the limit
     switch (st.code()) {
       case absl::StatusCode::kNotFound:
         return absl::NotFoundError(
@@ -108,6 +110,18 @@ absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::stri
           absl::StrCat("layer ", layer.digest, " is ", layer.media_type));
     }
   }
+  // What the manifest claims is checked before a byte of a layer comes; what arrives is counted
+  // as it comes (a layer past its declared size is stopped by StreamBlob, the disk by the guard).
+  int64_t declared = 0;
+  for (const Descriptor& layer : parsed->layers) {
+    if (layer.size < 0) {  // the image spec requires it; without it a layer's bytes are unbounded
+      return failed(
+          absl::InvalidArgumentError(absl::StrCat("layer ", layer.digest, " declares no size")),
+          "manifest");
+    }
+    declared += layer.size;
+  }
+  if (absl::Status st = guard->CheckDeclared(declared); !st.ok()) return st;
 
   // The config: environment, working folder, diff ids.
   auto config_text = client.GetBlob(parsed->config.digest, kMaxConfigBytes);
@@ -138,7 +152,7 @@ absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::stri
     Prefetch* raw = p.get();
     const std::string layer_digest = parsed->layers[i].digest;
     const int64_t layer_size = parsed->layers[i].size;
-    raw->thread = std::thread([&client, raw, layer_digest, layer_size] {
+    raw->thread = std::thread([&client, raw, layer_digest, layer_size, guard] {
       const int fd = ::open(raw->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
       if (fd < 0) {
         raw->status = absl::InternalError(
@@ -146,7 +160,11 @@ absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::stri
         return;
       }
       raw->status = client.StreamBlob(
-          layer_digest, [&](const char* data, size_t size) { return WriteAll(fd, data, size); },
+          layer_digest,
+          [&](const char* data, size_t size) {
+            absl::Status counted = guard->Wrote(static_cast<int64_t>(size));
+            return counted.ok() ? WriteAll(fd, data, size) : counted;
+          },
           layer_size);
       ::close(fd);
     });
@@ -165,7 +183,7 @@ absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::stri
     // An image that unpacks to more than the whole cache could never be kept.
     const int64_t budget = options_.max_bytes - unpacked;
     LayerApplier applier(root_fd, &finish, CompressionOf(layer.media_type), config->diff_ids[i],
-                         budget);
+                         budget, guard);
     if (ahead[i] == nullptr) {
       st = client.StreamBlob(
           layer.digest, [&](const char* data, size_t size) { return applier.Feed(data, size); },
@@ -179,7 +197,7 @@ absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::stri
     }
     unpacked += applier.bytes();
     if (applier.bytes() > budget) {
-      st = absl::ResourceExhaustedError(absl::StrCat(
+      st = PullLimitError(absl::StrCat(
           "Image ", ref.Name(), " is larger than the node's image cache (", options_.max_bytes,
           " bytes, --image-cache-size): ", what, ": ", st.message()));
     } else if (!st.ok()) {

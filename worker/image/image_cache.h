@@ -27,6 +27,7 @@
 #include "base/clock.h"
 #include "worker/image/image_config.h"
 #include "worker/image/image_reference.h"
+#include "worker/image/pull_guard.h"
 #include "worker/image/registry_auth.h"
 #include "worker/image/tool_runner.h"
 
@@ -45,6 +46,11 @@ struct ImageCacheOptions {
   bool pull_over_http = true;
   // Registries' own CA certificates: <certs_dir>/<host:port>/*.crt (as containers' tools read).
   std::string certs_dir = "/etc/containers/certs.d";
+  // What a pull may take beyond max_bytes (pull_guard.h): files of one image, and the free space
+  // and inodes the cache's disk always keeps.
+  int64_t max_files = PullLimits{}.max_files;
+  int64_t min_free_bytes = PullLimits{}.min_free_bytes;
+  int64_t min_free_inodes = PullLimits{}.min_free_inodes;
 };
 
 struct PreparedImage {
@@ -115,26 +121,28 @@ class ImageCache {
   // nothing, for an image it does not read.
   absl::Status PullOverHttp(const ImageReference& ref, const std::string& digest,
                             const std::string& auth_file, const std::string& work,
-                            const std::string& bundle, absl::Time deadline);
+                            const std::string& bundle, absl::Time deadline, PullGuard* guard);
   // The credentials `auth_file` holds for `ref`'s registry (none without a file).
   static absl::StatusOr<RegistryCredentials> CredentialsOf(const ImageReference& ref,
                                                            const std::string& auth_file);
   // The pull by skopeo: the config by skopeo inspect, then StreamIntoRoot.
   absl::Status PullWithSkopeo(const ImageReference& ref, const ImageReference& exact,
                               const std::string& auth_file, const std::string& work,
-                              const std::string& bundle, absl::Time deadline);
+                              const std::string& bundle, absl::Time deadline, PullGuard* guard);
   // skopeo copy into a pipe in `work`, each layer applied to `rootfs` as it arrives.
   absl::Status StreamIntoRoot(const ImageReference& ref, const ImageReference& exact,
                               const ImageConfig& config, const std::string& auth_file,
                               const std::string& work, const std::string& rootfs,
-                              absl::Time deadline);
+                              absl::Time deadline, PullGuard* guard);
   // skopeo inspect `what` of `ref`, with the registry's TLS and auth flags.
   std::vector<std::string> InspectCommand(std::initializer_list<std::string> what,
                                           const ImageReference& ref,
                                           const std::string& auth_file) const;
   // Runs a tool with what is left of the pull's time; the runner's errors name the image.
+  // `keep_going`: see ToolRunner::RunWatched.
   absl::StatusOr<ToolResult> RunTool(const ImageReference& ref,
-                                     const std::vector<std::string>& argv, absl::Time deadline);
+                                     const std::vector<std::string>& argv, absl::Time deadline,
+                                     const std::function<absl::Status()>& keep_going = nullptr);
   absl::StatusOr<PreparedImage> Load(const ImageReference& ref, const std::string& digest,
                                      bool pulled);
   // Marks one more use and records the cache clock's time in tessera-last-used.

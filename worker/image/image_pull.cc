@@ -107,13 +107,16 @@ std::vector<std::string> ImageCache::InspectCommand(std::initializer_list<std::s
 
 absl::StatusOr<ToolResult> ImageCache::RunTool(const ImageReference& ref,
                                                const std::vector<std::string>& argv,
-                                               absl::Time deadline) {
+                                               absl::Time deadline,
+                                               const std::function<absl::Status()>& keep_going) {
   const absl::Duration left = deadline - clock_->Now();
   if (left <= absl::ZeroDuration()) {
     return absl::DeadlineExceededError(absl::StrCat("Cannot pull image ", ref.Name(), " within ",
                                                     absl::FormatDuration(options_.pull_timeout)));
   }
-  absl::StatusOr<ToolResult> result = runner_->Run(argv, left);
+  absl::StatusOr<ToolResult> result = runner_->RunWatched(argv, left, keep_going);
+  // The node's limits stopped it: that message already names the image and the limit.
+  if (IsPullLimitError(result.status())) return result;
   if (!result.ok()) {
     return absl::Status(result.status().code(), absl::StrCat("Cannot pull image ", ref.Name(), ": ",
                                                              result.status().message()));
@@ -132,6 +135,12 @@ absl::Status ImageCache::PullAndUnpack(const ImageReference& ref, const std::str
   };
   ImageReference exact = ref;
   exact.digest = digest;  // copy exactly what was resolved, even if the tag moved since
+  PullLimits limits;
+  limits.max_image_bytes = options_.max_bytes;
+  limits.max_files = options_.max_files;
+  limits.min_free_bytes = options_.min_free_bytes;
+  limits.min_free_inodes = options_.min_free_inodes;
+  PullGuard guard(ref.Name(), options_.dir, limits);
 
   absl::Status st = MakePrivateFolder(work);
   st.Update(MakePrivateFolder(bundle));
@@ -147,7 +156,7 @@ absl::Status ImageCache::PullAndUnpack(const ImageReference& ref, const std::str
   if (st.ok()) st = make_root();
   bool by_skopeo = !options_.pull_over_http;
   if (st.ok() && options_.pull_over_http) {
-    st = PullOverHttp(ref, digest, auth_file, work, bundle, deadline);
+    st = PullOverHttp(ref, digest, auth_file, work, bundle, deadline, &guard);
     if (st.code() == absl::StatusCode::kUnimplemented) {
       spdlog::info("image cache: {} is pulled by skopeo: {}", ref.Name(),
                    std::string(st.message()));
@@ -156,7 +165,9 @@ absl::Status ImageCache::PullAndUnpack(const ImageReference& ref, const std::str
                                           : absl::InternalError("Cannot empty " + bundle);
     }
   }
-  if (st.ok() && by_skopeo) st = PullWithSkopeo(ref, exact, auth_file, work, bundle, deadline);
+  if (st.ok() && by_skopeo) {
+    st = PullWithSkopeo(ref, exact, auth_file, work, bundle, deadline, &guard);
+  }
   if (!st.ok()) {
     clean_up();
     return st;
@@ -181,7 +192,11 @@ absl::Status ImageCache::PullAndUnpack(const ImageReference& ref, const std::str
 
 absl::Status ImageCache::PullWithSkopeo(const ImageReference& ref, const ImageReference& exact,
                                         const std::string& auth_file, const std::string& work,
-                                        const std::string& bundle, absl::Time deadline) {
+                                        const std::string& bundle, absl::Time deadline,
+                                        PullGuard* guard) {
+  // skopeo reports no sizes before it writes: the disk is looked at before it starts and while
+  // it runs (StreamIntoRoot).
+  TESSERA_RETURN_IF_ERROR(guard->CheckDisk());
   // The image's config first: its environment and working folder, and its layers' order.
   TESSERA_ASSIGN_OR_RETURN(
       const ToolResult inspected,
@@ -193,13 +208,13 @@ absl::Status ImageCache::PullWithSkopeo(const ImageReference& ref, const ImageRe
         absl::StrCat("Cannot unpack image ", ref.Name(), ": ", config.status().message()));
   }
   TESSERA_RETURN_IF_ERROR(WriteFileDurably(bundle + "/config.json", BundleConfigJson(*config)));
-  return StreamIntoRoot(ref, exact, *config, auth_file, work, bundle + "/rootfs", deadline);
+  return StreamIntoRoot(ref, exact, *config, auth_file, work, bundle + "/rootfs", deadline, guard);
 }
 
 absl::Status ImageCache::StreamIntoRoot(const ImageReference& ref, const ImageReference& exact,
                                         const ImageConfig& config, const std::string& auth_file,
                                         const std::string& work, const std::string& rootfs,
-                                        absl::Time deadline) {
+                                        absl::Time deadline, PullGuard* guard) {
   // skopeo writes the image as a docker-archive into a pipe, layers uncompressed and verified
   // against their digests as they come; each is applied to the root as it arrives, so the
   // image is unpacked by the time it is downloaded.
@@ -231,22 +246,34 @@ absl::Status ImageCache::StreamIntoRoot(const ImageReference& ref, const ImageRe
   if (!auth_file.empty()) copy.insert(copy.end(), {"--src-authfile", auth_file});
   copy.insert(copy.end(), {exact.DockerTransport(), "docker-archive:" + fifo});
   absl::StatusOr<ToolResult> copied = absl::UnknownError("not run");
+  // skopeo stages a whole layer in `work` before it writes any of it to the pipe: its bytes are
+  // watched on the disk while it runs, not only as they arrive here.
   std::thread copier([&] {
-    copied = RunTool(ref, copy, deadline);
+    copied = RunTool(ref, copy, deadline, [guard] { return guard->CheckDisk(); });
     ::close(hold_fd);
   });
 
-  ArchiveUnpacker unpacker(root_fd, config.diff_ids, work);
+  ArchiveUnpacker unpacker(root_fd, config.diff_ids, work, guard);
   TarStreamReader archive(&unpacker);
   absl::Status unpacked =
       root_fd < 0 ? absl::InternalError(absl::StrCat("open ", rootfs, ": ", std::strerror(errno)))
                   : absl::OkStatus();
   std::string buffer(1 << 20, '\0');
+  // The archive holds the layers uncompressed, each once, and a config and manifest of a few KiB.
+  const int64_t most_archive_bytes = options_.max_bytes + (1 << 20);
+  int64_t archive_bytes = 0;
   while (unpacked.ok()) {
     const ssize_t n = ::read(read_fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) unpacked = absl::InternalError(absl::StrCat("read: ", std::strerror(errno)));
     if (n <= 0) break;
+    archive_bytes += n;
+    if (archive_bytes > most_archive_bytes) {
+      unpacked = PullLimitError(absl::StrCat("Image ", ref.Name(),
+                                             " is larger than the node's image cache (",
+                                             options_.max_bytes, " bytes, --image-cache-size)"));
+      break;
+    }
     unpacked = archive.Feed(buffer.data(), static_cast<size_t>(n));
   }
   // Stopped early (a bad layer): closing the pipe makes skopeo's next write fail, so it ends.
@@ -255,7 +282,9 @@ absl::Status ImageCache::StreamIntoRoot(const ImageReference& ref, const ImageRe
   if (unpacked.ok()) unpacked = archive.Finish();
   if (unpacked.ok()) unpacked = unpacker.Finish();
   if (root_fd >= 0) ::close(root_fd);
-  // skopeo's failure (the registry's, a digest mismatch) explains a cut stream best.
+  // The node's limits stopped the pull; otherwise skopeo's failure (the registry's, a digest
+  // mismatch) explains a cut stream best.
+  if (IsPullLimitError(unpacked)) return unpacked;
   if (!copied.ok()) return copied.status();
   if (copied->exit_code != 0) return SkopeoFailure(ref.Name(), *copied);
   if (!unpacked.ok()) {

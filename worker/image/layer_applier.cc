@@ -5,8 +5,8 @@
 namespace tessera::worker::image {
 
 LayerApplier::LayerApplier(int root_fd, RootFinish* finish, LayerCompression compression,
-                           std::string diff_id, int64_t max_bytes)
-    : writer_(root_fd, finish),
+                           std::string diff_id, int64_t max_bytes, PullGuard* guard)
+    : writer_(root_fd, finish, guard),
       tar_(&writer_),
       diff_id_(std::move(diff_id)),
       max_bytes_(max_bytes) {

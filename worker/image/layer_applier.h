@@ -19,9 +19,9 @@ class LayerApplier {
  public:
   // `compression` must not be kUnsupported. `diff_id`: "sha256:<hex>" of the uncompressed tar.
   // `max_bytes`: the most uncompressed bytes it may write (a gzip bomb stops there,
-  // RESOURCE_EXHAUSTED); -1: no limit.
+  // RESOURCE_EXHAUSTED); -1: no limit. `guard` (may be null): told of what the layer writes.
   LayerApplier(int root_fd, RootFinish* finish, LayerCompression compression, std::string diff_id,
-               int64_t max_bytes = -1);
+               int64_t max_bytes = -1, PullGuard* guard = nullptr);
 
   // The next bytes of the blob (compressed, as the registry serves it).
   absl::Status Feed(const char* data, size_t size);

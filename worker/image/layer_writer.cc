@@ -168,6 +168,12 @@ absl::Status LayerWriter::Begin(const TarEntry& entry) {
     ::close(dir_fd);
     return st;
   }
+  if (guard_ != nullptr) {
+    if (absl::Status counted = guard_->AddedFile(); !counted.ok()) {
+      ::close(dir_fd);
+      return counted;
+    }
+  }
   created_.insert(path);
   if (entry.type != TarEntry::Type::kDirectory) ForgetModes(path);
   switch (entry.type) {
@@ -220,6 +226,9 @@ absl::Status LayerWriter::Begin(const TarEntry& entry) {
 
 absl::Status LayerWriter::Data(const char* data, size_t size) {
   if (file_fd_ < 0) return absl::OkStatus();
+  if (guard_ != nullptr) {
+    if (absl::Status st = guard_->Wrote(static_cast<int64_t>(size)); !st.ok()) return st;
+  }
   while (size > 0) {
     const ssize_t n = ::write(file_fd_, data, size);
     if (n < 0) {

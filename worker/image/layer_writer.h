@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "worker/image/pull_guard.h"
 #include "worker/image/tar_stream.h"
 
 namespace tessera::worker::image {
@@ -25,8 +26,10 @@ struct RootFinish {
 
 class LayerWriter final : public TarHandler {
  public:
-  // `root_fd`: an O_DIRECTORY descriptor of the root, kept open by the caller.
-  LayerWriter(int root_fd, RootFinish* finish) : root_fd_(root_fd), finish_(finish) {}
+  // `root_fd`: an O_DIRECTORY descriptor of the root, kept open by the caller. `guard` (may be
+  // null) is told of every file created and byte written.
+  LayerWriter(int root_fd, RootFinish* finish, PullGuard* guard = nullptr)
+      : root_fd_(root_fd), finish_(finish), guard_(guard) {}
   ~LayerWriter() override;
 
   absl::Status Begin(const TarEntry& entry) override;
@@ -44,6 +47,7 @@ class LayerWriter final : public TarHandler {
 
   int root_fd_;
   RootFinish* finish_;
+  PullGuard* guard_;
   int file_fd_ = -1;  // the file being written
   std::string file_path_;
   TarEntry entry_;

@@ -83,8 +83,9 @@ std::string LastLine(const std::string& output) {
       newline == absl::string_view::npos ? rest : rest.substr(newline + 1)));
 }
 
-absl::StatusOr<ToolResult> ProcessToolRunner::Run(const std::vector<std::string>& argv,
-                                                  absl::Duration timeout) {
+absl::StatusOr<ToolResult> ProcessToolRunner::RunWatched(
+    const std::vector<std::string>& argv, absl::Duration timeout,
+    const std::function<absl::Status()>& keep_going) {
   if (argv.empty() || argv[0].empty()) return absl::InvalidArgumentError("no tool to run");
   const std::string tool = ToolName(argv[0]);
   if (cancelled_) {
@@ -172,6 +173,15 @@ absl::StatusOr<ToolResult> ProcessToolRunner::Run(const std::vector<std::string>
       reaped(pid);
       CloseFd(out[0]);
       return absl::CancelledError(absl::StrCat(tool, " was stopped: the worker is shutting down"));
+    }
+    if (keep_going) {
+      if (absl::Status st = keep_going(); !st.ok()) {
+        ::killpg(pid, SIGKILL);
+        WaitStatus(pid);
+        reaped(pid);
+        CloseFd(out[0]);
+        return st;
+      }
     }
     const absl::Duration left = deadline - clock.Now();
     if (left <= absl::ZeroDuration()) {

@@ -28,6 +28,15 @@ class ToolRunner {
   // and was killed (DEADLINE_EXCEEDED).
   virtual absl::StatusOr<ToolResult> Run(const std::vector<std::string>& argv,
                                          absl::Duration timeout) = 0;
+  // Run, and the tool is also killed as soon as `keep_going` (asked every few tens of
+  // milliseconds while it runs) returns an error, which is then returned: a pull stops the tool
+  // that fills the node's disk. This default ignores `keep_going`.
+  virtual absl::StatusOr<ToolResult> RunWatched(const std::vector<std::string>& argv,
+                                                absl::Duration timeout,
+                                                const std::function<absl::Status()>& keep_going) {
+    (void)keep_going;
+    return Run(argv, timeout);
+  }
   // Kills the tools running now, whose Run returns CANCELLED, and refuses every later Run: the
   // worker is shutting down and must not wait for a pull that can take minutes.
   virtual void CancelAll() {}
@@ -53,7 +62,12 @@ class ProcessToolRunner final : public ToolRunner {
   explicit ProcessToolRunner(ForkHooks hooks) : hooks_(std::move(hooks)) {}
 
   absl::StatusOr<ToolResult> Run(const std::vector<std::string>& argv,
-                                 absl::Duration timeout) override;
+                                 absl::Duration timeout) override {
+    return RunWatched(argv, timeout, nullptr);
+  }
+  absl::StatusOr<ToolResult> RunWatched(const std::vector<std::string>& argv,
+                                        absl::Duration timeout,
+                                        const std::function<absl::Status()>& keep_going) override;
   void CancelAll() override { cancelled_ = true; }
 
  private:

@@ -159,6 +159,30 @@ TEST_CASE("an image of layers made by umoci is streamed from a real registry int
     said.pop_back();  // its "Pulling image"
   }
 
+  // The node's disk limits hold on both paths: files of one image, and the disk's reserve.
+  {
+    ImageCacheOptions few = options;
+    few.dir = tmp.path + "/cache-few";
+    few.max_files = 2;
+    ImageCache limited(few, tools, SystemClock::Shared());
+    auto many = limited.Acquire(name + ":1", "", progress);
+    CHECK(many.status().code() == absl::StatusCode::kResourceExhausted);
+    CHECK_THAT(std::string(many.status().message()),
+               Catch::Contains("has more than 2 files") && Catch::Contains("--image-max-files"));
+    CHECK(fs::is_empty(few.dir + "/tmp"));
+    ImageCacheOptions full = options;
+    full.dir = tmp.path + "/cache-full";
+    auto space = StatDiskSpace(tmp.path);
+    REQUIRE(space.ok());
+    full.min_free_bytes = space->free_bytes + (int64_t{1} << 40);
+    ImageCache no_room(full, tools, SystemClock::Shared());
+    auto refused = no_room.Acquire(name + ":1", "", progress);
+    CHECK(refused.status().code() == absl::StatusCode::kResourceExhausted);
+    CHECK_THAT(std::string(refused.status().message()), Catch::Contains("--image-min-free-disk"));
+    CHECK(fs::is_empty(full.dir + "/tmp"));
+    said.resize(2);  // their "Pulling image"
+  }
+
   // Cached: resolved again, not pulled; pinned: the registry is not even asked.
   auto again = cache.Acquire(name + ":1", "", progress);
   REQUIRE(again.ok());

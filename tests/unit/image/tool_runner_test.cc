@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -91,6 +92,28 @@ TEST_CASE("cancelling stops the tools running now, with what they started, and e
   const auto later = runner.Run({"true"}, absl::Seconds(5));
   CHECK(later.status().code() == absl::StatusCode::kCancelled);
   CHECK(later.status().message() == "true was not run: the worker is shutting down");
+}
+
+TEST_CASE("a watched tool is killed, with what it started, once its watch says stop") {
+  tessera::testing::TempDir tmp{"tool_runner_test"};
+  const std::string full = tmp.path + "/disk-full";
+  ProcessToolRunner runner;
+  int asked = 0;
+  const absl::Time start = absl::Now();
+  // The tool "fills the disk" (makes the marker) and would then run for 30 s more.
+  auto r = runner.RunWatched({"sh", "-c", "sleep 30 & touch " + full + "; sleep 30"},
+                             absl::Minutes(5), [&]() -> absl::Status {
+                               ++asked;
+                               if (!std::filesystem::exists(full)) return absl::OkStatus();
+                               return absl::ResourceExhaustedError("the disk is full");
+                             });
+  CHECK(absl::Now() - start < absl::Seconds(20));
+  CHECK(asked >= 1);
+  CHECK(r.status() == absl::ResourceExhaustedError("the disk is full"));
+  // Unwatched, the same runner runs tools as before.
+  auto plain = runner.RunWatched({"true"}, absl::Seconds(20), nullptr);
+  REQUIRE(plain.ok());
+  CHECK(plain->exit_code == 0);
 }
 
 TEST_CASE("a tool that exits while something it started holds its output is not waited for") {
