@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/common/auth/api_keys.h"
 #include "services/common/auth/audit_log.h"
+#include "services/common/auth/peer_identity.h"
 #include "services/common/auth/rpc_roles.h"
 #include "services/common/grpc_status.h"
 #include "services/store/traffic_class.h"
@@ -51,9 +52,11 @@ grpc::Status Serve(auth::Authenticator& authenticator, grpc::ServerContext* cont
     return answered;
   };
   if (auto allowed = auth::CheckRpcRole(method, rule, *who); !allowed.ok()) return answer(allowed);
-  // A person's call may not use the connections kept for the control plane.
-  store::TrafficScope traffic(who->is_system() ? store::TrafficClass::kControl
-                                               : store::TrafficClass::kUser);
+  // A person's call may not use the connections kept for the control plane, nor may a service's
+  // call made for a person (the scheduler reading runs for `mcli util`).
+  store::TrafficScope traffic(who->is_system() && !auth::ForAPerson(*context)
+                                  ? store::TrafficClass::kControl
+                                  : store::TrafficClass::kUser);
   return answer(fn(*who));
 }
 

@@ -22,9 +22,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "services/common/channel_ref.h"
+#include "services/common/client_address.h"
 #include "services/common/grpc_status.h"
 #include "services/common/standby.h"
 #include "services/common/system_credential.h"
+#include "services/store/traffic_class.h"
 
 namespace tessera {
 
@@ -34,11 +36,16 @@ struct ServiceClientOptions {
   absl::Duration deadline = absl::Seconds(30);
 };
 
-// Prepares the context of one call: the system key as the caller's credential and a deadline
-// `deadline` from now.
+// Prepares the context of one call: the system key as the caller's credential, a deadline
+// `deadline` from now, and whether it serves a person's call.
 inline void PrepareSystemCall(grpc::ClientContext& context, const std::string& system_key,
                               absl::Duration deadline) {
   context.AddMetadata("authorization", "Bearer " + system_key);
+  // Made while serving a person's call (Serve set the thread's class): the callee serves it as
+  // that person's traffic too.
+  if (store::current_traffic_class == store::TrafficClass::kUser) {
+    context.AddMetadata(kUserTrafficMetadata, "1");
+  }
   context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
 }
 

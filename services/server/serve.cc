@@ -106,6 +106,13 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                  "it a stream is refused, naming this limit (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1'000'000));
+  double max_unknown_keys_per_address = auth::Authenticator::kDefaultUnknownKeysPerSecond;
+  app.add_option("--max-unknown-keys-per-address", max_unknown_keys_per_address,
+                 "API keys the services do not know that one address may try a second (ten "
+                 "times as many at once); past it, its keys not already known are refused "
+                 "without a database lookup until the budget refills (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
   double service_call_timeout_seconds = 0;
   app.add_option("--service-call-timeout-seconds", service_call_timeout_seconds,
                  "how long a call to another Tessera service waits before it fails (0: each "
@@ -397,6 +404,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   Foundation f = MakeFoundation(*stores, clock);
   f.service_call_timeout = absl::Seconds(service_call_timeout_seconds);
   f.authenticator->set_max_streams_per_user(max_streams_per_user);
+  f.authenticator->set_max_unknown_keys_per_address(max_unknown_keys_per_address);
   auto keys = auth::SystemKeys::Create(f.stores.api_keys, clock, parts.binary,
                                        absl::Minutes(system_key_lifetime_minutes));
   if (!keys.ok()) return Fail(keys.status());

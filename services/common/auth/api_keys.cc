@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "services/common/auth/peer_identity.h"
+#include "services/store/traffic_class.h"
 
 namespace tessera::auth {
 namespace {
@@ -74,7 +75,8 @@ Authenticator::Authenticator(std::shared_ptr<store::ApiKeyStore> keys, std::shar
     : keys_(std::move(keys)),
       clock_(std::move(clock)),
       cache_ttl_(cache_ttl),
-      audit_(std::move(audit)) {}
+      audit_(std::move(audit)),
+      unknown_keys_(clock_, kDefaultUnknownKeysPerSecond) {}
 
 Authenticator::~Authenticator() {
   {
@@ -96,7 +98,7 @@ std::string HeaderOf(const grpc::ServerContextBase& context) {
 }  // namespace
 
 absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContextBase& context) {
-  auto who = Authenticate(HeaderOf(context));
+  auto who = Authenticate(HeaderOf(context), OriginOf(context));
   if (!who.ok()) return who;
   if (auto st = CheckPeerIdentity(PeerOf(context), *who); !st.ok()) return st;
   return who;
@@ -189,6 +191,11 @@ absl::StatusOr<Authenticator::CacheEntry> Authenticator::Lookup(const std::strin
 }
 
 absl::StatusOr<Principal> Authenticator::Authenticate(const std::string& authorization_header) {
+  return Authenticate(authorization_header, CallOrigin{.control_plane = true, .address = ""});
+}
+
+absl::StatusOr<Principal> Authenticator::Authenticate(const std::string& authorization_header,
+                                                      const CallOrigin& origin) {
   auto token = BearerToken(authorization_header);
   if (!token.ok()) return token.status();
   const std::string hash = HashSecret(*token);
@@ -198,9 +205,20 @@ absl::StatusOr<Principal> Authenticator::Authenticate(const std::string& authori
     auto hit = cache_.find(hash);
     if (hit != cache_.end() && hit->second.expires > now) return Answer(hit->second, now);
   }
+  if (!origin.control_plane) {
+    if (absl::Status admitted = unknown_keys_.Admit(origin.address); !admitted.ok()) {
+      return admitted;
+    }
+  }
+  // Decided by who asked, before the lookup: a person's made-up keys never hold the database
+  // connections kept for the control plane.
+  store::TrafficScope traffic(origin.control_plane ? store::TrafficClass::kControl
+                                                   : store::TrafficClass::kUser);
   auto entry = Lookup(hash);
   if (!entry.ok()) return entry.status();
-  return Answer(*entry, now);
+  absl::StatusOr<Principal> answer = Answer(*entry, now);
+  if (!answer.ok() && !origin.control_plane) unknown_keys_.Failed(origin.address);
+  return answer;
 }
 
 absl::StatusOr<absl::Time> Authenticator::Revalidate(const std::string& key_hash) {

@@ -17,7 +17,9 @@
 #include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "services/common/auth/audit_log.h"
+#include "services/common/auth/peer_identity.h"
 #include "services/common/auth/principal.h"
+#include "services/common/auth/unknown_key_limiter.h"
 #include "services/store/api_key_store.h"
 
 namespace tessera::auth {
@@ -45,6 +47,8 @@ absl::StatusOr<std::string> BearerToken(const std::string& header_value);
 
 class Authenticator {
  public:
+  static constexpr double kDefaultUnknownKeysPerSecond = 10;
+
   // Lookups are cached for `cache_ttl` so that a busy client does not cost a database query per
   // call; a revoked key stops working within that time.
   // `audit` (optional) is where Serve records audited calls (rpc_roles.h).
@@ -58,9 +62,18 @@ class Authenticator {
   ~Authenticator();
 
   // UNAUTHENTICATED when the key is missing, malformed, unknown, revoked or expired; UNAVAILABLE
-  // when the key store cannot be reached.
+  // when the key store cannot be reached. A call's key that is not cached is looked up as the
+  // traffic of whoever asked (OriginOf: control traffic only for the services' own calls), and
+  // from an address past its budget of unknown keys it is RESOURCE_EXHAUSTED without a lookup
+  // (UnknownKeyLimiter). The header-only form is the services' own (control, unlimited).
   absl::StatusOr<Principal> Authenticate(const std::string& authorization_header);
   absl::StatusOr<Principal> Authenticate(const grpc::ServerContextBase& context);
+
+  // Failed key lookups one address may cause a second (10 at once, refilled at this rate); 0: no
+  // limit.
+  void set_max_unknown_keys_per_address(double per_second) {
+    unknown_keys_.set_per_second(per_second);
+  }
 
   // The hash of the key a call carries, for Revalidate: a stream hashes its key once.
   absl::StatusOr<std::string> KeyHash(const grpc::ServerContextBase& context);
@@ -91,6 +104,8 @@ class Authenticator {
     // The key's own expiry, checked on every hit.
     absl::Time key_expires = absl::InfiniteFuture();
   };
+  absl::StatusOr<Principal> Authenticate(const std::string& authorization_header,
+                                         const CallOrigin& origin);
   // The store's answer for `hash`, cached; the store's own error when it cannot be asked.
   absl::StatusOr<CacheEntry> Lookup(const std::string& hash);
   // The answer for a stored key, or for none (an invalid key).
@@ -108,6 +123,7 @@ class Authenticator {
   std::shared_ptr<AuditLog> audit_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, CacheEntry> cache_ ABSL_GUARDED_BY(mu_);
+  UnknownKeyLimiter unknown_keys_;
 
   std::atomic<int> max_streams_per_user_{256};
   absl::Mutex streams_mu_;

@@ -2,7 +2,12 @@
 
 #include <grpc/grpc_security_constants.h>
 
+#include <algorithm>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "services/common/client_address.h"
 
 namespace tessera::auth {
 
@@ -38,6 +43,44 @@ absl::Status CheckPeerIdentity(const PeerIdentity& peer, const Principal& who) {
                      kServicesCommonName, ")"));
   }
   return absl::OkStatus();
+}
+
+std::string HostOfPeer(const std::string& peer) {
+  absl::string_view p = peer;
+  if (absl::StartsWith(p, "unix:")) return std::string(p);
+  absl::ConsumePrefix(&p, "ipv4:") || absl::ConsumePrefix(&p, "ipv6:");
+  absl::ConsumePrefix(&p, "%5B");  // gRPC writes "ipv6:%5B::1%5D:port"
+  if (absl::ConsumePrefix(&p, "[")) return std::string(p.substr(0, p.find(']')));
+  if (const size_t bracket = p.find("%5D"); bracket != absl::string_view::npos) {
+    return std::string(p.substr(0, bracket));
+  }
+  if (std::count(p.begin(), p.end(), ':') == 1) p = p.substr(0, p.find(':'));
+  return std::string(p);
+}
+
+bool ForAPerson(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  return metadata.find(kClientAddressMetadata) != metadata.end() ||
+         metadata.find(kUserTrafficMetadata) != metadata.end();
+}
+
+CallOrigin OriginOf(const grpc::ServerContextBase& context) {
+  const std::string peer = context.peer();
+  const bool network = absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:") ||
+                       absl::StartsWith(peer, "unix:");
+  const PeerIdentity identity = PeerOf(context);
+  const bool service = !network || (identity.tls && identity.common_name == kServicesCommonName);
+  // A node showing its certificate is part of the control plane too (its heartbeats are).
+  const bool node = identity.tls && absl::StartsWith(identity.common_name, NodeCommonName(""));
+  CallOrigin origin;
+  origin.control_plane = (service || node) && !ForAPerson(context);
+  origin.address = network ? HostOfPeer(peer) : "in-process";
+  const auto& metadata = context.client_metadata();
+  if (auto it = metadata.find(kClientAddressMetadata); service && it != metadata.end()) {
+    origin.address =
+        HostOfPeer(std::string(it->second.data(), std::min<size_t>(it->second.size(), 128)));
+  }
+  return origin;
 }
 
 }  // namespace tessera::auth

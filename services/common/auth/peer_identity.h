@@ -27,6 +27,27 @@ struct PeerIdentity {
 
 PeerIdentity PeerOf(const grpc::ServerContextBase& context);
 
+// Where a call comes from, decided before its key is looked up.
+struct CallOrigin {
+  // One of Tessera's own services (the in-process channel or the services' certificate) or a
+  // node (its certificate) calling for itself, not relaying a person's request (the gateway's
+  // client address or the user-traffic mark, client_address.h). Its key lookups are control
+  // traffic and unlimited.
+  bool control_plane = false;
+  // What limits per address count by: the REST gateway's client's host (believed only from the
+  // gateway), else the peer's host without its port ("in-process" for the in-process channel).
+  std::string address;
+};
+CallOrigin OriginOf(const grpc::ServerContextBase& context);
+
+// Whether the call relays or serves a person's request (either metadata of client_address.h):
+// a system caller's such call is user traffic. Believing anyone is safe: only system callers
+// could gain from saying otherwise, and they can only say it is a person's.
+bool ForAPerson(const grpc::ServerContextBase& context);
+
+// "1.2.3.4" of "ipv4:1.2.3.4:5678", "1.2.3.4:5678"; "::1" of "ipv6:[::1]:5678".
+std::string HostOfPeer(const std::string& peer);
+
 // PERMISSION_DENIED when a node or system principal calls over TLS without its certificate.
 absl::Status CheckPeerIdentity(const PeerIdentity& peer, const Principal& who);
 

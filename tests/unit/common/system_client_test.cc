@@ -9,9 +9,11 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "services/common/auth/api_keys.h"
+#include "services/common/auth/unknown_key_limiter.h"
 #include "services/common/rpc.h"
 #include "services/common/standby.h"
 #include "services/store/stores.h"
@@ -151,6 +153,159 @@ TEST_CASE("a person's call is user traffic for the database, a component's is co
   CHECK(f.handler->traffic == store::TrafficClass::kUser);
   // Outside a call, a thread is control traffic (the services' own loops).
   CHECK(store::current_traffic_class == store::TrafficClass::kControl);
+}
+
+TEST_CASE("a component's call made while it serves a person's call is that person's traffic") {
+  Fixture f;
+  SystemClient<v1::AdminService> component(std::make_shared<ChannelRef>(f.Channel()), kSystemSecret,
+                                           "the admin API", {});
+  v1::WhoAmIResponse resp;
+  {
+    // As in the scheduler reading runs for `mcli util`: Serve set the person's class.
+    store::TrafficScope serving(store::TrafficClass::kUser);
+    REQUIRE(component.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp).ok());
+  }
+  CHECK(resp.role() == v1::ROLE_SYSTEM);
+  CHECK(f.handler->traffic == store::TrafficClass::kUser);
+  REQUIRE(component.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp).ok());
+  CHECK(f.handler->traffic == store::TrafficClass::kControl);
+}
+
+// The memory store, recording the traffic class of every lookup.
+class CountingKeys final : public store::ApiKeyStore {
+ public:
+  explicit CountingKeys(std::shared_ptr<store::ApiKeyStore> inner) : inner_(std::move(inner)) {}
+  absl::Status CreateKey(const store::ApiKeyRecord& record) override {
+    return inner_->CreateKey(record);
+  }
+  absl::StatusOr<store::ApiKeyRecord> FindByHash(std::string_view hash) override {
+    absl::MutexLock lock(&mu_);
+    lookups_.push_back(store::current_traffic_class);
+    return inner_->FindByHash(hash);
+  }
+  absl::StatusOr<std::vector<store::ApiKeyRecord>> FindByHashes(
+      const std::vector<std::string>& hashes) override {
+    return inner_->FindByHashes(hashes);
+  }
+  absl::StatusOr<std::vector<v1::ApiKey>> ListKeys(std::string_view user) override {
+    return inner_->ListKeys(user);
+  }
+  absl::Status RevokeKey(std::string_view id) override { return inner_->RevokeKey(id); }
+  std::vector<store::TrafficClass> Lookups() {
+    absl::MutexLock lock(&mu_);
+    return lookups_;
+  }
+
+ private:
+  std::shared_ptr<store::ApiKeyStore> inner_;
+  absl::Mutex mu_;
+  std::vector<store::TrafficClass> lookups_ ABSL_GUARDED_BY(mu_);
+};
+
+// The adapter over a loopback port too: its callers there are strangers, at 127.0.0.1.
+struct NetworkFixture {
+  NetworkFixture() {
+    auth->set_max_unknown_keys_per_address(2);  // 20 at once, 2 more a second
+    store::ApiKeyRecord record;
+    record.key.set_id("key-user");
+    record.key.set_user("alice");
+    record.key.set_role(v1::ROLE_USER);
+    record.secret_hash = auth::HashSecret(kUserSecret);
+    REQUIRE(keys->CreateKey(record).ok());
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&adapter);
+    server = builder.BuildAndStart();
+    REQUIRE(server);
+    REQUIRE(port > 0);
+  }
+  ~NetworkFixture() { server->Shutdown(); }
+  absl::Status WhoAmI(const std::string& key, bool over_the_network) {
+    auto channel = over_the_network ? grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                          grpc::InsecureChannelCredentials())
+                                    : server->InProcessChannel(grpc::ChannelArguments());
+    SystemClient<v1::AdminService> client(std::make_shared<ChannelRef>(channel), key,
+                                          "the admin API", {});
+    v1::WhoAmIResponse resp;
+    return client.Call(&v1::AdminService::Stub::WhoAmI, v1::WhoAmIRequest(), &resp);
+  }
+
+  std::shared_ptr<CountingKeys> keys =
+      std::make_shared<CountingKeys>(store::MakeMemoryStores().api_keys);
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  std::shared_ptr<auth::Authenticator> auth = std::make_shared<auth::Authenticator>(keys, clock);
+  std::shared_ptr<Handler> handler = std::make_shared<Handler>();
+  Adapter adapter{handler, auth};
+  int port = 0;
+  std::unique_ptr<grpc::Server> server;
+};
+
+std::string MadeUpKey(int i) { return absl::StrCat("tsk_madeup", i); }
+
+TEST_CASE(
+    "made-up keys from one address stop costing lookups past its budget, while known keys and "
+    "the services' own calls go on") {
+  NetworkFixture f;
+  // A key alice uses is cached before the flood.
+  REQUIRE(f.WhoAmI(kUserSecret, true).ok());
+  int refused = 0;
+  for (int i = 0; i < 50; ++i) {
+    const absl::Status st = f.WhoAmI(MadeUpKey(i), true);
+    if (absl::IsResourceExhausted(st)) {
+      ++refused;
+      CHECK_THAT(std::string(st.message()),
+                 Catch::Contains("too many unknown API keys from 127.0.0.1 (at most 2 a second, "
+                                 "tessera-server --max-unknown-keys-per-address)"));
+    } else {
+      CHECK(absl::IsUnauthenticated(st));
+    }
+  }
+  CHECK(refused == 30);  // the budget is 20 at once
+  // 1 lookup of alice's key, 20 of made-up ones: the refused cost nothing, and all were user
+  // traffic (a stranger's lookup never holds the control plane's connections).
+  const auto lookups = f.keys->Lookups();
+  CHECK(lookups.size() == 21);
+  CHECK(std::count(lookups.begin(), lookups.end(), store::TrafficClass::kUser) == 21);
+
+  // Alice's cached key still works from there; the services' own calls are not counted.
+  CHECK(f.WhoAmI(kUserSecret, true).ok());
+  CHECK(absl::IsUnauthenticated(f.WhoAmI(MadeUpKey(100), false)));
+  CHECK(f.keys->Lookups().back() == store::TrafficClass::kControl);
+
+  // The budget refills: a second later, two more keys are looked up.
+  f.clock->Advance(absl::Seconds(1));
+  CHECK(absl::IsUnauthenticated(f.WhoAmI(MadeUpKey(200), true)));
+  CHECK(absl::IsUnauthenticated(f.WhoAmI(MadeUpKey(201), true)));
+  CHECK(absl::IsResourceExhausted(f.WhoAmI(MadeUpKey(202), true)));
+}
+
+TEST_CASE("once 100k addresses are tracked, new ones share one budget, never a fresh one each") {
+  auto clock = std::make_shared<FakeClock>();
+  auth::UnknownKeyLimiter limiter(clock, 1);  // 10 at once
+  for (size_t i = 0; i < auth::UnknownKeyLimiter::kMaxAddresses; ++i) {
+    limiter.Failed(absl::StrCat("10.0.", i));
+  }
+  // Every one of those still owes a key: none may be dropped, so newcomers pool.
+  for (int i = 0; i < 10; ++i) {
+    const std::string newcomer = absl::StrCat("192.168.0.", i);
+    REQUIRE(limiter.Admit(newcomer).ok());
+    limiter.Failed(newcomer);
+  }
+  CHECK(absl::IsResourceExhausted(limiter.Admit("192.168.1.1")));
+  CHECK(limiter.Admit("10.0.7").ok());  // a tracked address keeps its own budget
+  // Once budgets are full again they make room: a newcomer has its own.
+  clock->Advance(absl::Seconds(10));
+  CHECK(limiter.Admit("192.168.1.1").ok());
+}
+
+TEST_CASE("the host of a peer, whatever gRPC or the gateway wrote") {
+  CHECK(auth::HostOfPeer("ipv4:10.1.2.3:5678") == "10.1.2.3");
+  CHECK(auth::HostOfPeer("ipv6:[::1]:5678") == "::1");
+  CHECK(auth::HostOfPeer("ipv6:%5B::1%5D:5678") == "::1");
+  CHECK(auth::HostOfPeer("10.1.2.3:443") == "10.1.2.3");
+  CHECK(auth::HostOfPeer("[2001:db8::1]:443") == "2001:db8::1");
+  CHECK(auth::HostOfPeer("unix:/run/tessera.sock") == "unix:/run/tessera.sock");
+  CHECK(auth::HostOfPeer("2001:db8::1") == "2001:db8::1");
 }
 
 TEST_CASE("the default deadline is 30 s") {
