@@ -2,6 +2,8 @@
 // revoke-join-token, audit.
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "cli/commands.h"
@@ -99,6 +101,11 @@ struct CreateTokenOptions {
   std::string node;
   std::string expires_in;
   std::string description;
+  // What the node may say of itself (v1::NodeTerms).
+  std::string cluster;
+  std::string gpu_type;
+  int max_gpus = 0;
+  std::vector<std::string> labels;  // KEY=VALUE
 };
 
 int CreateJoinToken(CommandContext& context, const CreateTokenOptions& options) {
@@ -107,6 +114,17 @@ int CreateJoinToken(CommandContext& context, const CreateTokenOptions& options) 
   request.set_node(options.node);
   request.set_description(options.description);
   request.set_expires_in_seconds(LifetimeSeconds(options.expires_in));
+  tessera::v1::NodeTerms& terms = *request.mutable_terms();
+  terms.set_cluster(options.cluster);
+  terms.set_gpu_type(options.gpu_type);
+  terms.set_max_gpus(options.max_gpus);
+  for (const std::string& label : options.labels) {
+    const size_t eq = label.find('=');
+    if (eq == 0 || eq == std::string::npos) {
+      ThrowUsage("--label: expected KEY=VALUE, got \"" + label + "\"");
+    }
+    (*terms.mutable_labels())[label.substr(0, eq)] = label.substr(eq + 1);
+  }
   Connection& connection = context.connection();
   auto stub = AdminService::NewStub(connection.channel());
   tessera::v1::CreateJoinTokenResponse response;
@@ -117,6 +135,10 @@ int CreateJoinToken(CommandContext& context, const CreateTokenOptions& options) 
   fields.Add("ID", response.token().id());
   fields.Add("Node", response.token().node());
   fields.Add("Expires", FormatTimestamp(response.token().expires_at()));
+  if (!options.cluster.empty()) fields.Add("Cluster", options.cluster);
+  if (!options.gpu_type.empty()) fields.Add("GPU type", options.gpu_type);
+  if (options.max_gpus > 0) fields.Add("GPUs at most", std::to_string(options.max_gpus));
+  for (const std::string& label : options.labels) fields.Add("Label", label);
   fields.Add("Secret", response.secret());
   fields.Print(context.out());
   context.err() << "Give the secret to the node's worker in a file only it reads "
@@ -231,6 +253,13 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
   create_token->add_option("--expires-in", token->expires_in,
                            "It can be used for this long (e.g. 30m; default 1h, at most 168h)");
   create_token->add_option("--description", token->description, "What the token is for");
+  create_token->add_option("--cluster", token->cluster,
+                           "The cluster the node must register in (default: the node's own word)");
+  create_token->add_option("--gpu-type", token->gpu_type, "The GPU type the node must report");
+  create_token->add_option("--max-gpus", token->max_gpus, "The most GPUs the node may report")
+      ->check(CLI::Range(0, 64));
+  create_token->add_option("--label", token->labels,
+                           "KEY=VALUE, set on the node whatever it says (repeatable)");
   OnParsed(create_token, slot,
            [token](CommandContext& context) { return CreateJoinToken(context, *token); });
 

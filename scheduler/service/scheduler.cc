@@ -9,7 +9,8 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
                         std::shared_ptr<Clock> lease_clock,
                         std::shared_ptr<store::ChangeFeed> changes, metrics::Registry* registry,
                         std::shared_ptr<store::TeamStore> teams,
-                        std::shared_ptr<store::UsageStore> usage) {
+                        std::shared_ptr<store::UsageStore> usage,
+                        std::shared_ptr<store::JoinTokenStore> join_tokens) {
   Scheduler s;
   auto policy = std::make_shared<TeamPolicy>(std::move(teams), clock, absl::Seconds(5),
                                              std::move(usage), config.fair_share_half_life);
@@ -20,7 +21,7 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   auto desired = std::make_shared<DesiredAttempts>(clock, ResendAfter(config));
   auto metrics = registry ? std::make_shared<SchedulerMetrics>(*registry) : nullptr;
   s.sessions = std::make_shared<WorkerSessions>(nodes, runs, s.attempts, s.control, leases, desired,
-                                                clock, config, metrics);
+                                                clock, config, metrics, std::move(join_tokens));
   auto liveness = std::make_shared<NodeLiveness>(nodes, leases, clock, config);
   s.cycle = std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control,
                                               std::move(liveness), desired, clock, config,

@@ -59,6 +59,7 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
                         std::shared_ptr<store::ChangeFeed> changes = nullptr,
                         metrics::Registry* registry = nullptr,
                         std::shared_ptr<store::TeamStore> teams = nullptr,
-                        std::shared_ptr<store::UsageStore> usage = nullptr);
+                        std::shared_ptr<store::UsageStore> usage = nullptr,
+                        std::shared_ptr<store::JoinTokenStore> join_tokens = nullptr);
 
 }  // namespace tessera::scheduler

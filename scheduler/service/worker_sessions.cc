@@ -26,7 +26,8 @@ WorkerSessions::WorkerSessions(
     std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
     std::shared_ptr<AttemptTracker> attempts, std::shared_ptr<AttemptControl> control,
     std::shared_ptr<LeaseTable> leases, std::shared_ptr<DesiredAttempts> desired,
-    std::shared_ptr<Clock> clock, SchedulerConfig config, std::shared_ptr<SchedulerMetrics> metrics)
+    std::shared_ptr<Clock> clock, SchedulerConfig config, std::shared_ptr<SchedulerMetrics> metrics,
+    std::shared_ptr<store::JoinTokenStore> join_tokens)
     : nodes_(std::move(nodes)),
       runs_(std::move(runs)),
       attempts_(std::move(attempts)),
@@ -35,7 +36,8 @@ WorkerSessions::WorkerSessions(
       desired_(std::move(desired)),
       clock_(std::move(clock)),
       config_(config),
-      metrics_(std::move(metrics)) {}
+      metrics_(std::move(metrics)),
+      join_tokens_(std::move(join_tokens)) {}
 
 absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::RegisterWorker& reg) {
   const v1::Node& offered = reg.node();
@@ -43,13 +45,42 @@ absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::Register
   if (offered.gpu_count() < 0 || offered.gpu_count() > 64) {
     return absl::InvalidArgumentError("register.node.gpu_count: must be between 0 and 64");
   }
+  v1::RegisterWorker held = reg;
+  TESSERA_RETURN_IF_ERROR(HoldToTerms(*held.mutable_node()));
   v1::Registered out;
   *out.mutable_lease_duration() = ToProtoDuration(config_.lease);
   *out.mutable_heartbeat_interval() = ToProtoDuration(config_.heartbeat_interval);
-  TESSERA_RETURN_IF_ERROR(SaveRegistration(reg, out));
+  TESSERA_RETURN_IF_ERROR(SaveRegistration(held, out));
   leases_->Grant(offered.name());
-  TESSERA_RETURN_IF_ERROR(StopOrphans(reg));
+  TESSERA_RETURN_IF_ERROR(StopOrphans(held));
   return out;
+}
+
+absl::Status WorkerSessions::HoldToTerms(v1::Node& node) {
+  if (join_tokens_ == nullptr) return absl::OkStatus();
+  auto token = join_tokens_->FindLastUsedJoinToken(node.name());
+  if (absl::IsNotFound(token.status())) return absl::OkStatus();  // a key made otherwise
+  if (!token.ok()) return token.status();
+  const v1::NodeTerms& terms = token->terms();
+  const auto refuse = [&](const std::string& what, const std::string& allowed,
+                          const std::string& said) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("node ", node.name(), " joined with join token ", token->id(),
+                     ", whose terms allow ", what, " ", allowed, "; it registered with ", said,
+                     " (an admin makes a new token to change them)"));
+  };
+  if (!terms.cluster().empty() && node.cluster() != terms.cluster()) {
+    return refuse("cluster", terms.cluster(), "cluster " + node.cluster());
+  }
+  if (!terms.gpu_type().empty() && node.gpu_type() != terms.gpu_type()) {
+    return refuse("GPU type", terms.gpu_type(), "GPU type " + node.gpu_type());
+  }
+  if (terms.max_gpus() > 0 && node.gpu_count() > terms.max_gpus()) {
+    return refuse("at most", absl::StrCat(terms.max_gpus(), " GPUs"),
+                  absl::StrCat(node.gpu_count(), " GPUs"));
+  }
+  for (const auto& [key, value] : terms.labels()) (*node.mutable_labels())[key] = value;
+  return absl::OkStatus();
 }
 
 absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg, v1::Registered& out) {

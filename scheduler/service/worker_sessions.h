@@ -16,6 +16,7 @@
 #include "scheduler/service/lease_table.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/scheduler_config.h"
+#include "services/store/join_token_store.h"
 #include "services/store/node_store.h"
 #include "tessera/v1/worker.pb.h"
 
@@ -27,10 +28,13 @@ class WorkerSessions {
                  std::shared_ptr<AttemptTracker> attempts, std::shared_ptr<AttemptControl> control,
                  std::shared_ptr<LeaseTable> leases, std::shared_ptr<DesiredAttempts> desired,
                  std::shared_ptr<Clock> clock, SchedulerConfig config,
-                 std::shared_ptr<SchedulerMetrics> metrics = nullptr);
+                 std::shared_ptr<SchedulerMetrics> metrics = nullptr,
+                 std::shared_ptr<store::JoinTokenStore> join_tokens = nullptr);
 
   // Registers (or re-registers) the worker's node and returns the lease terms. Attempts the
-  // worker reports that the control plane does not run on that node are ordered stopped.
+  // worker reports that the control plane does not run on that node are ordered stopped. A node
+  // that joined with a token is held to the token's terms (v1::NodeTerms): PERMISSION_DENIED for
+  // another cluster, GPU type or more GPUs than they allow; their labels replace its own.
   absl::StatusOr<v1::Registered> RegisterWorker(const v1::RegisterWorker& reg);
   // Renews the node's lease; FAILED_PRECONDITION when the node was declared lost meanwhile or
   // holds no lease here (the worker has fenced itself and must register again).
@@ -39,6 +43,8 @@ class WorkerSessions {
   absl::Status OnProgress(const std::string& node, const v1::ProgressUpdate& progress);
 
  private:
+  // `node` as the terms of the join token it used last allow (unchanged without one).
+  absl::Status HoldToTerms(v1::Node& node);
   absl::Status SaveRegistration(const v1::RegisterWorker& reg, v1::Registered& out);
   absl::Status StopOrphans(const v1::RegisterWorker& reg);
   // Recovers the reports this instance missed (it restarted, or took over from another) from
@@ -58,7 +64,8 @@ class WorkerSessions {
   std::shared_ptr<DesiredAttempts> desired_;
   std::shared_ptr<Clock> clock_;
   const SchedulerConfig config_;
-  std::shared_ptr<SchedulerMetrics> metrics_;  // null: none kept
+  std::shared_ptr<SchedulerMetrics> metrics_;           // null: none kept
+  std::shared_ptr<store::JoinTokenStore> join_tokens_;  // null: nodes' own word (tests)
 };
 
 }  // namespace tessera::scheduler

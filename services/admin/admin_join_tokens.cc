@@ -13,6 +13,32 @@ constexpr int64_t kMinTokenLifetimeSeconds = 60;
 constexpr int64_t kMaxTokenLifetimeSeconds = 7 * 86400;
 constexpr int64_t kDefaultTokenLifetimeSeconds = 3600;
 
+// The terms an admin sets on a node's token: names as the scheduler compares them, the GPU
+// count in the range any node may report, labels as SetNodeLabels takes them.
+absl::Status ValidateNodeTerms(const v1::NodeTerms& terms) {
+  for (const auto& [field, value] :
+       {std::pair{"cluster", &terms.cluster()}, std::pair{"gpu_type", &terms.gpu_type()}}) {
+    if (value->size() > 63) {
+      return absl::InvalidArgumentError(absl::StrCat("terms.", field, ": at most 63 characters"));
+    }
+  }
+  if (terms.max_gpus() < 0 || terms.max_gpus() > 64) {
+    return absl::InvalidArgumentError("terms.max_gpus: from 0 (no limit but 64) to 64");
+  }
+  if (terms.labels_size() > 32) return absl::InvalidArgumentError("terms.labels: at most 32");
+  for (const auto& [k, v] : terms.labels()) {
+    if (k.empty() || k.size() > 63) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("terms.labels: key \"", k, "\" must have 1 to 63 characters"));
+    }
+    if (v.size() > 253) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("terms.labels.", k, ": at most 253 characters"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> MakeJoinToken(store::JoinTokenStore& tokens, const Clock& clock,
                                           const v1::CreateJoinTokenRequest& req,
                                           const std::string& created_by, std::string id,
@@ -21,6 +47,7 @@ absl::StatusOr<std::string> MakeJoinToken(store::JoinTokenStore& tokens, const C
   if (req.description().size() > 256) {
     return absl::InvalidArgumentError("description: at most 256 characters");
   }
+  TESSERA_RETURN_IF_ERROR(ValidateNodeTerms(req.terms()));
   const int64_t lifetime =
       req.expires_in_seconds() == 0 ? kDefaultTokenLifetimeSeconds : req.expires_in_seconds();
   if (lifetime < kMinTokenLifetimeSeconds || lifetime > kMaxTokenLifetimeSeconds) {
@@ -35,6 +62,7 @@ absl::StatusOr<std::string> MakeJoinToken(store::JoinTokenStore& tokens, const C
   record.token.set_node(req.node());
   record.token.set_created_by(created_by);
   record.token.set_description(req.description());
+  *record.token.mutable_terms() = req.terms();
   const absl::Time now = clock.Now();
   *record.token.mutable_created_at() = ToProtoTime(now);
   *record.token.mutable_expires_at() = ToProtoTime(now + absl::Seconds(lifetime));

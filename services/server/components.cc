@@ -154,7 +154,7 @@ class SchedulerComponent final : public Component {
                                                      f.CallOptions(scheduler::kHealthClientOptions))
                    : nullptr,
             MonotonicClock::Shared(), f.stores.changes, &metrics::Registry::Default(),
-            f.stores.teams, f.stores.usage)),
+            f.stores.teams, f.stores.usage, f.stores.join_tokens)),
         runner_(std::make_unique<scheduler::SchedulerRunner>(scheduler_.cycle, election_, f.clock,
                                                              o.cycle_interval, scheduler_.leases)),
         api_(

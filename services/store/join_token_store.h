@@ -39,6 +39,10 @@ class JoinTokenStore {
   // and creates `key` (a node key of `node`). Returns the token as used. UNAUTHENTICATED when no
   // token has this hash; PERMISSION_DENIED naming why when it cannot be used (used, revoked,
   // expired, or made for another node): only a holder of the secret learns that.
+  // The token `node` joined with last (the most recently used of those made for it), whose
+  // terms its registrations are held to; NOT_FOUND when it joined with none (a node key made
+  // otherwise).
+  virtual absl::StatusOr<v1::JoinToken> FindLastUsedJoinToken(std::string_view node) = 0;
   virtual absl::StatusOr<v1::JoinToken> RedeemJoinToken(std::string_view secret_hash,
                                                         std::string_view node, absl::Time now,
                                                         const ApiKeyRecord& key) = 0;
@@ -47,5 +51,9 @@ class JoinTokenStore {
 // Why `token` cannot be used by `node` at `now`; OK when it can. Shared by the implementations.
 absl::Status CheckJoinTokenUsable(const v1::JoinToken& token, std::string_view node,
                                   absl::Time now);
+
+// Of `tokens`, the one `node` used last; NOT_FOUND when it used none. Shared likewise.
+absl::StatusOr<v1::JoinToken> LastUsedJoinToken(const std::vector<v1::JoinToken>& tokens,
+                                                std::string_view node);
 
 }  // namespace tessera::store

@@ -47,4 +47,18 @@ absl::Status CheckJoinTokenUsable(const v1::JoinToken& token, std::string_view n
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::JoinToken> LastUsedJoinToken(const std::vector<v1::JoinToken>& tokens,
+                                                std::string_view node) {
+  const v1::JoinToken* last = nullptr;
+  for (const v1::JoinToken& t : tokens) {
+    if (t.node() != node || !t.has_used_at()) continue;
+    if (last == nullptr || FromProtoTime(t.used_at()) > FromProtoTime(last->used_at())) last = &t;
+  }
+  if (last == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("node \"", std::string(node), "\" joined with no join token"));
+  }
+  return *last;
+}
+
 }  // namespace tessera::store

@@ -59,6 +59,14 @@ class MemoryJoinTokenStore final : public JoinTokenStore {
     return absl::UnauthenticatedError("invalid join token");
   }
 
+  absl::StatusOr<v1::JoinToken> FindLastUsedJoinToken(std::string_view node) override {
+    absl::MutexLock lock(&db_->mu);
+    TESSERA_RETURN_IF_ERROR(db_->CheckAvailable());
+    std::vector<v1::JoinToken> tokens;
+    for (const auto& [id, entry] : db_->join_tokens) tokens.push_back(entry.token);
+    return LastUsedJoinToken(tokens, node);
+  }
+
   absl::StatusOr<v1::JoinToken> RedeemJoinToken(std::string_view secret_hash, std::string_view node,
                                                 absl::Time now, const ApiKeyRecord& key) override {
     absl::MutexLock lock(&db_->mu);

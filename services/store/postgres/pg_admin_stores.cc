@@ -69,6 +69,22 @@ class PgJoinTokenStore final : public JoinTokenStore {
     return token;
   }
 
+  absl::StatusOr<v1::JoinToken> FindLastUsedJoinToken(std::string_view node) override {
+    std::vector<v1::JoinToken> tokens;
+    absl::Status st =
+        pool_->Transact("reading a node's join tokens", [&](pqxx::work& tx) -> absl::Status {
+          tokens.clear();
+          const pqxx::result rows = tx.exec_params(
+              "SELECT body FROM join_tokens WHERE node_name = $1", std::string(node));
+          for (const auto& row : rows) {
+            TESSERA_RETURN_IF_ERROR(DecodeMessage(row[0], &tokens.emplace_back()));
+          }
+          return absl::OkStatus();
+        });
+    if (!st.ok()) return st;
+    return LastUsedJoinToken(tokens, node);
+  }
+
   absl::StatusOr<v1::JoinToken> RedeemJoinToken(std::string_view secret_hash, std::string_view node,
                                                 absl::Time now, const ApiKeyRecord& key) override {
     v1::JoinToken token;

@@ -195,5 +195,39 @@ TEST_CASE("join tokens: admins only, a lifetime from a minute to a week") {
   CHECK(retry.secret().empty());
 }
 
+TEST_CASE("a join token keeps the node's terms its admin set, checked when it is made") {
+  Fixture f;
+  v1::CreateJoinTokenRequest req;
+  req.set_node("gpu-1");
+  v1::NodeTerms& terms = *req.mutable_terms();
+  terms.set_cluster("pool-a");
+  terms.set_gpu_type("h200");
+  terms.set_max_gpus(8);
+  (*terms.mutable_labels())["team"] = "ml";
+  v1::CreateJoinTokenResponse resp;
+  REQUIRE(f.admin.CreateJoinToken(f.root, req, &resp).ok());
+  CHECK(resp.token().terms().cluster() == "pool-a");
+  auto listed = f.stores.join_tokens->ListJoinTokens();
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  CHECK((*listed)[0].terms().max_gpus() == 8);
+  CHECK((*listed)[0].terms().labels().at("team") == "ml");
+
+  const auto refused = [&](const std::string& field) {
+    v1::CreateJoinTokenResponse r;
+    const absl::Status st = f.admin.CreateJoinToken(f.root, req, &r);
+    INFO(st.ToString());
+    return absl::IsInvalidArgument(st) && absl::StrContains(st.message(), field);
+  };
+  terms.set_max_gpus(65);
+  CHECK(refused("terms.max_gpus"));
+  terms.set_max_gpus(8);
+  terms.set_cluster(std::string(64, 'c'));
+  CHECK(refused("terms.cluster"));
+  terms.set_cluster("pool-a");
+  (*terms.mutable_labels())[""] = "x";
+  CHECK(refused("terms.labels"));
+}
+
 }  // namespace
 }  // namespace tessera::admin

@@ -156,7 +156,7 @@ struct Fixture {
     return std::make_unique<Scheduler>(MakeScheduler(
         node_store, std::make_shared<DirectRuns>(manager, outage), workers, idem, clock,
         SchedulerConfig{.lease = absl::Seconds(3), .heartbeat_interval = absl::Milliseconds(500)},
-        nullptr, nullptr, std::move(changes), registry));
+        nullptr, nullptr, std::move(changes), registry, nullptr, nullptr, stores.join_tokens));
   }
   void Register(const std::string& name) {
     workers->Attach(name, [this, name](const v1::ControlMessage& m) {

@@ -85,6 +85,73 @@ TEST_CASE("re-registration keeps what operators decided and counts incarnations"
   CHECK(absl::IsInvalidArgument(f.core->sessions->RegisterWorker(bad).status()));
 }
 
+// n1 joins with a token whose terms are `terms`; the scheduler then holds it to them.
+void JoinWithTerms(Fixture& f, const v1::NodeTerms& terms) {
+  store::JoinTokenRecord token;
+  token.token.set_id("jt-1");
+  token.token.set_node("n1");
+  *token.token.mutable_created_at() = ToProtoTime(f.clock->Now());
+  *token.token.mutable_expires_at() = ToProtoTime(f.clock->Now() + absl::Hours(1));
+  *token.token.mutable_terms() = terms;
+  token.secret_hash = "hash-jt-1";
+  REQUIRE(f.stores.join_tokens->CreateJoinToken(token).ok());
+  store::ApiKeyRecord key;
+  key.key.set_id("key-n1");
+  key.key.set_user("node:n1");
+  key.key.set_role(v1::ROLE_NODE);
+  key.key.set_node("n1");
+  key.secret_hash = "key-hash-n1";
+  REQUIRE(f.stores.join_tokens->RedeemJoinToken("hash-jt-1", "n1", f.clock->Now(), key).ok());
+}
+
+TEST_CASE("a node that joined with a token cannot register into another cluster or pool") {
+  Fixture f;
+  v1::NodeTerms terms;
+  terms.set_cluster("local");
+  terms.set_gpu_type("sim");
+  terms.set_max_gpus(8);
+  (*terms.mutable_labels())["pool"] = "team-a";
+  JoinWithTerms(f, terms);
+  v1::RegisterWorker reg;
+  reg.mutable_node()->set_name("n1");
+  reg.mutable_node()->set_cluster("local");
+  reg.mutable_node()->set_gpu_type("sim");
+  reg.mutable_node()->set_gpu_count(8);
+  (*reg.mutable_node()->mutable_labels())["pool"] = "team-b";  // where another team's runs go
+  (*reg.mutable_node()->mutable_labels())["rack"] = "r7";
+  REQUIRE(f.core->sessions->RegisterWorker(reg).ok());
+  auto node = f.stores.nodes->GetNode("n1");
+  REQUIRE(node.ok());
+  CHECK(node->labels().at("pool") == "team-a");  // the token's word, not the node's
+  CHECK(node->labels().at("rack") == "r7");      // what the terms leave to the node
+
+  v1::RegisterWorker other_cluster = reg;
+  other_cluster.mutable_node()->set_cluster("premium");
+  const absl::Status moved = f.core->sessions->RegisterWorker(other_cluster).status();
+  CHECK(absl::IsPermissionDenied(moved));
+  CHECK(moved.message() ==
+        "node n1 joined with join token jt-1, whose terms allow cluster local; it registered "
+        "with cluster premium (an admin makes a new token to change them)");
+  v1::RegisterWorker other_gpu = reg;
+  other_gpu.mutable_node()->set_gpu_type("h200");
+  CHECK(absl::IsPermissionDenied(f.core->sessions->RegisterWorker(other_gpu).status()));
+  v1::RegisterWorker more_gpus = reg;
+  more_gpus.mutable_node()->set_gpu_count(64);
+  const absl::Status grown = f.core->sessions->RegisterWorker(more_gpus).status();
+  CHECK(absl::IsPermissionDenied(grown));
+  CHECK_THAT(std::string(grown.message()),
+             Catch::Contains("allow at most 8 GPUs; it registered with 64 GPUs"));
+  // None of the refused registrations changed the node.
+  node = f.stores.nodes->GetNode("n1");
+  CHECK(node->cluster() == "local");
+  CHECK(node->gpu_count() == 8);
+  CHECK(node->incarnation() == 1);
+
+  // A node that joined with no token (a key made otherwise) says what it is, as before.
+  f.Register("n2");
+  CHECK(f.stores.nodes->GetNode("n2")->cluster() == "local");
+}
+
 }  // namespace
 }  // namespace tessera::scheduler
 

@@ -112,6 +112,31 @@ CONFORMANCE_CASE("join tokens: joining again revokes the node's earlier keys") {
   CHECK_FALSE(s.api_keys->FindByHash("key-hash-other")->key.revoked());
 }
 
+CONFORMANCE_CASE("join tokens: the one a node used last is found, with its terms") {
+  Stores s = FreshStores();
+  CHECK(absl::IsNotFound(s.join_tokens->FindLastUsedJoinToken("n1").status()));
+  auto first = MakeToken("t1", "n1", 1, 100);
+  first.token.mutable_terms()->set_cluster("pool-a");
+  REQUIRE(s.join_tokens->CreateJoinToken(first).ok());
+  auto second = MakeToken("t2", "n1", 2, 100);
+  second.token.mutable_terms()->set_cluster("pool-b");
+  (*second.token.mutable_terms()->mutable_labels())["team"] = "ml";
+  REQUIRE(s.join_tokens->CreateJoinToken(second).ok());
+  REQUIRE(s.join_tokens->CreateJoinToken(MakeToken("t3", "n2", 3, 100)).ok());
+  // Made but not used: the node joined with none yet.
+  CHECK(absl::IsNotFound(s.join_tokens->FindLastUsedJoinToken("n1").status()));
+
+  REQUIRE(s.join_tokens->RedeemJoinToken("hash-t2", "n1", T(20), MakeNodeKey("k1", "n1")).ok());
+  REQUIRE(s.join_tokens->RedeemJoinToken("hash-t1", "n1", T(30), MakeNodeKey("k2", "n1")).ok());
+  auto last = s.join_tokens->FindLastUsedJoinToken("n1");
+  REQUIRE(last.ok());
+  CHECK(last->id() == "t1");  // used last, though made first
+  CHECK(last->terms().cluster() == "pool-a");
+  REQUIRE(s.join_tokens->RedeemJoinToken("hash-t3", "n2", T(40), MakeNodeKey("k3", "n2")).ok());
+  CHECK(s.join_tokens->FindLastUsedJoinToken("n1")->id() == "t1");
+  CHECK(s.join_tokens->FindJoinToken("hash-t2")->terms().labels().at("team") == "ml");
+}
+
 CONFORMANCE_CASE("API keys: many are looked up by their hashes at once") {
   Stores s = FreshStores();
   for (int i = 0; i < 5; ++i) {
