@@ -265,6 +265,38 @@ TEST_CASE("a worker joins once with its token and runs over mutual TLS as its no
     // The real worker kept its stream all along.
     CHECK(worker.Running());
   }
+  SECTION("attack: a joined node cannot register itself into another cluster or pool") {
+    // Tokens whose terms are the admin's word on what the node is.
+    const auto token_with = [&](const std::string& node, const std::string& cluster) {
+      v1::CreateJoinTokenRequest req;
+      req.set_node(node);
+      req.mutable_terms()->set_cluster(cluster);
+      (*req.mutable_terms()->mutable_labels())["pool"] = "team-a";
+      v1::CreateJoinTokenResponse resp;
+      REQUIRE(p.client->admin->CreateJoinToken(p.client->Ctx().get(), req, &resp).ok());
+      return resp.secret();
+    };
+    // The worker says "--cluster local"; its token says pool-a: it never registers.
+    Process moved =
+        p.StartJoiningWorker("node-c", token_with("node-c", "pool-a"), p.dir.path + "/node-c");
+    auto refused = moved.WaitForLine("whose terms allow cluster pool-a", absl::Seconds(30));
+    INFO(moved.Log());
+    CHECK(refused.ok());
+    v1::GetNodeRequest get;
+    get.set_name("node-c");
+    v1::GetNodeResponse got;
+    CHECK(p.client->scheduler->GetNode(p.client->Ctx().get(), get, &got).error_code() ==
+          grpc::StatusCode::NOT_FOUND);
+    // Within its terms it registers, wearing the token's labels.
+    Process kept =
+        p.StartJoiningWorker("node-d", token_with("node-d", "local"), p.dir.path + "/node-d");
+    REQUIRE(kept.WaitForLine("registered node node-d", absl::Seconds(30)).ok());
+    get.set_name("node-d");
+    REQUIRE(p.client->scheduler->GetNode(p.client->Ctx().get(), get, &got).ok());
+    CHECK(got.node().labels().at("pool") == "team-a");
+    // The first worker and its runs were never disturbed.
+    CHECK(worker.Running());
+  }
   SECTION("a node certificate does not make a node key an admin") {
     v1::CreateApiKeyRequest req;
     req.set_user("evil");
