@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
@@ -119,7 +120,8 @@ absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::stri
           absl::InvalidArgumentError(absl::StrCat("layer ", layer.digest, " declares no size")),
           "manifest");
     }
-    declared += layer.size;
+    // Saturating: a stranger's sizes may sum past what an int64_t holds.
+    declared = layer.size > INT64_MAX - declared ? INT64_MAX : declared + layer.size;
   }
   if (absl::Status st = guard->CheckDeclared(declared); !st.ok()) return st;
 

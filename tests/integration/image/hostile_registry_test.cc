@@ -2,6 +2,7 @@
 // declares layers too large for the cache, a layer that streams past its declared size, a layer
 // of more files than a node unpacks. Each pull fails with the limit it met and leaves nothing.
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <filesystem>
 
 #include "absl/strings/match.h"
@@ -28,7 +29,8 @@ struct HostileImage {
   std::string config;
   std::string manifest;
 
-  explicit HostileImage(std::string layer_bytes, int64_t declared = -1)
+  // `copies`: how many times the manifest lists the layer.
+  explicit HostileImage(std::string layer_bytes, int64_t declared = -1, int copies = 1)
       : layer(std::move(layer_bytes)), declared_size(declared) {
     config =
         absl::StrCat(R"({"architecture":"amd64","os":"linux","config":{},)",
@@ -36,10 +38,14 @@ struct HostileImage {
     manifest = absl::StrCat(
         R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)",
         R"("config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":")",
-        Sha256Digest(config), R"(","size":)", config.size(), "},",
-        R"("layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":")",
-        Sha256Digest(layer), R"(","size":)",
-        declared_size >= 0 ? declared_size : static_cast<int64_t>(layer.size()), "}]}");
+        Sha256Digest(config), R"(","size":)", config.size(), "},", R"("layers":[)");
+    for (int i = 0; i < copies; ++i) {
+      absl::StrAppend(&manifest, i > 0 ? "," : "",
+                      R"({"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":")",
+                      Sha256Digest(layer), R"(","size":)",
+                      declared_size >= 0 ? declared_size : static_cast<int64_t>(layer.size()), "}");
+    }
+    manifest += "]}";
   }
 
   HttpTestResponse Serve(const HttpTestRequest& r) const {
@@ -104,6 +110,13 @@ TEST_CASE("a lying registry cannot fill a node's disk", "[security]") {
                Catch::Contains("declares layers of 1099511627776 bytes, more than the node's "
                                "image cache holds (10485760 bytes, --image-cache-size)"));
     CHECK_FALSE(r.requests.empty());  // the manifest was read
+    CHECK_FALSE(AskedForBlobs(r.requests));
+  }
+  SECTION("layer sizes that overflow when summed are refused, not wrapped around") {
+    PullResult r = Pull(HostileImage(small, INT64_MAX, 3), options);
+    CHECK(r.status.code() == absl::StatusCode::kResourceExhausted);
+    CHECK_THAT(std::string(r.status.message()),
+               Catch::Contains("declares layers of 9223372036854775807 bytes"));
     CHECK_FALSE(AskedForBlobs(r.requests));
   }
   SECTION("layers declared larger than the disk's free space above its reserve: refused") {
