@@ -139,7 +139,12 @@ TEST_CASE(
 
 TEST_CASE("A stop and a start lost on the wire are repaired and cost a 2-node run nothing",
           "[e2e]") {
-  LocalCluster c;
+  // What is measured is the repair of lost control messages. The stall the cut links cause
+  // makes one node's step times look like a straggler's, and the sweep that follows measures
+  // compute on two simulated nodes sharing this machine's cores with the training itself: a
+  // verdict that can condemn a healthy node on a loaded machine (issue 47's subject, not this
+  // test's). Straggler sweeps are kept out of it.
+  LocalCluster c({"--straggler-factor", "100"});
   // Each worker reaches the scheduler through a link the test can cut: while cut, nothing
   // crosses; when restored, the connections are dropped with whatever was in flight.
   TcpProxy link_a(c.server.grpc_port), link_b(c.server.grpc_port);
