@@ -174,6 +174,11 @@ up() {
   if [ ! -s "$STATE/secrets.key" ]; then
     (umask 077; openssl rand -hex 32 >"$STATE/secrets.key")
   fi
+  # The token every binary asks /metrics' readers for (Prometheus sends it: prometheus.sh).
+  if [ ! -s "$STATE/metrics.token" ]; then
+    (umask 077; openssl rand -hex 32 >"$STATE/metrics.token")
+  fi
+  local scrape=(--metrics-token-file "$STATE/metrics.token")
 
   # The workers share this machine: each compute stress test takes one core, not all of them
   # (with all, every other process here swings the figures and the health API's verdicts).
@@ -182,7 +187,7 @@ up() {
 
   if ! alive "$server_pid_file"; then
     nohup "$BIN/tessera-server" --database-url "$url" "${server_tls[@]}" \
-      --secrets-key-file "$STATE/secrets.key" "${compute_threads[@]}" \
+      --secrets-key-file "$STATE/secrets.key" "${compute_threads[@]}" "${scrape[@]}" \
       --grpc-listen "127.0.0.1:$GRPC_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
       --http-listen "127.0.0.1:$HTTP_PORT" --allow-host-image ${TESSERA_SERVER_FLAGS:-} >"$STATE/logs/tessera-server.log" 2>&1 &
     echo $! >"$server_pid_file"
@@ -239,7 +244,7 @@ up() {
       ${rank_user:+--rank-user "$rank_user"} \
       --scheduler-endpoint "127.0.0.1:$GRPC_PORT" --node-name "$name" --cluster local \
       --address 127.0.0.1 --simulate-gpus "$gpus" --state-dir "$dir/state" \
-      --label "rack=rack-$((i / 4))" --metrics-listen "127.0.0.1:$port" \
+      --label "rack=rack-$((i / 4))" --metrics-listen "127.0.0.1:$port" "${scrape[@]}" \
       --rank-env "TESSERA_SHARED_DIR=$STATE/shared" ${faults[@]+"${faults[@]}"} \
       --preflight-min-free-disk 64MiB --preflight-min-shm 16MiB \
       --default-registry "$REGISTRY" --insecure-registry "$REGISTRY" \

@@ -32,6 +32,8 @@ job() {  # name, port, host its certificate names
     echo "    scheme: https"
     echo "    tls_config: {ca_file: $STATE/tls/ca.pem, server_name: $3}"
   fi
+  # Every binary serves /metrics only to holders of the cluster's scrape token.
+  echo "    authorization: {credentials_file: $STATE/metrics.token}"
   echo "    static_configs: [{targets: ['127.0.0.1:$2'], labels: {instance: $1}}]"
 }
 
@@ -39,6 +41,8 @@ config() {
   [ -d "$STATE" ] || die "no cluster state in $STATE (deploy/cluster.sh up first)"
   [ "$PLAINTEXT" = 1 ] || [ -s "$STATE/tls/ca.pem" ] ||
     die "$STATE/tls/ca.pem is missing (a TLS cluster; TESSERA_PLAINTEXT=1 for a plain one)"
+  [ -s "$STATE/metrics.token" ] ||
+    die "$STATE/metrics.token is missing (deploy/cluster.sh up makes it: the binaries' scrape token)"
   cat <<YAML
 # Written by deploy/monitoring/prometheus.sh for the cluster in $STATE.
 global:

@@ -26,6 +26,7 @@ void AddHostFlags(CLI::App& app, HostOptions& options) {
       ->capture_default_str();
   app.add_option("--log-level", options.log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
+  metrics::AddScrapeFlags(app, options.scrape);
   tls::AddTlsFlags(app, options.tls);
 }
 
@@ -76,12 +77,14 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
   }
   auto https = tls::ServerSslContext::ForListener(options.tls);
   if (!https.ok()) return https.status();
+  auto scrape = metrics::ScrapeAccess::Load(options.scrape);
+  if (!scrape.ok()) return scrape.status();
 
   std::unique_ptr<ServiceHost> host(new ServiceHost());
   host->https_ = *https;
-  auto endpoint = metrics::MetricsEndpoint::Start(metrics_addr->first,
-                                                  static_cast<uint16_t>(metrics_addr->second),
-                                                  metrics::Registry::Default(), host->https_);
+  auto endpoint = metrics::MetricsEndpoint::Start(
+      metrics_addr->first, static_cast<uint16_t>(metrics_addr->second), *std::move(scrape),
+      metrics::Registry::Default(), host->https_);
   if (!endpoint.ok()) return endpoint.status();
   host->endpoint_ = *std::move(endpoint);
 

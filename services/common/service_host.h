@@ -31,6 +31,8 @@ struct HostOptions {
   std::string log_level = "info";
   // Both listeners serve TLS with these, unless tls.plaintext (loopback only).
   tls::TlsFlags tls{};
+  // Who may read /metrics (scrape_access.h): no one unless a token file is given or it is open.
+  metrics::ScrapeFlags scrape{};
 };
 
 // Blocks SIGINT and SIGTERM in the calling thread and every thread it starts later, so that
@@ -46,7 +48,8 @@ void TurnOffLockOrderChecks();
 // Waits (after BlockTerminationSignals) for SIGINT or SIGTERM and returns which arrived.
 int WaitForTerminationSignal();
 
-// Adds --grpc-listen, --metrics-listen, --log-level and the TLS flags to a command line.
+// Adds --grpc-listen, --metrics-listen, --log-level, the scrape flags (--metrics-token-file,
+// --metrics-open) and the TLS flags to a command line.
 void AddHostFlags(CLI::App& app, HostOptions& options);
 
 // Applies --log-level to spdlog; INVALID_ARGUMENT for an unknown level.

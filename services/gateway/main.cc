@@ -71,6 +71,8 @@ int main(int argc, char** argv) {
                  "and to take the response (slow clients are cut off)")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  tessera::metrics::ScrapeFlags scrape;
+  tessera::metrics::AddScrapeFlags(app, scrape);
   tessera::tls::TlsFlags tls;
   tessera::tls::AddTlsFlags(app, tls);
   CLI11_PARSE(app, argc, argv);
@@ -115,10 +117,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::shared_ptr<tessera::tls::ServerSslContext> https = *std::move(loaded);
+  auto scrape_access = tessera::metrics::ScrapeAccess::Load(scrape);
+  if (!scrape_access.ok()) {
+    spdlog::error("{}", std::string(scrape_access.status().message()));
+    return 2;
+  }
   // Every binary serves /metrics, the gateway too.
   auto metrics = tessera::metrics::MetricsEndpoint::Start(
       metrics_address->first, static_cast<std::uint16_t>(metrics_address->second),
-      tessera::metrics::Registry::Default(), https);
+      *std::move(scrape_access), tessera::metrics::Registry::Default(), https);
   if (!metrics.ok()) {
     spdlog::error("{}", metrics.status().ToString());
     return 1;

@@ -15,8 +15,10 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_util.h"
 #include "base/timestamps.h"
 #include "services/admin/admin_handler.h"
 #include "services/store/stores.h"
@@ -137,9 +139,10 @@ std::unique_ptr<grpc::ClientContext> Ctx(const std::string& key) {
   return ctx;
 }
 
-// One plain-HTTP GET /metrics on 127.0.0.1:`port`: the milliseconds from sending the request to
-// the end of the answer, and the answer's bytes.
-absl::StatusOr<std::pair<double, int64_t>> ScrapeMetrics(int port) {
+// One plain-HTTP GET /metrics on 127.0.0.1:`port` with the scrape token: the milliseconds from
+// sending the request to the end of the answer, and the answer's bytes (an answer other than
+// 200 is an error: a refusal is quick and would pass for a fast scrape).
+absl::StatusOr<std::pair<double, int64_t>> ScrapeMetrics(int port, const std::string& token) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError("socket");
   sockaddr_in addr{};
@@ -150,17 +153,27 @@ absl::StatusOr<std::pair<double, int64_t>> ScrapeMetrics(int port) {
     ::close(fd);
     return absl::UnavailableError(absl::StrCat("connect to the metrics port ", port));
   }
-  const std::string request = "GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
+  const std::string request =
+      absl::StrCat("GET /metrics HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer ", token,
+                   "\r\nConnection: close\r\n\r\n");
   const absl::Time start = absl::Now();
   int64_t bytes = 0;
+  std::string status_line;
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
       static_cast<ssize_t>(request.size())) {
     char buffer[1 << 16];
-    for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) bytes += n;
+    for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) {
+      if (status_line.size() < 12) status_line.append(buffer, std::min<size_t>(n, 12));
+      bytes += n;
+    }
   }
   const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
   ::close(fd);
   if (bytes == 0) return absl::UnavailableError("no answer from /metrics");
+  if (!absl::StartsWith(status_line, "HTTP/1.1 200")) {
+    return absl::UnavailableError(
+        absl::StrCat("/metrics answered \"", status_line.substr(0, 12), "\""));
+  }
   return std::make_pair(ms, bytes);
 }
 
@@ -201,7 +214,12 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   const std::string dir =
       std::filesystem::temp_directory_path() / absl::StrCat("tessera-scale-", getpid());
   std::filesystem::create_directories(dir);
+  // /metrics is scraped as Prometheus scrapes it: with a token from a file only its owner reads.
+  const std::string scrape_token = "scale-harness-scrape-token-0123456789";
+  if (auto st = WriteFileDurably(dir + "/metrics.token", scrape_token, 0600); !st.ok()) return st;
   std::vector<std::string> argv = {BinaryPath("tessera-server"),
+                                   "--metrics-token-file",
+                                   dir + "/metrics.token",
                                    "--database-url",
                                    url,
                                    "--grpc-listen",
@@ -308,7 +326,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   // /metrics with every node known, as Prometheus scrapes it.
   std::vector<double> scrapes;
   for (int i = 0; i < 20; ++i) {
-    auto scraped = ScrapeMetrics(metrics_port);
+    auto scraped = ScrapeMetrics(metrics_port, scrape_token);
     if (!scraped.ok()) return scraped.status();
     scrapes.push_back(scraped->first);
     r.metrics_bytes = scraped->second;

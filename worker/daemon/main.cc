@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
                  "besides the cloud's metadata address and this worker's ports; repeatable");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  tessera::metrics::AddScrapeFlags(app, o.scrape);
   tessera::tls::AddTlsFlags(app, o.tls);
   tessera::worker::SandboxFlags sandbox_flags;
   tessera::worker::AddSandboxFlags(app, sandbox_flags);

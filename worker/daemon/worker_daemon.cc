@@ -224,7 +224,9 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
     if (!addr.ok()) return addr.status();
     auto https = tls::ServerSslContext::ForListener(o.tls);
     if (!https.ok()) return https.status();
-    auto endpoint = metrics::MetricsEndpoint::Start(addr->first, addr->second,
+    auto scrape = metrics::ScrapeAccess::Load(o.scrape);
+    if (!scrape.ok()) return scrape.status();
+    auto endpoint = metrics::MetricsEndpoint::Start(addr->first, addr->second, *std::move(scrape),
                                                     metrics::Registry::Default(), *https);
     if (!endpoint.ok()) return endpoint.status();
     d->endpoint_ = std::move(*endpoint);

@@ -17,11 +17,11 @@
 #include "worker/daemon/control_session.h"
 #include "worker/daemon/fence_watchdog.h"
 #include "worker/daemon/network_walls.h"
-#include "worker/daemon/shell_sessions.h"
 #include "worker/daemon/preflight.h"
 #include "worker/daemon/progress_watcher.h"
 #include "worker/daemon/rank_identity.h"
 #include "worker/daemon/rank_sandbox.h"
+#include "worker/daemon/shell_sessions.h"
 #include "worker/logship/log_shipper.h"
 
 namespace tessera::worker {
@@ -62,6 +62,8 @@ struct WorkerOptions {
   // The node's certificate (CN node:NAME) and key, and the cluster CA: every channel is mutual
   // TLS and /metrics is HTTPS. Or plain text, loopback only.
   tls::TlsFlags tls{};
+  // Who may read /metrics (scrape_access.h).
+  metrics::ScrapeFlags scrape{};
   // Attempt folders (work dir, spooled logs) are removed this long after they last changed,
   // once their ranks are gone and their logs shipped.
   absl::Duration keep_finished = absl::Hours(24);
@@ -99,7 +101,7 @@ class WorkerDaemon {
   std::unique_ptr<ControlSession> session_;
   std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
   std::shared_ptr<image::ToolRunner> walls_runner_;
-  std::shared_ptr<NetworkWalls> walls_;  // null: --network-walls off
+  std::shared_ptr<NetworkWalls> walls_;    // null: --network-walls off
   std::unique_ptr<ShellSessions> shells_;  // null: no sandbox, so no mcli connect
   pid_t watchdog_ = 0;
   absl::Notification stop_;

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "services/common/metrics/text_format.h"
@@ -43,15 +44,21 @@ beast::string_view ToBeast(std::string_view s) { return {s.data(), s.size()}; }
 
 using Response = http::response<http::string_body>;
 
+// The path anyone who reaches the port may GET: a liveness probe carries no token.
+constexpr std::string_view kOpenPath = "/healthz";
+
 // The routes, shared by every connection.
 class Router {
  public:
+  explicit Router(ScrapeAccess access) : access_(std::move(access)) {}
+
   void Add(std::string path, RouteHandler handler) {
     absl::MutexLock lock(&mu_);
     routes_[std::move(path)] = std::make_shared<RouteHandler>(std::move(handler));
   }
 
-  HttpResponse Handle(http::verb method, std::string_view target) const {
+  HttpResponse Handle(http::verb method, std::string_view target,
+                      std::string_view authorization) const {
     HttpRequest request;
     const std::size_t q = target.find('?');
     request.path = std::string(target.substr(0, q));
@@ -59,6 +66,13 @@ class Router {
 
     if (method != http::verb::get) {
       return HttpResponse{405, "text/plain; charset=utf-8", "method not allowed\n"};
+    }
+    if (request.path != kOpenPath) {
+      if (absl::Status allowed = access_.Check(authorization); !allowed.ok()) {
+        const int status = absl::IsUnauthenticated(allowed) ? 401 : 403;
+        return HttpResponse{status, "text/plain; charset=utf-8",
+                            std::string(allowed.message()) + "\n"};
+      }
     }
     std::shared_ptr<RouteHandler> handler;
     {
@@ -78,6 +92,7 @@ class Router {
   }
 
  private:
+  const ScrapeAccess access_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<RouteHandler>, std::less<>> routes_ ABSL_GUARDED_BY(mu_);
 };
@@ -149,7 +164,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       return Close();
     }
     const auto& req = parser_->get();
-    HttpResponse answer = router_->Handle(req.method(), ToStd(req.target()));
+    HttpResponse answer =
+        router_->Handle(req.method(), ToStd(req.target()), ToStd(req[http::field::authorization]));
     if (answer.status < 100 || answer.status > 999) {
       spdlog::error("metrics endpoint: handler for {} returned status {}", ToStd(req.target()),
                     answer.status);
@@ -161,6 +177,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     res.set(http::field::server, kServerName);
     res.set(http::field::content_type, ToBeast(answer.content_type));
     if (answer.status == 405) res.set(http::field::allow, "GET");
+    if (answer.status == 401) res.set(http::field::www_authenticate, "Bearer realm=\"metrics\"");
     res.body() = std::move(answer.body);
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
@@ -200,7 +217,7 @@ struct MetricsEndpoint::Impl {
   net::strand<net::io_context::executor_type> strand = net::make_strand(ioc);
   tcp::acceptor acceptor{strand};
   net::steady_timer retry{strand};
-  std::shared_ptr<Router> router = std::make_shared<Router>();
+  std::shared_ptr<Router> router;
   std::shared_ptr<tls::ServerSslContext> tls;  // null: plain HTTP
   std::vector<std::thread> threads;
   std::uint16_t port = 0;
@@ -245,9 +262,11 @@ void MetricsEndpoint::AddRoute(std::string path, RouteHandler handler) {
 }
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
-    std::string_view address, std::uint16_t port, Registry& registry,
+    std::string_view address, std::uint16_t port, ScrapeAccess access, Registry& registry,
     std::shared_ptr<tls::ServerSslContext> tls) {
   auto impl = std::make_unique<Impl>();
+  const std::string who(access.Who());
+  impl->router = std::make_shared<Router>(std::move(access));
   impl->tls = std::move(tls);
   const std::string where = fmt::format("{}:{}", address, port);
 
@@ -294,8 +313,8 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     impl->threads.emplace_back([ioc = &impl->ioc] { ioc->run(); });
   }
   std::unique_ptr<MetricsEndpoint> out(new MetricsEndpoint(std::move(impl)));
-  spdlog::info("metrics endpoint listening on {}://{}:{}", out->impl_->tls ? "https" : "http",
-               address, out->port());
+  spdlog::info("metrics endpoint listening on {}://{}:{} (/metrics for {})",
+               out->impl_->tls ? "https" : "http", address, out->port(), who);
   return out;
 }
 

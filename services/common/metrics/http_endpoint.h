@@ -1,9 +1,10 @@
 #pragma once
 // The HTTP endpoint every binary starts: GET /metrics (the Prometheus text format), GET /healthz,
 // and any GET routes the binary adds. Boost.Beast, on its own threads; Boost stays out of this
-// header.
+// header. Every route but /healthz is served only to whom the ScrapeAccess allows (a refused
+// request gets 401 with `WWW-Authenticate: Bearer`, or 403 when no one may read).
 //
-//   auto endpoint = MetricsEndpoint::Start("0.0.0.0", 9090);
+//   auto endpoint = MetricsEndpoint::Start("0.0.0.0", 9090, *ScrapeAccess::Load(flags));
 //   if (!endpoint.ok()) return endpoint.status();
 //   (*endpoint)->AddRoute("/readyz", [&](const HttpRequest&) { return HttpResponse{...}; });
 //
@@ -20,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "services/common/metrics/registry.h"
+#include "services/common/metrics/scrape_access.h"
 
 namespace tessera::tls {
 class ServerSslContext;
@@ -45,11 +47,13 @@ using RouteHandler = std::function<HttpResponse(const HttpRequest&)>;
 class MetricsEndpoint {
  public:
   // Listens on `address` (an IP literal or a host name that resolves) and `port` (0: any free
-  // port, see port()). `registry` is what /metrics serves; it must outlive the endpoint.
-  // A bad address or a failure to bind is an error naming the address. With `tls`, it serves
-  // HTTPS only (each connection gets the context's current certificate).
+  // port, see port()). `access` says who may read every route but /healthz. `registry` is what
+  // /metrics serves; it must outlive the endpoint. A bad address or a failure to bind is an
+  // error naming the address. With `tls`, it serves HTTPS only (each connection gets the
+  // context's current certificate).
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
-      std::string_view address, std::uint16_t port, Registry& registry = Registry::Default(),
+      std::string_view address, std::uint16_t port, ScrapeAccess access,
+      Registry& registry = Registry::Default(),
       std::shared_ptr<tls::ServerSslContext> tls = nullptr);
 
   ~MetricsEndpoint();
@@ -60,7 +64,8 @@ class MetricsEndpoint {
   std::uint16_t port() const;
 
   // Serves GET `path` (exact match, query ignored) with `handler`, replacing any route there,
-  // the built-in /metrics and /healthz included. Safe to call while serving.
+  // the built-in /metrics and /healthz included (/healthz stays open to anyone). Safe to call
+  // while serving.
   void AddRoute(std::string path, RouteHandler handler);
 
  private:

@@ -24,8 +24,15 @@ promtool check config "$state/prometheus/prometheus.yml" >/dev/null || fail "gen
 # series or not; a histogram's series add _bucket, _sum and _count).
 exported="$state/exported.txt"
 scrape() {  # port, host its certificate names
-  curl -fsS --cacert "$state/tls/ca.pem" --resolve "$2:$1:127.0.0.1" "https://$2:$1/metrics"
+  curl -fsS --cacert "$state/tls/ca.pem" --resolve "$2:$1:127.0.0.1" \
+    -H "Authorization: Bearer $(cat "$state/metrics.token")" "https://$2:$1/metrics"
 }
+# Without the token, /metrics answers 401 and none of its series.
+code="$(curl -sS -o "$state/refused.txt" -w '%{http_code}' --cacert "$state/tls/ca.pem" \
+          --resolve "localhost:$TESSERA_METRICS_PORT:127.0.0.1" \
+          "https://localhost:$TESSERA_METRICS_PORT/metrics")"
+[ "$code" = 401 ] || fail "/metrics without the scrape token answered $code"
+if grep -q tessera_ "$state/refused.txt"; then fail "/metrics without the token showed series"; fi
 {
   scrape "$TESSERA_METRICS_PORT" localhost
   for w in "$state"/workers/*; do scrape "$(cat "$w/metrics_port")" "$(basename "$w")"; done

@@ -23,6 +23,8 @@
 namespace tessera::testing {
 namespace {
 
+constexpr const char* kScrapeToken = "tls-plane-scrape-token-0123456789";
+
 // A TLS control plane: tessera-server with the services' certificate and the CA's key (it signs
 // the certificates of nodes that join), an admin, and a client that checks the server.
 struct TlsPlane {
@@ -31,6 +33,11 @@ struct TlsPlane {
     REQUIRE(started.ok());
     pg = *std::move(started);
     std::vector<std::string> flags = pki.ServerFlags();
+    // /metrics for the holders of a scrape token, as deploy/cluster.sh starts it.
+    const std::string token_file = dir.path + "/metrics.token";
+    std::ofstream(token_file) << kScrapeToken << "\n";
+    ::chmod(token_file.c_str(), 0600);
+    flags.insert(flags.end(), {"--metrics-token-file", token_file});
     flags.insert(flags.end(), extra.begin(), extra.end());
     server = StartServer("tessera-server", pg->url(), flags);
     admin_key = CreateKey(pg->url(), "ops", "admin");
@@ -116,8 +123,26 @@ TEST_CASE("every listener speaks TLS only, and checks who its clients are", "[se
   CHECK_FALSE(absl::StrContains(p.Curl(absl::StrCat("-H 'Authorization: Bearer ", p.admin_key,
                                                     "' http://localhost:", http, "/api/v1/whoami")),
                                 "\"user\""));
-  auto metrics_port = p.server.process.WaitForLine("metrics on https://");
-  CHECK(metrics_port.ok());
+  auto metrics_line = p.server.process.WaitForLine("metrics on https://");
+  REQUIRE(metrics_line.ok());
+  // "... metrics on https://127.0.0.1:PORT/metrics": /metrics only with the scrape token, over
+  // HTTPS; /healthz for anyone.
+  std::string metrics_at = metrics_line->substr(0, metrics_line->rfind("/metrics"));
+  metrics_at = "https://localhost:" + metrics_at.substr(metrics_at.rfind(':') + 1);
+  const std::string no_token = p.Curl("-o /dev/null -w '%{http_code}' " + metrics_at + "/metrics");
+  CHECK(no_token == "401");
+  const std::string wrong = p.Curl(absl::StrCat("-w '%{http_code}' -H 'Authorization: Bearer ",
+                                                p.admin_key, "' ", metrics_at, "/metrics"));
+  CHECK(absl::EndsWith(wrong, "401"));
+  CHECK_FALSE(absl::StrContains(wrong, "tessera_"));
+  const std::string scraped = p.Curl(
+      absl::StrCat("-H 'Authorization: Bearer ", kScrapeToken, "' ", metrics_at, "/metrics"));
+  CHECK(absl::StrContains(scraped, "# TYPE tessera_"));
+  CHECK(p.Curl(metrics_at + "/healthz") == "ok");
+  CHECK_FALSE(absl::StrContains(
+      p.Curl(absl::StrCat("-H 'Authorization: Bearer ", kScrapeToken, "' http://localhost:",
+                          metrics_at.substr(metrics_at.rfind(':') + 1), "/metrics")),
+      "tessera_"));
 
   // mcli: TLS with the CA; without it, a plain-text attempt that fails, naming the endpoint.
   const std::string mcli = absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_API_KEY=", p.admin_key,

@@ -2,12 +2,15 @@
 #include <utility>  // first: Boost 1.74 Asio uses std::exchange without including it
 // clang-format on
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -15,6 +18,8 @@
 
 #include "services/common/metrics/http_endpoint.h"
 #include "services/common/metrics/registry.h"
+#include "services/common/metrics/scrape_access.h"
+#include "tests/support/temp_dir.h"
 
 namespace tessera::metrics {
 namespace {
@@ -33,9 +38,10 @@ tcp::socket Connect(net::io_context& ioc, std::uint16_t port) {
 }
 
 Response Send(tcp::socket& socket, http::verb method, const std::string& target,
-              bool keep_alive = false) {
+              bool keep_alive = false, const std::string& authorization = "") {
   http::request<http::string_body> req{method, target, 11};
   req.set(http::field::host, "127.0.0.1");
+  if (!authorization.empty()) req.set(http::field::authorization, authorization);
   req.keep_alive(keep_alive);
   req.prepare_payload();
   http::write(socket, req);
@@ -55,6 +61,12 @@ Response Get(std::uint16_t port, const std::string& target) {
   return Request(port, http::verb::get, target);
 }
 
+Response GetWith(std::uint16_t port, const std::string& target, const std::string& authorization) {
+  net::io_context ioc;
+  tcp::socket socket = Connect(ioc, port);
+  return Send(socket, http::verb::get, target, /*keep_alive=*/false, authorization);
+}
+
 // Writes raw bytes and reads until the server closes the connection.
 std::string RawExchange(std::uint16_t port, const std::string& bytes) {
   net::io_context ioc;
@@ -71,8 +83,9 @@ std::string RawExchange(std::uint16_t port, const std::string& bytes) {
   return out;
 }
 
-std::unique_ptr<MetricsEndpoint> StartOrFail(Registry& registry) {
-  auto endpoint = MetricsEndpoint::Start("127.0.0.1", 0, registry);
+std::unique_ptr<MetricsEndpoint> StartOrFail(Registry& registry,
+                                             ScrapeAccess access = ScrapeAccess::Open()) {
+  auto endpoint = MetricsEndpoint::Start("127.0.0.1", 0, std::move(access), registry);
   INFO(endpoint.status().ToString());
   REQUIRE(endpoint.ok());
   REQUIRE((*endpoint)->port() != 0);
@@ -98,6 +111,122 @@ TEST_CASE("metrics endpoint: serves /metrics and /healthz", "[metrics][http]") {
   Response health = Get(endpoint->port(), "/healthz");
   CHECK(health.result() == http::status::ok);
   CHECK(health.body() == "ok");
+}
+
+TEST_CASE("metrics endpoint: with a scrape token, /metrics only for whoever shows it",
+          "[metrics][http][security]") {
+  Registry registry;
+  (*registry.AddCounter("test_hits_total", "Hits.", {"kind"}))->WithLabels({"a"}).Increment(7);
+  const std::string token = "0123456789abcdef0123456789abcdef";
+  auto endpoint = StartOrFail(registry, ScrapeAccess::WithToken(token));
+  endpoint->AddRoute("/readyz", [](const HttpRequest&) {
+    return HttpResponse{200, "text/plain", "ready"};
+  });
+
+  Response none = Get(endpoint->port(), "/metrics");
+  CHECK(none.result() == http::status::unauthorized);
+  CHECK(std::string(none[http::field::www_authenticate]) == "Bearer realm=\"metrics\"");
+  CHECK_THAT(none.body(), Catch::Contains("--metrics-token-file"));
+  CHECK_THAT(none.body(), !Catch::Contains("test_hits_total"));
+
+  // A wrong token, one a character short, one of a different scheme: refused, never echoed.
+  for (const std::string& wrong :
+       std::vector<std::string>{"Bearer guess-guess-guess-guess", "Bearer " + token.substr(1),
+                                "Basic " + token, token}) {
+    INFO(wrong);
+    Response r = GetWith(endpoint->port(), "/metrics", wrong);
+    CHECK(r.result() == http::status::unauthorized);
+    CHECK_THAT(r.body(), !Catch::Contains("guess"));
+    CHECK_THAT(r.body(), !Catch::Contains("test_hits_total"));
+  }
+
+  Response ok = GetWith(endpoint->port(), "/metrics", "Bearer " + token);
+  CHECK(ok.result() == http::status::ok);
+  CHECK_THAT(ok.body(), Catch::Contains("test_hits_total{kind=\"a\"} 7\n"));
+  // The scheme's name is case-insensitive (RFC 9110).
+  CHECK(GetWith(endpoint->port(), "/metrics", "bearer " + token).result() == http::status::ok);
+
+  // Routes a binary adds are behind the token too; only /healthz is for anyone.
+  CHECK(Get(endpoint->port(), "/readyz").result() == http::status::unauthorized);
+  CHECK(GetWith(endpoint->port(), "/readyz", "Bearer " + token).result() == http::status::ok);
+  CHECK(Get(endpoint->port(), "/healthz").result() == http::status::ok);
+}
+
+TEST_CASE("metrics endpoint: closed (no token, not open) serves /metrics to no one",
+          "[metrics][http][security]") {
+  Registry registry;
+  (*registry.AddCounter("test_hits_total", "Hits.", {}))->WithLabels({}).Increment();
+  auto endpoint = StartOrFail(registry, ScrapeAccess::Closed());
+  for (const std::string& authorization :
+       {std::string(), std::string("Bearer anything-at-all-here")}) {
+    Response r = GetWith(endpoint->port(), "/metrics", authorization);
+    CHECK(r.result() == http::status::forbidden);
+    CHECK_THAT(r.body(),
+               Catch::Contains("--metrics-token-file") && Catch::Contains("--metrics-open"));
+    CHECK_THAT(r.body(), !Catch::Contains("test_hits_total"));
+  }
+  CHECK(Get(endpoint->port(), "/healthz").result() == http::status::ok);
+}
+
+TEST_CASE("scrape access: loaded from the flags, each bad file one error naming it",
+          "[metrics][security]") {
+  testing::TempDir dir("scrape-access");
+  auto write = [&](const std::string& name, const std::string& bytes, mode_t mode) {
+    const std::string path = dir.path + "/" + name;
+    std::ofstream(path) << bytes;
+    REQUIRE(::chmod(path.c_str(), mode) == 0);
+    return path;
+  };
+  const std::string token(64, 'a');
+
+  SECTION("neither flag: closed; --metrics-open: open") {
+    auto closed = ScrapeAccess::Load({});
+    REQUIRE(closed.ok());
+    CHECK(closed->Who() == "no one");
+    CHECK(absl::IsPermissionDenied(closed->Check("Bearer " + token)));
+    auto open = ScrapeAccess::Load({.open = true});
+    REQUIRE(open.ok());
+    CHECK(open->Who() == "anyone");
+    CHECK(open->Check("").ok());
+  }
+  SECTION("a good file: its token, with or without a trailing newline") {
+    for (const std::string& bytes : {token, token + "\n"}) {
+      auto access = ScrapeAccess::Load({.token_file = write("token", bytes, 0600)});
+      INFO(access.status().ToString());
+      REQUIRE(access.ok());
+      CHECK(access->Check("Bearer " + token).ok());
+      CHECK(absl::IsUnauthenticated(access->Check("Bearer " + token + "\n")));
+      CHECK(absl::IsUnauthenticated(access->Check("")));
+    }
+    // Readable by its group (a Prometheus of the operator's group) is fine.
+    CHECK(ScrapeAccess::Load({.token_file = write("group", token, 0640)}).ok());
+  }
+  SECTION("refused") {
+    const std::string open_file = write("world", token, 0644);
+    const std::string short_file = write("short", "0123456789", 0600);
+    const std::string spaced_file = write("spaced", "0123456789 0123456789", 0600);
+    struct Bad {
+      ScrapeFlags flags;
+      std::vector<std::string> says;
+    };
+    const std::vector<Bad> cases = {
+        {{.token_file = open_file, .open = true}, {"--metrics-open", "--metrics-token-file"}},
+        {{.token_file = dir.path + "/missing"},
+         {"--metrics-token-file", "missing", "No such file"}},
+        {{.token_file = dir.path}, {"not a regular file"}},
+        {{.token_file = open_file}, {"world", "0644", "chmod o-rw"}},
+        {{.token_file = short_file}, {"short", "10 characters", "16"}},
+        {{.token_file = spaced_file}, {"spaced", "visible ASCII"}},
+    };
+    for (const Bad& bad : cases) {
+      auto access = ScrapeAccess::Load(bad.flags);
+      INFO(bad.flags.token_file);
+      REQUIRE_FALSE(access.ok());
+      CHECK(absl::IsInvalidArgument(access.status()));
+      for (const std::string& word : bad.says)
+        CHECK_THAT(std::string(access.status().message()), Catch::Contains(word));
+    }
+  }
 }
 
 TEST_CASE("metrics endpoint: unknown paths 404, other methods 405", "[metrics][http]") {
@@ -188,7 +317,7 @@ TEST_CASE("metrics endpoint: extra routes", "[metrics][http]") {
 TEST_CASE("metrics endpoint: a port in use is an error naming the address", "[metrics][http]") {
   Registry registry;
   auto first = StartOrFail(registry);
-  auto second = MetricsEndpoint::Start("127.0.0.1", first->port(), registry);
+  auto second = MetricsEndpoint::Start("127.0.0.1", first->port(), ScrapeAccess::Open(), registry);
   REQUIRE_FALSE(second.ok());
   CHECK_THAT(std::string(second.status().message()),
              Catch::Contains("127.0.0.1:" + std::to_string(first->port())));
