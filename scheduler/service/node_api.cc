@@ -8,26 +8,11 @@
 #include "scheduler/placement/validate.h"
 #include "scheduler/placement/wait_text.h"
 #include "scheduler/service/utilization.h"
+#include "services/common/node_labels.h"
 #include "services/common/rpc.h"
 #include "services/store/cas_retry.h"
 
 namespace tessera::scheduler {
-namespace {
-
-absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string>& labels) {
-  for (const auto& [k, v] : labels) {
-    if (k.empty() || k.size() > 63) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("labels: key \"", k, "\" must have 1 to 63 characters"));
-    }
-    if (v.size() > 253) {
-      return absl::InvalidArgumentError(absl::StrCat("labels.", k, ": at most 253 characters"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 NodeApi::NodeApi(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                  std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<TeamPolicy> teams,
@@ -73,7 +58,7 @@ absl::Status NodeApi::SetNodeLabels(const Who& who, const v1::SetNodeLabelsReque
                                     v1::SetNodeLabelsResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireOperator(who, "labelling a node"));
   if (req.name().empty()) return absl::InvalidArgumentError("name: required");
-  TESSERA_RETURN_IF_ERROR(ValidateLabels(req.labels()));
+  TESSERA_RETURN_IF_ERROR(ValidateNodeLabels(req.labels(), "labels"));
   return idem_->Run(absl::StrCat("SetNodeLabels/", who.user), req.idempotency_key(), req, resp,
                     [&] { return SetLabels(req, resp); });
 }

@@ -4,6 +4,7 @@
 #include "base/timestamps.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/auth/api_keys.h"
+#include "services/common/node_labels.h"
 #include "services/common/rpc.h"
 
 namespace tessera::admin {
@@ -26,17 +27,7 @@ absl::Status ValidateNodeTerms(const v1::NodeTerms& terms) {
     return absl::InvalidArgumentError("terms.max_gpus: from 0 (no limit but 64) to 64");
   }
   if (terms.labels_size() > 32) return absl::InvalidArgumentError("terms.labels: at most 32");
-  for (const auto& [k, v] : terms.labels()) {
-    if (k.empty() || k.size() > 63) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("terms.labels: key \"", k, "\" must have 1 to 63 characters"));
-    }
-    if (v.size() > 253) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("terms.labels.", k, ": at most 253 characters"));
-    }
-  }
-  return absl::OkStatus();
+  return ValidateNodeLabels(terms.labels(), "terms.labels");
 }
 
 absl::StatusOr<std::string> MakeJoinToken(store::JoinTokenStore& tokens, const Clock& clock,

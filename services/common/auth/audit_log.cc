@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "base/timestamps.h"
 #include "services/common/auth/peer_identity.h"
+#include "services/common/auth/service_caller.h"
 
 namespace tessera::auth {
 namespace {
@@ -65,17 +66,10 @@ std::string AuditLog::DetailOf(const google::protobuf::Message& request) {
 }
 
 std::string AuditLog::SourceOf(const grpc::ServerContextBase& context) {
-  std::string peer = context.peer();
-  const bool network = absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:") ||
-                       absl::StartsWith(peer, "unix:");
-  // The gateway: in this process, or a service's certificate over mutual TLS.
-  const PeerIdentity identity = PeerOf(context);
-  const bool gateway = !network || (identity.tls && identity.common_name == kServicesCommonName);
-  if (!network) peer = "in-process";
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find(kClientAddressMetadata);
-  if (gateway && it != metadata.end()) {
-    std::string client(it->second.data(), std::min<size_t>(it->second.size(), 128));
+  const std::string peer = InProcess(context) ? "in-process" : context.peer();
+  // The gateway's client, believed only from the gateway (in this process, or showing the
+  // services' certificate).
+  if (const std::string client = RelayedClientAddress(context); !client.empty()) {
     return absl::StrCat(client, " via the REST gateway (", peer, ")");
   }
   return peer;

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "services/common/auth/service_caller.h"
 #include "services/common/client_address.h"
 
 namespace tessera::auth {
@@ -64,22 +65,35 @@ bool ForAPerson(const grpc::ServerContextBase& context) {
          metadata.find(kUserTrafficMetadata) != metadata.end();
 }
 
-CallOrigin OriginOf(const grpc::ServerContextBase& context) {
+bool InProcess(const grpc::ServerContextBase& context) {
   const std::string peer = context.peer();
-  const bool network = absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:") ||
-                       absl::StartsWith(peer, "unix:");
+  return !absl::StartsWith(peer, "ipv4:") && !absl::StartsWith(peer, "ipv6:") &&
+         !absl::StartsWith(peer, "unix:");
+}
+
+bool FromTesseraService(const grpc::ServerContextBase& context) {
+  if (InProcess(context)) return true;
   const PeerIdentity identity = PeerOf(context);
-  const bool service = !network || (identity.tls && identity.common_name == kServicesCommonName);
+  return identity.tls && identity.common_name == kServicesCommonName;
+}
+
+std::string RelayedClientAddress(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(kClientAddressMetadata);
+  if (it == metadata.end() || !FromTesseraService(context)) return "";
+  return std::string(it->second.data(), std::min<size_t>(it->second.size(), 128));
+}
+
+CallOrigin OriginOf(const grpc::ServerContextBase& context) {
+  const PeerIdentity identity = PeerOf(context);
   // A node showing its certificate is part of the control plane too (its heartbeats are).
   const bool node = identity.tls && absl::StartsWith(identity.common_name, NodeCommonName(""));
   CallOrigin origin;
-  origin.control_plane = (service || node) && !ForAPerson(context);
-  origin.address = network ? HostOfPeer(peer) : "in-process";
-  const auto& metadata = context.client_metadata();
-  if (auto it = metadata.find(kClientAddressMetadata); service && it != metadata.end()) {
-    origin.address =
-        HostOfPeer(std::string(it->second.data(), std::min<size_t>(it->second.size(), 128)));
-  }
+  origin.control_plane = (FromTesseraService(context) || node) && !ForAPerson(context);
+  const std::string relayed = RelayedClientAddress(context);
+  origin.address = !relayed.empty()     ? HostOfPeer(relayed)
+                   : InProcess(context) ? "in-process"
+                                        : HostOfPeer(context.peer());
   return origin;
 }
 
