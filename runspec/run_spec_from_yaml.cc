@@ -300,6 +300,10 @@ absl::Status ReadRunSpec(const YAML::Node& root, ReadContext* ctx, RunSpec* spec
        }},
       {"launch", [spec, ctx](const YAML::Node& n,
                              const FieldPath& p) { return ReadLaunch(n, p, *ctx, spec); }},
+      {"secrets",
+       [spec](const YAML::Node& n, const FieldPath& p) { return ReadSecrets(n, p, spec); }},
+      // The API's form of `secrets: all` (what a printed run shows): taken, not offered.
+      {"all_secrets", BoolInto(ctx, [spec](bool v) { spec->set_all_secrets(v); }), {}, true},
       // Older names of fields that are now elsewhere; applied once the whole mapping is read.
       {"run_name", Remember<std::string>(&older.run_name, string), {}, true},
       {"entrypoint", Remember<std::string>(&older.entrypoint, string), {}, true},
@@ -337,6 +341,7 @@ absl::Status ReadRunSpec(const YAML::Node& root, ReadContext* ctx, RunSpec* spec
               [](const YAML::Node& n, const FieldPath& p) { return ExpectMapping(n, p); }),
   };
   AddAlias(fields, "envVariables", "env_variables", Spelling::kProtobufJson, ctx);
+  AddAlias(fields, "allSecrets", "all_secrets", Spelling::kProtobufJson, ctx);
   TESSERA_RETURN_IF_ERROR(ReadMapping(root, FieldPath(), fields));
   return ApplyOlderFields(root, older, ctx, spec);
 }

@@ -195,6 +195,27 @@ absl::Status ReadIntegrations(const YAML::Node& node, const FieldPath& path, Rea
   return absl::OkStatus();
 }
 
+absl::Status ReadSecrets(const YAML::Node& node, const FieldPath& path,
+                         tessera::v1::RunSpec* spec) {
+  constexpr std::string_view kExpected =
+      "a list of your secrets' names (mcli get secrets), or all (every one, as under mcli)";
+  if (node.IsScalar()) {
+    const TypedScalar scalar = ResolveScalar(node);
+    if (scalar.kind != ScalarKind::kString ||
+        absl::AsciiStrToLower(AbslView(scalar.text)) != "all") {
+      return WrongValue(node, path, kExpected);
+    }
+    spec->set_all_secrets(true);
+    return absl::OkStatus();
+  }
+  if (!node.IsSequence()) return WrongValue(node, path, kExpected);
+  int index = 0;
+  for (const auto& item : node) {
+    TESSERA_ASSIGN_OR_RETURN(*spec->add_secrets(), ReadString(item, path.Index(index++)));
+  }
+  return absl::OkStatus();
+}
+
 // `launch: node` or `launch: rank`, in any case; protobuf JSON's LAUNCH_MODE_* names (and their
 // numbers) too.
 absl::Status ReadLaunch(const YAML::Node& node, const FieldPath& path, const ReadContext& ctx,

@@ -29,6 +29,10 @@ absl::Status ReadMetadata(const YAML::Node& node, const FieldPath& path, ReadCon
 absl::Status ReadIntegrations(const YAML::Node& node, const FieldPath& path, ReadContext* ctx,
                               tessera::v1::RunSpec* spec);
 
+// `secrets: [name, ...]` (the owner's secrets the run gets) or `secrets: all` (every one, as
+// under mcli), in any case.
+absl::Status ReadSecrets(const YAML::Node& node, const FieldPath& path, tessera::v1::RunSpec* spec);
+
 // `launch: node` or `launch: rank`, in any case; in JSON also the LAUNCH_MODE_* names and
 // numbers.
 absl::Status ReadLaunch(const YAML::Node& node, const FieldPath& path, const ReadContext& ctx,

@@ -129,6 +129,12 @@ std::string RunSpecToYaml(const RunSpec& spec) {
   EmitStringField(out, "command", spec.command());
   if (spec.launch() == tessera::v1::LAUNCH_MODE_NODE) EmitStringField(out, "launch", "node");
   if (spec.launch() == tessera::v1::LAUNCH_MODE_RANK) EmitStringField(out, "launch", "rank");
+  if (spec.all_secrets()) EmitStringField(out, "secrets", "all");
+  if (spec.secrets_size() > 0) {
+    out << YAML::Key << "secrets" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& name : spec.secrets()) EmitString(out, name);
+    out << YAML::EndSeq;
+  }
   if (spec.has_compute()) EmitCompute(out, spec.compute());
   if (spec.has_scheduling()) EmitScheduling(out, spec.scheduling());
   EmitEnv(out, spec);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -268,6 +269,37 @@ MaybeFieldError CheckMetadata(const RunSpec& spec) {
   return std::nullopt;
 }
 
+// mcli's secret names (lower-case letters, digits and '-', not first), each named once.
+MaybeFieldError CheckSecrets(const RunSpec& spec) {
+  constexpr int kMaxSecrets = 64;
+  const FieldPath path("secrets");
+  if (spec.secrets_size() > kMaxSecrets) {
+    return Error(path, absl::StrCat("at most ", kMaxSecrets, " names (got ", spec.secrets_size(),
+                                    "); all gives every one"));
+  }
+  if (spec.all_secrets() && spec.secrets_size() > 0) {
+    return Error(path, "names secrets and asks for all of them; give one or the other");
+  }
+  std::set<std::string_view> seen;
+  for (int i = 0; i < spec.secrets_size(); ++i) {
+    const std::string& name = spec.secrets(i);
+    const bool valid = !name.empty() && name.size() <= 63 && name.front() != '-' &&
+                       std::all_of(name.begin(), name.end(), [](char c) {
+                         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+                       });
+    if (!valid) {
+      return Error(path.Index(i),
+                   absl::StrCat("'", name.substr(0, 80),
+                                "' is not a secret's name (lower-case letters, digits and '-', "
+                                "at most 63, not starting with '-')"));
+    }
+    if (!seen.insert(name).second) {
+      return Error(path.Index(i), absl::StrCat("'", name, "' is named twice"));
+    }
+  }
+  return std::nullopt;
+}
+
 MaybeFieldError CheckIntegrations(const RunSpec& spec) {
   for (int i = 0; i < spec.integrations_size(); ++i) {
     const tessera::v1::Integration& integration = spec.integrations(i);
@@ -296,6 +328,7 @@ MaybeFieldError FindRunSpecError(const RunSpec& spec) {
   FieldPath parameters("parameters");
   if (auto error = CheckStruct(spec.parameters(), 2, &parameters)) return error;
   if (auto error = CheckMetadata(spec)) return error;
+  if (auto error = CheckSecrets(spec)) return error;
   return CheckIntegrations(spec);
 }
 

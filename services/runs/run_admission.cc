@@ -1,12 +1,42 @@
 #include "services/runs/run_admission.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/runs/run_secrets.h"
 
 namespace tessera::runs {
 
 RunAdmission::RunAdmission(std::shared_ptr<store::RunStore> runs, std::shared_ptr<FitChecker> fit,
-                           AdmissionPolicy policy)
-    : runs_(std::move(runs)), fit_(std::move(fit)), policy_(std::move(policy)) {}
+                           AdmissionPolicy policy, std::shared_ptr<store::SecretStore> secrets)
+    : runs_(std::move(runs)),
+      fit_(std::move(fit)),
+      policy_(std::move(policy)),
+      secrets_(std::move(secrets)) {}
+
+absl::Status RunAdmission::CheckSecrets(const std::string& user, const v1::RunSpec& spec,
+                                        std::vector<std::string>* notes) const {
+  if (secrets_ == nullptr || spec.all_secrets()) return absl::OkStatus();
+  auto records = secrets_->ListSecrets(user);
+  if (!records.ok()) return records.status();
+  std::vector<std::string> owned, left_out;
+  for (const auto& r : *records) {
+    owned.push_back(r.secret.name());
+    const v1::SecretType type = r.secret.type();
+    if ((type == v1::SECRET_TYPE_ENVIRONMENT || type == v1::SECRET_TYPE_MOUNTED ||
+         type == v1::SECRET_TYPE_SSH) &&
+        !RunGetsSecret(spec, r.secret)) {
+      left_out.push_back(r.secret.name());
+    }
+  }
+  if (auto st = CheckNamedSecretsExist(spec, owned); !st.ok()) return st;
+  if (!left_out.empty() && spec.secrets_size() == 0 && notes != nullptr) {
+    notes->push_back(absl::StrCat(
+        "secrets: this run gets none of your secrets ", absl::StrJoin(left_out, ", "),
+        " (mcli gave every run all of them): name the ones it needs in secrets: [...], or "
+        "secrets: all"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status RunAdmission::CheckPriority(const auth::Principal& who, const std::string& team,
                                          v1::Priority priority) const {

@@ -12,6 +12,7 @@
 #include "services/common/auth/principal.h"
 #include "services/runs/fit_checker.h"
 #include "services/store/run_store.h"
+#include "services/store/secret_store.h"
 
 namespace tessera::runs {
 
@@ -29,8 +30,10 @@ struct AdmissionPolicy {
 
 class RunAdmission {
  public:
+  // `secrets`: the users' secrets, whose names a run's `secrets:` are checked against (null:
+  // not checked, for tests of the other rules).
   RunAdmission(std::shared_ptr<store::RunStore> runs, std::shared_ptr<FitChecker> fit,
-               AdmissionPolicy policy);
+               AdmissionPolicy policy, std::shared_ptr<store::SecretStore> secrets = nullptr);
 
   // RESOURCE_EXHAUSTED when `user` has policy.max_waiting_runs_per_user runs waiting already.
   absl::Status CheckWaitingRuns(const std::string& user) const;
@@ -41,11 +44,17 @@ class RunAdmission {
   // it (the fit check again); while it runs, only outside any team (it may hold GPUs borrowed
   // beyond its quota, which reclaim takes only from preemptible runs).
   absl::Status CheckPreemptibleOff(const v1::Run& run) const;
+  // NOT_FOUND when `spec` names a secret `user` does not have. When it gives none of the
+  // user's environment, file or SSH secrets (run_secrets.h), a note in `notes` says which it
+  // leaves out and how to give them (mcli gave every one).
+  absl::Status CheckSecrets(const std::string& user, const v1::RunSpec& spec,
+                            std::vector<std::string>* notes) const;
 
  private:
   const std::shared_ptr<store::RunStore> runs_;
   const std::shared_ptr<FitChecker> fit_;
   const AdmissionPolicy policy_;
+  const std::shared_ptr<store::SecretStore> secrets_;
 };
 
 }  // namespace tessera::runs

@@ -65,7 +65,7 @@ RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<Id
                        std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
                        std::shared_ptr<LogDeleter> logs, std::shared_ptr<Random> random,
                        RunManagerOptions options, std::shared_ptr<store::ChangeFeed> changes,
-                       metrics::Registry* registry)
+                       metrics::Registry* registry, std::shared_ptr<store::SecretStore> secrets)
     : runs_(std::move(runs)),
       idem_(std::move(idem)),
       fit_(std::move(fit)),
@@ -73,7 +73,7 @@ RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<Id
       logs_(std::move(logs)),
       random_(std::move(random)),
       options_(options),
-      admission_(runs_, fit_, options.admission),
+      admission_(runs_, fit_, options.admission, std::move(secrets)),
       changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()),
       metrics_(registry ? std::make_unique<LifecycleMetrics>(*registry) : nullptr) {}
 
@@ -133,6 +133,7 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
               "(tessera-server --allow-host-image); name an image");
   }
   TESSERA_RETURN_IF_ERROR(admission_.CheckWaitingRuns(who.user));
+  TESSERA_RETURN_IF_ERROR(admission_.CheckSecrets(who.user, spec, &notes));
   // The team whose quota the run uses is the owner's at submit.
   TESSERA_ASSIGN_OR_RETURN(const std::string team, fit_->CheckFit(spec.compute(), who.user,
                                                                   spec.scheduling().preemptible()));

@@ -54,7 +54,8 @@ class RunManager {
              std::shared_ptr<LogDeleter> logs = nullptr,
              std::shared_ptr<Random> random = SystemRandom::Shared(),
              RunManagerOptions options = {}, std::shared_ptr<store::ChangeFeed> changes = nullptr,
-             metrics::Registry* registry = nullptr);
+             metrics::Registry* registry = nullptr,
+             std::shared_ptr<store::SecretStore> secrets = nullptr);
 
   using Who = auth::Principal;
   absl::Status SubmitRun(const Who& who, const v1::SubmitRunRequest& req,

@@ -2,10 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
+#include "services/runs/run_secrets.h"
 
 namespace tessera::runs {
 namespace {
@@ -125,6 +128,24 @@ absl::Status SecretManager::ListSecrets(const Who& who, const v1::ListSecretsReq
 absl::Status SecretManager::DeleteSecret(const Who& who, const v1::DeleteSecretRequest& req,
                                          v1::DeleteSecretResponse*) {
   if (req.name().empty()) return absl::InvalidArgumentError("name: required");
+  // A run that names the secret would wait for it for ever once it is gone (it never starts
+  // without a secret it names).
+  v1::RunFilter waiting_or_running;
+  waiting_or_running.set_user(who.user);
+  for (v1::RunStatus s : {v1::RUN_STATUS_PENDING, v1::RUN_STATUS_QUEUED, v1::RUN_STATUS_STARTING,
+                          v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING}) {
+    waiting_or_running.add_statuses(s);
+  }
+  auto runs = runs_->ListRuns(waiting_or_running);
+  if (!runs.ok()) return runs.status();
+  for (const v1::Run& run : *runs) {
+    const auto& names = run.spec().secrets();
+    if (std::find(names.begin(), names.end(), req.name()) != names.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "secret ", req.name(), " is named by run ", run.name(), " (",
+          v1::RunStatus_Name(run.status()), "); stop it first (mcli stop run ", run.name(), ")"));
+    }
+  }
   return secrets_->DeleteSecret(who.user, req.name());
 }
 
@@ -138,6 +159,18 @@ absl::Status SecretManager::GetRunSecrets(const Who& who, const v1::GetRunSecret
   if (!run.ok()) return run.status();
   auto records = secrets_->ListSecrets(run->user());
   if (!records.ok()) return records.status();
+  std::vector<std::string> owned;
+  for (const auto& r : *records) owned.push_back(r.secret.name());
+  if (auto st = CheckNamedSecretsExist(run->spec(), owned); !st.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run->name(), " cannot start: ", st.message()));
+  }
+  // Only what the run gets leaves the run manager: its nodes never see the owner's others.
+  records->erase(std::remove_if(records->begin(), records->end(),
+                                [&](const store::SecretRecord& r) {
+                                  return !RunGetsSecret(run->spec(), r.secret);
+                                }),
+                 records->end());
   if (records->empty()) return absl::OkStatus();
   if (!box_) {
     return absl::FailedPreconditionError(

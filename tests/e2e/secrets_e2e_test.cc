@@ -58,14 +58,28 @@ TEST_CASE("secrets and the API key reach mcli from stdin, a file or the environm
   CHECK(absl::StrContains(listed.output, "docker-r-example-5000"));
   CHECK_FALSE(absl::StrContains(listed.output, "empty-token"));
 
-  // The run's rank gets the values as read, without their trailing newlines.
-  const v1::Run run =
-      c.Submit("secrets-read", "echo \"[$STDIN_TOKEN] [$ENV_TOKEN] [$FILE_TOKEN]\"", 1, 1);
-  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
-  // The run's last log batch may reach the log service after its status does.
-  const std::string printed = WaitForOutput(c, run.name(), "[from-stdin]");
-  INFO(printed);
-  CHECK(absl::StrContains(printed, "[from-stdin] [from-env] [from-a-file]"));
+  // A run gets the secrets its YAML names (`secrets:`), or all of them (`secrets: all`, mcli's
+  // way), each value as read, without its trailing newline; one that names none gets none.
+  const std::string print =
+      "echo \"[${STDIN_TOKEN:-unset}] [${ENV_TOKEN:-unset}] [${FILE_TOKEN:-unset}]\"";
+  for (const auto& [secrets, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"secrets: [stdin-token, env-token]\n", "[from-stdin] [from-env] [unset]"},
+           {"secrets: all\n", "[from-stdin] [from-env] [from-a-file]"},
+           {"", "[unset] [unset] [unset]"}}) {
+    dir.Write("run.yaml", absl::StrCat("name: secrets-read\nimage: host\ncommand: '", print,
+                                       "'\ncompute: {gpus: 1, cluster: local}\n", secrets));
+    const ShellResult ran = mcli("", "run -f run.yaml --follow");
+    INFO(secrets << ran.output);
+    CHECK(ran.exit_code == 0);
+    CHECK(absl::StrContains(ran.output, expected));
+  }
+  // Naming a secret you do not have: refused at submit, naming it.
+  dir.Write("run.yaml", "name: secrets-read\nimage: host\ncommand: 'true'\n"
+                        "compute: {gpus: 1, cluster: local}\nsecrets: [hf]\n");
+  const ShellResult unknown = mcli("", "run -f run.yaml");
+  INFO(unknown.output);
+  CHECK(unknown.exit_code != 0);
+  CHECK(absl::StrContains(unknown.output, "no secret named 'hf'"));
 
   // The API key from standard input, saved to the config file (mode 600) and used from it.
   const std::string config = dir.path + "/config.yaml";

@@ -80,10 +80,11 @@ TEST_CASE(
   // On the host's root, where the library can load: it must, inside, and only there.
   const v1::Run on_host =
       SubmitAs(mallory, "preload-host", "host", "echo preload-ran", 1,
-               {{"LD_PRELOAD", library}, {"TESSERA_PRELOAD_MARK", "preload-marks"}});
+               {{"LD_PRELOAD", library}, {"TESSERA_PRELOAD_MARK", "preload-marks"}}, {"audit"});
   mallory.WaitForStatus(on_host.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
   // In its image (static busybox: nothing loads the library inside, and nothing may outside).
-  const v1::Run in_image = SubmitAs(mallory, "preload-image", *image, "echo image-ran", 1);
+  const v1::Run in_image =
+      SubmitAs(mallory, "preload-image", *image, "echo image-ran", 1, {}, {"audit"});
   mallory.WaitForStatus(in_image.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
 
   const std::vector<std::string> marks = PreloadMarks(c, "node-a");

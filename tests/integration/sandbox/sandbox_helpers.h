@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
+#include <vector>
 #include <string>
 #include <thread>
 
@@ -43,10 +44,13 @@ inline v1::Run SubmitSpec(Client& client, v1::RunSpec spec) {
   return resp.run();
 }
 
+// `secrets`: the names of the owner's secrets the run gets (RunSpec.secrets).
 inline v1::Run SubmitAs(Client& client, const std::string& name, const std::string& image,
                         const std::string& command, int gpus,
-                        std::map<std::string, std::string> env = {}) {
+                        std::map<std::string, std::string> env = {},
+                        const std::vector<std::string>& secrets = {}) {
   v1::RunSpec spec;
+  for (const std::string& s : secrets) spec.add_secrets(s);
   spec.set_name(name);
   spec.set_image(image);
   spec.set_command(command);

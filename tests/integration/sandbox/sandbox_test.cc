@@ -256,13 +256,23 @@ TEST_CASE("secrets reach only their owner's ranks, sealed everywhere else", "[sa
       SubmitAs(alice, "uses-secrets", "host",
                "echo env=$HF_TOKEN; echo file=$(cat /secrets/cfg.json); stat -c 'mode=%a' "
                "/secrets/cfg.json; echo secrets-done",
-               1);
+               1, {}, {"hf", "cfg"});
   alice.WaitForStatus(mine.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(40));
   const std::string out = WaitForOutput(c, mine.name(), "secrets-done");
   INFO(out);
   CHECK(absl::StrContains(out, "env=alice-env-value-93"));
   CHECK(absl::StrContains(out, "file=alice-file-value-17"));
   CHECK(absl::StrContains(out, "mode=400"));
+
+  // A run of hers that names only hf: its node never gets the file secret.
+  const v1::Run named_one = SubmitAs(
+      alice, "names-one", "host",
+      "echo env=$HF_TOKEN; cat /secrets/cfg.json 2>&1; echo one-done", 1, {}, {"hf"});
+  alice.WaitForStatus(named_one.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(40));
+  const std::string one_out = WaitForOutput(c, named_one.name(), "one-done");
+  INFO(one_out);
+  CHECK(absl::StrContains(one_out, "env=alice-env-value-93"));
+  CHECK_FALSE(absl::StrContains(one_out, "alice-file-value-17"));
 
   const v1::Run theirs =
       SubmitAs(bob, "no-secrets", "host",

@@ -45,6 +45,68 @@ TEST_CASE("a user's waiting runs are limited, with an error that names the limit
   CHECK(limited.SubmitRun(f.alice, req, &resp).ok());
 }
 
+TEST_CASE(
+    "a run names only secrets its owner has, and one naming none is told what it leaves out") {
+  Fixture f;
+  RunManager checked{f.stores.runs,
+                     f.idem,
+                     f.fit,
+                     f.clock,
+                     f.logs,
+                     std::make_shared<SeededRandom>(7),
+                     RunManagerOptions{.allow_host_image = true},
+                     nullptr,
+                     nullptr,
+                     f.stores.secrets};
+  for (const auto& [name, type] :
+       {std::pair{"hf", v1::SECRET_TYPE_ENVIRONMENT}, std::pair{"gcp", v1::SECRET_TYPE_MOUNTED},
+        std::pair{"ghcr", v1::SECRET_TYPE_DOCKER_REGISTRY}}) {
+    store::SecretRecord record;
+    record.secret.set_user("alice");
+    record.secret.set_name(name);
+    record.secret.set_type(type);
+    record.sealed = "sealed";
+    REQUIRE(f.stores.secrets->CreateSecret(record).ok());
+  }
+  auto events_of = [&](const std::string& run_id) {
+    auto events = f.stores.runs->ListEvents(run_id);
+    REQUIRE(events.ok());
+    std::string all;
+    for (const v1::RunEvent& e : *events) all += e.message() + "\n";
+    return all;
+  };
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("s");
+  req.mutable_spec()->set_command("x");
+  v1::SubmitRunResponse resp;
+
+  // Naming none: a note lists the environment and file secrets left out (not the registry's,
+  // which the image's registry decides).
+  REQUIRE(checked.SubmitRun(f.alice, req, &resp).ok());
+  const std::string told = events_of(resp.run().id());
+  CHECK(absl::StrContains(told, "this run gets none of your secrets gcp, hf"));
+  CHECK(absl::StrContains(told, "secrets: all"));
+  CHECK_FALSE(absl::StrContains(told, "ghcr"));
+
+  // Naming one: no note; naming one she lacks (or Bob's): refused, naming it.
+  req.mutable_spec()->add_secrets("hf");
+  REQUIRE(checked.SubmitRun(f.alice, req, &resp).ok());
+  CHECK_FALSE(absl::StrContains(events_of(resp.run().id()), "gets none"));
+  const absl::Status bobs = checked.SubmitRun(f.bob, req, &resp);
+  CHECK(absl::IsNotFound(bobs));
+  CHECK(absl::StrContains(bobs.message(), "no secret named 'hf'"));
+  req.mutable_spec()->add_secrets("wandb");
+  const absl::Status missing = checked.SubmitRun(f.alice, req, &resp);
+  CHECK(absl::IsNotFound(missing));
+  CHECK(absl::StrContains(missing.message(), "'wandb'"));
+
+  // all: every one, no note.
+  req.mutable_spec()->clear_secrets();
+  req.mutable_spec()->set_all_secrets(true);
+  REQUIRE(checked.SubmitRun(f.alice, req, &resp).ok());
+  CHECK_FALSE(absl::StrContains(events_of(resp.run().id()), "gets none"));
+}
+
 v1::SubmitRunRequest PrioritizedRun(v1::Priority priority, bool preemptible = false) {
   v1::SubmitRunRequest req;
   req.mutable_spec()->set_name("p");

@@ -212,7 +212,7 @@ TEST_CASE("deprecated and ignored fields are not offered as known fields", "[run
   REQUIRE_FALSE(spec.ok());
   CHECK(absl::StrContains(spec.status().message(),
                           "(known: name, image, command, compute, scheduling, env_variables, "
-                          "parameters, metadata, integrations, launch)"));
+                          "parameters, metadata, integrations, launch, secrets)"));
 }
 
 // --- Value forms -------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ image: mosaicml/pytorch:2.1.0_cu121-python3.10-ubuntu20.04
 command: |
   cd /workspace
   composer train.py /mnt/config/parameters.yaml
+secrets: [hf, wandb]
 compute:
   cluster: r1z1
   gpus: 16
@@ -208,6 +209,50 @@ TEST_CASE("launch says node or rank, and left out the run is launched as mcli la
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()).find("launch") != std::string::npos);
   CHECK(std::string(bad.status().message()).find("node") != std::string::npos);
+}
+
+TEST_CASE("secrets name the owner's secrets a run gets, or all of them", "[run_spec]") {
+  CHECK(MustParse("name: a\ncommand: x\n").secrets_size() == 0);
+  const RunSpec named = MustParse("name: a\ncommand: x\nsecrets: [hf, gcp-creds]\n");
+  REQUIRE(named.secrets_size() == 2);
+  CHECK(named.secrets(1) == "gcp-creds");
+  CHECK_FALSE(named.all_secrets());
+  CHECK(RunSpecToYaml(named).find("secrets: [hf, gcp-creds]\n") != std::string::npos);
+  CHECK(MessageDifferencer::Equals(MustParse(RunSpecToYaml(named)), named));
+  for (const char* all : {"all", "ALL", "'All'"}) {
+    const RunSpec every = MustParse(std::string("name: a\ncommand: x\nsecrets: ") + all + "\n");
+    CHECK(every.all_secrets());
+    CHECK(every.secrets_size() == 0);
+    CHECK(MustParse(RunSpecToYaml(every)).all_secrets());
+  }
+  // What the REST API prints is taken back.
+  auto json = tessera::spec::ParseRunSpecJson(
+      R"({"name": "a", "command": "x", "allSecrets": true})");
+  REQUIRE(json.ok());
+  CHECK(json->all_secrets());
+  json = tessera::spec::ParseRunSpecJson(R"({"name": "a", "command": "x", "secrets": ["hf"]})");
+  REQUIRE(json.ok());
+  CHECK(json->secrets(0) == "hf");
+
+  const std::pair<const char*, const char*> bad[] = {
+      {"secrets: hf\n", "all (every one"},
+      {"secrets: 3\n", "all (every one"},
+      {"secrets: {hf: 1}\n", "all (every one"},
+      {"secrets: [Bad_Name]\n", "secrets[0]: 'Bad_Name' is not a secret's name"},
+      {"secrets: [hf, hf]\n", "secrets[1]: 'hf' is named twice"},
+      {"secrets: [hf]\nall_secrets: true\n", "give one or the other"},
+  };
+  for (const auto& [yaml, says] : bad) {
+    INFO(yaml);
+    auto parsed = ParseRunSpec(std::string("name: a\ncommand: x\n") + yaml);
+    REQUIRE_FALSE(parsed.ok());
+    CHECK_THAT(std::string(parsed.status().message()), Catch::Contains(says));
+  }
+  std::string many = "name: a\ncommand: x\nsecrets: [";
+  for (int i = 0; i < 65; ++i) many += "s" + std::to_string(i) + (i < 64 ? ", " : "]\n");
+  auto too_many = ParseRunSpec(many);
+  REQUIRE_FALSE(too_many.ok());
+  CHECK_THAT(std::string(too_many.status().message()), Catch::Contains("at most 64"));
 }
 
 TEST_CASE("env_variables accept mcli's list form", "[run_spec]") {

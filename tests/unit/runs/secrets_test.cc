@@ -1,8 +1,10 @@
 // Users' secrets: sealed at rest, each user's own, never shown, only to the scheduler.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <set>
 
 #include "absl/strings/match.h"
+#include "services/runs/run_secrets.h"
 #include "services/runs/secret_manager.h"
 #include "services/store/memory/memory_database.h"
 #include "tests/support/temp_dir.h"
@@ -122,11 +124,13 @@ TEST_CASE("each user sees only their own secrets, never a value, the scheduler g
   CHECK(list.secrets(0).user() == "alice");
   CHECK_FALSE(absl::StrContains(list.DebugString(), "alice-token"));
 
-  // A run of Alice's: the scheduler gets her secrets, in clear; a person cannot ask.
+  // A run of Alice's that names the secret: the scheduler gets it, in clear; a person cannot ask.
   v1::Run run;
   run.set_id("run-1");
   run.set_name("train");
   run.set_user("alice");
+  run.mutable_spec()->add_secrets("hf");
+  run.set_status(v1::RUN_STATUS_COMPLETED);
   REQUIRE(f.stores.runs->CreateRun(run, {}, std::nullopt).ok());
   v1::GetRunSecretsRequest req;
   req.set_run_id("run-1");
@@ -145,6 +149,130 @@ TEST_CASE("each user sees only their own secrets, never a value, the scheduler g
   v1::ListSecretsResponse bobs;
   REQUIRE(f.manager.ListSecrets(f.bob, {}, &bobs).ok());
   CHECK(bobs.secrets_size() == 1);
+}
+
+v1::Secret Typed(const std::string& name, v1::SecretType type) {
+  v1::Secret s;
+  s.set_name(name);
+  s.set_type(type);
+  if (type == v1::SECRET_TYPE_ENVIRONMENT) s.set_env_key("KEY_" + std::to_string(name.size()));
+  if (type != v1::SECRET_TYPE_ENVIRONMENT && type != v1::SECRET_TYPE_DOCKER_REGISTRY) {
+    s.set_mount_path("/secrets/" + name);
+  }
+  if (type == v1::SECRET_TYPE_DOCKER_REGISTRY) {
+    s.set_server(name == "ghcr" ? "ghcr.io" : "registry.example:5000");
+    s.set_username("me");
+  }
+  return s;
+}
+
+std::set<std::string> SecretsOfRun(Fixture& f, const std::string& id, const v1::RunSpec& spec,
+                                   v1::RunStatus status = v1::RUN_STATUS_QUEUED) {
+  v1::Run run;
+  run.set_id(id);
+  run.set_name(id);
+  run.set_user("alice");
+  run.set_status(status);
+  *run.mutable_spec() = spec;
+  REQUIRE(f.stores.runs->CreateRun(run, {}, std::nullopt).ok());
+  v1::GetRunSecretsRequest req;
+  req.set_run_id(id);
+  v1::GetRunSecretsResponse resp;
+  const absl::Status st = f.manager.GetRunSecrets(f.system, req, &resp);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  std::set<std::string> names;
+  for (const auto& sv : resp.secrets()) names.insert(sv.secret().name());
+  return names;
+}
+
+TEST_CASE("a run's nodes get only the secrets it names or its spec needs") {
+  Fixture f;
+  REQUIRE(f.Create(f.alice, Typed("hf", v1::SECRET_TYPE_ENVIRONMENT), "t").ok());
+  REQUIRE(f.Create(f.alice, Typed("wandb", v1::SECRET_TYPE_ENVIRONMENT), "t").ok());
+  REQUIRE(f.Create(f.alice, Typed("gcp", v1::SECRET_TYPE_MOUNTED), "t").ok());
+  REQUIRE(f.Create(f.alice, Typed("ghcr", v1::SECRET_TYPE_DOCKER_REGISTRY), "t").ok());
+  REQUIRE(f.Create(f.alice, Typed("internal", v1::SECRET_TYPE_DOCKER_REGISTRY), "t").ok());
+  REQUIRE(f.Create(f.alice, Typed("git", v1::SECRET_TYPE_GIT_SSH), "t").ok());
+
+  v1::RunSpec plain;
+  plain.set_image("pytorch/pytorch:2.3");
+  CHECK(SecretsOfRun(f, "plain", plain).empty());
+
+  v1::RunSpec named = plain;
+  named.add_secrets("hf");
+  named.add_secrets("gcp");
+  CHECK(SecretsOfRun(f, "named", named) == std::set<std::string>{"hf", "gcp"});
+
+  v1::RunSpec all = plain;
+  all.set_all_secrets(true);
+  CHECK(SecretsOfRun(f, "all", all).size() == 6);
+
+  // The registry its image names: that registry's credentials, no other's.
+  v1::RunSpec private_image;
+  private_image.set_image("ghcr.io/alice/trainer:1");
+  CHECK(SecretsOfRun(f, "ghcr", private_image) == std::set<std::string>{"ghcr"});
+  private_image.set_image("registry.example:5000/team/trainer@sha256:" + std::string(64, 'a'));
+  CHECK(SecretsOfRun(f, "internal", private_image) == std::set<std::string>{"internal"});
+
+  // A git_repo cloned over SSH: the git-ssh key; cloned over HTTPS: nothing.
+  v1::RunSpec git = plain;
+  v1::Integration* repo = git.add_integrations();
+  repo->set_integration_type("git_repo");
+  (*repo->mutable_fields()->mutable_fields())["git_repo"].set_string_value("alice/code");
+  CHECK(SecretsOfRun(f, "https-clone", git).empty());
+  (*repo->mutable_fields()->mutable_fields())["ssh_clone"].set_bool_value(true);
+  CHECK(SecretsOfRun(f, "ssh-clone", git) == std::set<std::string>{"git"});
+
+  // A name the owner no longer has: the run does not start without it.
+  v1::RunSpec gone = plain;
+  gone.add_secrets("nope");
+  v1::Run run;
+  run.set_id("gone");
+  run.set_name("gone");
+  run.set_user("alice");
+  *run.mutable_spec() = gone;
+  REQUIRE(f.stores.runs->CreateRun(run, {}, std::nullopt).ok());
+  v1::GetRunSecretsRequest req;
+  req.set_run_id("gone");
+  v1::GetRunSecretsResponse resp;
+  const absl::Status st = f.manager.GetRunSecrets(f.system, req, &resp);
+  CHECK(absl::IsFailedPrecondition(st));
+  CHECK(absl::StrContains(st.message(), "'nope'"));
+  CHECK(resp.secrets_size() == 0);
+}
+
+TEST_CASE("a secret a waiting or running run names cannot be deleted under it") {
+  Fixture f;
+  REQUIRE(f.Create(f.alice, Typed("hf", v1::SECRET_TYPE_ENVIRONMENT), "t").ok());
+  REQUIRE(f.Create(f.bob, Typed("hf", v1::SECRET_TYPE_ENVIRONMENT), "t").ok());
+  v1::RunSpec spec;
+  spec.add_secrets("hf");
+  SecretsOfRun(f, "train", spec, v1::RUN_STATUS_RUNNING);
+  v1::DeleteSecretRequest del;
+  del.set_name("hf");
+  v1::DeleteSecretResponse deleted;
+  const absl::Status refused = f.manager.DeleteSecret(f.alice, del, &deleted);
+  CHECK(absl::IsFailedPrecondition(refused));
+  CHECK(absl::StrContains(refused.message(), "run train"));
+  // Bob's secret of the same name is his: Alice's run does not hold it.
+  CHECK(f.manager.DeleteSecret(f.bob, del, &deleted).ok());
+  // Once the run has ended, it goes.
+  auto run = f.stores.runs->GetRun("train");
+  REQUIRE(run.ok());
+  run->set_status(v1::RUN_STATUS_STOPPED);
+  REQUIRE(f.stores.runs->UpdateRun(*run, run->version(), {}).ok());
+  CHECK(f.manager.DeleteSecret(f.alice, del, &deleted).ok());
+}
+
+TEST_CASE("the registry an image names, by Docker's rule") {
+  CHECK(RegistryNamedBy("ghcr.io/a/b:1") == "ghcr.io");
+  CHECK(RegistryNamedBy("127.0.0.1:5000/x") == "127.0.0.1:5000");
+  CHECK(RegistryNamedBy("localhost/x") == "localhost");
+  CHECK(RegistryNamedBy("pytorch/pytorch:2.3").empty());
+  CHECK(RegistryNamedBy("ubuntu").empty());
+  CHECK(RegistryNamedBy("host").empty());
+  CHECK(RegistryNamedBy("").empty());
 }
 
 TEST_CASE("a cluster without a key keeps no secrets, and says how to give one") {
