@@ -74,8 +74,9 @@ TEST_CASE("secrets and the API key reach mcli from stdin, a file or the environm
     CHECK(absl::StrContains(ran.output, expected));
   }
   // Naming a secret you do not have: refused at submit, naming it.
-  dir.Write("run.yaml", "name: secrets-read\nimage: host\ncommand: 'true'\n"
-                        "compute: {gpus: 1, cluster: local}\nsecrets: [hf]\n");
+  dir.Write("run.yaml",
+            "name: secrets-read\nimage: host\ncommand: 'true'\n"
+            "compute: {gpus: 1, cluster: local}\nsecrets: [hf]\n");
   const ShellResult unknown = mcli("", "run -f run.yaml");
   INFO(unknown.output);
   CHECK(unknown.exit_code != 0);

@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
-#include <vector>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "proto/policy/run_status.h"

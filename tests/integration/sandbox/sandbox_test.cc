@@ -265,9 +265,9 @@ TEST_CASE("secrets reach only their owner's ranks, sealed everywhere else", "[sa
   CHECK(absl::StrContains(out, "mode=400"));
 
   // A run of hers that names only hf: its node never gets the file secret.
-  const v1::Run named_one = SubmitAs(
-      alice, "names-one", "host",
-      "echo env=$HF_TOKEN; cat /secrets/cfg.json 2>&1; echo one-done", 1, {}, {"hf"});
+  const v1::Run named_one =
+      SubmitAs(alice, "names-one", "host",
+               "echo env=$HF_TOKEN; cat /secrets/cfg.json 2>&1; echo one-done", 1, {}, {"hf"});
   alice.WaitForStatus(named_one.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(40));
   const std::string one_out = WaitForOutput(c, named_one.name(), "one-done");
   INFO(one_out);

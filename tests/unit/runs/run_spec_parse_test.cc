@@ -226,8 +226,8 @@ TEST_CASE("secrets name the owner's secrets a run gets, or all of them", "[run_s
     CHECK(MustParse(RunSpecToYaml(every)).all_secrets());
   }
   // What the REST API prints is taken back.
-  auto json = tessera::spec::ParseRunSpecJson(
-      R"({"name": "a", "command": "x", "allSecrets": true})");
+  auto json =
+      tessera::spec::ParseRunSpecJson(R"({"name": "a", "command": "x", "allSecrets": true})");
   REQUIRE(json.ok());
   CHECK(json->all_secrets());
   json = tessera::spec::ParseRunSpecJson(R"({"name": "a", "command": "x", "secrets": ["hf"]})");
