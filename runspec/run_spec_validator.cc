@@ -283,11 +283,7 @@ MaybeFieldError CheckSecrets(const RunSpec& spec) {
   std::set<std::string_view> seen;
   for (int i = 0; i < spec.secrets_size(); ++i) {
     const std::string& name = spec.secrets(i);
-    const bool valid = !name.empty() && name.size() <= 63 && name.front() != '-' &&
-                       std::all_of(name.begin(), name.end(), [](char c) {
-                         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-                       });
-    if (!valid) {
+    if (!IsSecretName(name)) {
       return Error(path.Index(i),
                    absl::StrCat("'", name.substr(0, 80),
                                 "' is not a secret's name (lower-case letters, digits and '-', "

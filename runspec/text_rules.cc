@@ -1,10 +1,18 @@
 #include "runspec/text_rules.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_format.h"
 
 namespace tessera::spec {
+
+bool IsSecretName(std::string_view name) {
+  if (name.empty() || name.size() > 63 || name.front() == '-') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
 namespace {
 
 bool IsNoncharacter(uint32_t code) {

@@ -13,4 +13,8 @@ namespace tessera::spec {
 // written out and read back unchanged.
 std::optional<std::string> TextProblem(std::string_view text);
 
+// mcli's rule for a secret's name: 1 to 63 lower-case letters, digits and '-', not starting with
+// '-'. For the names a run's `secrets:` gives and the secrets users create alike.
+bool IsSecretName(std::string_view name);
+
 }  // namespace tessera::spec

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
+#include "runspec/text_rules.h"
 #include "services/runs/run_secrets.h"
 
 namespace tessera::runs {
@@ -15,14 +16,6 @@ namespace {
 
 // Sealed with the owner and name bound in: a value copied to another row does not open.
 std::string AssociatedData(const v1::Secret& s) { return absl::StrCat(s.user(), "\n", s.name()); }
-
-bool IsSecretName(const std::string& name) {
-  // mcli's: lower-case letters, digits and '-', starting with a letter or digit.
-  if (name.empty() || name.size() > 63 || name.front() == '-') return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-';
-  });
-}
 
 bool IsVariableName(const std::string& key) {
   if (key.empty() || key.size() > 256 || absl::ascii_isdigit(key.front())) return false;
@@ -49,7 +42,7 @@ absl::Status CheckMountPath(const std::string& path) {
 }  // namespace
 
 absl::Status ValidateSecret(const v1::Secret& s, size_t value_bytes) {
-  if (!IsSecretName(s.name())) {
+  if (!spec::IsSecretName(s.name())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "secret.name: '", s.name(),
         "' must be 1 to 63 lower-case letters, digits and '-', not starting with '-'"));

@@ -166,8 +166,10 @@ v1::Secret Typed(const std::string& name, v1::SecretType type) {
   return s;
 }
 
-std::set<std::string> SecretsOfRun(Fixture& f, const std::string& id, const v1::RunSpec& spec,
-                                   v1::RunStatus status = v1::RUN_STATUS_QUEUED) {
+// Stores a run of Alice's (named and identified by `id`) and asks for its secrets as the
+// scheduler does.
+absl::Status AskForRunSecrets(Fixture& f, const std::string& id, const v1::RunSpec& spec,
+                              v1::RunStatus status, v1::GetRunSecretsResponse* resp) {
   v1::Run run;
   run.set_id(id);
   run.set_name(id);
@@ -177,8 +179,13 @@ std::set<std::string> SecretsOfRun(Fixture& f, const std::string& id, const v1::
   REQUIRE(f.stores.runs->CreateRun(run, {}, std::nullopt).ok());
   v1::GetRunSecretsRequest req;
   req.set_run_id(id);
+  return f.manager.GetRunSecrets(f.system, req, resp);
+}
+
+std::set<std::string> SecretsOfRun(Fixture& f, const std::string& id, const v1::RunSpec& spec,
+                                   v1::RunStatus status = v1::RUN_STATUS_QUEUED) {
   v1::GetRunSecretsResponse resp;
-  const absl::Status st = f.manager.GetRunSecrets(f.system, req, &resp);
+  const absl::Status st = AskForRunSecrets(f, id, spec, status, &resp);
   INFO(st.ToString());
   REQUIRE(st.ok());
   std::set<std::string> names;
@@ -227,16 +234,8 @@ TEST_CASE("a run's nodes get only the secrets it names or its spec needs") {
   // A name the owner no longer has: the run does not start without it.
   v1::RunSpec gone = plain;
   gone.add_secrets("nope");
-  v1::Run run;
-  run.set_id("gone");
-  run.set_name("gone");
-  run.set_user("alice");
-  *run.mutable_spec() = gone;
-  REQUIRE(f.stores.runs->CreateRun(run, {}, std::nullopt).ok());
-  v1::GetRunSecretsRequest req;
-  req.set_run_id("gone");
   v1::GetRunSecretsResponse resp;
-  const absl::Status st = f.manager.GetRunSecrets(f.system, req, &resp);
+  const absl::Status st = AskForRunSecrets(f, "gone", gone, v1::RUN_STATUS_QUEUED, &resp);
   CHECK(absl::IsFailedPrecondition(st));
   CHECK(absl::StrContains(st.message(), "'nope'"));
   CHECK(resp.secrets_size() == 0);
