@@ -12,6 +12,7 @@ CommandContext::CommandContext(Settings settings, OutputFormat format, std::ostr
 
 Connection& CommandContext::connection() {
   if (!connection_) {
+    CheckApiKey(settings_.api_key.value, settings_.api_key.source);
     connection_ = std::make_unique<Connection>(settings_.endpoint.value, settings_.api_key.value,
                                                settings_.ca.value);
   }

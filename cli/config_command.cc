@@ -84,6 +84,7 @@ void AddConfigCommands(CLI::App& app, ActionSlot& slot) {
                       "command line is visible to others on this machine)");
   OnParsed(set_key, slot, [key](CommandContext& context) {
     const std::string value = key->empty() || *key == "-" ? ReadSecretFrom("-", "API key") : *key;
+    CheckApiKey(value, key->empty() || *key == "-" ? "standard input" : "the command line");
     return SetValue(context, "api_key", value, "API key", context.settings().api_key);
   });
 

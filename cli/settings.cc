@@ -192,6 +192,17 @@ Settings ResolveSettings(const SettingFlags& flags, const EnvLookup& env) {
   return settings;
 }
 
+void CheckApiKey(const std::string& key, const std::string& source) {
+  for (const char c : key) {
+    if (c >= 0x21 && c <= 0x7e) continue;
+    ThrowUsage("the API key from " + source + " holds " +
+               (c == ' '                 ? std::string("a space")
+                : c == '\n' || c == '\r' ? std::string("a line break")
+                                         : std::string("a character no key has")) +
+               ": a key is one word (tsk_ and 64 hex digits), without a label or a line break");
+  }
+}
+
 std::string MaskSecret(const std::string& secret) {
   if (secret.empty()) return "(not set)";
   if (secret.size() < 12) return "****";

@@ -61,4 +61,9 @@ Settings ResolveSettings(const SettingFlags& flags, const EnvLookup& env);
 // "abcd…wxyz" for long secrets, "****" for short ones, "(not set)" for none.
 std::string MaskSecret(const std::string& secret);
 
+// Throws a usage error naming `source` when `key` cannot be an API key: a key is one word of
+// visible ASCII. A pasted key with its line break or label (`Secret: tsk_...`) would otherwise
+// reach gRPC, which aborts on such metadata. The message never repeats the key.
+void CheckApiKey(const std::string& key, const std::string& source);
+
 }  // namespace tessera::cli

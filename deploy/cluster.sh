@@ -7,19 +7,26 @@
 # an admin key).
 #
 #   deploy/cluster.sh up [--workers N] [--gpus-per-worker G] [--allow-fault-injection]
-#                                                              start (or extend) it
+#                        [--ranks-as-me]                       start (or extend) it
 #   deploy/cluster.sh status                                   what runs, and where
 #   deploy/cluster.sh down                                     stop all of it
 #
 # Ports: TESSERA_GRPC_PORT (50051), TESSERA_HTTP_PORT (8080), TESSERA_METRICS_PORT (9464; workers
 # use the ports after it), TESSERA_REGISTRY_PORT (5000; the workers' default registry, so
-# `image: tessera/train:latest` is pulled from it). State: TESSERA_STATE_DIR (.state/ in the repository). More flags for
+# `image: tessera/train:latest` is pulled from it; anyone may pull, no one may push) and
+# TESSERA_REGISTRY_PUSH_PORT (the next port; pushes, with the password in
+# STATE/registry/auth.json: REGISTRY_AUTH_FILE=STATE/registry/auth.json skopeo copy ...).
+# State: TESSERA_STATE_DIR (.state/ in the repository). More flags for
 # tessera-server: TESSERA_SERVER_FLAGS (e.g. "--stop-grace-seconds 2 --uncordon-after-passes 5").
 #
-# Everything speaks TLS: the script makes a cluster CA and the services' certificate
-# (deploy/tls-certs.sh, in STATE/tls), and each worker joins with a one-time join token, getting
-# its node key and a certificate signed by the CA (kept in its state folder). mcli is given the
-# CA. TESSERA_PLAINTEXT=1 runs everything in plain text instead (loopback only).
+# As production is: everything speaks TLS (the script makes a cluster CA and the services'
+# certificate with deploy/tls-certs.sh, in STATE/tls; each worker joins with a one-time join
+# token, getting its node key and a certificate signed by the CA, kept in its state folder; mcli
+# is given the CA). PostgreSQL asks for passwords, and the services' role owns their database
+# only (deploy/pg-instance.sh --password-auth). /metrics wants STATE/metrics.token. Each user's
+# ranks run as a uid of that user's own, so the script runs as root; as another user it refuses
+# unless --ranks-as-me (every rank runs as you). Each user's ranks get their own folder of
+# STATE/shared. TESSERA_PLAINTEXT=1 runs everything in plain text instead (loopback only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -29,12 +36,16 @@ GRPC_PORT="${TESSERA_GRPC_PORT:-50051}"
 METRICS_PORT="${TESSERA_METRICS_PORT:-9464}"
 HTTP_PORT="${TESSERA_HTTP_PORT:-8080}"
 REGISTRY="127.0.0.1:${TESSERA_REGISTRY_PORT:-5000}"
+PUSH_REGISTRY="127.0.0.1:${TESSERA_REGISTRY_PUSH_PORT:-$((${TESSERA_REGISTRY_PORT:-5000} + 1))}"
 server_pid_file="$STATE/tessera-server.pid"
 registry_pid_file="$STATE/registry.pid"
+push_registry_pid_file="$STATE/push-registry.pid"
 TLS_DIR="$STATE/tls"
 PLAINTEXT="${TESSERA_PLAINTEXT:-0}"
 
 die() { echo "cluster: $*" >&2; exit 2; }
+# A secret of 64 hex digits in FILE (mode 600), made once and kept with the state.
+make_secret() { [ -s "$1" ] || (umask 077; openssl rand -hex 32 >"$1"); }
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 stop_pid_file() {  # pid file, name
@@ -54,6 +65,7 @@ down() {
   for w in $(workers); do stop_pid_file "$w/pid" "worker $(basename "$w")"; done
   stop_pid_file "$server_pid_file" tessera-server
   stop_pid_file "$registry_pid_file" registry
+  stop_pid_file "$push_registry_pid_file" "registry (push)"
   if [ -d "$STATE/postgres" ]; then deploy/pg-instance.sh stop "$STATE/postgres"; fi
   echo "cluster: stopped"
 }
@@ -67,7 +79,10 @@ status() {
     echo "tessera-server  not running"
   fi
   if alive "$registry_pid_file"; then
-    echo "registry        pid $(cat "$registry_pid_file")  http://$REGISTRY (the workers' default registry)"
+    echo "registry        pid $(cat "$registry_pid_file")  http://$REGISTRY (the workers' default registry; pulls only)"
+  fi
+  if alive "$push_registry_pid_file"; then
+    echo "registry push   pid $(cat "$push_registry_pid_file")  http://$PUSH_REGISTRY (pushes, with REGISTRY_AUTH_FILE=$STATE/registry/auth.json)"
   fi
   if [ -d "$STATE/postgres" ]; then
     if deploy/pg-instance.sh status "$STATE/postgres"; then
@@ -109,20 +124,53 @@ wait_healthy() {  # port, pid file, log, name, host its certificate names
   die "$4 did not answer on :$1 within 15 s (log: $3)"
 }
 
-# The local registry, and the training image in it (rebuilt when the programs changed).
-start_registry() {
-  mkdir -p "$STATE/registry"
-  if ! alive "$registry_pid_file"; then
-    printf 'version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n' \
-      "$STATE/registry/storage" "$REGISTRY" >"$STATE/registry/config.yml"
-    nohup docker-registry serve "$STATE/registry/config.yml" >"$STATE/logs/registry.log" 2>&1 &
-    echo $! >"$registry_pid_file"
+# The local registry: two docker-registry processes on one storage folder. The workers pull
+# from REGISTRY, which serves anyone and takes no push (read-only); pushes go to PUSH_REGISTRY,
+# which asks for a password (htpasswd, bcrypt). The operator's credentials are in
+# STATE/registry/auth.json (mode 600), for skopeo and podman through REGISTRY_AUTH_FILE.
+registry_config() {  # file, address, extra YAML (indented two spaces under the top level)
+  (umask 077
+   printf 'version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\n%s\nhttp:\n  addr: %s\n  secret: %s\n' \
+     "$STATE/registry/storage" "$3" "$2" "$(openssl rand -hex 16)" >"$1")
+}
+
+start_registry_process() {  # pid file, config, log, address, name
+  if ! alive "$1"; then
+    nohup docker-registry serve "$2" >"$3" 2>&1 &
+    echo $! >"$1"
   fi
   for _ in $(seq 100); do
-    curl -fsS "http://$REGISTRY/v2/" >/dev/null 2>&1 && break
-    alive "$registry_pid_file" || die "the registry did not start: $(tail -5 "$STATE/logs/registry.log")"
+    # 200 from the pull side; 401 (a password wanted) from the push side: both are up.
+    case "$(curl -sS -o /dev/null -w '%{http_code}' "http://$4/v2/" 2>/dev/null)" in 200 | 401) return ;; esac
+    alive "$1" || die "the $5 did not start: $(tail -5 "$3")"
     sleep 0.1
   done
+  die "the $5 did not answer on $4 within 10 s (log: $3)"
+}
+
+start_registry() {
+  mkdir -p "$STATE/registry"
+  local reg="$STATE/registry"
+  make_secret "$reg/push.password"
+  if [ ! -s "$reg/htpasswd" ]; then
+    # bcrypt, the only hash docker-registry takes; the password goes on stdin, never argv.
+    (umask 077; python3 -W ignore -c 'import crypt, sys
+print("tessera:" + crypt.crypt(sys.stdin.read().strip(), crypt.mksalt(crypt.METHOD_BLOWFISH)))' \
+       <"$reg/push.password" >"$reg/htpasswd")
+  fi
+  (umask 077; printf '{"auths": {"%s": {"auth": "%s"}}}\n' "$PUSH_REGISTRY" \
+     "$(printf 'tessera:%s' "$(cat "$reg/push.password")" | base64 -w0)" >"$reg/auth.json")
+  if ! alive "$registry_pid_file"; then
+    registry_config "$reg/config.yml" "$REGISTRY" \
+      "$(printf '  maintenance:\n    readonly:\n      enabled: true\n    uploadpurging:\n      enabled: false')"
+  fi
+  if ! alive "$push_registry_pid_file"; then
+    registry_config "$reg/push-config.yml" "$PUSH_REGISTRY" \
+      "$(printf 'auth:\n  htpasswd:\n    realm: tessera-local\n    path: %s' "$reg/htpasswd")"
+  fi
+  start_registry_process "$registry_pid_file" "$reg/config.yml" "$STATE/logs/registry.log" "$REGISTRY" registry
+  start_registry_process "$push_registry_pid_file" "$reg/push-config.yml" "$STATE/logs/push-registry.log" \
+    "$PUSH_REGISTRY" "registry's push side"
   if [ ! -x "$BIN/tessera-train" ] || [ ! -x "$BIN/tessera-data" ]; then
     echo "cluster: tessera-train is not built, so tessera/train:latest is not served" \
          "(deploy/build.sh tessera-train tessera-data)" >&2
@@ -131,21 +179,23 @@ start_registry() {
   local stamp; stamp="$(cat "$BIN/tessera-train" "$BIN/tessera-data" | sha256sum | cut -d' ' -f1)"
   if [ "$(cat "$STATE/registry/train.stamp" 2>/dev/null)" != "$stamp" ] ||
      ! skopeo inspect --tls-verify=false --raw "docker://$REGISTRY/tessera/train:latest" >/dev/null 2>&1; then
-    echo "cluster: building the training image $REGISTRY/tessera/train:latest"
-    TMPDIR="$STATE" deploy/train-image.sh "$REGISTRY/tessera/train:latest" "$BIN" >"$STATE/logs/train-image.log" 2>&1 ||
+    echo "cluster: building the training image $REGISTRY/tessera/train:latest (pushed to $PUSH_REGISTRY)"
+    REGISTRY_AUTH_FILE="$STATE/registry/auth.json" TMPDIR="$STATE" \
+      deploy/train-image.sh "$PUSH_REGISTRY/tessera/train:latest" "$BIN" >"$STATE/logs/train-image.log" 2>&1 ||
       die "building the training image failed: $(tail -5 "$STATE/logs/train-image.log")"
     echo "$stamp" >"$STATE/registry/train.stamp"
   fi
 }
 
 up() {
-  local n=2 gpus=2 faults=()
+  local n=2 gpus=2 faults=() ranks_as_me=0
   while [ $# -gt 0 ]; do
     case "$1" in
       --workers) n="${2:?--workers needs a number}"; shift 2 ;;
       --gpus-per-worker) gpus="${2:?--gpus-per-worker needs a number}"; shift 2 ;;
       --allow-fault-injection) faults=(--allow-fault-injection); shift ;;
-      *) die "unknown option \"$1\" (expected --workers N, --gpus-per-worker G or --allow-fault-injection)" ;;
+      --ranks-as-me) ranks_as_me=1; shift ;;
+      *) die "unknown option \"$1\" (expected --workers N, --gpus-per-worker G, --allow-fault-injection or --ranks-as-me)" ;;
     esac
   done
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -le 64 ] || die "--workers: a number from 0 to 64, not \"$n\""
@@ -153,9 +203,36 @@ up() {
   for b in tessera-server tessera-worker mcli; do
     [ -x "$BIN/$b" ] || die "$BIN/$b is missing: run deploy/build.sh first"
   done
-  mkdir -p "$STATE/logs" "$STATE/workers" "$STATE/shared"
+  # Each user's ranks run as a uid of that user's own (the control plane gives each user one),
+  # which only a root worker can switch to; the ranks of two users, or a rank and the workers,
+  # then cannot touch each other's files, keys or processes. As another user, the script refuses
+  # unless told (--ranks-as-me): every rank would run as you and could read ~/.tessera and STATE.
+  local ranks=()
+  if [ "$(id -u)" = 0 ]; then
+    # Host-image runs (image: host) see this machine's folders with their permissions.
+    if ! runuser -u nobody -- test -x "$BIN/tessera-train" 2>/dev/null; then
+      echo "cluster: note: $BIN is private (a folder on the way lets no one else through), so" \
+           "runs with image: host cannot run its programs; runs in images (tessera/train) can" >&2
+    fi
+  elif [ "$ranks_as_me" = 1 ]; then
+    ranks=(--rank-user "$(id -un)")
+    echo "cluster: WARNING: --ranks-as-me: ranks run as $(id -un), and a run can read your" \
+         "~/.tessera and $STATE (the cluster's keys)" >&2
+  else
+    die "ranks need a uid of their own, and only a worker running as root can give them one:" \
+        "run this as root (sudo $0 up ...), or pass --ranks-as-me to run them as $(id -un) on a" \
+        "machine no one else uses (a run could then read ~/.tessera and $STATE)"
+  fi
 
-  local url; url="$(deploy/pg-instance.sh start "$STATE/postgres")"
+  mkdir -p "$STATE/logs" "$STATE/workers" "$STATE/shared"
+  # Ranks of runs with image: host see this machine's folders with their permissions, and their
+  # working folders are in the workers' state folders: they may pass through STATE and workers/
+  # (not list them); the logs are the operator's alone, and every key and password is mode 600.
+  chmod 711 "$STATE" "$STATE/workers"
+  chmod 700 "$STATE/logs"
+
+  # PostgreSQL asks for passwords; the services' role owns their database and nothing more.
+  local url; url="$(deploy/pg-instance.sh start "$STATE/postgres" --password-auth)"
   start_registry
 
   # The cluster CA and the services' certificate; the server signs the nodes' certificates.
@@ -171,13 +248,9 @@ up() {
   fi
 
   # The key users' secrets are sealed with (mcli create secret); made once, kept with the state.
-  if [ ! -s "$STATE/secrets.key" ]; then
-    (umask 077; openssl rand -hex 32 >"$STATE/secrets.key")
-  fi
+  make_secret "$STATE/secrets.key"
   # The token every binary asks /metrics' readers for (Prometheus sends it: prometheus.sh).
-  if [ ! -s "$STATE/metrics.token" ]; then
-    (umask 077; openssl rand -hex 32 >"$STATE/metrics.token")
-  fi
+  make_secret "$STATE/metrics.token"
   local scrape=(--metrics-token-file "$STATE/metrics.token")
 
   # The workers share this machine: each compute stress test takes one core, not all of them
@@ -193,21 +266,6 @@ up() {
     echo $! >"$server_pid_file"
   fi
   wait_healthy "$METRICS_PORT" "$server_pid_file" "$STATE/logs/tessera-server.log" tessera-server
-
-  # Ranks run as an unprivileged user of their own when the workers run as root, so that a run's
-  # command can read neither the workers' keys nor their state.
-  local rank_user=""
-  if [ "$(id -u)" = 0 ]; then
-    rank_user=tessera-rank
-    id -u "$rank_user" >/dev/null 2>&1 ||
-      useradd --system --no-create-home --shell /usr/sbin/nologin "$rank_user"
-    chown "$rank_user:" "$STATE/shared"
-    if ! runuser -u "$rank_user" -- test -x "$BIN/tessera-train" -a -w "$STATE/shared"; then
-      echo "cluster: WARNING: user $rank_user cannot reach $BIN or $STATE/shared (a folder on the" \
-           "way is private); ranks run as root, and a run could read the workers' keys" >&2
-      rank_user=root
-    fi
-  fi
 
   local user; user="$(id -un | tr 'A-Z' 'a-z' | tr -c 'a-z0-9._\n-' '-')"
   if [ "$PLAINTEXT" = 1 ]; then
@@ -226,6 +284,8 @@ up() {
   for i in $(seq 0 $((n - 1))); do
     local name="node-$i" dir="$STATE/workers/node-$i"
     mkdir -p "$dir/state"
+    chmod 711 "$dir"
+    (umask 077; : >>"$dir/worker.log")
     if alive "$dir/pid"; then continue; fi
     # Each worker joins once with a one-time token, and keeps the node key and certificate it
     # gets (bound to its node) in its state folder, where only it reads them.
@@ -237,15 +297,16 @@ up() {
     fi
     local port=$((METRICS_PORT + 1 + i))
     echo "$port" >"$dir/metrics_port"
-    # Ranks find tessera-train and tessera-data on PATH, and a folder every node shares (for
-    # datasets and checkpoints) in TESSERA_SHARED_DIR. The nodes share this machine's disk and
-    # /dev/shm, so their pre-flight checks ask for less free space than a real node's defaults.
+    # Ranks find tessera-train and tessera-data on PATH, and in TESSERA_SHARED_DIR their user's
+    # folder of STATE/shared (datasets, checkpoints; the same on every node, and only that user's
+    # ranks may enter it). The nodes share this machine's disk and /dev/shm, so their pre-flight
+    # checks ask for less free space than a real node's defaults.
     PATH="$BIN:$PATH" nohup "$BIN/tessera-worker" "${join[@]}" "${worker_tls[@]}" \
-      ${rank_user:+--rank-user "$rank_user"} \
+      ${ranks[@]+"${ranks[@]}"} \
       --scheduler-endpoint "127.0.0.1:$GRPC_PORT" --node-name "$name" --cluster local \
       --address 127.0.0.1 --simulate-gpus "$gpus" --state-dir "$dir/state" \
       --label "rack=rack-$((i / 4))" --metrics-listen "127.0.0.1:$port" "${scrape[@]}" \
-      --rank-env "TESSERA_SHARED_DIR=$STATE/shared" ${faults[@]+"${faults[@]}"} \
+      --shared-dir "$STATE/shared" ${faults[@]+"${faults[@]}"} \
       --preflight-min-free-disk 64MiB --preflight-min-shm 16MiB \
       --default-registry "$REGISTRY" --insecure-registry "$REGISTRY" \
       >"$dir/worker.log" 2>&1 &

@@ -49,9 +49,6 @@ command -v node >/dev/null || fail "node is not installed"
   fail "the console's packages are missing: (cd $CONSOLE_DIR && npm ci)"
 
 start=$(date +%s)
-# mktemp made the state folder private; the ranks (an unprivileged uid of their own) must reach
-# its shared/ folder, where the run keeps its data and checkpoints.
-chmod 755 "$state"
 # A short stop grace: the test stops its run from the console and waits for STOPPED.
 export TESSERA_SERVER_FLAGS="${TESSERA_SERVER_FLAGS:-} --stop-grace-seconds 2"
 "$ROOT/deploy/cluster.sh" up --workers 2 --gpus-per-worker 2 --allow-fault-injection \

@@ -14,6 +14,11 @@ free_port() {
   [ "$span" -gt 1000 ] || { low=20000; span=10000; }
   while true; do
     local p=$((low + (RANDOM * 32768 + RANDOM) % span)) i=0
+    # Not in the cluster's block (drawn below), whose ports nothing may hold yet.
+    if [ -n "${cluster_ports:-}" ] && [ "$((p + n))" -gt "$cluster_ports" ] &&
+       [ "$p" -lt "$((cluster_ports + 13))" ]; then
+      continue
+    fi
     while [ "$i" -lt "$n" ] && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + i))") 2>/dev/null; do
       i=$((i + 1))
     done
@@ -21,8 +26,12 @@ free_port() {
   done
 }
 export TESSERA_STATE_DIR="$state" TESSERA_BIN_DIR="$BIN" TESSERA_CONFIG="$state/mcli.yaml"
-export TESSERA_GRPC_PORT="$(free_port)" TESSERA_HTTP_PORT="$(free_port)"
-export TESSERA_METRICS_PORT="$(free_port 9)" TESSERA_REGISTRY_PORT="$(free_port)"
+# One block of 13 free ports for the cluster, so that no two of its listeners draw the same one
+# (a port drawn alone could fall among the workers' metrics ports, which nothing holds yet).
+cluster_ports="$(free_port 13)"
+export TESSERA_GRPC_PORT="$cluster_ports" TESSERA_HTTP_PORT="$((cluster_ports + 1))"
+export TESSERA_REGISTRY_PORT="$((cluster_ports + 2))" TESSERA_REGISTRY_PUSH_PORT="$((cluster_ports + 3))"
+export TESSERA_METRICS_PORT="$((cluster_ports + 4))"  # the workers' follow it
 cleanup() { "$ROOT/deploy/cluster.sh" down >/dev/null 2>&1 || true; rm -rf "$state"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -18,6 +18,7 @@
 
 namespace {
 
+using tessera::cli::CheckApiKey;
 using tessera::cli::CliError;
 using tessera::cli::ConfigPath;
 using tessera::cli::Connection;
@@ -269,4 +270,25 @@ TEST_CASE("API keys are masked", "[cli][settings]") {
   CHECK(MaskSecret("") == "(not set)");
   CHECK(MaskSecret("short") == "****");
   CHECK(MaskSecret("tsk_0123456789abcdef") == "tsk_****cdef");
+}
+
+TEST_CASE("an API key that is not one word of visible ASCII is refused, naming its source") {
+  CHECK_NOTHROW(CheckApiKey("tsk_0123456789abcdef", "TESSERA_API_KEY"));
+  CHECK_NOTHROW(CheckApiKey("", "not set"));  // no key: the server says so
+  const auto message = [](const std::string& key) {
+    try {
+      CheckApiKey(key, "TESSERA_API_KEY");
+    } catch (const tessera::cli::CliError& e) {
+      CHECK(e.exit_code() == tessera::cli::kExitUsage);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string pasted = "tsk_0123456789abcdef\n";
+  CHECK(message(pasted).find("TESSERA_API_KEY holds a line break") != std::string::npos);
+  CHECK(message("Secret:  tsk_0123456789abcdef").find("holds a space") != std::string::npos);
+  CHECK(message(std::string("tsk_\x01x")).find("a character no key has") != std::string::npos);
+  CHECK(message("tsk_\xc3\xa9").find("a character no key has") != std::string::npos);
+  CHECK(message(pasted).find("0123456789abcdef") == std::string::npos);  // never repeated
+  CHECK(message("Secret:  tsk_0123456789abcdef").find("0123456789abcdef") == std::string::npos);
 }
