@@ -288,11 +288,15 @@ up() {
     (umask 077; : >>"$dir/worker.log")
     if alive "$dir/pid"; then continue; fi
     # Each worker joins once with a one-time token, and keeps the node key and certificate it
-    # gets (bound to its node) in its state folder, where only it reads them.
+    # gets (bound to its node) in its state folder, where only it reads them. The token's terms
+    # say what the node is (cluster, GPU type, rack label): whatever its worker later says, it
+    # registers as that or not at all.
     local join=()
     if [ ! -s "$dir/state/credentials/node-api.key" ]; then
-      (umask 077; "$BIN/tessera-server" --database-url "$url" --log-level warn create-join-token \
-         --node "$name" --expires-in-seconds 600 --description "local cluster" >"$dir/join.token")
+      (umask 077; "$BIN/mcli" admin create-join-token --node "$name" --expires-in 10m \
+         --description "local cluster" --cluster local --gpu-type simulated \
+         --label "rack=rack-$((i / 4))" 2>/dev/null | awk '/^Secret:/ {print $2}' >"$dir/join.token")
+      [ -s "$dir/join.token" ] || die "no join token for $name: $("$BIN/mcli" admin create-join-token --node "$name" 2>&1 | tail -1)"
       join=(--join-token-file "$dir/join.token")
     fi
     local port=$((METRICS_PORT + 1 + i))

@@ -68,13 +68,17 @@ absl::Status NodeApi::SetLabels(const v1::SetNodeLabelsRequest& req,
   auto updated = store::UpdateNodeWithRetry(
       *nodes_, req.name(),
       [&](v1::Node& next, std::vector<v1::NodeEvent>&) -> absl::StatusOr<store::NodeChange> {
+        std::set<std::string> set_by_people = OperatorLabelKeys(next.labels());
         for (const auto& [k, v] : req.labels()) {
           if (v.empty()) {
             next.mutable_labels()->erase(k);
+            set_by_people.erase(k);
           } else {
             (*next.mutable_labels())[k] = v;
+            set_by_people.insert(k);
           }
         }
+        TESSERA_RETURN_IF_ERROR(RecordOperatorLabelKeys(set_by_people, *next.mutable_labels()));
         return store::NodeChange::kWrite;
       });
   if (!updated.ok()) return updated.status();

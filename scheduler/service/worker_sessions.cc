@@ -8,6 +8,7 @@
 #include "proto/policy/preflight.h"
 #include "scheduler/service/node_events.h"
 #include "scheduler/service/preflight_cordon.h"
+#include "services/common/node_labels.h"
 #include "services/store/cas_retry.h"
 
 namespace tessera::scheduler {
@@ -18,6 +19,20 @@ google::protobuf::Duration ToProtoDuration(absl::Duration d) {
   out.set_seconds(absl::ToInt64Seconds(d));
   out.set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d % absl::Seconds(1))));
   return out;
+}
+
+// A registering node's labels over those it had: the labels a person set stay as they were
+// (whatever the node says), those the node no longer sends stay too, and the rest are the
+// node's. The record of which a person set is the old one, never the node's.
+void KeepLabelsOfPeople(const NodeLabels& before, NodeLabels& offered) {
+  offered.erase(kOperatorLabelKeysLabel);
+  for (const std::string& key : OperatorLabelKeys(before)) {
+    auto it = before.find(key);
+    if (it != before.end()) offered[key] = it->second;
+  }
+  for (const auto& [k, v] : before) {
+    if (!offered.count(k)) offered[k] = v;
+  }
 }
 
 }  // namespace
@@ -103,9 +118,7 @@ absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg, v1:
       node.set_health(existing->health());
       node.set_status_reason(existing->status_reason());
       *node.mutable_registered_at() = existing->registered_at();
-      for (const auto& [k, v] : existing->labels()) {
-        if (!node.labels().count(k)) (*node.mutable_labels())[k] = v;
-      }
+      KeepLabelsOfPeople(existing->labels(), *node.mutable_labels());
       node.set_incarnation(existing->incarnation() + 1);
       if (existing->liveness() == v1::NODE_LIVENESS_LOST) type = v1::NODE_EVENT_TYPE_RECOVERED;
       auto updated = nodes_->UpdateNode(
@@ -117,6 +130,7 @@ absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg, v1:
       if (absl::IsAborted(updated.status())) continue;
       if (!updated.ok()) return updated.status();
     } else {
+      node.mutable_labels()->erase(kOperatorLabelKeysLabel);  // no person has labelled it yet
       node.set_admin_state(v1::NODE_ADMIN_STATE_SCHEDULABLE);
       node.set_health(v1::NODE_HEALTH_HEALTHY);
       *node.mutable_registered_at() = ToProtoTime(now);

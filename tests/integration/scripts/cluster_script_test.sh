@@ -23,6 +23,9 @@ for n in 0 1 2; do
   [ -s "$state/workers/node-$n/state/credentials/node.pem" ] || fail "node-$n has no certificate"
 done
 "$BIN/mcli" admin list-join-tokens | grep -c "used" | grep -q 3 || fail "join tokens: $("$BIN/mcli" admin list-join-tokens)"
+# Each token's terms say what its node is: registering as anything else is refused.
+[ "$("$BIN/mcli" admin list-join-tokens -o json | grep -c '"gpu_type": "simulated"')" = 3 ] ||
+  fail "join tokens without terms: $("$BIN/mcli" admin list-join-tokens -o json)"
 
 out="$("$BIN/mcli" run -f "$ROOT/deploy/samples/hello.yaml" --follow 2>&1)" || { echo "$out"; fail "the sample run did not complete"; }
 for r in 0 1 2 3; do
@@ -117,11 +120,20 @@ grep -q libjemalloc "/proc/$pg_pid/maps" || fail "PostgreSQL (pid $pg_pid) runs 
 # A second up is harmless: nothing is started twice, nor built again.
 "$ROOT/deploy/cluster.sh" up --workers 3 >"$state/up-again.log" 2>&1 || fail "second up"
 if grep -q "building the training image" "$state/up-again.log"; then fail "the image was rebuilt"; fi
+# An operator's label outlives the node's own word: node-0's worker registers again after the
+# restart below, saying rack=rack-0 (its --label and its token's term), and keeps rack-9.
+"$BIN/mcli" label node-0 rack=rack-9 pool=team-b >/dev/null || fail "mcli label"
+"$BIN/mcli" label node-0 pool- >/dev/null || fail "mcli label KEY-"
+"$BIN/mcli" label node-0 "bad label" >/dev/null 2>&1 && fail "mcli label took a label without ="
 pids="$(cat "$state"/tessera-server.pid "$state"/registry.pid "$state"/push-registry.pid "$state"/workers/*/pid)"
 "$ROOT/deploy/cluster.sh" down >/dev/null
 # Up again after down: the workers come back with the credentials they joined with.
 "$ROOT/deploy/cluster.sh" up --workers 3 >"$state/up2.log" 2>&1 || { cat "$state/up2.log"; fail "up after down"; }
 [ "$("$BIN/mcli" admin list-join-tokens | grep -c jt-)" = 3 ] || fail "a restarted worker joined again"
+labels="$("$BIN/mcli" get nodes -o json | python3 -c 'import json, sys
+print(json.dumps([n for n in json.load(sys.stdin) if n["name"] == "node-0"][0].get("labels", {}), separators=(",", ":")))')"
+case "$labels" in *'"rack":"rack-9"'*) ;; *) fail "node-0's operator label was lost at registration: $labels" ;; esac
+case "$labels" in *'"pool"'*) fail "node-0 kept a removed label: $labels" ;; esac
 pids="$pids $(cat "$state"/tessera-server.pid "$state"/registry.pid "$state"/push-registry.pid "$state"/workers/*/pid)"
 "$ROOT/deploy/cluster.sh" down >/dev/null
 for p in $pids; do

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "services/common/node_labels.h"
 #include "services/store/memory/memory_database.h"
 #include "tests/unit/scheduler_service/fake_scheduler_clients.h"
 
@@ -60,6 +61,7 @@ TEST_CASE(
   CHECK(absl::IsPermissionDenied(f.api.SetNodeLabels(kAlice, req, &resp)));
   REQUIRE(f.api.SetNodeLabels(kAdmin, req, &resp).ok());
   CHECK(resp.node().labels().at("rack") == "r7");
+  CHECK(resp.node().labels().at(kOperatorLabelKeysLabel) == "rack");  // a person set it
   const int64_t version = f.stores.nodes->GetNode("n1")->version();
 
   // The same key and request: the recorded answer, and no second write.
@@ -76,6 +78,21 @@ TEST_CASE(
   (*remove.mutable_labels())["rack"] = "";
   REQUIRE(f.api.SetNodeLabels(kAdmin, remove, &resp).ok());
   CHECK(resp.node().labels().count("rack") == 0);
+  CHECK(resp.node().labels().count(kOperatorLabelKeysLabel) == 0);
+
+  // The record is Tessera's: no one sets it.
+  v1::SetNodeLabelsRequest forged;
+  forged.set_name("n1");
+  (*forged.mutable_labels())[kOperatorLabelKeysLabel] = "";
+  const absl::Status refused = f.api.SetNodeLabels(kAdmin, forged, &resp);
+  CHECK(absl::IsInvalidArgument(refused));
+  CHECK_THAT(std::string(refused.message()), Catch::Contains("is Tessera's own record"));
+  // A node's labels are few: the keys people set fit in one label's value, or are refused.
+  v1::SetNodeLabelsRequest many;
+  many.set_name("n1");
+  for (int i = 0; i < 40; ++i) (*many.mutable_labels())["label-number-" + std::to_string(i)] = "v";
+  CHECK(absl::IsInvalidArgument(f.api.SetNodeLabels(kAdmin, many, &resp)));
+  CHECK(f.stores.nodes->GetNode("n1")->labels().count("label-number-0") == 0);
 
   v1::SetNodeLabelsRequest bad;
   bad.set_name("n1");

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "base/timestamps.h"
+#include "services/common/node_labels.h"
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
 
 namespace tessera::scheduler {
@@ -83,6 +84,47 @@ TEST_CASE("re-registration keeps what operators decided and counts incarnations"
   CHECK(node->admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
   v1::RegisterWorker bad;
   CHECK(absl::IsInvalidArgument(f.core->sessions->RegisterWorker(bad).status()));
+}
+
+TEST_CASE("a re-registering node cannot change the labels a person set, only its own") {
+  Fixture f;
+  v1::RegisterWorker reg;
+  reg.mutable_node()->set_name("n1");
+  reg.mutable_node()->set_cluster("local");
+  reg.mutable_node()->set_gpu_type("sim");
+  reg.mutable_node()->set_gpu_count(8);
+  (*reg.mutable_node()->mutable_labels())["rack"] = "r1";
+  (*reg.mutable_node()->mutable_labels())["pool"] = "team-a";
+  // A node cannot forge the record of what people set.
+  (*reg.mutable_node()->mutable_labels())[kOperatorLabelKeysLabel] = "rack";
+  REQUIRE(f.core->sessions->RegisterWorker(reg).ok());
+  CHECK(f.stores.nodes->GetNode("n1")->labels().count(kOperatorLabelKeysLabel) == 0);
+
+  // An operator moves the node to team b (as SetNodeLabels does, through NodeApi).
+  v1::SetNodeLabelsRequest label;
+  label.set_name("n1");
+  (*label.mutable_labels())["pool"] = "team-b";
+  v1::SetNodeLabelsResponse labelled;
+  REQUIRE(f.core->node_api->SetNodeLabels({"root", v1::ROLE_ADMIN}, label, &labelled).ok());
+
+  // The node comes back saying team a, a new rack and a new label: it keeps team b.
+  (*reg.mutable_node()->mutable_labels())["rack"] = "r2";
+  (*reg.mutable_node()->mutable_labels())["nvlink"] = "yes";
+  (*reg.mutable_node()->mutable_labels())[kOperatorLabelKeysLabel] = "";
+  REQUIRE(f.core->sessions->RegisterWorker(reg).ok());
+  auto node = f.stores.nodes->GetNode("n1");
+  REQUIRE(node.ok());
+  CHECK(node->labels().at("pool") == "team-b");
+  CHECK(node->labels().at("rack") == "r2");  // the node's own: it may change it
+  CHECK(node->labels().at("nvlink") == "yes");
+  CHECK(node->labels().at(kOperatorLabelKeysLabel) == "pool");
+
+  // Once the operator removes their label, the node's word counts again.
+  (*label.mutable_labels())["pool"] = "";
+  REQUIRE(f.core->node_api->SetNodeLabels({"root", v1::ROLE_ADMIN}, label, &labelled).ok());
+  CHECK(labelled.node().labels().count(kOperatorLabelKeysLabel) == 0);
+  REQUIRE(f.core->sessions->RegisterWorker(reg).ok());
+  CHECK(f.stores.nodes->GetNode("n1")->labels().at("pool") == "team-a");
 }
 
 // n1 joins with a token whose terms are `terms`; the scheduler then holds it to them.
