@@ -1,5 +1,5 @@
 // mcli admin create-api-key|list-api-keys|revoke-api-key, create-join-token|list-join-tokens|
-// revoke-join-token, audit.
+// revoke-join-token, remove-node, audit.
 
 #include <memory>
 #include <string>
@@ -12,6 +12,7 @@
 #include "cli/table.h"
 #include "cli/time_format.h"
 #include "tessera/v1/admin.grpc.pb.h"
+#include "tessera/v1/scheduler.grpc.pb.h"
 
 namespace tessera::cli {
 namespace {
@@ -183,6 +184,20 @@ int RevokeJoinToken(CommandContext& context, const std::string& id) {
   return kExitOk;
 }
 
+// Forgets an offline node (its labels, states and first word with it): its worker's next
+// registration makes it anew, as it then says it is.
+int RemoveNode(CommandContext& context, const std::string& node) {
+  tessera::v1::RemoveNodeRequest request;
+  request.set_idempotency_key(NewUuid());
+  request.set_name(node);
+  Connection& connection = context.connection();
+  auto stub = tessera::v1::SchedulerService::NewStub(connection.channel());
+  tessera::v1::RemoveNodeResponse response;
+  connection.Unary([&](grpc::ClientContext* c) { return stub->RemoveNode(c, request, &response); });
+  context.out() << "Removed node " << node << "\n";
+  return kExitOk;
+}
+
 struct AuditOptions {
   std::string since;
   std::string actor;
@@ -271,6 +286,15 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
   revoke_token->add_option("ID", *token_id, "The token's ID")->required();
   OnParsed(revoke_token, slot,
            [token_id](CommandContext& context) { return RevokeJoinToken(context, *token_id); });
+
+  auto removed = std::make_shared<std::string>();
+  CLI::App* remove_node = admin->add_subcommand(
+      "remove-node",
+      "Forget an offline node; its worker's next registration makes it anew (to move it to "
+      "another cluster or GPU type)");
+  remove_node->add_option("NODE", *removed, "The node's name")->required();
+  OnParsed(remove_node, slot,
+           [removed](CommandContext& context) { return RemoveNode(context, *removed); });
 
   auto audit = std::make_shared<AuditOptions>();
   CLI::App* audit_cmd = admin->add_subcommand(

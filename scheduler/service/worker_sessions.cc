@@ -21,6 +21,30 @@ google::protobuf::Duration ToProtoDuration(absl::Duration d) {
   return out;
 }
 
+// A node's cluster and GPU type are what its first registration said, unless the terms of its
+// join token fix them (HoldToTerms held it to those): a node cannot move itself into another
+// pool at its next registration. An operator moves one by removing it while it is offline
+// (RemoveNode, `mcli admin remove-node`) or by giving it a join token with terms.
+absl::Status HoldToFirstWord(const v1::Node& before, const v1::Node& offered,
+                             const v1::NodeTerms& terms) {
+  const auto refuse = [&](const std::string& what, const std::string& was,
+                          const std::string& said) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "node ", offered.name(), " registered with ", what, " ", said, "; it is in ", what, " ",
+        was,
+        " since it first registered, and a node cannot move itself (an operator removes it "
+        "while it is offline, `mcli admin remove-node ",
+        offered.name(), "`, or gives it a join token whose terms say where it belongs)"));
+  };
+  if (terms.cluster().empty() && offered.cluster() != before.cluster()) {
+    return refuse("cluster", before.cluster(), offered.cluster());
+  }
+  if (terms.gpu_type().empty() && offered.gpu_type() != before.gpu_type()) {
+    return refuse("GPU type", before.gpu_type(), offered.gpu_type());
+  }
+  return absl::OkStatus();
+}
+
 // A registering node's labels over those it had: the labels a person set stay as they were
 // (whatever the node says), those the node no longer sends stay too, and the rest are the
 // node's. The record of which a person set is the old one, never the node's.
@@ -61,20 +85,20 @@ absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::Register
     return absl::InvalidArgumentError("register.node.gpu_count: must be between 0 and 64");
   }
   v1::RegisterWorker held = reg;
-  TESSERA_RETURN_IF_ERROR(HoldToTerms(*held.mutable_node()));
+  TESSERA_ASSIGN_OR_RETURN(const v1::NodeTerms terms, HoldToTerms(*held.mutable_node()));
   v1::Registered out;
   *out.mutable_lease_duration() = ToProtoDuration(config_.lease);
   *out.mutable_heartbeat_interval() = ToProtoDuration(config_.heartbeat_interval);
-  TESSERA_RETURN_IF_ERROR(SaveRegistration(held, out));
+  TESSERA_RETURN_IF_ERROR(SaveRegistration(held, terms, out));
   leases_->Grant(offered.name());
   TESSERA_RETURN_IF_ERROR(StopOrphans(held));
   return out;
 }
 
-absl::Status WorkerSessions::HoldToTerms(v1::Node& node) {
-  if (join_tokens_ == nullptr) return absl::OkStatus();
+absl::StatusOr<v1::NodeTerms> WorkerSessions::HoldToTerms(v1::Node& node) {
+  if (join_tokens_ == nullptr) return v1::NodeTerms();
   auto token = join_tokens_->FindLastUsedJoinToken(node.name());
-  if (absl::IsNotFound(token.status())) return absl::OkStatus();  // a key made otherwise
+  if (absl::IsNotFound(token.status())) return v1::NodeTerms();  // a key made otherwise
   if (!token.ok()) return token.status();
   const v1::NodeTerms& terms = token->terms();
   const auto refuse = [&](const std::string& what, const std::string& allowed,
@@ -95,10 +119,11 @@ absl::Status WorkerSessions::HoldToTerms(v1::Node& node) {
                   absl::StrCat(node.gpu_count(), " GPUs"));
   }
   for (const auto& [key, value] : terms.labels()) (*node.mutable_labels())[key] = value;
-  return absl::OkStatus();
+  return terms;
 }
 
-absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg, v1::Registered& out) {
+absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg,
+                                              const v1::NodeTerms& terms, v1::Registered& out) {
   const v1::Node& offered = reg.node();
   const absl::Time now = clock_->Now();
   // Not UpdateNodeWithRetry: a node seen for the first time is created, and two workers racing
@@ -112,6 +137,7 @@ absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg, v1:
     *node.mutable_lease_expires_at() = ToProtoTime(now + config_.lease);
     v1::NodeEventType type = v1::NODE_EVENT_TYPE_REGISTERED;
     if (existing.ok()) {
+      TESSERA_RETURN_IF_ERROR(HoldToFirstWord(*existing, node, terms));
       // What operators and the health API decided stays; the hardware description is the
       // worker's.
       node.set_admin_state(existing->admin_state());

@@ -43,9 +43,12 @@ class WorkerSessions {
   absl::Status OnProgress(const std::string& node, const v1::ProgressUpdate& progress);
 
  private:
-  // `node` as the terms of the join token it used last allow (unchanged without one).
-  absl::Status HoldToTerms(v1::Node& node);
-  absl::Status SaveRegistration(const v1::RegisterWorker& reg, v1::Registered& out);
+  // `node` as the terms of the join token it used last allow (unchanged without one); returns
+  // those terms (empty without a token).
+  absl::StatusOr<v1::NodeTerms> HoldToTerms(v1::Node& node);
+  // Saves the registration; what `terms` leave open must be what the node said first.
+  absl::Status SaveRegistration(const v1::RegisterWorker& reg, const v1::NodeTerms& terms,
+                                v1::Registered& out);
   absl::Status StopOrphans(const v1::RegisterWorker& reg);
   // Recovers the reports this instance missed (it restarted, or took over from another) from
   // what the heartbeat says the worker's ranks are doing.

@@ -125,6 +125,8 @@ if grep -q "building the training image" "$state/up-again.log"; then fail "the i
 "$BIN/mcli" label node-0 rack=rack-9 pool=team-b >/dev/null || fail "mcli label"
 "$BIN/mcli" label node-0 pool- >/dev/null || fail "mcli label KEY-"
 "$BIN/mcli" label node-0 "bad label" >/dev/null 2>&1 && fail "mcli label took a label without ="
+out="$("$BIN/mcli" admin remove-node node-0 2>&1)" && fail "an online node was removed"
+echo "$out" | grep -q "is online" || fail "remove-node's refusal: $out"
 pids="$(cat "$state"/tessera-server.pid "$state"/registry.pid "$state"/push-registry.pid "$state"/workers/*/pid)"
 "$ROOT/deploy/cluster.sh" down >/dev/null
 # Up again after down: the workers come back with the credentials they joined with.

@@ -189,9 +189,65 @@ TEST_CASE("a node that joined with a token cannot register into another cluster 
   CHECK(node->gpu_count() == 8);
   CHECK(node->incarnation() == 1);
 
-  // A node that joined with no token (a key made otherwise) says what it is, as before.
+  // A node that joined with no token (a key made otherwise) says what it is at first.
   f.Register("n2");
   CHECK(f.stores.nodes->GetNode("n2")->cluster() == "local");
+
+  // A new token whose terms name another cluster moves n1 there: the terms are the admin's word.
+  v1::NodeTerms premium = terms;
+  premium.set_cluster("premium");
+  store::JoinTokenRecord second;
+  second.token.set_id("jt-2");
+  second.token.set_node("n1");
+  *second.token.mutable_created_at() = ToProtoTime(f.clock->Now() + absl::Seconds(1));
+  *second.token.mutable_expires_at() = ToProtoTime(f.clock->Now() + absl::Hours(1));
+  *second.token.mutable_terms() = premium;
+  second.secret_hash = "hash-jt-2";
+  REQUIRE(f.stores.join_tokens->CreateJoinToken(second).ok());
+  store::ApiKeyRecord key;
+  key.key.set_id("key-n1-2");
+  key.key.set_user("node:n1");
+  key.key.set_role(v1::ROLE_NODE);
+  key.key.set_node("n1");
+  key.secret_hash = "key-hash-n1-2";
+  f.clock->Advance(absl::Seconds(2));
+  REQUIRE(f.stores.join_tokens->RedeemJoinToken("hash-jt-2", "n1", f.clock->Now(), key).ok());
+  REQUIRE(f.core->sessions->RegisterWorker(other_cluster).ok());
+  CHECK(f.stores.nodes->GetNode("n1")->cluster() == "premium");
+}
+
+TEST_CASE("a node without terms stays in the cluster and GPU type it first registered with") {
+  Fixture f;
+  f.Register("n1");  // cluster local, GPU type sim, 8 GPUs: its own word, no token
+  v1::RegisterWorker reg;
+  reg.mutable_node()->set_name("n1");
+  reg.mutable_node()->set_cluster("premium");
+  reg.mutable_node()->set_gpu_type("sim");
+  reg.mutable_node()->set_gpu_count(8);
+  const absl::Status moved = f.core->sessions->RegisterWorker(reg).status();
+  CHECK(absl::IsPermissionDenied(moved));
+  CHECK(moved.message() ==
+        "node n1 registered with cluster premium; it is in cluster local since it first "
+        "registered, and a node cannot move itself (an operator removes it while it is offline, "
+        "`mcli admin remove-node n1`, or gives it a join token whose terms say where it belongs)");
+  reg.mutable_node()->set_cluster("local");
+  reg.mutable_node()->set_gpu_type("h200");
+  CHECK(absl::IsPermissionDenied(f.core->sessions->RegisterWorker(reg).status()));
+  auto node = f.stores.nodes->GetNode("n1");
+  CHECK(node->cluster() == "local");
+  CHECK(node->gpu_type() == "sim");
+  CHECK(node->incarnation() == 1);  // the refusals changed nothing
+  // Its GPU count is its own (a GPU fails, or is mended).
+  reg.mutable_node()->set_gpu_type("sim");
+  reg.mutable_node()->set_gpu_count(7);
+  REQUIRE(f.core->sessions->RegisterWorker(reg).ok());
+  CHECK(f.stores.nodes->GetNode("n1")->gpu_count() == 7);
+
+  // Removed while offline (as RemoveNode does), it registers anew where it says.
+  REQUIRE(f.stores.nodes->DeleteNode("n1").ok());
+  reg.mutable_node()->set_cluster("premium");
+  REQUIRE(f.core->sessions->RegisterWorker(reg).ok());
+  CHECK(f.stores.nodes->GetNode("n1")->cluster() == "premium");
 }
 
 }  // namespace
