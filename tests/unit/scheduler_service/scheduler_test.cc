@@ -127,23 +127,24 @@ TEST_CASE("a re-registering node cannot change the labels a person set, only its
   CHECK(f.stores.nodes->GetNode("n1")->labels().at("pool") == "team-a");
 }
 
-// n1 joins with a token whose terms are `terms`; the scheduler then holds it to them.
-void JoinWithTerms(Fixture& f, const v1::NodeTerms& terms) {
+// n1 joins with a token `id` whose terms are `terms` (made and used now); the scheduler then
+// holds it to them.
+void JoinWithTerms(Fixture& f, const v1::NodeTerms& terms, const std::string& id = "jt-1") {
   store::JoinTokenRecord token;
-  token.token.set_id("jt-1");
+  token.token.set_id(id);
   token.token.set_node("n1");
   *token.token.mutable_created_at() = ToProtoTime(f.clock->Now());
   *token.token.mutable_expires_at() = ToProtoTime(f.clock->Now() + absl::Hours(1));
   *token.token.mutable_terms() = terms;
-  token.secret_hash = "hash-jt-1";
+  token.secret_hash = "hash-" + id;
   REQUIRE(f.stores.join_tokens->CreateJoinToken(token).ok());
   store::ApiKeyRecord key;
-  key.key.set_id("key-n1");
+  key.key.set_id("key-" + id);
   key.key.set_user("node:n1");
   key.key.set_role(v1::ROLE_NODE);
   key.key.set_node("n1");
-  key.secret_hash = "key-hash-n1";
-  REQUIRE(f.stores.join_tokens->RedeemJoinToken("hash-jt-1", "n1", f.clock->Now(), key).ok());
+  key.secret_hash = "key-hash-" + id;
+  REQUIRE(f.stores.join_tokens->RedeemJoinToken("hash-" + id, "n1", f.clock->Now(), key).ok());
 }
 
 TEST_CASE("a node that joined with a token cannot register into another cluster or pool") {
@@ -196,22 +197,8 @@ TEST_CASE("a node that joined with a token cannot register into another cluster 
   // A new token whose terms name another cluster moves n1 there: the terms are the admin's word.
   v1::NodeTerms premium = terms;
   premium.set_cluster("premium");
-  store::JoinTokenRecord second;
-  second.token.set_id("jt-2");
-  second.token.set_node("n1");
-  *second.token.mutable_created_at() = ToProtoTime(f.clock->Now() + absl::Seconds(1));
-  *second.token.mutable_expires_at() = ToProtoTime(f.clock->Now() + absl::Hours(1));
-  *second.token.mutable_terms() = premium;
-  second.secret_hash = "hash-jt-2";
-  REQUIRE(f.stores.join_tokens->CreateJoinToken(second).ok());
-  store::ApiKeyRecord key;
-  key.key.set_id("key-n1-2");
-  key.key.set_user("node:n1");
-  key.key.set_role(v1::ROLE_NODE);
-  key.key.set_node("n1");
-  key.secret_hash = "key-hash-n1-2";
   f.clock->Advance(absl::Seconds(2));
-  REQUIRE(f.stores.join_tokens->RedeemJoinToken("hash-jt-2", "n1", f.clock->Now(), key).ok());
+  JoinWithTerms(f, premium, "jt-2");
   REQUIRE(f.core->sessions->RegisterWorker(other_cluster).ok());
   CHECK(f.stores.nodes->GetNode("n1")->cluster() == "premium");
 }
