@@ -8,6 +8,7 @@
 // grow with N).
 //
 //   bench_control_plane [--nodes 1000,5000,10000] [--seconds 30] [--rate 20] [--kill 3]
+//                       [--flood]   (each size twice: quiet, then while one user floods)
 //                       [--channels 32] [--lines 20] [--size-every SECONDS]
 //                       [--logs-database] [-- SERVER FLAGS...]
 //
@@ -33,7 +34,7 @@ int Usage(const std::string& why) {
   std::cerr << "bench_control_plane: " << why
             << "\nusage: bench_control_plane [--nodes N[,N...]] [--seconds S] [--rate RUNS_PER_S]"
                " [--kill K] [--channels C] [--lines LINES_PER_RANK] [--size-every SECONDS]"
-               " [--logs-database] [-- SERVER FLAGS...]\n";
+               " [--logs-database] [--flood] [-- SERVER FLAGS...]\n";
   return 2;
 }
 
@@ -41,6 +42,7 @@ int Usage(const std::string& why) {
 
 int main(int argc, char** argv) {
   std::vector<int> sizes = {1000, 5000, 10000};
+  bool flood = false;
   tessera::testing::ScaleOptions base;
   base.durable_database = true;
   base.measure = absl::Seconds(30);
@@ -53,6 +55,10 @@ int main(int argc, char** argv) {
     if (flag == "--") {
       for (++i; i < argc; ++i) base.server_flags.push_back(argv[i]);
       break;
+    }
+    if (flag == "--flood") {
+      flood = true;
+      continue;
     }
     if (flag == "--logs-database") {
       base.logs_database = true;
@@ -104,6 +110,26 @@ int main(int argc, char** argv) {
     if (!report.ok()) {
       std::cerr << "nodes " << n << ": " << report.status() << "\n";
       return 1;
+    }
+    if (flood) {
+      // The same again while mallory floods: the first run is the bound.
+      o.flooders = 2;
+      auto flooded = tessera::testing::RunScale(o);
+      if (!flooded.ok()) {
+        std::cerr << "nodes " << n << " flooded: " << flooded.status() << "\n";
+        return 1;
+      }
+      std::cout << "quiet:\n"
+                << tessera::testing::FormatScaleReport(*report) << "while mallory floods:\n"
+                << tessera::testing::FormatScaleReport(*flooded)
+                << "  ratios, flooded / quiet: others' submit-to-start p50 "
+                << flooded->submit_to_start_p50_ms / report->submit_to_start_p50_ms << ", p99 "
+                << flooded->submit_to_start_p99_ms / report->submit_to_start_p99_ms
+                << " (target: about 1, within the noise between runs); heartbeat p99 "
+                << flooded->heartbeat_rtt_p99_ms / report->heartbeat_rtt_p99_ms
+                << "; control plane cores " << flooded->server_cores / report->server_cores << "\n"
+                << std::flush;
+      continue;
     }
     std::cout << tessera::testing::FormatScaleReport(*report);
     const double per_node = (report->server_cores + report->database_cores) / n;

@@ -1,17 +1,34 @@
 #include "services/runs/run_admission.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "services/runs/run_secrets.h"
 
 namespace tessera::runs {
 
 RunAdmission::RunAdmission(std::shared_ptr<store::RunStore> runs, std::shared_ptr<FitChecker> fit,
-                           AdmissionPolicy policy, std::shared_ptr<store::SecretStore> secrets)
+                           std::shared_ptr<Clock> clock, AdmissionPolicy policy,
+                           std::shared_ptr<store::SecretStore> secrets)
     : runs_(std::move(runs)),
       fit_(std::move(fit)),
       policy_(std::move(policy)),
-      secrets_(std::move(secrets)) {}
+      secrets_(std::move(secrets)),
+      submits_(std::move(clock), policy_.max_submits_per_user_per_second,
+               policy_.max_submits_per_user_per_second * 10) {}
+
+absl::Status RunAdmission::CheckSubmitRate(const auth::Principal& who) {
+  if (who.role == v1::ROLE_ADMIN || who.role == v1::ROLE_OPERATOR) return absl::OkStatus();
+  const absl::Duration wait = submits_.TrySpend(who.user);
+  if (wait == absl::ZeroDuration()) return absl::OkStatus();
+  const double rate = policy_.max_submits_per_user_per_second;
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "user %s submitted runs faster than this cluster allows one user (%g a second, %g at "
+      "once: tessera-server --max-submits-per-user-per-second %g); submit again in %.1f s",
+      who.user, rate, rate * 10, rate, std::max(absl::ToDoubleSeconds(wait), 0.1)));
+}
 
 absl::Status RunAdmission::CheckSecrets(const std::string& user, const v1::RunSpec& spec,
                                         std::vector<std::string>* notes) const {

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "base/clock.h"
+#include "base/rate_budgets.h"
 #include "services/common/auth/principal.h"
 #include "services/runs/fit_checker.h"
 #include "services/store/run_store.h"
@@ -21,6 +23,12 @@ struct AdmissionPolicy {
   // it is refused (RESOURCE_EXHAUSTED, naming the limit). Zero: no limit. People and their
   // scripts get this far; the scheduler's cycle reads every waiting run 5 times a second.
   int max_waiting_runs_per_user = 1000;
+  // How fast one user may submit (and clone) runs: this many a second, ten seconds' worth at
+  // once; past it, RESOURCE_EXHAUSTED says when to submit again, before anything is read from
+  // the database. Operators and admins are not held to it. Zero: no limit. One user submitting
+  // as fast as the server answers made everyone else's runs start 25 times later (bench/README,
+  // bench_control_plane --flood).
+  double max_submits_per_user_per_second = 10;
   // Who may ask for priority high (which preempts other teams' preemptible runs and is never
   // preempted by priority): operators and admins always; beyond them, these users and the
   // members of these teams (tessera-server --high-priority-users, --high-priority-teams).
@@ -32,8 +40,14 @@ class RunAdmission {
  public:
   // `secrets`: the users' secrets, whose names a run's `secrets:` are checked against (null:
   // not checked, for tests of the other rules).
+  // `clock`: what the submit rate is measured by.
   RunAdmission(std::shared_ptr<store::RunStore> runs, std::shared_ptr<FitChecker> fit,
-               AdmissionPolicy policy, std::shared_ptr<store::SecretStore> secrets = nullptr);
+               std::shared_ptr<Clock> clock, AdmissionPolicy policy,
+               std::shared_ptr<store::SecretStore> secrets = nullptr);
+
+  // RESOURCE_EXHAUSTED when `who` (a user) has submitted runs faster than
+  // policy.max_submits_per_user_per_second allows; else counts this submit.
+  absl::Status CheckSubmitRate(const auth::Principal& who);
 
   // RESOURCE_EXHAUSTED when `user` has policy.max_waiting_runs_per_user runs waiting already.
   absl::Status CheckWaitingRuns(const std::string& user) const;
@@ -55,6 +69,7 @@ class RunAdmission {
   const std::shared_ptr<FitChecker> fit_;
   const AdmissionPolicy policy_;
   const std::shared_ptr<store::SecretStore> secrets_;
+  RateBudgets submits_;  // per user
 };
 
 }  // namespace tessera::runs

@@ -73,7 +73,7 @@ RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<Id
       logs_(std::move(logs)),
       random_(std::move(random)),
       options_(options),
-      admission_(runs_, fit_, options.admission, std::move(secrets)),
+      admission_(runs_, fit_, clock_, options.admission, std::move(secrets)),
       changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()),
       metrics_(registry ? std::make_unique<LifecycleMetrics>(*registry) : nullptr) {}
 
@@ -132,6 +132,8 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
             : "image: 'host' runs on the nodes' own system, which this cluster does not allow "
               "(tessera-server --allow-host-image); name an image");
   }
+  // First: a user past their rate is refused before anything is read for them.
+  TESSERA_RETURN_IF_ERROR(admission_.CheckSubmitRate(who));
   TESSERA_RETURN_IF_ERROR(admission_.CheckWaitingRuns(who.user));
   TESSERA_RETURN_IF_ERROR(admission_.CheckSecrets(who.user, spec, &notes));
   // The team whose quota the run uses is the owner's at submit.

@@ -216,6 +216,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   bool allow_host_image = false;
   double run_retention_days = 0;
   int max_waiting_runs_per_user = 1000;
+  double max_submits_per_user_per_second = 10;
   std::vector<std::string> high_priority_users, high_priority_teams;
   if (parts.runs) {
     app.add_option("--run-retention-days", run_retention_days,
@@ -231,6 +232,12 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                    "is refused, naming this limit (0: no limit)")
         ->capture_default_str()
         ->check(CLI::Range(0, 10'000'000));
+    app.add_option("--max-submits-per-user-per-second", max_submits_per_user_per_second,
+                   "how fast one user may submit runs (ten seconds' worth at once); a submit "
+                   "past it is refused, saying when to submit again; operators and admins are "
+                   "not held to it (0: no limit)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1'000'000.0));
     app.add_option("--high-priority-users", high_priority_users,
                    "users who may give their runs priority high (operators and admins always "
                    "may); comma-separated")
@@ -355,6 +362,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   runs_options.allow_host_image = allow_host_image;
   runs_options.admission = {
       .max_waiting_runs_per_user = max_waiting_runs_per_user,
+      .max_submits_per_user_per_second = max_submits_per_user_per_second,
       .high_priority_users = {high_priority_users.begin(), high_priority_users.end()},
       .high_priority_teams = {high_priority_teams.begin(), high_priority_teams.end()}};
   runs_options.run_retention = absl::Seconds(run_retention_days * 86400);

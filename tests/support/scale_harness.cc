@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "base/file_util.h"
 #include "base/timestamps.h"
 #include "services/admin/admin_handler.h"
@@ -188,7 +190,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
 
   // Keys straight into the database (as `tessera-server create-api-key` does), one per node.
   std::vector<SimFleet::NodeSpec> nodes;
-  std::string admin_key;
+  std::string admin_key, flooder_key;
   {
     auto stores = store::OpenPostgresStores({.url = url, .pool_size = 2});
     if (!stores.ok()) return stores.status();
@@ -199,6 +201,12 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     auto key = admin::CreateApiKeyDirect(*stores->api_keys, clock, req);
     if (!key.ok()) return key.status();
     admin_key = *key;
+    v1::CreateApiKeyRequest mallory;
+    mallory.set_user("mallory");
+    mallory.set_role(v1::ROLE_USER);
+    auto mallory_key = admin::CreateApiKeyDirect(*stores->api_keys, clock, mallory);
+    if (!mallory_key.ok()) return mallory_key.status();
+    flooder_key = *mallory_key;
     for (int i = 0; i < o.nodes; ++i) {
       const std::string name = absl::StrFormat("sim-%05d", i);
       v1::CreateApiKeyRequest node_req;
@@ -274,6 +282,38 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   fleet.TakeHeartbeatGaps();
   const absl::Time begin = absl::Now();
 
+  // Mallory's flood, for the whole window.
+  std::atomic<bool> flooding{o.flooders > 0};
+  absl::Mutex flood_mu;
+  std::vector<std::thread> flooders;
+  for (int c = 0; c < o.flooders; ++c) {
+    flooders.emplace_back([&, c] {
+      int64_t accepted = 0, refused = 0, failed = 0;
+      std::string failure;
+      for (int i = 0; flooding.load(); ++i) {
+        v1::SubmitRunRequest req;
+        req.mutable_spec()->set_name(absl::StrCat("flood-", c, "-", i));
+        req.mutable_spec()->set_command("python train.py");
+        req.mutable_spec()->mutable_compute()->set_gpus(o.gpus_per_node);
+        req.mutable_spec()->mutable_compute()->set_cluster("local");
+        v1::SubmitRunResponse resp;
+        const grpc::Status st = runs->SubmitRun(Ctx(flooder_key).get(), req, &resp);
+        if (st.ok()) {
+          ++accepted;
+        } else if (st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+          ++refused;
+        } else if (failed++ == 0) {
+          failure = st.error_message();
+        }
+      }
+      absl::MutexLock lock(&flood_mu);
+      r.flood_accepted += accepted;
+      r.flood_refused += refused;
+      r.flood_failed += failed;
+      if (r.flood_failure.empty()) r.flood_failure = failure;
+    });
+  }
+
   // Runs at a steady rate; nodes killed halfway.
   std::map<std::string, absl::Time> submitted;  // run id -> when SubmitRun returned
   std::map<std::string, std::string> run_names;
@@ -313,6 +353,8 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     submitted[resp.run().id()] = absl::Now();
     run_names[resp.run().id()] = resp.run().name();
   }
+  flooding = false;
+  for (auto& t : flooders) t.join();
   const absl::Time end = absl::Now();
   r.seconds = absl::ToDoubleSeconds(end - begin);
   r.server_cores = (CpuSeconds(server->pid()) - server_cpu_before) / r.seconds;
@@ -358,6 +400,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     int open = 0;
     std::set<std::string> started;
     for (const auto& a : fleet.Attempts()) {
+      if (!submitted.contains(a.run_id)) continue;
       started.insert(a.run_id);
       if (!a.finished_at) ++open;
     }
@@ -366,7 +409,9 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   }
   std::map<std::string, SimAttempt> first_attempt;
   std::vector<double> to_start;
+  // The steady runs' attempts (mallory's are her own business).
   for (const auto& a : fleet.Attempts()) {
+    if (!submitted.contains(a.run_id)) continue;
     if (a.starts_received > 1) r.starts_sent_again += a.starts_received - 1;
     ++r.attempts_started;
     if (a.finished_at) ++r.attempts_finished;
@@ -383,6 +428,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     to_start.push_back(absl::ToDoubleMilliseconds(a->second.started_at - at));
   }
   for (const auto& a : fleet.Attempts()) {
+    if (!submitted.contains(a.run_id)) continue;
     if (!a.finished_at && !killed.contains(a.node)) r.not_finished.push_back(a.run_id);
   }
   r.submit_to_start_p50_ms = Percentile(to_start, 0.5);
@@ -413,7 +459,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   // Every pushed line readable once.
   int checked = 0;
   for (const auto& a : fleet.Attempts()) {
-    if (a.lines_pushed == 0) continue;
+    if (a.lines_pushed == 0 || !submitted.contains(a.run_id)) continue;
     if (o.check_logs_of < 0 || (o.check_logs_of > 0 && checked >= o.check_logs_of)) break;
     ++checked;
     v1::GetLogsRequest req;
@@ -465,6 +511,8 @@ std::string FormatScaleReport(const ScaleReport& r) {
              "lost\n"
              "  logs:            %d lines pushed, %d read back, %d attempts mismatched, %d pushes "
              "failed\n"
+             "  flood:           mallory's submits %d taken, %d refused at her limit, %d failed "
+             "%s\n"
              "  streams dropped by the control plane: %d\n"
              "  GET /metrics:    p50 %.1f ms, max %.1f ms (%.2f of the 50 ms bound), %.0f KiB\n",
              r.nodes, r.seconds, r.server_cores,
@@ -478,8 +526,10 @@ std::string FormatScaleReport(const ScaleReport& r) {
              lost.empty() ? "(none)" : lost, static_cast<int>(r.falsely_lost.size()),
              static_cast<int>(r.lines_pushed), static_cast<int>(r.lines_read),
              static_cast<int>(r.log_mismatches.size()), static_cast<int>(r.log_push_failures),
-             static_cast<int>(r.streams_dropped), r.metrics_scrape_p50_ms, r.metrics_scrape_max_ms,
-             r.metrics_scrape_p50_ms / 50.0, static_cast<double>(r.metrics_bytes) / 1024);
+             static_cast<int>(r.flood_accepted), static_cast<int>(r.flood_refused),
+             static_cast<int>(r.flood_failed), r.flood_failure, static_cast<int>(r.streams_dropped),
+             r.metrics_scrape_p50_ms, r.metrics_scrape_max_ms, r.metrics_scrape_p50_ms / 50.0,
+             static_cast<double>(r.metrics_bytes) / 1024);
 }
 
 }  // namespace tessera::testing

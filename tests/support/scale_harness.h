@@ -36,6 +36,10 @@ struct ScaleOptions {
   // Rank output in a second database of the same PostgreSQL (--logs-database-url); the
   // commits, rows and size reported are of both. Not with database_size_every.
   bool logs_database = false;
+  // Clients of one more user ("mallory") that submit runs of a node's GPUs back to back while
+  // measuring, as fast as the server answers (past her waiting-run limit, each is refused): the
+  // figures of the steady runs, another user's, say what her flood costs others.
+  int flooders = 0;
   std::vector<std::string> server_flags;
   SimFleetOptions fleet;
 };
@@ -62,6 +66,9 @@ struct ScaleReport {
   // Between a node's successive heartbeats, as the simulator sent them (its own lateness).
   double heartbeat_gap_p99_ms = 0, heartbeat_gap_max_ms = 0;
   double submit_to_start_p50_ms = 0, submit_to_start_p99_ms = 0;
+  // The flooders' submits: taken, refused for her limit (RESOURCE_EXHAUSTED), failed otherwise.
+  int64_t flood_accepted = 0, flood_refused = 0, flood_failed = 0;
+  std::string flood_failure;  // the first failure's message
   int runs_submitted = 0;
   int attempts_started = 0;
   int attempts_finished = 0;

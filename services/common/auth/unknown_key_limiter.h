@@ -11,18 +11,15 @@
 #include <memory>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "base/clock.h"
+#include "base/rate_budgets.h"
 
 namespace tessera::auth {
 
 class UnknownKeyLimiter {
  public:
-  // per_second <= 0: no limit.
+  // per_second <= 0: no limit. The burst is ten seconds' worth.
   UnknownKeyLimiter(std::shared_ptr<Clock> clock, double per_second);
 
   void set_per_second(double per_second);
@@ -36,18 +33,7 @@ class UnknownKeyLimiter {
   static constexpr size_t kMaxAddresses = 100'000;
 
  private:
-  struct Budget {
-    double left = 0;
-    absl::Time at;
-  };
-  // The budget of `address` refilled to `now` (a new one full).
-  Budget& Refilled(const std::string& address, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  double burst() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return per_second_ * 10; }
-
-  const std::shared_ptr<Clock> clock_;
-  absl::Mutex mu_;
-  double per_second_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, Budget> budgets_ ABSL_GUARDED_BY(mu_);
+  RateBudgets budgets_;
 };
 
 }  // namespace tessera::auth

@@ -45,6 +45,47 @@ TEST_CASE("a user's waiting runs are limited, with an error that names the limit
   CHECK(limited.SubmitRun(f.alice, req, &resp).ok());
 }
 
+TEST_CASE("a user's submits are held to a rate, refused before the database, and refill") {
+  Fixture f;
+  RunManager limited{f.stores.runs,
+                     f.idem,
+                     f.fit,
+                     f.clock,
+                     f.logs,
+                     std::make_shared<SeededRandom>(7),
+                     RunManagerOptions{.allow_host_image = true,
+                                       .admission = {.max_submits_per_user_per_second = 2}}};
+  v1::SubmitRunRequest req;
+  req.mutable_spec()->set_name("s");
+  req.mutable_spec()->set_command("x");
+  req.mutable_spec()->mutable_compute()->set_gpus(8);
+  v1::SubmitRunResponse resp;
+  for (int i = 0; i < 20; ++i) REQUIRE(limited.SubmitRun(f.alice, req, &resp).ok());  // 10 s
+  const absl::Status refused = limited.SubmitRun(f.alice, req, &resp);
+  CHECK(absl::IsResourceExhausted(refused));
+  CHECK(refused.message() ==
+        "user alice submitted runs faster than this cluster allows one user (2 a second, 20 at "
+        "once: tessera-server --max-submits-per-user-per-second 2); submit again in 0.5 s");
+  CHECK(f.stores.runs->ListRuns({})->size() == 20);
+  // A retry of a submit that was taken is answered again, not counted.
+  req.set_idempotency_key("once");
+  f.clock->Advance(absl::Milliseconds(500));
+  REQUIRE(limited.SubmitRun(f.alice, req, &resp).ok());
+  const std::string taken = resp.run().id();
+  REQUIRE(limited.SubmitRun(f.alice, req, &resp).ok());
+  CHECK(resp.run().id() == taken);
+  req.clear_idempotency_key();
+  CHECK(absl::IsResourceExhausted(limited.SubmitRun(f.alice, req, &resp)));
+  // Others are not held by alice's rate; operators and admins are not held at all.
+  CHECK(limited.SubmitRun(f.bob, req, &resp).ok());
+  for (int i = 0; i < 30; ++i) REQUIRE(limited.SubmitRun(f.admin, req, &resp).ok());
+  // Her budget refills at the rate.
+  f.clock->Advance(absl::Seconds(1));
+  CHECK(limited.SubmitRun(f.alice, req, &resp).ok());
+  CHECK(limited.SubmitRun(f.alice, req, &resp).ok());
+  CHECK(absl::IsResourceExhausted(limited.SubmitRun(f.alice, req, &resp)));
+}
+
 TEST_CASE(
     "a run names only secrets its owner has, and one naming none is told what it leaves out") {
   Fixture f;
