@@ -139,7 +139,7 @@ class RunManager {
   std::shared_ptr<LogDeleter> logs_;
   std::shared_ptr<Random> random_;
   RunManagerOptions options_;
-  RunAdmission admission_;  // waiting runs per user, priority high, preemptible turned off
+  RunAdmission admission_;  // submit rate and waiting runs per user, priority high, preemptible off
   // Wakes WatchRuns when runs' events commit (null at construction: polling only).
   std::shared_ptr<store::ChangeFeed> changes_;
   std::unique_ptr<LifecycleMetrics> metrics_;  // null: no metrics
