@@ -22,6 +22,7 @@
 #include "services/gateway/gateway_server.h"
 #include "services/server/components.h"
 #include "services/server/health_flags.h"
+#include "services/server/runs_flags.h"
 
 namespace tessera::server {
 namespace {
@@ -196,7 +197,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   }
 
   std::string ca_key_file, secrets_key_file;
-  double node_certificate_days = 30, system_key_lifetime_minutes = 60;
+  double system_key_lifetime_minutes = 60;
   if (parts.runs) {
     app.add_option("--secrets-key-file", secrets_key_file,
                    "a file (mode 600) holding the 32-byte key, as 64 hex digits (openssl rand "
@@ -207,50 +208,9 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                    "PEM private key of the cluster CA (--tls-ca): nodes that join get a "
                    "certificate signed with it (without it, only a node key)")
         ->envname("TESSERA_TLS_CA_KEY");
-    app.add_option("--node-certificate-days", node_certificate_days,
-                   "how long a node's certificate is valid; workers renew it when a third is left")
-        ->capture_default_str()
-        ->check(CLI::Range(1.0 / 24, 3650.0));
   }
-  double min_hang_timeout_seconds = 60;
-  bool allow_host_image = false;
-  double run_retention_days = 0;
-  int max_waiting_runs_per_user = 1000;
-  double max_submits_per_user_per_second = 10;
-  std::vector<std::string> high_priority_users, high_priority_teams;
-  if (parts.runs) {
-    app.add_option("--run-retention-days", run_retention_days,
-                   "delete a run (its record, attempts, events and logs) this many days after it "
-                   "ended (0: keep it until someone deletes it)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0, 36500.0));
-    app.add_flag("--allow-host-image", allow_host_image,
-                 "accept runs with no image (or image: host), which run on the nodes' own root "
-                 "file system (still sandboxed): for development clusters and the quick start");
-    app.add_option("--max-waiting-runs-per-user", max_waiting_runs_per_user,
-                   "how many runs one user may have pending or queued at once; a submit past it "
-                   "is refused, naming this limit (0: no limit)")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 10'000'000));
-    app.add_option("--max-submits-per-user-per-second", max_submits_per_user_per_second,
-                   "how fast one user may submit runs (ten seconds' worth at once); a submit "
-                   "past it is refused, saying when to submit again; operators and admins are "
-                   "not held to it (0: no limit)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0, 1'000'000.0));
-    app.add_option("--high-priority-users", high_priority_users,
-                   "users who may give their runs priority high (operators and admins always "
-                   "may); comma-separated")
-        ->delimiter(',');
-    app.add_option("--high-priority-teams", high_priority_teams,
-                   "teams whose members may give their runs priority high; comma-separated")
-        ->delimiter(',');
-    app.add_option("--min-hang-timeout-seconds", min_hang_timeout_seconds,
-                   "the shortest scheduling.hang_timeout a run may ask for (each hang has its "
-                   "node checked by a sweep)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0, 86400.0));
-  }
+  RunsFlags runs_flags;
+  if (parts.runs) AddRunsFlags(app, runs_flags);
   std::string log_rate = "16MiB", log_quota = "10GiB";
   double log_retention_days = 0;
   if (parts.logs) {
@@ -356,16 +316,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     return 0;
   }
 
-  RunsOptions runs_options;
-  runs_options.node_certificate_validity = absl::Hours(24 * node_certificate_days);
-  runs_options.min_hang_timeout = absl::Seconds(min_hang_timeout_seconds);
-  runs_options.allow_host_image = allow_host_image;
-  runs_options.admission = {
-      .max_waiting_runs_per_user = max_waiting_runs_per_user,
-      .max_submits_per_user_per_second = max_submits_per_user_per_second,
-      .high_priority_users = {high_priority_users.begin(), high_priority_users.end()},
-      .high_priority_teams = {high_priority_teams.begin(), high_priority_teams.end()}};
-  runs_options.run_retention = absl::Seconds(run_retention_days * 86400);
+  RunsOptions runs_options = FinishRunsFlags(runs_flags);
   LogsOptions logs_options;
   if (!logs_database_url.empty() && !direct) {
     store::PostgresOptions logs_db = db;

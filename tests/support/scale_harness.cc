@@ -19,7 +19,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
 #include "base/file_util.h"
 #include "base/timestamps.h"
 #include "services/admin/admin_handler.h"
@@ -283,36 +282,8 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   const absl::Time begin = absl::Now();
 
   // Mallory's flood, for the whole window.
-  std::atomic<bool> flooding{o.flooders > 0};
-  absl::Mutex flood_mu;
-  std::vector<std::thread> flooders;
-  for (int c = 0; c < o.flooders; ++c) {
-    flooders.emplace_back([&, c] {
-      int64_t accepted = 0, refused = 0, failed = 0;
-      std::string failure;
-      for (int i = 0; flooding.load(); ++i) {
-        v1::SubmitRunRequest req;
-        req.mutable_spec()->set_name(absl::StrCat("flood-", c, "-", i));
-        req.mutable_spec()->set_command("python train.py");
-        req.mutable_spec()->mutable_compute()->set_gpus(o.gpus_per_node);
-        req.mutable_spec()->mutable_compute()->set_cluster("local");
-        v1::SubmitRunResponse resp;
-        const grpc::Status st = runs->SubmitRun(Ctx(flooder_key).get(), req, &resp);
-        if (st.ok()) {
-          ++accepted;
-        } else if (st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
-          ++refused;
-        } else if (failed++ == 0) {
-          failure = st.error_message();
-        }
-      }
-      absl::MutexLock lock(&flood_mu);
-      r.flood_accepted += accepted;
-      r.flood_refused += refused;
-      r.flood_failed += failed;
-      if (r.flood_failure.empty()) r.flood_failure = failure;
-    });
-  }
+  std::optional<SubmitFlood> flood;
+  if (o.flooders > 0) flood.emplace(*runs, flooder_key, o.flooders, o.gpus_per_node);
 
   // Runs at a steady rate; nodes killed halfway.
   std::map<std::string, absl::Time> submitted;  // run id -> when SubmitRun returned
@@ -353,8 +324,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     submitted[resp.run().id()] = absl::Now();
     run_names[resp.run().id()] = resp.run().name();
   }
-  flooding = false;
-  for (auto& t : flooders) t.join();
+  if (flood) r.flood = flood->Stop();
   const absl::Time end = absl::Now();
   r.seconds = absl::ToDoubleSeconds(end - begin);
   r.server_cores = (CpuSeconds(server->pid()) - server_cpu_before) / r.seconds;
@@ -526,10 +496,10 @@ std::string FormatScaleReport(const ScaleReport& r) {
              lost.empty() ? "(none)" : lost, static_cast<int>(r.falsely_lost.size()),
              static_cast<int>(r.lines_pushed), static_cast<int>(r.lines_read),
              static_cast<int>(r.log_mismatches.size()), static_cast<int>(r.log_push_failures),
-             static_cast<int>(r.flood_accepted), static_cast<int>(r.flood_refused),
-             static_cast<int>(r.flood_failed), r.flood_failure, static_cast<int>(r.streams_dropped),
-             r.metrics_scrape_p50_ms, r.metrics_scrape_max_ms, r.metrics_scrape_p50_ms / 50.0,
-             static_cast<double>(r.metrics_bytes) / 1024);
+             static_cast<int>(r.flood.accepted), static_cast<int>(r.flood.refused),
+             static_cast<int>(r.flood.failed), r.flood.first_failure,
+             static_cast<int>(r.streams_dropped), r.metrics_scrape_p50_ms, r.metrics_scrape_max_ms,
+             r.metrics_scrape_p50_ms / 50.0, static_cast<double>(r.metrics_bytes) / 1024);
 }
 
 }  // namespace tessera::testing

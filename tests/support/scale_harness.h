@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tests/support/sim_fleet.h"
+#include "tests/support/submit_flood.h"
 
 namespace tessera::testing {
 
@@ -66,9 +67,7 @@ struct ScaleReport {
   // Between a node's successive heartbeats, as the simulator sent them (its own lateness).
   double heartbeat_gap_p99_ms = 0, heartbeat_gap_max_ms = 0;
   double submit_to_start_p50_ms = 0, submit_to_start_p99_ms = 0;
-  // The flooders' submits: taken, refused for her limit (RESOURCE_EXHAUSTED), failed otherwise.
-  int64_t flood_accepted = 0, flood_refused = 0, flood_failed = 0;
-  std::string flood_failure;  // the first failure's message
+  FloodCounts flood;  // mallory's submits (ScaleOptions::flooders)
   int runs_submitted = 0;
   int attempts_started = 0;
   int attempts_finished = 0;

@@ -1,0 +1,55 @@
+#include "services/server/runs_flags.h"
+
+namespace tessera::server {
+
+void AddRunsFlags(CLI::App& app, RunsFlags& f) {
+  app.add_option("--node-certificate-days", f.node_certificate_days,
+                 "how long a node's certificate is valid; workers renew it when a third is left")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0 / 24, 3650.0));
+  app.add_option("--run-retention-days", f.run_retention_days,
+                 "delete a run (its record, attempts, events and logs) this many days after it "
+                 "ended (0: keep it until someone deletes it)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 36500.0));
+  app.add_flag("--allow-host-image", f.allow_host_image,
+               "accept runs with no image (or image: host), which run on the nodes' own root "
+               "file system (still sandboxed): for development clusters and the quick start");
+  app.add_option("--max-waiting-runs-per-user", f.admission.max_waiting_runs_per_user,
+                 "how many runs one user may have pending or queued at once; a submit past it "
+                 "is refused, naming this limit (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10'000'000));
+  app.add_option("--max-submits-per-user-per-second", f.admission.max_submits_per_user_per_second,
+                 "how fast one user may submit runs (ten seconds' worth at once); a submit "
+                 "past it is refused, saying when to submit again; operators and admins are "
+                 "not held to it (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1'000'000.0));
+  app.add_option("--high-priority-users", f.high_priority_users,
+                 "users who may give their runs priority high (operators and admins always "
+                 "may); comma-separated")
+      ->delimiter(',');
+  app.add_option("--high-priority-teams", f.high_priority_teams,
+                 "teams whose members may give their runs priority high; comma-separated")
+      ->delimiter(',');
+  app.add_option("--min-hang-timeout-seconds", f.min_hang_timeout_seconds,
+                 "the shortest scheduling.hang_timeout a run may ask for (each hang has its "
+                 "node checked by a sweep)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+}
+
+RunsOptions FinishRunsFlags(const RunsFlags& f) {
+  RunsOptions o;
+  o.node_certificate_validity = absl::Hours(24 * f.node_certificate_days);
+  o.min_hang_timeout = absl::Seconds(f.min_hang_timeout_seconds);
+  o.allow_host_image = f.allow_host_image;
+  o.admission = f.admission;
+  o.admission.high_priority_users = {f.high_priority_users.begin(), f.high_priority_users.end()};
+  o.admission.high_priority_teams = {f.high_priority_teams.begin(), f.high_priority_teams.end()};
+  o.run_retention = absl::Seconds(f.run_retention_days * 86400);
+  return o;
+}
+
+}  // namespace tessera::server
