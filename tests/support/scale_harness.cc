@@ -194,25 +194,23 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     auto stores = store::OpenPostgresStores({.url = url, .pool_size = 2});
     if (!stores.ok()) return stores.status();
     SystemClock clock;
-    v1::CreateApiKeyRequest req;
-    req.set_user("bench-admin");
-    req.set_role(v1::ROLE_ADMIN);
-    auto key = admin::CreateApiKeyDirect(*stores->api_keys, clock, req);
+    const auto make_key = [&](const std::string& user, v1::Role role,
+                              const std::string& node) -> absl::StatusOr<std::string> {
+      v1::CreateApiKeyRequest req;
+      req.set_user(user);
+      req.set_role(role);
+      req.set_node(node);
+      return admin::CreateApiKeyDirect(*stores->api_keys, clock, req);
+    };
+    auto key = make_key("bench-admin", v1::ROLE_ADMIN, "");
     if (!key.ok()) return key.status();
     admin_key = *key;
-    v1::CreateApiKeyRequest mallory;
-    mallory.set_user("mallory");
-    mallory.set_role(v1::ROLE_USER);
-    auto mallory_key = admin::CreateApiKeyDirect(*stores->api_keys, clock, mallory);
+    auto mallory_key = make_key("mallory", v1::ROLE_USER, "");
     if (!mallory_key.ok()) return mallory_key.status();
     flooder_key = *mallory_key;
     for (int i = 0; i < o.nodes; ++i) {
       const std::string name = absl::StrFormat("sim-%05d", i);
-      v1::CreateApiKeyRequest node_req;
-      node_req.set_user(name);
-      node_req.set_role(v1::ROLE_NODE);
-      node_req.set_node(name);
-      auto node_key = admin::CreateApiKeyDirect(*stores->api_keys, clock, node_req);
+      auto node_key = make_key(name, v1::ROLE_NODE, name);
       if (!node_key.ok()) return node_key.status();
       nodes.push_back({SimulatedNode(name, o.gpus_per_node, absl::StrCat("s", i / 32)), *node_key});
     }
@@ -454,52 +452,6 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     }
   }
   return r;
-}
-
-std::string FormatScaleReport(const ScaleReport& r) {
-  std::string lost;
-  for (double ms : r.lost_after_ms) absl::StrAppend(&lost, lost.empty() ? "" : " ", ms, " ms");
-  std::string samples;
-  for (const auto& s : r.database_samples) {
-    absl::StrAppendFormat(
-        &samples, "  database at %5.0f s: %.1f MiB, %d runs, %d log chunks (%d of no run)\n",
-        s.at_seconds, static_cast<double>(s.bytes) / (1 << 20), static_cast<int>(s.runs),
-        static_cast<int>(s.log_chunks), static_cast<int>(s.orphan_log_chunks));
-  }
-  return samples +
-         absl::StrFormat(
-             "nodes %d (%.0f s measured)\n"
-             "  control plane:   %.3f cores, %.0f MiB resident (%.3f millicores per node)\n"
-             "  PostgreSQL:      %.3f cores, %.0f commits/s, %.0f rows written/s, database %.0f "
-             "MiB\n"
-             "  heartbeats:      %d, round trip p50 %.2f ms, p99 %.2f ms; sent apart p99 %.0f ms, "
-             "max %.0f ms\n"
-             "  runs:            %d submitted, submit-to-start p50 %.0f ms, p99 %.0f ms; %d "
-             "attempts "
-             "started, %d finished, %d starts sent again, %d never started\n"
-             "  killed nodes:    declared lost after %s (from the last heartbeat); %d falsely "
-             "lost\n"
-             "  logs:            %d lines pushed, %d read back, %d attempts mismatched, %d pushes "
-             "failed\n"
-             "  flood:           mallory's submits %d taken, %d refused at her limit, %d failed "
-             "%s\n"
-             "  streams dropped by the control plane: %d\n"
-             "  GET /metrics:    p50 %.1f ms, max %.1f ms (%.2f of the 50 ms bound), %.0f KiB\n",
-             r.nodes, r.seconds, r.server_cores,
-             static_cast<double>(r.server_rss_bytes) / (1 << 20),
-             1000 * r.server_cores / std::max(r.nodes, 1), r.database_cores, r.commits_per_second,
-             r.rows_written_per_second, static_cast<double>(r.database_bytes) / (1 << 20),
-             static_cast<int>(r.heartbeats), r.heartbeat_rtt_p50_ms, r.heartbeat_rtt_p99_ms,
-             r.heartbeat_gap_p99_ms, r.heartbeat_gap_max_ms, r.runs_submitted,
-             r.submit_to_start_p50_ms, r.submit_to_start_p99_ms, r.attempts_started,
-             r.attempts_finished, r.starts_sent_again, static_cast<int>(r.not_started.size()),
-             lost.empty() ? "(none)" : lost, static_cast<int>(r.falsely_lost.size()),
-             static_cast<int>(r.lines_pushed), static_cast<int>(r.lines_read),
-             static_cast<int>(r.log_mismatches.size()), static_cast<int>(r.log_push_failures),
-             static_cast<int>(r.flood.accepted), static_cast<int>(r.flood.refused),
-             static_cast<int>(r.flood.failed), r.flood.first_failure,
-             static_cast<int>(r.streams_dropped), r.metrics_scrape_p50_ms, r.metrics_scrape_max_ms,
-             r.metrics_scrape_p50_ms / 50.0, static_cast<double>(r.metrics_bytes) / 1024);
 }
 
 }  // namespace tessera::testing
