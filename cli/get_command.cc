@@ -3,11 +3,13 @@
 #include <memory>
 
 #include "absl/time/clock.h"
+#include "base/clock.h"
 #include "base/timestamps.h"
 #include "cli/commands.h"
 #include "cli/names.h"
 #include "cli/node_view.h"
 #include "cli/run_view.h"
+#include "cli/stream_reconnect.h"
 #include "cli/time_format.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
@@ -103,22 +105,32 @@ int FollowEvents(CommandContext& context, const tessera::v1::NodeEventFilter& fi
   auto stub = tessera::v1::CordonService::NewStub(connection.channel());
   tessera::v1::WatchNodeEventsRequest request;
   *request.mutable_filter() = filter;
-  const std::unique_ptr<grpc::ClientContext> stream_context = connection.StreamContext();
-  auto reader = stub->WatchNodeEvents(stream_context.get(), request);
   if (context.format() == OutputFormat::kTable) {
     context.out() << NodeEventStreamHeader() << "\n";
     context.out().flush();
   }
-  tessera::v1::NodeEvent event;
-  while (reader->Read(&event)) {
-    if (context.format() == OutputFormat::kTable) {
-      context.out() << FormatNodeEventLine(event) << "\n";
-      context.out().flush();
-    } else {
-      PrintStreamedDocument(context.out(), context.format(), MessageToJson(event));
+  // A watch the server ends (its lifetime, a restart) goes on after the last event shown.
+  StreamReconnects reconnects(context.err(), "the node events", std::make_shared<SystemClock>());
+  grpc::Status ended;
+  do {
+    const std::unique_ptr<grpc::ClientContext> stream_context = connection.StreamContext();
+    auto reader = stub->WatchNodeEvents(stream_context.get(), request);
+    tessera::v1::NodeEvent event;
+    while (reader->Read(&event)) {
+      reconnects.Received();
+      request.mutable_filter()->set_after_id(event.id());
+      // The limit was for the past events shown first; after them there is none.
+      request.mutable_filter()->set_limit(0);
+      if (context.format() == OutputFormat::kTable) {
+        context.out() << FormatNodeEventLine(event) << "\n";
+        context.out().flush();
+      } else {
+        PrintStreamedDocument(context.out(), context.format(), MessageToJson(event));
+      }
     }
-  }
-  connection.Check(reader->Finish());
+    ended = reader->Finish();
+  } while (reconnects.Again(ended));
+  connection.Check(ended);
   return kExitOk;
 }
 

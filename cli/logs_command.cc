@@ -12,10 +12,13 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/clock.h"
 #include "base/timestamps.h"
 #include "base/utf8.h"
 #include "cli/commands.h"
+#include "cli/stream_reconnect.h"
 #include "cli/time_format.h"
+#include "proto/policy/log_cursor.h"
 #include "proto/policy/packed_log_lines.h"
 #include "tessera/v1/logs.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
@@ -217,6 +220,19 @@ bool LaunchedPerNode(const tessera::v1::Run& run) {
   return run.spec().launch() != tessera::v1::LAUNCH_MODE_RANK;
 }
 
+// The request that goes on after what `received` holds: the same lines, from the cursor (the
+// attempt the first request chose; no tail, which was shown).
+tessera::v1::GetLogsRequest ResumeAfter(const tessera::v1::GetLogsRequest& request,
+                                        const LogCursorKeeper& received) {
+  if (received.empty()) return request;
+  tessera::v1::GetLogsRequest next = request;
+  next.clear_tail();
+  next.clear_previous();
+  next.clear_resumption_index();
+  *next.mutable_resume() = received.Cursor();
+  return next;
+}
+
 int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& request,
                    bool by_node) {
   Connection& connection = context.connection();
@@ -224,25 +240,33 @@ int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& r
       tessera::v1::LogService::NewStub(connection.channel());
   const bool prefix = !OneRank(request);
   int64_t printed = 0;
+  // What was received, to go on from after the service ends the stream (its lifetime, a
+  // restart, a dropped connection): no line twice, none lost.
+  LogCursorKeeper received;
+  StreamReconnects reconnects(context.err(), "the logs of run " + request.run_name(),
+                              std::make_shared<SystemClock>());
   const auto print = [&](const tessera::v1::LogLine& line) {
     PrintLine(context, line, prefix, by_node);
     ++printed;
+    received.Received(line);
   };
-  // StreamLogs: the lines in batches. No deadline even without follow: a long log may take
-  // longer than a unary call's 30 s.
-  const std::unique_ptr<grpc::ClientContext> call = connection.StreamContext();
   grpc::Status status;
   bool interrupted = false;
-  {
+  do {
+    // StreamLogs: the lines in batches. No deadline even without follow: a long log may take
+    // longer than a unary call's 30 s.
+    const std::unique_ptr<grpc::ClientContext> call = connection.StreamContext();
     const CancelOnInterrupt interrupt(call.get());
     // Packed: a line costs the service and mcli a copy of its bytes, not a message (a log
     // service from before packing sends `lines`, which LinesInDisplayOrder takes too).
-    tessera::v1::GetLogsRequest packed = request;
+    tessera::v1::GetLogsRequest packed = ResumeAfter(request, received);
     packed.set_packed(true);
     auto reader = stub->StreamLogs(call.get(), packed);
     tessera::v1::LogLines batch;
     absl::Status malformed;
     status = Drain(*reader, batch, [&](const tessera::v1::LogLines& b) {
+      reconnects.Received();
+      if (b.has_start()) received.Started(b.start());
       auto lines = tessera::LinesInDisplayOrder(b);
       if (!lines.ok()) {
         // Bytes that are not whole lines: said once, and the follow ends (nothing after them
@@ -261,7 +285,7 @@ int PrintLogStream(CommandContext& context, const tessera::v1::GetLogsRequest& r
           absl::StrCat("the log service sent malformed packed lines: ", malformed.message()));
     }
     interrupted = interrupt.interrupted();
-  }
+  } while (!interrupted && reconnects.Again(status));
   if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && printed == 0 && !interrupted) {
     // A log service from before StreamLogs: the same lines, one message each.
     const std::unique_ptr<grpc::ClientContext> old_call = connection.StreamContext();

@@ -6,12 +6,14 @@
 #include <memory>
 #include <optional>
 
+#include "base/clock.h"
 #include "cli/commands.h"
 #include "cli/local_files.h"
 #include "cli/names.h"
 #include "cli/progress_ticker.h"
 #include "cli/run_view.h"
 #include "cli/spec_overrides.h"
+#include "cli/stream_reconnect.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
 namespace tessera::cli {
@@ -97,54 +99,64 @@ Watched WatchUntil(CommandContext& context, const std::string& name, tessera::v1
   std::unique_ptr<RunService::Stub> stub = RunService::NewStub(connection.channel());
   tessera::v1::WatchRunsRequest request;
   request.mutable_filter()->add_name_globs(name);
-  const std::unique_ptr<grpc::ClientContext> stream_context = connection.StreamContext();
-  std::unique_ptr<grpc::ClientReader<tessera::v1::RunChange>> reader =
-      stub->WatchRuns(stream_context.get(), request);
-  // The server sends its headers once the watch's start is fixed: the state read next is
-  // followed by every change after it, and a run that moves on meanwhile is not missed.
-  reader->WaitForInitialMetadata();
-  const auto stop = [&](Watched w) {
-    stream_context->TryCancel();
-    reader->Finish();
-    return w;
-  };
-  // Shows a change (if `show`, and unless it ends the run) and says whether the watch is done.
-  const auto reached = [&](const tessera::v1::RunChange& change, tessera::v1::RunStatus status,
-                           int attempt, bool show = true) -> std::optional<Watched> {
-    last = status;
-    const tessera::v1::RunChange shown = AsShown(change, status);
-    if (IsTerminal(status)) return Watched{change.run(), status, attempt, shown};
-    if (show) PrintChange(context, shown);
-    if (done(status, attempt)) return Watched{change.run(), status, attempt, std::nullopt};
-    return std::nullopt;
-  };
+  // A watch the server ends (its lifetime, a restart) is opened again, and the run read again:
+  // the state it is in now, then every change after it.
+  StreamReconnects reconnects(context.err(), "the watch of run " + name,
+                              std::make_shared<SystemClock>());
+  grpc::Status ended;
+  do {
+    const std::unique_ptr<grpc::ClientContext> stream_context = connection.StreamContext();
+    std::unique_ptr<grpc::ClientReader<tessera::v1::RunChange>> reader =
+        stub->WatchRuns(stream_context.get(), request);
+    // The server sends its headers once the watch's start is fixed: the state read next is
+    // followed by every change after it, and a run that moves on meanwhile is not missed.
+    reader->WaitForInitialMetadata();
+    const auto stop = [&](Watched w) {
+      stream_context->TryCancel();
+      reader->Finish();
+      return w;
+    };
+    // Shows a change (if `show`, and unless it ends the run) and says whether the watch is
+    // done.
+    const auto reached = [&](const tessera::v1::RunChange& change, tessera::v1::RunStatus status,
+                             int attempt, bool show = true) -> std::optional<Watched> {
+      last = status;
+      const tessera::v1::RunChange shown = AsShown(change, status);
+      if (IsTerminal(status)) return Watched{change.run(), status, attempt, shown};
+      if (show) PrintChange(context, shown);
+      if (done(status, attempt)) return Watched{change.run(), status, attempt, std::nullopt};
+      return std::nullopt;
+    };
 
-  tessera::v1::GetRunRequest get;
-  get.set_name(name);
-  tessera::v1::GetRunResponse current;
-  connection.Unary([&](grpc::ClientContext* c) { return stub->GetRun(c, get, &current); });
-  tessera::v1::RunChange change;
-  *change.mutable_run() = current.run();
-  // Its current state first, unless that is the status printed last.
-  const tessera::v1::RunStatus now = current.run().status();
-  if (auto w = reached(change, now, current.run().resumption_index(), now != last)) {
-    return stop(*w);
-  }
-  while (reader->Read(&change)) {
-    if (change.run().name() != name) continue;
-    const bool has_event = change.has_event() && change.event().type() != 0;
-    tessera::v1::RunStatus status = change.run().status();
-    int attempt = change.run().resumption_index();
-    if (has_event) {
-      // The event's own status: the run read with it may be further on already.
-      status = StatusAfterEvent(change.event().type()).value_or(last);
-      attempt = change.event().resumption_index();
-    } else if (status == last) {
-      continue;
+    tessera::v1::GetRunRequest get;
+    get.set_name(name);
+    tessera::v1::GetRunResponse current;
+    connection.Unary([&](grpc::ClientContext* c) { return stub->GetRun(c, get, &current); });
+    tessera::v1::RunChange change;
+    *change.mutable_run() = current.run();
+    // Its current state first, unless that is the status printed last.
+    const tessera::v1::RunStatus now = current.run().status();
+    if (auto w = reached(change, now, current.run().resumption_index(), now != last)) {
+      return stop(*w);
     }
-    if (auto w = reached(change, status, attempt)) return stop(*w);
-  }
-  connection.Check(reader->Finish());
+    while (reader->Read(&change)) {
+      reconnects.Received();
+      if (change.run().name() != name) continue;
+      const bool has_event = change.has_event() && change.event().type() != 0;
+      tessera::v1::RunStatus status = change.run().status();
+      int attempt = change.run().resumption_index();
+      if (has_event) {
+        // The event's own status: the run read with it may be further on already.
+        status = StatusAfterEvent(change.event().type()).value_or(last);
+        attempt = change.event().resumption_index();
+      } else if (status == last) {
+        continue;
+      }
+      if (auto w = reached(change, status, attempt)) return stop(*w);
+    }
+    ended = reader->Finish();
+  } while (reconnects.Again(ended));
+  connection.Check(ended);
   ThrowFailure("the server ended the watch of run " + name + " before the run ended");
 }
 

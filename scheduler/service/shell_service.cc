@@ -171,7 +171,9 @@ grpc::Status ShellService::Connect(
         CallerStream caller(ctx, stream);
         // A key revoked or expired during the session ends it: its last output says why, then
         // the call is cut (the hub takes the shell down with it).
-        TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx, who));
+        TESSERA_ASSIGN_OR_RETURN(
+            auto guard,
+            auth::StreamGuard::Open(*auth_, *ctx, who, auth::StreamGuard::Lifetime::kUnbounded));
         absl::Notification over;
         std::thread keeper([&] {
           while (!over.WaitForNotificationWithTimeout(kShellKeyCheckInterval)) {

@@ -45,7 +45,8 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
       return;
     }
     who_node_ = who->node;
-    auto guard = auth::StreamGuard::Open(*service_->auth_, *ctx_, *who);
+    auto guard = auth::StreamGuard::Open(*service_->auth_, *ctx_, *who,
+                                         auth::StreamGuard::Lifetime::kUnbounded);
     if (!guard.ok()) {
       Finish(ToGrpcStatus(guard.status()));
       return;

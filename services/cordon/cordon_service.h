@@ -25,7 +25,10 @@ class CordonService final : public v1::CordonService::Service {
                                grpc::ServerWriter<v1::NodeEvent>* writer) override {
     return Serve(*auth_, ctx, TESSERA_RPC_NAME(WatchNodeEvents),
                  [&](const auth::Principal& who) -> absl::Status {
-                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx, who));
+                   TESSERA_ASSIGN_OR_RETURN(
+                       auto guard,
+                       auth::StreamGuard::Open(*auth_, *ctx, who,
+                                               auth::StreamGuard::Lifetime::kReconnecting));
                    return guard.Outcome(h_->WatchNodeEvents(
                        who, *req, [&](const v1::NodeEvent& e) { return writer->Write(e); },
                        [&] { return guard.Done(); }, poll_));

@@ -19,6 +19,14 @@ inline constexpr int kMaxBatchLines = 2000;
 // Packed lines cost the service a copy of their bytes each, not a message: more to a message.
 inline constexpr int kMaxPackedBatchLines = 16384;
 
+// A follow's start (LogLines.start), in a message of its own.
+template <typename Writer>
+bool WriteStart(Writer& writer, const v1::LogCursor& start) {
+  v1::LogLines message;
+  *message.mutable_start() = start;
+  return writer.Write(message);
+}
+
 // `Writer` has bool Write(const v1::LogLines&) (grpc::ServerWriter, or a test's).
 template <typename Writer>
 class LineBatcher {
@@ -33,6 +41,9 @@ class LineBatcher {
     bytes_ += size;
     return batch_.lines_size() < kMaxBatchLines || Flush();
   }
+
+  // Writes what was gathered, then a message of `start` alone. False when the reader went away.
+  bool Start(const v1::LogCursor& start) { return Flush() && WriteStart(*writer_, start); }
 
   // Writes what was gathered (nothing when empty). False when the reader went away.
   bool Flush() {
@@ -85,6 +96,9 @@ class PackedLineBatcher {
     lines_ += static_cast<int>(count);
     return (lines_ < kMaxPackedBatchLines && bytes_ < kMaxBatchBytes) || Flush();
   }
+
+  // Writes what was gathered, then a message of `start` alone. False when the reader went away.
+  bool Start(const v1::LogCursor& start) { return Flush() && WriteStart(*writer_, start); }
 
   bool Flush() {
     if (lines_ == 0) return true;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "proto/policy/log_cursor.h"
 #include "proto/policy/packed_log_lines.h"
 #include "proto/policy/run_status.h"
 #include "services/common/metrics/must_register.h"
@@ -260,6 +261,20 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
   if (req.failed() && (req.has_rank() || req.has_node_rank())) {
     return absl::InvalidArgumentError("failed: cannot be combined with rank or node_rank");
   }
+  if (req.has_resume()) {
+    // The first request chose the attempt and what to skip; a resumed one goes on from there.
+    if (req.previous() ||
+        (req.has_resumption_index() && req.resumption_index() != req.resume().resumption_index())) {
+      return absl::InvalidArgumentError(
+          "resume: the cursor names the attempt; give no previous, and no other "
+          "resumption_index");
+    }
+    if (req.tail() > 0 || req.first_exception()) {
+      return absl::InvalidArgumentError(
+          "resume: cannot be combined with tail or first_exception (a resumed follow goes on "
+          "after the cursor)");
+    }
+  }
   auto desc = runs_->DescribeRun(req.run_name());
   if (!desc.ok()) return desc.status();
   const v1::Run& run = desc->run();
@@ -281,13 +296,14 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
   Target t;
   t.run_name = run.name();
   t.resumption = latest;
-  if (req.has_resumption_index()) {
-    if (req.resumption_index() < 0 || req.resumption_index() > latest) {
-      return absl::NotFoundError(absl::StrCat("run ", run.name(), " has no attempt ",
-                                              req.resumption_index(), " (its latest is ", latest,
-                                              ")"));
+  if (req.has_resumption_index() || req.has_resume()) {
+    const int32_t wanted =
+        req.has_resume() ? req.resume().resumption_index() : req.resumption_index();
+    if (wanted < 0 || wanted > latest) {
+      return absl::NotFoundError(absl::StrCat("run ", run.name(), " has no attempt ", wanted,
+                                              " (its latest is ", latest, ")"));
     }
-    t.resumption = req.resumption_index();
+    t.resumption = wanted;
   } else if (req.previous()) {
     if (latest == 0) {
       return absl::FailedPreconditionError(
@@ -300,8 +316,10 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
   if (req.has_rank()) t.query.rank = req.rank();
   if (req.has_node_rank()) t.query.node_rank = req.node_rank();
 
+  // Not for a resumed follow: the run may have failed since its first request, which showed
+  // every rank.
   const bool by_default = run.status() == v1::RUN_STATUS_FAILED && !req.has_rank() &&
-                          !req.has_node_rank() && t.resumption == latest;
+                          !req.has_node_rank() && t.resumption == latest && !req.has_resume();
   if (req.failed() || by_default) {
     std::optional<int32_t> failed;
     for (const auto& a : desc->attempts()) {
@@ -322,12 +340,16 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
 
 absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
                                  const LineSink& unfiltered_send, const std::function<bool()>& done,
-                                 const std::function<bool()>& flush,
-                                 const PackedSink& send_packed) {
+                                 const std::function<bool()>& flush, const PackedSink& send_packed,
+                                 const StartSink& send_start) {
   TESSERA_ASSIGN_OR_RETURN(LineFilter filter, LineFilter::FromRequest(req));
   if (req.first_exception() && !filter.empty()) {
     return absl::InvalidArgumentError(
         "first_exception: cannot be combined with since, until or grep");
+  }
+  std::optional<LogCursorPositions> resume;
+  if (req.has_resume()) {
+    TESSERA_ASSIGN_OR_RETURN(resume, ReadLogCursor(req.resume()));
   }
   TESSERA_ASSIGN_OR_RETURN(Target t, Resolve(who, req));
   if (req.first_exception()) return SendFirstException(t, unfiltered_send);
@@ -339,6 +361,7 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
     if (!starts.ok()) return starts.status();
     reader.StartAt(*starts);
   }
+  if (resume) reader.StartAt(*resume);
   if (req.tail() > 0 && filter.empty()) {
     auto tail = logs_->TailLogs(t.query, req.tail());
     if (!tail.ok()) return tail.status();
@@ -379,6 +402,17 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
       if (page->lines.empty() && !page->more) break;
     }
     return absl::OkStatus();
+  }
+  if (send_start && !resume && !reader.positions().empty()) {
+    v1::LogCursor start;
+    start.set_resumption_index(t.resumption);
+    for (const auto& [key, next] : reader.positions()) {
+      v1::LogCursor::Position* p = start.add_positions();
+      p->set_rank(key.first);
+      p->set_stream(static_cast<v1::LogStream>(key.second));
+      p->set_next_sequence(next);
+    }
+    if (!send_start(start)) return absl::OkStatus();
   }
   if (send_packed && filter.empty()) reader.KeepPacked();
   return Follow(t, reader, send, send_packed, done, flush);

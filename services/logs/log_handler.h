@@ -51,6 +51,8 @@ using LineSink = std::function<bool(const v1::LogLine&)>;
 // away.
 using PackedSink =
     std::function<bool(const v1::PackedLogLines& group, absl::string_view lines, int64_t count)>;
+// Where a follow says where its streams start (LogLines.start). False: the reader went away.
+using StartSink = std::function<bool(const v1::LogCursor& start)>;
 
 class LogHandler {
  public:
@@ -73,10 +75,14 @@ class LogHandler {
   // flushes once more after the call.
   // `send_packed` (when given): a follow without since, until or grep sends the packed lines
   // the fan-out hands over through it, as they are, instead of one by one through `send`.
+  // `send_start` (when given): before following, where each stream goes on from when that is
+  // not every stream's first line (after a tail, from `since`), for a client's cursor.
+  // `req.resume` goes on from a cursor (log_cursor.h): every line after it, none before.
   absl::Status GetLogs(const Who& who, const v1::GetLogsRequest& req, const LineSink& send,
                        const std::function<bool()>& done,
                        const std::function<bool()>& flush = nullptr,
-                       const PackedSink& send_packed = nullptr);
+                       const PackedSink& send_packed = nullptr,
+                       const StartSink& send_start = nullptr);
   // Removes every line of a run (admins and system keys); OK when there is none.
   absl::Status DeleteRunLogs(const Who& who, const v1::DeleteRunLogsRequest& req,
                              v1::DeleteRunLogsResponse* resp);

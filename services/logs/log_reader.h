@@ -10,6 +10,7 @@
 // again, for as long as they join up and nothing may have been committed elsewhere
 // (LogSubscription::Taken::complete); otherwise it reads.
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <vector>
@@ -60,15 +61,22 @@ class LogReader {
   // them so and filters nothing by line: taking them apart into messages was most of a
   // follower's time.
   void KeepPacked() { keep_packed_ = true; }
+  // For each stream with one set, the sequence of the next line to show: everything before it
+  // was shown or skipped (a follow's start, LogLines.start).
+  const std::map<store::LogStreamKey, int64_t>& positions() const { return query_.from_sequence; }
   // Whether the last Next was served from the fan-out, without reading the store.
   bool served_from_fanout() const { return served_from_fanout_; }
 
+  // Starts each stream at the given sequence, or later where a start is already set: a time's
+  // first chunks (LogStore::SequencesSince) and a follow's cursor (log_cursor.h) together.
+  void StartAt(const std::map<store::LogStreamKey, int64_t>& next) {
+    for (const auto& [key, seq] : next) {
+      int64_t& from = query_.from_sequence[key];
+      from = std::max(from, seq);
+    }
+  }
   // Continues after `shown` (the lines already shown, e.g. a tail) and, for streams with no line
   // among them, after everything stored now.
-  // Starts each stream at the given sequence (LogStore::SequencesSince).
-  void StartAt(const std::map<store::LogStreamKey, int64_t>& next) {
-    for (const auto& [key, seq] : next) query_.from_sequence[key] = seq;
-  }
   void StartAfter(const std::vector<v1::LogLine>& shown,
                   const std::vector<store::LogStreamInfo>& streams);
 

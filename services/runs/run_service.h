@@ -30,16 +30,18 @@ class RunService final : public v1::RunService::Service {
 
   grpc::Status WatchRuns(grpc::ServerContext* ctx, const v1::WatchRunsRequest* req,
                          grpc::ServerWriter<v1::RunChange>* writer) override {
-    return Serve(*auth_, ctx, TESSERA_RPC_NAME(WatchRuns),
-                 [&](const auth::Principal& who) -> absl::Status {
-                   TESSERA_ASSIGN_OR_RETURN(auto guard, auth::StreamGuard::Open(*auth_, *ctx, who));
-                   return guard.Outcome(m_->WatchRuns(
-                       who, *req, [&](const v1::RunChange& c) { return writer->Write(c); },
-                       [&] { return guard.Done(); }, poll_,
-                       // The headers go out once the watch's start is fixed (mcli waits for
-                       // them, then reads the run: no change between the two is missed).
-                       [&] { writer->SendInitialMetadata(); }));
-                 });
+    return Serve(
+        *auth_, ctx, TESSERA_RPC_NAME(WatchRuns), [&](const auth::Principal& who) -> absl::Status {
+          TESSERA_ASSIGN_OR_RETURN(
+              auto guard, auth::StreamGuard::Open(*auth_, *ctx, who,
+                                                  auth::StreamGuard::Lifetime::kReconnecting));
+          return guard.Outcome(m_->WatchRuns(
+              who, *req, [&](const v1::RunChange& c) { return writer->Write(c); },
+              [&] { return guard.Done(); }, poll_,
+              // The headers go out once the watch's start is fixed (mcli waits for
+              // them, then reads the run: no change between the two is missed).
+              [&] { writer->SendInitialMetadata(); }));
+        });
   }
 
  private:

@@ -107,6 +107,14 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                  "it a stream is refused, naming this limit (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1'000'000));
+  int max_stream_lifetime_seconds = 1800;
+  app.add_option("--max-stream-lifetime-seconds", max_stream_lifetime_seconds,
+                 "how long a person's log follow or watch stays open: then it ends with "
+                 "UNAVAILABLE and the client opens it again (mcli does, a follow resuming "
+                 "where it was), so no stream holds a slot or a thread for ever (0: no limit; "
+                 "shells are not ended)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 7 * 24 * 3600));
   double max_unknown_keys_per_address = auth::Authenticator::kDefaultUnknownKeysPerSecond;
   app.add_option("--max-unknown-keys-per-address", max_unknown_keys_per_address,
                  "API keys the services do not know that one address may try a second (ten "
@@ -363,6 +371,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   Foundation f = MakeFoundation(*stores, clock);
   f.service_call_timeout = absl::Seconds(service_call_timeout_seconds);
   f.authenticator->set_max_streams_per_user(max_streams_per_user);
+  f.authenticator->set_max_stream_lifetime(absl::Seconds(max_stream_lifetime_seconds));
   f.authenticator->set_max_unknown_keys_per_address(max_unknown_keys_per_address);
   auto keys = auth::SystemKeys::Create(f.stores.api_keys, clock, parts.binary,
                                        absl::Minutes(system_key_lifetime_minutes));

@@ -92,6 +92,16 @@ class Authenticator {
   // Streams a person may hold open at once in this process (follows, watches, shells; a
   // stream of the REST gateway's is one of its caller's). Zero: no limit.
   void set_max_streams_per_user(int limit) { max_streams_per_user_ = limit; }
+  // How long a person's follow or watch may stay open before it ends with UNAVAILABLE, for the
+  // client to open it again (StreamGuard::Lifetime::kReconnecting). Zero: no limit.
+  void set_max_stream_lifetime(absl::Duration lifetime) {
+    absl::MutexLock lock(&streams_mu_);
+    max_stream_lifetime_ = lifetime;
+  }
+  absl::Duration max_stream_lifetime() {
+    absl::MutexLock lock(&streams_mu_);
+    return max_stream_lifetime_;
+  }
   // Takes one of `user`'s stream slots; RESOURCE_EXHAUSTED, naming the limit, when all are
   // taken. ReleaseStream gives it back (StreamGuard does both).
   absl::Status AcquireStream(const std::string& user);
@@ -128,6 +138,7 @@ class Authenticator {
   std::atomic<int> max_streams_per_user_{256};
   absl::Mutex streams_mu_;
   absl::flat_hash_map<std::string, int> open_streams_ ABSL_GUARDED_BY(streams_mu_);
+  absl::Duration max_stream_lifetime_ ABSL_GUARDED_BY(streams_mu_) = absl::Minutes(30);
 
   // Hashes whose cached answer went stale while a stream used them.
   std::mutex refresh_mu_;

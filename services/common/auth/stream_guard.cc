@@ -1,20 +1,30 @@
 #include "services/common/auth/stream_guard.h"
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 
 namespace tessera::auth {
 
 absl::StatusOr<StreamGuard> StreamGuard::Open(Authenticator& auth,
                                               const grpc::ServerContextBase& context,
-                                              const Principal& who) {
+                                              const Principal& who, Lifetime lifetime) {
   auto hash = auth.KeyHash(context);
   if (!hash.ok()) return hash.status();
   std::optional<std::string> slot_of;
+  absl::Time ends_at = absl::InfiniteFuture();
   if (who.is_person()) {
     if (auto st = auth.AcquireStream(who.user); !st.ok()) return st;
     slot_of = who.user;
+    const absl::Duration max = auth.max_stream_lifetime();
+    if (lifetime == Lifetime::kReconnecting && max > absl::ZeroDuration()) {
+      // Somewhere in the lifetime's last tenth, so that the streams a restart or a crowd
+      // opened together are not all opened again together.
+      const absl::Time now = auth.Now();
+      const uint64_t spread = absl::HashOf(*hash, absl::ToUnixNanos(now)) % 1000;
+      ends_at = now + max - max / 10 * (static_cast<double>(spread) / 1000.0);
+    }
   }
-  return StreamGuard(auth, context, *std::move(hash), std::move(slot_of));
+  return StreamGuard(auth, context, *std::move(hash), std::move(slot_of), ends_at);
 }
 
 StreamGuard::StreamGuard(StreamGuard&& other) noexcept
@@ -22,6 +32,7 @@ StreamGuard::StreamGuard(StreamGuard&& other) noexcept
       context_(other.context_),
       key_hash_(std::move(other.key_hash_)),
       slot_of_(std::move(other.slot_of_)),
+      ends_at_(other.ends_at_),
       holds_until_(other.holds_until_),
       ended_(std::move(other.ended_)) {
   other.slot_of_.reset();
@@ -46,6 +57,13 @@ absl::Status StreamGuard::CheckKey() {
 
 bool StreamGuard::Done() {
   if (context_->IsCancelled()) return true;
+  if (ended_.ok() && auth_->Now() >= ends_at_) {
+    ended_ = absl::UnavailableError(absl::StrCat(
+        "this stream reached its maximum lifetime (",
+        absl::FormatDuration(auth_->max_stream_lifetime()),
+        "): open it again to go on (a log follow resumes from its cursor: the next sequence of "
+        "each rank's stream received)"));
+  }
   return !CheckKey().ok();
 }
 

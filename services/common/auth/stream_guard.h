@@ -19,12 +19,24 @@ namespace tessera::auth {
 
 class StreamGuard {
  public:
+  // How long a person's stream may stay open.
+  enum class Lifetime {
+    // Until the caller leaves or the key no longer holds: streams nobody could resume (shells),
+    // and those of nodes and services.
+    kUnbounded,
+    // At most the authenticator's maximum stream lifetime (Authenticator::max_stream_lifetime),
+    // then UNAVAILABLE: follows and watches, which a client opens again and goes on (a follow
+    // from its cursor, a watch from a fresh read), so no open stream pins a person's slot, a
+    // server's thread or a standby's old answer for ever.
+    kReconnecting,
+  };
+
   // For the call `context` of `who` (authenticated already); UNAUTHENTICATED when it carries
   // no key. A person's stream holds one of their slots (Authenticator::AcquireStream) until
   // the guard goes: RESOURCE_EXHAUSTED when they have none left.
   static absl::StatusOr<StreamGuard> Open(Authenticator& auth,
                                           const grpc::ServerContextBase& context,
-                                          const Principal& who);
+                                          const Principal& who, Lifetime lifetime);
   StreamGuard(StreamGuard&& other) noexcept;
   StreamGuard& operator=(StreamGuard&&) = delete;
   StreamGuard(const StreamGuard&) = delete;
@@ -33,24 +45,26 @@ class StreamGuard {
   // OK while the key still holds; the store is asked again (in the background) only once its
   // last answer ran out, so a check at every message or poll costs a clock read.
   absl::Status CheckKey();
-  // For handlers' `done` callbacks: true once the caller went away or the key no longer
-  // holds (then Outcome says so).
+  // For handlers' `done` callbacks: true once the caller went away, the key no longer holds
+  // or the stream's lifetime is over (then Outcome says so).
   bool Done();
   // What the stream ends with: why the guard ended it, else the handler's own `outcome`.
   absl::Status Outcome(absl::Status outcome) const;
 
  private:
   StreamGuard(Authenticator& auth, const grpc::ServerContextBase& context, std::string key_hash,
-              std::optional<std::string> slot_of)
+              std::optional<std::string> slot_of, absl::Time ends_at)
       : auth_(&auth),
         context_(&context),
         key_hash_(std::move(key_hash)),
-        slot_of_(std::move(slot_of)) {}
+        slot_of_(std::move(slot_of)),
+        ends_at_(ends_at) {}
 
   Authenticator* auth_;
   const grpc::ServerContextBase* context_;
   std::string key_hash_;
   std::optional<std::string> slot_of_;  // the user whose stream slot this guard holds
+  absl::Time ends_at_;                  // the lifetime's end (InfiniteFuture: none)
   absl::Time holds_until_ = absl::InfinitePast();
   absl::Status ended_;
 };

@@ -2,16 +2,20 @@
 // (runs made as large as the spec allows), and open streams whose key was revoked. Each case names
 // the attack, asserts that it fails, and that the victim is unharmed.
 #include <catch2/catch.hpp>
+#include <map>
 #include <optional>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/logs.grpc.pb.h"
 #include "tests/integration/sandbox/sandbox_helpers.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
 namespace {
@@ -224,6 +228,74 @@ TEST_CASE("attack: one user opens follows and watches without end; the rest stil
     follows[i]->Finish();
   }
   CHECK(alice.Get(run.name()).status() == v1::RUN_STATUS_RUNNING);
+}
+
+TEST_CASE(
+    "attack: follows and watches held open for ever; each ends at its lifetime, and mcli "
+    "goes on through it with every line once",
+    "[security]") {
+  constexpr int kLifetimeSeconds = 2;
+  LocalCluster c({"--max-stream-lifetime-seconds", std::to_string(kLifetimeSeconds)});
+  c.StartWorker("node-a", 1);
+  Client alice(c.server.endpoint(), CreateKey(c.database_url, "alice", "user"));
+  // 80 numbered lines on each stream, 0.1 s apart: several lifetimes long.
+  const v1::Run counter =
+      SubmitSpec(alice, SpecOf("counter",
+                               "i=0; while [ $i -lt 80 ]; do echo out-$i; echo err-$i >&2; "
+                               "i=$((i+1)); sleep 0.1; done",
+                               1));
+  alice.WaitForStatus(counter.name(), v1::RUN_STATUS_RUNNING, absl::Seconds(60));
+
+  // Her own follow, held: it ends with UNAVAILABLE naming the lifetime while the run goes on.
+  auto channel = grpc::CreateChannel(c.server.endpoint(), grpc::InsecureChannelCredentials());
+  auto logs = v1::LogService::NewStub(channel);
+  v1::GetLogsRequest follow;
+  follow.set_run_name(counter.name());
+  follow.set_follow(true);
+  auto ctx = KeyedContext(alice.key, 120);
+  auto held = logs->StreamLogs(ctx.get(), follow);
+  grpc::Status held_end;
+  ReadToEnd<decltype(held)::element_type, v1::LogLines>(held.get(), &held_end).join();
+  INFO(held_end.error_message());
+  CHECK(held_end.error_code() == grpc::StatusCode::UNAVAILABLE);
+  CHECK(absl::StrContains(held_end.error_message(), "maximum lifetime (2s)"));
+  CHECK(alice.Get(counter.name()).status() == v1::RUN_STATUS_RUNNING);
+
+  // A second run waits for the node while the counter runs: `mcli run submit --follow` watches
+  // it (a watch that outlives its lifetime too), then follows its lines.
+  const TempDir dir("tessera-stream-lifetime");
+  const std::string yaml = dir.Write("after.yaml", R"(name: after
+image: host
+command: echo after-the-counter
+compute:
+  gpus: 1
+)");
+  ShellResult submitted;
+  std::thread submitter([&] { submitted = c.Mcli("run submit -f " + yaml + " --follow"); });
+  // mcli follows the counter through every end of its stream: each line once, none lost.
+  const absl::Time began = absl::Now();
+  const ShellResult followed = c.Mcli("logs -f " + counter.name());
+  const absl::Duration took = absl::Now() - began;
+  submitter.join();
+  INFO(followed.output);
+  REQUIRE(followed.exit_code == 0);
+  CHECK(took > absl::Seconds(kLifetimeSeconds));  // so it went through at least one end
+  std::map<std::string, int> seen;
+  for (absl::string_view line : absl::StrSplit(followed.output, '\n')) {
+    if (!absl::ConsumePrefix(&line, "[node 0] ")) absl::ConsumePrefix(&line, "[rank 0] ");
+    if (!line.empty()) ++seen[std::string(line)];
+  }
+  for (int i = 0; i < 80; ++i) {
+    INFO(i);
+    CHECK(seen[absl::StrCat("out-", i)] == 1);
+    CHECK(seen[absl::StrCat("err-", i)] == 1);
+  }
+  CHECK(seen.size() == 160);
+  CHECK_FALSE(absl::StrContains(followed.output, "Reconnecting"));  // a lifetime is routine
+  INFO(submitted.output);
+  CHECK(submitted.exit_code == 0);
+  CHECK(absl::StrContains(submitted.output, "after-the-counter"));
+  CHECK(absl::StrContains(submitted.output, "COMPLETED"));
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+#pragma once
+// A follow's cursor (v1::LogCursor): kept by a client from the lines it received (mcli), read by the log service to go on where a follow ended without a
+// line twice or a line lost. Positions are sequences, never times: a lagging node's lines carry
+// times before lines already shown, so a time cannot say what was received.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "tessera/v1/logs.pb.h"
+
+namespace tessera {
+
+// At most this many positions in one cursor (two streams of 50,000 ranks).
+inline constexpr int kMaxLogCursorPositions = 100'000;
+
+// (rank, stream) -> the sequence of the next line not yet received.
+using LogCursorPositions = std::map<std::pair<int32_t, int32_t>, int64_t>;
+
+// The positions of a cursor; INVALID_ARGUMENT naming the field for a negative attempt, rank or
+// sequence, an unknown stream, a position given twice or too many.
+absl::StatusOr<LogCursorPositions> ReadLogCursor(const v1::LogCursor& cursor);
+
+// What a client received of one attempt, as a cursor.
+class LogCursorKeeper {
+ public:
+  // Counts `line` as received. A line of another attempt than the first one seen starts the
+  // cursor again at that attempt (a follow shows one attempt).
+  void Received(const v1::LogLine& line);
+  // Where the follow's streams start (LogLines.start): a stream with no line received yet goes
+  // on from there, not from its first line.
+  void Started(const v1::LogCursor& start);
+  // Nothing received yet.
+  bool empty() const { return !resumption_; }
+  // The cursor to resume with; only when not empty.
+  v1::LogCursor Cursor() const;
+
+ private:
+  std::optional<int32_t> resumption_;
+  LogCursorPositions next_;
+};
+
+}  // namespace tessera
