@@ -231,7 +231,7 @@ TEST_CASE("attack: one user opens follows and watches without end; the rest stil
 }
 
 TEST_CASE(
-    "attack: follows and watches held open for ever; each ends at its lifetime, and mcli "
+    "attack: follows and watches held open for ever, each ends at its lifetime, and mcli "
     "goes on through it with every line once",
     "[security]") {
   constexpr int kLifetimeSeconds = 2;
