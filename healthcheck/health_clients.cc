@@ -55,6 +55,13 @@ class GrpcCordonApi final : public CordonApi {
     v1::UncordonNodeResponse resp;
     return cordon_.Call(&v1::CordonService::Stub::UncordonNode, req, &resp);
   }
+  absl::Status Drain(const std::string& node, const std::string& reason) override {
+    v1::DrainNodeRequest req;
+    req.set_node_name(node);
+    req.set_reason(reason);
+    v1::DrainNodeResponse resp;
+    return cordon_.Call(&v1::CordonService::Stub::DrainNode, req, &resp);
+  }
 
  private:
   SystemClient<v1::CordonService> cordon_;

@@ -34,6 +34,8 @@ class CordonApi {
   virtual absl::Status Cordon(const std::string& node, const std::string& reason,
                               const google::protobuf::Struct& evidence) = 0;
   virtual absl::Status Uncordon(const std::string& node, const std::string& reason) = 0;
+  // Nothing new is placed on the node; its runs go on.
+  virtual absl::Status Drain(const std::string& node, const std::string& reason) = 0;
 };
 
 class RunsApi {

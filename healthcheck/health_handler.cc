@@ -27,7 +27,8 @@ HealthHandler::HealthHandler(std::shared_ptr<store::HealthStore> store,
       random_(std::move(random)),
       config_(std::move(config)),
       metrics_(registry ? std::make_unique<HealthMetrics>(*registry) : nullptr),
-      watch_(config_.watch) {}
+      watch_(config_.watch),
+      neighbours_(runs_) {}
 
 absl::StatusOr<std::map<std::string, v1::Node>> HealthHandler::NodesByName() {
   TESSERA_ASSIGN_OR_RETURN(auto nodes, scheduler_->ListNodes());

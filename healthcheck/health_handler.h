@@ -27,6 +27,7 @@
 #include "healthcheck/health_clients.h"
 #include "healthcheck/health_metrics.h"
 #include "healthcheck/run_watch.h"
+#include "healthcheck/sweep_neighbours.h"
 #include "healthcheck/sweep_plan.h"
 #include "services/common/auth/principal.h"
 #include "services/common/idempotency.h"
@@ -37,6 +38,9 @@ namespace tessera::health {
 
 // The prefix of the reasons the health API cordons with (so it knows which nodes it may return).
 inline constexpr char kCordonReasonPrefix[] = "health: ";
+// The prefix of a sweep's findings that were not acted on because other tenants' runs shared the
+// node while it was measured ("deferred: NODE: ..."; the node was drained instead).
+inline constexpr char kDeferredPrefix[] = "deferred: ";
 
 struct HealthConfig {
   CanaryConfig canary;
@@ -107,8 +111,14 @@ class HealthHandler {
                            int fixed_stages);
   // A sweep that left nodes inconclusive starts one follow-up sweep of the same nodes.
   void FollowUp(v1::Sweep& finished);
-  // Takes out the anomalous nodes not yet taken out by this sweep, recording them in it.
+  // Takes out the anomalous nodes not yet taken out by this sweep, recording them in it; a node
+  // that other tenants' runs shared while it was measured is drained instead (sweep_neighbours.h)
+  // and its finding recorded as deferred.
   void Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies);
+  // Drained nodes whose verdict was deferred are swept again, with idle peers, once nothing runs
+  // on them; a node that passes returns to service (MaybeReturnToService), one that fails is
+  // taken out on its own measurements.
+  void RemeasureDrained(const std::vector<v1::Sweep>& running_sweeps);
   // Cordons the node (unless it is already) and evicts its runs.
   void TakeOutOfService(const std::string& node, const std::string& reason,
                         const google::protobuf::Struct& evidence, v1::AttemptEndReason cause,
@@ -140,6 +150,8 @@ class HealthHandler {
   RunWatch watch_ ABSL_GUARDED_BY(mu_);
   absl::Time next_watch_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time next_scheduled_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time next_remeasure_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  SweepNeighbours neighbours_;
   absl::Mutex tick_mu_;  // one Tick at a time
   mutable absl::Mutex plans_mu_;
   mutable std::map<std::string, ConfirmationPlan> finished_plans_ ABSL_GUARDED_BY(plans_mu_);

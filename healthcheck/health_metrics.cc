@@ -14,6 +14,11 @@ HealthMetrics::HealthMetrics(metrics::Registry& r)
       condemned_(metrics::MustRegister(r.AddCounter(
           "tessera_health_nodes_condemned_total",
           "Nodes a sweep took out of service (cordoned, runs evicted), by verdict.", {"verdict"}))),
+      deferred_(metrics::MustRegister(r.AddCounter(
+          "tessera_health_verdicts_deferred_total",
+          "Verdicts not acted on because other tenants' runs shared the node while it was "
+          "measured (the node was drained, to be measured again once idle), by verdict.",
+          {"verdict"}))),
       last_sweep_condemned_(
           &metrics::MustRegister(r.AddGauge("tessera_health_last_sweep_condemned_nodes",
                                             "Nodes the last finished sweep took out of service."))
@@ -24,6 +29,11 @@ void HealthMetrics::SweepFinished(const v1::Sweep& sweep) {
       ->WithLabels({metrics::EnumLabel(v1::SweepTrigger_Name(sweep.trigger()), "SWEEP_TRIGGER_")})
       .Increment();
   last_sweep_condemned_->Set(sweep.anomalous_nodes_size());
+}
+
+void HealthMetrics::Deferred(v1::HealthVerdict verdict) {
+  deferred_->WithLabels({metrics::EnumLabel(v1::HealthVerdict_Name(verdict), "HEALTH_VERDICT_")})
+      .Increment();
 }
 
 void HealthMetrics::Condemned(v1::HealthVerdict verdict) {

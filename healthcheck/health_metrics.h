@@ -1,7 +1,7 @@
 #pragma once
-// What the health API tells Prometheus: sweeps finished (by trigger), nodes condemned (by
-// verdict), and how many nodes the last finished sweep condemned (several at once is worth a
-// look: a bad rule or a shared fault, not several bad nodes).
+// What the health API tells Prometheus: sweeps finished (by trigger), nodes condemned and
+// verdicts deferred (by verdict), and how many nodes the last finished sweep condemned (several at
+// once is worth a look: a bad rule or a shared fault, not several bad nodes).
 
 #include "services/common/metrics/registry.h"
 #include "tessera/v1/health.pb.h"
@@ -15,10 +15,12 @@ class HealthMetrics {
 
   void SweepFinished(const v1::Sweep& sweep);
   void Condemned(v1::HealthVerdict verdict);
+  void Deferred(v1::HealthVerdict verdict);
 
  private:
   metrics::Family<metrics::Counter>* sweeps_;
   metrics::Family<metrics::Counter>* condemned_;
+  metrics::Family<metrics::Counter>* deferred_;
   metrics::Gauge* last_sweep_condemned_;
 };
 

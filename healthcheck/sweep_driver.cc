@@ -2,8 +2,10 @@
 // find, returning nodes that pass, scheduled sweeps, and the run watch.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/timestamps.h"
@@ -50,6 +52,7 @@ void HealthHandler::Tick() {
   }
   ScheduleSweeps();
   WatchRuns();
+  if (sweeps.ok()) RemeasureDrained(*sweeps);
   tick_mu_.Unlock();
 }
 
@@ -132,6 +135,7 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
   }
   auto dispatch = [&](size_t index) {
     const Stage& stage = stages[index];
+    neighbours_.Observe(sweep);
     if (stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS) {
       std::vector<std::string> members;
       for (const auto& g : stage.groups) members.push_back(g[0]);
@@ -283,6 +287,7 @@ void HealthHandler::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCh
   sweep.set_state(v1::SWEEP_STATE_FINISHED);
   *sweep.mutable_finished_at() = ToProtoTime(clock_->Now());
   Remediate(sweep, anomalies);
+  neighbours_.Forget(sweep.id());
   if (auto st = store_->UpdateSweep(sweep); !st.ok()) {
     spdlog::warn("health: sweep {} not saved: {}", sweep.id(), st.ToString());
     return;
@@ -330,6 +335,28 @@ void HealthHandler::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anom
         sweep.anomalous_nodes().end()) {
       continue;  // taken out at an earlier stage
     }
+    const std::string deferred = absl::StrCat(kDeferredPrefix, a.node, ":");
+    if (std::any_of(sweep.findings().begin(), sweep.findings().end(),
+                    [&](const std::string& f) { return absl::StartsWith(f, deferred); })) {
+      continue;  // deferred at an earlier stage
+    }
+    if (const std::set<std::string> others = neighbours_.On(sweep, a.node); !others.empty()) {
+      // Evicting every tenant on a node because of what one of them may have done to the
+      // measurement is what a neighbour must not be able to cause: nothing new goes there, and
+      // it is measured again once idle.
+      const std::string why =
+          absl::StrCat(a.finding, "; measured while ", absl::StrJoin(others, ", "),
+                       " ran on it: drained until it is measured idle");
+      sweep.add_findings(absl::StrCat(kDeferredPrefix, why));
+      if (metrics_) metrics_->Deferred(a.verdict);
+      spdlog::warn("health: sweep {}: {}", sweep.id(), why);
+      if (auto st = cordon_->Drain(
+              a.node, absl::StrCat(kCordonReasonPrefix, "sweep ", sweep.id(), ": ", why));
+          !st.ok()) {
+        spdlog::error("health: draining {} failed: {}", a.node, st.ToString());
+      }
+      continue;
+    }
     sweep.add_anomalous_nodes(a.node);
     sweep.add_findings(a.finding);
     if (metrics_) metrics_->Condemned(a.verdict);
@@ -369,7 +396,74 @@ void HealthHandler::TakeOutOfService(const std::string& node, const std::string&
   }
 }
 
+void HealthHandler::RemeasureDrained(const std::vector<v1::Sweep>& running_sweeps) {
+  const absl::Time now = clock_->Now();
+  {
+    absl::MutexLock lock(&mu_);
+    if (now < next_remeasure_) return;
+    next_remeasure_ = now + config_.run_watch_interval;
+  }
+  auto nodes = NodesByName();
+  if (!nodes.ok()) return;
+  std::vector<std::string> drained;
+  for (const auto& [name, n] : *nodes) {
+    if (n.liveness() == v1::NODE_LIVENESS_ONLINE &&
+        n.admin_state() == v1::NODE_ADMIN_STATE_DRAINING &&
+        absl::StartsWith(n.status_reason(), kCordonReasonPrefix)) {
+      drained.push_back(name);
+    }
+  }
+  if (drained.empty()) return;
+  auto running = runs_->ListRunning();
+  if (!running.ok()) return;
+  std::set<std::string> busy;
+  for (const auto& r : *running) {
+    for (const auto& n : r.nodes()) busy.insert(n.node_name());
+  }
+  for (const auto& s : running_sweeps) {
+    if (s.state() != v1::SWEEP_STATE_RUNNING) continue;
+    busy.insert(s.node_names().begin(), s.node_names().end());  // being measured now
+  }
+  for (const std::string& node : drained) {
+    if (busy.count(node)) continue;
+    std::vector<std::string> sweep_nodes = {node};
+    for (auto& peer : IdlePeers(*nodes, busy)) sweep_nodes.push_back(std::move(peer));
+    auto sweep =
+        CreateSweep(v1::SWEEP_TRIGGER_SCHEDULED, sweep_nodes, "tessera-health", "", node,
+                    absl::StrCat("measuring ", node, " again now that it is idle (drained: ",
+                                 nodes->at(node).status_reason(), ")"));
+    if (!sweep.ok()) {
+      spdlog::warn("health: no sweep of drained {}: {}", node, sweep.status().ToString());
+      continue;
+    }
+    busy.insert(sweep->node_names().begin(), sweep->node_names().end());
+  }
+}
+
 void HealthHandler::MaybeReturnToService(const v1::Sweep& finished) {
+  auto drained = NodesByName();
+  if (drained.ok()) {
+    // A node drained on a deferred verdict returns once a sweep measured it idle and it passed.
+    for (const auto& name : finished.node_names()) {
+      auto it = drained->find(name);
+      if (it == drained->end() || it->second.admin_state() != v1::NODE_ADMIN_STATE_DRAINING ||
+          !absl::StartsWith(it->second.status_reason(), kCordonReasonPrefix)) {
+        continue;
+      }
+      const auto& bad = finished.anomalous_nodes();
+      const auto& unsure = finished.inconclusive_nodes();
+      const std::string deferred = absl::StrCat(kDeferredPrefix, name, ":");
+      if (std::find(bad.begin(), bad.end(), name) != bad.end() ||
+          std::find(unsure.begin(), unsure.end(), name) != unsure.end() ||
+          std::any_of(finished.findings().begin(), finished.findings().end(),
+                      [&](const std::string& f) { return absl::StartsWith(f, deferred); })) {
+        continue;
+      }
+      auto st = cordon_->Uncordon(name, absl::StrCat(kCordonReasonPrefix, "sweep ", finished.id(),
+                                                     " measured it idle and it passed"));
+      if (st.ok()) spdlog::info("health: {} returned to service: passed idle", name);
+    }
+  }
   if (config_.uncordon_after_passes <= 0) return;
   auto nodes = NodesByName();
   auto sweeps = store_->ListSweeps(500);

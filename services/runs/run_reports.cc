@@ -83,14 +83,21 @@ absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgress
           auto it = r.progress().node_compute_seconds().find(n.node_name());
           if (it != r.progress().node_compute_seconds().end()) node_compute[it->first] = it->second;
         }
+        if (!req.node_name().empty() && req.progress().compute_seconds() > 0) {
+          node_compute[req.node_name()] = req.progress().compute_seconds();
+        }
+        auto current = CurrentAttempt(r, attempts);
+        if (current && req.progress().step() < current->last_step()) {
+          // Another node's report of a step the attempt already passed (the nodes report in
+          // turn, and one's may land after another's later one): the run's step never goes
+          // back, so it is not the run's progress; its node's compute time still counts.
+          *t.run.mutable_progress()->mutable_node_compute_seconds() = std::move(node_compute);
+          return t;
+        }
         *t.run.mutable_progress() = req.progress();
         *t.run.mutable_progress()->mutable_node_compute_seconds() = std::move(node_compute);
-        if (!req.node_name().empty() && req.progress().compute_seconds() > 0) {
-          (*t.run.mutable_progress()->mutable_node_compute_seconds())[req.node_name()] =
-              req.progress().compute_seconds();
-        }
         *t.run.mutable_progress()->mutable_reported_at() = ToProtoTime(clock_->Now());
-        if (auto current = CurrentAttempt(r, attempts)) {
+        if (current) {
           previous_step = current->last_step();
           current->set_last_step(std::max(current->last_step(), req.progress().step()));
           // The engine knows which checkpoint it loaded; the scheduler does not.

@@ -15,7 +15,7 @@ const grpc::Status kLifetime(grpc::StatusCode::UNAVAILABLE,
                              "this stream reached its maximum lifetime (30m)");
 const grpc::Status kDown(grpc::StatusCode::UNAVAILABLE, "failed to connect to all addresses");
 
-TEST_CASE("a stream ended with UNAVAILABLE is opened again; any other end stands") {
+TEST_CASE("a stream ended with UNAVAILABLE is opened again, any other end stands") {
   auto clock = std::make_shared<FakeClock>();
   std::ostringstream err;
   StreamReconnects reconnects(err, "the logs of run r", clock, absl::Minutes(2));

@@ -56,7 +56,7 @@ class FakeScheduler final : public SchedulerApi {
 class FakeCordon final : public CordonApi {
  public:
   explicit FakeCordon(FakeScheduler& scheduler) : scheduler_(scheduler) {}
-  std::vector<std::pair<std::string, std::string>> cordoned, uncordoned;  // node, reason
+  std::vector<std::pair<std::string, std::string>> cordoned, uncordoned, drained;  // node, reason
   std::vector<google::protobuf::Struct> evidence;
   absl::Status Cordon(const std::string& node, const std::string& reason,
                       const google::protobuf::Struct& e) override {
@@ -70,6 +70,12 @@ class FakeCordon final : public CordonApi {
     uncordoned.emplace_back(node, reason);
     scheduler_.nodes[node].set_admin_state(v1::NODE_ADMIN_STATE_SCHEDULABLE);
     scheduler_.nodes[node].set_status_reason("");
+    return absl::OkStatus();
+  }
+  absl::Status Drain(const std::string& node, const std::string& reason) override {
+    drained.emplace_back(node, reason);
+    scheduler_.nodes[node].set_admin_state(v1::NODE_ADMIN_STATE_DRAINING);
+    scheduler_.nodes[node].set_status_reason(reason);
     return absl::OkStatus();
   }
 

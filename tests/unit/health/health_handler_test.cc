@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "tests/support/metric_values.h"
 #include "tests/unit/health/handler_fixture.h"
 
@@ -322,6 +323,101 @@ TEST_CASE("a node the health API cordoned returns after N passing sweeps, an ope
   CHECK(f.cordon->uncordoned[0].first == "c");
   CHECK(f.cordon->uncordoned[0].second == "health: passed 2 sweeps in a row");
   CHECK(f.scheduler->nodes["a"].admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
+}
+
+TEST_CASE(
+    "a verdict on a node another tenant's run shared is deferred: drained, then judged idle") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d", "e"}) f.scheduler->Add(n);
+  // Mallory's run shares c: it could take every core, or hold the canary's port, during the
+  // sweep; evicting everyone on c for that is what she must not be able to cause.
+  v1::Run hog;
+  hog.set_name("hog");
+  hog.set_user("mallory");
+  hog.add_nodes()->set_node_name("c");
+  f.runs->running = {hog};
+  const v1::Sweep s = f.Start();
+  const v1::Sweep done = f.RunToEnd(s.id(), {{"c", 0.4}});
+  CHECK(done.anomalous_nodes_size() == 0);
+  CHECK(f.cordon->cordoned.empty());
+  CHECK(f.scheduler->evicted.empty());
+  REQUIRE(f.cordon->drained.size() == 1);
+  CHECK(f.cordon->drained[0].first == "c");
+  CHECK(absl::StrContains(f.cordon->drained[0].second,
+                          "measured while hog (mallory) ran on it: drained until it is measured "
+                          "idle"));
+  REQUIRE(done.findings_size() == 1);
+  CHECK(absl::StartsWith(done.findings(0), "deferred: c: compute 0.4 TFLOP/s"));
+  CHECK(tessera::testing::MetricValue(f.registry, "tessera_health_verdicts_deferred_total",
+                                      {"SLOW"}) == 1);
+  CHECK(f.scheduler->nodes["c"].admin_state() == v1::NODE_ADMIN_STATE_DRAINING);
+
+  const auto sweeps = [&] {
+    v1::ListSweepsResponse listed;
+    REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &listed).ok());
+    return listed;
+  };
+  // Not measured again while her run is there.
+  for (int i = 0; i < 3; ++i) {
+    f.clock->Advance(absl::Seconds(2));
+    f.handler->Tick();
+  }
+  CHECK(sweeps().sweeps_size() == 1);
+  // Once it is idle: a sweep of c with idle peers.
+  f.runs->running.clear();
+  f.clock->Advance(absl::Seconds(2));
+  f.handler->Tick();
+  const v1::ListSweepsResponse after = sweeps();
+  REQUIRE(after.sweeps_size() == 2);
+  const v1::Sweep again = after.sweeps(0).id() == s.id() ? after.sweeps(1) : after.sweeps(0);
+  CHECK(again.suspect_node() == "c");
+  CHECK(absl::StrContains(again.trigger_detail(), "measuring c again now that it is idle"));
+  CHECK(std::set<std::string>(again.node_names().begin(), again.node_names().end()) ==
+        std::set<std::string>{"a", "b", "c", "d", "e"});
+
+  SECTION("it passes on its own: back in service") {
+    f.RunToEnd(again.id());
+    REQUIRE(f.cordon->uncordoned.size() == 1);
+    CHECK(f.cordon->uncordoned[0].first == "c");
+    CHECK(f.cordon->uncordoned[0].second ==
+          "health: sweep " + again.id() + " measured it idle and it passed");
+    CHECK(f.cordon->cordoned.empty());
+  }
+  SECTION("it is slow on its own: taken out") {
+    const v1::Sweep judged = f.RunToEnd(again.id(), {{"c", 0.4}});
+    REQUIRE(judged.anomalous_nodes_size() == 1);
+    CHECK(judged.anomalous_nodes(0) == "c");
+    REQUIRE(f.cordon->cordoned.size() == 1);
+    CHECK(f.cordon->cordoned[0].first == "c");
+    CHECK(f.scheduler->nodes["c"].admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
+    CHECK(f.cordon->uncordoned.empty());
+  }
+}
+
+TEST_CASE(
+    "a sweep's neighbours: other users' runs on its nodes, seen at any look, until forgotten") {
+  auto runs = std::make_shared<FakeRuns>();
+  const auto run = [](const std::string& name, const std::string& user, const std::string& node) {
+    v1::Run r;
+    r.set_name(name);
+    r.set_user(user);
+    r.add_nodes()->set_node_name(node);
+    return r;
+  };
+  v1::Sweep s;
+  s.set_id("s1");
+  s.set_run_name("gpt");  // alice's run, whose MFU dropped
+  s.add_node_names("a");
+  s.add_node_names("b");
+  runs->running = {run("gpt", "alice", "a"), run("alice-eval", "alice", "b"),
+                   run("bobs", "bob", "b"), run("elsewhere", "carol", "z")};
+  SweepNeighbours neighbours(runs);
+  neighbours.Observe(s);
+  runs->running.clear();  // gone by the verdict: still seen
+  CHECK(neighbours.On(s, "a").empty());
+  CHECK(neighbours.On(s, "b") == std::set<std::string>{"bobs (bob)"});
+  neighbours.Forget("s1");
+  CHECK(neighbours.On(s, "b").empty());
 }
 
 }  // namespace

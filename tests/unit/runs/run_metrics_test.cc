@@ -123,6 +123,28 @@ TEST_CASE("reports become the run's history with each resumption marked with its
   CHECK(absl::IsNotFound(f.Metrics(f.alice, 7).status()));
 }
 
+TEST_CASE("a node's report of a step the attempt passed never moves the run's progress back") {
+  MetricsFixture f;
+  f.Start(0);
+  REQUIRE(f.Report(0, 220, 3.0).ok());
+  REQUIRE(f.Report(0, 210, 3.1).ok());  // another node's, sent a moment before
+  v1::GetRunRequest get;
+  get.set_name(f.run.name());
+  v1::GetRunResponse got;
+  REQUIRE(f.manager.GetRun(f.alice, get, &got).ok());
+  CHECK(got.run().progress().step() == 220);
+  CHECK(got.run().progress().loss() == 3.0);
+  REQUIRE(f.Report(0, 230, 2.9).ok());
+  REQUIRE(f.manager.GetRun(f.alice, get, &got).ok());
+  CHECK(got.run().progress().step() == 230);
+  // A new attempt starts again from its checkpoint's step: that is its progress.
+  f.Record(f.run, 0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  f.Start(1);
+  REQUIRE(f.Report(1, 200, 3.0).ok());
+  REQUIRE(f.manager.GetRun(f.alice, get, &got).ok());
+  CHECK(got.run().progress().step() == 200);
+}
+
 TEST_CASE("a run's metrics are for its owner and for operators and Tessera to read") {
   MetricsFixture f;
   f.Start(0);
