@@ -52,6 +52,8 @@ grpc::Status Serve(auth::Authenticator& authenticator, grpc::ServerContext* cont
     return answered;
   };
   if (auto allowed = auth::CheckRpcRole(method, rule, *who); !allowed.ok()) return answer(allowed);
+  // Before the handler reads anything: one user's flood of calls costs the database nothing.
+  if (auto charged = authenticator.ChargeCall(*who); !charged.ok()) return answer(charged);
   // A person's call may not use the connections kept for the control plane, nor may a service's
   // call made for a person (the scheduler reading runs for `mcli util`).
   store::TrafficScope traffic(who->is_system() && !auth::ForAPerson(*context)

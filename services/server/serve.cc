@@ -107,6 +107,14 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                  "it a stream is refused, naming this limit (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1'000'000));
+  double max_calls_per_user_per_second = auth::Authenticator::kDefaultCallsPerUserPerSecond;
+  app.add_option("--max-calls-per-user-per-second", max_calls_per_user_per_second,
+                 "calls one user may make a second in each service, ten seconds' worth at "
+                 "once; past it a call is refused (RESOURCE_EXHAUSTED, naming this flag and when "
+                 "to call again) before anything is read; operators and admins are not held to "
+                 "it (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
   int max_stream_lifetime_seconds = 1800;
   app.add_option("--max-stream-lifetime-seconds", max_stream_lifetime_seconds,
                  "how long a person's log follow or watch stays open: then it ends with "
@@ -372,6 +380,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   f.service_call_timeout = absl::Seconds(service_call_timeout_seconds);
   f.authenticator->set_max_streams_per_user(max_streams_per_user);
   f.authenticator->set_max_stream_lifetime(absl::Seconds(max_stream_lifetime_seconds));
+  f.authenticator->set_max_calls_per_user_per_second(max_calls_per_user_per_second);
   f.authenticator->set_max_unknown_keys_per_address(max_unknown_keys_per_address);
   auto keys = auth::SystemKeys::Create(f.stores.api_keys, clock, parts.binary,
                                        absl::Minutes(system_key_lifetime_minutes));

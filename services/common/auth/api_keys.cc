@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/timestamps.h"
 #include "services/common/auth/peer_identity.h"
 #include "services/store/traffic_class.h"
@@ -76,7 +77,8 @@ Authenticator::Authenticator(std::shared_ptr<store::ApiKeyStore> keys, std::shar
       clock_(std::move(clock)),
       cache_ttl_(cache_ttl),
       audit_(std::move(audit)),
-      unknown_keys_(clock_, kDefaultUnknownKeysPerSecond) {}
+      unknown_keys_(clock_, kDefaultUnknownKeysPerSecond),
+      calls_(clock_, 0, 0) {}
 
 Authenticator::~Authenticator() {
   {
@@ -133,6 +135,17 @@ Authenticator::CacheEntry Authenticator::EntryFor(const store::ApiKeyRecord* rec
     if (record->key.has_expires_at()) entry.key_expires = FromProtoTime(record->key.expires_at());
   }
   return entry;
+}
+
+absl::Status Authenticator::ChargeCall(const Principal& who) {
+  if (!who.is_person() || who.may_operate_nodes()) return absl::OkStatus();
+  const absl::Duration wait = calls_.TrySpend(who.user);
+  if (wait == absl::ZeroDuration()) return absl::OkStatus();
+  const double rate = calls_.per_second();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "user %s called faster than this service allows one user (%g calls a second, %g at once: "
+      "tessera-server --max-calls-per-user-per-second %g); call again in %.1f s",
+      who.user, rate, rate * 10, rate, std::max(absl::ToDoubleSeconds(wait), 0.1)));
 }
 
 absl::Status Authenticator::AcquireStream(const std::string& user) {

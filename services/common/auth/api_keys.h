@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "base/clock.h"
+#include "base/rate_budgets.h"
 #include "services/common/auth/audit_log.h"
 #include "services/common/auth/peer_identity.h"
 #include "services/common/auth/principal.h"
@@ -48,6 +49,7 @@ absl::StatusOr<std::string> BearerToken(const std::string& header_value);
 class Authenticator {
  public:
   static constexpr double kDefaultUnknownKeysPerSecond = 10;
+  static constexpr double kDefaultCallsPerUserPerSecond = 200;
 
   // Lookups are cached for `cache_ttl` so that a busy client does not cost a database query per
   // call; a revoked key stops working within that time.
@@ -88,6 +90,17 @@ class Authenticator {
   absl::StatusOr<absl::Time> Revalidate(const std::string& key_hash);
   // The time Revalidate's answers are on.
   absl::Time Now() const { return clock_->Now(); }
+
+  // Calls one user (a person of role user: operators and admins, nodes and services are not
+  // held to it) may make a second in this process, ten seconds' worth at once; 0 (until set):
+  // no limit. The servers set kDefaultCallsPerUserPerSecond unless told otherwise.
+  void set_max_calls_per_user_per_second(double per_second) {
+    calls_.Reset(per_second, per_second * 10);
+  }
+  // Counts one call of `who` (Serve does, once the role is checked and before the handler runs,
+  // so a refused call reads nothing); RESOURCE_EXHAUSTED naming the limit and when to call again
+  // past it.
+  absl::Status ChargeCall(const Principal& who);
 
   // Streams a person may hold open at once in this process (follows, watches, shells; a
   // stream of the REST gateway's is one of its caller's). Zero: no limit.
@@ -134,6 +147,7 @@ class Authenticator {
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, CacheEntry> cache_ ABSL_GUARDED_BY(mu_);
   UnknownKeyLimiter unknown_keys_;
+  RateBudgets calls_;
 
   std::atomic<int> max_streams_per_user_{256};
   absl::Mutex streams_mu_;

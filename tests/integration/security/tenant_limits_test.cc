@@ -298,5 +298,36 @@ compute:
   CHECK(absl::StrContains(submitted.output, "COMPLETED"));
 }
 
+TEST_CASE(
+    "attack: one user calls as fast as the server answers, every call a database read, "
+    "and is held to a rate; others are not",
+    "[security]") {
+  LocalCluster c({"--max-calls-per-user-per-second", "2"});  // 20 at once
+  Client mallory(c.server.endpoint(), CreateKey(c.database_url, "mallory", "user"));
+  Client bob(c.server.endpoint(), CreateKey(c.database_url, "bob", "user"));
+  int served = 0;
+  grpc::Status refused;
+  for (int i = 0; i < 60 && refused.ok(); ++i) {
+    v1::ListRunsResponse listed;
+    const grpc::Status st =
+        mallory.runs->ListRuns(mallory.Ctx().get(), v1::ListRunsRequest(), &listed);
+    if (st.ok())
+      ++served;
+    else
+      refused = st;
+  }
+  INFO(refused.error_message());
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(absl::StrContains(refused.error_message(), "--max-calls-per-user-per-second 2"));
+  CHECK(served >= 20);
+  CHECK(served < 60);
+  // Bob and the admin are served meanwhile.
+  v1::ListRunsResponse listed;
+  CHECK(bob.runs->ListRuns(bob.Ctx().get(), v1::ListRunsRequest(), &listed).ok());
+  for (int i = 0; i < 30; ++i) {
+    REQUIRE(c.client->runs->ListRuns(c.client->Ctx().get(), v1::ListRunsRequest(), &listed).ok());
+  }
+}
+
 }  // namespace
 }  // namespace tessera::testing

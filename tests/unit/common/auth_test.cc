@@ -272,6 +272,30 @@ TEST_CASE("an expired key stops working at its expiry, a lifetime under a minute
   CHECK(absl::IsInvalidArgument(f.admin.CreateApiKey(f.root, req, &resp)));
 }
 
+TEST_CASE("a user's calls past their rate are refused, others', operators' and services' are not") {
+  KeyFixture f;
+  CHECK(f.auth.ChargeCall(Principal{"alice", v1::ROLE_USER}).ok());  // no limit until set
+  f.auth.set_max_calls_per_user_per_second(5);                       // 50 at once
+  const Principal alice{"alice", v1::ROLE_USER};
+  for (int i = 0; i < 50; ++i) REQUIRE(f.auth.ChargeCall(alice).ok());
+  const absl::Status refused = f.auth.ChargeCall(alice);
+  CHECK(absl::IsResourceExhausted(refused));
+  CHECK(refused.message() ==
+        "user alice called faster than this service allows one user (5 calls a second, 50 at "
+        "once: tessera-server --max-calls-per-user-per-second 5); call again in 0.2 s");
+  CHECK(f.auth.ChargeCall(Principal{"bob", v1::ROLE_USER}).ok());
+  for (const auto& exempt :
+       {Principal{"ops", v1::ROLE_OPERATOR}, Principal{"root", v1::ROLE_ADMIN},
+        Principal{"tessera-scheduler", v1::ROLE_SYSTEM}, Principal{"node", v1::ROLE_NODE, "n1"}}) {
+    for (int i = 0; i < 100; ++i) REQUIRE(f.auth.ChargeCall(exempt).ok());
+  }
+  f.clock->Advance(absl::Milliseconds(200));  // one more
+  CHECK(f.auth.ChargeCall(alice).ok());
+  CHECK(absl::IsResourceExhausted(f.auth.ChargeCall(alice)));
+  f.auth.set_max_calls_per_user_per_second(0);
+  CHECK(f.auth.ChargeCall(alice).ok());
+}
+
 TEST_CASE("a key revoked while its stream is open ends the stream, never waiting for the store") {
   KeyFixture f;
   const auto key = f.Create(KeyFor("node-1", v1::ROLE_NODE, "node-1"));
