@@ -224,6 +224,14 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
   std::vector<std::string> sweep_nodes = {req.node_name()};
   auto nodes = NodesByName();
   auto running = runs_->ListRunning();
+  // The sweep is for the hung run: its next attempt, which may start on the node before the
+  // verdict, is no neighbour whose presence defers it (sweep_neighbours.h).
+  std::string run_name;
+  if (running.ok()) {
+    for (const auto& r : *running) {
+      if (r.id() == req.run_id()) run_name = r.name();
+    }
+  }
   if (nodes.ok() && running.ok()) {
     std::set<std::string> busy = {req.node_name()};
     for (const auto& r : *running) {
@@ -231,8 +239,8 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
     }
     for (auto& peer : IdlePeers(*nodes, busy)) sweep_nodes.push_back(std::move(peer));
   }
-  auto sweep =
-      CreateSweep(v1::SWEEP_TRIGGER_HANG, sweep_nodes, "tessera-health", "", req.node_name(), what);
+  auto sweep = CreateSweep(v1::SWEEP_TRIGGER_HANG, sweep_nodes, "tessera-health", run_name,
+                           req.node_name(), what);
   evict.set_detail(sweep.ok() ? absl::StrCat(what, "; node checked by sweep ", sweep->id()) : what);
   if (!sweep.ok()) {
     spdlog::warn("no sweep of {} after its hang: {}", req.node_name(), sweep.status().ToString());

@@ -1,6 +1,8 @@
 #include "services/common/service_host.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/service_type.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -94,6 +96,12 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
   all.push_back(*std::move(metrics_factory));
   for (auto& i : interceptors) all.push_back(std::move(i));
 
+  // The standard gRPC health service (grpc.health.v1.Health: load balancers' and orchestrators'
+  // probes; SERVING until shutdown) and server reflection (grpc.reflection.v1alpha: grpcurl and
+  // Postman list and call the API without its .proto files). Neither carries a key: what they
+  // say is that the process serves, and the API's own shape.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   ApplyTransportSettings(builder);
   builder.AddListeningPort(options.grpc_listen, tls::ServerCredentials(options.tls),
@@ -133,6 +141,8 @@ std::shared_ptr<grpc::Channel> ServiceHost::InProcessChannel() {
 
 void ServiceHost::Shutdown() {
   if (server_) {
+    // Probes hear NOT_SERVING while the calls in flight finish.
+    if (auto* health = server_->GetHealthCheckService()) health->Shutdown();
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     // Their queues go before the server: its own requests on them refer to it.
     for (auto* a : async_) a->Stop();

@@ -420,5 +420,46 @@ TEST_CASE(
   CHECK(neighbours.On(s, "b").empty());
 }
 
+TEST_CASE(
+    "the hung run's own next attempt is no neighbour of its node's sweep, another user's is") {
+  Fixture f;
+  for (const auto& n : {"h1", "h2", "h3", "h4"}) f.scheduler->Add(n);
+  const auto run = [](const std::string& id, const std::string& user) {
+    v1::Run r;
+    r.set_id(id);
+    r.set_name("name-of-" + id);
+    r.set_user(user);
+    r.add_nodes()->set_node_name("h2");
+    return r;
+  };
+  f.runs->running = {run("run-9", "alice")};
+  v1::ReportRankHangRequest req;
+  req.set_run_id("run-9");
+  req.set_rank(1);
+  req.set_node_name("h2");
+  v1::ReportRankHangResponse resp;
+  REQUIRE(f.handler->ReportRankHang(kSystem, req, &resp).ok());
+  v1::ListSweepsResponse sweeps;
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
+  REQUIRE(sweeps.sweeps_size() == 1);
+  const v1::Sweep s = sweeps.sweeps(0);
+  CHECK(s.run_name() == "name-of-run-9");
+  // Requeued, its next attempt lands on h2 again before the verdict.
+  SECTION("alone: the verdict stands") {
+    const v1::Sweep done = f.RunToEnd(s.id(), {{"h2", 0.3}});
+    REQUIRE(done.anomalous_nodes_size() == 1);
+    CHECK(f.cordon->cordoned.at(0).first == "h2");
+    CHECK(f.cordon->drained.empty());
+  }
+  SECTION("beside bob's run: deferred") {
+    f.runs->running.push_back(run("bobs", "bob"));
+    const v1::Sweep done = f.RunToEnd(s.id(), {{"h2", 0.3}});
+    CHECK(done.anomalous_nodes_size() == 0);
+    CHECK(f.cordon->cordoned.empty());
+    REQUIRE(f.cordon->drained.size() == 1);
+    CHECK(absl::StrContains(f.cordon->drained[0].second, "name-of-bobs (bob)"));
+  }
+}
+
 }  // namespace
 }  // namespace tessera::health
