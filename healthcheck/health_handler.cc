@@ -28,7 +28,8 @@ HealthHandler::HealthHandler(std::shared_ptr<store::HealthStore> store,
       config_(std::move(config)),
       metrics_(registry ? std::make_unique<HealthMetrics>(*registry) : nullptr),
       watch_(config_.watch),
-      neighbours_(runs_) {}
+      neighbours_(runs_),
+      deferred_(cordon_, metrics_.get()) {}
 
 absl::StatusOr<std::map<std::string, v1::Node>> HealthHandler::NodesByName() {
   TESSERA_ASSIGN_OR_RETURN(auto nodes, scheduler_->ListNodes());
@@ -237,7 +238,8 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
     for (const auto& r : *running) {
       for (const auto& n : r.nodes()) busy.insert(n.node_name());
     }
-    for (auto& peer : IdlePeers(*nodes, busy)) sweep_nodes.push_back(std::move(peer));
+    for (auto& peer : IdlePeers(*nodes, busy, config_.max_peers))
+      sweep_nodes.push_back(std::move(peer));
   }
   auto sweep = CreateSweep(v1::SWEEP_TRIGGER_HANG, sweep_nodes, "tessera-health", run_name,
                            req.node_name(), what);

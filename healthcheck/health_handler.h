@@ -24,6 +24,7 @@
 #include "base/clock.h"
 #include "base/random.h"
 #include "healthcheck/anomaly.h"
+#include "healthcheck/deferred_verdicts.h"
 #include "healthcheck/health_clients.h"
 #include "healthcheck/health_metrics.h"
 #include "healthcheck/run_watch.h"
@@ -35,12 +36,6 @@
 #include "tessera/v1/health.grpc.pb.h"
 
 namespace tessera::health {
-
-// The prefix of the reasons the health API cordons with (so it knows which nodes it may return).
-inline constexpr char kCordonReasonPrefix[] = "health: ";
-// The prefix of a sweep's findings that were not acted on because other tenants' runs shared the
-// node while it was measured ("deferred: NODE: ..."; the node was drained instead).
-inline constexpr char kDeferredPrefix[] = "deferred: ";
 
 struct HealthConfig {
   CanaryConfig canary;
@@ -112,12 +107,11 @@ class HealthHandler {
   // A sweep that left nodes inconclusive starts one follow-up sweep of the same nodes.
   void FollowUp(v1::Sweep& finished);
   // Takes out the anomalous nodes not yet taken out by this sweep, recording them in it; a node
-  // that other tenants' runs shared while it was measured is drained instead (sweep_neighbours.h)
-  // and its finding recorded as deferred.
+  // that other tenants' runs shared while it was measured is drained instead (sweep_neighbours.h,
+  // DeferredVerdicts::Defer).
   void Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies);
   // Drained nodes whose verdict was deferred are swept again, with idle peers, once nothing runs
-  // on them; a node that passes returns to service (MaybeReturnToService), one that fails is
-  // taken out on its own measurements.
+  // on them (DeferredVerdicts::Remeasure, every run_watch_interval).
   void RemeasureDrained(const std::vector<v1::Sweep>& running_sweeps);
   // Cordons the node (unless it is already) and evicts its runs.
   void TakeOutOfService(const std::string& node, const std::string& reason,
@@ -131,9 +125,6 @@ class HealthHandler {
                       const std::vector<std::vector<std::string>>& groups, int pass,
                       std::vector<v1::HealthCheckResult>& results);
   absl::StatusOr<std::map<std::string, v1::Node>> NodesByName();
-  // Online, schedulable nodes that run nothing (up to max_peers): what a suspect is compared with.
-  std::vector<std::string> IdlePeers(const std::map<std::string, v1::Node>& nodes,
-                                     const std::set<std::string>& busy) const;
   std::string NewSweepId();
 
   std::shared_ptr<store::HealthStore> store_;
@@ -152,6 +143,7 @@ class HealthHandler {
   absl::Time next_scheduled_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time next_remeasure_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   SweepNeighbours neighbours_;
+  DeferredVerdicts deferred_;
   absl::Mutex tick_mu_;  // one Tick at a time
   mutable absl::Mutex plans_mu_;
   mutable std::map<std::string, ConfirmationPlan> finished_plans_ ABSL_GUARDED_BY(plans_mu_);

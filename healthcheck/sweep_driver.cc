@@ -335,26 +335,9 @@ void HealthHandler::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anom
         sweep.anomalous_nodes().end()) {
       continue;  // taken out at an earlier stage
     }
-    const std::string deferred = absl::StrCat(kDeferredPrefix, a.node, ":");
-    if (std::any_of(sweep.findings().begin(), sweep.findings().end(),
-                    [&](const std::string& f) { return absl::StartsWith(f, deferred); })) {
-      continue;  // deferred at an earlier stage
-    }
+    if (DeferredVerdicts::DeferredIn(sweep, a.node)) continue;  // at an earlier stage
     if (const std::set<std::string> others = neighbours_.On(sweep, a.node); !others.empty()) {
-      // Evicting every tenant on a node because of what one of them may have done to the
-      // measurement is what a neighbour must not be able to cause: nothing new goes there, and
-      // it is measured again once idle.
-      const std::string why =
-          absl::StrCat(a.finding, "; measured while ", absl::StrJoin(others, ", "),
-                       " ran on it: drained until it is measured idle");
-      sweep.add_findings(absl::StrCat(kDeferredPrefix, why));
-      if (metrics_) metrics_->Deferred(a.verdict);
-      spdlog::warn("health: sweep {}: {}", sweep.id(), why);
-      if (auto st = cordon_->Drain(
-              a.node, absl::StrCat(kCordonReasonPrefix, "sweep ", sweep.id(), ": ", why));
-          !st.ok()) {
-        spdlog::error("health: draining {} failed: {}", a.node, st.ToString());
-      }
+      deferred_.Defer(sweep, a, others);
       continue;
     }
     sweep.add_anomalous_nodes(a.node);
@@ -404,70 +387,23 @@ void HealthHandler::RemeasureDrained(const std::vector<v1::Sweep>& running_sweep
     next_remeasure_ = now + config_.run_watch_interval;
   }
   auto nodes = NodesByName();
-  if (!nodes.ok()) return;
-  std::vector<std::string> drained;
-  for (const auto& [name, n] : *nodes) {
-    if (n.liveness() == v1::NODE_LIVENESS_ONLINE &&
-        n.admin_state() == v1::NODE_ADMIN_STATE_DRAINING &&
-        absl::StartsWith(n.status_reason(), kCordonReasonPrefix)) {
-      drained.push_back(name);
-    }
-  }
-  if (drained.empty()) return;
   auto running = runs_->ListRunning();
-  if (!running.ok()) return;
-  std::set<std::string> busy;
-  for (const auto& r : *running) {
-    for (const auto& n : r.nodes()) busy.insert(n.node_name());
-  }
-  for (const auto& s : running_sweeps) {
-    if (s.state() != v1::SWEEP_STATE_RUNNING) continue;
-    busy.insert(s.node_names().begin(), s.node_names().end());  // being measured now
-  }
-  for (const std::string& node : drained) {
-    if (busy.count(node)) continue;
-    std::vector<std::string> sweep_nodes = {node};
-    for (auto& peer : IdlePeers(*nodes, busy)) sweep_nodes.push_back(std::move(peer));
-    auto sweep =
-        CreateSweep(v1::SWEEP_TRIGGER_SCHEDULED, sweep_nodes, "tessera-health", "", node,
-                    absl::StrCat("measuring ", node, " again now that it is idle (drained: ",
-                                 nodes->at(node).status_reason(), ")"));
-    if (!sweep.ok()) {
-      spdlog::warn("health: no sweep of drained {}: {}", node, sweep.status().ToString());
-      continue;
-    }
-    busy.insert(sweep->node_names().begin(), sweep->node_names().end());
-  }
+  if (!nodes.ok() || !running.ok()) return;
+  deferred_.Remeasure(*nodes, *running, running_sweeps, config_.max_peers,
+                      [&](const std::vector<std::string>& sweep_nodes, const std::string& node,
+                          const std::string& detail) {
+                        return CreateSweep(v1::SWEEP_TRIGGER_SCHEDULED, sweep_nodes,
+                                           "tessera-health", "", node, detail);
+                      });
 }
 
 void HealthHandler::MaybeReturnToService(const v1::Sweep& finished) {
-  auto drained = NodesByName();
-  if (drained.ok()) {
-    // A node drained on a deferred verdict returns once a sweep measured it idle and it passed.
-    for (const auto& name : finished.node_names()) {
-      auto it = drained->find(name);
-      if (it == drained->end() || it->second.admin_state() != v1::NODE_ADMIN_STATE_DRAINING ||
-          !absl::StartsWith(it->second.status_reason(), kCordonReasonPrefix)) {
-        continue;
-      }
-      const auto& bad = finished.anomalous_nodes();
-      const auto& unsure = finished.inconclusive_nodes();
-      const std::string deferred = absl::StrCat(kDeferredPrefix, name, ":");
-      if (std::find(bad.begin(), bad.end(), name) != bad.end() ||
-          std::find(unsure.begin(), unsure.end(), name) != unsure.end() ||
-          std::any_of(finished.findings().begin(), finished.findings().end(),
-                      [&](const std::string& f) { return absl::StartsWith(f, deferred); })) {
-        continue;
-      }
-      auto st = cordon_->Uncordon(name, absl::StrCat(kCordonReasonPrefix, "sweep ", finished.id(),
-                                                     " measured it idle and it passed"));
-      if (st.ok()) spdlog::info("health: {} returned to service: passed idle", name);
-    }
-  }
-  if (config_.uncordon_after_passes <= 0) return;
   auto nodes = NodesByName();
+  if (!nodes.ok()) return;
+  deferred_.ReturnPassed(finished, *nodes);
+  if (config_.uncordon_after_passes <= 0) return;
   auto sweeps = store_->ListSweeps(500);
-  if (!nodes.ok() || !sweeps.ok()) return;
+  if (!sweeps.ok()) return;
   for (const auto& name : finished.node_names()) {
     auto it = nodes->find(name);
     if (it == nodes->end() || it->second.admin_state() != v1::NODE_ADMIN_STATE_CORDONED ||
@@ -493,19 +429,6 @@ void HealthHandler::MaybeReturnToService(const v1::Sweep& finished) {
         spdlog::info("health: {} returned to service after {} passing sweeps", name, passes);
     }
   }
-}
-
-std::vector<std::string> HealthHandler::IdlePeers(const std::map<std::string, v1::Node>& nodes,
-                                                  const std::set<std::string>& busy) const {
-  std::vector<std::string> peers;
-  for (const auto& [name, n] : nodes) {
-    if (static_cast<int>(peers.size()) >= config_.max_peers) break;
-    if (n.liveness() == v1::NODE_LIVENESS_ONLINE &&
-        n.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE && !busy.count(name)) {
-      peers.push_back(name);
-    }
-  }
-  return peers;
 }
 
 void HealthHandler::ScheduleSweeps() {
@@ -565,7 +488,8 @@ void HealthHandler::WatchRuns() {
       if (run.name() != t.run_name) continue;
       for (const auto& n : run.nodes()) sweep_nodes.push_back(n.node_name());
     }
-    for (auto& peer : IdlePeers(*nodes, busy)) sweep_nodes.push_back(std::move(peer));
+    for (auto& peer : IdlePeers(*nodes, busy, config_.max_peers))
+      sweep_nodes.push_back(std::move(peer));
     auto sweep =
         CreateSweep(t.trigger, sweep_nodes, "tessera-health", t.run_name, t.suspect_node, t.reason);
     if (!sweep.ok())

@@ -120,6 +120,19 @@ std::vector<CanaryDispatch> AllReducePhase(const std::string& sweep_id,
   return out;
 }
 
+std::vector<std::string> IdlePeers(const std::map<std::string, v1::Node>& nodes,
+                                   const std::set<std::string>& busy, int max_peers) {
+  std::vector<std::string> peers;
+  for (const auto& [name, n] : nodes) {
+    if (static_cast<int>(peers.size()) >= max_peers) break;
+    if (n.liveness() == v1::NODE_LIVENESS_ONLINE &&
+        n.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE && !busy.count(name)) {
+      peers.push_back(name);
+    }
+  }
+  return peers;
+}
+
 int ExpectedResults(const std::vector<std::string>& nodes) {
   int members = 0;
   for (const auto& g : RingPairs(nodes)) members += static_cast<int>(g.size());

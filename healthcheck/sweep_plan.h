@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct CanaryConfig {
   std::vector<int64_t> gpu_payload_bytes = {1 << 20, 16 << 20, 256 << 20, 1 << 30};
   absl::Duration allreduce_timeout = absl::Seconds(60);
 };
+
+// Up to `max_peers` online, schedulable nodes not in `busy`: what a suspect is compared with.
+std::vector<std::string> IdlePeers(const std::map<std::string, v1::Node>& nodes,
+                                   const std::set<std::string>& busy, int max_peers);
 
 // The sweep's nodes in neighbour order.
 std::vector<v1::Node> NeighbourOrder(std::vector<v1::Node> nodes);

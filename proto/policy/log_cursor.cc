@@ -35,6 +35,33 @@ absl::StatusOr<LogCursorPositions> ReadLogCursor(const v1::LogCursor& cursor) {
   return positions;
 }
 
+absl::StatusOr<std::optional<LogCursorPositions>> ReadResume(const v1::GetLogsRequest& req) {
+  if (!req.has_resume()) return std::nullopt;
+  if (req.previous() ||
+      (req.has_resumption_index() && req.resumption_index() != req.resume().resumption_index())) {
+    return absl::InvalidArgumentError(
+        "resume: the cursor names the attempt; give no previous, and no other resumption_index");
+  }
+  if (req.tail() > 0 || req.first_exception()) {
+    return absl::InvalidArgumentError(
+        "resume: cannot be combined with tail or first_exception (a resumed follow goes on after "
+        "the cursor)");
+  }
+  return ReadLogCursor(req.resume());
+}
+
+v1::LogCursor MakeLogCursor(int32_t resumption, const LogCursorPositions& positions) {
+  v1::LogCursor cursor;
+  cursor.set_resumption_index(resumption);
+  for (const auto& [key, next] : positions) {
+    v1::LogCursor::Position* p = cursor.add_positions();
+    p->set_rank(key.first);
+    p->set_stream(static_cast<v1::LogStream>(key.second));
+    p->set_next_sequence(next);
+  }
+  return cursor;
+}
+
 void LogCursorKeeper::Received(const v1::LogLine& line) {
   if (resumption_ != line.resumption_index()) {
     resumption_ = line.resumption_index();
@@ -56,15 +83,7 @@ void LogCursorKeeper::Started(const v1::LogCursor& start) {
 }
 
 v1::LogCursor LogCursorKeeper::Cursor() const {
-  v1::LogCursor cursor;
-  cursor.set_resumption_index(resumption_.value_or(0));
-  for (const auto& [key, next] : next_) {
-    v1::LogCursor::Position* p = cursor.add_positions();
-    p->set_rank(key.first);
-    p->set_stream(static_cast<v1::LogStream>(key.second));
-    p->set_next_sequence(next);
-  }
-  return cursor;
+  return MakeLogCursor(resumption_.value_or(0), next_);
 }
 
 }  // namespace tessera

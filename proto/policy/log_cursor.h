@@ -1,7 +1,8 @@
 #pragma once
-// A follow's cursor (v1::LogCursor): kept by a client from the lines it received (mcli), read by the log service to go on where a follow ended without a
-// line twice or a line lost. Positions are sequences, never times: a lagging node's lines carry
-// times before lines already shown, so a time cannot say what was received.
+// A follow's cursor (v1::LogCursor): kept by a client from the lines it received (mcli), read by
+// the log service to go on where a follow ended without a line twice or a line lost. Positions are
+// sequences, never times: a lagging node's lines carry times before lines already shown, so a time
+// cannot say what was received.
 
 #include <cstdint>
 #include <map>
@@ -22,6 +23,14 @@ using LogCursorPositions = std::map<std::pair<int32_t, int32_t>, int64_t>;
 // The positions of a cursor; INVALID_ARGUMENT naming the field for a negative attempt, rank or
 // sequence, an unknown stream, a position given twice or too many.
 absl::StatusOr<LogCursorPositions> ReadLogCursor(const v1::LogCursor& cursor);
+
+// A request's `resume`: its positions, or none without one. INVALID_ARGUMENT for what
+// ReadLogCursor refuses, and for a cursor given with tail, first_exception, previous or another
+// resumption_index (the first request chose the attempt and what to skip).
+absl::StatusOr<std::optional<LogCursorPositions>> ReadResume(const v1::GetLogsRequest& req);
+
+// The cursor of `positions` in attempt `resumption`.
+v1::LogCursor MakeLogCursor(int32_t resumption, const LogCursorPositions& positions);
 
 // What a client received of one attempt, as a cursor.
 class LogCursorKeeper {

@@ -261,20 +261,6 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
   if (req.failed() && (req.has_rank() || req.has_node_rank())) {
     return absl::InvalidArgumentError("failed: cannot be combined with rank or node_rank");
   }
-  if (req.has_resume()) {
-    // The first request chose the attempt and what to skip; a resumed one goes on from there.
-    if (req.previous() ||
-        (req.has_resumption_index() && req.resumption_index() != req.resume().resumption_index())) {
-      return absl::InvalidArgumentError(
-          "resume: the cursor names the attempt; give no previous, and no other "
-          "resumption_index");
-    }
-    if (req.tail() > 0 || req.first_exception()) {
-      return absl::InvalidArgumentError(
-          "resume: cannot be combined with tail or first_exception (a resumed follow goes on "
-          "after the cursor)");
-    }
-  }
   auto desc = runs_->DescribeRun(req.run_name());
   if (!desc.ok()) return desc.status();
   const v1::Run& run = desc->run();
@@ -347,10 +333,7 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
     return absl::InvalidArgumentError(
         "first_exception: cannot be combined with since, until or grep");
   }
-  std::optional<LogCursorPositions> resume;
-  if (req.has_resume()) {
-    TESSERA_ASSIGN_OR_RETURN(resume, ReadLogCursor(req.resume()));
-  }
+  TESSERA_ASSIGN_OR_RETURN(const std::optional<LogCursorPositions> resume, ReadResume(req));
   TESSERA_ASSIGN_OR_RETURN(Target t, Resolve(who, req));
   if (req.first_exception()) return SendFirstException(t, unfiltered_send);
   const auto send = [&](const v1::LogLine& l) { return !filter.Matches(l) || unfiltered_send(l); };
@@ -404,15 +387,7 @@ absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
     return absl::OkStatus();
   }
   if (send_start && !resume && !reader.positions().empty()) {
-    v1::LogCursor start;
-    start.set_resumption_index(t.resumption);
-    for (const auto& [key, next] : reader.positions()) {
-      v1::LogCursor::Position* p = start.add_positions();
-      p->set_rank(key.first);
-      p->set_stream(static_cast<v1::LogStream>(key.second));
-      p->set_next_sequence(next);
-    }
-    if (!send_start(start)) return absl::OkStatus();
+    if (!send_start(MakeLogCursor(t.resumption, reader.positions()))) return absl::OkStatus();
   }
   if (send_packed && filter.empty()) reader.KeepPacked();
   return Follow(t, reader, send, send_packed, done, flush);
