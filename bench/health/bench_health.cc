@@ -13,12 +13,17 @@
 // Prints how often the slow node was found in its sweep and within two (the follow-up), how
 // often a healthy node was condemned (targets: 100%, 100% within two, never), the measurements
 // each sweep needed and its duration; and, on the same first measurements, what one sweep's
-// figures alone would have decided (the rules before confirmation).
+// figures alone would have decided (the rules before confirmation). The same tally every 10
+// sweeps, and when the run is stopped by SIGINT or SIGTERM (its sweeps so far).
 //
 // --load N adds N threads that each spin and rest for random spans of 0.2-2 s: a neighbour on the
 // machine whose demand comes and goes.
 //
 //   bench_health [--sweeps N] [--nodes N] [--slow FACTOR] [--seconds S] [--threads T] [--load N]
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -26,6 +31,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -207,9 +213,60 @@ double At(std::vector<double> v, double q) {
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
+// What the targets are judged on, over the sweeps done so far: printed every 10 sweeps, at the
+// end, and when the run is stopped by SIGINT or SIGTERM (a long run cut short still counts).
+struct Tally {
+  int sweeps_done = 0, follow_ups = 0;
+  int found_first = 0, found_within_two = 0, false_condemnations = 0;
+  int single_found = 0, single_false = 0, healthy_inconclusive = 0;
+  std::vector<double> measurements, durations, fractions;
+
+  void Print(int nodes, int slow_node, double slow, const Bench& b, int load,
+             double elapsed) const {
+    if (sweeps_done == 0) {
+      std::printf("no sweep finished (%.0f s)\n", elapsed);
+      return;
+    }
+    const int healthy = sweeps_done * (nodes - 1);
+    std::printf(
+        "%d sweeps of %d nodes (and %d follow-ups), node-%d at %.0f%% speed, %.1f s each "
+        "measurement on %s, beside %d load thread(s) (%.0f s):\n",
+        sweeps_done, nodes, follow_ups, slow_node, 100 * slow, b.seconds,
+        b.threads == 0 ? "every core" : absl::StrCat(b.threads, " thread(s)").c_str(), load,
+        elapsed);
+    std::printf(
+        "  slow node found in its sweep: %d/%d = %.1f%%; within two sweeps: %d/%d = %.1f%% "
+        "(target 100%%)\n",
+        found_first, sweeps_done, 100.0 * found_first / sweeps_done, found_within_two, sweeps_done,
+        100.0 * found_within_two / sweeps_done);
+    std::printf("  healthy nodes condemned: %d of %d = %.2f%% (target 0); left inconclusive: %d\n",
+                false_condemnations, healthy, 100.0 * false_condemnations / healthy,
+                healthy_inconclusive);
+    std::printf("  measurements per sweep: median %.0f, max %.0f (%d without confirmation)\n",
+                At(measurements, 0.5), At(measurements, 1.0), 2 * nodes);
+    std::printf(
+        "  sweep duration: median %.1f s, max %.1f s (%.1f s of measuring without "
+        "confirmation)\n",
+        At(durations, 0.5), At(durations, 1.0), 2 * nodes * b.seconds);
+    std::printf(
+        "  one sweep's figures alone (the rules before confirmation): slow node found "
+        "%d/%d, healthy condemned %d of %d\n",
+        single_found, sweeps_done, single_false, healthy);
+    std::printf("  the slow node's first measurements: %.2f-%.2f of the median (median %.2f)\n",
+                At(fractions, 0), At(fractions, 1), At(fractions, 0.5));
+    std::fflush(stdout);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // SIGINT and SIGTERM are taken by a thread of their own (below), which prints the tally.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   int sweeps = 100, nodes = 8;
   Bench b;  // its seconds and threads come from the flags
   int load = 0;
@@ -259,39 +316,55 @@ int main(int argc, char** argv) {
   throttle.SetFactor(slow);
   FluctuatingLoad neighbour(load);
 
-  int found_first = 0, found_within_two = 0, follow_ups = 0, false_condemnations = 0;
-  int single_found = 0, single_false = 0, healthy_inconclusive = 0;
-  std::vector<double> measurements, durations, fractions;
+  std::mutex tally_mu;
+  Tally tally;
   const auto start = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::thread([&] {
+    int signal = 0;
+    if (sigwait(&stop_signals, &signal) != 0) return;
+    for (const auto& runner : b.runners) {  // no canary outlives the bench
+      for (pid_t group : runner->ProcessGroups()) ::kill(-group, SIGKILL);
+    }
+    std::lock_guard lock(tally_mu);
+    std::printf("stopped by %s; what the sweeps done so far give:\n", strsignal(signal));
+    tally.Print(nodes, slow_node, slow, b, load, elapsed());
+    std::_Exit(128 + signal);
+  }).detach();
   for (int s = 0; s < sweeps; ++s) {
     SweepOutcome o = Sweep(b, absl::StrCat("b", s), slow_node);
-    single_found += Has(o.single_sweep, slow_name) ? 1 : 0;
-    single_false += static_cast<int>(o.single_sweep.size()) - (Has(o.single_sweep, slow_name));
-    fractions.push_back(o.slow_fraction);
     std::vector<SweepOutcome> chain = {o};
     if (!o.inconclusive.empty()) {  // the health API's follow-up sweep
-      ++follow_ups;
       chain.push_back(Sweep(b, absl::StrCat("b", s, "-again"), slow_node, &o.plan));
     }
+    std::lock_guard lock(tally_mu);
+    Tally& t = tally;
+    t.follow_ups += chain.size() > 1 ? 1 : 0;
+    t.single_found += Has(o.single_sweep, slow_name) ? 1 : 0;
+    t.single_false += static_cast<int>(o.single_sweep.size()) - (Has(o.single_sweep, slow_name));
+    t.fractions.push_back(o.slow_fraction);
     bool found = false;
     for (size_t k = 0; k < chain.size(); ++k) {
       const auto& c = chain[k];
-      measurements.push_back(c.measurements);
-      durations.push_back(c.seconds);
-      for (const auto& n : c.inconclusive) healthy_inconclusive += n == slow_name ? 0 : 1;
+      t.measurements.push_back(c.measurements);
+      t.durations.push_back(c.seconds);
+      for (const auto& n : c.inconclusive) t.healthy_inconclusive += n == slow_name ? 0 : 1;
       for (const auto& n : c.condemned) {
         if (n == slow_name) {
-          if (!found && k == 0) ++found_first;
+          if (!found && k == 0) ++t.found_first;
           found = true;
         } else {
-          ++false_condemnations;
+          ++t.false_condemnations;
           std::printf("sweep %d%s: healthy %s condemned: %s\n", s, k ? " (follow-up)" : "",
                       n.c_str(), c.findings.at(n).c_str());
           PrintTestOf(c, n);
         }
       }
     }
-    found_within_two += found ? 1 : 0;
+    t.found_within_two += found ? 1 : 0;
+    t.sweeps_done = s + 1;
     if (!found) {
       std::printf(
           "sweep %d: slow node missed (first measurements %.2f of the median, %.2f of the nodes "
@@ -300,43 +373,11 @@ int main(int argc, char** argv) {
       for (const auto& c : chain) PrintTestOf(c, slow_name);  // what each sweep's test made of it
     }
     if ((s + 1) % 10 == 0 && s + 1 < sweeps) {  // a running tally: a long run stopped early counts
-      std::printf(
-          "after %d sweeps (%.0f s): found in its sweep %d, within two %d, healthy condemned %d, "
-          "healthy inconclusive %d, measurements median %.0f max %.0f, duration median %.1f s "
-          "max %.1f s\n",
-          s + 1, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-          found_first, found_within_two, false_condemnations, healthy_inconclusive,
-          At(measurements, 0.5), At(measurements, 1.0), At(durations, 0.5), At(durations, 1.0));
-      std::fflush(stdout);
+      std::printf("after %d sweeps: ", s + 1);
+      t.Print(nodes, slow_node, slow, b, load, elapsed());
     }
   }
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const int healthy = sweeps * (nodes - 1);
-  std::printf(
-      "%d sweeps of %d nodes (and %d follow-ups), node-%d at %.0f%% speed, %.1f s each "
-      "measurement on %s, beside %d load thread(s) (%.0f s):\n",
-      sweeps, nodes, follow_ups, slow_node, 100 * slow, b.seconds,
-      b.threads == 0 ? "every core" : absl::StrCat(b.threads, " thread(s)").c_str(), load, elapsed);
-  std::printf(
-      "  slow node found in its sweep: %d/%d = %.1f%%; within two sweeps: %d/%d = %.1f%% "
-      "(target 100%%)\n",
-      found_first, sweeps, 100.0 * found_first / sweeps, found_within_two, sweeps,
-      100.0 * found_within_two / sweeps);
-  std::printf("  healthy nodes condemned: %d of %d = %.2f%% (target 0); left inconclusive: %d\n",
-              false_condemnations, healthy, 100.0 * false_condemnations / healthy,
-              healthy_inconclusive);
-  std::printf("  measurements per sweep: median %.0f, max %.0f (%d without confirmation)\n",
-              At(measurements, 0.5), At(measurements, 1.0), 2 * nodes);
-  std::printf(
-      "  sweep duration: median %.1f s, max %.1f s (%.1f s of measuring without "
-      "confirmation)\n",
-      At(durations, 0.5), At(durations, 1.0), 2 * nodes * b.seconds);
-  std::printf(
-      "  one sweep's figures alone (the rules before confirmation): slow node found "
-      "%d/%d, healthy condemned %d of %d\n",
-      single_found, sweeps, single_false, healthy);
-  std::printf("  the slow node's first measurements: %.2f-%.2f of the median (median %.2f)\n",
-              At(fractions, 0), At(fractions, 1), At(fractions, 0.5));
+  std::lock_guard lock(tally_mu);
+  tally.Print(nodes, slow_node, slow, b, load, elapsed());
   return 0;
 }
