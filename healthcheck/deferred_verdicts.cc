@@ -22,6 +22,11 @@ bool DeferredVerdicts::DrainedByUs(const v1::Node& node) {
          absl::StartsWith(node.status_reason(), kCordonReasonPrefix);
 }
 
+bool DeferredVerdicts::AnyDrained(const std::map<std::string, v1::Node>& nodes) {
+  return std::any_of(nodes.begin(), nodes.end(),
+                     [](const auto& named) { return DrainedByUs(named.second); });
+}
+
 void DeferredVerdicts::Defer(v1::Sweep& sweep, const Anomaly& a,
                              const std::set<std::string>& others) {
   // Evicting every tenant on a node because of what one of them may have done to the

@@ -35,6 +35,8 @@ class DeferredVerdicts {
   DeferredVerdicts(std::shared_ptr<CordonApi> cordon, HealthMetrics* metrics)
       : cordon_(std::move(cordon)), metrics_(metrics) {}
 
+  // Whether any of `nodes` is drained by the health API (on a deferred verdict).
+  static bool AnyDrained(const std::map<std::string, v1::Node>& nodes);
   // Whether `sweep` deferred its verdict on `node` already (at an earlier stage).
   static bool DeferredIn(const v1::Sweep& sweep, const std::string& node);
   // Records `a` in `sweep` as deferred, naming the runs `others` that shared its node, and

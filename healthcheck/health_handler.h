@@ -52,6 +52,9 @@ struct HealthConfig {
   int port_span = 2000;
   absl::Duration dispatch_timeout = absl::Seconds(5);
   absl::Duration run_watch_interval = absl::Seconds(1);
+  // How often the nodes drained on a deferred verdict are looked at (a list of every node):
+  // those idle now are swept again.
+  absl::Duration remeasure_interval = absl::Seconds(10);
 };
 
 class HealthHandler {
@@ -111,13 +114,16 @@ class HealthHandler {
   // DeferredVerdicts::Defer).
   void Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies);
   // Drained nodes whose verdict was deferred are swept again, with idle peers, once nothing runs
-  // on them (DeferredVerdicts::Remeasure, every run_watch_interval).
+  // on them (DeferredVerdicts::Remeasure, every remeasure_interval).
   void RemeasureDrained(const std::vector<v1::Sweep>& running_sweeps);
   // Cordons the node (unless it is already) and evicts its runs.
   void TakeOutOfService(const std::string& node, const std::string& reason,
                         const google::protobuf::Struct& evidence, v1::AttemptEndReason cause,
                         v1::DetectionMethod how);
   void MaybeReturnToService(const v1::Sweep& sweep);
+  // Whether the periodic work whose next time is `next` is due now; if so, it is next due
+  // `every` from now.
+  bool Due(absl::Time& next, absl::Duration every);
   void WatchRuns();
   void ScheduleSweeps();
   // Records a TIMEOUT for every member of `groups` with fewer than `pass` results of `kind`.

@@ -330,6 +330,8 @@ void HealthHandler::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anom
   const v1::DetectionMethod how = sweep.trigger() == v1::SWEEP_TRIGGER_MFU_DROP
                                       ? v1::DETECTION_METHOD_MFU_DROP
                                       : v1::DETECTION_METHOD_CANARY_SWEEP;
+  // Who shares the nodes now, looked at once for all of this stage's verdicts.
+  if (!anomalies.empty()) neighbours_.Observe(sweep);
   for (const auto& a : anomalies) {
     if (std::find(sweep.anomalous_nodes().begin(), sweep.anomalous_nodes().end(), a.node) !=
         sweep.anomalous_nodes().end()) {
@@ -379,16 +381,20 @@ void HealthHandler::TakeOutOfService(const std::string& node, const std::string&
   }
 }
 
-void HealthHandler::RemeasureDrained(const std::vector<v1::Sweep>& running_sweeps) {
+bool HealthHandler::Due(absl::Time& next, absl::Duration every) {
   const absl::Time now = clock_->Now();
-  {
-    absl::MutexLock lock(&mu_);
-    if (now < next_remeasure_) return;
-    next_remeasure_ = now + config_.run_watch_interval;
-  }
+  absl::MutexLock lock(&mu_);
+  if (now < next) return false;
+  next = now + every;
+  return true;
+}
+
+void HealthHandler::RemeasureDrained(const std::vector<v1::Sweep>& running_sweeps) {
+  if (!Due(next_remeasure_, config_.remeasure_interval)) return;
   auto nodes = NodesByName();
+  if (!nodes.ok() || !DeferredVerdicts::AnyDrained(*nodes)) return;
   auto running = runs_->ListRunning();
-  if (!nodes.ok() || !running.ok()) return;
+  if (!running.ok()) return;
   deferred_.Remeasure(*nodes, *running, running_sweeps, config_.max_peers,
                       [&](const std::vector<std::string>& sweep_nodes, const std::string& node,
                           const std::string& detail) {
@@ -433,12 +439,7 @@ void HealthHandler::MaybeReturnToService(const v1::Sweep& finished) {
 
 void HealthHandler::ScheduleSweeps() {
   if (config_.sweep_interval <= absl::ZeroDuration()) return;
-  const absl::Time now = clock_->Now();
-  {
-    absl::MutexLock lock(&mu_);
-    if (now < next_scheduled_) return;
-    next_scheduled_ = now + config_.sweep_interval;
-  }
+  if (!Due(next_scheduled_, config_.sweep_interval)) return;
   // Idle nodes only: a canary next to a training run would slow it and measure it.
   auto nodes = NodesByName();
   auto running = runs_->ListRunning();
@@ -459,12 +460,7 @@ void HealthHandler::ScheduleSweeps() {
 }
 
 void HealthHandler::WatchRuns() {
-  const absl::Time now = clock_->Now();
-  {
-    absl::MutexLock lock(&mu_);
-    if (now < next_watch_) return;
-    next_watch_ = now + config_.run_watch_interval;
-  }
+  if (!Due(next_watch_, config_.run_watch_interval)) return;
   auto running = runs_->ListRunning();
   if (!running.ok()) return;
   std::vector<SweepTriggerEvent> triggers;

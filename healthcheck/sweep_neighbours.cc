@@ -28,7 +28,6 @@ void SweepNeighbours::Observe(const v1::Sweep& sweep) {
 }
 
 std::set<std::string> SweepNeighbours::On(const v1::Sweep& sweep, const std::string& node) {
-  Observe(sweep);
   absl::MutexLock lock(&mu_);
   auto it = seen_.find(sweep.id());
   if (it == seen_.end()) return {};

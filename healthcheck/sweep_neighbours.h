@@ -25,8 +25,9 @@ class SweepNeighbours {
   // Notes the other tenants' runs on `sweep`'s nodes now. A run manager that cannot be asked
   // leaves what was seen (the next look tries again).
   void Observe(const v1::Sweep& sweep);
-  // The other tenants' runs seen on `node` while `sweep` measured it, looked at again now:
-  // "RUN (USER)", sorted. Empty: the measurements are the node's own.
+  // The other tenants' runs seen on `node` while `sweep` measured it (at its Observe calls;
+  // observe at the verdict first): "RUN (USER)", sorted. Empty: the measurements are the node's
+  // own.
   std::set<std::string> On(const v1::Sweep& sweep, const std::string& node);
   // A finished sweep's record goes.
   void Forget(const std::string& sweep_id);

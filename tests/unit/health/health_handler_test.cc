@@ -357,15 +357,16 @@ TEST_CASE(
     REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &listed).ok());
     return listed;
   };
-  // Not measured again while her run is there.
+  // Not measured again while her run is there (each tick one interval on: each looks).
+  const absl::Duration interval = HealthConfig{}.remeasure_interval;
   for (int i = 0; i < 3; ++i) {
-    f.clock->Advance(absl::Seconds(2));
+    f.clock->Advance(interval);
     f.handler->Tick();
   }
   CHECK(sweeps().sweeps_size() == 1);
   // Once it is idle: a sweep of c with idle peers.
   f.runs->running.clear();
-  f.clock->Advance(absl::Seconds(2));
+  f.clock->Advance(interval);
   f.handler->Tick();
   const v1::ListSweepsResponse after = sweeps();
   REQUIRE(after.sweeps_size() == 2);
