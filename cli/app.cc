@@ -59,6 +59,7 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
   AddConfigCommands(app, slot);
   AddAdminCommands(app, slot);
   AddUtilCommand(app, slot);
+  AddDiffCommand(app, slot);
   AddLogsCommands(app, slot);
   AddHealthCommands(app, slot);
   AddSecretCommands(app, slot);

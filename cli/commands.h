@@ -20,7 +20,7 @@ void AddRunCommands(CLI::App& app, ActionSlot& slot);
 void AddGetCommands(CLI::App& app, ActionSlot& slot);
 // mcli describe run|node
 void AddDescribeCommands(CLI::App& app, ActionSlot& slot);
-// mcli stop|delete|update|restart|clone run
+// mcli stop|delete|update|restart|clone run, mcli watchdog RUN
 void AddRunLifecycleCommands(CLI::App& app, ActionSlot& slot);
 // mcli cordon|uncordon|drain NODE
 void AddNodeCommands(CLI::App& app, ActionSlot& slot);
@@ -50,6 +50,8 @@ void AddTeamCommands(CLI::App* admin, ActionSlot& slot);
 void AddGetTeamCommands(CLI::App* get, ActionSlot& slot);
 // mcli util
 void AddUtilCommand(CLI::App& app, ActionSlot& slot);
+// mcli diff run A B
+void AddDiffCommand(CLI::App& app, ActionSlot& slot);
 // mcli admin inject-fault NODE --kind KIND (added to `admin`)
 void AddInjectFaultCommand(CLI::App* admin, ActionSlot& slot);
 // The node's newest health results, or the call's error (PERMISSION_DENIED for a user: health

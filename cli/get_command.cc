@@ -28,6 +28,7 @@ struct GetRunsOptions {
   std::string after;
   int limit = 0;
   bool latest = false;
+  std::vector<std::string> metadata;  // KEY=VALUE
 };
 
 tessera::v1::RunFilter RunFilterFrom(const GetRunsOptions& options) {
@@ -48,6 +49,13 @@ tessera::v1::RunFilter RunFilterFrom(const GetRunsOptions& options) {
   }
   filter.set_limit(options.limit);
   filter.set_latest(options.latest);
+  for (const std::string& pair : options.metadata) {
+    const size_t equals = pair.find('=');
+    if (equals == 0 || equals == std::string::npos) {
+      ThrowUsage("-m/--metadata: expected KEY=VALUE, got \"" + pair + "\"");
+    }
+    (*filter.mutable_metadata())[pair.substr(0, equals)] = pair.substr(equals + 1);
+  }
   return filter;
 }
 
@@ -177,6 +185,10 @@ void AddGetCommands(CLI::App& app, ActionSlot& slot) {
   get_runs->add_option("--limit", runs->limit, "At most this many runs")
       ->check(CLI::Range(0, 1000000));
   get_runs->add_flag("--latest", runs->latest, "Only the most recently created matching run");
+  get_runs
+      ->add_option("-m,--metadata", runs->metadata,
+                   "Only runs whose metadata has KEY=VALUE (repeatable: every pair must match)")
+      ->type_name("KEY=VALUE");
   OnParsed(get_runs, slot, [runs](CommandContext& context) { return GetRuns(context, *runs); });
 
   auto nodes = std::make_shared<GetNodesOptions>();

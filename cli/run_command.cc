@@ -1,5 +1,7 @@
 // mcli run -f FILE / mcli run submit -f FILE: parse the run YAML here, apply the overrides,
 // submit, print the run's name and, with --follow, its status changes and logs until it ends.
+// mcli run -r RUN starts an ended run again; mcli run --clone RUN submits a copy of one, with
+// the overrides applied.
 
 #include <chrono>
 #include <iostream>
@@ -28,6 +30,8 @@ constexpr absl::Duration kPlainProgressEvery = absl::Seconds(30);
 
 struct SubmitOptions {
   std::string file;
+  std::string restart;  // -r/--restart RUN
+  std::string clone;    // --clone RUN
   SpecOverrides overrides;
   std::string idempotency_key;
   bool follow = false;
@@ -36,16 +40,10 @@ struct SubmitOptions {
 void AddSubmitFlags(CLI::App* command, const std::shared_ptr<SubmitOptions>& options) {
   SubmitOptions* o = options.get();
   command->add_option("-f,--file", o->file, "Run YAML file")->type_name("FILE");
-  command->add_option_function<int>(
-      "--gpus", [o](const int& gpus) { o->overrides.gpus = gpus; }, "Override compute.gpus");
-  command->add_option_function<std::string>(
-      "--cluster", [o](const std::string& cluster) { o->overrides.cluster = cluster; },
-      "Override compute.cluster");
-  command->add_option_function<std::string>(
-      "--priority", [o](const std::string& priority) { o->overrides.priority = priority; },
-      "Override scheduling.priority (lowest, low, medium, high, auto)");
-  command->add_option_function<std::string>(
-      "--name", [o](const std::string& name) { o->overrides.name = name; }, "Override name");
+  command->add_option("-r,--restart", o->restart, "Start this ended run again")->type_name("RUN");
+  command->add_option("--clone", o->clone, "Submit a copy of this run, with the overrides")
+      ->type_name("RUN");
+  AddOverrideFlags(command, &o->overrides);
   command->add_option("--idempotency-key", o->idempotency_key,
                       "Key that makes a repeated submit create one run (default: random)");
   command->add_flag("--follow", o->follow,
@@ -264,38 +262,104 @@ int FollowRun(CommandContext& context, const std::string& name) {
   }
 }
 
-int Submit(CommandContext& context, const SubmitOptions& options) {
-  if (options.file.empty()) {
-    ThrowUsage("a run YAML file is required: mcli run submit -f FILE");
-  }
+// One key per invocation: a call retried on UNAVAILABLE submits (or restarts) once.
+std::string IdempotencyKey(const SubmitOptions& options) {
+  return options.idempotency_key.empty() ? NewUuid() : options.idempotency_key;
+}
+
+// Calls a RunService method that takes a run's name and an idempotency key and answers with the
+// run: mcli run -r RUN (RestartRun: started again with its own spec), mcli run --clone RUN
+// without overrides (CloneRun: the server's copy, whose event names the original).
+template <typename Request, typename Response>
+tessera::v1::Run CallOnRun(CommandContext& context,
+                           grpc::Status (RunService::Stub::*method)(grpc::ClientContext*,
+                                                                    const Request&, Response*),
+                           const std::string& name, const std::string& idempotency_key) {
+  Request request;
+  request.set_idempotency_key(idempotency_key);
+  request.set_name(name);
+  Connection& connection = context.connection();
+  std::unique_ptr<RunService::Stub> stub = RunService::NewStub(connection.channel());
+  Response response;
+  connection.Unary(
+      [&](grpc::ClientContext* c) { return ((*stub).*method)(c, request, &response); });
+  return response.run();
+}
+
+// The spec of run `name`, as it was submitted, for a clone with overrides.
+tessera::v1::RunSpec SpecOfRun(CommandContext& context, const std::string& name) {
+  tessera::v1::GetRunRequest request;
+  request.set_name(name);
+  Connection& connection = context.connection();
+  std::unique_ptr<RunService::Stub> stub = RunService::NewStub(connection.channel());
+  tessera::v1::GetRunResponse response;
+  connection.Unary([&](grpc::ClientContext* c) { return stub->GetRun(c, request, &response); });
+  return response.run().spec();
+}
+
+// Submits the file's spec, or a clone's, with the overrides applied.
+tessera::v1::Run SubmitSpec(CommandContext& context, const SubmitOptions& options) {
   tessera::v1::SubmitRunRequest request;
   std::vector<std::string> notes;
-  *request.mutable_spec() = LoadRunSpecFile(options.file, &notes);
-  // Before the overrides' check: the whole spec, files included, must be within its limit.
-  PackLocalIntegrations(*request.mutable_spec());
+  if (!options.clone.empty()) {
+    *request.mutable_spec() = SpecOfRun(context, options.clone);
+    // Kept as the run's event, not a warning: nothing was read otherwise than written.
+    request.add_spec_notes("A clone of run " + options.clone +
+                           ", with the command line's overrides");
+  } else {
+    *request.mutable_spec() = LoadRunSpecFile(options.file, &notes);
+    // Before the overrides' check: the whole spec, files included, must be within its limit.
+    PackLocalIntegrations(*request.mutable_spec());
+  }
   ApplyOverrides(options.overrides, *request.mutable_spec(), &notes);
   for (const auto& note : notes) {
     context.err() << "Warning: " << note << "\n";
     request.add_spec_notes(note);
   }
-  // One key per invocation: a call retried on UNAVAILABLE submits once.
-  request.set_idempotency_key(options.idempotency_key.empty() ? NewUuid()
-                                                              : options.idempotency_key);
+  request.set_idempotency_key(IdempotencyKey(options));
 
   Connection& connection = context.connection();
   std::unique_ptr<RunService::Stub> stub = RunService::NewStub(connection.channel());
   tessera::v1::SubmitRunResponse response;
   connection.Unary([&](grpc::ClientContext* c) { return stub->SubmitRun(c, request, &response); });
+  return response.run();
+}
+
+int Submit(CommandContext& context, const SubmitOptions& options) {
+  const int sources = static_cast<int>(!options.file.empty()) +
+                      static_cast<int>(!options.restart.empty()) +
+                      static_cast<int>(!options.clone.empty());
+  if (sources == 0) {
+    ThrowUsage(
+        "a run YAML file is required: mcli run -f FILE (or mcli run -r RUN to start an ended "
+        "run again, mcli run --clone RUN to submit a copy)");
+  }
+  if (sources > 1) ThrowUsage("give one of -f FILE, -r/--restart RUN and --clone RUN");
+  if (!options.restart.empty() && options.overrides.Any()) {
+    ThrowUsage(
+        "-r/--restart starts the run again as it was: to change it, submit a copy with "
+        "--clone " +
+        options.restart + " and the overrides");
+  }
+  tessera::v1::Run run;
+  if (!options.restart.empty()) {
+    run =
+        CallOnRun(context, &RunService::Stub::RestartRun, options.restart, IdempotencyKey(options));
+  } else if (!options.clone.empty() && !options.overrides.Any()) {
+    run = CallOnRun(context, &RunService::Stub::CloneRun, options.clone, IdempotencyKey(options));
+  } else {
+    run = SubmitSpec(context, options);
+  }
 
   if (context.format() == OutputFormat::kTable) {
-    context.out() << response.run().name() << "\n";
+    context.out() << run.name() << "\n";
   } else if (options.follow) {
-    PrintStreamedDocument(context.out(), context.format(), MessageToJson(response.run()));
+    PrintStreamedDocument(context.out(), context.format(), MessageToJson(run));
   } else {
-    PrintDocument(context.out(), context.format(), MessageToJson(response.run()));
+    PrintDocument(context.out(), context.format(), MessageToJson(run));
   }
   context.out().flush();
-  if (options.follow) return FollowRun(context, response.run().name());
+  if (options.follow) return FollowRun(context, run.name());
   return kExitOk;
 }
 

@@ -1,4 +1,4 @@
-// mcli stop|delete|update|restart|clone run: change runs that exist.
+// mcli stop|delete|update|restart|clone run, mcli watchdog RUN: change runs that exist.
 
 #include <memory>
 #include <optional>
@@ -115,6 +115,7 @@ struct UpdateOptions {
   std::optional<double> max_duration_hours;
   std::optional<std::string> priority;
   std::optional<std::string> preemptible;
+  std::optional<int> max_retries;
 };
 
 int UpdateRun(CommandContext& context, const UpdateOptions& options) {
@@ -127,8 +128,14 @@ int UpdateRun(CommandContext& context, const UpdateOptions& options) {
   }
   if (options.priority) request.set_priority(ParsePriority("--priority", *options.priority));
   if (options.preemptible) request.set_preemptible(*options.preemptible == "true");
-  if (!options.max_duration_hours && !options.priority && !options.preemptible) {
-    ThrowUsage("nothing to update: give --max-duration, --priority or --preemptible");
+  if (options.max_retries) {
+    if (*options.max_retries < 0) ThrowUsage("--max-retries must be 0 or more");
+    request.set_max_retries(*options.max_retries);
+  }
+  if (!options.max_duration_hours && !options.priority && !options.preemptible &&
+      !options.max_retries) {
+    ThrowUsage(
+        "nothing to update: give --max-duration, --priority, --preemptible or --max-retries");
   }
   Connection& connection = context.connection();
   auto stub = RunService::NewStub(connection.channel());
@@ -147,6 +154,42 @@ int RestartRun(CommandContext& context, const std::string& name) {
   tessera::v1::RestartRunResponse response;
   connection.Unary([&](grpc::ClientContext* c) { return stub->RestartRun(c, request, &response); });
   PrintRunResult(context, "Restarted", response.run());
+  return kExitOk;
+}
+
+struct WatchdogOptions {
+  std::string name;
+  bool disable = false;
+  std::optional<int> max_retries;
+};
+
+// mcli watchdog RUN [--disable] [--max-retries N]: whether the run is retried after a system
+// failure (a node lost, a GPU fault), as mcli's watchdog.
+int Watchdog(CommandContext& context, const WatchdogOptions& options) {
+  if (options.disable && options.max_retries) {
+    ThrowUsage("--max-retries is for a watchdog turned on, not with --disable");
+  }
+  if (options.max_retries && *options.max_retries < 0)
+    ThrowUsage("--max-retries must be 0 or more");
+  tessera::v1::UpdateRunRequest request;
+  request.set_idempotency_key(NewUuid());
+  request.set_name(options.name);
+  request.set_retry_on_system_failure(!options.disable);
+  if (options.max_retries) request.set_max_retries(*options.max_retries);
+  Connection& connection = context.connection();
+  auto stub = RunService::NewStub(connection.channel());
+  tessera::v1::UpdateRunResponse response;
+  connection.Unary([&](grpc::ClientContext* c) { return stub->UpdateRun(c, request, &response); });
+  if (PrintIfStructured(context, MessageToJson(response.run()))) return kExitOk;
+  const auto& scheduling = response.run().spec().scheduling();
+  if (options.disable) {
+    context.out() << "Watchdog off for run " << response.run().name()
+                  << ": it is not retried after a system failure\n";
+  } else {
+    context.out() << "Watchdog on for run " << response.run().name() << ": retried up to "
+                  << (scheduling.has_max_retries() ? scheduling.max_retries() : 10)
+                  << " times after a system failure\n";
+  }
   return kExitOk;
 }
 
@@ -208,6 +251,9 @@ void AddRunLifecycleCommands(CLI::App& app, ActionSlot& slot) {
           "--preemptible", [u](const std::string& value) { u->preemptible = value; },
           "true or false")
       ->check(CLI::IsMember({"true", "false"}));
+  update_run->add_option_function<int>(
+      "--max-retries,--max_retries", [u](const int& retries) { u->max_retries = retries; },
+      "Retries after system failures (mcli watchdog turns them on and off)");
   OnParsed(update_run, slot,
            [update](CommandContext& context) { return UpdateRun(context, *update); });
 
@@ -216,6 +262,18 @@ void AddRunLifecycleCommands(CLI::App& app, ActionSlot& slot) {
   restart_run->add_option("NAME", *restart, "Run name")->required();
   OnParsed(restart_run, slot,
            [restart](CommandContext& context) { return RestartRun(context, *restart); });
+
+  auto watchdog = std::make_shared<WatchdogOptions>();
+  CLI::App* watchdog_command = app.add_subcommand(
+      "watchdog", "Retry a run after system failures (node lost, GPU fault), or stop doing so");
+  watchdog_command->add_option("RUN", watchdog->name, "Run name")->required();
+  watchdog_command->add_flag("--disable", watchdog->disable, "Turn the watchdog off");
+  WatchdogOptions* w = watchdog.get();
+  watchdog_command->add_option_function<int>(
+      "--max-retries,--max_retries", [w](const int& retries) { w->max_retries = retries; },
+      "How many retries (default: the run's max_retries, or 10)");
+  OnParsed(watchdog_command, slot,
+           [watchdog](CommandContext& context) { return Watchdog(context, *watchdog); });
 
   auto clone = std::make_shared<CloneOptions>();
   CLI::App* clone_run = AddVerb(app, "clone", "Submit a copy of a run");

@@ -42,6 +42,9 @@ json ParamSchema(const ParamSpec& p) {
     case ParamType::kToken:
       s = {{"type", "string"}, {"minLength", 1}, {"maxLength", 256}};
       break;
+    case ParamType::kKeyValue:
+      s = {{"type", "string"}, {"pattern", "^[^=]+=.*$"}, {"maxLength", 1024}};
+      break;
   }
   if (p.repeated) return json{{"type", "array"}, {"items", s}};
   return s;

@@ -154,6 +154,8 @@ std::string DescribeType(const ParamSpec& spec) {
       return "an id: 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'";
     case ParamType::kToken:
       return "1 to 256 printable ASCII characters";
+    case ParamType::kKeyValue:
+      return "KEY=VALUE (UTF-8 of at most 1024 bytes, the key not empty)";
   }
   return "a value";
 }
@@ -212,8 +214,20 @@ absl::Status ValidateParam(const ParamSpec& spec, std::string_view value) {
       return AllOf(value, 128, IdChar) ? absl::OkStatus() : Invalid(spec, value);
     case ParamType::kToken:
       return AllOf(value, 256, TokenChar) ? absl::OkStatus() : Invalid(spec, value);
+    case ParamType::kKeyValue:
+      return ParseKeyValue(spec, value).status();
   }
   return Invalid(spec, value);
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> ParseKeyValue(const ParamSpec& spec,
+                                                                  std::string_view value) {
+  const size_t equals = value.find('=');
+  if (value.size() > kMaxStringParam || !IsValidUtf8(value) || equals == 0 ||
+      equals == std::string_view::npos) {
+    return Invalid(spec, value);
+  }
+  return std::pair{std::string(value.substr(0, equals)), std::string(value.substr(equals + 1))};
 }
 
 absl::StatusOr<std::int32_t> ParseCount(const ParamSpec& spec, std::string_view value) {

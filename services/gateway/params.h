@@ -31,6 +31,7 @@ enum class ParamType {
   kNodeName,  // 1..253 of [A-Za-z0-9._-]
   kId,        // 1..128 of [A-Za-z0-9._:-]
   kToken,     // printable ASCII, 1..256 (header values such as Idempotency-Key)
+  kKeyValue,  // KEY=VALUE, UTF-8 of at most 1024 bytes, the key not empty (metadata filters)
 };
 
 struct ParamSpec {
@@ -74,6 +75,9 @@ absl::StatusOr<google::protobuf::Timestamp> ParseDateTime(const ParamSpec& spec,
                                                           std::string_view value);
 // The enum's number.
 absl::StatusOr<int> ParseEnum(const ParamSpec& spec, std::string_view value);
+// KEY=VALUE split at its first '=' (the value may hold more).
+absl::StatusOr<std::pair<std::string, std::string>> ParseKeyValue(const ParamSpec& spec,
+                                                                  std::string_view value);
 
 // Splits and percent-decodes a query string ("a=1&b=x%20y&b=z", '+' is a space) into pairs in
 // order. INVALID_ARGUMENT for a bad escape or text that is not UTF-8.

@@ -57,6 +57,19 @@ std::vector<int> QueryReader::Enums(const std::string& name) {
   return out;
 }
 
+std::map<std::string, std::string> QueryReader::KeyValues(const std::string& name) {
+  std::map<std::string, std::string> out;
+  for (const std::string& v : Strings(name)) {
+    auto pair = ParseKeyValue(Spec(name), v);
+    if (pair.ok()) {
+      out[pair->first] = pair->second;
+    } else if (status_.ok()) {
+      status_ = pair.status();
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // Sets string field `field` of `message` to `value`; INVALID_ARGUMENT when the body had set it

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,8 @@ class QueryReader {
   bool Boolean(const std::string& name);        // false when absent
   std::optional<google::protobuf::Timestamp> DateTime(const std::string& name);
   std::vector<int> Enums(const std::string& name);  // every value, in order
+  // Every KEY=VALUE of a repeated parameter; a later key replaces an earlier one.
+  std::map<std::string, std::string> KeyValues(const std::string& name);
 
   const absl::Status& status() const { return status_; }
 

@@ -30,6 +30,9 @@ std::vector<ParamSpec> RunFilterParams() {
       QueryParam("after", ParamType::kDateTime, "Only runs created after this time."),
       LimitParam(),
       QueryParam("latest", ParamType::kBoolean, "Only the most recently created match."),
+      RepeatedQueryParam("metadata", ParamType::kKeyValue,
+                         "KEY=VALUE: only runs whose metadata has this key with exactly this "
+                         "value (repeat for more pairs, all of which must match)."),
   };
 }
 
@@ -57,6 +60,7 @@ void FillRunFilter(QueryReader& q, v1::RunFilter* filter) {
   if (auto t = q.DateTime("after")) *filter->mutable_created_after() = *t;
   filter->set_limit(q.Count("limit"));
   filter->set_latest(q.Boolean("latest"));
+  for (auto& [key, value] : q.KeyValues("metadata")) (*filter->mutable_metadata())[key] = value;
 }
 
 // A route on one run: binds {name} (and the body when `body` is set) into `Req` and calls `method`.

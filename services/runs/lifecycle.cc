@@ -96,6 +96,12 @@ bool IsActive(v1::RunStatus s) {
 }
 
 int RetryLimit(const v1::RunSpec& spec) {
+  // Turned off in so many words (`retry_on_system_failure: false`, `mcli watchdog --disable`):
+  // no retries, whatever max_retries says (it still counts for retry_on_exit_codes).
+  if (spec.scheduling().has_retry_on_system_failure() &&
+      !spec.scheduling().retry_on_system_failure()) {
+    return 0;
+  }
   if (spec.scheduling().has_max_retries()) return spec.scheduling().max_retries();
   return spec.scheduling().retry_on_system_failure() ? 10 : 0;
 }

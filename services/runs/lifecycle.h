@@ -29,8 +29,8 @@ struct Transition {
 
 bool IsActive(v1::RunStatus status);  // STARTING, RUNNING or TERMINATING
 
-// How many system-failure retries the run gets: max_retries when set, else 10 when
-// retry_on_system_failure is on, else 0.
+// How many system-failure retries the run gets: 0 when retry_on_system_failure is off in so
+// many words, else max_retries when set, else 10 when retry_on_system_failure is on, else 0.
 int RetryLimit(const v1::RunSpec& spec);
 
 // Attempts ended by faults of Tessera itself are requeued without using a retry, up to this

@@ -12,31 +12,12 @@
 #include "services/common/rpc.h"
 #include "services/runs/describe.h"
 #include "services/runs/run_pages.h"
+#include "services/runs/run_requests.h"
 #include "services/store/cas_retry.h"
 #include "services/store/filters.h"
 
 namespace tessera::runs {
 namespace {
-
-constexpr int kMaxListLimit = 10'000;
-
-absl::Status ValidateFilter(const v1::RunFilter& f) {
-  if (f.limit() < 0 || f.limit() > kMaxListLimit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("filter.limit: must be between 0 and ", kMaxListLimit, ", got ", f.limit()));
-  }
-  for (const auto& g : f.name_globs()) {
-    if (g.empty() || g.size() > 128) {
-      return absl::InvalidArgumentError("filter.name_globs: a glob must have 1 to 128 characters");
-    }
-  }
-  for (int s : f.statuses()) {
-    if (!v1::RunStatus_IsValid(s) || s == v1::RUN_STATUS_UNSPECIFIED) {
-      return absl::InvalidArgumentError(absl::StrCat("filter.statuses: unknown status ", s));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::Status RequireName(const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("name: required");
@@ -178,13 +159,14 @@ absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
 
 absl::Status RunManager::SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
                                    v1::SubmitRunResponse* resp) {
-  if (!req.has_spec()) return absl::InvalidArgumentError("spec: required");
+  std::vector<std::string> notes(req.spec_notes().begin(), req.spec_notes().end());
+  auto spec = SpecOfSubmit(req, &notes);
+  if (!spec.ok()) return spec.status();
   return idem_->RunAtomically(
       absl::StrCat("SubmitRun/", who.user), req.idempotency_key(), req, resp,
       [&](const auto& key) -> absl::Status {
-        auto run =
-            CreateFromSpec(who, req.spec(), {req.spec_notes().begin(), req.spec_notes().end()},
-                           "Run created", RecordWithRun<v1::SubmitRunResponse>(key));
+        auto run = CreateFromSpec(who, *spec, notes, "Run created",
+                                  RecordWithRun<v1::SubmitRunResponse>(key));
         if (!run.ok()) return run.status();
         *resp->mutable_run() = *std::move(run);
         spdlog::info("run {} submitted by {}", resp->run().name(), who.user);
@@ -203,7 +185,7 @@ absl::Status RunManager::GetRun(const Who& who, const v1::GetRunRequest& req,
 absl::Status RunManager::ListRuns(const Who& who, const v1::ListRunsRequest& req,
                                   v1::ListRunsResponse* resp) {
   v1::RunFilter filter = req.filter();
-  TESSERA_RETURN_IF_ERROR(ValidateFilter(filter));
+  TESSERA_RETURN_IF_ERROR(CheckRunFilter(filter));
   if (!who.sees_all_runs()) {
     if (!filter.user().empty() && filter.user() != who.user) {
       return absl::PermissionDeniedError(
@@ -337,18 +319,7 @@ absl::Status RunManager::DeleteRun(const Who& who, const v1::DeleteRunRequest& r
 
 absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& req,
                                    v1::UpdateRunResponse* resp) {
-  if (req.has_max_duration_hours() &&
-      (req.max_duration_hours() < 0 || !std::isfinite(req.max_duration_hours()))) {
-    return absl::InvalidArgumentError("max_duration_hours: must be 0 (unlimited) or positive");
-  }
-  if (req.has_priority() &&
-      (!v1::Priority_IsValid(req.priority()) || req.priority() == v1::PRIORITY_UNSPECIFIED)) {
-    return absl::InvalidArgumentError(absl::StrCat("priority: unknown priority ", req.priority()));
-  }
-  if (!req.has_max_duration_hours() && !req.has_priority() && !req.has_preemptible()) {
-    return absl::InvalidArgumentError(
-        "nothing to update: set max_duration_hours, priority or preemptible");
-  }
+  TESSERA_RETURN_IF_ERROR(CheckUpdateRequest(req));
   auto run = ReadChangeable(who, req.name());
   if (!run.ok()) return run.status();
   if (req.has_priority())
@@ -367,20 +338,8 @@ absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& r
                     "run ", r.name(), " has ended (", v1::RunStatus_Name(r.status()), ")"));
               }
               Transition t{r, {}, {}, true};
-              auto* sched = t.run.mutable_spec()->mutable_scheduling();
-              std::vector<std::string> what;
-              if (req.has_max_duration_hours()) {
-                sched->set_max_duration_hours(req.max_duration_hours());
-                what.push_back(absl::StrCat("max_duration=", req.max_duration_hours(), "h"));
-              }
-              if (req.has_priority()) {
-                sched->set_priority(req.priority());
-                what.push_back(absl::StrCat("priority=", v1::Priority_Name(req.priority())));
-              }
-              if (req.has_preemptible()) {
-                sched->set_preemptible(req.preemptible());
-                what.push_back(absl::StrCat("preemptible=", req.preemptible() ? "true" : "false"));
-              }
+              const std::vector<std::string> what =
+                  ApplyUpdate(req, *t.run.mutable_spec()->mutable_scheduling());
               *t.run.mutable_updated_at() = ToProtoTime(clock_->Now());
               t.events.push_back(MakeEvent(
                   t.run, v1::RUN_EVENT_TYPE_UPDATED,
@@ -451,7 +410,7 @@ absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& r
                                    const std::function<bool(const v1::RunChange&)>& send,
                                    const std::function<bool()>& done, absl::Duration poll_interval,
                                    const std::function<void()>& started) {
-  TESSERA_RETURN_IF_ERROR(ValidateFilter(req.filter()));
+  TESSERA_RETURN_IF_ERROR(CheckRunFilter(req.filter()));
   // Start after the newest event: a watch shows changes from now on.
   int64_t last_id = 0;
   for (;;) {

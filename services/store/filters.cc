@@ -90,6 +90,10 @@ bool RunMatches(const v1::Run& run, const v1::RunFilter& filter) {
   if (!filter.gpu_type().empty() && run.spec().compute().gpu_type() != filter.gpu_type()) {
     return false;
   }
+  for (const auto& [key, value] : filter.metadata()) {
+    const auto it = run.spec().metadata().find(key);
+    if (it == run.spec().metadata().end() || it->second != value) return false;
+  }
   const int64_t created = ToMicros(run.created_at());
   if (filter.has_created_before() && !(created < ToMicros(filter.created_before()))) return false;
   if (filter.has_created_after() && !(created > ToMicros(filter.created_after()))) return false;

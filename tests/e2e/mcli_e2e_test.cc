@@ -5,8 +5,11 @@
 
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "proto/policy/run_status.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/temp_dir.h"
 
@@ -147,6 +150,135 @@ TEST_CASE("operators cordon and watch nodes with mcli, mistakes get one clear li
   CHECK(wrong_key.exit_code == 1);
   CHECK(wrong_key.output.find("mcli set api-key") != std::string::npos);
   CHECK(Mcli(ep, alice, "get runs -o json").output.find("[]") != std::string::npos);
+}
+
+// The lines of a unified diff that start with `mark` ('-' or '+') and hold `text`.
+bool DiffHas(const std::string& diff, char mark, const std::string& text) {
+  for (const absl::string_view line : absl::StrSplit(diff, '\n')) {
+    if (!line.empty() && line.front() == mark && absl::StrContains(line, text)) return true;
+  }
+  return false;
+}
+
+TEST_CASE("mcli's shortcuts: submit overrides, run -r and --clone, watchdog, -m, diff, update",
+          "[e2e]") {
+  auto pg = PostgresServer::Start();
+  REQUIRE(pg.ok());
+  const std::string url = (*pg)->url();
+  const std::string alice = CreateKey(url, "alice", "user");
+  ServerProcess server =
+      StartServer("tessera-server", url, {"--lease-seconds", "2", "--stop-grace-seconds", "1"});
+  FakeWorker w1(server.endpoint(), NodeKey(url, "node-1"), SimulatedNode("node-1"));
+  FakeWorker w2(server.endpoint(), NodeKey(url, "node-2"), SimulatedNode("node-2"));
+  REQUIRE(w1.Connect().ok());
+  REQUIRE(w2.Connect().ok());
+  const std::string ep = server.endpoint();
+  Client client(ep, alice);
+  const auto submit = [&](const std::string& args) {
+    Result r = Mcli(ep, alice, args);
+    INFO(args << ": " << r.output);
+    REQUIRE(r.exit_code == 0);
+    return std::string(absl::StripAsciiWhitespace(r.output));
+  };
+
+  const std::string nlp = WriteFile("nlp.yaml", R"(name: sweep
+image: host
+command: python train.py
+compute:
+  cluster: local
+  gpus: 8
+metadata:
+  team: nlp
+  lr: "3e-4"
+)");
+  // Every override mcli has, on a file that asks for none of them.
+  const std::string a =
+      submit("run -f " + nlp +
+             " --gpus 16 --nodes 2 --node-names node-1,node-2 --gpu-type sim --preemptible"
+             " --max_retries 3 --max-duration 2 --priority low --image registry.example/nlp/train:2"
+             " --name sweep-a");
+  CHECK(a.rfind("sweep-a-", 0) == 0);
+  const v1::Run run_a = client.Get(a);
+  const v1::RunSpec& spec_a = run_a.spec();
+  CHECK(spec_a.compute().gpus() == 16);
+  CHECK(spec_a.compute().nodes() == 2);
+  CHECK(spec_a.compute().node_names_size() == 2);
+  CHECK(spec_a.compute().gpu_type() == "sim");
+  CHECK(spec_a.image() == "registry.example/nlp/train:2");
+  CHECK(spec_a.scheduling().preemptible());
+  CHECK(spec_a.scheduling().max_retries() == 3);
+  CHECK(spec_a.scheduling().retry_on_system_failure());
+  CHECK(spec_a.scheduling().max_duration_hours() == 2);
+  CHECK(spec_a.scheduling().priority() == v1::PRIORITY_LOW);
+  client.WaitForStatus(a, v1::RUN_STATUS_RUNNING);
+
+  // The watchdog, off and on again, as the run's spec and events record it.
+  Result off = Mcli(ep, alice, "watchdog " + a + " --disable");
+  INFO(off.output);
+  CHECK(off.exit_code == 0);
+  CHECK(off.output.find("Watchdog off for run " + a) != std::string::npos);
+  CHECK_FALSE(client.Get(a).spec().scheduling().retry_on_system_failure());
+  Result on = Mcli(ep, alice, "watchdog " + a);
+  CHECK(on.output.find("retried up to 3 times") != std::string::npos);
+  CHECK(client.Get(a).spec().scheduling().retry_on_system_failure());
+  Result updated = Mcli(ep, alice, "update run " + a + " --max-duration 5 --max-retries 7");
+  INFO(updated.output);
+  CHECK(updated.exit_code == 0);
+  CHECK(client.Get(a).spec().scheduling().max_duration_hours() == 5);
+  CHECK(client.Get(a).spec().scheduling().max_retries() == 7);
+  CHECK(Mcli(ep, alice, "describe run " + a).output.find("watchdog off") != std::string::npos);
+
+  // Metadata filters: every pair must match, exactly.
+  const std::string b = submit("run -f " + nlp + " --name sweep-b");
+  const std::string cv =
+      WriteFile("cv.yaml",
+                "name: vision\nimage: host\ncommand: python train.py\ncompute:\n  cluster: "
+                "local\n  gpus: 8\nmetadata:\n  team: cv\n");
+  const std::string c = submit("run -f " + cv);
+  Result by_team = Mcli(ep, alice, "get runs -m team=nlp");
+  INFO(by_team.output);
+  CHECK(by_team.exit_code == 0);
+  CHECK(by_team.output.find(a) != std::string::npos);
+  CHECK(by_team.output.find(b) != std::string::npos);
+  CHECK(by_team.output.find(c) == std::string::npos);
+  Result both = Mcli(ep, alice, "get runs -m team=cv -m lr=3e-4");
+  CHECK(both.exit_code == 0);
+  CHECK(both.output.find(c) == std::string::npos);
+  CHECK(Mcli(ep, alice, "get runs --metadata team=cv").output.find(c) != std::string::npos);
+
+  // What changed between two runs: the overrides, line by line.
+  Result diff = Mcli(ep, alice, "diff run " + a + " " + b);
+  INFO(diff.output);
+  CHECK(diff.exit_code == 0);
+  CHECK(diff.output.rfind("--- " + a + "\n+++ " + b + "\n", 0) == 0);
+  CHECK(DiffHas(diff.output, '-', "gpus: 16"));
+  CHECK(DiffHas(diff.output, '+', "gpus: 8"));
+  CHECK(DiffHas(diff.output, '-', "registry.example/nlp/train:2"));
+  CHECK_FALSE(DiffHas(diff.output, '-', "team: nlp"));  // the same in both
+  CHECK(Mcli(ep, alice, "diff run " + b + " " + b).output.find("have the same spec") !=
+        std::string::npos);
+
+  // A copy with overrides, a copy as it was, and an ended run started again.
+  const std::string copy = submit("run --clone " + a + " --gpus 8 --nodes 1 --node-names node-1");
+  CHECK(copy != a);
+  const v1::Run copied = client.Get(copy);
+  CHECK(copied.spec().compute().gpus() == 8);
+  CHECK(copied.spec().image() == "registry.example/nlp/train:2");
+  CHECK(copied.spec().metadata().at("team") == "nlp");
+  CHECK(Mcli(ep, alice, "describe run " + copy).output.find("A clone of run " + a) !=
+        std::string::npos);
+  const std::string same = submit("run --clone " + c);
+  CHECK(client.Get(same).spec().metadata().at("team") == "cv");
+
+  CHECK(Mcli(ep, alice, "stop run " + a).exit_code == 0);
+  client.WaitForStatus(a, v1::RUN_STATUS_STOPPED);
+  CHECK(submit("run -r " + a) == a);
+  const v1::Run restarted = client.Get(a);
+  CHECK_FALSE(IsTerminal(restarted.status()));
+  CHECK(restarted.spec().compute().gpus() == 16);
+  Result running_again = Mcli(ep, alice, "run -r " + b);
+  CHECK(running_again.exit_code == 1);
+  CHECK(running_again.output.find("only an ended run can be restarted") != std::string::npos);
 }
 
 }  // namespace

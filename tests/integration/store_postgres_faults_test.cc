@@ -166,6 +166,36 @@ TEST_CASE("migration 0008 turns lines stored one per row into chunks read back t
   CHECK(tx.exec("SELECT to_regclass('log_lines') IS NULL")[0][0].as<bool>());
 }
 
+TEST_CASE("runs written before migration 0019 are found by their metadata once the stores open",
+          "[postgres][migrations]") {
+  auto& pg = testing::SharedPostgres();
+  REQUIRE(pg.ResetDatabase().ok());
+  {
+    auto stores = OpenPostgresStores({.url = pg.url(), .pool_size = 1});
+    REQUIRE(stores.ok());
+    // More runs than one batch of the backfill holds, every third with the sought metadata.
+    for (int i = 0; i < 450; ++i) {
+      v1::Run run = MakeRun("run-" + std::to_string(i));
+      (*run.mutable_spec()->mutable_metadata())["sweep"] = i % 3 == 0 ? "lr" : "wd";
+      REQUIRE(stores->runs->CreateRun(run, {}).ok());
+    }
+    pqxx::connection c(pg.url());
+    pqxx::work tx(c);
+    tx.exec("UPDATE runs SET metadata = NULL");  // as a run written before 0019 has it
+    tx.commit();
+  }
+  auto reopened = OpenPostgresStores({.url = pg.url(), .pool_size = 1});
+  REQUIRE(reopened.ok());
+  v1::RunFilter filter;
+  (*filter.mutable_metadata())["sweep"] = "lr";
+  auto found = reopened->runs->ListRuns(filter);
+  REQUIRE(found.ok());
+  CHECK(found->size() == 150);
+  pqxx::connection c(pg.url());
+  pqxx::work tx(c);
+  CHECK(tx.exec("SELECT count(*) FROM runs WHERE metadata IS NULL")[0][0].as<int>() == 0);
+}
+
 TEST_CASE("restarting PostgreSQL mid-test: UNAVAILABLE, then success, nothing lost",
           "[postgres][restart]") {
   auto& pg = testing::SharedPostgres();

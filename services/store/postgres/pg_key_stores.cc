@@ -191,6 +191,7 @@ absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
       std::make_shared<PgPool>(options.url, options.pool_size, options.connect_timeout_seconds,
                                options.control_connections, options.observer);
   if (auto st = ApplyMigrations(*pool, EmbeddedMigrations()); !st.ok()) return st;
+  if (auto st = BackfillRunMetadata(*pool); !st.ok()) return st;
   Stores s;
   s.runs = MakePgRunStore(pool);
   s.nodes = MakePgNodeStore(pool);

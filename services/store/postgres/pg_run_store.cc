@@ -1,4 +1,5 @@
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <pqxx/pqxx>
 
@@ -50,6 +51,19 @@ pqxx::binarystring EncodeSummary(const v1::Run& run) {
   return EncodeMessage(summary);
 }
 
+// A map of strings as a JSON object (the runs.metadata column, and the filter matched against
+// it). PostgreSQL's JSON holds no NUL: a pair with one is left out (filters refuse NUL, so it
+// could never be matched). Text is valid UTF-8 (the validator's TextProblem, for specs and
+// filters); anything else would be replaced, never thrown on.
+std::string MetadataJson(const google::protobuf::Map<std::string, std::string>& metadata) {
+  nlohmann::json object = nlohmann::json::object();
+  for (const auto& [key, value] : metadata) {
+    if (key.find('\0') != std::string::npos || value.find('\0') != std::string::npos) continue;
+    object[key] = value;
+  }
+  return object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // The runs.ended_at column: when a run that has ended ended; NULL while it has not (a restarted
 // run keeps its old ended_at in the body until it ends again).
 std::optional<int64_t> EndedAtMicros(const v1::Run& run) {
@@ -69,13 +83,13 @@ class PgRunStore final : public RunStore {
       if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
       tx.exec_params(
           absl::StrCat("INSERT INTO runs (id, name, user_name, status, cluster, "
-                       "gpu_type, created_at, version, body, ended_at, team, summary) VALUES "
-                       "($1, $2, $3, $4, $5, $6, ",
-                       MicrosParam(7), ", 1, $8, ", MicrosParam(9), ", $10, $11)"),
+                       "gpu_type, created_at, version, body, ended_at, team, summary, metadata) "
+                       "VALUES ($1, $2, $3, $4, $5, $6, ",
+                       MicrosParam(7), ", 1, $8, ", MicrosParam(9), ", $10, $11, $12::jsonb)"),
           stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
           stored.spec().compute().cluster(), stored.spec().compute().gpu_type(),
           ToMicros(stored.created_at()), EncodeMessage(stored), EndedAtMicros(stored),
-          stored.team(), EncodeSummary(stored));
+          stored.team(), EncodeSummary(stored), MetadataJson(stored.spec().metadata()));
       TESSERA_RETURN_IF_ERROR(InsertEvents(tx, stored.id(), events));
       if (idem) RecordClaimedResponse(tx, idem->key, idem->response(stored));
       return absl::OkStatus();
@@ -108,6 +122,7 @@ class PgRunStore final : public RunStore {
         " AND ($3 = '' OR user_name = $3)"
         " AND ($4 = '' OR cluster = $4)"
         " AND ($5 = '' OR gpu_type = $5)"
+        " AND ($13::jsonb = '{}'::jsonb OR metadata @> $13::jsonb)"
         " AND (NOT $6 OR created_at < ",
         MicrosParam(7), ") AND (NOT $8 OR created_at > ", MicrosParam(9),
         ") AND ($11 = '' OR created_at < ", MicrosParam(12), " OR (created_at = ", MicrosParam(12),
@@ -116,11 +131,12 @@ class PgRunStore final : public RunStore {
         " LIMIT CASE WHEN $10 < 0 THEN NULL ELSE $10 END");
     std::vector<v1::Run> out;
     absl::Status st = pool_->Transact("listing runs", [&](pqxx::work& tx) -> absl::Status {
-      const pqxx::result rows = tx.exec_params(
-          sql, PgTextArray(likes), PgIntArray(statuses), filter.user(), filter.cluster(),
-          filter.gpu_type(), filter.has_created_before(), ToMicros(filter.created_before()),
-          filter.has_created_after(), ToMicros(filter.created_after()), limit,
-          filter.page_after_id(), ToMicros(filter.page_after_created_at()));
+      const pqxx::result rows =
+          tx.exec_params(sql, PgTextArray(likes), PgIntArray(statuses), filter.user(),
+                         filter.cluster(), filter.gpu_type(), filter.has_created_before(),
+                         ToMicros(filter.created_before()), filter.has_created_after(),
+                         ToMicros(filter.created_after()), limit, filter.page_after_id(),
+                         ToMicros(filter.page_after_created_at()), MetadataJson(filter.metadata()));
       return DecodeRuns(rows, out);
     });
     if (!st.ok()) return st;
@@ -140,11 +156,13 @@ class PgRunStore final : public RunStore {
       if (idem) TESSERA_RETURN_IF_ERROR(ClaimIdempotencyKey(tx, idem->key));
       const pqxx::result r = tx.exec_params(
           absl::StrCat("UPDATE runs SET name = $2, user_name = $3, status = $4, cluster = $5,"
-                       " gpu_type = $6, version = $7 + 1, body = $8, summary = $10, ended_at = ",
+                       " gpu_type = $6, version = $7 + 1, body = $8, summary = $10,"
+                       " metadata = $11::jsonb, ended_at = ",
                        MicrosParam(9), " WHERE id = $1 AND version = $7"),
           stored.id(), stored.name(), stored.user(), static_cast<int>(stored.status()),
           stored.spec().compute().cluster(), stored.spec().compute().gpu_type(), expected_version,
-          EncodeMessage(stored), EndedAtMicros(stored), EncodeSummary(stored));
+          EncodeMessage(stored), EndedAtMicros(stored), EncodeSummary(stored),
+          MetadataJson(stored.spec().metadata()));
       if (r.affected_rows() == 0) {
         const pqxx::result current =
             tx.exec_params("SELECT version FROM runs WHERE id = $1", stored.id());
@@ -396,6 +414,31 @@ class PgRunStore final : public RunStore {
 };
 
 }  // namespace
+
+absl::Status BackfillRunMetadata(PgPool& pool) {
+  constexpr int kBatch = 200;
+  for (;;) {
+    int filled = 0;
+    TESSERA_RETURN_IF_ERROR(
+        pool.Transact("filling in runs' metadata", [&](pqxx::work& tx) -> absl::Status {
+          const pqxx::result rows =
+              tx.exec_params("SELECT id, body FROM runs WHERE metadata IS NULL LIMIT $1", kBatch);
+          for (const auto& row : rows) {
+            v1::Run run;
+            // A body that does not decode has no metadata to find runs by: '{}', so that the
+            // loop ends (its reads fail the same way, loudly).
+            const std::string metadata = DecodeMessage(row[1], &run).ok()
+                                             ? MetadataJson(run.spec().metadata())
+                                             : std::string("{}");
+            tx.exec_params("UPDATE runs SET metadata = $2::jsonb WHERE id = $1",
+                           row[0].as<std::string>(), metadata);
+          }
+          filled = static_cast<int>(rows.size());
+          return absl::OkStatus();
+        }));
+    if (filled < kBatch) return absl::OkStatus();
+  }
+}
 
 std::shared_ptr<RunStore> MakePgRunStore(std::shared_ptr<PgPool> pool) {
   return std::make_shared<PgRunStore>(std::move(pool));

@@ -14,6 +14,9 @@
 namespace tessera::store {
 
 std::shared_ptr<RunStore> MakePgRunStore(std::shared_ptr<PgPool> pool);
+// Fills in the runs.metadata column (migration 0019) of runs written before it, from their
+// bodies, in batches; a no-op once every run has it. Called when the stores open.
+absl::Status BackfillRunMetadata(PgPool& pool);
 std::shared_ptr<NodeStore> MakePgNodeStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<NodeEventStore> MakePgNodeEventStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<HealthStore> MakePgHealthStore(std::shared_ptr<PgPool> pool);

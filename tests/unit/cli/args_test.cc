@@ -77,6 +77,19 @@ TEST_CASE("argument errors exit 2 with one line", "[cli][args]") {
   CheckUsageError(Mcli({"run"}), "-f FILE");
   CheckUsageError(Mcli({"run", "submit"}), "-f FILE");
   CheckUsageError(Mcli({"run", "-f", "/nonexistent.yaml"}), "/nonexistent.yaml");
+  // mcli's other ways to submit, and their overrides, checked before any call.
+  CheckUsageError(Mcli({"run", "-f", "a.yaml", "-r", "old"}), "give one of -f FILE");
+  CheckUsageError(Mcli({"run", "-r", "old", "--clone", "other"}), "give one of -f FILE");
+  CheckUsageError(Mcli({"run", "-r", "old", "--gpus", "8"}), "--clone old and the overrides");
+  CheckUsageError(Mcli({"run", "-f", "a.yaml", "--preemptible", "maybe"}), "--preemptible");
+  CheckUsageError(Mcli({"run", "-f", "a.yaml", "--max_retries", "many"}), "retries");
+  CheckUsageError(Mcli({"get", "runs", "-m", "team"}), "-m/--metadata: expected KEY=VALUE");
+  CheckUsageError(Mcli({"get", "runs", "-m", "=nlp"}), "-m/--metadata: expected KEY=VALUE");
+  CheckUsageError(Mcli({"watchdog"}), "RUN");
+  CheckUsageError(Mcli({"watchdog", "r", "--disable", "--max-retries", "3"}), "not with --disable");
+  CheckUsageError(Mcli({"watchdog", "r", "--max-retries", "-1"}), "--max-retries");
+  CheckUsageError(Mcli({"update", "run", "r", "--max-retries", "-2"}), "--max-retries");
+  CheckUsageError(Mcli({"diff", "run", "a"}), "RUN_B");
 }
 
 TEST_CASE("a bad run YAML fails before any server is dialled", "[cli][args]") {

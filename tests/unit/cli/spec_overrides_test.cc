@@ -57,6 +57,46 @@ TEST_CASE("overrides replace the file's values", "[cli][spec]") {
   CHECK(spec.image() == "pytorch:latest");
 }
 
+TEST_CASE("mcli's other submit overrides replace the file's values too", "[cli][spec]") {
+  TempFile file(std::string(kSpec) + "  retry_on_system_failure: false\n  max_retries: 0\n");
+  auto spec = LoadRunSpecFile(file.path);
+  SpecOverrides overrides;
+  CHECK_FALSE(overrides.Any());
+  overrides.image = "pytorch:2.4";
+  overrides.gpu_type = "h100";
+  overrides.nodes = 2;
+  overrides.node_names = {"n2", "n3"};
+  overrides.preemptible = true;
+  overrides.max_retries = 4;
+  overrides.max_duration_hours = 1.5;
+  CHECK(overrides.Any());
+  ApplyOverrides(overrides, spec);
+  CHECK(spec.image() == "pytorch:2.4");
+  CHECK(spec.compute().gpu_type() == "h100");
+  CHECK(spec.compute().nodes() == 2);
+  REQUIRE(spec.compute().node_names_size() == 2);
+  CHECK(spec.compute().node_names(0) == "n2");
+  CHECK(spec.scheduling().preemptible());
+  CHECK(spec.scheduling().max_retries() == 4);
+  CHECK(spec.scheduling().retry_on_system_failure());  // --max-retries asks for retries
+  CHECK(spec.scheduling().max_duration_hours() == 1.5);
+  CHECK(spec.compute().gpus() == 8);  // what was not overridden stays
+}
+
+TEST_CASE("an override that makes the spec invalid is a usage error naming it", "[cli][spec]") {
+  TempFile file(kSpec);
+  auto spec = LoadRunSpecFile(file.path);
+  SpecOverrides overrides;
+  overrides.max_retries = 5000;
+  try {
+    ApplyOverrides(overrides, spec);
+    FAIL("an invalid override was accepted");
+  } catch (const CliError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("after the command-line overrides") &&
+                                          Catch::Contains("max_retries"));
+  }
+}
+
 TEST_CASE("no overrides leave the spec as it was", "[cli][spec]") {
   TempFile file(kSpec);
   auto spec = LoadRunSpecFile(file.path);

@@ -56,7 +56,8 @@ TEST_CASE("GET /api/v1/runs maps every query parameter into the filter", "[gatew
       f.Send("GET",
              "/api/v1/runs?name=train-*&name=eval-%2A&status=RUNNING&status=RUN_STATUS_QUEUED"
              "&status=failed&user=alice&cluster=c1&gpu_type=h100&before=2024-05-01T12:00:00Z"
-             "&after=2024-04-01T00:00:00.5%2B02:00&limit=10&latest=true");
+             "&after=2024-04-01T00:00:00.5%2B02:00&limit=10&latest=true"
+             "&metadata=team%3Dnlp&metadata=note=a%3Db");
   INFO(r.body);
   REQUIRE(r.status == 200);
   const auto filter = f.rec.LastAs<v1::ListRunsRequest>("ListRuns").filter();
@@ -75,6 +76,9 @@ TEST_CASE("GET /api/v1/runs maps every query parameter into the filter", "[gatew
   CHECK(filter.created_after().nanos() == 500000000);
   CHECK(filter.limit() == 10);
   CHECK(filter.latest());
+  REQUIRE(filter.metadata_size() == 2);
+  CHECK(filter.metadata().at("team") == "nlp");
+  CHECK(filter.metadata().at("note") == "a=b");  // split at the first '='
   const auto json = r.Json();
   REQUIRE(json["runs"].size() == 2);
   CHECK(json["runs"][1]["name"] == "b");

@@ -118,6 +118,21 @@ TEST_CASE("enum values in either spelling", "[gateway][params]") {
   CHECK(std::find(values.begin(), values.end(), "UNSPECIFIED") == values.end());
 }
 
+TEST_CASE("KEY=VALUE parameters split at their first '='", "[gateway][params]") {
+  const ParamSpec metadata = RepeatedQueryParam("metadata", ParamType::kKeyValue, "");
+  CHECK(ParseKeyValue(metadata, "team=nlp").value() ==
+        std::pair<std::string, std::string>{"team", "nlp"});
+  CHECK(ParseKeyValue(metadata, "k=a=b").value().second == "a=b");
+  CHECK(ParseKeyValue(metadata, "k=").value().second.empty());
+  for (const char* bad : {"team", "=nlp", "", "k=\xff"}) {
+    INFO(bad);
+    const auto r = ParseKeyValue(metadata, bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(std::string(r.status().message()), Catch::Contains("\"metadata\""));
+    CHECK_THAT(std::string(r.status().message()), Catch::Contains("KEY=VALUE"));
+  }
+}
+
 TEST_CASE("binding a query against a route's parameters", "[gateway][params]") {
   const std::vector<ParamSpec> params = {
       RepeatedQueryParam("name", ParamType::kString, ""),

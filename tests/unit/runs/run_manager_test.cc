@@ -59,6 +59,43 @@ TEST_CASE("submit rejects bad specs and specs that cannot fit, creating nothing"
   CHECK(f.stores.runs->ListRuns({})->empty());
 }
 
+TEST_CASE("a spec sent as text is read as mcli reads a run YAML, its notes kept as events") {
+  Fixture f;
+  v1::SubmitRunRequest req;
+  v1::SubmitRunResponse resp;
+  req.set_spec_text(
+      "run_name: From_Text\ncommand: python train.py\ncompute:\n  gpus: 8\n"
+      "scheduling:\n  priority: low\nenv_variables:\n  WANDB_MODE: offline\n");
+  REQUIRE(f.manager.SubmitRun(f.alice, req, &resp).ok());
+  const v1::Run& run = resp.run();
+  CHECK(run.name().rfind("from-text-", 0) == 0);
+  CHECK(run.spec().scheduling().priority() == v1::PRIORITY_LOW);
+  REQUIRE(run.spec().env_variables_size() == 1);
+  CHECK(run.spec().env_variables(0).key() == "WANDB_MODE");
+  auto events = f.stores.runs->ListEvents(run.id());
+  REQUIRE(events.ok());
+  bool noted = false;
+  for (const auto& e : *events) noted = noted || absl::StrContains(e.message(), "run_name");
+  CHECK(noted);  // what was read otherwise than written
+
+  // The same as a JSON object (the Python SDK sends its RunConfig so).
+  v1::SubmitRunRequest json;
+  json.set_spec_text(R"({"name": "as-json", "command": "x", "compute": {"gpus": 8},
+                         "scheduling": {"priority": "HIGH"}})");
+  REQUIRE(f.manager.SubmitRun(f.admin, json, &resp).ok());
+  CHECK(resp.run().spec().scheduling().priority() == v1::PRIORITY_HIGH);
+
+  // Errors name the field, and where in the text it is.
+  v1::SubmitRunRequest bad;
+  bad.set_spec_text("name: bad\ncommand: x\ncompute:\n  gpus: -4\n");
+  auto st = f.manager.SubmitRun(f.alice, bad, &resp);
+  REQUIRE(absl::IsInvalidArgument(st));
+  CHECK(st.message().find("spec_text: line 4, column 9: compute.gpus") == 0);
+  bad.mutable_spec()->set_name("both");
+  st = f.manager.SubmitRun(f.alice, bad, &resp);
+  CHECK(st.message() == "spec_text: not with spec (give one of them)");
+}
+
 TEST_CASE("a hang_timeout under the cluster's floor is refused, naming the floor") {
   Fixture f;
   v1::SubmitRunRequest req;

@@ -136,6 +136,44 @@ CONFORMANCE_CASE("runs: list filters by glob, status, user, cluster, gpu type an
   CHECK(list(f) == V{"eval_c"});
 }
 
+CONFORMANCE_CASE(
+    "runs: list filters by metadata, every pair matched exactly, as updates leave it") {
+  Stores s = FreshStores();
+  v1::Run a = MakeRun("a", 10);
+  (*a.mutable_spec()->mutable_metadata())["team"] = "nlp";
+  (*a.mutable_spec()->mutable_metadata())["sweep"] = "lr-1";
+  v1::Run b = MakeRun("b", 20);
+  (*b.mutable_spec()->mutable_metadata())["team"] = "nlp";
+  (*b.mutable_spec()->mutable_metadata())["note"] = "\"quoted\" \\ and \u00e9";
+  v1::Run c = MakeRun("c", 30);
+  (*c.mutable_spec()->mutable_metadata())["team"] = "nlp-large";  // not a prefix match
+  v1::Run d = MakeRun("d", 40);                                   // no metadata
+  for (const auto& r : {a, b, c, d}) REQUIRE(s.runs->CreateRun(r, {}).ok());
+
+  using V = std::vector<std::string>;
+  auto matching = [&](std::initializer_list<std::pair<const char*, const char*>> pairs) {
+    v1::RunFilter f;
+    for (const auto& [k, v] : pairs) (*f.mutable_metadata())[k] = v;
+    return ListedNames(s, f);
+  };
+  CHECK(matching({{"team", "nlp"}}) == V{"b", "a"});
+  CHECK(matching({{"team", "nlp"}, {"sweep", "lr-1"}}) == V{"a"});  // every pair
+  CHECK(matching({{"team", "NLP"}}).empty());                       // exactly
+  CHECK(matching({{"note", "\"quoted\" \\ and \u00e9"}}) == V{"b"});
+  CHECK(matching({{"team", ""}}).empty());  // an empty value matches only an empty value
+  CHECK(matching({}).size() == 4);
+
+  // An update that changes the metadata moves runs into and out of the filter's reach.
+  for (const auto& [name, team] : {std::pair{"d", "nlp"}, std::pair{"a", "cv"}}) {
+    auto stored = s.runs->GetRun(name);
+    REQUIRE(stored.ok());
+    v1::Run changed = *stored;
+    (*changed.mutable_spec()->mutable_metadata())["team"] = team;
+    REQUIRE(s.runs->UpdateRun(changed, stored->version(), {}).ok());
+  }
+  CHECK(matching({{"team", "nlp"}}) == V{"d", "b"});
+}
+
 CONFORMANCE_CASE("runs: a page cursor lists the runs after it, ties on time broken by id") {
   Stores s = FreshStores();
   // Two runs created in the same microsecond: the id orders them.
