@@ -18,6 +18,8 @@
 # STATE/registry/auth.json: REGISTRY_AUTH_FILE=STATE/registry/auth.json skopeo copy ...).
 # State: TESSERA_STATE_DIR (.state/ in the repository). More flags for
 # tessera-server: TESSERA_SERVER_FLAGS (e.g. "--stop-grace-seconds 2 --uncordon-after-passes 5").
+# TESSERA_NO_TRAIN_IMAGE=1 leaves the training image out (the registry serves nothing): for runs
+# with image: host only, such as the Python SDK's tests, it saves building the image.
 #
 # As production is: everything speaks TLS (the script makes a cluster CA and the services'
 # certificate with deploy/tls-certs.sh, in STATE/tls; each worker joins with a one-time join
@@ -171,6 +173,10 @@ print("tessera:" + crypt.crypt(sys.stdin.read().strip(), crypt.mksalt(crypt.METH
   start_registry_process "$registry_pid_file" "$reg/config.yml" "$STATE/logs/registry.log" "$REGISTRY" registry
   start_registry_process "$push_registry_pid_file" "$reg/push-config.yml" "$STATE/logs/push-registry.log" \
     "$PUSH_REGISTRY" "registry's push side"
+  if [ "${TESSERA_NO_TRAIN_IMAGE:-0}" = 1 ]; then
+    echo "cluster: TESSERA_NO_TRAIN_IMAGE=1: tessera/train:latest is not served"
+    return
+  fi
   if [ ! -x "$BIN/tessera-train" ] || [ ! -x "$BIN/tessera-data" ]; then
     echo "cluster: tessera-train is not built, so tessera/train:latest is not served" \
          "(deploy/build.sh tessera-train tessera-data)" >&2

@@ -14,7 +14,8 @@ PACKAGES=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libssl-dev
   libcurl4-openssl-dev zlib1g-dev libre2-dev libjemalloc-dev libseccomp-dev
   libtorch-dev libgloo-dev python3-torch python3-yaml libxxhash-dev libopenblas0-pthread
-  postgresql postgresql-contrib procps iproute2 iptables util-linux curl
+  python3-grpcio python3-protobuf python3-pytest
+  postgresql postgresql-contrib procps iproute2 iptables util-linux curl systemd
   libfaketime
   bubblewrap skopeo umoci docker-registry busybox-static
   prometheus
