@@ -34,6 +34,11 @@ run = tessera_sdk.create_run(RunConfig(name="bench-lines", image="host",
                                        command=f"seq 1 {lines}", compute={"gpus": 1}))
 started = time.monotonic()
 tessera_sdk.wait_for_run_status(run, RunStatus.COMPLETED, timeout=1800)
+# The rank is done long before its lines are all shipped and stored: a first, untimed follow
+# ends only once the attempt's last line is in, so that the timed ones read the same stored run.
+stored = sum(1 for _ in tessera_sdk.follow_run_logs(run))
+if stored != lines:
+    sys.exit(f"bench_sdk_follow: the run has {stored} lines, expected {lines}")
 print(f"bench_sdk_follow: {lines} lines printed and stored in {time.monotonic() - started:.1f} s")
 
 def timed(read):
