@@ -31,6 +31,8 @@ done
 
 # Debian's nodejs comes without npm (NodeSource's has it built in).
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# kubectl renders deploy/kubernetes (kubectl kustomize); any kubectl does, Debian's if none.
+command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then

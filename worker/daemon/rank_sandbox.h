@@ -44,12 +44,15 @@ struct RankSandboxOptions {
 };
 
 // A rank's share of a node's memory: the memory less a reserve for the system and the worker
-// (2 GiB, or 1/16 of it where that is more), divided among its GPUs (1 on a node without GPUs);
-// 0 (no limit) where nothing is left.
+// (2 GiB, or 1/16 of it where that is more), divided among its GPUs (1 on a node without GPUs),
+// rounded down to 64 KiB, a whole number of pages of any size the kernel uses (it keeps a
+// cgroup's limit in pages, so an unrounded limit would read back as another number); 0 (no
+// limit) where nothing is left.
 inline int64_t RankMemoryShare(int64_t node_memory_bytes, int node_gpus) {
   const int64_t reserve = std::max<int64_t>(int64_t{2} << 30, node_memory_bytes / 16);
   if (node_memory_bytes <= reserve) return 0;
-  return (node_memory_bytes - reserve) / std::max(1, node_gpus);
+  constexpr int64_t kGranule = 64 << 10;
+  return (node_memory_bytes - reserve) / std::max(1, node_gpus) / kGranule * kGranule;
 }
 
 // The root an attempt's ranks run in.

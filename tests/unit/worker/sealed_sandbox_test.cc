@@ -147,6 +147,10 @@ TEST_CASE("a rank's share of the node's memory leaves the system a reserve", "[s
   CHECK(RankMemoryShare(2048 * kGiB, 8) == 240 * kGiB);  // 1/16 reserved
   CHECK(RankMemoryShare(10 * kGiB, 0) == 8 * kGiB);      // no GPUs: one rank
   CHECK(RankMemoryShare(2 * kGiB, 1) == 0);              // nothing left: no limit
+  // Whole pages, whatever the node's memory (this one's share is 11,564,513,280 unrounded,
+  // which the kernel kept as 11,564,511,232).
+  CHECK(RankMemoryShare(25'276'510'208, 2) == 11'564'482'560);
+  CHECK(RankMemoryShare(25'276'510'208 + 4096, 2) % 65536 == 0);
 }
 
 TEST_CASE("sealed: a command that names a missing program fails as the rank, with the shell's word",
