@@ -70,9 +70,6 @@ def _time(ts) -> Optional[datetime.datetime]:
     return ts.ToDatetime(tzinfo=datetime.timezone.utc)
 
 
-_PREFIXES = {"priority": "PRIORITY_", "launch": "LAUNCH_MODE_"}
-
-
 def config_of(spec: "run_spec_pb2.RunSpec") -> RunConfig:
     """A run's spec as the run YAML writes it (what clone_run and Run.config give)."""
     document = json_format.MessageToDict(spec, preserving_proto_field_name=True)

@@ -1,7 +1,5 @@
 """Settings come from where mcli reads them, in its order; a bad setting is one clear error."""
 
-import os
-
 import pytest
 
 from tessera_sdk import ConfigError
