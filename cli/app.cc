@@ -63,6 +63,7 @@ void BuildApp(CLI::App& app, GlobalOptions& options, ActionSlot& slot) {
   AddLogsCommands(app, slot);
   AddHealthCommands(app, slot);
   AddSecretCommands(app, slot);
+  AddWebhookCommands(app, slot);
   AddConnectCommands(app, slot);
 }
 

@@ -35,6 +35,9 @@ void AddLogsCommands(CLI::App& app, ActionSlot& slot);
 // mcli create secret env|mounted|docker-registry|git-ssh|ssh, mcli get secrets, mcli delete
 // secret (after AddGetCommands and AddRunLifecycleCommands: it adds to `get` and `delete`)
 void AddSecretCommands(CLI::App& app, ActionSlot& slot);
+// mcli create webhook URL, mcli get webhooks|notifications, mcli delete webhook (after
+// AddSecretCommands: it adds to `create`, `get` and `delete`)
+void AddWebhookCommands(CLI::App& app, ActionSlot& slot);
 // mcli connect RUN, mcli interactive
 void AddConnectCommands(CLI::App& app, ActionSlot& slot);
 // mcli health sweep|sweeps|show

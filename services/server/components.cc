@@ -18,6 +18,7 @@
 #include "services/common/periodic_runner.h"
 #include "services/cordon/cordon_service.h"
 #include "services/logs/log_service.h"
+#include "services/notify/notification_service.h"
 #include "services/runs/run_metrics_service.h"
 #include "services/runs/run_service.h"
 #include "services/runs/secret_service.h"
@@ -91,6 +92,17 @@ class RunsComponent final : public Component {
                   f.stores.join_tokens, o.ca, f.clock,
                   admin::JoinOptions{.certificate_validity = o.node_certificate_validity}),
               f.authenticator),
+        notifications_(
+            std::make_shared<notify::NotificationHandler>(
+                f.stores.notifications, f.stores.teams, SealerOf(o.secrets_box), f.clock, f.random),
+            f.authenticator),
+        // One instance plans and delivers notifications; the others answer calls.
+        notifier_election_(f.stores.leader_locks, std::string(store::kNotifierLeaderRole),
+                           o.instance_id.empty() ? "runs" : o.instance_id,
+                           MonotonicClock::Shared()),
+        notifier_(f.stores, o.webhook_poster ? o.webhook_poster : notify::MakeCurlWebhookPoster(),
+                  SealerOf(o.secrets_box), f.clock, f.random, o.notifier,
+                  [this] { return notifier_election_.Lead(); }),
         // max_duration is enforced by a timer; every instance may run it (changes are
         // compare-and-set).
         timer_(f.clock, absl::Seconds(1),
@@ -114,10 +126,21 @@ class RunsComponent final : public Component {
           if (!covered.ok()) spdlog::warn("runs: goodput metrics: {}", covered.status().ToString());
         }) {}
   std::vector<grpc::Service*> services() override {
-    return {&runs_, &metrics_, &secrets_, &admin_, &teams_, &join_};
+    return {&runs_, &metrics_, &secrets_, &admin_, &teams_, &join_, &notifications_};
   }
 
  private:
+  // Webhook secrets sealed with the users' secrets' key, bound to their subscription.
+  static notify::Sealer SealerOf(const std::optional<runs::SecretBox>& box) {
+    if (!box) return {};
+    return notify::Sealer{
+        .seal = [box = *box](
+                    const std::string& plaintext,
+                    const std::string& id) { return box.Seal(plaintext, "webhook/" + id); },
+        .open = [box = *box](const std::string& sealed,
+                             const std::string& id) { return box.Open(sealed, "webhook/" + id); }};
+  }
+
   std::shared_ptr<runs::RunManager> manager_;
   runs::RunService runs_;
   runs::RunMetricsService metrics_;
@@ -125,6 +148,9 @@ class RunsComponent final : public Component {
   admin::AdminService admin_;
   admin::TeamService teams_;
   admin::JoinService join_;
+  notify::NotificationService notifications_;
+  LeaderElection notifier_election_;
+  notify::Notifier notifier_;
   // The timers last: stopped before what they use goes.
   PeriodicRunner timer_;
   PeriodicRunner retention_;

@@ -20,6 +20,7 @@
 #include "services/common/system_credential.h"
 #include "services/common/tls/certificate_authority.h"
 #include "services/logs/log_quota.h"
+#include "services/notify/notifier.h"
 #include "services/runs/run_admission.h"
 #include "services/runs/secret_box.h"
 #include "services/store/stores.h"
@@ -67,6 +68,11 @@ struct RunsOptions {
   std::optional<runs::SecretBox> secrets_box;
   // Runs that ended this long ago are deleted with their logs (zero: kept).
   absl::Duration run_retention = absl::ZeroDuration();
+  // The notifier (webhooks): its passes, deliveries and retention; its leader role is held by
+  // one instance of the run manager, named `instance_id`.
+  notify::NotifierOptions notifier;
+  std::shared_ptr<notify::WebhookPoster> webhook_poster;  // null: libcurl's
+  std::string instance_id;
 };
 
 // How often a retention of `period` is applied: a tenth of it, within 1 s and 10 minutes, so

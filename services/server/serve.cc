@@ -395,6 +395,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   if (parts.runs) {
     std::shared_ptr<ChannelRef> logs = parts.logs ? self : nullptr;
     if (!parts.logs && !logs_endpoint.empty()) logs = RemoteChannel(logs_endpoint, host.tls);
+    runs_options.instance_id = InstanceId();
     components.push_back(
         MakeRunsComponent(f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint, host.tls),
                           logs, system_key, runs_options));

@@ -25,6 +25,8 @@ namespace tessera::store {
 inline constexpr std::string_view kSchedulerLeaderRole = "scheduler";
 // The health API's role: the instance that holds it sweeps and remediates.
 inline constexpr std::string_view kHealthLeaderRole = "health";
+// The notifier's role: the instance that holds it plans and delivers notifications.
+inline constexpr std::string_view kNotifierLeaderRole = "notifier";
 
 class LeaderLockStore {
  public:

@@ -16,6 +16,7 @@
 #include "services/store/log_store.h"
 #include "services/store/node_event_store.h"
 #include "services/store/node_store.h"
+#include "services/store/notification_store.h"
 #include "services/store/run_store.h"
 #include "services/store/secret_store.h"
 #include "services/store/team_store.h"
@@ -38,6 +39,7 @@ struct Stores {
   std::shared_ptr<SecretStore> secrets;
   std::shared_ptr<TeamStore> teams;
   std::shared_ptr<UsageStore> usage;
+  std::shared_ptr<NotificationStore> notifications;
   // Pushes commits to watchers (change_feed.h).
   std::shared_ptr<ChangeFeed> changes;
 };

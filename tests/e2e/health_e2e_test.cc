@@ -5,6 +5,8 @@
 // Each case prints the seconds from the injection to the first step after resuming.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -64,10 +66,41 @@ struct Scenario {
               mfu_threshold > 0 ? absl::StrCat("  mfu_threshold: ", mfu_threshold, "\n") : "")}});
     const std::string path = absl::StrCat(c.marks_dir(), "/run-", ++submitted, ".yaml");
     std::ofstream(path) << yaml;
+    const absl::Time asked = absl::Now();
     ShellResult r = Mcli("run -f " + path);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    return std::string(absl::StripAsciiWhitespace(r.output));
+    std::string name(absl::StripAsciiWhitespace(r.output));
+    submitted_at[name] = asked;
+    return name;
+  }
+  // A sweep of the three idle nodes, on demand: how long this machine takes for its compute
+  // stress stages (from the sweep's start to its last first-pass compute result), after which a
+  // node they condemn is taken out while the all-reduce rounds go on.
+  double ComputeStagesSeconds() {
+    ShellResult r = Mcli("health sweep --wait --timeout 300 -o json");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto json = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+    const auto time = [](const nlohmann::json& field) {
+      absl::Time t;
+      std::string error;
+      REQUIRE(absl::ParseTime(absl::RFC3339_full, field.get<std::string>(), &t, &error));
+      return t;
+    };
+    const absl::Time created = time(json.at("sweep").at("created_at"));
+    absl::Time last_compute = created;
+    for (const auto& result : json.at("results")) {
+      if (result.at("kind") != "HEALTH_CHECK_KIND_COMPUTE_STRESS" || result.at("step") != 0) {
+        continue;
+      }
+      last_compute = std::max(last_compute, time(result.at("finished_at")));
+    }
+    const double seconds = absl::ToDoubleSeconds(last_compute - created);
+    std::printf("an idle sweep's compute stress stages took %.1f s (the sweep %.1f s)\n", seconds,
+                absl::ToDoubleSeconds(time(json.at("sweep").at("finished_at")) - created));
+    REQUIRE(seconds > 0);
+    return seconds;
   }
   v1::Run WaitForStep(const std::string& name, int64_t step, int resumption = 0) {
     v1::Run run;
@@ -85,6 +118,7 @@ struct Scenario {
     return run;
   }
   int submitted = 0;
+  std::map<std::string, absl::Time> submitted_at;
 };
 
 // A threshold between normal training and a slowed node's: half the MFU this machine reaches.
@@ -97,6 +131,37 @@ double CalibratedMfuThreshold(Scenario& s) {
   return run.progress().mfu() / 2;
 }
 
+// What this machine takes for the parts of a recovery, measured in the same case: a recovery's
+// bound comes from these, never from a constant tuned on one machine (the next may be 3x slower).
+struct Pace {
+  double start = 0;   // submission to the first progress report: what a restart costs
+  double report = 0;  // one report interval (10 batches) of healthy training
+  double sweep = 0;   // an idle sweep's compute stages (0: the case's fault needs no sweep)
+};
+
+// The most a recovery from `kind` may take: detecting it (the lease, the probe, the hang timeout,
+// or the straggler trigger's reports at the slowed speed), a sweep's compute stages for the faults
+// only a sweep convicts (twice an idle sweep's: the run's nodes are busy, and a suspect is
+// measured again; a hung node's canary never answers, so its stage lasts to its deadline), the
+// stop grace and a restart (two for a hang: the run is requeued at once and may start on the hung
+// node again before the sweep takes it out), all doubled for the noise of a shared 2-core
+// machine.
+double RecoveryBound(const std::string& kind, const Pace& pace) {
+  constexpr double kLease = 2.8, kStopGrace = 2, kHangTimeout = 4, kProbeInterval = 1;
+  constexpr double kCanaryTimeout = 10, kStageDeadlineSlack = 5;  // kServerFlags; sweep_driver.cc
+  constexpr double kSlowFactor = 0.3, kStragglerReports = 3;
+  double detect = pace.report;
+  double starts = 1;
+  if (kind == "crash") detect += kLease;
+  if (kind == "xid") detect += kProbeInterval;
+  if (kind == "hang") {
+    detect += kHangTimeout + kCanaryTimeout + kStageDeadlineSlack;
+    starts = 2;
+  }
+  if (absl::StartsWith(kind, "slow")) detect = (kStragglerReports + 1) * pace.report / kSlowFactor;
+  return 2 * (detect + 2 * pace.sweep + kStopGrace + starts * pace.start);
+}
+
 struct Outcome {
   v1::Run run;
   std::string victim;
@@ -105,9 +170,17 @@ struct Outcome {
 };
 
 // Trains until a checkpoint is committed, injects `kind` into the run's second node, and waits
-// for the first step of the resumed attempt.
-Outcome InjectAndResume(Scenario& s, const std::string& name, const std::string& kind) {
-  v1::Run before = s.WaitForStep(name, 25);
+// for the first step of the resumed attempt. `pace.sweep` comes measured; the rest is measured
+// here, before the fault.
+Outcome InjectAndResume(Scenario& s, const std::string& name, const std::string& kind,
+                        Pace pace = {}) {
+  s.WaitForStep(name, 10);
+  pace.start = absl::ToDoubleSeconds(absl::Now() - s.submitted_at.at(name));
+  s.WaitForStep(name, 20);
+  const absl::Time report_start = absl::Now();
+  v1::Run before = s.WaitForStep(name, 30);
+  pace.report = absl::ToDoubleSeconds(absl::Now() - report_start);
+  const double bound = RecoveryBound(kind, pace);
   REQUIRE(before.nodes_size() == 2);
   Outcome out;
   out.victim = before.nodes(1).node_name();
@@ -131,7 +204,7 @@ Outcome InjectAndResume(Scenario& s, const std::string& name, const std::string&
     }
     return true;
   };
-  for (int i = 0; i < 1600; ++i) {  // 80 s
+  while (absl::Now() - injected < absl::Seconds(1.5 * bound)) {
     out.run = s.c.client->Get(name);
     if (resumed_elsewhere(out.run)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -139,11 +212,15 @@ Outcome InjectAndResume(Scenario& s, const std::string& name, const std::string&
   out.seconds_to_resume = absl::ToDoubleSeconds(absl::Now() - injected);
   out.described = s.Mcli("describe run " + name).output;
   INFO(out.described);
+  INFO(s.Mcli("get sweeps").output);
   REQUIRE(resumed_elsewhere(out.run));
   REQUIRE(out.run.progress().step() > out.run.progress().resumed_from_step());
-  std::printf("%s: %.1f s from injection to the first step after resuming (from step %lld)\n",
-              kind.c_str(), out.seconds_to_resume,
-              static_cast<long long>(out.run.progress().resumed_from_step()));
+  std::printf(
+      "%s: %.1f s from injection to the first step after resuming (from step %lld); bound %.1f s "
+      "(a start %.1f s, a report %.1f s, an idle sweep's compute stages %.1f s)\n",
+      kind.c_str(), out.seconds_to_resume,
+      static_cast<long long>(out.run.progress().resumed_from_step()), bound, pace.start,
+      pace.report, pace.sweep);
   // Resumed from a committed checkpoint, on the two healthy nodes, its loss continuing.
   CHECK(out.run.progress().resumed_from_step() % 10 == 0);
   CHECK(out.run.progress().resumed_from_step() >= 20);
@@ -151,15 +228,16 @@ Outcome InjectAndResume(Scenario& s, const std::string& name, const std::string&
   for (const auto& n : out.run.nodes()) CHECK(n.node_name() != out.victim);
   CHECK(out.run.progress().loss() < loss_before + 0.5);
   CHECK(out.run.progress().loss() < 6.0);  // ln(1024) = 6.9 is where training starts from
-  CHECK(out.seconds_to_resume < (kind == "hang" ? 80 : 60));
+  CHECK(out.seconds_to_resume < bound);
   return out;
 }
 
 TEST_CASE("a slow node: the MFU drop starts a sweep that finds and cordons it", "[e2e]") {
   Scenario s;
   const double threshold = CalibratedMfuThreshold(s);
+  const Pace pace{.sweep = s.ComputeStagesSeconds()};
   const std::string name = s.Submit(threshold);
-  Outcome o = InjectAndResume(s, name, "slow:0.3");
+  Outcome o = InjectAndResume(s, name, "slow:0.3", pace);
   CHECK(s.c.Node(o.victim).admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
   CHECK(absl::StrContains(s.c.Node(o.victim).status_reason(), "compute"));
   // The run's own watch starts the sweep: the MFU drop, or (when the node's step times stand
@@ -193,8 +271,9 @@ TEST_CASE("a crashed node: its lease lapses and the run moves on", "[e2e]") {
 
 TEST_CASE("a hung node: its rank is named, a sweep confirms the node, it is cordoned", "[e2e]") {
   Scenario s;
+  const Pace pace{.sweep = s.ComputeStagesSeconds()};
   const std::string name = s.Submit(0);
-  Outcome o = InjectAndResume(s, name, "hang");
+  Outcome o = InjectAndResume(s, name, "hang", pace);
   // Cordoned by the sweep the hang started (its canaries hang too), not by the hang itself.
   CHECK(s.c.Node(o.victim).admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
   CHECK(absl::StrContains(s.c.Node(o.victim).status_reason(), "health: sweep "));

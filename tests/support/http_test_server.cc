@@ -83,6 +83,7 @@ void HttpTestServer::Serve(int fd) {
     HttpTestRequest recorded;
     recorded.method = std::string(req.method_string());
     recorded.target = std::string(req.target());
+    recorded.body = req.body();
     for (const auto& field : req) {
       recorded.headers[absl::AsciiStrToLower(std::string(field.name_string()))] =
           std::string(field.value());

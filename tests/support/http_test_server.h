@@ -20,6 +20,7 @@ struct HttpTestRequest {
   std::string method;
   std::string target;                          // path and query, as sent
   std::map<std::string, std::string> headers;  // names lower case
+  std::string body;
 };
 
 struct HttpTestResponse {

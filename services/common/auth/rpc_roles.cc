@@ -81,6 +81,11 @@ const std::vector<RpcRule>& RpcRoleTable() {
       {"tessera.v1.SecretService/ListSecrets", kPeople},
       {"tessera.v1.SecretService/DeleteSecret", kPeople, kAuditPeople},
       {"tessera.v1.SecretService/GetRunSecrets", kServices},
+      // Webhooks: each person their own (operators' node events checked by the handler).
+      {"tessera.v1.NotificationService/CreateSubscription", kPeople, kAuditPeople},
+      {"tessera.v1.NotificationService/ListSubscriptions", kPeople},
+      {"tessera.v1.NotificationService/DeleteSubscription", kPeople, kAuditPeople},
+      {"tessera.v1.NotificationService/ListNotifications", kPeople},
       // Logs: workers push (only their node's attempts: LogHandler checks), people read their
       // own, the run manager deletes a deleted run's.
       {"tessera.v1.LogService/PushLogs", {ROLE_NODE, ROLE_SYSTEM}},

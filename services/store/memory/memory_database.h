@@ -53,6 +53,12 @@ struct MemoryDatabase {
   std::map<std::pair<std::string, std::string>, SecretRecord> secrets ABSL_GUARDED_BY(mu);
   std::map<std::string, v1::Team, std::less<>> teams ABSL_GUARDED_BY(mu);
   std::map<std::string, std::string, std::less<>> team_of_user ABSL_GUARDED_BY(mu);
+  std::map<std::string, SubscriptionRecord> subscriptions ABSL_GUARDED_BY(mu);  // by id
+  std::map<int64_t, v1::Notification> notifications ABSL_GUARDED_BY(mu);        // by id
+  // (subscription id, dedupe key) of every notification written.
+  std::map<std::pair<std::string, std::string>, int64_t> notification_keys ABSL_GUARDED_BY(mu);
+  std::map<std::string, int64_t, std::less<>> notification_cursors ABSL_GUARDED_BY(mu);
+  int64_t next_notification_id ABSL_GUARDED_BY(mu) = 1;
   std::vector<v1::AuditRecord> audit ABSL_GUARDED_BY(mu);
   int64_t next_audit_id ABSL_GUARDED_BY(mu) = 1;
 
@@ -131,6 +137,7 @@ std::shared_ptr<HealthStore> MakeMemoryHealthStore(std::shared_ptr<MemoryDatabas
 std::shared_ptr<ApiKeyStore> MakeMemoryApiKeyStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<JoinTokenStore> MakeMemoryJoinTokenStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<SecretStore> MakeMemorySecretStore(std::shared_ptr<MemoryDatabase> db);
+std::shared_ptr<NotificationStore> MakeMemoryNotificationStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<TeamStore> MakeMemoryTeamStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<UsageStore> MakeMemoryUsageStore(std::shared_ptr<MemoryDatabase> db);
 std::shared_ptr<AuditStore> MakeMemoryAuditStore(std::shared_ptr<MemoryDatabase> db);

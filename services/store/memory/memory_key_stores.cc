@@ -135,6 +135,7 @@ Stores MakeMemoryStores(std::shared_ptr<MemoryDatabase> db) {
   s.logs = MakeMemoryLogStore(db);
   s.leader_locks = MakeMemoryLeaderLockStore(db);
   s.secrets = MakeMemorySecretStore(db);
+  s.notifications = MakeMemoryNotificationStore(db);
   s.teams = MakeMemoryTeamStore(db);
   s.usage = MakeMemoryUsageStore(db);
   s.changes = db->changes;

@@ -200,6 +200,7 @@ absl::StatusOr<Stores> OpenPostgresStores(const PostgresOptions& options) {
   s.api_keys = MakePgApiKeyStore(pool);
   s.join_tokens = MakePgJoinTokenStore(pool);
   s.secrets = MakePgSecretStore(pool);
+  s.notifications = MakePgNotificationStore(pool);
   s.teams = MakePgTeamStore(pool);
   s.usage = MakePgUsageStore(pool);
   s.audit = MakePgAuditStore(pool);

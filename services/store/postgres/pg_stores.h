@@ -23,6 +23,7 @@ std::shared_ptr<HealthStore> MakePgHealthStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<ApiKeyStore> MakePgApiKeyStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<JoinTokenStore> MakePgJoinTokenStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<SecretStore> MakePgSecretStore(std::shared_ptr<PgPool> pool);
+std::shared_ptr<NotificationStore> MakePgNotificationStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<TeamStore> MakePgTeamStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<UsageStore> MakePgUsageStore(std::shared_ptr<PgPool> pool);
 std::shared_ptr<AuditStore> MakePgAuditStore(std::shared_ptr<PgPool> pool);

@@ -35,7 +35,7 @@ class Rule:
 SHARED = ["base/", "runspec/", "proto/policy/", "services/common/", "services/store/",
           "tessera/v1/"]
 SERVICES = ["services/runs/", "services/logs/", "services/cordon/", "services/admin/",
-            "scheduler/", "healthcheck/"]
+            "services/notify/", "scheduler/", "healthcheck/"]
 ONE_SERVICE = "a service includes no other service's files; services talk through their APIs"
 
 RULES = [
@@ -60,6 +60,7 @@ RULES = [
     Rule("services/logs/",    only=SHARED, why=ONE_SERVICE),
     Rule("services/cordon/",  only=SHARED, why=ONE_SERVICE),
     Rule("services/admin/",   only=SHARED, why=ONE_SERVICE),
+    Rule("services/notify/",  only=SHARED, why=ONE_SERVICE),
     Rule("scheduler/",        only=SHARED, why=ONE_SERVICE + " (placement/ + service/ are one)"),
     Rule("healthcheck/",      only=SHARED, why=ONE_SERVICE),
     Rule("services/gateway/", only=["base/", "runspec/", "proto/policy/", "services/common/",
