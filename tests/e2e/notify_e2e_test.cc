@@ -41,7 +41,7 @@ struct Receiver {
   }
 };
 
-TEST_CASE("a failed run and a cordoned node reach their webhooks; mcli shows the deliveries") {
+TEST_CASE("a failed run and a cordoned node reach their webhooks, and mcli shows the deliveries") {
   Receiver receiver;
   LocalCluster c;
   c.StartWorker("node-1", 1);

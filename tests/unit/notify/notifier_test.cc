@@ -171,7 +171,7 @@ TEST_CASE("a run waiting in the queue past a subscription's bound is told once p
   CHECK(all[0].text() == "Run gpt-q has waited in the queue for 10m1s (over 10m)");
 }
 
-TEST_CASE("an event id that shows up late is planned; one that never does is waited for a while") {
+TEST_CASE("an event id that shows up late is planned, one that never does is waited for a while") {
   EventCursor cursor;
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   int64_t stored = 0;
@@ -292,17 +292,22 @@ TEST_CASE("deliveries keep each run's order, retry with backoff, and give up on 
   CHECK(deliverer.DueIn() == absl::InfiniteDuration());
 }
 
-// Each post takes `took` of the fake clock (a slow receiver), then answers 500.
+// Each post waits until the gate is open, takes `took` of the fake clock (a slow receiver), then
+// answers 500.
 class SlowPoster final : public WebhookPoster {
  public:
-  SlowPoster(std::shared_ptr<FakeClock> clock) : clock_(std::move(clock)) {}
+  explicit SlowPoster(std::shared_ptr<FakeClock> clock) : clock_(std::move(clock)) {}
   WebhookResponse Post(const WebhookRequest&, absl::Duration) override {
+    {
+      absl::MutexLock lock(&mu);
+      mu.Await(absl::Condition(&open));
+    }
     clock_->Advance(took);
-    ++posts;
     return {500, ""};
   }
   std::shared_ptr<FakeClock> clock_;
-  std::atomic<int> posts{0};
+  absl::Mutex mu;
+  bool open ABSL_GUARDED_BY(mu) = true;
   absl::Duration took = absl::Seconds(3);
 };
 
@@ -320,16 +325,26 @@ TEST_CASE("a slow receiver gets one post at a time until it answers quickly agai
   NotificationDeliverer deliverer(
       f.stores.notifications, poster, [](const auto&) { return std::string(); }, f.clock, f.random,
       options);
-  CHECK(*deliverer.DeliverDue() == 4);  // not known to be slow yet: every run's head
-  deliverer.AwaitIdle();
-  f.clock->Advance(absl::Minutes(1));   // every retry due
-  CHECK(*deliverer.DeliverDue() == 1);  // slow: one at a time
-  deliverer.AwaitIdle();
+  // How many posts a pass starts; none ends before the pass has started them all.
+  const auto pass = [&] {
+    {
+      absl::MutexLock lock(&poster->mu);
+      poster->open = false;
+    }
+    const int started = *deliverer.DeliverDue();
+    {
+      absl::MutexLock lock(&poster->mu);
+      poster->open = true;
+    }
+    deliverer.AwaitIdle();
+    return started;
+  };
+  CHECK(pass() == 4);                     // not known to be slow yet: every run's head
+  f.clock->Advance(absl::Minutes(1));     // every retry due
+  CHECK(pass() == 1);                     // slow: one at a time
   poster->took = absl::Milliseconds(10);  // fast again
-  CHECK(*deliverer.DeliverDue() == 1);    // the next one, still alone
-  deliverer.AwaitIdle();
-  CHECK(*deliverer.DeliverDue() == 2);  // it answered quickly: the two not tried since, together
-  deliverer.AwaitIdle();
+  CHECK(pass() == 1);                     // the next one, still alone
+  CHECK(pass() == 2);                     // it answered quickly: the two not tried since, together
 }
 
 TEST_CASE("an undelivered notification is given up once older than the bound") {
@@ -460,7 +475,7 @@ TEST_CASE("subscriptions are checked: fields, who may ask for a scope, how many"
   CHECK(create(kAlice, nothing).message() == "subscriptions: alice has 20, the limit is 20");
 }
 
-TEST_CASE("people see and delete their own subscriptions and notifications; admins all") {
+TEST_CASE("people see and delete their own subscriptions and notifications, admins all") {
   Fixture f;
   const std::string mine =
       f.Subscribe(kAlice, v1::SUBSCRIPTION_SCOPE_USER, {v1::NOTIFICATION_EVENT_RUN_FAILED});

@@ -50,7 +50,7 @@ TEST_CASE("webhook URLs: https anywhere, http only to loopback, nothing hidden i
   CHECK_FALSE(CheckWebhookUrl("http://localhost.example.com/").ok());
 }
 
-TEST_CASE("the slack format carries the text; the generic one every field, signed") {
+TEST_CASE("the slack format carries the text, the generic one every field, signed") {
   v1::Subscription slack;
   slack.set_url("https://hooks.slack.com/services/T0/B0/xyz");
   slack.set_format(v1::WEBHOOK_FORMAT_SLACK);

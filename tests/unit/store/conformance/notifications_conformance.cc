@@ -160,7 +160,7 @@ CONFORMANCE_CASE("what is due: each subject's oldest pending notification, in or
   CHECK(absl::IsNotFound(store.UpdateNotification(gone)));
 }
 
-CONFORMANCE_CASE("nothing pending: no next due; retention keeps what is pending") {
+CONFORMANCE_CASE("nothing pending: no next due, and retention keeps what is pending") {
   Stores s = FreshStores();
   auto& store = *s.notifications;
   CHECK(*store.NextDue() == absl::InfiniteFuture());
