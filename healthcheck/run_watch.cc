@@ -8,11 +8,6 @@
 
 namespace tessera::health {
 
-int RunWatch::NextRest(State& s) const {
-  const int shift = std::min(s.triggers++, 16);
-  return std::min(config_.rearm_reports, std::max(1, config_.first_rearm_reports) << shift);
-}
-
 std::optional<SweepTriggerEvent> RunWatch::Observe(const v1::Run& run) {
   State& s = runs_[run.id()];
   if (s.resumption != run.resumption_index()) {
@@ -32,7 +27,7 @@ std::optional<SweepTriggerEvent> RunWatch::Observe(const v1::Run& run) {
   if (threshold > 0 && p.mfu() > 0) {
     s.low_mfu = p.mfu() < threshold ? s.low_mfu + 1 : 0;
     if (s.low_mfu >= config_.mfu_reports) {
-      s.quiet_reports = NextRest(s);
+      s.quiet_reports = config_.rearm_reports;
       const int reports = s.low_mfu;
       s.low_mfu = 0;
       return SweepTriggerEvent{
@@ -54,7 +49,7 @@ std::optional<SweepTriggerEvent> RunWatch::Observe(const v1::Run& run) {
       int& count = s.straggling[node];
       count = slow ? count + 1 : 0;
       if (count >= config_.straggler_reports) {
-        s.quiet_reports = NextRest(s);
+        s.quiet_reports = config_.rearm_reports;
         s.straggling.clear();
         return SweepTriggerEvent{
             v1::SWEEP_TRIGGER_STRAGGLER, run.name(), node,

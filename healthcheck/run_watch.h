@@ -6,8 +6,7 @@
 //              others) stayed above straggler_factor times the median of the run's other nodes
 //              for `straggler_reports` consecutive reports
 // Either starts a sweep of the run's nodes (and idle peers), which confirms the bad node before
-// anything is cordoned; then the run is left alone for a few reports, longer after each trigger
-// of the same attempt (first_rearm_reports, doubling up to rearm_reports).
+// anything is cordoned; then the run is left alone for `rearm_reports` reports.
 
 #include <map>
 #include <optional>
@@ -24,12 +23,10 @@ struct RunWatchConfig {
   int mfu_reports = 3;
   double straggler_factor = 1.5;
   int straggler_reports = 3;
-  // After a trigger, the run is watched again after first_rearm_reports reports, twice as many
-  // after each further trigger of the same attempt, at most rearm_reports: a sweep that found
-  // nothing does not silence a run that stays slow, a run slow by nature is not swept at every
-  // report, and a trigger by the noise of an attempt's first steps does not blind the watch to
-  // a fault that comes just after it (a fixed rest of 30 reports did, for 300 batches).
-  int first_rearm_reports = 3;
+  // After a trigger, the run is watched again after this many reports (a sweep that found
+  // nothing does not silence a run that stays slow). A shorter rest finds a fault that follows a
+  // trigger by noise sooner, but each sweep of a busy run's nodes is another chance for today's
+  // verdicts to condemn a healthy one (issue 47): the rest stays long until they cannot.
   int rearm_reports = 30;
 };
 
@@ -56,11 +53,7 @@ class RunWatch {
     int low_mfu = 0;
     std::map<std::string, int> straggling;  // node -> consecutive reports
     int quiet_reports = 0;                  // reports still to ignore after a trigger
-    int triggers = 0;                       // this attempt's triggers so far
   };
-  // The reports to ignore after this trigger of s's attempt (and counts the trigger).
-  int NextRest(State& s) const;
-
   RunWatchConfig config_;
   std::map<std::string, State> runs_;
 };

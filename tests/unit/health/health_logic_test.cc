@@ -227,7 +227,7 @@ v1::Run RunWith(double mfu, int64_t reported_seconds, int resumption = 0) {
 }
 
 TEST_CASE("an MFU under the run's threshold for N new reports triggers a sweep, then rests") {
-  RunWatch watch(RunWatchConfig{.mfu_reports = 3, .first_rearm_reports = 2, .rearm_reports = 4});
+  RunWatch watch(RunWatchConfig{.mfu_reports = 3, .rearm_reports = 4});
   CHECK_FALSE(watch.Observe(RunWith(0.10, 1)));
   CHECK_FALSE(watch.Observe(RunWith(0.03, 2)));
   CHECK_FALSE(watch.Observe(RunWith(0.03, 2)));  // the same report again: not counted
@@ -240,22 +240,15 @@ TEST_CASE("an MFU under the run's threshold for N new reports triggers a sweep, 
   CHECK(t->trigger == v1::SWEEP_TRIGGER_MFU_DROP);
   CHECK(t->run_name == "gpt-1");
   CHECK(t->reason == "MFU 3.00% under the run's threshold 5.00% for 3 reports");
-  // The first rest is short: 2 reports, then 3 more to count.
-  int report = 8;
-  const auto reports_to_next_trigger = [&](int attempt) {
-    for (int n = 1; n <= 100; ++n, ++report) {
-      if (watch.Observe(RunWith(0.03, report, attempt)).has_value()) {
-        ++report;
-        return n;
-      }
-    }
-    return -1;
-  };
-  CHECK(reports_to_next_trigger(0) == 2 + 3);
-  CHECK(reports_to_next_trigger(0) == 4 + 3);  // doubled
-  CHECK(reports_to_next_trigger(0) == 4 + 3);  // at most rearm_reports
-  CHECK(reports_to_next_trigger(1) == 3);      // a new attempt starts over, without a rest
-  CHECK(reports_to_next_trigger(1) == 2 + 3);
+  for (int report = 8; report <= 11; ++report) {  // resting
+    CHECK_FALSE(watch.Observe(RunWith(0.03, report)));
+  }
+  CHECK_FALSE(watch.Observe(RunWith(0.03, 12)));
+  CHECK_FALSE(watch.Observe(RunWith(0.03, 13)));
+  CHECK(watch.Observe(RunWith(0.03, 14)).has_value());  // still slow: swept again
+  CHECK_FALSE(watch.Observe(RunWith(0.03, 15, 1)));     // a new attempt starts over
+  CHECK_FALSE(watch.Observe(RunWith(0.03, 16, 1)));
+  CHECK(watch.Observe(RunWith(0.03, 17, 1)).has_value());
 }
 
 TEST_CASE("a node whose compute time per step stays far above its peers' is a straggler") {
