@@ -95,16 +95,6 @@ class HealthHandler {
  private:
   void AdvanceSweep(v1::Sweep sweep);
   void Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>& dispatches);
-  // The control plane between this API and the nodes (the scheduler, which relays canaries and
-  // their results) could not be reached during the sweep's current stage: its missing results
-  // say nothing about the nodes. Marked by Dispatch and AdvanceSweep; the first tick that reaches
-  // the scheduler again starts the stage's missing canaries anew with a fresh deadline
-  // (RestartStage), at most kMaxStageRestarts times a sweep, rather than blame the nodes.
-  void MarkInterrupted(const std::string& sweep_id);
-  int CanaryPort(size_t groups);
-  bool TakeInterrupted(const std::string& sweep_id);
-  void RestartStage(v1::Sweep& sweep, const std::vector<CanaryDispatch>& missing,
-                    absl::Duration timeout);
   // `plan`: the confirmation as the results leave it (suspects decided, or out of steps).
   void FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results,
                    const ConfirmationPlan& plan);
@@ -161,10 +151,6 @@ class HealthHandler {
   SweepNeighbours neighbours_;
   DeferredVerdicts deferred_;
   absl::Mutex tick_mu_;  // one Tick at a time
-  static constexpr int kMaxStageRestarts = 5;
-  absl::Mutex interrupted_mu_;
-  std::set<std::string> interrupted_ ABSL_GUARDED_BY(interrupted_mu_);
-  std::map<std::string, int> restarts_ ABSL_GUARDED_BY(interrupted_mu_);  // by sweep
   mutable absl::Mutex plans_mu_;
   mutable std::map<std::string, ConfirmationPlan> finished_plans_ ABSL_GUARDED_BY(plans_mu_);
 };

@@ -56,33 +56,6 @@ void HealthHandler::Tick() {
   tick_mu_.Unlock();
 }
 
-// The first of `groups` consecutive ports of the canaries' range, at random.
-int HealthHandler::CanaryPort(size_t groups) {
-  const int span = std::max(1, config_.port_span - static_cast<int>(groups));
-  return config_.port_base + static_cast<int>(random_->Uniform(static_cast<uint64_t>(span)));
-}
-
-void HealthHandler::MarkInterrupted(const std::string& sweep_id) {
-  absl::MutexLock lock(&interrupted_mu_);
-  if (restarts_[sweep_id] < kMaxStageRestarts) interrupted_.insert(sweep_id);
-}
-
-bool HealthHandler::TakeInterrupted(const std::string& sweep_id) {
-  absl::MutexLock lock(&interrupted_mu_);
-  if (interrupted_.erase(sweep_id) == 0) return false;
-  ++restarts_[sweep_id];
-  return true;
-}
-
-void HealthHandler::RestartStage(v1::Sweep& sweep, const std::vector<CanaryDispatch>& missing,
-                                 absl::Duration timeout) {
-  spdlog::info("health: sweep {}: the scheduler is back; stage {} starts {} canaries again",
-               sweep.id(), sweep.phase(), missing.size());
-  *sweep.mutable_deadline() = ToProtoTime(clock_->Now() + timeout + absl::Seconds(5));
-  (void)store_->UpdateSweep(sweep);
-  Dispatch(sweep, missing);
-}
-
 void HealthHandler::Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>& dispatches) {
   for (const auto& d : dispatches) {
     v1::DispatchToWorkerRequest req;
@@ -91,14 +64,6 @@ void HealthHandler::Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>
     req.set_timeout_seconds(absl::ToDoubleSeconds(config_.dispatch_timeout));
     absl::Status st = scheduler_->DispatchToWorker(req);
     if (st.ok()) continue;
-    // A scheduler that cannot be reached (failing over, frozen) is not the node's fault.
-    if ((absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st)) &&
-        !scheduler_->ListNodes().ok()) {
-      spdlog::warn("health: sweep {}: the scheduler is unreachable ({}); {} is not blamed",
-                   sweep.id(), st.ToString(), d.node);
-      MarkInterrupted(sweep.id());
-      continue;
-    }
     // The node could not even start it: that is its result.
     v1::HealthCheckResult r;
     r.set_sweep_id(sweep.id());
@@ -144,7 +109,6 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
   const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
   auto results = store_->ListResults({}, sweep.id(), 0);
   auto known = NodesByName();
-  if (!known.ok()) MarkInterrupted(sweep.id());
   if (!results.ok() || !known.ok()) return;  // try again next tick
   struct Stage {
     v1::HealthCheckKind kind;
@@ -177,8 +141,10 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
       for (const auto& g : stage.groups) members.push_back(g[0]);
       Dispatch(sweep, ComputePhase(sweep.id(), members, config_.canary));
     } else {
-      Dispatch(sweep, AllReducePhase(sweep.id(), stage.groups, *known,
-                                     CanaryPort(stage.groups.size()), config_.canary));
+      const int span = std::max(1, config_.port_span - static_cast<int>(stage.groups.size()));
+      const int port =
+          config_.port_base + static_cast<int>(random_->Uniform(static_cast<uint64_t>(span)));
+      Dispatch(sweep, AllReducePhase(sweep.id(), stage.groups, *known, port, config_.canary));
     }
     const absl::Duration timeout = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS
                                        ? config_.canary.compute_timeout
@@ -192,50 +158,12 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
     return;
   }
   const size_t index = static_cast<size_t>(sweep.phase() - 1);
-  const bool interrupted = TakeInterrupted(sweep.id());
   if (index >= stages.size()) {  // a confirmation step
-    const int step = static_cast<int>(index - stages.size()) + 1;
-    if (interrupted) {
-      const ConfirmationPlan plan = PlanFor(sweep, *results);
-      if (plan.next_step == step && !plan.next_node.empty()) {
-        auto again = ComputePhase(sweep.id(), {plan.next_node}, config_.canary);
-        for (auto& d : again) d.canary.set_step(step);
-        RestartStage(sweep, again, config_.canary.compute_timeout);
-        return;
-      }
-    }
-    AdvanceConfirmation(sweep, *results, step, static_cast<int>(stages.size()));
+    AdvanceConfirmation(sweep, *results, static_cast<int>(index - stages.size()) + 1,
+                        static_cast<int>(stages.size()));
     return;
   }
   const Stage& stage = stages[index];
-  if (interrupted) {
-    // Canaries of this stage that have no result yet start again (an all-reduce group as a
-    // whole: its members rendezvous).
-    const bool compute = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS;
-    std::vector<std::string> members;
-    std::vector<std::vector<std::string>> groups;
-    for (const auto& g : stage.groups) {
-      bool missing = false;
-      for (const auto& m : g) {
-        missing = missing || CountResults(*results, stage.kind, m,
-                                          compute ? std::vector<std::string>{} : g) < stage.pass;
-      }
-      if (!missing) continue;
-      if (compute) {
-        members.push_back(g[0]);
-      } else {
-        groups.push_back(g);
-      }
-    }
-    if (!members.empty() || !groups.empty()) {
-      RestartStage(sweep,
-                   compute ? ComputePhase(sweep.id(), members, config_.canary)
-                           : AllReducePhase(sweep.id(), groups, *known, CanaryPort(groups.size()),
-                                            config_.canary),
-                   compute ? config_.canary.compute_timeout : config_.canary.allreduce_timeout);
-      return;
-    }
-  }
   bool complete = true;
   for (const auto& g : stage.groups) {
     for (const auto& m : g) {
@@ -358,11 +286,6 @@ void HealthHandler::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCh
   }
   sweep.set_state(v1::SWEEP_STATE_FINISHED);
   *sweep.mutable_finished_at() = ToProtoTime(clock_->Now());
-  {
-    absl::MutexLock lock(&interrupted_mu_);
-    interrupted_.erase(sweep.id());
-    restarts_.erase(sweep.id());
-  }
   Remediate(sweep, anomalies);
   neighbours_.Forget(sweep.id());
   if (auto st = store_->UpdateSweep(sweep); !st.ok()) {

@@ -1,7 +1,6 @@
 #pragma once
 // Fakes of the services the health API talks to, recording what it asked.
 
-#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -18,8 +17,6 @@ class FakeScheduler final : public SchedulerApi {
   std::vector<v1::EvictNodeRequest> evicted;
   std::map<std::string, std::vector<std::string>> runs_on;  // node -> run names
   std::set<std::string> unreachable;                        // dispatch fails
-  bool down = false;  // the scheduler itself cannot be reached (failing over, frozen)
-  std::function<void()> before_dispatch;  // runs first in each DispatchToWorker
 
   v1::Node& Add(const std::string& name, const std::string& address = "") {
     v1::Node& n = nodes[name];
@@ -30,14 +27,11 @@ class FakeScheduler final : public SchedulerApi {
     return n;
   }
   absl::StatusOr<std::vector<v1::Node>> ListNodes() override {
-    if (down) return absl::DeadlineExceededError("Deadline Exceeded");
     std::vector<v1::Node> out;
     for (const auto& [k, n] : nodes) out.push_back(n);
     return out;
   }
   absl::Status DispatchToWorker(const v1::DispatchToWorkerRequest& req) override {
-    if (before_dispatch) before_dispatch();
-    if (down) return absl::UnavailableError("failed to connect to all addresses");
     if (unreachable.count(req.node_name())) {
       return absl::UnavailableError("the worker of node " + req.node_name() + " is not connected");
     }

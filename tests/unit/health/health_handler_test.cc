@@ -7,7 +7,6 @@
 #include <set>
 
 #include "absl/strings/match.h"
-#include "base/timestamps.h"
 #include "tests/support/metric_values.h"
 #include "tests/unit/health/handler_fixture.h"
 
@@ -121,68 +120,6 @@ TEST_CASE("what does not answer before the deadline times out and is taken out")
   CHECK(done.anomalous_nodes(0) == "b");
   CHECK(done.findings(0).find("could not start") != std::string::npos);
   CHECK(f.scheduler->evicted.at(0).reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
-}
-
-TEST_CASE("a scheduler out of reach is not the nodes' fault: the stage starts again once back") {
-  Fixture f;
-  for (const auto& n : {"a", "b"}) f.scheduler->Add(n);
-  const v1::Sweep s = f.Start();
-  f.handler->Tick();
-  CHECK(f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS).size() == 2);
-  // The canaries' results are lost with the scheduler, which then stays away past the deadline.
-  f.scheduler->down = true;
-  f.handler->Tick();
-  f.clock->Advance(absl::Seconds(40));
-  f.handler->Tick();
-  f.scheduler->down = false;
-  f.handler->Tick();
-  // Back: no timeout recorded, the same stage's canaries start again with a new deadline.
-  CHECK(f.Sweep(s.id()).state() == v1::SWEEP_STATE_RUNNING);
-  CHECK(f.Sweep(s.id()).phase() == 1);
-  CHECK(FromProtoTime(f.Sweep(s.id()).deadline()) > f.clock->Now() + absl::Seconds(30));
-  f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
-  f.handler->Tick();
-  CHECK(f.Sweep(s.id()).phase() == 2);
-  // It goes away as the all-reduce is dispatched: no canary could start, and that is not the
-  // nodes' fault either.
-  f.Answer(v1::HEALTH_CHECK_KIND_ALLREDUCE);
-  f.scheduler->before_dispatch = [&] { f.scheduler->down = true; };
-  f.clock->Advance(absl::Seconds(66));
-  f.handler->Tick();
-  f.scheduler->before_dispatch = nullptr;
-  f.scheduler->down = false;
-  const v1::Sweep done = f.RunToEnd(s.id());
-  CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
-  CHECK(done.anomalous_nodes().empty());
-  CHECK(f.cordon->cordoned.empty());
-  CHECK(f.scheduler->evicted.empty());
-  // A worker that is not connected while the scheduler answers is still the node's fault
-  // ("what does not answer before the deadline times out and is taken out").
-}
-
-TEST_CASE("a scheduler away for good: after a few fresh starts, missing results time out") {
-  Fixture f;
-  for (const auto& n : {"a", "b"}) f.scheduler->Add(n);
-  const v1::Sweep s = f.Start();
-  f.handler->Tick();
-  f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
-  // It answers calls but its canaries' results never arrive: each time it is out of reach in
-  // between, the stage starts again, at most five times; then the nodes are blamed.
-  for (int i = 0; i < 8; ++i) {
-    f.scheduler->down = true;
-    f.handler->Tick();
-    f.scheduler->down = false;
-    f.clock->Advance(absl::Seconds(40));
-    f.handler->Tick();
-    f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
-  }
-  for (int i = 0; i < 20 && f.Sweep(s.id()).state() == v1::SWEEP_STATE_RUNNING; ++i) {
-    f.clock->Advance(absl::Seconds(70));
-    f.handler->Tick();
-  }
-  const v1::Sweep done = f.Sweep(s.id());
-  CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
-  CHECK(done.anomalous_nodes_size() == 2);
 }
 
 TEST_CASE("nodes of one machine take turns at the compute stress test") {
