@@ -25,7 +25,7 @@ Notifier::Notifier(store::Stores stores, std::shared_ptr<WebhookPoster> poster,
       delivering_(
           clock, options.deliver_interval,
           [this] {
-            if (!leads_()) return;
+            if (!leading_) return;
             if (auto started = deliverer_.DeliverDue(); !started.ok()) {
               spdlog::warn("notifications: cannot read what is due: {}",
                            started.status().ToString());
@@ -35,7 +35,7 @@ Notifier::Notifier(store::Stores stores, std::shared_ptr<WebhookPoster> poster,
           // Soon again while deliveries end: each ends with its subject's next one due.
           [this] { return deliverer_.Busy() ? options_.busy_interval : absl::ZeroDuration(); }),
       retention_(clock, absl::Minutes(10), [this] {
-        if (!leads_()) return;
+        if (!leading_) return;
         auto deleted =
             store_->DeleteNotificationsBefore(clock_->Now() - options_.retention, 10'000);
         if (!deleted.ok())
@@ -43,7 +43,8 @@ Notifier::Notifier(store::Stores stores, std::shared_ptr<WebhookPoster> poster,
       }) {}
 
 void Notifier::Plan() {
-  if (!leads_()) return;
+  leading_ = leads_();  // the election's one beat
+  if (!leading_) return;
   // ABORTED: another instance moved a cursor (a leader change): the next pass reads it again.
   for (const auto& written : {planner_.PlanRunEvents(), planner_.PlanNodeEvents()}) {
     if (!written.ok() && !absl::IsAborted(written.status())) {

@@ -6,6 +6,7 @@
 // `retention` are deleted. Nothing here is on a call path of the control plane: a slow or dead
 // receiver delays only its own notifications.
 
+#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -28,7 +29,8 @@ struct NotifierOptions {
 
 class Notifier {
  public:
-  // `leads`: whether this instance holds the notifier's role now (asked before each pass).
+  // `leads`: whether this instance holds the notifier's role now (LeaderElection::Lead: it asks
+  // the store). Asked on the planner's beat only; the other passes go by its last answer.
   Notifier(store::Stores stores, std::shared_ptr<WebhookPoster> poster, const Sealer& sealer,
            std::shared_ptr<Clock> clock, std::shared_ptr<Random> random, NotifierOptions options,
            std::function<bool()> leads);
@@ -40,6 +42,7 @@ class Notifier {
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<store::NotificationStore> store_;
   std::function<bool()> leads_;
+  std::atomic<bool> leading_{false};
   NotificationPlanner planner_;
   NotificationDeliverer deliverer_;
   absl::Time next_queue_pass_ = absl::InfinitePast();
