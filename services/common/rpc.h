@@ -19,6 +19,10 @@
 
 #include <grpcpp/server_context.h>
 
+#include <optional>
+#include <string>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "services/common/auth/api_keys.h"
 #include "services/common/auth/audit_log.h"
@@ -34,32 +38,79 @@ inline std::string RpcName(const char* service, const char* method) {
   return absl::StrCat(service, "/", method);
 }
 
-// `request` (optional) is what the audit log records of an audited call (rpc_roles.h): its
-// target and its fields. What it records of the outcome is what the caller was told.
+// A call's admission: its caller authenticated, checked against the role table and charged a
+// call of their rate, and the traffic class its reads are; then, once the call is over, its
+// answer (audited when the table says so). Serve does all of it around a handler; a call served
+// on the async API (async_writer.h) holds one between its steps.
+class AdmittedCall {
+ public:
+  // `request` (optional) is what the audit log records of an audited call (rpc_roles.h): its
+  // target and its fields; it must outlive the AdmittedCall. Refused: see refused().
+  AdmittedCall(auth::Authenticator& authenticator, const grpc::ServerContextBase& context,
+               std::string method, const google::protobuf::Message* request = nullptr)
+      : authenticator_(&authenticator),
+        context_(&context),
+        method_(std::move(method)),
+        request_(request),
+        rule_(auth::FindRpcRule(method_)) {
+    auto who = authenticator.Authenticate(context);
+    if (!who.ok()) {
+      refused_ = who.status();
+      return;
+    }
+    who_ = *std::move(who);
+    if (auto allowed = auth::CheckRpcRole(method_, rule_, *who_); !allowed.ok()) {
+      refused_ = allowed;
+      return;
+    }
+    // Before the handler reads anything: one user's flood of calls costs the database nothing.
+    refused_ = authenticator.ChargeCall(*who_);
+    // A person's call may not use the connections kept for the control plane, nor may a
+    // service's call made for a person (the scheduler reading runs for `mcli util`).
+    traffic_ = who_->is_system() && !auth::ForAPerson(context) ? store::TrafficClass::kControl
+                                                               : store::TrafficClass::kUser;
+  }
+
+  // Why the call may not go on (OK: it may).
+  const absl::Status& refused() const { return refused_; }
+  // The caller (when authenticated).
+  const auth::Principal& who() const { return *who_; }
+  // What the call's reads are (a store::TrafficScope of it around them).
+  store::TrafficClass traffic() const { return traffic_; }
+
+  // What the caller is told of `outcome`, audited when the call is (not when unauthenticated).
+  grpc::Status Answer(const absl::Status& outcome) const {
+    grpc::Status answered = ToGrpcStatus(outcome);
+    auth::AuditLog* audit = authenticator_->audit_log();
+    if (who_ && audit != nullptr && rule_ != nullptr && auth::Audited(*rule_, *who_)) {
+      audit->Record(*who_, method_, *context_, request_, FromGrpcStatus(answered));
+    }
+    return answered;
+  }
+
+ private:
+  auth::Authenticator* authenticator_;
+  const grpc::ServerContextBase* context_;
+  std::string method_;
+  const google::protobuf::Message* request_;
+  const auth::RpcRule* rule_;
+  std::optional<auth::Principal> who_;
+  absl::Status refused_;
+  store::TrafficClass traffic_ = store::TrafficClass::kUser;
+};
+
+// Runs `fn(who)` for an admitted call (AdmittedCall) and answers with its status.
 template <typename Fn>
 grpc::Status Serve(auth::Authenticator& authenticator, grpc::ServerContext* context,
                    const std::string& method, Fn&& fn,
                    const google::protobuf::Message* request = nullptr) {
-  auto who = authenticator.Authenticate(*context);
-  if (!who.ok()) return ToGrpcStatus(who.status());
-  const auth::RpcRule* rule = auth::FindRpcRule(method);
-  auto answer = [&](const absl::Status& outcome) {
-    grpc::Status answered = ToGrpcStatus(outcome);
-    auth::AuditLog* audit = authenticator.audit_log();
-    if (audit != nullptr && rule != nullptr && auth::Audited(*rule, *who)) {
-      audit->Record(*who, method, *context, request, FromGrpcStatus(answered));
-    }
-    return answered;
-  };
-  if (auto allowed = auth::CheckRpcRole(method, rule, *who); !allowed.ok()) return answer(allowed);
-  // Before the handler reads anything: one user's flood of calls costs the database nothing.
-  if (auto charged = authenticator.ChargeCall(*who); !charged.ok()) return answer(charged);
-  // A person's call may not use the connections kept for the control plane, nor may a service's
-  // call made for a person (the scheduler reading runs for `mcli util`).
-  store::TrafficScope traffic(who->is_system() && !auth::ForAPerson(*context)
-                                  ? store::TrafficClass::kControl
-                                  : store::TrafficClass::kUser);
-  return answer(fn(*who));
+  AdmittedCall call(authenticator, *context, method, request);
+  if (!call.refused().ok()) {
+    // Unauthenticated calls are not audited (nobody to name), as before any check.
+    return call.Answer(call.refused());
+  }
+  store::TrafficScope traffic(call.traffic());
+  return call.Answer(fn(call.who()));
 }
 
 // PERMISSION_DENIED unless the caller is an admin.

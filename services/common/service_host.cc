@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "services/common/async_bidi.h"
+#include "services/common/async_server.h"
 #include "services/common/grpc_limits.h"
 #include "services/common/metrics/grpc_interceptor.h"
 #include "services/common/tls/grpc_credentials.h"
@@ -106,7 +106,7 @@ absl::StatusOr<std::unique_ptr<ServiceHost>> ServiceHost::Start(
   ApplyTransportSettings(builder);
   builder.AddListeningPort(options.grpc_listen, tls::ServerCredentials(options.tls),
                            &host->grpc_port_);
-  // Services on the async API bring completion queues of their own (async_bidi.h).
+  // Services on the async API bring completion queues of their own (async_server.h).
   for (grpc::Service* s : services) {
     builder.RegisterService(s);
     if (auto* a = dynamic_cast<AsyncServing*>(s)) {

@@ -21,7 +21,7 @@ class ServerSslContext;  // server_ssl_context.h: boost/asio/ssl, kept out of th
 
 namespace tessera {
 
-class AsyncServing;  // async_bidi.h
+class AsyncServing;  // async_server.h
 
 struct HostOptions {
   // host:port for gRPC; port 0 picks a free one.
@@ -89,7 +89,7 @@ class ServiceHost {
   std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
   std::shared_ptr<tls::ServerSslContext> https_;
   std::unique_ptr<grpc::Server> server_;
-  // Services with completion queues of their own (async_bidi.h), stopped before server_ goes.
+  // Services with completion queues of their own (async_server.h), stopped before server_ goes.
   std::vector<AsyncServing*> async_;
   int grpc_port_ = 0;
 };

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <deque>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
@@ -161,38 +163,34 @@ absl::Status CordonHandler::ListNodeEvents(const Who& who, const v1::ListNodeEve
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<NodeEventWatch>> CordonHandler::OpenWatch(
+    const Who& who, const v1::WatchNodeEventsRequest& req, absl::Duration poll_interval) {
+  TESSERA_RETURN_IF_ERROR(ValidateFilter(req.filter()));
+  return std::make_unique<NodeEventWatch>(events_, changes_, clock_, who, req.filter(),
+                                          poll_interval);
+}
+
 absl::Status CordonHandler::WatchNodeEvents(const Who& who, const v1::WatchNodeEventsRequest& req,
                                             const std::function<bool(const v1::NodeEvent&)>& send,
                                             const std::function<bool()>& done,
                                             absl::Duration poll_interval) {
-  TESSERA_RETURN_IF_ERROR(ValidateFilter(req.filter()));
-  v1::NodeEventFilter filter = req.filter();
-  if (filter.after_id() == 0 && filter.limit() > 0) {
-    // The newest `limit` events first: find where they start.
-    v1::NodeEventFilter all = filter;
-    all.set_limit(0);
-    auto past = events_->ListNodeEvents(all);
-    if (!past.ok()) return past.status();
-    if (static_cast<int>(past->size()) > filter.limit()) {
-      filter.set_after_id((*past)[past->size() - filter.limit() - 1].id());
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<NodeEventWatch> watch,
+                           OpenWatch(who, req, poll_interval));
+  std::deque<v1::NodeEvent> out;
+  // The first step (where the watch starts) is taken whatever `done` says: what happens after
+  // the call is the watch's.
+  for (;;) {
+    const StreamStep next = watch->Step(out, done);
+    for (; !out.empty(); out.pop_front()) {
+      if (!send(out.front())) return absl::OkStatus();
+    }
+    if (next.kind == StreamStep::Kind::kEnd) return next.status;
+    if (done()) return absl::OkStatus();
+    if (next.kind == StreamStep::Kind::kWait) {
+      changes_->WaitForChange(store::ChangeTopic::kNodeEvents, next.seen,
+                              next.until - clock_->Now(), *clock_);
     }
   }
-  filter.set_limit(500);
-  while (!done()) {
-    const uint64_t seen = changes_->Generation(store::ChangeTopic::kNodeEvents);
-    auto events = events_->ListNodeEvents(filter);
-    if (!events.ok()) return events.status();
-    for (const auto& e : *events) {
-      filter.set_after_id(e.id());
-      if (!send(AsSeenBy(who, e))) return absl::OkStatus();
-    }
-    // Nothing new: look again when an event commits, or after the poll interval of the
-    // injected clock (the fallback when the feed missed it).
-    if (events->empty()) {
-      changes_->WaitForChange(store::ChangeTopic::kNodeEvents, seen, poll_interval, *clock_);
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace tessera::cordon

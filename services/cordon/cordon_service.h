@@ -1,44 +1,69 @@
 #pragma once
-// The gRPC adapter of CordonHandler.
+// The gRPC adapter of CordonHandler. WatchNodeEvents is served on the async API
+// (pumped_stream.h): an open watch is a reactor and an entry of a StreamPump on the change
+// feed's kNodeEvents topic, not a thread.
+
+#include <memory>
 
 #include "base/status_macros.h"
-#include "services/common/auth/stream_guard.h"
+#include "services/common/pumped_stream.h"
 #include "services/common/rpc.h"
 #include "services/cordon/cordon_handler.h"
 
 namespace tessera::cordon {
 
-class CordonService final : public v1::CordonService::Service {
+class CordonService final
+    : public v1::CordonService::WithAsyncMethod_WatchNodeEvents<v1::CordonService::Service>,
+      public AsyncServing {
  public:
   using Api = v1::CordonService;
 
+  // `watch_threads`: watches' steps (reads of the store) run at once, however many are open.
   CordonService(std::shared_ptr<CordonHandler> handler, std::shared_ptr<auth::Authenticator> auth,
-                absl::Duration watch_poll_interval = absl::Milliseconds(200))
-      : h_(std::move(handler)), auth_(std::move(auth)), poll_(watch_poll_interval) {}
+                absl::Duration watch_poll_interval = absl::Milliseconds(200), int watch_threads = 2)
+      : h_(std::move(handler)),
+        auth_(std::move(auth)),
+        pump_(std::make_unique<StreamPump>(h_->change_feed(), store::ChangeTopic::kNodeEvents,
+                                           h_->clock(), watch_threads)),
+        watches_(std::make_unique<PumpedStreams<v1::WatchNodeEventsRequest, v1::NodeEvent>>(
+            [this](grpc::ServerContext* ctx, v1::WatchNodeEventsRequest* req,
+                   grpc::ServerAsyncWriter<v1::NodeEvent>* writer, grpc::ServerCompletionQueue* cq,
+                   void* tag) { RequestWatchNodeEvents(ctx, req, writer, cq, cq, tag); },
+            PumpedMethod<v1::WatchNodeEventsRequest, v1::NodeEvent>{
+                .method = TESSERA_RPC_NAME(WatchNodeEvents),
+                .open = [h = h_.get(), watch_poll_interval](const auth::Principal& who,
+                                                            const v1::WatchNodeEventsRequest& req)
+                    -> absl::StatusOr<std::unique_ptr<StreamSteps<v1::NodeEvent>>> {
+                  auto watch = h->OpenWatch(who, req, watch_poll_interval);
+                  if (!watch.ok()) return watch.status();
+                  return std::unique_ptr<StreamSteps<v1::NodeEvent>>(*std::move(watch));
+                },
+                .auth = auth_.get(),
+                .pump = pump_.get()},
+            /*queues=*/1)) {}
+  ~CordonService() override {
+    watches_->Stop();  // every watch ended (the server was shut down first) ...
+    watches_.reset();
+    pump_.reset();  // ... so no step is left
+  }
 
   TESSERA_UNARY_RPC(h_, CordonNode)
   TESSERA_UNARY_RPC(h_, UncordonNode)
   TESSERA_UNARY_RPC(h_, DrainNode)
   TESSERA_UNARY_RPC(h_, ListNodeEvents)
 
-  grpc::Status WatchNodeEvents(grpc::ServerContext* ctx, const v1::WatchNodeEventsRequest* req,
-                               grpc::ServerWriter<v1::NodeEvent>* writer) override {
-    return Serve(*auth_, ctx, TESSERA_RPC_NAME(WatchNodeEvents),
-                 [&](const auth::Principal& who) -> absl::Status {
-                   TESSERA_ASSIGN_OR_RETURN(
-                       auto guard,
-                       auth::StreamGuard::Open(*auth_, *ctx, who,
-                                               auth::StreamGuard::Lifetime::kReconnecting));
-                   return guard.Outcome(h_->WatchNodeEvents(
-                       who, *req, [&](const v1::NodeEvent& e) { return writer->Write(e); },
-                       [&] { return guard.Done(); }, poll_));
-                 });
+  void AddCompletionQueues(grpc::ServerBuilder& builder) override {
+    watches_->AddCompletionQueues(builder);
   }
+  void Started() override { watches_->Start(); }
+  void Stop() override { watches_->Stop(); }
 
  private:
   std::shared_ptr<CordonHandler> h_;
   std::shared_ptr<auth::Authenticator> auth_;
-  absl::Duration poll_;
+  // Before watches_: the watches' steps run here until the last one ends.
+  std::unique_ptr<StreamPump> pump_;
+  std::unique_ptr<PumpedStreams<v1::WatchNodeEventsRequest, v1::NodeEvent>> watches_;
 };
 
 }  // namespace tessera::cordon

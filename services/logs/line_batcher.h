@@ -48,7 +48,7 @@ class LineBatcher {
   // Writes what was gathered (nothing when empty). False when the reader went away.
   bool Flush() {
     if (batch_.lines_size() == 0) return true;
-    const bool ok = writer_->Write(batch_);
+    const bool ok = writer_->Write(std::move(batch_));  // a writer may keep it
     batch_.Clear();
     bytes_ = 0;
     return ok;
@@ -102,7 +102,7 @@ class PackedLineBatcher {
 
   bool Flush() {
     if (lines_ == 0) return true;
-    const bool ok = writer_->Write(batch_);
+    const bool ok = writer_->Write(std::move(batch_));  // a writer may keep it
     batch_.Clear();
     groups_.clear();
     last_ = -1;

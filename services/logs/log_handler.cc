@@ -41,19 +41,12 @@ std::optional<int32_t> FirstFailedRank(const v1::Attempt& a) {
 
 }  // namespace
 
-struct LogHandler::Target {
-  std::string run_name;
-  int32_t resumption = 0;
-  store::LogQuery query;
-  // "run NAME attempt N (rank R)", for messages.
-  std::string what;
-};
-
 LogHandler::LogHandler(std::shared_ptr<store::LogStore> logs, std::shared_ptr<RunLookup> runs,
                        std::shared_ptr<Clock> clock, LogHandlerOptions options,
                        metrics::Registry& registry, std::shared_ptr<store::ChangeFeed> changes)
     : logs_(std::move(logs)),
       runs_(std::move(runs)),
+      run_checks_(runs_, clock, options.run_check_interval / 2),  // before clock is moved
       clock_(std::move(clock)),
       options_(options),
       changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()),
@@ -251,8 +244,7 @@ absl::Status LogHandler::PushBatch(const Who& who, v1::LogBatch batch, v1::LogAc
   return absl::OkStatus();
 }
 
-absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
-                                                       const v1::GetLogsRequest& req) {
+absl::StatusOr<LogTarget> LogHandler::Resolve(const Who& who, const v1::GetLogsRequest& req) {
   if (req.run_name().empty()) return absl::InvalidArgumentError("run_name: required");
   if (req.tail() < 0) return absl::InvalidArgumentError("tail: must not be negative");
   if (req.previous() && req.has_resumption_index()) {
@@ -279,7 +271,7 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
                      ": the logs of finished runs are kept for the cluster's retention period"));
   }
   const int32_t latest = std::max(run.resumption_index(), 0);
-  Target t;
+  LogTarget t;
   t.run_name = run.name();
   t.resumption = latest;
   if (req.has_resumption_index() || req.has_resume()) {
@@ -324,143 +316,44 @@ absl::StatusOr<LogHandler::Target> LogHandler::Resolve(const Who& who,
   return t;
 }
 
-absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
-                                 const LineSink& unfiltered_send, const std::function<bool()>& done,
-                                 const std::function<bool()>& flush, const PackedSink& send_packed,
-                                 const StartSink& send_start) {
+absl::StatusOr<std::unique_ptr<LogStreamer>> LogHandler::OpenStream(const Who& who,
+                                                                    const v1::GetLogsRequest& req,
+                                                                    LogSinks sinks) {
   TESSERA_ASSIGN_OR_RETURN(LineFilter filter, LineFilter::FromRequest(req));
   if (req.first_exception() && !filter.empty()) {
     return absl::InvalidArgumentError(
         "first_exception: cannot be combined with since, until or grep");
   }
-  TESSERA_ASSIGN_OR_RETURN(const std::optional<LogCursorPositions> resume, ReadResume(req));
-  TESSERA_ASSIGN_OR_RETURN(Target t, Resolve(who, req));
-  if (req.first_exception()) return SendFirstException(t, unfiltered_send);
-  const auto send = [&](const v1::LogLine& l) { return !filter.Matches(l) || unfiltered_send(l); };
-  LogReader reader(logs_, t.query, clock_, options_.gap_timeout);
-  // From a time: each stream starts at its first chunk then, not at line 0.
-  if (filter.since()) {
-    auto starts = logs_->SequencesSince(t.query.run_id, t.resumption, *filter.since());
-    if (!starts.ok()) return starts.status();
-    reader.StartAt(*starts);
-  }
-  if (resume) reader.StartAt(*resume);
-  if (req.tail() > 0 && filter.empty()) {
-    auto tail = logs_->TailLogs(t.query, req.tail());
-    if (!tail.ok()) return tail.status();
-    if (req.follow()) {
-      auto streams = logs_->ListLogStreams(t.query.run_id, t.resumption);
-      if (!streams.ok()) return streams.status();
-      reader.StartAfter(*tail, *streams);
-    }
-    for (const auto& l : *tail) {
-      if (!send(l)) return absl::OkStatus();
-    }
-    if (!req.follow()) return absl::OkStatus();
-  } else if (req.tail() > 0) {
-    // The last lines that pass the filter: the attempt is read page by page, keeping only the
-    // last `tail` of them (never the whole log in memory); a follow goes on from there.
-    std::deque<v1::LogLine> last;
-    while (!done()) {
-      auto page = reader.Next(/*skip_gaps=*/true);
-      if (!page.ok()) return page.status();
-      for (const v1::LogLine* l : page->lines) {
-        if (!filter.Matches(*l)) continue;
-        last.push_back(*l);
-        if (static_cast<int>(last.size()) > req.tail()) last.pop_front();
-      }
-      if (page->lines.empty() && !page->more) break;
-    }
-    for (const auto& l : last) {
-      if (!unfiltered_send(l)) return absl::OkStatus();
-    }
-    if (!req.follow()) return absl::OkStatus();
-  } else if (!req.follow()) {
-    while (!done()) {
-      auto page = reader.Next(/*skip_gaps=*/true);
-      if (!page.ok()) return page.status();
-      for (const v1::LogLine* l : page->lines) {
-        if (!send(*l)) return absl::OkStatus();
-      }
-      if (page->lines.empty() && !page->more) break;
-    }
-    return absl::OkStatus();
-  }
-  if (send_start && !resume && !reader.positions().empty()) {
-    if (!send_start(MakeLogCursor(t.resumption, reader.positions()))) return absl::OkStatus();
-  }
-  if (send_packed && filter.empty()) reader.KeepPacked();
-  return Follow(t, reader, send, send_packed, done, flush);
+  TESSERA_ASSIGN_OR_RETURN(std::optional<LogCursorPositions> resume, ReadResume(req));
+  TESSERA_ASSIGN_OR_RETURN(LogTarget t, Resolve(who, req));
+  return std::unique_ptr<LogStreamer>(new LogStreamer(
+      *this, req, std::move(filter), std::move(resume), std::move(t), std::move(sinks)));
 }
 
-absl::Status LogHandler::Follow(const Target& t, LogReader& reader, const LineSink& send,
-                                const PackedSink& send_packed, const std::function<bool()>& done,
-                                const std::function<bool()>& flush) {
-  // What `send` gathered goes out whenever nothing more is at hand, before any wait.
-  const auto flushed = [&] { return flush == nullptr || flush(); };
-  followers_->Increment();
-  struct Leave {
-    metrics::Gauge* g;
-    ~Leave() { g->Decrement(); }
-  } leave{followers_};
-  std::optional<absl::Time> ended_at;
-  absl::Time last_check = absl::InfinitePast();
-  // When the last line came: after the attempt ended, lines still arriving (a worker shipping
-  // its backlog) keep the follow going; end_grace counts from the later of the two.
-  absl::Time last_line_at = absl::InfinitePast();
-  while (!done()) {
-    const uint64_t seen = changes_->Generation(store::ChangeTopic::kLogs);
-    auto page = reader.Next(/*skip_gaps=*/false);
-    if (!page.ok()) {
-      if (!absl::IsUnavailable(page.status())) return page.status();
-      spdlog::warn("following {}: {}", t.what, std::string(page.status().message()));
-    } else {
-      absl::Time newest = absl::InfinitePast();
-      for (const v1::LogLine* l : page->lines) {
-        newest = std::max(newest, FromProtoTime(l->time()));
-        if (!send(*l)) return absl::OkStatus();
-      }
-      for (const LogReader::PackedSlice& slice : page->packed) {  // only with KeepPacked
-        newest = std::max(newest, absl::FromUnixMicros(slice.newest_micros));
-        if (!send_packed(*slice.group, slice.lines, slice.count)) return absl::OkStatus();
-      }
-      if (!page->more && !flushed()) return absl::OkStatus();
-      if (!ended_at && !page->empty()) {
-        follower_lag_->Observe(std::max(0.0, absl::ToDoubleSeconds(clock_->Now() - newest)));
-      }
-      if (!page->empty()) {
-        last_line_at = clock_->Now();
-        continue;
-      }
+absl::Status LogHandler::GetLogs(const Who& who, const v1::GetLogsRequest& req,
+                                 const LineSink& send, const std::function<bool()>& done,
+                                 const std::function<bool()>& flush, const PackedSink& send_packed,
+                                 const StartSink& send_start) {
+  TESSERA_ASSIGN_OR_RETURN(
+      std::unique_ptr<LogStreamer> streamer,
+      OpenStream(
+          who, req,
+          LogSinks{
+              .send = send, .flush = flush, .send_packed = send_packed, .send_start = send_start}));
+  // The first step (the tail, a follow's start) is taken whatever `done` says, as a reader that
+  // asks for a tail expects it.
+  for (;;) {
+    const StreamStep next = streamer->Step(done);
+    if (next.kind == StreamStep::Kind::kEnd) return next.status;
+    if (done()) return absl::OkStatus();
+    if (next.kind == StreamStep::Kind::kWait) {
+      changes_->WaitForChange(store::ChangeTopic::kLogs, next.seen, next.until - clock_->Now(),
+                              *clock_);
     }
-    if (!flushed()) return absl::OkStatus();
-    const absl::Time now = clock_->Now();
-    if (!ended_at && now - last_check >= options_.run_check_interval) {
-      last_check = now;
-      auto desc = runs_->DescribeRun(t.run_name);
-      if (absl::IsNotFound(desc.status())) return desc.status();  // deleted meanwhile
-      if (!desc.ok()) {
-        spdlog::warn("following {}: {}", t.what, std::string(desc.status().message()));
-      } else if (IsTerminal(desc->run().status()) ||
-                 desc->run().resumption_index() > t.resumption) {
-        ended_at = now;
-        for (const auto& a : desc->attempts()) {
-          if (a.resumption_index() == t.resumption && a.has_ended_at()) {
-            ended_at = std::min(now, FromProtoTime(a.ended_at()));
-          }
-        }
-      }
-    }
-    if (ended_at && page.ok() && !page->more && !page->waiting_on_gap &&
-        now - std::max(*ended_at, last_line_at) >= options_.end_grace) {
-      return absl::OkStatus();
-    }
-    changes_->WaitForChange(store::ChangeTopic::kLogs, seen, options_.poll_interval, *clock_);
   }
-  return absl::OkStatus();
 }
 
-absl::Status LogHandler::SendFirstException(const Target& t, const LineSink& send) {
+absl::Status LogHandler::SendFirstException(const LogTarget& t, const LineSink& send) {
   LogReader reader(logs_, t.query, clock_, options_.gap_timeout);
   ExceptionFinder finder(options_.exception_context_lines);
   bool complete = false;

@@ -13,6 +13,7 @@
 #include "services/common/auth/principal.h"
 #include "services/common/metrics/registry.h"
 #include "services/logs/log_quota.h"
+#include "services/logs/log_streamer.h"
 #include "services/logs/node_placements.h"
 #include "services/logs/run_lookup.h"
 #include "services/store/change_feed.h"
@@ -20,8 +21,6 @@
 #include "tessera/v1/logs.grpc.pb.h"
 
 namespace tessera::logs {
-
-class LogReader;
 
 struct LogHandlerOptions {
   // How often a follower reads the store when it heard of no commit (the change feed wakes it
@@ -78,11 +77,21 @@ class LogHandler {
   // `send_start` (when given): before following, where each stream goes on from when that is
   // not every stream's first line (after a tail, from `since`), for a client's cursor.
   // `req.resume` goes on from a cursor (log_cursor.h): every line after it, none before.
+  // Waits on the calling thread between its steps (LogStreamer).
   absl::Status GetLogs(const Who& who, const v1::GetLogsRequest& req, const LineSink& send,
                        const std::function<bool()>& done,
                        const std::function<bool()>& flush = nullptr,
                        const PackedSink& send_packed = nullptr,
                        const StartSink& send_start = nullptr);
+  // The same call as steps for a caller that waits elsewhere (the log service's StreamLogs, in
+  // a StreamPump on the change feed's kLogs topic): the request is checked and its run found
+  // here; each LogStreamer::Step then reads and sends. Errors as GetLogs's.
+  absl::StatusOr<std::unique_ptr<LogStreamer>> OpenStream(const Who& who,
+                                                          const v1::GetLogsRequest& req,
+                                                          LogSinks sinks);
+  // What a caller of OpenStream waits on.
+  const std::shared_ptr<store::ChangeFeed>& change_feed() const { return changes_; }
+  const std::shared_ptr<Clock>& clock() const { return clock_; }
   // Removes every line of a run (admins and system keys); OK when there is none.
   absl::Status DeleteRunLogs(const Who& who, const v1::DeleteRunLogsRequest& req,
                              v1::DeleteRunLogsResponse* resp);
@@ -95,15 +104,15 @@ class LogHandler {
   absl::StatusOr<int> ExpireOldLogs();
 
  private:
-  struct Target;
-  absl::StatusOr<Target> Resolve(const Who& who, const v1::GetLogsRequest& req);
-  absl::Status SendFirstException(const Target& t, const LineSink& send);
-  absl::Status Follow(const Target& t, LogReader& reader, const LineSink& send,
-                      const PackedSink& send_packed, const std::function<bool()>& done,
-                      const std::function<bool()>& flush);
+  friend class LogStreamer;
+  absl::StatusOr<LogTarget> Resolve(const Who& who, const v1::GetLogsRequest& req);
+  absl::Status SendFirstException(const LogTarget& t, const LineSink& send);
 
   std::shared_ptr<store::LogStore> logs_;
   std::shared_ptr<RunLookup> runs_;
+  // What the follows' checks of whether their attempt ended ask: runs_, each answer shared by the
+  // follows of a run for half a check interval.
+  SharedRunLookup run_checks_;
   std::shared_ptr<Clock> clock_;
   LogHandlerOptions options_;
   std::shared_ptr<store::ChangeFeed> changes_;

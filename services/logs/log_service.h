@@ -1,20 +1,35 @@
 #pragma once
-// The gRPC adapter of LogHandler.
+// The gRPC adapter of LogHandler. StreamLogs, which follows, is served on the async API
+// (pumped_stream.h): an open follow is a reactor and an entry in a StreamPump, not a thread, so
+// 10,000 of them cost memory. PushLogs and GetLogs are synchronous.
+
+#include <memory>
 
 #include "base/status_macros.h"
 #include "services/common/auth/stream_guard.h"
+#include "services/common/pumped_stream.h"
 #include "services/common/rpc.h"
-#include "services/logs/line_batcher.h"
+#include "services/common/stream_pump.h"
 #include "services/logs/log_handler.h"
 
 namespace tessera::logs {
 
-class LogService final : public v1::LogService::Service {
+struct LogServiceOptions {
+  // Threads that run the follows' steps (reads of the store and of the run manager): how many
+  // follows read at once, however many are open.
+  int stream_threads = 8;
+  // Completion queues (each with a thread polling it) the follows are spread over.
+  int stream_queues = 2;
+};
+
+class LogService final : public v1::LogService::WithAsyncMethod_StreamLogs<v1::LogService::Service>,
+                         public AsyncServing {
  public:
   using Api = v1::LogService;
 
-  LogService(std::shared_ptr<LogHandler> handler, std::shared_ptr<auth::Authenticator> auth)
-      : h_(std::move(handler)), auth_(std::move(auth)) {}
+  LogService(std::shared_ptr<LogHandler> handler, std::shared_ptr<auth::Authenticator> auth,
+             LogServiceOptions options = {});
+  ~LogService() override;
 
   // Each batch is stored and acknowledged before the next is read; a malformed batch ends the
   // stream with INVALID_ARGUMENT naming the field.
@@ -49,41 +64,23 @@ class LogService final : public v1::LogService::Service {
         });
   }
 
-  grpc::Status StreamLogs(grpc::ServerContext* ctx, const v1::GetLogsRequest* req,
-                          grpc::ServerWriter<v1::LogLines>* writer) override {
-    return Serve(
-        *auth_, ctx, TESSERA_RPC_NAME(StreamLogs), [&](const auth::Principal& who) -> absl::Status {
-          TESSERA_ASSIGN_OR_RETURN(
-              auto guard, auth::StreamGuard::Open(*auth_, *ctx, who,
-                                                  auth::StreamGuard::Lifetime::kReconnecting));
-          const auto cancelled = [&] { return guard.Done(); };
-          if (req->packed()) {
-            PackedLineBatcher<grpc::ServerWriter<v1::LogLines>> packed(writer);
-            absl::Status st = h_->GetLogs(
-                who, *req, [&](const v1::LogLine& l) { return packed.Add(l); }, cancelled,
-                [&] { return packed.Flush(); },
-                [&](const v1::PackedLogLines& group, absl::string_view lines, int64_t count) {
-                  return packed.AddPacked(group, lines, count);
-                },
-                [&](const v1::LogCursor& start) { return packed.Start(start); });
-            packed.Flush();  // the lines before an error too
-            return guard.Outcome(st);
-          }
-          LineBatcher<grpc::ServerWriter<v1::LogLines>> batch(writer);
-          absl::Status st = h_->GetLogs(
-              who, *req, [&](const v1::LogLine& l) { return batch.Add(l); }, cancelled,
-              [&] { return batch.Flush(); }, nullptr,
-              [&](const v1::LogCursor& start) { return batch.Start(start); });
-          batch.Flush();  // the lines before an error too
-          return guard.Outcome(st);
-        });
-  }
-
   TESSERA_UNARY_RPC(h_, DeleteRunLogs)
+
+  void AddCompletionQueues(grpc::ServerBuilder& builder) override {
+    follows_->AddCompletionQueues(builder);
+  }
+  void Started() override { follows_->Start(); }
+  void Stop() override { follows_->Stop(); }
+
+  // StreamLogs calls waiting for lines now (for tests and the benches).
+  size_t follows_waiting() const { return pump_->waiting(); }
 
  private:
   std::shared_ptr<LogHandler> h_;
   std::shared_ptr<auth::Authenticator> auth_;
+  // Before follows_: the calls' steps run here until the last call ends.
+  std::unique_ptr<StreamPump> pump_;
+  std::unique_ptr<PumpedStreams<v1::GetLogsRequest, v1::LogLines>> follows_;
 };
 
 }  // namespace tessera::logs

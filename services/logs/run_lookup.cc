@@ -32,6 +32,24 @@ class GrpcRunLookup final : public RunLookup {
 
 }  // namespace
 
+absl::StatusOr<v1::RunDescription> SharedRunLookup::DescribeRun(const std::string& name) {
+  const absl::Time now = clock_->Now();
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = answers_.find(name);
+    if (it != answers_.end() && now - it->second.at < fresh_for_) return it->second.description;
+  }
+  // Asked without the lock: two callers may both ask, but no caller waits for another's call.
+  absl::StatusOr<v1::RunDescription> description = inner_->DescribeRun(name);
+  absl::MutexLock lock(&mu_);
+  if (answers_.size() >= 4096) {  // the answers of runs nobody follows any more go
+    absl::erase_if(answers_,
+                   [&](const auto& entry) { return now - entry.second.at >= fresh_for_; });
+  }
+  answers_.insert_or_assign(name, Answer{now, description});
+  return description;
+}
+
 std::shared_ptr<RunLookup> MakeGrpcRunLookup(std::shared_ptr<ChannelRef> channel,
                                              SystemCredential system_key,
                                              ServiceClientOptions options) {

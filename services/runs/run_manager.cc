@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <deque>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
@@ -406,42 +408,35 @@ absl::Status RunManager::CloneRun(const Who& who, const v1::CloneRunRequest& req
                               });
 }
 
+absl::StatusOr<std::unique_ptr<RunChangeWatch>> RunManager::OpenWatch(
+    const Who& who, const v1::WatchRunsRequest& req, absl::Duration poll_interval) {
+  TESSERA_RETURN_IF_ERROR(CheckRunFilter(req.filter()));
+  return std::make_unique<RunChangeWatch>(runs_, changes_, clock_, who, req.filter(),
+                                          poll_interval);
+}
+
 absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& req,
                                    const std::function<bool(const v1::RunChange&)>& send,
                                    const std::function<bool()>& done, absl::Duration poll_interval,
                                    const std::function<void()>& started) {
-  TESSERA_RETURN_IF_ERROR(CheckRunFilter(req.filter()));
-  // Start after the newest event: a watch shows changes from now on.
-  int64_t last_id = 0;
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<RunChangeWatch> watch,
+                           OpenWatch(who, req, poll_interval));
+  std::deque<v1::RunChange> out;
+  // The first step (where the watch starts) is taken whatever `done` says: what happens after
+  // the call is the watch's.
   for (;;) {
-    auto latest = runs_->ListAllEvents(last_id, 1000);
-    if (!latest.ok()) return latest.status();
-    if (latest->empty()) break;
-    last_id = latest->back().id();
-  }
-  if (started) started();
-  while (!done()) {
-    const uint64_t seen = changes_->Generation(store::ChangeTopic::kRunEvents);
-    auto events = runs_->ListAllEvents(last_id, 500);
-    if (!events.ok()) return events.status();
-    for (const auto& e : *events) {
-      last_id = e.id();
-      auto run = runs_->GetRunById(e.run_id());
-      if (!run.ok()) continue;  // deleted since
-      if (!who.may_see(run->user()) || !store::RunMatches(*run, req.filter())) continue;
-      v1::RunChange change;
-      *change.mutable_run() = *std::move(run);
-      store::SummarizeRun(change.mutable_run());  // as lists carry runs
-      *change.mutable_event() = e;
-      if (!send(change)) return absl::OkStatus();
+    const StreamStep next = watch->Step(out, done);
+    if (next.headers && started) started();
+    for (; !out.empty(); out.pop_front()) {
+      if (!send(out.front())) return absl::OkStatus();
     }
-    // Nothing new: look again when an event commits, or after the poll interval of the
-    // injected clock (the fallback when the feed missed it).
-    if (events->empty()) {
-      changes_->WaitForChange(store::ChangeTopic::kRunEvents, seen, poll_interval, *clock_);
+    if (next.kind == StreamStep::Kind::kEnd) return next.status;
+    if (done()) return absl::OkStatus();
+    if (next.kind == StreamStep::Kind::kWait) {
+      changes_->WaitForChange(store::ChangeTopic::kRunEvents, next.seen, next.until - clock_->Now(),
+                              *clock_);
     }
   }
-  return absl::OkStatus();
 }
 
 }  // namespace tessera::runs

@@ -17,6 +17,7 @@
 #include "services/runs/lifecycle_metrics.h"
 #include "services/runs/log_deleter.h"
 #include "services/runs/run_admission.h"
+#include "services/runs/run_change_watch.h"
 #include "services/store/change_feed.h"
 #include "services/store/leader_lock_store.h"
 #include "services/store/run_store.h"
@@ -87,10 +88,18 @@ class RunManager {
   // after the call; returns when `send` returns false (the client went away) or `done()`.
   // `started` (if set) is called once where the watch starts is fixed: a client that waits for
   // it and then reads a run's state misses no change after that state.
+  // On the caller's thread, between the steps of OpenWatch.
   absl::Status WatchRuns(const Who& who, const v1::WatchRunsRequest& req,
                          const std::function<bool(const v1::RunChange&)>& send,
                          const std::function<bool()>& done, absl::Duration poll_interval,
                          const std::function<void()>& started = nullptr);
+  // The same watch as steps (run_change_watch.h), for a caller that waits in a StreamPump on
+  // change_feed()'s kRunEvents topic. INVALID_ARGUMENT naming the field for a bad filter.
+  absl::StatusOr<std::unique_ptr<RunChangeWatch>> OpenWatch(const Who& who,
+                                                            const v1::WatchRunsRequest& req,
+                                                            absl::Duration poll_interval);
+  const std::shared_ptr<store::ChangeFeed>& change_feed() const { return changes_; }
+  const std::shared_ptr<Clock>& clock() const { return clock_; }
 
   // Asks every RUNNING run past its max_duration to stop. Called periodically; returns how
   // many runs it stopped.

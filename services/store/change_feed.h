@@ -13,6 +13,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -40,6 +42,13 @@ class ChangeFeed {
   // (the fallback poll: a change this feed never heard of is still seen then).
   void WaitForChange(ChangeTopic topic, uint64_t seen, absl::Duration timeout, Clock& clock) const;
 
+  // Calls `listener` after each move of `topic`'s generation, on the thread that moved it (so it
+  // must be quick and must not call back into the feed's waits); until Unlisten with the id this
+  // returns. For waiters that are not threads (stream_pump.h).
+  int Listen(ChangeTopic topic, std::function<void()> listener);
+  // Once this returns, the listener is not running and is not called again.
+  void Unlisten(int id);
+
   // Whether changes reach this feed as they commit (false while a listener is disconnected).
   virtual bool live() const { return true; }
 
@@ -59,7 +68,15 @@ class ChangeFeed {
   virtual void StartOnce() const {}
 
  private:
+  // Tells the listeners of the topics whose bit is set in `topics`.
+  void Tell(unsigned topics);
+
   const std::string writer_id_;
+  // Held while a listener runs, so that Unlisten waits for it.
+  absl::Mutex listeners_mu_;
+  int next_listener_ ABSL_GUARDED_BY(listeners_mu_) = 0;
+  std::map<int, std::pair<ChangeTopic, std::function<void()>>> listeners_
+      ABSL_GUARDED_BY(listeners_mu_);
   mutable absl::Mutex mu_;
   std::array<uint64_t, kChangeTopics> generations_ ABSL_GUARDED_BY(mu_) = {};
   std::array<uint64_t, kChangeTopics> foreign_generations_ ABSL_GUARDED_BY(mu_) = {};

@@ -29,6 +29,7 @@
 #include "tests/support/control_plane.h"
 #include "tests/support/postgres_server.h"
 #include "tests/support/process.h"
+#include "tests/support/sse_followers.h"
 
 namespace tessera::testing {
 namespace {
@@ -51,6 +52,12 @@ double CpuSeconds(pid_t pid) {
   const auto f = StatFields(pid);
   if (f.size() < 13) return 0;
   return (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Field 20, the threads; 0 when the process is gone.
+int ThreadsOf(pid_t pid) {
+  const auto f = StatFields(pid);
+  return f.size() < 18 ? 0 : std::stoi(f[17]);
 }
 
 // Field 4; -1 when the process is gone.
@@ -247,6 +254,10 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     argv.push_back(*logs_url);
     databases.push_back(*logs_url);
   }
+  if (o.log_follows > 0) {
+    argv.push_back("--max-streams-per-user");
+    argv.push_back(absl::StrCat(o.log_follows + 100));
+  }
   argv.insert(argv.end(), o.server_flags.begin(), o.server_flags.end());
   auto server = Process::Start(argv, dir + "/server.log");
   if (!server.ok()) return server.status();
@@ -257,9 +268,13 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   const size_t metrics_at = listening->find("metrics=") + 8;
   const int metrics_port = std::atoi(
       listening->substr(metrics_at, listening->find(' ', metrics_at) - metrics_at).c_str());
+  const size_t http_at = listening->find("http=") + 5;
+  const int http_port = std::atoi(listening->substr(http_at).c_str());
 
   SimFleetOptions fleet_options = o.fleet;
   fleet_options.endpoint = endpoint;
+  const std::string held_prefix = "followed-";
+  if (o.log_follows > 0) fleet_options.held_run_prefix = held_prefix;
   SimFleet fleet(fleet_options, nodes);
   if (auto st = fleet.Start(o.connect_spread, absl::Seconds(30) + o.connect_spread); !st.ok()) {
     return st;
@@ -270,6 +285,39 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   auto runs = v1::RunService::NewStub(channel);
   auto cordon = v1::CordonService::NewStub(channel);
   auto logs = v1::LogService::NewStub(channel);
+
+  // The followed run, running before the window; its follows all open before it too.
+  std::unique_ptr<SseFollowers> follows;
+  if (o.log_follows > 0) {
+    v1::SubmitRunRequest req;
+    req.mutable_spec()->set_name(held_prefix + "0");
+    req.mutable_spec()->set_command("python train.py");
+    req.mutable_spec()->mutable_compute()->set_gpus(o.gpus_per_node);
+    req.mutable_spec()->mutable_compute()->set_cluster("local");
+    v1::SubmitRunResponse resp;
+    if (const grpc::Status st = runs->SubmitRun(Ctx(admin_key).get(), req, &resp); !st.ok()) {
+      return absl::InternalError(absl::StrCat("submit the followed run: ", st.error_message()));
+    }
+    const std::string followed = resp.run().name();
+    for (const absl::Time until = absl::Now() + absl::Seconds(60);;) {
+      v1::GetRunRequest get;
+      get.set_name(followed);
+      v1::GetRunResponse got;
+      if (runs->GetRun(Ctx(admin_key).get(), get, &got).ok() &&
+          got.run().status() == v1::RUN_STATUS_RUNNING) {
+        break;
+      }
+      if (absl::Now() > until) return absl::DeadlineExceededError("the followed run never ran");
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    auto opened = SseFollowers::Open(http_port, followed, admin_key, o.log_follows,
+                                     /*per_address=*/900,
+                                     absl::Seconds(120) + o.log_follows * absl::Milliseconds(20));
+    if (!opened.ok()) return opened.status();
+    follows = *std::move(opened);
+    r.follows_open = follows->open();
+    absl::SleepFor(o.warm_up);  // the opening's work done before the window
+  }
 
   const pid_t postmaster = PostmasterPid(url);
   const DatabaseCounters db_before = ReadCounters(databases);
@@ -327,6 +375,11 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   r.seconds = absl::ToDoubleSeconds(end - begin);
   r.server_cores = (CpuSeconds(server->pid()) - server_cpu_before) / r.seconds;
   r.server_rss_bytes = RssBytes(server->pid());
+  r.server_threads = ThreadsOf(server->pid());
+  if (follows) {
+    r.follows_open_at_end = follows->open();
+    follows.reset();
+  }
   double db_cpu = 0;
   for (const auto& [pid, after] : DatabaseCpu(postmaster)) {
     auto before = db_cpu_before.find(pid);

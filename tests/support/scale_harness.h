@@ -41,6 +41,10 @@ struct ScaleOptions {
   // measuring, as fast as the server answers (past her waiting-run limit, each is refused): the
   // figures of the steady runs, another user's, say what her flood costs others.
   int flooders = 0;
+  // Clients that follow one run's logs through the REST gateway (Server-Sent Events) for the
+  // whole window, opened before it: what open follows cost the control plane's own work. The run
+  // is held running by the fleet; the server's per-user stream limit is raised to fit them.
+  int log_follows = 0;
   std::vector<std::string> server_flags;
   SimFleetOptions fleet;
 };
@@ -51,6 +55,10 @@ struct ScaleReport {
   // The control plane (tessera-server) and PostgreSQL over the measured window.
   double server_cores = 0;
   int64_t server_rss_bytes = 0;
+  // The server's threads at the window's end.
+  int server_threads = 0;
+  // Follows open at the window's start and still open at its end (ScaleOptions::log_follows).
+  int follows_open = 0, follows_open_at_end = 0;
   double database_cores = 0;
   double commits_per_second = 0;
   double rows_written_per_second = 0;

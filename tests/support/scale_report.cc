@@ -18,7 +18,9 @@ std::string FormatScaleReport(const ScaleReport& r) {
   return samples +
          absl::StrFormat(
              "nodes %d (%.0f s measured)\n"
-             "  control plane:   %.3f cores, %.0f MiB resident (%.3f millicores per node)\n"
+             "  control plane:   %.3f cores, %.0f MiB resident (%.3f millicores per node), %d "
+             "threads\n"
+             "  log follows:     %d open through the gateway at the start, %d at the end\n"
              "  PostgreSQL:      %.3f cores, %.0f commits/s, %.0f rows written/s, database %.0f "
              "MiB\n"
              "  heartbeats:      %d, round trip p50 %.2f ms, p99 %.2f ms; sent apart p99 %.0f ms, "
@@ -36,7 +38,8 @@ std::string FormatScaleReport(const ScaleReport& r) {
              "  GET /metrics:    p50 %.1f ms, max %.1f ms (%.2f of the 50 ms bound), %.0f KiB\n",
              r.nodes, r.seconds, r.server_cores,
              static_cast<double>(r.server_rss_bytes) / (1 << 20),
-             1000 * r.server_cores / std::max(r.nodes, 1), r.database_cores, r.commits_per_second,
+             1000 * r.server_cores / std::max(r.nodes, 1), r.server_threads, r.follows_open,
+             r.follows_open_at_end, r.database_cores, r.commits_per_second,
              r.rows_written_per_second, static_cast<double>(r.database_bytes) / (1 << 20),
              static_cast<int>(r.heartbeats), r.heartbeat_rtt_p50_ms, r.heartbeat_rtt_p99_ms,
              r.heartbeat_gap_p99_ms, r.heartbeat_gap_max_ms, r.runs_submitted,

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "tests/support/sim_fleet_node.h"
@@ -213,6 +214,10 @@ void SimFleet::OnStart(size_t node, const v1::StartAttempt& start) {
   started.mutable_attempt_update()->set_resumption_index(start.resumption_index());
   started.mutable_attempt_update()->set_phase(v1::ATTEMPT_PHASE_STARTED);
   if (s != nullptr) s->Send(started);
+  if (!options_.held_run_prefix.empty() &&
+      absl::StartsWith(start.run_name(), options_.held_run_prefix)) {
+    return;
+  }
   Schedule({absl::Now() + options_.attempt_duration, node, TimerKind::kFinishAttempt,
             start.run_id(), start.resumption_index()});
 }

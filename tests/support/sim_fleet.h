@@ -38,6 +38,9 @@ struct SimFleetOptions {
   int channels = 16;
   // How long an attempt runs before its ranks exit 0.
   absl::Duration attempt_duration = absl::Seconds(5);
+  // Attempts of runs whose name starts with this (when not empty) run until they are stopped:
+  // what a benchmark's followers follow.
+  std::string held_run_prefix;
   // Lines each rank of an attempt prints (pushed in one batch when it ends).
   int log_lines_per_rank = 20;
   int log_line_bytes = 100;

@@ -7,7 +7,8 @@ namespace tessera::auth {
 
 absl::StatusOr<StreamGuard> StreamGuard::Open(Authenticator& auth,
                                               const grpc::ServerContextBase& context,
-                                              const Principal& who, Lifetime lifetime) {
+                                              const Principal& who, Lifetime lifetime,
+                                              std::function<bool()> cancelled) {
   auto hash = auth.KeyHash(context);
   if (!hash.ok()) return hash.status();
   std::optional<std::string> slot_of;
@@ -24,12 +25,14 @@ absl::StatusOr<StreamGuard> StreamGuard::Open(Authenticator& auth,
       ends_at = now + max - max / 10 * (static_cast<double>(spread) / 1000.0);
     }
   }
-  return StreamGuard(auth, context, *std::move(hash), std::move(slot_of), ends_at);
+  return StreamGuard(auth, context, *std::move(hash), std::move(slot_of), ends_at,
+                     std::move(cancelled));
 }
 
 StreamGuard::StreamGuard(StreamGuard&& other) noexcept
     : auth_(other.auth_),
       context_(other.context_),
+      cancelled_(std::move(other.cancelled_)),
       key_hash_(std::move(other.key_hash_)),
       slot_of_(std::move(other.slot_of_)),
       ends_at_(other.ends_at_),
@@ -56,7 +59,7 @@ absl::Status StreamGuard::CheckKey() {
 }
 
 bool StreamGuard::Done() {
-  if (context_->IsCancelled()) return true;
+  if (cancelled_ ? cancelled_() : context_->IsCancelled()) return true;
   if (ended_.ok() && auth_->Now() >= ends_at_) {
     ended_ = absl::UnavailableError(absl::StrCat(
         "this stream reached its maximum lifetime (",

@@ -7,6 +7,7 @@
 
 #include <grpcpp/server_context.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -34,9 +35,12 @@ class StreamGuard {
   // For the call `context` of `who` (authenticated already); UNAUTHENTICATED when it carries
   // no key. A person's stream holds one of their slots (Authenticator::AcquireStream) until
   // the guard goes: RESOURCE_EXHAUSTED when they have none left.
+  // `cancelled` (when given) says whether the caller went away, for a call on the async API,
+  // whose context may not be asked before its end (async_writer.h); else the context is asked.
   static absl::StatusOr<StreamGuard> Open(Authenticator& auth,
                                           const grpc::ServerContextBase& context,
-                                          const Principal& who, Lifetime lifetime);
+                                          const Principal& who, Lifetime lifetime,
+                                          std::function<bool()> cancelled = nullptr);
   StreamGuard(StreamGuard&& other) noexcept;
   StreamGuard& operator=(StreamGuard&&) = delete;
   StreamGuard(const StreamGuard&) = delete;
@@ -53,15 +57,18 @@ class StreamGuard {
 
  private:
   StreamGuard(Authenticator& auth, const grpc::ServerContextBase& context, std::string key_hash,
-              std::optional<std::string> slot_of, absl::Time ends_at)
+              std::optional<std::string> slot_of, absl::Time ends_at,
+              std::function<bool()> cancelled)
       : auth_(&auth),
         context_(&context),
+        cancelled_(std::move(cancelled)),
         key_hash_(std::move(key_hash)),
         slot_of_(std::move(slot_of)),
         ends_at_(ends_at) {}
 
   Authenticator* auth_;
   const grpc::ServerContextBase* context_;
+  std::function<bool()> cancelled_;
   std::string key_hash_;
   std::optional<std::string> slot_of_;  // the user whose stream slot this guard holds
   absl::Time ends_at_;                  // the lifetime's end (InfiniteFuture: none)

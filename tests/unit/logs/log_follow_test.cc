@@ -279,5 +279,35 @@ TEST_CASE(
   REQUIRE(follower.WaitForEnd());
 }
 
+TEST_CASE("the follows of one run share the run manager's answer for half a check interval") {
+  auto clock = std::make_shared<FakeClock>();
+  auto runs = std::make_shared<FakeRuns>();
+  v1::RunDescription d;
+  d.mutable_run()->set_id("id-r");
+  d.mutable_run()->set_name("r");
+  d.mutable_run()->set_status(v1::RUN_STATUS_RUNNING);
+  runs->Set(d);
+  SharedRunLookup shared(runs, clock, absl::Milliseconds(500));
+  for (int follow = 0; follow < 100; ++follow) REQUIRE(shared.DescribeRun("r").ok());
+  CHECK(runs->calls() == 1);
+  // A missing run's answer is shared as well.
+  for (int follow = 0; follow < 10; ++follow) {
+    CHECK(absl::IsNotFound(shared.DescribeRun("gone").status()));
+  }
+  CHECK(runs->calls() == 2);
+  // Once the answer is half a check old, the next follow asks again and sees the run's end.
+  d.mutable_run()->set_status(v1::RUN_STATUS_COMPLETED);
+  runs->Set(d);
+  clock->Advance(absl::Milliseconds(499));
+  CHECK(shared.DescribeRun("r")->run().status() == v1::RUN_STATUS_RUNNING);
+  clock->Advance(absl::Milliseconds(1));
+  CHECK(shared.DescribeRun("r")->run().status() == v1::RUN_STATUS_COMPLETED);
+  CHECK(runs->calls() == 3);
+  // By id, every call asks.
+  REQUIRE(shared.DescribeRunById("id-r").ok());
+  REQUIRE(shared.DescribeRunById("id-r").ok());
+  CHECK(runs->calls() == 5);
+}
+
 }  // namespace
 }  // namespace tessera::logs::testing

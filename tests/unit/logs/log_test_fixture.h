@@ -35,6 +35,10 @@ class FakeRuns final : public RunLookup {
     absl::MutexLock lock(&mu_);
     runs_[d.run().name()] = d;
   }
+  int calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
   v1::RunDescription Get(const std::string& name) {
     absl::MutexLock lock(&mu_);
     return runs_.at(name);

@@ -1,0 +1,214 @@
+#pragma once
+// A long server-streaming call (a log follow, a run watch, a node-event watch) served without a
+// thread of its own: the call is a reactor on the async API (async_writer.h), its work a series
+// of steps (StreamSteps) run on a StreamPump's threads (stream_pump.h), and between two steps a
+// call that has nothing to send is an entry of the pump, woken by its change feed topic, at its
+// poll, or at once when its caller goes away. 10,000 open follows cost memory, not threads.
+//
+// The call is admitted as Serve admits one (AdmittedCall: the key, the role table, the call
+// rate, the traffic class), holds a StreamGuard (its key checked again at every step, the
+// person's stream slot, the stream's maximum lifetime), and is answered (and audited) through
+// the AdmittedCall.
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "services/common/async_writer.h"
+#include "services/common/auth/stream_guard.h"
+#include "services/common/rpc.h"
+#include "services/common/stream_pump.h"
+#include "services/store/traffic_class.h"
+
+namespace tessera {
+
+// What comes after a step.
+struct StreamStep {
+  enum class Kind { kStep, kWait, kEnd };
+  Kind kind = Kind::kStep;
+  // kWait: the pump topic's generation before the step's read: a move from it may mean more.
+  uint64_t seen = 0;
+  // kWait: step again then at the latest (the fallback poll, a check the stream makes).
+  absl::Time until = absl::InfiniteFuture();
+  // kEnd: what the call ends with.
+  absl::Status status;
+  // The call's headers go out now, before anything the step gathered: the stream's start is
+  // fixed, and a client that waits for the headers (mcli's watch, which then reads the run)
+  // misses nothing after them.
+  bool headers = false;
+
+  static StreamStep Again() { return StreamStep{}; }
+  static StreamStep WaitFor(uint64_t seen, absl::Time until) {
+    return StreamStep{
+        .kind = Kind::kWait, .seen = seen, .until = until, .status = {}, .headers = false};
+  }
+  static StreamStep End(absl::Status status) {
+    return StreamStep{.kind = Kind::kEnd,
+                      .seen = 0,
+                      .until = absl::InfiniteFuture(),
+                      .status = std::move(status),
+                      .headers = false};
+  }
+};
+
+// One call's work. A step may block (a database read, a call to another service), but never
+// waits for something to happen: it says so instead (StreamStep::WaitFor).
+template <class Resp>
+class StreamSteps {
+ public:
+  virtual ~StreamSteps() = default;
+  // Appends what it sends to `out`. `done`: whether the call is over (its caller went away, its
+  // key no longer holds), for a step that reads much.
+  virtual StreamStep Step(std::deque<Resp>& out, const std::function<bool()>& done) = 0;
+};
+
+// One server-streaming method served this way.
+template <class Req, class Resp>
+struct PumpedMethod {
+  // A call's steps, once it was admitted: errors (a bad request, a run not found) end the call.
+  using Open = std::function<absl::StatusOr<std::unique_ptr<StreamSteps<Resp>>>(
+      const auth::Principal& who, const Req& request)>;
+  // "tessera.v1.LogService/StreamLogs": the role table's and the audit log's name.
+  std::string method;
+  Open open;
+  auth::Authenticator* auth = nullptr;
+  StreamPump* pump = nullptr;
+};
+
+// One call. It is always in exactly one of: a step on the pump's threads, waiting in the pump,
+// sending what a step gathered, or finishing; so nothing of it runs once it finished, and
+// OnDone may delete it.
+template <class Req, class Resp>
+class PumpedStreamCall final : public AsyncWriterReactor<Req, Resp> {
+ public:
+  PumpedStreamCall(const PumpedMethod<Req, Resp>* method, grpc::ServerContext* context)
+      : m_(method), context_(context) {}
+
+  void OnStart(const Req& request) override {
+    request_ = request;
+    m_->pump->Run([this] { Open(); });
+  }
+  void OnSendInitialMetadataDone(bool ok) override { Sent(ok); }
+  void OnWriteDone(bool ok) override { Sent(ok); }
+  // A call waiting in the pump ends at once, not at its next poll.
+  void OnCancel() override { m_->pump->WakeNow(ticket_.load()); }
+  void OnDone() override { delete this; }
+
+ private:
+  // On the pump's threads: the caller admitted, the request checked.
+  void Open() {
+    admitted_.emplace(*m_->auth, *context_, m_->method, &request_);
+    if (!admitted_->refused().ok()) return End(admitted_->Answer(admitted_->refused()));
+    auto guard = auth::StreamGuard::Open(*m_->auth, *context_, admitted_->who(),
+                                         auth::StreamGuard::Lifetime::kReconnecting,
+                                         [this] { return this->cancelled(); });
+    if (!guard.ok()) return End(admitted_->Answer(guard.status()));
+    guard_.emplace(*std::move(guard));
+    store::TrafficScope traffic(admitted_->traffic());
+    auto steps = m_->open(admitted_->who(), request_);
+    if (!steps.ok()) return End(admitted_->Answer(guard_->Outcome(steps.status())));
+    steps_ = *std::move(steps);
+    Step();
+  }
+
+  // On the pump's threads: one step, then what it gathered sent.
+  void Step() {
+    store::TrafficScope traffic(admitted_->traffic());
+    const auto done = [this] { return guard_->Done(); };
+    if (done()) return End(admitted_->Answer(guard_->Outcome(absl::OkStatus())));
+    next_ = steps_->Step(out_, done);
+    if (next_.kind == StreamStep::Kind::kEnd) {
+      answer_ = admitted_->Answer(guard_->Outcome(next_.status));
+    }
+    if (next_.headers && !headers_sent_) {
+      headers_sent_ = true;
+      this->StartSendInitialMetadata();
+      return;
+    }
+    SendOrGoOn();
+  }
+
+  void Sent(bool ok) {
+    if (!ok) {  // the caller went away
+      this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
+      return;
+    }
+    SendOrGoOn();
+  }
+
+  // With nothing outstanding: the next message, or what the last step said comes next.
+  void SendOrGoOn() {
+    if (!out_.empty()) {
+      sending_ = std::move(out_.front());
+      out_.pop_front();
+      this->StartWrite(&sending_);
+      return;
+    }
+    switch (next_.kind) {
+      case StreamStep::Kind::kStep:
+        m_->pump->Run([this] { Step(); });
+        return;
+      case StreamStep::Kind::kWait:
+        ticket_ = m_->pump->RunAfterChange(next_.seen, next_.until, [this] { Step(); });
+        // A cancel that came before the ticket was known.
+        if (this->cancelled()) m_->pump->WakeNow(ticket_.load());
+        return;
+      case StreamStep::Kind::kEnd:
+        this->Finish(answer_);
+        return;
+    }
+  }
+
+  // Ends with `answer` once what was gathered is sent.
+  void End(grpc::Status answer) {
+    answer_ = std::move(answer);
+    next_ = StreamStep::End(absl::OkStatus());
+    SendOrGoOn();
+  }
+
+  const PumpedMethod<Req, Resp>* const m_;
+  grpc::ServerContext* const context_;
+  Req request_;
+  std::optional<AdmittedCall> admitted_;
+  std::optional<auth::StreamGuard> guard_;
+  std::unique_ptr<StreamSteps<Resp>> steps_;
+  std::deque<Resp> out_;
+  StreamStep next_;
+  bool headers_sent_ = false;
+  grpc::Status answer_;
+  Resp sending_;
+  std::atomic<StreamPump::Ticket> ticket_{0};
+};
+
+// Serves one method this way: its completion queues (a service that has one is AsyncServing and
+// forwards to these) and the calls' reactors. `method.pump` must outlive it.
+template <class Req, class Resp>
+class PumpedStreams {
+ public:
+  PumpedStreams(typename AsyncWriterShared<Req, Resp>::Request request,
+                PumpedMethod<Req, Resp> method, int queues)
+      : method_(std::move(method)),
+        server_(
+            std::move(request),
+            [this](grpc::ServerContext* ctx) -> AsyncWriterReactor<Req, Resp>* {
+              return new PumpedStreamCall<Req, Resp>(&method_, ctx);
+            },
+            queues) {}
+
+  void AddCompletionQueues(grpc::ServerBuilder& builder) { server_.AddCompletionQueues(builder); }
+  void Start() { server_.Start(); }
+  // Waits for every call to end (the server was shut down first).
+  void Stop() { server_.Stop(); }
+
+ private:
+  const PumpedMethod<Req, Resp> method_;
+  AsyncWriterServer<Req, Resp> server_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,81 @@
+#pragma once
+// Runs the work of long server streams (log follows, watches) without a thread each: a stream's
+// work is a series of steps, each run on one of a few threads, and between two steps a stream
+// that has nothing to send waits here, as an entry, for its change feed topic to move or for a
+// moment (its fallback poll, a check it makes now and then), whichever comes first. 10,000 open
+// follows are then 10,000 entries, not 10,000 threads blocked in ChangeFeed::WaitForChange.
+//
+// A step may block (a database read, a call to another service): that is why the steps run on
+// the pump's threads and not on a completion queue's.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "base/thread_pool.h"
+#include "services/store/change_feed.h"
+
+namespace tessera {
+
+class StreamPump {
+ public:
+  // `threads`: how many steps run at once.
+  StreamPump(std::shared_ptr<store::ChangeFeed> feed, store::ChangeTopic topic,
+             std::shared_ptr<Clock> clock, int threads);
+  // The entries still waiting are dropped; what was handed to the threads runs first.
+  ~StreamPump();
+  StreamPump(const StreamPump&) = delete;
+  StreamPump& operator=(const StreamPump&) = delete;
+
+  // Runs `work` on one of the pump's threads, in turn with the others.
+  void Run(std::function<void()> work);
+
+  using Ticket = uint64_t;
+  // Runs `work` (as Run) once the topic's generation differs from `seen` (at once if it already
+  // does) or the clock reaches `until`. The ticket names the wait for WakeNow.
+  Ticket RunAfterChange(uint64_t seen, absl::Time until, std::function<void()> work);
+  // Runs the work of the wait `ticket` now, if it is still waiting (a caller that went away).
+  void WakeNow(Ticket ticket);
+
+  // The topic's generation now (what a step notes before it reads).
+  uint64_t Generation() const { return feed_->Generation(topic_); }
+  Clock& clock() const { return *clock_; }
+  // Entries waiting.
+  size_t waiting() const;
+
+ private:
+  struct Waiting {
+    uint64_t seen;
+    absl::Time until;
+    std::function<void()> work;
+  };
+
+  void OnChange();
+  void TimerLoop();
+  // Hands the entry to the threads.
+  void ReleaseLocked(Ticket ticket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::shared_ptr<store::ChangeFeed> feed_;
+  const store::ChangeTopic topic_;
+  const std::shared_ptr<Clock> clock_;
+  std::unique_ptr<ThreadPool> threads_;
+  mutable absl::Mutex mu_;
+  Ticket next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<Ticket, Waiting> waiting_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<absl::Time, Ticket>> by_time_ ABSL_GUARDED_BY(mu_);
+  // An entry came with an earlier moment than the one the timer waits for.
+  bool earlier_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int listener_ = -1;
+  std::thread timer_;
+};
+
+}  // namespace tessera
