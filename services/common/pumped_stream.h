@@ -66,6 +66,9 @@ class StreamSteps {
   // Appends what it sends to `out`. `done`: whether the call is over (its caller went away, its
   // key no longer holds), for a step that reads much.
   virtual StreamStep Step(std::deque<Resp>& out, const std::function<bool()>& done) = 0;
+  // After a step that waits: `wake` releases the wait at once (any thread, any number of times;
+  // once the wait is over it does nothing), for news the pump's topic does not carry.
+  virtual void Waiting(std::function<void()> wake) {}
 };
 
 // One server-streaming method served this way.
@@ -154,11 +157,17 @@ class PumpedStreamCall final : public AsyncWriterReactor<Req, Resp> {
       case StreamStep::Kind::kStep:
         m_->pump->Run([this] { Step(); });
         return;
-      case StreamStep::Kind::kWait:
-        ticket_ = m_->pump->RunAfterChange(next_.seen, next_.until, [this] { Step(); });
-        // A cancel that came before the ticket was known.
-        if (this->cancelled()) m_->pump->WakeNow(ticket_.load());
+      case StreamStep::Kind::kWait: {
+        // Everything that may end the wait learns its ticket before it begins: once it began,
+        // the step may be running (and the call ending) on another thread.
+        StreamPump* pump = m_->pump;
+        const StreamPump::Ticket ticket = pump->Reserve();
+        ticket_ = ticket;
+        steps_->Waiting([pump, ticket] { pump->WakeNow(ticket); });
+        if (this->cancelled()) pump->WakeNow(ticket);  // a cancel before the ticket was known
+        pump->RunAfterChange(ticket, next_.seen, next_.until, [this] { Step(); });
         return;
+      }
       case StreamStep::Kind::kEnd:
         this->Finish(answer_);
         return;

@@ -5,10 +5,11 @@
 namespace tessera {
 
 StreamPump::StreamPump(std::shared_ptr<store::ChangeFeed> feed, store::ChangeTopic topic,
-                       std::shared_ptr<Clock> clock, int threads)
+                       std::shared_ptr<Clock> clock, int threads, Wakes wakes)
     : feed_(std::move(feed)),
       topic_(topic),
       clock_(std::move(clock)),
+      wakes_(wakes),
       threads_(std::make_unique<ThreadPool>(threads < 1 ? 1 : threads)) {
   listener_ = feed_->Listen(topic_, [this] { OnChange(); });
   timer_ = std::thread([this] { TimerLoop(); });
@@ -25,6 +26,7 @@ StreamPump::~StreamPump() {
   absl::MutexLock lock(&mu_);
   waiting_.clear();
   by_time_.clear();
+  reserved_.clear();
 }
 
 void StreamPump::Run(std::function<void()> work) {
@@ -32,25 +34,48 @@ void StreamPump::Run(std::function<void()> work) {
   if (!stopping_) threads_->Submit(std::move(work));
 }
 
-StreamPump::Ticket StreamPump::RunAfterChange(uint64_t seen, absl::Time until,
-                                              std::function<void()> work) {
+StreamPump::Ticket StreamPump::Reserve() {
   absl::MutexLock lock(&mu_);
   const Ticket ticket = next_ticket_++;
-  if (stopping_) return ticket;
+  reserved_.emplace(ticket, false);
+  return ticket;
+}
+
+StreamPump::Ticket StreamPump::RunAfterChange(uint64_t seen, absl::Time until,
+                                              std::function<void()> work) {
+  const Ticket ticket = Reserve();
+  RunAfterChange(ticket, seen, until, std::move(work));
+  return ticket;
+}
+
+void StreamPump::RunAfterChange(Ticket ticket, uint64_t seen, absl::Time until,
+                                std::function<void()> work) {
+  absl::MutexLock lock(&mu_);
+  bool woken = false;
+  if (auto it = reserved_.find(ticket); it != reserved_.end()) {
+    woken = it->second;
+    reserved_.erase(it);
+  }
+  if (stopping_) return;
   // Read under mu_: a change after this read finds the entry in waiting_ (OnChange takes mu_).
-  if (feed_->Generation(topic_) != seen || until <= clock_->Now()) {
+  if (woken || Generation() != seen || until <= clock_->Now()) {
+    ++waits_ended_;
     threads_->Submit(std::move(work));
-    return ticket;
+    return;
   }
   if (by_time_.empty() || until < by_time_.begin()->first) earlier_ = true;
   waiting_.emplace(ticket, Waiting{seen, until, std::move(work)});
   by_time_.emplace(until, ticket);
-  return ticket;
 }
 
 void StreamPump::WakeNow(Ticket ticket) {
   absl::MutexLock lock(&mu_);
-  if (!stopping_ && waiting_.contains(ticket)) ReleaseLocked(ticket);
+  if (stopping_) return;
+  if (waiting_.contains(ticket)) {
+    ReleaseLocked(ticket);
+  } else if (auto it = reserved_.find(ticket); it != reserved_.end()) {
+    it->second = true;
+  }
 }
 
 size_t StreamPump::waiting() const {
@@ -58,7 +83,13 @@ size_t StreamPump::waiting() const {
   return waiting_.size();
 }
 
+uint64_t StreamPump::waits_ended() const {
+  absl::MutexLock lock(&mu_);
+  return waits_ended_;
+}
+
 void StreamPump::ReleaseLocked(Ticket ticket) {
+  ++waits_ended_;
   auto it = waiting_.find(ticket);
   by_time_.erase({it->second.until, ticket});
   threads_->Submit(std::move(it->second.work));
@@ -66,7 +97,7 @@ void StreamPump::ReleaseLocked(Ticket ticket) {
 }
 
 void StreamPump::OnChange() {
-  const uint64_t now = feed_->Generation(topic_);
+  const uint64_t now = Generation();
   absl::MutexLock lock(&mu_);
   if (stopping_) return;
   std::vector<Ticket> moved;

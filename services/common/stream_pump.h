@@ -27,9 +27,16 @@ namespace tessera {
 
 class StreamPump {
  public:
+  // Which moves of the topic release a waiting stream.
+  enum class Wakes {
+    kEveryChange,  // Generation: any commit
+    // ForeignGeneration: commits of other writers only, for streams that hear of their own
+    // writers' commits another way (a log follow, from its fan-out subscription: WakeNow).
+    kForeignChanges,
+  };
   // `threads`: how many steps run at once.
   StreamPump(std::shared_ptr<store::ChangeFeed> feed, store::ChangeTopic topic,
-             std::shared_ptr<Clock> clock, int threads);
+             std::shared_ptr<Clock> clock, int threads, Wakes wakes = Wakes::kEveryChange);
   // The entries still waiting are dropped; what was handed to the threads runs first.
   ~StreamPump();
   StreamPump(const StreamPump&) = delete;
@@ -39,17 +46,29 @@ class StreamPump {
   void Run(std::function<void()> work);
 
   using Ticket = uint64_t;
+  // A ticket for a wait about to begin (RunAfterChange), so that whatever may end the wait can
+  // be told its name first: a WakeNow before the wait begins ends it as soon as it begins.
+  Ticket Reserve();
   // Runs `work` (as Run) once the topic's generation differs from `seen` (at once if it already
-  // does) or the clock reaches `until`. The ticket names the wait for WakeNow.
+  // does) or the clock reaches `until`, or WakeNow(ticket) is called. The caller must not
+  // touch what `work` may free once this was called: the work may be running already.
+  void RunAfterChange(Ticket ticket, uint64_t seen, absl::Time until, std::function<void()> work);
+  // The same with a ticket of its own, which it returns.
   Ticket RunAfterChange(uint64_t seen, absl::Time until, std::function<void()> work);
-  // Runs the work of the wait `ticket` now, if it is still waiting (a caller that went away).
+  // Runs the work of the wait `ticket` now, if it is still waiting or not begun yet (a caller
+  // that went away, news for it); nothing for a wait that is over.
   void WakeNow(Ticket ticket);
 
-  // The topic's generation now (what a step notes before it reads).
-  uint64_t Generation() const { return feed_->Generation(topic_); }
+  // The topic's generation now, of the kind that wakes (what a step notes before it reads).
+  uint64_t Generation() const {
+    return wakes_ == Wakes::kEveryChange ? feed_->Generation(topic_)
+                                         : feed_->ForeignGeneration(topic_);
+  }
   Clock& clock() const { return *clock_; }
   // Entries waiting.
   size_t waiting() const;
+  // Waits that ended so far (at once or later), for tests and benchmarks.
+  uint64_t waits_ended() const;
 
  private:
   struct Waiting {
@@ -66,10 +85,14 @@ class StreamPump {
   const std::shared_ptr<store::ChangeFeed> feed_;
   const store::ChangeTopic topic_;
   const std::shared_ptr<Clock> clock_;
+  const Wakes wakes_;
   std::unique_ptr<ThreadPool> threads_;
   mutable absl::Mutex mu_;
   Ticket next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t waits_ended_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<Ticket, Waiting> waiting_ ABSL_GUARDED_BY(mu_);
+  // Reserved and not begun: whether a WakeNow came meanwhile.
+  absl::flat_hash_map<Ticket, bool> reserved_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<absl::Time, Ticket>> by_time_ ABSL_GUARDED_BY(mu_);
   // An entry came with an earlier moment than the one the timer waits for.
   bool earlier_ ABSL_GUARDED_BY(mu_) = false;

@@ -24,7 +24,9 @@ namespace tessera::logs {
 
 struct LogHandlerOptions {
   // How often a follower reads the store when it heard of no commit (the change feed wakes it
-  // at once for one; this is the fallback when the feed's notifications are lost).
+  // at once for one; this is the fallback while the feed's notifications may be lost, and after
+  // the attempt ended; while the feed hears every commit, a follower looks again only for its
+  // run check).
   absl::Duration poll_interval = absl::Milliseconds(250);
   // How often a follower asks the run manager whether its attempt has ended.
   absl::Duration run_check_interval = absl::Seconds(1);

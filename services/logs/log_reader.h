@@ -61,6 +61,11 @@ class LogReader {
   // them so and filters nothing by line: taking them apart into messages was most of a
   // follower's time.
   void KeepPacked() { keep_packed_ = true; }
+  // Calls `wake` when this reader's attempt has news in this process (LogSubscription::
+  // WakeOnNews); nothing before the first Next(skip_gaps = false) subscribed.
+  void WakeOnNews(std::function<void()> wake) {
+    if (subscription_) subscription_->WakeOnNews(std::move(wake));
+  }
   // For each stream with one set, the sequence of the next line to show: everything before it
   // was shown or skipped (a follow's start, LogLines.start).
   const std::map<store::LogStreamKey, int64_t>& positions() const { return query_.from_sequence; }

@@ -44,8 +44,11 @@ class StreamLogsSteps final : public StreamSteps<v1::LogLines> {
     auto streamer = handler.OpenStream(who, req, std::move(sinks));
     if (!streamer.ok()) return streamer.status();
     steps->streamer_ = *std::move(streamer);
+    steps->streamer_->UseNewsWakes();
     return steps;
   }
+
+  void Waiting(std::function<void()> wake) override { streamer_->WakeOnNews(std::move(wake)); }
 
   StreamStep Step(std::deque<v1::LogLines>& out, const std::function<bool()>& done) override {
     output_.out = &out;
@@ -75,8 +78,11 @@ LogService::LogService(std::shared_ptr<LogHandler> handler,
                        std::shared_ptr<auth::Authenticator> auth, LogServiceOptions options)
     : h_(std::move(handler)),
       auth_(std::move(auth)),
+      // Other writers' lines wake follows through the feed; this process's, through each
+      // follow's subscription (a follow is woken by its attempt's lines only).
       pump_(std::make_unique<StreamPump>(h_->change_feed(), store::ChangeTopic::kLogs, h_->clock(),
-                                         options.stream_threads)),
+                                         options.stream_threads,
+                                         StreamPump::Wakes::kForeignChanges)),
       follows_(std::make_unique<PumpedStreams<v1::GetLogsRequest, v1::LogLines>>(
           [this](grpc::ServerContext* ctx, v1::GetLogsRequest* req,
                  grpc::ServerAsyncWriter<v1::LogLines>* writer, grpc::ServerCompletionQueue* cq,

@@ -74,6 +74,8 @@ class LogService final : public v1::LogService::WithAsyncMethod_StreamLogs<v1::L
 
   // StreamLogs calls waiting for lines now (for tests and the benches).
   size_t follows_waiting() const { return pump_->waiting(); }
+  // Waits of StreamLogs calls that ended so far (each a step that read again).
+  uint64_t follows_woken() const { return pump_->waits_ended(); }
 
  private:
   std::shared_ptr<LogHandler> h_;

@@ -103,7 +103,8 @@ StreamStep LogStreamer::ReadAll() {
 }
 
 StreamStep LogStreamer::FollowOnce() {
-  const uint64_t seen = h_.changes_->Generation(store::ChangeTopic::kLogs);
+  const uint64_t seen = news_wakes_ ? h_.changes_->ForeignGeneration(store::ChangeTopic::kLogs)
+                                    : h_.changes_->Generation(store::ChangeTopic::kLogs);
   auto page = reader_.Next(/*skip_gaps=*/false);
   if (!page.ok()) {
     if (!absl::IsUnavailable(page.status())) return StreamStep::End(page.status());
@@ -152,7 +153,14 @@ StreamStep LogStreamer::FollowOnce() {
       now - std::max(*ended_at_, last_line_at_) >= h_.options_.end_grace) {
     return StreamStep::End(absl::OkStatus());
   }
-  return StreamStep::WaitFor(seen, now + h_.options_.poll_interval);
+  // A feed that hears every commit wakes the follow for new lines: it only has to look again for
+  // its run check. A feed that may miss commits (its listener reconnecting), and the end grace,
+  // want the poll interval.
+  const absl::Duration pause =
+      ended_at_ || !h_.changes_->live()
+          ? h_.options_.poll_interval
+          : std::max(h_.options_.poll_interval, h_.options_.run_check_interval);
+  return StreamStep::WaitFor(seen, now + pause);
 }
 
 }  // namespace tessera::logs

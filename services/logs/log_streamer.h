@@ -52,6 +52,12 @@ class LogStreamer {
   // pages; the caller checks it between steps).
   StreamStep Step(const std::function<bool()>& done);
 
+  // For a caller that waits in a StreamPump of Wakes::kForeignChanges: a wait's `seen` is then
+  // the lines' foreign generation, and the follow's own news comes through WakeOnNews, which the
+  // caller calls at each wait: a follow is woken by its own attempt's lines, not every run's.
+  void UseNewsWakes() { news_wakes_ = true; }
+  void WakeOnNews(std::function<void()> wake) { reader_.WakeOnNews(std::move(wake)); }
+
  private:
   friend class LogHandler;
   enum class Phase { kBegin, kReadAll, kFollow };
@@ -74,6 +80,7 @@ class LogStreamer {
   LogSinks sinks_;
   LogReader reader_;
   Phase phase_ = Phase::kBegin;
+  bool news_wakes_ = false;
   // Following (counted in the handler's followers gauge while true).
   bool following_ = false;
   std::optional<absl::Time> ended_at_;

@@ -37,16 +37,20 @@ absl::StatusOr<v1::RunDescription> SharedRunLookup::DescribeRun(const std::strin
   {
     absl::MutexLock lock(&mu_);
     auto it = answers_.find(name);
-    if (it != answers_.end() && now - it->second.at < fresh_for_) return it->second.description;
+    if (it != answers_.end()) {
+      if (now - it->second.at < fresh_for_ || it->second.asking) return it->second.description;
+      it->second.asking = true;
+    }
   }
-  // Asked without the lock: two callers may both ask, but no caller waits for another's call.
+  // Asked without the lock: no caller waits for another's call.
   absl::StatusOr<v1::RunDescription> description = inner_->DescribeRun(name);
   absl::MutexLock lock(&mu_);
   if (answers_.size() >= 4096) {  // the answers of runs nobody follows any more go
-    absl::erase_if(answers_,
-                   [&](const auto& entry) { return now - entry.second.at >= fresh_for_; });
+    absl::erase_if(answers_, [&](const auto& entry) {
+      return !entry.second.asking && now - entry.second.at >= fresh_for_;
+    });
   }
-  answers_.insert_or_assign(name, Answer{now, description});
+  answers_.insert_or_assign(name, Answer{now, description, false});
   return description;
 }
 

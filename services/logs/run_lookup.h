@@ -29,7 +29,8 @@ class RunLookup {
 
 // The answers of `inner` by name, each shared for `fresh_for` by every caller that asks for the
 // same run: the follows of one run check whether it ended once a second each, and 10,000
-// follows of one run would be 10,000 calls to the run manager a second. By id, it always asks.
+// follows of one run would be 10,000 calls to the run manager a second. While one caller asks
+// again, the others take the last answer. By id, it always asks.
 class SharedRunLookup final : public RunLookup {
  public:
   SharedRunLookup(std::shared_ptr<RunLookup> inner, std::shared_ptr<Clock> clock,
@@ -45,6 +46,7 @@ class SharedRunLookup final : public RunLookup {
   struct Answer {
     absl::Time at;
     absl::StatusOr<v1::RunDescription> description;
+    bool asking = false;  // a caller is asking again
   };
   const std::shared_ptr<RunLookup> inner_;
   const std::shared_ptr<Clock> clock_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "services/store/log_precision.h"
 
@@ -53,7 +55,19 @@ LogSubscription::Taken LogSubscription::Take() {
   queued_bytes_ = 0;
   overflowed_ = false;
   foreign_seen_ = foreign;
+  waker_ = nullptr;
   return taken;
+}
+
+void LogSubscription::WakeOnNews(std::function<void()> wake) {
+  {
+    absl::MutexLock lock(&shared_->mu);
+    if (queued_.empty() && !overflowed_) {
+      waker_ = std::move(wake);
+      return;
+    }
+  }
+  wake();
 }
 
 int64_t LogFanout::QueuedBytes(const LogBatchToStore& batch) {
@@ -87,6 +101,7 @@ std::unique_ptr<LogSubscription> LogFanout::Subscribe(const std::string& run_id,
 
 void LogFanout::Publish(LogBatchToStore batch) {
   bool delivered = false;
+  std::vector<std::function<void()>> wake;  // called once the lock is let go
   {
     absl::MutexLock lock(&shared_->mu);
     if (shared_->subscribers.empty()) return;
@@ -118,6 +133,7 @@ void LogFanout::Publish(LogBatchToStore batch) {
       const int64_t n = QueuedBytes(attempt_lines);
       auto shared = std::make_shared<const LogBatchToStore>(std::move(attempt_lines));
       for (LogSubscription* sub : shared_->subscribers[key]) {
+        if (sub->waker_) wake.push_back(std::exchange(sub->waker_, nullptr));
         if (sub->overflowed_) continue;
         if (sub->queued_bytes_ + n > shared_->max_queued_bytes) {
           DropQueue(sub->queued_, sub->queued_bytes_, sub->overflowed_);
@@ -129,18 +145,23 @@ void LogFanout::Publish(LogBatchToStore batch) {
       delivered = true;
     }
   }
+  for (auto& w : wake) w();
   if (delivered) shared_->feed->Bump(ChangeTopic::kLogs);
 }
 
 void LogFanout::Invalidate() {
+  std::vector<std::function<void()>> wake;  // called once the lock is let go
   {
     absl::MutexLock lock(&shared_->mu);
     if (shared_->subscribers.empty()) return;
     for (auto& [key, subs] : shared_->subscribers) {
-      for (LogSubscription* sub : subs)
+      for (LogSubscription* sub : subs) {
         DropQueue(sub->queued_, sub->queued_bytes_, sub->overflowed_);
+        if (sub->waker_) wake.push_back(std::exchange(sub->waker_, nullptr));
+      }
     }
   }
+  for (auto& w : wake) w();
   shared_->feed->Bump(ChangeTopic::kLogs);
 }
 

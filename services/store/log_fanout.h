@@ -10,6 +10,7 @@
 // One copy of a batch's lines is shared by every subscriber of its attempt.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,6 +52,12 @@ class LogSubscription {
   };
   Taken Take();
 
+  // Calls `wake` (once, on the publisher's thread, so it must be quick) when this attempt's
+  // lines are next published or the queue is dropped; at once if something waits to be taken.
+  // For a follower that waits for news without a thread (stream_pump.h): it then needs the
+  // change feed only for other writers' commits (ForeignGeneration). A Take forgets it.
+  void WakeOnNews(std::function<void()> wake);
+
  private:
   friend class LogFanout;
   struct Shared;
@@ -65,6 +72,7 @@ class LogSubscription {
   int64_t queued_bytes_ = 0;
   bool overflowed_ = false;
   uint64_t foreign_seen_;
+  std::function<void()> waker_;
 };
 
 class LogFanout {

@@ -149,8 +149,10 @@ std::unique_ptr<grpc::ClientContext> Ctx(const std::string& key) {
 
 // One plain-HTTP GET /metrics on 127.0.0.1:`port` with the scrape token: the milliseconds from
 // sending the request to the end of the answer, and the answer's bytes (an answer other than
-// 200 is an error: a refusal is quick and would pass for a fast scrape).
-absl::StatusOr<std::pair<double, int64_t>> ScrapeMetrics(int port, const std::string& token) {
+// 200 is an error: a refusal is quick and would pass for a fast scrape). `body` (when given)
+// gets the answer.
+absl::StatusOr<std::pair<double, int64_t>> ScrapeMetrics(int port, const std::string& token,
+                                                         std::string* body = nullptr) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError("socket");
   sockaddr_in addr{};
@@ -172,6 +174,7 @@ absl::StatusOr<std::pair<double, int64_t>> ScrapeMetrics(int port, const std::st
     char buffer[1 << 16];
     for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) {
       if (status_line.size() < 12) status_line.append(buffer, std::min<size_t>(n, 12));
+      if (body != nullptr) body->append(buffer, static_cast<size_t>(n));
       bytes += n;
     }
   }
@@ -316,7 +319,24 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     if (!opened.ok()) return opened.status();
     follows = *std::move(opened);
     r.follows_open = follows->open();
-    absl::SleepFor(o.warm_up);  // the opening's work done before the window
+    // Open at the gateway is not yet following at the log service: each follow finds its run
+    // and reads what is stored first. The window starts once every one follows
+    // (tessera_logs_followers), so that it measures open follows, not their opening.
+    for (const absl::Time until = absl::Now() + absl::Seconds(300);;) {
+      std::string body;
+      double following = 0;
+      if (ScrapeMetrics(metrics_port, scrape_token, &body).ok()) {
+        const size_t at = body.find("\ntessera_logs_followers ");
+        if (at != std::string::npos) following = std::atof(body.c_str() + at + 24);
+      }
+      if (following >= o.log_follows) break;
+      if (absl::Now() > until) {
+        return absl::DeadlineExceededError(absl::StrCat("only ", following, " of ", o.log_follows,
+                                                        " follows following after 300 s"));
+      }
+      absl::SleepFor(absl::Milliseconds(500));
+    }
+    absl::SleepFor(o.warm_up);
   }
 
   const pid_t postmaster = PostmasterPid(url);

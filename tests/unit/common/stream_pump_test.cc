@@ -92,6 +92,33 @@ TEST_CASE("WakeNow runs one waiting stream at once, and a stale ticket does noth
   CHECK(p.ran.load() == 1);
 }
 
+TEST_CASE("a wait woken before it begins runs as soon as it begins") {
+  Pumped p;
+  const auto ticket = p.pump.Reserve();
+  p.pump.WakeNow(ticket);  // news, or a cancel, before the wait is registered
+  p.pump.RunAfterChange(ticket, p.pump.Generation(), p.clock->Now() + absl::Hours(1), p.Count());
+  CHECK(p.Ran(1));
+  CHECK(p.pump.waits_ended() == 1);
+  // A reserved wait that nobody woke waits.
+  const auto quiet = p.pump.Reserve();
+  p.pump.RunAfterChange(quiet, p.pump.Generation(), p.clock->Now() + absl::Hours(1), p.Count());
+  CHECK(p.pump.waiting() == 1);
+}
+
+TEST_CASE("a pump of foreign changes is woken by other writers' commits only") {
+  auto clock = std::make_shared<FakeClock>();
+  auto feed = std::make_shared<store::ChangeFeed>();
+  StreamPump pump(feed, ChangeTopic::kLogs, clock, 1, StreamPump::Wakes::kForeignChanges);
+  std::atomic<int> ran{0};
+  pump.RunAfterChange(pump.Generation(), clock->Now() + absl::Hours(1), [&] { ++ran; });
+  feed->Bump(ChangeTopic::kLogs);  // this process's own commit: its follows hear of it otherwise
+  CHECK(pump.waiting() == 1);
+  feed->BumpForeign(ChangeTopic::kLogs);
+  for (int i = 0; i < 10'000 && ran.load() == 0; ++i) absl::SleepFor(absl::Milliseconds(1));
+  CHECK(ran.load() == 1);
+  CHECK(pump.waiting() == 0);
+}
+
 TEST_CASE("a pump goes with streams still waiting: their work is dropped, not run") {
   std::atomic<int> ran{0};
   auto feed = std::make_shared<store::ChangeFeed>();

@@ -246,18 +246,40 @@ TEST_CASE(
     REQUIRE(keys.ok());
     REQUIRE(keys->size() == 1);
     REQUIRE(s.stores.api_keys->RevokeKey(keys->front().id()).ok());
-    // A line pushed for someone else's follow wakes hers too; the guard's check then ends it
-    // once the authenticator's cached answer (100 ms) runs out.
-    s.AddRun("other", v1::RUN_STATUS_RUNNING);
+    // Each line of her run wakes her follow; the guard's check then ends it once the
+    // authenticator's cached answer (100 ms) runs out.
     std::optional<grpc::Status> end;
-    for (int i = 0; !end && i < 3000; ++i) {
-      s.Push("other", i, i);
+    for (int i = 1; !end && i < 3000; ++i) {
+      s.Push("r", i, i);
       end = f.WaitForEnd(absl::Milliseconds(10));
     }
     REQUIRE(end.has_value());
     CHECK(end->error_code() == grpc::StatusCode::UNAUTHENTICATED);
     CHECK_THAT(end->error_message(), Catch::Contains("revoked"));
   }
+}
+
+TEST_CASE("a follow is woken by its own run's lines, not by every run's") {
+  LogHandlerOptions options;
+  options.poll_interval = kNoPoll;
+  options.run_check_interval = kNoPoll;
+  Served s(options);
+  s.AddRun("r", v1::RUN_STATUS_RUNNING);
+  s.AddRun("other", v1::RUN_STATUS_RUNNING);
+  s.Push("r", 0, 0);
+  Follower f(*s.stub, s.alice_key, Served::Follow("r"));
+  REQUIRE(f.WaitForLines(1, kPatience) == 1);
+  REQUIRE(s.WaitForWaiting(1));
+  const uint64_t woken = s.service->follows_woken();
+  // Another run prints: her follow is not stepped for it (pushes are published as they return).
+  for (int i = 0; i < 50; ++i) s.Push("other", i, i);
+  CHECK(s.service->follows_woken() == woken);
+  CHECK(s.service->follows_waiting() == 1);
+  // Her run prints: woken once, and the line arrives.
+  s.Push("r", 1, 1);
+  REQUIRE(f.WaitForLines(2, kPatience) == 2);
+  CHECK(s.service->follows_woken() > woken);
+  CHECK(f.texts() == std::vector<std::string>{"line 0", "line 1"});
 }
 
 TEST_CASE("StreamLogs on the async API: reads, refusals and errors as before") {

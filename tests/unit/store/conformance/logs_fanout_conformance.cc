@@ -2,6 +2,7 @@
 // commits them, exactly as a read returns them; lines another handle commits are either handed
 // over too or announced as a reason to read. Never silently missed.
 #include <algorithm>
+#include <atomic>
 #include <functional>
 
 #include "proto/policy/packed_log_lines.h"
@@ -98,6 +99,27 @@ CONFORMANCE_CASE(
   if (handed) {
     CHECK(sub->Take().complete);
   }
+}
+
+CONFORMANCE_CASE("logs fan-out: a waiting follower is woken by its attempt's lines, once") {
+  Stores s = FreshStores();
+  AwaitLive(*s.changes);
+  auto sub = s.logs->SubscribeLogs("r1", 0);
+  sub->Take();
+  std::atomic<int> woken{0};
+  sub->WakeOnNews([&] { ++woken; });
+  REQUIRE(s.logs->AppendLogs({FanoutLine("r2", 0, 0, 0, 0), FanoutLine("r1", 1, 0, 0, 0)}).ok());
+  CHECK(woken.load() == 0);  // another run's, another attempt's
+  REQUIRE(s.logs->AppendLogs({FanoutLine("r1", 0, 0, 0, 0)}).ok());
+  CHECK(woken.load() == 1);
+  REQUIRE(s.logs->AppendLogs({FanoutLine("r1", 0, 0, 1, 1)}).ok());
+  CHECK(woken.load() == 1);  // once: a follower asks again at its next wait
+  // Lines not taken yet: asked again, it is woken at once.
+  sub->WakeOnNews([&] { ++woken; });
+  CHECK(woken.load() == 2);
+  sub->Take();
+  sub->WakeOnNews([&] { ++woken; });
+  CHECK(woken.load() == 2);
 }
 
 }  // namespace
