@@ -27,9 +27,9 @@
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tests/support/binaries.h"
 #include "tests/support/control_plane.h"
+#include "tests/support/held_run_follows.h"
 #include "tests/support/postgres_server.h"
 #include "tests/support/process.h"
-#include "tests/support/sse_followers.h"
 
 namespace tessera::testing {
 namespace {
@@ -292,50 +292,16 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   // The followed run, running before the window; its follows all open before it too.
   std::unique_ptr<SseFollowers> follows;
   if (o.log_follows > 0) {
-    v1::SubmitRunRequest req;
-    req.mutable_spec()->set_name(held_prefix + "0");
-    req.mutable_spec()->set_command("python train.py");
-    req.mutable_spec()->mutable_compute()->set_gpus(o.gpus_per_node);
-    req.mutable_spec()->mutable_compute()->set_cluster("local");
-    v1::SubmitRunResponse resp;
-    if (const grpc::Status st = runs->SubmitRun(Ctx(admin_key).get(), req, &resp); !st.ok()) {
-      return absl::InternalError(absl::StrCat("submit the followed run: ", st.error_message()));
-    }
-    const std::string followed = resp.run().name();
-    for (const absl::Time until = absl::Now() + absl::Seconds(60);;) {
-      v1::GetRunRequest get;
-      get.set_name(followed);
-      v1::GetRunResponse got;
-      if (runs->GetRun(Ctx(admin_key).get(), get, &got).ok() &&
-          got.run().status() == v1::RUN_STATUS_RUNNING) {
-        break;
-      }
-      if (absl::Now() > until) return absl::DeadlineExceededError("the followed run never ran");
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-    auto opened = SseFollowers::Open(http_port, followed, admin_key, o.log_follows,
-                                     /*per_address=*/900,
-                                     absl::Seconds(120) + o.log_follows * absl::Milliseconds(20));
+    auto opened = FollowHeldRun(
+        *runs, admin_key, held_prefix + "0", o.gpus_per_node, http_port, o.log_follows, [&] {
+          std::string body;
+          if (!ScrapeMetrics(metrics_port, scrape_token, &body).ok()) return 0.0;
+          const size_t at = body.find("\ntessera_logs_followers ");
+          return at == std::string::npos ? 0.0 : std::atof(body.c_str() + at + 24);
+        });
     if (!opened.ok()) return opened.status();
     follows = *std::move(opened);
     r.follows_open = follows->open();
-    // Open at the gateway is not yet following at the log service: each follow finds its run
-    // and reads what is stored first. The window starts once every one follows
-    // (tessera_logs_followers), so that it measures open follows, not their opening.
-    for (const absl::Time until = absl::Now() + absl::Seconds(300);;) {
-      std::string body;
-      double following = 0;
-      if (ScrapeMetrics(metrics_port, scrape_token, &body).ok()) {
-        const size_t at = body.find("\ntessera_logs_followers ");
-        if (at != std::string::npos) following = std::atof(body.c_str() + at + 24);
-      }
-      if (following >= o.log_follows) break;
-      if (absl::Now() > until) {
-        return absl::DeadlineExceededError(absl::StrCat("only ", following, " of ", o.log_follows,
-                                                        " follows following after 300 s"));
-      }
-      absl::SleepFor(absl::Milliseconds(500));
-    }
     absl::SleepFor(o.warm_up);
   }
 
