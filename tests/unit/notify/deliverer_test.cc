@@ -19,13 +19,11 @@ TEST_CASE("deliveries keep each run's order, retry with backoff, and give up on 
   auto poster = std::make_shared<ScriptedPoster>();
   DeliveryOptions options;
   options.first_retry = absl::Seconds(2);
-  NotificationDeliverer deliverer(
-      f.stores.notifications, poster, [](const auto&) { return std::string(); }, f.clock, f.random,
-      options);
+  auto deliverer = f.Deliverer(poster, options);
   // gpt-a's first fails (HTTP 503, then no answer); gpt-b's goes through.
   poster->answers["gpt-a"] = {{503, ""}};
-  CHECK(*deliverer.DeliverDue() == 2);  // each run's head; gpt-a's failure waits behind its first
-  deliverer.AwaitIdle();
+  CHECK(*deliverer->DeliverDue() == 2);  // each run's head; gpt-a's failure waits behind its first
+  deliverer->AwaitIdle();
   auto all = f.All();
   CHECK(all[0].state() == v1::NOTIFICATION_STATE_PENDING);
   CHECK(all[0].attempts() == 1);
@@ -34,23 +32,23 @@ TEST_CASE("deliveries keep each run's order, retry with backoff, and give up on 
   CHECK(all[1].state() == v1::NOTIFICATION_STATE_DELIVERED);
   CHECK(all[2].state() == v1::NOTIFICATION_STATE_PENDING);
   CHECK(all[2].attempts() == 0);
-  CHECK(*deliverer.DeliverDue() == 0);  // not due yet
-  CHECK(deliverer.DueIn() == absl::Seconds(2));
+  CHECK(*deliverer->DeliverDue() == 0);  // not due yet
+  CHECK(deliverer->DueIn() == absl::Seconds(2));
   f.clock->Advance(absl::Seconds(2));
   poster->answers["gpt-a"] = {{0, "connection refused"}};
-  CHECK(*deliverer.DeliverDue() == 1);
-  deliverer.AwaitIdle();
+  CHECK(*deliverer->DeliverDue() == 1);
+  deliverer->AwaitIdle();
   all = f.All();
   CHECK(all[0].attempts() == 2);
   CHECK(all[0].last_error() == "connection refused");
-  CHECK(deliverer.DueIn() == absl::Seconds(4));  // doubled
+  CHECK(deliverer->DueIn() == absl::Seconds(4));  // doubled
   f.clock->Advance(absl::Seconds(4));
   // Recovered; then the failure notice is refused.
   poster->answers["gpt-a"] = {{204, ""}, {410, ""}};
-  CHECK(*deliverer.DeliverDue() == 1);
-  deliverer.AwaitIdle();
+  CHECK(*deliverer->DeliverDue() == 1);
+  deliverer->AwaitIdle();
   // gpt-a's next went right after it, on the same thread (only then: it waited for it).
-  CHECK(*deliverer.DeliverDue() == 0);
+  CHECK(*deliverer->DeliverDue() == 0);
   all = f.All();
   CHECK(all[0].state() == v1::NOTIFICATION_STATE_DELIVERED);
   CHECK(all[0].attempts() == 3);
@@ -62,7 +60,7 @@ TEST_CASE("deliveries keep each run's order, retry with backoff, and give up on 
                     a2 = std::to_string(all[2].id());
   CHECK(poster->SentFor("gpt-a") == std::vector<std::string>{a1, a1, a1, a2});
   CHECK(poster->SentFor("gpt-b") == std::vector<std::string>{b1});
-  CHECK(deliverer.DueIn() == absl::InfiniteDuration());
+  CHECK(deliverer->DueIn() == absl::InfiniteDuration());
 }
 
 // Each post waits until the gate is open, takes `took` of the fake clock (a slow receiver), then
@@ -95,21 +93,19 @@ TEST_CASE("a slow receiver gets one post at a time until it answers quickly agai
   auto poster = std::make_shared<SlowPoster>(f.clock);
   DeliveryOptions options;
   options.first_retry = absl::Seconds(1);
-  NotificationDeliverer deliverer(
-      f.stores.notifications, poster, [](const auto&) { return std::string(); }, f.clock, f.random,
-      options);
+  auto deliverer = f.Deliverer(poster, options);
   // How many posts a pass starts; none ends before the pass has started them all.
   const auto pass = [&] {
     {
       absl::MutexLock lock(&poster->mu);
       poster->open = false;
     }
-    const int started = *deliverer.DeliverDue();
+    const int started = *deliverer->DeliverDue();
     {
       absl::MutexLock lock(&poster->mu);
       poster->open = true;
     }
-    deliverer.AwaitIdle();
+    deliverer->AwaitIdle();
     return started;
   };
   CHECK(pass() == 4);                     // not known to be slow yet: every run's head
@@ -129,14 +125,12 @@ TEST_CASE("an undelivered notification is given up once older than the bound") {
   auto poster = std::make_shared<ScriptedPoster>();
   DeliveryOptions options;
   options.give_up_after = absl::Minutes(10);
-  NotificationDeliverer deliverer(
-      f.stores.notifications, poster, [](const auto&) { return std::string(); }, f.clock, f.random,
-      options);
+  auto deliverer = f.Deliverer(poster, options);
   for (int i = 0; i < 20 && f.All()[0].state() == v1::NOTIFICATION_STATE_PENDING; ++i) {
     poster->answers["gpt-a"] = {{500, ""}};
-    (void)deliverer.DeliverDue();
-    deliverer.AwaitIdle();
-    if (deliverer.DueIn() != absl::InfiniteDuration()) f.clock->Advance(deliverer.DueIn());
+    (void)deliverer->DeliverDue();
+    deliverer->AwaitIdle();
+    if (deliverer->DueIn() != absl::InfiniteDuration()) f.clock->Advance(deliverer->DueIn());
   }
   const auto n = f.All()[0];
   CHECK(n.state() == v1::NOTIFICATION_STATE_GAVE_UP);
@@ -166,14 +160,11 @@ TEST_CASE("a signed subscription's secret is sealed in the store and signs each 
   REQUIRE(*f.planner.PlanRunEvents() == 1);
   auto poster = std::make_shared<ScriptedPoster>();
   const Sealer sealer = Reversing();
-  NotificationDeliverer deliverer(
-      f.stores.notifications, poster,
-      [&](const store::SubscriptionRecord& r) {
-        return sealer.open(r.sealed_secret, r.subscription.id());
-      },
-      f.clock, f.random, DeliveryOptions{});
-  REQUIRE(*deliverer.DeliverDue() == 1);
-  deliverer.AwaitIdle();
+  auto deliverer = f.Deliverer(poster, DeliveryOptions{}, [&](const store::SubscriptionRecord& r) {
+    return sealer.open(r.sealed_secret, r.subscription.id());
+  });
+  REQUIRE(*deliverer->DeliverDue() == 1);
+  deliverer->AwaitIdle();
   REQUIRE(poster->sent.size() == 1);
   const auto& sent = poster->sent[0];
   std::map<std::string, std::string> h(sent.headers.begin(), sent.headers.end());

@@ -42,13 +42,7 @@ TEST_CASE("subscriptions are checked: fields, who may ask for a scope, how many"
   CHECK(create(kAlice, [](auto& s) { s.set_queue_bound_seconds(-1); }).code() ==
         absl::StatusCode::kInvalidArgument);
   // A team's subscription needs its member.
-  REQUIRE(f.stores.teams
-              ->CreateTeam([] {
-                v1::Team t;
-                t.set_name("nlp");
-                return t;
-              }())
-              .ok());
+  f.AddTeam("nlp");
   const auto team = [](auto& s) {
     s.set_scope(v1::SUBSCRIPTION_SCOPE_TEAM);
     s.set_team("nlp");

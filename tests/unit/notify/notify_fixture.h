@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <deque>
 #include <map>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "base/timestamps.h"
@@ -45,6 +46,20 @@ struct Fixture {
   std::shared_ptr<HalfRandom> random = std::make_shared<HalfRandom>();
   NotificationHandler handler{stores.notifications, stores.teams, Reversing(), clock, random};
   NotificationPlanner planner{stores, clock, PlannerOptions{}};
+
+  void AddTeam(const std::string& name) {
+    v1::Team t;
+    t.set_name(name);
+    REQUIRE(stores.teams->CreateTeam(t).ok());
+  }
+  // A deliverer over this fixture's store, clock and randomness; subscriptions without a secret
+  // unless `open_secret` says otherwise.
+  std::unique_ptr<NotificationDeliverer> Deliverer(
+      std::shared_ptr<WebhookPoster> poster, DeliveryOptions options,
+      SecretOpener open_secret = [](const auto&) { return std::string(); }) {
+    return std::make_unique<NotificationDeliverer>(stores.notifications, std::move(poster),
+                                                   std::move(open_secret), clock, random, options);
+  }
 
   std::string Subscribe(const auth::Principal& who, v1::SubscriptionScope scope,
                         std::vector<v1::NotificationEvent> events, const std::string& team = "",

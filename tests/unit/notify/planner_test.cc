@@ -8,13 +8,7 @@ using namespace notify_test;  // NOLINT: the fixture is these tests' vocabulary
 
 TEST_CASE("run events become notifications for the owner's and the team's subscriptions") {
   Fixture f;
-  REQUIRE(f.stores.teams
-              ->CreateTeam([] {
-                v1::Team t;
-                t.set_name("nlp");
-                return t;
-              }())
-              .ok());
+  f.AddTeam("nlp");
   REQUIRE(f.stores.teams->AddMember("nlp", "bob").ok());
   const std::string alice =
       f.Subscribe(kAlice, v1::SUBSCRIPTION_SCOPE_USER,
