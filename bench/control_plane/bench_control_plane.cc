@@ -9,8 +9,8 @@
 //
 //   bench_control_plane [--nodes 1000,5000,10000] [--seconds 30] [--rate 20] [--kill 3]
 //                       [--flood]   (each size twice: quiet, then while one user floods)
-//                       [--follows F]  (each size twice: quiet, then with F log follows open
-//                                       through the REST gateway)
+//                       [--follows F] [--watches W]  (each size twice: quiet, then with F log
+//                                       follows and W run watches open through the REST gateway)
 //                       [--channels 32] [--lines 20] [--size-every SECONDS]
 //                       [--logs-database] [-- SERVER FLAGS...]
 //
@@ -36,7 +36,7 @@ int Usage(const std::string& why) {
   std::cerr << "bench_control_plane: " << why
             << "\nusage: bench_control_plane [--nodes N[,N...]] [--seconds S] [--rate RUNS_PER_S]"
                " [--kill K] [--channels C] [--lines LINES_PER_RANK] [--size-every SECONDS]"
-               " [--logs-database] [--flood] [--follows F] [-- SERVER FLAGS...]\n";
+               " [--logs-database] [--flood] [--follows F] [--watches W] [-- SERVER FLAGS...]\n";
   return 2;
 }
 
@@ -45,7 +45,7 @@ int Usage(const std::string& why) {
 int main(int argc, char** argv) {
   std::vector<int> sizes = {1000, 5000, 10000};
   bool flood = false;
-  int follows = 0;
+  int follows = 0, watches = 0;
   tessera::testing::ScaleOptions base;
   base.durable_database = true;
   base.measure = absl::Seconds(30);
@@ -84,6 +84,8 @@ int main(int argc, char** argv) {
       base.submit_rate = n;
     } else if (flag == "--follows") {
       follows = n;
+    } else if (flag == "--watches") {
+      watches = n;
     } else if (flag == "--kill") {
       base.kill_nodes = n;
     } else if (flag == "--channels") {
@@ -103,7 +105,8 @@ int main(int argc, char** argv) {
     return Usage("--size-every samples one database: not with --logs-database");
   }
   // Every node is a stream at the server: leave room for the files and threads.
-  rlimit files{65536 + static_cast<rlim_t>(follows), 65536 + static_cast<rlim_t>(follows)};
+  const auto streams = static_cast<rlim_t>(follows + watches);
+  rlimit files{65536 + streams, 65536 + streams};
   setrlimit(RLIMIT_NOFILE, &files);
 
   double bound_per_node = 0;
@@ -116,27 +119,29 @@ int main(int argc, char** argv) {
       std::cerr << "nodes " << n << ": " << report.status() << "\n";
       return 1;
     }
-    if (follows > 0) {
-      // The same again with the follows open: the first run is the bound.
+    if (follows + watches > 0) {
+      // The same again with the streams open: the first run is the bound.
       o.log_follows = follows;
-      auto followed = tessera::testing::RunScale(o);
-      if (!followed.ok()) {
-        std::cerr << "nodes " << n << " with " << follows << " follows: " << followed.status()
-                  << "\n";
+      o.run_watches = watches;
+      auto held = tessera::testing::RunScale(o);
+      if (!held.ok()) {
+        std::cerr << "nodes " << n << " with " << follows << " follows and " << watches
+                  << " watches: " << held.status() << "\n";
         return 1;
       }
       std::cout << "quiet:\n"
                 << tessera::testing::FormatScaleReport(*report) << "with " << follows
-                << " log follows open:\n"
-                << tessera::testing::FormatScaleReport(*followed)
-                << "  ratios, followed / quiet: heartbeat round trip p99 "
-                << followed->heartbeat_rtt_p99_ms / report->heartbeat_rtt_p99_ms
+                << " log follows and " << watches << " run watches open:\n"
+                << tessera::testing::FormatScaleReport(*held)
+                << "  ratios, held / quiet: heartbeat round trip p99 "
+                << held->heartbeat_rtt_p99_ms / report->heartbeat_rtt_p99_ms
                 << ", submit-to-start p99 "
-                << followed->submit_to_start_p99_ms / report->submit_to_start_p99_ms
-                << " (target <= 1.1 each); control plane threads " << followed->server_threads
-                << " / " << report->server_threads << " quiet; memory per follow "
-                << static_cast<double>(followed->server_rss_bytes - report->server_rss_bytes) /
-                       1024 / follows
+                << held->submit_to_start_p99_ms / report->submit_to_start_p99_ms
+                << " (target <= 1.1 each); control plane threads " << held->server_threads << " / "
+                << report->server_threads << " quiet, cores " << held->server_cores << " / "
+                << report->server_cores << "; memory per stream "
+                << static_cast<double>(held->server_rss_bytes - report->server_rss_bytes) / 1024 /
+                       static_cast<double>(follows + watches)
                 << " KiB\n"
                 << std::flush;
       continue;

@@ -81,7 +81,20 @@ struct PumpedMethod {
   std::string method;
   Open open;
   auth::Authenticator* auth = nullptr;
-  StreamPump* pump = nullptr;
+};
+
+// The services' pumps keep moments (polls, checks) to the next 10 ms: many streams' are released
+// together.
+inline constexpr absl::Duration kPumpTick = absl::Milliseconds(10);
+
+// Where a method's steps run and wait: a StreamPump of its own (stream_pump.h).
+struct PumpOptions {
+  std::shared_ptr<store::ChangeFeed> feed;
+  store::ChangeTopic topic = store::ChangeTopic::kRunEvents;
+  std::shared_ptr<Clock> clock;
+  int threads = 1;  // steps run at once, however many calls are open
+  StreamPump::Wakes wakes = StreamPump::Wakes::kEveryChange;
+  absl::Duration tick = kPumpTick;
 };
 
 // One call. It is always in exactly one of: a step on the pump's threads, waiting in the pump,
@@ -90,17 +103,18 @@ struct PumpedMethod {
 template <class Req, class Resp>
 class PumpedStreamCall final : public AsyncWriterReactor<Req, Resp> {
  public:
-  PumpedStreamCall(const PumpedMethod<Req, Resp>* method, grpc::ServerContext* context)
-      : m_(method), context_(context) {}
+  PumpedStreamCall(const PumpedMethod<Req, Resp>* method, StreamPump* pump,
+                   grpc::ServerContext* context)
+      : m_(method), pump_(pump), context_(context) {}
 
   void OnStart(const Req& request) override {
     request_ = request;
-    m_->pump->Run([this] { Open(); });
+    pump_->Run([this] { Open(); });
   }
   void OnSendInitialMetadataDone(bool ok) override { Sent(ok); }
   void OnWriteDone(bool ok) override { Sent(ok); }
   // A call waiting in the pump ends at once, not at its next poll.
-  void OnCancel() override { m_->pump->WakeNow(ticket_.load()); }
+  void OnCancel() override { pump_->WakeNow(ticket_.load()); }
   void OnDone() override { delete this; }
 
  private:
@@ -155,12 +169,12 @@ class PumpedStreamCall final : public AsyncWriterReactor<Req, Resp> {
     }
     switch (next_.kind) {
       case StreamStep::Kind::kStep:
-        m_->pump->Run([this] { Step(); });
+        pump_->Run([this] { Step(); });
         return;
       case StreamStep::Kind::kWait: {
         // Everything that may end the wait learns its ticket before it begins: once it began,
         // the step may be running (and the call ending) on another thread.
-        StreamPump* pump = m_->pump;
+        StreamPump* pump = pump_;
         const StreamPump::Ticket ticket = pump->Reserve();
         ticket_ = ticket;
         steps_->Waiting([pump, ticket] { pump->WakeNow(ticket); });
@@ -182,6 +196,7 @@ class PumpedStreamCall final : public AsyncWriterReactor<Req, Resp> {
   }
 
   const PumpedMethod<Req, Resp>* const m_;
+  StreamPump* const pump_;
   grpc::ServerContext* const context_;
   Req request_;
   std::optional<AdmittedCall> admitted_;
@@ -196,28 +211,63 @@ class PumpedStreamCall final : public AsyncWriterReactor<Req, Resp> {
 };
 
 // Serves one method this way: its completion queues (a service that has one is AsyncServing and
-// forwards to these) and the calls' reactors. `method.pump` must outlive it.
+// forwards to these), the calls' reactors, and the pump their steps run in.
 template <class Req, class Resp>
 class PumpedStreams {
  public:
   PumpedStreams(typename AsyncWriterShared<Req, Resp>::Request request,
-                PumpedMethod<Req, Resp> method, int queues)
-      : method_(std::move(method)),
+                PumpedMethod<Req, Resp> method, const PumpOptions& pump, int queues)
+      : pump_(pump.feed, pump.topic, pump.clock, pump.threads, pump.wakes, pump.tick),
+        method_(std::move(method)),
         server_(
             std::move(request),
             [this](grpc::ServerContext* ctx) -> AsyncWriterReactor<Req, Resp>* {
-              return new PumpedStreamCall<Req, Resp>(&method_, ctx);
+              return new PumpedStreamCall<Req, Resp>(&method_, &pump_, ctx);
             },
             queues) {}
+  // Every call ends first (the server was shut down before), then the pump: no step is left.
+  ~PumpedStreams() { server_.Stop(); }
+  PumpedStreams(const PumpedStreams&) = delete;
+  PumpedStreams& operator=(const PumpedStreams&) = delete;
 
   void AddCompletionQueues(grpc::ServerBuilder& builder) { server_.AddCompletionQueues(builder); }
   void Start() { server_.Start(); }
   // Waits for every call to end (the server was shut down first).
   void Stop() { server_.Stop(); }
+  // Calls waiting between their steps, and waits that ended so far (tests, benchmarks).
+  size_t waiting() const { return pump_.waiting(); }
+  uint64_t waits_ended() const { return pump_.waits_ended(); }
 
  private:
+  StreamPump pump_;  // first: destroyed last
   const PumpedMethod<Req, Resp> method_;
   AsyncWriterServer<Req, Resp> server_;
 };
+
+// Drives `steps` on the caller's own thread, waiting on `feed`'s `topic` between them, for the
+// blocking callers of a pumped method (the handlers' WatchRuns and WatchNodeEvents, the unit
+// tests): sends what each step gathered until `send` says the caller went away, and returns the
+// stream's end. `started` (if set) is called when a step says the headers go out. The first
+// step is taken whatever `done` says: what happens after the call is the stream's.
+template <class Resp>
+absl::Status DriveOnThisThread(StreamSteps<Resp>& steps, store::ChangeFeed& feed,
+                               store::ChangeTopic topic, Clock& clock,
+                               const std::function<bool(const Resp&)>& send,
+                               const std::function<bool()>& done,
+                               const std::function<void()>& started = nullptr) {
+  std::deque<Resp> out;
+  for (;;) {
+    const StreamStep next = steps.Step(out, done);
+    if (next.headers && started) started();
+    for (; !out.empty(); out.pop_front()) {
+      if (!send(out.front())) return absl::OkStatus();
+    }
+    if (next.kind == StreamStep::Kind::kEnd) return next.status;
+    if (done()) return absl::OkStatus();
+    if (next.kind == StreamStep::Kind::kWait) {
+      feed.WaitForChange(topic, next.seen, next.until - clock.Now(), clock);
+    }
+  }
+}
 
 }  // namespace tessera

@@ -5,18 +5,19 @@
 namespace tessera {
 
 StreamPump::StreamPump(std::shared_ptr<store::ChangeFeed> feed, store::ChangeTopic topic,
-                       std::shared_ptr<Clock> clock, int threads, Wakes wakes)
+                       std::shared_ptr<Clock> clock, int threads, Wakes wakes, absl::Duration tick)
     : feed_(std::move(feed)),
       topic_(topic),
       clock_(std::move(clock)),
       wakes_(wakes),
+      tick_(tick),
       threads_(std::make_unique<ThreadPool>(threads < 1 ? 1 : threads)) {
-  listener_ = feed_->Listen(topic_, [this] { OnChange(); });
+  if (wakes_ != Wakes::kNever) listener_ = feed_->Listen(topic_, [this] { OnChange(); });
   timer_ = std::thread([this] { TimerLoop(); });
 }
 
 StreamPump::~StreamPump() {
-  feed_->Unlisten(listener_);
+  if (listener_ >= 0) feed_->Unlisten(listener_);
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -110,11 +111,17 @@ void StreamPump::OnChange() {
 void StreamPump::TimerLoop() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    const absl::Time now = clock_->Now();
+    absl::Time now = clock_->Now();
+    if (tick_ > absl::ZeroDuration()) now -= (now - absl::UnixEpoch()) % tick_;  // the last tick
     while (!by_time_.empty() && by_time_.begin()->first <= now) {
       ReleaseLocked(by_time_.begin()->second);
     }
-    const absl::Time next = by_time_.empty() ? absl::InfiniteFuture() : by_time_.begin()->first;
+    absl::Time next = by_time_.empty() ? absl::InfiniteFuture() : by_time_.begin()->first;
+    if (tick_ > absl::ZeroDuration() && next != absl::InfiniteFuture()) {
+      // Up to the next multiple of the tick: what falls due until then goes with it.
+      const absl::Duration past = (next - absl::UnixEpoch()) % tick_;
+      if (past > absl::ZeroDuration()) next += tick_ - past;
+    }
     earlier_ = false;
     const auto woken = [this]()
                            ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || earlier_; };

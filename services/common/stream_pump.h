@@ -33,10 +33,17 @@ class StreamPump {
     // ForeignGeneration: commits of other writers only, for streams that hear of their own
     // writers' commits another way (a log follow, from its fan-out subscription: WakeNow).
     kForeignChanges,
+    // None: streams woken by a reader they share (a run watch, by the RunEventTail: WakeNow), or
+    // at their moment. Generation is then always 0.
+    kNever,
   };
-  // `threads`: how many steps run at once.
+  // `threads`: how many steps run at once. `tick`: waits that end at a moment end at the next
+  // multiple of it (never before their moment; zero: at the moment itself), so that 10,000
+  // streams whose checks fall at moments of their own within each second are released in
+  // batches, a timer wake-up and a thread's wake-up per tick instead of one each.
   StreamPump(std::shared_ptr<store::ChangeFeed> feed, store::ChangeTopic topic,
-             std::shared_ptr<Clock> clock, int threads, Wakes wakes = Wakes::kEveryChange);
+             std::shared_ptr<Clock> clock, int threads, Wakes wakes = Wakes::kEveryChange,
+             absl::Duration tick = absl::ZeroDuration());
   // The entries still waiting are dropped; what was handed to the threads runs first.
   ~StreamPump();
   StreamPump(const StreamPump&) = delete;
@@ -61,8 +68,15 @@ class StreamPump {
 
   // The topic's generation now, of the kind that wakes (what a step notes before it reads).
   uint64_t Generation() const {
-    return wakes_ == Wakes::kEveryChange ? feed_->Generation(topic_)
-                                         : feed_->ForeignGeneration(topic_);
+    switch (wakes_) {
+      case Wakes::kEveryChange:
+        return feed_->Generation(topic_);
+      case Wakes::kForeignChanges:
+        return feed_->ForeignGeneration(topic_);
+      case Wakes::kNever:
+        break;
+    }
+    return 0;
   }
   Clock& clock() const { return *clock_; }
   // Entries waiting.
@@ -86,6 +100,7 @@ class StreamPump {
   const store::ChangeTopic topic_;
   const std::shared_ptr<Clock> clock_;
   const Wakes wakes_;
+  const absl::Duration tick_;
   std::unique_ptr<ThreadPool> threads_;
   mutable absl::Mutex mu_;
   Ticket next_ticket_ ABSL_GUARDED_BY(mu_) = 1;

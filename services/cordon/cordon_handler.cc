@@ -176,21 +176,8 @@ absl::Status CordonHandler::WatchNodeEvents(const Who& who, const v1::WatchNodeE
                                             absl::Duration poll_interval) {
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<NodeEventWatch> watch,
                            OpenWatch(who, req, poll_interval));
-  std::deque<v1::NodeEvent> out;
-  // The first step (where the watch starts) is taken whatever `done` says: what happens after
-  // the call is the watch's.
-  for (;;) {
-    const StreamStep next = watch->Step(out, done);
-    for (; !out.empty(); out.pop_front()) {
-      if (!send(out.front())) return absl::OkStatus();
-    }
-    if (next.kind == StreamStep::Kind::kEnd) return next.status;
-    if (done()) return absl::OkStatus();
-    if (next.kind == StreamStep::Kind::kWait) {
-      changes_->WaitForChange(store::ChangeTopic::kNodeEvents, next.seen,
-                              next.until - clock_->Now(), *clock_);
-    }
-  }
+  return DriveOnThisThread<v1::NodeEvent>(*watch, *changes_, store::ChangeTopic::kNodeEvents,
+                                          *clock_, send, done);
 }
 
 }  // namespace tessera::cordon

@@ -23,9 +23,7 @@ class CordonService final
                 absl::Duration watch_poll_interval = absl::Milliseconds(200), int watch_threads = 2)
       : h_(std::move(handler)),
         auth_(std::move(auth)),
-        pump_(std::make_unique<StreamPump>(h_->change_feed(), store::ChangeTopic::kNodeEvents,
-                                           h_->clock(), watch_threads)),
-        watches_(std::make_unique<PumpedStreams<v1::WatchNodeEventsRequest, v1::NodeEvent>>(
+        watches_(
             [this](grpc::ServerContext* ctx, v1::WatchNodeEventsRequest* req,
                    grpc::ServerAsyncWriter<v1::NodeEvent>* writer, grpc::ServerCompletionQueue* cq,
                    void* tag) { RequestWatchNodeEvents(ctx, req, writer, cq, cq, tag); },
@@ -38,14 +36,14 @@ class CordonService final
                   if (!watch.ok()) return watch.status();
                   return std::unique_ptr<StreamSteps<v1::NodeEvent>>(*std::move(watch));
                 },
-                .auth = auth_.get(),
-                .pump = pump_.get()},
-            /*queues=*/1)) {}
-  ~CordonService() override {
-    watches_->Stop();  // every watch ended (the server was shut down first) ...
-    watches_.reset();
-    pump_.reset();  // ... so no step is left
-  }
+                .auth = auth_.get()},
+            PumpOptions{.feed = h_->change_feed(),
+                        .topic = store::ChangeTopic::kNodeEvents,
+                        .clock = h_->clock(),
+                        .threads = watch_threads,
+                        .wakes = StreamPump::Wakes::kEveryChange,
+                        .tick = kPumpTick},
+            /*queues=*/1) {}
 
   TESSERA_UNARY_RPC(h_, CordonNode)
   TESSERA_UNARY_RPC(h_, UncordonNode)
@@ -53,17 +51,15 @@ class CordonService final
   TESSERA_UNARY_RPC(h_, ListNodeEvents)
 
   void AddCompletionQueues(grpc::ServerBuilder& builder) override {
-    watches_->AddCompletionQueues(builder);
+    watches_.AddCompletionQueues(builder);
   }
-  void Started() override { watches_->Start(); }
-  void Stop() override { watches_->Stop(); }
+  void Started() override { watches_.Start(); }
+  void Stop() override { watches_.Stop(); }
 
  private:
   std::shared_ptr<CordonHandler> h_;
   std::shared_ptr<auth::Authenticator> auth_;
-  // Before watches_: the watches' steps run here until the last one ends.
-  std::unique_ptr<StreamPump> pump_;
-  std::unique_ptr<PumpedStreams<v1::WatchNodeEventsRequest, v1::NodeEvent>> watches_;
+  PumpedStreams<v1::WatchNodeEventsRequest, v1::NodeEvent> watches_;
 };
 
 }  // namespace tessera::cordon

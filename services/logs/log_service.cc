@@ -78,12 +78,7 @@ LogService::LogService(std::shared_ptr<LogHandler> handler,
                        std::shared_ptr<auth::Authenticator> auth, LogServiceOptions options)
     : h_(std::move(handler)),
       auth_(std::move(auth)),
-      // Other writers' lines wake follows through the feed; this process's, through each
-      // follow's subscription (a follow is woken by its attempt's lines only).
-      pump_(std::make_unique<StreamPump>(h_->change_feed(), store::ChangeTopic::kLogs, h_->clock(),
-                                         options.stream_threads,
-                                         StreamPump::Wakes::kForeignChanges)),
-      follows_(std::make_unique<PumpedStreams<v1::GetLogsRequest, v1::LogLines>>(
+      follows_(
           [this](grpc::ServerContext* ctx, v1::GetLogsRequest* req,
                  grpc::ServerAsyncWriter<v1::LogLines>* writer, grpc::ServerCompletionQueue* cq,
                  void* tag) { RequestStreamLogs(ctx, req, writer, cq, cq, tag); },
@@ -93,14 +88,15 @@ LogService::LogService(std::shared_ptr<LogHandler> handler,
                   [h = h_.get()](const auth::Principal& who, const v1::GetLogsRequest& req) {
                     return StreamLogsSteps::Open(*h, who, req);
                   },
-              .auth = auth_.get(),
-              .pump = pump_.get()},
-          options.stream_queues)) {}
-
-LogService::~LogService() {
-  follows_->Stop();  // every call ended (the server was shut down first) ...
-  follows_.reset();
-  pump_.reset();  // ... so no step is left
-}
+              .auth = auth_.get()},
+          // Other writers' lines wake follows through the feed; this process's, through each
+          // follow's subscription (a follow is woken by its attempt's lines only).
+          PumpOptions{.feed = h_->change_feed(),
+                      .topic = store::ChangeTopic::kLogs,
+                      .clock = h_->clock(),
+                      .threads = options.stream_threads,
+                      .wakes = StreamPump::Wakes::kForeignChanges,
+                      .tick = kPumpTick},
+          options.stream_queues) {}
 
 }  // namespace tessera::logs

@@ -29,7 +29,7 @@ class LogService final : public v1::LogService::WithAsyncMethod_StreamLogs<v1::L
 
   LogService(std::shared_ptr<LogHandler> handler, std::shared_ptr<auth::Authenticator> auth,
              LogServiceOptions options = {});
-  ~LogService() override;
+  ~LogService() override = default;
 
   // Each batch is stored and acknowledged before the next is read; a malformed batch ends the
   // stream with INVALID_ARGUMENT naming the field.
@@ -67,22 +67,20 @@ class LogService final : public v1::LogService::WithAsyncMethod_StreamLogs<v1::L
   TESSERA_UNARY_RPC(h_, DeleteRunLogs)
 
   void AddCompletionQueues(grpc::ServerBuilder& builder) override {
-    follows_->AddCompletionQueues(builder);
+    follows_.AddCompletionQueues(builder);
   }
-  void Started() override { follows_->Start(); }
-  void Stop() override { follows_->Stop(); }
+  void Started() override { follows_.Start(); }
+  void Stop() override { follows_.Stop(); }
 
   // StreamLogs calls waiting for lines now (for tests and the benches).
-  size_t follows_waiting() const { return pump_->waiting(); }
+  size_t follows_waiting() const { return follows_.waiting(); }
   // Waits of StreamLogs calls that ended so far (each a step that read again).
-  uint64_t follows_woken() const { return pump_->waits_ended(); }
+  uint64_t follows_woken() const { return follows_.waits_ended(); }
 
  private:
   std::shared_ptr<LogHandler> h_;
   std::shared_ptr<auth::Authenticator> auth_;
-  // Before follows_: the calls' steps run here until the last call ends.
-  std::unique_ptr<StreamPump> pump_;
-  std::unique_ptr<PumpedStreams<v1::GetLogsRequest, v1::LogLines>> follows_;
+  PumpedStreams<v1::GetLogsRequest, v1::LogLines> follows_;
 };
 
 }  // namespace tessera::logs

@@ -1,51 +1,72 @@
 #include "services/runs/run_change_watch.h"
 
-#include "services/store/filters.h"
+#include <cmath>
 
 namespace tessera::runs {
+namespace {
 
-RunChangeWatch::RunChangeWatch(std::shared_ptr<store::RunStore> runs,
+// The next moment after `now` at `phase` (0 to 1) of a period: watches that opened together
+// (a dashboard's, a script's) then step at their own moments of each second, not all at once,
+// and keep to them whatever wakes them meanwhile.
+absl::Time NextTick(absl::Time now, absl::Duration period, double phase) {
+  const int64_t p = std::max<int64_t>(1, absl::ToInt64Nanoseconds(period));
+  const auto offset = static_cast<int64_t>(phase * static_cast<double>(p));
+  const int64_t t = absl::ToUnixNanos(now);
+  const int64_t since_tick = ((t - offset) % p + p) % p;
+  return absl::FromUnixNanos(t - since_tick + p);
+}
+
+}  // namespace
+
+RunChangeWatch::RunChangeWatch(std::shared_ptr<RunEventTail> tail,
                                std::shared_ptr<store::ChangeFeed> changes,
                                std::shared_ptr<Clock> clock, auth::Principal who,
                                v1::RunFilter filter, absl::Duration poll_interval)
-    : runs_(std::move(runs)),
+    : tail_(std::move(tail)),
       changes_(std::move(changes)),
       clock_(std::move(clock)),
       who_(std::move(who)),
       filter_(std::move(filter)),
-      poll_interval_(poll_interval) {}
+      poll_interval_(poll_interval),
+      watcher_(tail_->AddWatcher(who_, filter_)) {}
+
+RunChangeWatch::~RunChangeWatch() { tail_->RemoveWatcher(watcher_); }
 
 StreamStep RunChangeWatch::Step(std::deque<v1::RunChange>& out, const std::function<bool()>&) {
   if (!started_) {
     // Start after the newest event: a watch shows changes from now on.
-    for (;;) {
-      auto latest = runs_->ListAllEvents(last_id_, 1000);
-      if (!latest.ok()) return StreamStep::End(latest.status());
-      if (latest->empty()) break;
-      last_id_ = latest->back().id();
-    }
+    auto newest = tail_wakes_ ? tail_->Newest() : tail_->NewestInStore();
+    if (!newest.ok()) return StreamStep::End(newest.status());
+    last_id_ = *newest;
     started_ = true;
     StreamStep next = StreamStep::Again();
     next.headers = true;
     return next;
   }
-  const uint64_t seen = changes_->Generation(store::ChangeTopic::kRunEvents);
-  auto events = runs_->ListAllEvents(last_id_, 500);
-  if (!events.ok()) return StreamStep::End(events.status());
-  for (const auto& e : *events) {
-    last_id_ = e.id();
-    auto run = runs_->GetRunById(e.run_id());
-    if (!run.ok()) continue;  // deleted since
-    if (!who_.may_see(run->user()) || !store::RunMatches(*run, filter_)) continue;
-    v1::RunChange& change = out.emplace_back();
-    *change.mutable_run() = *std::move(run);
-    store::SummarizeRun(change.mutable_run());  // as lists carry runs
-    *change.mutable_event() = e;
+  // Waiting on the feed itself, the watch reads the store itself (it has a thread: nothing to
+  // share) after noting the generation.
+  const uint64_t seen = tail_wakes_ ? 0 : changes_->Generation(store::ChangeTopic::kRunEvents);
+  constexpr size_t kPage = 500;
+  auto entries =
+      tail_wakes_ ? tail_->After(last_id_, kPage) : tail_->ReadFromStore(last_id_, kPage);
+  if (!entries.ok()) return StreamStep::End(entries.status());
+  for (const auto& entry : *entries) {
+    last_id_ = entry->event.id();
+    if (RunEventTail::Sends(who_, filter_, *entry)) {
+      out.push_back(RunEventTail::ChangeFor(*entry));
+    }
   }
-  // Nothing new: look again when an event commits, or after the poll interval of the injected
-  // clock (the fallback when the feed missed it).
-  if (events->empty()) return StreamStep::WaitFor(seen, clock_->Now() + poll_interval_);
-  return StreamStep::Again();
+  if (entries->size() == kPage) return StreamStep::Again();
+  // Nothing more: look again when the tail says so (or an event commits), or after the poll
+  // interval of the injected clock (the fallback when the feed missed it).
+  if (!tail_wakes_) return StreamStep::WaitFor(seen, clock_->Now() + poll_interval_);
+  // Spread evenly, whatever the number of watches: the golden ratio's multiples modulo 1.
+  const double phase = std::fmod(static_cast<double>(watcher_) * 0.6180339887498949, 1.0);
+  return StreamStep::WaitFor(seen, NextTick(clock_->Now(), *tail_wakes_, phase));
+}
+
+void RunChangeWatch::Waiting(std::function<void()> wake) {
+  if (tail_wakes_) tail_->WakeWhenNews(watcher_, last_id_, std::move(wake));
 }
 
 }  // namespace tessera::runs

@@ -58,6 +58,7 @@ RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<Id
       options_(options),
       admission_(runs_, fit_, clock_, options.admission, std::move(secrets)),
       changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()),
+      event_tail_(std::make_shared<RunEventTail>(runs_, changes_, clock_)),
       metrics_(registry ? std::make_unique<LifecycleMetrics>(*registry) : nullptr) {}
 
 std::string RunManager::RandomSuffix(int length) {
@@ -411,7 +412,7 @@ absl::Status RunManager::CloneRun(const Who& who, const v1::CloneRunRequest& req
 absl::StatusOr<std::unique_ptr<RunChangeWatch>> RunManager::OpenWatch(
     const Who& who, const v1::WatchRunsRequest& req, absl::Duration poll_interval) {
   TESSERA_RETURN_IF_ERROR(CheckRunFilter(req.filter()));
-  return std::make_unique<RunChangeWatch>(runs_, changes_, clock_, who, req.filter(),
+  return std::make_unique<RunChangeWatch>(event_tail_, changes_, clock_, who, req.filter(),
                                           poll_interval);
 }
 
@@ -421,22 +422,8 @@ absl::Status RunManager::WatchRuns(const Who& who, const v1::WatchRunsRequest& r
                                    const std::function<void()>& started) {
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<RunChangeWatch> watch,
                            OpenWatch(who, req, poll_interval));
-  std::deque<v1::RunChange> out;
-  // The first step (where the watch starts) is taken whatever `done` says: what happens after
-  // the call is the watch's.
-  for (;;) {
-    const StreamStep next = watch->Step(out, done);
-    if (next.headers && started) started();
-    for (; !out.empty(); out.pop_front()) {
-      if (!send(out.front())) return absl::OkStatus();
-    }
-    if (next.kind == StreamStep::Kind::kEnd) return next.status;
-    if (done()) return absl::OkStatus();
-    if (next.kind == StreamStep::Kind::kWait) {
-      changes_->WaitForChange(store::ChangeTopic::kRunEvents, next.seen, next.until - clock_->Now(),
-                              *clock_);
-    }
-  }
+  return DriveOnThisThread<v1::RunChange>(*watch, *changes_, store::ChangeTopic::kRunEvents,
+                                          *clock_, send, done, started);
 }
 
 }  // namespace tessera::runs

@@ -93,13 +93,15 @@ class RunManager {
                          const std::function<bool(const v1::RunChange&)>& send,
                          const std::function<bool()>& done, absl::Duration poll_interval,
                          const std::function<void()>& started = nullptr);
-  // The same watch as steps (run_change_watch.h), for a caller that waits in a StreamPump on
-  // change_feed()'s kRunEvents topic. INVALID_ARGUMENT naming the field for a bad filter.
+  // The same watch as steps (run_change_watch.h), for a caller that waits in a StreamPump
+  // (RunChangeWatch::UseTailWakes). INVALID_ARGUMENT naming the field for a bad filter.
   absl::StatusOr<std::unique_ptr<RunChangeWatch>> OpenWatch(const Who& who,
                                                             const v1::WatchRunsRequest& req,
                                                             absl::Duration poll_interval);
   const std::shared_ptr<store::ChangeFeed>& change_feed() const { return changes_; }
   const std::shared_ptr<Clock>& clock() const { return clock_; }
+  // What every watch reads its events from.
+  const RunEventTail& event_tail() const { return *event_tail_; }
 
   // Asks every RUNNING run past its max_duration to stop. Called periodically; returns how
   // many runs it stopped.
@@ -151,6 +153,8 @@ class RunManager {
   RunAdmission admission_;  // submit rate and waiting runs per user, priority high, preemptible off
   // Wakes WatchRuns when runs' events commit (null at construction: polling only).
   std::shared_ptr<store::ChangeFeed> changes_;
+  // The newest events with their runs, read once for every open watch.
+  std::shared_ptr<RunEventTail> event_tail_;
   std::unique_ptr<LifecycleMetrics> metrics_;  // null: no metrics
 };
 

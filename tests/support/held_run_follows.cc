@@ -7,6 +7,17 @@
 #include "absl/strings/str_cat.h"
 
 namespace tessera::testing {
+namespace {
+
+// Under the gateway's default --max-connections-per-address (1,000).
+constexpr int kPerAddress = 900;
+
+// Generous: opening is not what is measured.
+absl::Duration OpeningTime(int count) {
+  return absl::Seconds(120) + count * absl::Milliseconds(20);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<SseFollowers>> FollowHeldRun(
     v1::RunService::Stub& runs, const std::string& api_key, const std::string& spec_name, int gpus,
@@ -37,8 +48,9 @@ absl::StatusOr<std::unique_ptr<SseFollowers>> FollowHeldRun(
     if (absl::Now() > until) return absl::DeadlineExceededError("the followed run never ran");
     absl::SleepFor(absl::Milliseconds(100));
   }
-  auto follows = SseFollowers::Open(http_port, followed, api_key, count, /*per_address=*/900,
-                                    absl::Seconds(120) + count * absl::Milliseconds(20));
+  auto follows =
+      SseFollowers::Open(http_port, absl::StrCat("/api/v1/runs/", followed, "/logs?follow=true"),
+                         api_key, count, kPerAddress, OpeningTime(count));
   if (!follows.ok()) return follows.status();
   for (const absl::Time until = absl::Now() + absl::Seconds(300);;) {
     const double now_following = following();
@@ -50,6 +62,13 @@ absl::StatusOr<std::unique_ptr<SseFollowers>> FollowHeldRun(
     absl::SleepFor(absl::Milliseconds(500));
   }
   return follows;
+}
+
+absl::StatusOr<std::unique_ptr<SseFollowers>> WatchRunChanges(int http_port,
+                                                              const std::string& api_key,
+                                                              int count) {
+  return SseFollowers::Open(http_port, "/api/v1/runs/watch", api_key, count, kPerAddress,
+                            OpeningTime(count));
 }
 
 }  // namespace tessera::testing

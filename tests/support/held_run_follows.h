@@ -1,6 +1,7 @@
 #pragma once
-// What bench_control_plane --follows holds open: many log follows, through the REST gateway, of
-// one run that the simulated fleet keeps running (SimFleetOptions::held_run_prefix).
+// What bench_control_plane --follows and --watches hold open: many log follows, through the REST
+// gateway, of one run that the simulated fleet keeps running (SimFleetOptions::held_run_prefix),
+// and many watches of the runs' changes.
 
 #include <functional>
 #include <memory>
@@ -20,5 +21,11 @@ namespace tessera::testing {
 absl::StatusOr<std::unique_ptr<SseFollowers>> FollowHeldRun(
     v1::RunService::Stub& runs, const std::string& api_key, const std::string& spec_name, int gpus,
     int http_port, int count, const std::function<double()>& following);
+
+// Opens `count` watches of the runs' changes (`GET /api/v1/runs/watch`) on the gateway at
+// 127.0.0.1:`http_port` with `api_key`; returns once each one's start is fixed (its headers came).
+absl::StatusOr<std::unique_ptr<SseFollowers>> WatchRunChanges(int http_port,
+                                                              const std::string& api_key,
+                                                              int count);
 
 }  // namespace tessera::testing

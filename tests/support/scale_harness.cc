@@ -30,71 +30,10 @@
 #include "tests/support/held_run_follows.h"
 #include "tests/support/postgres_server.h"
 #include "tests/support/process.h"
+#include "tests/support/process_stats.h"
 
 namespace tessera::testing {
 namespace {
-
-// The fields of /proc/PID/stat after the command (field 3, the state, first); empty when the
-// process is gone.
-std::vector<std::string> StatFields(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos || close + 2 > stat.size()) return {};
-  std::istringstream in_fields(stat.substr(close + 2));
-  std::vector<std::string> fields;
-  for (std::string f; in_fields >> f;) fields.push_back(std::move(f));
-  return fields;
-}
-
-// CPU time (user + system: fields 14 and 15) of a process, in seconds; 0 when it is gone.
-double CpuSeconds(pid_t pid) {
-  const auto f = StatFields(pid);
-  if (f.size() < 13) return 0;
-  return (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// Field 20, the threads; 0 when the process is gone.
-int ThreadsOf(pid_t pid) {
-  const auto f = StatFields(pid);
-  return f.size() < 18 ? 0 : std::stoi(f[17]);
-}
-
-// Field 4; -1 when the process is gone.
-pid_t ParentOf(pid_t pid) {
-  const auto f = StatFields(pid);
-  return f.size() < 2 ? -1 : static_cast<pid_t>(std::stol(f[1]));
-}
-
-int64_t RssBytes(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return 0;
-}
-
-// The PostgreSQL server's processes: the postmaster and its children.
-std::vector<pid_t> DatabaseProcesses(pid_t postmaster) {
-  std::vector<pid_t> out = {postmaster};
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return out;
-  while (dirent* e = readdir(dir)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (pid > 0 && ParentOf(pid) == postmaster) out.push_back(pid);
-  }
-  closedir(dir);
-  return out;
-}
-
-// Backends come and go, so the database's CPU is the sum over those alive at each end of the
-// window, per pid (a backend that ended meanwhile is missed; the pool keeps its connections).
-std::map<pid_t, double> DatabaseCpu(pid_t postmaster) {
-  std::map<pid_t, double> out;
-  for (pid_t p : DatabaseProcesses(postmaster)) out[p] = CpuSeconds(p);
-  return out;
-}
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -199,7 +138,7 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
 
   // Keys straight into the database (as `tessera-server create-api-key` does), one per node.
   std::vector<SimFleet::NodeSpec> nodes;
-  std::string admin_key, flooder_key;
+  std::string admin_key, flooder_key, watcher_key;
   {
     auto stores = store::OpenPostgresStores({.url = url, .pool_size = 2});
     if (!stores.ok()) return stores.status();
@@ -218,6 +157,9 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     auto mallory_key = make_key("mallory", v1::ROLE_USER, "");
     if (!mallory_key.ok()) return mallory_key.status();
     flooder_key = *mallory_key;
+    auto wendy_key = make_key("wendy", v1::ROLE_USER, "");
+    if (!wendy_key.ok()) return wendy_key.status();
+    watcher_key = *wendy_key;
     for (int i = 0; i < o.nodes; ++i) {
       const std::string name = absl::StrFormat("sim-%05d", i);
       auto node_key = make_key(name, v1::ROLE_NODE, name);
@@ -257,9 +199,13 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     argv.push_back(*logs_url);
     databases.push_back(*logs_url);
   }
-  if (o.log_follows > 0) {
+  if (o.log_follows + o.run_watches > 0) {
     argv.push_back("--max-streams-per-user");
-    argv.push_back(absl::StrCat(o.log_follows + 100));
+    argv.push_back(absl::StrCat(std::max(o.log_follows, o.run_watches) + 100));
+  }
+  if (o.run_watches > 0) {  // wendy opens hers at once (a user's calls are limited; admins' not)
+    argv.push_back("--max-calls-per-user-per-second");
+    argv.push_back(absl::StrCat(std::max(200, o.run_watches)));
   }
   argv.insert(argv.end(), o.server_flags.begin(), o.server_flags.end());
   auto server = Process::Start(argv, dir + "/server.log");
@@ -302,8 +248,15 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
     if (!opened.ok()) return opened.status();
     follows = *std::move(opened);
     r.follows_open = follows->open();
-    absl::SleepFor(o.warm_up);
   }
+  std::unique_ptr<SseFollowers> watches;
+  if (o.run_watches > 0) {
+    auto opened = WatchRunChanges(http_port, watcher_key, o.run_watches);
+    if (!opened.ok()) return opened.status();
+    watches = *std::move(opened);
+    r.watches_open = watches->open();
+  }
+  if (follows || watches) absl::SleepFor(o.warm_up);
 
   const pid_t postmaster = PostmasterPid(url);
   const DatabaseCounters db_before = ReadCounters(databases);
@@ -362,10 +315,10 @@ absl::StatusOr<ScaleReport> RunScale(const ScaleOptions& o) {
   r.server_cores = (CpuSeconds(server->pid()) - server_cpu_before) / r.seconds;
   r.server_rss_bytes = RssBytes(server->pid());
   r.server_threads = ThreadsOf(server->pid());
-  if (follows) {
-    r.follows_open_at_end = follows->open();
-    follows.reset();
-  }
+  if (follows) r.follows_open_at_end = follows->open();
+  if (watches) r.watches_open_at_end = watches->open();
+  follows.reset();
+  watches.reset();
   double db_cpu = 0;
   for (const auto& [pid, after] : DatabaseCpu(postmaster)) {
     auto before = db_cpu_before.find(pid);

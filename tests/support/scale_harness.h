@@ -45,6 +45,9 @@ struct ScaleOptions {
   // whole window, opened before it: what open follows cost the control plane's own work. The run
   // is held running by the fleet; the server's per-user stream limit is raised to fit them.
   int log_follows = 0;
+  // Watches of the runs' changes through the REST gateway, opened before the window, as a user
+  // ("wendy") who has no runs: what open watches cost, not what they are sent.
+  int run_watches = 0;
   std::vector<std::string> server_flags;
   SimFleetOptions fleet;
 };
@@ -59,6 +62,8 @@ struct ScaleReport {
   int server_threads = 0;
   // Follows open at the window's start and still open at its end (ScaleOptions::log_follows).
   int follows_open = 0, follows_open_at_end = 0;
+  // The same of the watches (ScaleOptions::run_watches).
+  int watches_open = 0, watches_open_at_end = 0;
   double database_cores = 0;
   double commits_per_second = 0;
   double rows_written_per_second = 0;

@@ -56,7 +56,7 @@ SseFollowers::~SseFollowers() {
   }
 }
 
-absl::StatusOr<std::unique_ptr<SseFollowers>> SseFollowers::Open(int port, const std::string& run,
+absl::StatusOr<std::unique_ptr<SseFollowers>> SseFollowers::Open(int port, const std::string& path,
                                                                  const std::string& api_key,
                                                                  int count, int per_address,
                                                                  absl::Duration timeout) {
@@ -75,13 +75,12 @@ absl::StatusOr<std::unique_ptr<SseFollowers>> SseFollowers::Open(int port, const
           tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)), ec);
     }
     if (ec) {
-      return absl::UnavailableError(absl::StrCat("follow ", i, " from ", from, ": ", ec.message()));
+      return absl::UnavailableError(absl::StrCat("stream ", i, " from ", from, ": ", ec.message()));
     }
-    f->request = absl::StrCat("GET /api/v1/runs/", run,
-                              "/logs?follow=true HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer ",
+    f->request = absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer ",
                               api_key, "\r\nAccept: text/event-stream\r\n\r\n");
     net::write(f->socket, net::buffer(f->request), ec);
-    if (ec) return absl::UnavailableError(absl::StrCat("follow ", i, ": ", ec.message()));
+    if (ec) return absl::UnavailableError(absl::StrCat("stream ", i, ": ", ec.message()));
     in.follows.push_back(std::move(f));
   }
   for (auto& f : in.follows) f->Read(set.get());
@@ -91,7 +90,7 @@ absl::StatusOr<std::unique_ptr<SseFollowers>> SseFollowers::Open(int port, const
     absl::SleepFor(absl::Milliseconds(50));
   }
   if (set->open() < count) {
-    return absl::DeadlineExceededError(absl::StrCat(set->open(), " of ", count, " follows opened (",
+    return absl::DeadlineExceededError(absl::StrCat(set->open(), " of ", count, " streams opened (",
                                                     set->ended(), " ended) within ",
                                                     absl::FormatDuration(timeout)));
   }

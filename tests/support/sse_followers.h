@@ -1,8 +1,9 @@
 #pragma once
-// Many clients following a run's logs through the REST gateway as Server-Sent Events
-// (`GET /api/v1/runs/NAME/logs?follow=true`), all on one thread of their own, from several
-// loopback addresses (127.0.0.1, .2, ...: the gateway serves at most
-// --max-connections-per-address from one). For the benchmarks that hold thousands open.
+// Many clients holding an event stream of the REST gateway open as Server-Sent Events (a run's
+// logs, `GET /api/v1/runs/NAME/logs?follow=true`, or the runs' changes,
+// `GET /api/v1/runs/watch`), all on one thread of their own, from several loopback addresses
+// (127.0.0.1, .2, ...: the gateway serves at most --max-connections-per-address from one). For
+// the benchmarks that hold thousands open.
 
 #include <atomic>
 #include <memory>
@@ -17,10 +18,10 @@ namespace tessera::testing {
 
 class SseFollowers {
  public:
-  // Opens `count` follows of `run` on the gateway at 127.0.0.1:`port` with `api_key`, spread
+  // Opens `count` streams of `path` on the gateway at 127.0.0.1:`port` with `api_key`, spread
   // over addresses of `per_address` connections each. Returns once every one is open (its
   // answer's headers came) or `timeout` passed (then an error says how many opened).
-  static absl::StatusOr<std::unique_ptr<SseFollowers>> Open(int port, const std::string& run,
+  static absl::StatusOr<std::unique_ptr<SseFollowers>> Open(int port, const std::string& path,
                                                             const std::string& api_key, int count,
                                                             int per_address,
                                                             absl::Duration timeout);

@@ -44,6 +44,39 @@ TEST_CASE("a waiting stream runs when its topic moves, and not for another topic
   CHECK(p.Ran(3));
 }
 
+TEST_CASE("with a tick, waits end together at its next multiple, never before their moments") {
+  auto clock = std::make_shared<FakeClock>();
+  clock->Set(absl::FromUnixSeconds(1'000'000));  // on the tick's grid
+  auto feed = std::make_shared<store::ChangeFeed>();
+  StreamPump pump(feed, ChangeTopic::kRunEvents, clock, 2, StreamPump::Wakes::kNever,
+                  absl::Milliseconds(10));
+  const absl::Time start = clock->Now();
+  std::atomic<int> ran{0};
+  for (int ms : {3, 7, 10, 14}) {
+    pump.RunAfterChange(0, start + absl::Milliseconds(ms), [&] { ++ran; });
+  }
+  REQUIRE(clock->AwaitWaiters(1));
+  clock->Advance(absl::Milliseconds(7));  // two moments passed, the tick not
+  REQUIRE(clock->AwaitWaiters(1));
+  CHECK(pump.waiting() == 4);
+  clock->Advance(absl::Milliseconds(3));  // the tick: the three due by then, at once
+  for (int i = 0; i < 10'000 && ran.load() < 3; ++i) absl::SleepFor(absl::Milliseconds(1));
+  CHECK(ran.load() == 3);
+  REQUIRE(clock->AwaitWaiters(1));
+  CHECK(pump.waiting() == 1);
+  clock->Advance(absl::Milliseconds(9));  // 19 ms: past 14, before the tick at 20
+  REQUIRE(clock->AwaitWaiters(1));
+  CHECK(pump.waiting() == 1);
+  clock->Advance(absl::Milliseconds(1));
+  for (int i = 0; i < 10'000 && ran.load() < 4; ++i) absl::SleepFor(absl::Milliseconds(1));
+  CHECK(ran.load() == 4);
+  // kNever: the topic moving wakes nobody.
+  pump.RunAfterChange(pump.Generation(), clock->Now() + absl::Hours(1), [&] { ++ran; });
+  feed->Bump(ChangeTopic::kRunEvents);
+  REQUIRE(clock->AwaitWaiters(1));
+  CHECK(pump.waiting() == 1);
+}
+
 TEST_CASE("a stream that saw an older generation, or whose moment passed, runs at once") {
   Pumped p;
   const uint64_t seen = p.pump.Generation();

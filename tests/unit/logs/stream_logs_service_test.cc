@@ -3,14 +3,14 @@
 #include <dirent.h>
 
 #include <catch2/catch.hpp>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "services/admin/admin_handler.h"
-#include "services/common/service_host.h"
 #include "services/logs/log_service.h"
+#include "tests/support/loopback_host.h"
+#include "tests/support/poll_until.h"
+#include "tests/support/stream_reader.h"
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs {
@@ -31,67 +31,19 @@ int ThreadCount() {
   return n;
 }
 
-// One follow on the client's callback API (so that the test itself holds no thread per follow).
-class Follower final : public grpc::ClientReadReactor<v1::LogLines> {
- public:
-  Follower(v1::LogService::Stub& stub, const std::string& key, v1::GetLogsRequest request)
-      : request_(std::move(request)) {
-    if (!key.empty()) ctx_.AddMetadata("authorization", "Bearer " + key);
-    stub.async()->StreamLogs(&ctx_, &request_, this);
-    StartRead(&message_);
-    StartCall();
-  }
-  ~Follower() override {
-    ctx_.TryCancel();
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return status_.has_value(); });
-  }
+using Follower = tessera::testing::StreamReader<v1::GetLogsRequest, v1::LogLines>;
 
-  void OnReadDone(bool ok) override {
-    if (!ok) return;
-    {
-      std::lock_guard lock(mu_);
-      for (const auto& l : message_.lines()) texts_.push_back(l.text());
-    }
-    cv_.notify_all();
-    StartRead(&message_);
-  }
-  void OnDone(const grpc::Status& s) override {
-    {
-      std::lock_guard lock(mu_);
-      status_ = s;
-    }
-    cv_.notify_all();
-  }
-
-  // Waits (at most `timeout`) for `n` lines; returns how many came.
-  size_t WaitForLines(size_t n, absl::Duration timeout) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                 [&] { return texts_.size() >= n || status_.has_value(); });
-    return texts_.size();
-  }
-  // The call's status once it ended (nullopt if it did not within `timeout`).
-  std::optional<grpc::Status> WaitForEnd(absl::Duration timeout) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [&] { return status_.has_value(); });
-    return status_;
-  }
-  std::vector<std::string> texts() {
-    std::lock_guard lock(mu_);
-    return texts_;
-  }
-  void Cancel() { ctx_.TryCancel(); }
-
- private:
-  grpc::ClientContext ctx_;
-  v1::GetLogsRequest request_;
-  v1::LogLines message_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> texts_;
-  std::optional<grpc::Status> status_;
-};
+// One follow of `request` as `key`'s holder: the texts of the lines it gets.
+std::unique_ptr<Follower> Follow(v1::LogService::Stub& stub, const std::string& key,
+                                 v1::GetLogsRequest request) {
+  return std::make_unique<Follower>(
+      key, std::move(request),
+      [](const v1::LogLines& m, std::vector<std::string>& texts) {
+        for (const auto& l : m.lines()) texts.push_back(l.text());
+      },
+      [&stub](grpc::ClientContext* ctx, const v1::GetLogsRequest* req,
+              grpc::ClientReadReactor<v1::LogLines>* r) { stub.async()->StreamLogs(ctx, req, r); });
+}
 
 // Far longer than anything here waits for: a follow that ends or gets a line did so because it
 // was woken, not because it polled.
@@ -110,16 +62,8 @@ struct Served {
     bob_key = *admin::CreateApiKeyDirect(*stores.api_keys, *clock, req);
     handler = std::make_shared<LogHandler>(stores.logs, runs, clock, options, registry);
     service = std::make_unique<LogService>(handler, auth);
-    HostOptions host_options;
-    host_options.grpc_listen = "127.0.0.1:0";
-    host_options.metrics_listen = "127.0.0.1:0";
-    host_options.log_level = "warn";
-    host_options.tls.plaintext = true;
-    auto started = ServiceHost::Start(host_options, {service.get()});
-    REQUIRE(started.ok());
-    host = *std::move(started);
-    stub = v1::LogService::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", host->grpc_port()), grpc::InsecureChannelCredentials()));
+    host = tessera::testing::ServeOnLoopback({service.get()});
+    stub = v1::LogService::NewStub(tessera::testing::LoopbackChannel(*host));
   }
   ~Served() {
     host->Shutdown();
@@ -162,12 +106,7 @@ struct Served {
   }
   // Waits until `n` follows wait in the pump.
   bool WaitForWaiting(size_t n) {
-    const absl::Time deadline = absl::Now() + kPatience;
-    while (service->follows_waiting() != n) {
-      if (absl::Now() > deadline) return false;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    return true;
+    return tessera::testing::PollUntil([&] { return service->follows_waiting() == n; }, kPatience);
   }
 
   std::shared_ptr<Clock> clock = SystemClock::Shared();
@@ -196,9 +135,9 @@ TEST_CASE("open log follows hold no thread each, and each gets the lines pushed 
   constexpr int kFollows = 300;
   std::vector<std::unique_ptr<Follower>> follows;
   for (int i = 0; i < kFollows; ++i) {
-    follows.push_back(std::make_unique<Follower>(*s.stub, s.alice_key, Served::Follow("r")));
+    follows.push_back(Follow(*s.stub, s.alice_key, Served::Follow("r")));
   }
-  for (auto& f : follows) REQUIRE(f->WaitForLines(3, kPatience) == 3);
+  for (auto& f : follows) REQUIRE(f->WaitFor(3, kPatience) == 3);
   // Each caught up and waits as an entry of the pump, not on a thread of its own: the process
   // (server and client alike) grew by a few threads, not by one per follow.
   REQUIRE(s.WaitForWaiting(kFollows));
@@ -207,8 +146,8 @@ TEST_CASE("open log follows hold no thread each, and each gets the lines pushed 
   CHECK(grown < kFollows / 10);
 
   s.Push("r", 3, 4);
-  for (auto& f : follows) REQUIRE(f->WaitForLines(5, kPatience) == 5);
-  CHECK(follows.front()->texts() ==
+  for (auto& f : follows) REQUIRE(f->WaitFor(5, kPatience) == 5);
+  CHECK(follows.front()->items() ==
         std::vector<std::string>{"line 0", "line 1", "line 2", "line 3", "line 4"});
 
   s.AddRun("r", v1::RUN_STATUS_COMPLETED);
@@ -230,17 +169,17 @@ TEST_CASE(
   s.Push("r", 0, 0);
 
   SECTION("the reader cancels") {
-    Follower f(*s.stub, s.alice_key, Served::Follow("r"));
-    REQUIRE(f.WaitForLines(1, kPatience) == 1);
+    auto f = Follow(*s.stub, s.alice_key, Served::Follow("r"));
+    REQUIRE(f->WaitFor(1, kPatience) == 1);
     REQUIRE(s.WaitForWaiting(1));
-    f.Cancel();
+    f->Cancel();
     // Only the cancel's wake can end it: the follow's next poll is an hour away.
     CHECK(s.WaitForWaiting(0));
-    REQUIRE(f.WaitForEnd(kPatience).has_value());
+    REQUIRE(f->WaitForEnd(kPatience).has_value());
   }
   SECTION("her key is revoked: the follow ends UNAUTHENTICATED at its next wake, naming why") {
-    Follower f(*s.stub, s.alice_key, Served::Follow("r"));
-    REQUIRE(f.WaitForLines(1, kPatience) == 1);
+    auto f = Follow(*s.stub, s.alice_key, Served::Follow("r"));
+    REQUIRE(f->WaitFor(1, kPatience) == 1);
     REQUIRE(s.WaitForWaiting(1));
     auto keys = s.stores.api_keys->ListKeys("alice");
     REQUIRE(keys.ok());
@@ -251,7 +190,7 @@ TEST_CASE(
     std::optional<grpc::Status> end;
     for (int i = 1; !end && i < 3000; ++i) {
       s.Push("r", i, i);
-      end = f.WaitForEnd(absl::Milliseconds(10));
+      end = f->WaitForEnd(absl::Milliseconds(10));
     }
     REQUIRE(end.has_value());
     CHECK(end->error_code() == grpc::StatusCode::UNAUTHENTICATED);
@@ -267,8 +206,8 @@ TEST_CASE("a follow is woken by its own run's lines, not by every run's") {
   s.AddRun("r", v1::RUN_STATUS_RUNNING);
   s.AddRun("other", v1::RUN_STATUS_RUNNING);
   s.Push("r", 0, 0);
-  Follower f(*s.stub, s.alice_key, Served::Follow("r"));
-  REQUIRE(f.WaitForLines(1, kPatience) == 1);
+  auto f = Follow(*s.stub, s.alice_key, Served::Follow("r"));
+  REQUIRE(f->WaitFor(1, kPatience) == 1);
   REQUIRE(s.WaitForWaiting(1));
   const uint64_t woken = s.service->follows_woken();
   // Another run prints: her follow is not stepped for it (pushes are published as they return).
@@ -277,9 +216,9 @@ TEST_CASE("a follow is woken by its own run's lines, not by every run's") {
   CHECK(s.service->follows_waiting() == 1);
   // Her run prints: woken once, and the line arrives.
   s.Push("r", 1, 1);
-  REQUIRE(f.WaitForLines(2, kPatience) == 2);
+  REQUIRE(f->WaitFor(2, kPatience) == 2);
   CHECK(s.service->follows_woken() > woken);
-  CHECK(f.texts() == std::vector<std::string>{"line 0", "line 1"});
+  CHECK(f->items() == std::vector<std::string>{"line 0", "line 1"});
 }
 
 TEST_CASE("StreamLogs on the async API: reads, refusals and errors as before") {
@@ -291,31 +230,31 @@ TEST_CASE("StreamLogs on the async API: reads, refusals and errors as before") {
   v1::GetLogsRequest all;
   all.set_run_name("r");
   {
-    Follower f(*s.stub, s.alice_key, all);
-    auto end = f.WaitForEnd(kPatience);
+    auto f = Follow(*s.stub, s.alice_key, all);
+    auto end = f->WaitForEnd(kPatience);
     REQUIRE(end.has_value());
     CHECK(end->ok());
-    const auto texts = f.texts();
+    const auto texts = f->items();
     REQUIRE(texts.size() == kLines);
     for (int i = 0; i < kLines; i += 997) CHECK(texts[i] == absl::StrCat("line ", i));
   }
   SECTION("no key") {
-    Follower f(*s.stub, "", all);
-    auto end = f.WaitForEnd(kPatience);
+    auto f = Follow(*s.stub, "", all);
+    auto end = f->WaitForEnd(kPatience);
     REQUIRE(end.has_value());
     CHECK(end->error_code() == grpc::StatusCode::UNAUTHENTICATED);
   }
   SECTION("another user's run is not found") {
-    Follower f(*s.stub, s.bob_key, all);
-    auto end = f.WaitForEnd(kPatience);
+    auto f = Follow(*s.stub, s.bob_key, all);
+    auto end = f->WaitForEnd(kPatience);
     REQUIRE(end.has_value());
     CHECK(end->error_code() == grpc::StatusCode::NOT_FOUND);
   }
   SECTION("a bad request names its field") {
     v1::GetLogsRequest bad = all;
     bad.set_tail(-1);
-    Follower f(*s.stub, s.alice_key, bad);
-    auto end = f.WaitForEnd(kPatience);
+    auto f = Follow(*s.stub, s.alice_key, bad);
+    auto end = f->WaitForEnd(kPatience);
     REQUIRE(end.has_value());
     CHECK(end->error_code() == grpc::StatusCode::INVALID_ARGUMENT);
     CHECK_THAT(end->error_message(), Catch::Contains("tail"));
@@ -330,9 +269,9 @@ TEST_CASE("the server shuts down with follows open: they end, and the shutdown d
   s->Push("r", 0, 0);
   std::vector<std::unique_ptr<Follower>> follows;
   for (int i = 0; i < 20; ++i) {
-    follows.push_back(std::make_unique<Follower>(*s->stub, s->alice_key, Served::Follow("r")));
+    follows.push_back(Follow(*s->stub, s->alice_key, Served::Follow("r")));
   }
-  for (auto& f : follows) REQUIRE(f->WaitForLines(1, kPatience) == 1);
+  for (auto& f : follows) REQUIRE(f->WaitFor(1, kPatience) == 1);
   REQUIRE(s->WaitForWaiting(20));
   s->host->Shutdown();
   for (auto& f : follows) {
