@@ -83,8 +83,9 @@ struct PumpedMethod {
   auth::Authenticator* auth = nullptr;
 };
 
-// The services' pumps keep moments (polls, checks) to the next 10 ms: many streams' are released
-// together.
+// The watches' pumps keep moments (polls, checks) to the next 10 ms: many streams' are released
+// together (10,000 idle watches: heartbeat p99 0.98-1.19x quiet, against 1.68-2.29x one at a
+// time; bench/README).
 inline constexpr absl::Duration kPumpTick = absl::Milliseconds(10);
 
 // Where a method's steps run and wait: a StreamPump of its own (stream_pump.h).

@@ -90,13 +90,15 @@ LogService::LogService(std::shared_ptr<LogHandler> handler,
                   },
               .auth = auth_.get()},
           // Other writers' lines wake follows through the feed; this process's, through each
-          // follow's subscription (a follow is woken by its attempt's lines only).
+          // follow's subscription (a follow is woken by its attempt's lines only). A follow's
+          // check reads more than a watch's: released in 10 ms batches, 10,000 follows' checks
+          // delayed heartbeats more (p99 1.7x quiet in two runs) than one at a time (0.94x).
           PumpOptions{.feed = h_->change_feed(),
                       .topic = store::ChangeTopic::kLogs,
                       .clock = h_->clock(),
                       .threads = options.stream_threads,
                       .wakes = StreamPump::Wakes::kForeignChanges,
-                      .tick = kPumpTick},
+                      .tick = absl::ZeroDuration()},
           options.stream_queues) {}
 
 }  // namespace tessera::logs
