@@ -46,8 +46,8 @@ absl::StatusOr<int64_t> RunEventTail::Newest() {
   return newest_;
 }
 
-absl::StatusOr<int64_t> RunEventTail::NewestInStore() {
-  int64_t newest = 0;
+absl::StatusOr<int64_t> RunEventTail::NewestInStore(int64_t after) {
+  int64_t newest = after;
   for (;;) {
     TESSERA_ASSIGN_OR_RETURN(std::vector<v1::RunEvent> page, runs_->ListAllEvents(newest, 1000));
     if (page.empty()) return newest;
@@ -115,7 +115,7 @@ absl::Status RunEventTail::CatchUp(uint64_t generation) {
 absl::StatusOr<RunEventTail::Entries> RunEventTail::ReadNews(bool known, int64_t newest,
                                                              int64_t* new_newest) {
   if (!known) {  // the tail starts at the newest event
-    TESSERA_ASSIGN_OR_RETURN(*new_newest, NewestInStore());
+    TESSERA_ASSIGN_OR_RETURN(*new_newest, NewestInStore(newest));
     return Entries{};
   }
   Entries fresh;
@@ -161,8 +161,11 @@ absl::StatusOr<RunEventTail::Entries> RunEventTail::ReadFromStore(int64_t after_
 }
 
 void RunEventTail::KeepLocked(const Entries& fresh, int64_t new_newest) {
-  if (!known_) floor_ = new_newest;
-  known_ = true;
+  if (!known_) {  // where the tail starts: nothing before it is held
+    known_ = true;
+    newest_ = floor_ = std::max(newest_, new_newest);
+    return;
+  }
   for (const auto& entry : fresh) {
     if (entry->event.id() <= newest_) continue;  // a read that raced with another's
     bytes_ += entry->event.ByteSizeLong() + (entry->run ? entry->run->ByteSizeLong() : 0);
@@ -251,6 +254,14 @@ void RunEventTail::WakeWhenNews(WatcherId id, int64_t after_id, std::function<vo
 
 void RunEventTail::OnCommit() {
   absl::MutexLock lock(&mu_);
+  if (watchers_.empty()) {
+    // Nobody to tell: no read per commit. What is held is let go; the next watch's start reads
+    // on from the newest id held, ids only (NewestInStore).
+    known_ = false;
+    entries_.clear();
+    bytes_ = 0;
+    return;
+  }
   if (read_queued_) return;
   read_queued_ = true;
   reader_->Submit([this] {

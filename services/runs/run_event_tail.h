@@ -9,7 +9,7 @@
 // then wakes the watches concerned), and when a watch asks while what it holds is older than
 // `fresh_for` (the fallback when the feed missed a commit: an idle watch steps now and then).
 // It holds at most `max_events` events and `max_bytes` of runs; a watch that fell further
-// behind reads the store itself.
+// behind reads the store itself. While no watch is open it reads nothing and holds nothing.
 
 #include <cstdint>
 #include <deque>
@@ -66,7 +66,8 @@ class RunEventTail {
   // The same from the store, now, for a watch that waits on the feed itself
   // (RunManager::WatchRuns, which has a thread and needs no sharing): exact whatever the feed
   // heard.
-  absl::StatusOr<int64_t> NewestInStore();
+  // (NewestInStore: the newest id after `after`, read a page of ids at a time.)
+  absl::StatusOr<int64_t> NewestInStore(int64_t after = 0);
   absl::StatusOr<Entries> ReadFromStore(int64_t after_id, size_t limit);
 
   // A watch that wants to be woken when an event it would send arrives.
@@ -99,7 +100,8 @@ class RunEventTail {
   // within fresh_for of now, is held.
   absl::Status CatchUp(uint64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
   bool FreshLocked(uint64_t generation) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Reads every event after the newest held; the newest's id only, at the first read.
+  // Reads every event after the newest held; the newest's id only, at the first read (and the
+  // first after the tail let go of what it held, when nobody watched).
   absl::StatusOr<Entries> ReadNews(bool known, int64_t newest, int64_t* new_newest);
   // Adds what a read found, drops what no longer fits.
   void KeepLocked(const Entries& fresh, int64_t new_newest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -162,6 +162,26 @@ TEST_CASE("a watch further behind than the tail holds reads the store, and misse
   CHECK(*w.woken == 1);
 }
 
+TEST_CASE("a tail nobody watches reads nothing per commit, and a new watch starts at the newest") {
+  TailFixture f;
+  auto first = f.Watch(f.alice);
+  REQUIRE(f.tail.Newest().ok());
+  f.tail.RemoveWatcher(first.id);
+  const uint64_t reads = f.tail.reads();
+  for (int i = 0; i < 3; ++i) f.Submit(f.bob, absl::StrCat("unwatched", i));
+  CHECK(f.tail.reads() == reads);  // told of each commit, read none
+  auto second = f.Watch(f.alice);
+  auto newest = f.tail.Newest();
+  REQUIRE(newest.ok());
+  CHECK(*newest == *f.tail.NewestInStore());
+  CHECK(f.tail.reads() == reads + 1);
+  CHECK(f.RunsAfter(*newest).empty());
+  f.Submit(f.alice, "watched");
+  f.Wait(second, *newest);
+  REQUIRE(TailFixture::WaitForWake(second));
+  CHECK(f.RunsAfter(*newest).front().rfind("watched-", 0) == 0);
+}
+
 TEST_CASE("a watch is sent a run's summary and its event, filtered on its metadata") {
   TailFixture f;
   const int64_t start = *f.tail.Newest();
