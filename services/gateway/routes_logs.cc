@@ -5,7 +5,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "base/utf8.h"
+#include "proto/policy/log_cursor.h"
 #include "proto/policy/packed_log_lines.h"
 #include "services/gateway/proto_schema.h"
 #include "services/gateway/route_helpers.h"
@@ -69,8 +71,19 @@ std::vector<ParamSpec> LogParams() {
       QueryParam("grep", ParamType::kString,
                  "Only lines matching this regular expression (RE2; a word matches the lines "
                  "that contain it)."),
+      QueryParam("resume", ParamType::kString,
+                 "Go on after a log event's id (a cursor: where each rank's stream got to), as "
+                 "a reconnecting EventSource does with Last-Event-ID. The attempt is the "
+                 "cursor's; tail, prev and resumption are then ignored, other filters should "
+                 "be the first request's."),
+      HeaderParam("Last-Event-ID", "The id of the last log event received: as resume."),
   };
 }
+
+// The longest event id sent: a browser sends it back as a header, which the gateway takes up to
+// 16 KiB of in all. A cursor longer than this (a follow of every rank of a run of over about 700
+// ranks) is not sent; such a follow resumes by since= (lines seen twice told apart by sequence).
+constexpr std::size_t kMaxLogEventIdBytes = 8u << 10;
 
 bool WantsEventStream(const std::string& accept) {
   return absl::StrContains(absl::AsciiStrToLower(accept), "text/event-stream");
@@ -123,21 +136,46 @@ HandlerResult GetLogs(const std::shared_ptr<Upstream>& up, const Request& r) {
     return BadRequest(
         "query parameters \"prev\" and \"resumption\" both choose the attempt; give one of them");
   }
+  // A reconnecting EventSource sends the same URL again with the last id it saw: the cursor goes
+  // on from there, and what chose the first request's start (tail, the attempt) is behind it.
+  const bool resume_in_query = q.Has("resume");
+  const std::string token = resume_in_query ? q.String("resume") : r.last_event_id;
+  if (!token.empty()) {
+    auto cursor = ReadLogCursorToken(token);
+    if (!cursor.ok()) {
+      return BadRequest(
+          absl::StrCat(resume_in_query ? "query parameter \"resume\"" : "header \"Last-Event-ID\"",
+                       ": ", cursor.status().message()));
+    }
+    *req.mutable_resume() = *std::move(cursor);
+    req.set_tail(0);
+    req.set_previous(false);
+    req.clear_resumption_index();
+  }
   if (!req.follow() && !WantsEventStream(r.accept)) return AllLines(*up, r, req);
-  // Each line is its own event, as clients expect; upstream they come in batches.
+  // Each line is its own event, as clients expect; upstream they come in batches. The last line
+  // of each batch carries the cursor as its id (batches are read one at a time, in order).
+  auto received = std::make_shared<LogCursorKeeper>();
+  if (req.has_resume()) received->Started(req.resume());
   return std::make_unique<GrpcStreamSource<v1::LogLines>>(
       up->NewStreamCall(r.authorization, r.client_address),
       [up, req](grpc::ClientContext* ctx, grpc::ClientReadReactor<v1::LogLines>* reactor) {
         up->logs().async()->StreamLogs(ctx, &req, reactor);
       },
       GrpcStreamSource<v1::LogLines>::BatchConverter(
-          [](const v1::LogLines& batch) -> absl::StatusOr<std::vector<SseEvent>> {
+          [received](const v1::LogLines& batch) -> absl::StatusOr<std::vector<SseEvent>> {
             auto in_order = LinesInDisplayOrder(batch);
             if (!in_order.ok()) return in_order.status();
+            if (batch.has_start()) received->Started(batch.start());
             std::vector<SseEvent> events;
             events.reserve(in_order->size());
             for (const auto& line : *in_order) {
+              received->Received(line);
               events.push_back(SseEvent{"log", "", LogLineJson(line).dump()});
+            }
+            if (!events.empty()) {
+              std::string id = LogCursorToken(received->Cursor());
+              if (id.size() <= kMaxLogEventIdBytes) events.back().id = std::move(id);
             }
             return events;
           }),
@@ -154,7 +192,8 @@ void AddLogRoutes(RouteTable& t, std::shared_ptr<Upstream> up) {
          .summary =
              "A run's output (the latest attempt, every rank, ordered by time) as "
              "{\"lines\": [...]}; with follow=true or Accept: text/event-stream, Server-Sent "
-             "Events (event: log, data: a LogLine) until the stream ends.",
+             "Events (event: log, data: a LogLine; the last line of each batch has an id, a "
+             "cursor that Last-Event-ID or resume= goes on from) until the stream ends.",
          .params = LogParams(),
          .stream_message = v1::LogLine::descriptor(),
          .event_name = "log",

@@ -171,6 +171,35 @@ try {
     return `${first} lines at first, then more`;
   }, { needs: ['submitted-run-appears-live'] });
 
+  await step('log-follow-resumes-from-its-cursor', async () => {
+    // The server ends every stream within 20 s (console_test.sh): the follow opens again with
+    // the last event's id (the cursor of what it received), with no since or tail, and goes on.
+    const logsPath = `/api/v1/runs/${encodeURIComponent(runName)}/logs`;
+    const resumed = new Promise((resolve) => {
+      const onRequest = (req) => {
+        const id = req.headers()['last-event-id'];
+        if (!id || new URL(req.url()).pathname !== logsPath) return;
+        page.off('request', onRequest);
+        resolve({ url: new URL(req.url()), id });
+      };
+      page.on('request', onRequest);
+    });
+    const before = await page.locator(tid('log-line')).count();
+    let timer;
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('no follow reopened with Last-Event-ID within 45 s')), 45000);
+    });
+    const { url, id } = await Promise.race([resumed, timeout]).finally(() => clearTimeout(timer));
+    expect(id.startsWith('c1.'), `Last-Event-ID is not a log cursor: ${id}`);
+    expect(!url.searchParams.has('since') && !url.searchParams.has('tail'), `a resumed follow also asked for ${url.search}`);
+    await page.waitForFunction(
+      ([sel, n]) => document.querySelectorAll(sel).length > n,
+      [tid('log-line'), before],
+      { timeout: 20000 },
+    );
+    return `reopened with a ${id.length}-byte cursor, and lines kept coming`;
+  }, { needs: ['run-logs-stream'] });
+
   await step('chart-draws-points', async () => {
     await page.waitForFunction((sel) => Number(document.querySelector(sel)?.dataset.points || 0) >= 3, tid('chart-loss'), { timeout: 30000 });
     for (const c of ['chart-loss', 'chart-mfu', 'chart-tokens', 'chart-lr']) {

@@ -50,7 +50,9 @@ command -v node >/dev/null || fail "node is not installed"
 
 start=$(date +%s)
 # A short stop grace: the test stops its run from the console and waits for STOPPED.
-export TESSERA_SERVER_FLAGS="${TESSERA_SERVER_FLAGS:-} --stop-grace-seconds 2"
+# Streams end within 20 s (as every follow and watch does after its lifetime, 30 minutes by
+# default), so that the console's reconnects are exercised: a log follow goes on from its cursor.
+export TESSERA_SERVER_FLAGS="${TESSERA_SERVER_FLAGS:-} --stop-grace-seconds 2 --max-stream-lifetime-seconds 20"
 "$ROOT/deploy/cluster.sh" up --workers 2 --gpus-per-worker 2 --allow-fault-injection \
   >"$state/up.log" 2>&1 || { cat "$state/up.log"; fail "cluster.sh up"; }
 echo "console_test: cluster up in $(($(date +%s) - start)) s"

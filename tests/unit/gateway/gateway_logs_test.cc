@@ -1,6 +1,7 @@
 // GET /api/v1/runs/{name}/logs: the query mapped onto GetLogsRequest, {"lines": [...]} with text
 // as UTF-8, Server-Sent Events with follow=true or Accept: text/event-stream, parameter errors,
 // the OpenAPI entry, and a LogService on its own channel.
+#include "proto/policy/log_cursor.h"
 #include "services/gateway/openapi.h"
 #include "tests/unit/gateway/gateway_fixture.h"
 
@@ -222,7 +223,7 @@ TEST_CASE("logs: the OpenAPI document describes the route and text as a string",
   for (const json& p : op["parameters"]) names.insert(p["name"].get<std::string>());
   CHECK(names == std::set<std::string>{"name", "rank", "node_rank", "resumption", "prev", "failed",
                                        "tail", "follow", "first_exception", "since", "until",
-                                       "grep"});
+                                       "grep", "resume", "Last-Event-ID"});
   const json& content = op["responses"]["200"]["content"];
   CHECK(content["application/json"]["schema"]["$ref"] == "#/components/schemas/LogLines");
   CHECK(content["text/event-stream"]["x-event-name"] == "log");
@@ -305,6 +306,83 @@ TEST_CASE("logs: a batch of lines from the log service becomes one event per lin
     const HttpResult all = f.Send("GET", "/api/v1/runs/train-1/logs");
     REQUIRE(all.status == 200);
     CHECK(all.Json()["lines"].size() == 6);
+  }
+}
+
+// The cursor `id` says: (rank, stream) -> next sequence.
+std::map<std::pair<int, int>, int64_t> PositionsOf(const std::string& id) {
+  auto cursor = ReadLogCursorToken(id);
+  REQUIRE(cursor.ok());
+  std::map<std::pair<int, int>, int64_t> out;
+  for (const auto& p : cursor->positions()) out[{p.rank(), p.stream()}] = p.next_sequence();
+  return out;
+}
+
+TEST_CASE("logs: each batch's last event carries the cursor of what was sent, as its id",
+          "[gateway][logs][sse]") {
+  GatewayFixture f;
+  SseClient client(f.port(), "/api/v1/runs/train-1/logs?follow=true");
+  CHECK_THAT(client.ReadHead(), Catch::StartsWith("HTTP/1.1 200"));
+  std::vector<std::string> ids;
+  for (std::string event = client.NextEvent(); !event.empty(); event = client.NextEvent()) {
+    ids.push_back(EventField(event, "id"));
+  }
+  // The fake sends a message per line: rank 0 stdout 0, rank 1 stderr 0, rank 0 stdout 1.
+  REQUIRE(ids.size() == 3);
+  using Positions = std::map<std::pair<int, int>, int64_t>;
+  const int out = v1::LOG_STREAM_STDOUT, err = v1::LOG_STREAM_STDERR;
+  CHECK(PositionsOf(ids[0]) == Positions{{{0, out}, 1}});
+  CHECK(PositionsOf(ids[1]) == Positions{{{0, out}, 1}, {{1, err}, 1}});
+  CHECK(PositionsOf(ids[2]) == Positions{{{0, out}, 2}, {{1, err}, 1}});
+}
+
+TEST_CASE("logs: Last-Event-ID or resume= goes on from the cursor, whatever chose the start",
+          "[gateway][logs][sse]") {
+  GatewayFixture f;
+  LogCursorPositions at;
+  at[{0, v1::LOG_STREAM_STDOUT}] = 7;
+  at[{3, v1::LOG_STREAM_STDERR}] = 2;
+  const v1::LogCursor cursor = MakeLogCursor(0, at);  // the fake's lines are attempt 0
+  const std::string token = LogCursorToken(cursor);
+  auto check_resumed = [&](const v1::GetLogsRequest& req) {
+    CHECK(req.resume().SerializeAsString() == cursor.SerializeAsString());
+    CHECK(req.tail() == 0);  // the first request's tail is behind the cursor
+    CHECK_FALSE(req.previous());
+    CHECK_FALSE(req.has_resumption_index());
+    CHECK(req.rank() == 3);  // filters stay the first request's
+    CHECK(req.follow());
+  };
+  SECTION("a reconnecting EventSource: the same URL, and the header") {
+    SseClient client(f.port(), "/api/v1/runs/train-1/logs?follow=true&tail=100&prev=true&rank=3",
+                     kGoodAuth, "Last-Event-ID: " + token + "\r\n");
+    CHECK_THAT(client.ReadHead(), Catch::StartsWith("HTTP/1.1 200"));
+    check_resumed(f.rec.LastAs<v1::GetLogsRequest>("StreamLogs"));
+    // The ids go on from the cursor: streams that print nothing more keep their positions.
+    std::string last;
+    for (std::string event = client.NextEvent(); !event.empty(); event = client.NextEvent()) {
+      last = EventField(event, "id");
+    }
+    const auto positions = PositionsOf(last);
+    CHECK(positions.at({3, v1::LOG_STREAM_STDERR}) == 2);
+    CHECK(positions.at({0, v1::LOG_STREAM_STDOUT}) == 7);
+  }
+  SECTION("resume= in the query, which wins over the header") {
+    SseClient client(f.port(),
+                     "/api/v1/runs/train-1/logs?follow=true&resumption=1&rank=3&resume=" + token,
+                     kGoodAuth, "Last-Event-ID: c1.AA\r\n");
+    CHECK_THAT(client.ReadHead(), Catch::StartsWith("HTTP/1.1 200"));
+    check_resumed(f.rec.LastAs<v1::GetLogsRequest>("StreamLogs"));
+  }
+  SECTION("a token that is not a cursor: one 400 naming where it came from, before any call") {
+    const HttpResult r = f.Send("GET", "/api/v1/runs/train-1/logs?follow=true&resume=c1.***");
+    CHECK(r.status == 400);
+    CHECK_THAT(r.ErrorMessage(), Catch::Contains("\"resume\"") && Catch::Contains("base64url"));
+    SseClient client(f.port(), "/api/v1/runs/train-1/logs?follow=true", kGoodAuth,
+                     "Last-Event-ID: 17\r\n");
+    const std::string answer = client.ReadToEnd();
+    CHECK_THAT(answer, Catch::StartsWith("HTTP/1.1 400"));
+    CHECK_THAT(answer, Catch::Contains("Last-Event-ID") && Catch::Contains("not a log cursor"));
+    CHECK(f.rec.count() == 0);
   }
 }
 

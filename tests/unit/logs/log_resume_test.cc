@@ -1,9 +1,14 @@
 // A follow that ended goes on from its cursor (GetLogsRequest.resume, proto/policy/log_cursor.h):
 // every line after what the client received, none of it again, whatever the lines' times; the
-// cursor's errors name the field.
+// cursor's errors name the field; a cursor as the token an SSE event carries as its id.
 #include <algorithm>
+#include <catch2/catch.hpp>
+#include <cctype>
+#include <initializer_list>
 #include <map>
+#include <tuple>
 
+#include "absl/strings/escaping.h"
 #include "proto/policy/log_cursor.h"
 #include "tests/unit/logs/log_test_fixture.h"
 
@@ -212,6 +217,79 @@ TEST_CASE(
   CHECK(c.resumption_index() == 1);
   REQUIRE(c.positions_size() == 1);
   CHECK((c.positions(0).rank() == 1 && c.positions(0).next_sequence() == 1));
+}
+
+v1::LogCursor CursorOf(int32_t resumption,
+                       std::initializer_list<std::tuple<int32_t, v1::LogStream, int64_t>> at) {
+  LogCursorPositions positions;
+  for (const auto& [rank, stream, next] : at)
+    positions[{rank, static_cast<int32_t>(stream)}] = next;
+  return MakeLogCursor(resumption, positions);
+}
+
+TEST_CASE("a cursor as a token: the same cursor back, about 4 bytes a position") {
+  const v1::LogCursor small = CursorOf(3, {{0, kOut, 5}, {0, kErr, 0}, {7, kOut, 1'000'000}});
+  const std::string token = LogCursorToken(small);
+  CHECK(token.rfind("c1.", 0) == 0);
+  for (char c : token.substr(3)) {
+    INFO(token);
+    CHECK((std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'));
+  }
+  auto back = ReadLogCursorToken(token);
+  REQUIRE(back.ok());
+  CHECK(back->SerializeAsString() == small.SerializeAsString());
+
+  // Every stream of 700 ranks, 100,000 lines printed each: under the gateway's 8 KiB.
+  LogCursorPositions many;
+  for (int32_t rank = 0; rank < 700; ++rank) {
+    many[{rank, kOut}] = 100'000 + rank;
+    many[{rank, kErr}] = rank;
+  }
+  const v1::LogCursor big = MakeLogCursor(0, many);
+  const std::string big_token = LogCursorToken(big);
+  CHECK(big_token.size() < std::size_t{8} << 10);
+  auto big_back = ReadLogCursorToken(big_token);
+  REQUIRE(big_back.ok());
+  CHECK(big_back->SerializeAsString() == big.SerializeAsString());
+
+  // Positions in any order make the same token; none is a cursor of the attempt alone.
+  v1::LogCursor shuffled = small;
+  std::swap(*shuffled.mutable_positions(0), *shuffled.mutable_positions(2));
+  CHECK(LogCursorToken(shuffled) == token);
+  auto empty = ReadLogCursorToken(LogCursorToken(CursorOf(2, {})));
+  REQUIRE(empty.ok());
+  CHECK((empty->resumption_index() == 2 && empty->positions_size() == 0));
+  // The largest rank and sequence survive.
+  const v1::LogCursor edge = CursorOf(0, {{INT32_MAX, kErr, INT64_MAX}});
+  auto edge_back = ReadLogCursorToken(LogCursorToken(edge));
+  REQUIRE(edge_back.ok());
+  CHECK(edge_back->SerializeAsString() == edge.SerializeAsString());
+}
+
+TEST_CASE("a token that is not a cursor is refused, saying why") {
+  const std::string good = LogCursorToken(CursorOf(1, {{0, kOut, 5}, {1, kOut, 2}}));
+  std::string bytes;
+  REQUIRE(absl::WebSafeBase64Unescape(good.substr(3), &bytes));
+  auto token_of = [](std::string raw) { return "c1." + absl::WebSafeBase64Escape(raw); };
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "does not start with"},
+      {"12", "does not start with"},
+      {"c2." + good.substr(3), "does not start with"},
+      {"c1.***", "not base64url"},
+      {"c1.", "attempt is missing"},
+      {token_of(bytes.substr(0, bytes.size() - 1)), "cut short"},
+      // A second position at the same key as the first (step 0).
+      {token_of(std::string("\x01\x00\x05\x00\x02", 5)), "given twice"},
+      // A step past the largest rank.
+      {token_of(std::string("\x00\xff\xff\xff\xff\x7f\x00", 7)), "out of range"},
+  };
+  for (const auto& [token, why] : cases) {
+    INFO(token);
+    auto read = ReadLogCursorToken(token);
+    REQUIRE_FALSE(read.ok());
+    CHECK(absl::IsInvalidArgument(read.status()));
+    CHECK_THAT(std::string(read.status().message()), Catch::Contains(why));
+  }
 }
 
 }  // namespace

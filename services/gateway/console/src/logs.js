@@ -1,8 +1,10 @@
 // A run's output, live: GET /api/v1/runs/NAME/logs?follow=true as Server-Sent Events (event: log,
 // data: a LogLine). Rank, node and attempt pick what the log service sends (the stream is opened
-// again when they change); the search box filters the lines here. Log events carry no id, so a
-// dropped stream resumes with since=<the last line's time>, and lines seen twice (same attempt,
-// rank, stream and sequence) are kept once.
+// again when they change); the search box filters the lines here. A batch's last event carries
+// the cursor of what was sent as its id, so a dropped stream (or one at its maximum lifetime)
+// goes on with Last-Event-ID from there, losing no line of a node that lags; a stream that ended
+// with its attempt follows the next attempt from since=<the last line's time>. Lines seen twice
+// (same attempt, rank, stream and sequence) are kept once.
 import { enc } from './api.js';
 import { debounce, fmtClock, h, num, replaceChildren } from './dom.js';
 import { jsonEvents, openEventStream } from './sse.js';
@@ -100,9 +102,11 @@ export function createLogViewer({ runName, ctx }) {
     rankSelect.value = keep !== '' && Number(keep) < n ? keep : '';
   }
 
-  function url() {
+  function url(lastEventId) {
     const qs = new URLSearchParams({ follow: 'true' });
-    if (lastTime) qs.set('since', lastTime);
+    if (lastEventId) {
+      // The cursor (sent as Last-Event-ID) says where each stream goes on: no since, no tail.
+    } else if (lastTime) qs.set('since', lastTime);
     else qs.set('tail', String(INITIAL_TAIL));
     if (state.rank !== '') qs.set('rank', state.rank);
     if (state.node !== '') qs.set('node_rank', state.node);
@@ -124,7 +128,9 @@ export function createLogViewer({ runName, ctx }) {
     streamController = new AbortController();
     const mine = streamController;
     ctx.signal.addEventListener('abort', () => mine.abort(), { once: true });
-    stream = openEventStream({
+    const addLine = jsonEvents('log', add);
+    let endedWithError = false;
+    const opened = openEventStream({
       url,
       signal: mine.signal,
       onStatus: (s) => {
@@ -132,15 +138,26 @@ export function createLogViewer({ runName, ctx }) {
         else if (s === 'closed') live.set('off');
         else live.set('connecting');
       },
-      onOpen: () => ctx.clearError('logs'),
-      onEvent: jsonEvents('log', add),
-      // The stream ends with its attempt: follow the next one while the run goes on.
-      onEnd: () => state.attempt === 'latest' && state.runActive,
+      onOpen: () => {
+        endedWithError = false;
+        ctx.clearError('logs');
+      },
+      onEvent: (ev) => {
+        if (ev.event === 'error') endedWithError = true; // e.g. the stream's maximum lifetime
+        else addLine(ev);
+      },
+      // A clean end is the attempt's: follow the next one, from its start, while the run goes
+      // on. An error event ends a stream that goes on from its cursor.
+      onEnd: () => {
+        if (!endedWithError) opened.forgetLastEventId();
+        return state.attempt === 'latest' && state.runActive;
+      },
       onError: (e) => {
         ctx.showError(e, 'logs');
         return true;
       },
     });
+    stream = opened;
   }
 
   function add(line) {

@@ -89,7 +89,8 @@ export class SseParser {
 }
 
 // Opens a stream. Options:
-//   url: a string, or a function giving the URL for each (re)connection
+//   url: a string, or a function of the last event id (null when none) giving the URL for each
+//     (re)connection
 //   signal: an AbortSignal that ends it for good (page change)
 //   onEvent({event, data, id}): each event
 //   onOpen(): each time a connection is answered 200
@@ -98,7 +99,7 @@ export class SseParser {
 //     than 408/429 are not retried; a 401 also goes to the app's login handler.
 //   onStatus(state): 'connecting' | 'open' | 'retrying' | 'closed'
 //   lastEventId: to resume after
-// Returns {close(), lastEventId()}.
+// Returns {close(), lastEventId(), forgetLastEventId()} (the next connection starts afresh).
 //
 // onEvent: jsonEvents('log', (line) => ...) takes the events of one name and hands on their
 // data as parsed JSON (an event whose data does not parse is skipped).
@@ -137,7 +138,7 @@ export function openEventStream(opts) {
     });
 
   async function connectOnce() {
-    const url = typeof opts.url === 'function' ? opts.url() : opts.url;
+    const url = typeof opts.url === 'function' ? opts.url(lastId) : opts.url;
     const headers = { Accept: 'text/event-stream', ...authHeaders() };
     if (lastId !== null && lastId !== '') headers['Last-Event-ID'] = lastId;
     status('connecting');
@@ -198,5 +199,8 @@ export function openEventStream(opts) {
   return {
     close: () => controller.abort(),
     lastEventId: () => lastId,
+    forgetLastEventId: () => {
+      lastId = null;
+    },
   };
 }
