@@ -67,6 +67,8 @@ void PrintSweep(std::ostream& out, const tessera::v1::GetSweepResponse& response
              s.anomalous_nodes().empty() ? "-" : absl::StrJoin(s.anomalous_nodes(), ", "));
   fields.Add("Inconclusive",
              s.inconclusive_nodes().empty() ? "-" : absl::StrJoin(s.inconclusive_nodes(), ", "));
+  // Slow on this sweep's evidence alone: a follow-up (or the next sweep) measures them again.
+  if (!s.repeat_nodes().empty()) fields.Add("Found slow", absl::StrJoin(s.repeat_nodes(), ", "));
   if (!s.follows_sweep_id().empty()) fields.Add("Follows", s.follows_sweep_id());
   fields.Print(out);
   if (!s.findings().empty()) {

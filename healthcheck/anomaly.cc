@@ -66,6 +66,39 @@ std::optional<Anomaly> ConfirmedAnomaly(const std::string& node, const SuspectOu
   return a;
 }
 
+ConfirmationVerdicts JudgeConfirmation(const ConfirmationPlan& plan,
+                                       const ConfirmationPlan* earlier,
+                                       const ConfirmationConfig& config) {
+  ConfirmationVerdicts out;
+  for (const auto& [node, outcome] : plan.outcomes) {
+    if (NeedsRepeat(outcome, config)) {
+      const SuspectOutcome* before = nullptr;
+      if (earlier != nullptr) {
+        const auto it = earlier->outcomes.find(node);
+        if (it != earlier->outcomes.end() && NeedsRepeat(it->second, config)) before = &it->second;
+      }
+      if (before == nullptr) {
+        out.repeat.push_back(node);
+        continue;
+      }
+      Anomaly a = *ConfirmedAnomaly(node, outcome);
+      absl::StrAppend(&a.finding,
+                      absl::StrFormat("; slow in the sweep before too, measured apart: %.3f x its "
+                                      "peers over %d pairs",
+                                      before->test.mean_ratio, before->test.pairs));
+      a.evidence["earlier_confirm_pairs"] = before->test.pairs;
+      a.evidence["earlier_confirm_mean_ratio"] = before->test.mean_ratio;
+      a.evidence["earlier_confirm_llr"] = before->test.llr;
+      out.anomalies.push_back(std::move(a));
+    } else if (auto a = ConfirmedAnomaly(node, outcome)) {
+      out.anomalies.push_back(*std::move(a));
+    } else if (outcome.test.decision != SequentialDecision::kHealthy) {
+      out.inconclusive.push_back(node);
+    }
+  }
+  return out;
+}
+
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());

@@ -62,6 +62,22 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
 // undecided one.
 std::optional<Anomaly> ConfirmedAnomaly(const std::string& node, const SuspectOutcome& outcome);
 
+// What a finished sweep's confirmation does with each suspect.
+struct ConfirmationVerdicts {
+  // To remediate: clear faults, slowness beyond repeat_above, and slowness found again by a
+  // follow-up sweep (with the earlier sweep's figures in its finding and evidence).
+  std::vector<Anomaly> anomalies;
+  // Found slow for speed alone by this sweep only: measured again by a follow-up sweep.
+  std::vector<std::string> repeat;
+  // Neither cleared nor condemned: out of pairs, or the sweep ended early.
+  std::vector<std::string> inconclusive;
+};
+// `earlier`: the confirmation of the sweep this one follows up (null for a first sweep). A node
+// that needs a repeat (NeedsRepeat) is condemned only when `earlier` found it slow too.
+ConfirmationVerdicts JudgeConfirmation(const ConfirmationPlan& plan,
+                                       const ConfirmationPlan* earlier,
+                                       const ConfirmationConfig& config);
+
 // When some node was measured more than once, one after another (nodes sharing a machine): each
 // first (step 0) passing compute measurement of `nodes` over the median of the (up to) two
 // measurements of other nodes taken just before and the two just after it, by node in time

@@ -91,20 +91,25 @@ double SweepNoiseSigma(const std::vector<std::string>& suspects,
   return kMadToSigma * MedianAbsoluteDeviation(logs, Median(logs));
 }
 
-void CarryInconclusive(const ConfirmationPlan& earlier, std::vector<std::string>* suspects,
-                       std::vector<std::string>* peers,
-                       std::map<std::string, SuspectOutcome>* carried) {
+bool NeedsRepeat(const SuspectOutcome& outcome, const ConfirmationConfig& config) {
+  return outcome.fault == v1::HEALTH_VERDICT_UNSPECIFIED &&
+         outcome.test.decision == SequentialDecision::kSlow &&
+         outcome.test.mean_ratio > config.repeat_above;
+}
+
+void CarryUndecided(const ConfirmationPlan& earlier, const ConfirmationConfig& config,
+                    std::vector<std::string>* suspects, std::vector<std::string>* peers,
+                    std::map<std::string, SuspectOutcome>* carried) {
   for (const auto& [node, outcome] : earlier.outcomes) {
-    if (outcome.test.decision != SequentialDecision::kInconclusive ||
-        outcome.fault != v1::HEALTH_VERDICT_UNSPECIFIED) {
-      continue;
-    }
+    const bool inconclusive = outcome.test.decision == SequentialDecision::kInconclusive &&
+                              outcome.fault == v1::HEALTH_VERDICT_UNSPECIFIED;
+    if (!inconclusive && !NeedsRepeat(outcome, config)) continue;
     const auto peer = std::find(peers->begin(), peers->end(), node);
     if (peer != peers->end()) {
       peers->erase(peer);
       suspects->push_back(node);
     }
-    if (Contains(*suspects, node)) (*carried)[node] = outcome;
+    if (inconclusive && Contains(*suspects, node)) (*carried)[node] = outcome;
   }
 }
 

@@ -25,6 +25,12 @@ struct ConfirmationConfig {
   bool enabled = true;
   // A node whose best first measurement is under this fraction of the nodes' median is a suspect.
   double suspect_fraction = 0.92;
+  // A suspect found slow at a mean ratio above this (speed alone, by less than half) is not
+  // cordoned on one sweep's evidence: a follow-up sweep measures it again, afresh (none of these
+  // pairs carried), and cordons it only if it finds it slow too. Two independent tests condemn a
+  // healthy node with chance about alpha squared, whatever one machine's noise did to one sweep.
+  // Slower than this is beyond what a machine's noise does beside interleaved peers: at once.
+  double repeat_above = 0.5;
   SequentialTestConfig test;
 };
 
@@ -72,16 +78,21 @@ struct ConfirmationPlan {
   std::map<std::string, SuspectOutcome> outcomes;
 };
 
-// A follow-up sweep goes on with what the sweep it follows left inconclusive: each such node
-// that this sweep measured is a suspect again whatever its first figures (moved from `peers` to
-// `suspects`), and its pairs so far are copied to `carried`, to count in its test beside the
-// new ones.
-void CarryInconclusive(const ConfirmationPlan& earlier, std::vector<std::string>* suspects,
-                       std::vector<std::string>* peers,
-                       std::map<std::string, SuspectOutcome>* carried);
+// Whether a suspect found slow must be found slow again by a follow-up sweep before it is
+// cordoned: slow for speed alone (no clear fault), at a ratio above config.repeat_above.
+bool NeedsRepeat(const SuspectOutcome& outcome, const ConfirmationConfig& config);
+
+// A follow-up sweep goes on with what the sweep it follows left undecided: each node that sweep
+// left inconclusive or found slow pending a repeat (NeedsRepeat), and that this sweep measured,
+// is a suspect again whatever its first figures (moved from `peers` to `suspects`). An
+// inconclusive node's pairs so far are copied to `carried`, to count in its test beside the new
+// ones; a repeat starts afresh, so that the two verdicts are independent.
+void CarryUndecided(const ConfirmationPlan& earlier, const ConfirmationConfig& config,
+                    std::vector<std::string>* suspects, std::vector<std::string>* peers,
+                    std::map<std::string, SuspectOutcome>* carried);
 
 // Replays the confirmation over `results` (compute stress results with step >= 1; the first of
-// each step counts). A suspect in `carried` starts with its pairs (CarryInconclusive), and gets
+// each step counts). A suspect in `carried` starts with its pairs (CarryUndecided), and gets
 // up to max_pairs more.
 ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
                                   const std::vector<std::string>& peers,

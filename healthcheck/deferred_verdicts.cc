@@ -81,7 +81,7 @@ void DeferredVerdicts::ReturnPassed(const v1::Sweep& finished,
     auto it = nodes.find(name);
     if (it == nodes.end() || !DrainedByUs(it->second)) continue;
     if (in(finished.anomalous_nodes(), name) || in(finished.inconclusive_nodes(), name) ||
-        DeferredIn(finished, name)) {
+        in(finished.repeat_nodes(), name) || DeferredIn(finished, name)) {
       continue;
     }
     auto st = cordon_->Uncordon(name, absl::StrCat(kCordonReasonPrefix, "sweep ", finished.id(),

@@ -35,7 +35,7 @@ SequentialOutcome DecideSequentially(const std::vector<double>& ratios,
             (sum - static_cast<double>(x.size()) * (mu0 + mu1) / 2);
   if (out.pairs >= config.min_pairs) {
     if (out.llr >= out.slow_bound) {
-      out.decision = SequentialDecision::kSlow;
+      if (out.pairs >= config.min_pairs_slow) out.decision = SequentialDecision::kSlow;
     } else if (out.llr <= out.healthy_bound) {
       out.decision = SequentialDecision::kHealthy;
     }
@@ -65,7 +65,8 @@ std::string ValidateSequentialTest(const SequentialTestConfig& c) {
   if (!(c.alpha > 0 && c.alpha < 0.5)) return "alpha: must be between 0 and 0.5";
   if (!(c.beta > 0 && c.beta < 0.5)) return "beta: must be between 0 and 0.5";
   if (c.min_pairs < 2) return "min_pairs: must be at least 2";
-  if (c.max_pairs < c.min_pairs) return "max_pairs: must be at least min_pairs";
+  if (c.min_pairs_slow < c.min_pairs) return "min_pairs_slow: must be at least min_pairs";
+  if (c.max_pairs < c.min_pairs_slow) return "max_pairs: must be at least min_pairs_slow";
   if (!(c.min_sigma > 0)) return "min_sigma: must be more than 0";
   if (c.prior_sigma < 0 || c.prior_weight < 0) return "prior: must not be negative";
   return "";

@@ -206,7 +206,7 @@ ConfirmationPlan HealthHandler::PlanFor(const v1::Sweep& sweep,
   std::map<std::string, SuspectOutcome> carried;
   if (!sweep.follows_sweep_id().empty()) {
     if (const auto earlier = FinishedPlan(sweep.follows_sweep_id())) {
-      CarryInconclusive(*earlier, &suspects, &peers, &carried);
+      CarryUndecided(*earlier, confirmation, &suspects, &peers, &carried);
     }
   }
   return PlanConfirmation(suspects, peers, results, confirmation, carried);
@@ -274,16 +274,26 @@ void HealthHandler::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCh
                                 const ConfirmationPlan& plan) {
   const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
   auto anomalies = FindAnomalies(nodes, RingPairs(nodes), results, config_.anomaly);
+  std::optional<ConfirmationPlan> earlier;
+  if (!sweep.follows_sweep_id().empty()) earlier = FinishedPlan(sweep.follows_sweep_id());
+  const ConfirmationVerdicts verdicts =
+      JudgeConfirmation(plan, earlier ? &*earlier : nullptr, config_.anomaly.confirmation);
   sweep.clear_suspects();
   sweep.clear_inconclusive_nodes();
+  sweep.clear_repeat_nodes();
   for (const auto& [node, outcome] : plan.outcomes) {
-    sweep.add_suspects(DescribeOutcome(node, outcome));
-    if (auto a = ConfirmedAnomaly(node, outcome)) {
-      anomalies.push_back(*std::move(a));
-    } else if (outcome.test.decision != SequentialDecision::kHealthy) {
-      sweep.add_inconclusive_nodes(node);  // out of rounds, or the sweep ended early
+    std::string line = DescribeOutcome(node, outcome);
+    if (std::find(verdicts.repeat.begin(), verdicts.repeat.end(), node) != verdicts.repeat.end()) {
+      absl::StrAppend(&line, sweep.follows_sweep_id().empty()
+                                 ? "; not cordoned on one sweep: a follow-up sweep measures it "
+                                   "again, afresh"
+                                 : "; not cordoned on one sweep: the next sweep measures it again");
     }
+    sweep.add_suspects(std::move(line));
   }
+  for (const auto& node : verdicts.repeat) sweep.add_repeat_nodes(node);
+  for (const auto& node : verdicts.inconclusive) sweep.add_inconclusive_nodes(node);
+  anomalies.insert(anomalies.end(), verdicts.anomalies.begin(), verdicts.anomalies.end());
   sweep.set_state(v1::SWEEP_STATE_FINISHED);
   *sweep.mutable_finished_at() = ToProtoTime(clock_->Now());
   Remediate(sweep, anomalies);
@@ -300,10 +310,14 @@ void HealthHandler::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCh
   FollowUp(sweep);
 }
 
-// Inconclusive nodes are measured again at once, by one follow-up sweep with the same peers (a
-// follow-up's own inconclusive nodes wait for the next sweep that includes them).
+// Inconclusive nodes, and nodes found slow that must be found so twice, are measured again at
+// once, by one follow-up sweep with the same peers (a follow-up's own wait for the next sweep
+// that includes them).
 void HealthHandler::FollowUp(v1::Sweep& finished) {
-  if (finished.inconclusive_nodes().empty() || !finished.follows_sweep_id().empty()) return;
+  if ((finished.inconclusive_nodes().empty() && finished.repeat_nodes().empty()) ||
+      !finished.follows_sweep_id().empty()) {
+    return;
+  }
   auto known = NodesByName();
   if (!known.ok()) return;
   std::vector<std::string> online;
@@ -313,11 +327,18 @@ void HealthHandler::FollowUp(v1::Sweep& finished) {
       online.push_back(n);
     }
   }
-  auto next =
-      CreateSweep(finished.trigger(), online, finished.requested_by(), finished.run_name(),
-                  finished.suspect_node(),
-                  absl::StrCat("measuring again what sweep ", finished.id(), " left inconclusive (",
-                               absl::StrJoin(finished.inconclusive_nodes(), ", "), ")"));
+  std::vector<std::string> what;
+  if (!finished.repeat_nodes().empty()) {
+    what.push_back(absl::StrCat("found slow (", absl::StrJoin(finished.repeat_nodes(), ", "), ")"));
+  }
+  if (!finished.inconclusive_nodes().empty()) {
+    what.push_back(absl::StrCat("left inconclusive (",
+                                absl::StrJoin(finished.inconclusive_nodes(), ", "), ")"));
+  }
+  auto next = CreateSweep(finished.trigger(), online, finished.requested_by(), finished.run_name(),
+                          finished.suspect_node(),
+                          absl::StrCat("measuring again what sweep ", finished.id(), " ",
+                                       absl::StrJoin(what, " and ")));
   if (!next.ok()) {
     spdlog::warn("health: no follow-up of sweep {}: {}", finished.id(), next.status().ToString());
     return;
@@ -422,10 +443,10 @@ void HealthHandler::MaybeReturnToService(const v1::Sweep& finished) {
       if (std::find(s.node_names().begin(), s.node_names().end(), name) == s.node_names().end()) {
         continue;
       }
-      if (std::find(s.anomalous_nodes().begin(), s.anomalous_nodes().end(), name) !=
-          s.anomalous_nodes().end()) {
-        break;
-      }
+      const auto named = [&name](const auto& list) {
+        return std::find(list.begin(), list.end(), name) != list.end();
+      };
+      if (named(s.anomalous_nodes()) || named(s.repeat_nodes())) break;  // found at fault or slow
       ++passes;
     }
     if (passes >= config_.uncordon_after_passes) {

@@ -7,8 +7,10 @@
 // health API's `--canary-compute-threads 1` has it (deploy/cluster.sh sets it; --threads 0: all
 // the cores, whose figures swing with every other process on the machine). Then, as the health API
 // does, the suspects (confirmation.h) are measured again in turn with peers until the sequential
-// test decides, and a sweep that leaves a node inconclusive is followed by one more sweep, which
-// carries on with those nodes and their pairs.
+// test decides, and a sweep that leaves a node inconclusive, or finds one slow for speed alone
+// (which one sweep does not condemn), is followed by one more sweep, which carries on with the
+// inconclusive nodes and their pairs, measures the slow ones afresh, and condemns them if it
+// finds them slow too.
 //
 // Prints how often the slow node was found in its sweep and within two (the follow-up), how
 // often a healthy node was condemned (targets: 100%, 100% within two, never), the measurements
@@ -111,6 +113,7 @@ struct Bench {
 
 struct SweepOutcome {
   std::vector<std::string> condemned, inconclusive;
+  std::vector<std::string> repeat;              // found slow here only: the follow-up repeats
   std::map<std::string, std::string> findings;  // why each condemned node was
   std::vector<std::string> single_sweep;        // what the first measurements alone condemn
   int measurements = 0;
@@ -176,7 +179,9 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node,
   std::vector<std::string> suspects =
       health::FindSuspects(b.names, results, config.confirmation, condemned, &peers);
   std::map<std::string, health::SuspectOutcome> carried;
-  if (earlier != nullptr) health::CarryInconclusive(*earlier, &suspects, &peers, &carried);
+  if (earlier != nullptr) {
+    health::CarryUndecided(*earlier, config.confirmation, &suspects, &peers, &carried);
+  }
   health::ConfirmationPlan plan;
   for (;;) {
     plan = health::PlanConfirmation(suspects, peers, results, config.confirmation, carried);
@@ -187,14 +192,18 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node,
     std::printf("  %s: %zu suspect(s), the first measurements' noise sigma %.3f\n", id.c_str(),
                 suspects.size(), plan.noise_sigma);
   }
-  for (const auto& [node, o] : plan.outcomes) {
-    if (const auto a = health::ConfirmedAnomaly(node, o)) {
-      condemned.push_back(node);
-      out.findings[node] = a->finding;
-    } else if (o.test.decision != health::SequentialDecision::kHealthy) {
-      out.inconclusive.push_back(node);
-    }
-    if (std::getenv("BENCH_HEALTH_VERBOSE") != nullptr) PrintOutcome(id, node, o);
+  // As the health API's FinishSweep judges them: a node found slow only here is measured again
+  // by the follow-up, like an inconclusive one.
+  const health::ConfirmationVerdicts verdicts =
+      health::JudgeConfirmation(plan, earlier, config.confirmation);
+  for (const auto& a : verdicts.anomalies) {
+    condemned.push_back(a.node);
+    out.findings[a.node] = a.finding;
+  }
+  out.inconclusive = verdicts.inconclusive;
+  out.repeat = verdicts.repeat;
+  if (std::getenv("BENCH_HEALTH_VERBOSE") != nullptr) {
+    for (const auto& [node, o] : plan.outcomes) PrintOutcome(id, node, o);
   }
   out.condemned = condemned;
   out.plan = plan;
@@ -336,7 +345,7 @@ int main(int argc, char** argv) {
   for (int s = 0; s < sweeps; ++s) {
     SweepOutcome o = Sweep(b, absl::StrCat("b", s), slow_node);
     std::vector<SweepOutcome> chain = {o};
-    if (!o.inconclusive.empty()) {  // the health API's follow-up sweep
+    if (!o.inconclusive.empty() || !o.repeat.empty()) {  // the health API's follow-up sweep
       chain.push_back(Sweep(b, absl::StrCat("b", s, "-again"), slow_node, &o.plan));
     }
     std::lock_guard lock(tally_mu);

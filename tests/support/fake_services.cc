@@ -232,6 +232,10 @@ Status FakeHealthService::GetSweep(ServerContext* context, const v1::GetSweepReq
     s.add_suspects("node-4: slow: 0.793 x its peers over 3 pairs measured in turn with them");
     s.add_suspects("node-6: inconclusive: 0.917 x its peers over 10 pairs");
     s.add_inconclusive_nodes("node-6");
+    s.add_suspects(
+        "node-7: slow: 0.810 x its peers over 6 pairs measured in turn with them; not cordoned "
+        "on one sweep: the next sweep measures it again");
+    s.add_repeat_nodes("node-7");
   }
   return recorder_.Record(context, "GetSweep", *request);
 }

@@ -6,8 +6,10 @@
 
 using namespace mcli_test;  // NOLINT: the fakes and the runner are this test's vocabulary
 
-TEST_CASE("health show lists the suspects measured again and the inconclusive nodes",
-          "[cli][health]") {
+TEST_CASE(
+    "health show lists the suspects measured again, the inconclusive nodes and those found "
+    "slow once",
+    "[cli][health]") {
   FakeServer& server = Server();
   Result r = Mcli({"health", "show", "sweep-suspects"});
   INFO(r);
@@ -17,9 +19,11 @@ TEST_CASE("health show lists the suspects measured again and the inconclusive no
                         Catch::Contains("Follows") && Catch::Contains("sweep-1") &&
                         Catch::Contains("Suspects measured again:") &&
                         Catch::Contains("  node-4: slow: 0.793 x its peers over 3 pairs") &&
-                        Catch::Contains("  node-6: inconclusive: 0.917 x its peers"));
+                        Catch::Contains("  node-6: inconclusive: 0.917 x its peers") &&
+                        Catch::Contains("Found slow") && Catch::Contains("node-7") &&
+                        Catch::Contains("not cordoned on one sweep"));
   // A sweep without suspects says none are inconclusive and lists no suspects.
   r = Mcli({"health", "show", "sweep-2"});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, !Catch::Contains("Suspects measured again"));
+  CHECK_THAT(r.out, !Catch::Contains("Suspects measured again") && !Catch::Contains("Found slow"));
 }

@@ -35,10 +35,12 @@ double Llr(const std::vector<double>& ratios, double sigma, double slow_ratio) {
 TEST_CASE("the sequential test: Wald's bounds, the LLR, and decisions only from min_pairs") {
   CHECK(SequentialTestConfig{}.beta == 0.001);  // the defaults: alpha = beta = 0.001, 4 to 16
   CHECK(SequentialTestConfig{}.min_pairs == 4);
+  CHECK(SequentialTestConfig{}.min_pairs_slow == 6);
   CHECK(SequentialTestConfig{}.max_pairs == 16);
   SequentialTestConfig c;  // here: slow 0.85, alpha 0.001, beta 0.01, 3 to 10 pairs
   c.beta = 0.01;
   c.min_pairs = 3;
+  c.min_pairs_slow = 3;
   c.max_pairs = 10;
   const auto none = DecideSequentially({}, c);
   CHECK(none.decision == SequentialDecision::kContinue);
@@ -77,6 +79,26 @@ TEST_CASE("the sequential test: Wald's bounds, the LLR, and decisions only from 
   CHECK(DecideSequentially({0.8, 0.8, 0.0, -1.0, NAN}, c).pairs == 2);
 }
 
+TEST_CASE("the sequential test: a slow verdict waits for min_pairs_slow, a clearing does not") {
+  const SequentialTestConfig c;  // 4 pairs to clear, 6 to condemn
+  // Four pairs that agree on 0.72 (what condemned a healthy node on a 2-core machine) cross the
+  // bound, but four pairs' spread is too little to trust: measured on.
+  const std::vector<double> four = {0.72, 0.72, 0.73, 0.71};
+  const auto early = DecideSequentially(four, c);
+  CHECK(early.llr > early.slow_bound);
+  CHECK(early.decision == SequentialDecision::kContinue);
+  std::vector<double> six = four;
+  six.insert(six.end(), {0.72, 0.72});
+  CHECK(DecideSequentially(six, c).decision == SequentialDecision::kSlow);
+  CHECK(DecideSequentially({1.0, 1.01, 0.99, 1.0}, c).decision == SequentialDecision::kHealthy);
+  // Over the bound but never enough pairs before max_pairs: inconclusive, never slow.
+  SequentialTestConfig tight = c;
+  tight.max_pairs = 6;
+  tight.min_pairs_slow = 6;
+  CHECK(DecideSequentially({0.72, 0.72, 0.72, 0.72, 0.72}, tight).decision ==
+        SequentialDecision::kContinue);
+}
+
 TEST_CASE("sequential test settings are checked") {
   SequentialTestConfig c;
   CHECK(ValidateSequentialTest(c).empty());
@@ -86,8 +108,11 @@ TEST_CASE("sequential test settings are checked") {
   c.alpha = 0;
   CHECK(ValidateSequentialTest(c) == "alpha: must be between 0 and 0.5");
   c = {};
-  c.max_pairs = 2;
-  CHECK(ValidateSequentialTest(c) == "max_pairs: must be at least min_pairs");
+  c.max_pairs = 5;
+  CHECK(ValidateSequentialTest(c) == "max_pairs: must be at least min_pairs_slow");
+  c = {};
+  c.min_pairs_slow = 3;
+  CHECK(ValidateSequentialTest(c) == "min_pairs_slow: must be at least min_pairs");
   c = {};
   c.prior_weight = -1;
   CHECK(ValidateSequentialTest(c) == "prior: must not be negative");
@@ -144,13 +169,15 @@ TEST_CASE("suspects are measured between peers until decided, the machine's drif
         std::vector<std::string>{"p1", "slow", "p2", "fine", "p1"});
   const auto& slow = plan.outcomes.at("slow");
   CHECK(slow.test.decision == SequentialDecision::kSlow);
-  CHECK(slow.test.pairs == 4);
+  CHECK(slow.test.pairs == 6);  // min_pairs_slow
   CHECK(slow.test.mean_ratio == Approx(0.8 / ((1 / 0.95 + 0.95) / 2)).epsilon(1e-9));
-  CHECK(slow.suspect_tflops.size() == 4);
-  CHECK(slow.peer_tflops.size() == 4);
+  CHECK(slow.suspect_tflops.size() == 6);
+  CHECK(slow.peer_tflops.size() == 6);
   CHECK(plan.outcomes.at("fine").test.decision == SequentialDecision::kHealthy);
+  CHECK(plan.outcomes.at("fine").test.pairs == 4);  // cleared at min_pairs
   CHECK(plan.steps_done == static_cast<int>(line.size()));
-  CHECK(line.size() == 1 + 4 * 4u);  // four rounds of two suspects, each with a peer
+  // Four rounds of two suspects, each with a peer, then two of "slow" alone.
+  CHECK(line.size() == 1 + 4 * 4u + 2 * 2u);
 }
 
 TEST_CASE("a decided suspect leaves the line, the undecided ones go on") {
@@ -163,9 +190,9 @@ TEST_CASE("a decided suspect leaves the line, the undecided ones go on") {
   };
   std::vector<std::string> line;
   const auto plan = Confirm({"slow", "close"}, {"p"}, rate, &line);
-  CHECK(plan.outcomes.at("slow").test.pairs == 4);
-  CHECK(plan.outcomes.at("close").test.pairs > 4);
-  CHECK(std::count(line.begin(), line.end(), "slow") == 4);
+  CHECK(plan.outcomes.at("slow").test.pairs == 6);
+  CHECK(plan.outcomes.at("close").test.pairs > 6);
+  CHECK(std::count(line.begin(), line.end(), "slow") == 6);
   CHECK(std::count(line.begin(), line.end(), "close") == plan.outcomes.at("close").test.pairs);
 }
 
@@ -213,11 +240,11 @@ TEST_CASE("a slow verdict keeps every pair and the test's figures as evidence") 
   auto a = ConfirmedAnomaly("s", plan.outcomes.at("s"));
   REQUIRE(a.has_value());
   CHECK(a->verdict == v1::HEALTH_VERDICT_SLOW);
-  CHECK(a->finding.find("s: slow: 0.750 x its peers over 4 pairs measured in turn with them") == 0);
-  CHECK(a->evidence.at("confirm_pairs") == 4);
+  CHECK(a->finding.find("s: slow: 0.750 x its peers over 6 pairs measured in turn with them") == 0);
+  CHECK(a->evidence.at("confirm_pairs") == 6);
   CHECK(a->evidence.at("confirm_mean_ratio") == Approx(0.75));
   CHECK(a->evidence.at("confirm_llr") > a->evidence.at("confirm_llr_slow_bound"));
-  for (int i = 1; i <= 4; ++i) {
+  for (int i = 1; i <= 6; ++i) {
     CHECK(a->evidence.at("confirm_" + std::to_string(i) + "_tflops") == 0.75);
     CHECK(a->evidence.at("confirm_" + std::to_string(i) + "_peer_tflops") == 1.0);
   }
@@ -372,9 +399,13 @@ TEST_CASE("the test's sigma is pooled with the machine's noise in the sweep's fi
     results.push_back(Measured("s", ratios[k], 2 * k + 2));
   }
   results.push_back(Measured("p2", 1.0, 9));
-  CHECK(DecideSequentially({0.83, 0.87, 0.85, 0.86}, SequentialTestConfig{}).decision ==
+  SequentialTestConfig from_four;
+  from_four.min_pairs_slow = 4;
+  CHECK(DecideSequentially({0.83, 0.87, 0.85, 0.86}, from_four).decision ==
         SequentialDecision::kSlow);
-  const auto plan = PlanConfirmation({"s"}, peers, results, ConfirmationConfig{});
+  ConfirmationConfig confirm_from_four;  // so that only the pooled sigma holds it back
+  confirm_from_four.test = from_four;
+  const auto plan = PlanConfirmation({"s"}, peers, results, confirm_from_four);
   CHECK(plan.noise_sigma == Approx(expected));
   const auto& s = plan.outcomes.at("s");
   CHECK(s.test.pairs == 4);
@@ -412,7 +443,7 @@ TEST_CASE("a follow-up carries on with the pairs of what the sweep before left i
   // This sweep: s looks level with its peers at first (not a suspect by its figures), u does not.
   std::vector<std::string> suspects = {"u"}, peers = {"p1", "s", "t", "p2"};
   std::map<std::string, SuspectOutcome> carried;
-  CarryInconclusive(earlier, &suspects, &peers, &carried);
+  CarryUndecided(earlier, ConfirmationConfig{}, &suspects, &peers, &carried);
   CHECK(suspects == std::vector<std::string>{"u", "s"});
   CHECK(peers == std::vector<std::string>{"p1", "t", "p2"});
   REQUIRE(carried.size() == 1);
@@ -451,6 +482,101 @@ TEST_CASE("a follow-up carries on with the pairs of what the sweep before left i
   CHECK(plan.outcomes.at("s").test.decision == SequentialDecision::kInconclusive);
   CHECK(plan.outcomes.at("s").test.pairs == 32);
   CHECK(s_measured == 16);
+}
+
+// A suspect's outcome as a plan holds it: `decision` at `ratio` over `pairs` pairs.
+SuspectOutcome Outcome(SequentialDecision decision, double ratio, int pairs = 6) {
+  SuspectOutcome o;
+  o.test.decision = decision;
+  o.test.mean_ratio = ratio;
+  o.test.pairs = pairs;
+  o.test.llr = decision == SequentialDecision::kSlow ? 9.0 : 0.0;
+  for (int i = 0; i < pairs; ++i) {
+    o.suspect_tflops.push_back(ratio);
+    o.peer_tflops.push_back(1.0);
+  }
+  return o;
+}
+
+TEST_CASE("a node found slow for speed alone is measured again afresh, never on carried pairs") {
+  const ConfirmationConfig config;  // repeat above 0.5
+  ConfirmationPlan earlier;
+  earlier.outcomes["s"] = Outcome(SequentialDecision::kSlow, 0.8);
+  earlier.outcomes["g"] = Outcome(SequentialDecision::kSlow, 0.3);  // gross: condemned then
+  earlier.outcomes["i"] = Outcome(SequentialDecision::kInconclusive, 0.92, 16);
+  CHECK(NeedsRepeat(earlier.outcomes["s"], config));
+  CHECK_FALSE(NeedsRepeat(earlier.outcomes["g"], config));
+  SuspectOutcome fault = Outcome(SequentialDecision::kSlow, 0.8);
+  fault.fault = v1::HEALTH_VERDICT_ERROR;
+  CHECK_FALSE(NeedsRepeat(fault, config));
+  std::vector<std::string> suspects, peers = {"p1", "s", "g", "i", "p2"};
+  std::map<std::string, SuspectOutcome> carried;
+  CarryUndecided(earlier, config, &suspects, &peers, &carried);
+  CHECK(suspects == std::vector<std::string>{"i", "s"});  // in the plan's (name) order
+  CHECK(peers == std::vector<std::string>{"p1", "g", "p2"});
+  REQUIRE(carried.size() == 1);  // the inconclusive one's pairs; s starts with none
+  CHECK(carried.count("i") == 1);
+
+  // Measured at 0.8 again, s is decided on this sweep's pairs alone.
+  std::vector<v1::HealthCheckResult> results;
+  ConfirmationPlan plan;
+  for (int guard = 0; guard < 200; ++guard) {
+    plan = PlanConfirmation({"s"}, peers, results, config, carried);
+    if (plan.next_node.empty()) break;
+    results.push_back(Measured(plan.next_node, plan.next_node == "s" ? 0.8 : 1.0, plan.next_step));
+  }
+  const auto& o = plan.outcomes.at("s");
+  CHECK(o.test.decision == SequentialDecision::kSlow);
+  CHECK(o.test.pairs == config.test.min_pairs_slow);
+  CHECK(o.suspect_tflops.size() == static_cast<size_t>(o.test.pairs));
+}
+
+TEST_CASE("a sweep's verdicts: slowness alone is condemned only when a follow-up finds it too") {
+  const ConfirmationConfig config;
+  ConfirmationPlan plan;
+  plan.outcomes["clear"] = Outcome(SequentialDecision::kHealthy, 1.0, 4);
+  plan.outcomes["gross"] = Outcome(SequentialDecision::kSlow, 0.3);
+  plan.outcomes["odd"] = Outcome(SequentialDecision::kInconclusive, 0.92, 16);
+  plan.outcomes["slow"] = Outcome(SequentialDecision::kSlow, 0.8);
+  plan.outcomes["broken"] = Outcome(SequentialDecision::kContinue, 1.0, 2);
+  plan.outcomes["broken"].fault = v1::HEALTH_VERDICT_WRONG_DATA;
+  plan.outcomes["broken"].fault_detail = "checksum mismatch";
+  const auto names = [](const std::vector<Anomaly>& anomalies) {
+    std::vector<std::string> out;
+    for (const auto& a : anomalies) out.push_back(a.node);
+    return out;
+  };
+
+  SECTION("a first sweep: clear faults and gross slowness at once, slowness alone repeated") {
+    const ConfirmationVerdicts v = JudgeConfirmation(plan, nullptr, config);
+    CHECK(names(v.anomalies) == std::vector<std::string>{"broken", "gross"});
+    CHECK(v.anomalies[0].verdict == v1::HEALTH_VERDICT_WRONG_DATA);
+    CHECK(v.anomalies[1].verdict == v1::HEALTH_VERDICT_SLOW);
+    CHECK(v.repeat == std::vector<std::string>{"slow"});
+    CHECK(v.inconclusive == std::vector<std::string>{"odd"});
+  }
+  SECTION("a follow-up of a sweep that found it slow too: condemned, with both sweeps' figures") {
+    ConfirmationPlan earlier;
+    earlier.outcomes["slow"] = Outcome(SequentialDecision::kSlow, 0.78, 7);
+    const ConfirmationVerdicts v = JudgeConfirmation(plan, &earlier, config);
+    REQUIRE(names(v.anomalies) == std::vector<std::string>{"broken", "gross", "slow"});
+    const Anomaly& a = v.anomalies[2];
+    CHECK(a.verdict == v1::HEALTH_VERDICT_SLOW);
+    CHECK_THAT(a.finding, Catch::StartsWith("slow: slow: 0.800 x its peers over 6 pairs"));
+    CHECK_THAT(a.finding, Catch::EndsWith("slow in the sweep before too, measured apart: 0.780 x "
+                                          "its peers over 7 pairs"));
+    CHECK(a.evidence.at("earlier_confirm_pairs") == 7);
+    CHECK(a.evidence.at("earlier_confirm_mean_ratio") == 0.78);
+    CHECK(a.evidence.at("confirm_pairs") == 6);
+    CHECK(v.repeat.empty());
+  }
+  SECTION("a follow-up of a sweep that did not find it slow: still one sweep's word") {
+    ConfirmationPlan earlier;
+    earlier.outcomes["slow"] = Outcome(SequentialDecision::kInconclusive, 0.9, 16);
+    const ConfirmationVerdicts v = JudgeConfirmation(plan, &earlier, config);
+    CHECK(names(v.anomalies) == std::vector<std::string>{"broken", "gross"});
+    CHECK(v.repeat == std::vector<std::string>{"slow"});
+  }
 }
 
 }  // namespace

@@ -8,7 +8,9 @@ namespace tessera::health {
 namespace {
 using namespace handler_test;  // NOLINT: the fixture is this test's vocabulary
 
-TEST_CASE("a node somewhat slow is measured again in turn with peers, then cordoned with all") {
+TEST_CASE(
+    "a node somewhat slow is measured again in turn with peers, found slow again by a "
+    "follow-up sweep, then cordoned with all") {
   HealthConfig config;
   config.canary.compute_threads = 1;  // the re-measurements measure as the first passes do
   Fixture f(config);
@@ -23,9 +25,11 @@ TEST_CASE("a node somewhat slow is measured again in turn with peers, then cordo
     f.handler->Tick();
   }
   CHECK(f.cordon->cordoned.empty());  // a suspect, not a verdict
-  // The confirmation: one measurement at a time, numbered, a peer first, then c between peers.
+  // The confirmation: one measurement at a time, numbered, a peer first, then c between peers,
+  // until the test may call it slow (min_pairs_slow pairs).
+  const int pairs = config.anomaly.confirmation.test.min_pairs_slow;
   std::vector<std::string> line;
-  for (int step = 1; step <= 9; ++step) {
+  for (int step = 1; step <= 1 + 2 * pairs; ++step) {
     auto d = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
     REQUIRE(d.size() == 1);
     CHECK(d[0].start_canary().step() == step);
@@ -37,26 +41,69 @@ TEST_CASE("a node somewhat slow is measured again in turn with peers, then cordo
     f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
     f.handler->Tick();
   }
-  CHECK(line[1] == "c");
-  CHECK(line[3] == "c");
-  CHECK(line[5] == "c");
-  CHECK(line[7] == "c");
+  for (int k = 0; k < pairs; ++k) CHECK(line[static_cast<size_t>(1 + 2 * k)] == "c");
   CHECK(line[0] != "c");
+  // Slow on this sweep's evidence alone: not cordoned, measured again by a follow-up.
   const v1::Sweep done = f.Sweep(s.id());
   CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
-  REQUIRE(done.anomalous_nodes_size() == 1);
-  CHECK(done.anomalous_nodes(0) == "c");
-  CHECK(done.findings(0).find("c: slow: 0.800 x its peers over 4 pairs") == 0);
-  REQUIRE(done.suspects_size() == 1);
-  CHECK(done.suspects(0) == done.findings(0));
+  CHECK(done.anomalous_nodes().empty());
+  CHECK(f.cordon->cordoned.empty());
+  CHECK(f.scheduler->evicted.empty());
+  REQUIRE(done.repeat_nodes_size() == 1);
+  CHECK(done.repeat_nodes(0) == "c");
   CHECK(done.inconclusive_nodes().empty());
+  REQUIRE(done.suspects_size() == 1);
+  CHECK(done.suspects(0).find("c: slow: 0.800 x its peers over 6 pairs") == 0);
+  CHECK(done.suspects(0).find("not cordoned on one sweep: a follow-up sweep measures it again") !=
+        std::string::npos);
+  v1::ListSweepsResponse sweeps;
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
+  REQUIRE(sweeps.sweeps_size() == 2);
+  const v1::Sweep follow_up = sweeps.sweeps(0).id() == s.id() ? sweeps.sweeps(1) : sweeps.sweeps(0);
+  CHECK(follow_up.follows_sweep_id() == s.id());
+  CHECK(follow_up.trigger_detail() == "measuring again what sweep " + s.id() + " found slow (c)");
+
+  // The follow-up measures c afresh, even though it looks level at first this time.
+  const v1::Sweep again = f.RunToEnd(follow_up.id(), [](const std::string& node, int step) {
+    return node == "c" && step > 0 ? 0.8 : 1.0;
+  });
+  REQUIRE(again.anomalous_nodes_size() == 1);
+  CHECK(again.anomalous_nodes(0) == "c");
+  CHECK(again.findings(0).find("c: slow: 0.800 x its peers over 6 pairs") == 0);
+  CHECK(again.findings(0).find("slow in the sweep before too, measured apart: 0.800 x its peers "
+                               "over 6 pairs") != std::string::npos);
+  CHECK(again.repeat_nodes().empty());
   REQUIRE(f.cordon->cordoned.size() == 1);
   const auto& e = f.cordon->evidence[0].fields();
-  CHECK(e.at("confirm_pairs").number_value() == 4);
+  CHECK(e.at("confirm_pairs").number_value() == 6);  // this sweep's own pairs only
+  CHECK(e.at("earlier_confirm_pairs").number_value() == 6);
   CHECK(e.at("confirm_2_tflops").number_value() == 0.8);
   CHECK(e.at("confirm_2_peer_tflops").number_value() == 1.0);
   CHECK(e.at("confirm_llr").number_value() > e.at("confirm_llr_slow_bound").number_value());
   CHECK(f.scheduler->evicted.at(0).reason() == v1::ATTEMPT_END_REASON_STRAGGLER);
+  v1::ListSweepsResponse after;
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &after).ok());
+  CHECK(after.sweeps_size() == 2);  // a follow-up is not followed up
+}
+
+TEST_CASE("a node found slow once and level in the follow-up stays in service") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  const v1::Sweep first = f.RunToEnd(
+      f.Start().id(), [](const std::string& node, int) { return node == "c" ? 0.8 : 1.0; });
+  REQUIRE(first.repeat_nodes_size() == 1);
+  v1::ListSweepsResponse sweeps;
+  REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
+  REQUIRE(sweeps.sweeps_size() == 2);
+  const v1::Sweep follow_up =
+      sweeps.sweeps(0).id() == first.id() ? sweeps.sweeps(1) : sweeps.sweeps(0);
+  // The machine's noise, not the node: level with its peers when measured again.
+  const v1::Sweep again = f.RunToEnd(follow_up.id(), [](const std::string&, int) { return 1.0; });
+  CHECK(again.anomalous_nodes().empty());
+  REQUIRE(again.suspects_size() == 1);
+  CHECK(again.suspects(0).find("c: cleared: 1.000 x its peers over 4 pairs") == 0);
+  CHECK(f.cordon->cordoned.empty());
+  CHECK(f.scheduler->evicted.empty());
 }
 
 TEST_CASE("a suspect that measures level with its peers again is cleared and stays in service") {

@@ -130,6 +130,9 @@ export async function mountSweep(container, ctx) {
     const suspects = (s.suspects || []).length
       ? h('section', { class: 'card', testid: 'sweep-suspects' },
         h('h2', null, 'Suspects measured again'),
+        (s.repeat_nodes || []).length
+          ? h('p', null, 'Found slow once (not cordoned until a second sweep finds it too): ', s.repeat_nodes.map((n) => badge(n, 'warn')))
+          : null,
         (s.inconclusive_nodes || []).length
           ? h('p', null, 'Inconclusive (not cordoned, measured again): ', s.inconclusive_nodes.map((n) => badge(n, 'warn')))
           : null,
