@@ -147,4 +147,16 @@ bool FakeClock::AwaitWaiters(size_t n, absl::Duration timeout) const {
   return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
 }
 
+absl::Time TickAtOrBefore(absl::Time t, absl::Duration period, absl::Duration offset) {
+  const int64_t p = std::max<int64_t>(1, absl::ToInt64Nanoseconds(period));
+  const int64_t o = absl::ToInt64Nanoseconds(offset);
+  const int64_t n = absl::ToUnixNanos(t);
+  return absl::FromUnixNanos(n - (((n - o) % p) + p) % p);
+}
+
+absl::Time TickAfter(absl::Time t, absl::Duration period, absl::Duration offset) {
+  return TickAtOrBefore(t, period, offset) +
+         absl::Nanoseconds(std::max<int64_t>(1, absl::ToInt64Nanoseconds(period)));
+}
+
 }  // namespace tessera

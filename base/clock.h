@@ -109,4 +109,14 @@ class FakeClock final : public Clock {
   std::vector<Waiter*> waiters_ ABSL_GUARDED_BY(mu_);
 };
 
+// A grid of moments on the clock: `offset` + k * `period` since the Unix epoch, for every k.
+// Waits released on a common grid go together (a pump's tick); waits on grids of their own
+// (offsets spread over the period) keep apart whatever wakes them.
+// The last moment of the grid at or before `t`.
+absl::Time TickAtOrBefore(absl::Time t, absl::Duration period,
+                          absl::Duration offset = absl::ZeroDuration());
+// The first moment of the grid strictly after `t`.
+absl::Time TickAfter(absl::Time t, absl::Duration period,
+                     absl::Duration offset = absl::ZeroDuration());
+
 }  // namespace tessera

@@ -112,15 +112,16 @@ void StreamPump::TimerLoop() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
     absl::Time now = clock_->Now();
-    if (tick_ > absl::ZeroDuration()) now -= (now - absl::UnixEpoch()) % tick_;  // the last tick
+    if (tick_ > absl::ZeroDuration()) now = TickAtOrBefore(now, tick_);
     while (!by_time_.empty() && by_time_.begin()->first <= now) {
       ReleaseLocked(by_time_.begin()->second);
     }
     absl::Time next = by_time_.empty() ? absl::InfiniteFuture() : by_time_.begin()->first;
     if (tick_ > absl::ZeroDuration() && next != absl::InfiniteFuture()) {
-      // Up to the next multiple of the tick: what falls due until then goes with it.
-      const absl::Duration past = (next - absl::UnixEpoch()) % tick_;
-      if (past > absl::ZeroDuration()) next += tick_ - past;
+      // Up to the tick at or after it: what falls due until then goes with it.
+      if (const absl::Time last = TickAtOrBefore(next, tick_); last != next) {
+        next = TickAfter(next, tick_);
+      }
     }
     earlier_ = false;
     const auto woken = [this]()

@@ -3,20 +3,6 @@
 #include <cmath>
 
 namespace tessera::runs {
-namespace {
-
-// The next moment after `now` at `phase` (0 to 1) of a period: watches that opened together
-// (a dashboard's, a script's) then step at their own moments of each second, not all at once,
-// and keep to them whatever wakes them meanwhile.
-absl::Time NextTick(absl::Time now, absl::Duration period, double phase) {
-  const int64_t p = std::max<int64_t>(1, absl::ToInt64Nanoseconds(period));
-  const auto offset = static_cast<int64_t>(phase * static_cast<double>(p));
-  const int64_t t = absl::ToUnixNanos(now);
-  const int64_t since_tick = ((t - offset) % p + p) % p;
-  return absl::FromUnixNanos(t - since_tick + p);
-}
-
-}  // namespace
 
 RunChangeWatch::RunChangeWatch(std::shared_ptr<RunEventTail> tail,
                                std::shared_ptr<store::ChangeFeed> changes,
@@ -60,9 +46,11 @@ StreamStep RunChangeWatch::Step(std::deque<v1::RunChange>& out, const std::funct
   // Nothing more: look again when the tail says so (or an event commits), or after the poll
   // interval of the injected clock (the fallback when the feed missed it).
   if (!tail_wakes_) return StreamStep::WaitFor(seen, clock_->Now() + poll_interval_);
-  // Spread evenly, whatever the number of watches: the golden ratio's multiples modulo 1.
+  // Each watch at a moment of its own within the period (watches that opened together, a
+  // dashboard's or a script's, do not step all at once, and keep to their moments whatever wakes
+  // them), spread evenly whatever their number: the golden ratio's multiples modulo 1.
   const double phase = std::fmod(static_cast<double>(watcher_) * 0.6180339887498949, 1.0);
-  return StreamStep::WaitFor(seen, NextTick(clock_->Now(), *tail_wakes_, phase));
+  return StreamStep::WaitFor(seen, TickAfter(clock_->Now(), *tail_wakes_, phase * *tail_wakes_));
 }
 
 void RunChangeWatch::Waiting(std::function<void()> wake) {

@@ -155,6 +155,7 @@ absl::StatusOr<RunEventTail::Entries> RunEventTail::ReadFromStore(int64_t after_
     auto entry = std::make_shared<Entry>();
     entry->event = std::move(event);
     entry->run = it->second;
+    entry->bytes = entry->event.ByteSizeLong() + (entry->run ? entry->run->ByteSizeLong() : 0);
     page.push_back(std::move(entry));
   }
   return page;
@@ -168,14 +169,14 @@ void RunEventTail::KeepLocked(const Entries& fresh, int64_t new_newest) {
   }
   for (const auto& entry : fresh) {
     if (entry->event.id() <= newest_) continue;  // a read that raced with another's
-    bytes_ += entry->event.ByteSizeLong() + (entry->run ? entry->run->ByteSizeLong() : 0);
+    bytes_ += entry->bytes;
     entries_.push_back(entry);
   }
   newest_ = std::max(newest_, new_newest);
   while (!entries_.empty() &&
          (entries_.size() > options_.max_events || bytes_ > options_.max_bytes)) {
     const Entry& oldest = *entries_.front();
-    bytes_ -= oldest.event.ByteSizeLong() + (oldest.run ? oldest.run->ByteSizeLong() : 0);
+    bytes_ -= oldest.bytes;
     floor_ = oldest.event.id();
     entries_.pop_front();
   }

@@ -47,6 +47,7 @@ class RunEventTail {
   struct Entry {
     v1::RunEvent event;
     std::shared_ptr<const v1::Run> run;
+    size_t bytes = 0;  // the event's and the run's encoded size, what counts against max_bytes
   };
   using Entries = std::vector<std::shared_ptr<const Entry>>;
 

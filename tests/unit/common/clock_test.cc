@@ -172,5 +172,27 @@ TEST_CASE("the default timed wait sleeps the clock in steps of 10 ms up to the d
   CHECK(clock.sleeps() == 3);  // 10 + 10 + 5
 }
 
+TEST_CASE("a grid of moments: the tick at or before a time, and the one after it") {
+  const absl::Time epoch = absl::UnixEpoch();
+  const absl::Duration s = absl::Seconds(1), ms = absl::Milliseconds(1);
+  // On the plain grid of seconds.
+  CHECK(TickAtOrBefore(epoch + 2500 * ms, s) == epoch + 2 * s);
+  CHECK(TickAfter(epoch + 2500 * ms, s) == epoch + 3 * s);
+  // A time on a tick is its own tick at or before, and the next one is a period on.
+  CHECK(TickAtOrBefore(epoch + 2 * s, s) == epoch + 2 * s);
+  CHECK(TickAfter(epoch + 2 * s, s) == epoch + 3 * s);
+  // With an offset, the grid is shifted: ... 1.3, 2.3, 3.3 ...
+  CHECK(TickAtOrBefore(epoch + 2500 * ms, s, 300 * ms) == epoch + 2300 * ms);
+  CHECK(TickAfter(epoch + 2500 * ms, s, 300 * ms) == epoch + 3300 * ms);
+  CHECK(TickAfter(epoch + 2200 * ms, s, 300 * ms) == epoch + 2300 * ms);
+  // Before the epoch too (the remainder of a negative time is taken upward).
+  CHECK(TickAtOrBefore(epoch - 2500 * ms, s) == epoch - 3 * s);
+  CHECK(TickAfter(epoch - 2500 * ms, s) == epoch - 2 * s);
+  // Today's times, at nanosecond precision.
+  const absl::Time now = absl::FromUnixNanos(1'764'500'000'123'456'789);
+  CHECK(TickAtOrBefore(now, 10 * ms) == absl::FromUnixNanos(1'764'500'000'120'000'000));
+  CHECK(TickAfter(now, 10 * ms) == absl::FromUnixNanos(1'764'500'000'130'000'000));
+}
+
 }  // namespace
 }  // namespace tessera
