@@ -75,17 +75,27 @@ ConfirmationVerdicts JudgeConfirmation(const ConfirmationPlan& plan,
       const SuspectOutcome* before = nullptr;
       if (earlier != nullptr) {
         const auto it = earlier->outcomes.find(node);
-        if (it != earlier->outcomes.end() && NeedsRepeat(it->second, config)) before = &it->second;
+        if (it != earlier->outcomes.end()) before = &it->second;
       }
-      if (before == nullptr) {
+      // Found slow by the sweep before too (measured apart), or on pairs of both sweeps (the one
+      // before left it inconclusive, and its pairs count here): two sweeps' evidence.
+      const bool repeated = before != nullptr && NeedsRepeat(*before, config);
+      const bool spans_two = before != nullptr &&
+                             before->test.decision == SequentialDecision::kInconclusive &&
+                             before->fault == v1::HEALTH_VERDICT_UNSPECIFIED;
+      if (!repeated && !spans_two) {
         out.repeat.push_back(node);
         continue;
       }
       Anomaly a = *ConfirmedAnomaly(node, outcome);
-      absl::StrAppend(&a.finding,
-                      absl::StrFormat("; slow in the sweep before too, measured apart: %.3f x its "
-                                      "peers over %d pairs",
-                                      before->test.mean_ratio, before->test.pairs));
+      absl::StrAppend(
+          &a.finding,
+          repeated ? absl::StrFormat("; slow in the sweep before too, measured apart: %.3f x its "
+                                     "peers over %d pairs",
+                                     before->test.mean_ratio, before->test.pairs)
+                   : absl::StrFormat("; over two sweeps: %d of the pairs are the sweep before's, "
+                                     "which left it inconclusive at %.3f x its peers",
+                                     before->test.pairs, before->test.mean_ratio));
       a.evidence["earlier_confirm_pairs"] = before->test.pairs;
       a.evidence["earlier_confirm_mean_ratio"] = before->test.mean_ratio;
       a.evidence["earlier_confirm_llr"] = before->test.llr;

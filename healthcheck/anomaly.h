@@ -73,7 +73,8 @@ struct ConfirmationVerdicts {
   std::vector<std::string> inconclusive;
 };
 // `earlier`: the confirmation of the sweep this one follows up (null for a first sweep). A node
-// that needs a repeat (NeedsRepeat) is condemned only when `earlier` found it slow too.
+// that needs a repeat (NeedsRepeat) is condemned only when `earlier` found it slow too, or left
+// it inconclusive (then its pairs count in this verdict: the evidence spans two sweeps).
 ConfirmationVerdicts JudgeConfirmation(const ConfirmationPlan& plan,
                                        const ConfirmationPlan* earlier,
                                        const ConfirmationConfig& config);

@@ -30,10 +30,11 @@ void AddHealthFlags(CLI::App& app, HealthFlags& f) {
       ->capture_default_str()
       ->check(CLI::Range(1e-9, 0.1));
   app.add_option("--confirmation-pairs", f.options.confirmation_pairs,
-                 "at most this many re-measurements of a suspect beside its peers; then it is "
-                 "inconclusive, not condemned, and a follow-up sweep measures it again")
+                 "at most this many re-measurements of a suspect beside its peers (at least the "
+                 "6 a slow verdict needs); then it is inconclusive, not condemned, and a "
+                 "follow-up sweep measures it again")
       ->capture_default_str()
-      ->check(CLI::Range(3, 100));
+      ->check(CLI::Range(6, 100));
   app.add_option("--canary-compute-seconds", f.options.canary_compute_seconds,
                  "how long each compute stress test measures")
       ->capture_default_str()

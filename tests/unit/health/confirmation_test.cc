@@ -570,11 +570,24 @@ TEST_CASE("a sweep's verdicts: slowness alone is condemned only when a follow-up
     CHECK(a.evidence.at("confirm_pairs") == 6);
     CHECK(v.repeat.empty());
   }
-  SECTION("a follow-up of a sweep that did not find it slow: still one sweep's word") {
+  SECTION("a follow-up that carried the pairs of a sweep that left it inconclusive: two sweeps") {
     ConfirmationPlan earlier;
     earlier.outcomes["slow"] = Outcome(SequentialDecision::kInconclusive, 0.9, 16);
     const ConfirmationVerdicts v = JudgeConfirmation(plan, &earlier, config);
+    REQUIRE(names(v.anomalies) == std::vector<std::string>{"broken", "gross", "slow"});
+    CHECK_THAT(v.anomalies[2].finding,
+               Catch::EndsWith("over two sweeps: 16 of the pairs are the sweep before's, which "
+                               "left it inconclusive at 0.900 x its peers"));
+    CHECK(v.repeat.empty());
+  }
+  SECTION("a follow-up of a sweep that cleared it, or never measured it again: one sweep's word") {
+    ConfirmationPlan earlier;
+    earlier.outcomes["slow"] = Outcome(SequentialDecision::kHealthy, 1.0, 4);
+    ConfirmationVerdicts v = JudgeConfirmation(plan, &earlier, config);
     CHECK(names(v.anomalies) == std::vector<std::string>{"broken", "gross"});
+    CHECK(v.repeat == std::vector<std::string>{"slow"});
+    const ConfirmationPlan none;  // not a suspect in the sweep before
+    v = JudgeConfirmation(plan, &none, config);
     CHECK(v.repeat == std::vector<std::string>{"slow"});
   }
 }
