@@ -1,6 +1,7 @@
 // mcli admin create-api-key|list-api-keys|revoke-api-key, create-join-token|list-join-tokens|
 // revoke-join-token, remove-node, audit.
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,12 +20,70 @@ namespace {
 
 using tessera::v1::AdminService;
 
+// What a node may say of itself (v1::NodeTerms), on a join token or a node key.
+struct NodeTermsOptions {
+  std::string cluster;
+  std::string gpu_type;
+  int max_gpus = 0;
+  std::vector<std::string> labels;  // KEY=VALUE
+
+  bool empty() const {
+    return cluster.empty() && gpu_type.empty() && max_gpus == 0 && labels.empty();
+  }
+  tessera::v1::NodeTerms ToProto() const {
+    tessera::v1::NodeTerms terms;
+    terms.set_cluster(cluster);
+    terms.set_gpu_type(gpu_type);
+    terms.set_max_gpus(max_gpus);
+    for (const std::string& label : labels) {
+      const size_t eq = label.find('=');
+      if (eq == 0 || eq == std::string::npos) {
+        ThrowUsage("--label: expected KEY=VALUE, got \"" + label + "\"");
+      }
+      (*terms.mutable_labels())[label.substr(0, eq)] = label.substr(eq + 1);
+    }
+    return terms;
+  }
+  void AddTo(Fields& fields) const {
+    if (!cluster.empty()) fields.Add("Cluster", cluster);
+    if (!gpu_type.empty()) fields.Add("GPU type", gpu_type);
+    if (max_gpus > 0) fields.Add("GPUs at most", std::to_string(max_gpus));
+    for (const std::string& label : labels) fields.Add("Label", label);
+  }
+};
+
+void AddNodeTermsFlags(CLI::App* command, NodeTermsOptions& terms) {
+  command->add_option("--cluster", terms.cluster,
+                      "The cluster the node must register in (default: the node's own word)");
+  command->add_option("--gpu-type", terms.gpu_type, "The GPU type the node must report");
+  command->add_option("--max-gpus", terms.max_gpus, "The most GPUs the node may report")
+      ->check(CLI::Range(0, 64));
+  command->add_option("--label", terms.labels,
+                      "KEY=VALUE, set on the node whatever it says (repeatable)");
+}
+
+// A node key's or join token's terms in one cell: "cluster=a gpu_type=h100 max_gpus=8 k=v".
+std::string TermsCell(const tessera::v1::NodeTerms& terms) {
+  std::vector<std::string> parts;
+  if (!terms.cluster().empty()) parts.push_back("cluster=" + terms.cluster());
+  if (!terms.gpu_type().empty()) parts.push_back("gpu_type=" + terms.gpu_type());
+  if (terms.max_gpus() > 0) parts.push_back("max_gpus=" + std::to_string(terms.max_gpus()));
+  std::vector<std::pair<std::string, std::string>> labels(terms.labels().begin(),
+                                                          terms.labels().end());
+  std::sort(labels.begin(), labels.end());
+  for (const auto& [k, v] : labels) parts.push_back(k + "=" + v);
+  std::string out;
+  for (const std::string& part : parts) out += (out.empty() ? "" : " ") + part;
+  return out;
+}
+
 struct CreateKeyOptions {
   std::string user;
   std::string role = "user";
   std::string description;
   std::string node;
   std::string expires_in;
+  NodeTermsOptions terms;  // --role node only
 };
 
 // Seconds of a --expires-in duration ("90m", "24h"); 0 when it is empty.
@@ -45,6 +104,7 @@ int CreateApiKey(CommandContext& context, const CreateKeyOptions& options) {
   request.set_description(options.description);
   request.set_node(options.node);
   request.set_expires_in_seconds(LifetimeSeconds(options.expires_in));
+  if (!options.terms.empty()) *request.mutable_node_terms() = options.terms.ToProto();
   Connection& connection = context.connection();
   auto stub = AdminService::NewStub(connection.channel());
   tessera::v1::CreateApiKeyResponse response;
@@ -56,6 +116,7 @@ int CreateApiKey(CommandContext& context, const CreateKeyOptions& options) {
   fields.Add("User", response.key().user());
   fields.Add("Role", ShortName(response.key().role()));
   if (!response.key().node().empty()) fields.Add("Node", response.key().node());
+  options.terms.AddTo(fields);
   if (response.key().has_expires_at()) {
     fields.Add("Expires", FormatTimestamp(response.key().expires_at()));
   }
@@ -74,10 +135,11 @@ int ListApiKeys(CommandContext& context, const std::string& user) {
   connection.Unary(
       [&](grpc::ClientContext* c) { return stub->ListApiKeys(c, request, &response); });
   if (PrintIfStructured(context, MessagesToJson(response.keys()))) return kExitOk;
-  Table table({"ID", "USER", "ROLE", "NODE", "CREATED", "EXPIRES", "REVOKED", "DESCRIPTION"});
+  Table table(
+      {"ID", "USER", "ROLE", "NODE", "TERMS", "CREATED", "EXPIRES", "REVOKED", "DESCRIPTION"});
   for (const auto& key : response.keys()) {
     table.AddRow({key.id(), key.user(), ShortName(key.role()), key.node(),
-                  FormatTimestamp(key.created_at()),
+                  TermsCell(key.node_terms()), FormatTimestamp(key.created_at()),
                   key.has_expires_at() ? FormatTimestamp(key.expires_at()) : "never",
                   key.revoked() ? "yes" : "no", key.description()});
   }
@@ -102,11 +164,7 @@ struct CreateTokenOptions {
   std::string node;
   std::string expires_in;
   std::string description;
-  // What the node may say of itself (v1::NodeTerms).
-  std::string cluster;
-  std::string gpu_type;
-  int max_gpus = 0;
-  std::vector<std::string> labels;  // KEY=VALUE
+  NodeTermsOptions terms;
 };
 
 int CreateJoinToken(CommandContext& context, const CreateTokenOptions& options) {
@@ -115,17 +173,7 @@ int CreateJoinToken(CommandContext& context, const CreateTokenOptions& options) 
   request.set_node(options.node);
   request.set_description(options.description);
   request.set_expires_in_seconds(LifetimeSeconds(options.expires_in));
-  tessera::v1::NodeTerms& terms = *request.mutable_terms();
-  terms.set_cluster(options.cluster);
-  terms.set_gpu_type(options.gpu_type);
-  terms.set_max_gpus(options.max_gpus);
-  for (const std::string& label : options.labels) {
-    const size_t eq = label.find('=');
-    if (eq == 0 || eq == std::string::npos) {
-      ThrowUsage("--label: expected KEY=VALUE, got \"" + label + "\"");
-    }
-    (*terms.mutable_labels())[label.substr(0, eq)] = label.substr(eq + 1);
-  }
+  *request.mutable_terms() = options.terms.ToProto();
   Connection& connection = context.connection();
   auto stub = AdminService::NewStub(connection.channel());
   tessera::v1::CreateJoinTokenResponse response;
@@ -136,10 +184,7 @@ int CreateJoinToken(CommandContext& context, const CreateTokenOptions& options) 
   fields.Add("ID", response.token().id());
   fields.Add("Node", response.token().node());
   fields.Add("Expires", FormatTimestamp(response.token().expires_at()));
-  if (!options.cluster.empty()) fields.Add("Cluster", options.cluster);
-  if (!options.gpu_type.empty()) fields.Add("GPU type", options.gpu_type);
-  if (options.max_gpus > 0) fields.Add("GPUs at most", std::to_string(options.max_gpus));
-  for (const std::string& label : options.labels) fields.Add("Label", label);
+  options.terms.AddTo(fields);
   fields.Add("Secret", response.secret());
   fields.Print(context.out());
   context.err() << "Give the secret to the node's worker in a file only it reads "
@@ -162,10 +207,11 @@ int ListJoinTokens(CommandContext& context) {
     return stub->ListJoinTokens(c, tessera::v1::ListJoinTokensRequest(), &response);
   });
   if (PrintIfStructured(context, MessagesToJson(response.tokens()))) return kExitOk;
-  Table table({"ID", "NODE", "CREATED", "BY", "EXPIRES", "STATE", "KEY", "DESCRIPTION"});
+  Table table({"ID", "NODE", "TERMS", "CREATED", "BY", "EXPIRES", "STATE", "KEY", "DESCRIPTION"});
   for (const auto& t : response.tokens()) {
-    table.AddRow({t.id(), t.node(), FormatTimestamp(t.created_at()), t.created_by(),
-                  FormatTimestamp(t.expires_at()), TokenState(t), t.key_id(), t.description()});
+    table.AddRow({t.id(), t.node(), TermsCell(t.terms()), FormatTimestamp(t.created_at()),
+                  t.created_by(), FormatTimestamp(t.expires_at()), TokenState(t), t.key_id(),
+                  t.description()});
   }
   table.Print(context.out());
   return kExitOk;
@@ -247,6 +293,7 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
   create_key->add_option("--expires-in", create->expires_in,
                          "The key stops working after this long (e.g. 24h; default: never)");
   create_key->add_option("--description", create->description, "What the key is for");
+  AddNodeTermsFlags(create_key, create->terms);  // refused by the server but for --role node
   OnParsed(create_key, slot,
            [create](CommandContext& context) { return CreateApiKey(context, *create); });
 
@@ -268,13 +315,7 @@ void AddAdminCommands(CLI::App& app, ActionSlot& slot) {
   create_token->add_option("--expires-in", token->expires_in,
                            "It can be used for this long (e.g. 30m; default 1h, at most 168h)");
   create_token->add_option("--description", token->description, "What the token is for");
-  create_token->add_option("--cluster", token->cluster,
-                           "The cluster the node must register in (default: the node's own word)");
-  create_token->add_option("--gpu-type", token->gpu_type, "The GPU type the node must report");
-  create_token->add_option("--max-gpus", token->max_gpus, "The most GPUs the node may report")
-      ->check(CLI::Range(0, 64));
-  create_token->add_option("--label", token->labels,
-                           "KEY=VALUE, set on the node whatever it says (repeatable)");
+  AddNodeTermsFlags(create_token, token->terms);
   OnParsed(create_token, slot,
            [token](CommandContext& context) { return CreateJoinToken(context, *token); });
 

@@ -264,11 +264,12 @@ up() {
   local compute_threads=(--canary-compute-threads 1)
   case " ${TESSERA_SERVER_FLAGS:-} " in *" --canary-compute-threads"*) compute_threads=() ;; esac
 
+  # --require-node-terms: a node is what its join token says (below), never its own word.
   if ! alive "$server_pid_file"; then
     nohup "$BIN/tessera-server" --database-url "$url" "${server_tls[@]}" \
       --secrets-key-file "$STATE/secrets.key" "${compute_threads[@]}" "${scrape[@]}" \
       --grpc-listen "127.0.0.1:$GRPC_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
-      --http-listen "127.0.0.1:$HTTP_PORT" --allow-host-image ${TESSERA_SERVER_FLAGS:-} >"$STATE/logs/tessera-server.log" 2>&1 &
+      --http-listen "127.0.0.1:$HTTP_PORT" --allow-host-image --require-node-terms ${TESSERA_SERVER_FLAGS:-} >"$STATE/logs/tessera-server.log" 2>&1 &
     echo $! >"$server_pid_file"
   fi
   wait_healthy "$METRICS_PORT" "$server_pid_file" "$STATE/logs/tessera-server.log" tessera-server

@@ -42,6 +42,9 @@ struct SchedulerConfig {
   // A node whose wall clock is further than this from the control plane's fails its pre-flight
   // checks (zero: not checked). NTP keeps nodes within milliseconds; this is for a broken one.
   absl::Duration max_clock_skew = absl::Seconds(10);
+  // Refuse a node whose credential (node key or join token) leaves its cluster or GPU type to
+  // its own word (v1::NodeTerms): on a shared cluster a node never places itself in a pool.
+  bool require_node_terms = false;
 
   // How long an ended attempt's unconfirmed nodes keep their GPUs: the stop grace plus a lease
   // (a worker that is alive confirms within the grace; one that is gone is lost within a lease).

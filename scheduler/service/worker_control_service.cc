@@ -45,6 +45,7 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
       return;
     }
     who_node_ = who->node;
+    who_terms_ = who->node_terms;
     auto guard = auth::StreamGuard::Open(*service_->auth_, *ctx_, *who,
                                          auth::StreamGuard::Lifetime::kUnbounded);
     if (!guard.ok()) {
@@ -207,7 +208,7 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
     write_ = [box](const v1::ControlMessage& m) { return Write(box, m); };
     node_ = node;
     token_ = service_->workers_->Attach(node, write_);
-    auto registered = service_->sessions_->RegisterWorker(first.register_());
+    auto registered = service_->sessions_->RegisterWorker(first.register_(), who_terms_);
     if (!registered.ok()) {
       End(ToGrpcStatus(registered.status()));
       return;
@@ -232,6 +233,8 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
   grpc::ServerContext* const ctx_;
   const std::shared_ptr<Outbox> outbox_;
   std::string who_node_;
+  // What the node key says the node is (HoldToTerms holds its registration to them).
+  v1::NodeTerms who_terms_;
   // The node's key, checked again at each message (set once authenticated).
   std::optional<auth::StreamGuard> key_;
   // Set once registered (before the stream's next read).

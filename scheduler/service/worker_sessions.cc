@@ -22,7 +22,7 @@ google::protobuf::Duration ToProtoDuration(absl::Duration d) {
 }
 
 // A node's cluster and GPU type are what its first registration said, unless the terms of its
-// join token fix them (HoldToTerms held it to those): a node cannot move itself into another
+// key or join token fix them (HoldToTerms held it to those): a node cannot move itself into another
 // pool at its next registration. An operator moves one by removing it while it is offline
 // (RemoveNode, `mcli admin remove-node`) or by giving it a join token with terms.
 absl::Status HoldToFirstWord(const v1::Node& before, const v1::Node& offered,
@@ -34,7 +34,8 @@ absl::Status HoldToFirstWord(const v1::Node& before, const v1::Node& offered,
         was,
         " since it first registered, and a node cannot move itself (an operator removes it "
         "while it is offline, `mcli admin remove-node ",
-        offered.name(), "`, or gives it a join token whose terms say where it belongs)"));
+        offered.name(),
+        "`, or gives it a join token or node key whose terms say where it belongs)"));
   };
   if (terms.cluster().empty() && offered.cluster() != before.cluster()) {
     return refuse("cluster", before.cluster(), offered.cluster());
@@ -78,14 +79,15 @@ WorkerSessions::WorkerSessions(
       metrics_(std::move(metrics)),
       join_tokens_(std::move(join_tokens)) {}
 
-absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::RegisterWorker& reg) {
+absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::RegisterWorker& reg,
+                                                              const v1::NodeTerms& key_terms) {
   const v1::Node& offered = reg.node();
   if (offered.name().empty()) return absl::InvalidArgumentError("register.node.name: required");
   if (offered.gpu_count() < 0 || offered.gpu_count() > 64) {
     return absl::InvalidArgumentError("register.node.gpu_count: must be between 0 and 64");
   }
   v1::RegisterWorker held = reg;
-  TESSERA_ASSIGN_OR_RETURN(const v1::NodeTerms terms, HoldToTerms(*held.mutable_node()));
+  TESSERA_ASSIGN_OR_RETURN(const v1::NodeTerms terms, HoldToTerms(*held.mutable_node(), key_terms));
   v1::Registered out;
   *out.mutable_lease_duration() = ToProtoDuration(config_.lease);
   *out.mutable_heartbeat_interval() = ToProtoDuration(config_.heartbeat_interval);
@@ -95,18 +97,34 @@ absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::Register
   return out;
 }
 
-absl::StatusOr<v1::NodeTerms> WorkerSessions::HoldToTerms(v1::Node& node) {
-  if (join_tokens_ == nullptr) return v1::NodeTerms();
-  auto token = join_tokens_->FindLastUsedJoinToken(node.name());
-  if (absl::IsNotFound(token.status())) return v1::NodeTerms();  // a key made otherwise
+absl::StatusOr<std::pair<v1::NodeTerms, std::string>> WorkerSessions::TermsOf(
+    const std::string& node, const v1::NodeTerms& key_terms) {
+  if (key_terms.ByteSizeLong() > 0) return std::pair{key_terms, std::string("its node key")};
+  if (join_tokens_ == nullptr) return std::pair{v1::NodeTerms(), std::string()};
+  // A key made by a join before keys carried their token's terms.
+  auto token = join_tokens_->FindLastUsedJoinToken(node);
+  if (absl::IsNotFound(token.status())) return std::pair{v1::NodeTerms(), std::string()};
   if (!token.ok()) return token.status();
-  const v1::NodeTerms& terms = token->terms();
+  return std::pair{token->terms(), absl::StrCat("join token ", token->id())};
+}
+
+absl::StatusOr<v1::NodeTerms> WorkerSessions::HoldToTerms(v1::Node& node,
+                                                          const v1::NodeTerms& key_terms) {
+  TESSERA_ASSIGN_OR_RETURN(auto found, TermsOf(node.name(), key_terms));
+  const auto& [terms, source] = found;
+  if (config_.require_node_terms && (terms.cluster().empty() || terms.gpu_type().empty())) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "node ", node.name(), " has no terms fixing its cluster and GPU type",
+        source.empty() ? "" : absl::StrCat(" (", source, " leaves them open)"),
+        ", and this scheduler takes no node's own word for them (--require-node-terms): an "
+        "admin gives it a join token or node key with --cluster and --gpu-type"));
+  }
   const auto refuse = [&](const std::string& what, const std::string& allowed,
                           const std::string& said) {
     return absl::PermissionDeniedError(
-        absl::StrCat("node ", node.name(), " joined with join token ", token->id(),
-                     ", whose terms allow ", what, " ", allowed, "; it registered with ", said,
-                     " (an admin makes a new token to change them)"));
+        absl::StrCat("node ", node.name(), " is held to the terms of ", source, ", which allow ",
+                     what, " ", allowed, "; it registered with ", said,
+                     " (an admin makes a new token or key to change them)"));
   };
   if (!terms.cluster().empty() && node.cluster() != terms.cluster()) {
     return refuse("cluster", terms.cluster(), "cluster " + node.cluster());

@@ -32,10 +32,14 @@ class WorkerSessions {
                  std::shared_ptr<store::JoinTokenStore> join_tokens = nullptr);
 
   // Registers (or re-registers) the worker's node and returns the lease terms. Attempts the
-  // worker reports that the control plane does not run on that node are ordered stopped. A node
-  // that joined with a token is held to the token's terms (v1::NodeTerms): PERMISSION_DENIED for
-  // another cluster, GPU type or more GPUs than they allow; their labels replace its own.
-  absl::StatusOr<v1::Registered> RegisterWorker(const v1::RegisterWorker& reg);
+  // worker reports that the control plane does not run on that node are ordered stopped. The node
+  // is held to `key_terms`, the terms of the node key it called with (v1::NodeTerms; a key made
+  // by a join before keys carried terms: its join token's): PERMISSION_DENIED for another
+  // cluster, GPU type or more GPUs than they allow; their labels replace its own. With
+  // SchedulerConfig::require_node_terms, terms that leave the cluster or GPU type open are
+  // PERMISSION_DENIED too.
+  absl::StatusOr<v1::Registered> RegisterWorker(const v1::RegisterWorker& reg,
+                                                const v1::NodeTerms& key_terms = v1::NodeTerms());
   // Renews the node's lease; FAILED_PRECONDITION when the node was declared lost meanwhile or
   // holds no lease here (the worker has fenced itself and must register again).
   absl::StatusOr<v1::LeaseRenewed> Heartbeat(const std::string& node, const v1::Heartbeat& hb);
@@ -43,9 +47,12 @@ class WorkerSessions {
   absl::Status OnProgress(const std::string& node, const v1::ProgressUpdate& progress);
 
  private:
-  // `node` as the terms of the join token it used last allow (unchanged without one); returns
-  // those terms (empty without a token).
-  absl::StatusOr<v1::NodeTerms> HoldToTerms(v1::Node& node);
+  // `node` as its terms allow (`key_terms`, or those of the join token it used last when its key
+  // has none); returns those terms (empty when neither has any).
+  absl::StatusOr<v1::NodeTerms> HoldToTerms(v1::Node& node, const v1::NodeTerms& key_terms);
+  // The terms the node is held to and what set them ("its key K", "join token T").
+  absl::StatusOr<std::pair<v1::NodeTerms, std::string>> TermsOf(const std::string& node,
+                                                                const v1::NodeTerms& key_terms);
   // Saves the registration; what `terms` leave open must be what the node said first.
   absl::Status SaveRegistration(const v1::RegisterWorker& reg, const v1::NodeTerms& terms,
                                 v1::Registered& out);

@@ -5,6 +5,7 @@
 #include "base/status_macros.h"
 #include "base/timestamps.h"
 #include "services/common/auth/api_keys.h"
+#include "services/common/node_labels.h"
 #include "services/common/rpc.h"
 
 namespace tessera::admin {
@@ -24,8 +25,11 @@ absl::StatusOr<v1::Role> ValidateKeyRequest(const v1::CreateApiKeyRequest& req) 
       return absl::InvalidArgumentError("node: required for a node key (the node it acts as)");
     }
     TESSERA_RETURN_IF_ERROR(ValidateUserName("node", req.node()));
+    TESSERA_RETURN_IF_ERROR(ValidateNodeTerms("node_terms", req.node_terms()));
   } else if (!req.node().empty()) {
     return absl::InvalidArgumentError("node: only a node key is bound to a node");
+  } else if (req.node_terms().ByteSizeLong() > 0) {
+    return absl::InvalidArgumentError("node_terms: only a node key has terms (what its node is)");
   }
   if (req.description().size() > 256) {
     return absl::InvalidArgumentError("description: at most 256 characters");
@@ -49,6 +53,7 @@ absl::StatusOr<std::string> CreateKey(store::ApiKeyStore& keys, const Clock& clo
   record.key.set_role(role);
   record.key.set_description(req.description());
   record.key.set_node(req.node());
+  if (req.node_terms().ByteSizeLong() > 0) *record.key.mutable_node_terms() = req.node_terms();
   const absl::Time now = clock.Now();
   *record.key.mutable_created_at() = ToProtoTime(now);
   if (req.expires_in_seconds() > 0) {
@@ -74,6 +79,23 @@ absl::Status ValidateUserName(const std::string& field, const std::string& user)
         "digit)"));
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateNodeTerms(const std::string& field, const v1::NodeTerms& terms) {
+  for (const auto& [name, value] :
+       {std::pair{"cluster", &terms.cluster()}, std::pair{"gpu_type", &terms.gpu_type()}}) {
+    if (value->size() > 63) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".", name, ": at most 63 characters"));
+    }
+  }
+  if (terms.max_gpus() < 0 || terms.max_gpus() > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".max_gpus: from 0 (no limit but 64) to 64"));
+  }
+  if (terms.labels_size() > 32) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".labels: at most 32"));
+  }
+  return ValidateNodeLabels(terms.labels(), field + ".labels");
 }
 
 AdminHandler::AdminHandler(std::shared_ptr<store::ApiKeyStore> keys,

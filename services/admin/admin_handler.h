@@ -78,4 +78,9 @@ absl::StatusOr<std::string> CreateShownOnce(
 // INVALID_ARGUMENT unless `user` is 1..64 of [a-z0-9._-] and starts with a letter or digit.
 absl::Status ValidateUserName(const std::string& field, const std::string& user);
 
+// The terms an admin sets on a node's join token or key (`field` names them in errors: "terms",
+// "node_terms"): names as the scheduler compares them, the GPU count in the range any node may
+// report, labels as SetNodeLabels takes them.
+absl::Status ValidateNodeTerms(const std::string& field, const v1::NodeTerms& terms);
+
 }  // namespace tessera::admin

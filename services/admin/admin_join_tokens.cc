@@ -4,7 +4,6 @@
 #include "base/timestamps.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/auth/api_keys.h"
-#include "services/common/node_labels.h"
 #include "services/common/rpc.h"
 
 namespace tessera::admin {
@@ -14,22 +13,6 @@ constexpr int64_t kMinTokenLifetimeSeconds = 60;
 constexpr int64_t kMaxTokenLifetimeSeconds = 7 * 86400;
 constexpr int64_t kDefaultTokenLifetimeSeconds = 3600;
 
-// The terms an admin sets on a node's token: names as the scheduler compares them, the GPU
-// count in the range any node may report, labels as SetNodeLabels takes them.
-absl::Status ValidateNodeTerms(const v1::NodeTerms& terms) {
-  for (const auto& [field, value] :
-       {std::pair{"cluster", &terms.cluster()}, std::pair{"gpu_type", &terms.gpu_type()}}) {
-    if (value->size() > 63) {
-      return absl::InvalidArgumentError(absl::StrCat("terms.", field, ": at most 63 characters"));
-    }
-  }
-  if (terms.max_gpus() < 0 || terms.max_gpus() > 64) {
-    return absl::InvalidArgumentError("terms.max_gpus: from 0 (no limit but 64) to 64");
-  }
-  if (terms.labels_size() > 32) return absl::InvalidArgumentError("terms.labels: at most 32");
-  return ValidateNodeLabels(terms.labels(), "terms.labels");
-}
-
 absl::StatusOr<std::string> MakeJoinToken(store::JoinTokenStore& tokens, const Clock& clock,
                                           const v1::CreateJoinTokenRequest& req,
                                           const std::string& created_by, std::string id,
@@ -38,7 +21,7 @@ absl::StatusOr<std::string> MakeJoinToken(store::JoinTokenStore& tokens, const C
   if (req.description().size() > 256) {
     return absl::InvalidArgumentError("description: at most 256 characters");
   }
-  TESSERA_RETURN_IF_ERROR(ValidateNodeTerms(req.terms()));
+  TESSERA_RETURN_IF_ERROR(ValidateNodeTerms("terms", req.terms()));
   const int64_t lifetime =
       req.expires_in_seconds() == 0 ? kDefaultTokenLifetimeSeconds : req.expires_in_seconds();
   if (lifetime < kMinTokenLifetimeSeconds || lifetime > kMaxTokenLifetimeSeconds) {

@@ -43,6 +43,8 @@ absl::Status JoinHandler::Join(const v1::JoinRequest& req, v1::JoinResponse* res
   key.key.set_role(v1::ROLE_NODE);
   key.key.set_node(req.node());
   key.key.set_description("joined with a join token");
+  // The token's terms go with the key: the scheduler holds the node to the key it calls with.
+  if (found.terms().ByteSizeLong() > 0) *key.key.mutable_node_terms() = found.terms();
   *key.key.mutable_created_at() = ToProtoTime(now);
   auto token = tokens_->RedeemJoinToken(token_hash, req.node(), now, key);
   if (!token.ok()) {

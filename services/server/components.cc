@@ -175,7 +175,8 @@ class SchedulerComponent final : public Component {
                                        .heartbeat_interval = o.heartbeat_interval,
                                        .stop_grace = o.stop_grace,
                                        .fair_share_half_life = o.fair_share_half_life,
-                                       .max_clock_skew = o.max_clock_skew},
+                                       .max_clock_skew = o.max_clock_skew,
+                                       .require_node_terms = o.require_node_terms},
             health ? scheduler::MakeGrpcHealthClient(health, system_key,
                                                      f.CallOptions(scheduler::kHealthClientOptions))
                    : nullptr,

@@ -81,6 +81,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   double lease_seconds = 2.8, heartbeat_seconds = 1, stop_grace_seconds = 10,
          max_clock_skew_seconds = 10;
   std::string fair_share_half_life = "168h";
+  bool require_node_terms = false;
   AddHostFlags(app, host);
   app.add_option("--database-url", db.url, "PostgreSQL URL (postgresql://user@host:port/db)")
       ->envname("TESSERA_DATABASE_URL");
@@ -151,6 +152,9 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                    "its pre-flight checks before a run starts there (0: not checked)")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 86400.0));
+    app.add_flag("--require-node-terms", require_node_terms,
+                 "refuse a node whose join token or node key does not fix its cluster and GPU "
+                 "type (their terms): no node's own word decides the pool it is in");
     app.add_option("--fair-share-half-life", fair_share_half_life,
                    "fair share: GPU time used this long ago counts half (e.g. 24h, 168h)")
         ->capture_default_str()
@@ -260,6 +264,20 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   create_key->add_option("--expires-in-seconds", key_expires_in,
                          "the key stops working this long after it is made (0: never)");
   create_key->add_option("--description", key_description, "what the key is for");
+  // What the node may say of itself (v1::NodeTerms), on a node key or a join token.
+  v1::NodeTerms key_terms, token_terms;
+  const auto add_terms_flags = [](CLI::App* command, v1::NodeTerms& terms) {
+    command->add_option_function<std::string>(
+        "--cluster", [&terms](const std::string& v) { terms.set_cluster(v); },
+        "the cluster the node must register in (default: the node's own word)");
+    command->add_option_function<std::string>(
+        "--gpu-type", [&terms](const std::string& v) { terms.set_gpu_type(v); },
+        "the GPU type the node must report");
+    command->add_option_function<int>(
+        "--max-gpus", [&terms](int v) { terms.set_max_gpus(v); },
+        "the most GPUs the node may report");
+  };
+  add_terms_flags(create_key, key_terms);
   std::string token_node, token_description;
   int64_t token_expires_in = 3600;
   CLI::App* create_token = app.add_subcommand(
@@ -269,6 +287,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   create_token->add_option("--expires-in-seconds", token_expires_in, "how long it may be used")
       ->capture_default_str();
   create_token->add_option("--description", token_description, "what the token is for");
+  add_terms_flags(create_token, token_terms);
   CLI11_PARSE(app, argc, argv);
 
   if (auto st = ConfigureLogging(host.log_level); !st.ok()) return Fail(st);
@@ -315,6 +334,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     request.set_node(key_node);
     request.set_description(key_description);
     request.set_expires_in_seconds(key_expires_in);
+    if (key_terms.ByteSizeLong() > 0) *request.mutable_node_terms() = key_terms;
     auto secret = admin::CreateApiKeyDirect(*stores->api_keys, *clock, request);
     if (!secret.ok()) return Fail(secret.status());
     std::cout << *secret << "\n";
@@ -325,6 +345,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     request.set_node(token_node);
     request.set_expires_in_seconds(token_expires_in);
     request.set_description(token_description);
+    *request.mutable_terms() = token_terms;
     auto secret =
         admin::CreateJoinTokenDirect(*stores->join_tokens, *clock, request, "tessera-server");
     if (!secret.ok()) return Fail(secret.status());
@@ -405,6 +426,7 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     sched.heartbeat_interval = absl::Seconds(heartbeat_seconds);
     sched.stop_grace = absl::Seconds(stop_grace_seconds);
     sched.max_clock_skew = absl::Seconds(max_clock_skew_seconds);
+    sched.require_node_terms = require_node_terms;
     (void)absl::ParseDuration(fair_share_half_life, &sched.fair_share_half_life);  // checked
     sched.database_url = db.url;
     sched.instance_id = InstanceId();

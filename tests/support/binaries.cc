@@ -39,7 +39,8 @@ std::vector<std::string> TrainingRankEnv(const std::string& shared) {
 }
 
 absl::StatusOr<std::string> CreateApiKey(const std::string& database_url, const std::string& user,
-                                         const std::string& role, const std::string& node) {
+                                         const std::string& role, const std::string& node,
+                                         const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {BinaryPath("tessera-server"),
                                    "--database-url",
                                    database_url,
@@ -54,6 +55,7 @@ absl::StatusOr<std::string> CreateApiKey(const std::string& database_url, const 
     argv.push_back("--node");
     argv.push_back(node);
   }
+  argv.insert(argv.end(), extra.begin(), extra.end());
   auto out = RunCommand(argv);
   if (!out.ok()) return out.status();
   std::string key(absl::StripAsciiWhitespace(*out));

@@ -22,9 +22,10 @@ std::vector<std::string> WorkerArgv(const std::string& name, const std::string& 
 std::vector<std::string> TrainingRankEnv(const std::string& shared);
 
 // An API key made with `tessera-server create-api-key` (its secret, tsk_...). `node` is the node
-// a node key acts as.
+// a node key acts as; `extra`: more of the command's flags (a node key's --cluster, --gpu-type).
 absl::StatusOr<std::string> CreateApiKey(const std::string& database_url, const std::string& user,
-                                         const std::string& role, const std::string& node = "");
+                                         const std::string& role, const std::string& node = "",
+                                         const std::vector<std::string>& extra = {});
 
 // A node key for `node` in a file of its own (mode 600) under `dir`; returns the file's path.
 absl::StatusOr<std::string> NodeKeyFile(const std::string& database_url, const std::string& node,

@@ -132,6 +132,7 @@ Authenticator::CacheEntry Authenticator::EntryFor(const store::ApiKeyRecord* rec
   } else {
     entry.principal = Principal{record->key.user(), record->key.role(), record->key.node()};
     entry.principal->key_id = record->key.id();
+    entry.principal->node_terms = record->key.node_terms();
     if (record->key.has_expires_at()) entry.key_expires = FromProtoTime(record->key.expires_at());
   }
   return entry;

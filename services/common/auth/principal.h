@@ -18,6 +18,8 @@ struct Principal {
   v1::Role role = v1::ROLE_USER;
   // The node a ROLE_NODE key acts as; empty otherwise.
   std::string node;
+  // What the admin says the node of a ROLE_NODE key is (its key's terms); empty otherwise.
+  v1::NodeTerms node_terms;
   // The id of the key that called (for the audit log); empty for principals made in code.
   std::string key_id;
 

@@ -1,5 +1,6 @@
 // The security suite, node identity (real tessera-server, real PostgreSQL, real gRPC): a worker's
-// key acts only as its node and is not admin; another node's reports and log lines change nothing.
+// key acts only as its node and is not admin; another node's reports and log lines change nothing;
+// a node is what its key's terms say, not what it says of itself.
 
 #include <grpcpp/grpcpp.h>
 
@@ -39,6 +40,104 @@ struct RawStream {
   std::unique_ptr<grpc::ClientContext> ctx;
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControlMessage>> stream;
 };
+
+// A node key made by hand (`tessera-server create-api-key --role node`) with `terms` flags.
+std::string NodeKeyWithTerms(const std::string& url, const std::string& node,
+                             const std::vector<std::string>& terms) {
+  auto key = CreateApiKey(url, node, "node", node, terms);
+  INFO(key.status().ToString());
+  REQUIRE(key.ok());
+  return *key;
+}
+
+v1::Node NodeSaying(const std::string& name, const std::string& cluster, int gpus = 8) {
+  v1::Node node = SimulatedNode(name, gpus);
+  node.set_cluster(cluster);
+  (*node.mutable_labels())["pool"] = "team-b";  // where another team's runs go
+  return node;
+}
+
+TEST_CASE("attack: a node whose key says what it is cannot register as anything else",
+          "[security]") {
+  auto pg = PostgresServer::Start();
+  REQUIRE(pg.ok());
+  const std::string url = (*pg)->url();
+  ServerProcess server = StartServer("tessera-server", url, {"--require-node-terms"});
+  Client ops(server.endpoint(), CreateKey(url, "ops", "admin"));
+  const auto node_exists = [&](const std::string& name) {
+    v1::GetNodeRequest get;
+    get.set_name(name);
+    v1::GetNodeResponse got;
+    return ops.scheduler->GetNode(ops.Ctx().get(), get, &got).ok();
+  };
+  // The scheduler's answer to a control stream opened with `key` that registers as `node` says:
+  // OK when it registered, else how the stream ended.
+  const auto registration = [&](const std::string& key, const v1::Node& node) {
+    auto stub = v1::WorkerControl::NewStub(
+        grpc::CreateChannel(server.endpoint(), grpc::InsecureChannelCredentials()));
+    auto ctx = WithKey(key);
+    auto stream = stub->Connect(ctx.get());
+    v1::WorkerMessage reg;
+    *reg.mutable_register_()->mutable_node() = node;
+    reg.mutable_register_()->set_process_id("raw-" + node.name());
+    stream->Write(reg);
+    v1::ControlMessage m;
+    if (stream->Read(&m) && m.has_registered()) {
+      ctx->TryCancel();
+      (void)stream->Finish();  // CANCELLED: the test's own doing
+      return grpc::Status::OK;
+    }
+    return stream->Finish();
+  };
+
+  // A key whose terms pin the node into pool-a's cluster, GPU type and size, with its label.
+  const std::string pinned = NodeKeyWithTerms(
+      url, "node-p", {"--cluster", "pool-a", "--gpu-type", "sim", "--max-gpus", "8"});
+  const grpc::Status moved = registration(pinned, NodeSaying("node-p", "local"));
+  CHECK(moved.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(absl::StrContains(moved.error_message(),
+                          "held to the terms of its node key, which allow cluster pool-a"));
+  CHECK_FALSE(node_exists("node-p"));  // not even its first word was taken
+  v1::Node bigger = NodeSaying("node-p", "pool-a", 64);
+  CHECK(registration(pinned, bigger).error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK_FALSE(node_exists("node-p"));
+  // Within its terms it registers.
+  CHECK(registration(pinned, NodeSaying("node-p", "pool-a")).ok());
+  CHECK(node_exists("node-p"));
+
+  // A key that leaves the pool to the node's word is refused by a scheduler that requires terms,
+  // naming the flag and the way out.
+  const std::string open_key = NodeKey(url, "node-o");
+  const grpc::Status open = registration(open_key, NodeSaying("node-o", "pool-a"));
+  CHECK(open.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(absl::StrContains(open.error_message(), "--require-node-terms"));
+  CHECK(absl::StrContains(open.error_message(), "--cluster and --gpu-type"));
+  CHECK_FALSE(node_exists("node-o"));
+
+  // An admin's node key over the API carries terms the same way; a user key cannot have any.
+  v1::CreateApiKeyRequest create;
+  create.set_user("node-q");
+  create.set_role(v1::ROLE_NODE);
+  create.set_node("node-q");
+  create.mutable_node_terms()->set_cluster("pool-a");
+  create.mutable_node_terms()->set_gpu_type("sim");
+  (*create.mutable_node_terms()->mutable_labels())["pool"] = "team-a";
+  v1::CreateApiKeyResponse created;
+  REQUIRE(ops.admin->CreateApiKey(ops.Ctx().get(), create, &created).ok());
+  CHECK(created.key().node_terms().cluster() == "pool-a");
+  CHECK(registration(created.secret(), NodeSaying("node-q", "pool-a")).ok());
+  v1::GetNodeRequest get;
+  get.set_name("node-q");
+  v1::GetNodeResponse got;
+  REQUIRE(ops.scheduler->GetNode(ops.Ctx().get(), get, &got).ok());
+  CHECK(got.node().labels().at("pool") == "team-a");  // the key's word, not the node's
+  v1::CreateApiKeyRequest user_with_terms;
+  user_with_terms.set_user("mallory");
+  user_with_terms.mutable_node_terms()->set_cluster("pool-a");
+  const grpc::Status refused = ops.admin->CreateApiKey(ops.Ctx().get(), user_with_terms, &created);
+  CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StrContains(refused.error_message(), "node_terms: only a node key"));
+}
 
 TEST_CASE("a node key acts only as its node, for its attempts, and is not admin", "[security]") {
   auto pg = PostgresServer::Start();

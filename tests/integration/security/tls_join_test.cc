@@ -304,7 +304,7 @@ TEST_CASE("a worker joins once with its token and runs over mutual TLS as its no
     // The worker says "--cluster local"; its token says pool-a: it never registers.
     Process moved =
         p.StartJoiningWorker("node-c", token_with("node-c", "pool-a"), p.dir.path + "/node-c");
-    auto refused = moved.WaitForLine("whose terms allow cluster pool-a", absl::Seconds(30));
+    auto refused = moved.WaitForLine("which allow cluster pool-a", absl::Seconds(30));
     INFO(moved.Log());
     CHECK(refused.ok());
     v1::GetNodeRequest get;

@@ -235,6 +235,40 @@ TEST_CASE("a node key acts as its node, node keys need a node and nothing else h
                                                       KeyFor("evil", v1::ROLE_ADMIN), &resp)));
 }
 
+TEST_CASE("a node key made by hand carries its admin's terms, and no other key has any") {
+  KeyFixture f;
+  auto req = KeyFor("node-1", v1::ROLE_NODE, "node-1");
+  req.mutable_node_terms()->set_cluster("pool-a");
+  req.mutable_node_terms()->set_gpu_type("h200");
+  req.mutable_node_terms()->set_max_gpus(8);
+  const auto key = f.Create(req);
+  CHECK(key.key().node_terms().cluster() == "pool-a");
+  auto who = f.auth.Authenticate("Bearer " + key.secret());
+  REQUIRE(who.ok());
+  CHECK(who->node_terms.gpu_type() == "h200");
+  CHECK(who->node_terms.max_gpus() == 8);
+  auto listed = f.stores.api_keys->ListKeys("node-1");
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  CHECK((*listed)[0].node_terms().cluster() == "pool-a");
+
+  const auto refused = [&](const v1::CreateApiKeyRequest& r, const std::string& what) {
+    v1::CreateApiKeyResponse resp;
+    const absl::Status st = f.admin.CreateApiKey(f.root, r, &resp);
+    INFO(st.ToString());
+    return absl::IsInvalidArgument(st) && absl::StrContains(st.message(), what);
+  };
+  auto user = KeyFor("alice", v1::ROLE_USER);
+  user.mutable_node_terms()->set_cluster("pool-a");
+  CHECK(refused(user, "node_terms: only a node key has terms"));
+  auto too_many = req;
+  too_many.mutable_node_terms()->set_max_gpus(65);
+  CHECK(refused(too_many, "node_terms.max_gpus"));
+  auto bad_label = req;
+  (*bad_label.mutable_node_terms()->mutable_labels())[""] = "x";
+  CHECK(refused(bad_label, "node_terms.labels"));
+}
+
 TEST_CASE("a retried CreateApiKey makes no second key and the secret is kept nowhere") {
   KeyFixture f;
   auto req = KeyFor("alice", v1::ROLE_USER);

@@ -229,5 +229,29 @@ TEST_CASE("a join token keeps the node's terms its admin set, checked when it is
   CHECK(refused("terms.labels"));
 }
 
+TEST_CASE("the node key a join makes carries its token's terms to whoever checks the key") {
+  Fixture f;
+  v1::CreateJoinTokenRequest req;
+  req.set_node("gpu-1");
+  req.mutable_terms()->set_cluster("pool-a");
+  req.mutable_terms()->set_gpu_type("h200");
+  (*req.mutable_terms()->mutable_labels())["team"] = "ml";
+  v1::CreateJoinTokenResponse token;
+  REQUIRE(f.admin.CreateJoinToken(f.root, req, &token).ok());
+  v1::JoinResponse joined;
+  REQUIRE(f.join->Join(Fixture::Request(token.secret(), "gpu-1"), &joined).ok());
+  auto who = f.auth.Authenticate("Bearer " + joined.api_key());
+  REQUIRE(who.ok());
+  CHECK(who->node_terms.cluster() == "pool-a");
+  CHECK(who->node_terms.gpu_type() == "h200");
+  CHECK(who->node_terms.labels().at("team") == "ml");
+  // A token without terms makes a key without terms.
+  v1::JoinResponse open;
+  REQUIRE(f.join->Join(Fixture::Request(f.Token("gpu-2"), "gpu-2"), &open).ok());
+  auto open_who = f.auth.Authenticate("Bearer " + open.api_key());
+  REQUIRE(open_who.ok());
+  CHECK(open_who->node_terms.ByteSizeLong() == 0);
+}
+
 }  // namespace
 }  // namespace tessera::admin

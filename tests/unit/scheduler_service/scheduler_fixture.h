@@ -147,6 +147,7 @@ struct Fixture {
       std::make_shared<IdempotentCalls>(stores.idempotency, clock);
   std::shared_ptr<OutageNodeStore> node_store =
       std::make_shared<OutageNodeStore>(stores.nodes, outage);
+  SchedulerConfig config{.lease = absl::Seconds(3), .heartbeat_interval = absl::Milliseconds(500)};
   std::unique_ptr<Scheduler> core = NewCore();
 
   // `changes`: the change feed the cycle keeps its copy of the nodes by (null: none).
@@ -154,8 +155,7 @@ struct Fixture {
   std::unique_ptr<Scheduler> NewCore(std::shared_ptr<store::ChangeFeed> changes = nullptr,
                                      metrics::Registry* registry = nullptr) {
     return std::make_unique<Scheduler>(MakeScheduler(
-        node_store, std::make_shared<DirectRuns>(manager, outage), workers, idem, clock,
-        SchedulerConfig{.lease = absl::Seconds(3), .heartbeat_interval = absl::Milliseconds(500)},
+        node_store, std::make_shared<DirectRuns>(manager, outage), workers, idem, clock, config,
         nullptr, nullptr, std::move(changes), registry, nullptr, nullptr, stores.join_tokens));
   }
   void Register(const std::string& name) {

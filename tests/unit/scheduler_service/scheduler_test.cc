@@ -173,8 +173,8 @@ TEST_CASE("a node that joined with a token cannot register into another cluster 
   const absl::Status moved = f.core->sessions->RegisterWorker(other_cluster).status();
   CHECK(absl::IsPermissionDenied(moved));
   CHECK(moved.message() ==
-        "node n1 joined with join token jt-1, whose terms allow cluster local; it registered "
-        "with cluster premium (an admin makes a new token to change them)");
+        "node n1 is held to the terms of join token jt-1, which allow cluster local; it "
+        "registered with cluster premium (an admin makes a new token or key to change them)");
   v1::RegisterWorker other_gpu = reg;
   other_gpu.mutable_node()->set_gpu_type("h200");
   CHECK(absl::IsPermissionDenied(f.core->sessions->RegisterWorker(other_gpu).status()));
@@ -203,6 +203,63 @@ TEST_CASE("a node that joined with a token cannot register into another cluster 
   CHECK(f.stores.nodes->GetNode("n1")->cluster() == "premium");
 }
 
+TEST_CASE("a node is held to the terms of the key it calls with, before any token's") {
+  Fixture f;
+  v1::NodeTerms token_terms;
+  token_terms.set_cluster("local");
+  JoinWithTerms(f, token_terms);  // an older join, whose token said "local"
+  v1::NodeTerms key_terms;
+  key_terms.set_cluster("pool-a");
+  key_terms.set_gpu_type("sim");
+  (*key_terms.mutable_labels())["pool"] = "team-a";
+  v1::RegisterWorker reg;
+  reg.mutable_node()->set_name("n1");
+  reg.mutable_node()->set_cluster("local");
+  reg.mutable_node()->set_gpu_type("sim");
+  reg.mutable_node()->set_gpu_count(8);
+  (*reg.mutable_node()->mutable_labels())["pool"] = "team-b";
+  // Its first registration already: the key's word, not the node's.
+  const absl::Status first = f.core->sessions->RegisterWorker(reg, key_terms).status();
+  CHECK(absl::IsPermissionDenied(first));
+  CHECK(first.message() ==
+        "node n1 is held to the terms of its node key, which allow cluster pool-a; it registered "
+        "with cluster local (an admin makes a new token or key to change them)");
+  CHECK(absl::IsNotFound(f.stores.nodes->GetNode("n1").status()));
+  reg.mutable_node()->set_cluster("pool-a");
+  REQUIRE(f.core->sessions->RegisterWorker(reg, key_terms).ok());
+  auto node = f.stores.nodes->GetNode("n1");
+  REQUIRE(node.ok());
+  CHECK(node->cluster() == "pool-a");
+  CHECK(node->labels().at("pool") == "team-a");
+}
+
+TEST_CASE("with require_node_terms, a node whose terms leave its pool open is refused") {
+  Fixture f;
+  f.config.require_node_terms = true;
+  f.core = f.NewCore();
+  v1::RegisterWorker reg;
+  reg.mutable_node()->set_name("n1");
+  reg.mutable_node()->set_cluster("local");
+  reg.mutable_node()->set_gpu_type("sim");
+  reg.mutable_node()->set_gpu_count(8);
+  const absl::Status bare = f.core->sessions->RegisterWorker(reg).status();
+  CHECK(absl::IsPermissionDenied(bare));
+  CHECK(bare.message() ==
+        "node n1 has no terms fixing its cluster and GPU type, and this scheduler takes no node's "
+        "own word for them (--require-node-terms): an admin gives it a join token or node key "
+        "with --cluster and --gpu-type");
+  v1::NodeTerms half;
+  half.set_cluster("local");  // the GPU type still the node's word
+  const absl::Status open = f.core->sessions->RegisterWorker(reg, half).status();
+  CHECK(absl::IsPermissionDenied(open));
+  CHECK_THAT(std::string(open.message()), Catch::Contains("(its node key leaves them open)"));
+  CHECK(absl::IsNotFound(f.stores.nodes->GetNode("n1").status()));
+  v1::NodeTerms whole = half;
+  whole.set_gpu_type("sim");
+  REQUIRE(f.core->sessions->RegisterWorker(reg, whole).ok());
+  CHECK(f.stores.nodes->GetNode("n1")->cluster() == "local");
+}
+
 TEST_CASE("a node without terms stays in the cluster and GPU type it first registered with") {
   Fixture f;
   f.Register("n1");  // cluster local, GPU type sim, 8 GPUs: its own word, no token
@@ -213,10 +270,12 @@ TEST_CASE("a node without terms stays in the cluster and GPU type it first regis
   reg.mutable_node()->set_gpu_count(8);
   const absl::Status moved = f.core->sessions->RegisterWorker(reg).status();
   CHECK(absl::IsPermissionDenied(moved));
-  CHECK(moved.message() ==
-        "node n1 registered with cluster premium; it is in cluster local since it first "
-        "registered, and a node cannot move itself (an operator removes it while it is offline, "
-        "`mcli admin remove-node n1`, or gives it a join token whose terms say where it belongs)");
+  CHECK(
+      moved.message() ==
+      "node n1 registered with cluster premium; it is in cluster local since it first "
+      "registered, and a node cannot move itself (an operator removes it while it is offline, "
+      "`mcli admin remove-node n1`, or gives it a join token or node key whose terms say where it "
+      "belongs)");
   reg.mutable_node()->set_cluster("local");
   reg.mutable_node()->set_gpu_type("h200");
   CHECK(absl::IsPermissionDenied(f.core->sessions->RegisterWorker(reg).status()));

@@ -106,9 +106,16 @@ CONFORMANCE_CASE("join tokens: joining again revokes the node's earlier keys") {
   REQUIRE(s.api_keys->CreateKey(MakeNodeKey("old", "n1")).ok());
   REQUIRE(s.api_keys->CreateKey(MakeNodeKey("other", "n2")).ok());
   REQUIRE(s.join_tokens->CreateJoinToken(MakeToken("t1", "n1", 1, 100)).ok());
-  REQUIRE(s.join_tokens->RedeemJoinToken("hash-t1", "n1", T(20), MakeNodeKey("new", "n1")).ok());
+  auto made = MakeNodeKey("new", "n1");
+  made.key.mutable_node_terms()->set_cluster("pool-a");  // the token's terms, on its key
+  (*made.key.mutable_node_terms()->mutable_labels())["team"] = "ml";
+  REQUIRE(s.join_tokens->RedeemJoinToken("hash-t1", "n1", T(20), made).ok());
   CHECK(s.api_keys->FindByHash("key-hash-old")->key.revoked());
-  CHECK_FALSE(s.api_keys->FindByHash("key-hash-new")->key.revoked());
+  auto found = s.api_keys->FindByHash("key-hash-new");
+  REQUIRE(found.ok());
+  CHECK_FALSE(found->key.revoked());
+  CHECK(found->key.node_terms().cluster() == "pool-a");
+  CHECK(found->key.node_terms().labels().at("team") == "ml");
   CHECK_FALSE(s.api_keys->FindByHash("key-hash-other")->key.revoked());
 }
 
