@@ -27,12 +27,12 @@ inline constexpr char kDeferredPrefix[] = "deferred: ";
 
 class DeferredVerdicts {
  public:
-  // Makes a sweep of `nodes` whose suspect is `node` (HealthHandler::CreateSweep).
+  // Makes a sweep of `nodes` whose suspect is `node` (SweepLauncher::CreateSweep).
   using MakeSweep = std::function<absl::StatusOr<v1::Sweep>(
       const std::vector<std::string>& nodes, const std::string& node, const std::string& detail)>;
 
   // `metrics` may be null.
-  DeferredVerdicts(std::shared_ptr<CordonApi> cordon, HealthMetrics* metrics)
+  DeferredVerdicts(std::shared_ptr<CordonApi> cordon, std::shared_ptr<HealthMetrics> metrics)
       : cordon_(std::move(cordon)), metrics_(metrics) {}
 
   // Whether any of `nodes` is drained by the health API (on a deferred verdict).
@@ -53,7 +53,7 @@ class DeferredVerdicts {
   static bool DrainedByUs(const v1::Node& node);
 
   std::shared_ptr<CordonApi> cordon_;
-  HealthMetrics* metrics_;
+  std::shared_ptr<HealthMetrics> metrics_;
 };
 
 }  // namespace tessera::health

@@ -1,101 +1,18 @@
-// The HealthService RPCs. The sweeps' progress and remediation are in sweep_driver.cc.
 #include "healthcheck/health_handler.h"
 
 #include <spdlog/spdlog.h>
+
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "healthcheck/sweep_plan.h"
 #include "proto/policy/gpu_faults.h"
 #include "services/common/rpc.h"
 
 namespace tessera::health {
-
-HealthHandler::HealthHandler(std::shared_ptr<store::HealthStore> store,
-                             std::shared_ptr<SchedulerApi> scheduler,
-                             std::shared_ptr<CordonApi> cordon, std::shared_ptr<RunsApi> runs,
-                             std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<Clock> clock,
-                             std::shared_ptr<Random> random, HealthConfig config,
-                             metrics::Registry* registry)
-    : store_(std::move(store)),
-      scheduler_(std::move(scheduler)),
-      cordon_(std::move(cordon)),
-      runs_(std::move(runs)),
-      idem_(std::move(idem)),
-      clock_(std::move(clock)),
-      random_(std::move(random)),
-      config_(std::move(config)),
-      metrics_(registry ? std::make_unique<HealthMetrics>(*registry) : nullptr),
-      watch_(config_.watch),
-      neighbours_(runs_),
-      deferred_(cordon_, metrics_.get()) {}
-
-absl::StatusOr<std::map<std::string, v1::Node>> HealthHandler::NodesByName() {
-  TESSERA_ASSIGN_OR_RETURN(auto nodes, scheduler_->ListNodes());
-  std::map<std::string, v1::Node> by_name;
-  for (auto& n : nodes) by_name[n.name()] = std::move(n);
-  return by_name;
-}
-
-std::string HealthHandler::NewSweepId() {
-  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
-  std::string id = "sw-";
-  uint64_t r = random_->Next();
-  for (int i = 0; i < 10; ++i, r /= 36) id.push_back(kDigits[r % 36]);
-  return id;
-}
-
-absl::StatusOr<v1::Sweep> HealthHandler::CreateSweep(v1::SweepTrigger trigger,
-                                                     std::vector<std::string> nodes,
-                                                     const std::string& requested_by,
-                                                     const std::string& run_name,
-                                                     const std::string& suspect_node,
-                                                     const std::string& trigger_detail) {
-  TESSERA_ASSIGN_OR_RETURN(auto known, NodesByName());
-  if (nodes.empty()) {
-    // Ready for checking: online, and schedulable or cordoned by the health API itself (so that a
-    // node it took out can pass its way back).
-    for (const auto& [name, n] : known) {
-      if (n.liveness() != v1::NODE_LIVENESS_ONLINE) continue;
-      const bool ours = n.admin_state() == v1::NODE_ADMIN_STATE_CORDONED &&
-                        n.status_reason().rfind(kCordonReasonPrefix, 0) == 0;
-      if (n.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE || ours) nodes.push_back(name);
-    }
-    if (nodes.empty()) return absl::FailedPreconditionError("no node is ready for checking");
-  }
-  std::vector<v1::Node> chosen;
-  for (const auto& name : nodes) {
-    auto it = known.find(name);
-    if (it == known.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("node_names: no node named ", name));
-    }
-    if (it->second.liveness() != v1::NODE_LIVENESS_ONLINE) {
-      return absl::InvalidArgumentError(absl::StrCat("node_names: node ", name, " is ",
-                                                     v1::NodeLiveness_Name(it->second.liveness()),
-                                                     ", not online"));
-    }
-    bool seen = false;
-    for (const auto& c : chosen) seen = seen || c.name() == name;
-    if (!seen) chosen.push_back(it->second);
-  }
-  v1::Sweep sweep;
-  sweep.set_id(NewSweepId());
-  sweep.set_trigger(trigger);
-  sweep.set_state(v1::SWEEP_STATE_RUNNING);
-  for (const auto& n : NeighbourOrder(chosen)) sweep.add_node_names(n.name());
-  *sweep.mutable_created_at() = ToProtoTime(clock_->Now());
-  sweep.set_requested_by(requested_by);
-  sweep.set_run_name(run_name);
-  sweep.set_suspect_node(suspect_node);
-  sweep.set_trigger_detail(trigger_detail);
-  sweep.set_expected_results(
-      ExpectedResults({sweep.node_names().begin(), sweep.node_names().end()}));
-  TESSERA_RETURN_IF_ERROR(store_->CreateSweep(sweep));
-  spdlog::info("sweep {} ({}) of {} node(s){}", sweep.id(), v1::SweepTrigger_Name(trigger),
-               sweep.node_names_size(), run_name.empty() ? "" : " for run " + run_name);
-  return sweep;
-}
 
 absl::Status HealthHandler::StartSweep(const Who& who, const v1::StartSweepRequest& req,
                                        v1::StartSweepResponse* resp) {
@@ -106,7 +23,8 @@ absl::Status HealthHandler::StartSweep(const Who& who, const v1::StartSweepReque
   return idem_->Run(absl::StrCat("StartSweep/", who.user), req.idempotency_key(), req, resp, [&] {
     TESSERA_ASSIGN_OR_RETURN(
         *resp->mutable_sweep(),
-        CreateSweep(trigger, {req.node_names().begin(), req.node_names().end()}, who.user, "", ""));
+        launcher_->CreateSweep(trigger, {req.node_names().begin(), req.node_names().end()},
+                               who.user, "", ""));
     return absl::OkStatus();
   });
 }
@@ -194,8 +112,9 @@ absl::Status HealthHandler::ReportGpuFault(const Who& who, const v1::ReportGpuFa
   if (f.xid() != 0) e["xid"].set_number_value(f.xid());
   e["detail"].set_string_value(f.detail());
   e["injected"].set_bool_value(f.injected());
-  TakeOutOfService(f.node_name(), absl::StrCat(kCordonReasonPrefix, r.error()), evidence,
-                   v1::ATTEMPT_END_REASON_GPU_FAULT, v1::DETECTION_METHOD_GPU_PROBE);
+  remediation_->TakeOutOfService(f.node_name(), absl::StrCat(kCordonReasonPrefix, r.error()),
+                                 evidence, v1::ATTEMPT_END_REASON_GPU_FAULT,
+                                 v1::DETECTION_METHOD_GPU_PROBE);
   return absl::OkStatus();
 }
 
@@ -223,7 +142,7 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
   }
   // The suspect is measured beside idle peers, so that "slow" means slower than they are.
   std::vector<std::string> sweep_nodes = {req.node_name()};
-  auto nodes = NodesByName();
+  auto nodes = NodesByName(*scheduler_);
   auto running = runs_->ListRunning();
   // The sweep is for the hung run: its next attempt, which may start on the node before the
   // verdict, is no neighbour whose presence defers it (sweep_neighbours.h).
@@ -238,11 +157,12 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
     for (const auto& r : *running) {
       for (const auto& n : r.nodes()) busy.insert(n.node_name());
     }
-    for (auto& peer : IdlePeers(*nodes, busy, config_.max_peers))
+    for (auto& peer : IdlePeers(*nodes, busy, config_.triggers.max_peers)) {
       sweep_nodes.push_back(std::move(peer));
+    }
   }
-  auto sweep = CreateSweep(v1::SWEEP_TRIGGER_HANG, sweep_nodes, "tessera-health", run_name,
-                           req.node_name(), what);
+  auto sweep = launcher_->CreateSweep(v1::SWEEP_TRIGGER_HANG, sweep_nodes, "tessera-health",
+                                      run_name, req.node_name(), what);
   evict.set_detail(sweep.ok() ? absl::StrCat(what, "; node checked by sweep ", sweep->id()) : what);
   if (!sweep.ok()) {
     spdlog::warn("no sweep of {} after its hang: {}", req.node_name(), sweep.status().ToString());
@@ -261,7 +181,7 @@ absl::Status HealthHandler::InjectFault(const Who& who, const v1::InjectFaultReq
     return absl::InvalidArgumentError(
         "kind: required (xid, ecc, slow, hang, crash, netdrop or clear)");
   }
-  TESSERA_ASSIGN_OR_RETURN(auto nodes, NodesByName());
+  TESSERA_ASSIGN_OR_RETURN(auto nodes, NodesByName(*scheduler_));
   auto it = nodes.find(req.node_name());
   if (it == nodes.end())
     return absl::NotFoundError(absl::StrCat("no node named ", req.node_name()));

@@ -1,5 +1,5 @@
-// The health API's background work: driving sweeps through their phases, remediating what they
-// find, returning nodes that pass, scheduled sweeps, and the run watch.
+#include "healthcheck/sweep_driver.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/timestamps.h"
-#include "healthcheck/health_handler.h"
 
 namespace tessera::health {
 namespace {
@@ -27,36 +26,21 @@ int CountResults(const std::vector<v1::HealthCheckResult>& results, v1::HealthCh
   return n;
 }
 
-v1::AttemptEndReason CauseOf(v1::HealthVerdict v) {
-  switch (v) {
-    case v1::HEALTH_VERDICT_SLOW:
-      return v1::ATTEMPT_END_REASON_STRAGGLER;
-    case v1::HEALTH_VERDICT_GPU_FAULT:
-      return v1::ATTEMPT_END_REASON_GPU_FAULT;
-    default:
-      return v1::ATTEMPT_END_REASON_NODE_FAILURE;
-  }
-}
-
 }  // namespace
 
-void HealthHandler::Tick() {
-  if (!tick_mu_.TryLock()) return;
+absl::StatusOr<std::vector<v1::Sweep>> SweepDriver::AdvanceRunning() {
   auto sweeps = store_->ListSweeps(200);
-  if (sweeps.ok()) {
-    for (auto& s : *sweeps) {
-      if (s.state() == v1::SWEEP_STATE_RUNNING) AdvanceSweep(std::move(s));
-    }
-  } else {
+  if (!sweeps.ok()) {
     spdlog::warn("health: cannot read sweeps: {}", sweeps.status().ToString());
+    return sweeps;
   }
-  ScheduleSweeps();
-  WatchRuns();
-  if (sweeps.ok()) RemeasureDrained(*sweeps);
-  tick_mu_.Unlock();
+  for (const auto& s : *sweeps) {
+    if (s.state() == v1::SWEEP_STATE_RUNNING) AdvanceSweep(s);
+  }
+  return sweeps;
 }
 
-void HealthHandler::Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>& dispatches) {
+void SweepDriver::Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>& dispatches) {
   for (const auto& d : dispatches) {
     v1::DispatchToWorkerRequest req;
     req.set_node_name(d.node);
@@ -80,9 +64,9 @@ void HealthHandler::Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>
 
 // Every member of every group that has no result of `kind` gets a TIMEOUT result (compute stress
 // comes in single-node groups).
-void HealthHandler::RecordTimeouts(const v1::Sweep& sweep, v1::HealthCheckKind kind,
-                                   const std::vector<std::vector<std::string>>& groups, int pass,
-                                   std::vector<v1::HealthCheckResult>& results) {
+void SweepDriver::RecordTimeouts(const v1::Sweep& sweep, v1::HealthCheckKind kind,
+                                 const std::vector<std::vector<std::string>>& groups, int pass,
+                                 std::vector<v1::HealthCheckResult>& results) {
   const bool compute = kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS;
   for (const auto& group : groups) {
     for (const auto& node : group) {
@@ -105,10 +89,10 @@ void HealthHandler::RecordTimeouts(const v1::Sweep& sweep, v1::HealthCheckKind k
 // A sweep runs in stages: the compute stress rounds, then the all-reduce rounds. `phase` is the
 // 1-based stage running (0: none yet). A stage ends when every result it expects is in or its
 // deadline passed (the missing ones are recorded as timeouts); then the next is dispatched.
-void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
+void SweepDriver::AdvanceSweep(v1::Sweep sweep) {
   const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
   auto results = store_->ListResults({}, sweep.id(), 0);
-  auto known = NodesByName();
+  auto known = NodesByName(*scheduler_);
   if (!results.ok() || !known.ok()) return;  // try again next tick
   struct Stage {
     v1::HealthCheckKind kind;
@@ -135,7 +119,7 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
   }
   auto dispatch = [&](size_t index) {
     const Stage& stage = stages[index];
-    neighbours_.Observe(sweep);
+    neighbours_->Observe(sweep);
     if (stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS) {
       std::vector<std::string> members;
       for (const auto& g : stage.groups) members.push_back(g[0]);
@@ -181,7 +165,7 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
   if (last_compute && index + 1 < stages.size()) {
     // A node the compute stress test already condemns is taken out now, while the all-reduce
     // rounds go on: a run waiting on it resumes elsewhere sooner.
-    Remediate(sweep, FindAnomalies(nodes, {}, *results, config_.anomaly));
+    remediation_->Remediate(sweep, FindAnomalies(nodes, {}, *results, config_.anomaly));
     (void)store_->UpdateSweep(sweep);
   }
   if (index + 1 < stages.size()) {
@@ -191,8 +175,8 @@ void HealthHandler::AdvanceSweep(v1::Sweep sweep) {
   AdvanceConfirmation(sweep, *results, 0, static_cast<int>(stages.size()));
 }
 
-ConfirmationPlan HealthHandler::PlanFor(const v1::Sweep& sweep,
-                                        const std::vector<v1::HealthCheckResult>& results) const {
+ConfirmationPlan SweepDriver::PlanFor(const v1::Sweep& sweep,
+                                      const std::vector<v1::HealthCheckResult>& results) const {
   const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
   const auto& confirmation = config_.anomaly.confirmation;
   if (!confirmation.enabled) return {};
@@ -212,7 +196,7 @@ ConfirmationPlan HealthHandler::PlanFor(const v1::Sweep& sweep,
   return PlanConfirmation(suspects, peers, results, confirmation, carried);
 }
 
-std::optional<ConfirmationPlan> HealthHandler::FinishedPlan(const std::string& sweep_id) const {
+std::optional<ConfirmationPlan> SweepDriver::FinishedPlan(const std::string& sweep_id) const {
   {
     absl::MutexLock lock(&plans_mu_);
     if (const auto it = finished_plans_.find(sweep_id); it != finished_plans_.end()) {
@@ -234,9 +218,8 @@ std::optional<ConfirmationPlan> HealthHandler::FinishedPlan(const std::string& s
 
 // Confirmation step `step` (0: none yet) has its result or is past its deadline (then recorded
 // as a timeout); dispatches the next step of the plan, or finishes the sweep.
-void HealthHandler::AdvanceConfirmation(v1::Sweep& sweep,
-                                        std::vector<v1::HealthCheckResult>& results, int step,
-                                        int fixed_stages) {
+void SweepDriver::AdvanceConfirmation(v1::Sweep& sweep, std::vector<v1::HealthCheckResult>& results,
+                                      int step, int fixed_stages) {
   ConfirmationPlan plan = PlanFor(sweep, results);
   if (step > 0 && plan.next_step == step) {  // still waiting for it
     const bool due = sweep.has_deadline() && clock_->Now() >= FromProtoTime(sweep.deadline());
@@ -270,8 +253,8 @@ void HealthHandler::AdvanceConfirmation(v1::Sweep& sweep,
   (void)store_->UpdateSweep(sweep);
 }
 
-void HealthHandler::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results,
-                                const ConfirmationPlan& plan) {
+void SweepDriver::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results,
+                              const ConfirmationPlan& plan) {
   const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
   auto anomalies = FindAnomalies(nodes, RingPairs(nodes), results, config_.anomaly);
   std::optional<ConfirmationPlan> earlier;
@@ -296,8 +279,8 @@ void HealthHandler::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCh
   anomalies.insert(anomalies.end(), verdicts.anomalies.begin(), verdicts.anomalies.end());
   sweep.set_state(v1::SWEEP_STATE_FINISHED);
   *sweep.mutable_finished_at() = ToProtoTime(clock_->Now());
-  Remediate(sweep, anomalies);
-  neighbours_.Forget(sweep.id());
+  remediation_->Remediate(sweep, anomalies);
+  neighbours_->Forget(sweep.id());
   if (auto st = store_->UpdateSweep(sweep); !st.ok()) {
     spdlog::warn("health: sweep {} not saved: {}", sweep.id(), st.ToString());
     return;
@@ -306,19 +289,19 @@ void HealthHandler::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCh
   spdlog::info("sweep {} finished: {}", sweep.id(),
                sweep.findings().empty() ? std::string("every node passed")
                                         : absl::StrJoin(sweep.findings(), "; "));
-  MaybeReturnToService(sweep);
+  remediation_->ReturnToService(sweep);
   FollowUp(sweep);
 }
 
 // Inconclusive nodes, and nodes found slow that must be found so twice, are measured again at
 // once, by one follow-up sweep with the same peers (a follow-up's own wait for the next sweep
 // that includes them).
-void HealthHandler::FollowUp(v1::Sweep& finished) {
+void SweepDriver::FollowUp(v1::Sweep& finished) {
   if ((finished.inconclusive_nodes().empty() && finished.repeat_nodes().empty()) ||
       !finished.follows_sweep_id().empty()) {
     return;
   }
-  auto known = NodesByName();
+  auto known = NodesByName(*scheduler_);
   if (!known.ok()) return;
   std::vector<std::string> online;
   for (const auto& n : finished.node_names()) {
@@ -335,183 +318,16 @@ void HealthHandler::FollowUp(v1::Sweep& finished) {
     what.push_back(absl::StrCat("left inconclusive (",
                                 absl::StrJoin(finished.inconclusive_nodes(), ", "), ")"));
   }
-  auto next = CreateSweep(finished.trigger(), online, finished.requested_by(), finished.run_name(),
-                          finished.suspect_node(),
-                          absl::StrCat("measuring again what sweep ", finished.id(), " ",
-                                       absl::StrJoin(what, " and ")));
+  auto next = launcher_->CreateSweep(finished.trigger(), online, finished.requested_by(),
+                                     finished.run_name(), finished.suspect_node(),
+                                     absl::StrCat("measuring again what sweep ", finished.id(), " ",
+                                                  absl::StrJoin(what, " and ")));
   if (!next.ok()) {
     spdlog::warn("health: no follow-up of sweep {}: {}", finished.id(), next.status().ToString());
     return;
   }
   next->set_follows_sweep_id(finished.id());
   (void)store_->UpdateSweep(*next);
-}
-
-void HealthHandler::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies) {
-  const v1::DetectionMethod how = sweep.trigger() == v1::SWEEP_TRIGGER_MFU_DROP
-                                      ? v1::DETECTION_METHOD_MFU_DROP
-                                      : v1::DETECTION_METHOD_CANARY_SWEEP;
-  // Who shares the nodes now, looked at once for all of this stage's verdicts.
-  if (!anomalies.empty()) neighbours_.Observe(sweep);
-  for (const auto& a : anomalies) {
-    if (std::find(sweep.anomalous_nodes().begin(), sweep.anomalous_nodes().end(), a.node) !=
-        sweep.anomalous_nodes().end()) {
-      continue;  // taken out at an earlier stage
-    }
-    if (DeferredVerdicts::DeferredIn(sweep, a.node)) continue;  // at an earlier stage
-    if (const std::set<std::string> others = neighbours_.On(sweep, a.node); !others.empty()) {
-      deferred_.Defer(sweep, a, others);
-      continue;
-    }
-    sweep.add_anomalous_nodes(a.node);
-    sweep.add_findings(a.finding);
-    if (metrics_) metrics_->Condemned(a.verdict);
-    google::protobuf::Struct evidence;
-    auto& e = *evidence.mutable_fields();
-    e["sweep_id"].set_string_value(sweep.id());
-    e["trigger"].set_string_value(v1::SweepTrigger_Name(sweep.trigger()));
-    e["verdict"].set_string_value(v1::HealthVerdict_Name(a.verdict));
-    e["finding"].set_string_value(a.finding);
-    if (!sweep.run_name().empty()) e["run_name"].set_string_value(sweep.run_name());
-    if (!sweep.trigger_detail().empty()) {
-      e["trigger_detail"].set_string_value(sweep.trigger_detail());
-    }
-    for (const auto& [k, v] : a.evidence) e[k].set_number_value(v);
-    TakeOutOfService(a.node,
-                     absl::StrCat(kCordonReasonPrefix, "sweep ", sweep.id(), ": ", a.finding),
-                     evidence, CauseOf(a.verdict), how);
-  }
-}
-
-void HealthHandler::TakeOutOfService(const std::string& node, const std::string& reason,
-                                     const google::protobuf::Struct& evidence,
-                                     v1::AttemptEndReason cause, v1::DetectionMethod how) {
-  if (auto st = cordon_->Cordon(node, reason, evidence); !st.ok()) {
-    spdlog::error("health: cordoning {} failed: {}", node, st.ToString());
-  }
-  v1::EvictNodeRequest req;
-  req.set_node_name(node);
-  req.set_reason(cause);
-  req.set_detection_method(how);
-  req.set_detail(reason.substr(sizeof(kCordonReasonPrefix) - 1));
-  auto evicted = scheduler_->EvictNode(req);
-  if (!evicted.ok()) {
-    spdlog::error("health: evicting the runs of {} failed: {}", node, evicted.status().ToString());
-  } else if (!evicted->empty()) {
-    spdlog::warn("health: {} out of service; requeued {}", node, absl::StrJoin(*evicted, ", "));
-  }
-}
-
-bool HealthHandler::Due(absl::Time& next, absl::Duration every) {
-  const absl::Time now = clock_->Now();
-  absl::MutexLock lock(&mu_);
-  if (now < next) return false;
-  next = now + every;
-  return true;
-}
-
-void HealthHandler::RemeasureDrained(const std::vector<v1::Sweep>& running_sweeps) {
-  if (!Due(next_remeasure_, config_.remeasure_interval)) return;
-  auto nodes = NodesByName();
-  if (!nodes.ok() || !DeferredVerdicts::AnyDrained(*nodes)) return;
-  auto running = runs_->ListRunning();
-  if (!running.ok()) return;
-  deferred_.Remeasure(*nodes, *running, running_sweeps, config_.max_peers,
-                      [&](const std::vector<std::string>& sweep_nodes, const std::string& node,
-                          const std::string& detail) {
-                        return CreateSweep(v1::SWEEP_TRIGGER_SCHEDULED, sweep_nodes,
-                                           "tessera-health", "", node, detail);
-                      });
-}
-
-void HealthHandler::MaybeReturnToService(const v1::Sweep& finished) {
-  auto nodes = NodesByName();
-  if (!nodes.ok()) return;
-  deferred_.ReturnPassed(finished, *nodes);
-  if (config_.uncordon_after_passes <= 0) return;
-  auto sweeps = store_->ListSweeps(500);
-  if (!sweeps.ok()) return;
-  for (const auto& name : finished.node_names()) {
-    auto it = nodes->find(name);
-    if (it == nodes->end() || it->second.admin_state() != v1::NODE_ADMIN_STATE_CORDONED ||
-        it->second.status_reason().rfind(kCordonReasonPrefix, 0) != 0) {
-      continue;  // not ours to return
-    }
-    int passes = 0;
-    for (const auto& s : *sweeps) {  // newest first
-      if (s.state() != v1::SWEEP_STATE_FINISHED) continue;
-      if (std::find(s.node_names().begin(), s.node_names().end(), name) == s.node_names().end()) {
-        continue;
-      }
-      const auto named = [&name](const auto& list) {
-        return std::find(list.begin(), list.end(), name) != list.end();
-      };
-      if (named(s.anomalous_nodes()) || named(s.repeat_nodes())) break;  // found at fault or slow
-      ++passes;
-    }
-    if (passes >= config_.uncordon_after_passes) {
-      auto st = cordon_->Uncordon(
-          name, absl::StrCat(kCordonReasonPrefix, "passed ", passes, " sweeps in a row"));
-      if (st.ok())
-        spdlog::info("health: {} returned to service after {} passing sweeps", name, passes);
-    }
-  }
-}
-
-void HealthHandler::ScheduleSweeps() {
-  if (config_.sweep_interval <= absl::ZeroDuration()) return;
-  if (!Due(next_scheduled_, config_.sweep_interval)) return;
-  // Idle nodes only: a canary next to a training run would slow it and measure it.
-  auto nodes = NodesByName();
-  auto running = runs_->ListRunning();
-  if (!nodes.ok() || !running.ok()) return;
-  std::set<std::string> busy;
-  for (const auto& r : *running) {
-    for (const auto& n : r.nodes()) busy.insert(n.node_name());
-  }
-  std::vector<std::string> idle;
-  for (const auto& [name, n] : *nodes) {
-    if (n.liveness() != v1::NODE_LIVENESS_ONLINE || busy.count(name)) continue;
-    const bool ours = n.admin_state() == v1::NODE_ADMIN_STATE_CORDONED &&
-                      n.status_reason().rfind(kCordonReasonPrefix, 0) == 0;
-    if (n.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE || ours) idle.push_back(name);
-  }
-  if (idle.empty()) return;
-  (void)CreateSweep(v1::SWEEP_TRIGGER_SCHEDULED, idle, "tessera-health", "", "");
-}
-
-void HealthHandler::WatchRuns() {
-  if (!Due(next_watch_, config_.run_watch_interval)) return;
-  auto running = runs_->ListRunning();
-  if (!running.ok()) return;
-  std::vector<SweepTriggerEvent> triggers;
-  std::set<std::string> ids, busy;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& run : *running) {
-      ids.insert(run.id());
-      for (const auto& n : run.nodes()) busy.insert(n.node_name());
-      if (auto t = watch_.Observe(run)) triggers.push_back(*t);
-    }
-    watch_.Retain(ids);
-  }
-  if (triggers.empty()) return;
-  auto nodes = NodesByName();
-  if (!nodes.ok()) return;
-  for (const auto& t : triggers) {
-    spdlog::warn("health: run {}: {}; sweeping its nodes", t.run_name, t.reason);
-    std::vector<std::string> sweep_nodes;
-    for (const auto& run : *running) {
-      if (run.name() != t.run_name) continue;
-      for (const auto& n : run.nodes()) sweep_nodes.push_back(n.node_name());
-    }
-    for (auto& peer : IdlePeers(*nodes, busy, config_.max_peers))
-      sweep_nodes.push_back(std::move(peer));
-    auto sweep =
-        CreateSweep(t.trigger, sweep_nodes, "tessera-health", t.run_name, t.suspect_node, t.reason);
-    if (!sweep.ok())
-      spdlog::warn("health: no sweep for run {}: {}", t.run_name, sweep.status().ToString());
-  }
 }
 
 }  // namespace tessera::health

@@ -5,6 +5,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
+#include "healthcheck/health.h"
 #include "healthcheck/health_service.h"
 #include "scheduler/service/scheduler_runner.h"
 #include "scheduler/service/scheduler_service.h"
@@ -240,7 +241,7 @@ class HealthComponent final : public Component {
   HealthComponent(const Foundation& f, std::shared_ptr<ChannelRef> scheduler,
                   std::shared_ptr<ChannelRef> cordon, std::shared_ptr<ChannelRef> runs,
                   const SystemCredential& system_key, const HealthOptions& o)
-      : handler_(std::make_shared<health::HealthHandler>(
+      : health_(health::MakeHealth(
             f.stores.health,
             health::MakeGrpcSchedulerApi(scheduler, system_key,
                                          f.CallOptions(health::kHealthClientOptions)),
@@ -248,13 +249,13 @@ class HealthComponent final : public Component {
                                       f.CallOptions(health::kHealthClientOptions)),
             health::MakeGrpcRunsApi(runs, system_key, f.CallOptions(health::kHealthClientOptions)),
             f.idempotency, f.clock, f.random, ConfigFrom(o), &metrics::Registry::Default())),
-        service_(handler_, f.authenticator),
+        service_(health_.handler, f.authenticator),
         // One health API instance sweeps and remediates; the others answer calls and stand by.
         election_(f.stores.leader_locks, std::string(store::kHealthLeaderRole), o.instance_id,
                   MonotonicClock::Shared()),
         ticker_(f.clock, o.tick,
                 [this] {
-                  if (election_.Lead()) handler_->Tick();
+                  if (election_.Lead()) health_.Tick();
                 }),
         // A running sweep is never removed.
         retention_(f.clock, "health sweeps", o.sweep_retention,
@@ -266,7 +267,7 @@ class HealthComponent final : public Component {
  private:
   static health::HealthConfig ConfigFrom(const HealthOptions& o) {
     health::HealthConfig c;
-    c.sweep_interval = o.sweep_interval;
+    c.triggers.sweep_interval = o.sweep_interval;
     c.uncordon_after_passes = o.uncordon_after_passes;
     c.anomaly.confirmation.enabled = o.confirm_suspects;
     c.anomaly.confirmation.test.alpha = o.false_condemnation_rate;
@@ -275,12 +276,12 @@ class HealthComponent final : public Component {
     c.canary.compute_threads = o.canary_compute_threads;
     c.canary.compute_timeout = o.canary_timeout;
     c.canary.allreduce_timeout = o.canary_timeout;
-    c.watch.mfu_reports = o.mfu_reports;
-    c.watch.straggler_factor = o.straggler_factor;
+    c.triggers.watch.mfu_reports = o.mfu_reports;
+    c.triggers.watch.straggler_factor = o.straggler_factor;
     if (!o.cpu_payload_bytes.empty()) c.canary.cpu_payload_bytes = o.cpu_payload_bytes;
     return c;
   }
-  std::shared_ptr<health::HealthHandler> handler_;
+  health::Health health_;
   health::HealthService service_;
   LeaderElection election_;
   PeriodicRunner ticker_;  // stopped before what it uses goes

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "healthcheck/health_handler.h"
+#include "healthcheck/health.h"
 #include "services/store/stores.h"
 #include "tests/unit/health/health_fakes.h"
 
@@ -38,14 +38,14 @@ struct Fixture {
   std::shared_ptr<FakeCordon> cordon = std::make_shared<FakeCordon>(*scheduler);
   std::shared_ptr<FakeRuns> runs = std::make_shared<FakeRuns>();
   metrics::Registry registry;
-  std::unique_ptr<HealthHandler> handler;
+  Health health;
+  std::shared_ptr<HealthHandler> handler;
 
-  explicit Fixture(HealthConfig config = {}) {
-    handler = std::make_unique<HealthHandler>(
-        stores.health, scheduler, cordon, runs,
-        std::make_shared<IdempotentCalls>(stores.idempotency, clock), clock,
-        std::make_shared<CountingRandom>(), config, &registry);
-  }
+  explicit Fixture(HealthConfig config = {})
+      : health(MakeHealth(stores.health, scheduler, cordon, runs,
+                          std::make_shared<IdempotentCalls>(stores.idempotency, clock), clock,
+                          std::make_shared<CountingRandom>(), config, &registry)),
+        handler(health.handler) {}
   v1::Sweep Start(std::vector<std::string> nodes = {}) {
     v1::StartSweepRequest req;
     for (auto& n : nodes) req.add_node_names(n);
@@ -94,7 +94,7 @@ struct Fixture {
   }
   v1::Sweep RunToEnd(const std::string& id, const Rate& rate) {
     for (int i = 0; i < 100 && Sweep(id).state() == v1::SWEEP_STATE_RUNNING; ++i) {
-      handler->Tick();
+      health.Tick();
       Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, rate);
       Answer(v1::HEALTH_CHECK_KIND_ALLREDUCE);
       clock->Advance(absl::Milliseconds(200));

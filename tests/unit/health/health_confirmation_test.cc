@@ -17,12 +17,12 @@ TEST_CASE(
   for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
   f.scheduler->runs_on["c"] = {"gpt-1"};
   const v1::Sweep s = f.Start();
-  f.handler->Tick();
+  f.health.Tick();
   f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
-  f.handler->Tick();  // all-reduce, two rounds
+  f.health.Tick();  // all-reduce, two rounds
   for (int round = 0; round < 2; ++round) {
     f.Answer(v1::HEALTH_CHECK_KIND_ALLREDUCE);
-    f.handler->Tick();
+    f.health.Tick();
   }
   CHECK(f.cordon->cordoned.empty());  // a suspect, not a verdict
   // The confirmation: one measurement at a time, numbered, a peer first, then c between peers,
@@ -39,7 +39,7 @@ TEST_CASE(
     line.push_back(d[0].node_name());
     f.scheduler->dispatched.push_back(d[0]);  // answered below like any other
     f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
-    f.handler->Tick();
+    f.health.Tick();
   }
   for (int k = 0; k < pairs; ++k) CHECK(line[static_cast<size_t>(1 + 2 * k)] == "c");
   CHECK(line[0] != "c");
@@ -169,24 +169,24 @@ TEST_CASE("a suspect that does not answer its re-measurement times out and is ta
   for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
   const v1::Sweep s = f.Start();
   for (int i = 0; i < 10 && f.Sweep(s.id()).phase() < 4; ++i) {  // compute, 2 all-reduce, step 1
-    f.handler->Tick();
+    f.health.Tick();
     f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {{"c", 0.8}});
     f.Answer(v1::HEALTH_CHECK_KIND_ALLREDUCE);
   }
-  f.handler->Tick();  // step 1 (a peer) answered: step 2 measures c
+  f.health.Tick();  // step 1 (a peer) answered: step 2 measures c
   auto d = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
   REQUIRE(d.size() == 1);
   CHECK(d[0].node_name() == "c");
   CHECK(d[0].start_canary().step() == 2);
   f.clock->Advance(absl::Seconds(36));  // past the compute deadline (30 s + 5 s)
-  f.handler->Tick();
+  f.health.Tick();
   // The peer after it still completes the round.
   auto peer = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
   REQUIRE(peer.size() == 1);
   CHECK(peer[0].start_canary().step() == 3);
   f.scheduler->dispatched.push_back(peer[0]);
   f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
-  f.handler->Tick();
+  f.health.Tick();
   const v1::Sweep done = f.Sweep(s.id());
   CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
   REQUIRE(done.anomalous_nodes_size() == 1);

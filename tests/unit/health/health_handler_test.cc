@@ -23,11 +23,11 @@ TEST_CASE("a sweep runs compute stress, then all-reduce rounds, and passes healt
   CHECK(started.trigger() == v1::SWEEP_TRIGGER_ON_DEMAND);
   CHECK(f.scheduler->dispatched.empty());  // RPCs never dispatch: the tick does
 
-  f.handler->Tick();
+  f.health.Tick();
   CHECK(f.scheduler->dispatched.size() == 4);  // four machines: one compute round
   CHECK(f.Sweep(started.id()).phase() == 1);
   f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
-  f.handler->Tick();
+  f.health.Tick();
   CHECK(f.scheduler->dispatched.size() == 4);  // two pairs at once, each node in one
   for (const auto& d : f.scheduler->dispatched) {
     CHECK(d.start_canary().kind() == v1::HEALTH_CHECK_KIND_ALLREDUCE);
@@ -58,7 +58,7 @@ TEST_CASE("compute stress tests carry the configured length and CPU threads") {
   Fixture f(config);
   for (const auto& n : {"a", "b", "c"}) f.scheduler->Add(n);
   f.Start();
-  f.handler->Tick();
+  f.health.Tick();
   const auto compute = f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
   REQUIRE(compute.size() == 3);
   for (const auto& d : compute) {
@@ -68,7 +68,7 @@ TEST_CASE("compute stress tests carry the configured length and CPU threads") {
   Fixture all_cores;  // the default: the node's every core
   all_cores.scheduler->Add("a");
   all_cores.Start();
-  all_cores.handler->Tick();
+  all_cores.health.Tick();
   const auto one = all_cores.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
   REQUIRE(one.size() == 1);
   CHECK(one[0].start_canary().threads() == 0);
@@ -106,14 +106,14 @@ TEST_CASE("what does not answer before the deadline times out and is taken out")
   for (const auto& n : {"a", "b"}) f.scheduler->Add(n);
   f.scheduler->unreachable.insert("b");
   const v1::Sweep s = f.Start();
-  f.handler->Tick();
+  f.health.Tick();
   f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);  // a answers; b never started
-  f.handler->Tick();
+  f.health.Tick();
   // b's compute failed to start: its result is an ERROR, so the stage is complete.
   auto pair = f.scheduler->Take(v1::HEALTH_CHECK_KIND_ALLREDUCE);
   CHECK(pair.size() == 1);              // a's half; b's could not start either
   f.clock->Advance(absl::Seconds(66));  // past the all-reduce deadline: a's half never answered
-  f.handler->Tick();
+  f.health.Tick();
   const v1::Sweep done = f.Sweep(s.id());
   CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
   REQUIRE(done.anomalous_nodes_size() == 1);
@@ -127,7 +127,7 @@ TEST_CASE("nodes of one machine take turns at the compute stress test") {
   for (const auto& n : {"a", "b", "c"}) f.scheduler->Add(n, "127.0.0.1");
   const v1::Sweep s = f.Start();
   for (int round = 1; round <= 3; ++round) {
-    f.handler->Tick();
+    f.health.Tick();
     CHECK(f.Sweep(s.id()).phase() == round);
     CHECK(f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS).size() == 1);
     v1::ReportHealthResultRequest req;
@@ -276,7 +276,7 @@ TEST_CASE("fault injection: admins only, on nodes that allow it, carried to the 
 
 TEST_CASE("a run's MFU drop sweeps its nodes with idle peers, then the slow node is taken out") {
   HealthConfig config;
-  config.watch.mfu_reports = 2;
+  config.triggers.watch.mfu_reports = 2;
   Fixture f(config);
   for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
   f.scheduler->runs_on["b"] = {"gpt-3"};
@@ -290,7 +290,7 @@ TEST_CASE("a run's MFU drop sweeps its nodes with idle peers, then the slow node
     run.mutable_progress()->set_mfu(0.02);
     run.mutable_progress()->mutable_reported_at()->set_seconds(report);
     f.runs->running = {run};
-    f.handler->Tick();
+    f.health.Tick();
     f.clock->Advance(absl::Seconds(1));
   }
   v1::ListSweepsResponse sweeps;
@@ -358,16 +358,16 @@ TEST_CASE(
     return listed;
   };
   // Not measured again while her run is there (each tick one interval on: each looks).
-  const absl::Duration interval = HealthConfig{}.remeasure_interval;
+  const absl::Duration interval = HealthConfig{}.triggers.remeasure_interval;
   for (int i = 0; i < 3; ++i) {
     f.clock->Advance(interval);
-    f.handler->Tick();
+    f.health.Tick();
   }
   CHECK(sweeps().sweeps_size() == 1);
   // Once it is idle: a sweep of c with idle peers.
   f.runs->running.clear();
   f.clock->Advance(interval);
-  f.handler->Tick();
+  f.health.Tick();
   const v1::ListSweepsResponse after = sweeps();
   REQUIRE(after.sweeps_size() == 2);
   const v1::Sweep again = after.sweeps(0).id() == s.id() ? after.sweeps(1) : after.sweeps(0);

@@ -1,0 +1,60 @@
+#pragma once
+// What the health API does about what it finds: a condemned node is cordoned with the evidence
+// and every run with an attempt there is evicted (it goes back to the queue and resumes from its
+// latest checkpoint on healthy nodes); a verdict on a node that other tenants' runs shared while
+// it was measured is deferred instead (the node drained: deferred_verdicts.h); nodes the health
+// API took out return after passing `uncordon_after_passes` sweeps in a row (0: an operator
+// uncordons them), and drained ones after passing their re-measurement.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "healthcheck/anomaly.h"
+#include "healthcheck/deferred_verdicts.h"
+#include "healthcheck/health_clients.h"
+#include "healthcheck/health_metrics.h"
+#include "healthcheck/sweep_neighbours.h"
+#include "services/store/health_store.h"
+#include "tessera/v1/health.pb.h"
+
+namespace tessera::health {
+
+class Remediation {
+ public:
+  // `metrics` may be null.
+  Remediation(std::shared_ptr<store::HealthStore> store, std::shared_ptr<SchedulerApi> scheduler,
+              std::shared_ptr<CordonApi> cordon, std::shared_ptr<SweepNeighbours> neighbours,
+              std::shared_ptr<DeferredVerdicts> deferred, std::shared_ptr<HealthMetrics> metrics,
+              int uncordon_after_passes)
+      : store_(std::move(store)),
+        scheduler_(std::move(scheduler)),
+        cordon_(std::move(cordon)),
+        neighbours_(std::move(neighbours)),
+        deferred_(std::move(deferred)),
+        metrics_(std::move(metrics)),
+        uncordon_after_passes_(uncordon_after_passes) {}
+
+  // Takes out the anomalous nodes not yet taken out by this sweep, recording them in it; a node
+  // that other tenants' runs shared while it was measured is drained instead (sweep_neighbours.h,
+  // DeferredVerdicts::Defer).
+  void Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies);
+  // Cordons the node (unless it is already) and evicts its runs.
+  void TakeOutOfService(const std::string& node, const std::string& reason,
+                        const google::protobuf::Struct& evidence, v1::AttemptEndReason cause,
+                        v1::DetectionMethod how);
+  // Returns the nodes `finished` passed that the health API took out and that have now passed
+  // enough sweeps in a row (or their re-measurement, for drained ones).
+  void ReturnToService(const v1::Sweep& finished);
+
+ private:
+  std::shared_ptr<store::HealthStore> store_;
+  std::shared_ptr<SchedulerApi> scheduler_;
+  std::shared_ptr<CordonApi> cordon_;
+  std::shared_ptr<SweepNeighbours> neighbours_;
+  std::shared_ptr<DeferredVerdicts> deferred_;
+  std::shared_ptr<HealthMetrics> metrics_;
+  const int uncordon_after_passes_;
+};
+
+}  // namespace tessera::health
