@@ -8,6 +8,10 @@
 # FIXTURES_SETUP, the tests that use it in FIXTURES_REQUIRED (ctest runs it first, also for
 # ctest -R). SERIAL runs each of its tests alone on the machine (RUN_SERIAL), for tests that
 # measure the machine's speed or hold it to a time.
+#
+# Every LABEL unit binary is also a dependency of the target `unit-tests` (made by
+# tessera_add_unit_tests_target, after the tests' folders), which `deploy/test.sh --fast` builds
+# alone: the fast tier needs neither the servers nor the integration suites built.
 function(tessera_add_test name)
   cmake_parse_arguments(ARG "WHOLE;SERIAL" "LABEL;TIMEOUT;FIXTURES_SETUP;FIXTURES_REQUIRED"
     "SOURCES;LIBS" ${ARGN})
@@ -18,6 +22,9 @@ function(tessera_add_test name)
     set(ARG_TIMEOUT 300)
   endif()
   add_executable(${name} ${ARG_SOURCES})
+  if(ARG_LABEL STREQUAL "unit")
+    set_property(GLOBAL APPEND PROPERTY TESSERA_UNIT_TEST_TARGETS ${name})
+  endif()
   target_link_libraries(${name} PRIVATE tessera_catch_main ${ARG_LIBS})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
@@ -40,4 +47,11 @@ function(tessera_add_test name)
     catch_discover_tests(${name} TEST_PREFIX "${ARG_LABEL}:${name}:"
       EXTRA_ARGS --warn NoTests PROPERTIES ${properties})
   endif()
+endfunction()
+
+# The target `unit-tests`: every LABEL unit test binary (and what each needs to run).
+function(tessera_add_unit_tests_target)
+  get_property(unit_tests GLOBAL PROPERTY TESSERA_UNIT_TEST_TARGETS)
+  add_custom_target(unit-tests)
+  add_dependencies(unit-tests ${unit_tests})
 endfunction()

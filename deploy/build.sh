@@ -30,9 +30,18 @@ if [ ! -f "$BUILD_DIR/build.ninja" ] || [ "${TESSERA_RECONFIGURE:-0}" = 1 ]; the
   cmake -S . -B "$BUILD_DIR" -G Ninja -DTESSERA_WERROR="$werror" >/dev/null
 fi
 
-# What Ninja would run, without running anything: one "[i/n] ..." line per step.
+# What Ninja would run, without running anything: one "[i/n] ..." line per step. Planned from a
+# copy of build.ninja: on the file itself a dry run plans only the manifest's own steps (CMake's
+# re-check of its globs runs every time, and Ninja stops planning at a manifest it would
+# rebuild), and so announced "2 steps" for builds of hundreds.
 dry_run() {
-  NINJA_STATUS='[%f/%t] ' ninja -C "$BUILD_DIR" -n ${targets[@]+"${targets[@]}"} 2>&1
+  local copy="$BUILD_DIR/.plan.ninja" out status=0
+  cp "$BUILD_DIR/build.ninja" "$copy"
+  out="$(NINJA_STATUS='[%f/%t] ' ninja -C "$BUILD_DIR" -f .plan.ninja -n \
+           ${targets[@]+"${targets[@]}"} 2>&1)" || status=$?
+  rm -f "$copy"
+  printf '%s\n' "$out"
+  return "$status"
 }
 
 # Prints the estimate; prints nothing when Ninja cannot plan (an unknown target: the build
