@@ -23,8 +23,10 @@
 #include "services/server/caller_limits_flags.h"
 #include "services/server/components.h"
 #include "services/server/direct_commands.h"
+#include "services/server/gateway_flags.h"
 #include "services/server/health_flags.h"
 #include "services/server/logs_flags.h"
+#include "services/server/peer_endpoints.h"
 #include "services/server/runs_flags.h"
 #include "services/server/scheduler_flags.h"
 
@@ -70,11 +72,12 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   SchedulerFlags sched_flags;
   LogsFlags logs_flags;
   DirectCommands direct;
-  std::string runs_endpoint, scheduler_endpoint, logs_endpoint, cordon_endpoint, health_endpoint;
+  PeerEndpoints peers;
   const bool all_in_one =
       parts.runs && parts.scheduler && parts.cordon && parts.logs && parts.health;
   HealthFlags health_flags;
-  std::string http_listen = all_in_one ? "127.0.0.1:8080" : "";
+  GatewayFlags rest_flags;
+  if (!all_in_one) rest_flags.http_listen.clear();
   AddHostFlags(app, host);
   app.add_option("--database-url", db.url, "PostgreSQL URL (postgresql://user@host:port/db)")
       ->envname("TESSERA_DATABASE_URL");
@@ -89,27 +92,8 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   CallerLimitsFlags limits;
   AddCallerLimitsFlags(app, limits);
   if (parts.scheduler) AddSchedulerFlags(app, sched_flags);
-  double http_request_timeout_seconds = 60;
-  std::string console_dir = "auto";
-  if (all_in_one) {
-    app.add_option("--console-dir", console_dir, gateway::ConsoleAssets::kFlagHelp)
-        ->capture_default_str();
-    app.add_option("--http-listen", http_listen,
-                   "host:port for the REST gateway (port 0: any; empty: no gateway)")
-        ->capture_default_str();
-    app.add_option("--http-request-timeout-seconds", http_request_timeout_seconds,
-                   "a REST client has this long for the TLS handshake, each request's header "
-                   "and body, and to take the response (slow clients are cut off)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.1, 3600.0));
-  }
-  if (parts.runs && !parts.scheduler) {
-    app.add_option("--scheduler-endpoint", scheduler_endpoint, "host:port of tessera-scheduler")
-        ->required();
-  }
-  if ((parts.scheduler || parts.logs) && !parts.runs) {
-    app.add_option("--runs-endpoint", runs_endpoint, "host:port of tessera-runs")->required();
-  }
+  if (all_in_one) AddGatewayFlags(app, rest_flags);
+  AddPeerEndpointFlags(app, parts, peers);
   double node_event_retention_days = 0;
   if (parts.cordon) {
     app.add_option("--node-event-retention-days", node_event_retention_days,
@@ -119,26 +103,6 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
         ->check(CLI::Range(0.0, 36500.0));
   }
   if (parts.health) AddHealthFlags(app, health_flags);
-  if (parts.health && !parts.scheduler) {
-    app.add_option("--scheduler-endpoint", scheduler_endpoint, "host:port of tessera-scheduler")
-        ->required();
-  }
-  if (parts.health && !parts.cordon) {
-    app.add_option("--cordon-endpoint", cordon_endpoint, "host:port of tessera-cordon")->required();
-  }
-  if (parts.health && !parts.runs) {
-    app.add_option("--runs-endpoint", runs_endpoint, "host:port of tessera-runs")->required();
-  }
-  if (parts.scheduler && !parts.health) {
-    app.add_option("--health-endpoint", health_endpoint,
-                   "host:port of tessera-health, for GPU faults, hangs and canary results "
-                   "(empty: none; hung and faulty runs are still evicted)");
-  }
-  if (parts.runs && !parts.logs) {
-    app.add_option("--logs-endpoint", logs_endpoint,
-                   "host:port of tessera-logs, to delete the logs of deleted runs (empty: none)");
-  }
-
   std::string ca_key_file, secrets_key_file;
   double system_key_lifetime_minutes = 60;
   if (parts.runs) {
@@ -165,28 +129,16 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (auto st = ConfigureLogging(host.log_level); !st.ok()) return Fail(st);
-  for (const auto& [flag, value] :
-       {std::pair<const char*, const std::string&>{"--runs-endpoint", runs_endpoint},
-        {"--scheduler-endpoint", scheduler_endpoint},
-        {"--logs-endpoint", logs_endpoint},
-        {"--cordon-endpoint", cordon_endpoint},
-        {"--health-endpoint", health_endpoint}}) {
-    if (value.empty()) continue;
-    if (auto target = GrpcTarget(flag, value); !target.ok()) return Fail(target.status());
-  }
+  if (auto st = CheckPeerEndpoints(peers); !st.ok()) return Fail(st);
   if (db.url.empty()) {
     return Fail(absl::InvalidArgumentError("--database-url is required (or TESSERA_DATABASE_URL)"));
   }
   if (!direct.parsed()) {
-    if (auto st = tls::CheckTlsFlags(host.tls, {{"--grpc-listen", host.grpc_listen},
+    std::vector<tls::NamedAddress> addresses = {{"--grpc-listen", host.grpc_listen},
                                                 {"--metrics-listen", host.metrics_listen},
-                                                {"--http-listen", http_listen},
-                                                {"--runs-endpoint", runs_endpoint},
-                                                {"--scheduler-endpoint", scheduler_endpoint},
-                                                {"--logs-endpoint", logs_endpoint},
-                                                {"--cordon-endpoint", cordon_endpoint},
-                                                {"--health-endpoint", health_endpoint}});
-        !st.ok()) {
+                                                {"--http-listen", rest_flags.http_listen}};
+    for (auto& peer : peers.Named()) addresses.push_back(std::move(peer));
+    if (auto st = tls::CheckTlsFlags(host.tls, addresses); !st.ok()) {
       return Fail(st);
     }
   }
@@ -231,10 +183,10 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   std::vector<std::unique_ptr<Component>> components;
   if (parts.runs) {
     std::shared_ptr<ChannelRef> logs = parts.logs ? self : nullptr;
-    if (!parts.logs && !logs_endpoint.empty()) logs = RemoteChannel(logs_endpoint, host.tls);
+    if (!parts.logs && !peers.logs.empty()) logs = RemoteChannel(peers.logs, host.tls);
     runs_options.instance_id = InstanceId();
     components.push_back(
-        MakeRunsComponent(f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint, host.tls),
+        MakeRunsComponent(f, parts.scheduler ? self : LeaderChannel(peers.scheduler, host.tls),
                           logs, system_key, runs_options));
   }
   if (parts.scheduler) {
@@ -242,10 +194,10 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     sched.database_url = db.url;
     sched.instance_id = InstanceId();
     std::shared_ptr<ChannelRef> health_channel = parts.health ? self : nullptr;
-    if (!parts.health && !health_endpoint.empty())
-      health_channel = RemoteChannel(health_endpoint, host.tls);
+    if (!parts.health && !peers.health.empty())
+      health_channel = RemoteChannel(peers.health, host.tls);
     components.push_back(
-        MakeSchedulerComponent(f, parts.runs ? self : RemoteChannel(runs_endpoint, host.tls),
+        MakeSchedulerComponent(f, parts.runs ? self : RemoteChannel(peers.runs, host.tls),
                                health_channel, system_key, sched));
   }
   if (parts.cordon) {
@@ -257,13 +209,13 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
     if (!health.ok()) return Fail(health.status());
     health->instance_id = InstanceId();
     components.push_back(MakeHealthComponent(
-        f, parts.scheduler ? self : LeaderChannel(scheduler_endpoint, host.tls),
-        parts.cordon ? self : RemoteChannel(cordon_endpoint, host.tls),
-        parts.runs ? self : RemoteChannel(runs_endpoint, host.tls), system_key, *health));
+        f, parts.scheduler ? self : LeaderChannel(peers.scheduler, host.tls),
+        parts.cordon ? self : RemoteChannel(peers.cordon, host.tls),
+        parts.runs ? self : RemoteChannel(peers.runs, host.tls), system_key, *health));
   }
   if (parts.logs) {
     components.push_back(MakeLogsComponent(
-        f, parts.runs ? self : RemoteChannel(runs_endpoint, host.tls), system_key, *logs_options));
+        f, parts.runs ? self : RemoteChannel(peers.runs, host.tls), system_key, *logs_options));
   }
 
   std::vector<grpc::Service*> services;
@@ -275,28 +227,16 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   if (!served.ok()) return Fail(served.status());
   self->Set((*served)->InProcessChannel());
   // The REST gateway reaches the services through the same in-process channel.
-  std::unique_ptr<gateway::GatewayServer> rest;
-  if (!http_listen.empty()) {
-    auto addr = ParseListenAddress("--http-listen", http_listen);
-    if (!addr.ok()) return Fail(addr.status());
-    gateway::GatewayOptions rest_options;
-    rest_options.console_dir = gateway::ConsoleAssets::ResolveFlag(console_dir);
-    rest_options.limits.request_timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(http_request_timeout_seconds * 1000));
-    rest = std::make_unique<gateway::GatewayServer>((*served)->InProcessChannel(), rest_options);
-    if ((*served)->https() != nullptr) rest->ServeTls((*served)->https());
-    if (auto st = rest->Start(addr->first, static_cast<uint16_t>(addr->second)); !st.ok()) {
-      return Fail(st);
-    }
-  }
+  auto rest = StartGateway(rest_flags, **served);
+  if (!rest.ok()) return Fail(rest.status());
   // Tests and scripts read this line to learn the ports.
   // One write, so that no other thread's output lands inside it.
   std::cout << absl::StrCat("listening grpc=", (*served)->grpc_port(),
                             " metrics=", (*served)->metrics_port(),
-                            " http=", rest ? rest->port() : 0, "\n")
+                            " http=", *rest ? (*rest)->port() : 0, "\n")
             << std::flush;
   (*served)->RunUntilSignal();
-  if (rest) rest->Shutdown();
+  if (*rest) (*rest)->Shutdown();
   components.clear();
   return 0;
 }
