@@ -1,6 +1,7 @@
 // bench_health: detection quality of the health sweep, and what its evidence costs. 100 sweeps
 // (--sweeps) over 8 simulated nodes (--nodes), one of them 20% slow (--slow 0.8): each compute
-// stress test is a real tessera-canary process started by the worker's CanaryRunner, and the
+// stress test is asked of a real tessera-canary process by the worker's CanaryRunner (each node's
+// runner keeps its `tessera-canary serve` up through the sweeps, as a worker does), and the
 // slow node's is really slowed by the worker's ProcessThrottle (the code behind `inject-fault
 // --kind slow:0.8`). The nodes share this machine, so they are measured as a sweep measures such
 // nodes: one at a time, twice, the second pass starting halfway, each on one CPU thread as the

@@ -1,7 +1,10 @@
 #include "worker/canary/canary_checks.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "worker/canary/canary_result.h"
@@ -18,6 +21,40 @@ double SecondsSince(Clock::time_point t) {
 void Sync(const torch::Device& device, torch::Tensor& t) {
   if (device.is_cuda()) (void)t.sum().item<float>();  // waits for the stream
 }
+
+// The CPUs this process may run on.
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+// Keeps the calling thread on one CPU until destroyed, then gives it back its mask.
+class PinnedTo {
+ public:
+  explicit PinnedTo(int cpu) {
+    CPU_ZERO(&before_);
+    pinned_ = ::sched_getaffinity(0, sizeof before_, &before_) == 0;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pinned_ = pinned_ && ::sched_setaffinity(0, sizeof one, &one) == 0;
+  }
+  ~PinnedTo() {
+    if (pinned_) ::sched_setaffinity(0, sizeof before_, &before_);
+  }
+  PinnedTo(const PinnedTo&) = delete;
+  PinnedTo& operator=(const PinnedTo&) = delete;
+
+ private:
+  cpu_set_t before_;
+  bool pinned_ = false;
+};
 
 }  // namespace
 
@@ -76,12 +113,23 @@ void RunComputeStress(const torch::Device& device, const ComputeOptions& o,
   auto c = torch::mm(a, b);
   Sync(device, c);
   const double flops_per_product = 2.0 * o.size * o.size * static_cast<double>(o.size);
-  // Intervals of 100 ms: long against a CPU scheduler's or a throttle's cycles, so that the best
-  // one is the hardware's steady rate and not a lucky burst.
-  const double interval = std::min(0.1, o.seconds / 3);
+  // Measured on one thread (a node's share of a machine, as simulated nodes have it), the rate
+  // is that of the CPU the scheduler happened to put the thread on, and a machine's CPUs differ:
+  // on a 2-vCPU VM one ran this product at 0.017-0.021 TFLOP/s and the other at 0.028-0.029,
+  // every time. So the intervals visit each of the process's CPUs in turn, and the best interval
+  // is the best CPU's rate wherever the process was placed. With more threads (a whole node's
+  // cores, a GPU) the scheduler spreads them and nothing is pinned.
+  const std::vector<int> cpus =
+      device.is_cpu() && torch::get_num_threads() == 1 ? AllowedCpus() : std::vector<int>{};
+  const double visits = static_cast<double>(std::max<size_t>(1, cpus.size()));
+  // Intervals of up to 100 ms: long against a CPU scheduler's or a throttle's cycles, so that
+  // the best one is the hardware's steady rate and not a lucky burst; at least two per CPU.
+  const double interval = std::min(0.1, o.seconds / (visits > 1 ? 2 * visits : 3));
   double best = 0;
   const auto start = Clock::now();
-  while (SecondsSince(start) < o.seconds) {
+  for (size_t visit = 0; SecondsSince(start) < o.seconds; ++visit) {
+    std::optional<PinnedTo> pinned;
+    if (cpus.size() > 1) pinned.emplace(cpus[visit % cpus.size()]);
     const auto t = Clock::now();
     int64_t products = 0;
     do {

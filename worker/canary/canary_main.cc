@@ -4,11 +4,21 @@
 //   tessera-canary compute [--seconds S] [--size N] [--expected-tflops T] [--timeout S]
 // Prints one JSON line (a HealthCheckResult) and exits 0 when passed, 3 on wrong data, 4 under
 // the threshold, 5 on timeout, 1 on any other error.
+//   tessera-canary serve
+// Runs checks as they are asked, for as long as its input is open: each input line is a JSON
+// array of the arguments above (["compute", "--seconds", "1"]), each answered by one line of
+// output, the result. The worker keeps one up through a sweep, so that a measurement no longer
+// pays for a process start and LibTorch's load (most of a 1 s check's cost). A check that
+// outlives its timeout is answered TIMEOUT and the server ends (a collective blocked on a dead
+// peer cannot be interrupted): the worker starts another.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
+#include <condition_variable>
 #include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -40,20 +50,66 @@ int ExitFor(const v1::HealthCheckResult& r) {
   }
 }
 
-// A check that does not finish in time (a hung peer, a dead link) is reported and the process
-// ends, whatever it is blocked in.
-void ArmTimeout(double seconds, v1::HealthCheckKind kind) {
-  if (seconds <= 0) return;
-  std::thread([seconds, kind] {
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    v1::HealthCheckResult r;
-    r.set_kind(kind);
-    r.set_verdict(v1::HEALTH_VERDICT_TIMEOUT);
-    r.set_error(absl::StrCat("did not finish within ", seconds, " s"));
-    Print(r);
-    ::_exit(canary::kExitTimeout);
-  }).detach();
-}
+// Ends the process with a TIMEOUT result when a check does not finish in time (a hung peer, a
+// dead link), whatever the check is blocked in. Armed for each check, disarmed after it.
+class Watchdog {
+ public:
+  Watchdog() : thread_([this] { Watch(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+
+  void Arm(double seconds, v1::HealthCheckKind kind) {
+    if (seconds <= 0) return;
+    {
+      std::lock_guard lock(mu_);
+      deadline_ = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(seconds));
+      seconds_ = seconds;
+      kind_ = kind;
+    }
+    changed_.notify_all();
+  }
+
+  // Once the watchdog has fired it holds the lock until the process ends, so that a check
+  // finishing at that moment cannot print a second answer.
+  void Disarm() {
+    std::lock_guard lock(mu_);
+    deadline_.reset();
+  }
+
+ private:
+  void Watch() {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      if (!deadline_) {
+        changed_.wait(lock);
+      } else if (changed_.wait_until(lock, *deadline_) == std::cv_status::timeout && deadline_ &&
+                 std::chrono::steady_clock::now() >= *deadline_) {
+        v1::HealthCheckResult r;
+        r.set_kind(kind_);
+        r.set_verdict(v1::HEALTH_VERDICT_TIMEOUT);
+        r.set_error(absl::StrCat("did not finish within ", seconds_, " s"));
+        Print(r);
+        ::_exit(canary::kExitTimeout);
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  double seconds_ = 0;
+  v1::HealthCheckKind kind_ = v1::HEALTH_CHECK_KIND_UNSPECIFIED;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 torch::Device PickDevice(const std::string& backend, int local_rank) {
   if (backend == "nccl" || (backend == "auto" && torch::cuda::is_available())) {
@@ -64,78 +120,153 @@ torch::Device PickDevice(const std::string& backend, int local_rank) {
   return torch::Device(torch::kCPU);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"tessera-canary: all-reduce and compute health checks"};
-  app.require_subcommand(1);
+// One check, as its command line asks it.
+struct CheckRequest {
   int rank = 0, world = 1, port = 29600, local_rank = 0, threads = 0;
   std::string master = "127.0.0.1", sizes = "1MiB,4MiB,16MiB,64MiB", backend = "auto";
   double min_busbw = 0, timeout = 60;
-  canary::AllReduceOptions ar;
+  canary::AllReduceOptions allreduce;
+  canary::ComputeOptions compute;
+};
+
+// The checks' command lines, parsed into `r`; the subcommands are returned to tell which ran.
+struct Commands {
+  CLI::App* allreduce;
+  CLI::App* compute;
+};
+
+Commands DefineChecks(CLI::App& app, CheckRequest& r) {
   auto* allreduce = app.add_subcommand("allreduce", "all-reduce between the group's nodes");
-  allreduce->add_option("--rank", rank, "this process's rank in the group")->required();
-  allreduce->add_option("--world", world, "processes in the group")
+  allreduce->add_option("--rank", r.rank, "this process's rank in the group")->required();
+  allreduce->add_option("--world", r.world, "processes in the group")
       ->required()
       ->check(CLI::Range(1, 65536));
-  allreduce->add_option("--master-addr", master, "where rank 0 serves the rendezvous");
-  allreduce->add_option("--master-port", port, "its port")->check(CLI::Range(1, 65535));
-  allreduce->add_option("--local-rank", local_rank, "GPU index among the node's processes");
-  allreduce->add_option("--sizes", sizes, "payload sizes")->capture_default_str();
-  allreduce->add_option("--iterations", ar.iterations, "timed all-reduces per size")
+  allreduce->add_option("--master-addr", r.master, "where rank 0 serves the rendezvous");
+  allreduce->add_option("--master-port", r.port, "its port")->check(CLI::Range(1, 65535));
+  allreduce->add_option("--local-rank", r.local_rank, "GPU index among the node's processes");
+  allreduce->add_option("--sizes", r.sizes, "payload sizes")->capture_default_str();
+  allreduce->add_option("--iterations", r.allreduce.iterations, "timed all-reduces per size")
       ->check(CLI::Range(1, 1000));
-  allreduce->add_option("--min-busbw", min_busbw, "GB/s under which the check fails");
-  allreduce->add_option("--backend", backend, "auto, gloo or nccl")->capture_default_str();
-  allreduce->add_option("--timeout", timeout, "seconds before giving up")->capture_default_str();
+  allreduce->add_option("--min-busbw", r.min_busbw, "GB/s under which the check fails");
+  allreduce->add_option("--backend", r.backend, "auto, gloo or nccl")->capture_default_str();
+  allreduce->add_option("--timeout", r.timeout, "seconds before giving up")->capture_default_str();
 
-  canary::ComputeOptions co;
   auto* compute = app.add_subcommand("compute", "matrix products against the expected rate");
-  compute->add_option("--seconds", co.seconds, "how long to measure")->capture_default_str();
-  compute->add_option("--size", co.size, "matrix size")
+  compute->add_option("--seconds", r.compute.seconds, "how long to measure")->capture_default_str();
+  compute->add_option("--size", r.compute.size, "matrix size")
       ->capture_default_str()
       ->check(CLI::Range(16, 16384));
-  compute->add_option("--expected-tflops", co.expected_tflops, "the node's expected rate");
-  compute->add_option("--min-fraction", co.min_fraction, "of the expected rate, to pass");
-  compute->add_option("--threads", threads, "CPU threads (default: all cores)");
-  compute->add_option("--timeout", timeout, "seconds before giving up")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  compute->add_option("--expected-tflops", r.compute.expected_tflops, "the node's expected rate");
+  compute->add_option("--min-fraction", r.compute.min_fraction, "of the expected rate, to pass");
+  compute->add_option("--threads", r.threads, "CPU threads (default: all cores)");
+  compute->add_option("--timeout", r.timeout, "seconds before giving up")->capture_default_str();
+  return {allreduce, compute};
+}
 
+void RunAllReduceCheck(const CheckRequest& r, v1::HealthCheckResult& result) {
+  const torch::Device device = PickDevice(r.backend, r.local_rank);
+  engine::Rendezvous rv{r.rank, r.world, r.master, r.port,
+                        std::chrono::milliseconds(static_cast<int64_t>(r.timeout * 1000))};
+  auto store = engine::ConnectStore(rv);
+  if (!store.ok()) throw std::runtime_error(std::string(store.status().message()));
+  std::vector<int> members;
+  for (int m = 0; m < r.world; ++m) members.push_back(m);
+  auto comm = engine::CreateCommunicator(
+      device.is_cuda() ? engine::CollectiveBackend::kNccl : engine::CollectiveBackend::kGloo,
+      *store, "canary/", members, r.rank, engine::DefaultGlooHost(r.master), rv.timeout);
+  if (!comm.ok()) throw std::runtime_error(std::string(comm.status().message()));
+  canary::RunAllReduce(**comm, device, r.allreduce, result);
+  (*comm)->Barrier();  // rank 0 serves the store: it leaves last
+}
+
+// Runs the check `r` asks for (`compute` or all-reduce) under the watchdog.
+v1::HealthCheckResult RunCheck(CheckRequest r, bool compute, Watchdog& watchdog) {
   v1::HealthCheckResult result;
+  result.set_kind(compute ? v1::HEALTH_CHECK_KIND_COMPUTE_STRESS : v1::HEALTH_CHECK_KIND_ALLREDUCE);
+  if (!compute) {
+    auto sizes = ParseByteSizes(r.sizes);
+    if (!sizes.ok()) {
+      result.set_verdict(v1::HEALTH_VERDICT_ERROR);
+      result.set_error(absl::StrCat("--sizes: ", sizes.status().message()));
+      return result;
+    }
+    r.allreduce.payload_bytes = *sizes;
+    r.allreduce.min_busbw_gbps = r.min_busbw;
+  }
+  watchdog.Arm(r.timeout, result.kind());
   try {
-    if (*compute) {
-      result.set_kind(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
-      ArmTimeout(timeout, result.kind());
+    if (compute) {
       engine::SetComputeThreads(
-          threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
-      canary::RunComputeStress(PickDevice("auto", 0), co, result);
+          r.threads > 0 ? r.threads : static_cast<int>(std::thread::hardware_concurrency()));
+      canary::RunComputeStress(PickDevice("auto", 0), r.compute, result);
     } else {
-      result.set_kind(v1::HEALTH_CHECK_KIND_ALLREDUCE);
-      ArmTimeout(timeout, result.kind());
-      auto parsed = ParseByteSizes(sizes);
-      if (!parsed.ok()) {
-        std::cerr << "tessera-canary: --sizes: " << parsed.status().message() << "\n";
-        return canary::kExitUsage;
-      }
-      ar.payload_bytes = *parsed;
-      ar.min_busbw_gbps = min_busbw;
-      const torch::Device device = PickDevice(backend, local_rank);
-      engine::Rendezvous rv{rank, world, master, port,
-                            std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000))};
-      auto store = engine::ConnectStore(rv);
-      if (!store.ok()) throw std::runtime_error(std::string(store.status().message()));
-      std::vector<int> members;
-      for (int r = 0; r < world; ++r) members.push_back(r);
-      auto comm = engine::CreateCommunicator(
-          device.is_cuda() ? engine::CollectiveBackend::kNccl : engine::CollectiveBackend::kGloo,
-          *store, "canary/", members, rank, engine::DefaultGlooHost(master), rv.timeout);
-      if (!comm.ok()) throw std::runtime_error(std::string(comm.status().message()));
-      canary::RunAllReduce(**comm, device, ar, result);
-      (*comm)->Barrier();  // rank 0 serves the store: it leaves last
+      RunAllReduceCheck(r, result);
     }
   } catch (const std::exception& e) {
     result.set_verdict(v1::HEALTH_VERDICT_ERROR);
     result.set_error(e.what());
   }
+  watchdog.Disarm();
+  return result;
+}
+
+v1::HealthCheckResult Refused(const std::string& why) {
+  v1::HealthCheckResult result;
+  result.set_verdict(v1::HEALTH_VERDICT_ERROR);
+  result.set_error(absl::StrCat("tessera-canary serve: ", why));
+  return result;
+}
+
+// One line of a server's input: the arguments of one check, as a JSON array of strings.
+v1::HealthCheckResult Answer(const std::string& line, Watchdog& watchdog) {
+  const auto json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_array()) return Refused("a request is a JSON array of arguments");
+  std::vector<std::string> reversed;  // CLI11 takes a vector of arguments last first
+  for (auto it = json.rbegin(); it != json.rend(); ++it) {
+    if (!it->is_string()) return Refused("a request's arguments are strings");
+    reversed.push_back(it->get<std::string>());
+  }
+  CLI::App app{"tessera-canary check"};
+  app.require_subcommand(1);
+  CheckRequest r;
+  const Commands commands = DefineChecks(app, r);
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return Refused(absl::StrCat("bad request: ", e.what()));
+  }
+  return RunCheck(r, commands.compute->parsed(), watchdog);
+}
+
+int Serve() {
+  Watchdog watchdog;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (!line.empty()) Print(Answer(line, watchdog));
+  }
+  return 0;  // the worker closed our input: done
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera-canary: all-reduce and compute health checks"};
+  app.require_subcommand(1);
+  CheckRequest request;
+  const Commands commands = DefineChecks(app, request);
+  auto* serve = app.add_subcommand(
+      "serve",
+      "answer checks read from the input (a JSON array of arguments per line) until it ends");
+  CLI11_PARSE(app, argc, argv);
+  if (serve->parsed()) return Serve();
+  if (!commands.compute->parsed()) {
+    if (auto sizes = ParseByteSizes(request.sizes); !sizes.ok()) {
+      std::cerr << "tessera-canary: --sizes: " << sizes.status().message() << "\n";
+      return canary::kExitUsage;
+    }
+  }
+  Watchdog watchdog;
+  const v1::HealthCheckResult result = RunCheck(request, commands.compute->parsed(), watchdog);
   Print(result);
   return ExitFor(result);
 }

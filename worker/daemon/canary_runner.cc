@@ -4,29 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/timestamps.h"
 #include "worker/canary/canary_result.h"
-#include "worker/daemon/rank_launcher.h"
 
 namespace tessera::worker {
 namespace {
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 double TimeoutSeconds(const v1::StartCanary& start) {
   const double t = start.timeout().seconds() + start.timeout().nanos() / 1e9;
@@ -36,21 +21,25 @@ double TimeoutSeconds(const v1::StartCanary& start) {
 }  // namespace
 
 CanaryRunner::CanaryRunner(std::string binary, std::string node_name, std::string state_dir,
-                           std::shared_ptr<Clock> clock)
+                           std::shared_ptr<Clock> clock, absl::Duration idle_limit)
     : binary_(std::move(binary)),
       node_name_(std::move(node_name)),
       state_dir_(std::move(state_dir)),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      idle_limit_(idle_limit) {}
 
 CanaryRunner::~CanaryRunner() {
-  std::vector<std::thread> threads;
+  std::list<Worker> workers;
+  std::vector<IdleServer> idle;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
-    for (pid_t g : running_) ::kill(-g, SIGKILL);
-    threads.swap(threads_);
+    for (pid_t g : busy_) ::kill(-g, SIGKILL);
+    workers.swap(workers_);
+    idle.swap(idle_);
   }
-  for (auto& t : threads) t.join();
+  idle.clear();
+  for (auto& w : workers) w.thread.join();
 }
 
 absl::StatusOr<std::vector<std::string>> CanaryRunner::Arguments(const v1::StartCanary& s) {
@@ -109,13 +98,77 @@ absl::StatusOr<std::vector<std::string>> CanaryRunner::Arguments(const v1::Start
 absl::Status CanaryRunner::Start(const v1::StartCanary& start) {
   auto args = Arguments(start);
   if (!args.ok()) return args.status();
-  absl::MutexLock lock(&mu_);
-  if (stopping_) return absl::UnavailableError("the worker is stopping");
-  threads_.emplace_back([this, start, a = *std::move(args)] { Run(start, a); });
+  std::vector<std::thread> finished;
+  std::vector<IdleServer> expired;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("the worker is stopping");
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (it->done) {
+        finished.push_back(std::move(it->thread));
+        it = workers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    expired = TakeExpiredServers();
+    Worker& worker = workers_.emplace_back();
+    worker.thread =
+        std::thread([this, start, a = *std::move(args), w = &worker] { Run(start, a, w); });
+  }
+  for (auto& t : finished) t.join();
   return absl::OkStatus();
 }
 
-void CanaryRunner::Run(v1::StartCanary start, std::vector<std::string> args) {
+std::vector<CanaryRunner::IdleServer> CanaryRunner::TakeExpiredServers() {
+  std::vector<IdleServer> expired;
+  const absl::Time now = clock_->Now();
+  for (auto it = idle_.begin(); it != idle_.end();) {
+    if (now - it->since >= idle_limit_) {
+      expired.push_back(std::move(*it));
+      it = idle_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return expired;
+}
+
+absl::StatusOr<std::unique_ptr<CanaryServer>> CanaryRunner::TakeServer(bool fresh) {
+  std::unique_ptr<CanaryServer> server;
+  std::vector<IdleServer> ended;
+  int number = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    // The most recently used first: the others may reach their idle limit.
+    while (!fresh && !server && !idle_.empty()) {
+      IdleServer idle = std::move(idle_.back());
+      idle_.pop_back();
+      if (idle.server->Running()) {
+        server = std::move(idle.server);
+      } else {
+        ended.push_back(std::move(idle));  // killed meanwhile (an injected crash of its group)
+      }
+    }
+    if (!server) number = servers_started_++;
+  }
+  if (!server) {
+    const std::string dir = absl::StrCat(state_dir_, "/canaries");
+    const std::string err = absl::StrCat(dir, "/server-", number, ".err");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::filesystem::remove(err, ec);  // a previous worker's
+    auto started = CanaryServer::Start(binary_, node_name_, err);
+    if (!started.ok()) return started.status();
+    server = *std::move(started);
+  }
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("the worker is stopping");
+  busy_.push_back(server->pid());
+  return server;
+}
+
+void CanaryRunner::Run(v1::StartCanary start, std::vector<std::string> args, Worker* worker) {
   v1::HealthCheckResult result;
   result.set_sweep_id(start.sweep_id());
   result.set_node_name(node_name_);
@@ -123,78 +176,77 @@ void CanaryRunner::Run(v1::StartCanary start, std::vector<std::string> args) {
   *result.mutable_group() = start.group();
   result.set_step(start.step());
   *result.mutable_started_at() = ToProtoTime(clock_->Now());
-  const std::string dir = absl::StrCat(state_dir_, "/canaries");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  static std::atomic<int> counter{0};
-  const std::string out = absl::StrCat(dir, "/", start.sweep_id(), "-",
-                                       v1::HealthCheckKind_Name(start.kind()), "-", counter++);
-  RankSpec spec;
-  spec.command = ShellQuote(binary_);
-  for (const auto& a : args) spec.command += " " + ShellQuote(a);
-  spec.command = "exec " + spec.command;
-  spec.stdout_path = out + ".out";
-  spec.stderr_path = out + ".err";
-  spec.env["TESSERA_NODE_NAME"] = node_name_;
-  auto proc = RankProcess::Start(spec);
-  if (!proc.ok()) {
-    result.set_verdict(v1::HEALTH_VERDICT_ERROR);
-    result.set_error(std::string(proc.status().message()));
+  // The canary enforces its own timeout; this one catches a canary that cannot (stopped).
+  const absl::Duration limit = absl::Seconds(TimeoutSeconds(start) + 5);
+  auto server = TakeServer(/*fresh=*/false);
+  absl::StatusOr<std::string> answer = server.ok() ? (*server)->Ask(args, limit) : server.status();
+  if (server.ok() && (*server)->answered() > 0 && absl::IsUnavailable(answer.status())) {
+    // A kept server that had ended unseen (killed between checks): the check goes to a new one.
+    // One that ended in the check ends the new one too, and that is what is reported.
+    spdlog::warn("canary server {} of node {} had ended: {}", (*server)->pid(), node_name_,
+                 answer.status().ToString());
+    ReleaseServer(*std::move(server), /*keep=*/false);
+    server = TakeServer(/*fresh=*/true);
+    answer = server.ok() ? (*server)->Ask(args, limit) : server.status();
+  }
+  const absl::StatusOr<v1::HealthCheckResult> parsed =
+      answer.ok() ? canary::ResultFromJsonLine(*answer) : answer.status();
+  if (absl::IsDeadlineExceeded(answer.status())) {
+    result.set_verdict(v1::HEALTH_VERDICT_TIMEOUT);
+    result.set_error(std::string(answer.status().message()));
+  } else if (parsed.ok()) {
+    result.set_verdict(parsed->verdict());
+    result.set_error(parsed->error());
+    *result.mutable_samples() = parsed->samples();
+    result.set_compute_tflops(parsed->compute_tflops());
+    result.set_expected_tflops(parsed->expected_tflops());
   } else {
-    {
-      absl::MutexLock lock(&mu_);
-      running_.push_back((*proc)->pid());
-    }
-    // The canary enforces its own timeout; this one catches a canary that cannot (stopped).
-    const absl::Duration limit = absl::Seconds(TimeoutSeconds(start) + 5);
-    const auto waited = (*proc)->WaitFor(limit);
-    if (!waited.ok()) (void)(*proc)->Kill();
-    {
-      absl::MutexLock lock(&mu_);
-      std::erase(running_, (*proc)->pid());
-    }
-    std::ifstream in(spec.stdout_path);
-    std::string line, last;
-    while (std::getline(in, line)) {
-      if (!line.empty()) last = line;
-    }
-    auto parsed = canary::ResultFromJsonLine(last);
-    if (!waited.ok()) {
-      result.set_verdict(v1::HEALTH_VERDICT_TIMEOUT);
-      result.set_error(absl::StrCat("the canary did not end within ", absl::FormatDuration(limit)));
-    } else if (parsed.ok()) {
-      result.set_verdict(parsed->verdict());
-      result.set_error(parsed->error());
-      *result.mutable_samples() = parsed->samples();
-      result.set_compute_tflops(parsed->compute_tflops());
-      result.set_expected_tflops(parsed->expected_tflops());
-    } else {
-      std::ifstream err(spec.stderr_path);
-      std::stringstream ss;
-      ss << err.rdbuf();
-      result.set_verdict(v1::HEALTH_VERDICT_ERROR);
-      const auto exit = (*proc)->exit();
-      result.set_error(absl::StrCat("tessera-canary ", exit ? exit->ToString() : "ended",
-                                    " without a result: ", ss.str().substr(0, 500)));
-    }
-    std::filesystem::remove(spec.stdout_path, ec);
-    std::filesystem::remove(spec.stderr_path, ec);
+    result.set_verdict(v1::HEALTH_VERDICT_ERROR);
+    result.set_error(answer.ok() ? absl::StrCat("tessera-canary answered what is not a result: ",
+                                                parsed.status().message())
+                                 : std::string(answer.status().message()));
+  }
+  // A server that timed out ends itself; one that answered anything else is of no more use.
+  if (server.ok()) {
+    ReleaseServer(*std::move(server),
+                  parsed.ok() && parsed->verdict() != v1::HEALTH_VERDICT_TIMEOUT);
   }
   *result.mutable_finished_at() = ToProtoTime(clock_->Now());
   spdlog::info("canary {} of sweep {}: {} {}", v1::HealthCheckKind_Name(start.kind()),
                start.sweep_id(), v1::HealthVerdict_Name(result.verdict()), result.error());
   absl::MutexLock lock(&mu_);
   results_.push_back(std::move(result));
+  worker->done = true;
+}
+
+void CanaryRunner::ReleaseServer(std::unique_ptr<CanaryServer> server, bool keep) {
+  {
+    absl::MutexLock lock(&mu_);
+    std::erase(busy_, server->pid());
+    if (keep && !stopping_ && idle_.size() < kMaxIdleServers) {
+      idle_.push_back({std::move(server), clock_->Now()});
+    }
+  }
+  server.reset();  // one not kept ends here, outside the lock
 }
 
 std::vector<v1::HealthCheckResult> CanaryRunner::TakeResults() {
+  std::vector<IdleServer> expired;
   absl::MutexLock lock(&mu_);
+  expired = TakeExpiredServers();
   return std::exchange(results_, {});
 }
 
 std::vector<pid_t> CanaryRunner::ProcessGroups() {
   absl::MutexLock lock(&mu_);
-  return running_;
+  std::vector<pid_t> groups = busy_;
+  for (const auto& idle : idle_) groups.push_back(idle.server->pid());
+  return groups;
+}
+
+size_t CanaryRunner::IdleServers() {
+  absl::MutexLock lock(&mu_);
+  return idle_.size();
 }
 
 }  // namespace tessera::worker

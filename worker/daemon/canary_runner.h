@@ -1,12 +1,14 @@
-// Runs the health API's canaries on this node: each StartCanary becomes a tessera-canary process
-// (in its own process group, so that injected faults slow or stop it as they do ranks) whose one
-// line of JSON output becomes the HealthCheckResult sent back to the control plane. A canary that
-// dies without a result is reported as an error with how it ended; one that outlives its timeout
-// is killed and reported as a timeout.
+// Runs the health API's canaries on this node: each StartCanary is asked of a `tessera-canary
+// serve` process (CanaryServer), whose answer becomes the HealthCheckResult sent back to the
+// control plane. A server that answers is kept for the next check (a sweep asks a node's checks
+// seconds apart) and ended once idle for `idle_limit`, so that between sweeps nothing of LibTorch,
+// or of a GPU's memory, is held. A canary that dies without a result is reported as an error
+// with how it ended; one that outlives its timeout is killed and reported as a timeout.
 #pragma once
 
 #include <sys/types.h>
 
+#include <list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,34 +19,61 @@
 #include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "tessera/v1/worker.pb.h"
+#include "worker/daemon/canary_server.h"
 
 namespace tessera::worker {
 
 class CanaryRunner {
  public:
+  // Servers kept for the next check, at most; more run only while checks overlap.
+  static constexpr size_t kMaxIdleServers = 2;
+
   CanaryRunner(std::string binary, std::string node_name, std::string state_dir,
-               std::shared_ptr<Clock> clock);
-  // Kills the canaries still running.
+               std::shared_ptr<Clock> clock, absl::Duration idle_limit = absl::Seconds(30));
+  // Kills the canaries, running and idle.
   ~CanaryRunner();
 
   // Starts the canary in the background; a request that cannot run is an error now.
   absl::Status Start(const v1::StartCanary& start);
-  // Results of the canaries that ended since the last call.
+  // Results of the canaries that ended since the last call. Also ends the servers idle for
+  // longer than the limit.
   std::vector<v1::HealthCheckResult> TakeResults();
+  // The servers' process groups, busy and idle: what an injected fault slows or stops.
   std::vector<pid_t> ProcessGroups();
+  // Servers waiting for a check.
+  size_t IdleServers();
 
   // The tessera-canary arguments for a request (also what a person would run by hand).
   static absl::StatusOr<std::vector<std::string>> Arguments(const v1::StartCanary& start);
 
  private:
-  void Run(v1::StartCanary start, std::vector<std::string> args);
+  struct IdleServer {
+    std::unique_ptr<CanaryServer> server;
+    absl::Time since;
+  };
+  struct Worker {
+    std::thread thread;
+    bool done = false;
+  };
+
+  void Run(v1::StartCanary start, std::vector<std::string> args, Worker* worker);
+  // An idle server still running (unless `fresh`), or a new one; counted busy.
+  absl::StatusOr<std::unique_ptr<CanaryServer>> TakeServer(bool fresh);
+  // Back to the idle ones when `keep` and there is room; otherwise ended.
+  void ReleaseServer(std::unique_ptr<CanaryServer> server, bool keep);
+  // The idle servers past the limit, out of the pool (ended by their destruction, outside the
+  // lock).
+  std::vector<IdleServer> TakeExpiredServers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string binary_, node_name_, state_dir_;
   const std::shared_ptr<Clock> clock_;
+  const absl::Duration idle_limit_;
   absl::Mutex mu_;
   std::vector<v1::HealthCheckResult> results_ ABSL_GUARDED_BY(mu_);
-  std::vector<pid_t> running_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  std::vector<pid_t> busy_ ABSL_GUARDED_BY(mu_);
+  std::vector<IdleServer> idle_ ABSL_GUARDED_BY(mu_);
+  std::list<Worker> workers_ ABSL_GUARDED_BY(mu_);
+  int servers_started_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/unique_fd.h"
 #include "worker/daemon/owned_children.h"
 #include "worker/sandbox/sandbox_spec.h"
 
@@ -50,28 +51,6 @@ ExitInfo DecodeStatus(int status) {
   return info;
 }
 
-// An fd that closes itself.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  void Release() { fd_ = -1; }
-  void Adopt(int fd) {
-    Reset();
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
-
 absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::path& dir,
                                const char* what) {
   if (path.empty()) {
@@ -90,10 +69,19 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
   return fd;
 }
 
+absl::StatusOr<int> CopyDescriptor(int fd, const char* what) {
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (copy < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot pass the ", what, " descriptor: ", ErrnoText(errno)));
+  }
+  return copy;
+}
+
 // Runs in the forked child: only async-signal-safe calls, no allocation.
 // `passed_fds` are the descriptors the program reads (bubblewrap's --args and data), the only
 // ones above stderr that survive the exec.
-[[noreturn]] void ExecChild(const char* dir, int out_fd, int err_fd, int null_fd, int pipe_fd,
+[[noreturn]] void ExecChild(const char* dir, int out_fd, int err_fd, int in_fd, int pipe_fd,
                             const RankIdentity* identity, const char* program, char* const argv[],
                             char* const envp[], bool sandboxed, const int* cgroup_fds,
                             size_t cgroup_count, const int* passed_fds, size_t passed_count) {
@@ -140,7 +128,7 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
     }
   }
   if (dir != nullptr && ::chdir(dir) != 0) fail(ChildStage::kChdir);
-  if (::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(out_fd, STDOUT_FILENO) < 0 ||
+  if (::dup2(in_fd, STDIN_FILENO) < 0 || ::dup2(out_fd, STDOUT_FILENO) < 0 ||
       ::dup2(err_fd, STDERR_FILENO) < 0) {
     fail(ChildStage::kDup);
   }
@@ -158,7 +146,7 @@ absl::StatusOr<int> OpenOutput(const std::string& path, const std::filesystem::p
 
 // A descriptor of an anonymous file holding `data`, read from its start; never on a disk.
 absl::StatusOr<int> MemoryFile(const char* name, const std::string& data) {
-  Fd fd(::memfd_create(name, MFD_CLOEXEC));
+  UniqueFd fd(::memfd_create(name, MFD_CLOEXEC));
   if (fd.get() < 0) return absl::InternalError(absl::StrCat("memfd_create: ", ErrnoText(errno)));
   for (size_t done = 0; done < data.size();) {
     const ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
@@ -188,7 +176,7 @@ std::string NulSeparated(const std::vector<std::string>& args) {
 // reads its options (with the run's variables), the command and the seccomp filter from.
 struct SealedLaunch {
   std::vector<std::string> argv;
-  Fd args, command, seccomp;
+  UniqueFd args, command, seccomp;
 
   absl::Status Prepare(const RankSpec& spec, const std::vector<std::string>& env) {
     absl::StatusOr<int> fd = MemoryFile("tessera-command", spec.command);
@@ -219,7 +207,7 @@ struct SealedLaunch {
   // The descriptors the child keeps across its exec.
   std::vector<int> fds() const {
     std::vector<int> out;
-    for (const Fd* f : {&args, &command, &seccomp}) {
+    for (const UniqueFd* f : {&args, &command, &seccomp}) {
       if (f->get() >= 0) out.push_back(f->get());
     }
     return out;
@@ -262,22 +250,24 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
                        "': ", ec ? ec.message() : "not a directory"));
     }
   }
-  absl::StatusOr<int> out = OpenOutput(spec.stdout_path, dir, "stdout");
+  absl::StatusOr<int> out = spec.stdout_fd >= 0 ? CopyDescriptor(spec.stdout_fd, "stdout")
+                                                : OpenOutput(spec.stdout_path, dir, "stdout");
   if (!out.ok()) return out.status();
-  Fd out_fd(*out);
+  UniqueFd out_fd(*out);
   absl::StatusOr<int> err = OpenOutput(spec.stderr_path, dir, "stderr");
   if (!err.ok()) return err.status();
-  Fd err_fd(*err);
-  Fd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (null_fd.get() < 0) {
-    return absl::InternalError(absl::StrCat("cannot open /dev/null: ", ErrnoText(errno)));
+  UniqueFd err_fd(*err);
+  UniqueFd in_fd(spec.stdin_fd >= 0 ? ::fcntl(spec.stdin_fd, F_DUPFD_CLOEXEC, 3)
+                                    : ::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (in_fd.get() < 0) {
+    return absl::InternalError(absl::StrCat("cannot open the rank's stdin: ", ErrnoText(errno)));
   }
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe2: ", ErrnoText(errno)));
   }
-  Fd pipe_read(pipe_fds[0]);
-  Fd pipe_write(pipe_fds[1]);
+  UniqueFd pipe_read(pipe_fds[0]);
+  UniqueFd pipe_write(pipe_fds[1]);
 
   // Everything the child needs is built before fork: it must not allocate.
   std::vector<std::string> argv_strings = {spec.shell, "-c", spec.command};
@@ -295,7 +285,7 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
   const std::string& program = argv_strings.front();
-  std::vector<std::unique_ptr<Fd>> cgroup_files;
+  std::vector<std::unique_ptr<UniqueFd>> cgroup_files;
   std::vector<int> cgroup_fds;
   for (const std::string& path : spec.cgroup_procs) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -303,7 +293,7 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
       return absl::FailedPreconditionError(
           absl::StrCat("cannot open ", path, " for rank ", spec.rank, ": ", ErrnoText(errno)));
     }
-    cgroup_files.push_back(std::make_unique<Fd>(fd));
+    cgroup_files.push_back(std::make_unique<UniqueFd>(fd));
     cgroup_fds.push_back(fd);
   }
   std::vector<char*> envp;
@@ -312,7 +302,7 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
   const char* dir_c = dir.empty() ? nullptr : dir.c_str();
 
   const pid_t pid = ForkOwnedChild([&] {
-    ExecChild(dir_c, out_fd.get(), err_fd.get(), null_fd.get(), pipe_write.get(),
+    ExecChild(dir_c, out_fd.get(), err_fd.get(), in_fd.get(), pipe_write.get(),
               spec.identity ? &*spec.identity : nullptr, program.c_str(), argv.data(), envp.data(),
               !spec.sandbox_program.empty(), cgroup_fds.data(), cgroup_fds.size(),
               passed_fds.data(), passed_fds.size());

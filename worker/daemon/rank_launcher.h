@@ -35,6 +35,11 @@ struct RankSpec {
   // /dev/null.
   std::string stdout_path;
   std::string stderr_path;
+  // Descriptors the process gets as its stdin and stdout instead (-1: /dev/null and stdout_path):
+  // the ends of pipes to a helper the worker talks to, such as a canary server. The caller keeps
+  // its own; the process gets copies.
+  int stdin_fd = -1;
+  int stdout_fd = -1;
   std::string shell = "/bin/sh";
   // Run as this user (its uid, gid and no other groups); nullopt: the worker's own.
   std::optional<RankIdentity> identity;

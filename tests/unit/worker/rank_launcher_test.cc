@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,6 +126,25 @@ TEST_CASE("a rank leads a session of its own: its own process group, no controll
   REQUIRE((*p)->WaitFor(absl::Seconds(5)).ok());
   const std::string pid = std::to_string((*p)->pid());
   CHECK(ReadFile(tmp.path / "work" / "stdout.log") == pid + " " + pid + " " + pid + " 0\n");
+}
+
+TEST_CASE("a rank given descriptors reads its stdin and writes its stdout through them") {
+  TempDir tmp;
+  int ends[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) == 0);
+  RankSpec spec = Spec(tmp, "read -r line; echo \"got $line\"");
+  spec.stdin_fd = ends[1];
+  spec.stdout_fd = ends[1];
+  auto p = RankProcess::Start(spec);
+  ::close(ends[1]);  // the rank has its copies
+  REQUIRE(p.ok());
+  REQUIRE(::write(ends[0], "hello\n", 6) == 6);
+  REQUIRE((*p)->WaitFor(absl::Seconds(5)).ok());
+  char buffer[64] = {};
+  const ssize_t n = ::read(ends[0], buffer, sizeof buffer - 1);
+  ::close(ends[0]);
+  CHECK(std::string(buffer, n > 0 ? static_cast<size_t>(n) : 0) == "got hello\n");
+  CHECK_FALSE(fs::exists(tmp.path / "work" / "stdout.log"));  // stdout_path unused
 }
 
 TEST_CASE("the working folder is created when missing") {
