@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "proto/policy/node_terms.h"
 #include "proto/policy/preflight.h"
 #include "scheduler/service/node_events.h"
 #include "scheduler/service/preflight_cordon.h"
@@ -99,7 +100,7 @@ absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::Register
 
 absl::StatusOr<std::pair<v1::NodeTerms, std::string>> WorkerSessions::TermsOf(
     const std::string& node, const v1::NodeTerms& key_terms) {
-  if (key_terms.ByteSizeLong() > 0) return std::pair{key_terms, std::string("its node key")};
+  if (HasNodeTerms(key_terms)) return std::pair{key_terms, std::string("its node key")};
   if (join_tokens_ == nullptr) return std::pair{v1::NodeTerms(), std::string()};
   // A key made by a join before keys carried their token's terms.
   auto token = join_tokens_->FindLastUsedJoinToken(node);

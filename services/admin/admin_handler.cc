@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "proto/policy/node_terms.h"
 #include "services/common/auth/api_keys.h"
 #include "services/common/node_labels.h"
 #include "services/common/rpc.h"
@@ -28,7 +29,7 @@ absl::StatusOr<v1::Role> ValidateKeyRequest(const v1::CreateApiKeyRequest& req) 
     TESSERA_RETURN_IF_ERROR(ValidateNodeTerms("node_terms", req.node_terms()));
   } else if (!req.node().empty()) {
     return absl::InvalidArgumentError("node: only a node key is bound to a node");
-  } else if (req.node_terms().ByteSizeLong() > 0) {
+  } else if (HasNodeTerms(req.node_terms())) {
     return absl::InvalidArgumentError("node_terms: only a node key has terms (what its node is)");
   }
   if (req.description().size() > 256) {
@@ -53,7 +54,7 @@ absl::StatusOr<std::string> CreateKey(store::ApiKeyStore& keys, const Clock& clo
   record.key.set_role(role);
   record.key.set_description(req.description());
   record.key.set_node(req.node());
-  if (req.node_terms().ByteSizeLong() > 0) *record.key.mutable_node_terms() = req.node_terms();
+  if (HasNodeTerms(req.node_terms())) *record.key.mutable_node_terms() = req.node_terms();
   const absl::Time now = clock.Now();
   *record.key.mutable_created_at() = ToProtoTime(now);
   if (req.expires_in_seconds() > 0) {

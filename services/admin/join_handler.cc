@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "proto/policy/node_terms.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/auth/api_keys.h"
 
@@ -44,7 +45,7 @@ absl::Status JoinHandler::Join(const v1::JoinRequest& req, v1::JoinResponse* res
   key.key.set_node(req.node());
   key.key.set_description("joined with a join token");
   // The token's terms go with the key: the scheduler holds the node to the key it calls with.
-  if (found.terms().ByteSizeLong() > 0) *key.key.mutable_node_terms() = found.terms();
+  if (HasNodeTerms(found.terms())) *key.key.mutable_node_terms() = found.terms();
   *key.key.mutable_created_at() = ToProtoTime(now);
   auto token = tokens_->RedeemJoinToken(token_hash, req.node(), now, key);
   if (!token.ok()) {

@@ -88,7 +88,6 @@ int RunDirectCommand(const DirectCommands& d, const store::Stores& stores, const
     if (!role.ok()) return PrintSecret(role.status());
     v1::CreateApiKeyRequest request = d.key;
     request.set_role(*role);
-    if (request.node_terms().ByteSizeLong() == 0) request.clear_node_terms();
     return PrintSecret(admin::CreateApiKeyDirect(*stores.api_keys, clock, request));
   }
   return PrintSecret(
