@@ -70,7 +70,8 @@ void RunAllReduce(engine::Communicator& comm, const torch::Device& device,
     // dropped chunk shows.
     auto pattern = torch::arange(count, options).remainder(7);
     auto buffer = pattern + rank_value;
-    comm.AllReduceSum(buffer);
+    std::vector<torch::Tensor> parts = buffer.chunk(std::max(1, o.parts));  // views of it
+    comm.AllReduceSumParts(parts);
     const auto expected = pattern * static_cast<float>(n) + static_cast<float>(n * (n + 1) / 2);
     if (!torch::equal(buffer, expected)) {
       const int64_t wrong = buffer.ne(expected).sum().item<int64_t>();
@@ -79,12 +80,12 @@ void RunAllReduce(engine::Communicator& comm, const torch::Device& device,
                                     " elements wrong"));
       return;
     }
-    for (int i = 0; i < o.warmup; ++i) comm.AllReduceSum(buffer);
+    for (int i = 0; i < o.warmup; ++i) comm.AllReduceSumParts(parts);
     std::vector<double> times;
     for (int i = 0; i < o.iterations; ++i) {
       comm.Barrier();
       const auto start = Clock::now();
-      comm.AllReduceSum(buffer);
+      comm.AllReduceSumParts(parts);
       Sync(device, buffer);
       times.push_back(SecondsSince(start));
     }

@@ -16,6 +16,9 @@ struct AllReduceOptions {
   int warmup = 2;
   int iterations = 5;
   double min_busbw_gbps = 0;  // 0: no threshold
+  // The payload is all-reduced in this many parts at once, each over a connection and thread of
+  // its own (Gloo), so that the reduction of one overlaps the transfer of another; NCCL: 1.
+  int parts = 1;
 };
 
 // Fills the result's samples and verdict (PASSED, WRONG_DATA or SLOW) and error.

@@ -1,6 +1,7 @@
 // tessera-canary: the health API's checks, started by tessera-worker (or by hand).
 //   tessera-canary allreduce --rank R --world N --master-addr A --master-port P
 //                            [--sizes 1MiB,4MiB,16MiB,64MiB] [--min-busbw GBPS] [--timeout S]
+//                            [--connections 4]
 //   tessera-canary compute [--seconds S] [--size N] [--expected-tflops T] [--timeout S]
 // Prints one JSON line (a HealthCheckResult) and exits 0 when passed, 3 on wrong data, 4 under
 // the threshold, 5 on timeout, 1 on any other error.
@@ -122,7 +123,7 @@ torch::Device PickDevice(const std::string& backend, int local_rank) {
 
 // One check, as its command line asks it.
 struct CheckRequest {
-  int rank = 0, world = 1, port = 29600, local_rank = 0, threads = 0;
+  int rank = 0, world = 1, port = 29600, local_rank = 0, threads = 0, connections = 4;
   std::string master = "127.0.0.1", sizes = "1MiB,4MiB,16MiB,64MiB", backend = "auto";
   double min_busbw = 0, timeout = 60;
   canary::AllReduceOptions allreduce;
@@ -149,6 +150,12 @@ Commands DefineChecks(CLI::App& app, CheckRequest& r) {
       ->check(CLI::Range(1, 1000));
   allreduce->add_option("--min-busbw", r.min_busbw, "GB/s under which the check fails");
   allreduce->add_option("--backend", r.backend, "auto, gloo or nccl")->capture_default_str();
+  allreduce
+      ->add_option(
+          "--connections", r.connections,
+          "Gloo: connections to each peer, the payload all-reduced in as many parts at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
   allreduce->add_option("--timeout", r.timeout, "seconds before giving up")->capture_default_str();
 
   auto* compute = app.add_subcommand("compute", "matrix products against the expected rate");
@@ -173,9 +180,12 @@ void RunAllReduceCheck(const CheckRequest& r, v1::HealthCheckResult& result) {
   for (int m = 0; m < r.world; ++m) members.push_back(m);
   auto comm = engine::CreateCommunicator(
       device.is_cuda() ? engine::CollectiveBackend::kNccl : engine::CollectiveBackend::kGloo,
-      *store, "canary/", members, r.rank, engine::DefaultGlooHost(r.master), rv.timeout);
+      *store, "canary/", members, r.rank, engine::DefaultGlooHost(r.master), rv.timeout,
+      r.connections);
   if (!comm.ok()) throw std::runtime_error(std::string(comm.status().message()));
-  canary::RunAllReduce(**comm, device, r.allreduce, result);
+  canary::AllReduceOptions options = r.allreduce;
+  options.parts = device.is_cuda() ? 1 : r.connections;
+  canary::RunAllReduce(**comm, device, options, result);
   (*comm)->Barrier();  // rank 0 serves the store: it leaves last
 }
 

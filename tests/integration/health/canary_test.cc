@@ -29,9 +29,12 @@ Ran RunCanary(const std::string& args) {
 }
 
 TEST_CASE("an all-reduce canary between two processes checks the data and measures busbw") {
+  // Over one connection, and in parts over several at once (the default: 4).
+  const std::string connections = GENERATE(std::string(""), std::string(" --connections 1"));
+  INFO("connections: " << connections);
   const int port = FreePort();
   const std::string common = absl::StrCat(" --world 2 --master-addr 127.0.0.1 --master-port ", port,
-                                          " --sizes 1MiB,4MiB --timeout 60");
+                                          " --sizes 1MiB,4MiB --timeout 60", connections);
   Ran r0, r1;
   std::thread t([&] { r1 = RunCanary("allreduce --rank 1" + common); });
   r0 = RunCanary("allreduce --rank 0" + common);

@@ -24,6 +24,16 @@ class GlooCommunicator final : public Communicator {
     std::vector<torch::Tensor> tensors{tensor};
     pg_->allreduce(tensors)->wait();
   }
+  // ProcessGroupGloo gives each collective the next of its contexts (one per device, each its
+  // own connections) and runs it on one of its threads: parts issued together run together.
+  void AllReduceSumParts(std::vector<torch::Tensor>& parts) override {
+    std::vector<c10::intrusive_ptr<c10d::Work>> running;
+    for (auto& part : parts) {
+      std::vector<torch::Tensor> one{part};
+      running.push_back(pg_->allreduce(one));
+    }
+    for (auto& work : running) work->wait();
+  }
   void AllGather(torch::Tensor& full) override {
     const int64_t part = full.numel() / size();
     std::vector<torch::Tensor> outputs;
@@ -88,7 +98,7 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Store>> ConnectExtraClient(const Rendezv
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
     CollectiveBackend backend, const c10::intrusive_ptr<c10d::Store>& store,
     const std::string& name, const std::vector<int>& members, int world_rank,
-    const std::string& gloo_host, std::chrono::milliseconds timeout) {
+    const std::string& gloo_host, std::chrono::milliseconds timeout, int gloo_connections) {
   const auto it = std::find(members.begin(), members.end(), world_rank);
   if (it == members.end()) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", world_rank, " is not in group ", name));
@@ -103,11 +113,15 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
   try {
     auto opts = c10d::ProcessGroupGloo::Options::create();
     opts->timeout = timeout;
+    const int connections = std::max(1, gloo_connections);
+    opts->threads = std::max(opts->threads, connections);
     const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
-    if (iface != nullptr && *iface != '\0') {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
-    } else {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(gloo_host));
+    for (int i = 0; i < connections; ++i) {
+      if (iface != nullptr && *iface != '\0') {
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+      } else {
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(gloo_host));
+      }
     }
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, opts);
     return std::unique_ptr<Communicator>(new GlooCommunicator(std::move(pg)));

@@ -22,6 +22,12 @@ class Communicator {
   virtual std::string backend() const = 0;
 
   virtual void AllReduceSum(torch::Tensor& tensor) = 0;
+  // All-reduces each part, at once where the backend can: Gloo runs each on a connection and
+  // thread of its own (as many as the group was created with), so that one part's reduction
+  // overlaps another's transfer. Each part's sum is the same as AllReduceSum's.
+  virtual void AllReduceSumParts(std::vector<torch::Tensor>& parts) {
+    for (auto& part : parts) AllReduceSum(part);
+  }
   // `full` holds size() equal parts; this rank's part is `full`'s slice rank(). Afterwards every
   // part on every rank holds its owner's values.
   virtual void AllGather(torch::Tensor& full) = 0;
@@ -63,11 +69,12 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Store>> ConnectExtraClient(const Rendezv
 
 // A communicator over `members` (world ranks, in group rank order) for the calling rank, which
 // must be one of them. `name` keeps groups apart in the store; Gloo listens on `gloo_host`'s
-// address (this node's, as the other ranks reach it).
+// address (this node's, as the other ranks reach it), over `gloo_connections` connections to
+// each peer, each with a thread (AllReduceSumParts uses them at once; one collective uses one).
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
     CollectiveBackend backend, const c10::intrusive_ptr<c10d::Store>& store,
     const std::string& name, const std::vector<int>& members, int world_rank,
-    const std::string& gloo_host, std::chrono::milliseconds timeout);
+    const std::string& gloo_host, std::chrono::milliseconds timeout, int gloo_connections = 1);
 
 // The address Gloo should listen on: TESSERA_GLOO_HOST when set, loopback when the master is
 // on loopback (a single machine), else this host's name.
