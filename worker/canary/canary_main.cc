@@ -189,20 +189,27 @@ void RunAllReduceCheck(const CheckRequest& r, v1::HealthCheckResult& result) {
   (*comm)->Barrier();  // rank 0 serves the store: it leaves last
 }
 
-// Runs the check `r` asks for (`compute` or all-reduce) under the watchdog.
-v1::HealthCheckResult RunCheck(CheckRequest r, bool compute, Watchdog& watchdog) {
-  v1::HealthCheckResult result;
-  result.set_kind(compute ? v1::HEALTH_CHECK_KIND_COMPUTE_STRESS : v1::HEALTH_CHECK_KIND_ALLREDUCE);
-  if (!compute) {
-    auto sizes = ParseByteSizes(r.sizes);
-    if (!sizes.ok()) {
-      result.set_verdict(v1::HEALTH_VERDICT_ERROR);
-      result.set_error(absl::StrCat("--sizes: ", sizes.status().message()));
-      return result;
-    }
-    r.allreduce.payload_bytes = *sizes;
-    r.allreduce.min_busbw_gbps = r.min_busbw;
+v1::HealthCheckKind KindOf(bool compute) {
+  return compute ? v1::HEALTH_CHECK_KIND_COMPUTE_STRESS : v1::HEALTH_CHECK_KIND_ALLREDUCE;
+}
+
+// What the command line gives as text, read into the all-reduce's options; the one error is a
+// payload size that is not one ("--sizes: ...").
+absl::Status FinishRequest(CheckRequest& r, bool compute) {
+  if (compute) return absl::OkStatus();
+  auto sizes = ParseByteSizes(r.sizes);
+  if (!sizes.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--sizes: ", sizes.status().message()));
   }
+  r.allreduce.payload_bytes = *sizes;
+  r.allreduce.min_busbw_gbps = r.min_busbw;
+  return absl::OkStatus();
+}
+
+// Runs the check `r` (finished by FinishRequest) asks for under the watchdog.
+v1::HealthCheckResult RunCheck(const CheckRequest& r, bool compute, Watchdog& watchdog) {
+  v1::HealthCheckResult result;
+  result.set_kind(KindOf(compute));
   watchdog.Arm(r.timeout, result.kind());
   try {
     if (compute) {
@@ -245,7 +252,15 @@ v1::HealthCheckResult Answer(const std::string& line, Watchdog& watchdog) {
   } catch (const CLI::ParseError& e) {
     return Refused(absl::StrCat("bad request: ", e.what()));
   }
-  return RunCheck(r, commands.compute->parsed(), watchdog);
+  const bool compute = commands.compute->parsed();
+  if (absl::Status finished = FinishRequest(r, compute); !finished.ok()) {
+    v1::HealthCheckResult result;
+    result.set_kind(KindOf(compute));
+    result.set_verdict(v1::HEALTH_VERDICT_ERROR);
+    result.set_error(std::string(finished.message()));
+    return result;
+  }
+  return RunCheck(r, compute, watchdog);
 }
 
 int Serve() {
@@ -269,14 +284,13 @@ int main(int argc, char** argv) {
       "answer checks read from the input (a JSON array of arguments per line) until it ends");
   CLI11_PARSE(app, argc, argv);
   if (serve->parsed()) return Serve();
-  if (!commands.compute->parsed()) {
-    if (auto sizes = ParseByteSizes(request.sizes); !sizes.ok()) {
-      std::cerr << "tessera-canary: --sizes: " << sizes.status().message() << "\n";
-      return canary::kExitUsage;
-    }
+  const bool compute = commands.compute->parsed();
+  if (absl::Status finished = FinishRequest(request, compute); !finished.ok()) {
+    std::cerr << "tessera-canary: " << finished.message() << "\n";
+    return canary::kExitUsage;
   }
   Watchdog watchdog;
-  const v1::HealthCheckResult result = RunCheck(request, commands.compute->parsed(), watchdog);
+  const v1::HealthCheckResult result = RunCheck(request, compute, watchdog);
   Print(result);
   return ExitFor(result);
 }

@@ -11,21 +11,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "worker/daemon/integration_script.h"  // ShellQuote
 
 namespace tessera::worker {
 namespace {
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 // An answer is one line of JSON; the largest (a result with a sample per payload size) is a few
 // hundred bytes.
