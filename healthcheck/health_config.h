@@ -18,8 +18,12 @@ struct HealthConfig {
   // (an operator uncordons it).
   int uncordon_after_passes = 0;
   // The all-reduce canaries' rendezvous ports are drawn from [port_base, port_base + port_span).
-  int port_base = 39000;
-  int port_span = 2000;
+  // Below 1024 (net.ipv4.ip_unprivileged_port_start): only a privileged process, as the worker
+  // and its canaries are and a run's ranks never are, can bind them, so no run can hold a port
+  // a sweep needs and fail its node's canaries. The worker warns where the node lets anyone
+  // bind them.
+  int port_base = 700;
+  int port_span = 300;
   absl::Duration dispatch_timeout = absl::Seconds(5);
 };
 

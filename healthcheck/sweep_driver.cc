@@ -128,7 +128,8 @@ void SweepDriver::AdvanceSweep(v1::Sweep sweep) {
       const int span = std::max(1, config_.port_span - static_cast<int>(stage.groups.size()));
       const int port =
           config_.port_base + static_cast<int>(random_->Uniform(static_cast<uint64_t>(span)));
-      Dispatch(sweep, AllReducePhase(sweep.id(), stage.groups, *known, port, config_.canary));
+      Dispatch(sweep, AllReducePhase(sweep.id(), stage.groups, *known, port,
+                                     RendezvousToken(*random_), config_.canary));
     }
     const absl::Duration timeout = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS
                                        ? config_.canary.compute_timeout

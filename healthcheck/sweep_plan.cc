@@ -4,6 +4,8 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/str_format.h"
+
 namespace tessera::health {
 namespace {
 
@@ -90,10 +92,16 @@ std::vector<CanaryDispatch> ComputePhase(const std::string& sweep_id,
   return out;
 }
 
+std::string RendezvousToken(Random& random) {
+  const uint64_t high = random.Next(), low = random.Next();
+  return absl::StrFormat("%016x%016x", high, low);
+}
+
 std::vector<CanaryDispatch> AllReducePhase(const std::string& sweep_id,
                                            const std::vector<std::vector<std::string>>& groups,
                                            const std::map<std::string, v1::Node>& nodes,
-                                           int port_base, const CanaryConfig& config) {
+                                           int port_base, const std::string& token,
+                                           const CanaryConfig& config) {
   std::vector<CanaryDispatch> out;
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& group = groups[g];
@@ -110,6 +118,7 @@ std::vector<CanaryDispatch> AllReducePhase(const std::string& sweep_id,
       d.canary.set_rank(static_cast<int>(r));
       d.canary.set_master_addr(first.address().empty() ? first.name() : first.address());
       d.canary.set_master_port(port_base + static_cast<int>(g));
+      d.canary.set_rendezvous_token(token);
       for (int64_t b : gpus ? config.gpu_payload_bytes : config.cpu_payload_bytes) {
         d.canary.add_payload_bytes(b);
       }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "base/random.h"
 #include "tessera/v1/nodes.pb.h"
 #include "tessera/v1/worker.pb.h"
 
@@ -61,11 +62,15 @@ std::vector<std::vector<std::string>> ComputeRounds(const std::vector<std::strin
                                                     const std::map<std::string, v1::Node>& known);
 
 // One dispatch per group member; group g's rendezvous is its first node's address at
-// `port_base + g`.
+// `port_base + g`, under `token` (the stage's secret, the same for every group).
 std::vector<CanaryDispatch> AllReducePhase(const std::string& sweep_id,
                                            const std::vector<std::vector<std::string>>& groups,
                                            const std::map<std::string, v1::Node>& nodes,
-                                           int port_base, const CanaryConfig& config);
+                                           int port_base, const std::string& token,
+                                           const CanaryConfig& config);
+
+// A rendezvous token: 32 hex digits (128 bits) of `random`.
+std::string RendezvousToken(Random& random);
 
 // Results a sweep of these nodes produces: one compute stress per node, one all-reduce per
 // group member.

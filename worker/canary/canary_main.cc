@@ -1,7 +1,7 @@
 // tessera-canary: the health API's checks, started by tessera-worker (or by hand).
 //   tessera-canary allreduce --rank R --world N --master-addr A --master-port P
 //                            [--sizes 1MiB,4MiB,16MiB,64MiB] [--min-busbw GBPS] [--timeout S]
-//                            [--connections 4]
+//                            [--connections 4] [--token HEX]
 //   tessera-canary compute [--seconds S] [--size N] [--expected-tflops T] [--timeout S]
 // Prints one JSON line (a HealthCheckResult) and exits 0 when passed, 3 on wrong data, 4 under
 // the threshold, 5 on timeout, 1 on any other error.
@@ -125,6 +125,7 @@ torch::Device PickDevice(const std::string& backend, int local_rank) {
 struct CheckRequest {
   int rank = 0, world = 1, port = 29600, local_rank = 0, threads = 0, connections = 4;
   std::string master = "127.0.0.1", sizes = "1MiB,4MiB,16MiB,64MiB", backend = "auto";
+  std::string token;  // the rendezvous's secret: its keys are under canary/<token>/
   double min_busbw = 0, timeout = 60;
   canary::AllReduceOptions allreduce;
   canary::ComputeOptions compute;
@@ -144,6 +145,16 @@ Commands DefineChecks(CLI::App& app, CheckRequest& r) {
       ->check(CLI::Range(1, 65536));
   allreduce->add_option("--master-addr", r.master, "where rank 0 serves the rendezvous");
   allreduce->add_option("--master-port", r.port, "its port")->check(CLI::Range(1, 65535));
+  allreduce
+      ->add_option("--token", r.token,
+                   "the group's rendezvous token (hex; the worker gives it on serve's input, never "
+                   "on a command line others can read): only canaries with it join")
+      ->check([](const std::string& t) {
+        if (t.empty() || t.size() > 64 || t.find_first_not_of("0123456789abcdef") != t.npos) {
+          return std::string("a token is 1 to 64 lowercase hex digits");
+        }
+        return std::string();
+      });
   allreduce->add_option("--local-rank", r.local_rank, "GPU index among the node's processes");
   allreduce->add_option("--sizes", r.sizes, "payload sizes")->capture_default_str();
   allreduce->add_option("--iterations", r.allreduce.iterations, "timed all-reduces per size")
@@ -180,8 +191,8 @@ void RunAllReduceCheck(const CheckRequest& r, v1::HealthCheckResult& result) {
   for (int m = 0; m < r.world; ++m) members.push_back(m);
   auto comm = engine::CreateCommunicator(
       device.is_cuda() ? engine::CollectiveBackend::kNccl : engine::CollectiveBackend::kGloo,
-      *store, "canary/", members, r.rank, engine::DefaultGlooHost(r.master), rv.timeout,
-      r.connections);
+      *store, r.token.empty() ? "canary/" : absl::StrCat("canary/", r.token, "/"), members, r.rank,
+      engine::DefaultGlooHost(r.master), rv.timeout, r.connections);
   if (!comm.ok()) throw std::runtime_error(std::string(comm.status().message()));
   canary::AllReduceOptions options = r.allreduce;
   options.parts = device.is_cuda() ? 1 : r.connections;

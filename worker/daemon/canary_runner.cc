@@ -2,8 +2,10 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,15 +20,31 @@ double TimeoutSeconds(const v1::StartCanary& start) {
   return t > 0 ? t : 60;
 }
 
+// The lowest port any process may bind (net.ipv4.ip_unprivileged_port_start; 1024 where it
+// cannot be read, the kernel's default).
+int UnprivilegedPortStart() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_unprivileged_port_start");
+  int port = 1024;
+  if (!(in >> port)) return 1024;
+  return port;
+}
+
+bool IsHexToken(const std::string& token) {
+  return !token.empty() && token.size() <= 64 &&
+         token.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
 }  // namespace
 
 CanaryRunner::CanaryRunner(std::string binary, std::string node_name, std::string state_dir,
-                           std::shared_ptr<Clock> clock, absl::Duration idle_limit)
+                           std::shared_ptr<Clock> clock, absl::Duration idle_limit,
+                           std::shared_ptr<NetworkWalls> walls)
     : binary_(std::move(binary)),
       node_name_(std::move(node_name)),
       state_dir_(std::move(state_dir)),
       clock_(std::move(clock)),
-      idle_limit_(idle_limit) {}
+      idle_limit_(idle_limit),
+      walls_(std::move(walls)) {}
 
 CanaryRunner::~CanaryRunner() {
   std::list<Worker> workers;
@@ -67,6 +85,10 @@ absl::StatusOr<std::vector<std::string>> CanaryRunner::Arguments(const v1::Start
       if (s.master_addr().empty() || s.master_port() <= 0 || s.master_port() > 65535) {
         return absl::InvalidArgumentError("start_canary.master_addr/master_port: required");
       }
+      if (!s.rendezvous_token().empty() && !IsHexToken(s.rendezvous_token())) {
+        return absl::InvalidArgumentError(
+            "start_canary.rendezvous_token: must be 1 to 64 lowercase hex digits");
+      }
       std::vector<std::string> sizes;
       for (int64_t b : s.payload_bytes()) {
         if (b <= 0)
@@ -87,6 +109,10 @@ absl::StatusOr<std::vector<std::string>> CanaryRunner::Arguments(const v1::Start
       if (!sizes.empty()) {
         args.push_back("--sizes");
         args.push_back(absl::StrJoin(sizes, ","));
+      }
+      if (!s.rendezvous_token().empty()) {
+        args.push_back("--token");
+        args.push_back(s.rendezvous_token());
       }
       return args;
     }
@@ -178,17 +204,10 @@ void CanaryRunner::Run(v1::StartCanary start, std::vector<std::string> args, Wor
   *result.mutable_started_at() = ToProtoTime(clock_->Now());
   // The canary enforces its own timeout; this one catches a canary that cannot (stopped).
   const absl::Duration limit = absl::Seconds(TimeoutSeconds(start) + 5);
-  auto server = TakeServer(/*fresh=*/false);
-  absl::StatusOr<std::string> answer = server.ok() ? (*server)->Ask(args, limit) : server.status();
-  if (server.ok() && (*server)->answered() > 0 && absl::IsUnavailable(answer.status())) {
-    // A kept server that had ended unseen (killed between checks): the check goes to a new one.
-    // One that ended in the check ends the new one too, and that is what is reported.
-    spdlog::warn("canary server {} of node {} had ended: {}", (*server)->pid(), node_name_,
-                 answer.status().ToString());
-    ReleaseServer(*std::move(server), /*keep=*/false);
-    server = TakeServer(/*fresh=*/true);
-    answer = server.ok() ? (*server)->Ask(args, limit) : server.status();
-  }
+  absl::StatusOr<std::unique_ptr<CanaryServer>> server = TakeServer(/*fresh=*/false);
+  const bool guarded = GuardRendezvous(start);
+  const absl::StatusOr<std::string> answer = Ask(args, limit, server);
+  if (guarded) ReleaseRendezvous(start);
   const absl::StatusOr<v1::HealthCheckResult> parsed =
       answer.ok() ? canary::ResultFromJsonLine(*answer) : answer.status();
   if (absl::IsDeadlineExceeded(answer.status())) {
@@ -217,6 +236,46 @@ void CanaryRunner::Run(v1::StartCanary start, std::vector<std::string> args, Wor
   absl::MutexLock lock(&mu_);
   results_.push_back(std::move(result));
   worker->done = true;
+}
+
+absl::StatusOr<std::string> CanaryRunner::Ask(
+    const std::vector<std::string>& args, absl::Duration limit,
+    absl::StatusOr<std::unique_ptr<CanaryServer>>& server) {
+  absl::StatusOr<std::string> answer = server.ok() ? (*server)->Ask(args, limit) : server.status();
+  if (server.ok() && (*server)->answered() > 0 && absl::IsUnavailable(answer.status())) {
+    // A kept server that had ended unseen (killed between checks): the check goes to a new one.
+    // One that ended in the check ends the new one too, and that is what is reported.
+    spdlog::warn("canary server {} of node {} had ended: {}", (*server)->pid(), node_name_,
+                 answer.status().ToString());
+    ReleaseServer(*std::move(server), /*keep=*/false);
+    server = TakeServer(/*fresh=*/true);
+    answer = server.ok() ? (*server)->Ask(args, limit) : server.status();
+  }
+  return answer;
+}
+
+bool CanaryRunner::GuardRendezvous(const v1::StartCanary& start) {
+  if (start.kind() != v1::HEALTH_CHECK_KIND_ALLREDUCE) return false;
+  if (start.rank() == 0 && start.master_port() >= UnprivilegedPortStart() &&
+      !warned_port_.exchange(true)) {
+    spdlog::warn(
+        "canary rendezvous port {} is one any process on node {} may bind "
+        "(net.ipv4.ip_unprivileged_port_start {}): a run could hold it and fail this node's "
+        "all-reduce canaries; give the health API ports below it",
+        start.master_port(), node_name_, UnprivilegedPortStart());
+  }
+  if (!walls_) return false;
+  // The worker's own uid is no rank's: every rank of the node is walled from the port.
+  if (auto st = walls_->GuardPort(start.master_port(), ::getuid()); !st.ok()) {
+    spdlog::warn("canary rendezvous port {} not walled from the ranks: {}", start.master_port(),
+                 st.ToString());
+    return false;
+  }
+  return true;
+}
+
+void CanaryRunner::ReleaseRendezvous(const v1::StartCanary& start) {
+  walls_->ReleasePort(start.master_port(), ::getuid());
 }
 
 void CanaryRunner::ReleaseServer(std::unique_ptr<CanaryServer> server, bool keep) {

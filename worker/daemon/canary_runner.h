@@ -4,10 +4,16 @@
 // seconds apart) and ended once idle for `idle_limit`, so that between sweeps nothing of LibTorch,
 // or of a GPU's memory, is held. A canary that dies without a result is reported as an error
 // with how it ended; one that outlives its timeout is killed and reported as a timeout.
+//
+// An all-reduce's rendezvous is kept from the node's ranks: its token travels only on the
+// server's input, and while the check runs the master's port is walled from every rank of the
+// node (NetworkWalls::GuardPort), on each member's node. The health API draws the ports below
+// 1024, which no rank can bind; a node that lets anyone bind them is warned about once.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <list>
 #include <memory>
 #include <string>
@@ -20,6 +26,7 @@
 #include "base/clock.h"
 #include "tessera/v1/worker.pb.h"
 #include "worker/daemon/canary_server.h"
+#include "worker/daemon/network_walls.h"
 
 namespace tessera::worker {
 
@@ -28,8 +35,10 @@ class CanaryRunner {
   // Servers kept for the next check, at most; more run only while checks overlap.
   static constexpr size_t kMaxIdleServers = 2;
 
+  // `walls` (null: none) wall each all-reduce's rendezvous port from the node's ranks.
   CanaryRunner(std::string binary, std::string node_name, std::string state_dir,
-               std::shared_ptr<Clock> clock, absl::Duration idle_limit = absl::Seconds(30));
+               std::shared_ptr<Clock> clock, absl::Duration idle_limit = absl::Seconds(30),
+               std::shared_ptr<NetworkWalls> walls = nullptr);
   // Kills the canaries, running and idle.
   ~CanaryRunner();
 
@@ -57,6 +66,13 @@ class CanaryRunner {
   };
 
   void Run(v1::StartCanary start, std::vector<std::string> args, Worker* worker);
+  // Asks a server (a second, new one when the kept one had ended unseen) for the check.
+  absl::StatusOr<std::string> Ask(const std::vector<std::string>& args, absl::Duration limit,
+                                  absl::StatusOr<std::unique_ptr<CanaryServer>>& server);
+  // The rendezvous port walled from the node's ranks while an all-reduce runs (GuardPort);
+  // false where it could not be.
+  bool GuardRendezvous(const v1::StartCanary& start);
+  void ReleaseRendezvous(const v1::StartCanary& start);
   // An idle server still running (unless `fresh`), or a new one; counted busy.
   absl::StatusOr<std::unique_ptr<CanaryServer>> TakeServer(bool fresh);
   // Back to the idle ones when `keep` and there is room; otherwise ended.
@@ -68,6 +84,8 @@ class CanaryRunner {
   const std::string binary_, node_name_, state_dir_;
   const std::shared_ptr<Clock> clock_;
   const absl::Duration idle_limit_;
+  const std::shared_ptr<NetworkWalls> walls_;
+  std::atomic<bool> warned_port_ = false;
   absl::Mutex mu_;
   std::vector<v1::HealthCheckResult> results_ ABSL_GUARDED_BY(mu_);
   std::vector<pid_t> busy_ ABSL_GUARDED_BY(mu_);

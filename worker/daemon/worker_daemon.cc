@@ -281,8 +281,8 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           *std::move(api), static_cast<int>(inventory->gpus.size()), o.node_name);
     }
   }
-  d->canaries_ =
-      std::make_unique<CanaryRunner>(o.canary_binary, o.node_name, o.state_dir, d->clock_);
+  d->canaries_ = std::make_unique<CanaryRunner>(o.canary_binary, o.node_name, o.state_dir,
+                                                d->clock_, absl::Seconds(30), d->walls_);
   WorkerDaemon* daemon = d.get();
   d->throttle_ = std::make_unique<ProcessThrottle>([daemon] {
     auto groups = daemon->attempts_->RankProcessGroups();

@@ -3,10 +3,13 @@
 #include "worker/daemon/canary_server.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/clock.h"
 #include "tests/support/binaries.h"
 #include "tests/support/free_port.h"
@@ -150,6 +153,61 @@ TEST_CASE("a server killed between checks is replaced, and one stopped in a chec
   CHECK(stopped.error() == "the canary did not end within 6s");
   CHECK(runner.ProcessGroups().empty());
   CHECK(GroupGone(replacement));
+}
+
+// Answers every iptables command with success and keeps its words: what the walls asked.
+struct IptablesLog final : worker::image::ToolRunner {
+  absl::Mutex mu;
+  std::vector<std::string> lines ABSL_GUARDED_BY(mu);
+  absl::StatusOr<worker::image::ToolResult> Run(const std::vector<std::string>& argv,
+                                                absl::Duration) override {
+    absl::MutexLock lock(&mu);
+    lines.push_back(absl::StrJoin(argv, " "));
+    return worker::image::ToolResult{.exit_code = 0, .output = ""};
+  }
+};
+
+TEST_CASE("an all-reduce's rendezvous port is walled from the node's ranks while it runs") {
+  TempDir dir;
+  IptablesLog iptables;
+  worker::NetworkWallsOptions options;
+  options.state_dir = dir.path;
+  options.rank_uids = {"100000-4294967294"};
+  auto walls = std::make_shared<worker::NetworkWalls>(std::move(options), iptables);
+  REQUIRE(walls->Install({}).ok());
+  worker::CanaryRunner runner(BinaryPath("tessera-canary"), "node-a", dir.path,
+                              std::make_shared<FakeClock>(), absl::Seconds(30), walls);
+  const int port = FreePort();
+  v1::StartCanary c;
+  c.set_sweep_id("s1");
+  c.set_kind(v1::HEALTH_CHECK_KIND_ALLREDUCE);
+  c.add_group("node-a");
+  c.set_master_addr("127.0.0.1");
+  c.set_master_port(port);
+  c.set_rendezvous_token("0123456789abcdef0123456789abcdef");
+  c.add_payload_bytes(1 << 20);
+  c.mutable_timeout()->set_seconds(60);
+  REQUIRE(runner.Start(c).ok());
+  const auto result = AwaitResult(runner);
+  INFO(result.error());
+  CHECK(result.verdict() == v1::HEALTH_VERDICT_PASSED);
+
+  // The rule that rejects every uid but the worker's (no rank's) on the port: inserted before
+  // the check was asked, deleted after its answer.
+  const std::string rule =
+      absl::StrCat("-p tcp --dport ", port, " -m owner ! --uid-owner ", ::getuid(), " -j REJECT");
+  absl::MutexLock lock(&iptables.mu);
+  const auto& lines = iptables.lines;
+  INFO(absl::StrJoin(lines, "\n"));
+  auto ending = [&](const std::string& words) {
+    return
+        [words](const std::string& line) { return absl::EndsWith(line, "iptables -w " + words); };
+  };
+  const auto inserted = std::find_if(lines.begin(), lines.end(),
+                                     ending(absl::StrCat("-I ", walls->chain(), " 1 ", rule)));
+  REQUIRE(inserted != lines.end());
+  CHECK(std::find_if(inserted, lines.end(),
+                     ending(absl::StrCat("-D ", walls->chain(), " ", rule))) != lines.end());
 }
 
 }  // namespace

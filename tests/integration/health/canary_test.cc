@@ -33,8 +33,9 @@ TEST_CASE("an all-reduce canary between two processes checks the data and measur
   const std::string connections = GENERATE(std::string(""), std::string(" --connections 1"));
   INFO("connections: " << connections);
   const int port = FreePort();
-  const std::string common = absl::StrCat(" --world 2 --master-addr 127.0.0.1 --master-port ", port,
-                                          " --sizes 1MiB,4MiB --timeout 60", connections);
+  const std::string common =
+      absl::StrCat(" --world 2 --master-addr 127.0.0.1 --master-port ", port,
+                   " --sizes 1MiB,4MiB --timeout 60 --token 5eed", connections);
   Ran r0, r1;
   std::thread t([&] { r1 = RunCanary("allreduce --rank 1" + common); });
   r0 = RunCanary("allreduce --rank 0" + common);
@@ -50,6 +51,31 @@ TEST_CASE("an all-reduce canary between two processes checks the data and measur
     // nccl-tests' relation for 2 ranks: busbw = algbw * 2(n-1)/n = algbw.
     CHECK(r->result.samples(1).busbw_gbps() == Approx(r->result.samples(1).algbw_gbps()));
   }
+}
+
+TEST_CASE("canaries of another rendezvous token never join: neither passes, within its timeout") {
+  // What a stranger who reaches the master's port, or a canary of another stage, meets: the
+  // group's keys are under its secret token, so nothing is exchanged across tokens.
+  const std::string common = absl::StrCat(" --world 2 --master-addr 127.0.0.1 --master-port ",
+                                          FreePort(), " --sizes 1MiB --timeout 3");
+  Ran r0, r1;
+  std::thread t([&] { r1 = RunCanary("allreduce --rank 1 --token 0bad" + common); });
+  r0 = RunCanary("allreduce --rank 0 --token 600d" + common);
+  t.join();
+  // The first to give up is a timeout; its partner may see the connection go first.
+  CHECK((r0.result.verdict() == v1::HEALTH_VERDICT_TIMEOUT ||
+         r1.result.verdict() == v1::HEALTH_VERDICT_TIMEOUT));
+  for (const Ran* r : {&r0, &r1}) {
+    INFO(r->output);
+    CHECK(r->exit_code != 0);
+    CHECK((r->result.verdict() == v1::HEALTH_VERDICT_TIMEOUT ||
+           r->result.verdict() == v1::HEALTH_VERDICT_ERROR));
+    CHECK(r->result.samples_size() == 0);  // nothing was exchanged
+  }
+  // A token is hex, checked before anything runs.
+  const Ran bad = RunCanary(absl::StrCat("allreduce --rank 0 --world 1 --token 'x;y'"));
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.result.verdict() != v1::HEALTH_VERDICT_PASSED);
 }
 
 TEST_CASE("a partner that never comes is a timeout, with its exit code") {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "healthcheck/health_config.h"
 #include "tests/integration/sandbox/sandbox_helpers.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/process.h"
@@ -129,6 +130,38 @@ TEST_CASE(
   auto stopped = c.worker("node-a").process->Kill(SIGTERM, absl::Seconds(60));
   REQUIRE(stopped.ok());
   CHECK_FALSE(absl::StrContains(RunShell("iptables -w -S").output, mark));
+}
+
+TEST_CASE("a run cannot hold the health canaries' rendezvous ports", "[sandbox][walls]") {
+  // A rank that binds the port a sweep's all-reduce is about to use fails its node's canaries,
+  // and the node is cordoned with every run on it: the health API's ports are ones no rank may
+  // bind. The rank tries the range's first and last ports, and any free port as a control.
+  LocalCluster c;
+  c.StartWorker("node-a", 1, {"--sandbox", "bwrap", "--rank-user", ""});
+  OpenToPassThrough(c.worker("node-a").state_dir);
+  const health::HealthConfig health;
+  const int first = health.port_base, last = health.port_base + health.port_span - 1;
+  const v1::Run squat =
+      SubmitAs(*c.client, "squat-canary-ports", "host",
+               absl::StrCat("python3 -c 'import os, socket, sys\n"
+                            "print(\"uid\", os.getuid())\n"
+                            "for port in sys.argv[1:]:\n"
+                            "    s = socket.socket()\n"
+                            "    try:\n"
+                            "        s.bind((\"0.0.0.0\", int(port))); s.listen(1)\n"
+                            "        print(\"port\", port, \"held\")\n"
+                            "    except PermissionError:\n"
+                            "        print(\"port\", port, \"refused\")\n"
+                            "print(\"tried\")\n"
+                            "' ",
+                            first, " ", last, " 0"),
+               1);
+  const std::string said = WaitForOutput(c, squat.name(), "tried", absl::Seconds(60));
+  INFO(said);
+  CHECK_FALSE(absl::StrContains(said, "uid 0\n"));
+  CHECK(absl::StrContains(said, absl::StrCat("port ", first, " refused")));
+  CHECK(absl::StrContains(said, absl::StrCat("port ", last, " refused")));
+  CHECK(absl::StrContains(said, "port 0 held"));  // the rank may bind, just not those
 }
 
 }  // namespace

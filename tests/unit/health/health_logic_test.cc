@@ -205,7 +205,7 @@ TEST_CASE("all-reduce dispatches: one per member, the group's first node is the 
     known[n].set_name(n);
     known[n].set_address(std::string(n) + ".local");
   }
-  const auto d = AllReducePhase("sw-1", {{"a", "b"}}, known, 40000, CanaryConfig{});
+  const auto d = AllReducePhase("sw-1", {{"a", "b"}}, known, 40000, "0123abcd", CanaryConfig{});
   REQUIRE(d.size() == 2);
   CHECK(d[1].node == "b");
   CHECK(d[1].canary.rank() == 1);
@@ -213,6 +213,18 @@ TEST_CASE("all-reduce dispatches: one per member, the group's first node is the 
   CHECK(d[1].canary.master_port() == 40000);
   CHECK(d[1].canary.payload_bytes_size() == 4);  // 1 to 64 MiB on CPUs
   CHECK(d[1].canary.payload_bytes(3) == 64 << 20);
+  CHECK(d[0].canary.rendezvous_token() == "0123abcd");
+  CHECK(d[1].canary.rendezvous_token() == "0123abcd");
+}
+
+TEST_CASE("a rendezvous token is 128 bits of the random source, in hex, new at every draw") {
+  SeededRandom random(7);
+  const std::string first = RendezvousToken(random), second = RendezvousToken(random);
+  CHECK(first.size() == 32);
+  CHECK(first.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(first != second);
+  SeededRandom again(7);
+  CHECK(RendezvousToken(again) == first);  // drawn from the injected source, nothing else
 }
 
 v1::Run RunWith(double mfu, int64_t reported_seconds, int resumption = 0) {

@@ -150,6 +150,16 @@ TEST_CASE("canary command lines, and bad requests refused before anything runs")
   CHECK(*args == std::vector<std::string>{"allreduce", "--rank", "1", "--world", "2",
                                           "--master-addr", "10.0.0.1", "--master-port", "39001",
                                           "--timeout", "20", "--sizes", "1048576,4194304"});
+  c.set_rendezvous_token("00c0ffee");
+  args = CanaryRunner::Arguments(c);
+  REQUIRE(args.ok());
+  CHECK(args->size() == 15);
+  CHECK((*args)[13] == "--token");
+  CHECK((*args)[14] == "00c0ffee");
+  c.set_rendezvous_token("00c0ffee --min-busbw 1e9");  // the token cannot add an argument
+  CHECK(CanaryRunner::Arguments(c).status().message() ==
+        "start_canary.rendezvous_token: must be 1 to 64 lowercase hex digits");
+  c.set_rendezvous_token("");
   c.set_rank(2);
   CHECK(CanaryRunner::Arguments(c).status().message() ==
         "start_canary.rank: 2 is not in a group of 2");
