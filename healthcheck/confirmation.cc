@@ -217,9 +217,9 @@ std::string DescribeOutcome(const std::string& node, const SuspectOutcome& o) {
                            v1::HealthVerdict_Name(o.fault), o.fault_detail);
   }
   const auto& t = o.test;
-  const std::string figures =
-      absl::StrFormat("%.3f x its peers over %d pair%s measured in turn with them (LLR %.2f",
-                      t.mean_ratio, t.pairs, t.pairs == 1 ? "" : "s", t.llr);
+  const std::string figures = absl::StrFormat(
+      "%.3f x its peers' compute rate over %d pair%s measured in turn with them (LLR %.2f",
+      t.mean_ratio, t.pairs, t.pairs == 1 ? "" : "s", t.llr);
   switch (t.decision) {
     case SequentialDecision::kSlow:
       return absl::StrFormat("%s: slow: %s reached %.2f)", node, figures, t.slow_bound);

@@ -100,7 +100,8 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
                                   const ConfirmationConfig& config,
                                   const std::map<std::string, SuspectOutcome>& carried = {});
 
-// "node-4: slow, 0.79 x its peers over 3 pairs (LLR 12.1 >= 6.9) ...": the sweep's line for it.
+// "node-4: slow, 0.79 x its peers' compute rate over 3 pairs (LLR 12.1 >= 6.9) ...": the sweep's
+// line for it.
 std::string DescribeOutcome(const std::string& node, const SuspectOutcome& outcome);
 
 }  // namespace tessera::health

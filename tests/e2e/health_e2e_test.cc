@@ -238,6 +238,8 @@ TEST_CASE("a slow node: the MFU drop starts a sweep that finds and cordons it", 
   const Pace pace{.sweep = s.ComputeStagesSeconds()};
   const std::string name = s.Submit(threshold);
   Outcome o = InjectAndResume(s, name, "slow:0.3", pace);
+  INFO(s.c.Node(o.victim).status_reason());
+  INFO(s.Mcli("get sweeps").output);
   CHECK(s.c.Node(o.victim).admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
   CHECK(absl::StrContains(s.c.Node(o.victim).status_reason(), "compute"));
   // The run's own watch starts the sweep: the MFU drop, or (when the node's step times stand

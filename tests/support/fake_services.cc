@@ -228,12 +228,15 @@ Status FakeHealthService::GetSweep(ServerContext* context, const v1::GetSweepReq
     auto& s = *response->mutable_sweep();
     s.set_follows_sweep_id("sweep-1");
     s.add_anomalous_nodes("node-4");
-    s.add_findings("node-4: slow: 0.793 x its peers over 3 pairs measured in turn with them");
-    s.add_suspects("node-4: slow: 0.793 x its peers over 3 pairs measured in turn with them");
-    s.add_suspects("node-6: inconclusive: 0.917 x its peers over 10 pairs");
+    s.add_findings(
+        "node-4: slow: 0.793 x its peers' compute rate over 3 pairs measured in turn with them");
+    s.add_suspects(
+        "node-4: slow: 0.793 x its peers' compute rate over 3 pairs measured in turn with them");
+    s.add_suspects("node-6: inconclusive: 0.917 x its peers' compute rate over 10 pairs");
     s.add_inconclusive_nodes("node-6");
     s.add_suspects(
-        "node-7: slow: 0.810 x its peers over 6 pairs measured in turn with them; not cordoned "
+        "node-7: slow: 0.810 x its peers' compute rate over 6 pairs measured in turn with them; "
+        "not cordoned "
         "on one sweep: the next sweep measures it again");
     s.add_repeat_nodes("node-7");
   }

@@ -146,7 +146,9 @@ TEST_CASE("a slow verdict keeps every pair and the test's figures as evidence") 
   auto a = ConfirmedAnomaly("s", plan.outcomes.at("s"));
   REQUIRE(a.has_value());
   CHECK(a->verdict == v1::HEALTH_VERDICT_SLOW);
-  CHECK(a->finding.find("s: slow: 0.750 x its peers over 6 pairs measured in turn with them") == 0);
+  CHECK(a->finding.find(
+            "s: slow: 0.750 x its peers' compute rate over 6 pairs measured in turn with them") ==
+        0);
   CHECK(a->evidence.at("confirm_pairs") == 6);
   CHECK(a->evidence.at("confirm_mean_ratio") == Approx(0.75));
   CHECK(a->evidence.at("confirm_llr") > a->evidence.at("confirm_llr_slow_bound"));
@@ -468,7 +470,8 @@ TEST_CASE("a sweep's verdicts: slowness alone is condemned only when a follow-up
     REQUIRE(names(v.anomalies) == std::vector<std::string>{"broken", "gross", "slow"});
     const Anomaly& a = v.anomalies[2];
     CHECK(a.verdict == v1::HEALTH_VERDICT_SLOW);
-    CHECK_THAT(a.finding, Catch::StartsWith("slow: slow: 0.800 x its peers over 6 pairs"));
+    CHECK_THAT(a.finding,
+               Catch::StartsWith("slow: slow: 0.800 x its peers' compute rate over 6 pairs"));
     CHECK_THAT(a.finding, Catch::EndsWith("slow in the sweep before too, measured apart: 0.780 x "
                                           "its peers over 7 pairs"));
     CHECK(a.evidence.at("earlier_confirm_pairs") == 7);

@@ -53,7 +53,7 @@ TEST_CASE(
   CHECK(done.repeat_nodes(0) == "c");
   CHECK(done.inconclusive_nodes().empty());
   REQUIRE(done.suspects_size() == 1);
-  CHECK(done.suspects(0).find("c: slow: 0.800 x its peers over 6 pairs") == 0);
+  CHECK(done.suspects(0).find("c: slow: 0.800 x its peers' compute rate over 6 pairs") == 0);
   CHECK(done.suspects(0).find("not cordoned on one sweep: a follow-up sweep measures it again") !=
         std::string::npos);
   v1::ListSweepsResponse sweeps;
@@ -69,7 +69,7 @@ TEST_CASE(
   });
   REQUIRE(again.anomalous_nodes_size() == 1);
   CHECK(again.anomalous_nodes(0) == "c");
-  CHECK(again.findings(0).find("c: slow: 0.800 x its peers over 6 pairs") == 0);
+  CHECK(again.findings(0).find("c: slow: 0.800 x its peers' compute rate over 6 pairs") == 0);
   CHECK(again.findings(0).find("slow in the sweep before too, measured apart: 0.800 x its peers "
                                "over 6 pairs") != std::string::npos);
   CHECK(again.repeat_nodes().empty());
@@ -101,7 +101,7 @@ TEST_CASE("a node found slow once and level in the follow-up stays in service") 
   const v1::Sweep again = f.RunToEnd(follow_up.id(), [](const std::string&, int) { return 1.0; });
   CHECK(again.anomalous_nodes().empty());
   REQUIRE(again.suspects_size() == 1);
-  CHECK(again.suspects(0).find("c: cleared: 1.000 x its peers over 4 pairs") == 0);
+  CHECK(again.suspects(0).find("c: cleared: 1.000 x its peers' compute rate over 4 pairs") == 0);
   CHECK(f.cordon->cordoned.empty());
   CHECK(f.scheduler->evicted.empty());
 }
@@ -116,7 +116,7 @@ TEST_CASE("a suspect that measures level with its peers again is cleared and sta
   CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
   CHECK(done.anomalous_nodes().empty());
   REQUIRE(done.suspects_size() == 1);
-  CHECK(done.suspects(0).find("c: cleared: 1.000 x its peers over 4 pairs") == 0);
+  CHECK(done.suspects(0).find("c: cleared: 1.000 x its peers' compute rate over 4 pairs") == 0);
   CHECK(f.cordon->cordoned.empty());
   v1::ListSweepsResponse sweeps;
   REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
@@ -140,7 +140,8 @@ TEST_CASE("an inconclusive suspect is not cordoned, one follow-up sweep measures
   REQUIRE(done.inconclusive_nodes_size() == 1);
   CHECK(done.inconclusive_nodes(0) == "c");
   REQUIRE(done.suspects_size() == 1);
-  CHECK(done.suspects(0).find("c: inconclusive: 0.922 x its peers over 16 pairs") == 0);
+  CHECK(done.suspects(0).find("c: inconclusive: 0.922 x its peers' compute rate over 16 pairs") ==
+        0);
   v1::ListSweepsResponse sweeps;
   REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &sweeps).ok());
   REQUIRE(sweeps.sweeps_size() == 2);
@@ -158,7 +159,8 @@ TEST_CASE("an inconclusive suspect is not cordoned, one follow-up sweep measures
   const v1::Sweep again = f.RunToEnd(follow_up.id(), level_at_first);
   REQUIRE(again.inconclusive_nodes_size() == 1);
   REQUIRE(again.suspects_size() == 1);
-  CHECK(again.suspects(0).find("c: inconclusive: 0.922 x its peers over 32 pairs") == 0);
+  CHECK(again.suspects(0).find("c: inconclusive: 0.922 x its peers' compute rate over 32 pairs") ==
+        0);
   v1::ListSweepsResponse after;
   REQUIRE(f.handler->ListSweeps(kUser, v1::ListSweepsRequest{}, &after).ok());
   CHECK(after.sweeps_size() == 2);
