@@ -8,6 +8,9 @@
 //     of the same bytes to the same folder. Target: ratio at least 0.8.
 //  3. Background save: the time training is blocked by a background save against a foreground
 //     save of the same step. Target: at most 0.1.
+//  4. Activation checkpointing of every block against none, steps alternated: the step's peak
+//     CPU tensor memory beyond what lives between steps (CpuAllocationMeter), target at most
+//     0.6; and the step time, target at most 1.4.
 //
 //   bench_engine [--threads N] [--steps N] [--save-layers N] [--folder DIR]
 #include <fcntl.h>
@@ -26,6 +29,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "worker/engine/common/cpu_allocation_meter.h"
 #include "worker/engine/data/token_shards.h"
 #include "worker/engine/data/tokenizer.h"
 #include "worker/engine/train/runtime_tuning.h"
@@ -169,6 +173,38 @@ int main(int argc, char** argv) {
               threads);
   std::printf("  tessera-train %.1f ms, Python PyTorch %.1f ms: ratio %.2f (target <= 1.0)\n",
               engine_step * 1e3, python_step * 1e3, engine_step / python_step);
+
+  // 4. Activation checkpointing, alternated with the same model without it.
+  {
+    auto& meter = CpuAllocationMeter::Install();
+    TrainConfig with = ConfigFor(s, data, threads, "");
+    with.activation_checkpointing_interval = 1;
+    auto plain = Trainer::Create(ConfigFor(s, data, threads, ""), RankContext{});
+    auto checkpointed = Trainer::Create(with, RankContext{});
+    if (!plain.ok() || !checkpointed.ok()) {
+      std::cerr << (plain.ok() ? checkpointed.status() : plain.status()) << "\n";
+      return 1;
+    }
+    std::vector<double> times[2], peaks[2];
+    for (int i = 0; i < 2 * (steps + 3); ++i) {
+      Trainer& t = i % 2 == 0 ? **plain : **checkpointed;
+      const int64_t before = meter.live_bytes();
+      meter.ResetPeak();
+      const auto start = Clock::now();
+      if (!t.Step().ok()) return 1;
+      if (i >= 6) {
+        times[i % 2].push_back(Seconds(start));
+        peaks[i % 2].push_back(static_cast<double>(meter.peak_bytes() - before));
+      }
+    }
+    const double peak_plain = Median(peaks[0]), peak_ckpt = Median(peaks[1]);
+    const double time_plain = Median(times[0]), time_ckpt = Median(times[1]);
+    std::printf("activation checkpointing (every block of %lld):\n", (long long)s.layers);
+    std::printf("  step peak memory %.1f MB, without %.1f MB: ratio %.2f (target <= 0.6)\n",
+                peak_ckpt / 1e6, peak_plain / 1e6, peak_ckpt / peak_plain);
+    std::printf("  step %.1f ms, without %.1f ms: ratio %.2f (target <= 1.4)\n", time_ckpt * 1e3,
+                time_plain * 1e3, time_ckpt / time_plain);
+  }
 
   // 2 and 3. Saves of a larger model's shard.
   Shape big = s;

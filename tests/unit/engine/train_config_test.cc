@@ -46,6 +46,8 @@ precision: amp_bf16
 fsdp:
   sharding_strategy: HYBRID_SHARD
   shard_group_size: 8
+  activation_checkpointing: true
+  activation_checkpointing_interval: 2
 save_folder: ${SHARED}/ckpt/${RUN_NAME}
 save_interval: 50ba
 num_checkpoints_to_keep: 3
@@ -66,6 +68,7 @@ log_interval: 10ba
   CHECK(c->max_duration.Batches(7) == 14);
   CHECK(c->sharding == Sharding::kHybridShard);
   CHECK(c->shard_group_size == 8);
+  CHECK(c->activation_checkpointing_interval == 2);
   CHECK(c->save_folder == "/mnt/shared/ckpt/gpt-x1");
   CHECK(c->save_interval.Batches(1000) == 50);
   CHECK(c->num_checkpoints_to_keep == 3);
@@ -80,6 +83,10 @@ TEST_CASE("the parameters JSON the worker writes is a valid configuration") {
   CHECK(c->model.d_model == 64);
   CHECK(c->max_duration.Batches(1) == 60);
   CHECK(c->sharding == Sharding::kFullShard);
+  CHECK(c->activation_checkpointing_interval == 0);
+  auto every = Parse(R"({"data": {"path": "/d"}, "fsdp": {"activation_checkpointing": true}})");
+  REQUIRE(every.ok());
+  CHECK(every->activation_checkpointing_interval == 1);
 }
 
 TEST_CASE("errors name the field and its line") {
@@ -103,6 +110,14 @@ TEST_CASE("errors name the field and its line") {
             .find("model.d_model: 100 is not a multiple of n_heads (3)") != std::string::npos);
   CHECK(ErrorOf("data: {path: /d}\nfsdp: {sharding_strategy: ZERO3}\n") ==
         "train.yaml:2: fsdp.sharding_strategy: must be FULL_SHARD, HYBRID_SHARD or NO_SHARD");
+  CHECK(ErrorOf("data: {path: /d}\nfsdp: {activation_checkpointing_interval: 2}\n") ==
+        "train.yaml:2: fsdp.activation_checkpointing_interval: needs "
+        "fsdp.activation_checkpointing: true");
+  CHECK(ErrorOf("data: {path: /d}\nfsdp: {activation_checkpointing: true, "
+                "activation_checkpointing_interval: 0}\n") ==
+        "train.yaml:2: fsdp.activation_checkpointing_interval: must be positive");
+  CHECK(ErrorOf("data: {path: /d}\nfsdp: {activation_checkpointing: sometimes}\n")
+            .find("fsdp.activation_checkpointing: ") != std::string::npos);
   CHECK(ErrorOf("data: {path: /d}\nsave_interval: 5ba\n") ==
         "train.yaml:2: save_interval: needs a save_folder");
   CHECK(ErrorOf("data: {path: /d}\noptimizer: {betas: [0.9]}\n")

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "worker/engine/model/block_checkpoint.h"
+
 namespace tessera::engine {
 namespace {
 
@@ -131,7 +133,17 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
   auto x = wte_->forward(tokens);
   if (config_.dropout > 0 && is_training()) x = torch::dropout(x, config_.dropout, true);
   const AttentionBias bias = BiasFor(tokens.size(1), tokens.device());
-  for (const auto& block : *blocks_) x = block->as<GptBlock>()->forward(x, bias);
+  const bool checkpointing =
+      checkpoint_every_ > 0 && is_training() && torch::GradMode::is_enabled();
+  for (size_t i = 0; i < blocks_->size(); ++i) {
+    GptBlockImpl* block = blocks_[i]->as<GptBlock>();
+    if (checkpointing && static_cast<int64_t>(i) % checkpoint_every_ == 0) {
+      x = CheckpointedForward(
+          [block, bias](const torch::Tensor& in) { return block->forward(in, bias); }, x);
+    } else {
+      x = block->forward(x, bias);
+    }
+  }
   x = ln_f_->forward(x);
   return torch::matmul(x, wte_->weight.t());
 }

@@ -57,6 +57,9 @@ class GptImpl : public torch::nn::Module {
   // Sum over every position of the cross-entropy of predicting `labels` [B, T].
   torch::Tensor LossSum(const torch::Tensor& tokens, const torch::Tensor& labels);
   const ModelConfig& config() const { return config_; }
+  // Activation checkpointing: blocks 0, k, 2k, ... keep only their input in training and are
+  // recomputed in backward (block_checkpoint.h); 0: none.
+  void SetActivationCheckpointing(int64_t every_k_blocks) { checkpoint_every_ = every_k_blocks; }
 
  private:
   AttentionBias BiasFor(int64_t t, const torch::Device& device);
@@ -67,6 +70,7 @@ class GptImpl : public torch::nn::Module {
   torch::nn::ModuleList blocks_{nullptr};
   torch::nn::LayerNorm ln_f_{nullptr};
   torch::Tensor slopes_;  // [H, 1, 1]
+  int64_t checkpoint_every_ = 0;
 };
 TORCH_MODULE(Gpt);
 

@@ -355,7 +355,10 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   TESSERA_RETURN_IF_ERROR(r.Read(root, "seed", "", &c.seed));
 
   if (const YAML::Node f = root["fsdp"]; f.IsDefined() && !f.IsNull()) {
-    TESSERA_RETURN_IF_ERROR(r.OnlyKnown(f, "fsdp", {"sharding_strategy", "shard_group_size"}));
+    TESSERA_RETURN_IF_ERROR(
+        r.OnlyKnown(f, "fsdp",
+                    {"sharding_strategy", "shard_group_size", "activation_checkpointing",
+                     "activation_checkpointing_interval"}));
     std::string strategy = "FULL_SHARD";
     TESSERA_RETURN_IF_ERROR(r.Read(f, "sharding_strategy", "fsdp", &strategy));
     if (strategy == "FULL_SHARD")
@@ -370,6 +373,20 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
     }
     TESSERA_RETURN_IF_ERROR(r.Read(f, "shard_group_size", "fsdp", &c.shard_group_size));
     TESSERA_RETURN_IF_ERROR(r.Positive(f, "shard_group_size", "fsdp", c.shard_group_size, true));
+    // As Composer's fsdp_config: activation_checkpointing: true checkpoints every block; the
+    // interval thins that to every k-th.
+    bool checkpointing = false;
+    TESSERA_RETURN_IF_ERROR(r.Read(f, "activation_checkpointing", "fsdp", &checkpointing));
+    int interval = 1;
+    TESSERA_RETURN_IF_ERROR(r.Read(f, "activation_checkpointing_interval", "fsdp", &interval));
+    TESSERA_RETURN_IF_ERROR(
+        r.Positive(f, "activation_checkpointing_interval", "fsdp", interval, false));
+    if (f["activation_checkpointing_interval"].IsDefined() && !checkpointing) {
+      return r.Error(f["activation_checkpointing_interval"],
+                     "fsdp.activation_checkpointing_interval",
+                     "needs fsdp.activation_checkpointing: true");
+    }
+    c.activation_checkpointing_interval = checkpointing ? interval : 0;
   }
 
   TESSERA_RETURN_IF_ERROR(r.Read(root, "save_folder", "", &c.save_folder));

@@ -76,7 +76,10 @@ struct TrainConfig {
   uint64_t seed = 17;
   Sharding sharding = Sharding::kFullShard;
   int shard_group_size = 0;  // HYBRID_SHARD: ranks per shard group (0: LOCAL_WORLD_SIZE)
-  std::string save_folder;   // empty: no checkpoints
+  // Blocks 0, k, 2k, ... recompute their activations in backward (fsdp.activation_checkpointing,
+  // fsdp.activation_checkpointing_interval: k); 0: none.
+  int activation_checkpointing_interval = 0;
+  std::string save_folder;  // empty: no checkpoints
   TrainDuration save_interval{0, TrainDuration::Unit::kBatches};
   int num_checkpoints_to_keep = 0;  // 0: keep all
   bool save_in_background = true;

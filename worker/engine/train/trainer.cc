@@ -138,6 +138,7 @@ absl::Status Trainer::Setup() {
   model_ = Gpt(config_.model);
   model_->to(device_);
   model_->train();
+  model_->SetActivationCheckpointing(config_.activation_checkpointing_interval);
   flat_ = std::make_unique<FlatParameters>(*model_, shard_group_size_);
   optimizer_ = std::make_unique<ShardedAdamW>(config_.optimizer, flat_->ParamShard(shard_index_),
                                               flat_->DecayShard(shard_index_));
