@@ -171,6 +171,26 @@ TEST_CASE("hybrid sharding: shards inside groups of 2, replicas across, the firs
   CHECK(m->world_size == 4);
 }
 
+TEST_CASE("activation checkpointing in a real job: the same losses, step for step") {
+  Scratch s;
+  EngineJob plain(s.path + "/plain", s.Config("plain", s.path + "/ckpt-plain"), 2);
+  RequireAllExitedZero(plain, 2);
+  EngineJob recomputed(s.path + "/recomputed",
+                       s.Config("recomputed", s.path + "/ckpt-recomputed",
+                                "fsdp: {activation_checkpointing: true}\n"),
+                       2);
+  RequireAllExitedZero(recomputed, 2);
+  CHECK(recomputed.Log(0).find("activation checkpointing: every block of 2 recomputed") !=
+        std::string::npos);
+  const auto want = plain.Progress(0), got = recomputed.Progress(0);
+  REQUIRE(want.size() == 60);
+  REQUIRE(got.size() == want.size());
+  for (const auto& [step, record] : want) {
+    INFO("step " << step);
+    CHECK(got.at(step).loss == record.loss);  // bit for bit
+  }
+}
+
 TEST_CASE("a bad configuration fails every rank at once with the field named") {
   Scratch s;
   const std::string file = s.path + "/bad.yaml";

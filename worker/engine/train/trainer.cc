@@ -175,6 +175,15 @@ absl::Status Trainer::Setup() {
         ctx_.world_size / shard_group_size_ == 1 ? "" : "s", shard_group_size_,
         config_.global_train_batch_size, config_.device_train_microbatch_size, total_steps_,
         dataset_->batches_per_epoch(), dataset_->samples());
+    if (config_.activation_checkpointing_interval > 0) {
+      spdlog::info(
+          "activation checkpointing: {} of {} recomputed in backward",
+          config_.activation_checkpointing_interval == 1
+              ? std::string("every block")
+              : absl::StrCat("every ", config_.activation_checkpointing_interval, " blocks (0, ",
+                             config_.activation_checkpointing_interval, ", ...)"),
+          config_.model.n_layers);
+    }
   }
   return absl::OkStatus();
 }
