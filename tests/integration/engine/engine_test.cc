@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "absl/strings/str_replace.h"
 #include "tests/support/control_plane.h"
@@ -189,6 +190,55 @@ TEST_CASE("activation checkpointing in a real job: the same losses, step for ste
     INFO("step " << step);
     CHECK(got.at(step).loss == record.loss);  // bit for bit
   }
+}
+
+TEST_CASE("a NaN loss rolls back to the newest checkpoint and skips the batch that gave it") {
+  Scratch s;
+  EngineJob reference(s.path + "/ref", s.Config("ref", s.path + "/ckpt-ref"), 2);
+  RequireAllExitedZero(reference, 2);
+  const auto want = reference.Progress(0);
+  REQUIRE(want.size() == 60);
+
+  // The batch of step 25 makes the loss and every gradient NaN (the parameters with them).
+  const std::map<std::string, std::string> poison = {{"TESSERA_DEBUG_NAN_AT_STEP", "25"}};
+  EngineJob rolled(s.path + "/rolled",
+                   s.Config("rolled", s.path + "/ckpt-rolled", "loss_rollback: {on_nan: true}\n"),
+                   2, poison);
+  RequireAllExitedZero(rolled, 2);
+  INFO(rolled.Log(0));
+  CHECK(rolled.Log(0).find("loss rollback 1 of 3: the loss is nan at step 25: back to step 20, "
+                           "skipping that step's batch") != std::string::npos);
+  const auto got = rolled.Progress(0);
+  REQUIRE(got.size() == 60);
+  for (int64_t step = 1; step <= 24; ++step) {  // 21-24 trained again, as they were
+    INFO("step " << step);
+    CHECK(got.at(step).loss == want.at(step).loss);
+  }
+  CHECK(got.at(25).loss != want.at(25).loss);  // the next batch instead
+  CHECK(got.at(25).resumed_from_step == 20);
+  CHECK(got.at(60).loss < got.at(1).loss - 1.0);  // training went on, and learns
+  CHECK(got.at(60).loss == Approx(want.at(60).loss).epsilon(0.1));
+
+  // A spike: 100 x the loss at step 40, over 3 x the median of the last 10.
+  EngineJob spiked(
+      s.path + "/spiked",
+      s.Config("spiked", s.path + "/ckpt-spiked", "loss_rollback: {spike_factor: 3, window: 10}\n"),
+      2, {{"TESSERA_DEBUG_SPIKE_AT_STEP", "40"}});
+  RequireAllExitedZero(spiked, 2);
+  INFO(spiked.Log(0));
+  CHECK(std::regex_search(
+      spiked.Log(0), std::regex("loss rollback 1 of 3: the loss [0-9.e+]+ is [0-9.]+ x the "
+                                "median [0-9.e+]+ of the last 10 at step 40: back to step 30")));
+  const auto after_spike = spiked.Progress(0);
+  REQUIRE(after_spike.size() == 60);
+  CHECK(after_spike.at(39).loss == want.at(39).loss);
+  CHECK(after_spike.at(40).loss != want.at(40).loss);
+
+  // Without loss_rollback the run fails, the loss and the step named.
+  EngineJob failed(s.path + "/failed", s.Config("failed", s.path + "/ckpt-failed"), 2, poison);
+  const auto codes = failed.Wait();
+  CHECK(codes[0] != 0);
+  CHECK(failed.Log(0).find("the loss is nan at step 25") != std::string::npos);
 }
 
 TEST_CASE("a bad configuration fails every rank at once with the field named") {

@@ -42,6 +42,7 @@ max_duration: 2ep
 global_train_batch_size: 64
 device_train_microbatch_size: 4
 gradient_clipping: 0.5
+loss_rollback: {on_nan: true, spike_factor: 4, max_rollbacks: 2}
 precision: amp_bf16
 fsdp:
   sharding_strategy: HYBRID_SHARD
@@ -69,6 +70,10 @@ log_interval: 10ba
   CHECK(c->sharding == Sharding::kHybridShard);
   CHECK(c->shard_group_size == 8);
   CHECK(c->activation_checkpointing_interval == 2);
+  CHECK(c->loss_rollback.on_nan);
+  CHECK(c->loss_rollback.spike_factor == 4.0);
+  CHECK(c->loss_rollback.window == 20);
+  CHECK(c->loss_rollback.max_rollbacks == 2);
   CHECK(c->save_folder == "/mnt/shared/ckpt/gpt-x1");
   CHECK(c->save_interval.Batches(1000) == 50);
   CHECK(c->num_checkpoints_to_keep == 3);
@@ -118,6 +123,15 @@ TEST_CASE("errors name the field and its line") {
         "train.yaml:2: fsdp.activation_checkpointing_interval: must be positive");
   CHECK(ErrorOf("data: {path: /d}\nfsdp: {activation_checkpointing: sometimes}\n")
             .find("fsdp.activation_checkpointing: ") != std::string::npos);
+  CHECK(ErrorOf("data: {path: /d}\nloss_rollback: {on_nan: true}\n") ==
+        "train.yaml:2: loss_rollback: needs a save_folder (a rollback goes back to a checkpoint)");
+  CHECK(ErrorOf("data: {path: /d}\nsave_folder: /c\nloss_rollback: {spike_factor: 0.5}\n") ==
+        "train.yaml:3: loss_rollback.spike_factor: must be above 1 (a multiple of the recent "
+        "median loss), or 0 for none");
+  CHECK(ErrorOf("data: {path: /d}\nsave_folder: /c\nloss_rollback: {nan: true}\n")
+            .find("train.yaml:3: loss_rollback.nan: unknown field") == 0);
+  CHECK(ErrorOf("data: {path: /d}\nsave_folder: /c\nloss_rollback: {on_nan: true, window: 0}\n") ==
+        "train.yaml:3: loss_rollback.window: must be positive");
   CHECK(ErrorOf("data: {path: /d}\nsave_interval: 5ba\n") ==
         "train.yaml:2: save_interval: needs a save_folder");
   CHECK(ErrorOf("data: {path: /d}\noptimizer: {betas: [0.9]}\n")

@@ -229,6 +229,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
                                        "global_train_batch_size",
                                        "device_train_microbatch_size",
                                        "gradient_clipping",
+                                       "loss_rollback",
                                        "precision",
                                        "seed",
                                        "fsdp",
@@ -348,6 +349,23 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
                                      static_cast<double>(c.device_train_microbatch_size), true));
   TESSERA_RETURN_IF_ERROR(r.Read(root, "gradient_clipping", "", &c.gradient_clipping));
   TESSERA_RETURN_IF_ERROR(r.Positive(root, "gradient_clipping", "", c.gradient_clipping, true));
+  if (const YAML::Node b = root["loss_rollback"]; b.IsDefined() && !b.IsNull()) {
+    if (!b.IsMap()) return r.Error(b, "loss_rollback", "must be a map");
+    TESSERA_RETURN_IF_ERROR(
+        r.OnlyKnown(b, "loss_rollback", {"on_nan", "spike_factor", "window", "max_rollbacks"}));
+    auto& l = c.loss_rollback;
+    TESSERA_RETURN_IF_ERROR(r.Read(b, "on_nan", "loss_rollback", &l.on_nan));
+    TESSERA_RETURN_IF_ERROR(r.Read(b, "spike_factor", "loss_rollback", &l.spike_factor));
+    if (l.spike_factor != 0 && l.spike_factor <= 1) {
+      return r.Error(b["spike_factor"], "loss_rollback.spike_factor",
+                     "must be above 1 (a multiple of the recent median loss), or 0 for none");
+    }
+    TESSERA_RETURN_IF_ERROR(r.Read(b, "window", "loss_rollback", &l.window));
+    TESSERA_RETURN_IF_ERROR(r.Positive(b, "window", "loss_rollback", l.window, false));
+    TESSERA_RETURN_IF_ERROR(r.Read(b, "max_rollbacks", "loss_rollback", &l.max_rollbacks));
+    TESSERA_RETURN_IF_ERROR(
+        r.Positive(b, "max_rollbacks", "loss_rollback", l.max_rollbacks, false));
+  }
   TESSERA_RETURN_IF_ERROR(r.Read(root, "precision", "", &c.precision));
   if (c.precision != "fp32" && c.precision != "amp_bf16") {
     return r.Error(root["precision"], "precision", "must be fp32 or amp_bf16");
@@ -402,6 +420,10 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
       r.Read(root, "save_commit_timeout_seconds", "", &c.save_commit_timeout_seconds));
   TESSERA_RETURN_IF_ERROR(
       r.Positive(root, "save_commit_timeout_seconds", "", c.save_commit_timeout_seconds, false));
+  if (c.loss_rollback.enabled() && c.save_folder.empty()) {
+    return r.Error(root["loss_rollback"], "loss_rollback",
+                   "needs a save_folder (a rollback goes back to a checkpoint)");
+  }
   if (c.save_interval.value > 0 && c.save_folder.empty()) {
     return r.Error(root["save_interval"], "save_interval", "needs a save_folder");
   }

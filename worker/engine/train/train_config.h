@@ -59,6 +59,18 @@ struct SchedulerConfig {
   double alpha_f = 0.1;        // the final learning rate as a fraction of lr
 };
 
+// Rolling back on a bad loss: the step's loss is NaN or infinite (`on_nan`), or above
+// `spike_factor` x the median of the last `window` losses (0: spikes are not looked for). The
+// run goes back to its newest committed checkpoint and trains on, skipping the batch that gave
+// the bad loss; after `max_rollbacks` rollbacks a bad loss fails the run as it does without.
+struct LossRollbackConfig {
+  bool on_nan = false;
+  double spike_factor = 0;
+  int window = 20;
+  int max_rollbacks = 3;
+  bool enabled() const { return on_nan || spike_factor > 0; }
+};
+
 enum class Sharding { kFullShard, kHybridShard, kNoShard };
 std::string ShardingName(Sharding s);
 
@@ -72,7 +84,8 @@ struct TrainConfig {
   int64_t global_train_batch_size = 8;
   int64_t device_train_microbatch_size = 0;  // 0: the rank's whole share of the batch
   double gradient_clipping = 1.0;            // max global norm; 0: none
-  std::string precision = "fp32";            // fp32 | amp_bf16 (GPUs)
+  LossRollbackConfig loss_rollback;
+  std::string precision = "fp32";  // fp32 | amp_bf16 (GPUs)
   uint64_t seed = 17;
   Sharding sharding = Sharding::kFullShard;
   int shard_group_size = 0;  // HYBRID_SHARD: ranks per shard group (0: LOCAL_WORLD_SIZE)

@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -33,10 +35,9 @@ std::vector<int> Range(int first, int count, int stride) {
   return v;
 }
 
-// A test hook: stop (SIGSTOP) right after this step, once its save is durable, so that a test
-// can SIGKILL every rank at a known step.
-int64_t DebugStopAfterStep() {
-  const char* v = std::getenv("TESSERA_DEBUG_STOP_AFTER_STEP");
+// A step number from a test hook's environment variable; -1 where it is not set.
+int64_t DebugStep(const char* variable) {
+  const char* v = std::getenv(variable);
   int64_t step = -1;
   if (v != nullptr && absl::SimpleAtoi(v, &step)) return step;
   return -1;
@@ -144,6 +145,8 @@ absl::Status Trainer::Setup() {
                                               flat_->DecayShard(shard_index_));
   if (world_->backend() == "nccl") grad_shard_ = torch::zeros_like(flat_->ParamShard(0));
   progress_ = std::make_unique<progress::ProgressReporter>(ctx_.progress_file);
+  debug_nan_step_ = DebugStep("TESSERA_DEBUG_NAN_AT_STEP");
+  debug_spike_step_ = DebugStep("TESSERA_DEBUG_SPIKE_AT_STEP");
 
   if (!config_.save_folder.empty()) {
     SaveRole role;
@@ -234,7 +237,9 @@ absl::Status Trainer::SetupCommunicators() {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::Resume() {
+absl::Status Trainer::Resume() { return LoadNewestCheckpoint().status(); }
+
+absl::StatusOr<bool> Trainer::LoadNewestCheckpoint() {
   CheckpointFolder folder(config_.save_folder);
   const std::string shape = config_.model.ShapeHash();
   // Rank 0 chooses (reading every shard once to check its hash); everyone loads its choice.
@@ -261,7 +266,7 @@ absl::Status Trainer::Resume() {
   const int64_t step = chosen.to(torch::kCPU).item<int64_t>();
   if (step < 0) {
     if (ctx_.rank == 0) spdlog::info("no checkpoint in {}: starting from scratch", folder.root());
-    return absl::OkStatus();
+    return false;
   }
   TESSERA_ASSIGN_OR_RETURN(const CheckpointManifest manifest, folder.ReadManifest(step));
   const int64_t begin = flat_->ShardBegin(shard_index_), count = flat_->ShardCount(shard_index_);
@@ -287,6 +292,47 @@ absl::Status Trainer::Resume() {
     spdlog::info("resumed from step {} in {} (saved by {} ranks, {}); data at epoch {}, sample {}",
                  step, folder.StepFolder(step), manifest.world_size, manifest.sharding,
                  data_state_.epoch, data_state_.sample_in_epoch);
+  }
+  return true;
+}
+
+std::string Trainer::BadLoss(double loss) const {
+  if (!std::isfinite(loss)) return absl::StrCat("the loss is ", loss);
+  const auto& rollback = config_.loss_rollback;
+  if (rollback.spike_factor <= 0 || static_cast<int>(recent_losses_.size()) < rollback.window) {
+    return "";
+  }
+  std::vector<double> recent(recent_losses_.begin(), recent_losses_.end());
+  std::nth_element(recent.begin(), recent.begin() + recent.size() / 2, recent.end());
+  const double median = recent[recent.size() / 2];
+  if (loss <= rollback.spike_factor * median) return "";
+  return absl::StrFormat("the loss %.6g is %.2f x the median %.6g of the last %d", loss,
+                         loss / median, median, rollback.window);
+}
+
+absl::Status Trainer::RollBack(const DataState& batch, const std::string& why, bool allowed) {
+  const int64_t bad_step = step_;
+  const auto& rollback = config_.loss_rollback;
+  if (!allowed) return absl::InternalError(absl::StrCat(why, " at step ", bad_step));
+  if (rollbacks_ >= rollback.max_rollbacks) {
+    return absl::InternalError(absl::StrCat(why, " at step ", bad_step, ", after ", rollbacks_,
+                                            " rollbacks (loss_rollback.max_rollbacks)"));
+  }
+  if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
+  TESSERA_ASSIGN_OR_RETURN(const bool loaded, LoadNewestCheckpoint());
+  if (!loaded) {
+    return absl::InternalError(
+        absl::StrCat(why, " at step ", bad_step, ", and no checkpoint to roll back to"));
+  }
+  ++rollbacks_;
+  skipped_batches_.push_back(batch);
+  recent_losses_.clear();
+  if (ctx_.rank == 0) {
+    spdlog::warn(
+        "loss rollback {} of {}: {} at step {}: back to step {}, skipping that step's batch "
+        "(epoch {}, sample {})",
+        rollbacks_, rollback.max_rollbacks, why, bad_step, step_, batch.epoch,
+        batch.sample_in_epoch);
   }
   return absl::OkStatus();
 }
@@ -326,6 +372,21 @@ absl::StatusOr<StepResult> Trainer::Step() {
     (loss / denominator).backward();
     loss_sum += loss.detach().to(torch::kFloat64);
   }
+  // Test hooks: the batch first trained at step TESSERA_DEBUG_NAN_AT_STEP (or _SPIKE_AT_STEP)
+  // is a bad one wherever it is trained again: its loss and gradients NaN (or 100 times).
+  for (auto& [debug_step, batch] :
+       {std::pair<int64_t, std::optional<DataState>&>{debug_nan_step_, nan_batch_},
+        {debug_spike_step_, spike_batch_}}) {
+    if (!batch && step_ + 1 == debug_step) batch = data_state_;
+  }
+  if (nan_batch_ && *nan_batch_ == data_state_) {
+    loss_sum.fill_(std::numeric_limits<double>::quiet_NaN());
+    flat_->grads().fill_(std::numeric_limits<float>::quiet_NaN());
+  }
+  if (spike_batch_ && *spike_batch_ == data_state_) {
+    loss_sum.mul_(100);
+    flat_->grads().mul_(100);
+  }
   const double compute_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
   progress_->MarkWaiting(true);
@@ -357,6 +418,13 @@ absl::StatusOr<StepResult> Trainer::Step() {
   tokens_seen_ += config_.global_train_batch_size * seq_len_;
   data_state_ = dataset_->Advance(data_state_);
   return result;
+}
+
+void Trainer::SkipRolledBackBatches() {
+  while (std::find(skipped_batches_.begin(), skipped_batches_.end(), data_state_) !=
+         skipped_batches_.end()) {
+    data_state_ = dataset_->Advance(data_state_);
+  }
 }
 
 absl::Status Trainer::Save(bool background) {
@@ -436,15 +504,26 @@ absl::Status Trainer::Run() {
     return absl::OkStatus();
   }
   const int64_t save_every = config_.save_interval.Batches(dataset_->batches_per_epoch());
-  const int64_t stop_after = DebugStopAfterStep();
+  // A test hook: stop (SIGSTOP) right after this step, once its save is durable, so that a test
+  // can SIGKILL every rank at a known step.
+  const int64_t stop_after = DebugStep("TESSERA_DEBUG_STOP_AFTER_STEP");
   last_report_time_ = UnixNow();
   while (step_ < total_steps_) {
     const auto start = std::chrono::steady_clock::now();
+    SkipRolledBackBatches();
+    const DataState batch = data_state_;
     TESSERA_ASSIGN_OR_RETURN(const StepResult result, Step());
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!std::isfinite(result.loss)) {
-      return absl::InternalError(absl::StrCat("the loss is ", result.loss, " at step ", step_));
+    if (const std::string bad = BadLoss(result.loss); !bad.empty()) {
+      // A spike is only looked for where it is rolled back; a NaN fails the run unless on_nan.
+      const bool allowed = std::isfinite(result.loss) || config_.loss_rollback.on_nan;
+      TESSERA_RETURN_IF_ERROR(RollBack(batch, bad, allowed));
+      continue;
+    }
+    recent_losses_.push_back(result.loss);
+    if (static_cast<int>(recent_losses_.size()) > config_.loss_rollback.window) {
+      recent_losses_.pop_front();
     }
     Report(result, seconds);
     if (save_every > 0 && step_ % save_every == 0 && step_ < total_steps_) {

@@ -10,7 +10,11 @@
 
 #include <torch/torch.h>
 
+#include <deque>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "worker/engine/checkpoint/checkpoint_saver.h"
@@ -59,6 +63,15 @@ class Trainer {
   absl::Status Setup();
   absl::Status SetupCommunicators();
   absl::Status Resume();
+  // Loads the newest committed checkpoint (every rank the one rank 0 chose); false: none.
+  absl::StatusOr<bool> LoadNewestCheckpoint();
+  // Why `loss` (the step's, just trained) is bad under loss_rollback; empty: it is not.
+  std::string BadLoss(double loss) const;
+  // Back to the newest checkpoint, `batch` (the bad step's) to be skipped; an error (the bad
+  // loss named) where no rollback is `allowed` or possible.
+  absl::Status RollBack(const DataState& batch, const std::string& why, bool allowed);
+  // Moves the data past batches a rollback skips.
+  void SkipRolledBackBatches();
   void ReduceGradients();
   void Report(const StepResult& result, double step_seconds);
 
@@ -80,6 +93,11 @@ class Trainer {
   std::vector<int64_t> batch_buffer_;
 
   int64_t step_ = 0;
+  std::deque<double> recent_losses_;  // the last loss_rollback.window good losses
+  int rollbacks_ = 0;
+  std::vector<DataState> skipped_batches_;
+  int64_t debug_nan_step_ = -1, debug_spike_step_ = -1;  // test hooks: bad batches
+  std::optional<DataState> nan_batch_, spike_batch_;
   int64_t total_steps_ = 0;
   int64_t resumed_from_step_ = 0;
   int64_t tokens_seen_ = 0;
