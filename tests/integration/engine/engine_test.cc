@@ -218,6 +218,15 @@ TEST_CASE("a NaN loss rolls back to the newest checkpoint and skips the batch th
   CHECK(got.at(25).resumed_from_step == 20);
   CHECK(got.at(60).loss < got.at(1).loss - 1.0);  // training went on, and learns
   CHECK(got.at(60).loss == Approx(want.at(60).loss).epsilon(0.1));
+  // The checkpoints after it keep the rollback, for a resumed run to skip the batch too.
+  auto manifest = engine::CheckpointFolder(s.path + "/ckpt-rolled").ReadManifest(60);
+  REQUIRE(manifest.ok());
+  CHECK(manifest->loss_rollbacks == 1);
+  REQUIRE(manifest->skipped_batches.size() == 1);
+  auto before = engine::CheckpointFolder(s.path + "/ckpt-ref").ReadManifest(20);
+  REQUIRE(before.ok());
+  CHECK(manifest->skipped_batches[0].epoch == before->data.epoch);  // step 25's batch: 4 after
+  CHECK(manifest->skipped_batches[0].sample_in_epoch == before->data.sample_in_epoch + 4 * 8);
 
   // A spike: 100 x the loss at step 40, over 3 x the median of the last 10.
   EngineJob spiked(

@@ -233,6 +233,30 @@ TEST_CASE("manifest errors name the field") {
             .status()
             .message()
             .find("m.json: step: has the wrong type") == 0);
+  j = Template(3, 1).ToJson();
+  j["skipped_batches"] = nlohmann::json::array({{{"epoch", 0}}});
+  CHECK(CheckpointManifest::FromJson(j, "m.json")
+            .status()
+            .message()
+            .find("m.json: skipped_batches[0].sample_in_epoch") == 0);
+}
+
+TEST_CASE("loss rollbacks and the batches they skip round-trip, and older manifests have none") {
+  CheckpointManifest m = Template(3, 1);
+  m.shards = {ShardRecord{0, "shard-00000-of-00001.bin", 0, kNumel, 12, "h"}};
+  m.loss_rollbacks = 2;
+  m.skipped_batches = {DataState{0, 200}, DataState{1, 16}};
+  auto j = m.ToJson();
+  auto back = CheckpointManifest::FromJson(j, "m.json");
+  REQUIRE(back.ok());
+  CHECK(back->loss_rollbacks == 2);
+  CHECK(back->skipped_batches == m.skipped_batches);
+  j.erase("loss_rollbacks");
+  j.erase("skipped_batches");
+  back = CheckpointManifest::FromJson(j, "m.json");
+  REQUIRE(back.ok());
+  CHECK(back->loss_rollbacks == 0);
+  CHECK(back->skipped_batches.empty());
 }
 
 }  // namespace

@@ -35,6 +35,10 @@ nlohmann::json CheckpointManifest::ToJson() const {
                           {"bytes", s.bytes},
                           {"xxh3_128", s.hash}});
   }
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const DataState& d : skipped_batches) {
+    skipped.push_back({{"epoch", d.epoch}, {"sample_in_epoch", d.sample_in_epoch}});
+  }
   return {{"format", "tessera-checkpoint"},
           {"version", 1},
           {"step", step},
@@ -46,6 +50,8 @@ nlohmann::json CheckpointManifest::ToJson() const {
           {"shards", shard_list},
           {"data", {{"epoch", data.epoch}, {"sample_in_epoch", data.sample_in_epoch}}},
           {"tokens_seen", tokens_seen},
+          {"loss_rollbacks", loss_rollbacks},
+          {"skipped_batches", skipped},
           {"rng", {{"seed", seed}, {"policy", "per-step: seed, step and rank"}}},
           {"config_hash", config_hash},
           {"model", model},
@@ -87,6 +93,24 @@ absl::StatusOr<CheckpointManifest> CheckpointManifest::FromJson(const nlohmann::
   TESSERA_ASSIGN_OR_RETURN(m.data.sample_in_epoch,
                            Get<int64_t>(j["data"], "sample_in_epoch", source, "data."));
   TESSERA_ASSIGN_OR_RETURN(m.tokens_seen, Get<int64_t>(j, "tokens_seen", source));
+  // Both absent from checkpoints written before rollbacks were: none.
+  if (j.contains("loss_rollbacks")) {
+    TESSERA_ASSIGN_OR_RETURN(m.loss_rollbacks, Get<int>(j, "loss_rollbacks", source));
+  }
+  if (j.contains("skipped_batches")) {
+    if (!j["skipped_batches"].is_array()) return Bad(source, "skipped_batches", "must be a list");
+    for (size_t i = 0; i < j["skipped_batches"].size(); ++i) {
+      const auto& s = j["skipped_batches"][i];
+      const std::string p = absl::StrCat("skipped_batches[", i, "].");
+      if (!s.is_object()) {
+        return Bad(source, absl::StrCat("skipped_batches[", i, "]"), "must be an object");
+      }
+      DataState d;
+      TESSERA_ASSIGN_OR_RETURN(d.epoch, Get<int64_t>(s, "epoch", source, p));
+      TESSERA_ASSIGN_OR_RETURN(d.sample_in_epoch, Get<int64_t>(s, "sample_in_epoch", source, p));
+      m.skipped_batches.push_back(d);
+    }
+  }
   if (!j.contains("rng") || !j["rng"].is_object()) return Bad(source, "rng", "required");
   TESSERA_ASSIGN_OR_RETURN(m.seed, Get<uint64_t>(j["rng"], "seed", source, "rng."));
   TESSERA_ASSIGN_OR_RETURN(m.config_hash, Get<std::string>(j, "config_hash", source));

@@ -36,6 +36,10 @@ struct CheckpointManifest {
   std::vector<std::string> arrays;  // what each shard holds, in order: params, exp_avg, ...
   std::vector<ShardRecord> shards;  // sorted by offset, covering [0, numel) exactly
   DataState data;                   // the dataset position after `step` batches
+  // Loss rollbacks so far, and the batches they skip (trainer.h): kept so that a resumed run
+  // skips them too and counts towards the same limit.
+  int loss_rollbacks = 0;
+  std::vector<DataState> skipped_batches;
   int64_t tokens_seen = 0;
   uint64_t seed = 0;        // dropout and other randomness derive from (seed, step, rank)
   std::string config_hash;  // the model's shape: a checkpoint loads only into the same shape

@@ -284,6 +284,15 @@ absl::StatusOr<bool> Trainer::LoadNewestCheckpoint() {
   resumed_from_step_ = manifest.step;
   last_saved_step_ = manifest.step;
   tokens_seen_ = manifest.tokens_seen;
+  // A resumption skips what the saving run skipped; a rollback (to an older step) keeps what
+  // this run has skipped since.
+  rollbacks_ = std::max(rollbacks_, manifest.loss_rollbacks);
+  for (const DataState& skipped : manifest.skipped_batches) {
+    if (std::find(skipped_batches_.begin(), skipped_batches_.end(), skipped) ==
+        skipped_batches_.end()) {
+      skipped_batches_.push_back(skipped);
+    }
+  }
   data_state_ = manifest.data;
   if (data_state_.sample_in_epoch + config_.global_train_batch_size > dataset_->samples()) {
     data_state_ = DataState{data_state_.epoch + 1, 0};  // a larger global batch than before
@@ -438,6 +447,8 @@ absl::Status Trainer::Save(bool background) {
   m.arrays.assign(std::begin(kArrays), std::end(kArrays));
   m.data = data_state_;
   m.tokens_seen = tokens_seen_;
+  m.loss_rollbacks = rollbacks_;
+  m.skipped_batches = skipped_batches_;
   m.seed = config_.seed;
   m.config_hash = config_.model.ShapeHash();
   m.model = config_.model.ToJson();
