@@ -3,6 +3,15 @@
 namespace tessera::server {
 
 void AddRunsFlags(CLI::App& app, RunsFlags& f) {
+  app.add_option("--secrets-key-file", f.secrets_key_file,
+                 "a file (mode 600) holding the 32-byte key, as 64 hex digits (openssl rand "
+                 "-hex 32), that users' secrets are encrypted with at rest (without it, the "
+                 "cluster keeps no secrets)")
+      ->envname("TESSERA_SECRETS_KEY_FILE");
+  app.add_option("--tls-ca-key", f.ca_key_file,
+                 "PEM private key of the cluster CA (--tls-ca): nodes that join get a "
+                 "certificate signed with it (without it, only a node key)")
+      ->envname("TESSERA_TLS_CA_KEY");
   app.add_option("--node-certificate-days", f.node_certificate_days,
                  "how long a node's certificate is valid; workers renew it when a third is left")
       ->capture_default_str()
@@ -40,8 +49,21 @@ void AddRunsFlags(CLI::App& app, RunsFlags& f) {
       ->check(CLI::Range(0.0, 86400.0));
 }
 
-RunsOptions FinishRunsFlags(const RunsFlags& f) {
+absl::StatusOr<RunsOptions> FinishRunsFlags(const RunsFlags& f, const std::string& tls_ca_file) {
   RunsOptions o;
+  if (!f.secrets_key_file.empty()) {
+    auto box = runs::SecretBox::FromKeyFile(f.secrets_key_file);
+    if (!box.ok()) return box.status();
+    o.secrets_box = *std::move(box);
+  }
+  if (!f.ca_key_file.empty()) {
+    if (tls_ca_file.empty()) {
+      return absl::InvalidArgumentError("--tls-ca-key needs --tls-ca (the CA's certificate)");
+    }
+    auto ca = tls::CertificateAuthority::Load(tls_ca_file, f.ca_key_file);
+    if (!ca.ok()) return ca.status();
+    o.ca = *std::move(ca);
+  }
   o.node_certificate_validity = absl::Hours(24 * f.node_certificate_days);
   o.min_hang_timeout = absl::Seconds(f.min_hang_timeout_seconds);
   o.allow_host_image = f.allow_host_image;

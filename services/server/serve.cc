@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
+#include "base/status_macros.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/auth/rpc_roles.h"
 #include "services/common/auth/system_keys.h"
@@ -61,24 +62,27 @@ std::shared_ptr<ChannelRef> LeaderChannel(const std::string& endpoints, const tl
   return std::make_shared<ChannelRef>(std::move(channels));
 }
 
-}  // namespace
-
-int ServeMain(const Parts& parts, int argc, char** argv) {
-  BlockTerminationSignals();
-  TurnOffLockOrderChecks();
-  CLI::App app{parts.description, parts.binary};
+// Everything a server's command line says, part by part.
+struct ServerFlags {
   HostOptions host;
   store::PostgresOptions db;
-  SchedulerFlags sched_flags;
-  LogsFlags logs_flags;
-  DirectCommands direct;
+  CallerLimitsFlags limits;
+  SchedulerFlags scheduler;
+  GatewayFlags rest;
   PeerEndpoints peers;
-  const bool all_in_one =
-      parts.runs && parts.scheduler && parts.cordon && parts.logs && parts.health;
-  HealthFlags health_flags;
-  GatewayFlags rest_flags;
-  if (!all_in_one) rest_flags.http_listen.clear();
-  AddHostFlags(app, host);
+  double node_event_retention_days = 0;
+  HealthFlags health;
+  RunsFlags runs;
+  LogsFlags logs;
+  double system_key_lifetime_minutes = 60;
+  DirectCommands direct;
+};
+
+bool AllInOne(const Parts& parts) {
+  return parts.runs && parts.scheduler && parts.cordon && parts.logs && parts.health;
+}
+
+void AddDatabaseFlags(CLI::App& app, store::PostgresOptions& db) {
   app.add_option("--database-url", db.url, "PostgreSQL URL (postgresql://user@host:port/db)")
       ->envname("TESSERA_DATABASE_URL");
   app.add_option("--database-pool-size", db.pool_size, "connections kept open")
@@ -89,145 +93,125 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
                  "scheduler's and health API's loops) use; people's calls use the rest")
       ->capture_default_str()
       ->check(CLI::Range(0, 255));
-  CallerLimitsFlags limits;
-  AddCallerLimitsFlags(app, limits);
-  if (parts.scheduler) AddSchedulerFlags(app, sched_flags);
-  if (all_in_one) AddGatewayFlags(app, rest_flags);
-  AddPeerEndpointFlags(app, parts, peers);
-  double node_event_retention_days = 0;
+}
+
+// The flags of the parts this binary hosts, and of what every server has.
+void AddServerFlags(CLI::App& app, const Parts& parts, ServerFlags& f) {
+  if (!AllInOne(parts)) f.rest.http_listen.clear();  // the gateway lives in tessera-server only
+  AddHostFlags(app, f.host);
+  AddDatabaseFlags(app, f.db);
+  AddCallerLimitsFlags(app, f.limits);
+  if (parts.scheduler) AddSchedulerFlags(app, f.scheduler);
+  if (AllInOne(parts)) AddGatewayFlags(app, f.rest);
+  AddPeerEndpointFlags(app, parts, f.peers);
   if (parts.cordon) {
-    app.add_option("--node-event-retention-days", node_event_retention_days,
+    app.add_option("--node-event-retention-days", f.node_event_retention_days,
                    "remove node events (cordons, losses, faults) this many days after they "
                    "happened (0: keep them)")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 36500.0));
   }
-  if (parts.health) AddHealthFlags(app, health_flags);
-  std::string ca_key_file, secrets_key_file;
-  double system_key_lifetime_minutes = 60;
-  if (parts.runs) {
-    app.add_option("--secrets-key-file", secrets_key_file,
-                   "a file (mode 600) holding the 32-byte key, as 64 hex digits (openssl rand "
-                   "-hex 32), that users' secrets are encrypted with at rest (without it, the "
-                   "cluster keeps no secrets)")
-        ->envname("TESSERA_SECRETS_KEY_FILE");
-    app.add_option("--tls-ca-key", ca_key_file,
-                   "PEM private key of the cluster CA (--tls-ca): nodes that join get a "
-                   "certificate signed with it (without it, only a node key)")
-        ->envname("TESSERA_TLS_CA_KEY");
-  }
-  RunsFlags runs_flags;
-  if (parts.runs) AddRunsFlags(app, runs_flags);
-  if (parts.logs) AddLogsFlags(app, logs_flags);
-  app.add_option("--system-key-lifetime-minutes", system_key_lifetime_minutes,
+  if (parts.health) AddHealthFlags(app, f.health);
+  if (parts.runs) AddRunsFlags(app, f.runs);
+  if (parts.logs) AddLogsFlags(app, f.logs);
+  app.add_option("--system-key-lifetime-minutes", f.system_key_lifetime_minutes,
                  "this process's own key for calls to the other services expires after this "
                  "long, and is replaced every third of it")
       ->capture_default_str()
       ->check(CLI::Range(3.0, 7.0 * 24 * 60));
+  AddDirectCommands(app, f.direct);
+}
 
-  AddDirectCommands(app, direct);
-  CLI11_PARSE(app, argc, argv);
-
-  if (auto st = ConfigureLogging(host.log_level); !st.ok()) return Fail(st);
-  if (auto st = CheckPeerEndpoints(peers); !st.ok()) return Fail(st);
-  if (db.url.empty()) {
-    return Fail(absl::InvalidArgumentError("--database-url is required (or TESSERA_DATABASE_URL)"));
+// What CLI11 cannot check, one flag against another; also sets the log level.
+absl::Status CheckServerFlags(ServerFlags& f) {
+  TESSERA_RETURN_IF_ERROR(ConfigureLogging(f.host.log_level));
+  TESSERA_RETURN_IF_ERROR(CheckPeerEndpoints(f.peers));
+  if (f.db.url.empty()) {
+    return absl::InvalidArgumentError("--database-url is required (or TESSERA_DATABASE_URL)");
   }
-  if (!direct.parsed()) {
-    std::vector<tls::NamedAddress> addresses = {{"--grpc-listen", host.grpc_listen},
-                                                {"--metrics-listen", host.metrics_listen},
-                                                {"--http-listen", rest_flags.http_listen}};
-    for (auto& peer : peers.Named()) addresses.push_back(std::move(peer));
-    if (auto st = tls::CheckTlsFlags(host.tls, addresses); !st.ok()) {
-      return Fail(st);
-    }
-  }
-  db.observer = metrics::MakeDbMetrics(metrics::Registry::Default());
-  auto stores = store::OpenPostgresStores(db);
-  if (!stores.ok()) {
-    return Fail(absl::Status(stores.status().code(), absl::StrCat("cannot open the database: ",
-                                                                  stores.status().message())));
-  }
-  auto clock = SystemClock::Shared();
+  if (f.direct.parsed()) return absl::OkStatus();  // a command, not a server: no listener
+  std::vector<tls::NamedAddress> addresses = {{"--grpc-listen", f.host.grpc_listen},
+                                              {"--metrics-listen", f.host.metrics_listen},
+                                              {"--http-listen", f.rest.http_listen}};
+  for (auto& peer : f.peers.Named()) addresses.push_back(std::move(peer));
+  return tls::CheckTlsFlags(f.host.tls, addresses);
+}
 
-  if (direct.parsed()) return RunDirectCommand(direct, *stores, *clock);
+// The parts' options, read and loaded (keys, certificates) before anything is created.
+struct PartOptions {
+  RunsOptions runs;
+  LogsOptions logs;
+  HealthOptions health;
+};
 
-  RunsOptions runs_options = FinishRunsFlags(runs_flags);
-  auto logs_options = FinishLogsFlags(logs_flags, db);
-  if (!logs_options.ok()) return Fail(logs_options.status());
-  if (!secrets_key_file.empty()) {
-    auto box = runs::SecretBox::FromKeyFile(secrets_key_file);
-    if (!box.ok()) return Fail(box.status());
-    runs_options.secrets_box = *std::move(box);
+absl::StatusOr<PartOptions> FinishPartFlags(const Parts& parts, ServerFlags& f) {
+  PartOptions o;
+  TESSERA_ASSIGN_OR_RETURN(o.runs, FinishRunsFlags(f.runs, f.host.tls.ca_file));
+  TESSERA_ASSIGN_OR_RETURN(o.logs, FinishLogsFlags(f.logs, f.db));
+  if (parts.health) {
+    TESSERA_ASSIGN_OR_RETURN(o.health, FinishHealthFlags(std::move(f.health)));
   }
-  if (!ca_key_file.empty()) {
-    if (host.tls.ca_file.empty()) {
-      return Fail(absl::InvalidArgumentError("--tls-ca-key needs --tls-ca (the CA's certificate)"));
-    }
-    auto ca = tls::CertificateAuthority::Load(host.tls.ca_file, ca_key_file);
-    if (!ca.ok()) return Fail(ca.status());
-    runs_options.ca = *std::move(ca);
-  }
+  return o;
+}
 
-  Foundation f = MakeFoundation(*stores, clock);
-  ApplyCallerLimits(limits, f);
-  auto keys = auth::SystemKeys::Create(f.stores.api_keys, clock, parts.binary,
-                                       absl::Minutes(system_key_lifetime_minutes));
-  if (!keys.ok()) return Fail(keys.status());
-  PeriodicRunner rotation(clock, absl::Seconds(10), [&keys] { (*keys)->Tick(); });
-  const SystemCredential system_key = (*keys)->credential();
-
-  // Services reach the ones in this process through the server's in-process channel (filled
-  // in once the server runs) and the others through their endpoints.
-  auto self = std::make_shared<ChannelRef>();
+// The parts this process hosts. They reach one another through `self`, the server's in-process
+// channel (set once it serves), and the parts of other processes through their endpoints.
+std::vector<std::unique_ptr<Component>> MakeComponents(const Parts& parts, Foundation& f,
+                                                       const ServerFlags& flags, PartOptions o,
+                                                       const std::shared_ptr<ChannelRef>& self,
+                                                       const SystemCredential& system_key) {
+  const auto& peers = flags.peers;
+  const auto& tls = flags.host.tls;
+  auto here_or = [&](bool hosted, const std::string& endpoint) {
+    return hosted ? self : RemoteChannel(endpoint, tls);
+  };
+  auto scheduler = [&] { return parts.scheduler ? self : LeaderChannel(peers.scheduler, tls); };
   std::vector<std::unique_ptr<Component>> components;
   if (parts.runs) {
     std::shared_ptr<ChannelRef> logs = parts.logs ? self : nullptr;
-    if (!parts.logs && !peers.logs.empty()) logs = RemoteChannel(peers.logs, host.tls);
-    runs_options.instance_id = InstanceId();
-    components.push_back(
-        MakeRunsComponent(f, parts.scheduler ? self : LeaderChannel(peers.scheduler, host.tls),
-                          logs, system_key, runs_options));
+    if (!parts.logs && !peers.logs.empty()) logs = RemoteChannel(peers.logs, tls);
+    o.runs.instance_id = InstanceId();
+    components.push_back(MakeRunsComponent(f, scheduler(), logs, system_key, o.runs));
   }
   if (parts.scheduler) {
-    SchedulerOptions sched = FinishSchedulerFlags(sched_flags);
-    sched.database_url = db.url;
+    SchedulerOptions sched = FinishSchedulerFlags(flags.scheduler);
+    sched.database_url = flags.db.url;
     sched.instance_id = InstanceId();
-    std::shared_ptr<ChannelRef> health_channel = parts.health ? self : nullptr;
-    if (!parts.health && !peers.health.empty())
-      health_channel = RemoteChannel(peers.health, host.tls);
+    std::shared_ptr<ChannelRef> health = parts.health ? self : nullptr;
+    if (!parts.health && !peers.health.empty()) health = RemoteChannel(peers.health, tls);
     components.push_back(
-        MakeSchedulerComponent(f, parts.runs ? self : RemoteChannel(peers.runs, host.tls),
-                               health_channel, system_key, sched));
+        MakeSchedulerComponent(f, here_or(parts.runs, peers.runs), health, system_key, sched));
   }
   if (parts.cordon) {
     components.push_back(MakeCordonComponent(
-        f, CordonOptions{.event_retention = absl::Seconds(node_event_retention_days * 86400)}));
+        f,
+        CordonOptions{.event_retention = absl::Seconds(flags.node_event_retention_days * 86400)}));
   }
   if (parts.health) {
-    auto health = FinishHealthFlags(std::move(health_flags));
-    if (!health.ok()) return Fail(health.status());
-    health->instance_id = InstanceId();
-    components.push_back(MakeHealthComponent(
-        f, parts.scheduler ? self : LeaderChannel(peers.scheduler, host.tls),
-        parts.cordon ? self : RemoteChannel(peers.cordon, host.tls),
-        parts.runs ? self : RemoteChannel(peers.runs, host.tls), system_key, *health));
+    o.health.instance_id = InstanceId();
+    components.push_back(MakeHealthComponent(f, scheduler(), here_or(parts.cordon, peers.cordon),
+                                             here_or(parts.runs, peers.runs), system_key,
+                                             o.health));
   }
   if (parts.logs) {
-    components.push_back(MakeLogsComponent(
-        f, parts.runs ? self : RemoteChannel(peers.runs, host.tls), system_key, *logs_options));
+    components.push_back(MakeLogsComponent(f, here_or(parts.runs, peers.runs), system_key, o.logs));
   }
+  return components;
+}
 
+// Serves the components (and, all in one, the REST gateway) until SIGINT or SIGTERM.
+int Serve(const ServerFlags& flags, std::vector<std::unique_ptr<Component>> components,
+          ChannelRef& self) {
   std::vector<grpc::Service*> services;
   for (auto& c : components) {
     for (auto* s : c->services()) services.push_back(s);
   }
   grpc::EnableDefaultHealthCheckService(true);
-  auto served = ServiceHost::Start(host, services);
+  auto served = ServiceHost::Start(flags.host, services);
   if (!served.ok()) return Fail(served.status());
-  self->Set((*served)->InProcessChannel());
+  self.Set((*served)->InProcessChannel());
   // The REST gateway reaches the services through the same in-process channel.
-  auto rest = StartGateway(rest_flags, **served);
+  auto rest = StartGateway(flags.rest, **served);
   if (!rest.ok()) return Fail(rest.status());
   // Tests and scripts read this line to learn the ports.
   // One write, so that no other thread's output lands inside it.
@@ -239,6 +223,41 @@ int ServeMain(const Parts& parts, int argc, char** argv) {
   if (*rest) (*rest)->Shutdown();
   components.clear();
   return 0;
+}
+
+}  // namespace
+
+int ServeMain(const Parts& parts, int argc, char** argv) {
+  BlockTerminationSignals();
+  TurnOffLockOrderChecks();
+  CLI::App app{parts.description, parts.binary};
+  ServerFlags flags;
+  AddServerFlags(app, parts, flags);
+  CLI11_PARSE(app, argc, argv);
+  if (auto st = CheckServerFlags(flags); !st.ok()) return Fail(st);
+
+  flags.db.observer = metrics::MakeDbMetrics(metrics::Registry::Default());
+  auto stores = store::OpenPostgresStores(flags.db);
+  if (!stores.ok()) {
+    return Fail(absl::Status(stores.status().code(), absl::StrCat("cannot open the database: ",
+                                                                  stores.status().message())));
+  }
+  auto clock = SystemClock::Shared();
+  if (flags.direct.parsed()) return RunDirectCommand(flags.direct, *stores, *clock);
+  auto options = FinishPartFlags(parts, flags);
+  if (!options.ok()) return Fail(options.status());
+
+  Foundation f = MakeFoundation(*stores, clock);
+  ApplyCallerLimits(flags.limits, f);
+  auto keys = auth::SystemKeys::Create(f.stores.api_keys, clock, parts.binary,
+                                       absl::Minutes(flags.system_key_lifetime_minutes));
+  if (!keys.ok()) return Fail(keys.status());
+  PeriodicRunner rotation(clock, absl::Seconds(10), [&keys] { (*keys)->Tick(); });
+
+  auto self = std::make_shared<ChannelRef>();
+  auto components =
+      MakeComponents(parts, f, flags, *std::move(options), self, (*keys)->credential());
+  return Serve(flags, std::move(components), *self);
 }
 
 }  // namespace tessera::server
