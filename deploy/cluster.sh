@@ -261,13 +261,16 @@ up() {
 
   # The workers share this machine: each compute stress test takes one core, not all of them
   # (with all, every other process here swings the figures and the health API's verdicts).
-  local compute_threads=(--canary-compute-threads 1)
-  case " ${TESSERA_SERVER_FLAGS:-} " in *" --canary-compute-threads"*) compute_threads=() ;; esac
+  local health_flags=(--canary-compute-threads 1)
+  case " ${TESSERA_SERVER_FLAGS:-} " in *" --canary-compute-threads"*) health_flags=() ;; esac
+  # Workers that are not root cannot bind the canaries' default ports (below 1024): give them
+  # ports they can (ranks run as you then, so nothing is lost that the default would keep).
+  if [ "$(id -u)" != 0 ]; then health_flags+=(--canary-ports 39000-40999); fi
 
   # --require-node-terms: a node is what its join token says (below), never its own word.
   if ! alive "$server_pid_file"; then
     nohup "$BIN/tessera-server" --database-url "$url" "${server_tls[@]}" \
-      --secrets-key-file "$STATE/secrets.key" "${compute_threads[@]}" "${scrape[@]}" \
+      --secrets-key-file "$STATE/secrets.key" "${health_flags[@]}" "${scrape[@]}" \
       --grpc-listen "127.0.0.1:$GRPC_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
       --http-listen "127.0.0.1:$HTTP_PORT" --allow-host-image --require-node-terms ${TESSERA_SERVER_FLAGS:-} >"$STATE/logs/tessera-server.log" 2>&1 &
     echo $! >"$server_pid_file"

@@ -125,10 +125,10 @@ void SweepDriver::AdvanceSweep(v1::Sweep sweep) {
       for (const auto& g : stage.groups) members.push_back(g[0]);
       Dispatch(sweep, ComputePhase(sweep.id(), members, config_.canary));
     } else {
-      const int span = std::max(1, config_.port_span - static_cast<int>(stage.groups.size()));
-      const int port =
-          config_.port_base + static_cast<int>(random_->Uniform(static_cast<uint64_t>(span)));
-      Dispatch(sweep, AllReducePhase(sweep.id(), stage.groups, *known, port,
+      const int span = std::max(1, config_.port_span);
+      const RendezvousPorts ports{config_.port_base, span,
+                                  static_cast<int>(random_->Uniform(static_cast<uint64_t>(span)))};
+      Dispatch(sweep, AllReducePhase(sweep.id(), stage.groups, *known, ports,
                                      RendezvousToken(*random_), config_.canary));
     }
     const absl::Duration timeout = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS

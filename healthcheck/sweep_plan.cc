@@ -100,7 +100,7 @@ std::string RendezvousToken(Random& random) {
 std::vector<CanaryDispatch> AllReducePhase(const std::string& sweep_id,
                                            const std::vector<std::vector<std::string>>& groups,
                                            const std::map<std::string, v1::Node>& nodes,
-                                           int port_base, const std::string& token,
+                                           const RendezvousPorts& ports, const std::string& token,
                                            const CanaryConfig& config) {
   std::vector<CanaryDispatch> out;
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -117,7 +117,7 @@ std::vector<CanaryDispatch> AllReducePhase(const std::string& sweep_id,
       for (const auto& name : group) d.canary.add_group(name);
       d.canary.set_rank(static_cast<int>(r));
       d.canary.set_master_addr(first.address().empty() ? first.name() : first.address());
-      d.canary.set_master_port(port_base + static_cast<int>(g));
+      d.canary.set_master_port(ports.For(g));
       d.canary.set_rendezvous_token(token);
       for (int64_t b : gpus ? config.gpu_payload_bytes : config.cpu_payload_bytes) {
         d.canary.add_payload_bytes(b);

@@ -4,6 +4,7 @@
 // labels, then by name, and paired around a ring (a-b, b-c, ..., z-a), so every node is checked
 // with two different partners and a bad node shows as the one common to its two failing pairs.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -61,12 +62,25 @@ std::vector<CanaryDispatch> ComputePhase(const std::string& sweep_id,
 std::vector<std::vector<std::string>> ComputeRounds(const std::vector<std::string>& nodes,
                                                     const std::map<std::string, v1::Node>& known);
 
+// The ports a stage's groups meet on: group g's is `base + (first + g) % span`, so that every
+// one stays in [base, base + span) however many groups there are (groups whose first nodes are
+// different machines may share one).
+struct RendezvousPorts {
+  int base = 0;
+  int span = 1;
+  int first = 0;
+  int For(size_t group) const {
+    return base + static_cast<int>((static_cast<size_t>(first) + group) %
+                                   static_cast<size_t>(std::max(1, span)));
+  }
+};
+
 // One dispatch per group member; group g's rendezvous is its first node's address at
-// `port_base + g`, under `token` (the stage's secret, the same for every group).
+// `ports.For(g)`, under `token` (the stage's secret, the same for every group).
 std::vector<CanaryDispatch> AllReducePhase(const std::string& sweep_id,
                                            const std::vector<std::vector<std::string>>& groups,
                                            const std::map<std::string, v1::Node>& nodes,
-                                           int port_base, const std::string& token,
+                                           const RendezvousPorts& ports, const std::string& token,
                                            const CanaryConfig& config);
 
 // A rendezvous token: 32 hex digits (128 bits) of `random`.

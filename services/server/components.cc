@@ -279,6 +279,10 @@ class HealthComponent final : public Component {
     c.triggers.watch.mfu_reports = o.mfu_reports;
     c.triggers.watch.straggler_factor = o.straggler_factor;
     if (!o.cpu_payload_bytes.empty()) c.canary.cpu_payload_bytes = o.cpu_payload_bytes;
+    if (o.canary_port_first > 0) {
+      c.port_base = o.canary_port_first;
+      c.port_span = o.canary_port_last - o.canary_port_first + 1;
+    }
     return c;
   }
   health::Health health_;

@@ -138,6 +138,8 @@ struct HealthOptions {
   absl::Duration tick = absl::Milliseconds(200);
   // All-reduce payloads between CPU nodes (empty: 1, 4, 16 and 64 MiB).
   std::vector<int64_t> cpu_payload_bytes;
+  // The all-reduce canaries' rendezvous ports, [first, last] (0: HealthConfig's, 700-999).
+  int canary_port_first = 0, canary_port_last = 0;
   // Unique among health API instances (host:pid): they elect one leader to sweep.
   std::string instance_id;
   // Sweeps (with their results) created longer ago than this are removed (zero: kept).

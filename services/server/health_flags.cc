@@ -1,6 +1,8 @@
 #include "services/server/health_flags.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/byte_size.h"
 #include "healthcheck/sequential_test.h"
 
@@ -50,6 +52,10 @@ void AddHealthFlags(CLI::App& app, HealthFlags& f) {
       ->check(CLI::Range(1.0, 3600.0));
   app.add_option("--canary-sizes", f.canary_sizes,
                  "all-reduce payloads between CPU nodes (default 1MiB,4MiB,16MiB,64MiB)");
+  app.add_option("--canary-ports", f.canary_ports,
+                 "FIRST-LAST: the all-reduce canaries' rendezvous ports (default 700-999: below "
+                 "1024, only the workers, as root, may bind them, and no run can hold one; a "
+                 "worker that is not root needs ports above 1023, which runs could hold)");
   app.add_option("--mfu-drop-reports", f.options.mfu_reports,
                  "progress reports under a run's mfu_threshold before its nodes are swept")
       ->capture_default_str()
@@ -78,6 +84,18 @@ absl::StatusOr<HealthOptions> FinishHealthFlags(HealthFlags f) {
       return absl::InvalidArgumentError(absl::StrCat("--canary-sizes: ", sizes.status().message()));
     }
     o.cpu_payload_bytes = *sizes;
+  }
+  if (!f.canary_ports.empty()) {
+    const std::vector<std::string> ends = absl::StrSplit(f.canary_ports, '-');
+    int first = 0, last = 0;
+    if (ends.size() != 2 || !absl::SimpleAtoi(ends[0], &first) ||
+        !absl::SimpleAtoi(ends[1], &last) || first < 1 || last > 65535 || first > last) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--canary-ports: \"", f.canary_ports,
+                       "\" is not FIRST-LAST (1 <= FIRST <= LAST <= 65535)"));
+    }
+    o.canary_port_first = first;
+    o.canary_port_last = last;
   }
   return o;
 }

@@ -13,7 +13,7 @@ namespace tessera::server {
 struct HealthFlags {
   HealthOptions options;
   double sweep_interval_seconds = 0, sweep_retention_days = 0, canary_timeout_seconds = 60;
-  std::string canary_sizes;
+  std::string canary_sizes, canary_ports;
 };
 
 void AddHealthFlags(CLI::App& app, HealthFlags& f);

@@ -256,13 +256,20 @@ absl::StatusOr<std::string> CanaryRunner::Ask(
 
 bool CanaryRunner::GuardRendezvous(const v1::StartCanary& start) {
   if (start.kind() != v1::HEALTH_CHECK_KIND_ALLREDUCE) return false;
-  if (start.rank() == 0 && start.master_port() >= UnprivilegedPortStart() &&
-      !warned_port_.exchange(true)) {
+  const int unprivileged = UnprivilegedPortStart();
+  if (start.rank() == 0 && start.master_port() >= unprivileged && !warned_port_.exchange(true)) {
     spdlog::warn(
         "canary rendezvous port {} is one any process on node {} may bind "
         "(net.ipv4.ip_unprivileged_port_start {}): a run could hold it and fail this node's "
-        "all-reduce canaries; give the health API ports below it",
-        start.master_port(), node_name_, UnprivilegedPortStart());
+        "all-reduce canaries; give the health API ports below it (--canary-ports)",
+        start.master_port(), node_name_, unprivileged);
+  } else if (start.rank() == 0 && start.master_port() < unprivileged && ::geteuid() != 0 &&
+             !warned_port_.exchange(true)) {
+    spdlog::error(
+        "canary rendezvous port {} is below net.ipv4.ip_unprivileged_port_start ({}), and this "
+        "worker is not root: its all-reduce canaries cannot bind it and fail; give the health "
+        "API ports this worker may bind (--canary-ports)",
+        start.master_port(), unprivileged);
   }
   if (!walls_) return false;
   // The worker's own uid is no rank's: every rank of the node is walled from the port.

@@ -71,6 +71,9 @@ TEST_CASE("canaries of another rendezvous token never join: neither passes, with
     CHECK((r->result.verdict() == v1::HEALTH_VERDICT_TIMEOUT ||
            r->result.verdict() == v1::HEALTH_VERDICT_ERROR));
     CHECK(r->result.samples_size() == 0);  // nothing was exchanged
+    // Whatever went wrong, the error never carries the token (Gloo names its group in its).
+    CHECK(r->output.find("0bad") == std::string::npos);
+    CHECK(r->output.find("600d") == std::string::npos);
   }
   // A token is hex, checked before anything runs.
   const Ran bad = RunCanary(absl::StrCat("allreduce --rank 0 --world 1 --token 'x;y'"));

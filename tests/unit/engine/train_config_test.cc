@@ -124,7 +124,11 @@ TEST_CASE("errors name the field and its line") {
   CHECK(ErrorOf("data: {path: /d}\nfsdp: {activation_checkpointing: sometimes}\n")
             .find("fsdp.activation_checkpointing: ") != std::string::npos);
   CHECK(ErrorOf("data: {path: /d}\nloss_rollback: {on_nan: true}\n") ==
-        "train.yaml:2: loss_rollback: needs a save_folder (a rollback goes back to a checkpoint)");
+        "train.yaml:2: loss_rollback: needs a save_folder and a save_interval (a rollback goes "
+        "back to a checkpoint)");
+  CHECK(ErrorOf("data: {path: /d}\nsave_folder: /c\nloss_rollback: {on_nan: true}\n") ==
+        "train.yaml:3: loss_rollback: needs a save_folder and a save_interval (a rollback goes "
+        "back to a checkpoint)");
   CHECK(ErrorOf("data: {path: /d}\nsave_folder: /c\nloss_rollback: {spike_factor: 0.5}\n") ==
         "train.yaml:3: loss_rollback.spike_factor: must be above 1 (a multiple of the recent "
         "median loss), or 0 for none");

@@ -205,7 +205,8 @@ TEST_CASE("all-reduce dispatches: one per member, the group's first node is the 
     known[n].set_name(n);
     known[n].set_address(std::string(n) + ".local");
   }
-  const auto d = AllReducePhase("sw-1", {{"a", "b"}}, known, 40000, "0123abcd", CanaryConfig{});
+  const auto d = AllReducePhase("sw-1", {{"a", "b"}}, known, RendezvousPorts{40000, 300, 0},
+                                "0123abcd", CanaryConfig{});
   REQUIRE(d.size() == 2);
   CHECK(d[1].node == "b");
   CHECK(d[1].canary.rank() == 1);
@@ -215,6 +216,18 @@ TEST_CASE("all-reduce dispatches: one per member, the group's first node is the 
   CHECK(d[1].canary.payload_bytes(3) == 64 << 20);
   CHECK(d[0].canary.rendezvous_token() == "0123abcd");
   CHECK(d[1].canary.rendezvous_token() == "0123abcd");
+}
+
+TEST_CASE("a stage's rendezvous ports stay in the range however many groups it has") {
+  const RendezvousPorts ports{700, 300, 250};
+  CHECK(ports.For(0) == 950);
+  CHECK(ports.For(49) == 999);
+  CHECK(ports.For(50) == 700);   // wrapped, not 1000
+  CHECK(ports.For(649) == 999);  // 650 groups (1,300 nodes): none reaches 1024
+  for (size_t g = 0; g < 5000; ++g) {
+    const int port = ports.For(g);
+    CHECK((port >= 700 && port <= 999));
+  }
 }
 
 TEST_CASE("a rendezvous token is 128 bits of the random source, in hex, new at every draw") {

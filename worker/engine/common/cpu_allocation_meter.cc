@@ -32,12 +32,19 @@ absl::flat_hash_map<void*, Allocation>& Allocations() {
   return *allocations;
 }
 
+// The wrapped allocator's raw deleter, for memory it gave before the meter was installed and
+// that is handed back through ours (raw_deallocate).
+std::atomic<c10::DeleterFnPtr> inner_raw_deleter{nullptr};
+
 void Release(void* ptr) {
   Allocation a;
   {
     absl::MutexLock lock(&allocations_mu);
     auto it = Allocations().find(ptr);
-    if (it == Allocations().end()) return;  // not ours: cannot happen through this deleter
+    if (it == Allocations().end()) {
+      if (auto deleter = inner_raw_deleter.load(); deleter != nullptr) deleter(ptr);
+      return;
+    }
     a = it->second;
     Allocations().erase(it);
   }
@@ -75,9 +82,12 @@ class CountingAllocator final : public c10::Allocator {
 
 CpuAllocationMeter& CpuAllocationMeter::Install() {
   static CpuAllocationMeter* meter = [] {
-    static CountingAllocator allocator(c10::GetCPUAllocator());
-    // The highest priority: nothing LibTorch registers later replaces it.
-    c10::SetCPUAllocator(&allocator, /*priority=*/255);
+    c10::Allocator* inner = c10::GetCPUAllocator();
+    inner_raw_deleter.store(inner->raw_deleter());
+    // Never destroyed: it stays LibTorch's CPU allocator until the process ends, static
+    // destructors included. The highest priority: nothing registered later replaces it.
+    auto* allocator = new CountingAllocator(inner);
+    c10::SetCPUAllocator(allocator, /*priority=*/255);
     return new CpuAllocationMeter();
   }();
   return *meter;

@@ -11,7 +11,10 @@ struct Recipe : torch::CustomClassHolder {
   BlockFunction block;
   torch::Device device{torch::kCPU};
   torch::Tensor rng_state;  // the device's generator before the forward: dropout's masks again
-  bool autocast = false;    // CUDA autocast; backward may run on another thread, without it
+  // CUDA autocast and its type: backward may run on another thread, whose thread-local
+  // autocast state is not the forward's (in LibTorch 1.13, not even its dtype).
+  bool autocast = false;
+  at::ScalarType autocast_dtype = at::kHalf;
 };
 
 class BlockRecompute : public torch::autograd::Function<BlockRecompute> {
@@ -20,6 +23,7 @@ class BlockRecompute : public torch::autograd::Function<BlockRecompute> {
                                c10::intrusive_ptr<Recipe> recipe) {
     recipe->device = x.device();
     recipe->autocast = at::autocast::is_enabled();
+    recipe->autocast_dtype = at::autocast::get_autocast_gpu_dtype();
     {
       at::Generator generator = at::globalContext().defaultGenerator(x.device());
       std::lock_guard lock(generator.mutex());
@@ -45,12 +49,15 @@ class BlockRecompute : public torch::autograd::Function<BlockRecompute> {
       generator.set_state(recipe->rng_state);
     }
     const bool autocast = at::autocast::is_enabled();
+    const at::ScalarType autocast_dtype = at::autocast::get_autocast_gpu_dtype();
     at::autocast::set_enabled(recipe->autocast);
+    at::autocast::set_autocast_gpu_dtype(recipe->autocast_dtype);
     torch::Tensor y;
     {
       torch::AutoGradMode grad(true);
       y = recipe->block(x);
     }
+    at::autocast::set_autocast_gpu_dtype(autocast_dtype);
     at::autocast::set_enabled(autocast);
     {
       std::lock_guard lock(generator.mutex());

@@ -420,9 +420,10 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
       r.Read(root, "save_commit_timeout_seconds", "", &c.save_commit_timeout_seconds));
   TESSERA_RETURN_IF_ERROR(
       r.Positive(root, "save_commit_timeout_seconds", "", c.save_commit_timeout_seconds, false));
-  if (c.loss_rollback.enabled() && c.save_folder.empty()) {
-    return r.Error(root["loss_rollback"], "loss_rollback",
-                   "needs a save_folder (a rollback goes back to a checkpoint)");
+  if (c.loss_rollback.enabled() && (c.save_folder.empty() || c.save_interval.value <= 0)) {
+    return r.Error(
+        root["loss_rollback"], "loss_rollback",
+        "needs a save_folder and a save_interval (a rollback goes back to a checkpoint)");
   }
   if (c.save_interval.value > 0 && c.save_folder.empty()) {
     return r.Error(root["save_interval"], "save_interval", "needs a save_folder");

@@ -239,7 +239,7 @@ absl::Status Trainer::SetupCommunicators() {
 
 absl::Status Trainer::Resume() { return LoadNewestCheckpoint().status(); }
 
-absl::StatusOr<bool> Trainer::LoadNewestCheckpoint() {
+absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
   CheckpointFolder folder(config_.save_folder);
   const std::string shape = config_.model.ShapeHash();
   // Rank 0 chooses (reading every shard once to check its hash); everyone loads its choice.
@@ -249,6 +249,10 @@ absl::StatusOr<bool> Trainer::LoadNewestCheckpoint() {
     std::vector<std::string> refused;
     auto latest = folder.LatestValid(
         [&](const CheckpointManifest& m) -> absl::Status {
+          if (m.step > max_step) {
+            return absl::FailedPreconditionError(
+                absl::StrCat("it is later than step ", max_step, ", rolled back from"));
+          }
           if (m.config_hash != shape || m.numel != flat_->numel()) {
             return absl::FailedPreconditionError(
                 absl::StrCat("it holds a model of another shape (", m.model.dump(), ")"));
@@ -328,7 +332,7 @@ absl::Status Trainer::RollBack(const DataState& batch, const std::string& why, b
                                             " rollbacks (loss_rollback.max_rollbacks)"));
   }
   if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
-  TESSERA_ASSIGN_OR_RETURN(const bool loaded, LoadNewestCheckpoint());
+  TESSERA_ASSIGN_OR_RETURN(const bool loaded, LoadNewestCheckpoint(bad_step - 1));
   if (!loaded) {
     return absl::InternalError(
         absl::StrCat(why, " at step ", bad_step, ", and no checkpoint to roll back to"));

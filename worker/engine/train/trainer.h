@@ -63,8 +63,9 @@ class Trainer {
   absl::Status Setup();
   absl::Status SetupCommunicators();
   absl::Status Resume();
-  // Loads the newest committed checkpoint (every rank the one rank 0 chose); false: none.
-  absl::StatusOr<bool> LoadNewestCheckpoint();
+  // Loads the newest committed checkpoint (every rank the one rank 0 chose) of a step no later
+  // than `max_step` (a rollback goes back, never to another run's later steps); false: none.
+  absl::StatusOr<bool> LoadNewestCheckpoint(int64_t max_step = INT64_MAX);
   // Why `loss` (the step's, just trained) is bad under loss_rollback; empty: it is not.
   std::string BadLoss(double loss) const;
   // Back to the newest checkpoint, `batch` (the bad step's) to be skipped; an error (the bad
