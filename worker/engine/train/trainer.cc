@@ -290,13 +290,7 @@ absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
   tokens_seen_ = manifest.tokens_seen;
   // A resumption skips what the saving run skipped; a rollback (to an older step) keeps what
   // this run has skipped since.
-  rollbacks_ = std::max(rollbacks_, manifest.loss_rollbacks);
-  for (const DataState& skipped : manifest.skipped_batches) {
-    if (std::find(skipped_batches_.begin(), skipped_batches_.end(), skipped) ==
-        skipped_batches_.end()) {
-      skipped_batches_.push_back(skipped);
-    }
-  }
+  rollback_.Merge(manifest.loss_rollbacks, manifest.skipped_batches);
   data_state_ = manifest.data;
   if (data_state_.sample_in_epoch + config_.global_train_batch_size > dataset_->samples()) {
     data_state_ = DataState{data_state_.epoch + 1, 0};  // a larger global batch than before
@@ -309,42 +303,21 @@ absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
   return true;
 }
 
-std::string Trainer::BadLoss(double loss) const {
-  if (!std::isfinite(loss)) return absl::StrCat("the loss is ", loss);
-  const auto& rollback = config_.loss_rollback;
-  if (rollback.spike_factor <= 0 || static_cast<int>(recent_losses_.size()) < rollback.window) {
-    return "";
-  }
-  std::vector<double> recent(recent_losses_.begin(), recent_losses_.end());
-  std::nth_element(recent.begin(), recent.begin() + recent.size() / 2, recent.end());
-  const double median = recent[recent.size() / 2];
-  if (loss <= rollback.spike_factor * median) return "";
-  return absl::StrFormat("the loss %.6g is %.2f x the median %.6g of the last %d", loss,
-                         loss / median, median, rollback.window);
-}
-
-absl::Status Trainer::RollBack(const DataState& batch, const std::string& why, bool allowed) {
+absl::Status Trainer::RollBack(const DataState& batch, double loss, const std::string& why) {
   const int64_t bad_step = step_;
-  const auto& rollback = config_.loss_rollback;
-  if (!allowed) return absl::InternalError(absl::StrCat(why, " at step ", bad_step));
-  if (rollbacks_ >= rollback.max_rollbacks) {
-    return absl::InternalError(absl::StrCat(why, " at step ", bad_step, ", after ", rollbacks_,
-                                            " rollbacks (loss_rollback.max_rollbacks)"));
-  }
+  TESSERA_RETURN_IF_ERROR(rollback_.MayRollBack(loss, why, bad_step));
   if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
   TESSERA_ASSIGN_OR_RETURN(const bool loaded, LoadNewestCheckpoint(bad_step - 1));
   if (!loaded) {
     return absl::InternalError(
         absl::StrCat(why, " at step ", bad_step, ", and no checkpoint to roll back to"));
   }
-  ++rollbacks_;
-  skipped_batches_.push_back(batch);
-  recent_losses_.clear();
+  rollback_.RolledBack(batch);
   if (ctx_.rank == 0) {
     spdlog::warn(
         "loss rollback {} of {}: {} at step {}: back to step {}, skipping that step's batch "
         "(epoch {}, sample {})",
-        rollbacks_, rollback.max_rollbacks, why, bad_step, step_, batch.epoch,
+        rollback_.count(), rollback_.max(), why, bad_step, step_, batch.epoch,
         batch.sample_in_epoch);
   }
   return absl::OkStatus();
@@ -433,13 +406,6 @@ absl::StatusOr<StepResult> Trainer::Step() {
   return result;
 }
 
-void Trainer::SkipRolledBackBatches() {
-  while (std::find(skipped_batches_.begin(), skipped_batches_.end(), data_state_) !=
-         skipped_batches_.end()) {
-    data_state_ = dataset_->Advance(data_state_);
-  }
-}
-
 absl::Status Trainer::Save(bool background) {
   if (!saver_) return absl::OkStatus();
   CheckpointManifest m;
@@ -451,8 +417,8 @@ absl::Status Trainer::Save(bool background) {
   m.arrays.assign(std::begin(kArrays), std::end(kArrays));
   m.data = data_state_;
   m.tokens_seen = tokens_seen_;
-  m.loss_rollbacks = rollbacks_;
-  m.skipped_batches = skipped_batches_;
+  m.loss_rollbacks = rollback_.count();
+  m.skipped_batches = rollback_.skipped();
   m.seed = config_.seed;
   m.config_hash = config_.model.ShapeHash();
   m.model = config_.model.ToJson();
@@ -525,21 +491,16 @@ absl::Status Trainer::Run() {
   last_report_time_ = UnixNow();
   while (step_ < total_steps_) {
     const auto start = std::chrono::steady_clock::now();
-    SkipRolledBackBatches();
+    data_state_ = rollback_.SkipFrom(data_state_, *dataset_);
     const DataState batch = data_state_;
     TESSERA_ASSIGN_OR_RETURN(const StepResult result, Step());
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (const std::string bad = BadLoss(result.loss); !bad.empty()) {
-      // A spike is only looked for where it is rolled back; a NaN fails the run unless on_nan.
-      const bool allowed = std::isfinite(result.loss) || config_.loss_rollback.on_nan;
-      TESSERA_RETURN_IF_ERROR(RollBack(batch, bad, allowed));
+    if (const std::string bad = rollback_.Judge(result.loss); !bad.empty()) {
+      TESSERA_RETURN_IF_ERROR(RollBack(batch, result.loss, bad));
       continue;
     }
-    recent_losses_.push_back(result.loss);
-    if (static_cast<int>(recent_losses_.size()) > config_.loss_rollback.window) {
-      recent_losses_.pop_front();
-    }
+    rollback_.Record(result.loss);
     Report(result, seconds);
     if (save_every > 0 && step_ % save_every == 0 && step_ < total_steps_) {
       TESSERA_RETURN_IF_ERROR(Save(/*background=*/true));

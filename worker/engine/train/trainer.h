@@ -22,6 +22,7 @@
 #include "worker/engine/dist/communicator.h"
 #include "worker/engine/model/gpt.h"
 #include "worker/engine/train/flat_parameters.h"
+#include "worker/engine/train/loss_rollback.h"
 #include "worker/engine/train/rank_context.h"
 #include "worker/engine/train/sharded_adamw.h"
 #include "worker/engine/train/train_config.h"
@@ -66,13 +67,9 @@ class Trainer {
   // Loads the newest committed checkpoint (every rank the one rank 0 chose) of a step no later
   // than `max_step` (a rollback goes back, never to another run's later steps); false: none.
   absl::StatusOr<bool> LoadNewestCheckpoint(int64_t max_step = INT64_MAX);
-  // Why `loss` (the step's, just trained) is bad under loss_rollback; empty: it is not.
-  std::string BadLoss(double loss) const;
-  // Back to the newest checkpoint, `batch` (the bad step's) to be skipped; an error (the bad
-  // loss named) where no rollback is `allowed` or possible.
-  absl::Status RollBack(const DataState& batch, const std::string& why, bool allowed);
-  // Moves the data past batches a rollback skips.
-  void SkipRolledBackBatches();
+  // Back to the newest checkpoint, `batch` (the bad step's, whose `loss` is bad for `why`) to
+  // be skipped; an error (the bad loss named) where no rollback is allowed or possible.
+  absl::Status RollBack(const DataState& batch, double loss, const std::string& why);
   void ReduceGradients();
   void Report(const StepResult& result, double step_seconds);
 
@@ -94,9 +91,7 @@ class Trainer {
   std::vector<int64_t> batch_buffer_;
 
   int64_t step_ = 0;
-  std::deque<double> recent_losses_;  // the last loss_rollback.window good losses
-  int rollbacks_ = 0;
-  std::vector<DataState> skipped_batches_;
+  LossRollback rollback_{config_.loss_rollback};
   int64_t debug_nan_step_ = -1, debug_spike_step_ = -1;  // test hooks: bad batches
   std::optional<DataState> nan_batch_, spike_batch_;
   int64_t total_steps_ = 0;
