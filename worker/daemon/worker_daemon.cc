@@ -12,6 +12,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
+#include "base/status_macros.h"
 #include "services/common/endpoints.h"
 #include "services/common/metrics/must_register.h"
 #include "services/common/metrics/registry.h"
@@ -78,7 +79,9 @@ std::vector<std::string> RankUidsToWall(const WorkerOptions& o) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOptions& o) {
+namespace {
+
+absl::Status CheckOptions(const WorkerOptions& o) {
   if (SplitEndpoints(o.scheduler_endpoint).empty()) {
     return absl::InvalidArgumentError(
         "--scheduler-endpoint: required (host:port, or the scheduler instances' a:1,b:2)");
@@ -90,52 +93,84 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   }
   if (o.node_name.empty()) return absl::InvalidArgumentError("--node-name: required");
   if (o.state_dir.empty()) return absl::InvalidArgumentError("--state-dir: required");
+  return absl::OkStatus();
+}
+
+absl::Status PrepareStateFolder(const WorkerOptions& o) {
   std::error_code ec;
   std::filesystem::create_directories(o.state_dir, ec);
   if (ec) {
     return absl::InvalidArgumentError(
         absl::StrCat("--state-dir: cannot create ", o.state_dir, ": ", ec.message()));
   }
-  if (o.rank_identity) {
-    // Ranks may pass through the state folder and its runs/ to their own, not list or read them.
-    const std::string runs = o.state_dir + "/runs";
-    std::filesystem::create_directories(runs, ec);
-    if (ec) return absl::InternalError(absl::StrCat("creating ", runs, ": ", ec.message()));
-    for (const auto& dir : {o.state_dir, runs}) {
-      if (auto st = LetRankPass(dir); !st.ok()) return st;
-    }
+  if (!o.rank_identity) return absl::OkStatus();
+  // Ranks may pass through the state folder and its runs/ to their own, not list or read them.
+  const std::string runs = o.state_dir + "/runs";
+  std::filesystem::create_directories(runs, ec);
+  if (ec) return absl::InternalError(absl::StrCat("creating ", runs, ": ", ec.message()));
+  for (const auto& dir : {o.state_dir, runs}) TESSERA_RETURN_IF_ERROR(LetRankPass(dir));
+  return absl::OkStatus();
+}
+
+// The sandbox with what it can know only once the GPUs are: their device minors and the ranks'
+// share of the node's memory.
+std::shared_ptr<const RankSandbox> SandboxForNode(std::shared_ptr<const RankSandbox> sandbox,
+                                                  const GpuInventory& inventory,
+                                                  int64_t node_memory) {
+  if (!sandbox || (inventory.source != "nvml" && !sandbox->options().memory_by_node_share)) {
+    return sandbox;
   }
-  auto inventory = DiscoverGpus(o.simulate_gpus);
-  if (!inventory.ok()) return inventory.status();
-  const int64_t node_memory =
-      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
-  std::shared_ptr<const RankSandbox> rank_sandbox = o.sandbox;
-  if (rank_sandbox &&
-      (inventory->source == "nvml" || rank_sandbox->options().memory_by_node_share)) {
-    // What the sandbox can know only once the GPUs are: their device minors and the ranks'
-    // share of the node's memory.
-    RankSandboxOptions known = rank_sandbox->options();
-    if (inventory->source == "nvml") {
-      // NVML's index (Tessera's) is not always the device minor number the sandbox binds.
-      const auto minors = sandbox::GpuMinorsByUuid(known.gpu.driver_gpus_dir);
-      for (const auto& gpu : inventory->gpus) {
-        if (auto m = minors.find(gpu.uuid()); m != minors.end()) {
-          known.gpu.minor_by_index[gpu.index()] = m->second;
-        }
+  RankSandboxOptions known = sandbox->options();
+  if (inventory.source == "nvml") {
+    // NVML's index (Tessera's) is not always the device minor number the sandbox binds.
+    const auto minors = sandbox::GpuMinorsByUuid(known.gpu.driver_gpus_dir);
+    for (const auto& gpu : inventory.gpus) {
+      if (auto m = minors.find(gpu.uuid()); m != minors.end()) {
+        known.gpu.minor_by_index[gpu.index()] = m->second;
       }
     }
-    if (known.memory_by_node_share) {
-      const int gpus = static_cast<int>(inventory->gpus.size());
-      known.limits.memory_bytes = RankMemoryShare(node_memory, gpus);
-      spdlog::info(
-          "ranks' memory: {} each, the node's {} less a reserve, shared by {} GPU(s) "
-          "(--rank-memory-limit to change)",
-          known.limits.memory_bytes > 0 ? FormatByteSize(known.limits.memory_bytes) : "unlimited",
-          FormatByteSize(node_memory), gpus);
-    }
-    rank_sandbox = std::make_shared<const RankSandbox>(std::move(known));
   }
+  if (known.memory_by_node_share) {
+    const int gpus = static_cast<int>(inventory.gpus.size());
+    known.limits.memory_bytes = RankMemoryShare(node_memory, gpus);
+    spdlog::info(
+        "ranks' memory: {} each, the node's {} less a reserve, shared by {} GPU(s) "
+        "(--rank-memory-limit to change)",
+        known.limits.memory_bytes > 0 ? FormatByteSize(known.limits.memory_bytes) : "unlimited",
+        FormatByteSize(node_memory), gpus);
+  }
+  return std::make_shared<const RankSandbox>(std::move(known));
+}
 
+// What the node registers as.
+v1::Node NodeRecord(const WorkerOptions& o, const GpuInventory& inventory, int64_t node_memory,
+                    const std::string& network_label) {
+  v1::Node node;
+  node.set_name(o.node_name);
+  node.set_cluster(o.cluster);
+  node.set_gpu_type(inventory.gpu_type);
+  node.set_gpu_count(static_cast<int>(inventory.gpus.size()));
+  for (const auto& g : inventory.gpus) *node.add_gpus() = g;
+  for (const auto& [k, v] : o.labels) (*node.mutable_labels())[k] = v;
+  (*node.mutable_labels())["tessera.io/network-walls"] = network_label;
+  node.set_address(o.address.empty() ? o.node_name : o.address);
+  node.set_cpu_count(static_cast<int>(std::thread::hardware_concurrency()));
+  node.set_memory_bytes(node_memory);
+  node.set_worker_version("tessera-worker 0.4");
+  node.set_driver_version(inventory.driver_version);
+  node.set_fault_injection_allowed(o.allow_fault_injection);
+  return node;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOptions& o) {
+  TESSERA_RETURN_IF_ERROR(CheckOptions(o));
+  TESSERA_RETURN_IF_ERROR(PrepareStateFolder(o));
+  TESSERA_ASSIGN_OR_RETURN(const GpuInventory inventory, DiscoverGpus(o.simulate_gpus));
+  const int64_t node_memory =
+      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  const auto sandbox = SandboxForNode(o.sandbox, inventory, node_memory);
   // Descendants of ranks whose parents exit are reparented here instead of to init (which in a
   // container may not reap them), so a rank's group is always fully accounted for.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -144,61 +179,81 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   d->options_ = o;
   d->clock_ = SystemClock::Shared();
   if (d->options_.log_endpoint.empty()) d->options_.log_endpoint = o.scheduler_endpoint;
-  // The log service is stateless: with several instances the channel goes to any that answers.
-  auto log_target = GrpcTarget("--log-endpoint", d->options_.log_endpoint);
-  if (!log_target.ok()) return log_target.status();
+  TESSERA_RETURN_IF_ERROR(d->StartRanks(inventory, sandbox));
+  d->lease_file_ = std::make_unique<LeaseFile>(o.state_dir);
+  if (o.fence_watchdog) {
+    TESSERA_ASSIGN_OR_RETURN(d->watchdog_, SpawnFenceWatchdog(o.state_dir, absl::ZeroDuration()));
+  }
+  TESSERA_RETURN_IF_ERROR(d->StartMetricsEndpoint());
+  // Before the node registers: no attempt may start unwalled, and the label says how it is.
+  TESSERA_ASSIGN_OR_RETURN(const std::string network_label, d->RaiseNetworkWalls());
+  spdlog::info("node {}: {} GPU(s) ({}), state in {}", o.node_name, inventory.gpus.size(),
+               inventory.source, o.state_dir);
+  d->StartHealthParts(inventory);
+  d->StartControlSession(NodeRecord(o, inventory, node_memory, network_label));
+  // mcli connect: shells in the runs' containers (only where ranks have one).
+  if (sandbox) d->StartShells(*sandbox);
+  d->StartMetricsThread();
+  return d;
+}
 
-  d->shipper_ = std::make_unique<LogShipper>(
+absl::Status WorkerDaemon::StartRanks(const GpuInventory& inventory,
+                                      std::shared_ptr<const RankSandbox> sandbox) {
+  const WorkerOptions& o = options_;
+  // The log service is stateless: with several instances the channel goes to any that answers.
+  TESSERA_ASSIGN_OR_RETURN(const std::string log_target,
+                           GrpcTarget("--log-endpoint", o.log_endpoint));
+  shipper_ = std::make_unique<LogShipper>(
       LogShipperOptions{
-          .node_name = o.node_name, .endpoint = *log_target, .api_key = o.api_key, .tls = o.tls},
-      d->clock_, MonotonicClock::Shared());
-  LogShipper* shipper = d->shipper_.get();
+          .node_name = o.node_name, .endpoint = log_target, .api_key = o.api_key, .tls = o.tls},
+      clock_, MonotonicClock::Shared());
+  LogShipper* shipper = shipper_.get();
   // Hang detection measures time without progress: on the monotonic clock.
-  d->progress_ = std::make_unique<ProgressWatcher>(MonotonicClock::Shared());
-  ProgressWatcher* progress = d->progress_.get();
+  progress_ = std::make_unique<ProgressWatcher>(MonotonicClock::Shared());
+  ProgressWatcher* progress = progress_.get();
   // The files are the ranks': read apart from the heartbeat thread.
   progress->StartReader(absl::Milliseconds(200));
-  const bool simulated = inventory->source == "simulated";
+  const bool simulated = inventory.source == "simulated";
   // The pre-flight checks: the clock against the control plane's as the heartbeats measure it,
   // the GPUs found again at each start, the operator's scripts as owned children.
-  d->clock_skew_ = std::make_unique<ClockSkew>(d->clock_);
+  clock_skew_ = std::make_unique<ClockSkew>(clock_);
   PreflightConfig preflight = o.preflight;
   preflight.node_name = o.node_name;
   preflight.state_dir = o.state_dir;
   preflight.shared_dir = o.shared_dir;
-  d->preflight_ = std::make_unique<PreflightChecker>(
+  preflight_ = std::make_unique<PreflightChecker>(
       std::move(preflight), [simulate = o.simulate_gpus] { return DiscoverGpus(simulate); },
-      d->clock_skew_.get(),
+      clock_skew_.get(),
       std::make_shared<image::ProcessToolRunner>(
           image::ProcessToolRunner::ForkHooks{ForkOwnedChild, ReleaseOwnedChild}),
       MonotonicClock::Shared());
-  PreflightChecker* checker = d->preflight_.get();
+  PreflightChecker* checker = preflight_.get();
   if (o.network_walls != "off") {
     // A runner of its own: the pre-flight checks' is cancelled as the worker stops, before the
     // walls are taken down.
-    d->walls_runner_ = std::make_shared<image::ProcessToolRunner>(
+    walls_runner_ = std::make_shared<image::ProcessToolRunner>(
         image::ProcessToolRunner::ForkHooks{ForkOwnedChild, ReleaseOwnedChild});
     NetworkWallsOptions walls{.state_dir = std::filesystem::absolute(o.state_dir).string(),
                               .rank_uids = RankUidsToWall(o),
                               .walled = MetadataDestinations()};
     walls.walled.insert(walls.walled.end(), o.walled.begin(), o.walled.end());
-    d->walls_ = std::make_shared<NetworkWalls>(std::move(walls), *d->walls_runner_);
+    walls_ = std::make_shared<NetworkWalls>(std::move(walls), *walls_runner_);
   }
-  d->attempts_ = std::make_unique<AttemptManager>(
+  attempts_ = std::make_unique<AttemptManager>(
       AttemptManagerOptions{
           .state_dir = o.state_dir,
           .node_name = o.node_name,
           .simulated_gpus = simulated,
-          .gpu_model = simulated || inventory->gpus.empty() ? "" : inventory->gpus[0].model(),
+          .gpu_model = simulated || inventory.gpus.empty() ? "" : inventory.gpus[0].model(),
           .rank_env = o.rank_env,
           .rank_identity = o.rank_identity,
-          .sandbox = rank_sandbox,
+          .sandbox = std::move(sandbox),
           .images = o.images,
-          .walls = d->walls_,
+          .walls = walls_,
           .per_user_uids = o.per_user_uids,
           .shared_dir = o.shared_dir,
           .preflight = [checker](const v1::StartAttempt& s) { return checker->Run(s); }},
-      d->clock_, [shipper](const RankOutput& out) { shipper->Watch(out); },
+      clock_, [shipper](const RankOutput& out) { shipper->Watch(out); },
       [shipper, progress](const RankOutput& out) {
         shipper->RankDone(out);
         progress->RankDone(out);
@@ -207,100 +262,82 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
 
   // What a previous incarnation left: kill its watchdog and its ranks, ship their output.
   StopPreviousWatchdog(o.state_dir);
-  const int killed = d->attempts_->CleanUpPreviousIncarnation();
+  const int killed = attempts_->CleanUpPreviousIncarnation();
   if (killed > 0) spdlog::warn("killed {} rank(s) left by the previous worker", killed);
-  d->shipper_->RecoverSpools(o.state_dir);
-  d->shipper_->Start();
+  shipper_->RecoverSpools(o.state_dir);
+  shipper_->Start();
+  return absl::OkStatus();
+}
 
-  d->lease_file_ = std::make_unique<LeaseFile>(o.state_dir);
-  if (o.fence_watchdog) {
-    auto pid = SpawnFenceWatchdog(o.state_dir, absl::ZeroDuration());
-    if (!pid.ok()) return pid.status();
-    d->watchdog_ = *pid;
+absl::Status WorkerDaemon::StartMetricsEndpoint() {
+  const WorkerOptions& o = options_;
+  if (o.metrics_listen.empty()) return absl::OkStatus();
+  TESSERA_ASSIGN_OR_RETURN(const auto addr,
+                           ParseListenAddress("--metrics-listen", o.metrics_listen));
+  TESSERA_ASSIGN_OR_RETURN(auto https, tls::ServerSslContext::ForListener(o.tls));
+  TESSERA_ASSIGN_OR_RETURN(auto scrape, metrics::ScrapeAccess::Load(o.scrape));
+  TESSERA_ASSIGN_OR_RETURN(
+      endpoint_, metrics::MetricsEndpoint::Start(addr.first, addr.second, std::move(scrape),
+                                                 metrics::Registry::Default(), https));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> WorkerDaemon::RaiseNetworkWalls() {
+  if (!walls_) return std::string("off");
+  std::vector<WalledDestination> own;
+  if (metrics_port() > 0) own.push_back({.address = "", .port = metrics_port()});
+  const absl::Status st = walls_->Install(own);
+  if (st.ok()) {
+    spdlog::info("network walls up (iptables chain {})", walls_->chain());
+    return std::string("on");
   }
-
-  if (!o.metrics_listen.empty()) {
-    auto addr = ParseListenAddress("--metrics-listen", o.metrics_listen);
-    if (!addr.ok()) return addr.status();
-    auto https = tls::ServerSslContext::ForListener(o.tls);
-    if (!https.ok()) return https.status();
-    auto scrape = metrics::ScrapeAccess::Load(o.scrape);
-    if (!scrape.ok()) return scrape.status();
-    auto endpoint = metrics::MetricsEndpoint::Start(addr->first, addr->second, *std::move(scrape),
-                                                    metrics::Registry::Default(), *https);
-    if (!endpoint.ok()) return endpoint.status();
-    d->endpoint_ = std::move(*endpoint);
+  if (options_.network_walls == "on") {
+    return absl::FailedPreconditionError(absl::StrCat("--network-walls on: ", st.message()));
   }
-  // Before the node registers: no attempt may start unwalled, and the label says how it is.
-  std::string network_label = d->walls_ ? "on" : "off";
-  if (d->walls_) {
-    std::vector<WalledDestination> own;
-    if (d->metrics_port() > 0) own.push_back({.address = "", .port = d->metrics_port()});
-    if (auto st = d->walls_->Install(own); !st.ok()) {
-      if (o.network_walls == "on") {
-        return absl::FailedPreconditionError(absl::StrCat("--network-walls on: ", st.message()));
-      }
-      spdlog::error(
-          "NETWORK WALLS ARE DOWN on this node: its ranks can reach the cloud's metadata "
-          "address, this worker's ports, other runs' rendezvous ports and every --network-wall "
-          "({}); labelled tessera.io/network-walls=unenforced",
-          std::string(st.message()));
-      d->walls_->Remove();  // what it did build; the attempts' copy then walls nothing
-      d->walls_.reset();
-      network_label = "unenforced";
-    } else {
-      spdlog::info("network walls up (iptables chain {})", d->walls_->chain());
-    }
-  }
+  spdlog::error(
+      "NETWORK WALLS ARE DOWN on this node: its ranks can reach the cloud's metadata address, "
+      "this worker's ports, other runs' rendezvous ports and every --network-wall ({}); "
+      "labelled tessera.io/network-walls=unenforced",
+      std::string(st.message()));
+  walls_->Remove();  // what it did build; the attempts' copy then walls nothing
+  walls_.reset();
+  return std::string("unenforced");
+}
 
-  v1::Node node;
-  node.set_name(o.node_name);
-  node.set_cluster(o.cluster);
-  node.set_gpu_type(inventory->gpu_type);
-  node.set_gpu_count(static_cast<int>(inventory->gpus.size()));
-  for (const auto& g : inventory->gpus) *node.add_gpus() = g;
-  for (const auto& [k, v] : o.labels) (*node.mutable_labels())[k] = v;
-  (*node.mutable_labels())["tessera.io/network-walls"] = network_label;
-  node.set_address(o.address.empty() ? o.node_name : o.address);
-  node.set_cpu_count(static_cast<int>(std::thread::hardware_concurrency()));
-  node.set_memory_bytes(node_memory);
-  node.set_worker_version("tessera-worker 0.4");
-  node.set_driver_version(inventory->driver_version);
-  spdlog::info("node {}: {} GPU(s) ({}), state in {}", o.node_name, node.gpu_count(),
-               inventory->source, o.state_dir);
-
-  // The health loop's parts: GPU probes, canaries, fault injection (which throttles ranks and
-  // canaries alike).
-  if (simulated) {
+void WorkerDaemon::StartHealthParts(const GpuInventory& inventory) {
+  const WorkerOptions& o = options_;
+  // GPU probes, canaries, fault injection (which throttles ranks and canaries alike).
+  if (inventory.source == "simulated") {
     auto sim = std::make_unique<SimulatedGpuProbe>();
-    d->simulated_gpus_ = sim.get();
-    d->gpu_probe_ = std::move(sim);
-  } else if (!inventory->gpus.empty()) {
-    if (auto api = LoadNvmlApi(static_cast<int>(inventory->gpus.size()))) {
-      d->gpu_probe_ = std::make_unique<NvmlGpuProbe>(
-          *std::move(api), static_cast<int>(inventory->gpus.size()), o.node_name);
+    simulated_gpus_ = sim.get();
+    gpu_probe_ = std::move(sim);
+  } else if (!inventory.gpus.empty()) {
+    if (auto api = LoadNvmlApi(static_cast<int>(inventory.gpus.size()))) {
+      gpu_probe_ = std::make_unique<NvmlGpuProbe>(
+          *std::move(api), static_cast<int>(inventory.gpus.size()), o.node_name);
     }
   }
-  d->canaries_ = std::make_unique<CanaryRunner>(o.canary_binary, o.node_name, o.state_dir,
-                                                d->clock_, absl::Seconds(30), d->walls_);
-  WorkerDaemon* daemon = d.get();
-  d->throttle_ = std::make_unique<ProcessThrottle>([daemon] {
-    auto groups = daemon->attempts_->RankProcessGroups();
-    for (pid_t g : daemon->canaries_->ProcessGroups()) groups.push_back(g);
+  canaries_ = std::make_unique<CanaryRunner>(o.canary_binary, o.node_name, o.state_dir, clock_,
+                                             absl::Seconds(30), walls_);
+  throttle_ = std::make_unique<ProcessThrottle>([this] {
+    auto groups = attempts_->RankProcessGroups();
+    for (pid_t g : canaries_->ProcessGroups()) groups.push_back(g);
     return groups;
   });
-  d->faults_ = std::make_unique<FaultInjector>(
+  faults_ = std::make_unique<FaultInjector>(
       o.allow_fault_injection, o.node_name,
-      FaultTargets{.simulated_gpus = d->simulated_gpus_,
-                   .gpu_count = static_cast<int>(inventory->gpus.size()),
-                   .throttle = d->throttle_.get(),
-                   .drop_network = [daemon](absl::Duration t) { daemon->session_->DropNetwork(t); },
-                   .crash = [daemon] { daemon->Crash(); }});
-  node.set_fault_injection_allowed(o.allow_fault_injection);
+      FaultTargets{.simulated_gpus = simulated_gpus_,
+                   .gpu_count = static_cast<int>(inventory.gpus.size()),
+                   .throttle = throttle_.get(),
+                   .drop_network = [this](absl::Duration t) { session_->DropNetwork(t); },
+                   .crash = [this] { Crash(); }});
+}
 
-  LeaseFile* lease_file = d->lease_file_.get();
+void WorkerDaemon::StartControlSession(const v1::Node& node) {
+  const WorkerOptions& o = options_;
+  LeaseFile* lease_file = lease_file_.get();
   auto gen = std::make_shared<absl::BitGen>();
-  d->session_ = std::make_unique<ControlSession>(
+  session_ = std::make_unique<ControlSession>(
       ControlSessionOptions{
           .endpoint = o.scheduler_endpoint,
           .api_key = o.api_key,
@@ -309,43 +346,43 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
           .process_id = absl::StrCat(o.node_name, "-", getpid(), "-",
                                      absl::Hex(absl::Uniform<uint32_t>(*gen))),
           .fence_margin = o.fence_margin,
-          .progress = progress,
-          .canaries = d->canaries_.get(),
-          .faults = d->faults_.get(),
-          .gpu_probe = d->gpu_probe_.get(),
-          .clock_skew = d->clock_skew_.get(),
+          .progress = progress_.get(),
+          .canaries = canaries_.get(),
+          .faults = faults_.get(),
+          .gpu_probe = gpu_probe_.get(),
+          .clock_skew = clock_skew_.get(),
           .on_fence_deadline = [lease_file](absl::Time t) { lease_file->Write(t); }},
       // Leases and fencing on the monotonic clock: a step of the wall clock neither fences a
       // healthy node early nor delays a fence. The fence watchdog reads the same clock.
-      *d->attempts_, MonotonicClock::Shared(),
+      *attempts_, MonotonicClock::Shared(),
       [gen] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
-  d->session_->Start();
-  // mcli connect: shells in the runs' containers (only where ranks have one).
-  if (rank_sandbox) {
-    AttemptManager* attempts = d->attempts_.get();
-    d->shells_ = std::make_unique<ShellSessions>(
-        ShellSessionsOptions{.endpoint = o.scheduler_endpoint,
-                             .api_key = o.api_key,
-                             .tls = o.tls,
-                             .seccomp = rank_sandbox->seccomp_program()},
-        [attempts](const std::string& run_id, int resumption) {
-          return attempts->SandboxOf(run_id, resumption);
-        });
-    d->shells_->Start();
-  }
+  session_->Start();
+}
 
-  WorkerDaemon* self = d.get();
+void WorkerDaemon::StartShells(const RankSandbox& sandbox) {
+  AttemptManager* attempts = attempts_.get();
+  shells_ =
+      std::make_unique<ShellSessions>(ShellSessionsOptions{.endpoint = options_.scheduler_endpoint,
+                                                           .api_key = options_.api_key,
+                                                           .tls = options_.tls,
+                                                           .seccomp = sandbox.seccomp_program()},
+                                      [attempts](const std::string& run_id, int resumption) {
+                                        return attempts->SandboxOf(run_id, resumption);
+                                      });
+  shells_->Start();
+}
+
+void WorkerDaemon::StartMetricsThread() {
   // Every family is on /metrics from the first scrape, not only after the first refresh or the
   // first rank.
   WorkerEventMetrics::Default();
-  self->RefreshMetrics();
-  d->metrics_thread_ = std::thread([self] {
-    for (int tick = 0; !self->stop_.WaitForNotificationWithTimeout(absl::Seconds(1)); ++tick) {
-      self->RefreshMetrics();
-      if (tick % 60 == 0) self->CollectGarbage();
+  RefreshMetrics();
+  metrics_thread_ = std::thread([this] {
+    for (int tick = 0; !stop_.WaitForNotificationWithTimeout(absl::Seconds(1)); ++tick) {
+      RefreshMetrics();
+      if (tick % 60 == 0) CollectGarbage();
     }
   });
-  return d;
 }
 
 void WorkerDaemon::Crash() {

@@ -22,6 +22,7 @@
 #include "worker/daemon/rank_identity.h"
 #include "worker/daemon/rank_sandbox.h"
 #include "worker/daemon/shell_sessions.h"
+#include "worker/gpu/gpu_discovery.h"
 #include "worker/logship/log_shipper.h"
 
 namespace tessera::worker {
@@ -81,6 +82,19 @@ class WorkerDaemon {
 
  private:
   WorkerDaemon() = default;
+  // Start's steps, in order. The rank side: log shipping, progress, pre-flight checks, the
+  // network walls' rules (not yet installed), the attempt manager; what a previous incarnation
+  // left is cleaned up.
+  absl::Status StartRanks(const GpuInventory& inventory,
+                          std::shared_ptr<const RankSandbox> sandbox);
+  absl::Status StartMetricsEndpoint();
+  // Installs the walls; the node's tessera.io/network-walls label ("on", "off", "unenforced").
+  absl::StatusOr<std::string> RaiseNetworkWalls();
+  // GPU probes, canaries, the throttle and fault injection.
+  void StartHealthParts(const GpuInventory& inventory);
+  void StartControlSession(const v1::Node& node);
+  void StartShells(const RankSandbox& sandbox);
+  void StartMetricsThread();
   void RefreshMetrics();
   void CollectGarbage();
   [[noreturn]] void Crash();
