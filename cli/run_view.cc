@@ -1,10 +1,13 @@
 #include "cli/run_view.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
 #include <ostream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "base/timestamps.h"
 #include "cli/names.h"
@@ -75,6 +78,52 @@ std::string AttemptReason(const tessera::v1::Attempt& attempt) {
   return OrDash(Join(parts, ": "));
 }
 
+// An interruption's parts, where it has them ("notice 15s, wait 5s, restart 10s, redo 50s
+// (50 steps)").
+std::string LostParts(const tessera::v1::Interruption& item) {
+  std::vector<std::string> parts;
+  const auto add = [&](const char* what, double seconds) {
+    if (seconds > 0) parts.push_back(std::string(what) + " " + FormatSeconds(seconds));
+  };
+  add("notice", item.detection_seconds());
+  add("wait", item.downtime_seconds());
+  add("restart", item.restart_seconds());
+  add("redo", item.rework_seconds());
+  if (item.rework_steps() > 0 && !parts.empty() && item.rework_seconds() > 0) {
+    parts.back() += " (" + std::to_string(item.rework_steps()) + " steps)";
+  }
+  return OrDash(Join(parts, ", "));
+}
+
+// "every 25 steps (12s), 0.4s a save; advised: every 3000 steps (25m), ..." with what the
+// advice is based on.
+std::string CheckpointAdviceText(const tessera::v1::CheckpointAdvice& a) {
+  char save[32];
+  std::snprintf(save, sizeof(save), "%.2gs", a.save_seconds());
+  const std::string save_text = a.save_seconds() >= 10 ? FormatSeconds(a.save_seconds()) : save;
+  const std::string seen = a.rate_is_bound()
+                               ? std::string("no hardware interruption (taken as one)")
+                               : std::to_string(a.interruptions()) + " hardware interruption(s)";
+  return "every " + std::to_string(a.interval_steps()) + " steps (" +
+         FormatSeconds(a.interval_seconds()) + "), " + save_text + " a save; advised: every " +
+         std::to_string(a.advised_interval_steps()) + " steps (" +
+         FormatSeconds(a.advised_interval_seconds()) + "), expected loss " +
+         FormatPercent(a.expected_loss_advised()) + " instead of " +
+         FormatPercent(a.expected_loss_now()) + ", from " + seen + " in " +
+         std::to_string(std::llround(a.gpu_hours())) + " GPU-hours over " +
+         std::to_string(std::llround(a.window_days())) + " days (one per " +
+         FormatSeconds(a.mean_seconds_between_interruptions()) + " for this run's GPUs)";
+}
+
+// The map's entries, largest value first.
+std::vector<std::pair<std::string, double>> SortedByValue(
+    const google::protobuf::Map<std::string, double>& map) {
+  std::vector<std::pair<std::string, double>> sorted(map.begin(), map.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  return sorted;
+}
+
 void PrintIndented(std::ostream& out, const std::string& text, const std::string& indent) {
   std::istringstream lines(text);
   std::string line;
@@ -133,6 +182,13 @@ void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& d
                                         " effective, " + FormatPercent(description.goodput()) +
                                         " goodput"
                                   : "-");
+  if (description.has_cluster_goodput()) {
+    fields.Add("Cluster goodput", FormatPercent(description.cluster_goodput()) +
+                                      " (the running runs', weighted by their GPUs)");
+  }
+  if (description.has_checkpoint_advice()) {
+    fields.Add("Checkpoints", CheckpointAdviceText(description.checkpoint_advice()));
+  }
   const tessera::v1::RunProgress& progress = run.progress();
   std::string progress_text = FormatProgress(progress);
   if (progress.step() > 0 || progress.total_steps() > 0) {
@@ -152,6 +208,14 @@ void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& d
     }
   }
   fields.Add("Progress", progress_text);
+  if (progress.loss_rollbacks() > 0) {
+    const auto& last = progress.last_loss_rollback();
+    fields.Add("Loss rollbacks",
+               std::to_string(progress.loss_rollbacks()) +
+                   (last.number() > 0 ? ", the last at step " + std::to_string(last.bad_step()) +
+                                            " (" + last.reason() + ")"
+                                      : ""));
+  }
   fields.Print(out);
 
   out << "\nAttempts:\n";
@@ -173,13 +237,20 @@ void PrintRunDescription(std::ostream& out, const tessera::v1::RunDescription& d
 
   if (!description.interruptions().empty()) {
     out << "\nInterruptions:\n";
-    Table interruptions({"RESUMPTION", "TIME", "CAUSE", "DETECTED BY", "LOST", "DETAIL"}, 0);
+    Table interruptions(
+        {"RESUMPTION", "TIME", "CAUSE", "DETECTED BY", "LOST", "OF WHICH", "DETAIL"}, 0);
     for (const auto& item : description.interruptions()) {
       interruptions.AddRow({std::to_string(item.resumption_index()), FormatTimestamp(item.time()),
                             ShortName(item.cause()), ShortName(item.detection_method()),
-                            FormatSeconds(item.seconds_lost()), OrDash(item.detail())});
+                            FormatSeconds(item.seconds_lost()) + (item.ongoing() ? "+" : ""),
+                            LostParts(item), OrDash(item.detail())});
     }
     interruptions.Print(out, "  ");
+    std::string by_cause;
+    for (const auto& [cause, seconds] : SortedByValue(description.seconds_lost_by_cause())) {
+      by_cause += (by_cause.empty() ? "" : ", ") + cause + " " + FormatSeconds(seconds);
+    }
+    out << "  Lost by cause: " << by_cause << "\n";
   }
 
   out << "\nEvents:\n";

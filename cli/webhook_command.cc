@@ -42,7 +42,8 @@ v1::NotificationEvent ParseEvent(const std::string& text) {
   }
   if (upper == "QUEUED") return v1::NOTIFICATION_EVENT_RUN_QUEUED_TOO_LONG;
   ThrowUsage("--events: unknown event " + text +
-             " (failed, completed, stopped, resumed, queued; cordoned, returned with --nodes)");
+             " (failed, completed, stopped, resumed, queued, rolled-back; cordoned, returned with "
+             "--nodes)");
 }
 
 // `text` without `prefix`, if it starts with it.
@@ -200,7 +201,8 @@ void AddWebhookCommands(CLI::App& app, ActionSlot& slot) {
                       "slack ({\"text\": ...}, the default) or generic (every field, signed)");
   webhook->add_option(
       "--events", o->events,
-      "Comma-separated: failed, completed, stopped, resumed, queued (default: failed, "
+      "Comma-separated: failed, completed, stopped, resumed, queued, rolled-back (default: "
+      "failed, "
       "completed, resumed); with --nodes: cordoned, returned (the default)");
   webhook->add_option("--team", o->team, "Your team's runs rather than yours");
   webhook->add_flag("--nodes", o->nodes, "Nodes cordoned and returned (operators)");

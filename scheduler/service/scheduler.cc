@@ -27,6 +27,7 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
                                               std::move(liveness), desired, clock, config,
                                               std::move(changes), std::move(metrics), policy);
   s.node_api = std::make_shared<NodeApi>(nodes, runs, idem, policy, clock);
+  s.progress = std::make_shared<ProgressRelay>(runs, clock);
   s.health_relay = std::make_shared<HealthRelay>(std::move(health), std::move(workers), s.attempts,
                                                  s.control, std::move(idem));
   return s;

@@ -7,6 +7,7 @@
 //   SchedulingCycle  the leader's cycle: admit, expire leases, send stops, place
 //   NodeApi          the SchedulerService's node, queue and fit calls
 //   HealthRelay      hardware reports to the health API, its commands to workers, evictions
+//   ProgressRelay    the workers' progress to the run manager, kept while it is away
 //   AttemptControl   stopping and ending attempts, for all of the above
 //   AttemptTracker   what this instance knows of active and draining attempts
 //
@@ -22,6 +23,7 @@
 #include "scheduler/service/health_relay.h"
 #include "scheduler/service/lease_table.h"
 #include "scheduler/service/node_api.h"
+#include "scheduler/service/progress_relay.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/scheduler_config.h"
 #include "scheduler/service/scheduling_cycle.h"
@@ -41,6 +43,7 @@ struct Scheduler {
   std::shared_ptr<SchedulingCycle> cycle;
   std::shared_ptr<NodeApi> node_api;
   std::shared_ptr<HealthRelay> health_relay;
+  std::shared_ptr<ProgressRelay> progress;
   // The leader's leases: how soon the next one ends tells its cycle when to run at the latest.
   std::shared_ptr<LeaseTable> leases;
 };

@@ -109,6 +109,7 @@ class WorkerControlService final : public v1::WorkerControl::AsyncService, publi
 
   std::shared_ptr<WorkerSessions> sessions_;
   std::shared_ptr<HealthRelay> health_relay_;
+  std::shared_ptr<ProgressRelay> progress_;
   std::shared_ptr<WorkerRegistry> workers_;
   std::shared_ptr<auth::Authenticator> auth_;
   std::function<bool()> is_leader_;

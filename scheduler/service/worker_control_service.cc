@@ -252,6 +252,7 @@ WorkerControlService::WorkerControlService(const Scheduler& scheduler,
                                            int stream_queues)
     : sessions_(scheduler.sessions),
       health_relay_(scheduler.health_relay),
+      progress_(scheduler.progress),
       workers_(std::move(workers)),
       auth_(std::move(auth)),
       is_leader_(std::move(is_leader)),
@@ -280,12 +281,14 @@ absl::Status WorkerControlService::Dispatch(
       v1::ControlMessage m;
       *m.mutable_lease_renewed() = *renewed;
       write(m);
+      // Reports kept while the run manager was away go again, off this stream's turn.
+      if (progress_->pending() > 0) handlers_->Submit([p = progress_] { p->RetryDue(); });
       return absl::OkStatus();
     }
     case v1::WorkerMessage::kAttemptUpdate:
       return sessions_->OnAttemptUpdate(node, msg.attempt_update());
     case v1::WorkerMessage::kProgress:
-      return sessions_->OnProgress(node, msg.progress());
+      return progress_->Relay(node, msg.progress());
     // The health API's answers are its own business: a refusal there is logged, and never ends
     // the worker's stream.
     case v1::WorkerMessage::kHealthResult:

@@ -417,14 +417,4 @@ absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::Att
                               v1::DETECTION_METHOD_EXIT_CODE, detail);
 }
 
-absl::Status WorkerSessions::OnProgress(const std::string& node,
-                                        const v1::ProgressUpdate& progress) {
-  v1::ReportProgressRequest req;
-  req.set_run_id(progress.run_id());
-  req.set_resumption_index(progress.resumption_index());
-  *req.mutable_progress() = progress.progress();
-  req.set_node_name(node);
-  return runs_->ReportProgress(req);
-}
-
 }  // namespace tessera::scheduler

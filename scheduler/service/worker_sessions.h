@@ -1,8 +1,8 @@
 #pragma once
 // The worker side of the control stream: registration, heartbeats (each renews the node's lease
 // in the leader's memory, never in the database, and reconciles what the worker's ranks are
-// doing), and the worker's reports on attempts and
-// training progress. Any scheduler instance that holds a worker's stream handles its messages.
+// doing), and the worker's reports on attempts (its training progress goes through
+// ProgressRelay). Any scheduler instance that holds a worker's stream handles its messages.
 
 #include <memory>
 #include <string>
@@ -44,7 +44,6 @@ class WorkerSessions {
   // holds no lease here (the worker has fenced itself and must register again).
   absl::StatusOr<v1::LeaseRenewed> Heartbeat(const std::string& node, const v1::Heartbeat& hb);
   absl::Status OnAttemptUpdate(const std::string& node, const v1::AttemptUpdate& update);
-  absl::Status OnProgress(const std::string& node, const v1::ProgressUpdate& progress);
 
  private:
   // `node` as its terms allow (`key_terms`, or those of the join token it used last when its key

@@ -139,6 +139,9 @@ absl::StatusOr<int> NotificationPlanner::PlanRunEvents() {
       case v1::RUN_EVENT_TYPE_STARTED:
         if (e.resumption_index() > 0) kind = v1::NOTIFICATION_EVENT_RUN_RESUMED;
         break;
+      case v1::RUN_EVENT_TYPE_LOSS_ROLLBACK:
+        kind = v1::NOTIFICATION_EVENT_RUN_ROLLED_BACK;
+        break;
       default:
         break;
     }
@@ -159,6 +162,9 @@ absl::StatusOr<int> NotificationPlanner::PlanRunEvents() {
         break;
       case v1::NOTIFICATION_EVENT_RUN_STOPPED:
         text = absl::StrCat("Run ", run->name(), " stopped", Reason(run->status_reason()));
+        break;
+      case v1::NOTIFICATION_EVENT_RUN_ROLLED_BACK:
+        text = absl::StrCat("Run ", run->name(), ": ", e.message());
         break;
       default:
         text = absl::StrCat("Run ", run->name(), " resumed: attempt ", e.resumption_index() + 1,

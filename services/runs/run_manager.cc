@@ -48,7 +48,8 @@ RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<Id
                        std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
                        std::shared_ptr<LogDeleter> logs, std::shared_ptr<Random> random,
                        RunManagerOptions options, std::shared_ptr<store::ChangeFeed> changes,
-                       metrics::Registry* registry, std::shared_ptr<store::SecretStore> secrets)
+                       metrics::Registry* registry, std::shared_ptr<store::SecretStore> secrets,
+                       std::shared_ptr<store::UsageStore> usage)
     : runs_(std::move(runs)),
       idem_(std::move(idem)),
       fit_(std::move(fit)),
@@ -59,7 +60,9 @@ RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<Id
       admission_(runs_, fit_, clock_, options.admission, std::move(secrets)),
       changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()),
       event_tail_(std::make_shared<RunEventTail>(runs_, changes_, clock_)),
-      metrics_(registry ? std::make_unique<LifecycleMetrics>(*registry) : nullptr) {}
+      metrics_(registry ? std::make_unique<LifecycleMetrics>(*registry) : nullptr),
+      reliability_(usage ? std::make_shared<ClusterReliability>(std::move(usage), clock_)
+                         : nullptr) {}
 
 std::string RunManager::RandomSuffix(int length) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -247,7 +250,22 @@ absl::Status RunManager::DescribeRun(const Who& who, const v1::DescribeRunReques
   if (!attempts.ok()) return attempts.status();
   auto events = runs_->ListEvents(run->id());
   if (!events.ok()) return events.status();
-  *resp->mutable_description() = Describe(*run, *attempts, *events, clock_->Now());
+  auto progress = runs_->ListProgress(run->id());
+  if (!progress.ok()) return progress.status();
+  v1::RunDescription& d = *resp->mutable_description();
+  d = Describe(*run, *attempts, *events, *progress, clock_->Now());
+  if (reliability_ == nullptr) return absl::OkStatus();
+  // The cluster's figures are advice: without them the description is still whole.
+  if (auto figures = reliability_->Figures(); figures.ok()) {
+    if (auto advice = AdviseCheckpointInterval(run->progress(), d.step_seconds(),
+                                               run->spec().compute().gpus(), *figures)) {
+      *d.mutable_checkpoint_advice() = *std::move(advice);
+    }
+  } else {
+    spdlog::warn("describe {}: the cluster's interruptions: {}", run->name(),
+                 figures.status().ToString());
+  }
+  if (auto goodput = reliability_->running_goodput()) d.set_cluster_goodput(*goodput);
   return absl::OkStatus();
 }
 

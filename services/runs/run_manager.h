@@ -3,8 +3,10 @@
 // constructor; the gRPC adapter (run_service.h) only authenticates and forwards.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -12,6 +14,7 @@
 #include "base/random.h"
 #include "services/common/auth/principal.h"
 #include "services/common/idempotency.h"
+#include "services/runs/cluster_reliability.h"
 #include "services/runs/fit_checker.h"
 #include "services/runs/lifecycle.h"
 #include "services/runs/lifecycle_metrics.h"
@@ -21,6 +24,7 @@
 #include "services/store/change_feed.h"
 #include "services/store/leader_lock_store.h"
 #include "services/store/run_store.h"
+#include "services/store/usage_store.h"
 #include "tessera/v1/run_metrics.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 
@@ -56,7 +60,8 @@ class RunManager {
              std::shared_ptr<Random> random = SystemRandom::Shared(),
              RunManagerOptions options = {}, std::shared_ptr<store::ChangeFeed> changes = nullptr,
              metrics::Registry* registry = nullptr,
-             std::shared_ptr<store::SecretStore> secrets = nullptr);
+             std::shared_ptr<store::SecretStore> secrets = nullptr,
+             std::shared_ptr<store::UsageStore> usage = nullptr);
 
   using Who = auth::Principal;
   absl::Status SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
@@ -106,8 +111,9 @@ class RunManager {
   // Asks every RUNNING run past its max_duration to stop. Called periodically; returns how
   // many runs it stopped.
   absl::StatusOr<int> EnforceMaxDuration();
-  // Computes every running run's series (tessera_run_goodput_ratio, tessera_run_resumptions);
-  // returns how many runs it covered (0 without metrics).
+  // Computes every running run's series (tessera_run_goodput_ratio, tessera_run_resumptions)
+  // and the cluster's running goodput that describe shows; returns how many runs it covered (0
+  // with neither metrics nor a usage store).
   absl::StatusOr<int> RefreshRunningRunMetrics();
 
   // Deletes the runs that ended more than the run retention ago, with their attempts, events
@@ -156,6 +162,19 @@ class RunManager {
   // The newest events with their runs, read once for every open watch.
   std::shared_ptr<RunEventTail> event_tail_;
   std::unique_ptr<LifecycleMetrics> metrics_;  // null: no metrics
+  // The cluster's interruptions and its running runs' goodput, for describe's checkpoint advice
+  // and ETTR (null without a usage store: neither).
+  std::shared_ptr<ClusterReliability> reliability_;
+  // The running runs' progress histories as RefreshRunningRunMetrics last read them, by run id:
+  // read again every 5 minutes or when the run resumes, with its newest report added meanwhile
+  // (a refresh every 15 s must not read every running run's whole history).
+  struct KnownProgress {
+    int resumption_index = 0;
+    absl::Time read_at;
+    std::vector<store::ProgressPoint> points;
+  };
+  absl::Mutex known_progress_mu_;
+  std::map<std::string, KnownProgress> known_progress_ ABSL_GUARDED_BY(known_progress_mu_);
 };
 
 }  // namespace tessera::runs

@@ -3,10 +3,12 @@
 // (max_duration). People's calls are in run_manager.cc.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
+#include "base/utf8.h"
 #include "services/common/rpc.h"
 #include "services/runs/describe.h"
 #include "services/runs/progress_history.h"
@@ -14,6 +16,65 @@
 #include "services/store/write_fence.h"
 
 namespace tessera::runs {
+namespace {
+
+constexpr size_t kMaxRollbackReason = 300;
+
+// Whether `req` tells of a loss rollback the run has not recorded yet: within an attempt the
+// engine numbers them in order; a later attempt (resumed from an older checkpoint, its count
+// lower) starts news of its own.
+bool IsNewLossRollback(const v1::Run& r, const v1::ReportProgressRequest& req) {
+  const auto& reported = req.progress().last_loss_rollback();
+  if (reported.number() <= 0) return false;
+  const auto& known = r.progress().last_loss_rollback();
+  return known.number() <= 0 || req.resumption_index() > known.resumption_index() ||
+         reported.number() > known.number();
+}
+
+// The rollback `req` tells of, kept in `progress` and as the event people see.
+v1::RunEvent RecordLossRollback(const v1::Run& r, const v1::ReportProgressRequest& req,
+                                v1::RunProgress& progress, absl::Time now) {
+  v1::LossRollbackReport b = req.progress().last_loss_rollback();
+  const v1::LossRollbackReport& known = progress.last_loss_rollback();
+  // Rollbacks that came too close together to be reported apart (the worker sends each at once;
+  // this is for the rare one that still merges).
+  const int unreported = known.number() > 0 && known.resumption_index() == req.resumption_index()
+                             ? b.number() - known.number() - 1
+                             : 0;
+  b.set_resumption_index(req.resumption_index());
+  if (b.reason().size() > kMaxRollbackReason) b.mutable_reason()->resize(kMaxRollbackReason);
+  *b.mutable_reason() = ToValidUtf8(b.reason());
+  *progress.mutable_last_loss_rollback() = b;
+  progress.set_loss_rollbacks(std::max(progress.loss_rollbacks(), req.progress().loss_rollbacks()));
+  v1::RunEvent e = MakeEvent(
+      r, v1::RUN_EVENT_TYPE_LOSS_ROLLBACK,
+      absl::StrCat("Loss rollback ", b.number(), " of ", b.max_rollbacks(), ": ", b.reason(),
+                   " at step ", b.bad_step(), "; training went back to the checkpoint of step ",
+                   b.checkpoint_step(), " and skips that step's batch",
+                   unreported > 0
+                       ? absl::StrCat(" (", unreported, " earlier one(s) not reported apart)")
+                       : ""),
+      now);
+  auto& d = *e.mutable_details();
+  d["number"] = absl::StrCat(b.number());
+  d["max_rollbacks"] = absl::StrCat(b.max_rollbacks());
+  d["bad_step"] = absl::StrCat(b.bad_step());
+  d["checkpoint_step"] = absl::StrCat(b.checkpoint_step());
+  d["reason"] = b.reason();
+  if (!req.node_name().empty()) d["node"] = req.node_name();
+  return e;
+}
+
+// When the report was made: the time the scheduler stamped as it arrived (a report kept through
+// an outage of this service or its database arrives late), never later than now nor more than a
+// day before; now where it says nothing.
+absl::Time ReportedAt(const v1::ReportProgressRequest& req, absl::Time now) {
+  if (!req.progress().has_reported_at()) return now;
+  const absl::Time stamped = FromProtoTime(req.progress().reported_at());
+  return stamped <= now && stamped > now - absl::Hours(24) ? stamped : now;
+}
+
+}  // namespace
 
 absl::Status RunManager::RecordAttempt(const Who& who, const v1::RecordAttemptRequest& req,
                                        v1::RecordAttemptResponse* resp) {
@@ -86,17 +147,31 @@ absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgress
         if (!req.node_name().empty() && req.progress().compute_seconds() > 0) {
           node_compute[req.node_name()] = req.progress().compute_seconds();
         }
+        // A rollback is news whatever the step: the engine went back to an older one.
+        std::optional<v1::RunProgress> rollback;
+        if (IsNewLossRollback(r, req)) {
+          rollback = r.progress();
+          t.events.push_back(RecordLossRollback(r, req, *rollback, clock_->Now()));
+        }
+        const v1::RunProgress& known = rollback ? *rollback : r.progress();
         auto current = CurrentAttempt(r, attempts);
         if (current && req.progress().step() < current->last_step()) {
           // Another node's report of a step the attempt already passed (the nodes report in
           // turn, and one's may land after another's later one): the run's step never goes
           // back, so it is not the run's progress; its node's compute time still counts.
+          *t.run.mutable_progress() = known;
           *t.run.mutable_progress()->mutable_node_compute_seconds() = std::move(node_compute);
           return t;
         }
         *t.run.mutable_progress() = req.progress();
+        // The rollbacks are the run's, not the report's: a report that does not know of the
+        // newest (from a resumed attempt) keeps what is known.
+        *t.run.mutable_progress()->mutable_last_loss_rollback() = known.last_loss_rollback();
+        t.run.mutable_progress()->set_loss_rollbacks(
+            std::max(known.loss_rollbacks(), req.progress().loss_rollbacks()));
         *t.run.mutable_progress()->mutable_node_compute_seconds() = std::move(node_compute);
-        *t.run.mutable_progress()->mutable_reported_at() = ToProtoTime(clock_->Now());
+        *t.run.mutable_progress()->mutable_reported_at() =
+            ToProtoTime(ReportedAt(req, clock_->Now()));
         if (current) {
           previous_step = current->last_step();
           current->set_last_step(std::max(current->last_step(), req.progress().step()));
@@ -153,22 +228,56 @@ absl::StatusOr<int> RunManager::EnforceMaxDuration() {
 }
 
 absl::StatusOr<int> RunManager::RefreshRunningRunMetrics() {
-  if (metrics_ == nullptr) return 0;
+  if (metrics_ == nullptr && reliability_ == nullptr) return 0;
   v1::RunFilter filter;
   filter.add_statuses(v1::RUN_STATUS_RUNNING);
   auto running = runs_->ListRuns(filter);
   if (!running.ok()) return running.status();
   const absl::Time now = clock_->Now();
   std::map<std::string, LifecycleMetrics::RunningRun> figures;
+  double weighted = 0;  // the running runs' goodput times their GPUs
+  double gpus_running = 0;
+  absl::MutexLock lock(&known_progress_mu_);   // one refresh at a time
+  std::map<std::string, KnownProgress> known;  // the running runs' only
   for (const auto& run : *running) {
     auto attempts = runs_->ListAttempts(run.id());
     if (!attempts.ok()) return attempts.status();
     auto events = runs_->ListEvents(run.id());
     if (!events.ok()) return events.status();
-    figures[run.name()] = {.goodput = Describe(run, *attempts, *events, now).goodput(),
-                           .resumptions = run.resumption_index()};
+    auto it = known_progress_.find(run.id());
+    if (it == known_progress_.end() || it->second.resumption_index != run.resumption_index() ||
+        now - it->second.read_at > absl::Minutes(5)) {
+      auto progress = runs_->ListProgress(run.id());
+      if (!progress.ok()) return progress.status();
+      it = known_progress_
+               .insert_or_assign(run.id(),
+                                 KnownProgress{run.resumption_index(), now, *std::move(progress)})
+               .first;
+    }
+    std::vector<store::ProgressPoint> points = it->second.points;
+    const v1::RunProgress& p = run.progress();
+    if (p.step() > 0 && p.has_reported_at() &&
+        (points.empty() || points.back().resumption_index != run.resumption_index() ||
+         points.back().step < p.step())) {
+      store::ProgressPoint newest;
+      newest.resumption_index = run.resumption_index();
+      newest.step = p.step();
+      newest.time = FromProtoTime(p.reported_at());
+      points.push_back(newest);
+    }
+    known[run.id()] = it->second;
+    const double goodput = Describe(run, *attempts, *events, points, now).goodput();
+    figures[run.name()] = {.goodput = goodput, .resumptions = run.resumption_index()};
+    const double gpus = std::max(1, run.spec().compute().gpus());
+    weighted += goodput * gpus;
+    gpus_running += gpus;
   }
-  metrics_->SetRunningRuns(figures);
+  known_progress_ = std::move(known);
+  if (metrics_) metrics_->SetRunningRuns(figures);
+  if (reliability_) {
+    reliability_->SetRunningGoodput(gpus_running > 0 ? std::optional(weighted / gpus_running)
+                                                     : std::nullopt);
+  }
   return static_cast<int>(figures.size());
 }
 

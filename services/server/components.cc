@@ -78,7 +78,7 @@ class RunsComponent final : public Component {
                                     .run_retention = o.run_retention,
                                     .allow_host_image = o.allow_host_image,
                                     .admission = o.admission},
-            f.stores.changes, &metrics::Registry::Default(), f.stores.secrets)),
+            f.stores.changes, &metrics::Registry::Default(), f.stores.secrets, f.stores.usage)),
         runs_(manager_, f.authenticator),
         metrics_(manager_, f.authenticator),
         secrets_(std::make_shared<runs::SecretManager>(f.stores.secrets, f.stores.runs,

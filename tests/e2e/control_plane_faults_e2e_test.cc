@@ -79,6 +79,52 @@ TEST_CASE("PostgreSQL stopped for 30 s under a 2-node run costs it nothing", "[e
   CheckCostNothing(c, name);
 }
 
+TEST_CASE("A run that ends while PostgreSQL is away keeps its last progress", "[e2e]") {
+  LocalCluster c;
+  const std::string shared = c.marks_dir() + "/shared";
+  StartTrainingWorker(c, "node-a", shared);
+  StartTrainingWorker(c, "node-b", shared);
+  const int steps = Baseline().steps;
+  REQUIRE(steps >= 40);
+  const std::string name = SubmitTraining(c, "ends-away.yaml");
+  const v1::Run before = WaitForStep(c, name, steps - 20);
+  REQUIRE(before.resumption_index() == 0);
+  REQUIRE(c.pg->Stop().ok());
+  const absl::Time stopped = absl::Now();
+  // The ranks finish with the database away: each worker's attempt record goes once all its
+  // ranks exited, and their last reports are kept by the scheduler.
+  for (const std::string node : {"node-a", "node-b"}) {
+    const std::string record =
+        absl::StrCat(c.worker(node).state_dir, "/attempts/", before.id(), ".0.json");
+    const absl::Time since = absl::Now();
+    while (std::filesystem::exists(record)) {
+      INFO(node << " still runs the attempt");
+      REQUIRE(absl::Now() - since < kStallLimit);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  // The workers' last reports reach the scheduler within a few of their 1 s polls.
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  // Which way they went is said, not required: the outcome below is what the user relies on.
+  std::printf("the scheduler %s progress reports during the outage\n",
+              absl::StrContains(c.server.process.Log(),
+                                "progress reports kept until the run manager takes them")
+                  ? "kept"
+                  : "did not need to keep");
+  REQUIRE(c.pg->Resume().ok());
+  std::printf("PostgreSQL was away for %.1f s, until after the run ended\n",
+              absl::ToDoubleSeconds(absl::Now() - stopped));
+
+  const std::string log = c.server.process.Log();
+  INFO("the server's log ends:\n" << log.substr(log.size() > 6000 ? log.size() - 6000 : 0));
+  const v1::Run done = WaitForCompletion(c, name, steps);
+  CHECK(done.progress().step() == steps);
+  CHECK(done.resumption_index() == 0);
+  ShellResult described = c.Mcli("describe run " + name);
+  INFO(described.output);
+  CHECK(absl::StrContains(described.output, absl::StrCat(steps, "/", steps)));
+}
+
 TEST_CASE(
     "The PostgreSQL primary killed and its synchronous standby promoted cost a 2-node run "
     "nothing and lose no acknowledged write",

@@ -80,6 +80,39 @@ TEST_CASE("examples/gpt-tiny.yaml trains on two nodes and its loss falls", "[e2e
   CHECK(curve.back() < curve.front());
 }
 
+TEST_CASE("a NaN loss rolled back is a run event in mcli describe, and the run completes",
+          "[e2e]") {
+  LocalCluster c;
+  const std::string shared = c.marks_dir() + "/shared";
+  StartTrainingWorker(c, "node-a", shared);
+  StartTrainingWorker(c, "node-b", shared);
+  // The example, 40 steps, rolled back on a NaN; the batch of step 30 poisoned (the engine's
+  // test hook), one checkpoint (step 25) before it.
+  const std::string path = ExampleWith(c, 40, "rollback.yaml");
+  std::ofstream(path, std::ios::app) << "  loss_rollback:\n    on_nan: true\n"
+                                     << "env_variables:\n  TESSERA_DEBUG_NAN_AT_STEP: \"30\"\n";
+  ShellResult submitted = Mcli(c, "run -f " + path);
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string name(absl::StripAsciiWhitespace(submitted.output));
+  const v1::Run run = WaitForCompletion(c, name, 40);
+  CHECK(run.resumption_index() == 0);  // rolled back within its attempt
+  CHECK(run.progress().loss_rollbacks() == 1);
+  CHECK(run.progress().last_loss_rollback().bad_step() == 30);
+  CHECK(run.progress().last_loss_rollback().checkpoint_step() == 25);
+
+  ShellResult described = Mcli(c, "describe run " + name);
+  INFO(described.output);
+  CHECK(absl::StrContains(described.output, "LOSS_ROLLBACK"));
+  CHECK(absl::StrContains(described.output,
+                          "Loss rollback 1 of 3: the loss is nan at step 30; training went back "
+                          "to the checkpoint of step 25 and skips that step's batch"));
+  CHECK(absl::StrContains(described.output, "40/40 (100%)"));
+  ShellResult logs = Mcli(c, "logs " + name + " --rank 0");
+  INFO(logs.output);
+  CHECK(absl::StrContains(logs.output, "training finished: 40 steps"));
+}
+
 TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on the others",
           "[e2e]") {
   LocalCluster c;

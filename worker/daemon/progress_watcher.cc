@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/timestamps.h"
+#include "base/utf8.h"
 #include "worker/progress/progress_file.h"
 
 namespace tessera::worker {
@@ -30,6 +31,8 @@ bool ProcessStopped(pid_t pid) {
 
 constexpr int64_t kMaxBytesPerRead = 1 << 20;
 constexpr size_t kMaxLineBytes = 64 << 10;
+// The longest reason for a loss rollback passed on (the engine's are under 100 bytes).
+constexpr size_t kMaxRollbackReason = 300;
 
 // Up to kMaxBytesPerRead bytes of `path` from `offset`.
 std::string ReadRankBytes(const std::string& path, int64_t offset) {
@@ -144,6 +147,18 @@ void ProgressWatcher::Parse(File& f, const std::string& bytes) {
     p.set_mfu(record->mfu);
     p.set_resumed_from_step(record->resumed_from_step);
     p.set_compute_seconds(record->compute_seconds);
+    p.set_checkpoint_save_seconds(record->checkpoint_save_seconds);
+    p.set_checkpoint_interval_steps(record->checkpoint_interval_steps);
+    p.set_loss_rollbacks(record->loss_rollbacks);
+    if (const auto& b = record->last_rollback; b.number > 0) {
+      auto* out = p.mutable_last_loss_rollback();
+      out->set_number(b.number);
+      out->set_max_rollbacks(b.max);
+      out->set_bad_step(b.bad_step);
+      out->set_checkpoint_step(b.checkpoint_step);
+      // The rank wrote it: bounded, and valid UTF-8 for protobuf.
+      out->set_reason(ToValidUtf8(std::string_view(b.reason).substr(0, kMaxRollbackReason)));
+    }
     *p.mutable_reported_at() =
         ToProtoTime(absl::FromUnixMicros(static_cast<int64_t>(record->time * 1e6)));
     f.state.latest = std::move(p);
@@ -167,8 +182,12 @@ std::vector<v1::ProgressUpdate> ProgressWatcher::Poll() {
   std::vector<v1::ProgressUpdate> updates;
   for (auto& [attempt, f] : speaker) {
     AttemptSent& sent = sent_[attempt];
-    if (!f->state.latest || f->state.latest->step() == sent.step) continue;
-    if (now - sent.at < min_interval_ && !f->state.done) continue;
+    if (!f->state.latest) continue;
+    // A loss rollback goes at once, whatever the step and the interval: each is a run event.
+    const int rollback = f->state.latest->last_loss_rollback().number();
+    const bool news = rollback != sent.rollback;
+    if (f->state.latest->step() == sent.step && !news) continue;
+    if (now - sent.at < min_interval_ && !f->state.done && !news) continue;
     v1::ProgressUpdate u;
     u.set_run_id(attempt.first);
     u.set_resumption_index(attempt.second);
@@ -177,6 +196,7 @@ std::vector<v1::ProgressUpdate> ProgressWatcher::Poll() {
     updates.push_back(std::move(u));
     sent.at = now;
     sent.step = f->state.latest->step();
+    sent.rollback = rollback;
   }
   // Forget attempts whose ranks are all done and whose newest record went out.
   for (auto it = files_.begin(); it != files_.end();) {

@@ -74,6 +74,7 @@ class ProgressWatcher {
   struct AttemptSent {
     absl::Time at = absl::InfinitePast();
     int64_t step = -1;
+    int rollback = 0;  // the newest loss rollback sent (its number)
   };
   using FileKey = std::tuple<std::string, int, int>;
   // Reads one file (or all when `only` is null) outside mu_, then parses under it.

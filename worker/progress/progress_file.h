@@ -13,6 +13,15 @@
 
 namespace tessera::progress {
 
+// One loss rollback of the engine (a NaN or spiking loss sent every rank back to a checkpoint).
+struct LossRollbackRecord {
+  int number = 0;  // which of the run's rollbacks (1 for the first); 0: none
+  int max = 0;     // the most the run allows
+  int64_t bad_step = 0;
+  int64_t checkpoint_step = 0;
+  std::string reason;  // "loss nan", "loss 9.1 over 5 x the median ..."
+};
+
 struct ProgressRecord {
   int64_t step = 0;
   int64_t total_steps = 0;
@@ -25,9 +34,18 @@ struct ProgressRecord {
   // Seconds per step this rank spent computing (forward and backward), not waiting for the other
   // ranks: a slow node shows here while every rank's step time is the same.
   double compute_seconds = 0;
+  // The newest checkpoint save's blocking seconds, and the interval between saves in steps (0:
+  // none): what the control plane's checkpoint interval advice weighs.
+  double checkpoint_save_seconds = 0;
+  int64_t checkpoint_interval_steps = 0;
+  // The run's loss rollbacks so far (through its checkpoints), and the newest this process made.
+  int loss_rollbacks = 0;
+  LossRollbackRecord last_rollback;
 };
 
 std::string ProgressToJsonLine(const ProgressRecord& r);
+// A line a rank wrote: anything but a JSON object with an integer "step" and fields of their
+// types is an error, never an exception (the rank is a stranger).
 absl::StatusOr<ProgressRecord> ProgressFromJsonLine(const std::string& line);
 
 class ProgressReporter {

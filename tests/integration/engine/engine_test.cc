@@ -216,6 +216,21 @@ TEST_CASE("a NaN loss rolls back to the newest checkpoint and skips the batch th
   }
   CHECK(got.at(25).loss != want.at(25).loss);  // the next batch instead
   CHECK(got.at(25).resumed_from_step == 20);
+  // Every report tells the checkpoint interval, and after the first save what it cost.
+  CHECK(got.at(5).checkpoint_interval_steps == 10);
+  CHECK(got.at(5).checkpoint_save_seconds == 0);
+  CHECK(got.at(11).checkpoint_save_seconds > 0);
+  // Every report after the rollback tells of it (the worker makes it a run event).
+  CHECK(got.at(20).loss_rollbacks == 0);
+  for (const int64_t step : {21, 25, 60}) {
+    INFO("step " << step);
+    CHECK(got.at(step).loss_rollbacks == 1);
+    CHECK(got.at(step).last_rollback.number == 1);
+    CHECK(got.at(step).last_rollback.max == 3);
+    CHECK(got.at(step).last_rollback.bad_step == 25);
+    CHECK(got.at(step).last_rollback.checkpoint_step == 20);
+    CHECK(got.at(step).last_rollback.reason == "the loss is nan");
+  }
   CHECK(got.at(60).loss < got.at(1).loss - 1.0);  // training went on, and learns
   CHECK(got.at(60).loss == Approx(want.at(60).loss).epsilon(0.1));
   // The checkpoints after it keep the rollback, for a resumed run to skip the batch too.

@@ -86,6 +86,60 @@ TEST_CASE("describe run shows attempts, reasons and events", "[cli][views]") {
   CHECK_THAT(text, Catch::Contains("Run spec:") && Catch::Contains("python train.py"));
 }
 
+TEST_CASE("describe run shows what each interruption cost, in parts, and the rollbacks",
+          "[cli][views]") {
+  tessera::v1::RunDescription description;
+  *description.mutable_run() = MakeRun("train-a", tessera::v1::RUN_STATUS_RUNNING);
+  auto* progress = description.mutable_run()->mutable_progress();
+  progress->set_loss_rollbacks(2);
+  progress->mutable_last_loss_rollback()->set_number(2);
+  progress->mutable_last_loss_rollback()->set_bad_step(140);
+  progress->mutable_last_loss_rollback()->set_reason("the loss is nan");
+  auto* it = description.add_interruptions();
+  it->set_cause(tessera::v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  it->set_seconds_lost(80);
+  it->set_detection_seconds(15);
+  it->set_downtime_seconds(5);
+  it->set_restart_seconds(10);
+  it->set_rework_seconds(50);
+  it->set_rework_steps(50);
+  auto* ongoing = description.add_interruptions();
+  ongoing->set_resumption_index(1);
+  ongoing->set_cause(tessera::v1::ATTEMPT_END_REASON_HANG);
+  ongoing->set_seconds_lost(30);
+  ongoing->set_detection_seconds(30);
+  ongoing->set_ongoing(true);
+  (*description.mutable_seconds_lost_by_cause())["NODE_FAILURE"] = 80;
+  (*description.mutable_seconds_lost_by_cause())["HANG"] = 30;
+  description.set_cluster_goodput(0.931);
+  auto* advice = description.mutable_checkpoint_advice();
+  advice->set_save_seconds(0.4);
+  advice->set_interval_steps(25);
+  advice->set_interval_seconds(12);
+  advice->set_advised_interval_steps(3000);
+  advice->set_advised_interval_seconds(1500);
+  advice->set_expected_loss_now(0.034);
+  advice->set_expected_loss_advised(0.002);
+  advice->set_interruptions(3);
+  advice->set_gpu_hours(1200);
+  advice->set_window_days(7);
+  advice->set_mean_seconds_between_interruptions(360000);
+  std::ostringstream out;
+  tessera::cli::PrintRunDescription(out, description);
+  const std::string text = out.str();
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("notice 15s, wait 5s, restart 10s, redo 50s (50 steps)"));
+  CHECK_THAT(text, Catch::Contains("30s+"));  // still being recovered from
+  CHECK_THAT(text, Catch::Contains("Lost by cause: NODE_FAILURE 1m 20s, HANG 30s"));
+  CHECK_THAT(text, Catch::Contains("Cluster goodput:") && Catch::Contains("93.1%"));
+  CHECK_THAT(text, Catch::Contains("every 25 steps (12s), 0.4s a save; advised: every 3000 steps "
+                                   "(25m), expected loss 0.2% instead of 3.4%, from 3 hardware "
+                                   "interruption(s) in 1200 GPU-hours over 7 days (one per 4d "
+                                   "4h for this run's GPUs)"));
+  CHECK_THAT(text, Catch::Contains("Loss rollbacks:") &&
+                       Catch::Contains("2, the last at step 140 (the loss is nan)"));
+}
+
 TEST_CASE("follow lines show the status and the event", "[cli][views]") {
   tessera::v1::RunChange change;
   *change.mutable_run() = MakeRun("train-a", tessera::v1::RUN_STATUS_RUNNING);

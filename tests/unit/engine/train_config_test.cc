@@ -186,13 +186,63 @@ TEST_CASE("FLOPs per token and MFU follow the model's shape") {
 }
 
 TEST_CASE("progress records round-trip with full precision") {
-  progress::ProgressRecord r{37, 60, 5.123456789012345, 3e-4, 12345.5, 0.125, 30, 1700000000.25};
+  progress::ProgressRecord r;
+  r.step = 37;
+  r.total_steps = 60;
+  r.loss = 5.123456789012345;
+  r.learning_rate = 3e-4;
+  r.tokens_per_second = 12345.5;
+  r.mfu = 0.125;
+  r.resumed_from_step = 30;
+  r.time = 1700000000.25;
   auto back = progress::ProgressFromJsonLine(progress::ProgressToJsonLine(r));
   REQUIRE(back.ok());
   CHECK(back->loss == r.loss);  // bit-for-bit: the determinism test compares these
   CHECK(back->step == 37);
   CHECK(back->resumed_from_step == 30);
   CHECK_FALSE(progress::ProgressFromJsonLine("step 3").ok());
+  CHECK(back->loss_rollbacks == 0);
+  CHECK(back->last_rollback.number == 0);
+}
+
+TEST_CASE("a progress record carries the run's loss rollbacks and checkpoint costs") {
+  progress::ProgressRecord r;
+  r.step = 21;
+  r.loss_rollbacks = 2;
+  r.checkpoint_interval_steps = 25;
+  r.checkpoint_save_seconds = 0.125;
+  r.last_rollback = {
+      .number = 2, .max = 3, .bad_step = 25, .checkpoint_step = 20, .reason = "the loss is nan"};
+  const std::string line = progress::ProgressToJsonLine(r);
+  CHECK(line.find("\"last_rollback\"") != std::string::npos);
+  auto back = progress::ProgressFromJsonLine(line);
+  REQUIRE(back.ok());
+  CHECK(back->loss_rollbacks == 2);
+  CHECK(back->last_rollback.number == 2);
+  CHECK(back->last_rollback.max == 3);
+  CHECK(back->last_rollback.bad_step == 25);
+  CHECK(back->last_rollback.checkpoint_step == 20);
+  CHECK(back->last_rollback.reason == "the loss is nan");
+  CHECK(back->checkpoint_interval_steps == 25);
+  CHECK(back->checkpoint_save_seconds == 0.125);
+  // Without a rollback, the record does not mention one.
+  CHECK(progress::ProgressToJsonLine(progress::ProgressRecord{}).find("rollback") ==
+        std::string::npos);
+}
+
+TEST_CASE("a progress line of the wrong types is an error, never an exception") {
+  // A rank writes these files: the worker that reads them must not throw on what it finds.
+  for (const std::string line :
+       {R"({"step": 3, "loss": "high"})", R"({"step": 3, "total_steps": 1.5e300})",
+        R"({"step": 3, "total_steps": -1e30})", R"({"step": 3, "loss": null})",
+        R"({"step": 3, "last_rollback": 7})", R"({"step": 3, "last_rollback": {"number": "one"}})",
+        R"({"step": 3, "last_rollback": {"reason": ["a"]}})",
+        R"({"step": 3, "loss_rollbacks": 99999999999})"}) {
+    INFO(line);
+    auto r = progress::ProgressFromJsonLine(line);
+    CHECK_FALSE(r.ok());
+    CHECK(r.status().message().find("progress record") != std::string::npos);
+  }
 }
 
 TEST_CASE("the rank's place in the job comes from the worker's variables") {

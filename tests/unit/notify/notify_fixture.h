@@ -95,11 +95,13 @@ struct Fixture {
     REQUIRE(created.ok());
     return *created;
   }
-  void Event(const std::string& run, v1::RunEventType type, int resumption = 0) {
+  void Event(const std::string& run, v1::RunEventType type, int resumption = 0,
+             const std::string& message = "") {
     v1::RunEvent e;
     e.set_run_id("id-" + run);
     e.set_type(type);
     e.set_resumption_index(resumption);
+    e.set_message(message);
     *e.mutable_time() = ToProtoTime(clock->Now());
     REQUIRE(stores.runs->AppendEvent(e).ok());
   }

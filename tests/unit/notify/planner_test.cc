@@ -37,6 +37,23 @@ TEST_CASE("run events become notifications for the owner's and the team's subscr
   CHECK(*again.PlanRunEvents() == 0);
 }
 
+TEST_CASE("a loss rollback is told to the subscriptions that ask for it, in the event's words") {
+  Fixture f;
+  f.Subscribe(kAlice, v1::SUBSCRIPTION_SCOPE_USER, {v1::NOTIFICATION_EVENT_RUN_ROLLED_BACK});
+  f.Subscribe(kAlice, v1::SUBSCRIPTION_SCOPE_USER, {v1::NOTIFICATION_EVENT_RUN_FAILED});
+  f.Run("gpt-r", "alice");
+  f.Event("gpt-r", v1::RUN_EVENT_TYPE_LOSS_ROLLBACK, 0,
+          "Loss rollback 1 of 3: the loss is nan at step 25; training went back to the "
+          "checkpoint of step 20 and skips that step's batch");
+  CHECK(*f.planner.PlanRunEvents() == 1);  // the rollback's subscription only
+  const auto all = f.All();
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].event() == v1::NOTIFICATION_EVENT_RUN_ROLLED_BACK);
+  CHECK(all[0].text() ==
+        "Run gpt-r: Loss rollback 1 of 3: the loss is nan at step 25; training went back to the "
+        "checkpoint of step 20 and skips that step's batch");
+}
+
 TEST_CASE("node events go to the operators' subscriptions only") {
   Fixture f;
   const std::string ops =

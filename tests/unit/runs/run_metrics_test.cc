@@ -2,8 +2,11 @@
 // to whom, and the bound on a long attempt's points.
 #include <algorithm>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "base/timestamps.h"
+#include "base/utf8.h"
 #include "services/runs/progress_history.h"
 #include "tests/support/metric_values.h"
 #include "tests/unit/runs/run_manager_fixture.h"
@@ -123,6 +126,29 @@ TEST_CASE("reports become the run's history with each resumption marked with its
   CHECK(absl::IsNotFound(f.Metrics(f.alice, 7).status()));
 }
 
+TEST_CASE("a report keeps the time the scheduler stamped, never a later one than now") {
+  MetricsFixture f;
+  f.Start(0);
+  const auto report = [&](int64_t step, absl::Time stamped) {
+    v1::ReportProgressRequest req;
+    req.set_run_id(f.run.id());
+    req.mutable_progress()->set_step(step);
+    *req.mutable_progress()->mutable_reported_at() = ToProtoTime(stamped);
+    v1::ReportProgressResponse resp;
+    REQUIRE(f.manager.ReportProgress(f.system, req, &resp).ok());
+  };
+  const absl::Time now = f.clock->Now();
+  report(10, now - absl::Seconds(30));  // kept through an outage
+  report(20, now + absl::Seconds(30));  // a clock ahead: now
+  report(30, now - absl::Hours(48));    // implausible: now
+  auto m = f.Metrics(f.alice);
+  REQUIRE(m.ok());
+  REQUIRE(m->points_size() == 3);
+  CHECK(FromProtoTime(m->points(0).time()) == now - absl::Seconds(30));
+  CHECK(FromProtoTime(m->points(1).time()) == now);
+  CHECK(FromProtoTime(m->points(2).time()) == now);
+}
+
 TEST_CASE("a node's report of a step the attempt passed never moves the run's progress back") {
   MetricsFixture f;
   f.Start(0);
@@ -143,6 +169,86 @@ TEST_CASE("a node's report of a step the attempt passed never moves the run's pr
   REQUIRE(f.Report(1, 200, 3.0).ok());
   REQUIRE(f.manager.GetRun(f.alice, get, &got).ok());
   CHECK(got.run().progress().step() == 200);
+}
+
+// The events of `run` of one type, in order.
+std::vector<v1::RunEvent> EventsOf(MetricsFixture& f, v1::RunEventType type) {
+  v1::DescribeRunRequest req;
+  req.set_name(f.run.name());
+  v1::DescribeRunResponse resp;
+  REQUIRE(f.manager.DescribeRun(f.alice, req, &resp).ok());
+  std::vector<v1::RunEvent> out;
+  for (const auto& e : resp.description().events()) {
+    if (e.type() == type) out.push_back(e);
+  }
+  return out;
+}
+
+TEST_CASE("each loss rollback the engine reports is one run event, whatever the step") {
+  MetricsFixture f;
+  f.Start(0);
+  REQUIRE(f.Report(0, 24, 3.0).ok());
+  // Rolled back at step 25 to the checkpoint of step 20: the next report is of step 21, and
+  // every report after it carries the rollback.
+  const auto rolled_back = [&](int index, int64_t step, int number, int64_t bad_step,
+                               int64_t checkpoint_step, const std::string& reason) {
+    v1::ReportProgressRequest req;
+    req.set_run_id(f.run.id());
+    req.set_resumption_index(index);
+    req.mutable_progress()->set_step(step);
+    req.mutable_progress()->set_loss(3.0);
+    req.mutable_progress()->set_loss_rollbacks(number);
+    auto* b = req.mutable_progress()->mutable_last_loss_rollback();
+    b->set_number(number);
+    b->set_max_rollbacks(3);
+    b->set_bad_step(bad_step);
+    b->set_checkpoint_step(checkpoint_step);
+    b->set_reason(reason);
+    v1::ReportProgressResponse resp;
+    return f.manager.ReportProgress(f.system, req, &resp);
+  };
+  REQUIRE(rolled_back(0, 21, 1, 25, 20, "the loss is nan").ok());
+  REQUIRE(rolled_back(0, 22, 1, 25, 20, "the loss is nan").ok());  // the same rollback again
+  REQUIRE(rolled_back(0, 26, 1, 25, 20, "the loss is nan").ok());
+  auto events = EventsOf(f, v1::RUN_EVENT_TYPE_LOSS_ROLLBACK);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].message() ==
+        "Loss rollback 1 of 3: the loss is nan at step 25; training went back to the checkpoint "
+        "of step 20 and skips that step's batch");
+  CHECK(events[0].details().at("bad_step") == "25");
+  CHECK(events[0].details().at("checkpoint_step") == "20");
+  CHECK(events[0].resumption_index() == 0);
+  v1::GetRunRequest get;
+  get.set_name(f.run.name());
+  v1::GetRunResponse got;
+  REQUIRE(f.manager.GetRun(f.alice, get, &got).ok());
+  CHECK(got.run().progress().step() == 26);
+  CHECK(got.run().progress().loss_rollbacks() == 1);
+  CHECK(got.run().progress().last_loss_rollback().bad_step() == 25);
+
+  // A second one; then a resumed attempt from an older checkpoint counts from 0 again, and its
+  // first rollback is news too. A late report of the first attempt's is not.
+  REQUIRE(rolled_back(0, 31, 2, 40, 30, "the loss 9 is 5.00 x the median 1.8 of the last 10").ok());
+  f.Record(f.run, 0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  f.Start(1);
+  REQUIRE(f.Report(1, 21, 3.0).ok());  // knows of no rollback: the run's are kept
+  REQUIRE(f.manager.GetRun(f.alice, get, &got).ok());
+  CHECK(got.run().progress().loss_rollbacks() == 2);
+  CHECK(got.run().progress().last_loss_rollback().number() == 2);
+  REQUIRE(rolled_back(1, 23, 1, 27, 20, "the loss is inf").ok());
+  REQUIRE(rolled_back(0, 45, 3, 50, 40, "the loss is nan").ok());  // too late: attempt 0 is over
+  events = EventsOf(f, v1::RUN_EVENT_TYPE_LOSS_ROLLBACK);
+  REQUIRE(events.size() == 3);
+  CHECK(events[1].details().at("number") == "2");
+  CHECK(events[2].resumption_index() == 1);
+  CHECK(events[2].message().find("the loss is inf at step 27") != std::string::npos);
+
+  // What a rank wrote is bounded and made valid UTF-8 before anyone reads it.
+  REQUIRE(rolled_back(1, 24, 2, 28, 20, "\xff" + std::string(5000, 'x')).ok());
+  events = EventsOf(f, v1::RUN_EVENT_TYPE_LOSS_ROLLBACK);
+  REQUIRE(events.size() == 4);
+  CHECK(events[3].details().at("reason") == "\uFFFD" + std::string(299, 'x'));
+  CHECK(IsValidUtf8(events[3].message()));
 }
 
 TEST_CASE("a run's metrics are for its owner and for operators and Tessera to read") {

@@ -34,8 +34,14 @@ class ListedRuns final : public RunsClient {
     }
     return absl::NotFoundError(attempt.run_id());
   }
-  absl::Status ReportProgress(const v1::ReportProgressRequest&) override {
-    return absl::OkStatus();
+  // What ReportProgress answers; the reports it took (answered OK), in order.
+  absl::Status progress_answer = absl::OkStatus();
+  std::vector<v1::ReportProgressRequest> progress;
+  int progress_calls = 0;  // every call, answered or not
+  absl::Status ReportProgress(const v1::ReportProgressRequest& req) override {
+    ++progress_calls;
+    if (progress_answer.ok()) progress.push_back(req);
+    return progress_answer;
   }
   std::map<std::string, std::vector<v1::SecretValue>> secrets;  // by run id
   absl::StatusOr<std::vector<v1::SecretValue>> RunSecrets(const std::string& run_id) override {

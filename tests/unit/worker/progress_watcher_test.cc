@@ -63,6 +63,47 @@ TEST_CASE("the lowest rank's newest record goes out, at most once per interval")
   CHECK(f.watcher.Poll().empty());  // nothing new
 }
 
+TEST_CASE("a loss rollback goes out with the progress, its reason bounded and valid UTF-8") {
+  Fixture f;
+  f.watcher.Watch(f.Rank(0));
+  f.Append(0, R"({"step":21,"loss_rollbacks":1,"last_rollback":{"number":1,"max":3,)"
+              R"("bad_step":25,"checkpoint_step":20,"reason":"the loss is nan"}})"
+              "\n");
+  auto updates = f.watcher.Poll();
+  REQUIRE(updates.size() == 1);
+  const auto& p = updates[0].progress();
+  CHECK(p.step() == 21);
+  CHECK(p.loss_rollbacks() == 1);
+  CHECK(p.last_loss_rollback().number() == 1);
+  CHECK(p.last_loss_rollback().max_rollbacks() == 3);
+  CHECK(p.last_loss_rollback().bad_step() == 25);
+  CHECK(p.last_loss_rollback().checkpoint_step() == 20);
+  CHECK(p.last_loss_rollback().reason() == "the loss is nan");
+
+  // The next rollback goes at once, within the interval and at the same step.
+  f.Append(0, R"({"step":21,"loss_rollbacks":2,"last_rollback":{"number":2,"max":3,)"
+              R"("bad_step":23,"checkpoint_step":20,"reason":"the loss is inf"}})"
+              "\n");
+  updates = f.watcher.Poll();
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0].progress().last_loss_rollback().number() == 2);
+  CHECK(f.watcher.Poll().empty());  // and once
+
+  f.clock->Advance(absl::Seconds(1));
+  // Cut at 300 bytes, inside the two bytes of an "é": what is left of it is replaced.
+  f.Append(0, R"({"step":22,"last_rollback":{"number":3,"reason":")" + std::string(299, 'y') +
+                  "\u00e9 and more\"}}\n");
+  updates = f.watcher.Poll();
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0].progress().last_loss_rollback().reason() == std::string(299, 'y') + "\uFFFD");
+  // A record without one says none.
+  f.clock->Advance(absl::Seconds(1));
+  f.Append(0, Fixture::Record(23, 2.0));
+  updates = f.watcher.Poll();
+  REQUIRE(updates.size() == 1);
+  CHECK_FALSE(updates[0].progress().has_last_loss_rollback());
+}
+
 TEST_CASE("a partial line waits for its end, other lines are skipped, not fatal") {
   Fixture f;
   f.watcher.Watch(f.Rank(0));

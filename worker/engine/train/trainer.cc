@@ -313,6 +313,11 @@ absl::Status Trainer::RollBack(const DataState& batch, double loss, const std::s
         absl::StrCat(why, " at step ", bad_step, ", and no checkpoint to roll back to"));
   }
   rollback_.RolledBack(batch);
+  last_rollback_.number = rollback_.count();
+  last_rollback_.max = rollback_.max();
+  last_rollback_.bad_step = bad_step;
+  last_rollback_.checkpoint_step = step_;
+  last_rollback_.reason = why;
   if (ctx_.rank == 0) {
     spdlog::warn(
         "loss rollback {} of {}: {} at step {}: back to step {}, skipping that step's batch "
@@ -320,6 +325,9 @@ absl::Status Trainer::RollBack(const DataState& batch, double loss, const std::s
         rollback_.count(), rollback_.max(), why, bad_step, step_, batch.epoch,
         batch.sample_in_epoch);
   }
+  // Every report from now on carries it (the run manager makes it a run event); the first is
+  // due at the next step.
+  last_report_time_ = 0;
   return absl::OkStatus();
 }
 
@@ -458,6 +466,10 @@ void Trainer::Report(const StepResult& result, double step_seconds) {
   r.resumed_from_step = resumed_from_step_;
   r.time = now;
   r.compute_seconds = window_compute_seconds_ / static_cast<double>(window_steps_);
+  r.checkpoint_interval_steps = save_every_;
+  r.checkpoint_save_seconds = last_save_seconds_;
+  r.loss_rollbacks = rollback_.count();
+  r.last_rollback = last_rollback_;
   progress_->Report(r);
   if (ctx_.rank == 0 && (step_ % config_.log_interval == 0 || step_ == total_steps_)) {
     spdlog::info("step {}/{}: loss {:.6f} lr {:.3e} grad_norm {:.4f} tokens/s {:.0f} MFU {:.2f}%",
@@ -479,12 +491,14 @@ absl::Status Trainer::Run() {
     r.total_steps = total_steps_;
     r.resumed_from_step = resumed_from_step_;
     r.time = UnixNow();
+    r.loss_rollbacks = rollback_.count();
     progress_->Report(r);
     if (ctx_.rank == 0)
       spdlog::info("already trained {} of {} steps: nothing to do", step_, total_steps_);
     return absl::OkStatus();
   }
   const int64_t save_every = config_.save_interval.Batches(dataset_->batches_per_epoch());
+  save_every_ = saver_ ? std::max<int64_t>(0, save_every) : 0;
   // A test hook: stop (SIGSTOP) right after this step, once its save is durable, so that a test
   // can SIGKILL every rank at a known step.
   const int64_t stop_after = DebugStep("TESSERA_DEBUG_STOP_AFTER_STEP");
@@ -503,7 +517,10 @@ absl::Status Trainer::Run() {
     rollback_.Record(result.loss);
     Report(result, seconds);
     if (save_every > 0 && step_ % save_every == 0 && step_ < total_steps_) {
+      const auto before = std::chrono::steady_clock::now();
       TESSERA_RETURN_IF_ERROR(Save(/*background=*/true));
+      last_save_seconds_ =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
     }
     if (step_ == stop_after) {
       if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());

@@ -92,6 +92,11 @@ class Trainer {
 
   int64_t step_ = 0;
   LossRollback rollback_{config_.loss_rollback};
+  // The interval between saves in steps (0: none), and the newest save's blocking seconds.
+  int64_t save_every_ = 0;
+  double last_save_seconds_ = 0;
+  // The newest rollback this process made, told to the worker with every report after it.
+  progress::LossRollbackRecord last_rollback_;
   int64_t debug_nan_step_ = -1, debug_spike_step_ = -1;  // test hooks: bad batches
   std::optional<DataState> nan_batch_, spike_batch_;
   int64_t total_steps_ = 0;

@@ -3,11 +3,10 @@
 // logs over SSE (logs.js). Stop, Clone and Delete for the run's owner.
 import { api, enc, isAbort } from './api.js';
 import {
-  enumName, fmtDuration, fmtNumber, fmtPercent, fmtTime, h, isActiveRun, link, num,
+  enumName, fmtDuration, fmtNumber, fmtPercent, fmtTime, h, isActiveRun, link, num, parseTime,
   replaceChildren, runStatusBadge,
 } from './dom.js';
 import { createCharts } from './charts.js';
-import { computeGoodput } from './goodput.js';
 import { createLogViewer } from './logs.js';
 import { renderTimeline } from './timeline.js';
 import { progressBar } from './page_runs.js';
@@ -146,30 +145,52 @@ export async function mountRun(container, ctx) {
     replaceChildren(summary, items);
   }
 
+  // The run manager's figures (services/runs/describe.h): with progress reports, each
+  // interruption from the last report before it to training back at that step, in its parts.
   function renderGoodput(d) {
-    const g = computeGoodput(d.run, d.attempts || [], (metrics && metrics.points) || []);
-    const server = (d.interruptions || []).reduce((m, i) => m.set(num(i.resumption_index), i), new Map());
+    const run = d.run || {};
+    const created = parseTime(run.created_at);
+    const ended = parseTime(run.ended_at);
+    const wall = created !== null ? Math.max(0, ((ended !== null ? ended : Date.now()) - created) / 1000) : 0;
+    const interruptions = [...(d.interruptions || [])].sort((a, b) => num(a.resumption_index) - num(b.resumption_index));
+    const lost = interruptions.reduce((sum, i) => sum + num(i.seconds_lost), 0);
+    const byCause = Object.entries(d.seconds_lost_by_cause || {}).sort((a, b) => num(b[1]) - num(a[1]));
     const stats = h('div', { class: 'stats' },
-      stat('Goodput', g.goodput === null ? '-' : fmtPercent(g.goodput), 'goodput-value', 'time training / wall time, from the attempts'),
-      stat('Training', fmtDuration(g.training_seconds), 'goodput-training'),
-      stat('Wall time', fmtDuration(g.wall_seconds), 'goodput-wall'),
-      stat('Lost', fmtDuration(g.rework_seconds + g.downtime_seconds), 'goodput-lost', 'downtime between attempts plus work redone from the last checkpoint'),
-      stat('Server says', d.goodput !== undefined ? fmtPercent(d.goodput) : '-', 'goodput-server', 'the run manager\'s own figure (effective training seconds / wall time)'));
-    const table = g.interruptions.length
+      stat('Goodput', d.goodput !== undefined ? fmtPercent(num(d.goodput)) : '-', 'goodput-value', 'the steps kept at the run\'s usual pace, over wall time'),
+      stat('Training', fmtDuration(num(run.effective_training_seconds)), 'goodput-training'),
+      stat('Wall time', fmtDuration(wall), 'goodput-wall'),
+      stat('Lost', fmtDuration(lost), 'goodput-lost', 'each interruption from the last progress before it to training back at that step'),
+      stat('Step', num(d.step_seconds) > 0 ? `${fmtNumber(num(d.step_seconds), 3)} s` : '-', 'goodput-step', 'the median seconds per step'),
+      stat('Cluster', d.cluster_goodput !== undefined ? fmtPercent(num(d.cluster_goodput)) : '-', 'goodput-cluster', 'the running runs\' goodput, weighted by their GPUs (ETTR)'));
+    const a = d.checkpoint_advice;
+    const advice = a
+      ? h('p', { class: 'muted small', testid: 'checkpoint-advice' },
+        `Checkpoints every ${num(a.interval_steps)} steps (${fmtDuration(num(a.interval_seconds))}), ${fmtNumber(num(a.save_seconds), 2)} s a save; `
+        + `advised every ${num(a.advised_interval_steps)} steps (${fmtDuration(num(a.advised_interval_seconds))}): expected loss ${fmtPercent(num(a.expected_loss_advised))} instead of ${fmtPercent(num(a.expected_loss_now))}, `
+        + `from ${a.rate_is_bound ? 'no hardware interruption (taken as one)' : `${num(a.interruptions)} hardware interruption(s)`} in ${Math.round(num(a.gpu_hours))} GPU-hours over ${Math.round(num(a.window_days))} days.`)
+      : null;
+    const part = (seconds) => (num(seconds) > 0 ? fmtDuration(num(seconds)) : '—');
+    const table = interruptions.length
       ? h('table', { class: 'grid compact', testid: 'interruptions' },
-        h('thead', null, h('tr', null, ['Attempt', 'Cause', 'Detail', 'Downtime', 'Redone', 'Lost'].map((t) => h('th', null, t)))),
-        h('tbody', null, g.interruptions.map((i) => {
-          const s = server.get(i.resumption_index);
+        h('thead', null, h('tr', null, ['Attempt', 'Cause', 'Detail', 'Noticed', 'Waited', 'Restart', 'Redone', 'Lost'].map((t) => h('th', null, t)))),
+        h('tbody', null, interruptions.map((i) => {
+          const cause = enumName(i.cause, 'ATTEMPT_END_REASON_') || 'UNSPECIFIED';
+          const detection = enumName(i.detection_method, 'DETECTION_METHOD_');
           return h('tr', { testid: 'interruption' },
-            h('td', { class: 'num' }, `${i.resumption_index} → ${i.next_resumption_index}`),
-            h('td', null, h('span', { class: 'badge badge-bad' }, i.cause), i.detection && i.detection !== 'UNSPECIFIED' ? h('div', { class: 'muted small' }, `by ${i.detection.toLowerCase().replace(/_/g, ' ')}`) : null),
-            h('td', null, i.reason || (s && s.detail) || '—', i.node ? h('div', { class: 'muted small' }, i.node) : null),
-            h('td', { class: 'num' }, i.restarting ? `${fmtDuration(i.downtime_seconds)}…` : fmtDuration(i.downtime_seconds)),
-            h('td', { class: 'num', title: `steps ${i.resumed_from_step}–${i.last_step} done again` }, `${fmtDuration(i.rework_seconds)} (${i.rework_steps} steps)`),
-            h('td', { class: 'num', testid: 'interruption-lost', title: s ? `run manager: ${fmtDuration(num(s.seconds_lost))}` : null }, fmtDuration(i.lost_seconds)));
+            h('td', { class: 'num' }, `${num(i.resumption_index)} → ${num(i.resumption_index) + 1}`),
+            h('td', null, h('span', { class: 'badge badge-bad' }, cause), detection && detection !== 'UNSPECIFIED' ? h('div', { class: 'muted small' }, `by ${detection.toLowerCase().replace(/_/g, ' ')}`) : null),
+            h('td', null, i.detail || '—'),
+            h('td', { class: 'num', title: 'the last progress before it to the attempt\'s end' }, part(i.detection_seconds)),
+            h('td', { class: 'num', title: 'the attempt\'s end to the next one\'s start' }, part(i.downtime_seconds)),
+            h('td', { class: 'num', title: 'the next start to its first step' }, part(i.restart_seconds)),
+            h('td', { class: 'num', title: 'steps trained again' }, `${part(i.rework_seconds)}${num(i.rework_steps) ? ` (${num(i.rework_steps)} steps)` : ''}`),
+            h('td', { class: 'num', testid: 'interruption-lost' }, `${fmtDuration(num(i.seconds_lost))}${i.ongoing ? '…' : ''}`));
         })))
       : h('p', { class: 'muted' }, 'No interruptions.');
-    replaceChildren(goodputEl, stats, table);
+    const causes = byCause.length
+      ? h('p', { class: 'muted small', testid: 'lost-by-cause' }, `Lost by cause: ${byCause.map(([c, s]) => `${c} ${fmtDuration(num(s))}`).join(', ')}`)
+      : null;
+    replaceChildren(goodputEl, stats, table, causes, advice);
   }
 
   function render() {

@@ -22,6 +22,7 @@ const EVENT_KIND = {
   COMPLETED: 'ok',
   STARTED: 'active',
   REQUEUED: 'warn',
+  LOSS_ROLLBACK: 'warn',
 };
 
 export function renderTimeline(run, attempts, events, { now = Date.now(), eventsOpen } = {}) {
