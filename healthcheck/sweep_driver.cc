@@ -128,8 +128,7 @@ void SweepDriver::AdvanceSweep(v1::Sweep sweep) {
       const int span = std::max(1, config_.port_span);
       const RendezvousPorts ports{config_.port_base, span,
                                   static_cast<int>(random_->Uniform(static_cast<uint64_t>(span)))};
-      Dispatch(sweep, AllReducePhase(sweep.id(), stage.groups, *known, ports,
-                                     RendezvousToken(*random_), config_.canary));
+      Dispatch(sweep, AllReducePhase(sweep.id(), stage.groups, *known, ports, config_.canary));
     }
     const absl::Duration timeout = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS
                                        ? config_.canary.compute_timeout

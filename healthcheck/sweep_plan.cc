@@ -1,9 +1,14 @@
 #include "healthcheck/sweep_plan.h"
 
+#include <openssl/rand.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <tuple>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 
 namespace tessera::health {
@@ -92,19 +97,24 @@ std::vector<CanaryDispatch> ComputePhase(const std::string& sweep_id,
   return out;
 }
 
-std::string RendezvousToken(Random& random) {
-  const uint64_t high = random.Next(), low = random.Next();
-  return absl::StrFormat("%016x%016x", high, low);
+std::string RendezvousToken() {
+  unsigned char raw[16];
+  if (RAND_bytes(raw, sizeof raw) != 1) {
+    spdlog::critical("OpenSSL's RAND_bytes failed: no canary rendezvous token can be made");
+    std::abort();
+  }
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(raw), sizeof raw));
 }
 
 std::vector<CanaryDispatch> AllReducePhase(const std::string& sweep_id,
                                            const std::vector<std::vector<std::string>>& groups,
                                            const std::map<std::string, v1::Node>& nodes,
-                                           const RendezvousPorts& ports, const std::string& token,
+                                           const RendezvousPorts& ports,
                                            const CanaryConfig& config) {
   std::vector<CanaryDispatch> out;
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& group = groups[g];
+    const std::string token = RendezvousToken();
     const v1::Node& first = nodes.at(group[0]);
     bool gpus = true;
     for (const auto& name : group)

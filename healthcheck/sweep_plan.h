@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "base/random.h"
 #include "tessera/v1/nodes.pb.h"
 #include "tessera/v1/worker.pb.h"
 
@@ -76,15 +75,18 @@ struct RendezvousPorts {
 };
 
 // One dispatch per group member; group g's rendezvous is its first node's address at
-// `ports.For(g)`, under `token` (the stage's secret, the same for every group).
+// `ports.For(g)`, under a token of its own (RendezvousToken): a node of one group cannot join
+// or write into another group's rendezvous.
 std::vector<CanaryDispatch> AllReducePhase(const std::string& sweep_id,
                                            const std::vector<std::vector<std::string>>& groups,
                                            const std::map<std::string, v1::Node>& nodes,
-                                           const RendezvousPorts& ports, const std::string& token,
+                                           const RendezvousPorts& ports,
                                            const CanaryConfig& config);
 
-// A rendezvous token: 32 hex digits (128 bits) of `random`.
-std::string RendezvousToken(Random& random);
+// A rendezvous token, a secret: 32 hex digits (128 bits) of OpenSSL's RAND_bytes, never of the
+// injected Random (whose numbers, sweep ids and ports, are not secrets). ABORTS when the CSPRNG
+// fails, as a key's secret does (auth/api_keys.h).
+std::string RendezvousToken();
 
 // Results a sweep of these nodes produces: one compute stress per node, one all-reduce per
 // group member.

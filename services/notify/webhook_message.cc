@@ -56,6 +56,33 @@ absl::Status CheckWebhookUrl(const std::string& url) {
   return absl::OkStatus();
 }
 
+std::string ChatSafeText(const std::string& text) {
+  static constexpr std::string_view kEveryone[] = {"channel", "here", "all", "everyone"};
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '&') {
+      out += "&amp;";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else {
+      out += c;
+    }
+    if (c != '@') continue;
+    const std::string rest = absl::AsciiStrToLower(text.substr(i + 1, 8));
+    for (const std::string_view word : kEveryone) {
+      if (rest.rfind(word, 0) == 0) {
+        out += "\xE2\x80\x8B";  // U+200B, zero-width space
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 std::string EventName(v1::NotificationEvent event) {
   const std::string name = v1::NotificationEvent_Name(event);
   constexpr std::string_view kPrefix = "NOTIFICATION_EVENT_";
@@ -80,7 +107,7 @@ WebhookRequest RenderWebhook(const v1::Subscription& subscription, const std::st
   request.url = subscription.url();
   nlohmann::json body;
   if (subscription.format() == v1::WEBHOOK_FORMAT_SLACK) {
-    body["text"] = n.text();
+    body["text"] = ChatSafeText(n.text());
   } else {
     body["id"] = n.id();
     body["subscription_id"] = n.subscription_id();

@@ -42,6 +42,13 @@ WebhookRequest RenderWebhook(const v1::Subscription& subscription, const std::st
 std::string WebhookSignature(const std::string& secret, const std::string& timestamp,
                              const std::string& body);
 
+// `text` as chat text that only says what it says: a notification quotes what strangers wrote (a
+// rank's loss rollback reason, an exit message, a run's name), and Slack reads <...> as a link or
+// a mention (<!channel>, <@U123>, <https://x|click here>) and Mattermost and Discord read
+// @channel, @here, @all and @everyone as mentions of everyone. &, < and > become Slack's escapes
+// (&amp; &lt; &gt;), and a zero-width space after such an @ keeps it from mentioning anyone.
+std::string ChatSafeText(const std::string& text);
+
 // "RUN_FAILED" for NOTIFICATION_EVENT_RUN_FAILED.
 std::string EventName(v1::NotificationEvent event);
 

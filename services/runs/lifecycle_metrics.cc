@@ -33,7 +33,12 @@ LifecycleMetrics::LifecycleMetrics(metrics::Registry& r)
           "tessera_run_resumptions",
           "Resumptions of each running run so far (its attempt index): one that climbs fast is "
           "in a recovery loop.",
-          {"run"}))) {}
+          {"run"}))),
+      cluster_goodput_(metrics::MustRegister(r.AddGauge(
+          "tessera_cluster_goodput_ratio",
+          "The running runs' goodput weighted by their GPUs: the cluster's effective training "
+          "time ratio (ETTR). Absent while no run is running.",
+          {}))) {}
 
 void LifecycleMetrics::SetRunningRuns(const std::map<std::string, RunningRun>& by_name) {
   // Dropped first: nobody keeps a reference to these series.
@@ -45,6 +50,14 @@ void LifecycleMetrics::SetRunningRuns(const std::map<std::string, RunningRun>& b
   for (const auto& [run, figures] : by_name) {
     goodput_->WithLabels({run}).Set(figures.goodput);
     resumptions_->WithLabels({run}).Set(figures.resumptions);
+  }
+}
+
+void LifecycleMetrics::SetClusterGoodput(std::optional<double> goodput) {
+  if (goodput) {
+    cluster_goodput_->WithLabels().Set(*goodput);
+  } else {
+    cluster_goodput_->RemoveUnless([](const std::vector<std::string>&) { return false; });
   }
 }
 

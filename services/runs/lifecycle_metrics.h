@@ -4,9 +4,11 @@
 // the earlier one, with the time from that end to the new attempt's running (a histogram).
 // Labels are statuses and causes: bounded. The exceptions, tessera_run_goodput_ratio{run} and
 // tessera_run_resumptions{run}, have a series per running run only, dropped when the run stops
-// running.
+// running. tessera_cluster_goodput_ratio is the running runs' goodput weighted by their GPUs (the
+// cluster's effective training time ratio, ETTR), absent while no run is running.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,8 @@ class LifecycleMetrics {
   };
   // Sets the series of every running run; those of runs not in `by_name` are dropped.
   void SetRunningRuns(const std::map<std::string, RunningRun>& by_name);
+  // The running runs' GPU-weighted goodput; nullopt (no run running) drops the series.
+  void SetClusterGoodput(std::optional<double> goodput);
 
  private:
   metrics::Family<metrics::Counter>* ended_;
@@ -41,6 +45,7 @@ class LifecycleMetrics {
   metrics::Family<metrics::Histogram>* recovery_seconds_;
   metrics::Family<metrics::Gauge>* goodput_;
   metrics::Family<metrics::Gauge>* resumptions_;
+  metrics::Family<metrics::Gauge>* cluster_goodput_;
 };
 
 }  // namespace tessera::runs

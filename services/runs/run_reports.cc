@@ -273,11 +273,13 @@ absl::StatusOr<int> RunManager::RefreshRunningRunMetrics() {
     gpus_running += gpus;
   }
   known_progress_ = std::move(known);
-  if (metrics_) metrics_->SetRunningRuns(figures);
-  if (reliability_) {
-    reliability_->SetRunningGoodput(gpus_running > 0 ? std::optional(weighted / gpus_running)
-                                                     : std::nullopt);
+  const std::optional<double> cluster_goodput =
+      gpus_running > 0 ? std::optional(weighted / gpus_running) : std::nullopt;
+  if (metrics_) {
+    metrics_->SetRunningRuns(figures);
+    metrics_->SetClusterGoodput(cluster_goodput);
   }
+  if (reliability_) reliability_->SetRunningGoodput(cluster_goodput);
   return static_cast<int>(figures.size());
 }
 

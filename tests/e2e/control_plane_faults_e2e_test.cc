@@ -61,9 +61,7 @@ void CheckCostNothing(LocalCluster& c, const std::string& name) {
 
 TEST_CASE("PostgreSQL stopped for 30 s under a 2-node run costs it nothing", "[e2e]") {
   LocalCluster c;
-  const std::string shared = c.marks_dir() + "/shared";
-  StartTrainingWorker(c, "node-a", shared);
-  StartTrainingWorker(c, "node-b", shared);
+  StartTrainingWorkers(c, 2);
 
   const std::string name = SubmitTraining(c, "disturbed.yaml");
   const v1::Run before = WaitForStep(c, name, 20);
@@ -81,9 +79,7 @@ TEST_CASE("PostgreSQL stopped for 30 s under a 2-node run costs it nothing", "[e
 
 TEST_CASE("A run that ends while PostgreSQL is away keeps its last progress", "[e2e]") {
   LocalCluster c;
-  const std::string shared = c.marks_dir() + "/shared";
-  StartTrainingWorker(c, "node-a", shared);
-  StartTrainingWorker(c, "node-b", shared);
+  StartTrainingWorkers(c, 2);
   const int steps = Baseline().steps;
   REQUIRE(steps >= 40);
   const std::string name = SubmitTraining(c, "ends-away.yaml");
@@ -139,9 +135,7 @@ TEST_CASE(
       absl::StrCat("postgresql://tessera@127.0.0.1:", (*primary)->port(),
                    ",127.0.0.1:", (*standby)->port(), "/tessera?target_session_attrs=read-write");
   LocalCluster c(*std::move(primary), url);
-  const std::string shared = c.marks_dir() + "/shared";
-  StartTrainingWorker(c, "node-a", shared);
-  StartTrainingWorker(c, "node-b", shared);
+  StartTrainingWorkers(c, 2);
   const std::string name = SubmitTraining(c, "disturbed.yaml");
   WaitForStep(c, name, 20);
 

@@ -24,9 +24,7 @@ ShellResult Mcli(LocalCluster& c, const std::string& args) { return c.Mcli(args)
 
 TEST_CASE("examples/gpt-tiny.yaml trains on two nodes and its loss falls", "[e2e]") {
   LocalCluster c;
-  const std::string shared = c.marks_dir() + "/shared";
-  StartTrainingWorker(c, "node-a", shared);
-  StartTrainingWorker(c, "node-b", shared);
+  StartTrainingWorkers(c, 2);
   ShellResult submitted = Mcli(c, "run -f " + ExampleWith(c, 150, "gpt-tiny.yaml"));
   INFO(submitted.output);
   REQUIRE(submitted.exit_code == 0);
@@ -83,9 +81,7 @@ TEST_CASE("examples/gpt-tiny.yaml trains on two nodes and its loss falls", "[e2e
 TEST_CASE("a NaN loss rolled back is a run event in mcli describe, and the run completes",
           "[e2e]") {
   LocalCluster c;
-  const std::string shared = c.marks_dir() + "/shared";
-  StartTrainingWorker(c, "node-a", shared);
-  StartTrainingWorker(c, "node-b", shared);
+  StartTrainingWorkers(c, 2);
   // The example, 40 steps, rolled back on a NaN; the batch of step 30 poisoned (the engine's
   // test hook), one checkpoint (step 25) before it.
   const std::string path = ExampleWith(c, 40, "rollback.yaml");
@@ -116,10 +112,7 @@ TEST_CASE("a NaN loss rolled back is a run event in mcli describe, and the run c
 TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on the others",
           "[e2e]") {
   LocalCluster c;
-  const std::string shared = c.marks_dir() + "/shared";
-  StartTrainingWorker(c, "node-a", shared);
-  StartTrainingWorker(c, "node-b", shared);
-  StartTrainingWorker(c, "node-c", shared);
+  StartTrainingWorkers(c, 3);
   const int steps = KillableRunSteps();
   ShellResult submitted = Mcli(c, "run -f " + ExampleWith(c, steps));
   REQUIRE(submitted.exit_code == 0);

@@ -49,9 +49,7 @@ TEST_CASE("An undisturbed 2-node gpt-tiny run: the rate and losses the fault sui
   std::filesystem::remove(file);  // a failed fixture leaves none behind for the cases to read
 
   LocalCluster c;
-  const std::string shared = c.marks_dir() + "/shared";
-  StartTrainingWorker(c, "node-a", shared);
-  StartTrainingWorker(c, "node-b", shared);
+  StartTrainingWorkers(c, 2);
 
   // 1. The rate, over 8 s of a run too long to finish, then stopped.
   const std::string probe = Submit(c, 1000000, "rate.yaml");

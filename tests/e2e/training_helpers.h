@@ -28,6 +28,15 @@ inline void StartTrainingWorker(LocalCluster& c, const std::string& name, const 
   c.StartWorker(name, 2, TrainingRankEnv(shared), scheduler_endpoint, env);
 }
 
+// `count` such workers, node-a, node-b, ..., sharing the cluster's folder `shared`.
+inline void StartTrainingWorkers(LocalCluster& c, int count) {
+  const std::string shared = c.marks_dir() + "/shared";
+  for (int i = 0; i < count; ++i) {
+    StartTrainingWorker(c, absl::StrCat("node-", std::string(1, static_cast<char>('a' + i))),
+                        shared);
+  }
+}
+
 // How long a training run may go without a new step before a wait gives up on it. The waits
 // below have no budget for the whole run: a slower machine trains longer, not worse, so what
 // fails a test is a run that stops moving. Progress reports come every 10 steps (under 2 s on the

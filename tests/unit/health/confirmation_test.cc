@@ -1,6 +1,7 @@
 // The confirmation of suspects: who is a suspect, the interleaved plan replayed from results
 // (drift of the machine cancels, failures are clear faults, bounds give "inconclusive"), and
-// what a finished sweep does with each (JudgeConfirmation).
+// suspects measured in turn beside their neighbours (follow-ups and verdicts are in
+// confirmation_verdict_test.cc).
 #include "healthcheck/confirmation.h"
 
 #include <catch2/catch.hpp>
@@ -9,20 +10,11 @@
 
 #include "healthcheck/anomaly.h"
 #include "healthcheck/sequential_test.h"
+#include "tests/unit/health/confirmation_results.h"
 
 namespace tessera::health {
 namespace {
-
-v1::HealthCheckResult Measured(const std::string& node, double tflops, int step = 0,
-                               v1::HealthVerdict verdict = v1::HEALTH_VERDICT_PASSED) {
-  v1::HealthCheckResult r;
-  r.set_node_name(node);
-  r.set_kind(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
-  r.set_verdict(verdict);
-  r.set_compute_tflops(tflops);
-  r.set_step(step);
-  return r;
-}
+using testing::Measured;
 
 TEST_CASE("suspects are below the screen but above half speed, peers nearest the median first") {
   const std::vector<std::string> nodes = {"a", "b", "c", "d", "e", "f"};
@@ -185,12 +177,6 @@ TEST_CASE("with confirmation on, one sweep condemns only a clear fault, the rest
   CHECK(peers.size() == 6);
 }
 
-}  // namespace
-}  // namespace tessera::health
-
-namespace tessera::health {
-namespace {
-
 // First (step 0) measurements taken one after another, a second apart, in this order.
 std::vector<v1::HealthCheckResult> InTurn(
     const std::vector<std::pair<std::string, double>>& figures) {
@@ -330,175 +316,6 @@ TEST_CASE("the test's sigma is pooled with the machine's noise in the sweep's fi
   const auto sixteen = DecideSequentially(many, pooled);
   CHECK(sixteen.sigma < expected / 2);
   CHECK(sixteen.decision == SequentialDecision::kSlow);
-}
-
-}  // namespace
-}  // namespace tessera::health
-
-namespace tessera::health {
-namespace {
-
-TEST_CASE("a follow-up carries on with the pairs of what the sweep before left inconclusive") {
-  // The sweep before: s halfway between healthy and slow over 16 pairs, t cleared.
-  ConfirmationPlan earlier;
-  SuspectOutcome& s = earlier.outcomes["s"];
-  for (int i = 0; i < 16; ++i) {
-    s.suspect_tflops.push_back(0.922 * (i % 2 == 0 ? 1.08 : 1 / 1.08));
-    s.peer_tflops.push_back(1.0);
-  }
-  s.test.decision = SequentialDecision::kInconclusive;
-  earlier.outcomes["t"].test.decision = SequentialDecision::kHealthy;
-  // This sweep: s looks level with its peers at first (not a suspect by its figures), u does not.
-  std::vector<std::string> suspects = {"u"}, peers = {"p1", "s", "t", "p2"};
-  std::map<std::string, SuspectOutcome> carried;
-  CarryUndecided(earlier, ConfirmationConfig{}, &suspects, &peers, &carried);
-  CHECK(suspects == std::vector<std::string>{"u", "s"});
-  CHECK(peers == std::vector<std::string>{"p1", "t", "p2"});
-  REQUIRE(carried.size() == 1);
-  CHECK(carried.at("s").suspect_tflops.size() == 16);
-
-  // Measured at 0.75 now, s is found slow on all its pairs, the 16 before counted too.
-  std::vector<v1::HealthCheckResult> results;
-  ConfirmationPlan plan;
-  for (int guard = 0; guard < 200; ++guard) {
-    plan = PlanConfirmation(suspects, peers, results, ConfirmationConfig{}, carried);
-    if (plan.next_node.empty()) break;
-    const double rate = plan.next_node == "s" ? 0.75 : 1.0;
-    results.push_back(Measured(plan.next_node, rate, plan.next_step));
-  }
-  REQUIRE(plan.next_node.empty());
-  const auto& o = plan.outcomes.at("s");
-  CHECK(o.test.decision == SequentialDecision::kSlow);
-  CHECK(o.test.pairs > 16);
-  CHECK(o.suspect_tflops.size() == static_cast<size_t>(o.test.pairs));
-  const auto a = ConfirmedAnomaly("s", o);
-  REQUIRE(a.has_value());
-  CHECK(a->evidence.at("confirm_1_tflops") == Approx(0.922 * 1.08));  // from the sweep before
-  CHECK(a->evidence.at("confirm_17_tflops") == 0.75);                 // from this one
-  CHECK(plan.outcomes.at("u").test.decision == SequentialDecision::kHealthy);
-
-  // Still halfway: up to 16 more pairs here (32 in all), then inconclusive again.
-  results.clear();
-  int s_measured = 0;
-  for (int guard = 0; guard < 200; ++guard) {
-    plan = PlanConfirmation({"s"}, peers, results, ConfirmationConfig{}, carried);
-    if (plan.next_node.empty()) break;
-    const double rate =
-        plan.next_node == "s" ? 0.922 * (s_measured++ % 2 == 0 ? 1.08 : 1 / 1.08) : 1.0;
-    results.push_back(Measured(plan.next_node, rate, plan.next_step));
-  }
-  CHECK(plan.outcomes.at("s").test.decision == SequentialDecision::kInconclusive);
-  CHECK(plan.outcomes.at("s").test.pairs == 32);
-  CHECK(s_measured == 16);
-}
-
-// A suspect's outcome as a plan holds it: `decision` at `ratio` over `pairs` pairs.
-SuspectOutcome Outcome(SequentialDecision decision, double ratio, int pairs = 6) {
-  SuspectOutcome o;
-  o.test.decision = decision;
-  o.test.mean_ratio = ratio;
-  o.test.pairs = pairs;
-  o.test.llr = decision == SequentialDecision::kSlow ? 9.0 : 0.0;
-  for (int i = 0; i < pairs; ++i) {
-    o.suspect_tflops.push_back(ratio);
-    o.peer_tflops.push_back(1.0);
-  }
-  return o;
-}
-
-TEST_CASE("a node found slow for speed alone is measured again afresh, never on carried pairs") {
-  const ConfirmationConfig config;  // repeat above 0.5
-  ConfirmationPlan earlier;
-  earlier.outcomes["s"] = Outcome(SequentialDecision::kSlow, 0.8);
-  earlier.outcomes["g"] = Outcome(SequentialDecision::kSlow, 0.3);  // gross: condemned then
-  earlier.outcomes["i"] = Outcome(SequentialDecision::kInconclusive, 0.92, 16);
-  CHECK(NeedsRepeat(earlier.outcomes["s"], config));
-  CHECK_FALSE(NeedsRepeat(earlier.outcomes["g"], config));
-  SuspectOutcome fault = Outcome(SequentialDecision::kSlow, 0.8);
-  fault.fault = v1::HEALTH_VERDICT_ERROR;
-  CHECK_FALSE(NeedsRepeat(fault, config));
-  std::vector<std::string> suspects, peers = {"p1", "s", "g", "i", "p2"};
-  std::map<std::string, SuspectOutcome> carried;
-  CarryUndecided(earlier, config, &suspects, &peers, &carried);
-  CHECK(suspects == std::vector<std::string>{"i", "s"});  // in the plan's (name) order
-  CHECK(peers == std::vector<std::string>{"p1", "g", "p2"});
-  REQUIRE(carried.size() == 1);  // the inconclusive one's pairs; s starts with none
-  CHECK(carried.count("i") == 1);
-
-  // Measured at 0.8 again, s is decided on this sweep's pairs alone.
-  std::vector<v1::HealthCheckResult> results;
-  ConfirmationPlan plan;
-  for (int guard = 0; guard < 200; ++guard) {
-    plan = PlanConfirmation({"s"}, peers, results, config, carried);
-    if (plan.next_node.empty()) break;
-    results.push_back(Measured(plan.next_node, plan.next_node == "s" ? 0.8 : 1.0, plan.next_step));
-  }
-  const auto& o = plan.outcomes.at("s");
-  CHECK(o.test.decision == SequentialDecision::kSlow);
-  CHECK(o.test.pairs == config.test.min_pairs_slow);
-  CHECK(o.suspect_tflops.size() == static_cast<size_t>(o.test.pairs));
-}
-
-TEST_CASE("a sweep's verdicts: slowness alone is condemned only when a follow-up finds it too") {
-  const ConfirmationConfig config;
-  ConfirmationPlan plan;
-  plan.outcomes["clear"] = Outcome(SequentialDecision::kHealthy, 1.0, 4);
-  plan.outcomes["gross"] = Outcome(SequentialDecision::kSlow, 0.3);
-  plan.outcomes["odd"] = Outcome(SequentialDecision::kInconclusive, 0.92, 16);
-  plan.outcomes["slow"] = Outcome(SequentialDecision::kSlow, 0.8);
-  plan.outcomes["broken"] = Outcome(SequentialDecision::kContinue, 1.0, 2);
-  plan.outcomes["broken"].fault = v1::HEALTH_VERDICT_WRONG_DATA;
-  plan.outcomes["broken"].fault_detail = "checksum mismatch";
-  const auto names = [](const std::vector<Anomaly>& anomalies) {
-    std::vector<std::string> out;
-    for (const auto& a : anomalies) out.push_back(a.node);
-    return out;
-  };
-
-  SECTION("a first sweep: clear faults and gross slowness at once, slowness alone repeated") {
-    const ConfirmationVerdicts v = JudgeConfirmation(plan, nullptr, config);
-    CHECK(names(v.anomalies) == std::vector<std::string>{"broken", "gross"});
-    CHECK(v.anomalies[0].verdict == v1::HEALTH_VERDICT_WRONG_DATA);
-    CHECK(v.anomalies[1].verdict == v1::HEALTH_VERDICT_SLOW);
-    CHECK(v.repeat == std::vector<std::string>{"slow"});
-    CHECK(v.inconclusive == std::vector<std::string>{"odd"});
-  }
-  SECTION("a follow-up of a sweep that found it slow too: condemned, with both sweeps' figures") {
-    ConfirmationPlan earlier;
-    earlier.outcomes["slow"] = Outcome(SequentialDecision::kSlow, 0.78, 7);
-    const ConfirmationVerdicts v = JudgeConfirmation(plan, &earlier, config);
-    REQUIRE(names(v.anomalies) == std::vector<std::string>{"broken", "gross", "slow"});
-    const Anomaly& a = v.anomalies[2];
-    CHECK(a.verdict == v1::HEALTH_VERDICT_SLOW);
-    CHECK_THAT(a.finding,
-               Catch::StartsWith("slow: slow: 0.800 x its peers' compute rate over 6 pairs"));
-    CHECK_THAT(a.finding, Catch::EndsWith("slow in the sweep before too, measured apart: 0.780 x "
-                                          "its peers over 7 pairs"));
-    CHECK(a.evidence.at("earlier_confirm_pairs") == 7);
-    CHECK(a.evidence.at("earlier_confirm_mean_ratio") == 0.78);
-    CHECK(a.evidence.at("confirm_pairs") == 6);
-    CHECK(v.repeat.empty());
-  }
-  SECTION("a follow-up that carried the pairs of a sweep that left it inconclusive: two sweeps") {
-    ConfirmationPlan earlier;
-    earlier.outcomes["slow"] = Outcome(SequentialDecision::kInconclusive, 0.9, 16);
-    const ConfirmationVerdicts v = JudgeConfirmation(plan, &earlier, config);
-    REQUIRE(names(v.anomalies) == std::vector<std::string>{"broken", "gross", "slow"});
-    CHECK_THAT(v.anomalies[2].finding,
-               Catch::EndsWith("over two sweeps: 16 of the pairs are the sweep before's, which "
-                               "left it inconclusive at 0.900 x its peers"));
-    CHECK(v.repeat.empty());
-  }
-  SECTION("a follow-up of a sweep that cleared it, or never measured it again: one sweep's word") {
-    ConfirmationPlan earlier;
-    earlier.outcomes["slow"] = Outcome(SequentialDecision::kHealthy, 1.0, 4);
-    ConfirmationVerdicts v = JudgeConfirmation(plan, &earlier, config);
-    CHECK(names(v.anomalies) == std::vector<std::string>{"broken", "gross"});
-    CHECK(v.repeat == std::vector<std::string>{"slow"});
-    const ConfirmationPlan none;  // not a suspect in the sweep before
-    v = JudgeConfirmation(plan, &none, config);
-    CHECK(v.repeat == std::vector<std::string>{"slow"});
-  }
 }
 
 }  // namespace

@@ -1,22 +1,19 @@
 // The health API's pure logic: anomaly detection, sweep plans, the run watch, GPU fault policy.
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "healthcheck/anomaly.h"
 #include "healthcheck/run_watch.h"
 #include "healthcheck/sweep_plan.h"
 #include "proto/policy/gpu_faults.h"
+#include "tests/unit/health/confirmation_results.h"
 
 namespace tessera::health {
 namespace {
 
 v1::HealthCheckResult Compute(const std::string& node, double tflops,
                               v1::HealthVerdict verdict = v1::HEALTH_VERDICT_PASSED) {
-  v1::HealthCheckResult r;
-  r.set_node_name(node);
-  r.set_kind(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
-  r.set_verdict(verdict);
-  r.set_compute_tflops(tflops);
-  return r;
+  return testing::Measured(node, tflops, /*step=*/0, verdict);
 }
 
 v1::HealthCheckResult Reduce(const std::string& node, const std::vector<std::string>& group,
@@ -205,8 +202,8 @@ TEST_CASE("all-reduce dispatches: one per member, the group's first node is the 
     known[n].set_name(n);
     known[n].set_address(std::string(n) + ".local");
   }
-  const auto d = AllReducePhase("sw-1", {{"a", "b"}}, known, RendezvousPorts{40000, 300, 0},
-                                "0123abcd", CanaryConfig{});
+  const auto d =
+      AllReducePhase("sw-1", {{"a", "b"}}, known, RendezvousPorts{40000, 300, 0}, CanaryConfig{});
   REQUIRE(d.size() == 2);
   CHECK(d[1].node == "b");
   CHECK(d[1].canary.rank() == 1);
@@ -214,8 +211,22 @@ TEST_CASE("all-reduce dispatches: one per member, the group's first node is the 
   CHECK(d[1].canary.master_port() == 40000);
   CHECK(d[1].canary.payload_bytes_size() == 4);  // 1 to 64 MiB on CPUs
   CHECK(d[1].canary.payload_bytes(3) == 64 << 20);
-  CHECK(d[0].canary.rendezvous_token() == "0123abcd");
-  CHECK(d[1].canary.rendezvous_token() == "0123abcd");
+  CHECK(d[0].canary.rendezvous_token().size() == 32);
+  CHECK(d[1].canary.rendezvous_token() == d[0].canary.rendezvous_token());
+}
+
+TEST_CASE("each all-reduce group rendezvous under a token of its own, new every stage") {
+  std::map<std::string, v1::Node> known;
+  for (const auto& n : {"a", "b", "c", "d"}) known[n].set_name(n);
+  const std::vector<std::vector<std::string>> groups = {{"a", "b"}, {"c", "d"}};
+  const auto first = AllReducePhase("sw-1", groups, known, RendezvousPorts{40000, 300, 0}, {});
+  REQUIRE(first.size() == 4);
+  // One group's member cannot join the other's rendezvous: it never learns its token.
+  CHECK(first[0].canary.rendezvous_token() == first[1].canary.rendezvous_token());
+  CHECK(first[2].canary.rendezvous_token() == first[3].canary.rendezvous_token());
+  CHECK(first[0].canary.rendezvous_token() != first[2].canary.rendezvous_token());
+  const auto again = AllReducePhase("sw-1", groups, known, RendezvousPorts{40000, 300, 0}, {});
+  CHECK(again[0].canary.rendezvous_token() != first[0].canary.rendezvous_token());
 }
 
 TEST_CASE("a stage's rendezvous ports stay in the range however many groups it has") {
@@ -230,14 +241,15 @@ TEST_CASE("a stage's rendezvous ports stay in the range however many groups it h
   }
 }
 
-TEST_CASE("a rendezvous token is 128 bits of the random source, in hex, new at every draw") {
-  SeededRandom random(7);
-  const std::string first = RendezvousToken(random), second = RendezvousToken(random);
-  CHECK(first.size() == 32);
-  CHECK(first.find_first_not_of("0123456789abcdef") == std::string::npos);
-  CHECK(first != second);
-  SeededRandom again(7);
-  CHECK(RendezvousToken(again) == first);  // drawn from the injected source, nothing else
+TEST_CASE("a rendezvous token is 128 bits in lowercase hex, new at every draw") {
+  std::set<std::string> drawn;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string token = RendezvousToken();
+    CHECK(token.size() == 32);
+    CHECK(token.find_first_not_of("0123456789abcdef") == std::string::npos);
+    drawn.insert(token);
+  }
+  CHECK(drawn.size() == 1000);
 }
 
 v1::Run RunWith(double mfu, int64_t reported_seconds, int resumption = 0) {

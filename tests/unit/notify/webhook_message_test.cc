@@ -95,5 +95,29 @@ TEST_CASE("a message that is not UTF-8 is sent with replacement characters, not 
   CHECK(nlohmann::json::parse(r.body).at("text") == "Run x failed: \xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
+TEST_CASE("chat text quoting a stranger can neither link nor mention anyone") {
+  v1::Subscription slack;
+  slack.set_format(v1::WEBHOOK_FORMAT_SLACK);
+  v1::Notification n = Failed();
+  // A rank's loss rollback reason, as it wrote it.
+  n.set_text(
+      "Run x: loss rollback: <!channel> see <https://evil.example|the fix> & @here @Everyone");
+  const WebhookRequest r = RenderWebhook(slack, "", n, absl::UnixEpoch());
+  const std::string zwsp = "\xE2\x80\x8B";
+  CHECK(nlohmann::json::parse(r.body).at("text") ==
+        "Run x: loss rollback: &lt;!channel&gt; see &lt;https://evil.example|the fix&gt; &amp; @" +
+            zwsp + "here @" + zwsp + "Everyone");
+  // Plain text and addresses are left as they are.
+  CHECK(ChatSafeText("Run gpt-1 failed: rank 3 exited with code 1") ==
+        "Run gpt-1 failed: rank 3 exited with code 1");
+  CHECK(ChatSafeText("mail ops@example.com") == "mail ops@example.com");
+  CHECK(ChatSafeText("@al") == "@al");
+  // The generic format carries the text as it is: its receiver is a program.
+  v1::Subscription generic;
+  generic.set_format(v1::WEBHOOK_FORMAT_GENERIC);
+  CHECK(nlohmann::json::parse(RenderWebhook(generic, "", n, absl::UnixEpoch()).body).at("text") ==
+        n.text());
+}
+
 }  // namespace
 }  // namespace tessera::notify

@@ -318,6 +318,7 @@ TEST_CASE("each running run has goodput and resumption gauges, dropped once it s
   REQUIRE(refreshed.ok());
   CHECK(*refreshed == 0);  // queued: no series yet
   CHECK_FALSE(MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()}));
+  CHECK_FALSE(MetricValue(f.registry, "tessera_cluster_goodput_ratio", {}));
 
   f.Start(0);
   f.clock->Advance(absl::Seconds(100));
@@ -334,6 +335,8 @@ TEST_CASE("each running run has goodput and resumption gauges, dropped once it s
   CHECK(*goodput == described.description().goodput());
   CHECK(*goodput > 0);
   CHECK(MetricValue(f.registry, "tessera_run_resumptions", {f.run.name()}) == 0);
+  // One running run: the cluster's ETTR is its goodput.
+  CHECK(MetricValue(f.registry, "tessera_cluster_goodput_ratio", {}) == *goodput);
 
   // A node failure, then the run resumes: one resumption.
   f.Record(f.run, 0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
@@ -350,6 +353,7 @@ TEST_CASE("each running run has goodput and resumption gauges, dropped once it s
   REQUIRE(f.manager.RefreshRunningRunMetrics().ok());
   CHECK_FALSE(MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()}));
   CHECK_FALSE(MetricValue(f.registry, "tessera_run_resumptions", {f.run.name()}));
+  CHECK_FALSE(MetricValue(f.registry, "tessera_cluster_goodput_ratio", {}));
 }
 
 }  // namespace

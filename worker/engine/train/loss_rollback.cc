@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -56,6 +58,29 @@ DataState LossRollback::SkipFrom(DataState state, const StreamingDataset& datase
 
 bool LossRollback::Skipped(const DataState& state) const {
   return std::find(skipped_.begin(), skipped_.end(), state) != skipped_.end();
+}
+
+int64_t DebugStep(const char* variable) {
+  const char* v = std::getenv(variable);
+  int64_t step = -1;
+  if (v != nullptr && absl::SimpleAtoi(v, &step)) return step;
+  return -1;
+}
+
+DebugBadBatches DebugBadBatches::FromEnvironment() {
+  return DebugBadBatches(DebugStep("TESSERA_DEBUG_NAN_AT_STEP"),
+                         DebugStep("TESSERA_DEBUG_SPIKE_AT_STEP"));
+}
+
+DebugBadBatches::DebugBadBatches(int64_t nan_step, int64_t spike_step)
+    : nan_step_(nan_step), spike_step_(spike_step) {}
+
+DebugBadBatches::Harm DebugBadBatches::HarmTo(int64_t step, const DataState& batch) {
+  if (!nan_batch_ && step == nan_step_) nan_batch_ = batch;
+  if (!spike_batch_ && step == spike_step_) spike_batch_ = batch;
+  if (nan_batch_ && *nan_batch_ == batch) return Harm::kNan;
+  if (spike_batch_ && *spike_batch_ == batch) return Harm::kSpike;
+  return Harm::kNone;
 }
 
 }  // namespace tessera::engine

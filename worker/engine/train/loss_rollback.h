@@ -4,7 +4,9 @@
 // skip. The trainer asks it whether a loss is bad and whether a rollback is allowed, and does the
 // rollback itself (it owns the checkpoints).
 
+#include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,5 +47,25 @@ class LossRollback {
   int count_ = 0;
   std::vector<DataState> skipped_;
 };
+
+// Test hooks that make a bad batch: the batch first trained as step TESSERA_DEBUG_NAN_AT_STEP
+// (or TESSERA_DEBUG_SPIKE_AT_STEP) has a NaN loss (or 100 times its loss) wherever it is trained
+// again, so that a test sees a rollback skip it.
+class DebugBadBatches {
+ public:
+  enum class Harm { kNone, kNan, kSpike };
+  static DebugBadBatches FromEnvironment();
+  DebugBadBatches(int64_t nan_step, int64_t spike_step);
+
+  // What to do to `batch`, trained as step `step` (counted from 1).
+  Harm HarmTo(int64_t step, const DataState& batch);
+
+ private:
+  int64_t nan_step_, spike_step_;  // -1: none
+  std::optional<DataState> nan_batch_, spike_batch_;
+};
+
+// A step number from a test hook's environment variable; -1 where it is not set.
+int64_t DebugStep(const char* variable);
 
 }  // namespace tessera::engine

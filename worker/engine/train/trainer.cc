@@ -10,7 +10,6 @@
 #include <limits>
 #include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -27,20 +26,10 @@ namespace {
 
 constexpr const char* kArrays[] = {"params", "exp_avg", "exp_avg_sq"};
 
-double UnixNow() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
-
 std::vector<int> Range(int first, int count, int stride) {
   std::vector<int> v;
   for (int i = 0; i < count; ++i) v.push_back(first + i * stride);
   return v;
-}
-
-// A step number from a test hook's environment variable; -1 where it is not set.
-int64_t DebugStep(const char* variable) {
-  const char* v = std::getenv(variable);
-  int64_t step = -1;
-  if (v != nullptr && absl::SimpleAtoi(v, &step)) return step;
-  return -1;
 }
 
 }  // namespace
@@ -145,8 +134,15 @@ absl::Status Trainer::Setup() {
                                               flat_->DecayShard(shard_index_));
   if (world_->backend() == "nccl") grad_shard_ = torch::zeros_like(flat_->ParamShard(0));
   progress_ = std::make_unique<progress::ProgressReporter>(ctx_.progress_file);
-  debug_nan_step_ = DebugStep("TESSERA_DEBUG_NAN_AT_STEP");
-  debug_spike_step_ = DebugStep("TESSERA_DEBUG_SPIKE_AT_STEP");
+  ReportShape shape;
+  shape.total_steps = total_steps_;
+  shape.tokens_per_step = config_.global_train_batch_size * seq_len_;
+  shape.log_interval = config_.log_interval;
+  shape.flops_per_token = flops_per_token_;
+  shape.peak_flops_per_rank = peak_flops_per_rank_;
+  shape.world_size = ctx_.world_size;
+  shape.logs = ctx_.rank == 0;
+  report_ = std::make_unique<ProgressReport>(progress_.get(), shape, UnixSecondsNow);
 
   if (!config_.save_folder.empty()) {
     SaveRole role;
@@ -291,6 +287,8 @@ absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
   // A resumption skips what the saving run skipped; a rollback (to an older step) keeps what
   // this run has skipped since.
   rollback_.Merge(manifest.loss_rollbacks, manifest.skipped_batches);
+  report_->SetResumedFrom(resumed_from_step_);
+  report_->SetLossRollbacks(rollback_.count());
   data_state_ = manifest.data;
   if (data_state_.sample_in_epoch + config_.global_train_batch_size > dataset_->samples()) {
     data_state_ = DataState{data_state_.epoch + 1, 0};  // a larger global batch than before
@@ -313,11 +311,13 @@ absl::Status Trainer::RollBack(const DataState& batch, double loss, const std::s
         absl::StrCat(why, " at step ", bad_step, ", and no checkpoint to roll back to"));
   }
   rollback_.RolledBack(batch);
-  last_rollback_.number = rollback_.count();
-  last_rollback_.max = rollback_.max();
-  last_rollback_.bad_step = bad_step;
-  last_rollback_.checkpoint_step = step_;
-  last_rollback_.reason = why;
+  progress::LossRollbackRecord told;
+  told.number = rollback_.count();
+  told.max = rollback_.max();
+  told.bad_step = bad_step;
+  told.checkpoint_step = step_;
+  told.reason = why;
+  report_->RolledBack(std::move(told));
   if (ctx_.rank == 0) {
     spdlog::warn(
         "loss rollback {} of {}: {} at step {}: back to step {}, skipping that step's batch "
@@ -325,9 +325,6 @@ absl::Status Trainer::RollBack(const DataState& batch, double loss, const std::s
         rollback_.count(), rollback_.max(), why, bad_step, step_, batch.epoch,
         batch.sample_in_epoch);
   }
-  // Every report from now on carries it (the run manager makes it a run event); the first is
-  // due at the next step.
-  last_report_time_ = 0;
   return absl::OkStatus();
 }
 
@@ -366,20 +363,17 @@ absl::StatusOr<StepResult> Trainer::Step() {
     (loss / denominator).backward();
     loss_sum += loss.detach().to(torch::kFloat64);
   }
-  // Test hooks: the batch first trained at step TESSERA_DEBUG_NAN_AT_STEP (or _SPIKE_AT_STEP)
-  // is a bad one wherever it is trained again: its loss and gradients NaN (or 100 times).
-  for (auto& [debug_step, batch] :
-       {std::pair<int64_t, std::optional<DataState>&>{debug_nan_step_, nan_batch_},
-        {debug_spike_step_, spike_batch_}}) {
-    if (!batch && step_ + 1 == debug_step) batch = data_state_;
-  }
-  if (nan_batch_ && *nan_batch_ == data_state_) {
-    loss_sum.fill_(std::numeric_limits<double>::quiet_NaN());
-    flat_->grads().fill_(std::numeric_limits<float>::quiet_NaN());
-  }
-  if (spike_batch_ && *spike_batch_ == data_state_) {
-    loss_sum.mul_(100);
-    flat_->grads().mul_(100);
+  switch (bad_batches_.HarmTo(step_ + 1, data_state_)) {  // test hooks
+    case DebugBadBatches::Harm::kNan:
+      loss_sum.fill_(std::numeric_limits<double>::quiet_NaN());
+      flat_->grads().fill_(std::numeric_limits<float>::quiet_NaN());
+      break;
+    case DebugBadBatches::Harm::kSpike:
+      loss_sum.mul_(100);
+      flat_->grads().mul_(100);
+      break;
+    case DebugBadBatches::Harm::kNone:
+      break;
   }
   const double compute_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
@@ -447,62 +441,20 @@ absl::Status Trainer::Save(bool background) {
   return saver_->Save(job, background && config_.save_in_background);
 }
 
-void Trainer::Report(const StepResult& result, double step_seconds) {
-  window_seconds_ += step_seconds;
-  window_compute_seconds_ += result.compute_seconds;
-  ++window_steps_;
-  window_tokens_ += config_.global_train_batch_size * seq_len_;
-  const double now = UnixNow();
-  const bool due =
-      step_ % config_.log_interval == 0 || step_ == total_steps_ || now - last_report_time_ >= 1.0;
-  if (!due) return;
-  progress::ProgressRecord r;
-  r.step = step_;
-  r.total_steps = total_steps_;
-  r.loss = result.loss;
-  r.learning_rate = result.learning_rate;
-  r.tokens_per_second = window_seconds_ > 0 ? window_tokens_ / window_seconds_ : 0;
-  r.mfu = Mfu(flops_per_token_, r.tokens_per_second, peak_flops_per_rank_, ctx_.world_size);
-  r.resumed_from_step = resumed_from_step_;
-  r.time = now;
-  r.compute_seconds = window_compute_seconds_ / static_cast<double>(window_steps_);
-  r.checkpoint_interval_steps = save_every_;
-  r.checkpoint_save_seconds = last_save_seconds_;
-  r.loss_rollbacks = rollback_.count();
-  r.last_rollback = last_rollback_;
-  progress_->Report(r);
-  if (ctx_.rank == 0 && (step_ % config_.log_interval == 0 || step_ == total_steps_)) {
-    spdlog::info("step {}/{}: loss {:.6f} lr {:.3e} grad_norm {:.4f} tokens/s {:.0f} MFU {:.2f}%",
-                 step_, total_steps_, result.loss, result.learning_rate, result.grad_norm,
-                 r.tokens_per_second, 100 * r.mfu);
-  }
-  last_report_time_ = now;
-  window_seconds_ = 0;
-  window_compute_seconds_ = 0;
-  window_steps_ = 0;
-  window_tokens_ = 0;
-}
-
 absl::Status Trainer::Run() {
   if (step_ >= total_steps_) {
     // Said to the worker too, so that the run shows where it stands and what it resumed from.
-    progress::ProgressRecord r;
-    r.step = step_;
-    r.total_steps = total_steps_;
-    r.resumed_from_step = resumed_from_step_;
-    r.time = UnixNow();
-    r.loss_rollbacks = rollback_.count();
-    progress_->Report(r);
+    report_->AlreadyDone(step_);
     if (ctx_.rank == 0)
       spdlog::info("already trained {} of {} steps: nothing to do", step_, total_steps_);
     return absl::OkStatus();
   }
   const int64_t save_every = config_.save_interval.Batches(dataset_->batches_per_epoch());
-  save_every_ = saver_ ? std::max<int64_t>(0, save_every) : 0;
+  report_->SetCheckpointInterval(saver_ ? std::max<int64_t>(0, save_every) : 0);
   // A test hook: stop (SIGSTOP) right after this step, once its save is durable, so that a test
   // can SIGKILL every rank at a known step.
   const int64_t stop_after = DebugStep("TESSERA_DEBUG_STOP_AFTER_STEP");
-  last_report_time_ = UnixNow();
+  report_->Start();
   while (step_ < total_steps_) {
     const auto start = std::chrono::steady_clock::now();
     data_state_ = rollback_.SkipFrom(data_state_, *dataset_);
@@ -515,12 +467,12 @@ absl::Status Trainer::Run() {
       continue;
     }
     rollback_.Record(result.loss);
-    Report(result, seconds);
+    report_->StepDone(step_, result, seconds);
     if (save_every > 0 && step_ % save_every == 0 && step_ < total_steps_) {
       const auto before = std::chrono::steady_clock::now();
       TESSERA_RETURN_IF_ERROR(Save(/*background=*/true));
-      last_save_seconds_ =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+      report_->Saved(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count());
     }
     if (step_ == stop_after) {
       if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());

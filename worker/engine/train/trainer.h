@@ -23,19 +23,13 @@
 #include "worker/engine/model/gpt.h"
 #include "worker/engine/train/flat_parameters.h"
 #include "worker/engine/train/loss_rollback.h"
+#include "worker/engine/train/progress_report.h"
 #include "worker/engine/train/rank_context.h"
 #include "worker/engine/train/sharded_adamw.h"
 #include "worker/engine/train/train_config.h"
 #include "worker/progress/progress_file.h"
 
 namespace tessera::engine {
-
-struct StepResult {
-  double loss = 0;  // mean over the global batch
-  double grad_norm = 0;
-  double learning_rate = 0;
-  double compute_seconds = 0;  // forward and backward on this rank
-};
 
 class Trainer {
  public:
@@ -71,7 +65,6 @@ class Trainer {
   // be skipped; an error (the bad loss named) where no rollback is allowed or possible.
   absl::Status RollBack(const DataState& batch, double loss, const std::string& why);
   void ReduceGradients();
-  void Report(const StepResult& result, double step_seconds);
 
   TrainConfig config_;
   RankContext ctx_;
@@ -88,17 +81,12 @@ class Trainer {
   std::unique_ptr<CommitChannel> commit_channel_;
   std::unique_ptr<CheckpointSaver> saver_;
   std::unique_ptr<progress::ProgressReporter> progress_;
+  std::unique_ptr<ProgressReport> report_;
   std::vector<int64_t> batch_buffer_;
 
   int64_t step_ = 0;
   LossRollback rollback_{config_.loss_rollback};
-  // The interval between saves in steps (0: none), and the newest save's blocking seconds.
-  int64_t save_every_ = 0;
-  double last_save_seconds_ = 0;
-  // The newest rollback this process made, told to the worker with every report after it.
-  progress::LossRollbackRecord last_rollback_;
-  int64_t debug_nan_step_ = -1, debug_spike_step_ = -1;  // test hooks: bad batches
-  std::optional<DataState> nan_batch_, spike_batch_;
+  DebugBadBatches bad_batches_ = DebugBadBatches::FromEnvironment();
   int64_t total_steps_ = 0;
   int64_t resumed_from_step_ = 0;
   int64_t tokens_seen_ = 0;
@@ -107,12 +95,6 @@ class Trainer {
   int64_t seq_len_ = 0;
   double flops_per_token_ = 0;
   double peak_flops_per_rank_ = 0;
-  // For tokens/s over the steps since the last report.
-  double window_seconds_ = 0;
-  double window_compute_seconds_ = 0;
-  int64_t window_steps_ = 0;
-  int64_t window_tokens_ = 0;
-  double last_report_time_ = 0;
 };
 
 }  // namespace tessera::engine
