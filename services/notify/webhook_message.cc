@@ -72,9 +72,14 @@ std::string ChatSafeText(const std::string& text) {
       out += c;
     }
     if (c != '@') continue;
-    const std::string rest = absl::AsciiStrToLower(text.substr(i + 1, 8));
+    const std::string rest = absl::AsciiStrToLower(text.substr(i + 1, 9));
     for (const std::string_view word : kEveryone) {
-      if (rest.rfind(word, 0) == 0) {
+      // The word alone ("@here", "@here:"), not the start of a name ("@allison").
+      const bool alone = rest.size() == word.size() ||
+                         (rest.size() > word.size() &&
+                          !absl::ascii_isalnum(static_cast<unsigned char>(rest[word.size()])) &&
+                          rest[word.size()] != '_');
+      if (rest.rfind(word, 0) == 0 && alone) {
         out += "\xE2\x80\x8B";  // U+200B, zero-width space
         break;
       }

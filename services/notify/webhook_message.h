@@ -46,7 +46,8 @@ std::string WebhookSignature(const std::string& secret, const std::string& times
 // rank's loss rollback reason, an exit message, a run's name), and Slack reads <...> as a link or
 // a mention (<!channel>, <@U123>, <https://x|click here>) and Mattermost and Discord read
 // @channel, @here, @all and @everyone as mentions of everyone. &, < and > become Slack's escapes
-// (&amp; &lt; &gt;), and a zero-width space after such an @ keeps it from mentioning anyone.
+// (&amp; &lt; &gt;), and a zero-width space after such an @ keeps it from mentioning everyone
+// (an @name of one person is left as it is: it pings that person only, as the text says).
 std::string ChatSafeText(const std::string& text);
 
 // "RUN_FAILED" for NOTIFICATION_EVENT_RUN_FAILED.

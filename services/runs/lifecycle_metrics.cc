@@ -38,7 +38,11 @@ LifecycleMetrics::LifecycleMetrics(metrics::Registry& r)
           "tessera_cluster_goodput_ratio",
           "The running runs' goodput weighted by their GPUs: the cluster's effective training "
           "time ratio (ETTR). Absent while no run is running.",
-          {}))) {}
+          {}))) {
+  // A family without labels starts with its one series at 0: absent until a refresh measures
+  // it, so that no alert reads "the cluster trains nothing" from a run manager just started.
+  SetClusterGoodput(std::nullopt);
+}
 
 void LifecycleMetrics::SetRunningRuns(const std::map<std::string, RunningRun>& by_name) {
   // Dropped first: nobody keeps a reference to these series.

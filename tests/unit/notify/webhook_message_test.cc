@@ -95,7 +95,7 @@ TEST_CASE("a message that is not UTF-8 is sent with replacement characters, not 
   CHECK(nlohmann::json::parse(r.body).at("text") == "Run x failed: \xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
-TEST_CASE("chat text quoting a stranger can neither link nor mention anyone") {
+TEST_CASE("chat text quoting a stranger can neither link nor mention everyone") {
   v1::Subscription slack;
   slack.set_format(v1::WEBHOOK_FORMAT_SLACK);
   v1::Notification n = Failed();
@@ -112,6 +112,9 @@ TEST_CASE("chat text quoting a stranger can neither link nor mention anyone") {
         "Run gpt-1 failed: rank 3 exited with code 1");
   CHECK(ChatSafeText("mail ops@example.com") == "mail ops@example.com");
   CHECK(ChatSafeText("@al") == "@al");
+  CHECK(ChatSafeText("ask @allison or @channels_bot") == "ask @allison or @channels_bot");
+  CHECK(ChatSafeText("@here: the loss is nan") == "@" + zwsp + "here: the loss is nan");
+  CHECK(ChatSafeText("@ALL") == "@" + zwsp + "ALL");
   // The generic format carries the text as it is: its receiver is a program.
   v1::Subscription generic;
   generic.set_format(v1::WEBHOOK_FORMAT_GENERIC);

@@ -314,6 +314,7 @@ TEST_CASE("recoveries are counted by cause with their duration and ended runs by
 TEST_CASE("each running run has goodput and resumption gauges, dropped once it stops running") {
   using tessera::testing::MetricValue;
   MetricsFixture f;
+  CHECK_FALSE(MetricValue(f.registry, "tessera_cluster_goodput_ratio", {}));  // not measured yet
   auto refreshed = f.manager.RefreshRunningRunMetrics();
   REQUIRE(refreshed.ok());
   CHECK(*refreshed == 0);  // queued: no series yet
