@@ -108,14 +108,15 @@ absl::Status Trainer::Setup() {
 
   // Peak FLOP/s for MFU, before the model seeds the generator.
   flops_per_token_ = TrainingFlopsPerToken(config_.model, seq_len_);
+  double peak_flops_per_rank = 0;  // 0: unknown, no MFU
   if (device_.is_cuda()) {
     // The device name comes from the worker's NVML view when LibTorch cannot say.
     const char* name = std::getenv("TESSERA_GPU_NAME");
-    peak_flops_per_rank_ = GpuPeakFlops(name != nullptr ? name : "").value_or(0);
+    peak_flops_per_rank = GpuPeakFlops(name != nullptr ? name : "").value_or(0);
   } else {
     auto peak = CpuNodePeakFlops(DefaultPeakCachePath());
     if (peak.ok()) {
-      peak_flops_per_rank_ = *peak / ctx_.local_world_size;
+      peak_flops_per_rank = *peak / ctx_.local_world_size;
     } else {
       spdlog::warn("no CPU peak for MFU: {}", peak.status().ToString());
     }
@@ -139,7 +140,7 @@ absl::Status Trainer::Setup() {
   shape.tokens_per_step = config_.global_train_batch_size * seq_len_;
   shape.log_interval = config_.log_interval;
   shape.flops_per_token = flops_per_token_;
-  shape.peak_flops_per_rank = peak_flops_per_rank_;
+  shape.peak_flops_per_rank = peak_flops_per_rank;
   shape.world_size = ctx_.world_size;
   shape.logs = ctx_.rank == 0;
   report_ = std::make_unique<ProgressReport>(progress_.get(), shape, UnixSecondsNow);

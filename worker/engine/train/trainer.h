@@ -94,7 +94,6 @@ class Trainer {
   DataState data_state_;
   int64_t seq_len_ = 0;
   double flops_per_token_ = 0;
-  double peak_flops_per_rank_ = 0;
 };
 
 }  // namespace tessera::engine
