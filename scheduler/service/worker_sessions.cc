@@ -278,7 +278,8 @@ void WorkerSessions::ReconcileFromHeartbeat(const std::string& node, const v1::H
       if (seen->started) continue;
       update.set_phase(v1::ATTEMPT_PHASE_STARTED);
     } else if (local.exited_ranks_size() > 0) {
-      if (seen->finished) continue;
+      // Its FINISHED is on its way once the ranks' last lines are shipped: not missed.
+      if (seen->finished || local.logs_pending()) continue;
       update.set_phase(v1::ATTEMPT_PHASE_FINISHED);
       *update.mutable_rank_exits() = local.exited_ranks();
       update.set_detail("recovered from a heartbeat");

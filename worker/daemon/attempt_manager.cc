@@ -209,6 +209,7 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
   }
   for (auto& spec : *specs) {
     spec.identity = identity;
+    spec.nice = options_.rank_nice;
     if (identity) {
       spec.env.emplace("HOME", a.paths.work_dir);
       spec.env.emplace("USER", identity->name);
@@ -339,7 +340,8 @@ void AttemptManager::Poll() {
     for (auto it = attempts_.begin(); it != attempts_.end();) {
       Attempt& a = it->second;
       if (a.ended_at) {
-        if (now - *a.ended_at > options_.keep_ended) {
+        ReleaseFinish(a, now);
+        if (!a.held_finish && now - *a.ended_at > options_.keep_ended) {
           it = attempts_.erase(it);
           continue;
         }
@@ -374,7 +376,13 @@ void AttemptManager::Poll() {
         u.set_run_id(a.start.run_id());
         u.set_resumption_index(a.start.resumption_index());
         u.set_phase(all_exited ? v1::ATTEMPT_PHASE_FINISHED : v1::ATTEMPT_PHASE_RANK_EXITED);
-        Queue(std::move(u));
+        // The ranks' last lines are still on their way (on_rank_done_ below marks their files
+        // complete): FINISHED waits for them in the next polls.
+        if (all_exited && options_.output_shipped) {
+          a.held_finish = std::move(u);
+        } else {
+          Queue(std::move(u));
+        }
       }
       if (all_exited) {
         a.ended_at = now;
@@ -404,6 +412,26 @@ void AttemptManager::Poll() {
   for (const auto& [port, owner] : walled) options_.walls->ReleasePort(port, owner);
 }
 
+void AttemptManager::ReleaseFinish(Attempt& a, absl::Time now) {
+  if (!a.held_finish) return;
+  bool shipped = true;
+  for (const auto& p : a.procs) {
+    for (const int rank : RanksOf(a, p->rank())) {
+      shipped = shipped && options_.output_shipped(OutputOf(a, rank));
+    }
+  }
+  const absl::Duration waited = now - *a.ended_at;
+  if (!shipped && waited < options_.finish_waits_for_logs) return;
+  if (!shipped) {
+    spdlog::warn(
+        "run {} attempt {}: reported finished with part of its output not yet in the log "
+        "service after {} (the shipper goes on sending it)",
+        a.start.run_id(), a.start.resumption_index(), absl::FormatDuration(waited));
+  }
+  Queue(*std::move(a.held_finish));
+  a.held_finish.reset();
+}
+
 std::vector<v1::AttemptUpdate> AttemptManager::TakeUpdates() {
   absl::MutexLock lock(&mu_);
   std::vector<v1::AttemptUpdate> out;
@@ -431,6 +459,7 @@ std::vector<v1::LocalAttempt> AttemptManager::LocalAttempts() {
     l.set_resumption_index(key.second);
     l.set_lost(a.lost);
     l.set_preparing(a.preparing);
+    l.set_logs_pending(a.held_finish.has_value());
     for (const auto& p : a.procs) {
       if (!p->exit()) l.add_running_ranks(p->rank());
     }

@@ -60,6 +60,16 @@ struct AttemptManagerOptions {
   // control stream's thread; an attempt whose checks fail does not start and reports them all.
   // Null: none.
   std::function<std::vector<v1::PreflightCheck>(const v1::StartAttempt&)> preflight;
+  // Whether all of a rank's output is in the log service (LogShipper::Shipped). An attempt's
+  // FINISHED waits for it, so that when the control plane learns the attempt ended (and
+  // `mcli logs -f` stops following) its logs are complete. Null: FINISHED goes at once.
+  std::function<bool(const RankOutput&)> output_shipped;
+  // The nice value of every rank (tessera-worker --rank-nice): where the CPUs are all busy, the
+  // worker (heartbeats, log shipping, probes) runs before the ranks.
+  int rank_nice = 0;
+  // How long FINISHED waits for the output at most: the log service may be away, and the
+  // attempt's end (a resumption, the run's status) must not wait on it for longer.
+  absl::Duration finish_waits_for_logs = absl::Seconds(5);
 };
 
 class AttemptManager {
@@ -118,6 +128,9 @@ class AttemptManager {
     bool cancelled = false;    // stopped (or fenced) while preparing: never launched
     std::string image_digest;  // in use while the attempt runs
     std::optional<absl::Time> ended_at;
+    // Every rank has exited; this FINISHED waits until their output is shipped (or for
+    // finish_waits_for_logs from ended_at).
+    std::optional<v1::AttemptUpdate> held_finish;
     std::optional<uid_t> rendezvous_owner;  // its rendezvous port is walled for others' ranks
   };
   using Key = std::pair<std::string, int>;
@@ -128,6 +141,8 @@ class AttemptManager {
   // launcher.
   static std::vector<int> RanksOf(const Attempt& a, int process_rank);
   void Queue(v1::AttemptUpdate u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues an ended attempt's held FINISHED once its output is shipped or the wait is over.
+  void ReleaseFinish(Attempt& a, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pulls the attempt's image (on a thread of its own), then launches it.
   void Prepare(const v1::StartAttempt& start);
   // Starts the ranks in `root` (the host's or an image's).

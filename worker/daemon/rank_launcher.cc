@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,7 +84,7 @@ absl::StatusOr<int> CopyDescriptor(int fd, const char* what) {
 // ones above stderr that survive the exec.
 [[noreturn]] void ExecChild(const char* dir, int out_fd, int err_fd, int in_fd, int pipe_fd,
                             const RankIdentity* identity, const char* program, char* const argv[],
-                            char* const envp[], bool sandboxed, const int* cgroup_fds,
+                            char* const envp[], bool sandboxed, int nice, const int* cgroup_fds,
                             size_t cgroup_count, const int* passed_fds, size_t passed_count) {
   auto fail = [pipe_fd](ChildStage stage) {
     ChildError e{stage, errno};
@@ -120,6 +121,11 @@ absl::StatusOr<int> CopyDescriptor(int fd, const char* what) {
     (void)unused;
     ::close(oom);
   }
+  // Where every core is busy, the node's own daemons run first: a rank (or its data loaders)
+  // saturating the CPUs must not delay the worker's heartbeats until its lease lapses and its
+  // ranks are fenced. Raising one's own nice value cannot be refused, and a rank cannot lower
+  // it again (RLIMIT_NICE).
+  if (nice > 0) (void)::setpriority(PRIO_PROCESS, 0, nice);
   // Groups first, then the gid, then the uid: after setuid nothing else may be changed.
   if (identity != nullptr) {
     const gid_t gid = identity->gid;
@@ -304,7 +310,7 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
   const pid_t pid = ForkOwnedChild([&] {
     ExecChild(dir_c, out_fd.get(), err_fd.get(), in_fd.get(), pipe_write.get(),
               spec.identity ? &*spec.identity : nullptr, program.c_str(), argv.data(), envp.data(),
-              !spec.sandbox_program.empty(), cgroup_fds.data(), cgroup_fds.size(),
+              !spec.sandbox_program.empty(), spec.nice, cgroup_fds.data(), cgroup_fds.size(),
               passed_fds.data(), passed_fds.size());
   });
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", ErrnoText(errno)));

@@ -59,6 +59,8 @@ struct RankSpec {
   std::string sandbox_seccomp;
   // cgroup.procs files the rank joins (writing "0") before it drops its privileges.
   std::vector<std::string> cgroup_procs;
+  // The nice value the rank runs at (0-19; 0: the worker's own): the node's daemons first.
+  int nice = 0;
 };
 
 // How a rank process ended: either it exited (signal == 0, exit_code its status) or a signal

@@ -252,7 +252,10 @@ absl::Status WorkerDaemon::StartRanks(const GpuInventory& inventory,
           .walls = walls_,
           .per_user_uids = o.per_user_uids,
           .shared_dir = o.shared_dir,
-          .preflight = [checker](const v1::StartAttempt& s) { return checker->Run(s); }},
+          .preflight = [checker](const v1::StartAttempt& s) { return checker->Run(s); },
+          .output_shipped = [shipper](const RankOutput& out) { return shipper->Shipped(out); },
+          .rank_nice = o.rank_nice,
+          .finish_waits_for_logs = o.finish_log_wait},
       clock_, [shipper](const RankOutput& out) { shipper->Watch(out); },
       [shipper, progress](const RankOutput& out) {
         shipper->RankDone(out);

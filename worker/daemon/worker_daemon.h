@@ -53,6 +53,11 @@ struct WorkerOptions {
   // The canary program the health API's checks run.
   std::string canary_binary = "tessera-canary";
   absl::Duration fence_margin = absl::Milliseconds(500);
+  // Ranks run at this nice value (AttemptManagerOptions::rank_nice).
+  int rank_nice = 10;
+  // An attempt's FINISHED waits this long at most for its ranks' last lines to be shipped
+  // (AttemptManagerOptions::finish_waits_for_logs).
+  absl::Duration finish_log_wait = absl::Seconds(5);
   bool fence_watchdog = true;
   std::string metrics_listen;  // host:port; empty: none
   // Walls around the ranks' network traffic (network_walls.h): "auto" (where the node can),

@@ -144,6 +144,16 @@ void AddWorkerFlags(CLI::App& app, WorkerFlags& f) {
                  "kill ranks this long before an unrenewed lease ends")
       ->capture_default_str()
       ->check(CLI::Range(50, 60000));
+  app.add_option("--rank-nice", o.rank_nice,
+                 "the nice value ranks run at: where every core is busy, the worker's heartbeats "
+                 "and log shipping run first (0: the worker's own priority)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 19));
+  app.add_option("--finish-log-wait-ms", f.finish_log_wait_ms,
+                 "an attempt's end is reported once its ranks' last lines are in the log "
+                 "service, or after this long at most")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 60000));
   app.add_flag("!--no-fence-watchdog", o.fence_watchdog,
                "do not start the separate fencing process");
   app.add_option("--metrics-listen", o.metrics_listen, "host:port for /metrics (empty: none)");
@@ -188,6 +198,7 @@ absl::Status ApplyNodeFlags(const WorkerFlags& f, WorkerOptions& o) {
     o.walled.push_back(*d);
   }
   o.fence_margin = absl::Milliseconds(f.fence_margin_ms);
+  o.finish_log_wait = absl::Milliseconds(f.finish_log_wait_ms);
   auto disk = ParseByteSize(f.min_free_disk);
   if (!disk.ok()) {
     return absl::InvalidArgumentError(

@@ -29,6 +29,7 @@ struct WorkerFlags {
   std::vector<std::string> rank_env;  // KEY=VALUE
   std::vector<std::string> network_walls;
   int fence_margin_ms = 500;
+  int finish_log_wait_ms = 5000;
   int procs_per_node = 0;
   double keep_finished_hours = 24;
   std::string min_free_disk = "1GiB";

@@ -316,6 +316,12 @@ void LogShipper::Loop() {
   }
 }
 
+bool LogShipper::Shipped(const RankOutput& out) {
+  absl::MutexLock lock(&mu_);
+  // A file leaves files_ only once it is final and acknowledged to its end (NextBatch).
+  return !files_.count(out.stdout_path) && !files_.count(out.stderr_path);
+}
+
 LogShipperStats LogShipper::stats() {
   absl::MutexLock lock(&mu_);
   LogShipperStats s = stats_;

@@ -76,6 +76,9 @@ class LogShipper {
   LogShipperStats stats();
   // True when every tracked line has been acknowledged.
   bool Drained();
+  // True when the rank's files are complete and every line of them has been acknowledged (or
+  // they were never this shipper's to send): its output is all in the log service.
+  bool Shipped(const RankOutput& output);
 
  private:
   // Whether the stream loop has anything to do: a file to follow, a batch to be acknowledged,

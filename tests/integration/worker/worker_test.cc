@@ -28,8 +28,8 @@ std::optional<int64_t> WaitForGroupDeath(pid_t pgid, absl::Duration timeout) {
   return std::nullopt;
 }
 
-// The run's stored lines for `rank` once at least `want` have arrived (the last ones are shipped
-// just after the run ends).
+// The run's stored lines for `rank` once at least `want` have arrived (a test whose log service
+// is away at the end gets them when it is back).
 std::vector<v1::LogLine> WaitForLogs(LocalCluster& c, const std::string& run, int rank, size_t want,
                                      const std::string& endpoint = "") {
   std::vector<v1::LogLine> lines;
@@ -352,6 +352,32 @@ TEST_CASE("a failing rank fails the run with its exit code, and the other ranks 
 
 namespace tessera::testing {
 namespace {
+
+TEST_CASE("a run seen to end has its logs complete: its ranks' last lines are stored before",
+          "[worker]") {
+  LocalCluster c;
+  c.StartWorker("node-a", 2);
+  // A burst at the very end, as a crash's traceback or a final report comes.
+  const int burst = 20000;
+  v1::Run run =
+      c.Submit("last-words", absl::StrCat("seq 1 ", burst, "; echo \"bye $RANK\" >&2"), 2, 1);
+  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_COMPLETED, absl::Seconds(60));
+  // Read once, at once: nothing is still on its way.
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank);
+    const auto lines = c.Logs(run.name(), rank);
+    REQUIRE(lines.size() == static_cast<size_t>(burst + 1));
+    int stdout_lines = 0;
+    for (const auto& l : lines) {
+      if (l.stream() == v1::LOG_STREAM_STDERR) {
+        CHECK(l.text() == absl::StrCat("bye ", rank));
+      } else {
+        CHECK(l.text() == std::to_string(++stdout_lines));
+      }
+    }
+    CHECK(stdout_lines == burst);
+  }
+}
 
 TEST_CASE("a log service killed and restarted during a run loses no line and stores none twice",
           "[worker]") {

@@ -69,6 +69,26 @@ TEST_CASE("after a scheduler restart, heartbeats recover the started and finishe
   CHECK(f.Get(run).status() == v1::RUN_STATUS_COMPLETED);
 }
 
+TEST_CASE("exited ranks whose last lines are still being shipped are not taken for a missed end") {
+  Fixture f;
+  f.Register("n1");
+  v1::Run run = f.Submit(8, false);
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  REQUIRE(f.Get(run).status() == v1::RUN_STATUS_STARTING);
+  REQUIRE(f.core->sessions->Heartbeat("n1", f.Beat(run, /*running=*/true)).ok());
+  REQUIRE(f.Get(run).status() == v1::RUN_STATUS_RUNNING);
+  // The worker holds FINISHED until the log service has the ranks' output: the run is not
+  // over yet for anyone (a follower of its logs would stop too soon).
+  v1::Heartbeat shipping = f.Beat(run, /*running=*/false, 0);
+  shipping.mutable_attempts(0)->set_logs_pending(true);
+  REQUIRE(f.core->sessions->Heartbeat("n1", shipping).ok());
+  CHECK(f.Get(run).status() == v1::RUN_STATUS_RUNNING);
+  // Shipped: the next heartbeat recovers the end if its FINISHED was missed.
+  REQUIRE(f.core->sessions->Heartbeat("n1", f.Beat(run, /*running=*/false, 0)).ok());
+  CHECK(f.Get(run).status() == v1::RUN_STATUS_COMPLETED);
+}
+
 TEST_CASE("re-registration keeps what operators decided and counts incarnations") {
   Fixture f;
   f.Register("n1");

@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "tests/support/metric_values.h"
@@ -183,6 +185,98 @@ TEST_CASE("a newer attempt of a run kills what is left of an older one on the no
     if (a.resumption_index() == 0) CHECK(a.running_ranks_size() == 0);
     if (a.resumption_index() == 1) CHECK(a.running_ranks_size() == 2);
   }
+}
+
+// An attempt's FINISHED waits for its ranks' output to reach the log service, within a bound.
+struct ShippingFixture {
+  testing::TempDir tmp{"attempt_manager_shipping_test"};
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  std::atomic<bool> shipped{false};
+  std::vector<RankOutput> asked;  // the outputs whose shipping was asked about
+  std::unique_ptr<AttemptManager> manager;
+  ShippingFixture() {
+    AttemptManagerOptions options;
+    options.state_dir = tmp.path;
+    options.node_name = "n1";
+    options.output_shipped = [this](const RankOutput& o) {
+      asked.push_back(o);
+      return shipped.load();
+    };
+    options.finish_waits_for_logs = absl::Seconds(5);
+    manager = std::make_unique<AttemptManager>(
+        options, clock, [](const RankOutput&) {}, [](const RankOutput&) {});
+  }
+  // Polls (on real time: the ranks are real processes) until every rank has exited; returns the
+  // updates seen meanwhile.
+  std::vector<v1::AttemptUpdate> PollUntilExited() {
+    std::vector<v1::AttemptUpdate> seen;
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (absl::Now() < deadline) {
+      manager->Poll();
+      for (auto& u : manager->TakeUpdates()) seen.push_back(u);
+      auto local = manager->LocalAttempts();
+      if (local.size() == 1 && local[0].running_ranks_size() == 0 &&
+          local[0].exited_ranks_size() == 2) {
+        return seen;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL("the ranks did not exit");
+    return seen;
+  }
+  static bool Finished(const std::vector<v1::AttemptUpdate>& updates) {
+    for (const auto& u : updates) {
+      if (u.phase() == v1::ATTEMPT_PHASE_FINISHED) return true;
+    }
+    return false;
+  }
+};
+
+TEST_CASE("an attempt is reported finished once its ranks' output is shipped, not before") {
+  ShippingFixture f;
+  REQUIRE(f.manager->Start(Start("echo \"last words of $RANK\"; exit $RANK")).ok());
+  auto updates = f.PollUntilExited();
+  f.manager->Poll();
+  for (auto& u : f.manager->TakeUpdates()) updates.push_back(u);
+  CHECK_FALSE(ShippingFixture::Finished(updates));
+  // Heartbeats say why the end is not reported yet: the scheduler must not take it as missed.
+  auto local = f.manager->LocalAttempts();
+  REQUIRE(local.size() == 1);
+  CHECK(local[0].logs_pending());
+  // Both ranks' files were asked about.
+  std::set<int> ranks;
+  for (const auto& o : f.asked) ranks.insert(o.rank);
+  CHECK(ranks == std::set<int>{0, 1});
+
+  f.shipped = true;
+  f.manager->Poll();
+  updates = f.manager->TakeUpdates();
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0].phase() == v1::ATTEMPT_PHASE_FINISHED);
+  std::map<int, int> codes;
+  for (const auto& e : updates[0].rank_exits()) codes[e.rank()] = e.exit_code();
+  CHECK(codes == std::map<int, int>{{0, 0}, {1, 1}});
+  CHECK_FALSE(f.manager->LocalAttempts()[0].logs_pending());
+  // Reported once.
+  f.manager->Poll();
+  CHECK(f.manager->TakeUpdates().empty());
+}
+
+TEST_CASE("an attempt whose output cannot be shipped is reported finished after the wait") {
+  ShippingFixture f;  // the log service never takes the lines
+  REQUIRE(f.manager->Start(Start("echo unshipped")).ok());
+  auto updates = f.PollUntilExited();
+  f.clock->Advance(absl::Seconds(5) - absl::Milliseconds(1));
+  f.manager->Poll();
+  for (auto& u : f.manager->TakeUpdates()) updates.push_back(u);
+  CHECK_FALSE(ShippingFixture::Finished(updates));
+  f.clock->Advance(absl::Milliseconds(1));
+  f.manager->Poll();
+  updates = f.manager->TakeUpdates();
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0].phase() == v1::ATTEMPT_PHASE_FINISHED);
+  CHECK(updates[0].rank_exits_size() == 2);
+  CHECK_FALSE(f.manager->LocalAttempts()[0].logs_pending());
 }
 
 }  // namespace

@@ -268,5 +268,37 @@ TEST_CASE("a fully shipped rank's files are dropped and not picked up again") {
   CHECK(shipper->stats().files_tracked == 0);
 }
 
+TEST_CASE("a rank's output is shipped only once its files are complete and all acknowledged") {
+  Folder folder;
+  auto first = std::make_unique<Server>();
+  const int port = first->port;
+  auto shipper = Shipper(port);
+  shipper->Watch(folder.Rank(0));
+  shipper->Watch(folder.Rank(1));
+  shipper->Start();
+  Append(folder.Rank(0).stdout_path, 0, 300);
+  REQUIRE(WaitFor([&] { return first->Count() == 300 && shipper->Drained(); }));
+  // Every line so far is in, but the rank may still print: not shipped.
+  CHECK_FALSE(shipper->Shipped(folder.Rank(0)));
+  // Its last line has no newline; it goes once the rank is done.
+  std::ofstream(folder.Rank(0).stderr_path) << "last words";
+  {
+    absl::MutexLock lock(&first->service.mu);
+    first->service.drop_acks = true;  // the service dies before it acknowledges it
+  }
+  shipper->RankDone(folder.Rank(0));
+  REQUIRE(WaitFor([&] { return first->Count() == 301; }));
+  CHECK_FALSE(shipper->Shipped(folder.Rank(0)));
+  // The unacknowledged line goes again to the service that replaces it, which acknowledges it.
+  first.reset();
+  Server second(port);
+  REQUIRE(WaitFor([&] { return shipper->Shipped(folder.Rank(0)); }, absl::Seconds(15)));
+  CHECK(second.Count() == 1);  // only what was never acknowledged
+  // Rank 1 printed nothing and still runs.
+  CHECK_FALSE(shipper->Shipped(folder.Rank(1)));
+  shipper->RankDone(folder.Rank(1));
+  REQUIRE(WaitFor([&] { return shipper->Shipped(folder.Rank(1)); }));
+}
+
 }  // namespace
 }  // namespace tessera::worker

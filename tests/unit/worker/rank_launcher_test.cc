@@ -2,10 +2,12 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdlib>
@@ -126,6 +128,21 @@ TEST_CASE("a rank leads a session of its own: its own process group, no controll
   REQUIRE((*p)->WaitFor(absl::Seconds(5)).ok());
   const std::string pid = std::to_string((*p)->pid());
   CHECK(ReadFile(tmp.path / "work" / "stdout.log") == pid + " " + pid + " " + pid + " 0\n");
+}
+
+TEST_CASE("a rank runs at its nice value, below the worker's priority") {
+  TempDir tmp;
+  errno = 0;
+  const int own = ::getpriority(PRIO_PROCESS, 0);
+  REQUIRE(errno == 0);
+  RankSpec spec = Spec(tmp, "nice");  // coreutils' nice prints the niceness it runs at
+  spec.nice = std::min(19, own + 5);
+  auto p = RankProcess::Start(spec);
+  REQUIRE(p.ok());
+  REQUIRE((*p)->WaitFor(absl::Seconds(5)).ok());
+  CHECK(ReadFile(tmp.path / "work" / "stdout.log") == std::to_string(spec.nice) + "\n");
+  // The worker itself is untouched.
+  CHECK(::getpriority(PRIO_PROCESS, 0) == own);
 }
 
 TEST_CASE("a rank given descriptors reads its stdin and writes its stdout through them") {

@@ -33,8 +33,14 @@ TEST_CASE("the worker's flags land where the daemon reads them") {
   CHECK(f.procs_per_node == 4);
   CHECK(f.min_shm == "128MiB");
   CHECK(f.fence_margin_ms == 500);
+  CHECK(f.finish_log_wait_ms == 5000);
+  CHECK(f.options.rank_nice == 10);
   CHECK_THROWS_AS(Parse({"--node-name", "n1"}), CLI::RequiredError);  // no scheduler
   CHECK_THROWS_AS(Parse({"--scheduler-endpoint", "x:1", "--simulate-gpus", "65"}),
+                  CLI::ValidationError);
+  CHECK_THROWS_AS(Parse({"--scheduler-endpoint", "x:1", "--finish-log-wait-ms", "-1"}),
+                  CLI::ValidationError);
+  CHECK_THROWS_AS(Parse({"--scheduler-endpoint", "x:1", "--rank-nice", "20"}),
                   CLI::ValidationError);
 }
 
