@@ -7,6 +7,15 @@ if(CCACHE_PROGRAM)
   message(STATUS "ccache: ${CCACHE_PROGRAM}")
 endif()
 
+# Linking: LLVM's lld links tessera-server in about 5 s where GNU ld takes 26 s (2 cores), and
+# links are about half of a build whose objects come from the compiler cache. The link flag is
+# not a compile flag, so switching linkers keeps every cached object. GNU ld where lld is absent.
+find_program(TESSERA_LLD ld.lld)
+if(TESSERA_LLD AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  add_link_options(-fuse-ld=lld)
+  message(STATUS "linker: lld (${TESSERA_LLD})")
+endif()
+
 # Disk: the build's debug information is most of its size (about 12 GB of binaries and archives
 # uncompressed, where a CI machine may have little room). The linker compresses it in every binary
 # (gdb reads it as before), and archives are thin: they name their object files instead of

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git clang clang-format libclang-rt-14-dev
+  build-essential cmake ninja-build ccache pkg-config git clang clang-format libclang-rt-14-dev lld
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libpqxx-dev libpq-dev libboost-dev libboost-system-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev catch2 libssl-dev
