@@ -24,7 +24,8 @@ AttemptManager::AttemptManager(AttemptManagerOptions options, std::shared_ptr<Cl
       on_output_(std::move(on_output)),
       on_rank_done_(std::move(on_rank_done)),
       on_started_(std::move(on_started)),
-      records_(options_.state_dir) {}
+      records_(options_.state_dir),
+      finish_gate_(options_.output_shipped, options_.finish_waits_for_logs) {}
 
 AttemptManager::~AttemptManager() {
   std::vector<RankProcess*> running;
@@ -337,11 +338,12 @@ void AttemptManager::Poll() {
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
+    for (auto& finished : finish_gate_.Release(now)) Queue(std::move(finished));
     for (auto it = attempts_.begin(); it != attempts_.end();) {
       Attempt& a = it->second;
       if (a.ended_at) {
-        ReleaseFinish(a, now);
-        if (!a.held_finish && now - *a.ended_at > options_.keep_ended) {
+        if (!finish_gate_.Holds(it->first.first, it->first.second) &&
+            now - *a.ended_at > options_.keep_ended) {
           it = attempts_.erase(it);
           continue;
         }
@@ -378,8 +380,12 @@ void AttemptManager::Poll() {
         u.set_phase(all_exited ? v1::ATTEMPT_PHASE_FINISHED : v1::ATTEMPT_PHASE_RANK_EXITED);
         // The ranks' last lines are still on their way (on_rank_done_ below marks their files
         // complete): FINISHED waits for them in the next polls.
-        if (all_exited && options_.output_shipped) {
-          a.held_finish = std::move(u);
+        if (all_exited && finish_gate_.holds_updates()) {
+          std::vector<RankOutput> outputs;
+          for (const auto& p : a.procs) {
+            for (const int rank : RanksOf(a, p->rank())) outputs.push_back(OutputOf(a, rank));
+          }
+          finish_gate_.Hold(std::move(u), std::move(outputs), now);
         } else {
           Queue(std::move(u));
         }
@@ -412,26 +418,6 @@ void AttemptManager::Poll() {
   for (const auto& [port, owner] : walled) options_.walls->ReleasePort(port, owner);
 }
 
-void AttemptManager::ReleaseFinish(Attempt& a, absl::Time now) {
-  if (!a.held_finish) return;
-  bool shipped = true;
-  for (const auto& p : a.procs) {
-    for (const int rank : RanksOf(a, p->rank())) {
-      shipped = shipped && options_.output_shipped(OutputOf(a, rank));
-    }
-  }
-  const absl::Duration waited = now - *a.ended_at;
-  if (!shipped && waited < options_.finish_waits_for_logs) return;
-  if (!shipped) {
-    spdlog::warn(
-        "run {} attempt {}: reported finished with part of its output not yet in the log "
-        "service after {} (the shipper goes on sending it)",
-        a.start.run_id(), a.start.resumption_index(), absl::FormatDuration(waited));
-  }
-  Queue(*std::move(a.held_finish));
-  a.held_finish.reset();
-}
-
 std::vector<v1::AttemptUpdate> AttemptManager::TakeUpdates() {
   absl::MutexLock lock(&mu_);
   std::vector<v1::AttemptUpdate> out;
@@ -459,7 +445,7 @@ std::vector<v1::LocalAttempt> AttemptManager::LocalAttempts() {
     l.set_resumption_index(key.second);
     l.set_lost(a.lost);
     l.set_preparing(a.preparing);
-    l.set_logs_pending(a.held_finish.has_value());
+    l.set_logs_pending(finish_gate_.Holds(key.first, key.second));
     for (const auto& p : a.procs) {
       if (!p->exit()) l.add_running_ranks(p->rank());
     }

@@ -22,6 +22,7 @@
 #include "tessera/v1/worker.pb.h"
 #include "worker/common/rank_output.h"
 #include "worker/daemon/attempt_record.h"
+#include "worker/daemon/finish_gate.h"
 #include "worker/daemon/network_walls.h"
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_launcher.h"
@@ -128,9 +129,6 @@ class AttemptManager {
     bool cancelled = false;    // stopped (or fenced) while preparing: never launched
     std::string image_digest;  // in use while the attempt runs
     std::optional<absl::Time> ended_at;
-    // Every rank has exited; this FINISHED waits until their output is shipped (or for
-    // finish_waits_for_logs from ended_at).
-    std::optional<v1::AttemptUpdate> held_finish;
     std::optional<uid_t> rendezvous_owner;  // its rendezvous port is walled for others' ranks
   };
   using Key = std::pair<std::string, int>;
@@ -141,8 +139,6 @@ class AttemptManager {
   // launcher.
   static std::vector<int> RanksOf(const Attempt& a, int process_rank);
   void Queue(v1::AttemptUpdate u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues an ended attempt's held FINISHED once its output is shipped or the wait is over.
-  void ReleaseFinish(Attempt& a, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pulls the attempt's image (on a thread of its own), then launches it.
   void Prepare(const v1::StartAttempt& start);
   // Starts the ranks in `root` (the host's or an image's).
@@ -171,6 +167,8 @@ class AttemptManager {
   absl::Mutex mu_;
   std::map<Key, Attempt> attempts_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::AttemptUpdate> pending_ ABSL_GUARDED_BY(mu_);
+  // Ended attempts' FINISHED, held until their ranks' output is shipped.
+  FinishGate finish_gate_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> stoppers_ ABSL_GUARDED_BY(mu_);
   // Threads preparing attempts, and whether each is done (then joined at the next Start).
   std::vector<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> preparers_

@@ -181,6 +181,16 @@ struct Fixture {
     return resp.run();
   }
   v1::Run Get(const v1::Run& run) { return *stores.runs->GetRunById(run.id()); }
+  // Registers `node` and places a run of 8 GPUs, without retries, on it: the run is STARTING
+  // and its StartAttempt sent.
+  v1::Run PlaceOne(const std::string& node) {
+    Register(node);
+    v1::Run run = Submit(8, false);
+    REQUIRE(core->cycle->RunCycle().ok());
+    REQUIRE(core->cycle->RunCycle().ok());
+    REQUIRE(Get(run).status() == v1::RUN_STATUS_STARTING);
+    return run;
+  }
   v1::Heartbeat Beat(const v1::Run& run, bool running, int exit_code = 0) {
     v1::Heartbeat hb;
     auto* a = hb.add_attempts();

@@ -49,11 +49,7 @@ TEST_CASE("a node whose lease expires is lost at exactly the lease, and its run 
 
 TEST_CASE("after a scheduler restart, heartbeats recover the started and finished reports") {
   Fixture f;
-  f.Register("n1");
-  v1::Run run = f.Submit(8, false);
-  REQUIRE(f.core->cycle->RunCycle().ok());
-  REQUIRE(f.core->cycle->RunCycle().ok());
-  REQUIRE(f.Get(run).status() == v1::RUN_STATUS_STARTING);
+  v1::Run run = f.PlaceOne("n1");
   REQUIRE(f.sent.size() == 1);
   CHECK(f.sent[0].second.has_start_attempt());
 
@@ -71,11 +67,7 @@ TEST_CASE("after a scheduler restart, heartbeats recover the started and finishe
 
 TEST_CASE("exited ranks whose last lines are still being shipped are not taken for a missed end") {
   Fixture f;
-  f.Register("n1");
-  v1::Run run = f.Submit(8, false);
-  REQUIRE(f.core->cycle->RunCycle().ok());
-  REQUIRE(f.core->cycle->RunCycle().ok());
-  REQUIRE(f.Get(run).status() == v1::RUN_STATUS_STARTING);
+  v1::Run run = f.PlaceOne("n1");
   REQUIRE(f.core->sessions->Heartbeat("n1", f.Beat(run, /*running=*/true)).ok());
   REQUIRE(f.Get(run).status() == v1::RUN_STATUS_RUNNING);
   // The worker holds FINISHED until the log service has the ranks' output: the run is not
