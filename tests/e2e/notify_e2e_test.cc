@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "tests/support/http_test_server.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/poll_until.h"
 
 namespace tessera::testing {
 namespace {
@@ -25,16 +26,19 @@ struct Receiver {
   }};
   // Waits until a text containing `what` arrived (or fails the test after `timeout`).
   std::string WaitFor(const std::string& what, absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      {
-        absl::MutexLock lock(&mu);
-        for (const auto& t : texts) {
-          if (absl::StrContains(t, what)) return t;
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    std::string found;
+    const bool arrived = PollUntil(
+        [&] {
+          absl::MutexLock lock(&mu);
+          for (const auto& t : texts) {
+            if (!absl::StrContains(t, what)) continue;
+            found = t;
+            return true;
+          }
+          return false;
+        },
+        timeout, absl::Milliseconds(50));
+    if (arrived) return found;
     absl::MutexLock lock(&mu);
     FAIL("no notification with \"" << what << "\" within " << timeout << "; got " << texts.size());
     return "";

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/poll_until.h"
 #include "tests/support/tcp_proxy.h"
 
 namespace tessera::testing {
@@ -20,12 +21,8 @@ namespace {
 
 // Polls until no process of the group is alive; returns when that was seen (unix nanos).
 std::optional<int64_t> WaitForGroupDeath(pid_t pgid, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (!GroupAlive(pgid)) return NowNanos();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return std::nullopt;
+  if (!PollUntil([pgid] { return !GroupAlive(pgid); }, timeout)) return std::nullopt;
+  return NowNanos();
 }
 
 // The run's stored lines for `rank` once at least `want` have arrived (a test whose log service
@@ -33,12 +30,12 @@ std::optional<int64_t> WaitForGroupDeath(pid_t pgid, absl::Duration timeout) {
 std::vector<v1::LogLine> WaitForLogs(LocalCluster& c, const std::string& run, int rank, size_t want,
                                      const std::string& endpoint = "") {
   std::vector<v1::LogLine> lines;
-  const absl::Time deadline = absl::Now() + absl::Seconds(15);
-  do {
-    lines = c.Logs(run, rank, endpoint);
-    if (lines.size() >= want) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  } while (absl::Now() < deadline);
+  PollUntil(
+      [&] {
+        lines = c.Logs(run, rank, endpoint);
+        return lines.size() >= want;
+      },
+      absl::Seconds(15), absl::Milliseconds(50));
   return lines;
 }
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/support/metric_values.h"
+#include "tests/support/poll_until.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/worker/attempt_polling.h"
 
@@ -210,18 +211,16 @@ struct ShippingFixture {
   // updates seen meanwhile.
   std::vector<v1::AttemptUpdate> PollUntilExited() {
     std::vector<v1::AttemptUpdate> seen;
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (absl::Now() < deadline) {
-      manager->Poll();
-      for (auto& u : manager->TakeUpdates()) seen.push_back(u);
-      auto local = manager->LocalAttempts();
-      if (local.size() == 1 && local[0].running_ranks_size() == 0 &&
-          local[0].exited_ranks_size() == 2) {
-        return seen;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    FAIL("the ranks did not exit");
+    const bool exited = testing::PollUntil(
+        [&] {
+          manager->Poll();
+          for (auto& u : manager->TakeUpdates()) seen.push_back(u);
+          auto local = manager->LocalAttempts();
+          return local.size() == 1 && local[0].running_ranks_size() == 0 &&
+                 local[0].exited_ranks_size() == 2;
+        },
+        absl::Seconds(10), absl::Milliseconds(10));
+    if (!exited) FAIL("the ranks did not exit");
     return seen;
   }
   // Every rank's exit code in `updates`: the ranks may exit in different polls, so that the

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "tests/support/poll_until.h"
 #include "worker/daemon/attempt_manager.h"
 
 namespace tessera::testing {
@@ -17,16 +18,17 @@ inline std::vector<v1::AttemptUpdate> PollUntilPhase(worker::AttemptManager& man
                                                      v1::AttemptPhase phase,
                                                      absl::Duration timeout = absl::Seconds(10)) {
   std::vector<v1::AttemptUpdate> seen;
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    manager.Poll();
-    for (auto& u : manager.TakeUpdates()) seen.push_back(u);
-    for (const auto& u : seen) {
-      if (u.phase() == phase) return seen;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  FAIL("no update with phase " << v1::AttemptPhase_Name(phase));
+  const bool arrived = PollUntil(
+      [&] {
+        manager.Poll();
+        for (auto& u : manager.TakeUpdates()) seen.push_back(u);
+        for (const auto& u : seen) {
+          if (u.phase() == phase) return true;
+        }
+        return false;
+      },
+      timeout, absl::Milliseconds(10));
+  if (!arrived) FAIL("no update with phase " << v1::AttemptPhase_Name(phase));
   return seen;
 }
 

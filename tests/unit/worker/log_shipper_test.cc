@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/policy/packed_log_lines.h"
+#include "tests/support/poll_until.h"
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
@@ -100,12 +101,7 @@ void Append(const std::string& path, int from, int to) {
 }
 
 bool WaitFor(const std::function<bool()>& done, absl::Duration timeout = absl::Seconds(10)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
+  return testing::PollUntil(done, timeout);
 }
 
 std::unique_ptr<LogShipper> Shipper(int port) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/poll_until.h"
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
@@ -54,13 +55,12 @@ pid_t ReadPidLine(const fs::path& p) {
 
 // True once `pid` no longer exists (reaping it if it is our zombie).
 bool GoneWithin(pid_t pid, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    ::waitpid(pid, nullptr, WNOHANG);
-    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return false;
+  return testing::PollUntil(
+      [pid] {
+        ::waitpid(pid, nullptr, WNOHANG);
+        return ::kill(pid, 0) != 0 && errno == ESRCH;
+      },
+      timeout);
 }
 
 RankSpec Spec(const TempDir& tmp, std::string command) {
