@@ -144,6 +144,11 @@ class AttemptManager {
   // Starts the ranks in `root` (the host's or an image's).
   absl::Status Launch(const v1::StartAttempt& start, const RankRoot& root,
                       const std::string& digest, bool release_on_error);
+  // Each rank's spec (the run contract's variables, who it runs as, the user's shared folder,
+  // secrets, its sandbox in `root`), with the attempt's folders made. An error is the node's.
+  absl::StatusOr<std::vector<RankSpec>> RankSpecsFor(
+      const v1::StartAttempt& start, const AttemptPaths& paths, const RankRoot& root,
+      const std::optional<RankIdentity>& identity) const;
   // Runs the attempt's integrations in `first`'s sandbox before any rank starts; an error names
   // the integration that failed (CANCELLED: stopped meanwhile).
   absl::Status RunIntegrations(const v1::StartAttempt& start, const Attempt& a,
