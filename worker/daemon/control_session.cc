@@ -179,6 +179,78 @@ void ControlSession::Loop() {
   }
 }
 
+std::optional<v1::Registered> ControlSession::Register(
+    grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControlMessage>& stream,
+    grpc::ClientContext& ctx, absl::Time sent) {
+  v1::WorkerMessage reg;
+  *reg.mutable_register_()->mutable_node() = options_.node;
+  reg.mutable_register_()->set_process_id(options_.process_id);
+  for (auto& a : attempts_.LocalAttempts()) *reg.mutable_register_()->add_attempts() = a;
+  {
+    absl::MutexLock lock(&mu_);
+    registering_since_ = sent;
+  }
+  v1::ControlMessage reply;
+  const bool registered = Send(reg) && stream.Read(&reply) && reply.has_registered();
+  {
+    absl::MutexLock lock(&mu_);
+    registering_since_ = absl::InfinitePast();
+  }
+  if (!registered) {
+    // Only an unexpected first reply needs cancelling; otherwise Finish has the server's reason.
+    if (reply.body_case() != v1::ControlMessage::BODY_NOT_SET) ctx.TryCancel();
+    stream.WritesDone();
+    const grpc::Status st = stream.Finish();
+    if (!stop_) {
+      const bool unexpected = reply.body_case() != v1::ControlMessage::BODY_NOT_SET;
+      spdlog::warn("registration with {} failed: {}", endpoints_[current_],
+                   unexpected ? absl::StrCat("the first reply was not `registered` but `",
+                                             v1::ControlMessage::GetDescriptor()
+                                                 ->FindFieldByNumber(reply.body_case())
+                                                 ->name(),
+                                             "`")
+                   : st.ok()  ? std::string("no answer")
+                              : st.error_message());
+    }
+    return std::nullopt;
+  }
+  return reply.registered();
+}
+
+bool ControlSession::SendAttemptNews() {
+  auto updates = attempts_.TakeUpdates();
+  for (size_t i = 0; i < updates.size(); ++i) {
+    v1::WorkerMessage m;
+    *m.mutable_attempt_update() = updates[i];
+    if (!Send(m)) {
+      // Kept for the next stream; heartbeats also carry the same facts.
+      attempts_.Requeue({updates.begin() + static_cast<long>(i), updates.end()});
+      return false;
+    }
+  }
+  if (options_.progress == nullptr) return true;
+  // Progress is advisory: what a broken stream loses, the next record replaces.
+  for (auto& p : options_.progress->Poll()) {
+    v1::WorkerMessage m;
+    *m.mutable_progress() = std::move(p);
+    if (!Send(m)) return false;
+  }
+  return true;
+}
+
+bool ControlSession::SendHeartbeat(int64_t sequence, absl::Time now) {
+  v1::WorkerMessage hb;
+  hb.mutable_heartbeat()->set_sequence(sequence);
+  for (auto& a : attempts_.LocalAttempts()) *hb.mutable_heartbeat()->add_attempts() = a;
+  {
+    absl::MutexLock lock(&mu_);
+    lease_.HeartbeatSent(sequence, now);
+    if (options_.clock_skew != nullptr) options_.clock_skew->HeartbeatSent(sequence);
+    ++stats_.heartbeats;
+  }
+  return Send(hb);
+}
+
 bool ControlSession::RunStream() {
   grpc::ClientContext ctx;
   ctx.AddMetadata("authorization", "Bearer " + options_.api_key);
@@ -201,41 +273,14 @@ bool ControlSession::RunStream() {
     std::lock_guard<std::mutex> lock(write_mu_);
     stream_ = stream.get();
   }
-  v1::WorkerMessage reg;
-  *reg.mutable_register_()->mutable_node() = options_.node;
-  reg.mutable_register_()->set_process_id(options_.process_id);
-  for (auto& a : attempts_.LocalAttempts()) *reg.mutable_register_()->add_attempts() = a;
+  // The lease counts from before the registration is sent: never later than the scheduler's.
   const absl::Time sent = clock_->Now();
-  {
-    absl::MutexLock lock(&mu_);
-    registering_since_ = sent;
-  }
-  v1::ControlMessage reply;
-  const bool registered = Send(reg) && stream->Read(&reply) && reply.has_registered();
-  {
-    absl::MutexLock lock(&mu_);
-    registering_since_ = absl::InfinitePast();
-  }
+  const std::optional<v1::Registered> registered = Register(*stream, ctx, sent);
   if (!registered) {
-    // Only an unexpected first reply needs cancelling; otherwise Finish has the server's reason.
-    if (reply.body_case() != v1::ControlMessage::BODY_NOT_SET) ctx.TryCancel();
-    stream->WritesDone();
-    const grpc::Status st = stream->Finish();
     detach();
-    if (!stop_) {
-      const bool unexpected = reply.body_case() != v1::ControlMessage::BODY_NOT_SET;
-      spdlog::warn("registration with {} failed: {}", endpoints_[current_],
-                   unexpected ? absl::StrCat("the first reply was not `registered` but `",
-                                             v1::ControlMessage::GetDescriptor()
-                                                 ->FindFieldByNumber(reply.body_case())
-                                                 ->name(),
-                                             "`")
-                   : st.ok()  ? std::string("no answer")
-                              : st.error_message());
-    }
     return false;
   }
-  const v1::Registered& r = reply.registered();
+  const v1::Registered& r = *registered;
   {
     absl::MutexLock lock(&mu_);
     lease_duration_ = FromProto(r.lease_duration());
@@ -261,27 +306,7 @@ bool ControlSession::RunStream() {
   bool broken = false;
   while (!stop_ && !broken && !read_ended) {
     attempts_.Poll();
-    auto updates = attempts_.TakeUpdates();
-    for (size_t i = 0; i < updates.size() && !broken; ++i) {
-      v1::WorkerMessage m;
-      *m.mutable_attempt_update() = updates[i];
-      if (!Send(m)) {
-        // Kept for the next stream; heartbeats also carry the same facts.
-        attempts_.Requeue({updates.begin() + static_cast<long>(i), updates.end()});
-        broken = true;
-      }
-    }
-    if (options_.progress != nullptr && !broken) {
-      // Progress is advisory: what a broken stream loses, the next record replaces.
-      for (auto& p : options_.progress->Poll()) {
-        v1::WorkerMessage m;
-        *m.mutable_progress() = std::move(p);
-        if (!Send(m)) {
-          broken = true;
-          break;
-        }
-      }
-    }
+    broken = !SendAttemptNews();
     {
       // A probe that would come due before the next heartbeat is taken with this one: an idle
       // node wakes once per heartbeat, not once more per probe.
@@ -296,16 +321,7 @@ bool ControlSession::RunStream() {
     }
     const absl::Time now = clock_->Now();
     if (!broken && now >= next_heartbeat) {
-      v1::WorkerMessage hb;
-      hb.mutable_heartbeat()->set_sequence(++sequence);
-      for (auto& a : attempts_.LocalAttempts()) *hb.mutable_heartbeat()->add_attempts() = a;
-      {
-        absl::MutexLock lock(&mu_);
-        lease_.HeartbeatSent(sequence, now);
-        if (options_.clock_skew != nullptr) options_.clock_skew->HeartbeatSent(sequence);
-        ++stats_.heartbeats;
-      }
-      if (!Send(hb)) broken = true;
+      if (!SendHeartbeat(++sequence, now)) broken = true;
       next_heartbeat = now + beat_interval;
     }
     // A probe due within half a heartbeat of the next one waits for it (see probe_due_by).

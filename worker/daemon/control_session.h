@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,6 +87,18 @@ class ControlSession {
   void Loop();
   // One stream from registration until it breaks; true if registration succeeded.
   bool RunStream();
+  // Registers on a new stream (its first message and reply), `sent` being when (the lease's
+  // start); nullopt, said in the log, when the scheduler refused or did not answer (the stream
+  // is then finished).
+  std::optional<v1::Registered> Register(
+      grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControlMessage>& stream,
+      grpc::ClientContext& ctx, absl::Time sent);
+  // The attempts' updates (requeued when the stream breaks) and the ranks' progress; false when
+  // the stream broke.
+  bool SendAttemptNews();
+  // A heartbeat carrying every local attempt, its send time noted for the lease; false when the
+  // stream broke.
+  bool SendHeartbeat(int64_t sequence, absl::Time now);
   void ReadLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControlMessage>* stream);
   void Handle(const v1::ControlMessage& msg);
   bool Send(const v1::WorkerMessage& m);
