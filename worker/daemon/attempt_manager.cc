@@ -25,6 +25,12 @@ AttemptManager::AttemptManager(AttemptManagerOptions options, std::shared_ptr<Cl
       on_rank_done_(std::move(on_rank_done)),
       on_started_(std::move(on_started)),
       records_(options_.state_dir),
+      spec_builder_(RankSpecSettings{.simulated_gpus = options_.simulated_gpus,
+                                     .gpu_model = options_.gpu_model,
+                                     .rank_env = options_.rank_env,
+                                     .shared_dir = options_.shared_dir,
+                                     .rank_nice = options_.rank_nice,
+                                     .sandbox = options_.sandbox}),
       finish_gate_(options_.output_shipped, options_.finish_waits_for_logs) {}
 
 AttemptManager::~AttemptManager() {
@@ -192,7 +198,7 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
     return st;
   };
   const std::optional<RankIdentity> identity = IdentityFor(start);
-  auto specs = RankSpecsFor(start, a.paths, root, identity);
+  auto specs = spec_builder_.Build(start, a.paths, root, identity);
   if (!specs.ok()) return fail(specs.status());
   a.image_digest = digest;
   WallRendezvous(identity, a);
@@ -253,55 +259,6 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
   ReleaseRendezvous(a);
   if (release_on_error) options_.images->Release(digest);
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<RankSpec>> AttemptManager::RankSpecsFor(
-    const v1::StartAttempt& start, const AttemptPaths& paths, const RankRoot& root,
-    const std::optional<RankIdentity>& identity) const {
-  auto specs = BuildRankSpecs(start, paths, options_.simulated_gpus);
-  if (!specs.ok()) return specs.status();
-  for (auto& spec : *specs) {
-    for (const auto& [k, v] : options_.rank_env) spec.env.emplace(k, v);
-  }
-  // The GPU's model, for engines that compute MFU from the device's peak.
-  if (!options_.gpu_model.empty() && start.gpu_indices_size() > 0) {
-    for (auto& spec : *specs) spec.env.emplace("TESSERA_GPU_NAME", options_.gpu_model);
-  }
-  std::string user_shared;
-  if (!options_.shared_dir.empty()) {
-    auto folder = PrepareUserSharedFolder(options_.shared_dir, start, identity);
-    if (!folder.ok()) return folder.status();
-    user_shared = *folder;
-    for (auto& spec : *specs) spec.env["TESSERA_SHARED_DIR"] = user_shared;
-  }
-  for (auto& spec : *specs) {
-    spec.identity = identity;
-    spec.nice = options_.rank_nice;
-    if (identity) {
-      spec.env.emplace("HOME", paths.work_dir);
-      spec.env.emplace("USER", identity->name);
-      spec.env.emplace("LOGNAME", identity->name);
-    }
-  }
-  if (auto st = PrepareAttemptFolders(start, paths, identity); !st.ok()) return st;
-  auto secret_mounts = PlaceSecrets(start, paths, identity, options_.sandbox != nullptr, *specs);
-  if (!secret_mounts.ok()) return secret_mounts.status();
-  if (options_.sandbox) {
-    std::vector<sandbox::BindMount> extra = *secret_mounts;
-    if (!user_shared.empty()) extra.push_back({user_shared, user_shared, true, false});
-    for (auto& spec : *specs) {
-      std::vector<int> gpus;
-      if (LaunchesPerNode(start)) {
-        gpus.assign(start.gpu_indices().begin(), start.gpu_indices().end());
-      } else if (start.gpu_indices_size() > spec.local_rank) {
-        gpus.push_back(start.gpu_indices(spec.local_rank));
-      }
-      if (auto st = options_.sandbox->Apply(start, paths, root, gpus, extra, spec); !st.ok()) {
-        return st;
-      }
-    }
-  }
-  return specs;
 }
 
 void AttemptManager::Stop(const std::string& run_id, int resumption_index, absl::Duration grace) {

@@ -27,6 +27,7 @@
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_launcher.h"
 #include "worker/daemon/rank_sandbox.h"
+#include "worker/daemon/rank_spec_builder.h"
 #include "worker/image/image_cache.h"
 
 namespace tessera::worker {
@@ -144,11 +145,6 @@ class AttemptManager {
   // Starts the ranks in `root` (the host's or an image's).
   absl::Status Launch(const v1::StartAttempt& start, const RankRoot& root,
                       const std::string& digest, bool release_on_error);
-  // Each rank's spec (the run contract's variables, who it runs as, the user's shared folder,
-  // secrets, its sandbox in `root`), with the attempt's folders made. An error is the node's.
-  absl::StatusOr<std::vector<RankSpec>> RankSpecsFor(
-      const v1::StartAttempt& start, const AttemptPaths& paths, const RankRoot& root,
-      const std::optional<RankIdentity>& identity) const;
   // Runs the attempt's integrations in `first`'s sandbox before any rank starts; an error names
   // the integration that failed (CANCELLED: stopped meanwhile).
   absl::Status RunIntegrations(const v1::StartAttempt& start, const Attempt& a,
@@ -169,6 +165,7 @@ class AttemptManager {
   const std::shared_ptr<Clock> clock_;
   const std::function<void(const RankOutput&)> on_output_, on_rank_done_, on_started_;
   AttemptRecords records_;
+  const RankSpecBuilder spec_builder_;
   absl::Mutex mu_;
   std::map<Key, Attempt> attempts_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::AttemptUpdate> pending_ ABSL_GUARDED_BY(mu_);

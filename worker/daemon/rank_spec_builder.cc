@@ -1,0 +1,57 @@
+#include "worker/daemon/rank_spec_builder.h"
+
+#include "worker/daemon/attempt_folders.h"
+#include "worker/daemon/rank_secrets.h"
+
+namespace tessera::worker {
+
+absl::StatusOr<std::vector<RankSpec>> RankSpecBuilder::Build(
+    const v1::StartAttempt& start, const AttemptPaths& paths, const RankRoot& root,
+    const std::optional<RankIdentity>& identity) const {
+  auto specs = BuildRankSpecs(start, paths, settings_.simulated_gpus);
+  if (!specs.ok()) return specs.status();
+  for (auto& spec : *specs) {
+    for (const auto& [k, v] : settings_.rank_env) spec.env.emplace(k, v);
+  }
+  // The GPU's model, for engines that compute MFU from the device's peak.
+  if (!settings_.gpu_model.empty() && start.gpu_indices_size() > 0) {
+    for (auto& spec : *specs) spec.env.emplace("TESSERA_GPU_NAME", settings_.gpu_model);
+  }
+  std::string user_shared;
+  if (!settings_.shared_dir.empty()) {
+    auto folder = PrepareUserSharedFolder(settings_.shared_dir, start, identity);
+    if (!folder.ok()) return folder.status();
+    user_shared = *folder;
+    for (auto& spec : *specs) spec.env["TESSERA_SHARED_DIR"] = user_shared;
+  }
+  for (auto& spec : *specs) {
+    spec.identity = identity;
+    spec.nice = settings_.rank_nice;
+    if (identity) {
+      spec.env.emplace("HOME", paths.work_dir);
+      spec.env.emplace("USER", identity->name);
+      spec.env.emplace("LOGNAME", identity->name);
+    }
+  }
+  if (auto st = PrepareAttemptFolders(start, paths, identity); !st.ok()) return st;
+  auto secret_mounts = PlaceSecrets(start, paths, identity, settings_.sandbox != nullptr, *specs);
+  if (!secret_mounts.ok()) return secret_mounts.status();
+  if (settings_.sandbox) {
+    std::vector<sandbox::BindMount> extra = *secret_mounts;
+    if (!user_shared.empty()) extra.push_back({user_shared, user_shared, true, false});
+    for (auto& spec : *specs) {
+      std::vector<int> gpus;
+      if (LaunchesPerNode(start)) {
+        gpus.assign(start.gpu_indices().begin(), start.gpu_indices().end());
+      } else if (start.gpu_indices_size() > spec.local_rank) {
+        gpus.push_back(start.gpu_indices(spec.local_rank));
+      }
+      if (auto st = settings_.sandbox->Apply(start, paths, root, gpus, extra, spec); !st.ok()) {
+        return st;
+      }
+    }
+  }
+  return specs;
+}
+
+}  // namespace tessera::worker

@@ -1,0 +1,47 @@
+#pragma once
+// Builds each rank's spec for an attempt on this node: the run contract's variables
+// (rank_environment.h) with the node's own (--rank-env, the GPU model, the user's shared folder),
+// who the rank runs as and at what nice value, the attempt's folders and secrets placed, and its
+// sandbox in the run's root. AttemptManager launches what it builds.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tessera/v1/worker.pb.h"
+#include "worker/daemon/rank_environment.h"
+#include "worker/daemon/rank_identity.h"
+#include "worker/daemon/rank_launcher.h"
+#include "worker/daemon/rank_sandbox.h"
+
+namespace tessera::worker {
+
+// The node's side of every rank's spec (AttemptManagerOptions' fields of the same names).
+struct RankSpecSettings {
+  bool simulated_gpus = false;
+  std::string gpu_model;                        // TESSERA_GPU_NAME where GPUs are given
+  std::map<std::string, std::string> rank_env;  // a run's own variables win
+  std::string shared_dir;                       // empty: no shared folder
+  int rank_nice = 0;
+  std::shared_ptr<const RankSandbox> sandbox;  // null: ranks run on the node itself
+};
+
+class RankSpecBuilder {
+ public:
+  explicit RankSpecBuilder(RankSpecSettings settings) : settings_(std::move(settings)) {}
+
+  // The specs of the attempt's ranks (or of its node launcher), run as `identity` in `root`,
+  // with the attempt's folders made and its secrets placed. An error is the node's, not the
+  // run's.
+  absl::StatusOr<std::vector<RankSpec>> Build(const v1::StartAttempt& start,
+                                              const AttemptPaths& paths, const RankRoot& root,
+                                              const std::optional<RankIdentity>& identity) const;
+
+ private:
+  const RankSpecSettings settings_;
+};
+
+}  // namespace tessera::worker
