@@ -28,7 +28,9 @@ ControlSession::ControlSession(ControlSessionOptions options, AttemptManager& at
     : options_(std::move(options)),
       attempts_(attempts),
       clock_(std::move(clock)),
-      backoff_(absl::Milliseconds(100), absl::Seconds(5), std::move(uniform01)) {
+      backoff_(absl::Milliseconds(100), absl::Seconds(5), std::move(uniform01)),
+      commands_(attempts, options_.canaries, options_.faults,
+                [this](const v1::WorkerMessage& m) { return Send(m); }) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   for (const std::string& e : SplitEndpoints(options_.endpoint)) {
     endpoints_.push_back(e);
@@ -100,7 +102,7 @@ ControlSessionStats ControlSession::stats() {
 }
 
 bool ControlSession::Send(const v1::WorkerMessage& m) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   return stream_ != nullptr && stream_->Write(m);
 }
 
@@ -262,7 +264,7 @@ bool ControlSession::RunStream() {
   auto stream = stubs_[current_]->Connect(&ctx);
   auto detach = [&] {
     {
-      std::lock_guard<std::mutex> lock(write_mu_);
+      absl::MutexLock lock(&write_mu_);
       stream_ = nullptr;
     }
     absl::MutexLock lock(&mu_);
@@ -270,7 +272,7 @@ bool ControlSession::RunStream() {
     stats_.connected = false;
   };
   {
-    std::lock_guard<std::mutex> lock(write_mu_);
+    absl::MutexLock lock(&write_mu_);
     stream_ = stream.get();
   }
   // The lease counts from before the registration is sent: never later than the scheduler's.
@@ -346,12 +348,6 @@ void ControlSession::ReadLoop(
 }
 
 void ControlSession::Handle(const v1::ControlMessage& msg) {
-  // Whatever the command, its effects (an attempt's updates, a canary's result, a cut
-  // network) are looked for at once and then often for a while.
-  if (msg.body_case() != v1::ControlMessage::kLeaseRenewed) Wake(true);
-  v1::WorkerMessage ack;
-  ack.mutable_ack()->set_command_id(msg.command_id());
-  ack.mutable_ack()->set_ok(true);
   switch (msg.body_case()) {
     case v1::ControlMessage::kLeaseRenewed: {
       absl::MutexLock lock(&mu_);
@@ -364,66 +360,15 @@ void ControlSession::Handle(const v1::ControlMessage& msg) {
       PublishDeadline();
       return;  // not a command
     }
-    case v1::ControlMessage::kStartAttempt: {
-      auto st = attempts_.Start(msg.start_attempt());
-      if (!st.ok()) {
-        spdlog::error("starting run {} attempt {}: {}", msg.start_attempt().run_id(),
-                      msg.start_attempt().resumption_index(), st.ToString());
-        ack.mutable_ack()->set_ok(false);
-        ack.mutable_ack()->set_error(std::string(st.message()));
-      }
-      break;
-    }
-    case v1::ControlMessage::kStopAttempt: {
-      const auto& s = msg.stop_attempt();
-      spdlog::info("stop run {} attempt {}: {}", s.run_id(), s.resumption_index(), s.reason());
-      attempts_.Stop(s.run_id(), s.resumption_index(), FromProto(s.grace_period()));
-      break;
-    }
     case v1::ControlMessage::kRegistered:
+      Wake(true);
       return;
-    case v1::ControlMessage::kStartCanary: {
-      absl::Status st = options_.canaries == nullptr
-                            ? absl::FailedPreconditionError("this worker runs no canaries")
-                            : options_.canaries->Start(msg.start_canary());
-      if (!st.ok()) {
-        ack.mutable_ack()->set_ok(false);
-        ack.mutable_ack()->set_error(std::string(st.message()));
-      }
-      break;
-    }
-    case v1::ControlMessage::kInjectFault: {
-      if (options_.faults == nullptr) {
-        ack.mutable_ack()->set_ok(false);
-        ack.mutable_ack()->set_error("this worker does not allow fault injection");
-        break;
-      }
-      // A crash or a cut network ends this stream: acknowledge first.
-      const auto kind = msg.inject_fault().kind();
-      if (kind == v1::FAULT_KIND_CRASH || kind == v1::FAULT_KIND_NETDROP) {
-        if (absl::Status st = options_.faults->Validate(msg.inject_fault()); !st.ok()) {
-          ack.mutable_ack()->set_ok(false);
-          ack.mutable_ack()->set_error(std::string(st.message()));
-          break;
-        }
-        if (!msg.command_id().empty()) Send(ack);
-        (void)options_.faults->Inject(msg.inject_fault());
-        return;
-      }
-      absl::Status st = options_.faults->Inject(msg.inject_fault());
-      if (!st.ok()) {
-        ack.mutable_ack()->set_ok(false);
-        ack.mutable_ack()->set_error(std::string(st.message()));
-      }
-      break;
-    }
     default:
-      ack.mutable_ack()->set_ok(false);
-      ack.mutable_ack()->set_error(
-          absl::StrCat("this worker does not support command ", static_cast<int>(msg.body_case())));
-      break;
+      // Whatever the command, its effects (an attempt's updates, a canary's result, a cut
+      // network) are looked for at once and then often for a while.
+      Wake(true);
+      commands_.Execute(msg);
   }
-  if (!msg.command_id().empty()) Send(ack);
 }
 
 void ControlSession::PublishDeadline() {

@@ -1,5 +1,5 @@
 // The worker's end of the control stream: registers the node (with what it still runs),
-// heartbeats under the lease, carries out StartAttempt/StopAttempt, reports what the ranks do,
+// heartbeats under the lease, hands the commands to ControlCommands, reports what the ranks do,
 // and reconnects with backoff when the stream breaks. A watchdog fences the node: when the lease
 // is about to end without a renewal (the control plane is unreachable, or this process was
 // frozen), every rank is killed before the control plane may start a replacement elsewhere.
@@ -10,7 +10,6 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -25,6 +24,7 @@
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/canary_runner.h"
 #include "worker/daemon/clock_skew.h"
+#include "worker/daemon/control_commands.h"
 #include "worker/daemon/fault_injector.h"
 #include "worker/daemon/lease_tracker.h"
 #include "worker/daemon/progress_watcher.h"
@@ -112,6 +112,7 @@ class ControlSession {
   AttemptManager& attempts_;
   const std::shared_ptr<Clock> clock_;
   Backoff backoff_;
+  ControlCommands commands_;  // what the control plane asks of this node
   // One per endpoint; `current_` is the one the stream uses or last used (the loop's thread).
   std::vector<std::string> endpoints_;
   std::vector<std::unique_ptr<v1::WorkerControl::Stub>> stubs_;
@@ -123,8 +124,10 @@ class ControlSession {
   std::atomic<bool> stop_{false};
   std::thread loop_, fence_;
 
-  std::mutex write_mu_;
-  grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControlMessage>* stream_ = nullptr;
+  // Writes to the stream come from the loop and the reader's thread (acknowledgements).
+  absl::Mutex write_mu_;
+  grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControlMessage>* stream_
+      ABSL_GUARDED_BY(write_mu_) = nullptr;
 
   absl::Mutex mu_;
   LeaseTracker lease_ ABSL_GUARDED_BY(mu_);
