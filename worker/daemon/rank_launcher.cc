@@ -220,6 +220,70 @@ struct SealedLaunch {
   }
 };
 
+// The rank's variables as NAME=value strings, and the few the worker's own environment gives
+// every rank (kInheritedEnv) where the spec does not set them.
+absl::StatusOr<std::vector<std::string>> RankEnvironmentStrings(const RankSpec& spec) {
+  std::vector<std::string> env_strings;
+  for (const auto& [key, value] : spec.env) {
+    if (key.empty() || key.find('=') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid environment variable name '", key, "'"));
+    }
+    env_strings.push_back(key + "=" + value);
+  }
+  for (const char* key : kInheritedEnv) {
+    if (spec.env.count(key) != 0) continue;
+    if (const char* value = std::getenv(key)) env_strings.push_back(absl::StrCat(key, "=", value));
+  }
+  return env_strings;
+}
+
+// The cgroup.procs files the child writes itself into, opened before fork (the child may not
+// allocate, and a rank whose cgroup is missing must not start outside it).
+absl::StatusOr<std::vector<UniqueFd>> OpenCgroupProcs(const RankSpec& spec) {
+  std::vector<UniqueFd> files;
+  for (const std::string& path : spec.cgroup_procs) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (fd.get() < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot open ", path, " for rank ", spec.rank, ": ", ErrnoText(errno)));
+    }
+    files.push_back(std::move(fd));
+  }
+  return files;
+}
+
+// What a child that failed before or at its exec reported, as the error Start returns.
+absl::Status ChildErrorStatus(const ChildError& child_error, const RankSpec& spec,
+                              const std::string& program) {
+  std::string why = ErrnoText(child_error.err);
+  switch (child_error.stage) {
+    case ChildStage::kSetsid:
+      return absl::InternalError(absl::StrCat("setsid for rank ", spec.rank, ": ", why));
+    case ChildStage::kChdir:
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot enter working folder '", spec.working_dir, "': ", why));
+    case ChildStage::kDup:
+      return absl::InternalError(absl::StrCat("dup2 for rank ", spec.rank, ": ", why));
+    case ChildStage::kSetuid:
+      return absl::InternalError(absl::StrCat("running rank ", spec.rank, " as user ",
+                                              spec.identity ? spec.identity->name : "?", ": ",
+                                              why));
+    case ChildStage::kExec:
+      if (child_error.err == E2BIG) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the command and environment are over the kernel's limits for a program's "
+            "arguments (each at most 128 KiB, all at most a quarter of the stack limit); a "
+            "node with a sandbox (--sandbox bwrap) takes a command of any size"));
+      }
+      return absl::FailedPreconditionError(absl::StrCat("cannot execute '", program, "': ", why));
+    case ChildStage::kCgroup:
+      return absl::InternalError(
+          absl::StrCat("rank ", spec.rank, " could not join its cgroup: ", why));
+  }
+  return absl::InternalError(absl::StrCat("rank ", spec.rank, " failed to start: ", why));
+}
+
 }  // namespace
 
 std::string ExitInfo::ToString() const {
@@ -233,18 +297,9 @@ std::string ExitInfo::ToString() const {
 
 absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& spec) {
   if (spec.command.empty()) return absl::InvalidArgumentError("rank command is empty");
-  std::vector<std::string> env_strings;
-  for (const auto& [key, value] : spec.env) {
-    if (key.empty() || key.find('=') != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("invalid environment variable name '", key, "'"));
-    }
-    env_strings.push_back(key + "=" + value);
-  }
-  for (const char* key : kInheritedEnv) {
-    if (spec.env.count(key) != 0) continue;
-    if (const char* value = std::getenv(key)) env_strings.push_back(absl::StrCat(key, "=", value));
-  }
+  absl::StatusOr<std::vector<std::string>> environment = RankEnvironmentStrings(spec);
+  if (!environment.ok()) return environment.status();
+  const std::vector<std::string>& env_strings = *environment;
 
   std::filesystem::path dir(spec.working_dir);
   if (!dir.empty()) {
@@ -291,17 +346,10 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
   const std::string& program = argv_strings.front();
-  std::vector<std::unique_ptr<UniqueFd>> cgroup_files;
+  absl::StatusOr<std::vector<UniqueFd>> cgroup_files = OpenCgroupProcs(spec);
+  if (!cgroup_files.ok()) return cgroup_files.status();
   std::vector<int> cgroup_fds;
-  for (const std::string& path : spec.cgroup_procs) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot open ", path, " for rank ", spec.rank, ": ", ErrnoText(errno)));
-    }
-    cgroup_files.push_back(std::make_unique<UniqueFd>(fd));
-    cgroup_fds.push_back(fd);
-  }
+  for (const UniqueFd& f : *cgroup_files) cgroup_fds.push_back(f.get());
   std::vector<char*> envp;
   for (std::string& s : env_for_exec) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -328,32 +376,7 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(const RankSpec& 
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     ReleaseOwnedChild(pid);
-    std::string why = ErrnoText(child_error.err);
-    switch (child_error.stage) {
-      case ChildStage::kSetsid:
-        return absl::InternalError(absl::StrCat("setsid for rank ", spec.rank, ": ", why));
-      case ChildStage::kChdir:
-        return absl::FailedPreconditionError(
-            absl::StrCat("cannot enter working folder '", spec.working_dir, "': ", why));
-      case ChildStage::kDup:
-        return absl::InternalError(absl::StrCat("dup2 for rank ", spec.rank, ": ", why));
-      case ChildStage::kSetuid:
-        return absl::InternalError(absl::StrCat("running rank ", spec.rank, " as user ",
-                                                spec.identity ? spec.identity->name : "?", ": ",
-                                                why));
-      case ChildStage::kExec:
-        if (child_error.err == E2BIG) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "the command and environment are over the kernel's limits for a program's "
-              "arguments (each at most 128 KiB, all at most a quarter of the stack limit); a "
-              "node with a sandbox (--sandbox bwrap) takes a command of any size"));
-        }
-        return absl::FailedPreconditionError(absl::StrCat("cannot execute '", program, "': ", why));
-      case ChildStage::kCgroup:
-        return absl::InternalError(
-            absl::StrCat("rank ", spec.rank, " could not join its cgroup: ", why));
-    }
-    return absl::InternalError(absl::StrCat("rank ", spec.rank, " failed to start: ", why));
+    return ChildErrorStatus(child_error, spec, program);
   }
   spdlog::info("rank {} (local rank {}) started: pid {} in '{}'", spec.rank, spec.local_rank, pid,
                spec.working_dir);

@@ -48,6 +48,18 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainConfig config, Ran
 }
 
 absl::Status Trainer::Setup() {
+  TESSERA_RETURN_IF_ERROR(SetupDevice());
+  TESSERA_RETURN_IF_ERROR(SetupData());
+  // Before the model seeds the generator.
+  const double peak_flops_per_rank = SetupFlops();
+  TESSERA_RETURN_IF_ERROR(SetupCommunicators());
+  SetupModel(peak_flops_per_rank);
+  TESSERA_RETURN_IF_ERROR(SetupCheckpoints());
+  if (ctx_.rank == 0) LogShape();
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SetupDevice() {
   // Threads: the node's cores shared by its ranks, unless the config says otherwise.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   SetComputeThreads(config_.threads > 0 ? config_.threads
@@ -72,8 +84,10 @@ absl::Status Trainer::Setup() {
       spdlog::warn("precision amp_bf16 applies to GPUs; this CPU run trains in fp32");
     }
   }
+  return absl::OkStatus();
+}
 
-  // Data.
+absl::Status Trainer::SetupData() {
   TESSERA_ASSIGN_OR_RETURN(auto reader, TokenShardReader::Open(config_.data_path));
   const int64_t sample_tokens = reader->index().sample_tokens;
   auto tokenizer = TokenizerFromJson(reader->index().tokenizer);
@@ -105,8 +119,10 @@ absl::Status Trainer::Setup() {
                                                               config_.global_train_batch_size));
   total_steps_ = config_.max_duration.Batches(dataset_->batches_per_epoch());
   batch_buffer_.resize(static_cast<size_t>(per_rank * sample_tokens));
+  return absl::OkStatus();
+}
 
-  // Peak FLOP/s for MFU, before the model seeds the generator.
+double Trainer::SetupFlops() {
   flops_per_token_ = TrainingFlopsPerToken(config_.model, seq_len_);
   double peak_flops_per_rank = 0;  // 0: unknown, no MFU
   if (device_.is_cuda()) {
@@ -121,9 +137,10 @@ absl::Status Trainer::Setup() {
       spdlog::warn("no CPU peak for MFU: {}", peak.status().ToString());
     }
   }
+  return peak_flops_per_rank;
+}
 
-  TESSERA_RETURN_IF_ERROR(SetupCommunicators());
-
+void Trainer::SetupModel(double peak_flops_per_rank) {
   // The model: the same seed on every rank gives the same initial parameters.
   torch::manual_seed(config_.seed);
   model_ = Gpt(config_.model);
@@ -144,48 +161,49 @@ absl::Status Trainer::Setup() {
   shape.world_size = ctx_.world_size;
   shape.logs = ctx_.rank == 0;
   report_ = std::make_unique<ProgressReport>(progress_.get(), shape, UnixSecondsNow);
+}
 
-  if (!config_.save_folder.empty()) {
-    SaveRole role;
-    role.shard_index = shard_index_;
-    role.shard_count = shard_group_size_;
-    role.writes_shard = ctx_.rank < shard_group_size_;  // the first replica
-    role.commits = ctx_.rank == 0;
-    if (ctx_.world_size > 1) {
-      Rendezvous rv{ctx_.rank, ctx_.world_size, ctx_.master_addr, ctx_.master_port};
-      TESSERA_ASSIGN_OR_RETURN(auto client, ConnectExtraClient(rv));
-      commit_channel_ = std::make_unique<StoreCommitChannel>(std::move(client));
-    } else {
-      commit_channel_ = std::make_unique<InProcessCommitChannel>();
-    }
-    saver_ = std::make_unique<CheckpointSaver>(
-        CheckpointFolder(config_.save_folder), commit_channel_.get(), role,
-        config_.num_checkpoints_to_keep, absl::Seconds(config_.save_commit_timeout_seconds));
-    if (config_.autoresume) TESSERA_RETURN_IF_ERROR(Resume());
+absl::Status Trainer::SetupCheckpoints() {
+  if (config_.save_folder.empty()) return absl::OkStatus();
+  SaveRole role;
+  role.shard_index = shard_index_;
+  role.shard_count = shard_group_size_;
+  role.writes_shard = ctx_.rank < shard_group_size_;  // the first replica
+  role.commits = ctx_.rank == 0;
+  if (ctx_.world_size > 1) {
+    Rendezvous rv{ctx_.rank, ctx_.world_size, ctx_.master_addr, ctx_.master_port};
+    TESSERA_ASSIGN_OR_RETURN(auto client, ConnectExtraClient(rv));
+    commit_channel_ = std::make_unique<StoreCommitChannel>(std::move(client));
+  } else {
+    commit_channel_ = std::make_unique<InProcessCommitChannel>();
   }
+  saver_ = std::make_unique<CheckpointSaver>(
+      CheckpointFolder(config_.save_folder), commit_channel_.get(), role,
+      config_.num_checkpoints_to_keep, absl::Seconds(config_.save_commit_timeout_seconds));
+  return config_.autoresume ? Resume() : absl::OkStatus();
+}
+
+void Trainer::LogShape() const {
   const int64_t params = flat_->numel();
-  if (ctx_.rank == 0) {
+  spdlog::info(
+      "tessera-train: GPT {} ({} layers, d_model {}, {} heads, vocab {}, seq {}): {:.2f}M "
+      "parameters; {} ranks on {} ({}, {} shard group{} of {}); global batch {}, microbatch {}; "
+      "{} steps ({} per epoch of {} samples)",
+      config_.model.preset, config_.model.n_layers, config_.model.d_model, config_.model.n_heads,
+      config_.model.vocab_size, seq_len_, params / 1e6, ctx_.world_size, device_.str(),
+      ShardingName(config_.sharding), ctx_.world_size / shard_group_size_,
+      ctx_.world_size / shard_group_size_ == 1 ? "" : "s", shard_group_size_,
+      config_.global_train_batch_size, config_.device_train_microbatch_size, total_steps_,
+      dataset_->batches_per_epoch(), dataset_->samples());
+  if (config_.activation_checkpointing_interval > 0) {
     spdlog::info(
-        "tessera-train: GPT {} ({} layers, d_model {}, {} heads, vocab {}, seq {}): {:.2f}M "
-        "parameters; {} ranks on {} ({}, {} shard group{} of {}); global batch {}, microbatch {}; "
-        "{} steps ({} per epoch of {} samples)",
-        config_.model.preset, config_.model.n_layers, config_.model.d_model, config_.model.n_heads,
-        config_.model.vocab_size, seq_len_, params / 1e6, ctx_.world_size, device_.str(),
-        ShardingName(config_.sharding), ctx_.world_size / shard_group_size_,
-        ctx_.world_size / shard_group_size_ == 1 ? "" : "s", shard_group_size_,
-        config_.global_train_batch_size, config_.device_train_microbatch_size, total_steps_,
-        dataset_->batches_per_epoch(), dataset_->samples());
-    if (config_.activation_checkpointing_interval > 0) {
-      spdlog::info(
-          "activation checkpointing: {} of {} recomputed in backward",
-          config_.activation_checkpointing_interval == 1
-              ? std::string("every block")
-              : absl::StrCat("every ", config_.activation_checkpointing_interval, " blocks (0, ",
-                             config_.activation_checkpointing_interval, ", ...)"),
-          config_.model.n_layers);
-    }
+        "activation checkpointing: {} of {} recomputed in backward",
+        config_.activation_checkpointing_interval == 1
+            ? std::string("every block")
+            : absl::StrCat("every ", config_.activation_checkpointing_interval, " blocks (0, ",
+                           config_.activation_checkpointing_interval, ", ...)"),
+        config_.model.n_layers);
   }
-  return absl::OkStatus();
 }
 
 absl::Status Trainer::SetupCommunicators() {
