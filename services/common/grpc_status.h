@@ -1,8 +1,9 @@
 #pragma once
 // absl::Status <-> grpc::Status: the codes are the same canonical set. What a caller is told of a
-// failure is the status itself, except for text that is not the caller's to read: a database's
-// own error (a store error: statements, constraints, hosts) and internal errors are answered with
-// a clean message and a reference, and the detail is logged here under that reference.
+// failure is the status itself, except for text that is not the caller's to read: a log-only
+// status (base/log_only_status.h; a database's own error: statements, constraints, hosts) and
+// internal errors are answered with a clean message and a reference, and the detail is logged
+// here under that reference.
 
 #include <grpcpp/support/status.h>
 #include <spdlog/spdlog.h>
@@ -13,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "services/store/store_error.h"
+#include "base/log_only_status.h"
 
 namespace tessera {
 
@@ -28,7 +29,7 @@ inline grpc::Status ToGrpcStatus(const absl::Status& status) {
   const auto code = static_cast<grpc::StatusCode>(status.code());
   const bool internal =
       absl::IsInternal(status) || absl::IsUnknown(status) || absl::IsDataLoss(status);
-  if (!internal && !store::IsStoreError(status)) {
+  if (!internal && !IsLogOnly(status)) {
     return grpc::Status(code, std::string(status.message()));
   }
   const std::string reference = NextErrorReference();

@@ -12,7 +12,9 @@ An include is the project's when its first folder is a top-level folder of SOURC
 services/, worker/ ...) or when it is a header generated from the API (tessera/v1/..., from
 proto/tessera/v1/*.proto); every other include (absl/, grpcpp/, torch/ ...) is ignored. Only
 direct includes are checked: what a header includes is checked by the rule for that header's
-own folder. tests/, bench/ and fuzz/ have no rule: they may include anything.
+own folder, and what a file reaches through the headers it includes is checked against the
+file's own rules too (reported once per rule, with the chain of includes that gets there).
+tests/, bench/ and fuzz/ have no rule: they may include anything.
 """
 
 import os
@@ -24,7 +26,8 @@ from pathlib import Path
 
 @dataclass
 class Rule:
-    files: str         # the rule is about the files under this folder (sub-folders included)
+    files: object      # the rule is about the files under this folder (sub-folders included),
+                       # or under each name of this list
     only: list = None  # if set: they include nothing of the project but their folder and these
     never: list = field(default_factory=list)  # those files include none of these
     why: str = ""      # printed with each violation
@@ -34,6 +37,22 @@ class Rule:
 # tessera/v1/ holds the headers generated from proto/tessera/v1/*.proto (x.pb.h, x.grpc.pb.h).
 SHARED = ["base/", "runspec/", "proto/policy/", "services/common/", "services/store/",
           "tessera/v1/"]
+# The transport layer: how every process talks (TLS, metrics and their endpoint, endpoints, gRPC
+# limits and status, the service host and its async server, periodic work). It still lives in
+# services/common/ beside the service kit (auth, idempotency, leader election, rpc.h, system
+# clients), which needs the store; this list is the layer until it has a folder of its own. A
+# header's name also covers the .cc of the same name.
+TRANSPORT = ["services/common/tls/", "services/common/metrics/metric.h",
+             "services/common/metrics/registry.h", "services/common/metrics/names.h",
+             "services/common/metrics/labels.h", "services/common/metrics/must_register.h",
+             "services/common/metrics/text_format.h", "services/common/metrics/scrape_access.h",
+             "services/common/metrics/http_endpoint.h",
+             "services/common/metrics/grpc_interceptor.h", "services/common/service_host.h",
+             "services/common/async_server.h", "services/common/grpc_limits.h",
+             "services/common/grpc_status.h", "services/common/endpoints.h",
+             "services/common/periodic_runner.h", "services/common/channel_ref.h",
+             "services/common/client_address.h"]
+API_LAYER = ["base/", "runspec/", "proto/policy/", "tessera/v1/"]
 SERVICES = ["services/runs/", "services/logs/", "services/cordon/", "services/admin/",
             "services/notify/", "scheduler/", "healthcheck/"]
 ONE_SERVICE = "a service includes no other service's files; services talk through their APIs"
@@ -50,12 +69,17 @@ RULES = [
          why="the rank <-> worker progress-file contract needs only base/"),
     Rule("worker/engine/",    only=["base/", "worker/progress/"],
          why="the engine (tessera-train) needs nothing of the control plane or the daemon"),
-    Rule("worker/",           never=["services/store/"],
-         why="the worker reaches the database only through the services' APIs"),
+    Rule(TRANSPORT,           only=["base/", "tessera/v1/"] + TRANSPORT,
+         why="the transport layer is below every service: nothing of the service kit or the "
+             "store"),
+    Rule("worker/",           only=API_LAYER + TRANSPORT,
+         why="the worker talks to the control plane through the API and the transport layer: "
+             "nothing of a service, the service kit or the store"),
     Rule("worker/logship/",   never=["worker/daemon/"],
          why="the daemon owns the log shipper, not the other way round"),
-    Rule("cli/",              never=["services/store/"],
-         why="mcli reaches the database only through the API"),
+    Rule("cli/",              only=API_LAYER + TRANSPORT,
+         why="mcli talks to the cluster through the API and the transport layer: nothing of a "
+             "service, the service kit or the store"),
     Rule("services/runs/",    only=SHARED, why=ONE_SERVICE),
     Rule("services/logs/",    only=SHARED, why=ONE_SERVICE),
     Rule("services/cordon/",  only=SHARED, why=ONE_SERVICE),
@@ -99,7 +123,58 @@ def project_include(include, includer, root, top_folders):
 
 
 def under(path, name):
-    return path.startswith(name) if name.endswith("/") else path == name
+    if name.endswith("/"):
+        return path.startswith(name)
+    return path == name or (name.endswith(".h") and path == name[:-2] + ".cc")
+
+
+def rule_files(rule):
+    """The names a rule is about: one folder, or a list of folders and files."""
+    return list(rule.files) if isinstance(rule.files, list) else [rule.files]
+
+
+def rule_label(rule):
+    return rule.files if isinstance(rule.files, str) else "the transport layer"
+
+
+def breaks(rule, target):
+    allowed = rule.only is None or any(
+        under(target, name) for name in rule_files(rule) + rule.only)
+    return not allowed or any(under(target, name) for name in rule.never)
+
+
+def project_includes(path, root, top_folders, cache):
+    """(line number, include as written, path from the root) of each of the project's includes."""
+    if path not in cache:
+        found = []
+        file = root / path
+        if file.is_file():
+            lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+            for number, line in enumerate(lines, start=1):
+                match = INCLUDE.match(line)
+                target = match and project_include(match.group(1), path, root, top_folders)
+                if target:
+                    found.append((number, match.group(1), target))
+        cache[path] = found
+    return cache[path]
+
+
+def reached(path, root, top_folders, cache):
+    """Each header `path` reaches only through other headers, with the chain that gets there
+    (shortest first): {header: [first include, ..., header]}."""
+    direct = [target for _, _, target in project_includes(path, root, top_folders, cache)]
+    chains = {}
+    queue = [[target] for target in direct]
+    seen = set(direct) | {path}
+    while queue:
+        chain = queue.pop(0)
+        for _, _, target in project_includes(chain[-1], root, top_folders, cache):
+            if target in seen:
+                continue
+            seen.add(target)
+            chains[target] = chain + [target]
+            queue.append(chain + [target])
+    return chains
 
 
 def source_of(name):
@@ -115,9 +190,9 @@ def main():
     problems = 0
 
     for rule in RULES:
-        for name in [rule.files] + (rule.only or []) + rule.never:
+        for name in rule_files(rule) + (rule.only or []) + rule.never:
             if not (root / source_of(name)).exists():
-                print(f"{Path(__file__).name}: the rule for {rule.files} names {name}, "
+                print(f"{Path(__file__).name}: the rule for {rule_label(rule)} names {name}, "
                       f"but there is no {source_of(name)} under {root}: update the rule")
                 problems += 1
 
@@ -127,25 +202,28 @@ def main():
         return 1
     top_folders = {p.name for p in root.iterdir() if p.is_dir()}
 
+    cache = {}
     for path in files:
-        rules = [r for r in RULES if under(path, r.files)]
+        rules = [r for r in RULES if any(under(path, name) for name in rule_files(r))]
         if not rules:
             continue
-        lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
-        for number, line in enumerate(lines, start=1):
-            match = INCLUDE.match(line)
-            target = match and project_include(match.group(1), path, root, top_folders)
-            if not target:
-                continue
+        for number, written, target in project_includes(path, root, top_folders, cache):
             for rule in rules:
-                allowed = rule.only is None or any(
-                    under(target, name) for name in [rule.files] + rule.only)
-                forbidden = any(under(target, name) for name in rule.never)
-                if forbidden or not allowed:
-                    print(f"{path}:{number}: includes {match.group(1)} "
-                          f"(rule: {rule.files}: {rule.why})")
+                if breaks(rule, target):
+                    print(f"{path}:{number}: includes {written} "
+                          f"(rule: {rule_label(rule)}: {rule.why})")
                     problems += 1
                     break  # one report per line: the first rule it breaks
+        # What the file reaches through headers: the first breach of each rule (a header's own
+        # direct includes are reported above, for that header).
+        chains = reached(path, root, top_folders, cache)
+        for rule in rules:
+            for target, chain in chains.items():
+                if breaks(rule, target):
+                    print(f"{path}: reaches {target} through {' -> '.join(chain[:-1])} "
+                          f"(rule: {rule_label(rule)}: {rule.why})")
+                    problems += 1
+                    break
 
     if problems:
         print(f"{problems} include boundary problem(s); the rules are at the top of {__file__}")

@@ -16,7 +16,7 @@ CHECKER = Path(__file__).with_name("check_includes.py")
 def make_tree(root, files):
     # Every folder and file the rules name, so that only the includes decide.
     for rule in check_includes.RULES:
-        for name in [rule.files] + (rule.only or []) + rule.never:
+        for name in check_includes.rule_files(rule) + (rule.only or []) + rule.never:
             path = root / check_includes.source_of(name)
             if name.endswith("/"):
                 path.mkdir(parents=True, exist_ok=True)
@@ -56,7 +56,9 @@ def main():
         "base/a.h": "#include <vector>\n#include \"absl/status/status.h\"\n",
         "worker/engine/t.cc": '#include "base/a.h"\n#include "worker/progress/p.h"\n',
         "services/runs/r.cc": '#include "services/store/s.h"\n#include "tessera/v1/runs.pb.h"\n',
-        "cli/c.cc": '#include "services/common/x.h"\n',
+        "cli/c.cc": '#include "services/common/endpoints.h"\n',
+        "worker/daemon/d.cc": '#include "services/common/grpc_status.h"\n',
+        "services/common/grpc_status.h": '#include "base/a.h"\n',
     })
     expect("a clean tree passes", code == 0 and "no violation" in out, out)
 
@@ -73,11 +75,37 @@ def main():
         "the log shipper includes the daemon":
             ("worker/logship/l.cc", '#include "worker/daemon/worker_daemon.h"\n'),
         "base includes anything of the project": ("base/b.h", '#include "services/common/x.h"\n'),
+        "the worker includes a service":
+            ("worker/daemon/d.cc", '#include "services/runs/run_manager.h"\n'),
+        "the worker includes the service kit":
+            ("worker/daemon/d.cc", '#include "services/common/rpc.h"\n'),
+        "mcli includes a service": ("cli/c.cc", '#include "scheduler/service/s.h"\n'),
+        "the transport layer includes the store":
+            ("services/common/grpc_status.h", '#include "services/store/store_error.h"\n'),
+        "the transport layer's .cc includes the service kit":
+            ("services/common/tls/tls_flags.cc", '#include "services/common/auth/api_keys.h"\n'),
     }
     for what, (name, text) in cases.items():
         code, out = check({name: "// a comment\n" + text})
         expect(what + " fails, naming the file and line",
                code == 1 and f"{name}:2: includes" in out, out)
+
+    # Every include allowed on its own, but a header leads where the file may not go.
+    code, out = check({
+        "worker/logship/l.cc": '#include "worker/common/c.h"\n',
+        "worker/common/c.h": '#include "worker/common/d.h"\n',
+        "worker/common/d.h": '#include "worker/daemon/worker_daemon.h"\n',
+    })
+    expect("a file that reaches a forbidden header through others fails, naming the chain",
+           code == 1 and "worker/logship/l.cc: reaches worker/daemon/worker_daemon.h through "
+           "worker/common/c.h -> worker/common/d.h" in out, out)
+    code, out = check({
+        "worker/daemon/d.cc": '#include "services/common/grpc_status.h"\n',
+        "services/common/grpc_status.h": '#include "services/store/store_error.h"\n',
+    })
+    expect("the worker reaching the store through the transport layer fails for both",
+           code == 1 and "services/common/grpc_status.h:1: includes" in out
+           and "worker/daemon/d.cc: reaches services/store/store_error.h" in out, out)
 
     code, out = check({}, remove="worker/progress")
     expect("a rule naming a missing folder fails", code == 1 and "update the rule" in out, out)

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
+#include "services/store/store_error.h"
 
 namespace tessera {
 namespace {
@@ -23,6 +24,12 @@ TEST_CASE("a database's error text reaches the log, the caller a clean status wi
       ToGrpcStatus(absl::InternalError("relation \"runs\" column \"spec\" is of type bytea"));
   CHECK(internal.error_code() == grpc::StatusCode::INTERNAL);
   CHECK_FALSE(absl::StrContains(internal.error_message(), "bytea"));
+  // Any log-only status, not only the store's, is told so.
+  const grpc::Status log_only =
+      ToGrpcStatus(LogOnly(absl::FailedPreconditionError("volume /srv/secret-host-3 is full")));
+  CHECK(log_only.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK_FALSE(absl::StrContains(log_only.error_message(), "secret-host"));
+  CHECK(absl::StrContains(log_only.error_message(), "reference "));
   // Two failures get two references, to tell them apart in the log.
   CHECK(ToGrpcStatus(from_store).error_message() != told.error_message());
 }
