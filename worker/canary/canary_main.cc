@@ -1,7 +1,7 @@
 // tessera-canary: the health API's checks, started by tessera-worker (or by hand).
 //   tessera-canary allreduce --rank R --world N --master-addr A --master-port P
 //                            [--sizes 1MiB,4MiB,16MiB,64MiB] [--min-busbw GBPS] [--timeout S]
-//                            [--connections 4] [--token HEX]
+//                            [--connections 6] [--token HEX]
 //   tessera-canary compute [--seconds S] [--size N] [--expected-tflops T] [--timeout S]
 // Prints one JSON line (a HealthCheckResult) and exits 0 when passed, 3 on wrong data, 4 under
 // the threshold, 5 on timeout, 1 on any other error.
@@ -124,7 +124,7 @@ torch::Device PickDevice(const std::string& backend, int local_rank) {
 
 // One check, as its command line asks it.
 struct CheckRequest {
-  int rank = 0, world = 1, port = 29600, local_rank = 0, threads = 0, connections = 4;
+  int rank = 0, world = 1, port = 29600, local_rank = 0, threads = 0, connections = 6;
   std::string master = "127.0.0.1", sizes = "1MiB,4MiB,16MiB,64MiB", backend = "auto";
   std::string token;  // the rendezvous's secret: its keys are under canary/<token>/
   double min_busbw = 0, timeout = 60;
