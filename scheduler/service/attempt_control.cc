@@ -9,11 +9,13 @@ namespace tessera::scheduler {
 
 AttemptControl::AttemptControl(std::shared_ptr<AttemptTracker> attempts,
                                std::shared_ptr<RunsClient> runs,
-                               std::shared_ptr<WorkerRegistry> workers, SchedulerConfig config)
+                               std::shared_ptr<WorkerRegistry> workers, SchedulerConfig config,
+                               std::shared_ptr<ProgressRelay> progress)
     : attempts_(std::move(attempts)),
       runs_(std::move(runs)),
       workers_(std::move(workers)),
-      config_(config) {}
+      config_(config),
+      progress_(std::move(progress)) {}
 
 std::string AttemptControl::NextCommandId() {
   absl::MutexLock lock(&mu_);
@@ -61,6 +63,15 @@ absl::Status AttemptControl::EndAttempt(const std::string& run_id, int resumptio
   for (const auto& e : state.exits) *a.add_rank_exits() = e;
   a.set_first_failed_rank(state.first_failed_rank);
   a.set_first_failed_node(state.first_failed_node);
+  // Reports the run manager could not take (it or its database was away) go first: a run must
+  // not end at an older step than its ranks last reported. Should they fail again, the end is
+  // still recorded (or fails alike) and they follow with the next retry.
+  if (progress_ != nullptr) {
+    if (absl::Status st = progress_->DeliverKept(run_id, resumption); !st.ok()) {
+      spdlog::warn("run {} attempt {} ends before its kept progress could go: {}", run_id,
+                   resumption, st.ToString());
+    }
+  }
   auto recorded = runs_->RecordAttempt(a);
   attempts_->Ended(run_id, resumption, state.finished, reason == v1::ATTEMPT_END_REASON_SUCCEEDED);
   if (recorded.ok() && result != nullptr) *result = *recorded;

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "scheduler/service/attempt_tracker.h"
+#include "scheduler/service/progress_relay.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/scheduler_config.h"
 #include "scheduler/service/worker_registry.h"
@@ -19,8 +20,11 @@ namespace tessera::scheduler {
 
 class AttemptControl {
  public:
+  // `progress` (may be null): the workers' reports kept through an outage, delivered before an
+  // attempt's end is recorded.
   AttemptControl(std::shared_ptr<AttemptTracker> attempts, std::shared_ptr<RunsClient> runs,
-                 std::shared_ptr<WorkerRegistry> workers, SchedulerConfig config);
+                 std::shared_ptr<WorkerRegistry> workers, SchedulerConfig config,
+                 std::shared_ptr<ProgressRelay> progress = nullptr);
 
   // A fresh id for a command to a worker ("cmd-N"), unique within this instance.
   std::string NextCommandId();
@@ -31,9 +35,9 @@ class AttemptControl {
                 const std::string& reason);
   // Tells every node of the run's attempt to stop it, once: later calls do nothing.
   void StopAttempt(const v1::Run& run, v1::AttemptEndReason why, const std::string& reason);
-  // Records the attempt's end with the run manager; `state` gives its rank exits and first
-  // failure. `result`, when set, receives the run as recorded. An end recorded already is not
-  // an error.
+  // Records the attempt's end with the run manager, after the progress kept for it; `state`
+  // gives its rank exits and first failure. `result`, when set, receives the run as recorded. An
+  // end recorded already is not an error.
   absl::Status EndAttempt(const std::string& run_id, int resumption, const AttemptState& state,
                           v1::AttemptEndReason reason, v1::DetectionMethod how,
                           const std::string& detail, v1::Run* result = nullptr);
@@ -50,6 +54,7 @@ class AttemptControl {
   std::shared_ptr<RunsClient> runs_;
   std::shared_ptr<WorkerRegistry> workers_;
   const SchedulerConfig config_;
+  const std::shared_ptr<ProgressRelay> progress_;
   absl::Mutex mu_;
   uint64_t next_command_ ABSL_GUARDED_BY(mu_) = 1;
 };

@@ -90,31 +90,10 @@ int ProgressRelay::RetryDue() {
     for (const auto& [key, queue] : kept_) keys.push_back(key);
   }
   int sent = 0;
-  bool away = false;
-  for (const auto& key : keys) {
-    while (!away) {
-      v1::ReportProgressRequest next;
-      {
-        absl::MutexLock lock(&mu_);
-        auto it = kept_.find(key);
-        if (it == kept_.end()) break;
-        next = it->second.front();
-      }
-      const absl::Status st = runs_->ReportProgress(next);
-      if (Transient(st)) {
-        away = true;  // still away: the rest waits for the next interval
-        break;
-      }
-      if (st.ok()) {
-        ++sent;
-      } else {
-        spdlog::warn("a kept progress report of run {} was refused: {}", key.first, st.ToString());
-      }
-      absl::MutexLock lock(&mu_);
-      auto it = kept_.find(key);
-      it->second.pop_front();
-      --total_;
-      if (it->second.empty()) kept_.erase(it);
+  {
+    absl::MutexLock sending(&send_mu_);
+    for (const auto& key : keys) {
+      if (!SendKept(key, sent).ok()) break;  // still away: the rest waits for the next interval
     }
   }
   absl::MutexLock lock(&mu_);
@@ -124,6 +103,46 @@ int ProgressRelay::RetryDue() {
     warned_full_ = false;
   }
   return sent;
+}
+
+absl::Status ProgressRelay::SendKept(const AttemptKey& key, int& sent) {
+  for (;;) {
+    v1::ReportProgressRequest next;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = kept_.find(key);
+      if (it == kept_.end()) return absl::OkStatus();
+      next = it->second.front();
+    }
+    const absl::Status st = runs_->ReportProgress(next);
+    if (Transient(st)) return st;
+    if (st.ok()) {
+      ++sent;
+    } else {
+      spdlog::warn("a kept progress report of run {} was refused: {}", key.first, st.ToString());
+    }
+    absl::MutexLock lock(&mu_);
+    auto it = kept_.find(key);
+    it->second.pop_front();
+    --total_;
+    if (it->second.empty()) kept_.erase(it);
+  }
+}
+
+absl::Status ProgressRelay::DeliverKept(const std::string& run_id, int resumption_index) {
+  const AttemptKey key{run_id, resumption_index};
+  {
+    absl::MutexLock lock(&mu_);
+    if (!kept_.contains(key)) return absl::OkStatus();  // the usual case: nothing to wait for
+  }
+  int sent = 0;
+  absl::MutexLock sending(&send_mu_);
+  const absl::Status st = SendKept(key, sent);
+  if (sent > 0) {
+    spdlog::info("{} kept progress report(s) of run {} delivered before its attempt {} ended", sent,
+                 run_id, resumption_index);
+  }
+  return st;
 }
 
 int ProgressRelay::pending() const {

@@ -45,6 +45,11 @@ class ProgressRelay {
   // Sends what is kept, oldest first per attempt, at most once per retry interval and from one
   // thread at a time; cheap when nothing is kept. Returns how many reports went.
   int RetryDue();
+  // Sends the attempt's kept reports now, oldest first, waiting for a retry under way: called
+  // before the attempt's end is recorded, so that a run that ended during an outage does not
+  // end at an older step than its last report. OK when nothing of it is kept; the first
+  // transient failure otherwise (the rest stays kept).
+  absl::Status DeliverKept(const std::string& run_id, int resumption_index);
 
   int pending() const;
 
@@ -54,10 +59,16 @@ class ProgressRelay {
   static bool Transient(const absl::Status& status);
   void Keep(const AttemptKey& key, v1::ReportProgressRequest req)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends `key`'s kept reports in order until none is left (OK) or one fails transiently
+  // (that failure); `sent` counts those delivered.
+  absl::Status SendKept(const AttemptKey& key, int& sent) ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mu_);
 
   const std::shared_ptr<RunsClient> runs_;
   const std::shared_ptr<Clock> clock_;
   const ProgressRelayConfig config_;
+  // Held while kept reports are sent (RetryDue, DeliverKept): one sender at a time, so none is
+  // sent twice.
+  absl::Mutex send_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   std::map<AttemptKey, std::deque<v1::ReportProgressRequest>> kept_ ABSL_GUARDED_BY(mu_);
   int total_ ABSL_GUARDED_BY(mu_) = 0;

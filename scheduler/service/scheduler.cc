@@ -15,7 +15,8 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   auto policy = std::make_shared<TeamPolicy>(std::move(teams), clock, absl::Seconds(5),
                                              std::move(usage), config.fair_share_half_life);
   s.attempts = std::make_shared<AttemptTracker>(clock, config.drain_limit());
-  s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config);
+  s.progress = std::make_shared<ProgressRelay>(runs, clock);
+  s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config, s.progress);
   auto leases = std::make_shared<LeaseTable>(lease_clock ? lease_clock : clock, config.lease);
   s.leases = leases;
   auto desired = std::make_shared<DesiredAttempts>(clock, ResendAfter(config));
@@ -27,7 +28,6 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
                                               std::move(liveness), desired, clock, config,
                                               std::move(changes), std::move(metrics), policy);
   s.node_api = std::make_shared<NodeApi>(nodes, runs, idem, policy, clock);
-  s.progress = std::make_shared<ProgressRelay>(runs, clock);
   s.health_relay = std::make_shared<HealthRelay>(std::move(health), std::move(workers), s.attempts,
                                                  s.control, std::move(idem));
   return s;

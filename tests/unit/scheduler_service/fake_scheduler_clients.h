@@ -27,8 +27,11 @@ class ListedRuns final : public RunsClient {
     }
     return out;
   }
+  // How many progress reports the run manager had taken when each attempt end was recorded.
+  std::vector<size_t> progress_at_record;
   absl::StatusOr<v1::Run> RecordAttempt(const v1::Attempt& attempt) override {
     recorded.push_back(attempt);
+    progress_at_record.push_back(progress.size());
     for (const auto& r : runs) {
       if (r.id() == attempt.run_id()) return r;
     }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "base/timestamps.h"
+#include "scheduler/service/attempt_control.h"
 #include "tests/unit/scheduler_service/fake_scheduler_clients.h"
 
 namespace tessera::scheduler {
@@ -116,6 +117,54 @@ TEST_CASE("what is kept is bounded: each attempt's reports thinned, the first an
   CHECK(other_steps.back() == 6);
   CHECK(f.Delivered("third").empty());  // over the total: not kept (logged)
   CHECK(f.relay.pending() == 0);
+}
+
+TEST_CASE("an attempt's kept reports go at once before its end, other attempts' wait their turn") {
+  Fixture f;
+  f.runs->progress_answer = absl::UnavailableError("database unavailable");
+  for (int64_t step : {10, 20}) CHECK(f.relay.Relay("node-a", Fixture::Update("r1", 0, step)).ok());
+  CHECK(f.relay.Relay("node-b", Fixture::Update("r2", 0, 5)).ok());
+  CHECK(f.relay.pending() == 3);
+  // Still away: the first transient failure, everything still kept.
+  CHECK(absl::IsUnavailable(f.relay.DeliverKept("r1", 0)));
+  CHECK(f.relay.pending() == 3);
+
+  f.runs->progress_answer = absl::OkStatus();
+  // No retry interval to wait for: the attempt is about to end.
+  CHECK(f.relay.DeliverKept("r1", 0).ok());
+  CHECK(f.Delivered("r1") == std::vector<int64_t>{10, 20});
+  CHECK(f.Delivered("r2").empty());  // r2's go with the next retry
+  CHECK(f.relay.pending() == 1);
+  const int calls = f.runs->progress_calls;
+  CHECK(f.relay.DeliverKept("r3", 0).ok());  // nothing kept: no call
+  CHECK(f.runs->progress_calls == calls);
+}
+
+TEST_CASE("a run that ended while the run manager was away ends at its last reported step") {
+  Fixture f;
+  auto attempts = std::make_shared<AttemptTracker>(f.clock, absl::Seconds(13));
+  auto relay = std::make_shared<ProgressRelay>(f.runs, f.clock);
+  AttemptControl control(attempts, f.runs, std::make_shared<WorkerRegistry>(), SchedulerConfig{},
+                         relay);
+  v1::Run run;
+  run.set_id("r1");
+  f.runs->runs.push_back(run);
+  f.runs->progress_answer = absl::UnavailableError("database unavailable");
+  for (int64_t step : {2480, 2500}) {
+    CHECK(relay->Relay("node-a", Fixture::Update("r1", 0, step)).ok());
+  }
+  f.runs->progress_answer = absl::OkStatus();
+  // The database is back and the attempt's end comes in before the next retry of the reports.
+  AttemptState state;
+  state.finished = {"node-a"};
+  REQUIRE(control
+              .EndAttempt("r1", 0, state, v1::ATTEMPT_END_REASON_SUCCEEDED,
+                          v1::DETECTION_METHOD_EXIT_CODE, "every rank exited 0")
+              .ok());
+  REQUIRE(f.runs->recorded.size() == 1);
+  CHECK(f.runs->progress_at_record.at(0) == 2);  // both reports were in first
+  CHECK(f.Delivered("r1") == std::vector<int64_t>{2480, 2500});
+  CHECK(relay->pending() == 0);
 }
 
 }  // namespace
