@@ -16,7 +16,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "tests/support/local_cluster.h"
 
 namespace tessera::testing {
@@ -116,20 +118,48 @@ inline v1::Run WaitForStep(LocalCluster& c, const std::string& name, int step,
       start_budget);
 }
 
+// The last `last` warnings and errors of a control-plane log (spdlog's " warning [" and
+// " error [" lines), for a failure's description.
+inline std::string WarningsIn(const std::string& log, size_t last = 60) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, " warning [") || absl::StrContains(line, " error [")) {
+      lines.emplace_back(line);
+    }
+  }
+  if (lines.size() > last) lines.erase(lines.begin(), lines.end() - static_cast<long>(last));
+  return absl::StrJoin(lines, "\n") + "\n";
+}
+
 // Waits until the run of `steps` steps has trained them all and completed (as WaitForStep: for
 // as long as it makes progress).
 inline v1::Run WaitForCompletion(Client& client, const std::string& name, int steps,
                                  const std::function<std::string()>& diagnostics = {},
                                  absl::Duration start_budget = absl::Seconds(120)) {
   WaitForStep(client, name, steps, diagnostics, start_budget);
-  return client.WaitForStatus(name, v1::RUN_STATUS_COMPLETED, kStallLimit);
+  // Its last step is trained: the ranks exit and the attempt's end is recorded, within the
+  // stall limit. Anything else fails with where the run stands (a requeue, a sweep, a cordon).
+  const absl::Time deadline = absl::Now() + kStallLimit;
+  v1::Run run = client.Get(name);
+  while (run.status() != v1::RUN_STATUS_COMPLETED && !Ended(run) && absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    run = client.Get(name);
+  }
+  INFO("waited " << absl::FormatDuration(kStallLimit) << " at most for it to complete\n"
+                 << RunReport(client, run, diagnostics));
+  REQUIRE(run.status() == v1::RUN_STATUS_COMPLETED);
+  return run;
 }
 
 inline v1::Run WaitForCompletion(LocalCluster& c, const std::string& name, int steps,
                                  absl::Duration start_budget = absl::Seconds(120)) {
   return WaitForCompletion(
       *c.client, name, steps,
-      [&] { return "rank 0's log:\n" + c.Mcli("logs " + name + " --rank 0").output; },
+      [&] {
+        return "nodes:\n" + c.Mcli("get nodes").output + "the server's warnings:\n" +
+               WarningsIn(c.server.process.Log()) + "rank 0's log:\n" +
+               c.Mcli("logs " + name + " --rank 0").output;
+      },
       start_budget);
 }
 

@@ -15,15 +15,16 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <condition_variable>
 #include <iostream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "base/byte_size.h"
 #include "worker/canary/canary_checks.h"
 #include "worker/canary/canary_result.h"
@@ -59,41 +60,44 @@ class Watchdog {
   Watchdog() : thread_([this] { Watch(); }) {}
   ~Watchdog() {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       stop_ = true;
+      changed_.SignalAll();
     }
-    changed_.notify_all();
     thread_.join();
   }
 
   void Arm(double seconds, v1::HealthCheckKind kind) {
     if (seconds <= 0) return;
-    {
-      std::lock_guard lock(mu_);
-      deadline_ = std::chrono::steady_clock::now() +
-                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(seconds));
-      seconds_ = seconds;
-      kind_ = kind;
-    }
-    changed_.notify_all();
+    absl::MutexLock lock(&mu_);
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(seconds));
+    seconds_ = seconds;
+    kind_ = kind;
+    changed_.SignalAll();
   }
 
   // Once the watchdog has fired it holds the lock until the process ends, so that a check
   // finishing at that moment cannot print a second answer.
   void Disarm() {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     deadline_.reset();
   }
 
  private:
   void Watch() {
-    std::unique_lock lock(mu_);
+    absl::MutexLock lock(&mu_);
     while (!stop_) {
       if (!deadline_) {
-        changed_.wait(lock);
-      } else if (changed_.wait_until(lock, *deadline_) == std::cv_status::timeout && deadline_ &&
-                 std::chrono::steady_clock::now() >= *deadline_) {
+        changed_.Wait(&mu_);
+        continue;
+      }
+      // On the monotonic clock: a step of the wall clock neither fires it early nor late.
+      const auto now = std::chrono::steady_clock::now();
+      if (now < *deadline_) {
+        changed_.WaitWithTimeout(&mu_, absl::FromChrono(*deadline_ - now));
+      } else {
         v1::HealthCheckResult r;
         r.set_kind(kind_);
         r.set_verdict(v1::HEALTH_VERDICT_TIMEOUT);
@@ -104,12 +108,12 @@ class Watchdog {
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::optional<std::chrono::steady_clock::time_point> deadline_;
-  double seconds_ = 0;
-  v1::HealthCheckKind kind_ = v1::HEALTH_CHECK_KIND_UNSPECIFIED;
-  bool stop_ = false;
+  absl::Mutex mu_;
+  absl::CondVar changed_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_ ABSL_GUARDED_BY(mu_);
+  double seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  v1::HealthCheckKind kind_ ABSL_GUARDED_BY(mu_) = v1::HEALTH_CHECK_KIND_UNSPECIFIED;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

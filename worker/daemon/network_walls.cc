@@ -192,7 +192,7 @@ std::vector<std::string> NetworkWalls::ProgramsFor(const WalledDestination& d) c
 }
 
 absl::Status NetworkWalls::Install(const std::vector<WalledDestination>& also) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   options_.walled.insert(options_.walled.end(), also.begin(), also.end());
   programs_.clear();
   if (options_.rank_uids.empty()) {
@@ -232,7 +232,7 @@ absl::Status NetworkWalls::Install(const std::vector<WalledDestination>& also) {
 }
 
 void NetworkWalls::Remove() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const std::string& program : programs_) RemoveStaleJumps(program);
   programs_.clear();
 }
@@ -246,7 +246,7 @@ std::vector<std::string> NetworkWalls::GuardArgs(const char* verb, int port, uid
 }
 
 absl::Status NetworkWalls::GuardPort(int port, uid_t uid) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const std::string& program : programs_) {
     if (auto st = Run(program, GuardArgs("-I", port, uid)); !st.ok()) return st;
   }
@@ -254,7 +254,7 @@ absl::Status NetworkWalls::GuardPort(int port, uid_t uid) {
 }
 
 void NetworkWalls::ReleasePort(int port, uid_t uid) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const std::string& program : programs_) {
     if (auto st = Run(program, GuardArgs("-D", port, uid)); !st.ok()) {
       spdlog::warn("network walls: {}", std::string(st.message()));

@@ -19,13 +19,14 @@
 // deleted), and removes its rules when it stops.
 #include <sys/types.h>
 
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "worker/image/tool_runner.h"
 
 namespace tessera::worker {
@@ -77,15 +78,17 @@ class NetworkWalls {
   // Runs one of the programs with `args`; the status carries its output where it failed.
   absl::Status Run(const std::string& program, const std::vector<std::string>& args);
   // Removes OUTPUT's jumps to chains of workers whose folder is gone, and to this worker's.
-  void RemoveStaleJumps(const std::string& program);
-  std::vector<std::string> ProgramsFor(const WalledDestination& d) const;
+  void RemoveStaleJumps(const std::string& program) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<std::string> ProgramsFor(const WalledDestination& d) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<std::string> GuardArgs(const char* verb, int port, uid_t uid) const;
 
-  NetworkWallsOptions options_;
+  absl::Mutex mu_;  // guards and releases come from attempts' threads
+  NetworkWallsOptions options_ ABSL_GUARDED_BY(mu_);
   image::ToolRunner& runner_;
   std::string chain_;
-  std::vector<std::string> programs_;  // iptables, and ip6tables where it works
-  std::mutex mu_;                      // guards and releases come from attempts' threads
+  std::vector<std::string> programs_
+      ABSL_GUARDED_BY(mu_);  // iptables, and ip6tables where it works
 };
 
 // Splits a rule as `iptables -S` prints it into its words (a quoted comment is one word).

@@ -49,7 +49,7 @@ ShellSessions::~ShellSessions() {
   stopping_ = true;
   std::list<Session> sessions;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (listen_ctx_) listen_ctx_->TryCancel();
     for (auto& s : sessions_) s.ctx->TryCancel();
     sessions.swap(sessions_);
@@ -87,7 +87,7 @@ void ShellSessions::ListenLoop() {
     auto stub = v1::ShellRelay::NewStub(WorkerChannel(endpoint, options_.tls));
     auto ctx = Context();
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) break;
       listen_ctx_ = ctx;
     }
@@ -98,7 +98,7 @@ void ShellSessions::ListenLoop() {
     v1::ShellSessionStart start;
     while (reader->Read(&start)) {
       failures = 0;
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) break;
       ReapSessionsLocked();
       Session s{std::thread(), Context(), std::make_shared<std::atomic<bool>>(false)};
@@ -127,9 +127,9 @@ void ShellSessions::Serve(const v1::ShellSessionStart& start, grpc::ClientContex
                           const std::string& endpoint) {
   auto stub = v1::ShellRelay::NewStub(WorkerChannel(endpoint, options_.tls));
   auto stream = stub->Attach(&ctx);
-  std::mutex write_mu;
+  absl::Mutex write_mu;
   auto send = [&](const v1::ShellNodeMessage& m) {
-    std::lock_guard lock(write_mu);
+    absl::MutexLock lock(&write_mu);
     return stream->Write(m);
   };
   v1::ShellNodeMessage hello;
@@ -247,7 +247,7 @@ void ShellSessions::Serve(const v1::ShellSessionStart& start, grpc::ClientContex
   exit.mutable_output()->set_exit_code(exit_code);
   send(exit);
   {
-    std::lock_guard lock(write_mu);
+    absl::MutexLock lock(&write_mu);
     stream->WritesDone();
   }
   // The scheduler ends the call once the caller has the exit code.

@@ -11,12 +11,13 @@
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "services/common/tls/grpc_credentials.h"
 #include "tessera/v1/shell.grpc.pb.h"
 
@@ -53,16 +54,16 @@ class ShellSessions {
              const std::string& endpoint);
   std::shared_ptr<grpc::ClientContext> Context() const;
   // Joins the threads of sessions that are over.
-  void ReapSessionsLocked();
+  void ReapSessionsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   ShellSessionsOptions options_;
   OuterPid outer_pid_;
   std::vector<std::string> endpoints_;
   std::atomic<bool> stopping_{false};
   std::thread listener_;
-  std::mutex mu_;
-  std::shared_ptr<grpc::ClientContext> listen_ctx_;
-  std::list<Session> sessions_;
+  absl::Mutex mu_;
+  std::shared_ptr<grpc::ClientContext> listen_ctx_ ABSL_GUARDED_BY(mu_);
+  std::list<Session> sessions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera::worker

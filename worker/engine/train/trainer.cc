@@ -26,12 +26,6 @@ namespace {
 
 constexpr const char* kArrays[] = {"params", "exp_avg", "exp_avg_sq"};
 
-std::vector<int> Range(int first, int count, int stride) {
-  std::vector<int> v;
-  for (int i = 0; i < count; ++i) v.push_back(first + i * stride);
-  return v;
-}
-
 }  // namespace
 
 Trainer::Trainer(TrainConfig config, RankContext context)
@@ -147,10 +141,11 @@ void Trainer::SetupModel(double peak_flops_per_rank) {
   model_->to(device_);
   model_->train();
   model_->SetActivationCheckpointing(config_.activation_checkpointing_interval);
-  flat_ = std::make_unique<FlatParameters>(*model_, shard_group_size_);
-  optimizer_ = std::make_unique<ShardedAdamW>(config_.optimizer, flat_->ParamShard(shard_index_),
-                                              flat_->DecayShard(shard_index_));
-  if (world_->backend() == "nccl") grad_shard_ = torch::zeros_like(flat_->ParamShard(0));
+  flat_ = std::make_unique<FlatParameters>(*model_, groups_->shard_group_size());
+  optimizer_ =
+      std::make_unique<ShardedAdamW>(config_.optimizer, flat_->ParamShard(groups_->shard_index()),
+                                     flat_->DecayShard(groups_->shard_index()));
+  if (groups_->nccl()) grad_shard_ = torch::zeros_like(flat_->ParamShard(0));
   progress_ = std::make_unique<progress::ProgressReporter>(ctx_.progress_file);
   ReportShape shape;
   shape.total_steps = total_steps_;
@@ -166,9 +161,9 @@ void Trainer::SetupModel(double peak_flops_per_rank) {
 absl::Status Trainer::SetupCheckpoints() {
   if (config_.save_folder.empty()) return absl::OkStatus();
   SaveRole role;
-  role.shard_index = shard_index_;
-  role.shard_count = shard_group_size_;
-  role.writes_shard = ctx_.rank < shard_group_size_;  // the first replica
+  role.shard_index = groups_->shard_index();
+  role.shard_count = groups_->shard_group_size();
+  role.writes_shard = groups_->writes_shard();
   role.commits = ctx_.rank == 0;
   if (ctx_.world_size > 1) {
     Rendezvous rv{ctx_.rank, ctx_.world_size, ctx_.master_addr, ctx_.master_port};
@@ -191,10 +186,10 @@ void Trainer::LogShape() const {
       "{} steps ({} per epoch of {} samples)",
       config_.model.preset, config_.model.n_layers, config_.model.d_model, config_.model.n_heads,
       config_.model.vocab_size, seq_len_, params / 1e6, ctx_.world_size, device_.str(),
-      ShardingName(config_.sharding), ctx_.world_size / shard_group_size_,
-      ctx_.world_size / shard_group_size_ == 1 ? "" : "s", shard_group_size_,
-      config_.global_train_batch_size, config_.device_train_microbatch_size, total_steps_,
-      dataset_->batches_per_epoch(), dataset_->samples());
+      ShardingName(config_.sharding), groups_->replicas(), groups_->replicas() == 1 ? "" : "s",
+      groups_->shard_group_size(), config_.global_train_batch_size,
+      config_.device_train_microbatch_size, total_steps_, dataset_->batches_per_epoch(),
+      dataset_->samples());
   if (config_.activation_checkpointing_interval > 0) {
     spdlog::info(
         "activation checkpointing: {} of {} recomputed in backward",
@@ -207,48 +202,7 @@ void Trainer::LogShape() const {
 }
 
 absl::Status Trainer::SetupCommunicators() {
-  switch (config_.sharding) {
-    case Sharding::kFullShard:
-      shard_group_size_ = ctx_.world_size;
-      break;
-    case Sharding::kNoShard:
-      shard_group_size_ = 1;
-      break;
-    case Sharding::kHybridShard:
-      shard_group_size_ =
-          config_.shard_group_size > 0 ? config_.shard_group_size : ctx_.local_world_size;
-      break;
-  }
-  if (ctx_.world_size % shard_group_size_ != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("fsdp.shard_group_size: ", shard_group_size_,
-                                                   " does not divide the world size ",
-                                                   ctx_.world_size));
-  }
-  shard_index_ = ctx_.rank % shard_group_size_;
-  if (ctx_.world_size == 1) {
-    world_ = std::make_unique<SoloCommunicator>();
-    shard_group_ = std::make_unique<SoloCommunicator>();
-    replica_group_ = std::make_unique<SoloCommunicator>();
-    return absl::OkStatus();
-  }
-  Rendezvous rv{ctx_.rank, ctx_.world_size, ctx_.master_addr, ctx_.master_port};
-  TESSERA_ASSIGN_OR_RETURN(store_, ConnectStore(rv));
-  const auto backend = device_.is_cuda() ? CollectiveBackend::kNccl : CollectiveBackend::kGloo;
-  const std::string host = DefaultGlooHost(ctx_.master_addr);
-  const int groups = ctx_.world_size / shard_group_size_;
-  const int group = ctx_.rank / shard_group_size_;
-  TESSERA_ASSIGN_OR_RETURN(
-      world_, CreateCommunicator(backend, store_, "world/", Range(0, ctx_.world_size, 1), ctx_.rank,
-                                 host, rv.timeout));
-  TESSERA_ASSIGN_OR_RETURN(
-      shard_group_, CreateCommunicator(backend, store_, absl::StrCat("shard-", group, "/"),
-                                       Range(group * shard_group_size_, shard_group_size_, 1),
-                                       ctx_.rank, host, rv.timeout));
-  TESSERA_ASSIGN_OR_RETURN(
-      replica_group_,
-      CreateCommunicator(backend, store_, absl::StrCat("replica-", shard_index_, "/"),
-                         Range(shard_index_, groups, shard_group_size_), ctx_.rank, host,
-                         rv.timeout));
+  TESSERA_ASSIGN_OR_RETURN(groups_, ShardGroups::Join(config_, ctx_, device_.is_cuda()));
   return absl::OkStatus();
 }
 
@@ -281,15 +235,16 @@ absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
     for (const auto& why : refused) spdlog::warn("checkpoint refused: {}", why);
     if (latest) chosen.fill_(latest->step);
   }
-  world_->Broadcast(chosen, 0);
+  groups_->world().Broadcast(chosen, 0);
   const int64_t step = chosen.to(torch::kCPU).item<int64_t>();
   if (step < 0) {
     if (ctx_.rank == 0) spdlog::info("no checkpoint in {}: starting from scratch", folder.root());
     return false;
   }
   TESSERA_ASSIGN_OR_RETURN(const CheckpointManifest manifest, folder.ReadManifest(step));
-  const int64_t begin = flat_->ShardBegin(shard_index_), count = flat_->ShardCount(shard_index_);
-  torch::Tensor targets[] = {flat_->ParamShard(shard_index_), optimizer_->exp_avg(),
+  const int64_t begin = flat_->ShardBegin(groups_->shard_index()),
+                count = flat_->ShardCount(groups_->shard_index());
+  torch::Tensor targets[] = {flat_->ParamShard(groups_->shard_index()), optimizer_->exp_avg(),
                              optimizer_->exp_avg_sq()};
   auto staging = torch::empty({count}, torch::kFloat32);
   for (int a = 0; a < 3; ++a) {
@@ -298,7 +253,7 @@ absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
     torch::NoGradGuard no_grad;
     targets[a].narrow(0, 0, count).copy_(staging);
   }
-  shard_group_->AllGather(flat_->params());
+  groups_->shard_group().AllGather(flat_->params());
   step_ = manifest.step;
   resumed_from_step_ = manifest.step;
   last_saved_step_ = manifest.step;
@@ -347,16 +302,6 @@ absl::Status Trainer::RollBack(const DataState& batch, double loss, const std::s
   return absl::OkStatus();
 }
 
-void Trainer::ReduceGradients() {
-  auto& grads = flat_->grads();
-  if (world_->backend() == "nccl") {
-    shard_group_->ReduceScatterSum(grads, grad_shard_);
-    replica_group_->AllReduceSum(grad_shard_);
-  } else {
-    world_->AllReduceSum(grads);  // Gloo has no reduce-scatter: keep this rank's part
-  }
-}
-
 absl::StatusOr<StepResult> Trainer::Step() {
   const int64_t per_rank = config_.global_train_batch_size / ctx_.world_size;
   const int64_t micro = config_.device_train_microbatch_size;
@@ -397,15 +342,15 @@ absl::StatusOr<StepResult> Trainer::Step() {
   const double compute_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
   progress_->MarkWaiting(true);
-  world_->AllReduceSum(loss_sum);
-  ReduceGradients();
+  groups_->world().AllReduceSum(loss_sum);
+  groups_->ReduceGradients(flat_->grads(), grad_shard_);
   progress_->MarkWaiting(false);
 
   torch::NoGradGuard no_grad;
-  torch::Tensor grad = world_->backend() == "nccl" ? grad_shard_ : flat_->GradShard(shard_index_);
+  torch::Tensor grad = groups_->nccl() ? grad_shard_ : flat_->GradShard(groups_->shard_index());
   auto norm_sq = grad.norm().to(torch::kFloat64).square().view({1});
   progress_->MarkWaiting(true);
-  shard_group_->AllReduceSum(norm_sq);
+  groups_->shard_group().AllReduceSum(norm_sq);
   progress_->MarkWaiting(false);
   StepResult result;
   result.compute_seconds = compute_seconds;
@@ -417,7 +362,7 @@ absl::StatusOr<StepResult> Trainer::Step() {
   result.learning_rate = LearningRate(config_.optimizer, config_.scheduler, step_, total_steps_);
   optimizer_->Step(grad, result.learning_rate, step_ + 1);
   progress_->MarkWaiting(true);
-  shard_group_->AllGather(flat_->params());
+  groups_->shard_group().AllGather(flat_->params());
   progress_->MarkWaiting(false);
 
   result.loss = loss_sum.to(torch::kCPU).item<double>() / denominator;
@@ -433,7 +378,7 @@ absl::Status Trainer::Save(bool background) {
   m.step = step_;
   m.world_size = ctx_.world_size;
   m.sharding = ShardingName(config_.sharding);
-  m.shard_group_size = shard_group_size_;
+  m.shard_group_size = groups_->shard_group_size();
   m.numel = flat_->numel();
   m.arrays.assign(std::begin(kArrays), std::end(kArrays));
   m.data = data_state_;
@@ -446,11 +391,11 @@ absl::Status Trainer::Save(bool background) {
   m.saved_at = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
   SaveJob job;
   job.manifest = std::move(m);
-  job.payload.offset = flat_->ShardBegin(shard_index_);
-  job.payload.count = flat_->ShardCount(shard_index_);
+  job.payload.offset = flat_->ShardBegin(groups_->shard_index());
+  job.payload.count = flat_->ShardCount(groups_->shard_index());
   std::vector<torch::Tensor> host;  // GPU shards are copied to host memory first
-  for (torch::Tensor t :
-       {flat_->ParamShard(shard_index_), optimizer_->exp_avg(), optimizer_->exp_avg_sq()}) {
+  for (torch::Tensor t : {flat_->ParamShard(groups_->shard_index()), optimizer_->exp_avg(),
+                          optimizer_->exp_avg_sq()}) {
     t = t.narrow(0, 0, job.payload.count);
     if (!t.is_cpu()) t = t.to(torch::kCPU);
     host.push_back(t.contiguous());
@@ -501,7 +446,7 @@ absl::Status Trainer::Run() {
   }
   if (saver_ && last_saved_step_ != step_) TESSERA_RETURN_IF_ERROR(Save(/*background=*/false));
   if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
-  world_->Barrier();  // rank 0 serves the store: it leaves last
+  groups_->world().Barrier();  // rank 0 serves the store: it leaves last
   if (ctx_.rank == 0) {
     spdlog::info("training finished: {} steps, {} tokens", step_, tokens_seen_);
   }

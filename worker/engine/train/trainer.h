@@ -19,12 +19,12 @@
 #include "absl/status/statusor.h"
 #include "worker/engine/checkpoint/checkpoint_saver.h"
 #include "worker/engine/data/streaming_dataset.h"
-#include "worker/engine/dist/communicator.h"
 #include "worker/engine/model/gpt.h"
 #include "worker/engine/train/flat_parameters.h"
 #include "worker/engine/train/loss_rollback.h"
 #include "worker/engine/train/progress_report.h"
 #include "worker/engine/train/rank_context.h"
+#include "worker/engine/train/shard_groups.h"
 #include "worker/engine/train/sharded_adamw.h"
 #include "worker/engine/train/train_config.h"
 #include "worker/progress/progress_file.h"
@@ -74,15 +74,11 @@ class Trainer {
   // Back to the newest checkpoint, `batch` (the bad step's, whose `loss` is bad for `why`) to
   // be skipped; an error (the bad loss named) where no rollback is allowed or possible.
   absl::Status RollBack(const DataState& batch, double loss, const std::string& why);
-  void ReduceGradients();
 
   TrainConfig config_;
   RankContext ctx_;
   torch::Device device_{torch::kCPU};
-  int shard_group_size_ = 1;
-  int shard_index_ = 0;  // this rank's shard (its rank in the shard group)
-  c10::intrusive_ptr<c10d::Store> store_;
-  std::unique_ptr<Communicator> world_, shard_group_, replica_group_;
+  std::unique_ptr<ShardGroups> groups_;
   std::unique_ptr<StreamingDataset> dataset_;
   Gpt model_{nullptr};
   std::unique_ptr<FlatParameters> flat_;

@@ -1,0 +1,132 @@
+// The trainer's process groups, joined for real: four ranks as threads of this process meet
+// through rank 0's TCPStore on loopback and talk over Gloo, as tessera-train's ranks do across
+// processes. What each group holds is read from the sums its all-reduces give.
+#include "worker/engine/train/shard_groups.h"
+
+#include <thread>
+#include <vector>
+
+// LibTorch brings glog, whose CHECK aborts instead of recording a failure: use Catch's.
+#undef CHECK
+#include <catch2/catch.hpp>
+
+#include "tests/support/free_port.h"
+
+namespace tessera::engine {
+namespace {
+
+struct Joined {
+  absl::Status status;
+  int shard_index = -1, shard_group_size = 0, replicas = 0;
+  bool writes_shard = false;
+  float world_sum = 0, shard_sum = 0;
+  std::vector<float> reduced;
+};
+
+// Joins `world` ranks with `config`'s sharding; each all-reduces its rank over the world and
+// over its shard group, then reduces a gradient buffer of [rank, 10 * rank].
+std::vector<Joined> JoinAll(const TrainConfig& config, int world, int local_world) {
+  const int port = testing::FreePort();
+  std::vector<Joined> out(static_cast<size_t>(world));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      RankContext ctx;
+      ctx.rank = r;
+      ctx.world_size = world;
+      ctx.local_world_size = local_world;
+      ctx.master_port = port;
+      Joined& j = out[static_cast<size_t>(r)];
+      auto groups = ShardGroups::Join(config, ctx, /*cuda=*/false);
+      j.status = groups.status();
+      if (!groups.ok()) return;
+      ShardGroups& g = **groups;
+      j.shard_index = g.shard_index();
+      j.shard_group_size = g.shard_group_size();
+      j.replicas = g.replicas();
+      j.writes_shard = g.writes_shard();
+      torch::Tensor mine = torch::full({1}, static_cast<float>(r));
+      torch::Tensor in_shard = mine.clone();
+      g.world().AllReduceSum(mine);
+      g.shard_group().AllReduceSum(in_shard);
+      j.world_sum = mine.item<float>();
+      j.shard_sum = in_shard.item<float>();
+      torch::Tensor grads = torch::tensor({static_cast<float>(r), 10.0f * r});
+      torch::Tensor grad_shard = torch::zeros({1});
+      g.ReduceGradients(grads, grad_shard);
+      j.reduced = {grads[0].item<float>(), grads[1].item<float>()};
+      g.world().Barrier();  // rank 0 serves the store: it leaves last
+    });
+  }
+  for (auto& t : ranks) t.join();
+  return out;
+}
+
+TEST_CASE("HYBRID_SHARD: shard groups of a node's ranks, replicas across them") {
+  TrainConfig config;
+  config.sharding = Sharding::kHybridShard;  // shard_group_size 0: the local world, 2
+  const std::vector<Joined> joined = JoinAll(config, 4, 2);
+  for (int r = 0; r < 4; ++r) {
+    const Joined& j = joined[static_cast<size_t>(r)];
+    INFO("rank " << r << ": " << j.status.ToString());
+    REQUIRE(j.status.ok());
+    CHECK(j.shard_group_size == 2);
+    CHECK(j.replicas == 2);
+    CHECK(j.shard_index == r % 2);
+    CHECK(j.writes_shard == (r < 2));  // the first replica keeps the checkpoint's shards
+    CHECK(j.world_sum == 0 + 1 + 2 + 3);
+    CHECK(j.shard_sum == (r < 2 ? 0 + 1 : 2 + 3));  // ranks 0-1 and 2-3
+    // Gloo: the whole buffer summed over the world; each rank reads its shard of it.
+    CHECK(j.reduced == std::vector<float>{6, 60});
+  }
+}
+
+TEST_CASE("FULL_SHARD is one group of the world, NO_SHARD a group of one per rank") {
+  TrainConfig config;
+  config.sharding = Sharding::kFullShard;
+  for (const Joined& j : JoinAll(config, 3, 1)) {
+    REQUIRE(j.status.ok());
+    CHECK(j.shard_group_size == 3);
+    CHECK(j.replicas == 1);
+    CHECK(j.shard_sum == 0 + 1 + 2);
+  }
+  config.sharding = Sharding::kNoShard;
+  const std::vector<Joined> alone = JoinAll(config, 2, 2);
+  for (int r = 0; r < 2; ++r) {
+    const Joined& j = alone[static_cast<size_t>(r)];
+    REQUIRE(j.status.ok());
+    CHECK(j.shard_group_size == 1);
+    CHECK(j.replicas == 2);
+    CHECK(j.shard_index == 0);
+    CHECK(j.shard_sum == static_cast<float>(r));
+    CHECK(j.world_sum == 1);
+  }
+}
+
+TEST_CASE("a shard group size that does not divide the world is refused before anyone is met") {
+  TrainConfig config;
+  config.sharding = Sharding::kHybridShard;
+  config.shard_group_size = 3;
+  RankContext ctx;
+  ctx.world_size = 4;
+  ctx.master_port = 1;  // nothing is reached: the check comes first
+  auto groups = ShardGroups::Join(config, ctx, false);
+  REQUIRE_FALSE(groups.ok());
+  CHECK(groups.status().message() == "fsdp.shard_group_size: 3 does not divide the world size 4");
+}
+
+TEST_CASE("a world of one talks to no one") {
+  TrainConfig config;
+  RankContext ctx;
+  ctx.master_port = 1;
+  auto groups = ShardGroups::Join(config, ctx, false);
+  REQUIRE(groups.ok());
+  CHECK((*groups)->shard_group_size() == 1);
+  CHECK((*groups)->writes_shard());
+  torch::Tensor t = torch::ones({2});
+  (*groups)->world().AllReduceSum(t);
+  CHECK(t.sum().item<float>() == 2);
+}
+
+}  // namespace
+}  // namespace tessera::engine
