@@ -58,7 +58,6 @@ class RankExec {
 
   int rank_ = 0;
   std::string working_dir_;
-  std::string identity_name_;
   std::optional<RankIdentity> identity_;
   bool sandboxed_ = false;
   int nice_ = 0;
