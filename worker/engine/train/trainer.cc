@@ -46,7 +46,7 @@ absl::Status Trainer::Setup() {
   TESSERA_RETURN_IF_ERROR(SetupData());
   // Before the model seeds the generator.
   const double peak_flops_per_rank = SetupFlops();
-  TESSERA_RETURN_IF_ERROR(SetupCommunicators());
+  TESSERA_ASSIGN_OR_RETURN(groups_, ShardGroups::Join(config_, ctx_, device_.is_cuda()));
   SetupModel(peak_flops_per_rank);
   TESSERA_RETURN_IF_ERROR(SetupCheckpoints());
   if (ctx_.rank == 0) LogShape();
@@ -199,11 +199,6 @@ void Trainer::LogShape() const {
                            config_.activation_checkpointing_interval, ", ...)"),
         config_.model.n_layers);
   }
-}
-
-absl::Status Trainer::SetupCommunicators() {
-  TESSERA_ASSIGN_OR_RETURN(groups_, ShardGroups::Join(config_, ctx_, device_.is_cuda()));
-  return absl::OkStatus();
 }
 
 absl::Status Trainer::Resume() { return LoadNewestCheckpoint().status(); }

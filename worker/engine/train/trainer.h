@@ -56,14 +56,13 @@ class Trainer {
  private:
   Trainer(TrainConfig config, RankContext context);
   // Setup's steps, in its order: threads, device and precision; the data and the batch shape;
-  // the communicators; the model, optimizer and progress report; the checkpoint saver (and the
-  // resumption); the shape logged by rank 0.
+  // the shard groups (ShardGroups::Join); the model, optimizer and progress report; the checkpoint
+  // saver (and the resumption); the shape logged by rank 0.
   absl::Status Setup();
   absl::Status SetupDevice();
   absl::Status SetupData();
   // The model's FLOPs per token; returns this rank's peak FLOP/s for MFU (0: unknown, no MFU).
   double SetupFlops();
-  absl::Status SetupCommunicators();
   void SetupModel(double peak_flops_per_rank);
   absl::Status SetupCheckpoints();
   void LogShape() const;
