@@ -11,6 +11,7 @@
 #include "worker/daemon/attempt_folders.h"
 #include "worker/daemon/integration_script.h"
 #include "worker/daemon/owned_children.h"
+#include "worker/daemon/previous_incarnation.h"
 #include "worker/daemon/rank_secrets.h"
 #include "worker/daemon/worker_metrics.h"
 
@@ -31,6 +32,10 @@ AttemptManager::AttemptManager(AttemptManagerOptions options, std::shared_ptr<Cl
                                      .shared_dir = options_.shared_dir,
                                      .rank_nice = options_.rank_nice,
                                      .sandbox = options_.sandbox}),
+      preparer_(AttemptPreparerOptions{.state_dir = options_.state_dir,
+                                       .preflight = options_.preflight,
+                                       .images = options_.images,
+                                       .clock = clock_}),
       finish_gate_(options_.output_shipped, options_.finish_waits_for_logs) {}
 
 AttemptManager::~AttemptManager() {
@@ -57,45 +62,6 @@ AttemptManager::~AttemptManager() {
   if (!running.empty()) StopAll(running, absl::Seconds(2), *clock_);
   absl::MutexLock lock(&mu_);
   for (auto& [key, a] : attempts_) (void)records_.Remove(key.first, key.second);
-}
-
-v1::RankExit AttemptManager::ExitOf(const Attempt& a, int rank, const ExitInfo& info) const {
-  v1::RankExit e;
-  e.set_rank(rank);
-  e.set_node_rank(a.start.node_rank());
-  e.set_node_name(options_.node_name);
-  e.set_exit_code(info.signaled() ? 128 + info.signal : info.exit_code);
-  e.set_signal(info.signal);
-  // Killed by the fence, or ended in a way the worker could not learn: Tessera's doing.
-  e.set_control_plane_fault(info.status_lost || (a.fenced && info.signaled()));
-  return e;
-}
-
-RankOutput AttemptManager::OutputOf(const Attempt& a, int rank) const {
-  // Under a node's launcher every local rank is a process of the launcher's, and its output is
-  // the launcher's: the worker spools the launcher's files alone.
-  const bool launcher = LaunchesPerNode(a.start);
-  pid_t pid = 0;
-  for (const auto& p : a.procs) {
-    if (p->rank() == rank || launcher) pid = p->pid();
-  }
-  const bool own_output = !launcher || rank == a.start.first_rank();
-  return RankOutput{a.start.run_id(),
-                    a.start.resumption_index(),
-                    a.start.node_rank(),
-                    rank,
-                    own_output ? RankLogPath(a.paths, rank, "stdout") : "",
-                    own_output ? RankLogPath(a.paths, rank, "stderr") : "",
-                    RankProgressPath(a.paths, rank),
-                    absl::Seconds(a.start.hang_timeout_seconds()),
-                    pid};
-}
-
-std::vector<int> AttemptManager::RanksOf(const Attempt& a, int process_rank) {
-  if (!LaunchesPerNode(a.start)) return {process_rank};
-  std::vector<int> ranks;
-  for (int i = 0; i < a.start.local_world_size(); ++i) ranks.push_back(a.start.first_rank() + i);
-  return ranks;
 }
 
 void AttemptManager::Queue(v1::AttemptUpdate u) {
@@ -129,24 +95,20 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
   const bool host = IsHostImage(start.image());
   if (!host || HasRunIntegrations(start.integrations()) || options_.preflight) {
     if (!host && (!options_.sandbox || !options_.images)) {
-      Attempt a;
+      AttemptState a;
       a.start = start;
       a.ended_at = clock_->Now();
-      v1::AttemptUpdate u;
-      u.set_run_id(start.run_id());
-      u.set_resumption_index(start.resumption_index());
-      u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
-      u.set_detail(absl::StrCat(options_.node_name,
-                                " runs ranks without a sandbox (tessera-worker --sandbox off) "
-                                "and so cannot run image ",
-                                start.image()));
       absl::MutexLock lock(&mu_);
-      Queue(std::move(u));
+      Queue(UpdateFor(start, v1::ATTEMPT_PHASE_START_FAILED,
+                      absl::StrCat(options_.node_name,
+                                   " runs ranks without a sandbox (tessera-worker --sandbox off) "
+                                   "and so cannot run image ",
+                                   start.image())));
       attempts_[key] = std::move(a);
       return absl::FailedPreconditionError("this node runs no images");
     }
     absl::MutexLock lock(&mu_);
-    Attempt a;
+    AttemptState a;
     a.start = start;
     a.paths = PathsFor(options_.state_dir, start.run_id(), start.resumption_index());
     a.preparing = true;
@@ -174,17 +136,14 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
 absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoot& root,
                                     const std::string& digest, bool release_on_error) {
   const Key key{start.run_id(), start.resumption_index()};
-  Attempt a;
+  AttemptState a;
   a.start = start;
   a.paths = PathsFor(options_.state_dir, start.run_id(), start.resumption_index());
   bool setup_failure = false;  // the run's own doing (an integration failed), not the node's
   auto fail = [&](const absl::Status& st) {
-    v1::AttemptUpdate u;
-    u.set_run_id(start.run_id());
-    u.set_resumption_index(start.resumption_index());
-    u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
+    v1::AttemptUpdate u =
+        UpdateFor(start, v1::ATTEMPT_PHASE_START_FAILED, std::string(st.message()));
     u.set_setup_failure(setup_failure);
-    u.set_detail(std::string(st.message()));
     a.ended_at = clock_->Now();
     a.procs.clear();  // kills whatever did start
     RemoveSecretFiles(a.paths);
@@ -203,7 +162,11 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
   a.image_digest = digest;
   WallRendezvous(identity, a);
   if (HasRunIntegrations(start.integrations())) {
-    auto st = RunIntegrations(start, a, specs->front());
+    const int first = specs->front().rank;
+    auto st = preparer_.RunIntegrations(start, a.paths, specs->front(),
+                                        [this, &key] { return Cancelled(key); },
+                                        {.begins = [&] { on_output_(OutputOf(a, first)); },
+                                         .ends = [&] { on_rank_done_(OutputOf(a, first)); }});
     if (!st.ok()) {
       setup_failure = !absl::IsCancelled(st) && !absl::IsInternal(st);
       return fail(st);
@@ -236,10 +199,7 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
                start.run_name(), start.run_id(), start.resumption_index(), start.first_rank(),
                start.first_rank() + start.local_world_size() - 1, start.node_rank(),
                LaunchesPerNode(start) ? "one launcher for the node" : "one process per rank");
-  v1::AttemptUpdate u;
-  u.set_run_id(start.run_id());
-  u.set_resumption_index(start.resumption_index());
-  u.set_phase(v1::ATTEMPT_PHASE_STARTED);
+  v1::AttemptUpdate u = UpdateFor(start, v1::ATTEMPT_PHASE_STARTED, "");
   u.set_image_digest(digest);
   std::vector<RankProcess*> late_stop;
   {
@@ -259,6 +219,95 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
   ReleaseRendezvous(a);
   if (release_on_error) options_.images->Release(digest);
   return absl::OkStatus();
+}
+
+int AttemptManager::CleanUpPreviousIncarnation() {
+  int killed = 0;
+  for (LostAttempt& lost :
+       KillPreviousIncarnation(records_, options_.state_dir, options_.node_name, clock_->Now())) {
+    killed += lost.killed;
+    // Whatever they printed is still shipped.
+    for (const auto& exit : lost.attempt.exits) {
+      on_output_(OutputOf(lost.attempt, exit.rank()));
+      on_rank_done_(OutputOf(lost.attempt, exit.rank()));
+    }
+    const Key key{lost.attempt.start.run_id(), lost.attempt.start.resumption_index()};
+    absl::MutexLock lock(&mu_);
+    Queue(std::move(lost.update));
+    attempts_[key] = std::move(lost.attempt);
+  }
+  return killed;
+}
+
+void AttemptManager::Prepare(const v1::StartAttempt& start) {
+  const Key key{start.run_id(), start.resumption_index()};
+  Preparation p = preparer_.Prepare(
+      start, [this, &key] { return Cancelled(key); },
+      [&](const std::string& text) {
+        absl::MutexLock lock(&mu_);
+        Queue(UpdateFor(start, v1::ATTEMPT_PHASE_PREPARING, text));
+      });
+  switch (p.outcome) {
+    case Preparation::Outcome::kCancelled:
+      return;
+    case Preparation::Outcome::kFailed:
+      EndUnlaunched(start, std::move(p.failure));
+      return;
+    case Preparation::Outcome::kReady:
+      (void)Launch(start, p.root, p.digest, !IsHostImage(start.image()));
+      return;
+  }
+}
+
+bool AttemptManager::Cancelled(const Key& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = attempts_.find(key);
+  return it == attempts_.end() || it->second.cancelled;
+}
+
+std::optional<RankIdentity> AttemptManager::IdentityFor(const v1::StartAttempt& start) const {
+  if (options_.per_user_uids && start.user_uid() > 0) {
+    const auto id = static_cast<uid_t>(start.user_uid());
+    return RankIdentity{start.user(), id, static_cast<gid_t>(id)};
+  }
+  return options_.rank_identity;
+}
+
+void AttemptManager::WallRendezvous(const std::optional<RankIdentity>& identity,
+                                    AttemptState& a) const {
+  const v1::StartAttempt& start = a.start;
+  if (!options_.walls || start.node_rank() != 0 || start.master_port() <= 0 || !identity) return;
+  if (auto st = options_.walls->GuardPort(start.master_port(), identity->uid); !st.ok()) {
+    spdlog::warn("run {}: its rendezvous port {} is not walled: {}", start.run_id(),
+                 start.master_port(), std::string(st.message()));
+    return;
+  }
+  a.rendezvous_owner = identity->uid;
+}
+
+void AttemptManager::ReleaseRendezvous(const AttemptState& a) const {
+  if (options_.walls && a.rendezvous_owner) {
+    options_.walls->ReleasePort(a.start.master_port(), *a.rendezvous_owner);
+  }
+}
+
+void AttemptManager::EndUnlaunched(const v1::StartAttempt& start, v1::AttemptUpdate u) {
+  u.set_run_id(start.run_id());
+  u.set_resumption_index(start.resumption_index());
+  u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
+  absl::MutexLock lock(&mu_);
+  AttemptState& a = attempts_[{start.run_id(), start.resumption_index()}];
+  a.preparing = false;
+  a.ended_at = clock_->Now();
+  Queue(std::move(u));
+}
+
+void AttemptManager::CancelPreparing(AttemptState& a) {
+  a.cancelled = true;
+  a.preparing = false;
+  a.ended_at = clock_->Now();
+  Queue(UpdateFor(a.start, v1::ATTEMPT_PHASE_FINISHED,
+                  "stopped before its ranks started (while checked and prepared)"));
 }
 
 void AttemptManager::Stop(const std::string& run_id, int resumption_index, absl::Duration grace) {
@@ -305,7 +354,7 @@ void AttemptManager::Poll() {
     const absl::Time now = clock_->Now();
     for (auto& finished : finish_gate_.Release(now)) Queue(std::move(finished));
     for (auto it = attempts_.begin(); it != attempts_.end();) {
-      Attempt& a = it->second;
+      AttemptState& a = it->second;
       if (a.ended_at) {
         if (!finish_gate_.Holds(it->first.first, it->first.second) &&
             now - *a.ended_at > options_.keep_ended) {
@@ -333,7 +382,7 @@ void AttemptManager::Poll() {
         if (note) std::ofstream(RankLogPath(a.paths, p->rank(), "stderr"), std::ios::app) << *note;
         WorkerEventMetrics::Default().RankExited(
             ClassifyRankExit(*p->exit(), a.stopped, a.fenced, note.has_value()));
-        *u.add_rank_exits() = ExitOf(a, p->rank(), *p->exit());
+        *u.add_rank_exits() = ExitOf(a, options_.node_name, p->rank(), *p->exit());
         a.exits.push_back(u.rank_exits(u.rank_exits_size() - 1));
         for (const int rank : RanksOf(a, p->rank())) done.push_back(OutputOf(a, rank));
         spdlog::info("run {} attempt {}: rank {} {}", a.start.run_id(), a.start.resumption_index(),

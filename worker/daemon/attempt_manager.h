@@ -1,6 +1,8 @@
 // The worker's ranks: starts an attempt's local ranks, watches them exit, stops them on
-// command or when the worker fences itself, and cleans up what a previous incarnation of the
-// worker left behind. The control session (control_session.h) turns what happens here into
+// command or when the worker fences itself, and reports as lost what a previous incarnation of
+// the worker left behind (previous_incarnation.h). An attempt with an image, integrations or
+// pre-flight checks is first made ready by an AttemptPreparer (attempt_preparer.h) on a thread
+// of its own. The control session (control_session.h) turns what happens here into
 // AttemptUpdates and heartbeats; the log shipper is told about every rank's output files.
 #pragma once
 
@@ -21,7 +23,9 @@
 #include "base/clock.h"
 #include "tessera/v1/worker.pb.h"
 #include "worker/common/rank_output.h"
+#include "worker/daemon/attempt_preparer.h"
 #include "worker/daemon/attempt_record.h"
+#include "worker/daemon/attempt_state.h"
 #include "worker/daemon/finish_gate.h"
 #include "worker/daemon/network_walls.h"
 #include "worker/daemon/rank_environment.h"
@@ -117,46 +121,24 @@ class AttemptManager {
   std::vector<pid_t> RankProcessGroups();
 
  private:
-  struct Attempt {
-    v1::StartAttempt start;
-    AttemptPaths paths;
-    std::vector<std::unique_ptr<RankProcess>> procs;
-    std::vector<v1::RankExit> exits;
-    std::map<int, bool> reported;  // rank -> exit reported
-    bool lost = false;
-    bool fenced = false;       // its ranks were killed for want of a lease
-    bool stopped = false;      // the control plane stopped it
-    bool preparing = false;    // its image is being pulled; no rank yet
-    bool cancelled = false;    // stopped (or fenced) while preparing: never launched
-    std::string image_digest;  // in use while the attempt runs
-    std::optional<absl::Time> ended_at;
-    std::optional<uid_t> rendezvous_owner;  // its rendezvous port is walled for others' ranks
-  };
   using Key = std::pair<std::string, int>;
 
-  v1::RankExit ExitOf(const Attempt& a, int rank, const ExitInfo& info) const;
-  RankOutput OutputOf(const Attempt& a, int rank) const;
-  // The ranks a process of the attempt stands for: itself, or every local rank for a node's
-  // launcher.
-  static std::vector<int> RanksOf(const Attempt& a, int process_rank);
   void Queue(v1::AttemptUpdate u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Pulls the attempt's image (on a thread of its own), then launches it.
+  // Has the attempt made ready (on a thread of its own), then launches it.
   void Prepare(const v1::StartAttempt& start);
+  // Whether the attempt was stopped (or fenced) while it was prepared, or is forgotten.
+  bool Cancelled(const Key& key) ABSL_LOCKS_EXCLUDED(mu_);
   // Starts the ranks in `root` (the host's or an image's).
   absl::Status Launch(const v1::StartAttempt& start, const RankRoot& root,
                       const std::string& digest, bool release_on_error);
-  // Runs the attempt's integrations in `first`'s sandbox before any rank starts; an error names
-  // the integration that failed (CANCELLED: stopped meanwhile).
-  absl::Status RunIntegrations(const v1::StartAttempt& start, const Attempt& a,
-                               const RankSpec& first);
   // Who the attempt's ranks run as.
   std::optional<RankIdentity> IdentityFor(const v1::StartAttempt& start) const;
   // On the run's first node, walls its rendezvous port (MASTER_PORT) off from the ranks of
   // other users (network_walls.h); Release takes it down once the attempt ends.
-  void WallRendezvous(const std::optional<RankIdentity>& identity, Attempt& a) const;
-  void ReleaseRendezvous(const Attempt& a) const;
+  void WallRendezvous(const std::optional<RankIdentity>& identity, AttemptState& a) const;
+  void ReleaseRendezvous(const AttemptState& a) const;
   // Ends a preparing attempt without ranks: FINISHED, so a stop completes.
-  void CancelPreparing(Attempt& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CancelPreparing(AttemptState& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends an attempt that never launched (its node failed its pre-flight checks, or its image
   // could not be had) with START_FAILED and what `u` says.
   void EndUnlaunched(const v1::StartAttempt& start, v1::AttemptUpdate u) ABSL_LOCKS_EXCLUDED(mu_);
@@ -166,8 +148,9 @@ class AttemptManager {
   const std::function<void(const RankOutput&)> on_output_, on_rank_done_, on_started_;
   AttemptRecords records_;
   const RankSpecBuilder spec_builder_;
+  const AttemptPreparer preparer_;
   absl::Mutex mu_;
-  std::map<Key, Attempt> attempts_ ABSL_GUARDED_BY(mu_);
+  std::map<Key, AttemptState> attempts_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::AttemptUpdate> pending_ ABSL_GUARDED_BY(mu_);
   // Ended attempts' FINISHED, held until their ranks' output is shipped.
   FinishGate finish_gate_ ABSL_GUARDED_BY(mu_);
