@@ -10,36 +10,36 @@ ThreadPool::ThreadPool(int threads) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
 void ThreadPool::Submit(std::function<void()> work) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(work));
-  }
-  cv_.notify_one();
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(std::move(work));
 }
 
 size_t ThreadPool::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return queue_.size();
 }
 
+bool ThreadPool::HasWorkOrStops() const { return stopping_ || !queue_.empty(); }
+
 void ThreadPool::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, and everything submitted has run
-    std::function<void()> work = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
+    std::function<void()> work;
+    {
+      // absl re-evaluates the condition whenever the mutex is released: no notify to forget.
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &ThreadPool::HasWorkOrStops));
+      if (queue_.empty()) return;  // stopping, and everything submitted has run
+      work = std::move(queue_.front());
+      queue_.pop_front();
+    }
     work();
-    lock.lock();
   }
 }
 

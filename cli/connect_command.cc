@@ -12,11 +12,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "cli/commands.h"
 #include "cli/names.h"
 #include "proto/policy/run_status.h"
@@ -68,15 +69,15 @@ struct Call {
   std::unique_ptr<grpc::ClientContext> context;
   std::unique_ptr<v1::ShellService::Stub> stub;
   std::unique_ptr<grpc::ClientReaderWriter<v1::ShellInput, v1::ShellOutput>> stream;
-  std::mutex mu;
-  bool closed = false;  // WritesDone was sent: nothing more may be
+  absl::Mutex mu;
+  bool closed ABSL_GUARDED_BY(mu) = false;  // WritesDone was sent: nothing more may be
 
   bool Send(const v1::ShellInput& in) {
-    std::lock_guard lock(mu);
+    absl::MutexLock lock(&mu);
     return !closed && stream->Write(in);
   }
   void Close() {
-    std::lock_guard lock(mu);
+    absl::MutexLock lock(&mu);
     if (!closed) stream->WritesDone();
     closed = true;
   }

@@ -1,7 +1,5 @@
 #include "cli/progress_ticker.h"
 
-#include <chrono>
-
 #include "absl/time/clock.h"
 #include "base/timestamps.h"
 #include "cli/time_format.h"
@@ -19,21 +17,18 @@ ProgressTicker::ProgressTicker(StatusLine& line, Source source, int width, absl:
 
 ProgressTicker::~ProgressTicker() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
   thread_.join();
   line_.Clear();
 }
 
 void ProgressTicker::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    lock.unlock();
+  while (true) {
     if (auto progress = source_()) Show(*progress);
-    lock.lock();
-    wake_.wait_for(lock, absl::ToChronoNanoseconds(poll_), [this] { return stopping_; });
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), poll_)) return;
   }
 }
 

@@ -3,12 +3,12 @@
 // a bar redrawn at each new report; elsewhere a plain line when the step moved, at most every
 // `plain_every`. The time left is estimated from the first report it saw.
 
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cli/progress_view.h"
 #include "cli/status_line.h"
@@ -42,9 +42,8 @@ class ProgressTicker {
   std::optional<absl::Time> last_plain_;     // when the last plain line was printed
   int64_t last_plain_step_ = -1;
 
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -12,7 +12,7 @@ void StatusLine::EraseLocked() {
 }
 
 void StatusLine::Show(const std::string& text) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!terminal_) {
     out_ << text << "\n";
   } else {
@@ -23,7 +23,7 @@ void StatusLine::Show(const std::string& text) {
 }
 
 void StatusLine::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   EraseLocked();
   shown_.clear();
   out_.flush();
@@ -31,7 +31,7 @@ void StatusLine::Clear() {
 
 StatusLine::Hold::Hold(StatusLine* line) : line_(line) {
   if (!line_) return;
-  line_->mu_.lock();
+  line_->mu_.Lock();
   line_->EraseLocked();
 }
 
@@ -39,7 +39,7 @@ StatusLine::Hold::~Hold() {
   if (!line_) return;
   if (line_->terminal_ && !line_->shown_.empty()) line_->out_ << line_->shown_;
   line_->out_.flush();
-  line_->mu_.unlock();
+  line_->mu_.Unlock();
 }
 
 }  // namespace tessera::cli

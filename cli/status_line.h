@@ -3,9 +3,11 @@
 // ("\r", erase the line) and output printed meanwhile goes above it; elsewhere (a pipe, a
 // file) each status is a line of its own, among the output.
 
-#include <mutex>
 #include <ostream>
 #include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace tessera::cli {
 
@@ -37,12 +39,13 @@ class StatusLine {
   };
 
  private:
-  void EraseLocked();
+  void EraseLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::ostream& out_;
   const bool terminal_;
-  std::mutex mu_;
-  std::string shown_;  // on a terminal: the status drawn now ("" when none)
+  absl::Mutex mu_;
+  // On a terminal: the status drawn now ("" when none).
+  std::string shown_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera::cli

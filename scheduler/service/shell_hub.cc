@@ -3,10 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <future>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 
 namespace tessera::scheduler {
 
@@ -17,7 +17,7 @@ ShellHub::ShellHub(std::shared_ptr<AttemptTracker> attempts, ShellHubOptions opt
       new_session_id_(std::move(new_session_id)) {}
 
 int ShellHub::open_sessions() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<int>(sessions_.size());
 }
 
@@ -48,7 +48,7 @@ absl::Status ShellHub::Connect(const auth::Principal& who, const v1::ShellOpen& 
   session->node = node;
   std::function<void(const v1::ShellSessionStart&)> send;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (static_cast<int>(sessions_.size()) >= options_.max_sessions) {
       return absl::ResourceExhaustedError(absl::StrCat("this scheduler has ", options_.max_sessions,
                                                        " shells open, its limit; try again later"));
@@ -70,9 +70,11 @@ absl::Status ShellHub::Connect(const auth::Principal& who, const v1::ShellOpen& 
   *start.mutable_open() = open;
   send(start);  // outside the lock: it takes the stream's
   {
-    std::unique_lock lock(mu_);
-    const bool attached = changed_.wait_for(lock, absl::ToChronoSeconds(options_.attach_timeout),
-                                            [&] { return session->end != nullptr; });
+    absl::MutexLock lock(&mu_);
+    const bool attached =
+        mu_.AwaitWithTimeout(absl::Condition(
+                                 +[](Session* s) { return s->end != nullptr; }, session.get()),
+                             options_.attach_timeout);
     if (!attached) {
       sessions_.erase(id);
       return absl::UnavailableError(absl::StrCat("node ", node, " did not open the shell within ",
@@ -81,10 +83,9 @@ absl::Status ShellHub::Connect(const auth::Principal& who, const v1::ShellOpen& 
   }
   absl::Status result = Relay(*session, caller);
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     session->done = true;
     sessions_.erase(id);
-    changed_.notify_all();
   }
   return result;
 }
@@ -103,8 +104,7 @@ absl::Status ShellHub::Relay(Session& session, ShellCallerEnd& caller) {
         absl::StrCat("node ", session.node, " could not open the shell: ", first.refused()));
   }
   std::atomic<bool> over{false};
-  std::promise<void> input_done;
-  std::future<void> input_ended = input_done.get_future();
+  absl::Notification input_ended;
   std::thread input([&] {
     v1::ShellInput in;
     while (caller.Read(&in)) {
@@ -114,7 +114,7 @@ absl::Status ShellHub::Relay(Session& session, ShellCallerEnd& caller) {
     // A caller that went takes its shell with it; one that only stopped sending (its input
     // ended) still gets the shell's output and exit code.
     if (!over && caller.Gone()) node.Cancel();
-    input_done.set_value();
+    input_ended.Notify();
   });
   absl::Status result = absl::OkStatus();
   bool exited = false;
@@ -138,8 +138,8 @@ absl::Status ShellHub::Relay(Session& session, ShellCallerEnd& caller) {
   over = true;
   if (!exited) node.Cancel();
   // mcli half-closes once it has the exit code; one that does not is cut off.
-  if (input_ended.wait_for(absl::ToChronoSeconds(
-          exited ? options_.close_timeout : absl::ZeroDuration())) != std::future_status::ready) {
+  if (!input_ended.WaitForNotificationWithTimeout(exited ? options_.close_timeout
+                                                         : absl::ZeroDuration())) {
     caller.Cancel();
   }
   input.join();
@@ -148,13 +148,13 @@ absl::Status ShellHub::Relay(Session& session, ShellCallerEnd& caller) {
 
 uint64_t ShellHub::AddListener(const std::string& node,
                                std::function<void(const v1::ShellSessionStart&)> send) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   listeners_[node] = Listener{std::move(send), ++listener_ids_};
   return listener_ids_;
 }
 
 void ShellHub::RemoveListener(const std::string& node, uint64_t listener) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto it = listeners_.find(node); it != listeners_.end() && it->second.id == listener) {
     listeners_.erase(it);
   }
@@ -162,7 +162,7 @@ void ShellHub::RemoveListener(const std::string& node, uint64_t listener) {
 
 absl::Status ShellHub::Attach(const std::string& node, const std::string& session_id,
                               ShellNodeEnd& end) {
-  std::unique_lock lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = sessions_.find(session_id);
   if (it == sessions_.end() || it->second->node != node) {
     return absl::NotFoundError(
@@ -173,8 +173,9 @@ absl::Status ShellHub::Attach(const std::string& node, const std::string& sessio
     return absl::AlreadyExistsError(absl::StrCat("shell session ", session_id, " is attached"));
   }
   session->end = &end;
-  changed_.notify_all();
-  changed_.wait(lock, [&] { return session->done; });
+  // Until the relay is over (Connect sets done); absl re-evaluates the condition as the mutex
+  // is released, so no notification can be missed.
+  mu_.Await(absl::Condition(&session->done));
   return absl::OkStatus();
 }
 

@@ -9,14 +9,14 @@
 // sessions' streams synchronous (a thread each: they are few, bounded by `max_sessions`); here
 // they are the small interfaces below, so the hub is tested with fakes.
 
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "scheduler/service/attempt_tracker.h"
 #include "services/common/auth/principal.h"
@@ -90,11 +90,11 @@ class ShellHub {
   std::shared_ptr<AttemptTracker> attempts_;
   const ShellHubOptions options_;
   std::function<std::string()> new_session_id_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::map<std::string, Listener> listeners_;                 // by node
-  std::map<std::string, std::shared_ptr<Session>> sessions_;  // by id
-  uint64_t listener_ids_ = 0;
+  // Guards the listeners, the sessions and every Session's `end` and `done`.
+  mutable absl::Mutex mu_;
+  std::map<std::string, Listener> listeners_ ABSL_GUARDED_BY(mu_);                 // by node
+  std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);  // by id
+  uint64_t listener_ids_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tessera::scheduler

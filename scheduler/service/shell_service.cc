@@ -1,10 +1,10 @@
 #include "scheduler/service/shell_service.h"
 
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
 #include "services/common/auth/stream_guard.h"
@@ -26,7 +26,7 @@ class SessionStream final : public Base {
       : ctx_(ctx), stream_(stream) {}
   bool Read(In* in) override { return stream_->Read(in); }
   bool Write(const Out& out) override {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return stream_->Write(out);
   }
   void Cancel() override { ctx_->TryCancel(); }
@@ -36,7 +36,7 @@ class SessionStream final : public Base {
  private:
   grpc::ServerContext* ctx_;
   grpc::ServerReaderWriter<Out, In>* stream_;
-  std::mutex mu_;
+  absl::Mutex mu_;
 };
 using CallerStream = SessionStream<ShellCallerEnd, v1::ShellInput, v1::ShellOutput>;
 using NodeStream = SessionStream<ShellNodeEnd, v1::ShellNodeMessage, v1::ShellInput>;
@@ -64,7 +64,7 @@ class ListenStream final : public AsyncBidiReactor<v1::ShellListenRequest, v1::S
     }
     node_ = who->node;
     {
-      std::lock_guard lock(outbox_->mu);
+      absl::MutexLock lock(&outbox_->mu);
       outbox_->stream = this;
     }
     listener_ = service_->hub_->AddListener(
@@ -78,14 +78,14 @@ class ListenStream final : public AsyncBidiReactor<v1::ShellListenRequest, v1::S
       return;
     }
     service_->hub_->RemoveListener(node_, listener_);
-    std::lock_guard lock(outbox_->mu);
+    absl::MutexLock lock(&outbox_->mu);
     outbox_->finishing = true;
     outbox_->queue.clear();
     if (!outbox_->writing) Finish(grpc::Status::OK);
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard lock(outbox_->mu);
+    absl::MutexLock lock(&outbox_->mu);
     outbox_->writing = false;
     if (!ok) outbox_->queue.clear();  // the stream broke: its read ends it
     if (outbox_->finishing) {
@@ -97,7 +97,7 @@ class ListenStream final : public AsyncBidiReactor<v1::ShellListenRequest, v1::S
 
   void OnDone() override {
     {
-      std::lock_guard lock(outbox_->mu);
+      absl::MutexLock lock(&outbox_->mu);
       outbox_->stream = nullptr;
     }
     delete this;
@@ -105,7 +105,7 @@ class ListenStream final : public AsyncBidiReactor<v1::ShellListenRequest, v1::S
 
  private:
   struct Outbox {
-    std::mutex mu;
+    absl::Mutex mu;
     ListenStream* stream = nullptr;  // null before the start and once the stream is done
     std::deque<v1::ShellSessionStart> queue;
     v1::ShellSessionStart current;
@@ -113,7 +113,7 @@ class ListenStream final : public AsyncBidiReactor<v1::ShellListenRequest, v1::S
     bool finishing = false;
 
     void Push(const v1::ShellSessionStart& s) {
-      std::lock_guard lock(mu);
+      absl::MutexLock lock(&mu);
       if (stream == nullptr || finishing) return;
       queue.push_back(s);
       NextLocked();

@@ -2,10 +2,10 @@
 
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
 #include "scheduler/service/scheduler_service.h"
 #include "services/common/auth/stream_guard.h"
 #include "services/common/grpc_status.h"
@@ -96,7 +96,7 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
     std::optional<grpc::Status> finish;
     bool next = false;
     {
-      std::lock_guard<std::mutex> lock(outbox_->mu);
+      absl::MutexLock lock(&outbox_->mu);
       outbox_->writing = false;
       if (!ok) outbox_->queue.clear();  // the stream is broken: its read ends it
       if (outbox_->finishing) {
@@ -111,7 +111,7 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
 
   void OnDone() override {
     {
-      std::lock_guard<std::mutex> lock(outbox_->mu);
+      absl::MutexLock lock(&outbox_->mu);
       outbox_->stream = nullptr;
     }
     delete this;
@@ -119,7 +119,7 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
 
  private:
   struct Outbox {
-    std::mutex mu;
+    absl::Mutex mu;
     ControlStream* stream = nullptr;  // null once the stream is done
     bool open = false;                // the registration reply is queued first
     bool writing = false;
@@ -135,7 +135,7 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
                     bool registration = false) {
     ControlStream* stream = nullptr;
     {
-      std::lock_guard<std::mutex> lock(box->mu);
+      absl::MutexLock lock(&box->mu);
       if (box->stream == nullptr || box->finishing) return false;
       if (registration) {
         box->open = true;
@@ -175,7 +175,7 @@ class ControlStream final : public AsyncBidiReactor<v1::WorkerMessage, v1::Contr
     }
     std::optional<grpc::Status> finish;
     {
-      std::lock_guard<std::mutex> lock(outbox_->mu);
+      absl::MutexLock lock(&outbox_->mu);
       if (outbox_->finishing) return;
       outbox_->finishing = true;
       outbox_->status = std::move(status);

@@ -5,9 +5,10 @@
 // tools that make a key for one run).
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
+
+#include "absl/synchronization/mutex.h"
 
 namespace tessera {
 
@@ -16,17 +17,17 @@ class RotatingSecret {
  public:
   explicit RotatingSecret(std::string initial) : secret_(std::move(initial)) {}
   std::string Current() const {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return secret_;
   }
   void Set(std::string secret) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     secret_ = std::move(secret);
   }
 
  private:
-  mutable std::mutex mu_;
-  std::string secret_;
+  mutable absl::Mutex mu_;
+  std::string secret_ ABSL_GUARDED_BY(mu_);
 };
 
 class SystemCredential {

@@ -311,7 +311,7 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
 }  // namespace
 
 bool ConnectionSet::Add(const std::shared_ptr<Connection>& connection, std::string address) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (stopped_) return false;
   ++per_address_[address];
   open_.emplace(connection.get(), Open{connection, std::move(address)});
@@ -319,7 +319,7 @@ bool ConnectionSet::Add(const std::shared_ptr<Connection>& connection, std::stri
 }
 
 void ConnectionSet::Remove(const Connection* connection) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = open_.find(connection);
   if (it == open_.end()) return;
   if (auto count = per_address_.find(it->second.address);
@@ -327,24 +327,23 @@ void ConnectionSet::Remove(const Connection* connection) {
     per_address_.erase(count);
   }
   open_.erase(it);
-  if (open_.empty()) empty_.notify_all();
 }
 
 std::size_t ConnectionSet::CountFrom(const std::string& address) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = per_address_.find(address);
   return it == per_address_.end() ? 0 : it->second;
 }
 
 std::size_t ConnectionSet::size() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return open_.size();
 }
 
 void ConnectionSet::StopAll() {
   std::vector<std::shared_ptr<Connection>> open;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopped_ = true;
     for (auto& [raw, entry] : open_) {
       if (auto c = entry.connection.lock()) open.push_back(std::move(c));
@@ -354,8 +353,9 @@ void ConnectionSet::StopAll() {
 }
 
 bool ConnectionSet::WaitEmpty(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return empty_.wait_for(lock, timeout, [this] { return open_.empty(); });
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(absl::Condition(this, &ConnectionSet::Empty),
+                              absl::FromChrono(timeout));
 }
 
 void StartConnection(tcp::socket socket, std::string address, std::string peer,

@@ -14,14 +14,13 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "services/gateway/route_table.h"
 #include "services/gateway/sse_relay.h"
 
@@ -60,8 +59,9 @@ class ConnectionSet {
   bool WaitEmpty(std::chrono::milliseconds timeout);
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable empty_;
+  bool Empty() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return open_.empty(); }
+
+  mutable absl::Mutex mu_;
   struct Open {
     std::weak_ptr<Connection> connection;
     std::string address;

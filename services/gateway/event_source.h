@@ -6,17 +6,16 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/client_callback.h>
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "services/gateway/upstream.h"
 
 namespace tessera::gateway {
@@ -88,18 +87,18 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
   // Cancels a stream still running and waits for gRPC to be done with the reactor.
   ~GrpcStreamSource() override {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (!started_) return;
     }
     Cancel();
-    std::unique_lock lock(mu_);
-    done_cv_.wait(lock, [this] { return done_; });
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
   }
 
   void Start(std::function<void()> notify) override {
     notify_ = std::move(notify);
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       started_ = true;
     }
     start_(call_->context(), this);
@@ -114,7 +113,7 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
     std::optional<SourceItem> item;
     bool read = false;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (!queue_.empty()) {
         item = std::move(queue_.front());
         queue_.pop_front();
@@ -131,7 +130,7 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
   void Cancel() override {
     bool remove_hold = false;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       cancelled_ = true;
       if (paused_ && !hold_removed_) {  // no read outstanding: none will be started now
         paused_ = false;
@@ -147,7 +146,7 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
   void OnReadDone(bool ok) override {
     bool read = false, remove_hold = false, pushed = false, unreadable = false;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       // Not ok unless a message was read and converted.
       absl::StatusOr<std::vector<SseEvent>> events = absl::CancelledError();
       if (ok && !cancelled_) {
@@ -182,18 +181,17 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
   void OnDone(const grpc::Status& status) override {
     std::optional<grpc::Status> failure;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       failure = failure_;
     }
     Push(SourceItem{SourceItem::Kind::kEnd, {}, failure ? *failure : status});
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     done_ = true;
-    done_cv_.notify_all();
   }
 
   void Push(SourceItem item) {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       queue_.push_back(std::move(item));
     }
     notify_();
@@ -206,8 +204,7 @@ class GrpcStreamSource final : public EventSource, public grpc::ClientReadReacto
   std::function<void()> notify_;
   Msg msg_;
 
-  std::mutex mu_;
-  std::condition_variable done_cv_;
+  absl::Mutex mu_;
   std::deque<SourceItem> queue_;
   bool started_ = false;
   bool paused_ = false;  // the queue was full: no read outstanding

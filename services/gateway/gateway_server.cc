@@ -61,7 +61,7 @@ GatewayServer::GatewayServer(std::shared_ptr<grpc::Channel> upstream, GatewayOpt
 GatewayServer::~GatewayServer() { Shutdown(); }
 
 absl::Status GatewayServer::Start(const std::string& address, std::uint16_t port) {
-  std::lock_guard lock(shutdown_mu_);
+  absl::MutexLock lock(&shutdown_mu_);
   if (started_) return absl::FailedPreconditionError("gateway: already started");
   if (!routes_.status().ok()) return routes_.status();
   if (!options_.console_dir.empty()) {
@@ -176,7 +176,7 @@ void GatewayServer::ServeTls(std::shared_ptr<tls::ServerSslContext> tls) {
 }
 
 void GatewayServer::Shutdown() {
-  std::lock_guard lock(shutdown_mu_);
+  absl::MutexLock lock(&shutdown_mu_);
   if (!started_ || stopped_) return;
   stopped_ = true;
   stopping_.store(true);

@@ -27,12 +27,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "services/common/tls/server_ssl_context.h"
 #include "services/gateway/connection.h"
 #include "services/gateway/route_table.h"
@@ -113,7 +113,7 @@ class GatewayServer {
   ConnectionContext context_;
   std::vector<std::thread> io_threads_;
   std::uint16_t port_ = 0;
-  std::mutex shutdown_mu_;
+  absl::Mutex shutdown_mu_;
   bool started_ = false;
   bool stopped_ = false;
 };

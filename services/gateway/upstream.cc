@@ -40,7 +40,7 @@ std::unique_ptr<UpstreamCall> Upstream::NewCall(const std::string& authorization
   if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
   if (!client_address.empty()) ctx.AddMetadata(kClientAddressMetadata, client_address);
   if (with_deadline) ctx.set_deadline(std::chrono::system_clock::now() + unary_timeout_);
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   calls_.insert(call.get());
   // A context cancelled before its call starts cancels the call as soon as it starts.
   if (cancelled_) ctx.TryCancel();
@@ -48,12 +48,12 @@ std::unique_ptr<UpstreamCall> Upstream::NewCall(const std::string& authorization
 }
 
 void Upstream::Forget(UpstreamCall* call) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   calls_.erase(call);
 }
 
 void Upstream::CancelAll() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   cancelled_ = true;
   for (UpstreamCall* call : calls_) call->TryCancel();
 }

@@ -7,10 +7,10 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "tessera/v1/admin.grpc.pb.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/health.grpc.pb.h"
@@ -90,7 +90,7 @@ class Upstream {
   std::unique_ptr<v1::SecretService::Stub> secrets_;
   std::unique_ptr<v1::TeamService::Stub> teams_;
 
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::set<UpstreamCall*> calls_;
   bool cancelled_ = false;
 };

@@ -2,8 +2,6 @@
 
 #include <curl/curl.h>
 
-#include <mutex>
-
 #include "absl/strings/str_cat.h"
 
 namespace tessera::notify {
@@ -14,8 +12,9 @@ size_t Discard(char*, size_t size, size_t count, void*) { return size * count; }
 class CurlWebhookPoster final : public WebhookPoster {
  public:
   CurlWebhookPoster() {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    // Once per process, whichever thread comes first (a function's static is initialised once).
+    static const CURLcode initialized = curl_global_init(CURL_GLOBAL_DEFAULT);
+    (void)initialized;
   }
 
   WebhookResponse Post(const WebhookRequest& request, absl::Duration timeout) override {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "base/file_util.h"
 
 namespace tessera::worker::image {
@@ -32,8 +32,9 @@ constexpr const char* kManifestTypes =
 constexpr const char* kSystemCaBundle = "/etc/ssl/certs/ca-certificates.crt";
 
 void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  // Once per process, whichever thread comes first (a function's static is initialised once).
+  static const CURLcode initialized = curl_global_init(CURL_GLOBAL_DEFAULT);
+  (void)initialized;
 }
 
 std::string BasicAuthorization(const RegistryCredentials& creds) {
@@ -93,13 +94,13 @@ class Share {
 
  private:
   static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* self) {
-    static_cast<Share*>(self)->locks_[data].lock();
+    static_cast<Share*>(self)->locks_[data].Lock();
   }
   static void Unlock(CURL*, curl_lock_data data, void* self) {
-    static_cast<Share*>(self)->locks_[data].unlock();
+    static_cast<Share*>(self)->locks_[data].Unlock();
   }
   CURLSH* handle_;
-  std::mutex locks_[CURL_LOCK_DATA_LAST];
+  absl::Mutex locks_[CURL_LOCK_DATA_LAST];
 };
 
 }  // namespace

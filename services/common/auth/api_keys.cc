@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 
 #include "absl/container/flat_hash_set.h"
@@ -82,10 +81,10 @@ Authenticator::Authenticator(std::shared_ptr<store::ApiKeyStore> keys, std::shar
 
 Authenticator::~Authenticator() {
   {
-    std::lock_guard<std::mutex> lock(refresh_mu_);
+    absl::MutexLock lock(&refresh_mu_);
     stopping_ = true;
   }
-  refresh_cv_.notify_all();
+  refresh_cv_.SignalAll();
   if (refresher_.joinable()) refresher_.join();
 }
 
@@ -249,28 +248,31 @@ absl::StatusOr<absl::Time> Authenticator::Revalidate(const std::string& key_hash
     }
   }
   if (stale) {
-    std::lock_guard<std::mutex> lock(refresh_mu_);
+    absl::MutexLock lock(&refresh_mu_);
     if (!refresher_.joinable()) refresher_ = std::thread([this] { RefreshLoop(); });
     const bool was_empty = refresh_queue_.empty();
     if (refresh_queue_.size() < kMaxCacheEntries) refresh_queue_.push_back(key_hash);
     // The refresher waits for a first key, then gathers more until a batch is full or a few
     // milliseconds pass: only those two wake it. Woken by every key (10,000 streams revalidate
     // 2,000 keys a second), it cost context switches on the streams' threads and its own.
-    if (was_empty || refresh_queue_.size() == kRefreshBatch) refresh_cv_.notify_one();
+    if (was_empty || refresh_queue_.size() == kRefreshBatch) refresh_cv_.Signal();
   }
   return holds_until;
 }
 
 void Authenticator::RefreshLoop() {
-  std::unique_lock<std::mutex> lock(refresh_mu_);
+  // Held but while the store is read (below); the CondVar's waits release it meanwhile.
+  absl::MutexLock lock(&refresh_mu_);
   while (true) {
-    refresh_cv_.wait(lock, [&] { return stopping_ || !refresh_queue_.empty(); });
+    while (!stopping_ && refresh_queue_.empty()) refresh_cv_.Wait(&refresh_mu_);
     // Streams whose keys went stale together (they were checked together) queue theirs within
     // moments of each other: gather them for a few milliseconds so that one statement reads
     // them all, however the threads happen to be scheduled. A background wait on real time: no
     // answer waits for it.
-    refresh_cv_.wait_for(lock, std::chrono::milliseconds(5),
-                         [&] { return stopping_ || refresh_queue_.size() >= kRefreshBatch; });
+    const absl::Time gathered = absl::Now() + absl::Milliseconds(5);
+    while (!stopping_ && refresh_queue_.size() < kRefreshBatch &&
+           !refresh_cv_.WaitWithDeadline(&refresh_mu_, gathered)) {
+    }
     if (stopping_) return;
     // Every stale key queued so far, read in one statement.
     std::vector<std::string> hashes;
@@ -287,7 +289,7 @@ void Authenticator::RefreshLoop() {
       }
     }
     if (hashes.empty()) continue;
-    lock.unlock();
+    refresh_mu_.Unlock();
     const absl::Time now = clock_->Now();
     auto records = keys_->FindByHashes(hashes);
     if (records.ok()) {  // a store that cannot be reached keeps the stale answers
@@ -298,7 +300,7 @@ void Authenticator::RefreshLoop() {
         Cache(hash, EntryFor(it == found.end() ? nullptr : it->second, now));
       }
     }
-    lock.lock();
+    refresh_mu_.Lock();
   }
 }
 

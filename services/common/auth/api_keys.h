@@ -5,10 +5,8 @@
 #include <grpcpp/server_context.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -155,10 +153,10 @@ class Authenticator {
   absl::Duration max_stream_lifetime_ ABSL_GUARDED_BY(streams_mu_) = absl::Minutes(30);
 
   // Hashes whose cached answer went stale while a stream used them.
-  std::mutex refresh_mu_;
-  std::condition_variable refresh_cv_;
-  std::deque<std::string> refresh_queue_;
-  bool stopping_ = false;
+  absl::Mutex refresh_mu_;
+  absl::CondVar refresh_cv_;
+  std::deque<std::string> refresh_queue_ ABSL_GUARDED_BY(refresh_mu_);
+  bool stopping_ ABSL_GUARDED_BY(refresh_mu_) = false;
   std::thread refresher_;  // started at the first Revalidate
 };
 

@@ -4,8 +4,9 @@
 #include <grpcpp/security/tls_credentials_options.h>
 
 #include <map>
-#include <mutex>
 #include <tuple>
+
+#include "absl/synchronization/mutex.h"
 
 namespace tessera::tls {
 namespace {
@@ -22,10 +23,10 @@ constexpr unsigned kClientRefreshSeconds = 10;
 // reads its files.
 std::shared_ptr<FileWatcherCertificateProvider> Provider(const TlsFlags& flags,
                                                          unsigned refresh_seconds) {
-  static std::mutex mu;
+  static absl::Mutex mu;
   static auto* providers = new std::map<std::tuple<std::string, std::string, std::string, unsigned>,
                                         std::shared_ptr<FileWatcherCertificateProvider>>();
-  std::lock_guard lock(mu);
+  absl::MutexLock lock(&mu);
   auto& p = (*providers)[{flags.key_file, flags.cert_file, flags.ca_file, refresh_seconds}];
   if (p == nullptr) {
     p = std::make_shared<FileWatcherCertificateProvider>(flags.key_file, flags.cert_file,

@@ -62,7 +62,7 @@ absl::StatusOr<std::shared_ptr<ssl::context>> ServerSslContext::Load() const {
 }
 
 std::shared_ptr<ssl::context> ServerSslContext::Current() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto now = std::chrono::steady_clock::now();
   if (now < next_look_) return current_;
   next_look_ = now + std::chrono::seconds(1);

@@ -6,10 +6,10 @@
 #include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "services/common/tls/tls_flags.h"
 
 namespace tessera::tls {
@@ -35,7 +35,7 @@ class ServerSslContext {
   absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> Load() const;
 
   const TlsFlags flags_;
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::shared_ptr<boost::asio::ssl::context> current_;
   Stamp stamp_;
   std::chrono::steady_clock::time_point next_look_;

@@ -54,7 +54,7 @@ const char* PgChangeFeed::Channel(ChangeTopic topic) {
 }
 
 void PgChangeFeed::StartOnce() const {
-  std::call_once(started_, [this] {
+  absl::call_once(started_, [this] {
     listener_ = std::thread([self = const_cast<PgChangeFeed*>(this)] { self->Listen(); });
   });
 }

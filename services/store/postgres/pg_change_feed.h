@@ -8,10 +8,10 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/call_once.h"
 #include "absl/time/time.h"
 #include "services/store/change_feed.h"
 
@@ -35,7 +35,7 @@ class PgChangeFeed final : public ChangeFeed {
 
   const std::string conninfo_;
   const absl::Duration retry_;
-  mutable std::once_flag started_;
+  mutable absl::once_flag started_;
   mutable std::thread listener_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> live_{false};

@@ -15,6 +15,9 @@ direct includes are checked: what a header includes is checked by the rule for t
 own folder, and what a file reaches through the headers it includes is checked against the
 file's own rules too (reported once per rule, with the chain of includes that gets there).
 tests/, bench/ and fuzz/ have no rule: they may include anything.
+
+The same files (every file a rule is about) also keep to one concurrency kit (docs/style.md):
+none includes a standard header of KIT_HEADERS; each is reported with what to use instead.
 """
 
 import os
@@ -100,7 +103,17 @@ RULES = [
          why="the store includes no service and nothing of services/common (built on it)"),
 ]
 
+# The standard library's locks and waits, which the project's code does not use: one kit for
+# every process (absl's, which carry thread-safety annotations and wait on conditions).
+KIT_HEADERS = {
+    "mutex": "absl::Mutex (absl/synchronization/mutex.h), absl::call_once",
+    "shared_mutex": "absl::Mutex (ReaderLock)",
+    "condition_variable": "absl::Mutex::Await with an absl::Condition, or absl::CondVar",
+    "future": "absl::Notification, or a std::thread that is joined",
+}
+
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>')
 THIRD_PARTY = {"third_party", "third-party", "thirdparty", "external", "vendor", "_deps"}
 
 
@@ -159,6 +172,15 @@ def project_includes(path, root, top_folders, cache):
     return cache[path]
 
 
+def kit_breaches(path, root):
+    """(line number, header, what to use) of each standard lock or wait header `path` includes."""
+    lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+    for number, line in enumerate(lines, start=1):
+        match = SYSTEM_INCLUDE.match(line)
+        if match and match.group(1) in KIT_HEADERS:
+            yield number, match.group(1), KIT_HEADERS[match.group(1)]
+
+
 def reached(path, root, top_folders, cache):
     """Each header `path` reaches only through other headers, with the chain that gets there
     (shortest first): {header: [first include, ..., header]}."""
@@ -207,6 +229,10 @@ def main():
         rules = [r for r in RULES if any(under(path, name) for name in rule_files(r))]
         if not rules:
             continue
+        for number, header, instead in kit_breaches(path, root):
+            print(f"{path}:{number}: includes <{header}> (the concurrency kit, docs/style.md: "
+                  f"use {instead})")
+            problems += 1
         for number, written, target in project_includes(path, root, top_folders, cache):
             for rule in rules:
                 if breaks(rule, target):

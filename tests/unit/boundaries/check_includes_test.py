@@ -107,6 +107,14 @@ def main():
            code == 1 and "services/common/grpc_status.h:1: includes" in out
            and "worker/daemon/d.cc: reaches services/store/store_error.h" in out, out)
 
+    for header in ("mutex", "condition_variable", "future"):
+        code, out = check({"worker/daemon/d.cc": f"// a comment\n#include <{header}>\n"})
+        expect(f"production code including <{header}> fails, saying what to use instead",
+               code == 1 and f"worker/daemon/d.cc:2: includes <{header}> (the concurrency kit"
+               in out and "absl::" in out, out)
+    code, out = check({"tests/unit/t.cc": "#include <mutex>\n#include <future>\n"})
+    expect("tests may use the standard library's locks", code == 0, out)
+
     code, out = check({}, remove="worker/progress")
     expect("a rule naming a missing folder fails", code == 1 and "update the rule" in out, out)
     return 1 if FAILURES else 0

@@ -7,7 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <future>
+#include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -63,18 +64,20 @@ absl::StatusOr<ShardRecord> WriteShardFile(const std::string& folder, int index,
   // The hash is computed on another thread while this one writes: the same bytes, read twice
   // from memory, so hashing costs the save next to nothing.
   const size_t array_bytes = static_cast<size_t>(payload.count) * sizeof(float);
-  auto hash = std::async(std::launch::async, [&] {
+  std::string digest;
+  std::thread hashing([&] {
     ContentHasher hasher;
     hasher.Update(header, sizeof header);
     for (const float* a : payload.arrays) hasher.Update(a, array_bytes);
-    return hasher.HexDigest();
+    digest = hasher.HexDigest();
   });
   absl::Status st = WriteAll(fd, header, sizeof header, tmp);
   for (const float* a : payload.arrays) {
     if (!st.ok()) break;
     st = WriteAll(fd, reinterpret_cast<const char*>(a), array_bytes, tmp);
   }
-  record.hash = hash.get();
+  hashing.join();
+  record.hash = std::move(digest);
   if (st.ok() && ::fsync(fd) != 0) st = Errno("fsync", tmp);
   ::close(fd);
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = Errno("rename", tmp);
