@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <tuple>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -34,13 +35,22 @@ ImageCacheOptions Normalized(ImageCacheOptions options) {
   return options;
 }
 
+PullSettings SettingsOf(const ImageCacheOptions& options) {
+  return PullSettings{.insecure_registries = options.insecure_registries,
+                      .certs_dir = options.certs_dir,
+                      .max_bytes = options.max_bytes,
+                      .pull_timeout = options.pull_timeout};
+}
+
 }  // namespace
 
 ImageCache::ImageCache(ImageCacheOptions options, std::shared_ptr<ToolRunner> runner,
                        std::shared_ptr<Clock> clock)
     : options_(Normalized(std::move(options))),
       runner_(std::move(runner)),
-      clock_(std::move(clock)) {
+      clock_(std::move(clock)),
+      http_(SettingsOf(options_), clock_, &cancelled_),
+      skopeo_(SettingsOf(options_), runner_, clock_) {
   if (options_.dir.empty()) {
     init_status_ = absl::InvalidArgumentError("The image cache has no folder configured");
   } else if (options_.dir.find(':') != std::string::npos) {
@@ -76,11 +86,6 @@ std::string ImageCache::BundlePath(const std::string& hex) const {
 std::string ImageCache::RegistryOf(const std::string& ref) const {
   auto parsed = ParseImageReference(ref, options_.default_registry);
   return parsed.ok() ? parsed->registry : "";
-}
-
-bool ImageCache::IsInsecure(const std::string& registry) const {
-  const auto& list = options_.insecure_registries;
-  return std::find(list.begin(), list.end(), registry) != list.end();
 }
 
 absl::StatusOr<PreparedImage> ImageCache::Acquire(
@@ -139,6 +144,100 @@ absl::StatusOr<PreparedImage> ImageCache::Acquire(
   tell(absl::StrFormat("Pulled image %s (%s) in %.1f s", ref.Name(), digest,
                        absl::ToDoubleSeconds(clock_->Now() - start)));
   return Load(ref, digest, /*pulled=*/true);
+}
+
+absl::StatusOr<std::string> ImageCache::ResolveDigest(const ImageReference& ref,
+                                                      const std::string& pinned_digest,
+                                                      const std::string& auth_file,
+                                                      absl::Time deadline) {
+  if (!pinned_digest.empty()) {
+    if (!IsValidDigest(pinned_digest)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Invalid pinned digest \"", absl::CHexEscape(pinned_digest), "\" for image ",
+                       ref.Name(), ": it must be \"sha256:\" and 64 lower-case hex digits"));
+    }
+    if (!ref.digest.empty() && ref.digest != pinned_digest) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Image reference ", ref.Name(), " names another digest than the pinned ", pinned_digest));
+    }
+    return pinned_digest;
+  }
+  if (!ref.digest.empty()) return ref.digest;  // already exact: nothing to ask the registry
+
+  return skopeo_.ResolveDigest(ref, auth_file, deadline);
+}
+
+absl::Status ImageCache::PullAndUnpack(const ImageReference& ref, const std::string& digest,
+                                       const std::string& auth_file, absl::Time deadline) {
+  const std::string hex = digest.substr(kDigestPrefix);
+  const std::string work = absl::StrCat(options_.dir, "/tmp/", hex, "-", RandomSuffix());
+  const std::string bundle = work + "-bundle";
+  const auto clean_up = [&] {
+    RemoveTree(work);
+    RemoveTree(bundle);
+  };
+  ImageReference exact = ref;
+  exact.digest = digest;  // copy exactly what was resolved, even if the tag moved since
+  PullLimits limits;
+  limits.max_image_bytes = options_.max_bytes;
+  limits.max_files = options_.max_files;
+  limits.min_free_bytes = options_.min_free_bytes;
+  limits.min_free_inodes = options_.min_free_inodes;
+  PullGuard guard(ref.Name(), options_.dir, limits);
+
+  absl::Status st = MakePrivateFolder(work);
+  st.Update(MakePrivateFolder(bundle));
+  const auto make_root = [&] {
+    // The image's root is readable by the ranks, as any root folder is.
+    const std::string rootfs = bundle + "/rootfs";
+    if (::mkdir(rootfs.c_str(), 0755) != 0) {
+      return absl::InternalError(absl::StrCat("Cannot create ", rootfs, ": ", strerror(errno)));
+    }
+    ::chmod(rootfs.c_str(), 0755);  // whatever the umask
+    return absl::OkStatus();
+  };
+  if (st.ok()) st = make_root();
+  bool by_skopeo = !options_.pull_over_http;
+  const ImagePull pull{.ref = ref,
+                       .exact = exact,
+                       .auth_file = auth_file,
+                       .work = work,
+                       .bundle = bundle,
+                       .deadline = deadline,
+                       .guard = &guard};
+  if (st.ok() && options_.pull_over_http) {
+    st = http_.Pull(pull);
+    if (st.code() == absl::StatusCode::kUnimplemented) {
+      spdlog::info("image cache: {} is pulled by skopeo: {}", ref.Name(),
+                   std::string(st.message()));
+      by_skopeo = true;
+      st = RemoveTree(bundle + "/rootfs") ? make_root()
+                                          : absl::InternalError("Cannot empty " + bundle);
+    }
+  }
+  if (st.ok() && by_skopeo) {
+    st = skopeo_.Pull(pull);
+  }
+  if (!st.ok()) {
+    clean_up();
+    return st;
+  }
+
+  const int64_t bytes = TreeBytes(bundle);
+  st = WriteNumberFile(bundle + "/tessera-size", bytes);
+  st.Update(WriteNumberFile(bundle + "/tessera-last-used", absl::ToUnixNanos(clock_->Now())));
+  // The rename is what makes the image appear, whole, in bundles/.
+  if (st.ok() && std::rename(bundle.c_str(), BundlePath(hex).c_str()) != 0) {
+    const int err = errno;
+    if (!fs::is_directory(BundlePath(hex))) {  // there already (another process): also fine
+      st = absl::InternalError(absl::StrCat("Cannot move the unpacked image ", ref.Name(), " to ",
+                                            BundlePath(hex), ": ", std::strerror(err)));
+    }
+  }
+  clean_up();
+  if (!st.ok()) return st;
+  spdlog::info("image cache: pulled {} ({}), {} bytes unpacked", ref.Name(), digest, bytes);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PreparedImage> ImageCache::Load(const ImageReference& ref, const std::string& digest,

@@ -1,6 +1,7 @@
 #pragma once
-// A node's cache of container images, pulled over the registry's HTTP API (or by skopeo) and
-// unpacked as they download into root file systems that ranks run in. One ImageCache per node (the
+// A node's cache of container images, pulled over the registry's HTTP API (HttpImagePuller) or
+// by skopeo (SkopeoImagePuller) and unpacked as they download into root file systems that ranks
+// run in. One ImageCache per node (the
 // worker daemon owns it) and per cache folder: two processes sharing a folder would evict each
 // other's images.
 //
@@ -14,7 +15,6 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,10 +25,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "worker/image/http_image_puller.h"
 #include "worker/image/image_config.h"
 #include "worker/image/image_reference.h"
 #include "worker/image/pull_guard.h"
 #include "worker/image/registry_auth.h"
+#include "worker/image/skopeo_image_puller.h"
 #include "worker/image/tool_runner.h"
 
 namespace tessera::worker::image {
@@ -41,7 +43,7 @@ struct ImageCacheOptions {
                                                  // --src-tls-verify=false)
   std::string auth_file;  // containers-auth.json for skopeo --authfile; empty: none
   absl::Duration pull_timeout = absl::Minutes(30);
-  // Pull over the registry's HTTP API (http_pull.cc), each layer applied as it downloads; images
+  // Pull over the registry's HTTP API (HttpImagePuller), each layer applied as it downloads; images
   // that path does not read, and every image when false, are pulled by skopeo copy.
   bool pull_over_http = true;
   // Registries' own CA certificates: <certs_dir>/<host:port>/*.crt (as containers' tools read).
@@ -113,42 +115,15 @@ class ImageCache {
   absl::StatusOr<std::string> ResolveDigest(const ImageReference& ref,
                                             const std::string& pinned_digest,
                                             const std::string& auth_file, absl::Time deadline);
-  // Reads the image's config, streams the image into a bundle in tmp/ and renames the bundle
-  // into bundles/.
+  // Pulls the image into a bundle in tmp/ (over HTTP, or by skopeo for what that does not
+  // read) and renames the bundle into bundles/.
   absl::Status PullAndUnpack(const ImageReference& ref, const std::string& digest,
                              const std::string& auth_file, absl::Time deadline);
-  // The pull over HTTP into `bundle` (config.json, rootfs/); UNIMPLEMENTED, having written
-  // nothing, for an image it does not read.
-  absl::Status PullOverHttp(const ImageReference& ref, const std::string& digest,
-                            const std::string& auth_file, const std::string& work,
-                            const std::string& bundle, absl::Time deadline, PullGuard* guard);
-  // The credentials `auth_file` holds for `ref`'s registry (none without a file).
-  static absl::StatusOr<RegistryCredentials> CredentialsOf(const ImageReference& ref,
-                                                           const std::string& auth_file);
-  // The pull by skopeo: the config by skopeo inspect, then StreamIntoRoot.
-  absl::Status PullWithSkopeo(const ImageReference& ref, const ImageReference& exact,
-                              const std::string& auth_file, const std::string& work,
-                              const std::string& bundle, absl::Time deadline, PullGuard* guard);
-  // skopeo copy into a pipe in `work`, each layer applied to `rootfs` as it arrives.
-  absl::Status StreamIntoRoot(const ImageReference& ref, const ImageReference& exact,
-                              const ImageConfig& config, const std::string& auth_file,
-                              const std::string& work, const std::string& rootfs,
-                              absl::Time deadline, PullGuard* guard);
-  // skopeo inspect `what` of `ref`, with the registry's TLS and auth flags.
-  std::vector<std::string> InspectCommand(std::initializer_list<std::string> what,
-                                          const ImageReference& ref,
-                                          const std::string& auth_file) const;
-  // Runs a tool with what is left of the pull's time; the runner's errors name the image.
-  // `keep_going`: see ToolRunner::RunWatched.
-  absl::StatusOr<ToolResult> RunTool(const ImageReference& ref,
-                                     const std::vector<std::string>& argv, absl::Time deadline,
-                                     const std::function<absl::Status()>& keep_going = nullptr);
   absl::StatusOr<PreparedImage> Load(const ImageReference& ref, const std::string& digest,
                                      bool pulled);
   // Marks one more use and records the cache clock's time in tessera-last-used.
   void MarkInUse(const std::string& hex) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<Bundle> ListBundles() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool IsInsecure(const std::string& registry) const;
   std::string BundlePath(const std::string& hex) const;
 
   const ImageCacheOptions options_;
@@ -156,6 +131,8 @@ class ImageCache {
   const std::shared_ptr<Clock> clock_;
   absl::Status init_status_;
   std::atomic<bool> cancelled_{false};
+  const HttpImagePuller http_;
+  const SkopeoImagePuller skopeo_;
 
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Pull>> pulls_ ABSL_GUARDED_BY(mu_);  // by digest hex

@@ -1,9 +1,5 @@
-// ImageCache's pull over the registry's HTTP API (registry_client.h): the manifest (this node's
-// platform's, for an index), the config, then the layers in order, each inflated, checked and
-// applied to the root as it downloads. The next layers download at the same time into spool
-// files (compressed), so that an image of many layers is not fetched one connection at a time.
-// Images this path does not read (zstd or encrypted layers, schema 1, foreign layers) are
-// UNIMPLEMENTED here and pulled by skopeo (image_pull.cc).
+#include "worker/image/http_image_puller.h"
+
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -16,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "worker/image/cache_files.h"
-#include "worker/image/image_cache.h"
 #include "worker/image/image_config.h"
 #include "worker/image/image_manifest.h"
 #include "worker/image/layer_applier.h"
@@ -37,8 +32,12 @@ struct Prefetch {
 
 }  // namespace
 
-absl::StatusOr<RegistryCredentials> ImageCache::CredentialsOf(const ImageReference& ref,
-                                                              const std::string& auth_file) {
+HttpImagePuller::HttpImagePuller(PullSettings settings, std::shared_ptr<Clock> clock,
+                                 const std::atomic<bool>* cancelled)
+    : settings_(std::move(settings)), clock_(std::move(clock)), cancelled_(cancelled) {}
+
+absl::StatusOr<RegistryCredentials> HttpImagePuller::CredentialsOf(const ImageReference& ref,
+                                                                   const std::string& auth_file) {
   if (auth_file.empty()) return RegistryCredentials{};
   absl::StatusOr<std::string> text = ReadWholeFile(auth_file);
   if (!text.ok()) {
@@ -53,20 +52,22 @@ absl::StatusOr<RegistryCredentials> ImageCache::CredentialsOf(const ImageReferen
   return creds;
 }
 
-absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::string& digest,
-                                      const std::string& auth_file, const std::string& work,
-                                      const std::string& bundle, absl::Time deadline,
-                                      PullGuard* guard) {
+absl::Status HttpImagePuller::Pull(const ImagePull& pull) const {
+  const ImageReference& ref = pull.ref;
+  const std::string& digest = pull.exact.digest;
+  const std::string& work = pull.work;
+  const std::string& bundle = pull.bundle;
+  PullGuard* guard = pull.guard;
   RegistryClientOptions options;
-  options.insecure = IsInsecure(ref.registry);
-  options.certs_dir = options_.certs_dir;
+  options.insecure = settings_.IsInsecure(ref.registry);
+  options.certs_dir = settings_.certs_dir;
   std::atomic<bool> stop{false};  // set when a layer fails: the downloads ahead are not needed
-  options.stop_flags = {&cancelled_, &stop};
-  auto creds = CredentialsOf(ref, auth_file);
+  options.stop_flags = {cancelled_, &stop};
+  auto creds = CredentialsOf(ref, pull.auth_file);
   if (!creds.ok()) return creds.status();
   options.credentials = *creds;
   // The cache's clock may be a test's; transfers run on real time.
-  RegistryClient client(ref, options, absl::Now() + (deadline - clock_->Now()));
+  RegistryClient client(ref, options, absl::Now() + (pull.deadline - clock_->Now()));
   const auto failed = [&](const absl::Status& st, const std::string& what) {
     if (IsPullLimitError(st)) return st;  // its message names the image and the limit
     switch (st.code()) {
@@ -183,7 +184,7 @@ absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::stri
     const Descriptor& layer = parsed->layers[i];
     const std::string what = absl::StrCat("layer ", i, " (", layer.digest, ")");
     // An image that unpacks to more than the whole cache could never be kept.
-    const int64_t budget = options_.max_bytes - unpacked;
+    const int64_t budget = settings_.max_bytes - unpacked;
     LayerApplier applier(root_fd, &finish, CompressionOf(layer.media_type), config->diff_ids[i],
                          budget, guard);
     if (ahead[i] == nullptr) {
@@ -200,7 +201,7 @@ absl::Status ImageCache::PullOverHttp(const ImageReference& ref, const std::stri
     unpacked += applier.bytes();
     if (applier.bytes() > budget) {
       st = PullLimitError(absl::StrCat(
-          "Image ", ref.Name(), " is larger than the node's image cache (", options_.max_bytes,
+          "Image ", ref.Name(), " is larger than the node's image cache (", settings_.max_bytes,
           " bytes, --image-cache-size): ", what, ": ", st.message()));
     } else if (!st.ok()) {
       st = failed(st, what);

@@ -1,17 +1,12 @@
-// ImageCache's pulls: the digest from the registry (skopeo inspect), then the image over HTTP
-// (http_pull.cc) or by skopeo: its config (skopeo inspect --config) and the image streamed by
-// skopeo copy into a root folder as it downloads (archive_unpacker.h); and what the tools'
-// failures mean.
+#include "worker/image/skopeo_image_puller.h"
+
 #include <fcntl.h>
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -23,15 +18,10 @@
 #include "base/status_macros.h"
 #include "worker/image/archive_unpacker.h"
 #include "worker/image/cache_files.h"
-#include "worker/image/image_cache.h"
-#include "worker/image/image_config.h"
 
 namespace tessera::worker::image {
-namespace fs = std::filesystem;
 
 namespace {
-
-constexpr size_t kDigestPrefix = 7;  // "sha256:"
 
 bool Contains(const std::string& lower, std::initializer_list<const char*> needles) {
   return std::any_of(needles.begin(), needles.end(),
@@ -62,24 +52,13 @@ absl::Status SkopeoFailure(const std::string& name, const ToolResult& result) {
 
 }  // namespace
 
-absl::StatusOr<std::string> ImageCache::ResolveDigest(const ImageReference& ref,
-                                                      const std::string& pinned_digest,
-                                                      const std::string& auth_file,
-                                                      absl::Time deadline) {
-  if (!pinned_digest.empty()) {
-    if (!IsValidDigest(pinned_digest)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Invalid pinned digest \"", absl::CHexEscape(pinned_digest), "\" for image ",
-                       ref.Name(), ": it must be \"sha256:\" and 64 lower-case hex digits"));
-    }
-    if (!ref.digest.empty() && ref.digest != pinned_digest) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Image reference ", ref.Name(), " names another digest than the pinned ", pinned_digest));
-    }
-    return pinned_digest;
-  }
-  if (!ref.digest.empty()) return ref.digest;  // already exact: nothing to ask the registry
+SkopeoImagePuller::SkopeoImagePuller(PullSettings settings, std::shared_ptr<ToolRunner> runner,
+                                     std::shared_ptr<Clock> clock)
+    : settings_(std::move(settings)), runner_(std::move(runner)), clock_(std::move(clock)) {}
 
+absl::StatusOr<std::string> SkopeoImagePuller::ResolveDigest(const ImageReference& ref,
+                                                             const std::string& auth_file,
+                                                             absl::Time deadline) const {
   TESSERA_ASSIGN_OR_RETURN(
       const ToolResult result,
       RunTool(ref, InspectCommand({"--format", "{{.Digest}}"}, ref, auth_file), deadline));
@@ -94,25 +73,24 @@ absl::StatusOr<std::string> ImageCache::ResolveDigest(const ImageReference& ref,
   return digest;
 }
 
-std::vector<std::string> ImageCache::InspectCommand(std::initializer_list<std::string> what,
-                                                    const ImageReference& ref,
-                                                    const std::string& auth_file) const {
+std::vector<std::string> SkopeoImagePuller::InspectCommand(std::initializer_list<std::string> what,
+                                                           const ImageReference& ref,
+                                                           const std::string& auth_file) const {
   std::vector<std::string> argv = {"skopeo", "inspect"};
   argv.insert(argv.end(), what);
-  if (IsInsecure(ref.registry)) argv.push_back("--tls-verify=false");
+  if (settings_.IsInsecure(ref.registry)) argv.push_back("--tls-verify=false");
   if (!auth_file.empty()) argv.insert(argv.end(), {"--authfile", auth_file});
   argv.push_back(ref.DockerTransport());
   return argv;
 }
 
-absl::StatusOr<ToolResult> ImageCache::RunTool(const ImageReference& ref,
-                                               const std::vector<std::string>& argv,
-                                               absl::Time deadline,
-                                               const std::function<absl::Status()>& keep_going) {
+absl::StatusOr<ToolResult> SkopeoImagePuller::RunTool(
+    const ImageReference& ref, const std::vector<std::string>& argv, absl::Time deadline,
+    const std::function<absl::Status()>& keep_going) const {
   const absl::Duration left = deadline - clock_->Now();
   if (left <= absl::ZeroDuration()) {
     return absl::DeadlineExceededError(absl::StrCat("Cannot pull image ", ref.Name(), " within ",
-                                                    absl::FormatDuration(options_.pull_timeout)));
+                                                    absl::FormatDuration(settings_.pull_timeout)));
   }
   absl::StatusOr<ToolResult> result = runner_->RunWatched(argv, left, keep_going);
   // The node's limits stopped it: that message already names the image and the limit.
@@ -124,97 +102,34 @@ absl::StatusOr<ToolResult> ImageCache::RunTool(const ImageReference& ref,
   return result;
 }
 
-absl::Status ImageCache::PullAndUnpack(const ImageReference& ref, const std::string& digest,
-                                       const std::string& auth_file, absl::Time deadline) {
-  const std::string hex = digest.substr(kDigestPrefix);
-  const std::string work = absl::StrCat(options_.dir, "/tmp/", hex, "-", RandomSuffix());
-  const std::string bundle = work + "-bundle";
-  const auto clean_up = [&] {
-    RemoveTree(work);
-    RemoveTree(bundle);
-  };
-  ImageReference exact = ref;
-  exact.digest = digest;  // copy exactly what was resolved, even if the tag moved since
-  PullLimits limits;
-  limits.max_image_bytes = options_.max_bytes;
-  limits.max_files = options_.max_files;
-  limits.min_free_bytes = options_.min_free_bytes;
-  limits.min_free_inodes = options_.min_free_inodes;
-  PullGuard guard(ref.Name(), options_.dir, limits);
-
-  absl::Status st = MakePrivateFolder(work);
-  st.Update(MakePrivateFolder(bundle));
-  const auto make_root = [&] {
-    // The image's root is readable by the ranks, as any root folder is.
-    const std::string rootfs = bundle + "/rootfs";
-    if (::mkdir(rootfs.c_str(), 0755) != 0) {
-      return absl::InternalError(absl::StrCat("Cannot create ", rootfs, ": ", strerror(errno)));
-    }
-    ::chmod(rootfs.c_str(), 0755);  // whatever the umask
-    return absl::OkStatus();
-  };
-  if (st.ok()) st = make_root();
-  bool by_skopeo = !options_.pull_over_http;
-  if (st.ok() && options_.pull_over_http) {
-    st = PullOverHttp(ref, digest, auth_file, work, bundle, deadline, &guard);
-    if (st.code() == absl::StatusCode::kUnimplemented) {
-      spdlog::info("image cache: {} is pulled by skopeo: {}", ref.Name(),
-                   std::string(st.message()));
-      by_skopeo = true;
-      st = RemoveTree(bundle + "/rootfs") ? make_root()
-                                          : absl::InternalError("Cannot empty " + bundle);
-    }
-  }
-  if (st.ok() && by_skopeo) {
-    st = PullWithSkopeo(ref, exact, auth_file, work, bundle, deadline, &guard);
-  }
-  if (!st.ok()) {
-    clean_up();
-    return st;
-  }
-
-  const int64_t bytes = TreeBytes(bundle);
-  st = WriteNumberFile(bundle + "/tessera-size", bytes);
-  st.Update(WriteNumberFile(bundle + "/tessera-last-used", absl::ToUnixNanos(clock_->Now())));
-  // The rename is what makes the image appear, whole, in bundles/.
-  if (st.ok() && std::rename(bundle.c_str(), BundlePath(hex).c_str()) != 0) {
-    const int err = errno;
-    if (!fs::is_directory(BundlePath(hex))) {  // there already (another process): also fine
-      st = absl::InternalError(absl::StrCat("Cannot move the unpacked image ", ref.Name(), " to ",
-                                            BundlePath(hex), ": ", std::strerror(err)));
-    }
-  }
-  clean_up();
-  if (!st.ok()) return st;
-  spdlog::info("image cache: pulled {} ({}), {} bytes unpacked", ref.Name(), digest, bytes);
-  return absl::OkStatus();
-}
-
-absl::Status ImageCache::PullWithSkopeo(const ImageReference& ref, const ImageReference& exact,
-                                        const std::string& auth_file, const std::string& work,
-                                        const std::string& bundle, absl::Time deadline,
-                                        PullGuard* guard) {
+absl::Status SkopeoImagePuller::Pull(const ImagePull& pull) const {
+  const ImageReference& ref = pull.ref;
   // skopeo reports no sizes before it writes: the disk is looked at before it starts and while
   // it runs (StreamIntoRoot).
-  TESSERA_RETURN_IF_ERROR(guard->CheckDisk());
+  TESSERA_RETURN_IF_ERROR(pull.guard->CheckDisk());
   // The image's config first: its environment and working folder, and its layers' order.
   TESSERA_ASSIGN_OR_RETURN(
       const ToolResult inspected,
-      RunTool(ref, InspectCommand({"--config", "--raw"}, exact, auth_file), deadline));
+      RunTool(ref, InspectCommand({"--config", "--raw"}, pull.exact, pull.auth_file),
+              pull.deadline));
   if (inspected.exit_code != 0) return SkopeoFailure(ref.Name(), inspected);
   absl::StatusOr<ImageConfig> config = ParseImageConfig(inspected.output);
   if (!config.ok()) {
     return absl::InternalError(
         absl::StrCat("Cannot unpack image ", ref.Name(), ": ", config.status().message()));
   }
-  TESSERA_RETURN_IF_ERROR(WriteFileDurably(bundle + "/config.json", BundleConfigJson(*config)));
-  return StreamIntoRoot(ref, exact, *config, auth_file, work, bundle + "/rootfs", deadline, guard);
+  TESSERA_RETURN_IF_ERROR(
+      WriteFileDurably(pull.bundle + "/config.json", BundleConfigJson(*config)));
+  return StreamIntoRoot(pull, *config);
 }
 
-absl::Status ImageCache::StreamIntoRoot(const ImageReference& ref, const ImageReference& exact,
-                                        const ImageConfig& config, const std::string& auth_file,
-                                        const std::string& work, const std::string& rootfs,
-                                        absl::Time deadline, PullGuard* guard) {
+absl::Status SkopeoImagePuller::StreamIntoRoot(const ImagePull& pull,
+                                               const ImageConfig& config) const {
+  const ImageReference& ref = pull.ref;
+  const std::string& work = pull.work;
+  const std::string rootfs = pull.bundle + "/rootfs";
+  const absl::Time deadline = pull.deadline;
+  PullGuard* guard = pull.guard;
   // skopeo writes the image as a docker-archive into a pipe, layers uncompressed and verified
   // against their digests as they come; each is applied to the root as it arrives, so the
   // image is unpacked by the time it is downloaded.
@@ -242,9 +157,9 @@ absl::Status ImageCache::StreamIntoRoot(const ImageReference& ref, const ImageRe
   // skopeo stages each uncompressed layer before writing it (a tar header needs its size): on the
   // cache's disk, in the pull's own folder, not in /var/tmp, which may be small.
   std::vector<std::string> copy = {"skopeo", "--tmpdir", work, "copy"};
-  if (IsInsecure(ref.registry)) copy.push_back("--src-tls-verify=false");
-  if (!auth_file.empty()) copy.insert(copy.end(), {"--src-authfile", auth_file});
-  copy.insert(copy.end(), {exact.DockerTransport(), "docker-archive:" + fifo});
+  if (settings_.IsInsecure(ref.registry)) copy.push_back("--src-tls-verify=false");
+  if (!pull.auth_file.empty()) copy.insert(copy.end(), {"--src-authfile", pull.auth_file});
+  copy.insert(copy.end(), {pull.exact.DockerTransport(), "docker-archive:" + fifo});
   absl::StatusOr<ToolResult> copied = absl::UnknownError("not run");
   // skopeo stages a whole layer in `work` before it writes any of it to the pipe: its bytes are
   // watched on the disk while it runs, not only as they arrive here.
@@ -260,7 +175,7 @@ absl::Status ImageCache::StreamIntoRoot(const ImageReference& ref, const ImageRe
                   : absl::OkStatus();
   std::string buffer(1 << 20, '\0');
   // The archive holds the layers uncompressed, each once, and a config and manifest of a few KiB.
-  const int64_t most_archive_bytes = options_.max_bytes + (1 << 20);
+  const int64_t most_archive_bytes = settings_.max_bytes + (1 << 20);
   int64_t archive_bytes = 0;
   while (unpacked.ok()) {
     const ssize_t n = ::read(read_fd, buffer.data(), buffer.size());
@@ -271,7 +186,7 @@ absl::Status ImageCache::StreamIntoRoot(const ImageReference& ref, const ImageRe
     if (archive_bytes > most_archive_bytes) {
       unpacked = PullLimitError(absl::StrCat("Image ", ref.Name(),
                                              " is larger than the node's image cache (",
-                                             options_.max_bytes, " bytes, --image-cache-size)"));
+                                             settings_.max_bytes, " bytes, --image-cache-size)"));
       break;
     }
     unpacked = archive.Feed(buffer.data(), static_cast<size_t>(n));
