@@ -1,8 +1,9 @@
 #pragma once
 // What a run must pass to be had, besides its spec's own checks: the rules that keep one tenant
 // from crowding out or outranking the rest. A submit and a clone are held to the user's submit
-// rate, the user's waiting runs and to who may ask for priority high; an update to the same priority rule, and a run
-// that stops being preemptible to its team's quota (borrowing must not become owning).
+// rate, the user's waiting runs and to who may ask for priority high; an update to the same
+// priority rule, and a run that stops being preemptible to its team's quota (borrowing must not
+// become owning).
 
 #include <memory>
 #include <set>

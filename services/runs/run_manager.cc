@@ -15,17 +15,10 @@
 #include "services/runs/describe.h"
 #include "services/runs/run_pages.h"
 #include "services/runs/run_requests.h"
-#include "services/store/cas_retry.h"
 #include "services/store/filters.h"
 
 namespace tessera::runs {
 namespace {
-
-absl::Status RequireName(const std::string& name) {
-  if (name.empty()) return absl::InvalidArgumentError("name: required");
-  if (name.size() > 128) return absl::InvalidArgumentError("name: at most 128 characters");
-  return absl::OkStatus();
-}
 
 // The record of a call answered with the run its write leaves (or with nothing, for DeleteRun),
 // written in that write's transaction.
@@ -44,13 +37,16 @@ std::optional<store::IdempotentRunWrite> RecordWithRun(
 
 }  // namespace
 
-RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
-                       std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
-                       std::shared_ptr<LogDeleter> logs, std::shared_ptr<Random> random,
-                       RunManagerOptions options, std::shared_ptr<store::ChangeFeed> changes,
-                       metrics::Registry* registry, std::shared_ptr<store::SecretStore> secrets,
-                       std::shared_ptr<store::UsageStore> usage)
+RunManager::RunManager(std::shared_ptr<store::RunStore> runs,
+                       std::shared_ptr<const RunWriter> writer,
+                       std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<FitChecker> fit,
+                       std::shared_ptr<Clock> clock, std::shared_ptr<LogDeleter> logs,
+                       std::shared_ptr<Random> random, RunManagerOptions options,
+                       std::shared_ptr<store::ChangeFeed> changes,
+                       std::shared_ptr<store::SecretStore> secrets,
+                       std::shared_ptr<ClusterReliability> reliability)
     : runs_(std::move(runs)),
+      writer_(std::move(writer)),
       idem_(std::move(idem)),
       fit_(std::move(fit)),
       clock_(std::move(clock)),
@@ -60,9 +56,7 @@ RunManager::RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<Id
       admission_(runs_, fit_, clock_, options.admission, std::move(secrets)),
       changes_(changes ? std::move(changes) : std::make_shared<store::ChangeFeed>()),
       event_tail_(std::make_shared<RunEventTail>(runs_, changes_, clock_)),
-      metrics_(registry ? std::make_unique<LifecycleMetrics>(*registry) : nullptr),
-      reliability_(usage ? std::make_shared<ClusterReliability>(std::move(usage), clock_)
-                         : nullptr) {}
+      reliability_(std::move(reliability)) {}
 
 std::string RunManager::RandomSuffix(int length) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -71,27 +65,6 @@ std::string RunManager::RandomSuffix(int length) {
     out.push_back(kAlphabet[random_->Uniform(sizeof(kAlphabet) - 1)]);
   }
   return out;
-}
-
-absl::StatusOr<v1::Run> RunManager::ReadVisible(const Who& who, const std::string& name) {
-  TESSERA_RETURN_IF_ERROR(RequireName(name));
-  auto run = runs_->GetRun(name);
-  if (!run.ok()) return run.status();
-  // Another user's run is not found rather than forbidden: its name says nothing either.
-  if (!who.may_see(run->user())) {
-    return absl::NotFoundError(absl::StrCat("run ", name, " not found"));
-  }
-  return run;
-}
-
-absl::StatusOr<v1::Run> RunManager::ReadChangeable(const Who& who, const std::string& name) {
-  auto run = ReadVisible(who, name);
-  if (run.ok() && !who.may_act_for(run->user())) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("run ", name, " belongs to ", run->user(),
-                     "; an operator sees every run but changes only their own"));
-  }
-  return run;
 }
 
 absl::StatusOr<v1::Run> RunManager::CreateFromSpec(
@@ -182,7 +155,7 @@ absl::Status RunManager::SubmitRun(const Who& who, const v1::SubmitRunRequest& r
 
 absl::Status RunManager::GetRun(const Who& who, const v1::GetRunRequest& req,
                                 v1::GetRunResponse* resp) {
-  auto run = ReadVisible(who, req.name());
+  auto run = writer_->ReadVisible(who, req.name());
   if (!run.ok()) return run.status();
   *resp->mutable_run() = *std::move(run);
   return absl::OkStatus();
@@ -243,7 +216,7 @@ absl::Status RunManager::DescribeRun(const Who& who, const v1::DescribeRunReques
       return absl::NotFoundError(absl::StrCat("run ", req.run_id(), " not found"));
     }
   } else {
-    run = ReadVisible(who, req.name());
+    run = writer_->ReadVisible(who, req.name());
   }
   if (!run.ok()) return run.status();
   auto attempts = runs_->ListAttempts(run->id());
@@ -269,37 +242,16 @@ absl::Status RunManager::DescribeRun(const Who& who, const v1::DescribeRunReques
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Run> RunManager::Mutate(
-    const std::string& run_id,
-    const std::function<absl::StatusOr<Transition>(const v1::Run&,
-                                                   const std::vector<v1::Attempt>&)>& change,
-    const std::optional<store::WriteFence>& fence,
-    const std::optional<store::IdempotentRunWrite>& idem) {
-  for (int i = 0; i < store::kMaxCasAttempts; ++i) {
-    auto run = runs_->GetRunById(run_id);
-    if (!run.ok()) return run.status();
-    auto attempts = runs_->ListAttempts(run_id);
-    if (!attempts.ok()) return attempts.status();
-    auto t = change(*run, *attempts);
-    if (!t.ok()) return t.status();
-    if (!t->changed) return *run;
-    auto updated = runs_->UpdateRun(t->run, run->version(), t->events, t->attempts, fence, idem);
-    if (updated.ok() && metrics_) metrics_->Observe(*run, *updated, *attempts, clock_->Now());
-    if (!absl::IsAborted(updated.status())) return updated;
-  }
-  return absl::AbortedError(absl::StrCat("run ", run_id, " is changing too often; try again"));
-}
-
 absl::Status RunManager::StopRun(const Who& who, const v1::StopRunRequest& req,
                                  v1::StopRunResponse* resp) {
-  auto run = ReadChangeable(who, req.name());
+  auto run = writer_->ReadChangeable(who, req.name());
   if (!run.ok()) return run.status();
   if (req.reason().size() > 1024)
     return absl::InvalidArgumentError("reason: at most 1024 characters");
   return idem_->RunAtomically(
       absl::StrCat("StopRun/", who.user), req.idempotency_key(), req, resp,
       [&](const auto& key) -> absl::Status {
-        auto stopped = Mutate(
+        auto stopped = writer_->Mutate(
             run->id(),
             [&](const v1::Run& r, const auto& attempts) {
               return absl::StatusOr<Transition>(RequestStop(r, CurrentAttempt(r, attempts),
@@ -317,7 +269,7 @@ absl::Status RunManager::DeleteRun(const Who& who, const v1::DeleteRunRequest& r
   return idem_->RunAtomically(
       absl::StrCat("DeleteRun/", who.user), req.idempotency_key(), req, resp,
       [&](const auto& key) -> absl::Status {
-        auto run = ReadChangeable(who, req.name());
+        auto run = writer_->ReadChangeable(who, req.name());
         if (!run.ok()) return run.status();
         if (IsActive(run->status())) {
           return absl::FailedPreconditionError(
@@ -341,7 +293,7 @@ absl::Status RunManager::DeleteRun(const Who& who, const v1::DeleteRunRequest& r
 absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& req,
                                    v1::UpdateRunResponse* resp) {
   TESSERA_RETURN_IF_ERROR(CheckUpdateRequest(req));
-  auto run = ReadChangeable(who, req.name());
+  auto run = writer_->ReadChangeable(who, req.name());
   if (!run.ok()) return run.status();
   if (req.has_priority())
     TESSERA_RETURN_IF_ERROR(admission_.CheckPriority(who, run->team(), req.priority()));
@@ -351,7 +303,7 @@ absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& r
   return idem_->RunAtomically(
       absl::StrCat("UpdateRun/", who.user), req.idempotency_key(), req, resp,
       [&](const auto& key) -> absl::Status {
-        auto updated = Mutate(
+        auto updated = writer_->Mutate(
             run->id(),
             [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
               if (IsTerminal(r.status())) {
@@ -377,12 +329,12 @@ absl::Status RunManager::UpdateRun(const Who& who, const v1::UpdateRunRequest& r
 
 absl::Status RunManager::RestartRun(const Who& who, const v1::RestartRunRequest& req,
                                     v1::RestartRunResponse* resp) {
-  auto run = ReadChangeable(who, req.name());
+  auto run = writer_->ReadChangeable(who, req.name());
   if (!run.ok()) return run.status();
   return idem_->RunAtomically(
       absl::StrCat("RestartRun/", who.user), req.idempotency_key(), req, resp,
       [&](const auto& key) -> absl::Status {
-        auto restarted = Mutate(
+        auto restarted = writer_->Mutate(
             run->id(),
             [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
               if (!IsTerminal(r.status())) {
@@ -411,7 +363,7 @@ absl::Status RunManager::RestartRun(const Who& who, const v1::RestartRunRequest&
 
 absl::Status RunManager::CloneRun(const Who& who, const v1::CloneRunRequest& req,
                                   v1::CloneRunResponse* resp) {
-  auto source = ReadVisible(who, req.name());
+  auto source = writer_->ReadVisible(who, req.name());
   if (!source.ok()) return source.status();
   v1::RunSpec spec = source->spec();
   if (!req.new_name().empty()) spec.set_name(req.new_name());

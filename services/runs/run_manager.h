@@ -1,6 +1,9 @@
 #pragma once
-// The run manager: accepts, tracks and changes runs. Every dependency comes through the
-// constructor; the gRPC adapter (run_service.h) only authenticates and forwards.
+// The run manager: people's calls about runs (submit, get, list, describe, stop, delete, update,
+// restart, clone, watch, the progress history). What Tessera's components report is
+// RunReports' (run_reports.h), what the service does on its own RunUpkeep's (run_upkeep.h); all
+// three write through one RunWriter and are made together by MakeRuns (runs.h). The gRPC adapter
+// (run_service.h) only authenticates and forwards.
 
 #include <functional>
 #include <map>
@@ -21,6 +24,7 @@
 #include "services/runs/log_deleter.h"
 #include "services/runs/run_admission.h"
 #include "services/runs/run_change_watch.h"
+#include "services/runs/run_writer.h"
 #include "services/store/change_feed.h"
 #include "services/store/leader_lock_store.h"
 #include "services/store/run_store.h"
@@ -35,7 +39,7 @@ struct RunManagerOptions {
   // has its node checked by a sweep, so a tiny timeout would be a way to keep nodes busy.
   absl::Duration min_hang_timeout = absl::Seconds(60);
   // A run that ended this long ago is deleted, with its attempts, events and logs
-  // (ExpireFinishedRuns); zero: kept until someone deletes it.
+  // (RunUpkeep::ExpireFinishedRuns); zero: kept until someone deletes it.
   absl::Duration run_retention = absl::ZeroDuration();
   // Whether runs may name no image (or `image: host`) and run on the nodes' own root file
   // system (tessera-server --allow-host-image): for development clusters and the quick start.
@@ -53,15 +57,16 @@ inline constexpr size_t kMaxSpecNoteBytes = 512;
 class RunManager {
  public:
   // `logs` deletes a deleted run's logs; null when there is no log service. `random` draws the
-  // run ids and the names' suffixes. `registry`: where the lifecycle's metrics go (null: none).
-  RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<IdempotentCalls> idem,
-             std::shared_ptr<FitChecker> fit, std::shared_ptr<Clock> clock,
-             std::shared_ptr<LogDeleter> logs = nullptr,
-             std::shared_ptr<Random> random = SystemRandom::Shared(),
-             RunManagerOptions options = {}, std::shared_ptr<store::ChangeFeed> changes = nullptr,
-             metrics::Registry* registry = nullptr,
-             std::shared_ptr<store::SecretStore> secrets = nullptr,
-             std::shared_ptr<store::UsageStore> usage = nullptr);
+  // run ids and the names' suffixes. `changes`: null, watches poll. `reliability`: the
+  // cluster's interruptions and running goodput for describe (null: none). MakeRuns (runs.h)
+  // wires it.
+  RunManager(std::shared_ptr<store::RunStore> runs, std::shared_ptr<const RunWriter> writer,
+             std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<FitChecker> fit,
+             std::shared_ptr<Clock> clock, std::shared_ptr<LogDeleter> logs,
+             std::shared_ptr<Random> random, RunManagerOptions options,
+             std::shared_ptr<store::ChangeFeed> changes,
+             std::shared_ptr<store::SecretStore> secrets,
+             std::shared_ptr<ClusterReliability> reliability);
 
   using Who = auth::Principal;
   absl::Status SubmitRun(const Who& who, const v1::SubmitRunRequest& req,
@@ -81,10 +86,6 @@ class RunManager {
   absl::Status RestartRun(const Who& who, const v1::RestartRunRequest& req,
                           v1::RestartRunResponse* resp);
   absl::Status CloneRun(const Who& who, const v1::CloneRunRequest& req, v1::CloneRunResponse* resp);
-  absl::Status RecordAttempt(const Who& who, const v1::RecordAttemptRequest& req,
-                             v1::RecordAttemptResponse* resp);
-  absl::Status ReportProgress(const Who& who, const v1::ReportProgressRequest& req,
-                              v1::ReportProgressResponse* resp);
   // The run's progress history with its attempts (run_metrics.cc).
   absl::Status GetRunMetrics(const Who& who, const v1::GetRunMetricsRequest& req,
                              v1::GetRunMetricsResponse* resp);
@@ -108,25 +109,7 @@ class RunManager {
   // What every watch reads its events from.
   const RunEventTail& event_tail() const { return *event_tail_; }
 
-  // Asks every RUNNING run past its max_duration to stop. Called periodically; returns how
-  // many runs it stopped.
-  absl::StatusOr<int> EnforceMaxDuration();
-  // Computes every running run's series (tessera_run_goodput_ratio, tessera_run_resumptions)
-  // and the cluster's running goodput that describe shows; returns how many runs it covered (0
-  // with neither metrics nor a usage store).
-  absl::StatusOr<int> RefreshRunningRunMetrics();
-
-  // Deletes the runs that ended more than the run retention ago, with their attempts, events
-  // and logs (run_retention.cc). A run whose logs cannot be deleted now (the log service is
-  // away) is kept until they can, so that no logs outlive their run. Called periodically;
-  // returns how many runs it deleted.
-  absl::StatusOr<int> ExpireFinishedRuns();
-
  private:
-  // Reads the run by name as `who` may see it: NOT_FOUND for other users' runs.
-  absl::StatusOr<v1::Run> ReadVisible(const Who& who, const std::string& name);
-  // ReadVisible, and PERMISSION_DENIED when `who` may see the run but not change it.
-  absl::StatusOr<v1::Run> ReadChangeable(const Who& who, const std::string& name);
   // Creates a run from a validated spec with a unique suffixed name.
   // `idem` is recorded in the run's creating transaction (see IdempotentCalls::RunAtomically).
   // `notes`: what the client read otherwise than written; the spec's own normalization adds to
@@ -134,22 +117,10 @@ class RunManager {
   absl::StatusOr<v1::Run> CreateFromSpec(const Who& who, const v1::RunSpec& written,
                                          std::vector<std::string> notes, const std::string& message,
                                          const std::optional<store::IdempotentRunWrite>& idem = {});
-  // Applies `change` to the freshest copy of the run, retrying when another writer wins. A
-  // `fence` makes the write one of a leader's term (refused once that term ended); `idem` is
-  // recorded with the write (a change that changes nothing writes and records nothing).
-  absl::Status RecordNote(const v1::RecordAttemptRequest& req, v1::RecordAttemptResponse* resp);
-  absl::StatusOr<v1::Run> Mutate(const std::string& run_id,
-                                 const std::function<absl::StatusOr<Transition>(
-                                     const v1::Run&, const std::vector<v1::Attempt>&)>& change,
-                                 const std::optional<store::WriteFence>& fence = {},
-                                 const std::optional<store::IdempotentRunWrite>& idem = {});
   std::string RandomSuffix(int length);
-  // Keeps the report as a point of the attempt's history, thinned to a bounded number
-  // (progress_history.h). `previous_step` is the attempt's last step before this report.
-  absl::Status KeepProgressPoint(const v1::Run& run, const v1::ReportProgressRequest& req,
-                                 int64_t previous_step);
 
   std::shared_ptr<store::RunStore> runs_;
+  std::shared_ptr<const RunWriter> writer_;
   std::shared_ptr<IdempotentCalls> idem_;
   std::shared_ptr<FitChecker> fit_;
   std::shared_ptr<Clock> clock_;
@@ -161,20 +132,9 @@ class RunManager {
   std::shared_ptr<store::ChangeFeed> changes_;
   // The newest events with their runs, read once for every open watch.
   std::shared_ptr<RunEventTail> event_tail_;
-  std::unique_ptr<LifecycleMetrics> metrics_;  // null: no metrics
   // The cluster's interruptions and its running runs' goodput, for describe's checkpoint advice
   // and ETTR (null without a usage store: neither).
   std::shared_ptr<ClusterReliability> reliability_;
-  // The running runs' progress histories as RefreshRunningRunMetrics last read them, by run id:
-  // read again every 5 minutes or when the run resumes, with its newest report added meanwhile
-  // (a refresh every 15 s must not read every running run's whole history).
-  struct KnownProgress {
-    int resumption_index = 0;
-    absl::Time read_at;
-    std::vector<store::ProgressPoint> points;
-  };
-  absl::Mutex known_progress_mu_;
-  std::map<std::string, KnownProgress> known_progress_ ABSL_GUARDED_BY(known_progress_mu_);
 };
 
 }  // namespace tessera::runs

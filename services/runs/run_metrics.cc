@@ -9,7 +9,7 @@ namespace tessera::runs {
 
 absl::Status RunManager::GetRunMetrics(const Who& who, const v1::GetRunMetricsRequest& req,
                                        v1::GetRunMetricsResponse* resp) {
-  auto run = ReadVisible(who, req.name());
+  auto run = writer_->ReadVisible(who, req.name());
   if (!run.ok()) return run.status();
   auto points = runs_->ListProgress(run->id());
   if (!points.ok()) return points.status();

@@ -1,8 +1,6 @@
-// What Tessera's own components tell the run manager about runs (the scheduler's attempt
-// phases, the workers' progress through it) and what the run manager enforces on its own
-// (max_duration). People's calls are in run_manager.cc.
+#include "services/runs/run_reports.h"
+
 #include <algorithm>
-#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -10,9 +8,8 @@
 #include "base/timestamps.h"
 #include "base/utf8.h"
 #include "services/common/rpc.h"
-#include "services/runs/describe.h"
 #include "services/runs/progress_history.h"
-#include "services/runs/run_manager.h"
+#include "services/store/leader_lock_store.h"
 #include "services/store/write_fence.h"
 
 namespace tessera::runs {
@@ -76,7 +73,12 @@ absl::Time ReportedAt(const v1::ReportProgressRequest& req, absl::Time now) {
 
 }  // namespace
 
-absl::Status RunManager::RecordAttempt(const Who& who, const v1::RecordAttemptRequest& req,
+RunReports::RunReports(std::shared_ptr<store::RunStore> runs,
+                       std::shared_ptr<const RunWriter> writer, std::shared_ptr<Clock> clock)
+    : runs_(std::move(runs)), writer_(std::move(writer)), clock_(std::move(clock)) {}
+
+absl::Status RunReports::RecordAttempt(const auth::Principal& who,
+                                       const v1::RecordAttemptRequest& req,
                                        v1::RecordAttemptResponse* resp) {
   TESSERA_RETURN_IF_ERROR(RequireSystem(who, "RecordAttempt"));
   if (req.attempt().run_id().empty()) return absl::InvalidArgumentError("attempt.run_id: required");
@@ -86,7 +88,7 @@ absl::Status RunManager::RecordAttempt(const Who& who, const v1::RecordAttemptRe
   if (req.leader_epoch() != 0) {
     fence = store::WriteFence{std::string(store::kSchedulerLeaderRole), req.leader_epoch()};
   }
-  auto run = Mutate(
+  auto run = writer_->Mutate(
       req.attempt().run_id(),
       [&](const v1::Run& r, const auto& attempts) {
         return ApplyAttemptUpdate(r, CurrentAttempt(r, attempts), req.attempt(), clock_->Now());
@@ -97,10 +99,10 @@ absl::Status RunManager::RecordAttempt(const Who& who, const v1::RecordAttemptRe
   return absl::OkStatus();
 }
 
-absl::Status RunManager::RecordNote(const v1::RecordAttemptRequest& req,
+absl::Status RunReports::RecordNote(const v1::RecordAttemptRequest& req,
                                     v1::RecordAttemptResponse* resp) {
   if (req.note().size() > 4096) return absl::InvalidArgumentError("note: at most 4096 bytes");
-  auto run = Mutate(
+  auto run = writer_->Mutate(
       req.attempt().run_id(), [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
         Transition t{r, {}, {}, true};
         // A late note of an earlier attempt, or of one that is over, is not news.
@@ -116,12 +118,13 @@ absl::Status RunManager::RecordNote(const v1::RecordAttemptRequest& req,
   return absl::OkStatus();
 }
 
-absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgressRequest& req,
+absl::Status RunReports::ReportProgress(const auth::Principal& who,
+                                        const v1::ReportProgressRequest& req,
                                         v1::ReportProgressResponse*) {
   TESSERA_RETURN_IF_ERROR(RequireSystem(who, "ReportProgress"));
   if (req.run_id().empty()) return absl::InvalidArgumentError("run_id: required");
   std::optional<int64_t> previous_step;  // the attempt's latest step, when the report counts
-  auto run = Mutate(
+  auto run = writer_->Mutate(
       req.run_id(), [&](const v1::Run& r, const auto& attempts) -> absl::StatusOr<Transition> {
         Transition t{r, {}, {}, true};
         previous_step.reset();
@@ -188,7 +191,7 @@ absl::Status RunManager::ReportProgress(const Who& who, const v1::ReportProgress
   return KeepProgressPoint(*run, req, *previous_step);
 }
 
-absl::Status RunManager::KeepProgressPoint(const v1::Run& run, const v1::ReportProgressRequest& req,
+absl::Status RunReports::KeepProgressPoint(const v1::Run& run, const v1::ReportProgressRequest& req,
                                            int64_t previous_step) {
   const auto keep = KeepProgress(previous_step, req.progress().step());
   if (!keep) return absl::OkStatus();  // a late report: the history has later points
@@ -203,84 +206,6 @@ absl::Status RunManager::KeepProgressPoint(const v1::Run& run, const v1::ReportP
   auto st = runs_->AddProgressPoint(run.id(), point, keep->stride, keep->thin_from);
   // A run deleted since the report was applied has no history to keep.
   return absl::IsNotFound(st) ? absl::OkStatus() : st;
-}
-
-absl::StatusOr<int> RunManager::EnforceMaxDuration() {
-  v1::RunFilter filter;
-  filter.add_statuses(v1::RUN_STATUS_RUNNING);
-  auto running = runs_->ListRuns(filter);
-  if (!running.ok()) return running.status();
-  int stopped = 0;
-  const absl::Time now = clock_->Now();
-  for (const auto& run : *running) {
-    const double hours = run.spec().scheduling().max_duration_hours();
-    if (hours <= 0 || !run.has_started_at()) continue;
-    const absl::Duration limit = absl::Seconds(hours * 3600);
-    if (now - FromProtoTime(run.started_at()) < limit) continue;
-    auto result = Mutate(run.id(), [&](const v1::Run& r, const auto& attempts) {
-      return absl::StatusOr<Transition>(
-          RequestStop(r, CurrentAttempt(r, attempts), "tessera",
-                      absl::StrCat("it exceeded its max_duration of ", hours, " hours"), now));
-    });
-    if (result.ok()) ++stopped;
-  }
-  return stopped;
-}
-
-absl::StatusOr<int> RunManager::RefreshRunningRunMetrics() {
-  if (metrics_ == nullptr && reliability_ == nullptr) return 0;
-  v1::RunFilter filter;
-  filter.add_statuses(v1::RUN_STATUS_RUNNING);
-  auto running = runs_->ListRuns(filter);
-  if (!running.ok()) return running.status();
-  const absl::Time now = clock_->Now();
-  std::map<std::string, LifecycleMetrics::RunningRun> figures;
-  double weighted = 0;  // the running runs' goodput times their GPUs
-  double gpus_running = 0;
-  absl::MutexLock lock(&known_progress_mu_);   // one refresh at a time
-  std::map<std::string, KnownProgress> known;  // the running runs' only
-  for (const auto& run : *running) {
-    auto attempts = runs_->ListAttempts(run.id());
-    if (!attempts.ok()) return attempts.status();
-    auto events = runs_->ListEvents(run.id());
-    if (!events.ok()) return events.status();
-    auto it = known_progress_.find(run.id());
-    if (it == known_progress_.end() || it->second.resumption_index != run.resumption_index() ||
-        now - it->second.read_at > absl::Minutes(5)) {
-      auto progress = runs_->ListProgress(run.id());
-      if (!progress.ok()) return progress.status();
-      it = known_progress_
-               .insert_or_assign(run.id(),
-                                 KnownProgress{run.resumption_index(), now, *std::move(progress)})
-               .first;
-    }
-    std::vector<store::ProgressPoint> points = it->second.points;
-    const v1::RunProgress& p = run.progress();
-    if (p.step() > 0 && p.has_reported_at() &&
-        (points.empty() || points.back().resumption_index != run.resumption_index() ||
-         points.back().step < p.step())) {
-      store::ProgressPoint newest;
-      newest.resumption_index = run.resumption_index();
-      newest.step = p.step();
-      newest.time = FromProtoTime(p.reported_at());
-      points.push_back(newest);
-    }
-    known[run.id()] = it->second;
-    const double goodput = Describe(run, *attempts, *events, points, now).goodput();
-    figures[run.name()] = {.goodput = goodput, .resumptions = run.resumption_index()};
-    const double gpus = std::max(1, run.spec().compute().gpus());
-    weighted += goodput * gpus;
-    gpus_running += gpus;
-  }
-  known_progress_ = std::move(known);
-  const std::optional<double> cluster_goodput =
-      gpus_running > 0 ? std::optional(weighted / gpus_running) : std::nullopt;
-  if (metrics_) {
-    metrics_->SetRunningRuns(figures);
-    metrics_->SetClusterGoodput(cluster_goodput);
-  }
-  if (reliability_) reliability_->SetRunningGoodput(cluster_goodput);
-  return static_cast<int>(figures.size());
 }
 
 }  // namespace tessera::runs

@@ -1,5 +1,6 @@
 #pragma once
-// The gRPC adapter of RunManager: authenticates, forwards, maps the status. WatchRuns is served
+// The gRPC adapter of RunManager (people's calls) and RunReports (the components' reports):
+// authenticates, forwards, maps the status. WatchRuns is served
 // on the async API (pumped_stream.h): an open watch is a reactor and an entry of a StreamPump,
 // not a thread, woken by the run manager's RunEventTail when a change for it arrives.
 
@@ -7,6 +8,7 @@
 #include "services/common/pumped_stream.h"
 #include "services/common/rpc.h"
 #include "services/runs/run_manager.h"
+#include "services/runs/run_reports.h"
 
 namespace tessera::runs {
 
@@ -21,9 +23,11 @@ class RunService final : public v1::RunService::WithAsyncMethod_WatchRuns<v1::Ru
 
   // `watch_threads`: watches' steps run at once, however many are open. `watch_check_interval`:
   // how often an idle watch steps.
-  RunService(std::shared_ptr<RunManager> manager, std::shared_ptr<auth::Authenticator> auth,
+  RunService(std::shared_ptr<RunManager> manager, std::shared_ptr<RunReports> reports,
+             std::shared_ptr<auth::Authenticator> auth,
              absl::Duration watch_check_interval = kWatchCheckInterval, int watch_threads = 4)
       : m_(std::move(manager)),
+        reports_(std::move(reports)),
         auth_(std::move(auth)),
         watches_(
             [this](grpc::ServerContext* ctx, v1::WatchRunsRequest* req,
@@ -57,8 +61,8 @@ class RunService final : public v1::RunService::WithAsyncMethod_WatchRuns<v1::Ru
   TESSERA_UNARY_RPC(m_, UpdateRun)
   TESSERA_UNARY_RPC(m_, RestartRun)
   TESSERA_UNARY_RPC(m_, CloneRun)
-  TESSERA_UNARY_RPC(m_, RecordAttempt)
-  TESSERA_UNARY_RPC(m_, ReportProgress)
+  TESSERA_UNARY_RPC(reports_, RecordAttempt)
+  TESSERA_UNARY_RPC(reports_, ReportProgress)
 
   void AddCompletionQueues(grpc::ServerBuilder& builder) override {
     watches_.AddCompletionQueues(builder);
@@ -70,6 +74,7 @@ class RunService final : public v1::RunService::WithAsyncMethod_WatchRuns<v1::Ru
 
  private:
   std::shared_ptr<RunManager> m_;
+  std::shared_ptr<RunReports> reports_;
   std::shared_ptr<auth::Authenticator> auth_;
   PumpedStreams<v1::WatchRunsRequest, v1::RunChange> watches_;
 };

@@ -22,6 +22,7 @@
 #include "services/notify/notification_service.h"
 #include "services/runs/run_metrics_service.h"
 #include "services/runs/run_service.h"
+#include "services/runs/runs.h"
 #include "services/runs/secret_service.h"
 #include "services/store/fenced_node_store.h"
 
@@ -65,22 +66,26 @@ class RunsComponent final : public Component {
   RunsComponent(const Foundation& f, std::shared_ptr<ChannelRef> scheduler,
                 std::shared_ptr<ChannelRef> logs, const SystemCredential& system_key,
                 const RunsOptions& o)
-      : manager_(std::make_shared<runs::RunManager>(
-            f.stores.runs, f.idempotency,
-            runs::MakeGrpcFitChecker(scheduler, system_key,
-                                     f.CallOptions(runs::kFitCheckerOptions)),
-            f.clock,
-            logs ? runs::MakeGrpcLogDeleter(logs, system_key,
-                                            f.CallOptions(runs::kLogDeleterOptions))
-                 : nullptr,
-            f.random,
-            runs::RunManagerOptions{.min_hang_timeout = o.min_hang_timeout,
-                                    .run_retention = o.run_retention,
-                                    .allow_host_image = o.allow_host_image,
-                                    .admission = o.admission},
-            f.stores.changes, &metrics::Registry::Default(), f.stores.secrets, f.stores.usage)),
-        runs_(manager_, f.authenticator),
-        metrics_(manager_, f.authenticator),
+      : runs_roles_(runs::MakeRuns(runs::RunsDependencies{
+            .runs = f.stores.runs,
+            .idem = f.idempotency,
+            .fit = runs::MakeGrpcFitChecker(scheduler, system_key,
+                                            f.CallOptions(runs::kFitCheckerOptions)),
+            .clock = f.clock,
+            .logs = logs ? runs::MakeGrpcLogDeleter(logs, system_key,
+                                                    f.CallOptions(runs::kLogDeleterOptions))
+                         : nullptr,
+            .random = f.random,
+            .options = runs::RunManagerOptions{.min_hang_timeout = o.min_hang_timeout,
+                                               .run_retention = o.run_retention,
+                                               .allow_host_image = o.allow_host_image,
+                                               .admission = o.admission},
+            .changes = f.stores.changes,
+            .registry = &metrics::Registry::Default(),
+            .secrets = f.stores.secrets,
+            .usage = f.stores.usage})),
+        runs_(runs_roles_.manager, runs_roles_.reports, f.authenticator),
+        metrics_(runs_roles_.manager, f.authenticator),
         secrets_(std::make_shared<runs::SecretManager>(f.stores.secrets, f.stores.runs,
                                                        o.secrets_box, f.clock),
                  f.authenticator),
@@ -108,7 +113,7 @@ class RunsComponent final : public Component {
         // compare-and-set).
         timer_(f.clock, absl::Seconds(1),
                [this] {
-                 auto stopped = manager_->EnforceMaxDuration();
+                 auto stopped = runs_roles_.upkeep->EnforceMaxDuration();
                  if (stopped.ok() && *stopped > 0)
                    spdlog::info("stopped {} run(s) past max_duration", *stopped);
                }),
@@ -116,14 +121,14 @@ class RunsComponent final : public Component {
         // time, which the pass skips.
         retention_(f.clock, RetentionCheckInterval(o.run_retention),
                    [this] {
-                     auto deleted = manager_->ExpireFinishedRuns();
+                     auto deleted = runs_roles_.upkeep->ExpireFinishedRuns();
                      if (!deleted.ok())
                        spdlog::warn("runs: retention: {}", deleted.status().ToString());
                    }),
         // Goodput moves with time: the running runs' gauges are recomputed every 15 s (a
         // Prometheus scrape interval), not at each report.
         goodput_(f.clock, absl::Seconds(15), [this] {
-          auto covered = manager_->RefreshRunningRunMetrics();
+          auto covered = runs_roles_.upkeep->RefreshRunningRunMetrics();
           if (!covered.ok()) spdlog::warn("runs: goodput metrics: {}", covered.status().ToString());
         }) {}
   std::vector<grpc::Service*> services() override {
@@ -142,7 +147,7 @@ class RunsComponent final : public Component {
                              const std::string& id) { return box.Open(sealed, "webhook/" + id); }};
   }
 
-  std::shared_ptr<runs::RunManager> manager_;
+  runs::Runs runs_roles_;
   runs::RunService runs_;
   runs::RunMetricsService metrics_;
   runs::SecretService secrets_;

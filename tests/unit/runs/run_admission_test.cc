@@ -13,23 +13,16 @@ namespace {
 using testing::Fixture;
 
 // A run manager over the fixture's stores, held to `admission` (and given `secrets`, when set).
-RunManager WithAdmission(Fixture& f, AdmissionPolicy admission,
-                         std::shared_ptr<store::SecretStore> secrets = nullptr) {
-  return RunManager{f.stores.runs,
-                    f.idem,
-                    f.fit,
-                    f.clock,
-                    f.logs,
-                    std::make_shared<SeededRandom>(7),
-                    RunManagerOptions{.allow_host_image = true, .admission = std::move(admission)},
-                    nullptr,
-                    nullptr,
-                    std::move(secrets)};
+Runs WithAdmission(Fixture& f, AdmissionPolicy admission,
+                   std::shared_ptr<store::SecretStore> secrets = nullptr) {
+  return f.Make(RunManagerOptions{.allow_host_image = true, .admission = std::move(admission)},
+                nullptr, std::move(secrets));
 }
 
 TEST_CASE("a user's waiting runs are limited, with an error that names the limit") {
   Fixture f;
-  RunManager limited = WithAdmission(f, {.max_waiting_runs_per_user = 2});
+  Runs limited_roles = WithAdmission(f, {.max_waiting_runs_per_user = 2});
+  RunManager& limited = *limited_roles.manager;
   v1::SubmitRunRequest req;
   req.mutable_spec()->set_name("w");
   req.mutable_spec()->set_command("x");
@@ -55,7 +48,8 @@ TEST_CASE("a user's waiting runs are limited, with an error that names the limit
 
 TEST_CASE("a user's submits are held to a rate, refused before the database, and refill") {
   Fixture f;
-  RunManager limited = WithAdmission(f, {.max_submits_per_user_per_second = 2});
+  Runs limited_roles = WithAdmission(f, {.max_submits_per_user_per_second = 2});
+  RunManager& limited = *limited_roles.manager;
   v1::SubmitRunRequest req;
   req.mutable_spec()->set_name("s");
   req.mutable_spec()->set_command("x");
@@ -90,7 +84,8 @@ TEST_CASE("a user's submits are held to a rate, refused before the database, and
 TEST_CASE(
     "a run names only secrets its owner has, and one naming none is told what it leaves out") {
   Fixture f;
-  RunManager checked = WithAdmission(f, {}, f.stores.secrets);
+  Runs checked_roles = WithAdmission(f, {}, f.stores.secrets);
+  RunManager& checked = *checked_roles.manager;
   for (const auto& [name, type] :
        {std::pair{"hf", v1::SECRET_TYPE_ENVIRONMENT}, std::pair{"gcp", v1::SECRET_TYPE_MOUNTED},
         std::pair{"ghcr", v1::SECRET_TYPE_DOCKER_REGISTRY}}) {
@@ -153,8 +148,9 @@ v1::SubmitRunRequest PrioritizedRun(v1::Priority priority, bool preemptible = fa
 TEST_CASE("priority high is for operators, admins and the users and teams the cluster names") {
   Fixture f;
   f.fit->team = "vision";
-  RunManager policy =
+  Runs policy_roles =
       WithAdmission(f, {.high_priority_users = {"carol"}, .high_priority_teams = {"speech"}});
+  RunManager& policy = *policy_roles.manager;
   v1::SubmitRunResponse resp;
   const absl::Status refused = policy.SubmitRun(f.alice, PrioritizedRun(v1::PRIORITY_HIGH), &resp);
   CHECK(absl::IsPermissionDenied(refused));

@@ -1,13 +1,13 @@
 #pragma once
-// The RunManager of the run manager's tests: over the in-memory stores, a fake clock and fit
-// check, with users, an admin and the system, and a run submitted and recorded in one call.
+// The run service's roles (MakeRuns) for its tests: over the in-memory stores, a fake clock and
+// fit check, with users, an admin and the system, and a run submitted and recorded in one call.
 
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "services/runs/run_manager.h"
+#include "services/runs/runs.h"
 #include "services/store/memory/memory_database.h"
 
 namespace tessera::runs::testing {
@@ -46,19 +46,29 @@ struct Fixture {
       std::make_shared<IdempotentCalls>(stores.idempotency, clock);
   metrics::Registry registry;
   // Runs without an image run on the host here (the policy has its own test).
-  RunManager manager{stores.runs,
-                     idem,
-                     fit,
-                     clock,
-                     logs,
-                     std::make_shared<SeededRandom>(42),
-                     RunManagerOptions{.allow_host_image = true},
-                     nullptr,
-                     &registry};
+  Runs roles = Make(RunManagerOptions{.allow_host_image = true}, &registry);
+  RunManager& manager = *roles.manager;
+  RunReports& reports = *roles.reports;
+  RunUpkeep& upkeep = *roles.upkeep;
   auth::Principal alice{"alice", v1::ROLE_USER};
   auth::Principal bob{"bob", v1::ROLE_USER};
   auth::Principal admin{"root", v1::ROLE_ADMIN};
   auth::Principal system{"tessera", v1::ROLE_SYSTEM};
+
+  // Another set of roles over the same stores, clock, fit check and log service.
+  Runs Make(RunManagerOptions options, metrics::Registry* metrics = nullptr,
+            std::shared_ptr<store::SecretStore> secrets = nullptr,
+            std::shared_ptr<store::RunStore> runs = nullptr) {
+    return MakeRuns(RunsDependencies{.runs = runs ? runs : stores.runs,
+                                     .idem = idem,
+                                     .fit = fit,
+                                     .clock = clock,
+                                     .logs = logs,
+                                     .random = std::make_shared<SeededRandom>(42),
+                                     .options = std::move(options),
+                                     .registry = metrics,
+                                     .secrets = std::move(secrets)});
+  }
 
   v1::Run Submit(const auth::Principal& who, const std::string& name, const std::string& key = "") {
     v1::SubmitRunRequest req;
@@ -78,7 +88,7 @@ struct Fixture {
     req.mutable_attempt()->set_status(status);
     req.mutable_attempt()->set_end_reason(reason);
     v1::RecordAttemptResponse resp;
-    auto st = manager.RecordAttempt(system, req, &resp);
+    auto st = reports.RecordAttempt(system, req, &resp);
     REQUIRE(st.ok());
     return resp.run();
   }

@@ -4,7 +4,7 @@
 #include <thread>
 #include <vector>
 
-#include "services/runs/run_manager.h"
+#include "services/runs/runs.h"
 #include "services/store/memory/memory_database.h"
 #include "tests/unit/runs/forwarding_run_store.h"
 
@@ -54,13 +54,13 @@ struct Fixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
   store::Stores stores = store::MakeMemoryStores();
   std::shared_ptr<LostReplyRunStore> runs = std::make_shared<LostReplyRunStore>(stores.runs);
-  RunManager manager{runs,
-                     std::make_shared<IdempotentCalls>(stores.idempotency, clock),
-                     std::make_shared<AnyFit>(),
-                     clock,
-                     nullptr,
-                     SystemRandom::Shared(),
-                     RunManagerOptions{.allow_host_image = true}};
+  Runs roles = MakeRuns(
+      RunsDependencies{.runs = runs,
+                       .idem = std::make_shared<IdempotentCalls>(stores.idempotency, clock),
+                       .fit = std::make_shared<AnyFit>(),
+                       .clock = clock,
+                       .options = RunManagerOptions{.allow_host_image = true}});
+  RunManager& manager = *roles.manager;
   auth::Principal alice{"alice", v1::ROLE_USER};
 
   static v1::SubmitRunRequest SubmitRequest(const std::string& key) {

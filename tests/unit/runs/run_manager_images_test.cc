@@ -17,9 +17,8 @@ using testing::Fixture;
 
 TEST_CASE("runs on the host are refused unless the cluster allows them") {
   Fixture f;
-  RunManager strict{
-      f.stores.runs,      f.idem, f.fit, f.clock, f.logs, std::make_shared<SeededRandom>(9),
-      RunManagerOptions{}};
+  Runs strict_roles = f.Make(RunManagerOptions{});
+  RunManager& strict = *strict_roles.manager;
   v1::SubmitRunRequest req;
   req.mutable_spec()->set_name("bare");
   req.mutable_spec()->set_command("true");
@@ -55,14 +54,14 @@ TEST_CASE("an image's digest is pinned by the first attempt that ran it") {
   req.mutable_attempt()->set_status(v1::RUN_STATUS_RUNNING);
   req.mutable_attempt()->set_image_digest("sha256:" + std::string(64, 'a'));
   v1::RecordAttemptResponse resp;
-  REQUIRE(f.manager.RecordAttempt(f.system, req, &resp).ok());
+  REQUIRE(f.reports.RecordAttempt(f.system, req, &resp).ok());
   CHECK(resp.run().image_digest() == "sha256:" + std::string(64, 'a'));
   // Notes from the nodes are events, and change nothing else.
   v1::RecordAttemptRequest note;
   note.mutable_attempt()->set_run_id(run.id());
   note.mutable_attempt()->set_resumption_index(0);
   note.set_note("Pulling image docker.io/library/busybox:1 on node-a");
-  REQUIRE(f.manager.RecordAttempt(f.system, note, &resp).ok());
+  REQUIRE(f.reports.RecordAttempt(f.system, note, &resp).ok());
   CHECK(resp.run().status() == v1::RUN_STATUS_RUNNING);
   v1::DescribeRunRequest d;
   d.set_name(run.name());
@@ -73,7 +72,7 @@ TEST_CASE("an image's digest is pinned by the first attempt that ran it") {
   CHECK(std::find(messages.begin(), messages.end(),
                   "Pulling image docker.io/library/busybox:1 on node-a") != messages.end());
   // A person may not write notes.
-  CHECK(absl::IsPermissionDenied(f.manager.RecordAttempt(f.alice, note, &resp)));
+  CHECK(absl::IsPermissionDenied(f.reports.RecordAttempt(f.alice, note, &resp)));
 }
 
 TEST_CASE("a run whose setup failed fails for good, saying why") {
@@ -88,7 +87,7 @@ TEST_CASE("a run whose setup failed fails for good, saying why") {
   req.mutable_attempt()->set_end_reason(v1::ATTEMPT_END_REASON_SETUP_FAILED);
   req.mutable_attempt()->set_reason("Image not found: docker.io/library/nope:1");
   v1::RecordAttemptResponse resp;
-  REQUIRE(f.manager.RecordAttempt(f.system, req, &resp).ok());
+  REQUIRE(f.reports.RecordAttempt(f.system, req, &resp).ok());
   CHECK(resp.run().status() == v1::RUN_STATUS_FAILED);
   CHECK(resp.run().status_reason() == "Image not found: docker.io/library/nope:1");
   CHECK(resp.run().retries_used() == 0);

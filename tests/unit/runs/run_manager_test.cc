@@ -110,14 +110,9 @@ TEST_CASE("a hang_timeout under the cluster's floor is refused, naming the floor
   req.mutable_spec()->mutable_scheduling()->set_hang_timeout_seconds(60);
   CHECK(f.manager.SubmitRun(f.alice, req, &resp).ok());
   // A cluster may set its own floor.
-  RunManager lenient{
-      f.stores.runs,
-      f.idem,
-      f.fit,
-      f.clock,
-      f.logs,
-      std::make_shared<SeededRandom>(7),
-      RunManagerOptions{.min_hang_timeout = absl::Seconds(2), .allow_host_image = true}};
+  Runs lenient_roles =
+      f.Make(RunManagerOptions{.min_hang_timeout = absl::Seconds(2), .allow_host_image = true});
+  RunManager& lenient = *lenient_roles.manager;
   req.mutable_spec()->mutable_scheduling()->set_hang_timeout_seconds(5);
   CHECK(lenient.SubmitRun(f.alice, req, &resp).ok());
 }
@@ -208,11 +203,11 @@ TEST_CASE("internal RPCs need a system key") {
   req.mutable_attempt()->set_run_id(run.id());
   req.mutable_attempt()->set_status(v1::RUN_STATUS_QUEUED);
   v1::RecordAttemptResponse resp;
-  CHECK(absl::IsPermissionDenied(f.manager.RecordAttempt(f.admin, req, &resp)));
+  CHECK(absl::IsPermissionDenied(f.reports.RecordAttempt(f.admin, req, &resp)));
   v1::ReportProgressRequest progress;
   progress.set_run_id(run.id());
   v1::ReportProgressResponse presp;
-  CHECK(absl::IsPermissionDenied(f.manager.ReportProgress(f.alice, progress, &presp)));
+  CHECK(absl::IsPermissionDenied(f.reports.ReportProgress(f.alice, progress, &presp)));
 }
 
 TEST_CASE("describe shows attempts, events, interruptions and goodput") {
@@ -290,9 +285,9 @@ TEST_CASE("max_duration stops a run that runs too long, exactly at the limit") {
   f.Record(run, 0, v1::RUN_STATUS_STARTING);
   f.Record(run, 0, v1::RUN_STATUS_RUNNING);
   f.clock->Advance(absl::Minutes(59));
-  CHECK(*f.manager.EnforceMaxDuration() == 0);
+  CHECK(*f.upkeep.EnforceMaxDuration() == 0);
   f.clock->Advance(absl::Minutes(1));
-  CHECK(*f.manager.EnforceMaxDuration() == 1);
+  CHECK(*f.upkeep.EnforceMaxDuration() == 1);
   auto got = f.stores.runs->GetRun(run.name());
   CHECK(got->status() == v1::RUN_STATUS_TERMINATING);
   v1::Run stopped = f.Record(run, 0, v1::RUN_STATUS_STOPPED, v1::ATTEMPT_END_REASON_STOPPED);
@@ -418,13 +413,9 @@ TEST_CASE("lists carry no command, env, parameters or metadata, whatever a run h
 
 TEST_CASE("a list's page ends at its size in bytes, and paging still gives every run once") {
   Fixture f;
-  RunManager small{f.stores.runs,
-                   f.idem,
-                   f.fit,
-                   f.clock,
-                   f.logs,
-                   std::make_shared<SeededRandom>(7),
-                   RunManagerOptions{.allow_host_image = true, .max_list_reply_bytes = 1'000}};
+  Runs small_roles =
+      f.Make(RunManagerOptions{.allow_host_image = true, .max_list_reply_bytes = 1'000});
+  RunManager& small = *small_roles.manager;
   std::set<std::string> submitted;
   for (int i = 0; i < 25; ++i) {
     submitted.insert(f.Submit(f.alice, "many").name());

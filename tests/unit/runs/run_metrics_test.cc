@@ -71,7 +71,7 @@ struct MetricsFixture : Fixture {
     req.mutable_progress()->set_tokens_per_second(5000);
     req.mutable_progress()->set_mfu(0.4);
     v1::ReportProgressResponse resp;
-    return manager.ReportProgress(system, req, &resp);
+    return reports.ReportProgress(system, req, &resp);
   }
   absl::StatusOr<v1::GetRunMetricsResponse> Metrics(const auth::Principal& who,
                                                     std::optional<int> resumption = {}) {
@@ -135,7 +135,7 @@ TEST_CASE("a report keeps the time the scheduler stamped, never a later one than
     req.mutable_progress()->set_step(step);
     *req.mutable_progress()->mutable_reported_at() = ToProtoTime(stamped);
     v1::ReportProgressResponse resp;
-    REQUIRE(f.manager.ReportProgress(f.system, req, &resp).ok());
+    REQUIRE(f.reports.ReportProgress(f.system, req, &resp).ok());
   };
   const absl::Time now = f.clock->Now();
   report(10, now - absl::Seconds(30));  // kept through an outage
@@ -205,7 +205,7 @@ TEST_CASE("each loss rollback the engine reports is one run event, whatever the 
     b->set_checkpoint_step(checkpoint_step);
     b->set_reason(reason);
     v1::ReportProgressResponse resp;
-    return f.manager.ReportProgress(f.system, req, &resp);
+    return f.reports.ReportProgress(f.system, req, &resp);
   };
   REQUIRE(rolled_back(0, 21, 1, 25, 20, "the loss is nan").ok());
   REQUIRE(rolled_back(0, 22, 1, 25, 20, "the loss is nan").ok());  // the same rollback again
@@ -315,7 +315,7 @@ TEST_CASE("each running run has goodput and resumption gauges, dropped once it s
   using tessera::testing::MetricValue;
   MetricsFixture f;
   CHECK_FALSE(MetricValue(f.registry, "tessera_cluster_goodput_ratio", {}));  // not measured yet
-  auto refreshed = f.manager.RefreshRunningRunMetrics();
+  auto refreshed = f.upkeep.RefreshRunningRunMetrics();
   REQUIRE(refreshed.ok());
   CHECK(*refreshed == 0);  // queued: no series yet
   CHECK_FALSE(MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()}));
@@ -323,7 +323,7 @@ TEST_CASE("each running run has goodput and resumption gauges, dropped once it s
 
   f.Start(0);
   f.clock->Advance(absl::Seconds(100));
-  refreshed = f.manager.RefreshRunningRunMetrics();
+  refreshed = f.upkeep.RefreshRunningRunMetrics();
   REQUIRE(refreshed.ok());
   CHECK(*refreshed == 1);
   // The same figure `mcli describe run` shows.
@@ -344,14 +344,14 @@ TEST_CASE("each running run has goodput and resumption gauges, dropped once it s
   f.clock->Advance(absl::Seconds(20));
   f.Start(1);
   f.clock->Advance(absl::Seconds(20));
-  REQUIRE(f.manager.RefreshRunningRunMetrics().ok());
+  REQUIRE(f.upkeep.RefreshRunningRunMetrics().ok());
   CHECK(MetricValue(f.registry, "tessera_run_resumptions", {f.run.name()}) == 1);
   const auto after = MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()});
   REQUIRE(after);
   CHECK(*after < *goodput);  // the interruption's time is lost
 
   f.Record(f.run, 1, v1::RUN_STATUS_COMPLETED, v1::ATTEMPT_END_REASON_SUCCEEDED);
-  REQUIRE(f.manager.RefreshRunningRunMetrics().ok());
+  REQUIRE(f.upkeep.RefreshRunningRunMetrics().ok());
   CHECK_FALSE(MetricValue(f.registry, "tessera_run_goodput_ratio", {f.run.name()}));
   CHECK_FALSE(MetricValue(f.registry, "tessera_run_resumptions", {f.run.name()}));
   CHECK_FALSE(MetricValue(f.registry, "tessera_cluster_goodput_ratio", {}));

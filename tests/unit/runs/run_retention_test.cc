@@ -10,14 +10,14 @@ namespace tessera::runs::testing {
 namespace {
 
 struct RetentionFixture : Fixture {
-  // A run manager over `runs` that deletes runs a day after they ended.
-  std::unique_ptr<RunManager> Retaining(std::shared_ptr<store::RunStore> runs) {
-    return std::make_unique<RunManager>(std::move(runs), idem, fit, clock, logs,
-                                        std::make_shared<SeededRandom>(7),
-                                        RunManagerOptions{.run_retention = absl::Hours(24)});
+  // The upkeep over `runs` that deletes runs a day after they ended.
+  std::shared_ptr<RunUpkeep> Retaining(std::shared_ptr<store::RunStore> runs) {
+    return Make(RunManagerOptions{.run_retention = absl::Hours(24)}, nullptr, nullptr,
+                std::move(runs))
+        .upkeep;
   }
-  std::unique_ptr<RunManager> retaining_ = Retaining(stores.runs);
-  RunManager& retaining = *retaining_;
+  std::shared_ptr<RunUpkeep> retaining_ = Retaining(stores.runs);
+  RunUpkeep& retaining = *retaining_;
 
   // A run stored with `status`, ended `ago` before now (none: it has not ended).
   void Store(const std::string& name, v1::RunStatus status,
@@ -99,7 +99,7 @@ TEST_CASE_METHOD(RetentionFixture, "a backlog of ended runs goes in batches with
 
 TEST_CASE_METHOD(RetentionFixture, "without a retention period no run is deleted") {
   Store("ancient", v1::RUN_STATUS_COMPLETED, absl::Hours(24 * 3650));
-  CHECK(*manager.ExpireFinishedRuns() == 0);
+  CHECK(*upkeep.ExpireFinishedRuns() == 0);
   CHECK(Exists("ancient"));
   CHECK(logs->deleted.empty());
 }
@@ -138,13 +138,14 @@ TEST_CASE("the database away fails the pass and deletes nothing") {
   store::Stores stores = store::MakeMemoryStores(db);
   auto clock = std::make_shared<FakeClock>();
   auto logs = std::make_shared<FakeLogDeleter>();
-  RunManager retaining{stores.runs,
-                       std::make_shared<IdempotentCalls>(stores.idempotency, clock),
-                       std::make_shared<FakeFit>(),
-                       clock,
-                       logs,
-                       std::make_shared<SeededRandom>(7),
-                       RunManagerOptions{.run_retention = absl::Hours(1)}};
+  Runs roles = MakeRuns(
+      RunsDependencies{.runs = stores.runs,
+                       .idem = std::make_shared<IdempotentCalls>(stores.idempotency, clock),
+                       .fit = std::make_shared<FakeFit>(),
+                       .clock = clock,
+                       .logs = logs,
+                       .options = RunManagerOptions{.run_retention = absl::Hours(1)}});
+  RunUpkeep& retaining = *roles.upkeep;
   v1::Run run;
   run.set_id("id-old");
   run.set_name("old");

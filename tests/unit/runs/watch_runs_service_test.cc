@@ -43,11 +43,16 @@ struct Served {
     alice_key = *admin::CreateApiKeyDirect(*stores.api_keys, *clock, req);
     req.set_user("bob");
     bob_key = *admin::CreateApiKeyDirect(*stores.api_keys, *clock, req);
-    manager = std::make_shared<RunManager>(
-        stores.runs, std::make_shared<IdempotentCalls>(stores.idempotency, clock), fit, clock,
-        nullptr, std::make_shared<SeededRandom>(7), RunManagerOptions{.allow_host_image = true},
-        stores.changes);
-    service = std::make_unique<RunService>(manager, auth, kNoCheck);
+    Runs roles = MakeRuns(
+        RunsDependencies{.runs = stores.runs,
+                         .idem = std::make_shared<IdempotentCalls>(stores.idempotency, clock),
+                         .fit = fit,
+                         .clock = clock,
+                         .random = std::make_shared<SeededRandom>(7),
+                         .options = RunManagerOptions{.allow_host_image = true},
+                         .changes = stores.changes});
+    manager = roles.manager;
+    service = std::make_unique<RunService>(manager, roles.reports, auth, kNoCheck);
     host = tessera::testing::ServeOnLoopback({service.get()});
     stub = v1::RunService::NewStub(tessera::testing::LoopbackChannel(*host));
   }

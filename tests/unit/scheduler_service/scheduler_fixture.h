@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "scheduler/service/scheduler.h"
-#include "services/runs/run_manager.h"
+#include "services/runs/runs.h"
 #include "services/store/memory/memory_database.h"
 
 namespace tessera::scheduler {
@@ -82,11 +82,11 @@ class OutageNodeStore final : public store::NodeStore {
   std::shared_ptr<Outage> outage_;
 };
 
-// The scheduler's RunsClient calling the run manager in-process.
+// The scheduler's RunsClient calling the run service's roles in-process.
 class DirectRuns final : public RunsClient {
  public:
-  DirectRuns(runs::RunManager& m, std::shared_ptr<Outage> outage)
-      : m_(m), outage_(std::move(outage)) {}
+  DirectRuns(const runs::Runs& roles, std::shared_ptr<Outage> outage)
+      : m_(*roles.manager), reports_(*roles.reports), outage_(std::move(outage)) {}
   absl::StatusOr<std::vector<v1::Run>> ListRuns(
       const std::vector<v1::RunStatus>& statuses) override {
     if (auto st = outage_->CheckRuns(); !st.ok()) return st;
@@ -102,13 +102,13 @@ class DirectRuns final : public RunsClient {
     v1::RecordAttemptRequest req;
     *req.mutable_attempt() = attempt;
     v1::RecordAttemptResponse resp;
-    if (auto st = m_.RecordAttempt(kSystem, req, &resp); !st.ok()) return st;
+    if (auto st = reports_.RecordAttempt(kSystem, req, &resp); !st.ok()) return st;
     return resp.run();
   }
   absl::Status ReportProgress(const v1::ReportProgressRequest& req) override {
     if (auto st = outage_->CheckRuns(); !st.ok()) return st;
     v1::ReportProgressResponse resp;
-    return m_.ReportProgress(kSystem, req, &resp);
+    return reports_.ReportProgress(kSystem, req, &resp);
   }
   absl::StatusOr<std::vector<v1::SecretValue>> RunSecrets(const std::string&) override {
     if (auto st = outage_->CheckRuns(); !st.ok()) return st;
@@ -122,11 +122,12 @@ class DirectRuns final : public RunsClient {
     req.mutable_attempt()->set_resumption_index(resumption_index);
     req.set_note(note);
     v1::RecordAttemptResponse resp;
-    return m_.RecordAttempt(kSystem, req, &resp);
+    return reports_.RecordAttempt(kSystem, req, &resp);
   }
 
  private:
   runs::RunManager& m_;
+  runs::RunReports& reports_;
   std::shared_ptr<Outage> outage_;
 };
 
@@ -134,13 +135,13 @@ struct Fixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
   store::Stores stores = store::MakeMemoryStores();
   std::shared_ptr<Outage> outage = std::make_shared<Outage>();
-  runs::RunManager manager{stores.runs,
-                           std::make_shared<IdempotentCalls>(stores.idempotency, clock),
-                           std::make_shared<AlwaysFits>(),
-                           clock,
-                           nullptr,
-                           SystemRandom::Shared(),
-                           runs::RunManagerOptions{.allow_host_image = true}};
+  runs::Runs run_roles = runs::MakeRuns(
+      runs::RunsDependencies{.runs = stores.runs,
+                             .idem = std::make_shared<IdempotentCalls>(stores.idempotency, clock),
+                             .fit = std::make_shared<AlwaysFits>(),
+                             .clock = clock,
+                             .options = runs::RunManagerOptions{.allow_host_image = true}});
+  runs::RunManager& manager = *run_roles.manager;
   std::shared_ptr<WorkerRegistry> workers = std::make_shared<WorkerRegistry>();
   std::vector<std::pair<std::string, v1::ControlMessage>> sent;
   std::shared_ptr<IdempotentCalls> idem =
@@ -155,7 +156,7 @@ struct Fixture {
   std::unique_ptr<Scheduler> NewCore(std::shared_ptr<store::ChangeFeed> changes = nullptr,
                                      metrics::Registry* registry = nullptr) {
     return std::make_unique<Scheduler>(MakeScheduler(
-        node_store, std::make_shared<DirectRuns>(manager, outage), workers, idem, clock, config,
+        node_store, std::make_shared<DirectRuns>(run_roles, outage), workers, idem, clock, config,
         nullptr, nullptr, std::move(changes), registry, nullptr, nullptr, stores.join_tokens));
   }
   void Register(const std::string& name) {
