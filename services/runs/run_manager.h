@@ -20,7 +20,6 @@
 #include "services/runs/cluster_reliability.h"
 #include "services/runs/fit_checker.h"
 #include "services/runs/lifecycle.h"
-#include "services/runs/lifecycle_metrics.h"
 #include "services/runs/log_deleter.h"
 #include "services/runs/run_admission.h"
 #include "services/runs/run_change_watch.h"
@@ -28,7 +27,6 @@
 #include "services/store/change_feed.h"
 #include "services/store/leader_lock_store.h"
 #include "services/store/run_store.h"
-#include "services/store/usage_store.h"
 #include "tessera/v1/run_metrics.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 

@@ -31,7 +31,9 @@ AttemptManager::AttemptManager(AttemptManagerOptions options, std::shared_ptr<Cl
                                      .rank_env = options_.rank_env,
                                      .shared_dir = options_.shared_dir,
                                      .rank_nice = options_.rank_nice,
-                                     .sandbox = options_.sandbox}),
+                                     .sandbox = options_.sandbox,
+                                     .rank_identity = options_.rank_identity,
+                                     .per_user_uids = options_.per_user_uids}),
       preparer_(AttemptPreparerOptions{.state_dir = options_.state_dir,
                                        .preflight = options_.preflight,
                                        .images = options_.images,
@@ -41,17 +43,14 @@ AttemptManager::AttemptManager(AttemptManagerOptions options, std::shared_ptr<Cl
 AttemptManager::~AttemptManager() {
   std::vector<RankProcess*> running;
   std::vector<std::thread> stoppers;
+  std::vector<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> preparers;
   {
     absl::MutexLock lock(&mu_);
     for (auto& [key, a] : attempts_) {
       for (auto& p : a.procs) running.push_back(p.get());
+      a.cancelled = a.cancelled || a.preparing;
     }
     stoppers.swap(stoppers_);
-  }
-  std::vector<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> preparers;
-  {
-    absl::MutexLock lock(&mu_);
-    for (auto& [key, a] : attempts_) a.cancelled = a.cancelled || a.preparing;
     preparers.swap(preparers_);
   }
   // A pull under way is stopped (its half-unpacked image is deleted) rather than waited for:
@@ -95,16 +94,12 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
   const bool host = IsHostImage(start.image());
   if (!host || HasRunIntegrations(start.integrations()) || options_.preflight) {
     if (!host && (!options_.sandbox || !options_.images)) {
-      AttemptState a;
-      a.start = start;
-      a.ended_at = clock_->Now();
-      absl::MutexLock lock(&mu_);
-      Queue(UpdateFor(start, v1::ATTEMPT_PHASE_START_FAILED,
-                      absl::StrCat(options_.node_name,
-                                   " runs ranks without a sandbox (tessera-worker --sandbox off) "
-                                   "and so cannot run image ",
-                                   start.image())));
-      attempts_[key] = std::move(a);
+      v1::AttemptUpdate u;
+      u.set_detail(absl::StrCat(options_.node_name,
+                                " runs ranks without a sandbox (tessera-worker --sandbox off) "
+                                "and so cannot run image ",
+                                start.image()));
+      EndUnlaunched(start, std::move(u));
       return absl::FailedPreconditionError("this node runs no images");
     }
     absl::MutexLock lock(&mu_);
@@ -114,14 +109,11 @@ absl::Status AttemptManager::Start(const v1::StartAttempt& start) {
     a.preparing = true;
     attempts_[key] = std::move(a);
     // Pulling an image and running integrations take long: the control stream must not wait.
-    for (auto it = preparers_.begin(); it != preparers_.end();) {
-      if (!it->second->load()) {
-        ++it;
-        continue;
-      }
-      it->first.join();
-      it = preparers_.erase(it);
-    }
+    std::erase_if(preparers_, [](auto& preparer) {
+      if (!preparer.second->load()) return false;  // still preparing
+      preparer.first.join();
+      return true;
+    });
     auto done = std::make_shared<std::atomic<bool>>(false);
     preparers_.emplace_back(std::thread([this, start, done] {
                               Prepare(start);
@@ -156,7 +148,7 @@ absl::Status AttemptManager::Launch(const v1::StartAttempt& start, const RankRoo
     if (release_on_error) options_.images->Release(digest);
     return st;
   };
-  const std::optional<RankIdentity> identity = IdentityFor(start);
+  const std::optional<RankIdentity> identity = spec_builder_.IdentityFor(start);
   auto specs = spec_builder_.Build(start, a.paths, root, identity);
   if (!specs.ok()) return fail(specs.status());
   a.image_digest = digest;
@@ -265,14 +257,6 @@ bool AttemptManager::Cancelled(const Key& key) {
   return it == attempts_.end() || it->second.cancelled;
 }
 
-std::optional<RankIdentity> AttemptManager::IdentityFor(const v1::StartAttempt& start) const {
-  if (options_.per_user_uids && start.user_uid() > 0) {
-    const auto id = static_cast<uid_t>(start.user_uid());
-    return RankIdentity{start.user(), id, static_cast<gid_t>(id)};
-  }
-  return options_.rank_identity;
-}
-
 void AttemptManager::WallRendezvous(const std::optional<RankIdentity>& identity,
                                     AttemptState& a) const {
   const v1::StartAttempt& start = a.start;
@@ -297,6 +281,7 @@ void AttemptManager::EndUnlaunched(const v1::StartAttempt& start, v1::AttemptUpd
   u.set_phase(v1::ATTEMPT_PHASE_START_FAILED);
   absl::MutexLock lock(&mu_);
   AttemptState& a = attempts_[{start.run_id(), start.resumption_index()}];
+  a.start = start;
   a.preparing = false;
   a.ended_at = clock_->Now();
   Queue(std::move(u));

@@ -131,16 +131,14 @@ class AttemptManager {
   // Starts the ranks in `root` (the host's or an image's).
   absl::Status Launch(const v1::StartAttempt& start, const RankRoot& root,
                       const std::string& digest, bool release_on_error);
-  // Who the attempt's ranks run as.
-  std::optional<RankIdentity> IdentityFor(const v1::StartAttempt& start) const;
   // On the run's first node, walls its rendezvous port (MASTER_PORT) off from the ranks of
   // other users (network_walls.h); Release takes it down once the attempt ends.
   void WallRendezvous(const std::optional<RankIdentity>& identity, AttemptState& a) const;
   void ReleaseRendezvous(const AttemptState& a) const;
   // Ends a preparing attempt without ranks: FINISHED, so a stop completes.
   void CancelPreparing(AttemptState& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends an attempt that never launched (its node failed its pre-flight checks, or its image
-  // could not be had) with START_FAILED and what `u` says.
+  // Ends an attempt that never launched (its node failed its pre-flight checks, its image could
+  // not be had, or it runs no images) with START_FAILED and what `u` says.
   void EndUnlaunched(const v1::StartAttempt& start, v1::AttemptUpdate u) ABSL_LOCKS_EXCLUDED(mu_);
 
   const AttemptManagerOptions options_;

@@ -5,6 +5,14 @@
 
 namespace tessera::worker {
 
+std::optional<RankIdentity> RankSpecBuilder::IdentityFor(const v1::StartAttempt& start) const {
+  if (settings_.per_user_uids && start.user_uid() > 0) {
+    const auto id = static_cast<uid_t>(start.user_uid());
+    return RankIdentity{start.user(), id, static_cast<gid_t>(id)};
+  }
+  return settings_.rank_identity;
+}
+
 absl::StatusOr<std::vector<RankSpec>> RankSpecBuilder::Build(
     const v1::StartAttempt& start, const AttemptPaths& paths, const RankRoot& root,
     const std::optional<RankIdentity>& identity) const {

@@ -27,6 +27,11 @@ struct RankSpecSettings {
   std::string shared_dir;                       // empty: no shared folder
   int rank_nice = 0;
   std::shared_ptr<const RankSandbox> sandbox;  // null: ranks run on the node itself
+  // Who ranks run as (worker --rank-user); nullopt: the worker's own user.
+  std::optional<RankIdentity> rank_identity;
+  // Each user's ranks run as the uid the control plane gave that user (a root worker without
+  // --rank-user); rank_identity is then for runs that came without one.
+  bool per_user_uids = false;
 };
 
 class RankSpecBuilder {
@@ -36,6 +41,8 @@ class RankSpecBuilder {
   // The specs of the attempt's ranks (or of its node launcher), run as `identity` in `root`,
   // with the attempt's folders made and its secrets placed. An error is the node's, not the
   // run's.
+  // Who the attempt's ranks run as.
+  std::optional<RankIdentity> IdentityFor(const v1::StartAttempt& start) const;
   absl::StatusOr<std::vector<RankSpec>> Build(const v1::StartAttempt& start,
                                               const AttemptPaths& paths, const RankRoot& root,
                                               const std::optional<RankIdentity>& identity) const;
