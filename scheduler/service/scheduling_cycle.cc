@@ -8,7 +8,6 @@
 #include <set>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/timestamps.h"
@@ -235,8 +234,11 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     if (attempts_->StopSent(run.id(), run.resumption_index())) alloc.preemptible = false;
     state.running.push_back(std::move(alloc));
   }
+  RendezvousPorts ports(config_.master_port_base, config_.master_port_span);
+  for (const auto& run : active) ports.Taken(run);
   std::set<std::string> waiting_for_drain;
   for (const v1::Run& draining : attempts_->Draining()) {
+    ports.Taken(draining);
     RunningAllocation alloc = AllocationFromProto(draining, AttemptOf(draining));
     alloc.preemptible = false;
     state.running.push_back(std::move(alloc));
@@ -291,7 +293,7 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     attempt.set_resumption_index(run.resumption_index());
     attempt.set_status(v1::RUN_STATUS_STARTING);
     PlacementToAttemptNodes(p, attempt.mutable_nodes());
-    TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), by_name, drivers, stats));
+    TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), by_name, drivers, ports, stats));
   }
   return absl::OkStatus();
 }
@@ -299,16 +301,15 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
 absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,
                                     const std::map<std::string, const v1::Node*>& by_name,
                                     const std::map<std::string, std::string>& drivers,
-                                    CycleStats& stats) {
+                                    RendezvousPorts& ports, CycleStats& stats) {
   auto head = by_name.find(attempt.nodes(0).node_name());
   attempt.set_master_addr(HostOf(head != by_name.end() ? head->second->address() : ""));
   if (head != by_name.end()) {
     attempt.set_cluster(head->second->cluster());
     attempt.set_gpu_type(head->second->gpu_type());
   }
-  attempt.set_master_port(config_.master_port_base +
-                          static_cast<int>(absl::HashOf(run.id(), run.resumption_index()) %
-                                           static_cast<size_t>(config_.master_port_span)));
+  attempt.set_master_port(
+      ports.Choose(attempt.nodes(0).node_name(), run.id(), run.resumption_index()));
   // Before the placement is recorded: a run never starts without its owner's secrets.
   auto secrets = runs_->RunSecrets(run.id());
   if (absl::IsUnavailable(secrets.status())) return secrets.status();

@@ -18,6 +18,7 @@
 #include "scheduler/service/cluster_metrics.h"
 #include "scheduler/service/desired_attempts.h"
 #include "scheduler/service/node_liveness.h"
+#include "scheduler/service/rendezvous_ports.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/scheduler_config.h"
 #include "scheduler/service/team_policy.h"
@@ -71,10 +72,12 @@ class SchedulingCycle {
   absl::Status Place(const std::vector<v1::Run>& queued, const std::vector<v1::Run>& active,
                      const std::vector<v1::Node>& nodes, CycleStats& stats);
   // Records the placement of `run` on `attempt`'s nodes and starts its ranks there. `by_name`
-  // is the cycle's node inventory by name; `drivers` each cluster's driver version.
+  // is the cycle's node inventory by name; `drivers` each cluster's driver version; `ports`
+  // the rendezvous ports in use on each node, to which the attempt's is added.
   absl::Status Start(const v1::Run& run, v1::Attempt attempt,
                      const std::map<std::string, const v1::Node*>& by_name,
-                     const std::map<std::string, std::string>& drivers, CycleStats& stats);
+                     const std::map<std::string, std::string>& drivers, RendezvousPorts& ports,
+                     CycleStats& stats);
 
   std::shared_ptr<store::NodeStore> nodes_;
   std::shared_ptr<RunsClient> runs_;

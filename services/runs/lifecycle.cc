@@ -212,6 +212,7 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
                             absl::ToDoubleSeconds(now - FromProtoTime(current->created_at())));
       if (run.status() == v1::RUN_STATUS_QUEUED) r.set_status(v1::RUN_STATUS_STARTING);
       *r.mutable_nodes() = update.nodes();
+      r.set_master_port(update.master_port());  // the scheduler keeps it free on the head node
       t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_PLACED,
                                    absl::StrCat("Run placed on ", NodeList(a)), now));
       break;
@@ -358,7 +359,8 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
   }
   t.attempts.insert(t.attempts.begin(), a);
   if (r.status() == v1::RUN_STATUS_QUEUED && r.resumption_index() > run.resumption_index()) {
-    r.clear_nodes();  // requeued: the next attempt gets new nodes
+    r.clear_nodes();  // requeued: the next attempt gets new nodes and a port
+    r.clear_master_port();
     t.attempts.push_back(NextAttempt(r, r.resumption_index(), now));
   }
   return t;
