@@ -1,7 +1,7 @@
 #pragma once
 // A status whose message is for the log, not for the caller: a database's own error (statements,
 // constraint names, host names) is one (store::StoreError). Whoever answers a caller
-// (ToGrpcStatus, services/common/grpc_status.h) tells them a clean message and a reference to the
+// (ToGrpcStatus, transport/grpc_status.h) tells them a clean message and a reference to the
 // logged detail. Here, below both, so that answering a call needs nothing of the store.
 
 #include "absl/status/status.h"

@@ -2,12 +2,12 @@
 
 #include <array>
 #include <cstdio>
-#include <random>
 
+#include "base/random.h"
 #include "cli/errors.h"
-#include "services/common/endpoints.h"
-#include "services/common/grpc_limits.h"
-#include "services/common/tls/grpc_credentials.h"
+#include "transport/endpoints.h"
+#include "transport/grpc_limits.h"
+#include "transport/tls/grpc_credentials.h"
 
 namespace tessera::cli {
 namespace {
@@ -69,11 +69,9 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint, const st
 }  // namespace
 
 std::string NewUuid() {
-  std::random_device device;
-  std::mt19937_64 generator((static_cast<uint64_t>(device()) << 32) ^ device());
-  std::uniform_int_distribution<uint64_t> bits;
-  uint64_t high = bits(generator);
-  uint64_t low = bits(generator);
+  Random& random = *SystemRandom::Shared();
+  uint64_t high = random.Next();
+  uint64_t low = random.Next();
   high = (high & ~0xF000ULL) | 0x4000ULL;                // version 4
   low = (low & ~(0xC000ULL << 48)) | (0x8000ULL << 48);  // variant 10
   char text[37];

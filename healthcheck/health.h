@@ -29,8 +29,8 @@
 #include "healthcheck/sweep_launcher.h"
 #include "healthcheck/sweep_triggers.h"
 #include "services/common/idempotency.h"
-#include "services/common/metrics/registry.h"
 #include "services/store/health_store.h"
+#include "transport/metrics/registry.h"
 
 namespace tessera::health {
 

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
 #include "services/common/system_credential.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
+#include "transport/channel_ref.h"
 
 namespace tessera::health {
 

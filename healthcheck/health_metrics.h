@@ -3,8 +3,8 @@
 // verdicts deferred (by verdict), and how many nodes the last finished sweep condemned (several at
 // once is worth a look: a bad rule or a shared fault, not several bad nodes).
 
-#include "services/common/metrics/registry.h"
 #include "tessera/v1/health.pb.h"
+#include "transport/metrics/registry.h"
 
 namespace tessera::health {
 

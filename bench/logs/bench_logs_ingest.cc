@@ -20,13 +20,13 @@
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "services/admin/admin_handler.h"
-#include "services/common/grpc_limits.h"
-#include "services/common/service_host.h"
-#include "services/common/tls/grpc_credentials.h"
 #include "services/logs/log_service.h"
 #include "services/store/stores.h"
 #include "tests/support/binaries.h"
 #include "tests/support/postgres_server.h"
+#include "transport/grpc_limits.h"
+#include "transport/service_host.h"
+#include "transport/tls/grpc_credentials.h"
 
 namespace tessera {
 namespace {

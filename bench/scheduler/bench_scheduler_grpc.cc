@@ -41,11 +41,11 @@
 #include "scheduler/service/scheduler.h"
 #include "scheduler/service/scheduler_service.h"
 #include "services/common/auth/api_keys.h"
-#include "services/common/grpc_limits.h"
-#include "services/common/service_host.h"
-#include "services/common/tls/certificate_authority.h"
 #include "services/store/stores.h"
 #include "tests/support/binaries.h"
+#include "transport/grpc_limits.h"
+#include "transport/service_host.h"
+#include "transport/tls/certificate_authority.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "base/timestamps.h"
-#include "services/common/metrics/labels.h"
-#include "services/common/metrics/must_register.h"
+#include "transport/metrics/labels.h"
+#include "transport/metrics/must_register.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "services/common/metrics/registry.h"
 #include "tessera/v1/health.pb.h"
 #include "tessera/v1/nodes.pb.h"
 #include "tessera/v1/runs.pb.h"
+#include "transport/metrics/registry.h"
 
 namespace tessera::scheduler {
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/policy/preflight.h"
 #include "scheduler/service/node_events.h"
+#include "services/store/cas_retry.h"
 
 namespace tessera::scheduler {
 
@@ -15,31 +16,32 @@ absl::Status CordonAfterPreflight(store::NodeStore& nodes, const std::string& no
       absl::StrCat(kPreflightCordonPrefix, "failed its pre-flight checks before run ", run.name(),
                    " could start: ", FailedPreflightChecks(checks));
   if (reason.size() > 2048) reason.resize(2048);  // what the cordon service allows a reason
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    auto current = nodes.GetNode(node);
-    if (!current.ok()) return current.status();
-    if (current->admin_state() != v1::NODE_ADMIN_STATE_SCHEDULABLE) return absl::OkStatus();
-    v1::Node cordoned = *current;
-    cordoned.set_admin_state(v1::NODE_ADMIN_STATE_CORDONED);
-    cordoned.set_status_reason(reason);
-    v1::NodeEvent event = SchedulerNodeEvent(node, v1::NODE_EVENT_TYPE_CORDONED, reason, now);
-    auto& e = *event.mutable_evidence()->mutable_fields();
-    e["run_name"].set_string_value(run.name());
-    e["run_id"].set_string_value(run.id());
-    e["resumption_index"].set_number_value(run.resumption_index());
-    for (const auto& c : checks) {
-      e[absl::StrCat("check ", c.name())].set_string_value(
-          absl::StrCat(c.passed() ? "passed" : "FAILED", " in ", absl::SixDigits(c.seconds()),
-                       " s: ", c.detail()));
-    }
-    auto updated = nodes.UpdateNode(cordoned, current->version(), {event});
-    if (updated.ok()) {
-      spdlog::warn("node {} cordoned: {}", node, reason);
-      return absl::OkStatus();
-    }
-    if (!absl::IsAborted(updated.status())) return updated.status();
-  }
-  return absl::AbortedError(absl::StrCat("node ", node, " kept changing; not cordoned"));
+  bool cordoned = false;
+  auto updated = store::UpdateNodeWithRetry(
+      nodes, node,
+      [&](v1::Node& n, std::vector<v1::NodeEvent>& events) -> absl::StatusOr<store::NodeChange> {
+        cordoned = false;
+        // Someone (a person, the health API) already took it out: their reason stays.
+        if (n.admin_state() != v1::NODE_ADMIN_STATE_SCHEDULABLE) return store::NodeChange::kNone;
+        n.set_admin_state(v1::NODE_ADMIN_STATE_CORDONED);
+        n.set_status_reason(reason);
+        v1::NodeEvent event = SchedulerNodeEvent(node, v1::NODE_EVENT_TYPE_CORDONED, reason, now);
+        auto& e = *event.mutable_evidence()->mutable_fields();
+        e["run_name"].set_string_value(run.name());
+        e["run_id"].set_string_value(run.id());
+        e["resumption_index"].set_number_value(run.resumption_index());
+        for (const auto& c : checks) {
+          e[absl::StrCat("check ", c.name())].set_string_value(
+              absl::StrCat(c.passed() ? "passed" : "FAILED", " in ", absl::SixDigits(c.seconds()),
+                           " s: ", c.detail()));
+        }
+        events.push_back(std::move(event));
+        cordoned = true;
+        return store::NodeChange::kWrite;
+      });
+  if (!updated.ok()) return updated.status();
+  if (cordoned) spdlog::warn("node {} cordoned: {}", node, reason);
+  return absl::OkStatus();
 }
 
 }  // namespace tessera::scheduler

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
 #include "services/common/system_credential.h"
 #include "services/store/write_fence.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/secrets.grpc.pb.h"
+#include "transport/channel_ref.h"
 
 namespace tessera::scheduler {
 

@@ -17,7 +17,7 @@
 #include "scheduler/service/lease_table.h"
 #include "scheduler/service/scheduling_cycle.h"
 #include "services/common/leader_election.h"
-#include "services/common/periodic_runner.h"
+#include "transport/periodic_runner.h"
 
 namespace tessera::scheduler {
 

@@ -7,11 +7,11 @@
 
 #include "base/thread_pool.h"
 #include "scheduler/service/scheduler.h"
-#include "services/common/async_bidi.h"
 #include "services/common/rpc.h"
 #include "services/common/standby.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
 #include "tessera/v1/worker.grpc.pb.h"
+#include "transport/async_bidi.h"
 
 namespace tessera::scheduler {
 

@@ -11,9 +11,9 @@
 #include <memory>
 
 #include "scheduler/service/shell_hub.h"
-#include "services/common/async_bidi.h"
 #include "services/common/auth/api_keys.h"
 #include "tessera/v1/shell.grpc.pb.h"
+#include "transport/async_bidi.h"
 
 namespace tessera::scheduler {
 

@@ -8,8 +8,8 @@
 #include "absl/synchronization/mutex.h"
 #include "scheduler/service/scheduler_service.h"
 #include "services/common/auth/stream_guard.h"
-#include "services/common/grpc_status.h"
 #include "services/common/standby.h"
+#include "transport/grpc_status.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -10,10 +10,10 @@
 #include "absl/status/status.h"
 #include "base/clock.h"
 #include "services/common/auth/principal.h"
-#include "services/common/tls/certificate_authority.h"
 #include "services/store/api_key_store.h"
 #include "services/store/join_token_store.h"
 #include "tessera/v1/admin.grpc.pb.h"
+#include "transport/tls/certificate_authority.h"
 
 namespace tessera::admin {
 

@@ -20,11 +20,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "services/common/async_writer.h"
 #include "services/common/auth/stream_guard.h"
 #include "services/common/rpc.h"
 #include "services/common/stream_pump.h"
 #include "services/store/traffic_class.h"
+#include "transport/async_writer.h"
 
 namespace tessera {
 

@@ -28,8 +28,8 @@
 #include "services/common/auth/audit_log.h"
 #include "services/common/auth/peer_identity.h"
 #include "services/common/auth/rpc_roles.h"
-#include "services/common/grpc_status.h"
 #include "services/store/traffic_class.h"
+#include "transport/grpc_status.h"
 
 namespace tessera {
 

@@ -21,12 +21,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "services/common/channel_ref.h"
-#include "services/common/client_address.h"
-#include "services/common/grpc_status.h"
 #include "services/common/standby.h"
 #include "services/common/system_credential.h"
 #include "services/store/traffic_class.h"
+#include "transport/channel_ref.h"
+#include "transport/client_address.h"
+#include "transport/grpc_status.h"
 
 namespace tessera {
 

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "services/common/metrics/grpc_interceptor.h"
+#include "transport/metrics/grpc_interceptor.h"
 
 namespace tessera::gateway {
 

@@ -1,8 +1,8 @@
 #include "services/gateway/gateway_flags.h"
 
-#include "services/common/endpoints.h"
-#include "services/common/service_host.h"
 #include "services/gateway/console_assets.h"
+#include "transport/endpoints.h"
+#include "transport/service_host.h"
 
 namespace tessera::gateway {
 namespace {

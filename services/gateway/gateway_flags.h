@@ -1,6 +1,6 @@
 #pragma once
 // tessera-gateway's command line (the standalone gateway; tessera-server's own gateway has
-// services/server/gateway_flags.h): its flags, registered on the app, then checked and resolved
+// server/gateway_flags.h): its flags, registered on the app, then checked and resolved
 // by FinishGatewayFlags into what main starts, so that main only composes.
 
 #include <CLI/CLI.hpp>
@@ -11,10 +11,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "services/common/metrics/scrape_access.h"
-#include "services/common/tls/server_ssl_context.h"
-#include "services/common/tls/tls_flags.h"
 #include "services/gateway/gateway_server.h"
+#include "transport/metrics/scrape_access.h"
+#include "transport/tls/server_ssl_context.h"
+#include "transport/tls/tls_flags.h"
 
 namespace tessera::gateway {
 

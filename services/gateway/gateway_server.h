@@ -33,10 +33,10 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "services/common/tls/server_ssl_context.h"
 #include "services/gateway/connection.h"
 #include "services/gateway/route_table.h"
 #include "services/gateway/upstream.h"
+#include "transport/tls/server_ssl_context.h"
 
 namespace tessera::gateway {
 

@@ -5,12 +5,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "services/common/grpc_limits.h"
-#include "services/common/metrics/http_endpoint.h"
-#include "services/common/service_host.h"
-#include "services/common/tls/grpc_credentials.h"
 #include "services/gateway/gateway_flags.h"
 #include "services/gateway/gateway_server.h"
+#include "transport/grpc_limits.h"
+#include "transport/metrics/http_endpoint.h"
+#include "transport/service_host.h"
+#include "transport/tls/grpc_credentials.h"
 
 int main(int argc, char** argv) {
   tessera::BlockTerminationSignals();

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "services/common/client_address.h"
+#include "transport/client_address.h"
 
 namespace tessera::gateway {
 

@@ -13,11 +13,11 @@
 #include "proto/policy/log_cursor.h"
 #include "proto/policy/packed_log_lines.h"
 #include "proto/policy/run_status.h"
-#include "services/common/metrics/must_register.h"
 #include "services/common/rpc.h"
 #include "services/logs/first_exception.h"
 #include "services/logs/line_filter.h"
 #include "services/logs/log_reader.h"
+#include "transport/metrics/must_register.h"
 
 namespace tessera::logs {
 namespace {

@@ -11,7 +11,6 @@
 #include "absl/time/time.h"
 #include "base/clock.h"
 #include "services/common/auth/principal.h"
-#include "services/common/metrics/registry.h"
 #include "services/logs/log_quota.h"
 #include "services/logs/log_streamer.h"
 #include "services/logs/node_placements.h"
@@ -19,6 +18,7 @@
 #include "services/store/change_feed.h"
 #include "services/store/log_store.h"
 #include "tessera/v1/logs.grpc.pb.h"
+#include "transport/metrics/registry.h"
 
 namespace tessera::logs {
 

@@ -11,10 +11,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
-#include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
 #include "services/common/system_credential.h"
 #include "tessera/v1/runs.grpc.pb.h"
+#include "transport/channel_ref.h"
 
 namespace tessera::logs {
 

@@ -3,10 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "base/backoff.h"
 #include "base/timestamps.h"
 
 namespace tessera::notify {
@@ -21,10 +21,9 @@ DeliveryOutcome Classify(const WebhookResponse& response) {
 }
 
 absl::Duration RetryDelay(int attempts, const DeliveryOptions& options, Random& random) {
-  const int doublings = std::clamp(attempts - 1, 0, 30);
-  const absl::Duration base =
-      std::min(options.max_retry, options.first_retry * std::ldexp(1.0, doublings));
-  return base * (0.8 + 0.4 * random.Uniform01());
+  return BackoffDelay(
+      {.first = options.first_retry, .max = options.max_retry, .low = 0.8, .high = 1.2}, attempts,
+      random);
 }
 
 NotificationDeliverer::NotificationDeliverer(std::shared_ptr<store::NotificationStore> store,

@@ -10,10 +10,10 @@
 #include <functional>
 #include <memory>
 
-#include "services/common/periodic_runner.h"
 #include "services/notify/notification_deliverer.h"
 #include "services/notify/notification_handler.h"
 #include "services/notify/notification_planner.h"
+#include "transport/periodic_runner.h"
 
 namespace tessera::notify {
 

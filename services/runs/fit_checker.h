@@ -8,10 +8,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
 #include "services/common/system_credential.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
+#include "transport/channel_ref.h"
 
 namespace tessera::runs {
 

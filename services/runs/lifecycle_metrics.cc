@@ -7,8 +7,8 @@
 
 #include "base/timestamps.h"
 #include "proto/policy/run_status.h"
-#include "services/common/metrics/labels.h"
-#include "services/common/metrics/must_register.h"
+#include "transport/metrics/labels.h"
+#include "transport/metrics/must_register.h"
 
 namespace tessera::runs {
 

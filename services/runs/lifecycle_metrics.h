@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "services/common/metrics/registry.h"
 #include "tessera/v1/runs.pb.h"
+#include "transport/metrics/registry.h"
 
 namespace tessera::runs {
 

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "services/common/channel_ref.h"
 #include "services/common/system_client.h"
 #include "services/common/system_credential.h"
+#include "transport/channel_ref.h"
 
 namespace tessera::runs {
 

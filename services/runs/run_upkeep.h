@@ -1,5 +1,5 @@
 #pragma once
-// What the run service does on its own, on timers (RunsComponent, services/server/components.cc):
+// What the run service does on its own, on timers (RunsComponent, server/components.cc):
 // stops the runs past their max_duration, deletes the runs that ended more than the retention
 // ago with their logs, and recomputes the running runs' goodput for the metrics and for
 // describe's cluster figures. Every instance of the service may run it: its writes are

@@ -2,7 +2,7 @@
 // The run service's roles, wired by MakeRuns: RunManager (people's calls), RunReports (what
 // Tessera's components report) and RunUpkeep (what the service does on its own, on timers),
 // writing through one RunWriter and sharing one ClusterReliability. RunsComponent
-// (services/server/components.cc) serves and times them; tests make them the same way.
+// (server/components.cc) serves and times them; tests make them the same way.
 
 #include <memory>
 

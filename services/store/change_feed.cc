@@ -1,15 +1,12 @@
 #include "services/store/change_feed.h"
 
-#include "absl/random/random.h"
 #include "absl/strings/str_format.h"
+#include "base/random.h"
 
 namespace tessera::store {
 namespace {
 
-std::string RandomWriterId() {
-  absl::BitGen gen;
-  return absl::StrFormat("w%016x", absl::Uniform<uint64_t>(gen));
-}
+std::string RandomWriterId() { return absl::StrFormat("w%016x", SystemRandom::Shared()->Next()); }
 
 }  // namespace
 

@@ -1,7 +1,7 @@
 #pragma once
 // A status made by a store from the database's own error: its message holds the database's text
 // (statements, constraint names, host names), which is for the service's log, not for callers.
-// It is a log-only status (base/log_only_status.h): ToGrpcStatus (services/common/grpc_status.h)
+// It is a log-only status (base/log_only_status.h): ToGrpcStatus (transport/grpc_status.h)
 // answers it with a clean message and a reference to the logged detail.
 
 #include <utility>

@@ -1,6 +1,6 @@
 #pragma once
 // Told of each database transaction as it ends, so that the binaries can time and count them
-// (services/common/metrics/db_metrics.h) while the store itself knows nothing of metrics.
+// (services/common/db_metrics.h) while the store itself knows nothing of metrics.
 
 #include <string_view>
 

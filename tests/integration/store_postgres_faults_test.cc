@@ -7,7 +7,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "base/timestamps.h"
-#include "services/common/metrics/db_metrics.h"
+#include "services/common/db_metrics.h"
 #include "services/store/postgres/migrations.h"
 #include "services/store/postgres/pg_pool.h"
 #include "services/store/stores.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/service_host.h"
+#include "transport/service_host.h"
 
 namespace tessera::testing {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "services/common/metrics/registry.h"
+#include "transport/metrics/registry.h"
 
 namespace tessera::testing {
 

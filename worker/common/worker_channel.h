@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "services/common/grpc_limits.h"
-#include "services/common/tls/grpc_credentials.h"
+#include "transport/grpc_limits.h"
+#include "transport/tls/grpc_credentials.h"
 
 namespace tessera::worker {
 

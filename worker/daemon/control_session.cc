@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
-#include "services/common/endpoints.h"
+#include "transport/endpoints.h"
 #include "worker/common/worker_channel.h"
 #include "worker/daemon/worker_metrics.h"
 
@@ -24,11 +24,11 @@ absl::Duration FromProto(const google::protobuf::Duration& d) {
 }  // namespace
 
 ControlSession::ControlSession(ControlSessionOptions options, AttemptManager& attempts,
-                               std::shared_ptr<Clock> clock, std::function<double()> uniform01)
+                               std::shared_ptr<Clock> clock, std::shared_ptr<Random> random)
     : options_(std::move(options)),
       attempts_(attempts),
       clock_(std::move(clock)),
-      backoff_(absl::Milliseconds(100), absl::Seconds(5), std::move(uniform01)),
+      backoff_({.first = absl::Milliseconds(100), .max = absl::Seconds(5)}, std::move(random)),
       commands_(attempts, options_.canaries, options_.faults,
                 [this](const v1::WorkerMessage& m) { return Send(m); }) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -17,10 +17,11 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/backoff.h"
 #include "base/clock.h"
-#include "services/common/tls/tls_flags.h"
+#include "base/random.h"
 #include "tessera/v1/worker.grpc.pb.h"
-#include "worker/common/backoff.h"
+#include "transport/tls/tls_flags.h"
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/canary_runner.h"
 #include "worker/daemon/clock_skew.h"
@@ -74,7 +75,7 @@ struct ControlSessionStats {
 class ControlSession {
  public:
   ControlSession(ControlSessionOptions options, AttemptManager& attempts,
-                 std::shared_ptr<Clock> clock, std::function<double()> uniform01);
+                 std::shared_ptr<Clock> clock, std::shared_ptr<Random> random);
   ~ControlSession();
 
   void Start();

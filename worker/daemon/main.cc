@@ -6,7 +6,7 @@
 #include <iostream>
 #include <optional>
 
-#include "services/common/service_host.h"
+#include "transport/service_host.h"
 #include "worker/daemon/fence_watchdog.h"
 #include "worker/daemon/worker_flags.h"
 #include "worker/gpu/gpu_discovery.h"

@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/timestamps.h"
-#include "services/common/endpoints.h"
-#include "services/common/grpc_status.h"
-#include "services/common/tls/certificate_authority.h"
 #include "tessera/v1/admin.grpc.pb.h"
+#include "transport/endpoints.h"
+#include "transport/grpc_status.h"
+#include "transport/tls/certificate_authority.h"
 #include "worker/common/worker_channel.h"
 #include "worker/daemon/rank_identity.h"
 
@@ -114,20 +114,17 @@ NodeCertificateRenewal::NodeCertificateRenewal(CredentialFiles files, std::strin
       tls_(std::move(tls)),
       clock_(std::move(clock)),
       check_every_(check_every),
-      thread_([this] { Loop(); }) {}
+      // Paced on the monotonic clock (a step of the wall clock neither skips nor repeats a
+      // check); `clock` says what time it is for the certificate's validity.
+      runner_(
+          MonotonicClock::Shared(), check_every_, [this] { Check(); },
+          PeriodicRunner::FirstRun::kAtOnce) {}
 
-NodeCertificateRenewal::~NodeCertificateRenewal() {
-  stop_.Notify();
-  thread_.join();
-}
-
-void NodeCertificateRenewal::Loop() {
-  do {
-    if (auto st = CheckOnce(); !st.ok()) {
-      spdlog::warn("node certificate not renewed (trying again in {}): {}",
-                   absl::FormatDuration(check_every_), st.ToString());
-    }
-  } while (!stop_.WaitForNotificationWithTimeout(check_every_));
+void NodeCertificateRenewal::Check() {
+  if (auto st = CheckOnce(); !st.ok()) {
+    spdlog::warn("node certificate not renewed (trying again in {}): {}",
+                 absl::FormatDuration(check_every_), st.ToString());
+  }
 }
 
 absl::Status NodeCertificateRenewal::CheckOnce() {

@@ -9,13 +9,12 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
-#include "services/common/tls/tls_flags.h"
+#include "transport/periodic_runner.h"
+#include "transport/tls/tls_flags.h"
 
 namespace tessera::worker {
 
@@ -52,21 +51,19 @@ class NodeCertificateRenewal {
   NodeCertificateRenewal(CredentialFiles files, std::string endpoint, std::string api_key,
                          tls::TlsFlags tls, std::shared_ptr<Clock> clock,
                          absl::Duration check_every = absl::Minutes(10));
-  ~NodeCertificateRenewal();
 
   // One check: renews when due. OK when nothing was due.
   absl::Status CheckOnce();
 
  private:
-  void Loop();
+  void Check();
   CredentialFiles files_;
   std::string endpoint_;
   std::string api_key_;
   tls::TlsFlags tls_;
   std::shared_ptr<Clock> clock_;
   absl::Duration check_every_;
-  absl::Notification stop_;
-  std::thread thread_;
+  PeriodicRunner runner_;  // last: it calls Check as soon as it is built
 };
 
 }  // namespace tessera::worker

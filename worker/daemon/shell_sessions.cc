@@ -16,7 +16,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "services/common/endpoints.h"
+#include "transport/endpoints.h"
 #include "worker/common/worker_channel.h"
 #include "worker/daemon/owned_children.h"
 #include "worker/sandbox/container_shell.h"

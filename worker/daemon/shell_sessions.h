@@ -18,8 +18,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "services/common/tls/grpc_credentials.h"
 #include "tessera/v1/shell.grpc.pb.h"
+#include "transport/tls/grpc_credentials.h"
 
 namespace tessera::worker {
 

@@ -9,15 +9,15 @@
 #include <set>
 #include <thread>
 
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
+#include "base/random.h"
 #include "base/status_macros.h"
-#include "services/common/endpoints.h"
-#include "services/common/metrics/must_register.h"
-#include "services/common/metrics/registry.h"
-#include "services/common/service_host.h"
-#include "services/common/tls/server_ssl_context.h"
+#include "transport/endpoints.h"
+#include "transport/metrics/must_register.h"
+#include "transport/metrics/registry.h"
+#include "transport/service_host.h"
+#include "transport/tls/server_ssl_context.h"
 #include "worker/daemon/owned_children.h"
 #include "worker/daemon/state_gc.h"
 #include "worker/daemon/worker_metrics.h"
@@ -193,7 +193,7 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(const WorkerOp
   d->StartControlSession(NodeRecord(o, inventory, node_memory, network_label));
   // mcli connect: shells in the runs' containers (only where ranks have one).
   if (sandbox) d->StartShells(*sandbox);
-  d->StartMetricsThread();
+  d->StartMetricsRunner();
   return d;
 }
 
@@ -339,7 +339,6 @@ void WorkerDaemon::StartHealthParts(const GpuInventory& inventory) {
 void WorkerDaemon::StartControlSession(const v1::Node& node) {
   const WorkerOptions& o = options_;
   LeaseFile* lease_file = lease_file_.get();
-  auto gen = std::make_shared<absl::BitGen>();
   session_ = std::make_unique<ControlSession>(
       ControlSessionOptions{
           .endpoint = o.scheduler_endpoint,
@@ -347,7 +346,7 @@ void WorkerDaemon::StartControlSession(const v1::Node& node) {
           .tls = o.tls,
           .node = node,
           .process_id = absl::StrCat(o.node_name, "-", getpid(), "-",
-                                     absl::Hex(absl::Uniform<uint32_t>(*gen))),
+                                     absl::Hex(SystemRandom::Shared()->Next() & 0xffffffff)),
           .fence_margin = o.fence_margin,
           .progress = progress_.get(),
           .canaries = canaries_.get(),
@@ -357,8 +356,7 @@ void WorkerDaemon::StartControlSession(const v1::Node& node) {
           .on_fence_deadline = [lease_file](absl::Time t) { lease_file->Write(t); }},
       // Leases and fencing on the monotonic clock: a step of the wall clock neither fences a
       // healthy node early nor delays a fence. The fence watchdog reads the same clock.
-      *attempts_, MonotonicClock::Shared(),
-      [gen] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
+      *attempts_, MonotonicClock::Shared(), SystemRandom::Shared());
   session_->Start();
 }
 
@@ -375,17 +373,17 @@ void WorkerDaemon::StartShells(const RankSandbox& sandbox) {
   shells_->Start();
 }
 
-void WorkerDaemon::StartMetricsThread() {
+void WorkerDaemon::StartMetricsRunner() {
   // Every family is on /metrics from the first scrape, not only after the first refresh or the
   // first rank.
   WorkerEventMetrics::Default();
   RefreshMetrics();
-  metrics_thread_ = std::thread([this] {
-    for (int tick = 0; !stop_.WaitForNotificationWithTimeout(absl::Seconds(1)); ++tick) {
-      RefreshMetrics();
-      if (tick % 60 == 0) CollectGarbage();
-    }
-  });
+  // On the monotonic clock: a step of the wall clock neither stops nor hurries it.
+  metrics_runner_ = std::make_unique<PeriodicRunner>(MonotonicClock::Shared(), absl::Seconds(1),
+                                                     [this, tick = 0]() mutable {
+                                                       RefreshMetrics();
+                                                       if (tick++ % 60 == 0) CollectGarbage();
+                                                     });
 }
 
 void WorkerDaemon::Crash() {
@@ -426,8 +424,7 @@ WorkerDaemon::~WorkerDaemon() {
   // Order: no new commands; the ranks stop (their exits are not reported, since the node goes
   // away and the control plane ends its attempts when the lease lapses); their last lines are
   // shipped if the log service takes them within a few seconds.
-  stop_.Notify();
-  if (metrics_thread_.joinable()) metrics_thread_.join();
+  metrics_runner_.reset();
   session_.reset();
   shells_.reset();    // hangs up every shell before the ranks stop
   throttle_.reset();  // lets stopped ranks run again, so that they can be stopped

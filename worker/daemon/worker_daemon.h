@@ -6,13 +6,12 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "services/common/metrics/http_endpoint.h"
-#include "services/common/tls/tls_flags.h"
+#include "transport/metrics/http_endpoint.h"
+#include "transport/periodic_runner.h"
+#include "transport/tls/tls_flags.h"
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/control_session.h"
 #include "worker/daemon/fence_watchdog.h"
@@ -99,7 +98,7 @@ class WorkerDaemon {
   void StartHealthParts(const GpuInventory& inventory);
   void StartControlSession(const v1::Node& node);
   void StartShells(const RankSandbox& sandbox);
-  void StartMetricsThread();
+  void StartMetricsRunner();
   void RefreshMetrics();
   void CollectGarbage();
   [[noreturn]] void Crash();
@@ -123,8 +122,7 @@ class WorkerDaemon {
   std::shared_ptr<NetworkWalls> walls_;    // null: --network-walls off
   std::unique_ptr<ShellSessions> shells_;  // null: no sandbox, so no mcli connect
   pid_t watchdog_ = 0;
-  absl::Notification stop_;
-  std::thread metrics_thread_;
+  std::unique_ptr<PeriodicRunner> metrics_runner_;  // metrics refreshed, old attempts removed
 };
 
 }  // namespace tessera::worker

@@ -9,7 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "base/byte_size.h"
 #include "base/status_macros.h"
-#include "services/common/service_host.h"
+#include "transport/service_host.h"
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_identity.h"
 

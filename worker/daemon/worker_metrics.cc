@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "services/common/metrics/labels.h"
-#include "services/common/metrics/must_register.h"
+#include "transport/metrics/labels.h"
+#include "transport/metrics/must_register.h"
 
 namespace tessera::worker {
 

@@ -11,8 +11,8 @@
 
 #include <string_view>
 
-#include "services/common/metrics/registry.h"
 #include "tessera/v1/nodes.pb.h"
+#include "transport/metrics/registry.h"
 #include "worker/daemon/rank_launcher.h"
 
 namespace tessera::worker {

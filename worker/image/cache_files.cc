@@ -9,12 +9,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "absl/random/random.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
+#include "base/random.h"
 
 namespace tessera::worker::image {
 namespace fs = std::filesystem;
@@ -64,8 +64,7 @@ bool RemoveTree(const std::string& path) {
 }
 
 std::string RandomSuffix() {
-  absl::BitGen gen;
-  return absl::StrFormat("%08x", absl::Uniform<uint32_t>(gen));
+  return absl::StrFormat("%08x", SystemRandom::Shared()->Uniform(uint64_t{1} << 32));
 }
 
 absl::Status MakePrivateFolder(const std::string& path) {

@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/backoff.h"
 #include "base/timestamps.h"
 #include "proto/policy/packed_log_lines.h"
 #include "worker/common/worker_channel.h"
@@ -22,19 +22,15 @@ namespace {
 
 constexpr absl::Duration kSaveEvery = absl::Milliseconds(100);
 
-std::string RandomId() {
-  absl::BitGen gen;
-  return absl::StrCat(absl::Hex(absl::Uniform<uint64_t>(gen)));
-}
-
 }  // namespace
 
 LogShipper::LogShipper(LogShipperOptions options, std::shared_ptr<Clock> clock,
-                       std::shared_ptr<Clock> timer)
+                       std::shared_ptr<Clock> timer, std::shared_ptr<Random> random)
     : options_(std::move(options)),
       clock_(std::move(clock)),
       timer_(timer ? std::move(timer) : clock_),
-      instance_(RandomId()) {
+      random_(random ? std::move(random) : SystemRandom::Shared()),
+      instance_(absl::StrCat(absl::Hex(random_->Next()))) {
   stub_ = v1::LogService::NewStub(WorkerChannel(options_.endpoint, options_.tls));
 }
 
@@ -301,9 +297,7 @@ bool LogShipper::RunStream() {
 }
 
 void LogShipper::Loop() {
-  Backoff backoff(
-      absl::Milliseconds(100), absl::Seconds(2),
-      [gen = std::make_shared<absl::BitGen>()] { return absl::Uniform<double>(*gen, 0.0, 1.0); });
+  Backoff backoff({.first = absl::Milliseconds(100), .max = absl::Seconds(2)}, random_);
   while (!stop_) {
     if (RunStream()) backoff.Reset();
     if (stop_) break;

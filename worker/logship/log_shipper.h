@@ -21,9 +21,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
-#include "services/common/tls/tls_flags.h"
+#include "base/random.h"
 #include "tessera/v1/logs.grpc.pb.h"
-#include "worker/common/backoff.h"
+#include "transport/tls/tls_flags.h"
 #include "worker/common/rank_output.h"
 #include "worker/logship/spool_reader.h"
 
@@ -59,8 +59,10 @@ class LogShipper {
  public:
   // `clock` stamps the lines (the wall clock); `timer` times the waits and the periodic saves (the
   // monotonic clock: a step of the wall clock must not stall shipping). Tests pass one fake.
+  // `random` draws the reconnect delays' jitter and this shipper's instance id (null: the
+  // system's).
   LogShipper(LogShipperOptions options, std::shared_ptr<Clock> clock,
-             std::shared_ptr<Clock> timer = nullptr);
+             std::shared_ptr<Clock> timer = nullptr, std::shared_ptr<Random> random = nullptr);
   ~LogShipper();
 
   // Starts tracking a rank's two spool files (a repeat is ignored).
@@ -111,6 +113,7 @@ class LogShipper {
   const LogShipperOptions options_;
   const std::shared_ptr<Clock> clock_;
   const std::shared_ptr<Clock> timer_;
+  const std::shared_ptr<Random> random_;
   std::unique_ptr<v1::LogService::Stub> stub_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

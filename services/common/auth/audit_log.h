@@ -14,8 +14,8 @@
 #include "base/clock.h"
 #include "google/protobuf/message.h"
 #include "services/common/auth/principal.h"
-#include "services/common/client_address.h"
 #include "services/store/audit_store.h"
+#include "transport/client_address.h"
 
 namespace tessera::auth {
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "services/common/auth/service_caller.h"
-#include "services/common/client_address.h"
+#include "transport/client_address.h"
 
 namespace tessera::auth {
 

@@ -56,9 +56,9 @@ def main():
         "base/a.h": "#include <vector>\n#include \"absl/status/status.h\"\n",
         "worker/engine/t.cc": '#include "base/a.h"\n#include "worker/progress/p.h"\n',
         "services/runs/r.cc": '#include "services/store/s.h"\n#include "tessera/v1/runs.pb.h"\n',
-        "cli/c.cc": '#include "services/common/endpoints.h"\n',
-        "worker/daemon/d.cc": '#include "services/common/grpc_status.h"\n',
-        "services/common/grpc_status.h": '#include "base/a.h"\n',
+        "cli/c.cc": '#include "transport/endpoints.h"\n',
+        "worker/daemon/d.cc": '#include "transport/grpc_status.h"\n',
+        "transport/grpc_status.h": '#include "base/a.h"\n',
     })
     expect("a clean tree passes", code == 0 and "no violation" in out, out)
 
@@ -81,9 +81,15 @@ def main():
             ("worker/daemon/d.cc", '#include "services/common/rpc.h"\n'),
         "mcli includes a service": ("cli/c.cc", '#include "scheduler/service/s.h"\n'),
         "the transport layer includes the store":
-            ("services/common/grpc_status.h", '#include "services/store/store_error.h"\n'),
+            ("transport/grpc_status.h", '#include "services/store/store_error.h"\n'),
         "the transport layer's .cc includes the service kit":
-            ("services/common/tls/tls_flags.cc", '#include "services/common/auth/api_keys.h"\n'),
+            ("transport/tls/tls_flags.cc", '#include "services/common/auth/api_keys.h"\n'),
+        "the service kit includes a service":
+            ("services/common/c.cc", '#include "services/runs/run_manager.h"\n'),
+        "a service includes the composition root":
+            ("services/runs/r.cc", '#include "server/components.h"\n'),
+        "the worker includes the composition root":
+            ("worker/daemon/d.cc", '#include "server/serve.h"\n'),
     }
     for what, (name, text) in cases.items():
         code, out = check({name: "// a comment\n" + text})
@@ -100,11 +106,11 @@ def main():
            code == 1 and "worker/logship/l.cc: reaches worker/daemon/worker_daemon.h through "
            "worker/common/c.h -> worker/common/d.h" in out, out)
     code, out = check({
-        "worker/daemon/d.cc": '#include "services/common/grpc_status.h"\n',
-        "services/common/grpc_status.h": '#include "services/store/store_error.h"\n',
+        "worker/daemon/d.cc": '#include "transport/grpc_status.h"\n',
+        "transport/grpc_status.h": '#include "services/store/store_error.h"\n',
     })
     expect("the worker reaching the store through the transport layer fails for both",
-           code == 1 and "services/common/grpc_status.h:1: includes" in out
+           code == 1 and "transport/grpc_status.h:1: includes" in out
            and "worker/daemon/d.cc: reaches services/store/store_error.h" in out, out)
 
     for header in ("mutex", "condition_variable", "future"):

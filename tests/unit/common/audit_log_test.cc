@@ -12,8 +12,8 @@
 #include "services/admin/admin_handler.h"
 #include "services/admin/admin_service.h"
 #include "services/common/auth/api_keys.h"
-#include "services/common/client_address.h"
 #include "services/store/stores.h"
+#include "transport/client_address.h"
 
 namespace tessera::auth {
 namespace {

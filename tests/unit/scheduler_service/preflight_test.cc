@@ -8,9 +8,9 @@
 #include "absl/strings/match.h"
 #include "scheduler/service/preflight_cordon.h"
 #include "scheduler/service/start_message.h"
-#include "services/common/metrics/registry.h"
 #include "tests/support/metric_values.h"
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
+#include "transport/metrics/registry.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -1,0 +1,49 @@
+#include "server/scheduler_flags.h"
+
+#include "absl/time/time.h"
+
+namespace tessera::server {
+
+void AddSchedulerFlags(CLI::App& app, SchedulerFlags& f) {
+  app.add_option("--lease-seconds", f.lease_seconds,
+                 "a node that has not heartbeat for this long is lost")
+      ->capture_default_str()
+      ->check(CLI::Range(0.2, 3600.0));
+  app.add_option("--heartbeat-seconds", f.heartbeat_seconds, "how often workers heartbeat")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 600.0));
+  app.add_option("--stop-grace-seconds", f.stop_grace_seconds, "SIGTERM to SIGKILL for ranks")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--max-clock-skew-seconds", f.max_clock_skew_seconds,
+                 "a node whose wall clock is further than this from the control plane's fails "
+                 "its pre-flight checks before a run starts there (0: not checked)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_flag("--require-node-terms", f.require_node_terms,
+               "refuse a node whose join token or node key does not fix its cluster and GPU "
+               "type (their terms): no node's own word decides the pool it is in");
+  app.add_option("--fair-share-half-life", f.fair_share_half_life,
+                 "fair share: GPU time used this long ago counts half (e.g. 24h, 168h)")
+      ->capture_default_str()
+      ->check([](const std::string& text) -> std::string {
+        absl::Duration d;
+        if (!absl::ParseDuration(text, &d) || d < absl::Minutes(1) || d > absl::Hours(24 * 365)) {
+          return "expected a duration from 1m to 8760h, such as 24h or 168h";
+        }
+        return "";
+      });
+}
+
+SchedulerOptions FinishSchedulerFlags(const SchedulerFlags& f) {
+  SchedulerOptions o;
+  o.lease = absl::Seconds(f.lease_seconds);
+  o.heartbeat_interval = absl::Seconds(f.heartbeat_seconds);
+  o.stop_grace = absl::Seconds(f.stop_grace_seconds);
+  o.max_clock_skew = absl::Seconds(f.max_clock_skew_seconds);
+  o.require_node_terms = f.require_node_terms;
+  (void)absl::ParseDuration(f.fair_share_half_life, &o.fair_share_half_life);  // checked
+  return o;
+}
+
+}  // namespace tessera::server

@@ -1,9 +1,0 @@
-// tessera-health: the health API (sweeps, anomaly detection, remediation), as its own process.
-#include "services/server/serve.h"
-
-int main(int argc, char** argv) {
-  return tessera::server::ServeMain(
-      {"tessera-health", "tessera-health: canary sweeps, GPU faults, hangs and remediation", false,
-       false, false, false, true},
-      argc, argv);
-}
