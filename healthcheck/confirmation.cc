@@ -157,7 +157,8 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
   auto next_peer = [&] { return peers[peer_turn++ % peers.size()]; };
   add(next_peer());
   std::vector<std::string> undecided = suspects;
-  for (int round = 0; round < test.max_pairs && !undecided.empty(); ++round) {
+  // A pair set aside as impossible on its face is measured again: a round more for each.
+  for (int round = 0; round < test.max_pairs + test.max_set_aside && !undecided.empty(); ++round) {
     const int first = static_cast<int>(line.size());  // the round's first suspect step
     for (const auto& s : undecided) {
       add(s);
@@ -217,9 +218,11 @@ std::string DescribeOutcome(const std::string& node, const SuspectOutcome& o) {
                            v1::HealthVerdict_Name(o.fault), o.fault_detail);
   }
   const auto& t = o.test;
+  const std::string set_aside =
+      t.set_aside == 0 ? "" : absl::StrFormat(", %d set aside as impossible", t.set_aside);
   const std::string figures = absl::StrFormat(
-      "%.3f x its peers' compute rate over %d pair%s measured in turn with them (LLR %.2f",
-      t.mean_ratio, t.pairs, t.pairs == 1 ? "" : "s", t.llr);
+      "%.3f x its peers' compute rate over %d pair%s measured in turn with them%s (LLR %.2f",
+      t.mean_ratio, t.pairs, t.pairs == 1 ? "" : "s", set_aside, t.llr);
   switch (t.decision) {
     case SequentialDecision::kSlow:
       return absl::StrFormat("%s: slow: %s reached %.2f)", node, figures, t.slow_bound);

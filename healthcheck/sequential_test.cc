@@ -4,6 +4,30 @@
 #include <cmath>
 
 namespace tessera::health {
+namespace {
+
+// Drops from `x` (log ratios) the farthest from their median while farther than
+// log(outlier_factor), max_set_aside at most; returns how many it dropped.
+int SetAsideOutliers(std::vector<double>* x, const SequentialTestConfig& config) {
+  if (static_cast<int>(x->size()) < config.min_pairs || config.max_set_aside <= 0) return 0;
+  std::vector<double> sorted = *x;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  const double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  const double limit = std::log(config.outlier_factor);
+  int dropped = 0;
+  while (dropped < config.max_set_aside) {
+    auto farthest = std::max_element(x->begin(), x->end(), [&](double a, double b) {
+      return std::abs(a - median) < std::abs(b - median);
+    });
+    if (farthest == x->end() || std::abs(*farthest - median) <= limit) break;
+    x->erase(farthest);
+    ++dropped;
+  }
+  return dropped;
+}
+
+}  // namespace
 
 SequentialOutcome DecideSequentially(const std::vector<double>& ratios,
                                      const SequentialTestConfig& config) {
@@ -14,6 +38,7 @@ SequentialOutcome DecideSequentially(const std::vector<double>& ratios,
   for (double r : ratios) {
     if (r > 0 && std::isfinite(r)) x.push_back(std::log(r));
   }
+  out.set_aside = SetAsideOutliers(&x, config);
   out.pairs = static_cast<int>(x.size());
   if (x.empty()) {
     out.sigma = config.min_sigma;
@@ -69,6 +94,8 @@ std::string ValidateSequentialTest(const SequentialTestConfig& c) {
   if (c.max_pairs < c.min_pairs_slow) return "max_pairs: must be at least min_pairs_slow";
   if (!(c.min_sigma > 0)) return "min_sigma: must be more than 0";
   if (c.prior_sigma < 0 || c.prior_weight < 0) return "prior: must not be negative";
+  if (!(c.outlier_factor > 1)) return "outlier_factor: must be more than 1";
+  if (c.max_set_aside < 0) return "max_set_aside: must not be negative";
   return "";
 }
 

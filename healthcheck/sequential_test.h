@@ -23,6 +23,14 @@
 // pairs, a healthy node's unlucky few can cross the bound far more often than alpha says (a
 // 2-core machine condemned one at 0.72 over 4 pairs), while clearing a node early costs nothing
 // but a missed chance, which the next sweep takes.
+//
+// A pair impossible on its face (its ratio more than outlier_factor times above or below the
+// median of the node's pairs: a measurement that hardly ran because the machine stalled under it,
+// not a node's speed) is set aside rather than counted, a few at most, and the node is measured
+// once more in its place. One such pair (0.015 beside pairs at 0.62-0.93) inflated sigma enough
+// to leave a slow node inconclusive over 32 pairs. The median is the node's own, so a node slow
+// by any factor is judged on its figures; past max_set_aside such pairs a node's figures count
+// whatever they are.
 
 #include <string>
 #include <vector>
@@ -48,13 +56,17 @@ struct SequentialTestConfig {
   // The prior (0: none) and how many pairs it counts as.
   double prior_sigma = 0;
   int prior_weight = 4;
+  // Pairs set aside as impossible on their face, judged from min_pairs on (0: none).
+  double outlier_factor = 4;
+  int max_set_aside = 2;
 };
 
 enum class SequentialDecision { kContinue, kSlow, kHealthy, kInconclusive };
 
 struct SequentialOutcome {
   SequentialDecision decision = SequentialDecision::kContinue;
-  int pairs = 0;
+  int pairs = 0;  // counted; the set-aside ones are not
+  int set_aside = 0;
   // The geometric mean of the ratios (exp of the mean log ratio).
   double mean_ratio = 1.0;
   double sigma = 0;  // of the log ratios, as used
@@ -63,7 +75,7 @@ struct SequentialOutcome {
   double healthy_bound = 0;  // log(beta / (1 - alpha))
 };
 
-// Decides on the ratios so far (each > 0; others are ignored).
+// Decides on the ratios so far (each > 0; others are ignored, outliers set aside).
 SequentialOutcome DecideSequentially(const std::vector<double>& ratios,
                                      const SequentialTestConfig& config);
 

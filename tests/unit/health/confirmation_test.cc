@@ -94,6 +94,26 @@ TEST_CASE("a decided suspect leaves the line, the undecided ones go on") {
   CHECK(std::count(line.begin(), line.end(), "close") == plan.outcomes.at("close").test.pairs);
 }
 
+TEST_CASE("a measurement impossible on its face is measured again, not counted") {
+  // The slow node's second re-measurement hardly ran (1.5% of its peers); the others are 0.8.
+  int measured = 0;
+  auto rate = [&](const std::string& node, int) {
+    if (node != "slow") return 1.0;
+    return ++measured == 2 ? 0.015 : 0.8;
+  };
+  std::vector<std::string> line;
+  const auto plan = Confirm({"slow"}, {"p1", "p2"}, rate, &line);
+  const auto& o = plan.outcomes.at("slow");
+  CHECK(o.test.decision == SequentialDecision::kSlow);
+  CHECK(o.test.set_aside == 1);
+  CHECK(o.test.pairs == 6);  // min_pairs_slow counted, so one more measurement than pairs
+  CHECK(std::count(line.begin(), line.end(), "slow") == 7);
+  CHECK(o.suspect_tflops.size() == 7);  // every figure kept, for the sweep's record
+  CHECK(o.test.mean_ratio == Approx(0.8));
+  CHECK(DescribeOutcome("slow", o).find("over 6 pairs measured in turn with them, 1 set aside") !=
+        std::string::npos);
+}
+
 TEST_CASE("a suspect never decided within the bound is inconclusive, with its figures") {
   auto rate = [](const std::string& node, int step) {
     if (node != "s") return 1.0;

@@ -84,6 +84,37 @@ TEST_CASE("the sequential test: a slow verdict waits for min_pairs_slow, a clear
         SequentialDecision::kContinue);
 }
 
+TEST_CASE("the sequential test sets aside a pair impossible on its face, a few at most") {
+  const SequentialTestConfig c;  // a factor of 4 from the median, two at most
+  // The 2-core machine's miss: a slow node's pairs at 0.62-0.93 and one at 0.015 (a measurement
+  // that hardly ran). Counted, the one pair's spread keeps the test between its bounds.
+  std::vector<double> slow = {0.70, 0.62, 0.93, 0.015, 0.75, 0.68, 0.81, 0.72};
+  SequentialTestConfig counted = c;
+  counted.max_set_aside = 0;
+  CHECK(DecideSequentially(slow, counted).decision == SequentialDecision::kContinue);
+  const auto judged = DecideSequentially(slow, c);
+  CHECK(judged.set_aside == 1);
+  CHECK(judged.pairs == 7);
+  CHECK(judged.decision == SequentialDecision::kSlow);
+  std::vector<double> without = slow;
+  without.erase(without.begin() + 3);
+  CHECK(judged.llr == Approx(DecideSequentially(without, c).llr));
+  // Both ways: a burst of the node beside stalled peers is set aside as well.
+  const auto burst = DecideSequentially({1.0, 1.01, 0.99, 30.0, 1.0}, c);
+  CHECK(burst.set_aside == 1);
+  CHECK(burst.decision == SequentialDecision::kHealthy);
+  // A node slow by any factor is judged on its own median: nothing set aside, condemned.
+  const auto crawling = DecideSequentially({0.01, 0.012, 0.011, 0.01, 0.009, 0.01}, c);
+  CHECK(crawling.set_aside == 0);
+  CHECK(crawling.decision == SequentialDecision::kSlow);
+  // Not before min_pairs (no median to judge by), and never more than max_set_aside: past them
+  // a node's figures count whatever they are.
+  CHECK(DecideSequentially({0.8, 0.01, 0.8}, c).set_aside == 0);
+  const auto erratic = DecideSequentially({1.0, 0.01, 1.0, 0.01, 1.0, 0.01, 1.0, 100.0}, c);
+  CHECK(erratic.set_aside == 2);
+  CHECK(erratic.pairs == 6);
+}
+
 TEST_CASE("sequential test settings are checked") {
   SequentialTestConfig c;
   CHECK(ValidateSequentialTest(c).empty());
@@ -101,6 +132,12 @@ TEST_CASE("sequential test settings are checked") {
   c = {};
   c.prior_weight = -1;
   CHECK(ValidateSequentialTest(c) == "prior: must not be negative");
+  c = {};
+  c.outlier_factor = 1;
+  CHECK(ValidateSequentialTest(c) == "outlier_factor: must be more than 1");
+  c = {};
+  c.max_set_aside = -1;
+  CHECK(ValidateSequentialTest(c) == "max_set_aside: must not be negative");
 }
 
 }  // namespace
