@@ -143,58 +143,55 @@ absl::StatusOr<v1::NodeTerms> WorkerSessions::HoldToTerms(v1::Node& node,
 
 absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg,
                                               const v1::NodeTerms& terms, v1::Registered& out) {
-  const v1::Node& offered = reg.node();
   const absl::Time now = clock_->Now();
-  // Not UpdateNodeWithRetry: a node seen for the first time is created, and two workers racing
-  // to create it must both end up registering against what the winner wrote.
-  for (int i = 0; i < store::kMaxCasAttempts; ++i) {
-    auto existing = nodes_->GetNode(offered.name());
-    if (!existing.ok() && !absl::IsNotFound(existing.status())) return existing.status();
-    v1::Node node = offered;
+  // What the worker says of its node, live from now on.
+  auto offered = [&] {
+    v1::Node node = reg.node();
     node.set_liveness(v1::NODE_LIVENESS_ONLINE);
     *node.mutable_last_heartbeat_at() = ToProtoTime(now);
     *node.mutable_lease_expires_at() = ToProtoTime(now + config_.lease);
-    v1::NodeEventType type = v1::NODE_EVENT_TYPE_REGISTERED;
-    if (existing.ok()) {
-      TESSERA_RETURN_IF_ERROR(HoldToFirstWord(*existing, node, terms));
-      // What operators and the health API decided stays; the hardware description is the
-      // worker's.
-      node.set_admin_state(existing->admin_state());
-      node.set_health(existing->health());
-      node.set_status_reason(existing->status_reason());
-      *node.mutable_registered_at() = existing->registered_at();
-      KeepLabelsOfPeople(existing->labels(), *node.mutable_labels());
-      node.set_incarnation(existing->incarnation() + 1);
-      if (existing->liveness() == v1::NODE_LIVENESS_LOST) type = v1::NODE_EVENT_TYPE_RECOVERED;
-      auto updated = nodes_->UpdateNode(
-          node, existing->version(),
-          {SchedulerNodeEvent(node.name(), type,
-                              absl::StrCat("worker ", reg.process_id(), " registered (incarnation ",
-                                           node.incarnation(), ")"),
-                              now)});
-      if (absl::IsAborted(updated.status())) continue;
-      if (!updated.ok()) return updated.status();
-    } else {
-      node.mutable_labels()->erase(kOperatorLabelKeysLabel);  // no person has labelled it yet
-      node.set_admin_state(v1::NODE_ADMIN_STATE_SCHEDULABLE);
-      node.set_health(v1::NODE_HEALTH_HEALTHY);
-      *node.mutable_registered_at() = ToProtoTime(now);
-      node.set_incarnation(1);
-      auto created = nodes_->CreateNode(node);
-      if (absl::IsAlreadyExists(created.status())) continue;
-      if (!created.ok()) return created.status();
-      (void)nodes_->UpdateNode(
-          *created, created->version(),
-          {SchedulerNodeEvent(node.name(), type,
-                              absl::StrCat("worker ", reg.process_id(), " registered a new node"),
-                              now)});
-    }
-    out.set_incarnation(node.incarnation());
-    spdlog::info("node {} registered ({} GPUs, incarnation {})", node.name(), node.gpu_count(),
-                 node.incarnation());
-    return absl::OkStatus();
-  }
-  // As before the split: registration goes on, and the next heartbeat finds the node.
+    return node;
+  };
+  auto created = [&](std::vector<v1::NodeEvent>& events) -> absl::StatusOr<v1::Node> {
+    v1::Node node = offered();
+    node.mutable_labels()->erase(kOperatorLabelKeysLabel);  // no person has labelled it yet
+    node.set_admin_state(v1::NODE_ADMIN_STATE_SCHEDULABLE);
+    node.set_health(v1::NODE_HEALTH_HEALTHY);
+    *node.mutable_registered_at() = ToProtoTime(now);
+    node.set_incarnation(1);
+    events.push_back(SchedulerNodeEvent(
+        node.name(), v1::NODE_EVENT_TYPE_REGISTERED,
+        absl::StrCat("worker ", reg.process_id(), " registered a new node"), now));
+    return node;
+  };
+  auto reregistered = [&](v1::Node& node,
+                          std::vector<v1::NodeEvent>& events) -> absl::StatusOr<store::NodeChange> {
+    const v1::Node existing = std::move(node);
+    node = offered();
+    TESSERA_RETURN_IF_ERROR(HoldToFirstWord(existing, node, terms));
+    // What operators and the health API decided stays; the hardware description is the worker's.
+    node.set_admin_state(existing.admin_state());
+    node.set_health(existing.health());
+    node.set_status_reason(existing.status_reason());
+    *node.mutable_registered_at() = existing.registered_at();
+    KeepLabelsOfPeople(existing.labels(), *node.mutable_labels());
+    node.set_incarnation(existing.incarnation() + 1);
+    const auto type = existing.liveness() == v1::NODE_LIVENESS_LOST
+                          ? v1::NODE_EVENT_TYPE_RECOVERED
+                          : v1::NODE_EVENT_TYPE_REGISTERED;
+    events.push_back(
+        SchedulerNodeEvent(node.name(), type,
+                           absl::StrCat("worker ", reg.process_id(), " registered (incarnation ",
+                                        node.incarnation(), ")"),
+                           now));
+    return store::NodeChange::kWrite;
+  };
+  TESSERA_ASSIGN_OR_RETURN(
+      const v1::Node stored,
+      store::UpsertNodeWithRetry(*nodes_, reg.node().name(), created, reregistered));
+  out.set_incarnation(stored.incarnation());
+  spdlog::info("node {} registered ({} GPUs, incarnation {})", stored.name(), stored.gpu_count(),
+               stored.incarnation());
   return absl::OkStatus();
 }
 

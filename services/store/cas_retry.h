@@ -36,4 +36,18 @@ using NodeMutation =
 absl::StatusOr<v1::Node> UpdateNodeWithRetry(NodeStore& nodes, std::string_view name,
                                              const NodeMutation& mutate);
 
+// Builds the node to store when none is named `name` yet, and appends to `events` what to record
+// with it. Like a mutation it runs once per attempt and must decide from what it is given.
+using NodeCreation = std::function<absl::StatusOr<v1::Node>(std::vector<v1::NodeEvent>& events)>;
+
+// As UpdateNodeWithRetry, but a node that does not exist is created from `create` instead of
+// NOT_FOUND, and its events are then recorded on it under compare-and-set like any other write
+// (CreateNode records none). When another writer creates it first (ALREADY_EXISTS), the node is
+// read again and `mutate`d: two workers racing to register one node both end up registering
+// against what the winner wrote. Every attempt, a creation or an update, counts towards
+// kMaxCasAttempts.
+absl::StatusOr<v1::Node> UpsertNodeWithRetry(NodeStore& nodes, std::string_view name,
+                                             const NodeCreation& create,
+                                             const NodeMutation& mutate);
+
 }  // namespace tessera::store

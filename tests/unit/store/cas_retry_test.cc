@@ -31,6 +31,13 @@ class RacingNodeStore final : public NodeStore {
 
   absl::StatusOr<v1::Node> CreateNode(const v1::Node& node,
                                       const std::optional<WriteFence>& fence) override {
+    ++creations;
+    if (create_first) {  // another writer creates the node just before this one
+      create_first = false;
+      v1::Node other = node;
+      (*other.mutable_labels())["racer"] = "created first";
+      REQUIRE(inner_->CreateNode(other).ok());
+    }
     return inner_->CreateNode(node, fence);
   }
   absl::StatusOr<v1::Node> GetNode(std::string_view name) override {
@@ -58,6 +65,8 @@ class RacingNodeStore final : public NodeStore {
   absl::Status DeleteNode(std::string_view name) override { return inner_->DeleteNode(name); }
 
   int reads = 0;
+  int creations = 0;
+  bool create_first = false;
 
  private:
   std::shared_ptr<NodeStore> inner_;
@@ -189,6 +198,91 @@ TEST_CASE("read and write errors are returned as they are, without retries", "[c
       });
   CHECK(absl::IsNotFound(deleted.status()));
   CHECK(f.nodes.reads == 3);
+}
+
+// Creates a node labelled "by" = who, with a REGISTERED event.
+NodeCreation Fresh(const std::string& name, const std::string& who, int* calls = nullptr) {
+  return [=](std::vector<v1::NodeEvent>& events) -> absl::StatusOr<v1::Node> {
+    if (calls) ++*calls;
+    v1::Node node = MakeNode(name);
+    (*node.mutable_labels())["by"] = who;
+    v1::NodeEvent e = MakeEvent(name, "created by " + who);
+    e.set_type(v1::NODE_EVENT_TYPE_REGISTERED);
+    events.push_back(e);
+    return node;
+  };
+}
+
+TEST_CASE("an upsert creates a missing node and records its events on it", "[cas]") {
+  Fixture f;
+  int mutations = 0;
+  auto count = [&](v1::Node& node, std::vector<v1::NodeEvent>& events) {
+    ++mutations;
+    return Cordon("x")(node, events);
+  };
+  auto stored = UpsertNodeWithRetry(f.nodes, "n2", Fresh("n2", "me"), count);
+  REQUIRE(stored.ok());
+  CHECK(stored->labels().at("by") == "me");
+  CHECK(stored->version() == 2);  // created, then its event recorded
+  CHECK(mutations == 0);
+  auto events = f.Events();
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].reason() == "created by me");
+  CHECK(events[0].node_name() == "n2");
+
+  // An existing node is mutated, never created.
+  int creations = 0;
+  auto updated = UpsertNodeWithRetry(f.nodes, "n1", Fresh("n1", "me", &creations), count);
+  REQUIRE(updated.ok());
+  CHECK(updated->admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
+  CHECK(creations == 0);
+  CHECK(mutations == 1);
+}
+
+TEST_CASE("an upsert that loses the creation race mutates what the winner wrote", "[cas]") {
+  Fixture f;
+  f.nodes.create_first = true;
+  std::vector<std::string> seen;
+  auto stored = UpsertNodeWithRetry(f.nodes, "n2", Fresh("n2", "me"),
+                                    [&](v1::Node& node, std::vector<v1::NodeEvent>& events) {
+                                      seen.push_back(node.labels().at("racer"));
+                                      (*node.mutable_labels())["by"] = "me, after";
+                                      events.push_back(MakeEvent("n2", "registered again"));
+                                      return NodeChange::kWrite;
+                                    });
+  REQUIRE(stored.ok());
+  CHECK(seen == std::vector<std::string>{"created first"});
+  CHECK(stored->labels().at("racer") == "created first");  // the winner's write is kept
+  CHECK(stored->labels().at("by") == "me, after");
+  CHECK(f.nodes.creations == 1);
+  // Only what was written is recorded: the lost creation's event is not.
+  auto events = f.Events();
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].reason() == "registered again");
+}
+
+TEST_CASE("an upsert's creation events survive a writer in between", "[cas]") {
+  Fixture f(/*races=*/2);  // the first two updates lose: both are the event's recording
+  auto stored = UpsertNodeWithRetry(f.nodes, "n2", Fresh("n2", "me"), Cordon("unused"));
+  REQUIRE(stored.ok());
+  CHECK(stored->labels().at("racer") == "0");  // the other writer's change is kept
+  CHECK(stored->admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE);
+  auto events = f.Events();
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].reason() == "created by me");
+
+  // Errors: the creation's own is returned at once, and nothing is stored.
+  auto refused = UpsertNodeWithRetry(
+      f.nodes, "n3",
+      [](std::vector<v1::NodeEvent>&) -> absl::StatusOr<v1::Node> {
+        return absl::PermissionDeniedError("not this node");
+      },
+      Cordon("unused"));
+  CHECK(refused.status() == absl::PermissionDeniedError("not this node"));
+  CHECK(absl::IsNotFound(f.stores.nodes->GetNode("n3").status()));
+  f.db->SetUnavailable(true);
+  CHECK(absl::IsUnavailable(
+      UpsertNodeWithRetry(f.nodes, "n4", Fresh("n4", "me"), Cordon("unused")).status()));
 }
 
 }  // namespace
