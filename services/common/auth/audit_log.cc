@@ -15,6 +15,10 @@ namespace tessera::auth {
 namespace {
 
 constexpr size_t kMaxDetailBytes = 4096;
+
+std::string Utc(absl::Time t) {
+  return absl::FormatTime(absl::RFC3339_full, t, absl::UTCTimeZone());
+}
 constexpr size_t kMaxTargetBytes = 512;
 
 // The fields that name what an audited request acts on, in the order they are shown.
@@ -22,8 +26,20 @@ constexpr const char* kTargetFields[] = {"node_name", "node", "run_name", "name"
 
 }  // namespace
 
-AuditLog::AuditLog(std::shared_ptr<store::AuditStore> store, std::shared_ptr<Clock> clock)
-    : store_(std::move(store)), clock_(std::move(clock)) {}
+AuditLog::AuditLog(std::shared_ptr<store::AuditStore> store, std::shared_ptr<Clock> clock,
+                   absl::Duration refusal_window)
+    : store_(std::move(store)), clock_(std::move(clock)), refusals_(refusal_window) {
+  if (refusal_window > absl::ZeroDuration()) {
+    flusher_ = std::make_unique<PeriodicRunner>(clock_, refusal_window, [this] { Flush(); });
+  }
+}
+
+AuditLog::~AuditLog() {
+  flusher_.reset();
+  WriteFolded(refusals_.TakeDue(absl::InfiniteFuture()));
+}
+
+void AuditLog::Flush() { WriteFolded(refusals_.TakeDue(clock_->Now())); }
 
 std::string AuditLog::TargetOf(const google::protobuf::Message& request) {
   const auto* descriptor = request.GetDescriptor();
@@ -78,24 +94,58 @@ std::string AuditLog::SourceOf(const grpc::ServerContextBase& context) {
 void AuditLog::Record(const Principal& who, std::string_view method,
                       const grpc::ServerContextBase& context,
                       const google::protobuf::Message* request, const absl::Status& outcome) {
-  v1::AuditRecord r;
-  *r.mutable_time() = ToProtoTime(clock_->Now());
-  r.set_actor(who.user);
-  r.set_role(who.role);
-  r.set_key_id(who.key_id);
-  r.set_action(std::string(
-      absl::StripPrefix(absl::string_view(method.data(), method.size()), "tessera.v1.")));
-  if (request != nullptr) {
-    r.set_target(TargetOf(*request));
-    r.set_detail(DetailOf(*request));
-  }
-  r.set_source(SourceOf(context));
-  r.set_outcome(outcome.ok() ? "OK"
-                             : absl::StrCat(absl::StatusCodeToString(outcome.code()), ": ",
-                                            std::string(outcome.message()).substr(0, 256)));
+  const absl::Time now = clock_->Now();
+  auto make = [&] {
+    v1::AuditRecord r;
+    *r.mutable_time() = ToProtoTime(now);
+    r.set_actor(who.user);
+    r.set_role(who.role);
+    r.set_key_id(who.key_id);
+    r.set_action(std::string(
+        absl::StripPrefix(absl::string_view(method.data(), method.size()), "tessera.v1.")));
+    if (request != nullptr) {
+      r.set_target(TargetOf(*request));
+      r.set_detail(DetailOf(*request));
+    }
+    r.set_source(SourceOf(context));
+    r.set_outcome(outcome.ok() ? "OK"
+                               : absl::StrCat(absl::StatusCodeToString(outcome.code()), ": ",
+                                              std::string(outcome.message()).substr(0, 256)));
+    return r;
+  };
+  if (outcome.ok()) return Write(make());
+  // The kind of a refusal: who (user and key), the method, the code.
+  const std::string kind = absl::StrCat(who.user, "\n", who.key_id, "\n",
+                                        absl::string_view(method.data(), method.size()), "\n",
+                                        static_cast<int>(outcome.code()));
+  std::vector<RefusalTally::Folded> due;
+  const auto record = refusals_.Admit(kind, now, make, &due);
+  WriteFolded(due);
+  if (record) Write(*record);
+}
+
+void AuditLog::Write(const v1::AuditRecord& r) {
   if (auto id = store_->AppendAudit(r); !id.ok()) {
     spdlog::error("audit: not recorded ({}): {} by {} on {} from {}: {}", id.status().ToString(),
                   r.action(), r.actor(), r.target(), r.source(), r.outcome());
+  }
+}
+
+void AuditLog::WriteFolded(const std::vector<RefusalTally::Folded>& folded) {
+  for (const auto& f : folded) {
+    // The example's code, who, method and source; not its target or request, which the
+    // counted refusals need not share.
+    v1::AuditRecord r = f.example;
+    *r.mutable_time() = ToProtoTime(f.until);
+    r.clear_target();
+    r.clear_detail();
+    const absl::string_view code =
+        absl::string_view(f.example.outcome()).substr(0, f.example.outcome().find(':'));
+    r.set_outcome(
+        absl::StrCat(code, ": ", f.count, f.count == 1 ? " more refusal" : " more refusals",
+                     " like the one recorded at ", Utc(FromProtoTime(f.example.time())), ", from ",
+                     Utc(f.since), " to ", Utc(f.until), ", counted, not recorded one by one"));
+    Write(r);
   }
 }
 

@@ -9,9 +9,11 @@
 
 #include "absl/strings/match.h"
 #include "base/clock.h"
+#include "base/timestamps.h"
 #include "services/admin/admin_handler.h"
 #include "services/admin/admin_service.h"
 #include "services/common/auth/api_keys.h"
+#include "services/common/auth/refusal_tally.h"
 #include "services/store/stores.h"
 #include "transport/client_address.h"
 
@@ -118,6 +120,104 @@ TEST_CASE("a refused attempt is recorded, reading is not") {
   CHECK(f.network->CreateJoinToken(Fixture::As("tsk_nobody").get(), token, &resp).error_code() ==
         grpc::StatusCode::UNAUTHENTICATED);
   CHECK(f.Records().size() == 1);
+}
+
+// bob, a user, asks for a join token for `node`: refused.
+void RefuseJoinToken(Fixture& f, const std::string& node) {
+  v1::CreateJoinTokenRequest token;
+  token.set_node(node);
+  v1::CreateJoinTokenResponse resp;
+  CHECK(f.network->CreateJoinToken(Fixture::As(f.user_key).get(), token, &resp).error_code() ==
+        grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_CASE("one caller's repeated refusals are recorded once a window, and counted") {
+  Fixture f;
+  for (int i = 0; i < 50; ++i) RefuseJoinToken(f, "node-" + std::to_string(i));
+  // Another kind (an admin's refusal, another method) has a window of its own.
+  v1::RevokeApiKeyRequest revoke;
+  revoke.set_id("key-none");
+  v1::RevokeApiKeyResponse revoked;
+  CHECK(f.network->RevokeApiKey(Fixture::As(f.admin_key).get(), revoke, &revoked).error_code() ==
+        grpc::StatusCode::NOT_FOUND);
+  auto records = f.Records();
+  REQUIRE(records.size() == 2);                 // newest first
+  CHECK(records[1].target() == "node node-0");  // the first, in full
+  CHECK(records[0].actor() == "root");
+
+  // A window later the count is written, with who, what and how, and none of the requests.
+  const absl::Time first = f.clock->Now();
+  f.clock->Advance(absl::Seconds(1));
+  f.auth->audit_log()->Flush();
+  records = f.Records();
+  REQUIRE(records.size() == 3);
+  const v1::AuditRecord& folded = records[0];
+  CHECK(folded.actor() == "bob");
+  CHECK(folded.key_id() == "key-bob");
+  CHECK(folded.action() == "AdminService/CreateJoinToken");
+  CHECK(folded.target().empty());
+  CHECK(folded.detail().empty());
+  CHECK(absl::StartsWith(folded.outcome(), "PERMISSION_DENIED: 49 more refusals like the one"));
+  CHECK(absl::StrContains(folded.outcome(), "counted, not recorded one by one"));
+  CHECK(FromProtoTime(folded.time()) == first);
+  f.auth->audit_log()->Flush();  // written once
+  CHECK(f.Records().size() == 3);
+
+  // The next window starts with a refusal in full; what is counted in it is written when the
+  // next one after the window comes.
+  RefuseJoinToken(f, "node-later");
+  RefuseJoinToken(f, "node-later-2");
+  f.clock->Advance(absl::Seconds(2));
+  RefuseJoinToken(f, "node-last");
+  records = f.Records();
+  REQUIRE(records.size() == 6);
+  CHECK(records[0].target() == "node node-last");
+  CHECK(absl::StartsWith(records[1].outcome(), "PERMISSION_DENIED: 1 more refusal like"));
+  CHECK(records[2].target() == "node node-later");
+}
+
+TEST_CASE("refusals still counted are written when the audit log closes") {
+  auto f = std::make_unique<Fixture>();
+  const auto audit = f->stores.audit;
+  for (int i = 0; i < 3; ++i) RefuseJoinToken(*f, "node-" + std::to_string(i));
+  REQUIRE(f->Records().size() == 1);
+  f.reset();  // the server, the service and the audit log with them
+  const auto records = audit->ListAudit({});
+  REQUIRE(records.ok());
+  REQUIRE(records->size() == 2);
+  CHECK(absl::StartsWith((*records)[0].outcome(), "PERMISSION_DENIED: 2 more refusals like"));
+}
+
+TEST_CASE("a refusal tally: one record a window and kind, counts taken once") {
+  const absl::Time t0 = absl::FromUnixSeconds(1'750'000'000);
+  RefusalTally tally(absl::Seconds(1));
+  std::vector<RefusalTally::Folded> due;
+  int made = 0;
+  auto make = [&] {
+    ++made;
+    v1::AuditRecord r;
+    r.set_outcome("RESOURCE_EXHAUSTED: too fast");
+    return r;
+  };
+  CHECK(tally.Admit("bob", t0, make, &due).has_value());
+  CHECK_FALSE(tally.Admit("bob", t0 + absl::Milliseconds(500), make, &due).has_value());
+  CHECK_FALSE(tally.Admit("bob", t0 + absl::Milliseconds(999), make, &due).has_value());
+  CHECK(tally.Admit("eve", t0 + absl::Milliseconds(999), make, &due).has_value());
+  CHECK(made == 2);  // a counted refusal costs no record
+  CHECK(due.empty());
+  CHECK(tally.TakeDue(t0 + absl::Milliseconds(999)).empty());  // bob's window is not over
+  const auto taken = tally.TakeDue(t0 + absl::Seconds(1));
+  REQUIRE(taken.size() == 1);
+  CHECK(taken[0].count == 2);
+  CHECK(taken[0].since == t0 + absl::Milliseconds(500));
+  CHECK(taken[0].until == t0 + absl::Milliseconds(999));
+  CHECK(tally.TakeDue(absl::InfiniteFuture()).empty());  // eve's window held nothing counted
+  // bob was forgotten: his next refusal starts a window, with nothing due.
+  CHECK(tally.Admit("bob", t0 + absl::Seconds(5), make, &due).has_value());
+  CHECK(due.empty());
+  // A window of zero writes every refusal.
+  RefusalTally every(absl::ZeroDuration());
+  for (int i = 0; i < 3; ++i) CHECK(every.Admit("bob", t0, make, &due).has_value());
 }
 
 TEST_CASE("the REST client's address is believed only from the gateway") {
