@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "absl/strings/str_format.h"
 #include "healthcheck/anomaly.h"
@@ -48,24 +49,30 @@ std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
   for (const auto& [node, rate] : best) rates.push_back(rate);
   if (rates.size() < 2) return {};
   const double median = Median(rates);
-  // The node lowest beside its neighbours, if under suspect_fraction of them: one at most, so
-  // that the noise of a shared machine does not make half the nodes suspects every sweep.
-  std::string lowest;
-  double lowest_relative = config.suspect_fraction;
+  // The nodes lowest beside their neighbours, if under suspect_fraction of them: a few at most,
+  // so that the noise of a shared machine does not make half the nodes suspects every sweep.
+  std::vector<std::pair<double, std::string>> beside;
   for (const auto& [node, ratios] : NeighbourRatios(results, nodes)) {
     const double relative = GeometricMean(ratios);
-    if (relative < lowest_relative && best.count(node) && !Contains(excluded, node)) {
-      lowest = node;
-      lowest_relative = relative;
+    if (relative < config.suspect_fraction && best.count(node) && !Contains(excluded, node)) {
+      beside.emplace_back(relative, node);
     }
   }
+  std::sort(beside.begin(), beside.end());
+  if (beside.size() > static_cast<size_t>(std::max(config.neighbour_suspects, 0))) {
+    beside.resize(static_cast<size_t>(std::max(config.neighbour_suspects, 0)));
+  }
+  auto lowest = [&](const std::string& node) {
+    return std::any_of(beside.begin(), beside.end(),
+                       [&](const auto& b) { return b.second == node; });
+  };
   std::vector<std::string> suspects;
   std::vector<std::pair<double, std::string>> by_distance;
   for (const auto& node : nodes) {
     const auto it = best.find(node);
     if (it == best.end() || Contains(excluded, node)) continue;
     const double fraction = it->second / median;
-    if (fraction < config.suspect_fraction || node == lowest) {
+    if (fraction < config.suspect_fraction || lowest(node)) {
       suspects.push_back(node);
     } else {
       by_distance.emplace_back(std::abs(fraction - 1), node);
@@ -157,8 +164,25 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
   auto next_peer = [&] { return peers[peer_turn++ % peers.size()]; };
   add(next_peer());
   std::vector<std::string> undecided = suspects;
-  // A pair set aside as impossible on its face is measured again: a round more for each.
-  for (int round = 0; round < test.max_pairs + test.max_set_aside && !undecided.empty(); ++round) {
+  // How far the two peers around each pair so far disagreed (log of before over after), in
+  // order: a pair's peers disagree when theirs lies beyond peer_disagreement_sigmas of its spread
+  // from the median of all so far. The median, not zero: a machine whose speed drifts steadily
+  // makes every pair's peers disagree alike, which the pairing cancels; a stall makes one pair's
+  // peers disagree unlike the others'. The spread is the MAD's sigma, never under the sweep's
+  // noise or the test's floor; fewer than 4 tell nothing yet.
+  std::vector<double> disagreements;
+  auto disagree = [&](double before, double after) {
+    const double d = std::log(before / after);
+    disagreements.push_back(d);
+    if (disagreements.size() < 4) return false;
+    const double center = Median(disagreements);
+    const double spread = std::max({kMadToSigma * MedianAbsoluteDeviation(disagreements, center),
+                                    plan.noise_sigma, test.min_sigma});
+    return std::abs(d - center) > config.peer_disagreement_sigmas * spread;
+  };
+  // A pair measured again (peers that disagreed, one impossible on its face): a round more each.
+  for (int round = 0; round < test.max_pairs + config.max_measured_again && !undecided.empty();
+       ++round) {
     const int first = static_cast<int>(line.size());  // the round's first suspect step
     for (const auto& s : undecided) {
       add(s);
@@ -186,16 +210,18 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
         o.fault_detail = mine.error().empty() ? "no compute figure" : mine.error();
         continue;  // decided: a clear fault
       }
-      double sum = 0;
-      int n = 0;
-      for (int around : {step - 1, step + 1}) {
-        const v1::HealthCheckResult& peer = *by_step.at(around);
-        if (Usable(peer)) {
-          sum += peer.compute_tflops();
-          ++n;
-        }
+      std::vector<double> around;
+      for (int neighbour : {step - 1, step + 1}) {
+        const v1::HealthCheckResult& peer = *by_step.at(neighbour);
+        if (Usable(peer)) around.push_back(peer.compute_tflops());
       }
-      if (n > 0) {
+      const double sum = std::accumulate(around.begin(), around.end(), 0.0);
+      const auto n = static_cast<double>(around.size());
+      const bool disagreed = around.size() == 2 && disagree(around[0], around[1]) &&
+                             o.peers_disagreed + o.test.set_aside < config.max_measured_again;
+      if (disagreed) {
+        ++o.peers_disagreed;  // measured again in the next round
+      } else if (n > 0) {
         o.suspect_tflops.push_back(mine.compute_tflops());
         o.peer_tflops.push_back(sum / n);
         ratios[s].push_back(mine.compute_tflops() / (sum / n));
@@ -218,8 +244,12 @@ std::string DescribeOutcome(const std::string& node, const SuspectOutcome& o) {
                            v1::HealthVerdict_Name(o.fault), o.fault_detail);
   }
   const auto& t = o.test;
-  const std::string set_aside =
+  std::string set_aside =
       t.set_aside == 0 ? "" : absl::StrFormat(", %d set aside as impossible", t.set_aside);
+  if (o.peers_disagreed > 0) {
+    absl::StrAppendFormat(&set_aside, ", %d measured again (its peers disagreed)",
+                          o.peers_disagreed);
+  }
   const std::string figures = absl::StrFormat(
       "%.3f x its peers' compute rate over %d pair%s measured in turn with them%s (LLR %.2f",
       t.mean_ratio, t.pairs, t.pairs == 1 ? "" : "s", set_aside, t.llr);

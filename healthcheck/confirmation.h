@@ -31,6 +31,17 @@ struct ConfirmationConfig {
   // healthy node with chance about alpha squared, whatever one machine's noise did to one sweep.
   // Slower than this is beyond what a machine's noise does beside interleaved peers: at once.
   double repeat_above = 0.5;
+  // The nodes lowest beside their neighbours that become suspects (if under suspect_fraction of
+  // them): more than one, so that one healthy node's unlucky moment cannot hide a slow one.
+  int neighbour_suspects = 2;
+  // A pair whose two peers disagree with each other by more than this many of their expected
+  // spread (the sweep's noise, never under the test's min_sigma) fell in a moment the machine
+  // stalled: it is measured again, not counted. Which pairs go depends on the peers alone, never
+  // on the suspect's figure, so leaving them out moves no suspect's ratio either way.
+  double peer_disagreement_sigmas = 4;
+  // Pairs measured again per suspect (peers that disagreed, pairs impossible on their face), at
+  // most: past them the suspect is out of rounds.
+  int max_measured_again = 4;
   SequentialTestConfig test;
 };
 
@@ -39,11 +50,11 @@ std::map<std::string, double> BestFirstMeasurements(
     const std::vector<std::string>& nodes, const std::vector<v1::HealthCheckResult>& results);
 
 // Suspects, in the sweep's node order: nodes whose best first figure is under suspect_fraction of
-// the median and, measured in turn with the others (NeighbourRatios), the node whose first
-// figures are lowest beside the nodes measured next to them (geometric mean of its ratios) if
-// under that fraction: a slow node whose first measurements both fell in fast moments of the
-// machine still shows beside its neighbours. `peers` receives the other measured nodes, nearest the
-// median first. Neither holds a node of `excluded` (the nodes already condemned).
+// the median and, measured in turn with the others (NeighbourRatios), the neighbour_suspects nodes
+// whose first figures are lowest beside the nodes measured next to them (geometric mean of their
+// ratios) if under that fraction: a slow node whose first measurements both fell in fast moments
+// of the machine still shows beside its neighbours. `peers` receives the other measured nodes,
+// nearest the median first. Neither holds a node of `excluded` (the nodes already condemned).
 std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
                                       const std::vector<v1::HealthCheckResult>& results,
                                       const ConfirmationConfig& config,
@@ -61,6 +72,8 @@ struct SuspectOutcome {
   SequentialOutcome test;
   // Every pair: the suspect's figure and the peers' mean around it.
   std::vector<double> suspect_tflops, peer_tflops;
+  // Measurements not paired because the peers around them disagreed (measured again).
+  int peers_disagreed = 0;
   // A clear fault found while re-measuring (the verdict and what the check said); empty if none.
   v1::HealthVerdict fault = v1::HEALTH_VERDICT_UNSPECIFIED;
   std::string fault_detail;

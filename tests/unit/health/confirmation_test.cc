@@ -114,6 +114,53 @@ TEST_CASE("a measurement impossible on its face is measured again, not counted")
         std::string::npos);
 }
 
+TEST_CASE("a pair whose peers disagree is measured again, whatever the suspect's figure") {
+  // The machine stalls while the peer after the suspect's fifth measurement runs (0.3 of its
+  // speed): the two pairs that peer closes and opens disagree, and are not counted either way.
+  int slow_measured = 0;
+  int stalls = 0;
+  auto rate = [&](const std::string& node, int) {
+    if (node == "slow") {
+      ++slow_measured;
+      return 0.8;
+    }
+    if (slow_measured == 5 && stalls == 0) {
+      ++stalls;
+      return 0.3;
+    }
+    return 1.0;
+  };
+  std::vector<std::string> line;
+  const auto plan = Confirm({"slow"}, {"p1", "p2"}, rate, &line);
+  const auto& o = plan.outcomes.at("slow");
+  CHECK(stalls == 1);
+  CHECK(o.peers_disagreed == 2);
+  CHECK(o.test.decision == SequentialDecision::kSlow);
+  CHECK(o.test.pairs == 6);
+  CHECK(o.test.mean_ratio == Approx(0.8));  // the stalled moments moved nothing
+  CHECK(std::count(line.begin(), line.end(), "slow") == 8);
+  CHECK(DescribeOutcome("slow", o).find("2 measured again (its peers disagreed)") !=
+        std::string::npos);
+  // Peers that disagree within the machine's noise count: 0.95 and 1.0 are a pair like others.
+  int measured = 0;
+  const auto level = Confirm({"s"}, {"p"}, [&](const std::string& node, int) {
+    if (node == "s") return 0.8;
+    return ++measured % 2 == 0 ? 0.98 : 1.0;
+  });
+  CHECK(level.outcomes.at("s").peers_disagreed == 0);
+  // Bounded: a machine that stalls under every fifth peer measurement, with a suspect the test
+  // cannot decide, has it measured again 4 times at most, then counts its pairs whatever they are.
+  int peer_turn = 0, s_turn = 0;
+  const auto stalling = Confirm({"s"}, {"p"}, [&](const std::string& node, int) {
+    if (node == "s") return 0.922 * (s_turn++ % 2 == 0 ? 1.08 : 1 / 1.08);
+    return ++peer_turn % 5 == 0 ? 0.3 : 1.0;
+  });
+  const auto& undecided = stalling.outcomes.at("s");
+  CHECK(undecided.peers_disagreed == ConfirmationConfig{}.max_measured_again);
+  CHECK(undecided.test.decision == SequentialDecision::kInconclusive);
+  CHECK(s_turn == SequentialTestConfig{}.max_pairs + ConfirmationConfig{}.max_measured_again);
+}
+
 TEST_CASE("a suspect never decided within the bound is inconclusive, with its figures") {
   auto rate = [](const std::string& node, int step) {
     if (node != "s") return 1.0;
@@ -234,9 +281,15 @@ TEST_CASE("measured in turn, a node slow beside its neighbours is a suspect at t
   CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {}, &peers) ==
         std::vector<std::string>{"s"});
   CHECK(peers.size() == 6);
-  // Only the lowest beside its neighbours: a, d and f (0.94) stay peers even at a 0.95 screen.
+  // Only the lowest two beside their neighbours: of a, d and f (0.94), one joins s at a 0.95
+  // screen, the others stay peers; with one such suspect a sweep, s alone.
   ConfirmationConfig strict;
   strict.suspect_fraction = 0.95;
+  const auto two = FindSuspects(nodes, results, strict, {}, &peers);
+  REQUIRE(two.size() == 2);
+  CHECK(std::count(two.begin(), two.end(), "s") == 1);
+  CHECK(peers.size() == 5);
+  strict.neighbour_suspects = 1;
   CHECK(FindSuspects(nodes, results, strict, {}, &peers) == std::vector<std::string>{"s"});
   // Measured once each, at the same time (nodes of their own): no neighbours, no such screen.
   CHECK(NeighbourRatios({Measured("a", 1.0), Measured("b", 0.5)}, {"a", "b"}).empty());
