@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "healthcheck/anomaly.h"
+
 namespace tessera::health {
 namespace {
 
@@ -10,10 +12,7 @@ namespace {
 // log(outlier_factor), max_set_aside at most; returns how many it dropped.
 int SetAsideOutliers(std::vector<double>* x, const SequentialTestConfig& config) {
   if (static_cast<int>(x->size()) < config.min_pairs || config.max_set_aside <= 0) return 0;
-  std::vector<double> sorted = *x;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  const double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  const double median = Median(*x);
   const double limit = std::log(config.outlier_factor);
   int dropped = 0;
   while (dropped < config.max_set_aside) {

@@ -9,11 +9,6 @@ namespace tessera::store {
 
 namespace {
 
-absl::Status ChangingTooOften(std::string_view name) {
-  return absl::AbortedError(
-      absl::StrCat("node ", std::string(name), " is changing too often; try again"));
-}
-
 // `create` null: a missing node is NOT_FOUND.
 absl::StatusOr<v1::Node> WriteWithRetry(NodeStore& nodes, std::string_view name,
                                         const NodeCreation* create, const NodeMutation& mutate) {
@@ -42,7 +37,8 @@ absl::StatusOr<v1::Node> WriteWithRetry(NodeStore& nodes, std::string_view name,
     // Only a lost race is retried: any other failure would fail again.
     if (!absl::IsAborted(updated.status())) return updated;
   }
-  return ChangingTooOften(name);
+  return absl::AbortedError(
+      absl::StrCat("node ", std::string(name), " is changing too often; try again"));
 }
 
 }  // namespace

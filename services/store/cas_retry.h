@@ -44,8 +44,8 @@ using NodeCreation = std::function<absl::StatusOr<v1::Node>(std::vector<v1::Node
 // NOT_FOUND, and its events are then recorded on it under compare-and-set like any other write
 // (CreateNode records none). When another writer creates it first (ALREADY_EXISTS), the node is
 // read again and `mutate`d: two workers racing to register one node both end up registering
-// against what the winner wrote. Every attempt, a creation or an update, counts towards
-// kMaxCasAttempts.
+// against what the winner wrote. Creations and updates share kMaxCasAttempts; the recording of a
+// creation's events has attempts of its own, as an UpdateNodeWithRetry.
 absl::StatusOr<v1::Node> UpsertNodeWithRetry(NodeStore& nodes, std::string_view name,
                                              const NodeCreation& create,
                                              const NodeMutation& mutate);

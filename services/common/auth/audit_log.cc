@@ -15,14 +15,14 @@ namespace tessera::auth {
 namespace {
 
 constexpr size_t kMaxDetailBytes = 4096;
-
-std::string Utc(absl::Time t) {
-  return absl::FormatTime(absl::RFC3339_full, t, absl::UTCTimeZone());
-}
 constexpr size_t kMaxTargetBytes = 512;
 
 // The fields that name what an audited request acts on, in the order they are shown.
 constexpr const char* kTargetFields[] = {"node_name", "node", "run_name", "name", "id", "user"};
+
+std::string Utc(absl::Time t) {
+  return absl::FormatTime(absl::RFC3339_full, t, absl::UTCTimeZone());
+}
 
 }  // namespace
 

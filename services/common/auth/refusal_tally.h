@@ -1,13 +1,13 @@
 #pragma once
 // Which of one caller's refusals the audit log writes one by one. Every refused attempt of an
 // audited method is recorded, and a caller looping past its rate (a client retrying at once, a
-// user flooding submits) would turn each of thousands of refusals a second into a database write
-// paid by everyone: the flood's refusals cost the server and the database more than the calls
-// themselves. So per caller (user and key), method and status code, the first refusal of each
-// window is written in full, and the others in that window are only counted; the count is written
-// as one record of its own (RefusalTally::Folded) when the window is over: with the next refusal
-// of that kind, or when the audit log flushes. Nothing is hidden: every refusal is in a record or
-// a count, and the records of a caller's refusals are bounded by one per window and kind.
+// user flooding submits) would turn each of thousands of refusals a second into a record built
+// (the request as JSON) and a database write, and grow the audit table as fast. So per caller (user
+// and key), method and status code, the first refusal of each window is written in full, and the
+// others in that window are only counted; the count is written as one record of its own
+// (RefusalTally::Folded) when the window is over: with the next refusal of that kind, or when the
+// audit log flushes. Nothing is hidden: every refusal is in a record or a count, and the records of
+// a caller's refusals are bounded by one per window and kind.
 
 #include <cstdint>
 #include <optional>
