@@ -8,6 +8,7 @@
 #include "cli/health_view.h"
 #include "cli/names.h"
 #include "tessera/v1/health.grpc.pb.h"
+#include "tessera/v1/scheduler.grpc.pb.h"
 
 namespace tessera::cli {
 namespace {
@@ -105,6 +106,7 @@ int ListResults(CommandContext& context, const ResultOptions& options) {
 
 struct FaultOptions {
   std::string node;
+  std::string label;  // KEY=VALUE: every node carrying it instead of one
   std::string kind;
   int gpu = 0;
 };
@@ -141,25 +143,64 @@ tessera::v1::InjectFaultRequest ParseFault(const FaultOptions& o) {
   } else if (kind == "netdrop") {
     request.set_kind(tessera::v1::FAULT_KIND_NETDROP);
     request.set_seconds(has_value ? value : 30);
+  } else if (kind == "link-down") {
+    if (has_value && value <= 0) {
+      throw CliError(kExitUsage,
+                     "--kind link-down:SECONDS: how long the link stays down, above 0 (without "
+                     "SECONDS: until cleared)");
+    }
+    request.set_kind(tessera::v1::FAULT_KIND_LINK_DOWN);
+    request.set_seconds(has_value ? value : 0);
   } else if (kind == "clear") {
     request.set_kind(tessera::v1::FAULT_KIND_CLEAR);
   } else {
     throw CliError(kExitUsage, "--kind: \"" + o.kind +
                                    "\" is not one of xid[:CODE], ecc, slow:FACTOR, hang, crash, "
-                                   "netdrop[:SECONDS], clear");
+                                   "netdrop[:SECONDS], link-down[:SECONDS], clear");
   }
   return request;
 }
 
+// The nodes that carry `label` (KEY=VALUE), by name: a fault of what they share (a switch, a
+// rack) simulated on each of them.
+std::vector<std::string> NodesLabelled(Connection& connection, const std::string& label) {
+  const std::vector<std::string> kv = absl::StrSplit(label, absl::MaxSplits('=', 1));
+  if (kv.size() != 2 || kv[0].empty() || kv[1].empty()) {
+    throw CliError(kExitUsage,
+                   "--label: expected KEY=VALUE (like switch=sw-2), got \"" + label + "\"");
+  }
+  auto stub = tessera::v1::SchedulerService::NewStub(connection.channel());
+  tessera::v1::ListNodesRequest request;
+  tessera::v1::ListNodesResponse response;
+  connection.Unary([&](grpc::ClientContext* c) { return stub->ListNodes(c, request, &response); });
+  std::vector<std::string> names;
+  for (const auto& n : response.nodes()) {
+    const auto it = n.labels().find(kv[0]);
+    if (it != n.labels().end() && it->second == kv[1]) names.push_back(n.name());
+  }
+  if (names.empty()) throw CliError(kExitFailure, "no node carries the label " + label);
+  return names;
+}
+
 int InjectFault(CommandContext& context, const FaultOptions& options) {
-  tessera::v1::InjectFaultRequest request = ParseFault(options);
-  request.set_idempotency_key(NewUuid());
+  if (options.node.empty() == options.label.empty()) {
+    throw CliError(kExitUsage, "name one NODE or give --label KEY=VALUE, not both");
+  }
+  const tessera::v1::InjectFaultRequest parsed = ParseFault(options);
   Connection& connection = context.connection();
+  const std::vector<std::string> nodes = options.label.empty()
+                                             ? std::vector<std::string>{options.node}
+                                             : NodesLabelled(connection, options.label);
   auto stub = HealthService::NewStub(connection.channel());
-  tessera::v1::InjectFaultResponse response;
-  connection.Unary(
-      [&](grpc::ClientContext* c) { return stub->InjectFault(c, request, &response); });
-  context.out() << "Injected " << options.kind << " into node " << options.node << "\n";
+  for (const std::string& node : nodes) {
+    tessera::v1::InjectFaultRequest request = parsed;
+    request.set_node_name(node);
+    request.set_idempotency_key(NewUuid());
+    tessera::v1::InjectFaultResponse response;
+    connection.Unary(
+        [&](grpc::ClientContext* c) { return stub->InjectFault(c, request, &response); });
+    context.out() << "Injected " << options.kind << " into node " << node << "\n";
+  }
   return kExitOk;
 }
 
@@ -208,10 +249,14 @@ void AddInjectFaultCommand(CLI::App* admin, ActionSlot& slot) {
   CLI::App* inject = admin->add_subcommand(
       "inject-fault",
       "Inject a fault into a node whose worker allows it (for testing remediation)");
-  inject->add_option("NODE", fault->node, "The node")->required();
+  inject->add_option("NODE", fault->node, "The node");
+  inject->add_option("--label", fault->label,
+                     "KEY=VALUE: every node carrying this label instead (switch=sw-2: a switch's "
+                     "nodes)");
   inject
       ->add_option("--kind", fault->kind,
-                   "xid[:CODE], ecc, slow:FACTOR, hang, crash, netdrop[:SECONDS] or clear")
+                   "xid[:CODE], ecc, slow:FACTOR, hang, crash, netdrop[:SECONDS], "
+                   "link-down[:SECONDS] or clear")
       ->required();
   inject->add_option("--gpu", fault->gpu, "GPU index for xid and ecc (default 0)");
   OnParsed(inject, slot, [fault](CommandContext& context) { return InjectFault(context, *fault); });

@@ -75,6 +75,12 @@ void PrintSweep(std::ostream& out, const tessera::v1::GetSweepResponse& response
     out << "\nFindings:\n";
     for (const auto& f : s.findings()) out << "  " << f << "\n";
   }
+  for (const auto& f : s.fabric_faults()) {
+    // A switch (or rack) at fault: its nodes were cordoned together and return together.
+    out << "\nFabric fault, " << f.label() << " " << f.value() << " ("
+        << absl::StrJoin(f.nodes(), ", ") << "):\n";
+    for (const auto& pair : f.pairs()) out << "  " << pair << "\n";
+  }
   if (!s.suspects().empty()) {
     // Nodes that looked slow and were measured again until the sequential test decided.
     out << "\nSuspects measured again:\n";

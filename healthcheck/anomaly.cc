@@ -175,6 +175,58 @@ std::map<std::string, std::vector<double>> NeighbourRatios(
   return ratios;
 }
 
+std::vector<GroupJudgement> JudgeGroups(const std::vector<std::vector<std::string>>& groups,
+                                        const std::vector<v1::HealthCheckResult>& results,
+                                        const AnomalyConfig& config) {
+  std::map<std::string, std::vector<const v1::HealthCheckResult*>> allreduce;  // by node
+  for (const auto& r : results) {
+    if (r.kind() == v1::HEALTH_CHECK_KIND_ALLREDUCE) allreduce[r.node_name()].push_back(&r);
+  }
+  std::vector<GroupJudgement> judged(groups.size());
+  std::vector<double> busbw;
+  std::vector<size_t> measured_groups;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    GroupJudgement& j = judged[g];
+    double worst = -1;
+    for (const auto& member : groups[g]) {
+      const v1::HealthCheckResult* mine = nullptr;
+      for (const auto* r : allreduce[member]) {
+        if (std::vector<std::string>(r->group().begin(), r->group().end()) == groups[g]) mine = r;
+      }
+      if (mine == nullptr) {
+        j = {true, v1::HEALTH_VERDICT_TIMEOUT, absl::StrCat("no all-reduce result from ", member)};
+        break;
+      }
+      if (Failed(mine->verdict())) {
+        j = {true, mine->verdict(),
+             absl::StrCat(member, " reported ", v1::HealthVerdict_Name(mine->verdict()), ": ",
+                          mine->error())};
+        break;
+      }
+      if (mine->samples_size() > 0) {
+        const double b = mine->samples(mine->samples_size() - 1).busbw_gbps();
+        worst = worst < 0 ? b : std::min(worst, b);
+      }
+    }
+    if (!j.bad && worst >= 0) {
+      busbw.push_back(worst);
+      measured_groups.push_back(g);
+    }
+  }
+  if (busbw.size() >= 2) {
+    double median = 0, mad = 0;
+    const auto slow = FarBelow(busbw, config, true, &median, &mad);
+    for (size_t i = 0; i < busbw.size(); ++i) {
+      if (!slow[i]) continue;
+      judged[measured_groups[i]] = {
+          true, v1::HEALTH_VERDICT_SLOW,
+          absl::StrFormat("busbw %.3g GB/s, %.2f x the median %.3g of %d groups", busbw[i],
+                          median > 0 ? busbw[i] / median : 0, median, busbw.size())};
+    }
+  }
+  return judged;
+}
+
 std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
                                    const std::vector<std::vector<std::string>>& groups,
                                    const std::vector<v1::HealthCheckResult>& results,
@@ -190,7 +242,6 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
   // A node's compute figure: a failed check if it had one, else its best passing measurement
   // (a node measured twice keeps the better one).
   std::map<std::string, const v1::HealthCheckResult*> compute;
-  std::map<std::string, std::vector<const v1::HealthCheckResult*>> allreduce;  // by node
   for (const auto& r : results) {
     if (r.kind() == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS && r.step() == 0) {
       const v1::HealthCheckResult*& best = compute[r.node_name()];
@@ -202,7 +253,6 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
         best = &r;
       }
     }
-    if (r.kind() == v1::HEALTH_CHECK_KIND_ALLREDUCE) allreduce[r.node_name()].push_back(&r);
   }
   std::vector<std::string> measured;
   std::vector<double> rates;
@@ -278,73 +328,26 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
     }
   }
 
-  // All-reduce, per group: failed (a member's check failed or is missing) or slow (busbw at the
-  // largest payload far below the groups' median).
-  std::vector<bool> group_bad(groups.size(), false);
-  std::vector<std::string> group_why(groups.size());
-  std::vector<v1::HealthVerdict> group_verdict(groups.size(), v1::HEALTH_VERDICT_SLOW);
-  std::vector<double> busbw;
-  std::vector<size_t> measured_groups;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    double worst = -1;
-    for (const auto& member : groups[g]) {
-      const v1::HealthCheckResult* mine = nullptr;
-      for (const auto* r : allreduce[member]) {
-        if (std::vector<std::string>(r->group().begin(), r->group().end()) == groups[g]) mine = r;
-      }
-      if (mine == nullptr) {
-        group_bad[g] = true;
-        group_verdict[g] = v1::HEALTH_VERDICT_TIMEOUT;
-        group_why[g] = absl::StrCat("no all-reduce result from ", member);
-        break;
-      }
-      if (Failed(mine->verdict())) {
-        group_bad[g] = true;
-        group_verdict[g] = mine->verdict();
-        group_why[g] = absl::StrCat(member, " reported ", v1::HealthVerdict_Name(mine->verdict()),
-                                    ": ", mine->error());
-        break;
-      }
-      if (mine->samples_size() > 0) {
-        const double b = mine->samples(mine->samples_size() - 1).busbw_gbps();
-        worst = worst < 0 ? b : std::min(worst, b);
-      }
-    }
-    if (!group_bad[g] && worst >= 0) {
-      busbw.push_back(worst);
-      measured_groups.push_back(g);
-    }
-  }
-  if (busbw.size() >= 2) {
-    double median = 0, mad = 0;
-    const auto slow = FarBelow(busbw, config, true, &median, &mad);
-    for (size_t i = 0; i < busbw.size(); ++i) {
-      if (!slow[i]) continue;
-      group_bad[measured_groups[i]] = true;
-      group_why[measured_groups[i]] =
-          absl::StrFormat("busbw %.3g GB/s, %.2f x the median %.3g of %d groups", busbw[i],
-                          median > 0 ? busbw[i] / median : 0, median, busbw.size());
-    }
-  }
+  const std::vector<GroupJudgement> judged = JudgeGroups(groups, results, config);
   // A member of a bad group is implicated unless another of its groups was fine, or a partner
   // in that group is already condemned on its own.
   std::map<std::string, int> bad_groups, all_groups;
   for (size_t g = 0; g < groups.size(); ++g) {
     for (const auto& m : groups[g]) {
       ++all_groups[m];
-      if (group_bad[g]) ++bad_groups[m];
+      if (judged[g].bad) ++bad_groups[m];
     }
   }
   for (size_t g = 0; g < groups.size(); ++g) {
-    if (!group_bad[g]) continue;
+    if (!judged[g].bad) continue;
     bool explained = false;
     for (const auto& m : groups[g]) explained = explained || found.count(m);
     if (explained) continue;
     for (const auto& m : groups[g]) {
       if (bad_groups[m] < all_groups[m]) continue;  // cleared by a good group
-      condemn(m, group_verdict[g],
+      condemn(m, judged[g].verdict,
               absl::StrFormat("%s: all-reduce with %s: %s", m, absl::StrJoin(groups[g], "+"),
-                              group_why[g]));
+                              judged[g].why));
     }
   }
 

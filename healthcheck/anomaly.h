@@ -50,6 +50,17 @@ struct Anomaly {
   std::map<std::string, double> evidence;
 };
 
+// One all-reduce group's outcome: bad when a member's check failed or is missing (the verdict
+// says which), or when its busbw at the largest payload is far below the groups' median (SLOW).
+struct GroupJudgement {
+  bool bad = false;
+  v1::HealthVerdict verdict = v1::HEALTH_VERDICT_PASSED;
+  std::string why;  // for a bad group: "node-c reported ERROR: ...", "busbw 0.2 GB/s, ..."
+};
+std::vector<GroupJudgement> JudgeGroups(const std::vector<std::vector<std::string>>& groups,
+                                        const std::vector<v1::HealthCheckResult>& results,
+                                        const AnomalyConfig& config);
+
 // `results` holds the sweep's results (several per node); `groups` the all-reduce groups.
 // Nodes without a compute result are TIMEOUT; so are group members without an all-reduce one.
 std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,

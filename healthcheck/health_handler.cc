@@ -179,7 +179,7 @@ absl::Status HealthHandler::InjectFault(const Who& who, const v1::InjectFaultReq
   if (req.node_name().empty()) return absl::InvalidArgumentError("node_name: required");
   if (req.kind() == v1::FAULT_KIND_UNSPECIFIED || !v1::FaultKind_IsValid(req.kind())) {
     return absl::InvalidArgumentError(
-        "kind: required (xid, ecc, slow, hang, crash, netdrop or clear)");
+        "kind: required (xid, ecc, slow, hang, crash, netdrop, link-down or clear)");
   }
   TESSERA_ASSIGN_OR_RETURN(auto nodes, NodesByName(*scheduler_));
   auto it = nodes.find(req.node_name());

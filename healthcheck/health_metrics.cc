@@ -19,6 +19,11 @@ HealthMetrics::HealthMetrics(metrics::Registry& r)
           "Verdicts not acted on because other tenants' runs shared the node while it was "
           "measured (the node was drained, to be measured again once idle), by verdict.",
           {"verdict"}))),
+      fabric_faults_(metrics::MustRegister(r.AddCounter(
+          "tessera_health_fabric_faults_total",
+          "Switches (or racks) a sweep named at fault, their nodes taken out together, by the "
+          "label that names them.",
+          {"label"}))),
       last_sweep_condemned_(
           &metrics::MustRegister(r.AddGauge("tessera_health_last_sweep_condemned_nodes",
                                             "Nodes the last finished sweep took out of service."))
@@ -34,6 +39,10 @@ void HealthMetrics::SweepFinished(const v1::Sweep& sweep) {
 void HealthMetrics::Deferred(v1::HealthVerdict verdict) {
   deferred_->WithLabels({metrics::EnumLabel(v1::HealthVerdict_Name(verdict), "HEALTH_VERDICT_")})
       .Increment();
+}
+
+void HealthMetrics::FabricFault(const std::string& label) {
+  fabric_faults_->WithLabels({label}).Increment();
 }
 
 void HealthMetrics::Condemned(v1::HealthVerdict verdict) {

@@ -23,14 +23,75 @@ v1::AttemptEndReason CauseOf(v1::HealthVerdict v) {
   }
 }
 
+v1::DetectionMethod DetectedBy(const v1::Sweep& sweep) {
+  return sweep.trigger() == v1::SWEEP_TRIGGER_MFU_DROP ? v1::DETECTION_METHOD_MFU_DROP
+                                                       : v1::DETECTION_METHOD_CANARY_SWEEP;
+}
+
+std::string CordonReason(const std::string& sweep_id, const std::string& finding) {
+  return absl::StrCat(kCordonReasonPrefix, "sweep ", sweep_id, ": ", finding);
+}
+
+bool Named(const google::protobuf::RepeatedPtrField<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// The nodes cordoned together with `node` (itself included), when its cordon is a fabric
+// fault's of one of `sweeps`; just `node` otherwise.
+std::vector<std::string> CordonedWith(const std::vector<v1::Sweep>& sweeps, const v1::Node& node) {
+  for (const auto& s : sweeps) {
+    for (const auto& f : s.fabric_faults()) {
+      if (Named(f.nodes(), node.name()) &&
+          node.status_reason() == CordonReason(s.id(), f.finding())) {
+        return {f.nodes().begin(), f.nodes().end()};
+      }
+    }
+  }
+  return {node.name()};
+}
+
 }  // namespace
 
-void Remediation::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies) {
-  const v1::DetectionMethod how = sweep.trigger() == v1::SWEEP_TRIGGER_MFU_DROP
-                                      ? v1::DETECTION_METHOD_MFU_DROP
-                                      : v1::DETECTION_METHOD_CANARY_SWEEP;
+bool Remediation::TakeOutFabric(v1::Sweep& sweep, const NamedFabricFault& f) {
+  for (const auto& node : f.fault.nodes()) {
+    if (Named(sweep.anomalous_nodes(), node) || DeferredVerdicts::DeferredIn(sweep, node) ||
+        !neighbours_->On(sweep, node).empty()) {
+      return false;
+    }
+  }
+  *sweep.add_fabric_faults() = f.fault;
+  sweep.add_findings(f.fault.finding());
+  if (metrics_) metrics_->FabricFault(f.fault.label());
+  google::protobuf::Struct evidence;
+  auto& e = *evidence.mutable_fields();
+  e["sweep_id"].set_string_value(sweep.id());
+  e["trigger"].set_string_value(v1::SweepTrigger_Name(sweep.trigger()));
+  e["verdict"].set_string_value(v1::HealthVerdict_Name(f.fault.verdict()));
+  e["finding"].set_string_value(f.fault.finding());
+  e["fabric_label"].set_string_value(f.fault.label());
+  e["fabric_value"].set_string_value(f.fault.value());
+  e["fabric_nodes_named"].set_string_value(absl::StrJoin(f.fault.nodes(), ","));
+  for (int i = 0; i < f.fault.pairs_size(); ++i) {
+    e[absl::StrCat("fabric_pair_", i + 1)].set_string_value(f.fault.pairs(i));
+  }
+  for (const auto& [k, v] : f.evidence) e[k].set_number_value(v);
+  const std::string reason = CordonReason(sweep.id(), f.fault.finding());
+  for (const auto& node : f.fault.nodes()) {
+    sweep.add_anomalous_nodes(node);
+    if (metrics_) metrics_->Condemned(f.fault.verdict());
+    TakeOutOfService(node, reason, evidence, v1::ATTEMPT_END_REASON_NODE_FAILURE,
+                     DetectedBy(sweep));
+  }
+  spdlog::warn("health: sweep {}: {}", sweep.id(), f.fault.finding());
+  return true;
+}
+
+void Remediation::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomalies,
+                            const std::vector<NamedFabricFault>& fabric) {
+  const v1::DetectionMethod how = DetectedBy(sweep);
   // Who shares the nodes now, looked at once for all of this stage's verdicts.
-  if (!anomalies.empty()) neighbours_->Observe(sweep);
+  if (!anomalies.empty() || !fabric.empty()) neighbours_->Observe(sweep);
+  for (const auto& f : fabric) TakeOutFabric(sweep, f);
   for (const auto& a : anomalies) {
     if (std::find(sweep.anomalous_nodes().begin(), sweep.anomalous_nodes().end(), a.node) !=
         sweep.anomalous_nodes().end()) {
@@ -55,9 +116,8 @@ void Remediation::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomal
       e["trigger_detail"].set_string_value(sweep.trigger_detail());
     }
     for (const auto& [k, v] : a.evidence) e[k].set_number_value(v);
-    TakeOutOfService(a.node,
-                     absl::StrCat(kCordonReasonPrefix, "sweep ", sweep.id(), ": ", a.finding),
-                     evidence, CauseOf(a.verdict), how);
+    TakeOutOfService(a.node, CordonReason(sweep.id(), a.finding), evidence, CauseOf(a.verdict),
+                     how);
   }
 }
 
@@ -87,29 +147,49 @@ void Remediation::ReturnToService(const v1::Sweep& finished) {
   if (uncordon_after_passes_ <= 0) return;
   auto sweeps = store_->ListSweeps(500);
   if (!sweeps.ok()) return;
-  for (const auto& name : finished.node_names()) {
+  // Cordoned by the health API, and not since by anyone else.
+  const auto ours = [&](const std::string& name) -> const v1::Node* {
     auto it = nodes->find(name);
     if (it == nodes->end() || it->second.admin_state() != v1::NODE_ADMIN_STATE_CORDONED ||
         it->second.status_reason().rfind(kCordonReasonPrefix, 0) != 0) {
-      continue;  // not ours to return
+      return nullptr;
     }
-    int passes = 0;
+    return &it->second;
+  };
+  // Finished sweeps in a row, newest first, that included the node and found nothing on it.
+  const auto passes = [&](const std::string& name) {
+    int n = 0;
     for (const auto& s : *sweeps) {  // newest first
-      if (s.state() != v1::SWEEP_STATE_FINISHED) continue;
-      if (std::find(s.node_names().begin(), s.node_names().end(), name) == s.node_names().end()) {
-        continue;
-      }
-      const auto named = [&name](const auto& list) {
-        return std::find(list.begin(), list.end(), name) != list.end();
-      };
-      if (named(s.anomalous_nodes()) || named(s.repeat_nodes())) break;  // found at fault or slow
-      ++passes;
+      if (s.state() != v1::SWEEP_STATE_FINISHED || !Named(s.node_names(), name)) continue;
+      if (Named(s.anomalous_nodes(), name) || Named(s.repeat_nodes(), name)) break;
+      ++n;
     }
-    if (passes >= uncordon_after_passes_) {
+    return n;
+  };
+  std::set<std::string> looked_at;
+  for (const auto& name : finished.node_names()) {
+    const v1::Node* node = ours(name);
+    if (node == nullptr || looked_at.count(name)) continue;
+    // A fabric fault's nodes return together: all that still hold its cordon must have passed.
+    std::vector<std::pair<std::string, int>> together;
+    bool all_passed = true;
+    for (const auto& member : CordonedWith(*sweeps, *node)) {
+      const v1::Node* m = ours(member);
+      if (m == nullptr || m->status_reason() != node->status_reason()) continue;
+      looked_at.insert(member);
+      together.emplace_back(member, passes(member));
+      all_passed = all_passed && together.back().second >= uncordon_after_passes_;
+    }
+    if (!all_passed) continue;
+    const std::string with = together.size() > 1
+                                 ? absl::StrCat(", with the ", together.size() - 1,
+                                                " other node(s) of ", "the same fabric fault")
+                                 : "";
+    for (const auto& [member, n] : together) {
       auto st = cordon_->Uncordon(
-          name, absl::StrCat(kCordonReasonPrefix, "passed ", passes, " sweeps in a row"));
+          member, absl::StrCat(kCordonReasonPrefix, "passed ", n, " sweeps in a row", with));
       if (st.ok()) {
-        spdlog::info("health: {} returned to service after {} passing sweeps", name, passes);
+        spdlog::info("health: {} returned to service after {} passing sweeps{}", member, n, with);
       }
     }
   }

@@ -279,7 +279,7 @@ void SweepDriver::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthChec
   anomalies.insert(anomalies.end(), verdicts.anomalies.begin(), verdicts.anomalies.end());
   sweep.set_state(v1::SWEEP_STATE_FINISHED);
   *sweep.mutable_finished_at() = ToProtoTime(clock_->Now());
-  remediation_->Remediate(sweep, anomalies);
+  remediation_->Remediate(sweep, anomalies, FabricFaults(nodes, results, verdicts));
   neighbours_->Forget(sweep.id());
   if (auto st = store_->UpdateSweep(sweep); !st.ok()) {
     spdlog::warn("health: sweep {} not saved: {}", sweep.id(), st.ToString());
@@ -291,6 +291,23 @@ void SweepDriver::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthChec
                                         : absl::StrJoin(sweep.findings(), "; "));
   remediation_->ReturnToService(sweep);
   FollowUp(sweep);
+}
+
+std::vector<NamedFabricFault> SweepDriver::FabricFaults(
+    const std::vector<std::string>& nodes, const std::vector<v1::HealthCheckResult>& results,
+    const ConfirmationVerdicts& verdicts) const {
+  // Without the nodes' labels nothing names a switch; each node's own verdict stands.
+  auto known = NodesByName(*scheduler_);
+  if (!known.ok()) return {};
+  std::set<std::string> condemned_before;  // by compute stress and its confirmation
+  for (const auto& a : FindAnomalies(nodes, {}, results, config_.anomaly)) {
+    condemned_before.insert(a.node);
+  }
+  for (const auto& a : verdicts.anomalies) condemned_before.insert(a.node);
+  for (const auto& n : verdicts.repeat) condemned_before.insert(n);
+  const auto groups = RingPairs(nodes);
+  return FindFabricFaults(nodes, groups, JudgeGroups(groups, results, config_.anomaly), *known,
+                          condemned_before);
 }
 
 // Inconclusive nodes, and nodes found slow that must be found so twice, are measured again at

@@ -16,7 +16,9 @@
 #include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "base/random.h"
+#include "healthcheck/anomaly.h"
 #include "healthcheck/confirmation.h"
+#include "healthcheck/fabric_fault.h"
 #include "healthcheck/health_clients.h"
 #include "healthcheck/health_config.h"
 #include "healthcheck/health_metrics.h"
@@ -68,6 +70,11 @@ class SweepDriver {
   // `plan`: the confirmation as the results leave it (suspects decided, or out of steps).
   void FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results,
                    const ConfirmationPlan& plan);
+  // The switches (or racks) the finished sweep's all-reduce pairs name at fault (fabric_fault.h);
+  // nodes condemned or found slow by compute stress are not the fabric's.
+  std::vector<NamedFabricFault> FabricFaults(const std::vector<std::string>& nodes,
+                                             const std::vector<v1::HealthCheckResult>& results,
+                                             const ConfirmationVerdicts& verdicts) const;
   // A sweep that left nodes inconclusive (or found slow once) starts one follow-up sweep of the
   // same nodes.
   void FollowUp(v1::Sweep& finished);

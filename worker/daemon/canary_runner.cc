@@ -129,6 +129,10 @@ absl::Status CanaryRunner::Start(const v1::StartCanary& start) {
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the worker is stopping");
+    if (start.kind() == v1::HEALTH_CHECK_KIND_ALLREDUCE && clock_->Now() < link_down_until_) {
+      results_.push_back(LinkDownResult(start));
+      return absl::OkStatus();
+    }
     for (auto it = workers_.begin(); it != workers_.end();) {
       if (it->done) {
         finished.push_back(std::move(it->thread));
@@ -144,6 +148,28 @@ absl::Status CanaryRunner::Start(const v1::StartCanary& start) {
   }
   for (auto& t : finished) t.join();
   return absl::OkStatus();
+}
+
+void CanaryRunner::SetLinkDown(absl::Duration down) {
+  absl::MutexLock lock(&mu_);
+  link_down_until_ =
+      down == absl::InfiniteDuration() ? absl::InfiniteFuture() : clock_->Now() + down;
+}
+
+v1::HealthCheckResult CanaryRunner::LinkDownResult(const v1::StartCanary& start) const {
+  v1::HealthCheckResult result;
+  result.set_sweep_id(start.sweep_id());
+  result.set_node_name(node_name_);
+  result.set_kind(start.kind());
+  *result.mutable_group() = start.group();
+  result.set_step(start.step());
+  result.set_verdict(v1::HEALTH_VERDICT_ERROR);
+  result.set_error("no peer reachable: the node's data link is down (injected fault)");
+  *result.mutable_started_at() = ToProtoTime(clock_->Now());
+  *result.mutable_finished_at() = result.started_at();
+  spdlog::info("canary {} of sweep {}: {} {}", v1::HealthCheckKind_Name(start.kind()),
+               start.sweep_id(), v1::HealthVerdict_Name(result.verdict()), result.error());
+  return result;
 }
 
 std::vector<CanaryRunner::IdleServer> CanaryRunner::TakeExpiredServers() {

@@ -51,6 +51,11 @@ class CanaryRunner {
   std::vector<pid_t> ProcessGroups();
   // Servers waiting for a check.
   size_t IdleServers();
+  // An injected link fault (FAULT_KIND_LINK_DOWN): for `down` from now (InfiniteDuration:
+  // until cleared; zero clears it) this node's all-reduce checks reach no peer. Such a check
+  // runs no canary and is answered ERROR at once; its peers' canaries wait for it and time out,
+  // as behind a dead switch port. Compute checks and the control stream are untouched.
+  void SetLinkDown(absl::Duration down);
 
   // The tessera-canary arguments for a request (also what a person would run by hand).
   static absl::StatusOr<std::vector<std::string>> Arguments(const v1::StartCanary& start);
@@ -77,6 +82,8 @@ class CanaryRunner {
   absl::StatusOr<std::unique_ptr<CanaryServer>> TakeServer(bool fresh);
   // Back to the idle ones when `keep` and there is room; otherwise ended.
   void ReleaseServer(std::unique_ptr<CanaryServer> server, bool keep);
+  // What an all-reduce check behind a downed link (SetLinkDown) is answered.
+  v1::HealthCheckResult LinkDownResult(const v1::StartCanary& start) const;
   // The idle servers past the limit, out of the pool (ended by their destruction, outside the
   // lock).
   std::vector<IdleServer> TakeExpiredServers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -93,6 +100,7 @@ class CanaryRunner {
   std::list<Worker> workers_ ABSL_GUARDED_BY(mu_);
   int servers_started_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time link_down_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 }  // namespace tessera::worker

@@ -42,9 +42,19 @@ absl::Status FaultInjector::Validate(const v1::InjectFault& f) const {
     case v1::FAULT_KIND_CRASH:
     case v1::FAULT_KIND_NETDROP:
       return absl::OkStatus();
+    case v1::FAULT_KIND_LINK_DOWN:
+      if (!targets_.link_down) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("node ", node_name_, " runs no canaries: it has no link to take down"));
+      }
+      if (f.seconds() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("seconds: ", f.seconds(), " is negative (0: until cleared)"));
+      }
+      return absl::OkStatus();
     default:
       return absl::InvalidArgumentError(
-          "kind: must be xid, ecc, slow, hang, crash, netdrop or clear");
+          "kind: must be xid, ecc, slow, hang, crash, netdrop, link-down or clear");
   }
 }
 
@@ -81,6 +91,10 @@ absl::Status FaultInjector::Inject(const v1::InjectFault& f) {
       return absl::OkStatus();
     case v1::FAULT_KIND_CLEAR:
       targets_.throttle->SetFactor(1);
+      if (targets_.link_down) targets_.link_down(absl::ZeroDuration());
+      return absl::OkStatus();
+    case v1::FAULT_KIND_LINK_DOWN:
+      targets_.link_down(f.seconds() > 0 ? absl::Seconds(f.seconds()) : absl::InfiniteDuration());
       return absl::OkStatus();
     case v1::FAULT_KIND_NETDROP:
       targets_.drop_network(absl::Seconds(f.seconds() > 0 ? f.seconds() : 30));

@@ -7,7 +7,9 @@
 //   hang       they stop for good: no more progress
 //   crash      the node dies: its ranks are killed and the worker exits at once
 //   netdrop    the control stream is cut for some seconds: the lease lapses and the node fences
-//   clear      slow and hang are lifted
+//   link-down  the data link is cut (for some seconds, or until cleared): all-reduce canaries
+//              reach no peer, the control stream stays up (a failed switch or port)
+//   clear      slow, hang and link-down are lifted
 #pragma once
 
 #include <functional>
@@ -26,6 +28,8 @@ struct FaultTargets {
   int gpu_count = 0;
   ProcessThrottle* throttle = nullptr;
   std::function<void(absl::Duration)> drop_network;
+  // How long the data link is down from now (InfiniteDuration: until cleared; zero: up again).
+  std::function<void(absl::Duration)> link_down;
   std::function<void()> crash;
 };
 

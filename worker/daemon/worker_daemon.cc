@@ -333,6 +333,7 @@ void WorkerDaemon::StartHealthParts(const GpuInventory& inventory) {
                    .gpu_count = static_cast<int>(inventory.gpus.size()),
                    .throttle = throttle_.get(),
                    .drop_network = [this](absl::Duration t) { session_->DropNetwork(t); },
+                   .link_down = [this](absl::Duration down) { canaries_->SetLinkDown(down); },
                    .crash = [this] { Crash(); }});
 }
 

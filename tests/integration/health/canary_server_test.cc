@@ -210,5 +210,46 @@ TEST_CASE("an all-reduce's rendezvous port is walled from the node's ranks while
                      ending(absl::StrCat("-D ", walls->chain(), " ", rule))) != lines.end());
 }
 
+TEST_CASE("behind a downed link an all-reduce reaches no peer, compute checks still run") {
+  TempDir dir;
+  auto clock = std::make_shared<FakeClock>();
+  worker::CanaryRunner runner(BinaryPath("tessera-canary"), "node-a", dir.path, clock);
+  v1::StartCanary c;
+  c.set_sweep_id("s1");
+  c.set_kind(v1::HEALTH_CHECK_KIND_ALLREDUCE);
+  c.add_group("node-a");
+  c.set_master_addr("127.0.0.1");
+  c.set_master_port(FreePort());
+  c.add_payload_bytes(1 << 20);
+  c.mutable_timeout()->set_seconds(60);
+  runner.SetLinkDown(absl::Seconds(10));
+  REQUIRE(runner.Start(c).ok());
+  // Answered at once, without a canary process.
+  auto results = runner.TakeResults();
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].verdict() == v1::HEALTH_VERDICT_ERROR);
+  CHECK(results[0].error() == "no peer reachable: the node's data link is down (injected fault)");
+  CHECK(results[0].group(0) == "node-a");
+  CHECK(runner.ProcessGroups().empty());
+  REQUIRE(runner.Start(ComputeCheck(0.2, 60)).ok());
+  CHECK(AwaitResult(runner).verdict() == v1::HEALTH_VERDICT_PASSED);
+  // Up again when its time is over.
+  clock->Advance(absl::Seconds(11));
+  c.set_master_port(FreePort());
+  REQUIRE(runner.Start(c).ok());
+  const auto after = AwaitResult(runner);
+  INFO(after.error());
+  CHECK(after.verdict() == v1::HEALTH_VERDICT_PASSED);
+  // Until cleared, then cleared.
+  runner.SetLinkDown(absl::InfiniteDuration());
+  clock->Advance(absl::Hours(1000));
+  REQUIRE(runner.Start(c).ok());
+  REQUIRE(runner.TakeResults().size() == 1);
+  runner.SetLinkDown(absl::ZeroDuration());
+  c.set_master_port(FreePort());
+  REQUIRE(runner.Start(c).ok());
+  CHECK(AwaitResult(runner).verdict() == v1::HEALTH_VERDICT_PASSED);
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "tests/support/temp_dir.h"
@@ -92,10 +93,12 @@ TEST_CASE("fault injection: refused without permission, XIDs only into simulated
   SimulatedGpuProbe gpus;
   ProcessThrottle throttle([] { return std::vector<pid_t>{}; });
   absl::Duration dropped = absl::ZeroDuration();
+  std::optional<absl::Duration> link_down;
   FaultTargets targets{.simulated_gpus = &gpus,
                        .gpu_count = 2,
                        .throttle = &throttle,
                        .drop_network = [&](absl::Duration d) { dropped = d; },
+                       .link_down = [&](absl::Duration d) { link_down = d; },
                        .crash = [] { FAIL("no crash in this test"); }};
   v1::InjectFault xid;
   xid.set_kind(v1::FAULT_KIND_XID);
@@ -128,6 +131,23 @@ TEST_CASE("fault injection: refused without permission, XIDs only into simulated
   net.set_kind(v1::FAULT_KIND_NETDROP);
   REQUIRE(injector.Inject(net).ok());
   CHECK(dropped == absl::Seconds(30));
+  // A link down for some seconds or until cleared; clear brings it up.
+  v1::InjectFault link;
+  link.set_kind(v1::FAULT_KIND_LINK_DOWN);
+  link.set_seconds(12);
+  REQUIRE(injector.Inject(link).ok());
+  CHECK(link_down == absl::Seconds(12));
+  link.set_seconds(0);
+  REQUIRE(injector.Inject(link).ok());
+  CHECK(link_down == absl::InfiniteDuration());
+  REQUIRE(injector.Inject(clear).ok());
+  CHECK(link_down == absl::ZeroDuration());
+  link.set_seconds(-1);
+  CHECK(injector.Inject(link).message() == "seconds: -1 is negative (0: until cleared)");
+  FaultTargets no_canaries = targets;
+  no_canaries.link_down = nullptr;
+  CHECK(FaultInjector(true, "n1", no_canaries).Validate(link).code() ==
+        absl::StatusCode::kFailedPrecondition);
   FaultTargets real = targets;
   real.simulated_gpus = nullptr;
   CHECK(FaultInjector(true, "n1", real).Validate(xid).code() ==
