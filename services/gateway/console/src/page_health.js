@@ -126,6 +126,16 @@ export async function mountSweep(container, ctx) {
       : h('div', { testid: 'sweep-anomalies' }, h('h2', null, 'Anomalies'),
         h('p', { class: state === 'RUNNING' ? 'muted' : 'verdict-ok' }, state === 'RUNNING' ? 'Measuring…' : 'No anomaly: every node is within range of its peers.'));
 
+    // A switch (or rack) whose every all-reduce pair failed: its nodes were cordoned together.
+    const fabric = (s.fabric_faults || []).length
+      ? h('section', { class: 'card', testid: 'sweep-fabric' },
+        h('h2', null, 'Fabric faults'),
+        s.fabric_faults.map((f) => h('div', { testid: 'sweep-fabric-fault' },
+          h('p', null, `${f.label} ${f.value}: `, (f.nodes || []).map((n) => badge(n, 'bad')),
+            ' cordoned together, returned together once all of them pass'),
+          h('ul', { class: 'findings' }, (f.pairs || []).map((p) => h('li', null, p))))))
+      : null;
+
     // Nodes that looked slow, measured again in turn with peers until the sequential test decided.
     const suspects = (s.suspects || []).length
       ? h('section', { class: 'card', testid: 'sweep-suspects' },
@@ -140,6 +150,7 @@ export async function mountSweep(container, ctx) {
       : null;
     replaceChildren(body,
       h('div', { class: 'run-top' }, h('section', { class: 'card' }, h('h2', null, 'Sweep'), info), h('section', { class: 'card' }, anomalies)),
+      fabric,
       suspects,
       h('section', { class: 'card' }, h('h2', null, 'Per node'), nodeSummary(s, results)),
       h('section', { class: 'card' }, h('h2', null, 'Every result'), resultTable(results)));
