@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,23 @@ v1::DetectionMethod DetectedBy(const v1::Sweep& sweep) {
 
 std::string CordonReason(const std::string& sweep_id, const std::string& finding) {
   return absl::StrCat(kCordonReasonPrefix, "sweep ", sweep_id, ": ", finding);
+}
+
+// What every cordon a sweep makes carries: the sweep, its trigger, the verdict and finding, and
+// the figures.
+google::protobuf::Struct SweepEvidence(const v1::Sweep& sweep, v1::HealthVerdict verdict,
+                                       const std::string& finding,
+                                       const std::map<std::string, double>& figures) {
+  google::protobuf::Struct evidence;
+  auto& e = *evidence.mutable_fields();
+  e["sweep_id"].set_string_value(sweep.id());
+  e["trigger"].set_string_value(v1::SweepTrigger_Name(sweep.trigger()));
+  e["verdict"].set_string_value(v1::HealthVerdict_Name(verdict));
+  e["finding"].set_string_value(finding);
+  if (!sweep.run_name().empty()) e["run_name"].set_string_value(sweep.run_name());
+  if (!sweep.trigger_detail().empty()) e["trigger_detail"].set_string_value(sweep.trigger_detail());
+  for (const auto& [k, v] : figures) e[k].set_number_value(v);
+  return evidence;
 }
 
 bool Named(const google::protobuf::RepeatedPtrField<std::string>& list, const std::string& name) {
@@ -62,19 +80,15 @@ bool Remediation::TakeOutFabric(v1::Sweep& sweep, const NamedFabricFault& f) {
   *sweep.add_fabric_faults() = f.fault;
   sweep.add_findings(f.fault.finding());
   if (metrics_) metrics_->FabricFault(f.fault.label());
-  google::protobuf::Struct evidence;
+  google::protobuf::Struct evidence =
+      SweepEvidence(sweep, f.fault.verdict(), f.fault.finding(), f.evidence);
   auto& e = *evidence.mutable_fields();
-  e["sweep_id"].set_string_value(sweep.id());
-  e["trigger"].set_string_value(v1::SweepTrigger_Name(sweep.trigger()));
-  e["verdict"].set_string_value(v1::HealthVerdict_Name(f.fault.verdict()));
-  e["finding"].set_string_value(f.fault.finding());
   e["fabric_label"].set_string_value(f.fault.label());
   e["fabric_value"].set_string_value(f.fault.value());
   e["fabric_nodes_named"].set_string_value(absl::StrJoin(f.fault.nodes(), ","));
   for (int i = 0; i < f.fault.pairs_size(); ++i) {
     e[absl::StrCat("fabric_pair_", i + 1)].set_string_value(f.fault.pairs(i));
   }
-  for (const auto& [k, v] : f.evidence) e[k].set_number_value(v);
   const std::string reason = CordonReason(sweep.id(), f.fault.finding());
   for (const auto& node : f.fault.nodes()) {
     sweep.add_anomalous_nodes(node);
@@ -93,10 +107,7 @@ void Remediation::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomal
   if (!anomalies.empty() || !fabric.empty()) neighbours_->Observe(sweep);
   for (const auto& f : fabric) TakeOutFabric(sweep, f);
   for (const auto& a : anomalies) {
-    if (std::find(sweep.anomalous_nodes().begin(), sweep.anomalous_nodes().end(), a.node) !=
-        sweep.anomalous_nodes().end()) {
-      continue;  // taken out at an earlier stage
-    }
+    if (Named(sweep.anomalous_nodes(), a.node)) continue;       // taken out at an earlier stage
     if (DeferredVerdicts::DeferredIn(sweep, a.node)) continue;  // at an earlier stage
     if (const std::set<std::string> others = neighbours_->On(sweep, a.node); !others.empty()) {
       deferred_->Defer(sweep, a, others);
@@ -105,18 +116,8 @@ void Remediation::Remediate(v1::Sweep& sweep, const std::vector<Anomaly>& anomal
     sweep.add_anomalous_nodes(a.node);
     sweep.add_findings(a.finding);
     if (metrics_) metrics_->Condemned(a.verdict);
-    google::protobuf::Struct evidence;
-    auto& e = *evidence.mutable_fields();
-    e["sweep_id"].set_string_value(sweep.id());
-    e["trigger"].set_string_value(v1::SweepTrigger_Name(sweep.trigger()));
-    e["verdict"].set_string_value(v1::HealthVerdict_Name(a.verdict));
-    e["finding"].set_string_value(a.finding);
-    if (!sweep.run_name().empty()) e["run_name"].set_string_value(sweep.run_name());
-    if (!sweep.trigger_detail().empty()) {
-      e["trigger_detail"].set_string_value(sweep.trigger_detail());
-    }
-    for (const auto& [k, v] : a.evidence) e[k].set_number_value(v);
-    TakeOutOfService(a.node, CordonReason(sweep.id(), a.finding), evidence, CauseOf(a.verdict),
+    TakeOutOfService(a.node, CordonReason(sweep.id(), a.finding),
+                     SweepEvidence(sweep, a.verdict, a.finding, a.evidence), CauseOf(a.verdict),
                      how);
   }
 }

@@ -296,6 +296,10 @@ void SweepDriver::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthChec
 std::vector<NamedFabricFault> SweepDriver::FabricFaults(
     const std::vector<std::string>& nodes, const std::vector<v1::HealthCheckResult>& results,
     const ConfirmationVerdicts& verdicts) const {
+  const auto groups = RingPairs(nodes);
+  const std::vector<GroupJudgement> judged = JudgeGroups(groups, results, config_.anomaly);
+  // Most sweeps: every pair passed, and nothing more is asked of the scheduler.
+  if (std::none_of(judged.begin(), judged.end(), [](const auto& j) { return j.bad; })) return {};
   // Without the nodes' labels nothing names a switch; each node's own verdict stands.
   auto known = NodesByName(*scheduler_);
   if (!known.ok()) return {};
@@ -305,9 +309,7 @@ std::vector<NamedFabricFault> SweepDriver::FabricFaults(
   }
   for (const auto& a : verdicts.anomalies) condemned_before.insert(a.node);
   for (const auto& n : verdicts.repeat) condemned_before.insert(n);
-  const auto groups = RingPairs(nodes);
-  return FindFabricFaults(nodes, groups, JudgeGroups(groups, results, config_.anomaly), *known,
-                          condemned_before);
+  return FindFabricFaults(nodes, groups, judged, *known, condemned_before);
 }
 
 // Inconclusive nodes, and nodes found slow that must be found so twice, are measured again at

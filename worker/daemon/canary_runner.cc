@@ -156,16 +156,21 @@ void CanaryRunner::SetLinkDown(absl::Duration down) {
       down == absl::InfiniteDuration() ? absl::InfiniteFuture() : clock_->Now() + down;
 }
 
-v1::HealthCheckResult CanaryRunner::LinkDownResult(const v1::StartCanary& start) const {
+v1::HealthCheckResult CanaryRunner::ResultFor(const v1::StartCanary& start) const {
   v1::HealthCheckResult result;
   result.set_sweep_id(start.sweep_id());
   result.set_node_name(node_name_);
   result.set_kind(start.kind());
   *result.mutable_group() = start.group();
   result.set_step(start.step());
+  *result.mutable_started_at() = ToProtoTime(clock_->Now());
+  return result;
+}
+
+v1::HealthCheckResult CanaryRunner::LinkDownResult(const v1::StartCanary& start) const {
+  v1::HealthCheckResult result = ResultFor(start);
   result.set_verdict(v1::HEALTH_VERDICT_ERROR);
   result.set_error("no peer reachable: the node's data link is down (injected fault)");
-  *result.mutable_started_at() = ToProtoTime(clock_->Now());
   *result.mutable_finished_at() = result.started_at();
   spdlog::info("canary {} of sweep {}: {} {}", v1::HealthCheckKind_Name(start.kind()),
                start.sweep_id(), v1::HealthVerdict_Name(result.verdict()), result.error());
@@ -221,13 +226,7 @@ absl::StatusOr<std::unique_ptr<CanaryServer>> CanaryRunner::TakeServer(bool fres
 }
 
 void CanaryRunner::Run(v1::StartCanary start, std::vector<std::string> args, Worker* worker) {
-  v1::HealthCheckResult result;
-  result.set_sweep_id(start.sweep_id());
-  result.set_node_name(node_name_);
-  result.set_kind(start.kind());
-  *result.mutable_group() = start.group();
-  result.set_step(start.step());
-  *result.mutable_started_at() = ToProtoTime(clock_->Now());
+  v1::HealthCheckResult result = ResultFor(start);
   // The canary enforces its own timeout; this one catches a canary that cannot (stopped).
   const absl::Duration limit = absl::Seconds(TimeoutSeconds(start) + 5);
   absl::StatusOr<std::unique_ptr<CanaryServer>> server = TakeServer(/*fresh=*/false);

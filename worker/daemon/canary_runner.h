@@ -82,6 +82,8 @@ class CanaryRunner {
   absl::StatusOr<std::unique_ptr<CanaryServer>> TakeServer(bool fresh);
   // Back to the idle ones when `keep` and there is room; otherwise ended.
   void ReleaseServer(std::unique_ptr<CanaryServer> server, bool keep);
+  // A result for `start`, named and started now; the verdict is the caller's.
+  v1::HealthCheckResult ResultFor(const v1::StartCanary& start) const;
   // What an all-reduce check behind a downed link (SetLinkDown) is answered.
   v1::HealthCheckResult LinkDownResult(const v1::StartCanary& start) const;
   // The idle servers past the limit, out of the pool (ended by their destruction, outside the
