@@ -178,6 +178,7 @@ class SchedulerComponent final : public Component {
             scheduler::MakeGrpcRunsClient(runs, system_key, f.CallOptions({}), Fence()), workers_,
             f.idempotency, f.clock,
             scheduler::SchedulerConfig{.lease = o.lease,
+                                       .loss_after = o.loss_after,
                                        .heartbeat_interval = o.heartbeat_interval,
                                        .stop_grace = o.stop_grace,
                                        .fair_share_half_life = o.fair_share_half_life,

@@ -93,6 +93,7 @@ std::unique_ptr<Component> MakeRunsComponent(const Foundation& f,
 
 struct SchedulerOptions {
   absl::Duration lease = absl::Seconds(3);
+  absl::Duration loss_after = absl::ZeroDuration();  // zero: the lease
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration cycle_interval = absl::Milliseconds(200);
   absl::Duration stop_grace = absl::Seconds(10);

@@ -1,14 +1,22 @@
 #include "server/scheduler_flags.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
 namespace tessera::server {
 
 void AddSchedulerFlags(CLI::App& app, SchedulerFlags& f) {
   app.add_option("--lease-seconds", f.lease_seconds,
-                 "a node that has not heartbeat for this long is lost")
+                 "the workers' lease: a worker kills its ranks before it ends unrenewed; a node "
+                 "that has not heartbeat for this long is lost (unless --loss-seconds is shorter). "
+                 "With standby schedulers, 10 or more: the time to find a new leader")
       ->capture_default_str()
       ->check(CLI::Range(0.2, 3600.0));
+  app.add_option("--loss-seconds", f.loss_seconds,
+                 "a node this leader has heard from is lost once silent this long, at most the "
+                 "lease (0: the lease); a node that missed one heartbeat gets no new work")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--heartbeat-seconds", f.heartbeat_seconds, "how often workers heartbeat")
       ->capture_default_str()
       ->check(CLI::Range(0.05, 600.0));
@@ -35,9 +43,20 @@ void AddSchedulerFlags(CLI::App& app, SchedulerFlags& f) {
       });
 }
 
-SchedulerOptions FinishSchedulerFlags(const SchedulerFlags& f) {
+absl::StatusOr<SchedulerOptions> FinishSchedulerFlags(const SchedulerFlags& f) {
+  if (f.loss_seconds > f.lease_seconds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--loss-seconds ", f.loss_seconds, " is longer than --lease-seconds ", f.lease_seconds,
+        ": a node's ranks would outlive its loss by more than the lease they are fenced by"));
+  }
+  if (f.loss_seconds > 0 && f.loss_seconds <= f.heartbeat_seconds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--loss-seconds ", f.loss_seconds, " is not longer than --heartbeat-seconds ",
+        f.heartbeat_seconds, ": every live node would be declared lost between two beats"));
+  }
   SchedulerOptions o;
   o.lease = absl::Seconds(f.lease_seconds);
+  o.loss_after = absl::Seconds(f.loss_seconds);
   o.heartbeat_interval = absl::Seconds(f.heartbeat_seconds);
   o.stop_grace = absl::Seconds(f.stop_grace_seconds);
   o.max_clock_skew = absl::Seconds(f.max_clock_skew_seconds);

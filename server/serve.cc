@@ -142,6 +142,7 @@ struct PartOptions {
   RunsOptions runs;
   LogsOptions logs;
   HealthOptions health;
+  SchedulerOptions scheduler;
 };
 
 absl::StatusOr<PartOptions> FinishPartFlags(const Parts& parts, ServerFlags& f) {
@@ -150,6 +151,9 @@ absl::StatusOr<PartOptions> FinishPartFlags(const Parts& parts, ServerFlags& f) 
   TESSERA_ASSIGN_OR_RETURN(o.logs, FinishLogsFlags(f.logs, f.db));
   if (parts.health) {
     TESSERA_ASSIGN_OR_RETURN(o.health, FinishHealthFlags(std::move(f.health)));
+  }
+  if (parts.scheduler) {
+    TESSERA_ASSIGN_OR_RETURN(o.scheduler, FinishSchedulerFlags(f.scheduler));
   }
   return o;
 }
@@ -174,7 +178,7 @@ std::vector<std::unique_ptr<Component>> MakeComponents(const Parts& parts, Found
     components.push_back(MakeRunsComponent(f, scheduler(), logs, system_key, o.runs));
   }
   if (parts.scheduler) {
-    SchedulerOptions sched = FinishSchedulerFlags(flags.scheduler);
+    SchedulerOptions sched = o.scheduler;
     sched.database_url = flags.db.url;
     sched.instance_id = InstanceId();
     std::shared_ptr<ChannelRef> health = parts.health ? self : nullptr;

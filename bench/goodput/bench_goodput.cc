@@ -14,6 +14,7 @@
 // over wall time) and the largest difference between the two runs' losses.
 //
 //   bench_goodput [--steps N] [--rounds R] [--seed S] [--min-gap S] [--max-gap S] [--kinds a,b]
+//                 [--loss-seconds S]   (the schedulers' loss lease; 0: their 10 s lease)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +43,7 @@ struct Options {
   int rounds = 2;
   uint32_t seed = 1;
   double min_gap = 30, max_gap = 60;
+  double loss_seconds = 2.8;
   std::vector<std::string> kinds = AllFaultKinds();
 };
 
@@ -61,6 +63,9 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       ok = absl::SimpleAtod(value, &o->min_gap) && o->min_gap >= 5;
     } else if (flag == "--max-gap") {
       ok = absl::SimpleAtod(value, &o->max_gap) && o->max_gap >= o->min_gap;
+    } else if (flag == "--loss-seconds") {
+      ok = absl::SimpleAtod(value, &o->loss_seconds) &&
+           (o->loss_seconds == 0 || (o->loss_seconds > 1 && o->loss_seconds <= 10));
     } else if (flag == "--kinds") {
       o->kinds = absl::StrSplit(value, ',', absl::SkipEmpty());
       for (const auto& k : o->kinds) {
@@ -141,7 +146,7 @@ int Main(const Options& o) {
       "bench_goodput: %d steps, %d round(s) of %zu fault kinds, seed %u, gaps %.0f-%.0f s\n",
       o.steps, o.rounds, o.kinds.size(), o.seed, o.min_gap, o.max_gap);
   std::printf("process logs in %s\n", root.c_str());
-  auto started = SplitCluster::Start({.root = root});
+  auto started = SplitCluster::Start({.loss_seconds = o.loss_seconds, .root = root});
   if (!started.ok()) {
     std::fprintf(stderr, "cluster: %s\n", started.status().ToString().c_str());
     return 1;
@@ -255,7 +260,7 @@ int main(int argc, char** argv) {
   if (!tessera::bench::ParseArgs(argc, argv, &o)) {
     std::fprintf(stderr,
                  "usage: bench_goodput [--steps N] [--rounds R] [--seed S] [--min-gap S] "
-                 "[--max-gap S] [--kinds xid,crash,...]\n");
+                 "[--max-gap S] [--kinds xid,crash,...] [--loss-seconds S]\n");
     return 64;
   }
   return tessera::bench::Main(o);

@@ -70,8 +70,10 @@ absl::Status SplitCluster::StartService(const std::string& role) {
              "--min-hang-timeout-seconds", "1",        "--allow-host-image"};
   } else if (role == "sched0" || role == "sched1") {
     binary = "tessera-scheduler";
-    flags = {"--runs-endpoint",    endpoints_["runs"], "--health-endpoint",
-             endpoints_["health"], "--lease-seconds",  std::to_string(options_.lease_seconds)};
+    flags = {"--runs-endpoint",   endpoints_["runs"],
+             "--health-endpoint", endpoints_["health"],
+             "--lease-seconds",   std::to_string(options_.lease_seconds),
+             "--loss-seconds",    absl::StrCat(options_.loss_seconds)};
   } else if (role == "cordon") {
     binary = "tessera-cordon";
   } else if (role == "logs") {

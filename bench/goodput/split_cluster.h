@@ -32,6 +32,9 @@ struct SplitClusterOptions {
   // With a standby scheduler, workers must find the new leader before their leases end; a
   // frozen leader's database session ends after about 5 s (docs/operator-guide.md).
   int lease_seconds = 10;
+  // A node heard from is lost once silent this long (0: the lease): a dead node costs its run
+  // this, not the whole lease.
+  double loss_seconds = 2.8;
   std::string root;  // state folders, the shared folder, process logs
 };
 

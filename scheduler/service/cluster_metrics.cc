@@ -94,6 +94,11 @@ SchedulerMetrics::SchedulerMetrics(metrics::Registry& r)
           &metrics::MustRegister(r.AddCounter("tessera_node_lease_expiries_total",
                                               "Nodes declared lost: their lease expired."))
                ->WithLabels()),
+      suspected_(&metrics::MustRegister(
+                      r.AddGauge("tessera_nodes_suspected",
+                                 "Nodes that missed a heartbeat and are not yet lost: nothing new "
+                                 "is placed on them."))
+                      ->WithLabels()),
       preflight_failures_(metrics::MustRegister(
           r.AddCounter("tessera_preflight_failures_total",
                        "Pre-flight checks that failed on a node before an attempt could start "

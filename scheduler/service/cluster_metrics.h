@@ -47,6 +47,8 @@ class SchedulerMetrics {
   void Placed(absl::Duration waited);
   void Preempted() { preemptions_->Increment(); }
   void LeaseExpired() { lease_expiries_->Increment(); }
+  // Nodes that missed a heartbeat and are not yet lost, as this cycle found them.
+  void Suspected(size_t nodes) { suspected_->Set(static_cast<double>(nodes)); }
   // One count per failed check of a node's pre-flight report.
   void PreflightFailed(const google::protobuf::RepeatedPtrField<v1::PreflightCheck>& checks);
   void CycleTook(absl::Duration took) { cycle_seconds_->Observe(absl::ToDoubleSeconds(took)); }
@@ -59,6 +61,7 @@ class SchedulerMetrics {
   metrics::Counter* placements_;
   metrics::Counter* preemptions_;
   metrics::Counter* lease_expiries_;
+  metrics::Gauge* suspected_;
   metrics::Family<metrics::Counter>* preflight_failures_;
   metrics::Histogram* queue_wait_;
   metrics::Histogram* cycle_seconds_;

@@ -6,13 +6,13 @@
 
 namespace tessera::scheduler {
 
-LeaseTable::LeaseTable(std::shared_ptr<Clock> clock, absl::Duration lease)
-    : clock_(std::move(clock)), lease_(lease) {}
+LeaseTable::LeaseTable(std::shared_ptr<Clock> clock, LeaseTerms terms)
+    : clock_(std::move(clock)), terms_(terms) {}
 
 void LeaseTable::Grant(const std::string& node) {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
-  leases_[node] = Lease{now, false};
+  leases_[node] = Lease{now, false, true};
 }
 
 absl::Status LeaseTable::Renew(const std::string& node) {
@@ -28,6 +28,7 @@ absl::Status LeaseTable::Renew(const std::string& node) {
         absl::StrCat("node ", node, " was declared lost; register again"));
   }
   it->second.renewed = now;
+  it->second.heard = true;
   return absl::OkStatus();
 }
 
@@ -47,7 +48,7 @@ std::vector<ExpiredLease> LeaseTable::Expired() const {
   absl::MutexLock lock(&mu_);
   std::vector<ExpiredLease> out;
   for (const auto& [node, l] : leases_) {
-    if (!l.revoked && now - l.renewed >= lease_) out.push_back({node, now - l.renewed});
+    if (!l.revoked && now - l.renewed >= LengthOf(l)) out.push_back({node, now - l.renewed});
   }
   std::sort(out.begin(), out.end(),
             [](const ExpiredLease& a, const ExpiredLease& b) { return a.node < b.node; });
@@ -59,7 +60,7 @@ absl::Duration LeaseTable::UntilNextExpiry() const {
   absl::MutexLock lock(&mu_);
   absl::Duration soonest = absl::InfiniteDuration();
   for (const auto& [node, l] : leases_) {
-    const absl::Duration left = l.renewed + lease_ - now;
+    const absl::Duration left = l.renewed + LengthOf(l) - now;
     if (!l.revoked && left > absl::ZeroDuration() && left < soonest) soonest = left;
   }
   return soonest;
@@ -74,7 +75,31 @@ bool LeaseTable::Holds(const std::string& node) const {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
   auto it = leases_.find(node);
-  return it != leases_.end() && !it->second.revoked && now - it->second.renewed < lease_;
+  return it != leases_.end() && !it->second.revoked &&
+         now - it->second.renewed < LengthOf(it->second);
+}
+
+absl::Duration LeaseTable::UntilFenced(const std::string& node) const {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  auto it = leases_.find(node);
+  if (it == leases_.end() || !it->second.revoked) return absl::ZeroDuration();
+  return std::max(absl::ZeroDuration(), it->second.renewed + terms_.fence - now);
+}
+
+std::vector<std::string> LeaseTable::Suspected() const {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [node, l] : leases_) {
+    const absl::Duration silent = now - l.renewed;
+    // An ended lease not yet declared lost (its store write failed) is suspect too.
+    if (!l.revoked && ((l.heard && silent >= terms_.suspect) || silent >= LengthOf(l))) {
+      out.push_back(node);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace tessera::scheduler

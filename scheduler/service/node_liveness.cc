@@ -48,6 +48,19 @@ std::vector<v1::Node> NodeLiveness::ExpireLeases(std::vector<v1::Node>& nodes, b
   return lost;
 }
 
+std::set<std::string> NodeLiveness::Suspects() {
+  std::set<std::string> now;
+  for (std::string& node : leases_->Suspected()) {
+    if (!suspects_.count(node)) {
+      spdlog::warn("node {} missed a heartbeat: no new work goes to it until it is heard again",
+                   node);
+    }
+    now.insert(std::move(node));
+  }
+  suspects_ = now;
+  return now;
+}
+
 void NodeLiveness::StoreLastHeartbeats(std::vector<v1::Node>& nodes) {
   const absl::Time now = clock_->Now();
   std::vector<store::HeartbeatSummary> due;

@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,14 @@ class NodeLiveness {
   // Stores, in one write, the last heartbeat of every live node whose stored one is older than
   // the persist interval (for people: leases never wait for the database). Once per cycle.
   void StoreLastHeartbeats(std::vector<v1::Node>& nodes);
+  // Nodes silent for one missed beat, not yet lost (LeaseTable::Suspected): the cycle places
+  // nothing on them. Each suspicion is logged once, when it begins.
+  std::set<std::string> Suspects();
   // This instance begins a term of leadership (LeaseTable::Clear).
-  void BeginTerm() { leases_->Clear(); }
+  void BeginTerm() {
+    leases_->Clear();
+    suspects_.clear();
+  }
 
  private:
   // Writes LOST (and, when it flaps, CORDONED). False when the write did not happen.
@@ -56,6 +63,7 @@ class NodeLiveness {
   const std::shared_ptr<Clock> clock_;  // the wall clock: for the stored times only
   const SchedulerConfig config_;
   std::map<std::string, std::deque<absl::Time>> losses_;  // per node, within the window
+  std::set<std::string> suspects_;                        // as the last cycle found them
 };
 
 }  // namespace tessera::scheduler

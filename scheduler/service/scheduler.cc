@@ -17,7 +17,7 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   s.attempts = std::make_shared<AttemptTracker>(clock, config.drain_limit());
   s.progress = std::make_shared<ProgressRelay>(runs, clock);
   s.control = std::make_shared<AttemptControl>(s.attempts, runs, workers, config, s.progress);
-  auto leases = std::make_shared<LeaseTable>(lease_clock ? lease_clock : clock, config.lease);
+  auto leases = std::make_shared<LeaseTable>(lease_clock ? lease_clock : clock, config.Leases());
   s.leases = leases;
   auto desired = std::make_shared<DesiredAttempts>(clock, ResendAfter(config));
   auto metrics = registry ? std::make_shared<SchedulerMetrics>(*registry) : nullptr;

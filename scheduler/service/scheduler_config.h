@@ -1,6 +1,7 @@
 #pragma once
 // The scheduler service's settings, shared by its roles.
 
+#include <algorithm>
 #include <string_view>
 
 #include "absl/time/time.h"
@@ -11,13 +12,28 @@ namespace tessera::scheduler {
 // GPUs there and do not set compute.procs_per_node.
 inline constexpr std::string_view kProcsPerNodeLabel = "tessera.io/procs-per-node";
 
+// The leases a leader keeps (lease_table.h).
+struct LeaseTerms {
+  absl::Duration fence;  // the workers' lease (SchedulerConfig::lease)
+  absl::Duration loss;   // at most `fence`
+  absl::Duration suspect = absl::InfiniteDuration();
+};
+
 struct SchedulerConfig {
   // A node whose worker has not heartbeat for this long is lost. With a beat a second, 2.8 s
   // survives one lost beat with the next up to 0.8 s late (3 s: up to 1 s); two lost in a row
   // end either (the third beat is due at 3 s, too late for both). It leaves 0.2 s for the last
   // beat's way in and the cycle, so that a dead node is declared within 3 s of its last
   // heartbeat (bench/control_plane).
+  // It is also the workers' fence lease: a worker kills its ranks before it ends unrenewed. With
+  // standby schedulers it must outlast a takeover (10 s or more), and `loss_after` keeps the
+  // detection of a dead node fast.
   absl::Duration lease = absl::Milliseconds(2800);
+  // A node this leader has heard from is lost once silent this long, however long the fence
+  // lease (zero: the lease). Nodes a new leader adopts get the whole lease to find it. A node lost
+  // before its fence fired may still run ranks until it does, so its worker may not register
+  // again with ranks before then (LeaseTable::UntilFenced).
+  absl::Duration loss_after = absl::ZeroDuration();
   // The lease, not this, bounds how soon a dead node is found; this sets how late a beat may be
   // (lease minus interval: 1.8 s) before a live node is taken for lost. One a second keeps an idle
   // node and a 10,000-node control plane cheap (bench/control_plane, bench/idle_worker).
@@ -45,6 +61,13 @@ struct SchedulerConfig {
   // Refuse a node whose credential (node key or join token) leaves its cluster or GPU type to
   // its own word (v1::NodeTerms): on a shared cluster a node never places itself in a pool.
   bool require_node_terms = false;
+
+  absl::Duration LossLease() const {
+    return loss_after > absl::ZeroDuration() ? std::min(loss_after, lease) : lease;
+  }
+  // One beat missed, with half an interval's slack: no new work goes to the node.
+  absl::Duration SuspectAfter() const { return heartbeat_interval * 3 / 2; }
+  LeaseTerms Leases() const { return {lease, LossLease(), SuspectAfter()}; }
 
   // How long an ended attempt's unconfirmed nodes keep their GPUs: the stop grace plus a lease
   // (a worker that is alive confirms within the grace; one that is gone is lost within a lease).

@@ -64,6 +64,7 @@ absl::StatusOr<CycleStats> SchedulingCycle::RunCycle() {
   if (stats.ok() && metrics_) {
     metrics_->CycleTook(clock_->Now() - start);
     for (int i = 0; i < stats->lost_nodes; ++i) metrics_->LeaseExpired();
+    metrics_->Suspected(static_cast<size_t>(stats->suspected_nodes));
     for (int i = 0; i < stats->preempted; ++i) metrics_->Preempted();
   }
   return stats;
@@ -95,6 +96,8 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   }
   liveness_->StoreLastHeartbeats(nodes_cache_);
   stats.lost_nodes = static_cast<int>(lost.size());
+  std::set<std::string> suspects = liveness_->Suspects();
+  stats.suspected_nodes = static_cast<int>(suspects.size());
   if (!lost.empty()) ++nodes_epoch_;  // the placement index is built again
   std::vector<v1::Node>& nodes = nodes_cache_;
   TESSERA_ASSIGN_OR_RETURN(
@@ -125,7 +128,9 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   // Attempts that ended above (lost nodes) hold nothing any more, and their runs may be back
   // in the queue: place against what is still active.
   std::erase_if(active, [&](const v1::Run& r) { return !attempts_->IsActive(r.id()); });
-  if (!queued.empty()) TESSERA_RETURN_IF_ERROR(Place(queued, active, nodes, stats));
+  if (!queued.empty()) {
+    TESSERA_RETURN_IF_ERROR(Place(queued, active, nodes, std::move(suspects), stats));
+  }
   if (summary) metrics_->Publish(*summary);
   return stats;
 }
@@ -179,7 +184,8 @@ absl::Status SchedulingCycle::EndAttemptsOnLostNodes(const std::vector<v1::Node>
                    run.resumption_index(), node, st.ToString());
       continue;
     }
-    // Its lost nodes' workers fenced themselves: the attempt does not wait for them to drain.
+    // Its lost nodes' ranks die by their workers' fence, and no lost node is offered work before
+    // then (WorkerSessions::RefuseUnfenced): the attempt does not wait for them to drain.
     for (const auto& n : run.nodes()) {
       if (lost_nodes.contains(n.node_name())) attempts_->NodeLost(n.node_name());
     }
@@ -210,19 +216,23 @@ void SchedulingCycle::SendStops(const std::vector<v1::Run>& active, CycleStats& 
 
 absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
                                     const std::vector<v1::Run>& active,
-                                    const std::vector<v1::Node>& nodes, CycleStats& stats) {
+                                    const std::vector<v1::Node>& nodes,
+                                    std::set<std::string> suspects, CycleStats& stats) {
   ClusterState state;
   if (teams_) state.quotas = teams_->Quotas();
-  if (!node_index_ || index_epoch_ != nodes_epoch_) {
+  // A node that missed a beat may be dead: a run started there would be lost with it.
+  if (!node_index_ || index_epoch_ != nodes_epoch_ || suspects != indexed_suspects_) {
     std::vector<NodeInfo> infos;
     infos.reserve(nodes.size());
     nodes_by_name_.clear();
     for (const auto& n : nodes) {
       infos.push_back(NodeInfoFromProto(n));
+      if (suspects.count(n.name())) infos.back().schedulable = false;
       nodes_by_name_[n.name()] = &n;
     }
     node_index_.emplace(std::move(infos));
     index_epoch_ = nodes_epoch_;
+    indexed_suspects_ = std::move(suspects);
   }
   const std::map<std::string, const v1::Node*>& by_name = nodes_by_name_;
   for (const auto& run : active) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct CycleStats {
   int placed = 0;
   int preempted = 0;
   int stops_sent = 0;
+  int suspected_nodes = 0;  // missed a beat, not yet lost: nothing placed on them
 };
 
 class SchedulingCycle {
@@ -69,8 +71,10 @@ class SchedulingCycle {
                                       const std::vector<v1::Run>& active,
                                       std::vector<v1::Run>& queued);
   void SendStops(const std::vector<v1::Run>& active, CycleStats& stats);
+  // `suspects`: nodes that missed a beat (NodeLiveness::Suspects), offered nothing.
   absl::Status Place(const std::vector<v1::Run>& queued, const std::vector<v1::Run>& active,
-                     const std::vector<v1::Node>& nodes, CycleStats& stats);
+                     const std::vector<v1::Node>& nodes, std::set<std::string> suspects,
+                     CycleStats& stats);
   // Records the placement of `run` on `attempt`'s nodes and starts its ranks there. `by_name`
   // is the cycle's node inventory by name; `drivers` each cluster's driver version; `ports`
   // the rendezvous ports in use on each node, to which the attempt's is added.
@@ -100,6 +104,9 @@ class SchedulingCycle {
   std::optional<CapacityIndex> node_index_;
   std::map<std::string, const v1::Node*> nodes_by_name_;
   uint64_t index_epoch_ = 0;
+  // The suspected nodes (NodeLiveness::Suspects) the index holds as unschedulable: it is built
+  // again when they change, which is seldom.
+  std::set<std::string> indexed_suspects_;
   // Null: no metrics (tests).
   std::shared_ptr<SchedulerMetrics> metrics_;
   std::shared_ptr<TeamPolicy> teams_;

@@ -87,6 +87,7 @@ absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::Register
   if (offered.gpu_count() < 0 || offered.gpu_count() > 64) {
     return absl::InvalidArgumentError("register.node.gpu_count: must be between 0 and 64");
   }
+  TESSERA_RETURN_IF_ERROR(RefuseUnfenced(reg));
   v1::RegisterWorker held = reg;
   TESSERA_ASSIGN_OR_RETURN(const v1::NodeTerms terms, HoldToTerms(*held.mutable_node(), key_terms));
   v1::Registered out;
@@ -96,6 +97,25 @@ absl::StatusOr<v1::Registered> WorkerSessions::RegisterWorker(const v1::Register
   leases_->Grant(offered.name());
   TESSERA_RETURN_IF_ERROR(StopOrphans(held));
   return out;
+}
+
+absl::Status WorkerSessions::RefuseUnfenced(const v1::RegisterWorker& reg) const {
+  const absl::Duration wait = leases_->UntilFenced(reg.node().name());
+  if (wait <= absl::ZeroDuration()) return absl::OkStatus();
+  int ranks = 0;
+  bool preparing = false;
+  for (const auto& a : reg.attempts()) {
+    ranks += a.running_ranks_size();
+    preparing = preparing || a.preparing();
+  }
+  // A worker started afresh killed its predecessor's ranks: nothing of then runs.
+  if (ranks == 0 && !preparing) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("node ", reg.node().name(), " was declared lost and still runs ",
+                   preparing && ranks == 0 ? std::string("an attempt's preparation")
+                                           : absl::StrCat(ranks, " rank(s)"),
+                   " it started before; its lease fences them within ", absl::FormatDuration(wait),
+                   ": register again then"));
 }
 
 absl::StatusOr<std::pair<v1::NodeTerms, std::string>> WorkerSessions::TermsOf(

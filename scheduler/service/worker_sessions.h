@@ -37,7 +37,9 @@ class WorkerSessions {
   // by a join before keys carried terms: its join token's): PERMISSION_DENIED for another
   // cluster, GPU type or more GPUs than they allow; their labels replace its own. With
   // SchedulerConfig::require_node_terms, terms that leave the cluster or GPU type open are
-  // PERMISSION_DENIED too.
+  // PERMISSION_DENIED too. A node declared lost before its fence fired, whose worker still runs
+  // ranks or prepares an attempt, is UNAVAILABLE until that fence has (they die by then; the
+  // worker tries again): its GPUs are never offered while ranks of an ended attempt hold them.
   absl::StatusOr<v1::Registered> RegisterWorker(const v1::RegisterWorker& reg,
                                                 const v1::NodeTerms& key_terms = v1::NodeTerms());
   // Renews the node's lease; FAILED_PRECONDITION when the node was declared lost meanwhile or
@@ -56,6 +58,8 @@ class WorkerSessions {
   absl::Status SaveRegistration(const v1::RegisterWorker& reg, const v1::NodeTerms& terms,
                                 v1::Registered& out);
   absl::Status StopOrphans(const v1::RegisterWorker& reg);
+  // UNAVAILABLE while ranks the worker started before its node was declared lost may run.
+  absl::Status RefuseUnfenced(const v1::RegisterWorker& reg) const;
   // Recovers the reports this instance missed (it restarted, or took over from another) from
   // what the heartbeat says the worker's ranks are doing.
   // Also sends again the stops and starts the worker evidently did not get (desired_attempts.h).

@@ -275,5 +275,23 @@ TEST_CASE("a call to a frozen service fails after --service-call-timeout-seconds
   CHECK(absl::StrContains(bad.output, "--service-call-timeout-seconds"));
 }
 
+TEST_CASE("a loss lease longer than the lease, or within one heartbeat, is one clear error",
+          "[control-plane][processes]") {
+  auto pg = PostgresServer::Start();
+  REQUIRE(pg.ok());
+  const std::string scheduler =
+      std::string(TESSERA_BIN_DIR) +
+      "/tessera-scheduler --plaintext --runs-endpoint 127.0.0.1:1 --database-url '" + (*pg)->url() +
+      "' ";
+  ShellResult longer = RunShell(scheduler + "--lease-seconds 10 --loss-seconds 12 2>&1");
+  INFO(longer.output);
+  CHECK(longer.exit_code != 0);
+  CHECK(absl::StrContains(longer.output, "--loss-seconds 12 is longer than --lease-seconds 10"));
+  ShellResult within = RunShell(scheduler + "--heartbeat-seconds 1 --loss-seconds 1 2>&1");
+  CHECK(within.exit_code != 0);
+  CHECK(absl::StrContains(within.output,
+                          "--loss-seconds 1 is not longer than --heartbeat-seconds 1"));
+}
+
 }  // namespace
 }  // namespace tessera::testing

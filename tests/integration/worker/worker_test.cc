@@ -441,5 +441,44 @@ TEST_CASE("a worker cut off from the network kills its ranks before the replacem
   CHECK(absl::StrContains(c.worker("node-a").process->Log(), "fenced node node-a"));
 }
 
+TEST_CASE("a loss lease shorter than the fence: the run moves at once, the node returns fenced",
+          "[worker]") {
+  // A fence lease long enough for a standby scheduler's takeover, and a short loss lease.
+  constexpr int kFenceSeconds = 12;
+  LocalCluster c({"--lease-seconds", std::to_string(kFenceSeconds), "--loss-seconds", "2"});
+  TcpProxy link(c.server.grpc_port);
+  const std::string via = absl::StrCat("127.0.0.1:", link.port());
+  c.StartWorker("node-a", 2, {"--log-endpoint", via}, via);
+  const std::string command =
+      "date +%s%N > \"$MARKS/start-$RESUMPTION_INDEX\"; echo $$ > "
+      "\"$MARKS/pid-$RESUMPTION_INDEX\"; "
+      "sleep 300 & wait";
+  v1::Run run = c.Submit("loss-lease", command, 2, 1, /*retry=*/true);
+  c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  REQUIRE(c.client->Get(run.name()).nodes(0).node_name() == "node-a");
+  const pid_t old_group = c.PidMark("pid-0");
+  c.StartWorker("node-b");
+
+  link.Cut();
+  const absl::Duration lost_after =
+      c.WaitForLiveness("node-a", v1::NODE_LIVENESS_LOST, absl::Seconds(3 * kFenceSeconds));
+  std::cout << "figure: partitioned node lost " << absl::FormatDuration(lost_after)
+            << " after the cut (fence lease " << kFenceSeconds << " s, loss lease 2 s)\n";
+  // Before its fence lease could end: the run did not wait for it.
+  CHECK(lost_after < absl::Seconds(kFenceSeconds));
+  REQUIRE(c.WaitForMark("start-1", absl::Seconds(3 * kFenceSeconds)).has_value());
+  CHECK(c.client->Get(run.name()).nodes(0).node_name() == "node-b");
+
+  // The partition heals while the old attempt's ranks still run there (their fence is ahead).
+  const bool alive_at_heal = GroupAlive(old_group);
+  CHECK(alive_at_heal);
+  link.Restore();
+  // The node comes back, but only once they are dead: its GPUs were never offered with them.
+  c.WaitForLiveness("node-a", v1::NODE_LIVENESS_ONLINE, absl::Seconds(3 * kFenceSeconds));
+  CHECK_FALSE(GroupAlive(old_group));
+  const std::string log = c.worker("node-a").process->Log();
+  CHECK(absl::StrContains(log, "was declared lost and still runs"));
+}
+
 }  // namespace
 }  // namespace tessera::testing

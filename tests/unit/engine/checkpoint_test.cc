@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <thread>
 
@@ -257,6 +258,73 @@ TEST_CASE("loss rollbacks and the batches they skip round-trip, and older manife
   REQUIRE(back.ok());
   CHECK(back->loss_rollbacks == 0);
   CHECK(back->skipped_batches.empty());
+}
+
+// Commits step `step` (one shard) into `folder` as its owner would: a saver on rank 0.
+absl::Status CommitOne(const CheckpointFolder& folder, int64_t step) {
+  InProcessCommitChannel channel;
+  FlatState state(step);
+  CheckpointSaver saver(folder, &channel, SaveRole{true, 0, 1, true}, 0, absl::Seconds(20));
+  SaveJob job;
+  job.manifest = Template(step, 1);
+  job.payload.count = kNumel;
+  for (auto& a : state.arrays) job.payload.arrays.push_back(a.data());
+  return saver.Save(job, /*background=*/false);
+}
+
+TEST_CASE("an attempt superseded by a newer one of its run commits nothing more") {
+  TempDir tmp;
+  const CheckpointFolder first(tmp.path, FolderOwner{"run-1", 0});
+  const CheckpointFolder second(tmp.path, FolderOwner{"run-1", 1});
+  REQUIRE(first.Claim().ok());
+  REQUIRE(CommitOne(first, 10).ok());
+  // Attempt 1 starts while attempt 0's ranks still run on a node declared lost.
+  REQUIRE(second.Claim().ok());
+  const absl::Status late = CommitOne(first, 20);
+  CHECK(absl::IsFailedPrecondition(late));
+  CHECK(late.message().find("attempt 1 of run run-1") != std::string::npos);
+  CHECK(late.message().find("superseded") != std::string::npos);
+  // Neither its manifest nor `latest` moved: the successor's view is intact.
+  CHECK(first.CommittedSteps() == std::vector<int64_t>{10});
+  REQUIRE(CommitOne(second, 20).ok());
+  CHECK(first.CommittedSteps() == std::vector<int64_t>{20, 10});
+  // The older attempt cannot take the folder back.
+  const absl::Status back = first.Claim();
+  CHECK(absl::IsFailedPrecondition(back));
+  CHECK(back.message().find("newer") != std::string::npos);
+}
+
+TEST_CASE("a superseded attempt's retention deletes nothing") {
+  TempDir tmp;
+  const CheckpointFolder first(tmp.path, FolderOwner{"run-1", 2});
+  REQUIRE(first.Claim().ok());
+  for (int64_t step : {10, 20, 30}) REQUIRE(CommitOne(first, step).ok());
+  REQUIRE(CheckpointFolder(tmp.path, FolderOwner{"run-1", 3}).Claim().ok());
+  CHECK(absl::IsFailedPrecondition(first.Retain(1)));
+  CHECK(first.CommittedSteps().size() == 3);
+}
+
+TEST_CASE("another run may take a folder over, and a folder without a claim is not checked") {
+  TempDir tmp;
+  const CheckpointFolder by_hand(tmp.path);  // no owner: a rank run without a worker
+  REQUIRE(CommitOne(by_hand, 5).ok());
+  const CheckpointFolder old_run(tmp.path, FolderOwner{"run-a", 4});
+  REQUIRE(old_run.Claim().ok());
+  // A new run resuming from run-a's folder (its attempt numbers start again at 0).
+  const CheckpointFolder new_run(tmp.path, FolderOwner{"run-b", 0});
+  REQUIRE(new_run.Claim().ok());
+  REQUIRE(CommitOne(new_run, 10).ok());
+  CHECK(absl::IsFailedPrecondition(CommitOne(old_run, 15)));
+  CHECK(CommitOne(by_hand, 15).ok());
+}
+
+TEST_CASE("a damaged owner file is an error that names it, not a silent claim") {
+  TempDir tmp;
+  { std::ofstream(tmp.path + "/owner") << "run-1\n"; }
+  const absl::Status st = CheckpointFolder(tmp.path, FolderOwner{"run-1", 0}).Claim();
+  CHECK(absl::IsDataLoss(st));
+  CHECK(st.message().find("owner") != std::string::npos);
+  CHECK(st.message().find("RUN_ID ATTEMPT") != std::string::npos);
 }
 
 }  // namespace

@@ -73,5 +73,74 @@ TEST_CASE("a new leader gives the online nodes a whole lease, and does not exten
   CHECK_FALSE(leases.Holds("n1"));
 }
 
+TEST_CASE("a node heard from is lost after the loss lease, an adopted one after the fence lease") {
+  auto clock = std::make_shared<FakeClock>();
+  LeaseTable leases(clock, LeaseTerms{.fence = absl::Seconds(10), .loss = absl::Seconds(3)});
+  leases.Grant("heard");
+  leases.Adopt({"heard", "adopted"});  // a new leader: "adopted" may be looking for it
+  clock->Advance(absl::Milliseconds(2999));
+  CHECK(leases.Expired().empty());
+  CHECK(leases.UntilNextExpiry() == absl::Milliseconds(1));
+  clock->Advance(absl::Milliseconds(1));
+  auto expired = leases.Expired();
+  REQUIRE(expired.size() == 1);
+  CHECK(expired[0].node == "heard");
+  CHECK(leases.Holds("adopted"));
+  // Its first beat here puts the adopted node on the loss lease too.
+  REQUIRE(leases.Renew("adopted").ok());
+  clock->Advance(absl::Seconds(3));
+  expired = leases.Expired();
+  REQUIRE(expired.size() == 2);  // by name
+  CHECK(expired[0].node == "adopted");
+  CHECK(expired[0].silent_for == absl::Seconds(3));
+}
+
+TEST_CASE("a node lost before its fence fired is unfenced until its last renewal plus the fence") {
+  auto clock = std::make_shared<FakeClock>();
+  LeaseTable leases(clock, LeaseTerms{.fence = absl::Seconds(10), .loss = absl::Seconds(3)});
+  CHECK(leases.UntilFenced("stranger") == absl::ZeroDuration());
+  leases.Grant("n1");
+  clock->Advance(absl::Seconds(1));
+  REQUIRE(leases.Renew("n1").ok());
+  CHECK(leases.UntilFenced("n1") == absl::ZeroDuration());  // live: nothing to wait for
+  clock->Advance(absl::Seconds(3));
+  REQUIRE(leases.Expired().size() == 1);
+  leases.Revoke("n1");
+  // Its worker counts the lease from before its last renewal reached us: dead by 11 s.
+  CHECK(leases.UntilFenced("n1") == absl::Seconds(7));
+  clock->Advance(absl::Milliseconds(6999));
+  CHECK(leases.UntilFenced("n1") == absl::Milliseconds(1));
+  clock->Advance(absl::Milliseconds(1));
+  CHECK(leases.UntilFenced("n1") == absl::ZeroDuration());
+  leases.Grant("n1");
+  CHECK(leases.UntilFenced("n1") == absl::ZeroDuration());
+}
+
+TEST_CASE("a node that missed one beat is suspected until it is heard again or lost") {
+  auto clock = std::make_shared<FakeClock>();
+  LeaseTable leases(clock, LeaseTerms{.fence = absl::Seconds(10),
+                                      .loss = absl::Seconds(3),
+                                      .suspect = absl::Milliseconds(1500)});
+  leases.Grant("n1");
+  leases.Grant("n2");
+  leases.Adopt({"adopted"});
+  clock->Advance(absl::Milliseconds(1499));
+  CHECK(leases.Suspected().empty());
+  REQUIRE(leases.Renew("n2").ok());
+  clock->Advance(absl::Milliseconds(1));
+  // A node adopted by a new leader has not missed a beat to it: only the heard one is suspect.
+  CHECK(leases.Suspected() == std::vector<std::string>{"n1"});
+  REQUIRE(leases.Renew("n1").ok());
+  CHECK(leases.Suspected().empty());
+  clock->Advance(absl::Seconds(3));
+  // Both ended, not yet declared: still offered nothing.
+  CHECK(leases.Suspected() == std::vector<std::string>{"n1", "n2"});
+  leases.Revoke("n1");
+  leases.Revoke("n2");
+  CHECK(leases.Suspected().empty());
+  clock->Advance(absl::Seconds(7));
+  CHECK(leases.Suspected() == std::vector<std::string>{"adopted"});  // its fence lease ended
+}
+
 }  // namespace
 }  // namespace tessera::scheduler

@@ -1,5 +1,8 @@
 #include "worker/engine/checkpoint/checkpoint_folder.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -7,8 +10,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "base/unique_fd.h"
 #include "worker/engine/checkpoint/shard_file.h"
 
 namespace tessera::engine {
@@ -26,7 +32,73 @@ std::optional<int64_t> StepOf(const std::string& name) {
   return step;
 }
 
+constexpr char kOwnerFile[] = "owner";
+constexpr char kOwnerLockFile[] = ".owner.lock";
+
+// An exclusive flock on the folder's lock file, held while it lives.
+class OwnerLock {
+ public:
+  static absl::StatusOr<OwnerLock> Take(const std::string& root) {
+    const std::string path = root + "/" + kOwnerLockFile;
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (fd.get() < 0) return absl::UnavailableError(absl::StrCat(path, ": ", strerror(errno)));
+    while (::flock(fd.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) return absl::UnavailableError(absl::StrCat(path, ": ", strerror(errno)));
+    }
+    return OwnerLock(std::move(fd));
+  }
+
+ private:
+  explicit OwnerLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;  // closing it releases the lock
+};
+
+// The owner file's run and attempt; nullopt when there is none.
+absl::StatusOr<std::optional<FolderOwner>> ReadOwner(const std::string& root) {
+  const std::string path = root + "/" + kOwnerFile;
+  if (!fs::exists(path)) return std::optional<FolderOwner>();
+  TESSERA_ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
+  const std::vector<std::string> parts =
+      absl::StrSplit(absl::StripTrailingAsciiWhitespace(text), ' ');
+  FolderOwner owner;
+  if (parts.size() != 2 || parts[0].empty() || !absl::SimpleAtoi(parts[1], &owner.attempt)) {
+    return absl::DataLossError(absl::StrCat(path, ": expected \"RUN_ID ATTEMPT\", got \"",
+                                            absl::StripTrailingAsciiWhitespace(text), "\""));
+  }
+  owner.run_id = parts[0];
+  return std::optional<FolderOwner>(owner);
+}
+
+std::string Describe(const FolderOwner& o) {
+  return absl::StrCat("attempt ", o.attempt, " of run ", o.run_id);
+}
+
 }  // namespace
+
+absl::Status CheckpointFolder::Claim() const {
+  if (!owner_) return absl::OkStatus();
+  TESSERA_RETURN_IF_ERROR(MakeFolders(root_));
+  TESSERA_ASSIGN_OR_RETURN(const OwnerLock lock, OwnerLock::Take(root_));
+  TESSERA_ASSIGN_OR_RETURN(const std::optional<FolderOwner> held, ReadOwner(root_));
+  if (held && held->run_id == owner_->run_id && held->attempt > owner_->attempt) {
+    return absl::FailedPreconditionError(absl::StrCat(root_, ": held by ", Describe(*held),
+                                                      ", newer than this ", Describe(*owner_),
+                                                      ", which may not write there"));
+  }
+  return WriteFileDurably(root_ + "/" + kOwnerFile,
+                          absl::StrCat(owner_->run_id, " ", owner_->attempt, "\n"));
+}
+
+absl::Status CheckpointFolder::CheckOwnerLocked() const {
+  if (!owner_) return absl::OkStatus();
+  TESSERA_ASSIGN_OR_RETURN(const std::optional<FolderOwner> held, ReadOwner(root_));
+  if (held && (held->run_id != owner_->run_id || held->attempt != owner_->attempt)) {
+    return absl::FailedPreconditionError(absl::StrCat(root_, " is now held by ", Describe(*held),
+                                                      "; this ", Describe(*owner_),
+                                                      " was superseded and commits nothing there"));
+  }
+  return absl::OkStatus();
+}
 
 std::string CheckpointFolder::StepFolder(int64_t step) const {
   return absl::StrFormat("%s/%s%08d", root_, kStepPrefix, step);
@@ -39,6 +111,11 @@ absl::Status CheckpointFolder::PrepareStep(int64_t step) const {
 absl::Status CheckpointFolder::Commit(const CheckpointManifest& manifest) const {
   const std::string folder = StepFolder(manifest.step);
   TESSERA_RETURN_IF_ERROR(SyncFolder(folder));  // the shards' renames
+  std::optional<OwnerLock> lock;
+  if (owner_) {
+    TESSERA_ASSIGN_OR_RETURN(lock, OwnerLock::Take(root_));
+    TESSERA_RETURN_IF_ERROR(CheckOwnerLocked());
+  }
   TESSERA_RETURN_IF_ERROR(
       WriteFileDurably(folder + "/" + kManifestFile, manifest.ToJson().dump(2) + "\n"));
   return WriteFileDurably(root_ + "/" + kLatestFile, fs::path(folder).filename().string() + "\n");
@@ -81,6 +158,11 @@ std::optional<CheckpointManifest> CheckpointFolder::LatestValid(
 }
 
 absl::Status CheckpointFolder::Retain(int keep) const {
+  std::optional<OwnerLock> lock;
+  if (owner_) {
+    TESSERA_ASSIGN_OR_RETURN(lock, OwnerLock::Take(root_));
+    TESSERA_RETURN_IF_ERROR(CheckOwnerLocked());
+  }
   const std::vector<int64_t> committed = CommittedSteps();
   std::error_code ec;
   if (keep > 0) {

@@ -1,5 +1,8 @@
 #include "worker/engine/train/rank_context.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -61,6 +64,11 @@ absl::StatusOr<RankContext> RankContextFromEnv(const std::map<std::string, std::
   };
   if (!get("MASTER_ADDR").empty()) c.master_addr = get("MASTER_ADDR");
   c.run_name = get("RUN_NAME");
+  c.run_id = get("RUN_ID");
+  if (std::any_of(c.run_id.begin(), c.run_id.end(),
+                  [](unsigned char ch) { return std::isspace(ch) || std::iscntrl(ch); })) {
+    return absl::InvalidArgumentError("RUN_ID: must not contain spaces or control characters");
+  }
   c.parameters_path = get("PARAMETERS");
   c.progress_file = get("TESSERA_PROGRESS_FILE");
   return c;

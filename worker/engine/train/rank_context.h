@@ -19,6 +19,7 @@ struct RankContext {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string run_name;
+  std::string run_id;  // RUN_ID; empty when run by hand
   int resumption_index = 0;
   std::string parameters_path;  // PARAMETERS
   std::string progress_file;    // TESSERA_PROGRESS_FILE

@@ -172,9 +172,15 @@ absl::Status Trainer::SetupCheckpoints() {
   } else {
     commit_channel_ = std::make_unique<InProcessCommitChannel>();
   }
-  saver_ = std::make_unique<CheckpointSaver>(
-      CheckpointFolder(config_.save_folder), commit_channel_.get(), role,
-      config_.num_checkpoints_to_keep, absl::Seconds(config_.save_commit_timeout_seconds));
+  // Started by a worker: this attempt owns the folder from now, so that one before it, whose
+  // ranks may still run on a node lost a moment ago, commits nothing more there.
+  std::optional<FolderOwner> owner;
+  if (!ctx_.run_id.empty()) owner = FolderOwner{ctx_.run_id, ctx_.resumption_index};
+  CheckpointFolder folder(config_.save_folder, owner);
+  if (role.commits) TESSERA_RETURN_IF_ERROR(folder.Claim());
+  saver_ = std::make_unique<CheckpointSaver>(std::move(folder), commit_channel_.get(), role,
+                                             config_.num_checkpoints_to_keep,
+                                             absl::Seconds(config_.save_commit_timeout_seconds));
   return config_.autoresume ? Resume() : absl::OkStatus();
 }
 
