@@ -9,6 +9,10 @@
 # ctest -R). SERIAL runs each of its tests alone on the machine (RUN_SERIAL), for tests that
 # measure the machine's speed or hold it to a time.
 #
+# A test's own units are compiled with -O1 -g1, not the build's -O2 -g: the optimiser and full
+# debug info were about a third of their compile time (a test's speed is its subject's, built at
+# -O2 in the libraries it links; -g1 keeps file and line in a backtrace).
+#
 # Every LABEL unit binary is also a dependency of the target `unit-tests` (made by
 # tessera_add_unit_tests_target, after the tests' folders), which `deploy/test.sh --fast` builds
 # alone: the fast tier needs neither the servers nor the integration suites built.
@@ -29,6 +33,7 @@ function(tessera_add_test name)
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   tessera_target_warnings(${name})
+  target_compile_options(${name} PRIVATE -O1 -g1)
   set(properties LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
   if(ARG_FIXTURES_SETUP)
     list(APPEND properties FIXTURES_SETUP ${ARG_FIXTURES_SETUP})

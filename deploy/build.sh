@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds Tessera into build/ (binaries in build/bin/) with Ninja and ccache.
 #
-#   deploy/build.sh                  everything: every binary, test and benchmark
+#   deploy/build.sh                  everything but the benchmarks: every binary and test
+#   deploy/build.sh benches          the benchmarks (built only when asked)
 #   deploy/build.sh TARGET...        only these CMake targets and what they need
 #                                    (deploy/build.sh tessera-server mcli)
 #
