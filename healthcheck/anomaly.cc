@@ -13,6 +13,11 @@ namespace {
 
 bool Failed(v1::HealthVerdict v) { return v != v1::HEALTH_VERDICT_PASSED; }
 
+// A check that failed on the node's account (not merely slow, and not one never made).
+bool FailedOutright(const v1::HealthCheckResult& r) {
+  return Failed(r.verdict()) && r.verdict() != v1::HEALTH_VERDICT_SLOW && !NotMeasured(r);
+}
+
 // Which values are far below the others' median, by the rules in anomaly.h.
 std::vector<bool> FarBelow(const std::vector<double>& values, const AnomalyConfig& c, bool use_mad,
                            double* median_out, double* mad_out) {
@@ -109,6 +114,27 @@ ConfirmationVerdicts JudgeConfirmation(const ConfirmationPlan& plan,
   return out;
 }
 
+bool NotMeasured(const v1::HealthCheckResult& result) {
+  return result.verdict() == v1::HEALTH_VERDICT_UNSPECIFIED;
+}
+
+std::map<std::string, std::string> UnmeasuredNodes(
+    const std::vector<std::string>& nodes, const std::vector<v1::HealthCheckResult>& results) {
+  std::map<std::string, std::string> out;
+  for (const auto& r : results) {
+    if (NotMeasured(r) && std::find(nodes.begin(), nodes.end(), r.node_name()) != nodes.end()) {
+      out.emplace(r.node_name(), r.error());  // the first one stands
+    }
+  }
+  return out;
+}
+
+bool NotMeasuredIn(const v1::Sweep& sweep, const std::string& node) {
+  const std::string prefix = absl::StrCat(kNotMeasuredPrefix, node, ":");
+  return std::any_of(sweep.findings().begin(), sweep.findings().end(),
+                     [&](const std::string& f) { return f.rfind(prefix, 0) == 0; });
+}
+
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -187,18 +213,33 @@ std::vector<GroupJudgement> JudgeGroups(const std::vector<std::vector<std::strin
   std::vector<size_t> measured_groups;
   for (size_t g = 0; g < groups.size(); ++g) {
     GroupJudgement& j = judged[g];
-    double worst = -1;
-    for (const auto& member : groups[g]) {
+    const auto result_of = [&](const std::string& member) -> const v1::HealthCheckResult* {
       const v1::HealthCheckResult* mine = nullptr;
       for (const auto* r : allreduce[member]) {
         if (std::vector<std::string>(r->group().begin(), r->group().end()) == groups[g]) mine = r;
       }
+      return mine;
+    };
+    // A member never reached leaves its partners waiting for it: their failures say nothing.
+    for (const auto& member : groups[g]) {
+      const v1::HealthCheckResult* mine = result_of(member);
+      if (mine != nullptr && NotMeasured(*mine)) {
+        j = {false, false, v1::HEALTH_VERDICT_UNSPECIFIED,
+             absl::StrCat(member, " was not measured: ", mine->error())};
+        break;
+      }
+    }
+    if (!j.measured) continue;
+    double worst = -1;
+    for (const auto& member : groups[g]) {
+      const v1::HealthCheckResult* mine = result_of(member);
       if (mine == nullptr) {
-        j = {true, v1::HEALTH_VERDICT_TIMEOUT, absl::StrCat("no all-reduce result from ", member)};
+        j = {true, true, v1::HEALTH_VERDICT_TIMEOUT,
+             absl::StrCat("no all-reduce result from ", member)};
         break;
       }
       if (Failed(mine->verdict())) {
-        j = {true, mine->verdict(),
+        j = {true, true, mine->verdict(),
              absl::StrCat(member, " reported ", v1::HealthVerdict_Name(mine->verdict()), ": ",
                           mine->error())};
         break;
@@ -219,7 +260,7 @@ std::vector<GroupJudgement> JudgeGroups(const std::vector<std::vector<std::strin
     for (size_t i = 0; i < busbw.size(); ++i) {
       if (!slow[i]) continue;
       judged[measured_groups[i]] = {
-          true, v1::HEALTH_VERDICT_SLOW,
+          true, true, v1::HEALTH_VERDICT_SLOW,
           absl::StrFormat("busbw %.3g GB/s, %.2f x the median %.3g of %d groups", busbw[i],
                           median > 0 ? busbw[i] / median : 0, median, busbw.size())};
     }
@@ -242,12 +283,16 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
   // A node's compute figure: a failed check if it had one, else its best passing measurement
   // (a node measured twice keeps the better one).
   std::map<std::string, const v1::HealthCheckResult*> compute;
+  std::set<std::string> unreached;  // a compute check that could not be handed over
   for (const auto& r : results) {
     if (r.kind() == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS && r.step() == 0) {
+      if (NotMeasured(r)) {  // no evidence either way
+        unreached.insert(r.node_name());
+        continue;
+      }
       const v1::HealthCheckResult*& best = compute[r.node_name()];
-      const bool failed = Failed(r.verdict()) && r.verdict() != v1::HEALTH_VERDICT_SLOW;
-      const bool best_failed =
-          best != nullptr && Failed(best->verdict()) && best->verdict() != v1::HEALTH_VERDICT_SLOW;
+      const bool failed = FailedOutright(r);
+      const bool best_failed = best != nullptr && FailedOutright(*best);
       if (best == nullptr || (failed && !best_failed) ||
           (!failed && !best_failed && r.compute_tflops() > best->compute_tflops())) {
         best = &r;
@@ -258,13 +303,14 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
   std::vector<double> rates;
   for (const auto& node : nodes) {
     auto it = compute.find(node);
+    if (it == compute.end() && unreached.count(node)) continue;  // the lease's to judge
     if (it == compute.end()) {
       condemn(node, v1::HEALTH_VERDICT_TIMEOUT,
               absl::StrFormat("%s: no compute stress result before the sweep's deadline", node));
       continue;
     }
     const auto& r = *it->second;
-    if (Failed(r.verdict()) && r.verdict() != v1::HEALTH_VERDICT_SLOW) {
+    if (FailedOutright(r)) {
       condemn(node, r.verdict(),
               absl::StrFormat("%s: compute stress %s: %s", node,
                               v1::HealthVerdict_Name(r.verdict()), r.error()));
@@ -277,33 +323,10 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
   // slow beside the nodes measured just before and after them, which replaces the MAD guard:
   // the machine's own changes of speed during the sweep would otherwise condemn whichever node
   // they fell on.
-  const bool confirming = config.confirmation.enabled;
+  // With confirmation on, speed is never condemned on these figures: every node below its peers
+  // is a suspect, measured again between peers (confirmation.h).
   const auto relative = BestBesideNeighbours(results, measured);
-  if (measured.size() >= 2 && confirming) {
-    // Only a clear fault is condemned on one sweep's figures; suspects are confirmed. Measured in
-    // turn, a node must also be under the fraction beside the nodes measured next to it: on a
-    // loaded machine both of a healthy node's measurements can fall in dips (it is a suspect).
-    const double median = Median(rates);
-    for (size_t i = 0; i < measured.size(); ++i) {
-      const double fraction = median > 0 ? rates[i] / median : 0;
-      if (fraction >= config.small_group_fraction) continue;
-      std::map<std::string, double> evidence = {{"compute_tflops", rates[i]},
-                                                {"peer_median_tflops", median},
-                                                {"fraction_of_median", fraction}};
-      std::string finding =
-          absl::StrFormat("%s: compute %.3g TFLOP/s, %.2f x the median %.3g of %d nodes",
-                          measured[i], rates[i], fraction, median, measured.size());
-      if (!relative.empty()) {
-        const auto it = relative.find(measured[i]);
-        const double beside = it == relative.end() ? 0 : it->second;
-        if (beside >= config.small_group_fraction) continue;
-        evidence["fraction_of_neighbours"] = beside;
-        absl::StrAppend(
-            &finding, absl::StrFormat(", and at best %.2f x the nodes measured beside it", beside));
-      }
-      condemn(measured[i], v1::HEALTH_VERDICT_SLOW, std::move(finding), std::move(evidence));
-    }
-  } else if (measured.size() >= 2) {
+  if (measured.size() >= 2 && !config.confirmation.enabled) {
     double median = 0, mad = 0;
     const auto slow = FarBelow(rates, config, relative.empty(), &median, &mad);
     for (size_t i = 0; i < measured.size(); ++i) {
@@ -331,8 +354,9 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
   const std::vector<GroupJudgement> judged = JudgeGroups(groups, results, config);
   // A member of a bad group is implicated unless another of its groups was fine, or a partner
   // in that group is already condemned on its own.
-  std::map<std::string, int> bad_groups, all_groups;
+  std::map<std::string, int> bad_groups, all_groups;  // measured groups only
   for (size_t g = 0; g < groups.size(); ++g) {
+    if (!judged[g].measured) continue;
     for (const auto& m : groups[g]) {
       ++all_groups[m];
       if (judged[g].bad) ++bad_groups[m];

@@ -17,11 +17,17 @@
 // With fewer than 4 nodes there is too little to estimate a spread from, so only a node below
 // small_group_fraction of the median (default: half speed) is called slow.
 //
-// With confirmation on (the default; confirmation.h), one sweep's figures condemn a node as slow
-// only when it is a clear fault: under small_group_fraction of the median (and, measured in turn,
-// also at best under that fraction of the nodes measured beside it). A node merely below its
-// peers is a suspect, measured again until a sequential test decides; the rules above are then
-// not used for compute stress. Only the first measurements (step 0) count here either way.
+// With confirmation on (the default; confirmation.h), a sweep's first figures never condemn a
+// node for speed: on a shared or loaded machine one unlucky moment can put a healthy node under
+// half its peers' median, even beside its neighbours. Every node below its peers is a suspect,
+// measured again between peers until a sequential test decides; the rules above are then not
+// used for compute stress. Only the first measurements (step 0) count here either way.
+//
+// A check that could not be made at all — the node's worker was not connected to the scheduler
+// when it was dispatched — is recorded without a verdict (NotMeasured). It is no evidence about
+// the node's hardware: whether the node is lost is its lease's to decide, not a sweep's. Such a
+// node is neither condemned nor a peer for that check, an all-reduce group with it is not
+// judged, and the sweep lists the node as not measured (UnmeasuredNodes).
 
 #include <map>
 #include <optional>
@@ -54,8 +60,12 @@ struct Anomaly {
 // says which), or when its busbw at the largest payload is far below the groups' median (SLOW).
 struct GroupJudgement {
   bool bad = false;
+  // False when a member could not be reached (NotMeasured): the group says nothing either way.
+  bool measured = true;
   v1::HealthVerdict verdict = v1::HEALTH_VERDICT_PASSED;
-  std::string why;  // for a bad group: "node-c reported ERROR: ...", "busbw 0.2 GB/s, ..."
+  // For a bad group: "node-c reported ERROR: ...", "busbw 0.2 GB/s, ..."; for an unmeasured one,
+  // which member was not reached and why.
+  std::string why;
 };
 std::vector<GroupJudgement> JudgeGroups(const std::vector<std::vector<std::string>>& groups,
                                         const std::vector<v1::HealthCheckResult>& results,
@@ -67,6 +77,20 @@ std::vector<Anomaly> FindAnomalies(const std::vector<std::string>& nodes,
                                    const std::vector<std::vector<std::string>>& groups,
                                    const std::vector<v1::HealthCheckResult>& results,
                                    const AnomalyConfig& config);
+
+// A check the sweep could not make: the canary could not be handed to the node's worker (not
+// connected to the scheduler). Recorded with no verdict (HEALTH_VERDICT_UNSPECIFIED).
+bool NotMeasured(const v1::HealthCheckResult& result);
+
+// The nodes of `nodes` with a check that could not be made (NotMeasured), each with the first
+// such check's error.
+std::map<std::string, std::string> UnmeasuredNodes(
+    const std::vector<std::string>& nodes, const std::vector<v1::HealthCheckResult>& results);
+
+// The prefix of a sweep's findings about a node it could not measure ("not measured: NODE: ...").
+// Such a sweep is not a pass for the node (Remediation::ReturnToService).
+inline constexpr char kNotMeasuredPrefix[] = "not measured: ";
+bool NotMeasuredIn(const v1::Sweep& sweep, const std::string& node);
 
 // A suspect the confirmation found slow, or at a clear fault, as the anomaly to remediate, with
 // every pair of measurements and the test's figures as evidence; nothing for a cleared or

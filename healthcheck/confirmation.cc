@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "healthcheck/anomaly.h"
 
@@ -116,7 +117,7 @@ void CarryUndecided(const ConfirmationPlan& earlier, const ConfirmationConfig& c
       peers->erase(peer);
       suspects->push_back(node);
     }
-    if (inconclusive && Contains(*suspects, node)) (*carried)[node] = outcome;
+    if (Contains(*suspects, node)) (*carried)[node] = outcome;
   }
 }
 
@@ -134,10 +135,13 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
   // Each suspect's test, and its pairs so far (a carried one's from the sweep before).
   std::map<std::string, SequentialTestConfig> tests;
   std::map<std::string, std::vector<double>> ratios;
+  int rounds = test.max_pairs;  // one new pair a round for each suspect still undecided
   for (const auto& s : suspects) {
     SuspectOutcome& o = plan.outcomes[s];
     tests[s] = test;
-    if (const auto it = carried.find(s); it != carried.end()) {
+    if (const auto it = carried.find(s); it != carried.end() && NeedsRepeat(it->second, config)) {
+      tests[s].max_pairs *= kRepeatPairsFactor;  // afresh: none of its pairs count here
+    } else if (it != carried.end()) {
       o.suspect_tflops = it->second.suspect_tflops;
       o.peer_tflops = it->second.peer_tflops;
       for (size_t i = 0; i < o.suspect_tflops.size() && i < o.peer_tflops.size(); ++i) {
@@ -147,6 +151,7 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
     }
     o.test = DecideSequentially(ratios[s], tests[s]);
     o.test.decision = SequentialDecision::kContinue;  // measured at least once more here
+    rounds = std::max(rounds, tests[s].max_pairs - static_cast<int>(ratios[s].size()));
   }
   if (suspects.empty()) return plan;
   if (peers.empty()) {  // nothing to compare with: undecidable here
@@ -181,8 +186,7 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
     return std::abs(d - center) > config.peer_disagreement_sigmas * spread;
   };
   // A pair measured again (peers that disagreed, one impossible on its face): a round more each.
-  for (int round = 0; round < test.max_pairs + config.max_measured_again && !undecided.empty();
-       ++round) {
+  for (int round = 0; round < rounds + config.max_measured_again && !undecided.empty(); ++round) {
     const int first = static_cast<int>(line.size());  // the round's first suspect step
     for (const auto& s : undecided) {
       add(s);
@@ -202,6 +206,11 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
       SuspectOutcome& o = plan.outcomes[s];
       const int step = first + 2 * static_cast<int>(k);
       const v1::HealthCheckResult& mine = *by_step.at(step);
+      if (NotMeasured(mine)) {  // out of reach: no evidence either way, measured again later
+        o.test.decision = SequentialDecision::kInconclusive;
+        o.fault_detail = mine.error();
+        continue;
+      }
       if (!Usable(mine)) {
         o.fault =
             mine.verdict() == v1::HEALTH_VERDICT_PASSED || mine.verdict() == v1::HEALTH_VERDICT_SLOW
@@ -260,8 +269,9 @@ std::string DescribeOutcome(const std::string& node, const SuspectOutcome& o) {
       return absl::StrFormat("%s: cleared: %s reached %.2f)", node, figures, t.healthy_bound);
     case SequentialDecision::kInconclusive:
       return absl::StrFormat(
-          "%s: inconclusive: %s, between %.2f and %.2f); measured again in a follow-up sweep", node,
-          figures, t.healthy_bound, t.slow_bound);
+          "%s: inconclusive: %s, between %.2f and %.2f)%s; measured again in a follow-up sweep",
+          node, figures, t.healthy_bound, t.slow_bound,
+          o.fault_detail.empty() ? "" : absl::StrCat(", then not measured: ", o.fault_detail));
     case SequentialDecision::kContinue:
       break;
   }

@@ -8,8 +8,9 @@
 // mean cancels a drift of the shared machine's speed. After each round the sequential test
 // (sequential_test.h) decides each suspect still undecided: slow, healthy, or (after its bound of
 // pairs) inconclusive. A suspect whose re-measurement fails outright (an error, a timeout, wrong
-// data) is a clear fault. The plan is a pure function of the results so far, so that the sweep
-// driver recomputes it on every tick and after a restart, and a benchmark runs the same steps.
+// data) is a clear fault; one that could not be reached for it (NotMeasured) is inconclusive. The
+// plan is a pure function of the results so far, so that the sweep driver recomputes it on every
+// tick and after a restart, and a benchmark runs the same steps.
 
 #include <map>
 #include <string>
@@ -75,6 +76,8 @@ struct SuspectOutcome {
   // Measurements not paired because the peers around them disagreed (measured again).
   int peers_disagreed = 0;
   // A clear fault found while re-measuring (the verdict and what the check said); empty if none.
+  // With no fault, fault_detail says why a re-measurement could not be made (NotMeasured): the
+  // suspect is then inconclusive.
   v1::HealthVerdict fault = v1::HEALTH_VERDICT_UNSPECIFIED;
   std::string fault_detail;
 };
@@ -97,16 +100,21 @@ bool NeedsRepeat(const SuspectOutcome& outcome, const ConfirmationConfig& config
 
 // A follow-up sweep goes on with what the sweep it follows left undecided: each node that sweep
 // left inconclusive or found slow pending a repeat (NeedsRepeat), and that this sweep measured,
-// is a suspect again whatever its first figures (moved from `peers` to `suspects`). An
-// inconclusive node's pairs so far are copied to `carried`, to count in its test beside the new
-// ones; a repeat starts afresh, so that the two verdicts are independent.
+// is a suspect again whatever its first figures (moved from `peers` to `suspects`), and its
+// earlier outcome goes to `carried`. An inconclusive node's pairs so far count in its test beside
+// the new ones; a repeat starts afresh, so that the two verdicts are independent, but may take
+// kRepeatPairsFactor times the pairs: a slow node is still found within two sweeps when a
+// loaded machine spreads its pairs (a repeat left inconclusive waits for the next sweep that
+// includes it).
+inline constexpr int kRepeatPairsFactor = 2;
 void CarryUndecided(const ConfirmationPlan& earlier, const ConfirmationConfig& config,
                     std::vector<std::string>* suspects, std::vector<std::string>* peers,
                     std::map<std::string, SuspectOutcome>* carried);
 
 // Replays the confirmation over `results` (compute stress results with step >= 1; the first of
-// each step counts). A suspect in `carried` starts with its pairs (CarryUndecided), and gets
-// up to max_pairs more.
+// each step counts). A suspect in `carried` (CarryUndecided) left inconclusive starts with its
+// pairs and gets up to max_pairs more; one to repeat starts afresh with up to kRepeatPairsFactor
+// times max_pairs.
 ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
                                   const std::vector<std::string>& peers,
                                   const std::vector<v1::HealthCheckResult>& results,

@@ -89,7 +89,7 @@ std::vector<NamedFabricFault> FindFabricFaults(const std::vector<std::string>& n
   // Pairs elsewhere must have passed, and there must be one: otherwise nothing says where.
   int passed_elsewhere = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
-    if (Touches(groups[g], named_nodes)) continue;
+    if (Touches(groups[g], named_nodes) || !judged[g].measured) continue;
     if (judged[g].bad) return {};
     ++passed_elsewhere;
   }

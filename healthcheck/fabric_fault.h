@@ -13,7 +13,8 @@
 //     every pair it was in, which would condemn it on its own, so naming the switch condemns
 //     no node on weaker evidence than before;
 //   - every pair with no member in a named domain passed, and there is one: a sweep whose pairs
-//     all failed says nothing of where;
+//     all failed says nothing of where (a pair with a node the sweep could not reach is not
+//     judged, so it counts neither way; one inside the domain keeps it from being named);
 //   - none of its nodes was condemned before the all-reduce (compute stress, a GPU fault): a
 //     node's own fault is not its switch's.
 // A node behind a named switch is not looked at again for its rack. A node's `port` label, where

@@ -157,11 +157,15 @@ void Remediation::ReturnToService(const v1::Sweep& finished) {
     }
     return &it->second;
   };
-  // Finished sweeps in a row, newest first, that included the node and found nothing on it.
+  // Finished sweeps in a row, newest first, that included the node and found nothing on it (one
+  // that could not reach it neither counts nor breaks the row).
   const auto passes = [&](const std::string& name) {
     int n = 0;
     for (const auto& s : *sweeps) {  // newest first
-      if (s.state() != v1::SWEEP_STATE_FINISHED || !Named(s.node_names(), name)) continue;
+      if (s.state() != v1::SWEEP_STATE_FINISHED || !Named(s.node_names(), name) ||
+          NotMeasuredIn(s, name)) {
+        continue;
+      }
       if (Named(s.anomalous_nodes(), name) || Named(s.repeat_nodes(), name)) break;
       ++n;
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -48,14 +49,29 @@ void SweepDriver::Dispatch(v1::Sweep& sweep, const std::vector<CanaryDispatch>& 
     req.set_timeout_seconds(absl::ToDoubleSeconds(config_.dispatch_timeout));
     absl::Status st = scheduler_->DispatchToWorker(req);
     if (st.ok()) continue;
-    // The node could not even start it: that is its result.
+    if (absl::IsDeadlineExceeded(st)) {
+      // Handed over but not acknowledged in time (a loaded or frozen worker): the canary may
+      // still run and report. The stage's deadline decides, not a late acknowledgement.
+      spdlog::warn("health: sweep {}: {} did not acknowledge its canary: {}", sweep.id(), d.node,
+                   std::string(st.message()));
+      continue;
+    }
     v1::HealthCheckResult r;
     r.set_sweep_id(sweep.id());
     r.set_node_name(d.node);
     r.set_kind(d.canary.kind());
     *r.mutable_group() = d.canary.group();
-    r.set_verdict(v1::HEALTH_VERDICT_ERROR);
-    r.set_error(absl::StrCat("the canary could not start: ", st.message()));
+    r.set_step(d.canary.step());
+    if (absl::IsUnavailable(st)) {
+      // The worker is not connected (or the scheduler is away): nothing was measured, and the
+      // node's lease, not this sweep, decides whether it is lost (anomaly.h, NotMeasured).
+      r.set_verdict(v1::HEALTH_VERDICT_UNSPECIFIED);
+      r.set_error(absl::StrCat("the canary could not be handed to the node: ", st.message()));
+    } else {
+      // The worker refused it (it could not start the canary): that is the node's result.
+      r.set_verdict(v1::HEALTH_VERDICT_ERROR);
+      r.set_error(absl::StrCat("the canary could not start: ", st.message()));
+    }
     *r.mutable_started_at() = ToProtoTime(clock_->Now());
     *r.mutable_finished_at() = r.started_at();
     (void)store_->AddResult(r);
@@ -277,6 +293,7 @@ void SweepDriver::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthChec
   for (const auto& node : verdicts.repeat) sweep.add_repeat_nodes(node);
   for (const auto& node : verdicts.inconclusive) sweep.add_inconclusive_nodes(node);
   anomalies.insert(anomalies.end(), verdicts.anomalies.begin(), verdicts.anomalies.end());
+  RecordUnmeasured(sweep, results, anomalies);
   sweep.set_state(v1::SWEEP_STATE_FINISHED);
   *sweep.mutable_finished_at() = ToProtoTime(clock_->Now());
   remediation_->Remediate(sweep, anomalies, FabricFaults(nodes, results, verdicts));
@@ -291,6 +308,27 @@ void SweepDriver::FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthChec
                                         : absl::StrJoin(sweep.findings(), "; "));
   remediation_->ReturnToService(sweep);
   FollowUp(sweep);
+}
+
+// A node the sweep could not reach for some check, and that nothing else condemns, is neither
+// passed nor failed: it is listed as inconclusive (measured again by the follow-up once it is
+// back) with a finding that says why, and the sweep does not count as a pass for it.
+void SweepDriver::RecordUnmeasured(v1::Sweep& sweep,
+                                   const std::vector<v1::HealthCheckResult>& results,
+                                   const std::vector<Anomaly>& anomalies) {
+  const std::vector<std::string> nodes(sweep.node_names().begin(), sweep.node_names().end());
+  for (const auto& [node, why] : UnmeasuredNodes(nodes, results)) {
+    const bool condemned = std::any_of(anomalies.begin(), anomalies.end(),
+                                       [&](const Anomaly& a) { return a.node == node; });
+    if (condemned) continue;
+    const auto& listed = sweep.inconclusive_nodes();
+    if (std::find(listed.begin(), listed.end(), node) == listed.end()) {
+      sweep.add_inconclusive_nodes(node);
+    }
+    sweep.add_findings(absl::StrCat(kNotMeasuredPrefix, node, ": ", why,
+                                    "; not judged by this sweep (its lease decides whether it is "
+                                    "lost), measured again once it is back"));
+  }
 }
 
 std::vector<NamedFabricFault> SweepDriver::FabricFaults(
@@ -328,6 +366,18 @@ void SweepDriver::FollowUp(v1::Sweep& finished) {
     if (it != known->end() && it->second.liveness() == v1::NODE_LIVENESS_ONLINE) {
       online.push_back(n);
     }
+  }
+  // Nothing to measure again while every node it is for is away (one not measured, say): the
+  // next sweep that includes them does it.
+  const auto is_online = [&](const std::string& n) {
+    return std::find(online.begin(), online.end(), n) != online.end();
+  };
+  if (std::none_of(finished.repeat_nodes().begin(), finished.repeat_nodes().end(), is_online) &&
+      std::none_of(finished.inconclusive_nodes().begin(), finished.inconclusive_nodes().end(),
+                   is_online)) {
+    spdlog::info("health: no follow-up of sweep {}: the nodes to measure again are not online",
+                 finished.id());
+    return;
   }
   std::vector<std::string> what;
   if (!finished.repeat_nodes().empty()) {

@@ -70,6 +70,10 @@ class SweepDriver {
   // `plan`: the confirmation as the results leave it (suspects decided, or out of steps).
   void FinishSweep(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results,
                    const ConfirmationPlan& plan);
+  // Lists the nodes `results` could not reach (and `anomalies` do not condemn) as inconclusive,
+  // each with a "not measured" finding.
+  static void RecordUnmeasured(v1::Sweep& sweep, const std::vector<v1::HealthCheckResult>& results,
+                               const std::vector<Anomaly>& anomalies);
   // The switches (or racks) the finished sweep's all-reduce pairs name at fault (fabric_fault.h);
   // nodes condemned or found slow by compute stress are not the fabric's.
   std::vector<NamedFabricFault> FabricFaults(const std::vector<std::string>& nodes,

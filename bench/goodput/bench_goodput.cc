@@ -33,6 +33,7 @@
 #include "absl/strings/strip.h"
 #include "bench/goodput/chaos.h"
 #include "bench/goodput/progress_trace.h"
+#include "bench/goodput/split_cluster.h"
 
 namespace tessera::bench {
 namespace {
@@ -43,7 +44,7 @@ struct Options {
   int rounds = 2;
   uint32_t seed = 1;
   double min_gap = 30, max_gap = 60;
-  double loss_seconds = 2.8;
+  SplitClusterOptions cluster;  // --loss-seconds; its defaults otherwise
   std::vector<std::string> kinds = AllFaultKinds();
 };
 
@@ -64,8 +65,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
     } else if (flag == "--max-gap") {
       ok = absl::SimpleAtod(value, &o->max_gap) && o->max_gap >= o->min_gap;
     } else if (flag == "--loss-seconds") {
-      ok = absl::SimpleAtod(value, &o->loss_seconds) &&
-           (o->loss_seconds == 0 || (o->loss_seconds > 1 && o->loss_seconds <= 10));
+      double& loss = o->cluster.loss_seconds;
+      ok = absl::SimpleAtod(value, &loss) && (loss == 0 || (loss > 1 && loss <= 10));
     } else if (flag == "--kinds") {
       o->kinds = absl::StrSplit(value, ',', absl::SkipEmpty());
       for (const auto& k : o->kinds) {
@@ -146,7 +147,9 @@ int Main(const Options& o) {
       "bench_goodput: %d steps, %d round(s) of %zu fault kinds, seed %u, gaps %.0f-%.0f s\n",
       o.steps, o.rounds, o.kinds.size(), o.seed, o.min_gap, o.max_gap);
   std::printf("process logs in %s\n", root.c_str());
-  auto started = SplitCluster::Start({.loss_seconds = o.loss_seconds, .root = root});
+  SplitClusterOptions cluster = o.cluster;
+  cluster.root = root;
+  auto started = SplitCluster::Start(cluster);
   if (!started.ok()) {
     std::fprintf(stderr, "cluster: %s\n", started.status().ToString().c_str());
     return 1;

@@ -142,7 +142,9 @@ struct Pace {
 // The most a recovery from `kind` may take: detecting it (the lease, the probe, the hang timeout,
 // or the straggler trigger's reports at the slowed speed), a sweep's compute stages for the faults
 // only a sweep convicts (twice an idle sweep's: the run's nodes are busy, and a suspect is
-// measured again; a hung node's canary never answers, so its stage lasts to its deadline), the
+// measured again; a hung node's canary never answers, so its stage lasts to its deadline; three
+// times for a slow node, which is convicted only by its pairs with peers after the all-reduce
+// rounds: at least 6 pairs, 13 measurements against an idle sweep's 8), the
 // stop grace and a restart (two for a hang: the run is requeued at once and may start on the hung
 // node again before the sweep takes it out), all doubled for the noise of a shared 2-core
 // machine.
@@ -158,8 +160,12 @@ double RecoveryBound(const std::string& kind, const Pace& pace) {
     detect += kHangTimeout + kCanaryTimeout + kStageDeadlineSlack;
     starts = 2;
   }
-  if (absl::StartsWith(kind, "slow")) detect = (kStragglerReports + 1) * pace.report / kSlowFactor;
-  return 2 * (detect + 2 * pace.sweep + kStopGrace + starts * pace.start);
+  double sweeps = 2;
+  if (absl::StartsWith(kind, "slow")) {
+    detect = (kStragglerReports + 1) * pace.report / kSlowFactor;
+    sweeps = 3;
+  }
+  return 2 * (detect + sweeps * pace.sweep + kStopGrace + starts * pace.start);
 }
 
 struct Outcome {

@@ -63,6 +63,12 @@ std::map<std::string, std::string> EnvOf(const std::string& spool) {
   return env;
 }
 
+// A rank that marks when it started (ns) and its process group, then sleeps until killed: the
+// runs whose old ranks must be dead before the next attempt's start.
+constexpr char kMarkedSleeper[] =
+    "date +%s%N > \"$MARKS/start-$RESUMPTION_INDEX\"; echo $$ > "
+    "\"$MARKS/pid-$RESUMPTION_INDEX\"; sleep 300 & wait";
+
 TEST_CASE("a 2-node x 2-rank run gets every variable, a parameters file and its own folder",
           "[worker]") {
   LocalCluster c;
@@ -234,11 +240,7 @@ TEST_CASE("a frozen worker is fenced: its ranks are dead before the replacement 
   LocalCluster c;
   c.StartWorker("node-a");
   c.StartWorker("node-b");
-  const std::string command =
-      "date +%s%N > \"$MARKS/start-$RESUMPTION_INDEX\"; echo $$ > "
-      "\"$MARKS/pid-$RESUMPTION_INDEX\"; "
-      "sleep 300 & wait";
-  v1::Run run = c.Submit("fenced", command, 2, 1, /*retry=*/true);
+  v1::Run run = c.Submit("fenced", kMarkedSleeper, 2, 1, /*retry=*/true);
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
   const pid_t old_group = c.PidMark("pid-0");
   const std::string frozen = c.client->Get(run.name()).nodes(0).node_name();
@@ -421,11 +423,7 @@ TEST_CASE("a worker cut off from the network kills its ranks before the replacem
   // Only the worker's own fencing thread: the watchdog process is left out, so this checks the
   // in-process path that acts when the network, not the worker, fails.
   c.StartWorker("node-a", 2, {"--no-fence-watchdog", "--log-endpoint", via}, via);
-  const std::string command =
-      "date +%s%N > \"$MARKS/start-$RESUMPTION_INDEX\"; echo $$ > "
-      "\"$MARKS/pid-$RESUMPTION_INDEX\"; "
-      "sleep 300 & wait";
-  v1::Run run = c.Submit("partitioned", command, 2, 1, /*retry=*/true);
+  v1::Run run = c.Submit("partitioned", kMarkedSleeper, 2, 1, /*retry=*/true);
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
   REQUIRE(c.client->Get(run.name()).nodes(0).node_name() == "node-a");
   const pid_t old_group = c.PidMark("pid-0");
@@ -449,11 +447,7 @@ TEST_CASE("a loss lease shorter than the fence: the run moves at once, the node 
   TcpProxy link(c.server.grpc_port);
   const std::string via = absl::StrCat("127.0.0.1:", link.port());
   c.StartWorker("node-a", 2, {"--log-endpoint", via}, via);
-  const std::string command =
-      "date +%s%N > \"$MARKS/start-$RESUMPTION_INDEX\"; echo $$ > "
-      "\"$MARKS/pid-$RESUMPTION_INDEX\"; "
-      "sleep 300 & wait";
-  v1::Run run = c.Submit("loss-lease", command, 2, 1, /*retry=*/true);
+  v1::Run run = c.Submit("loss-lease", kMarkedSleeper, 2, 1, /*retry=*/true);
   c.client->WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
   REQUIRE(c.client->Get(run.name()).nodes(0).node_name() == "node-a");
   const pid_t old_group = c.PidMark("pid-0");

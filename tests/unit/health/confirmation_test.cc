@@ -16,7 +16,7 @@ namespace tessera::health {
 namespace {
 using testing::Measured;
 
-TEST_CASE("suspects are below the screen but above half speed, peers nearest the median first") {
+TEST_CASE("suspects are below the screen, peers nearest the median first") {
   const std::vector<std::string> nodes = {"a", "b", "c", "d", "e", "f"};
   std::vector<v1::HealthCheckResult> results = {
       Measured("a", 1.00), Measured("b", 0.88), Measured("c", 1.05), Measured("d", 0.40),
@@ -25,11 +25,14 @@ TEST_CASE("suspects are below the screen but above half speed, peers nearest the
       Measured("b", 0.90), Measured("e", 0.50, 3), Measured("x", 0.1)};
   std::vector<std::string> peers;
   const auto suspects = FindSuspects(nodes, results, ConfirmationConfig{}, {"d"}, &peers);
-  CHECK(suspects == std::vector<std::string>{"b"});              // d (0.40) is condemned
+  CHECK(suspects == std::vector<std::string>{"b"});              // d is excluded (condemned)
   CHECK(peers == std::vector<std::string>{"a", "e", "f", "c"});  // median 0.995
   CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {"b", "a", "d"}, &peers).empty());
   CHECK(peers == std::vector<std::string>{"e", "f", "c"});
   CHECK(FindSuspects({"a"}, results, ConfirmationConfig{}, {}, &peers).empty());
+  // Not excluded, a node at 0.40 is a suspect like any other below the screen.
+  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {}, &peers) ==
+        std::vector<std::string>{"b", "d"});
 }
 
 // Runs the plan to its end, measuring each step's node at rate(node, step).
@@ -226,7 +229,7 @@ TEST_CASE("without peers suspects are inconclusive, without suspects there is no
   CHECK(plan.outcomes.empty());
 }
 
-TEST_CASE("with confirmation on, one sweep condemns only a clear fault, the rest are suspects") {
+TEST_CASE("with confirmation on, first figures condemn no node for speed: all are suspects") {
   std::vector<std::string> nodes;
   std::vector<v1::HealthCheckResult> results;
   const double rates[] = {1.00, 1.02, 0.98, 1.01, 0.80, 0.99, 1.03, 0.45};
@@ -234,14 +237,25 @@ TEST_CASE("with confirmation on, one sweep condemns only a clear fault, the rest
     nodes.push_back("n" + std::to_string(i));
     results.push_back(Measured(nodes.back(), rates[i]));
   }
-  const auto found = FindAnomalies(nodes, {}, results, AnomalyConfig{});
-  REQUIRE(found.size() == 1);
-  CHECK(found[0].node == "n7");
-  CHECK(found[0].finding.find("n7: compute 0.45 TFLOP/s, 0.45 x the median") == 0);
+  CHECK(FindAnomalies(nodes, {}, results, AnomalyConfig{}).empty());
   std::vector<std::string> peers;
-  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {"n7"}, &peers) ==
-        std::vector<std::string>{"n4"});
+  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {}, &peers) ==
+        std::vector<std::string>{"n4", "n7"});
   CHECK(peers.size() == 6);
+  // Without confirmation one sweep's figures decide: both are condemned at once.
+  AnomalyConfig alone;
+  alone.confirmation.enabled = false;
+  const auto found = FindAnomalies(nodes, {}, results, alone);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0].node == "n4");
+  CHECK(found[1].node == "n7");
+  CHECK(found[1].finding.find("n7: compute 0.45 TFLOP/s, 0.45 x the median") == 0);
+  // A check that failed outright is a clear fault either way.
+  results[2].set_verdict(v1::HEALTH_VERDICT_WRONG_DATA);
+  const auto wrong = FindAnomalies(nodes, {}, results, AnomalyConfig{});
+  REQUIRE(wrong.size() == 1);
+  CHECK(wrong[0].node == "n2");
+  CHECK(wrong[0].verdict == v1::HEALTH_VERDICT_WRONG_DATA);
 }
 
 // First (step 0) measurements taken one after another, a second apart, in this order.
@@ -295,8 +309,10 @@ TEST_CASE("measured in turn, a node slow beside its neighbours is a suspect at t
   CHECK(NeighbourRatios({Measured("a", 1.0), Measured("b", 0.5)}, {"a", "b"}).empty());
 }
 
-TEST_CASE("measured in turn, under half the median is a clear fault only beside neighbours too") {
+TEST_CASE("measured in turn, under half the median is a suspect, condemned alone only beside") {
   const std::vector<std::string> nodes = {"a", "b", "c", "d", "e", "f", "g", "h"};
+  AnomalyConfig alone;  // one sweep's figures decide
+  alone.confirmation.enabled = false;
   // h's two measurements, and those of c and d beside it, fell in moments when the machine ran
   // at 0.4: all three are under half the median (1.0), but not under half of their neighbours.
   auto results = InTurn({{"a", 1.0},
@@ -319,7 +335,8 @@ TEST_CASE("measured in turn, under half the median is a clear fault only beside 
   std::vector<std::string> peers;
   CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {}, &peers) ==
         std::vector<std::string>{"c", "d", "h"});
-  // h at 0.4 beside nodes at 1.0 is condemned at once, with how it compares to them.
+  // h at 0.4 beside nodes at 1.0: a suspect with confirmation on; without it, condemned at once,
+  // with how it compares to them.
   results = InTurn({{"a", 1.0},
                     {"b", 1.0},
                     {"c", 1.0},
@@ -336,7 +353,10 @@ TEST_CASE("measured in turn, under half the median is a clear fault only beside 
                     {"a", 1.0},
                     {"b", 1.0},
                     {"g", 1.0}});
-  const auto found = FindAnomalies(nodes, {}, results, AnomalyConfig{});
+  CHECK(FindAnomalies(nodes, {}, results, AnomalyConfig{}).empty());
+  CHECK(FindSuspects(nodes, results, ConfirmationConfig{}, {}, &peers) ==
+        std::vector<std::string>{"h"});
+  const auto found = FindAnomalies(nodes, {}, results, alone);
   REQUIRE(found.size() == 1);
   CHECK(found[0].node == "h");
   CHECK(found[0].evidence.at("fraction_of_neighbours") == Approx(0.4));

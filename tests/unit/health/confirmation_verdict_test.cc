@@ -97,8 +97,9 @@ TEST_CASE("a node found slow for speed alone is measured again afresh, never on 
   CarryUndecided(earlier, config, &suspects, &peers, &carried);
   CHECK(suspects == std::vector<std::string>{"i", "s"});  // in the plan's (name) order
   CHECK(peers == std::vector<std::string>{"p1", "g", "p2"});
-  REQUIRE(carried.size() == 1);  // the inconclusive one's pairs; s starts with none
+  REQUIRE(carried.size() == 2);  // the inconclusive one's pairs; s's outcome, to start afresh
   CHECK(carried.count("i") == 1);
+  CHECK(carried.count("s") == 1);
 
   // Measured at 0.8 again, s is decided on this sweep's pairs alone.
   std::vector<v1::HealthCheckResult> results;
@@ -112,6 +113,29 @@ TEST_CASE("a node found slow for speed alone is measured again afresh, never on 
   CHECK(o.test.decision == SequentialDecision::kSlow);
   CHECK(o.test.pairs == config.test.min_pairs_slow);
   CHECK(o.suspect_tflops.size() == static_cast<size_t>(o.test.pairs));
+
+  // Level with its peers but for a noisy spread that never lets the test decide, a repeat may
+  // take twice the pairs of a first test before it is left inconclusive.
+  const auto undecided = [&](const std::map<std::string, SuspectOutcome>& with) {
+    std::vector<v1::HealthCheckResult> measured;
+    ConfirmationPlan p;
+    for (int guard = 0; guard < 400; ++guard) {
+      p = PlanConfirmation({"s"}, peers, measured, config, with);
+      if (p.next_node.empty()) break;
+      // s alternates between far above and far below its peers (steps 2, 6, ... and 4, 8, ...),
+      // its log ratios centred between the hypotheses (1 and 0.85): the evidence stays even.
+      const double high = 1.3, low = 0.85 / high;
+      const double rate = p.next_node != "s" ? 1.0 : p.next_step % 4 == 2 ? high : low;
+      measured.push_back(Measured(p.next_node, rate, p.next_step));
+    }
+    return p.outcomes.at("s").test;
+  };
+  const SequentialOutcome first = undecided({});
+  const SequentialOutcome repeat = undecided(carried);
+  CHECK(first.decision == SequentialDecision::kInconclusive);
+  CHECK(first.pairs == config.test.max_pairs);
+  CHECK(repeat.decision == SequentialDecision::kInconclusive);
+  CHECK(repeat.pairs == kRepeatPairsFactor * config.test.max_pairs);
 }
 
 TEST_CASE("a sweep's verdicts: slowness alone is condemned only when a follow-up finds it too") {

@@ -165,7 +165,7 @@ TEST_CASE("a switch whose nodes still reach each other (an uplink) is not named"
   std::vector<GroupJudgement> judged(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
     const bool leaves = (groups[g][0] == "b" || groups[g][0] == "d");  // b+c, d+a
-    if (leaves) judged[g] = {true, v1::HEALTH_VERDICT_TIMEOUT, "no all-reduce result"};
+    if (leaves) judged[g] = {true, true, v1::HEALTH_VERDICT_TIMEOUT, "no all-reduce result"};
   }
   CHECK(FindFabricFaults(fabric.order, groups, judged, fabric.known, {}).empty());
 }

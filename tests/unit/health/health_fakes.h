@@ -16,7 +16,9 @@ class FakeScheduler final : public SchedulerApi {
   std::vector<v1::DispatchToWorkerRequest> dispatched;
   std::vector<v1::EvictNodeRequest> evicted;
   std::map<std::string, std::vector<std::string>> runs_on;  // node -> run names
-  std::set<std::string> unreachable;                        // dispatch fails
+  std::set<std::string> unreachable;     // the worker is not connected: dispatch fails
+  std::set<std::string> refused;         // the worker cannot start the canary
+  std::set<std::string> unacknowledged;  // the canary starts, its acknowledgement comes late
 
   v1::Node& Add(const std::string& name, const std::string& address = "") {
     v1::Node& n = nodes[name];
@@ -35,7 +37,13 @@ class FakeScheduler final : public SchedulerApi {
     if (unreachable.count(req.node_name())) {
       return absl::UnavailableError("the worker of node " + req.node_name() + " is not connected");
     }
+    if (refused.count(req.node_name())) {
+      return absl::FailedPreconditionError("tessera-canary: no such file or directory");
+    }
     dispatched.push_back(req);
+    if (unacknowledged.count(req.node_name())) {
+      return absl::DeadlineExceededError("node " + req.node_name() + " did not acknowledge");
+    }
     return absl::OkStatus();
   }
   absl::StatusOr<std::vector<std::string>> EvictNode(const v1::EvictNodeRequest& req) override {

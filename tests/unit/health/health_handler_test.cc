@@ -84,11 +84,15 @@ TEST_CASE("a slow node is cordoned with the evidence and its runs evicted as str
   CHECK(done.anomalous_nodes(0) == "c");
   REQUIRE(f.cordon->cordoned.size() == 1);
   CHECK(f.cordon->cordoned[0].first == "c");
-  CHECK(f.cordon->cordoned[0].second.find("health: sweep " + s.id() + ": c: compute 0.4 TFLOP/s") ==
-        0);
+  // Under half speed on its first figures, it is a suspect all the same: the pairs measured
+  // between peers condemn it, in the same sweep (slower than half its peers there).
+  CHECK(f.cordon->cordoned[0].second.find("health: sweep " + s.id() +
+                                          ": c: slow: 0.400 x its peers' compute rate over ") == 0);
   const auto& e = f.cordon->evidence[0].fields();
   CHECK(e.at("verdict").string_value() == "HEALTH_VERDICT_SLOW");
-  CHECK(e.at("peer_median_tflops").number_value() == 1.0);
+  CHECK(e.at("confirm_mean_ratio").number_value() == Approx(0.4));
+  CHECK(e.at("confirm_1_tflops").number_value() == Approx(0.4));
+  CHECK(e.at("confirm_1_peer_tflops").number_value() == Approx(1.0));
   REQUIRE(f.scheduler->evicted.size() == 1);
   CHECK(f.scheduler->evicted[0].reason() == v1::ATTEMPT_END_REASON_STRAGGLER);
   CHECK(f.scheduler->evicted[0].detection_method() == v1::DETECTION_METHOD_CANARY_SWEEP);
@@ -103,11 +107,28 @@ TEST_CASE("a slow node is cordoned with the evidence and its runs evicted as str
 
 TEST_CASE("what does not answer before the deadline times out and is taken out") {
   Fixture f;
-  for (const auto& n : {"a", "b"}) f.scheduler->Add(n);
-  f.scheduler->unreachable.insert("b");
+  for (const auto& n : {"a", "b", "c"}) f.scheduler->Add(n);
   const v1::Sweep s = f.Start();
   f.health.Tick();
-  f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);  // a answers; b never started
+  f.scheduler->Take(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);  // handed over, never answered
+  f.clock->Advance(absl::Seconds(66));                      // past the compute deadline
+  f.health.Tick();
+  // Taken out at the end of the compute stage, while the all-reduce rounds go on.
+  const v1::Sweep after = f.Sweep(s.id());
+  CHECK(after.anomalous_nodes_size() == 3);
+  CHECK(after.findings(0) ==
+        "a: compute stress HEALTH_VERDICT_TIMEOUT: no result before the sweep's deadline");
+  REQUIRE(f.scheduler->evicted.size() == 3);
+  CHECK(f.scheduler->evicted.at(0).reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+}
+
+TEST_CASE("a worker that cannot start the canary fails the check at once") {
+  Fixture f;
+  for (const auto& n : {"a", "b"}) f.scheduler->Add(n);
+  f.scheduler->refused.insert("b");
+  const v1::Sweep s = f.Start();
+  f.health.Tick();
+  f.Answer(v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);  // a answers; b's was refused
   f.health.Tick();
   // b's compute failed to start: its result is an ERROR, so the stage is complete.
   auto pair = f.scheduler->Take(v1::HEALTH_CHECK_KIND_ALLREDUCE);
@@ -118,7 +139,7 @@ TEST_CASE("what does not answer before the deadline times out and is taken out")
   CHECK(done.state() == v1::SWEEP_STATE_FINISHED);
   REQUIRE(done.anomalous_nodes_size() == 1);
   CHECK(done.anomalous_nodes(0) == "b");
-  CHECK(done.findings(0).find("could not start") != std::string::npos);
+  CHECK(done.findings(0).find("could not start: tessera-canary") != std::string::npos);
   CHECK(f.scheduler->evicted.at(0).reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
 }
 
@@ -347,7 +368,7 @@ TEST_CASE(
                           "measured while hog (mallory) ran on it: drained until it is measured "
                           "idle"));
   REQUIRE(done.findings_size() == 1);
-  CHECK(absl::StartsWith(done.findings(0), "deferred: c: compute 0.4 TFLOP/s"));
+  CHECK(absl::StartsWith(done.findings(0), "deferred: c: slow: 0.400 x its peers"));
   CHECK(tessera::testing::MetricValue(f.registry, "tessera_health_verdicts_deferred_total",
                                       {"SLOW"}) == 1);
   CHECK(f.scheduler->nodes["c"].admin_state() == v1::NODE_ADMIN_STATE_DRAINING);
