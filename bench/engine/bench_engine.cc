@@ -11,8 +11,12 @@
 //  4. Activation checkpointing of every block against none, steps alternated: the step's peak
 //     CPU tensor memory beyond what lives between steps (CpuAllocationMeter), target at most
 //     0.6; and the step time, target at most 1.4.
+//  5. Parameter sharding on 4 ranks (tessera-train processes, Gloo over loopback, a model of
+//     --shard-layers blocks), FULL_SHARD (ZeRO-3) against SHARD_GRAD_OP (ZeRO-2), jobs
+//     alternated: the median step time, target at most 1.3; the parameter bytes a rank holds
+//     between steps, target at most 0.35, and at most during a step.
 //
-//   bench_engine [--threads N] [--steps N] [--save-layers N] [--folder DIR]
+//   bench_engine [--threads N] [--steps N] [--save-layers N] [--shard-layers N] [--folder DIR]
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -108,11 +112,76 @@ double PlainWrite(const std::string& path, const std::vector<char>& bytes) {
   return Seconds(start);
 }
 
+// Rank 0's account of its parameters (trainer.cc): bytes between steps, at most in a step.
+std::pair<double, double> HeldBytes(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line;
+  const std::string marker = "between steps, at most ";
+  while (std::getline(in, line)) {
+    const auto held = line.find("): ");
+    const auto at_most = line.find(marker);
+    if (line.find("parameters held by rank 0") == std::string::npos || held == std::string::npos ||
+        at_most == std::string::npos) {
+      continue;
+    }
+    return {std::stod(line.substr(held + 3)), std::stod(line.substr(at_most + marker.size()))};
+  }
+  std::cerr << "no parameter account in " << log_path << "\n";
+  std::exit(1);
+}
+
+// One tessera-train job of `world` ranks (processes) under `fsdp`: the durations of its steps
+// after the first three (from rank 0's progress records, one a step), and rank 0's account.
+struct ShardedJob {
+  std::vector<double> step_seconds;
+  double between = 0, peak = 0;
+};
+
+ShardedJob RunShardedJob(const std::string& folder, const Shape& s, const std::string& data,
+                         const std::string& fsdp, int world, int steps) {
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  const std::string config = folder + "/train.yaml";
+  std::ofstream(config) << "model: {preset: tiny, d_model: " << s.d_model
+                        << ", n_heads: " << s.heads << ", n_layers: " << s.layers
+                        << ", max_seq_len: " << s.seq << ", vocab_size: " << s.vocab
+                        << "}\ndata: {path: " << data << "}\nmax_duration: " << steps + 3
+                        << "ba\nglobal_train_batch_size: " << s.batch
+                        << "\nlog_interval: 1\nthreads: 1\nfsdp: " << fsdp << "\n";
+  std::string command;
+  const int port = 20000 + static_cast<int>(::getpid() % 20000);
+  for (int r = 0; r < world; ++r) {
+    absl::StrAppend(&command, "env WORLD_SIZE=", world, " RANK=", r, " LOCAL_RANK=", r,
+                    " LOCAL_WORLD_SIZE=", world, " MASTER_ADDR=127.0.0.1 MASTER_PORT=", port,
+                    " TESSERA_PROGRESS_FILE=", folder, "/progress-", r, " ", TESSERA_BIN_DIR,
+                    "/tessera-train --config ", config, " >", folder, "/log-", r, " 2>&1 & ");
+  }
+  command += "wait";
+  if (std::system(command.c_str()) != 0) std::abort();
+  ShardedJob job;
+  std::ifstream progress(folder + "/progress-0");
+  std::string line;
+  double previous = 0;
+  int64_t records = 0;
+  while (std::getline(progress, line)) {
+    const auto record = nlohmann::json::parse(line);
+    const double time = record["time"].get<double>();
+    if (++records > 3) job.step_seconds.push_back(time - previous);
+    previous = time;
+  }
+  if (records != steps + 3) {
+    std::cerr << "the job in " << folder << " reported " << records << " steps\n";
+    std::exit(1);
+  }
+  std::tie(job.between, job.peak) = HeldBytes(folder + "/log-0");
+  return job;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   EnsurePassiveOpenMpWait(argv);  // as tessera-train does; Python inherits it
-  int threads = 2, steps = 20, save_layers = 8;
+  int threads = 2, steps = 20, save_layers = 8, shard_layers = 8;
   std::string folder = "/tmp/tessera-bench-engine";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -128,6 +197,8 @@ int main(int argc, char** argv) {
       steps = v;
     else if (flag == "--save-layers")
       save_layers = v;
+    else if (flag == "--shard-layers")
+      shard_layers = v;
     else {
       std::cerr << "unknown flag " << flag << "\n";
       return 2;
@@ -206,6 +277,34 @@ int main(int argc, char** argv) {
                 time_plain * 1e3, time_ckpt / time_plain);
   }
 
+  // 5. FULL_SHARD against SHARD_GRAD_OP on 4 ranks, alternated.
+  {
+    Shape sharded = s;
+    sharded.layers = shard_layers;
+    ShardedJob jobs[2];
+    const char* strategies[2] = {"{sharding_strategy: SHARD_GRAD_OP}",
+                                 "{sharding_strategy: FULL_SHARD}"};
+    for (int round = 0; round < 4; ++round) {
+      const int which = round % 2;
+      ShardedJob job =
+          RunShardedJob(folder + "/sharded", sharded, data, strategies[which], 4, steps);
+      jobs[which].step_seconds.insert(jobs[which].step_seconds.end(), job.step_seconds.begin(),
+                                      job.step_seconds.end());
+      jobs[which].between = job.between;
+      jobs[which].peak = job.peak;
+    }
+    const double zero2 = Median(jobs[0].step_seconds), zero3 = Median(jobs[1].step_seconds);
+    std::printf("parameter sharding on 4 ranks (%lld layers, %.1f MB of parameters):\n",
+                (long long)sharded.layers, jobs[0].between / 1e6);
+    std::printf("  FULL_SHARD step %.1f ms, SHARD_GRAD_OP %.1f ms: ratio %.2f (target <= 1.3)\n",
+                zero3 * 1e3, zero2 * 1e3, zero3 / zero2);
+    std::printf(
+        "  parameters per rank between steps %.2f MB against %.2f MB: ratio %.2f (target <= "
+        "0.35); at most during a step %.2f MB: ratio %.2f\n",
+        jobs[1].between / 1e6, jobs[0].between / 1e6, jobs[1].between / jobs[0].between,
+        jobs[1].peak / 1e6, jobs[1].peak / jobs[0].peak);
+  }
+
   // 2 and 3. Saves of a larger model's shard.
   Shape big = s;
   big.layers = save_layers;
@@ -217,7 +316,7 @@ int main(int argc, char** argv) {
     std::cerr << trainer.status() << "\n";
     return 1;
   }
-  const int64_t bytes = (*trainer)->flat().numel() * 3 * 4;
+  const int64_t bytes = (*trainer)->parameters().numel() * 3 * 4;
   std::vector<char> plain(static_cast<size_t>(bytes), 'x');
   fs::create_directories(ckpt);
   std::vector<double> save_times, plain_times, blocked;
@@ -235,7 +334,7 @@ int main(int argc, char** argv) {
   }
   const double save = Median(save_times), raw = Median(plain_times), block = Median(blocked);
   std::printf("checkpoint save (%.0f MB: params, exp_avg, exp_avg_sq of %.1fM parameters):\n",
-              bytes / 1e6, (*trainer)->flat().numel() / 1e6);
+              bytes / 1e6, (*trainer)->parameters().numel() / 1e6);
   std::printf("  save %.0f MB/s, plain write + fsync %.0f MB/s: ratio %.2f (target >= 0.8)\n",
               bytes / save / 1e6, bytes / raw / 1e6, raw / save);
   std::printf(

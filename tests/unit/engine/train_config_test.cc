@@ -114,7 +114,8 @@ TEST_CASE("errors name the field and its line") {
   CHECK(ErrorOf("data: {path: /d}\nmodel: {d_model: 100, n_heads: 3}\n")
             .find("model.d_model: 100 is not a multiple of n_heads (3)") != std::string::npos);
   CHECK(ErrorOf("data: {path: /d}\nfsdp: {sharding_strategy: ZERO3}\n") ==
-        "train.yaml:2: fsdp.sharding_strategy: must be FULL_SHARD, HYBRID_SHARD or NO_SHARD");
+        "train.yaml:2: fsdp.sharding_strategy: must be FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD or "
+        "NO_SHARD");
   CHECK(ErrorOf("data: {path: /d}\nfsdp: {activation_checkpointing_interval: 2}\n") ==
         "train.yaml:2: fsdp.activation_checkpointing_interval: needs "
         "fsdp.activation_checkpointing: true");

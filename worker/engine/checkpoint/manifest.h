@@ -30,7 +30,7 @@ struct ShardRecord {
 struct CheckpointManifest {
   int64_t step = 0;
   int world_size = 0;               // ranks of the run that saved it
-  std::string sharding;             // FULL_SHARD, HYBRID_SHARD or NO_SHARD
+  std::string sharding;             // FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD or NO_SHARD
   int shard_group_size = 0;         // ranks that share one copy of the parameters
   int64_t numel = 0;                // elements of the flat parameter buffer (without padding)
   std::vector<std::string> arrays;  // what each shard holds, in order: params, exp_avg, ...

@@ -13,6 +13,37 @@
 namespace tessera::engine {
 namespace {
 
+class FinishedCollective final : public PendingCollective {
+ public:
+  void Wait() override {}
+};
+
+// A Gloo collective running on one of the process group's threads; `keep` holds the tensors it
+// reads and writes until it is done.
+class GlooPending final : public PendingCollective {
+ public:
+  GlooPending(c10::intrusive_ptr<c10d::Work> work, std::vector<torch::Tensor> keep)
+      : work_(std::move(work)), keep_(std::move(keep)) {}
+  ~GlooPending() override {
+    // Never leave a collective writing into freed memory. A peer that died makes the wait
+    // throw; a destructor must not (it may run while that very error unwinds), and the rank is
+    // failing anyway, so the error is reported by whoever waited first.
+    if (!work_) return;
+    try {
+      work_->wait();
+    } catch (const std::exception&) {
+    }
+  }
+  void Wait() override {
+    work_->wait();
+    work_.reset();
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  std::vector<torch::Tensor> keep_;
+};
+
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg) : pg_(std::move(pg)) {}
@@ -53,7 +84,21 @@ class GlooCommunicator final : public Communicator {
     o.rootRank = root;
     pg_->broadcast(tensors, o)->wait();
   }
+  void ReduceSum(torch::Tensor& tensor, int root) override { StartReduceSum(tensor, root)->Wait(); }
   void Barrier() override { pg_->barrier()->wait(); }
+
+  std::unique_ptr<PendingCollective> StartBroadcast(torch::Tensor& tensor, int root) override {
+    std::vector<torch::Tensor> tensors{tensor};
+    c10d::BroadcastOptions o;
+    o.rootRank = root;
+    return std::make_unique<GlooPending>(pg_->broadcast(tensors, o), std::move(tensors));
+  }
+  std::unique_ptr<PendingCollective> StartReduceSum(torch::Tensor& tensor, int root) override {
+    std::vector<torch::Tensor> tensors{tensor};
+    c10d::ReduceOptions o;
+    o.rootRank = root;
+    return std::make_unique<GlooPending>(pg_->reduce(tensors, o), std::move(tensors));
+  }
 
  private:
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
@@ -76,6 +121,16 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Store>> Connect(const Rendezvous& rv, bo
 }
 
 }  // namespace
+
+std::unique_ptr<PendingCollective> Communicator::StartBroadcast(torch::Tensor& tensor, int root) {
+  Broadcast(tensor, root);
+  return std::make_unique<FinishedCollective>();
+}
+
+std::unique_ptr<PendingCollective> Communicator::StartReduceSum(torch::Tensor& tensor, int root) {
+  ReduceSum(tensor, root);
+  return std::make_unique<FinishedCollective>();
+}
 
 std::string DefaultGlooHost(const std::string& master_addr) {
   if (const char* host = std::getenv("TESSERA_GLOO_HOST"); host != nullptr && *host != '\0') {

@@ -14,6 +14,13 @@
 
 namespace tessera::engine {
 
+// A collective started and not yet waited for. Its tensors must live until Wait returns.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual void Wait() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -35,7 +42,16 @@ class Communicator {
   // ranks of part rank(). `full`'s contents are not kept.
   virtual void ReduceScatterSum(torch::Tensor& full, torch::Tensor& part) = 0;
   virtual void Broadcast(torch::Tensor& tensor, int root) = 0;
+  // Afterwards `root`'s `tensor` holds the sum over ranks; the others' contents are not kept.
+  virtual void ReduceSum(torch::Tensor& tensor, int root) = 0;
   virtual void Barrier() = 0;
+
+  // Broadcast and ReduceSum started, to be waited for later, so that they overlap what the
+  // caller computes meanwhile (per-block parameter gathers and gradient reductions). Collectives
+  // are matched across ranks in the order they are started. Where the backend cannot overlap,
+  // they run at once and Wait returns at once.
+  virtual std::unique_ptr<PendingCollective> StartBroadcast(torch::Tensor& tensor, int root);
+  virtual std::unique_ptr<PendingCollective> StartReduceSum(torch::Tensor& tensor, int root);
 };
 
 // A group of one: every collective is the identity.
@@ -48,6 +64,7 @@ class SoloCommunicator final : public Communicator {
   void AllGather(torch::Tensor&) override {}
   void ReduceScatterSum(torch::Tensor& full, torch::Tensor& part) override { part.copy_(full); }
   void Broadcast(torch::Tensor&, int) override {}
+  void ReduceSum(torch::Tensor&, int) override {}
   void Barrier() override {}
 };
 

@@ -74,6 +74,12 @@ class NcclCommunicator final : public Communicator {
           "broadcast");
     Sync();
   }
+  void ReduceSum(torch::Tensor& t, int root) override {
+    Check(ncclReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), NcclType(t),
+                     ncclSum, root, comm_, nullptr),
+          "reduce");
+    Sync();
+  }
   void Barrier() override {
     auto one = torch::ones({1}, torch::TensorOptions().device(torch::kCUDA));
     AllReduceSum(one);

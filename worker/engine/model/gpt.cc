@@ -135,17 +135,53 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
   const AttentionBias bias = BiasFor(tokens.size(1), tokens.device());
   const bool checkpointing =
       checkpoint_every_ > 0 && is_training() && torch::GradMode::is_enabled();
+  // Autograd comes back through the blocks only when the step's loss depends on them.
+  const bool backward_follows = torch::GradMode::is_enabled() && x.requires_grad();
+  BlockParameterHooks* hooks = hooks_;
   for (size_t i = 0; i < blocks_->size(); ++i) {
+    const auto index = static_cast<int64_t>(i);
     GptBlockImpl* block = blocks_[i]->as<GptBlock>();
-    if (checkpointing && static_cast<int64_t>(i) % checkpoint_every_ == 0) {
+    if (hooks != nullptr) {
+      hooks->BeforeForward(index);
+      // Hooks on a tensor run, in the order registered, once its gradient is complete: for the
+      // block's input, once the block's backward is done; for the previous block's output
+      // (the same tensor), before that block's backward. This block's end comes first, so
+      // that it is freed before the one before the previous is fetched.
+      if (backward_follows) {
+        x.register_hook([hooks, index](const torch::Tensor&) { hooks->AfterBackward(index); });
+        if (index > 0) {
+          x.register_hook(
+              [hooks, index](const torch::Tensor&) { hooks->BeforeBackward(index - 1); });
+        }
+      }
+    }
+    if (checkpointing && index % checkpoint_every_ == 0) {
       x = CheckpointedForward(
           [block, bias](const torch::Tensor& in) { return block->forward(in, bias); }, x);
     } else {
       x = block->forward(x, bias);
     }
+    if (hooks != nullptr) hooks->AfterForward(index, backward_follows);
+  }
+  if (hooks != nullptr && backward_follows && !blocks_->is_empty()) {
+    const int64_t last = block_count() - 1;
+    x.register_hook([hooks, last](const torch::Tensor&) { hooks->BeforeBackward(last); });
   }
   x = ln_f_->forward(x);
   return torch::matmul(x, wte_->weight.t());
+}
+
+std::vector<ParameterUnit> GptImpl::ParameterUnits() {
+  std::vector<ParameterUnit> units;
+  ParameterUnit rest{"embedding and final norm", -1, {}};
+  rest.parameters = wte_->parameters();
+  for (const auto& p : ln_f_->parameters()) rest.parameters.push_back(p);
+  units.push_back(std::move(rest));
+  for (size_t i = 0; i < blocks_->size(); ++i) {
+    units.push_back(ParameterUnit{"block " + std::to_string(i), static_cast<int64_t>(i),
+                                  blocks_[i]->parameters()});
+  }
+  return units;
 }
 
 torch::Tensor GptImpl::LossSum(const torch::Tensor& tokens, const torch::Tensor& labels) {

@@ -5,6 +5,9 @@
 
 #include <torch/torch.h>
 
+#include <string>
+#include <vector>
+
 #include "worker/engine/train/train_config.h"
 
 namespace tessera::engine {
@@ -49,6 +52,28 @@ class GptBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GptBlock);
 
+// What the model calls around each block so that the block's parameters are present exactly
+// while they are used: per-block parameter sharding (ZeRO-3, train/parameter_sharding.h) gathers
+// them before and frees them after. The backward calls come from autograd hooks on the block's
+// output (before its backward) and input (after it, every gradient of the block accumulated).
+class BlockParameterHooks {
+ public:
+  virtual ~BlockParameterHooks() = default;
+  virtual void BeforeForward(int64_t block) = 0;
+  // `backward_follows`: autograd will come back through this block in this step.
+  virtual void AfterForward(int64_t block, bool backward_follows) = 0;
+  virtual void BeforeBackward(int64_t block) = 0;
+  virtual void AfterBackward(int64_t block) = 0;
+};
+
+// Parameters that are gathered and freed together: each block's, and the rest (the embedding,
+// used first and last, and the final norm), which a step keeps from its start to its end.
+struct ParameterUnit {
+  std::string name;
+  int64_t block = -1;  // -1: the rest
+  std::vector<torch::Tensor> parameters;
+};
+
 class GptImpl : public torch::nn::Module {
  public:
   explicit GptImpl(const ModelConfig& c);
@@ -60,6 +85,11 @@ class GptImpl : public torch::nn::Module {
   // Activation checkpointing: blocks 0, k, 2k, ... keep only their input in training and are
   // recomputed in backward (block_checkpoint.h); 0: none.
   void SetActivationCheckpointing(int64_t every_k_blocks) { checkpoint_every_ = every_k_blocks; }
+  // Called around each block from now on; null: none (every parameter always present).
+  void SetParameterHooks(BlockParameterHooks* hooks) { hooks_ = hooks; }
+  // The rest first, then the blocks in order; every parameter in exactly one.
+  std::vector<ParameterUnit> ParameterUnits();
+  int64_t block_count() const { return static_cast<int64_t>(blocks_->size()); }
 
  private:
   AttentionBias BiasFor(int64_t t, const torch::Device& device);
@@ -71,6 +101,7 @@ class GptImpl : public torch::nn::Module {
   torch::nn::LayerNorm ln_f_{nullptr};
   torch::Tensor slopes_;  // [H, 1, 1]
   int64_t checkpoint_every_ = 0;
+  BlockParameterHooks* hooks_ = nullptr;
 };
 TORCH_MODULE(Gpt);
 

@@ -17,6 +17,7 @@ std::vector<int> Range(int first, int count, int stride) {
 int ShardGroupSize(const TrainConfig& config, const RankContext& ctx) {
   switch (config.sharding) {
     case Sharding::kFullShard:
+    case Sharding::kShardGradOp:
       return ctx.world_size;
     case Sharding::kNoShard:
       return 1;

@@ -2,7 +2,8 @@
 // The process groups a sharded trainer talks over, from its sharding strategy and its rank:
 // the world; its shard group (the ranks that together hold one replica of the parameters, one
 // shard each); and its replica group (the ranks that hold the same shard in every replica).
-// FULL_SHARD is one shard group of the whole world, NO_SHARD a group of one per rank, and
+// FULL_SHARD and SHARD_GRAD_OP are one shard group of the whole world, NO_SHARD a group of one
+// per rank, and
 // HYBRID_SHARD shards within groups of fsdp.shard_group_size (a node's ranks by default) and
 // replicates across them.
 
@@ -34,6 +35,7 @@ class ShardGroups {
 
   Communicator& world() { return *world_; }
   Communicator& shard_group() { return *shard_group_; }
+  Communicator& replica_group() { return *replica_group_; }
 
   // Sums every rank's gradients (`grads`, the full flat buffer) into this rank's shard: with
   // NCCL a reduce-scatter within the shard group into `grad_shard`, then an all-reduce across

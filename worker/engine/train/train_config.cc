@@ -199,6 +199,8 @@ std::string ShardingName(Sharding s) {
   switch (s) {
     case Sharding::kFullShard:
       return "FULL_SHARD";
+    case Sharding::kShardGradOp:
+      return "SHARD_GRAD_OP";
     case Sharding::kHybridShard:
       return "HYBRID_SHARD";
     case Sharding::kNoShard:
@@ -381,13 +383,15 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
     TESSERA_RETURN_IF_ERROR(r.Read(f, "sharding_strategy", "fsdp", &strategy));
     if (strategy == "FULL_SHARD")
       c.sharding = Sharding::kFullShard;
+    else if (strategy == "SHARD_GRAD_OP")
+      c.sharding = Sharding::kShardGradOp;
     else if (strategy == "HYBRID_SHARD")
       c.sharding = Sharding::kHybridShard;
     else if (strategy == "NO_SHARD")
       c.sharding = Sharding::kNoShard;
     else {
       return r.Error(f["sharding_strategy"], "fsdp.sharding_strategy",
-                     "must be FULL_SHARD, HYBRID_SHARD or NO_SHARD");
+                     "must be FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD or NO_SHARD");
     }
     TESSERA_RETURN_IF_ERROR(r.Read(f, "shard_group_size", "fsdp", &c.shard_group_size));
     TESSERA_RETURN_IF_ERROR(r.Positive(f, "shard_group_size", "fsdp", c.shard_group_size, true));

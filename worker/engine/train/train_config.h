@@ -71,7 +71,11 @@ struct LossRollbackConfig {
   bool enabled() const { return on_nan || spike_factor > 0; }
 };
 
-enum class Sharding { kFullShard, kHybridShard, kNoShard };
+// As FSDP's strategies: FULL_SHARD shards parameters, gradients and optimizer state (ZeRO-3),
+// SHARD_GRAD_OP keeps the parameters gathered between steps (ZeRO-2), HYBRID_SHARD is
+// FULL_SHARD within groups of shard_group_size ranks, replicated across them (HSDP), NO_SHARD
+// replicates everything (DDP). parameter_sharding.h says how.
+enum class Sharding { kFullShard, kShardGradOp, kHybridShard, kNoShard };
 std::string ShardingName(Sharding s);
 
 struct TrainConfig {

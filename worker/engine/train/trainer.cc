@@ -141,11 +141,9 @@ void Trainer::SetupModel(double peak_flops_per_rank) {
   model_->to(device_);
   model_->train();
   model_->SetActivationCheckpointing(config_.activation_checkpointing_interval);
-  flat_ = std::make_unique<FlatParameters>(*model_, groups_->shard_group_size());
-  optimizer_ =
-      std::make_unique<ShardedAdamW>(config_.optimizer, flat_->ParamShard(groups_->shard_index()),
-                                     flat_->DecayShard(groups_->shard_index()));
-  if (groups_->nccl()) grad_shard_ = torch::zeros_like(flat_->ParamShard(0));
+  parameters_ = MakeParameterSharding(config_.sharding, model_, *groups_);
+  optimizer_ = std::make_unique<ShardedAdamW>(config_.optimizer, parameters_->ParamShard(),
+                                              parameters_->DecayShard());
   progress_ = std::make_unique<progress::ProgressReporter>(ctx_.progress_file);
   ReportShape shape;
   shape.total_steps = total_steps_;
@@ -185,7 +183,7 @@ absl::Status Trainer::SetupCheckpoints() {
 }
 
 void Trainer::LogShape() const {
-  const int64_t params = flat_->numel();
+  const int64_t params = parameters_->numel();
   spdlog::info(
       "tessera-train: GPT {} ({} layers, d_model {}, {} heads, vocab {}, seq {}): {:.2f}M "
       "parameters; {} ranks on {} ({}, {} shard group{} of {}); global batch {}, microbatch {}; "
@@ -223,7 +221,7 @@ absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
             return absl::FailedPreconditionError(
                 absl::StrCat("it is later than step ", max_step, ", rolled back from"));
           }
-          if (m.config_hash != shape || m.numel != flat_->numel()) {
+          if (m.config_hash != shape || m.numel != parameters_->numel()) {
             return absl::FailedPreconditionError(
                 absl::StrCat("it holds a model of another shape (", m.model.dump(), ")"));
           }
@@ -243,9 +241,8 @@ absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
     return false;
   }
   TESSERA_ASSIGN_OR_RETURN(const CheckpointManifest manifest, folder.ReadManifest(step));
-  const int64_t begin = flat_->ShardBegin(groups_->shard_index()),
-                count = flat_->ShardCount(groups_->shard_index());
-  torch::Tensor targets[] = {flat_->ParamShard(groups_->shard_index()), optimizer_->exp_avg(),
+  const int64_t begin = parameters_->shard_begin(), count = parameters_->shard_count();
+  torch::Tensor targets[] = {parameters_->ParamShard(), optimizer_->exp_avg(),
                              optimizer_->exp_avg_sq()};
   auto staging = torch::empty({count}, torch::kFloat32);
   for (int a = 0; a < 3; ++a) {
@@ -254,7 +251,7 @@ absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
     torch::NoGradGuard no_grad;
     targets[a].narrow(0, 0, count).copy_(staging);
   }
-  groups_->shard_group().AllGather(flat_->params());
+  parameters_->ShardUpdated();
   step_ = manifest.step;
   resumed_from_step_ = manifest.step;
   last_saved_step_ = manifest.step;
@@ -314,7 +311,7 @@ absl::StatusOr<StepResult> Trainer::Step() {
   const double denominator = static_cast<double>(config_.global_train_batch_size * seq_len_);
 
   const auto compute_start = std::chrono::steady_clock::now();
-  flat_->grads().zero_();
+  parameters_->BeginStep();
   auto loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   for (int64_t m = 0; m < per_rank / micro; ++m) {
     // Dropout draws from (seed, step, rank, microbatch): resumption replays it exactly.
@@ -326,29 +323,29 @@ absl::StatusOr<StepResult> Trainer::Step() {
     auto labels = rows.narrow(1, 1, seq_len_);
     auto loss = model_->LossSum(inputs, labels);
     (loss / denominator).backward();
+    parameters_->MicrobatchDone();
     loss_sum += loss.detach().to(torch::kFloat64);
   }
-  switch (bad_batches_.HarmTo(step_ + 1, data_state_)) {  // test hooks
-    case DebugBadBatches::Harm::kNan:
-      loss_sum.fill_(std::numeric_limits<double>::quiet_NaN());
-      flat_->grads().fill_(std::numeric_limits<float>::quiet_NaN());
-      break;
-    case DebugBadBatches::Harm::kSpike:
-      loss_sum.mul_(100);
-      flat_->grads().mul_(100);
-      break;
-    case DebugBadBatches::Harm::kNone:
-      break;
+  const DebugBadBatches::Harm harm = bad_batches_.HarmTo(step_ + 1, data_state_);  // test hooks
+  if (harm == DebugBadBatches::Harm::kNan) {
+    loss_sum.fill_(std::numeric_limits<double>::quiet_NaN());
+  } else if (harm == DebugBadBatches::Harm::kSpike) {
+    loss_sum.mul_(100);
   }
   const double compute_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
   progress_->MarkWaiting(true);
   groups_->world().AllReduceSum(loss_sum);
-  groups_->ReduceGradients(flat_->grads(), grad_shard_);
+  torch::Tensor grad = parameters_->ReduceGradients();
   progress_->MarkWaiting(false);
 
   torch::NoGradGuard no_grad;
-  torch::Tensor grad = groups_->nccl() ? grad_shard_ : flat_->GradShard(groups_->shard_index());
+  // Every rank's gradients harmed alike, so their sum is: harm the sum.
+  if (harm == DebugBadBatches::Harm::kNan) {
+    grad.fill_(std::numeric_limits<float>::quiet_NaN());
+  } else if (harm == DebugBadBatches::Harm::kSpike) {
+    grad.mul_(100);
+  }
   auto norm_sq = grad.norm().to(torch::kFloat64).square().view({1});
   progress_->MarkWaiting(true);
   groups_->shard_group().AllReduceSum(norm_sq);
@@ -363,7 +360,7 @@ absl::StatusOr<StepResult> Trainer::Step() {
   result.learning_rate = LearningRate(config_.optimizer, config_.scheduler, step_, total_steps_);
   optimizer_->Step(grad, result.learning_rate, step_ + 1);
   progress_->MarkWaiting(true);
-  groups_->shard_group().AllGather(flat_->params());
+  parameters_->ShardUpdated();
   progress_->MarkWaiting(false);
 
   result.loss = loss_sum.to(torch::kCPU).item<double>() / denominator;
@@ -380,7 +377,7 @@ absl::Status Trainer::Save(bool background) {
   m.world_size = ctx_.world_size;
   m.sharding = ShardingName(config_.sharding);
   m.shard_group_size = groups_->shard_group_size();
-  m.numel = flat_->numel();
+  m.numel = parameters_->numel();
   m.arrays.assign(std::begin(kArrays), std::end(kArrays));
   m.data = data_state_;
   m.tokens_seen = tokens_seen_;
@@ -392,11 +389,11 @@ absl::Status Trainer::Save(bool background) {
   m.saved_at = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
   SaveJob job;
   job.manifest = std::move(m);
-  job.payload.offset = flat_->ShardBegin(groups_->shard_index());
-  job.payload.count = flat_->ShardCount(groups_->shard_index());
+  job.payload.offset = parameters_->shard_begin();
+  job.payload.count = parameters_->shard_count();
   std::vector<torch::Tensor> host;  // GPU shards are copied to host memory first
-  for (torch::Tensor t : {flat_->ParamShard(groups_->shard_index()), optimizer_->exp_avg(),
-                          optimizer_->exp_avg_sq()}) {
+  for (torch::Tensor t :
+       {parameters_->ParamShard(), optimizer_->exp_avg(), optimizer_->exp_avg_sq()}) {
     t = t.narrow(0, 0, job.payload.count);
     if (!t.is_cpu()) t = t.to(torch::kCPU);
     host.push_back(t.contiguous());
@@ -450,6 +447,20 @@ absl::Status Trainer::Run() {
   groups_->world().Barrier();  // rank 0 serves the store: it leaves last
   if (ctx_.rank == 0) {
     spdlog::info("training finished: {} steps, {} tokens", step_, tokens_seen_);
+    // What a step gathers at most, to judge the peak by: the rest (embedding and final norm)
+    // and the largest block.
+    int64_t rest = 0, largest_block = 0;
+    for (const ParameterUnit& unit : model_->ParameterUnits()) {
+      int64_t bytes = 0;
+      for (const auto& p : unit.parameters) bytes += p.numel() * p.element_size();
+      (unit.block < 0 ? rest : largest_block) =
+          std::max(unit.block < 0 ? rest : largest_block, bytes);
+    }
+    spdlog::info(
+        "parameters held by rank 0 ({}): {} bytes between steps, at most {} during a step, of "
+        "the model's {} (embedding and final norm {}, largest block {})",
+        ShardingName(config_.sharding), parameters_->held_bytes(), parameters_->peak_held_bytes(),
+        parameters_->numel() * 4, rest, largest_block);
   }
   return absl::OkStatus();
 }

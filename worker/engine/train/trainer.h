@@ -1,12 +1,13 @@
 #pragma once
 // tessera-train's training loop: a GPT over a streaming dataset with sharded data parallelism
-// (FULL_SHARD, HYBRID_SHARD, NO_SHARD over a flat parameter buffer), sharded checkpoints saved in
-// the background, and autoresume from the newest committed checkpoint on any number of ranks.
+// (FULL_SHARD and HYBRID_SHARD per block, SHARD_GRAD_OP, NO_SHARD: parameter_sharding.h),
+// sharded checkpoints saved in the background, and autoresume from the newest committed
+// checkpoint on any number of ranks.
 //
-// One step: gather is already done (every rank holds the full parameters); each rank runs
-// forward and backward over its slice of the global batch (in microbatches), gradients are
-// reduced to their owners, the global norm is clipped, each owner updates its shard with AdamW,
-// and the shards are gathered back into every rank's full buffer.
+// One step: each rank runs forward and backward over its slice of the global batch (in
+// microbatches; the sharding gathers parameters as the blocks need them), gradients are reduced
+// to their owners, the global norm is clipped, each owner updates its shard with AdamW, and the
+// sharding makes the update visible to the next forward.
 
 #include <torch/torch.h>
 
@@ -20,8 +21,8 @@
 #include "worker/engine/checkpoint/checkpoint_saver.h"
 #include "worker/engine/data/streaming_dataset.h"
 #include "worker/engine/model/gpt.h"
-#include "worker/engine/train/flat_parameters.h"
 #include "worker/engine/train/loss_rollback.h"
+#include "worker/engine/train/parameter_sharding.h"
 #include "worker/engine/train/progress_report.h"
 #include "worker/engine/train/rank_context.h"
 #include "worker/engine/train/shard_groups.h"
@@ -50,7 +51,7 @@ class Trainer {
   int64_t resumed_from_step() const { return resumed_from_step_; }
   const DataState& data_state() const { return data_state_; }
   CheckpointSaver* saver() { return saver_.get(); }
-  const FlatParameters& flat() const { return *flat_; }
+  const ParameterSharding& parameters() const { return *parameters_; }
   double flops_per_token() const { return flops_per_token_; }
 
  private:
@@ -80,9 +81,8 @@ class Trainer {
   std::unique_ptr<ShardGroups> groups_;
   std::unique_ptr<StreamingDataset> dataset_;
   Gpt model_{nullptr};
-  std::unique_ptr<FlatParameters> flat_;
+  std::unique_ptr<ParameterSharding> parameters_;
   std::unique_ptr<ShardedAdamW> optimizer_;
-  torch::Tensor grad_shard_;  // NCCL: the reduce-scatter's output
   std::unique_ptr<CommitChannel> commit_channel_;
   std::unique_ptr<CheckpointSaver> saver_;
   std::unique_ptr<progress::ProgressReporter> progress_;
