@@ -1,11 +1,13 @@
 // The sharding strategies as real 4-rank tessera-train jobs: FULL_SHARD (ZeRO-3: parameters
 // gathered per block), SHARD_GRAD_OP (ZeRO-2: parameters kept gathered) and HYBRID_SHARD (HSDP)
-// train alike; ZeRO-3 holds a quarter of the parameters between steps; and checkpoints move
-// between the strategies and world sizes.
+// train alike; ZeRO-3 holds a quarter of the parameters between steps; checkpoints move
+// between the strategies and world sizes; and a mixture of experts trains under them.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <numeric>
 #include <regex>
 
+#include "absl/strings/str_split.h"
 #include "tests/integration/engine/scratch.h"
 #include "worker/engine/checkpoint/checkpoint_folder.h"
 
@@ -159,6 +161,110 @@ TEST_CASE(
   const auto got = zero3.Progress(0);
   REQUIRE(got.size() == 20);
   CHECK(WorstRelative(got, want) < 1e-4);
+}
+
+// Rank 0's account of the routing at the last step (trainer.cc): the load-balancing loss and,
+// block by block, the tokens each expert computed.
+struct Routing {
+  double load_balancing = 0;
+  std::vector<std::vector<int64_t>> tokens_per_expert;
+};
+
+Routing RoutingIn(const std::string& log) {
+  static const std::regex line(
+      "load-balancing loss ([0-9.]+); tokens per expert of rank 0's last micro-batch, block by "
+      "block: ([0-9 ;]+)");
+  std::smatch m;
+  INFO(log);
+  REQUIRE(std::regex_search(log, m, line));
+  Routing r{std::stod(m[1]), {}};
+  for (const auto& block : absl::StrSplit(std::string(m[2]), "; ")) {
+    r.tokens_per_expert.emplace_back();
+    for (const auto& n : absl::StrSplit(block, ' ', absl::SkipEmpty())) {
+      r.tokens_per_expert.back().push_back(std::stoll(std::string(n)));
+    }
+  }
+  return r;
+}
+
+// The largest relative difference of the losses of `got`'s steps from `want`'s, printed.
+double Compared(const char* what, const std::map<int64_t, progress::ProgressRecord>& got,
+                const std::map<int64_t, progress::ProgressRecord>& want) {
+  const double worst = WorstRelative(got, want);
+  std::printf("MoE, %s: worst relative loss difference %.3g\n", what, worst);
+  return worst;
+}
+
+TEST_CASE(
+    "a mixture of experts under FULL_SHARD on 4 ranks starts as one rank does, routes every "
+    "token, resumes exactly, and resumes on 2 ranks") {
+  Scratch s;
+  const std::string moe = "{preset: moe-tiny}";  // 8 experts, top 2, every block
+  EngineJob alone(s.path + "/alone", s.Config("alone", s.path + "/ckpt-alone", "", moe), 1);
+  RequireAllExitedZero(alone, 1);
+  EngineJob whole(s.path + "/whole", s.Config("whole", s.path + "/ckpt-whole", "", moe), 4);
+  RequireAllExitedZero(whole, 4);
+  const auto want = whole.Progress(0);
+  REQUIRE(want.size() == 60);
+  CHECK(want.at(60).loss < want.at(1).loss - 1.0);  // it learns
+  CHECK(whole.Log(0).find("mixture of experts: every block's MLP is 8 experts, each token "
+                          "routed to 2 (dropless)") != std::string::npos);
+  // The first step routes the same tokens the same way whatever the world: only the order of
+  // the sums differs. Later, a token whose two best experts score within rounding of each other
+  // may go elsewhere, and such discrete changes compound: a mixture of experts does not follow
+  // another world's losses to float rounding, as a dense model does (above).
+  const auto one_rank = alone.Progress(0);
+  REQUIRE(one_rank.size() == 60);
+  CHECK(std::abs(one_rank.at(1).loss - want.at(1).loss) / want.at(1).loss < 1e-6);
+  CHECK(Compared("1 rank against 4", one_rank, want) < 0.05);
+
+  const std::string saved = s.path + "/ckpt-30";
+  {
+    EngineJob zero3(s.path + "/zero3", s.Config("zero3", saved, "", moe), 4,
+                    {{"TESSERA_DEBUG_STOP_AFTER_STEP", "30"}});
+    zero3.KillWhenStopped();
+    const auto got = zero3.Progress(0);
+    REQUIRE(got.rbegin()->first == 30);
+    CHECK(Compared("4 ranks again, steps 1-30", got, want) == 0);
+  }
+  // On the same ranks, resumption is exact: the same sums in the same order.
+  fs::copy(saved, s.path + "/ckpt-30-copy", fs::copy_options::recursive);
+  EngineJob same(s.path + "/same", s.Config("same", saved, "", moe), 4);
+  RequireAllExitedZero(same, 4);
+  CHECK(same.Log(0).find("resumed from step 30") != std::string::npos);
+  REQUIRE(same.Progress(0).begin()->first == 31);
+  CHECK(Compared("resumed on 4 ranks, steps 31-60", same.Progress(0), want) == 0);
+  // On 2 ranks under SHARD_GRAD_OP: another order of sums again.
+  EngineJob two(
+      s.path + "/two",
+      s.Config("two", s.path + "/ckpt-30-copy", "fsdp: {sharding_strategy: SHARD_GRAD_OP}\n", moe),
+      2);
+  RequireAllExitedZero(two, 2);
+  CHECK(two.Log(0).find("resumed from step 30") != std::string::npos);
+  const auto got = two.Progress(0);
+  REQUIRE(got.begin()->first == 31);
+  REQUIRE(got.rbegin()->first == 60);
+  CHECK(Compared("resumed on 2 ranks, steps 31-60", got, want) < 0.05);
+
+  // Dropless: each block computed every token of rank 0's last micro-batch twice, once per
+  // chosen expert (the whole batch of 8 samples on one rank, 2 of them on each of four).
+  static const std::regex seq_line("seq (\\d+)\\)");
+  std::smatch m;
+  const std::string log = alone.Log(0);
+  REQUIRE(std::regex_search(log, m, seq_line));
+  const int64_t seq = std::stoll(m[1]);
+  for (const auto& [job, samples] :
+       {std::pair<EngineJob*, int64_t>{&alone, 8}, {&whole, 2}, {&two, 4}}) {
+    const Routing routing = RoutingIn(job->Log(0));
+    REQUIRE(routing.tokens_per_expert.size() == 2);
+    for (const auto& block : routing.tokens_per_expert) {
+      REQUIRE(block.size() == 8);
+      CHECK(std::accumulate(block.begin(), block.end(), int64_t{0}) == 2 * samples * seq);
+    }
+    // Balanced by the load-balancing loss: 1 is an even spread, 4 all on two experts.
+    std::printf("MoE load-balancing loss at step 60: %.4f\n", routing.load_balancing);
+    CHECK(routing.load_balancing < 1.5);
+  }
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ OneRankStep StepAlone(Sharding sharding, const ModelConfig& config, int64_t chec
   Gpt model(config);
   model->train();
   model->SetActivationCheckpointing(checkpoint_every);
+  model->SetLoadBalancingScale(0.05);  // an MoE's: its gradient joins the block's backward
   // The factory gives a group of one SHARD_GRAD_OP's sharding: made here, FULL_SHARD's is tested.
   std::unique_ptr<ParameterSharding> parameters;
   if (sharding == Sharding::kFullShard) {
@@ -95,13 +96,17 @@ OneRankStep StepAlone(Sharding sharding, const ModelConfig& config, int64_t chec
 
 TEST_CASE(
     "FULL_SHARD's block gathers on one rank give SHARD_GRAD_OP's gradients bit for bit, and "
-    "free every block they gathered") {
+    "free every block they gathered, dense or mixture of experts") {
   ModelConfig config = Small();
   config.dropout = 0.1;
   torch::manual_seed(5);
   const auto tokens = torch::randint(0, 50, {4, 13});
-  for (int64_t checkpoint_every : {0, 1, 2}) {
-    INFO("activation checkpointing every " << checkpoint_every << " blocks");
+  for (int64_t combination = 0; combination < 6; ++combination) {
+    const int64_t checkpoint_every = combination % 3;
+    config.moe_num_experts = combination < 3 ? 0 : 4;
+    config.moe_top_k = combination < 3 ? 0 : 2;
+    INFO(config.moe_num_experts << " experts, activation checkpointing every " << checkpoint_every
+                                << " blocks");
     const OneRankStep gathered =
         StepAlone(Sharding::kShardGradOp, config, checkpoint_every, tokens);
     const OneRankStep blocks = StepAlone(Sharding::kFullShard, config, checkpoint_every, tokens);

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "worker/engine/common/content_hash.h"
 #include "worker/engine/train/lr_schedule.h"
 #include "worker/engine/train/model_flops.h"
 #include "worker/engine/train/rank_context.h"
@@ -81,6 +82,37 @@ log_interval: 10ba
   CHECK(c->log_interval == 10);
 }
 
+TEST_CASE("mixture-of-experts presets are DBRX's routing, and a dense shape's hash is unchanged") {
+  auto dbrx = Parse("data: {path: /d}\nmodel: {preset: dbrx-small}\n");
+  REQUIRE(dbrx.ok());
+  CHECK(dbrx->model.moe_num_experts == 16);
+  CHECK(dbrx->model.moe_top_k == 4);
+  CHECK(dbrx->model.moe_loss_weight == 0.05);
+  auto small = Parse("data: {path: /d}\nmodel: {preset: moe-tiny, moe_loss_weight: 0.1}\n");
+  REQUIRE(small.ok());
+  CHECK(small->model.moe_num_experts == 8);
+  CHECK(small->model.moe_top_k == 2);
+  CHECK(small->model.moe_loss_weight == 0.1);
+  auto top1 = Parse("data: {path: /d}\nmodel: {moe_num_experts: 4}\n");
+  REQUIRE(top1.ok());
+  CHECK(top1->model.moe_top_k == 1);  // MegaBlocks' default
+  // The experts are in the shape; a dense model's hash is what its checkpoints were saved with.
+  auto dense = Parse("data: {path: /d}\nmodel: {preset: tiny}\n");
+  REQUIRE(dense.ok());
+  auto tiny_moe = Parse("data: {path: /d}\nmodel: {preset: moe-tiny}\n");
+  REQUIRE(tiny_moe.ok());
+  CHECK(dense->model.ShapeHash() != tiny_moe->model.ShapeHash());
+  ModelConfig m = dense->model;
+  m.vocab_size = 0;
+  CHECK(m.ShapeHash() == HashBytes("gpt-alibi/v1 d_model=64 n_heads=4 n_layers=2 vocab=0 "
+                                   "mlp_hidden=256"));
+  // Round trip through the manifest's JSON.
+  auto again =
+      Parse(nlohmann::json{{"data", {{"path", "/d"}}}, {"model", dbrx->model.ToJson()}}.dump());
+  REQUIRE(again.ok());
+  CHECK(again->model.ShapeHash() == dbrx->model.ShapeHash());
+}
+
 TEST_CASE("the parameters JSON the worker writes is a valid configuration") {
   auto c =
       Parse(R"({"data": {"path": "/d"}, "max_duration": "60ba", "model": {"preset": "tiny"}})");
@@ -110,9 +142,18 @@ TEST_CASE("errors name the field and its line") {
   CHECK(ErrorOf("data:\n  path: ${NOPE}/x\n") ==
         "train.yaml:2: data.path: \"${NOPE}/x\": the environment variable NOPE is not set");
   CHECK(ErrorOf("data: {path: /d}\nmodel: {preset: 70b}\n") ==
-        "train.yaml:2: model.preset: must be tiny, 125m, 350m, 1b or 7b, not \"70b\"");
+        "train.yaml:2: model.preset: must be tiny, 125m, 350m, 1b, 7b, moe-tiny or dbrx-small, not "
+        "\"70b\"");
   CHECK(ErrorOf("data: {path: /d}\nmodel: {d_model: 100, n_heads: 3}\n")
             .find("model.d_model: 100 is not a multiple of n_heads (3)") != std::string::npos);
+  CHECK(ErrorOf("data: {path: /d}\nmodel: {moe_num_experts: 4, moe_top_k: 5}\n") ==
+        "train.yaml:2: model.moe_top_k: 5 is more than moe_num_experts (4)");
+  CHECK(ErrorOf("data: {path: /d}\nmodel: {moe_top_k: 2}\n") ==
+        "train.yaml:2: model.moe_top_k: needs moe_num_experts (the model is dense)");
+  CHECK(ErrorOf("data: {path: /d}\nmodel: {moe_num_experts: -1}\n") ==
+        "train.yaml:2: model.moe_num_experts: must be 0 (dense) or more");
+  CHECK(ErrorOf("data: {path: /d}\nmodel: {preset: dbrx-small, moe_num_experts: 2}\n") ==
+        "train.yaml:2: model.moe_top_k: 4 is more than moe_num_experts (2)");
   CHECK(ErrorOf("data: {path: /d}\nfsdp: {sharding_strategy: ZERO3}\n") ==
         "train.yaml:2: fsdp.sharding_strategy: must be FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD or "
         "NO_SHARD");
@@ -179,6 +220,12 @@ TEST_CASE("FLOPs per token and MFU follow the model's shape") {
   const double flops = TrainingFlopsPerToken(m, 2048);
   CHECK(flops == Approx(6 * (12 * 12 * 768.0 * 768 + 768.0 * 50368) + 12 * 12 * 768.0 * 2048));
   CHECK(Mfu(flops, 1e5, 312e12, 8) == Approx(flops * 1e5 / (312e12 * 8)));
+  // A mixture of experts counts what a token passes through: its top k experts and the router.
+  m.moe_num_experts = 16;
+  m.moe_top_k = 4;
+  CHECK(TrainingFlopsPerToken(m, 2048) ==
+        Approx(6 * (12 * (4 * 768.0 * 768 + 4 * 8 * 768.0 * 768 + 768.0 * 16) + 768.0 * 50368) +
+               12 * 12 * 768.0 * 2048));
   CHECK(*GpuPeakFlops("NVIDIA H100 80GB HBM3") == 989e12);
   CHECK(*GpuPeakFlops("NVIDIA A100-SXM4-80GB") == 312e12);
   CHECK(*GpuPeakFlops("NVIDIA A10G") == 125e12);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "worker/engine/model/block_checkpoint.h"
 
 namespace tessera::engine {
@@ -67,13 +68,30 @@ GptBlockImpl::GptBlockImpl(const ModelConfig& c) : dropout_(c.dropout) {
   ln_1_ = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
   attn_ = register_module("attn", CausalSelfAttention(c));
   ln_2_ = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
-  fc_ = register_module("fc", torch::nn::Linear(c.d_model, hidden));
-  fc_proj_ = register_module("fc_proj", torch::nn::Linear(hidden, c.d_model));
+  if (c.is_moe()) {
+    moe_ =
+        register_module("moe", MoeFeedForward(c.d_model, hidden, c.moe_num_experts, c.moe_top_k));
+  } else {
+    fc_ = register_module("fc", torch::nn::Linear(c.d_model, hidden));
+    fc_proj_ = register_module("fc_proj", torch::nn::Linear(hidden, c.d_model));
+  }
 }
 
-torch::Tensor GptBlockImpl::forward(const torch::Tensor& x, const AttentionBias& bias) {
+torch::Tensor GptBlockImpl::forward(const torch::Tensor& x, const AttentionBias& bias,
+                                    double load_balancing_scale) {
   auto h = x + attn_->forward(ln_1_->forward(x), bias);
-  auto m = Linear(torch::gelu(Linear(ln_2_->forward(h), fc_)), fc_proj_);
+  torch::Tensor m;
+  if (moe_) {
+    MoeOutput out = moe_->forward(ln_2_->forward(h));
+    load_balancing_loss_ = out.load_balancing_loss.detach();
+    tokens_per_expert_ = out.tokens_per_expert;
+    m = out.y;
+    if (load_balancing_scale != 0 && out.load_balancing_loss.requires_grad()) {
+      m = WithAuxiliaryLoss(m, out.load_balancing_loss, load_balancing_scale);
+    }
+  } else {
+    m = Linear(torch::gelu(Linear(ln_2_->forward(h), fc_)), fc_proj_);
+  }
   if (dropout_ > 0 && is_training()) m = torch::dropout(m, dropout_, true);
   return h + m;
 }
@@ -94,13 +112,13 @@ GptImpl::GptImpl(const ModelConfig& c) : config_(c) {
   for (auto& named : named_parameters()) {
     const std::string& name = named.key();
     auto& p = named.value();
-    if (p.dim() == 1) {
+    if (p.dim() == 1 || absl::EndsWith(name, "_bias")) {  // "_bias": an MoE's experts
       if (name.find("ln_") != std::string::npos && name.find(".weight") != std::string::npos) {
         p.fill_(1.0);
       } else {
         p.zero_();
       }
-    } else if (name.find("proj.weight") != std::string::npos) {
+    } else if (absl::EndsWith(name, "proj.weight") || absl::EndsWith(name, "proj_weight")) {
       p.normal_(0.0, residual_std);
     } else {
       p.normal_(0.0, c.init_std);
@@ -138,6 +156,9 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
   // Autograd comes back through the blocks only when the step's loss depends on them.
   const bool backward_follows = torch::GradMode::is_enabled() && x.requires_grad();
   BlockParameterHooks* hooks = hooks_;
+  // Each block's share of the mean over blocks; only while training with autograd.
+  const double load_balancing_scale =
+      backward_follows ? load_balancing_scale_ / static_cast<double>(blocks_->size()) : 0.0;
   for (size_t i = 0; i < blocks_->size(); ++i) {
     const auto index = static_cast<int64_t>(i);
     GptBlockImpl* block = blocks_[i]->as<GptBlock>();
@@ -157,9 +178,12 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
     }
     if (checkpointing && index % checkpoint_every_ == 0) {
       x = CheckpointedForward(
-          [block, bias](const torch::Tensor& in) { return block->forward(in, bias); }, x);
+          [block, bias, load_balancing_scale](const torch::Tensor& in) {
+            return block->forward(in, bias, load_balancing_scale);
+          },
+          x);
     } else {
-      x = block->forward(x, bias);
+      x = block->forward(x, bias, load_balancing_scale);
     }
     if (hooks != nullptr) hooks->AfterForward(index, backward_follows);
   }
@@ -182,6 +206,16 @@ std::vector<ParameterUnit> GptImpl::ParameterUnits() {
                                   blocks_[i]->parameters()});
   }
   return units;
+}
+
+torch::Tensor GptImpl::LoadBalancingLoss() {
+  torch::Tensor sum;
+  for (size_t i = 0; i < blocks_->size(); ++i) {
+    const torch::Tensor& loss = blocks_[i]->as<GptBlock>()->load_balancing_loss();
+    if (!loss.defined()) return {};
+    sum = sum.defined() ? sum + loss : loss;
+  }
+  return sum.defined() ? sum / static_cast<double>(blocks_->size()) : sum;
 }
 
 torch::Tensor GptImpl::LossSum(const torch::Tensor& tokens, const torch::Tensor& labels) {

@@ -1,13 +1,15 @@
 #pragma once
 // The GPT decoder tessera-train trains: token embedding (tied to the output layer), pre-norm
 // blocks of causal self-attention with an ALiBi bias (no position embedding, so a model also
-// runs on longer sequences than it was trained on) and a GELU MLP, and a final LayerNorm.
+// runs on longer sequences than it was trained on) and a GELU MLP, or a mixture of GELU experts
+// (model/moe.h), and a final LayerNorm.
 
 #include <torch/torch.h>
 
 #include <string>
 #include <vector>
 
+#include "worker/engine/model/moe.h"
 #include "worker/engine/train/train_config.h"
 
 namespace tessera::engine {
@@ -42,13 +44,21 @@ TORCH_MODULE(CausalSelfAttention);
 class GptBlockImpl : public torch::nn::Module {
  public:
   explicit GptBlockImpl(const ModelConfig& c);
-  torch::Tensor forward(const torch::Tensor& x, const AttentionBias& bias);
+  // An MoE block's load-balancing loss joins its backward with the gradient
+  // `load_balancing_scale` (WithAuxiliaryLoss): 0 trains the router by the language loss alone.
+  torch::Tensor forward(const torch::Tensor& x, const AttentionBias& bias,
+                        double load_balancing_scale = 0);
+  // The last forward's (MoE blocks; undefined otherwise), without autograd.
+  const torch::Tensor& load_balancing_loss() const { return load_balancing_loss_; }
+  const torch::Tensor& tokens_per_expert() const { return tokens_per_expert_; }
 
  private:
   torch::nn::LayerNorm ln_1_{nullptr}, ln_2_{nullptr};
   CausalSelfAttention attn_{nullptr};
-  torch::nn::Linear fc_{nullptr}, fc_proj_{nullptr};
+  torch::nn::Linear fc_{nullptr}, fc_proj_{nullptr};  // dense
+  MoeFeedForward moe_{nullptr};
   double dropout_;
+  torch::Tensor load_balancing_loss_, tokens_per_expert_;
 };
 TORCH_MODULE(GptBlock);
 
@@ -81,6 +91,12 @@ class GptImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& tokens);
   // Sum over every position of the cross-entropy of predicting `labels` [B, T].
   torch::Tensor LossSum(const torch::Tensor& tokens, const torch::Tensor& labels);
+  // Mixture of experts: what backward adds to what it differentiates, per forward from now on:
+  // `scale` * the mean over blocks of their load-balancing losses. The trainer sets
+  // moe_loss_weight * (the micro-batch's share of the step's tokens).
+  void SetLoadBalancingScale(double scale) { load_balancing_scale_ = scale; }
+  // The last forward's mean over blocks (an MoE model's; undefined for a dense one).
+  torch::Tensor LoadBalancingLoss();
   const ModelConfig& config() const { return config_; }
   // Activation checkpointing: blocks 0, k, 2k, ... keep only their input in training and are
   // recomputed in backward (block_checkpoint.h); 0: none.
@@ -90,6 +106,7 @@ class GptImpl : public torch::nn::Module {
   // The rest first, then the blocks in order; every parameter in exactly one.
   std::vector<ParameterUnit> ParameterUnits();
   int64_t block_count() const { return static_cast<int64_t>(blocks_->size()); }
+  GptBlockImpl& block(int64_t i) { return *blocks_[static_cast<size_t>(i)]->as<GptBlock>(); }
 
  private:
   AttentionBias BiasFor(int64_t t, const torch::Device& device);
@@ -102,6 +119,7 @@ class GptImpl : public torch::nn::Module {
   torch::Tensor slopes_;  // [H, 1, 1]
   int64_t checkpoint_every_ = 0;
   BlockParameterHooks* hooks_ = nullptr;
+  double load_balancing_scale_ = 0;
 };
 TORCH_MODULE(Gpt);
 

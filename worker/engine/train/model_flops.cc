@@ -8,7 +8,11 @@ namespace tessera::engine {
 double TrainingFlopsPerToken(const ModelConfig& m, int64_t seq_len) {
   const double d = static_cast<double>(m.d_model);
   const double hidden = static_cast<double>(static_cast<int64_t>(m.mlp_ratio * d));
-  const double per_layer = 4 * d * d /* qkv + proj */ + 2 * d * hidden /* MLP */;
+  // An MoE token passes through its top-k experts and the router: the active parameters.
+  const double mlp = m.is_moe() ? static_cast<double>(m.moe_top_k) * 2 * d * hidden +
+                                      d * static_cast<double>(m.moe_num_experts)
+                                : 2 * d * hidden;
+  const double per_layer = 4 * d * d /* qkv + proj */ + mlp;
   const double matrix_params = static_cast<double>(m.n_layers) * per_layer +
                                d * static_cast<double>(m.vocab_size) /* output projection */;
   return 6 * matrix_params +

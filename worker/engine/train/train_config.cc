@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -112,13 +113,17 @@ class FieldReader {
 struct Preset {
   const char* name;
   int64_t d_model, n_heads, n_layers, max_seq_len;
+  int64_t moe_num_experts = 0, moe_top_k = 0;
 };
-// MPT-style shapes; vocab comes from the dataset.
+// MPT-style shapes; vocab comes from the dataset. dbrx-small is DBRX's routing (16 experts, each
+// token to 4) at a size a CPU machine trains.
 constexpr Preset kPresets[] = {{"tiny", 64, 4, 2, 64},
                                {"125m", 768, 12, 12, 2048},
                                {"350m", 1024, 16, 24, 2048},
                                {"1b", 2048, 16, 24, 2048},
-                               {"7b", 4096, 32, 32, 2048}};
+                               {"7b", 4096, 32, 32, 2048},
+                               {"moe-tiny", 64, 4, 2, 64, 8, 2},
+                               {"dbrx-small", 256, 8, 4, 512, 16, 4}};
 
 }  // namespace
 
@@ -171,15 +176,20 @@ absl::StatusOr<std::string> ExpandVariables(const std::string& text,
 }
 
 nlohmann::json ModelConfig::ToJson() const {
-  return {{"preset", preset},       {"d_model", d_model},         {"n_heads", n_heads},
-          {"n_layers", n_layers},   {"max_seq_len", max_seq_len}, {"vocab_size", vocab_size},
-          {"mlp_ratio", mlp_ratio}, {"dropout", dropout},         {"init_std", init_std}};
+  return {{"preset", preset},           {"d_model", d_model},
+          {"n_heads", n_heads},         {"n_layers", n_layers},
+          {"max_seq_len", max_seq_len}, {"vocab_size", vocab_size},
+          {"mlp_ratio", mlp_ratio},     {"dropout", dropout},
+          {"init_std", init_std},       {"moe_num_experts", moe_num_experts},
+          {"moe_top_k", moe_top_k},     {"moe_loss_weight", moe_loss_weight}};
 }
 
 std::string ModelConfig::ShapeHash() const {
   return HashBytes(absl::StrCat("gpt-alibi/v1 d_model=", d_model, " n_heads=", n_heads,
                                 " n_layers=", n_layers, " vocab=", vocab_size,
-                                " mlp_hidden=", static_cast<int64_t>(mlp_ratio * d_model)));
+                                " mlp_hidden=", static_cast<int64_t>(mlp_ratio * d_model),
+                                // Dense models keep the hash their checkpoints were written with.
+                                is_moe() ? absl::StrCat(" experts=", moe_num_experts) : ""));
 }
 
 absl::Status ApplyModelPreset(ModelConfig& m) {
@@ -189,10 +199,14 @@ absl::Status ApplyModelPreset(ModelConfig& m) {
     if (m.n_heads == 0) m.n_heads = p.n_heads;
     if (m.n_layers == 0) m.n_layers = p.n_layers;
     if (m.max_seq_len == 0) m.max_seq_len = p.max_seq_len;
+    if (m.moe_num_experts == 0) m.moe_num_experts = p.moe_num_experts;
+    if (m.moe_top_k == 0)
+      m.moe_top_k = m.moe_num_experts > 0 ? std::max<int64_t>(p.moe_top_k, 1) : 0;
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("model.preset: must be tiny, 125m, 350m, 1b or 7b, not \"", m.preset, "\""));
+      absl::StrCat("model.preset: must be tiny, 125m, 350m, 1b, 7b, moe-tiny or dbrx-small, not \"",
+                   m.preset, "\""));
 }
 
 std::string ShardingName(Sharding s) {
@@ -248,9 +262,10 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   TrainConfig c;
 
   if (const YAML::Node m = root["model"]; m.IsDefined() && !m.IsNull()) {
-    TESSERA_RETURN_IF_ERROR(r.OnlyKnown(m, "model",
-                                        {"preset", "d_model", "n_heads", "n_layers", "max_seq_len",
-                                         "vocab_size", "mlp_ratio", "dropout", "init_std"}));
+    TESSERA_RETURN_IF_ERROR(r.OnlyKnown(
+        m, "model",
+        {"preset", "d_model", "n_heads", "n_layers", "max_seq_len", "vocab_size", "mlp_ratio",
+         "dropout", "init_std", "moe_num_experts", "moe_top_k", "moe_loss_weight"}));
     TESSERA_RETURN_IF_ERROR(r.Read(m, "preset", "model", &c.model.preset));
     TESSERA_RETURN_IF_ERROR(r.Read(m, "d_model", "model", &c.model.d_model));
     TESSERA_RETURN_IF_ERROR(r.Read(m, "n_heads", "model", &c.model.n_heads));
@@ -260,6 +275,17 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
     TESSERA_RETURN_IF_ERROR(r.Read(m, "mlp_ratio", "model", &c.model.mlp_ratio));
     TESSERA_RETURN_IF_ERROR(r.Read(m, "dropout", "model", &c.model.dropout));
     TESSERA_RETURN_IF_ERROR(r.Read(m, "init_std", "model", &c.model.init_std));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "moe_num_experts", "model", &c.model.moe_num_experts));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "moe_top_k", "model", &c.model.moe_top_k));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "moe_loss_weight", "model", &c.model.moe_loss_weight));
+    if (c.model.moe_num_experts < 0) {
+      return r.Error(m["moe_num_experts"], "model.moe_num_experts", "must be 0 (dense) or more");
+    }
+    if (c.model.moe_top_k < 0)
+      return r.Error(m["moe_top_k"], "model.moe_top_k", "must be positive");
+    if (c.model.moe_loss_weight < 0) {
+      return r.Error(m["moe_loss_weight"], "model.moe_loss_weight", "must be 0 or more");
+    }
     for (const char* k : {"d_model", "n_heads", "n_layers", "max_seq_len", "vocab_size"}) {
       int64_t v = 0;
       TESSERA_RETURN_IF_ERROR(r.Read(m, k, "model", &v));
@@ -273,6 +299,17 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   }
   if (auto st = ApplyModelPreset(c.model); !st.ok()) {
     return r.Error(root["model"]["preset"], "model.preset", std::string(st.message()).substr(14));
+  }
+  if (c.model.moe_top_k > 0 && !c.model.is_moe()) {
+    return r.Error(root["model"]["moe_top_k"], "model.moe_top_k",
+                   "needs moe_num_experts (the model is dense)");
+  }
+  if (c.model.moe_top_k > c.model.moe_num_experts) {
+    // The preset's k may be what is too many: then the model's line.
+    const YAML::Node top_k = root["model"]["moe_top_k"];
+    return r.Error(top_k.IsDefined() ? top_k : root["model"], "model.moe_top_k",
+                   absl::StrCat(c.model.moe_top_k, " is more than moe_num_experts (",
+                                c.model.moe_num_experts, ")"));
   }
   if (c.model.d_model % c.model.n_heads != 0) {
     return r.Error(

@@ -28,7 +28,7 @@ struct TrainDuration {
 absl::StatusOr<TrainDuration> ParseTrainDuration(const std::string& text);
 
 struct ModelConfig {
-  std::string preset = "tiny";  // tiny, 125m, 350m, 1b, 7b
+  std::string preset = "tiny";  // tiny, 125m, 350m, 1b, 7b, moe-tiny, dbrx-small
   int64_t d_model = 0;
   int64_t n_heads = 0;
   int64_t n_layers = 0;
@@ -37,7 +37,14 @@ struct ModelConfig {
   double mlp_ratio = 4.0;
   double dropout = 0.0;
   double init_std = 0.02;
+  // Mixture of experts (model/moe.h): every block's MLP becomes this many experts, each token
+  // going to its top k. 0: a dense MLP.
+  int64_t moe_num_experts = 0;
+  int64_t moe_top_k = 0;  // 0: the preset's, else 1
+  // The load-balancing loss's weight in what is trained (its mean over the blocks); DBRX's.
+  double moe_loss_weight = 0.05;
 
+  bool is_moe() const { return moe_num_experts > 0; }
   nlohmann::json ToJson() const;
   // What a checkpoint's parameters depend on: loading needs the same value.
   std::string ShapeHash() const;

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "worker/engine/data/deterministic_random.h"
@@ -194,6 +195,12 @@ void Trainer::LogShape() const {
       groups_->shard_group_size(), config_.global_train_batch_size,
       config_.device_train_microbatch_size, total_steps_, dataset_->batches_per_epoch(),
       dataset_->samples());
+  if (config_.model.is_moe()) {
+    spdlog::info(
+        "mixture of experts: every block's MLP is {} experts, each token routed to {} (dropless), "
+        "load-balancing loss weight {}",
+        config_.model.moe_num_experts, config_.model.moe_top_k, config_.model.moe_loss_weight);
+  }
   if (config_.activation_checkpointing_interval > 0) {
     spdlog::info(
         "activation checkpointing: {} of {} recomputed in backward",
@@ -321,6 +328,9 @@ absl::StatusOr<StepResult> Trainer::Step() {
     auto rows = batch.narrow(0, m * micro, micro);
     auto inputs = rows.narrow(1, 0, seq_len_);
     auto labels = rows.narrow(1, 1, seq_len_);
+    // An MoE's load-balancing loss weighs in as much as the micro-batch's share of the tokens.
+    model_->SetLoadBalancingScale(config_.model.moe_loss_weight *
+                                  static_cast<double>(micro * seq_len_) / denominator);
     auto loss = model_->LossSum(inputs, labels);
     (loss / denominator).backward();
     parameters_->MicrobatchDone();
@@ -447,6 +457,19 @@ absl::Status Trainer::Run() {
   groups_->world().Barrier();  // rank 0 serves the store: it leaves last
   if (ctx_.rank == 0) {
     spdlog::info("training finished: {} steps, {} tokens", step_, tokens_seen_);
+    if (const torch::Tensor balance = model_->LoadBalancingLoss(); balance.defined()) {
+      // How rank 0's last micro-batch spread over the experts: a collapsed router shows here.
+      std::vector<std::string> blocks;
+      for (int64_t b = 0; b < model_->block_count(); ++b) {
+        const torch::Tensor counts = model_->block(b).tokens_per_expert().to(torch::kCPU);
+        const int64_t* n = counts.data_ptr<int64_t>();
+        blocks.push_back(absl::StrJoin(n, n + counts.numel(), " "));
+      }
+      spdlog::info(
+          "mixture of experts at the last step: load-balancing loss {:.4f}; tokens per expert of "
+          "rank 0's last micro-batch, block by block: {}",
+          balance.item<double>(), absl::StrJoin(blocks, "; "));
+    }
     // What a step gathers at most, to judge the peak by: the rest (embedding and final norm)
     // and the largest block.
     int64_t rest = 0, largest_block = 0;
