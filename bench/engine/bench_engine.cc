@@ -15,6 +15,8 @@
 //     --shard-layers blocks), FULL_SHARD (ZeRO-3) against SHARD_GRAD_OP (ZeRO-2), jobs
 //     alternated: the median step time, target at most 1.3; the parameter bytes a rank holds
 //     between steps, target at most 0.35, and at most during a step.
+//  6. Mixture of experts (8 experts, top 2, every block) against a dense model with the same
+//     active parameters (an MLP twice as wide), steps alternated. Target: ratio at most 1.5.
 //
 //   bench_engine [--threads N] [--steps N] [--save-layers N] [--shard-layers N] [--folder DIR]
 #include <fcntl.h>
@@ -275,6 +277,35 @@ int main(int argc, char** argv) {
                 peak_ckpt / 1e6, peak_plain / 1e6, peak_ckpt / peak_plain);
     std::printf("  step %.1f ms, without %.1f ms: ratio %.2f (target <= 1.4)\n", time_ckpt * 1e3,
                 time_plain * 1e3, time_ckpt / time_plain);
+  }
+
+  // 6. A mixture of experts against the dense model with its active parameters, alternated.
+  {
+    TrainConfig moe = ConfigFor(s, data, threads, "");
+    moe.model.moe_num_experts = 8;
+    moe.model.moe_top_k = 2;
+    TrainConfig dense = ConfigFor(s, data, threads, "");
+    dense.model.mlp_ratio = 2 * moe.model.mlp_ratio;
+    auto experts = Trainer::Create(moe, RankContext{});
+    auto wide = Trainer::Create(dense, RankContext{});
+    if (!experts.ok() || !wide.ok()) {
+      std::cerr << (experts.ok() ? wide.status() : experts.status()) << "\n";
+      return 1;
+    }
+    std::vector<double> times[2];
+    for (int i = 0; i < 2 * (steps + 3); ++i) {
+      Trainer& t = i % 2 == 0 ? **wide : **experts;
+      const auto start = Clock::now();
+      if (!t.Step().ok()) return 1;
+      if (i >= 6) times[i % 2].push_back(Seconds(start));
+    }
+    const double time_dense = Median(times[0]), time_moe = Median(times[1]);
+    std::printf("mixture of experts (8 experts, top 2, every block of %lld):\n",
+                (long long)s.layers);
+    std::printf(
+        "  step %.1f ms, dense with the same active parameters %.1f ms: ratio %.2f "
+        "(target <= 1.5)\n",
+        time_moe * 1e3, time_dense * 1e3, time_moe / time_dense);
   }
 
   // 5. FULL_SHARD against SHARD_GRAD_OP on 4 ranks, alternated.

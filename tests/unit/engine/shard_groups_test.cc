@@ -103,7 +103,9 @@ TEST_CASE("FULL_SHARD is one group of the world, NO_SHARD a group of one per ran
   }
 }
 
-TEST_CASE("a shard group size that does not divide the world is refused before anyone is met") {
+TEST_CASE(
+    "a shard group or expert group size that does not divide the world is refused before anyone "
+    "is met") {
   TrainConfig config;
   config.sharding = Sharding::kHybridShard;
   config.shard_group_size = 3;
@@ -113,6 +115,14 @@ TEST_CASE("a shard group size that does not divide the world is refused before a
   auto groups = ShardGroups::Join(config, ctx, false);
   REQUIRE_FALSE(groups.ok());
   CHECK(groups.status().message() == "fsdp.shard_group_size: 3 does not divide the world size 4");
+  // Nor does an expert group of 8 experts over 4 ranks each fit a world of 6.
+  TrainConfig experts;
+  experts.model.moe_num_experts = 8;
+  experts.model.moe_world_size = 4;
+  ctx.world_size = 6;
+  auto refused = ShardGroups::Join(experts, ctx, false);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message() == "model.moe_world_size: 4 does not divide the world size 6");
 }
 
 TEST_CASE("a world of one talks to no one") {

@@ -152,6 +152,10 @@ TEST_CASE("errors name the field and its line") {
         "train.yaml:2: model.moe_top_k: needs moe_num_experts (the model is dense)");
   CHECK(ErrorOf("data: {path: /d}\nmodel: {moe_num_experts: -1}\n") ==
         "train.yaml:2: model.moe_num_experts: must be 0 (dense) or more");
+  CHECK(ErrorOf("data: {path: /d}\nmodel: {moe_num_experts: 8, moe_world_size: 3}\n") ==
+        "train.yaml:2: model.moe_world_size: 3 does not divide moe_num_experts (8)");
+  CHECK(ErrorOf("data: {path: /d}\nmodel: {moe_world_size: 2}\n") ==
+        "train.yaml:2: model.moe_world_size: needs moe_num_experts (the model is dense)");
   CHECK(ErrorOf("data: {path: /d}\nmodel: {preset: dbrx-small, moe_num_experts: 2}\n") ==
         "train.yaml:2: model.moe_top_k: 4 is more than moe_num_experts (2)");
   CHECK(ErrorOf("data: {path: /d}\nfsdp: {sharding_strategy: ZERO3}\n") ==

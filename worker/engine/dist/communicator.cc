@@ -86,6 +86,12 @@ class GlooCommunicator final : public Communicator {
   }
   void ReduceSum(torch::Tensor& tensor, int root) override { StartReduceSum(tensor, root)->Wait(); }
   void Barrier() override { pg_->barrier()->wait(); }
+  void AllToAll(torch::Tensor& output, torch::Tensor& input,
+                const std::vector<int64_t>& output_splits,
+                const std::vector<int64_t>& input_splits) override {
+    std::vector<int64_t> out(output_splits), in(input_splits);  // c10d takes them mutable
+    pg_->alltoall_base(output, input, out, in)->wait();
+  }
 
   std::unique_ptr<PendingCollective> StartBroadcast(torch::Tensor& tensor, int root) override {
     std::vector<torch::Tensor> tensors{tensor};

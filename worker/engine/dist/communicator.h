@@ -45,6 +45,12 @@ class Communicator {
   // Afterwards `root`'s `tensor` holds the sum over ranks; the others' contents are not kept.
   virtual void ReduceSum(torch::Tensor& tensor, int root) = 0;
   virtual void Barrier() = 0;
+  // Rows (dimension 0) of `input`, in runs of input_splits[r] rows for each rank r in turn, go
+  // to rank r; `output` receives output_splits[r] rows from each rank r, in rank order. Rank
+  // r's input_splits[q] must be rank q's output_splits[r]; both tensors contiguous.
+  virtual void AllToAll(torch::Tensor& output, torch::Tensor& input,
+                        const std::vector<int64_t>& output_splits,
+                        const std::vector<int64_t>& input_splits) = 0;
 
   // Broadcast and ReduceSum started, to be waited for later, so that they overlap what the
   // caller computes meanwhile (per-block parameter gathers and gradient reductions). Collectives
@@ -66,6 +72,10 @@ class SoloCommunicator final : public Communicator {
   void Broadcast(torch::Tensor&, int) override {}
   void ReduceSum(torch::Tensor&, int) override {}
   void Barrier() override {}
+  void AllToAll(torch::Tensor& output, torch::Tensor& input, const std::vector<int64_t>&,
+                const std::vector<int64_t>&) override {
+    output.copy_(input);
+  }
 };
 
 enum class CollectiveBackend { kGloo, kNccl };

@@ -80,6 +80,32 @@ class NcclCommunicator final : public Communicator {
           "reduce");
     Sync();
   }
+  // NCCL has no all-to-all of its own: a send and a receive to every peer, in one group.
+  void AllToAll(torch::Tensor& output, torch::Tensor& input,
+                const std::vector<int64_t>& output_splits,
+                const std::vector<int64_t>& input_splits) override {
+    int64_t row = 1;  // elements per row, from the trailing dimensions (a side may have none)
+    for (int64_t d = 1; d < input.dim(); ++d) row *= input.size(d);
+    const size_t bytes = static_cast<size_t>(row) * input.element_size();
+    auto* in = static_cast<char*>(input.data_ptr());
+    auto* out = static_cast<char*>(output.data_ptr());
+    Check(ncclGroupStart(), "group start");
+    int64_t sent = 0, received = 0;
+    for (int peer = 0; peer < size_; ++peer) {
+      const auto send = static_cast<size_t>(input_splits[static_cast<size_t>(peer)]);
+      const auto recv = static_cast<size_t>(output_splits[static_cast<size_t>(peer)]);
+      Check(ncclSend(in + sent, send * static_cast<size_t>(row), NcclType(input), peer, comm_,
+                     nullptr),
+            "send");
+      Check(ncclRecv(out + received, recv * static_cast<size_t>(row), NcclType(output), peer, comm_,
+                     nullptr),
+            "recv");
+      sent += static_cast<int64_t>(send * bytes);
+      received += static_cast<int64_t>(recv * bytes);
+    }
+    Check(ncclGroupEnd(), "group end");
+    Sync();
+  }
   void Barrier() override {
     auto one = torch::ones({1}, torch::TensorOptions().device(torch::kCUDA));
     AllReduceSum(one);

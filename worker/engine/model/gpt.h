@@ -51,6 +51,10 @@ class GptBlockImpl : public torch::nn::Module {
   // The last forward's (MoE blocks; undefined otherwise), without autograd.
   const torch::Tensor& load_balancing_loss() const { return load_balancing_loss_; }
   const torch::Tensor& tokens_per_expert() const { return tokens_per_expert_; }
+  // Expert parallelism (MoE blocks; a dense block ignores it): see MoeFeedForwardImpl.
+  void SetExpertGroup(Communicator* group) {
+    if (moe_) moe_->SetExpertGroup(group);
+  }
 
  private:
   torch::nn::LayerNorm ln_1_{nullptr}, ln_2_{nullptr};
@@ -95,6 +99,10 @@ class GptImpl : public torch::nn::Module {
   // `scale` * the mean over blocks of their load-balancing losses. The trainer sets
   // moe_loss_weight * (the micro-batch's share of the step's tokens).
   void SetLoadBalancingScale(double scale) { load_balancing_scale_ = scale; }
+  // Every MoE block's experts split over `group` from now on (model.moe_world_size).
+  void SetExpertGroup(Communicator* group) {
+    for (int64_t b = 0; b < block_count(); ++b) block(b).SetExpertGroup(group);
+  }
   // The last forward's mean over blocks (an MoE model's; undefined for a dense one).
   torch::Tensor LoadBalancingLoss();
   const ModelConfig& config() const { return config_; }

@@ -38,6 +38,11 @@ absl::StatusOr<std::unique_ptr<ShardGroups>> ShardGroups::Join(const TrainConfig
                                                    " does not divide the world size ",
                                                    ctx.world_size));
   }
+  const auto experts = static_cast<int>(config.model.moe_world_size);
+  if (experts <= 0 || ctx.world_size % experts != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.moe_world_size: ", experts, " does not divide the world size ", ctx.world_size));
+  }
   g->shard_index_ = ctx.rank % g->shard_group_size_;
   g->replicas_ = ctx.world_size / g->shard_group_size_;
   g->first_replica_ = ctx.rank < g->shard_group_size_;
@@ -45,6 +50,7 @@ absl::StatusOr<std::unique_ptr<ShardGroups>> ShardGroups::Join(const TrainConfig
     g->world_ = std::make_unique<SoloCommunicator>();
     g->shard_group_ = std::make_unique<SoloCommunicator>();
     g->replica_group_ = std::make_unique<SoloCommunicator>();
+    g->expert_group_ = std::make_unique<SoloCommunicator>();
     return g;
   }
   Rendezvous rv{ctx.rank, ctx.world_size, ctx.master_addr, ctx.master_port};
@@ -64,6 +70,15 @@ absl::StatusOr<std::unique_ptr<ShardGroups>> ShardGroups::Join(const TrainConfig
       g->replica_group_,
       CreateCommunicator(backend, g->store_, absl::StrCat("replica-", g->shard_index_, "/"),
                          Range(g->shard_index_, g->replicas_, size), ctx.rank, host, rv.timeout));
+  if (experts == 1) {
+    g->expert_group_ = std::make_unique<SoloCommunicator>();
+  } else {
+    const int expert_group = ctx.rank / experts;
+    TESSERA_ASSIGN_OR_RETURN(
+        g->expert_group_,
+        CreateCommunicator(backend, g->store_, absl::StrCat("experts-", expert_group, "/"),
+                           Range(expert_group * experts, experts, 1), ctx.rank, host, rv.timeout));
+  }
   return g;
 }
 

@@ -5,7 +5,8 @@
 // FULL_SHARD and SHARD_GRAD_OP are one shard group of the whole world, NO_SHARD a group of one
 // per rank, and
 // HYBRID_SHARD shards within groups of fsdp.shard_group_size (a node's ranks by default) and
-// replicates across them.
+// replicates across them. A mixture of experts adds its expert-parallel group: consecutive ranks
+// in groups of model.moe_world_size.
 
 #include <torch/torch.h>
 
@@ -36,6 +37,7 @@ class ShardGroups {
   Communicator& world() { return *world_; }
   Communicator& shard_group() { return *shard_group_; }
   Communicator& replica_group() { return *replica_group_; }
+  Communicator& expert_group() { return *expert_group_; }
 
   // Sums every rank's gradients (`grads`, the full flat buffer) into this rank's shard: with
   // NCCL a reduce-scatter within the shard group into `grad_shard`, then an all-reduce across
@@ -52,7 +54,7 @@ class ShardGroups {
   bool first_replica_ = true;
   // Declared first, so destroyed last: the communicators were made over it.
   c10::intrusive_ptr<c10d::Store> store_;
-  std::unique_ptr<Communicator> world_, shard_group_, replica_group_;
+  std::unique_ptr<Communicator> world_, shard_group_, replica_group_, expert_group_;
 };
 
 }  // namespace tessera::engine

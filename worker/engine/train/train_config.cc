@@ -262,10 +262,11 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   TrainConfig c;
 
   if (const YAML::Node m = root["model"]; m.IsDefined() && !m.IsNull()) {
-    TESSERA_RETURN_IF_ERROR(r.OnlyKnown(
-        m, "model",
-        {"preset", "d_model", "n_heads", "n_layers", "max_seq_len", "vocab_size", "mlp_ratio",
-         "dropout", "init_std", "moe_num_experts", "moe_top_k", "moe_loss_weight"}));
+    TESSERA_RETURN_IF_ERROR(
+        r.OnlyKnown(m, "model",
+                    {"preset", "d_model", "n_heads", "n_layers", "max_seq_len", "vocab_size",
+                     "mlp_ratio", "dropout", "init_std", "moe_num_experts", "moe_top_k",
+                     "moe_loss_weight", "moe_world_size"}));
     TESSERA_RETURN_IF_ERROR(r.Read(m, "preset", "model", &c.model.preset));
     TESSERA_RETURN_IF_ERROR(r.Read(m, "d_model", "model", &c.model.d_model));
     TESSERA_RETURN_IF_ERROR(r.Read(m, "n_heads", "model", &c.model.n_heads));
@@ -278,6 +279,10 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
     TESSERA_RETURN_IF_ERROR(r.Read(m, "moe_num_experts", "model", &c.model.moe_num_experts));
     TESSERA_RETURN_IF_ERROR(r.Read(m, "moe_top_k", "model", &c.model.moe_top_k));
     TESSERA_RETURN_IF_ERROR(r.Read(m, "moe_loss_weight", "model", &c.model.moe_loss_weight));
+    TESSERA_RETURN_IF_ERROR(r.Read(m, "moe_world_size", "model", &c.model.moe_world_size));
+    if (c.model.moe_world_size < 1) {
+      return r.Error(m["moe_world_size"], "model.moe_world_size", "must be positive");
+    }
     if (c.model.moe_num_experts < 0) {
       return r.Error(m["moe_num_experts"], "model.moe_num_experts", "must be 0 (dense) or more");
     }
@@ -309,6 +314,15 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
     const YAML::Node top_k = root["model"]["moe_top_k"];
     return r.Error(top_k.IsDefined() ? top_k : root["model"], "model.moe_top_k",
                    absl::StrCat(c.model.moe_top_k, " is more than moe_num_experts (",
+                                c.model.moe_num_experts, ")"));
+  }
+  if (c.model.moe_world_size > 1 && !c.model.is_moe()) {
+    return r.Error(root["model"]["moe_world_size"], "model.moe_world_size",
+                   "needs moe_num_experts (the model is dense)");
+  }
+  if (c.model.is_moe() && c.model.moe_num_experts % c.model.moe_world_size != 0) {
+    return r.Error(root["model"]["moe_world_size"], "model.moe_world_size",
+                   absl::StrCat(c.model.moe_world_size, " does not divide moe_num_experts (",
                                 c.model.moe_num_experts, ")"));
   }
   if (c.model.d_model % c.model.n_heads != 0) {

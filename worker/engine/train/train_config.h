@@ -43,6 +43,10 @@ struct ModelConfig {
   int64_t moe_top_k = 0;  // 0: the preset's, else 1
   // The load-balancing loss's weight in what is trained (its mean over the blocks); DBRX's.
   double moe_loss_weight = 0.05;
+  // Expert parallelism: groups of this many consecutive ranks split each block's experts, each
+  // rank computing its share of them for the whole group's tokens (exchanged all-to-all).
+  // Parallelism, not shape: checkpoints do not depend on it. 1: every rank computes every expert.
+  int64_t moe_world_size = 1;
 
   bool is_moe() const { return moe_num_experts > 0; }
   nlohmann::json ToJson() const;

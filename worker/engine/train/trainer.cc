@@ -142,6 +142,7 @@ void Trainer::SetupModel(double peak_flops_per_rank) {
   model_->to(device_);
   model_->train();
   model_->SetActivationCheckpointing(config_.activation_checkpointing_interval);
+  model_->SetExpertGroup(&groups_->expert_group());
   parameters_ = MakeParameterSharding(config_.sharding, model_, *groups_);
   optimizer_ = std::make_unique<ShardedAdamW>(config_.optimizer, parameters_->ParamShard(),
                                               parameters_->DecayShard());
@@ -198,8 +199,13 @@ void Trainer::LogShape() const {
   if (config_.model.is_moe()) {
     spdlog::info(
         "mixture of experts: every block's MLP is {} experts, each token routed to {} (dropless), "
-        "load-balancing loss weight {}",
-        config_.model.moe_num_experts, config_.model.moe_top_k, config_.model.moe_loss_weight);
+        "load-balancing loss weight {}; {}",
+        config_.model.moe_num_experts, config_.model.moe_top_k, config_.model.moe_loss_weight,
+        config_.model.moe_world_size == 1
+            ? std::string("every rank computes every expert")
+            : absl::StrCat("expert-parallel over groups of ", config_.model.moe_world_size,
+                           " ranks, ", config_.model.moe_num_experts / config_.model.moe_world_size,
+                           " experts each"));
   }
   if (config_.activation_checkpointing_interval > 0) {
     spdlog::info(
