@@ -1,7 +1,8 @@
 // tessera-train through the whole platform, as a user runs it: examples/gpt-tiny.yaml submitted
 // with mcli to a local cluster (PostgreSQL, tessera-server, tessera-worker daemons), its loss
 // falling on real text, its progress in mcli; and a worker killed mid-training, after which the
-// requeued run resumes from its newest checkpoint on the remaining nodes.
+// requeued run resumes from its newest checkpoint on the remaining nodes, a dense model and a
+// mixture of experts (expert-parallel, FULL_SHARD) alike.
 #include <signal.h>
 
 #include <fstream>
@@ -109,28 +110,45 @@ TEST_CASE("a NaN loss rolled back is a run event in mcli describe, and the run c
   CHECK(absl::StrContains(logs.output, "training finished: 40 steps"));
 }
 
+// A run of `example` (`steps` long) on 2 of 3 nodes, one of them killed once a checkpoint is
+// committed, through the node's detection and the requeue to its end on the two left: its
+// name, the finished run, rank 0's logs and the step it resumed from.
+struct KilledAndResumed {
+  std::string name;
+  v1::Run run;
+  std::string logs;
+  int resumed = 0;
+};
+
+KilledAndResumed KillANodeAndFinish(LocalCluster& c, const std::string& example, int steps) {
+  ShellResult submitted = Mcli(c, "run -f " + example);
+  REQUIRE(submitted.exit_code == 0);
+  KilledAndResumed out;
+  out.name = std::string(absl::StripAsciiWhitespace(submitted.output));
+  const std::string victim = KillANodeAfterACheckpoint(c, out.name);
+  out.run = WaitForCompletion(c, out.name, steps);
+  CHECK(out.run.resumption_index() == 1);
+  ShellResult described = Mcli(c, "describe run " + out.name);
+  INFO(described.output);
+  CHECK(absl::StrContains(described.output, "NODE_FAILURE"));
+  out.logs = Mcli(c, "logs " + out.name + " --rank 0").output;
+  INFO(out.logs);
+  out.resumed = ResumedFromStep(out.logs);
+  CHECK(out.run.progress().step() == steps);
+  CHECK(out.run.progress().resumed_from_step() == out.resumed);
+  // The second attempt ran on the two nodes that were left.
+  for (const auto& node : out.run.nodes()) CHECK(node.node_name() != victim);
+  return out;
+}
+
 TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on the others",
           "[e2e]") {
   LocalCluster c;
   StartTrainingWorkers(c, 3);
   const int steps = KillableRunSteps();
-  ShellResult submitted = Mcli(c, "run -f " + ExampleWith(c, steps));
-  REQUIRE(submitted.exit_code == 0);
-  const std::string name(absl::StripAsciiWhitespace(submitted.output));
-  const std::string victim = KillANodeAfterACheckpoint(c, name);
-  // Through the node's detection and the requeue (no step for a few seconds) to the end.
-  v1::Run run = WaitForCompletion(c, name, steps);
-  CHECK(run.resumption_index() == 1);
-  ShellResult described = Mcli(c, "describe run " + name);
-  INFO(described.output);
-  CHECK(absl::StrContains(described.output, "NODE_FAILURE"));
-  ShellResult logs = Mcli(c, "logs " + name + " --rank 0");
-  INFO(logs.output);
-  const int resumed = ResumedFromStep(logs.output);
-  CHECK(run.progress().step() == steps);
-  CHECK(run.progress().resumed_from_step() == resumed);
-  // The second attempt ran on the two nodes that were left.
-  for (const auto& node : run.nodes()) CHECK(node.node_name() != victim);
+  const KilledAndResumed killed = KillANodeAndFinish(c, ExampleWith(c, steps), steps);
+  const std::string& name = killed.name;
+  const int resumed = killed.resumed;
 
   // The history shows both attempts, the resumption with its cause, and the second attempt's
   // reports from after its checkpoint on.
@@ -158,6 +176,30 @@ TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on th
   INFO(table.output);
   CHECK(absl::StrContains(table.output, "attempt 1 resumed from step " + std::to_string(resumed)));
   CHECK(absl::StrContains(table.output, "attempt 0 ended: NODE_FAILURE"));
+}
+
+TEST_CASE(
+    "a mixture of experts under FULL_SHARD, expert-parallel across each node's ranks: a node "
+    "killed mid-training, the run resumes from its checkpoint on the others",
+    "[e2e]") {
+  LocalCluster c;
+  StartTrainingWorkers(c, 3);
+  const int steps = KillableRunSteps();
+  const std::string example = ExampleWith(c, steps, "moe.yaml");
+  {
+    std::ifstream in(example);
+    const std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(absl::StrContains(yaml, "    preset: tiny\n"));
+    std::ofstream(example) << absl::StrReplaceAll(
+        yaml, {{"    preset: tiny\n", "    preset: moe-tiny\n    moe_world_size: 2\n"}});
+  }
+  const KilledAndResumed killed = KillANodeAndFinish(c, example, steps);
+  INFO(killed.logs);
+  CHECK(absl::StrContains(killed.logs, "every block's MLP is 8 experts, each token routed to 2"));
+  CHECK(absl::StrContains(killed.logs, "expert-parallel over groups of 2 ranks, 4 experts each"));
+  CHECK(absl::StrContains(killed.logs, "FULL_SHARD"));
+  CHECK(killed.resumed > 0);
+  CHECK(absl::StrContains(killed.logs, "mixture of experts at the last step"));
 }
 
 }  // namespace
