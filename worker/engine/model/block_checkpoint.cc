@@ -1,6 +1,6 @@
 #include "worker/engine/model/block_checkpoint.h"
 
-#include <ATen/autocast_mode.h>
+#include "worker/engine/model/cuda_autocast.h"
 
 namespace tessera::engine {
 namespace {
@@ -22,8 +22,8 @@ class BlockRecompute : public torch::autograd::Function<BlockRecompute> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                c10::intrusive_ptr<Recipe> recipe) {
     recipe->device = x.device();
-    recipe->autocast = at::autocast::is_enabled();
-    recipe->autocast_dtype = at::autocast::get_autocast_gpu_dtype();
+    recipe->autocast = CudaAutocastEnabled();
+    recipe->autocast_dtype = CudaAutocastType();
     {
       at::Generator generator = at::globalContext().defaultGenerator(x.device());
       std::lock_guard lock(generator.mutex());
@@ -48,17 +48,15 @@ class BlockRecompute : public torch::autograd::Function<BlockRecompute> {
       after = generator.get_state();
       generator.set_state(recipe->rng_state);
     }
-    const bool autocast = at::autocast::is_enabled();
-    const at::ScalarType autocast_dtype = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_enabled(recipe->autocast);
-    at::autocast::set_autocast_gpu_dtype(recipe->autocast_dtype);
+    const bool autocast = CudaAutocastEnabled();
+    const at::ScalarType autocast_dtype = CudaAutocastType();
+    SetCudaAutocast(recipe->autocast, recipe->autocast_dtype);
     torch::Tensor y;
     {
       torch::AutoGradMode grad(true);
       y = recipe->block(x);
     }
-    at::autocast::set_autocast_gpu_dtype(autocast_dtype);
-    at::autocast::set_enabled(autocast);
+    SetCudaAutocast(autocast, autocast_dtype);
     {
       std::lock_guard lock(generator.mutex());
       generator.set_state(after);

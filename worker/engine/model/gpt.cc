@@ -1,5 +1,7 @@
 #include "worker/engine/model/gpt.h"
 
+#include <torch/version.h>
+
 #include <cmath>
 #include <limits>
 
@@ -48,6 +50,16 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const Att
   auto qkv =
       Linear(x, qkv_).view({b, t, 3, n_heads_, head_dim_}).permute({2, 0, 3, 1, 4}).unbind(0);
   const auto &q = qkv[0], &k = qkv[1], &v = qkv[2];  // [B, H, T, Dh]
+#if TORCH_VERSION_MAJOR >= 2
+  // LibTorch 2's fused attention on a GPU (the memory-efficient kernel: FlashAttention takes no
+  // bias). ALiBi and the causal mask go in as one additive mask, so it is exact ALiBi.
+  if (fused_attention_ && x.is_cuda() && bias.combined.defined()) {
+    auto y = at::scaled_dot_product_attention(q, k, v, bias.combined.to(q.scalar_type()),
+                                              is_training() ? dropout_ : 0.0, /*is_causal=*/false,
+                                              1.0 / std::sqrt(double(head_dim_)));
+    return Linear(y.transpose(1, 2).reshape({b, t, d}), proj_);
+  }
+#endif
   // The scale goes on q (T times smaller than the scores); the bias and the mask are applied in
   // place (the product's backward needs its inputs, not its output): two passes over the
   // [B, H, T, T] scores fewer, forward and backward.

@@ -33,10 +33,15 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   explicit CausalSelfAttentionImpl(const ModelConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const AttentionBias& bias);
+  // LibTorch 2 on a GPU: scaled-dot-product attention's fused kernels (default), or the
+  // explicit product, softmax and product (the reference the GPU check compares them with).
+  // LibTorch 1.13 has no fused attention: always the explicit one.
+  void set_fused(bool fused) { fused_attention_ = fused; }
 
  private:
   int64_t n_heads_, head_dim_;
   double dropout_;
+  bool fused_attention_ = true;
   torch::nn::Linear qkv_{nullptr}, proj_{nullptr};
 };
 TORCH_MODULE(CausalSelfAttention);
@@ -51,6 +56,7 @@ class GptBlockImpl : public torch::nn::Module {
   // The last forward's (MoE blocks; undefined otherwise), without autograd.
   const torch::Tensor& load_balancing_loss() const { return load_balancing_loss_; }
   const torch::Tensor& tokens_per_expert() const { return tokens_per_expert_; }
+  CausalSelfAttentionImpl& attention() { return *attn_; }
   // Expert parallelism (MoE blocks; a dense block ignores it): see MoeFeedForwardImpl.
   void SetExpertGroup(Communicator* group) {
     if (moe_) moe_->SetExpertGroup(group);
@@ -99,6 +105,10 @@ class GptImpl : public torch::nn::Module {
   // `scale` * the mean over blocks of their load-balancing losses. The trainer sets
   // moe_loss_weight * (the micro-batch's share of the step's tokens).
   void SetLoadBalancingScale(double scale) { load_balancing_scale_ = scale; }
+  // Every block's attention fused or explicit (CausalSelfAttentionImpl::set_fused).
+  void SetFusedAttention(bool fused) {
+    for (int64_t b = 0; b < block_count(); ++b) block(b).attention().set_fused(fused);
+  }
   // Every MoE block's experts split over `group` from now on (model.moe_world_size).
   void SetExpertGroup(Communicator* group) {
     for (int64_t b = 0; b < block_count(); ++b) block(b).SetExpertGroup(group);

@@ -1,6 +1,5 @@
 #include "worker/engine/train/trainer.h"
 
-#include <ATen/autocast_mode.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -18,6 +17,7 @@
 #include "worker/engine/data/deterministic_random.h"
 #include "worker/engine/data/tokenizer.h"
 #include "worker/engine/dist/store_commit_channel.h"
+#include "worker/engine/model/cuda_autocast.h"
 #include "worker/engine/train/device_peak.h"
 #include "worker/engine/train/lr_schedule.h"
 #include "worker/engine/train/model_flops.h"
@@ -73,8 +73,7 @@ absl::Status Trainer::SetupDevice() {
   }
   if (config_.precision == "amp_bf16") {
     if (cuda) {
-      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-      at::autocast::set_enabled(true);
+      SetCudaAutocast(true, at::kBFloat16);
     } else {
       spdlog::warn("precision amp_bf16 applies to GPUs; this CPU run trains in fp32");
     }
