@@ -266,6 +266,15 @@ TEST_CASE(
   // 7e-8 here: the same routing throughout. A token routed otherwise would show as 1e-3.
   CHECK(Compared("expert-parallel on 4 ranks against 4 computing every expert", split, want) <
         1e-4);
+  // With every block recomputed in backward, its all-to-alls again: the same losses, bit for bit.
+  EngineJob recomputed(
+      s.path + "/recomputed",
+      s.Config("recomputed", s.path + "/ckpt-recomputed",
+               "fsdp: {activation_checkpointing: true}\n", "{preset: moe-tiny, moe_world_size: 4}"),
+      4);
+  RequireAllExitedZero(recomputed, 4);
+  CHECK(Compared("expert-parallel and recomputed against expert-parallel", recomputed.Progress(0),
+                 split) == 0);
 
   // Dropless: each block computed every token of rank 0's last micro-batch twice, once per
   // chosen expert (the whole batch of 8 samples on one rank, 2 of them on each of four).
