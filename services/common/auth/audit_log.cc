@@ -39,7 +39,10 @@ AuditLog::~AuditLog() {
   WriteFolded(refusals_.TakeDue(absl::InfiniteFuture()));
 }
 
-void AuditLog::Flush() { WriteFolded(refusals_.TakeDue(clock_->Now())); }
+void AuditLog::Flush() {
+  absl::WriterMutexLock order(&flush_order_);
+  WriteFolded(refusals_.TakeDue(clock_->Now()));
+}
 
 std::string AuditLog::TargetOf(const google::protobuf::Message& request) {
   const auto* descriptor = request.GetDescriptor();
@@ -119,6 +122,7 @@ void AuditLog::Record(const Principal& who, std::string_view method,
                                         absl::string_view(method.data(), method.size()), "\n",
                                         static_cast<int>(outcome.code()));
   std::vector<RefusalTally::Folded> due;
+  absl::ReaderMutexLock order(&flush_order_);
   const auto record = refusals_.Admit(kind, now, make, &due);
   WriteFolded(due);
   if (record) Write(*record);

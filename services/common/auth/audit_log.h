@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "google/protobuf/message.h"
 #include "services/common/auth/principal.h"
@@ -53,6 +54,11 @@ class AuditLog {
 
   std::shared_ptr<store::AuditStore> store_;
   std::shared_ptr<Clock> clock_;
+  // The background flush holds it exclusively from taking the due counts to writing them, and a
+  // refusal shared from its tally to its writes: a refusal never reaches the store before the
+  // counts of an earlier window that the flush has taken but not yet written. Refusals do not
+  // wait for each other, only for a flush in progress (once a window).
+  absl::Mutex flush_order_;
   RefusalTally refusals_;
   std::unique_ptr<PeriodicRunner> flusher_;  // last: stopped before what it uses goes
 };
