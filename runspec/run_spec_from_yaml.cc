@@ -78,6 +78,8 @@ absl::Status ReadCompute(const YAML::Node& node, const FieldPath& path, ReadCont
       {"procs_per_node",
        Int32Into(
            ctx, [c](int32_t v) { c->set_procs_per_node(v); }, "a positive integer", false)},
+      {"min_nodes", Int32Into(
+                        ctx, [c](int32_t v) { c->set_min_nodes(v); }, "a positive integer", false)},
       // mcli's ComputeConfig asks for CPUs; Tessera places CPU runs by procs_per_node.
       Ignored("cpus", ctx, "Tessera does not reserve CPUs (procs_per_node sets a CPU run's ranks)",
               CheckCount),
@@ -85,6 +87,7 @@ absl::Status ReadCompute(const YAML::Node& node, const FieldPath& path, ReadCont
   AddAlias(fields, "gpuType", "gpu_type", Spelling::kProtobufJson, ctx);
   AddAlias(fields, "nodeNames", "node_names", Spelling::kProtobufJson, ctx);
   AddAlias(fields, "procsPerNode", "procs_per_node", Spelling::kProtobufJson, ctx);
+  AddAlias(fields, "minNodes", "min_nodes", Spelling::kProtobufJson, ctx);
   return ReadMapping(node, path, fields);
 }
 

@@ -41,6 +41,7 @@ void EmitCompute(YAML::Emitter& out, const tessera::v1::ComputeSpec& compute) {
   }
   EmitStringField(out, "instance", compute.instance());
   EmitIntField(out, "procs_per_node", compute.procs_per_node());
+  EmitIntField(out, "min_nodes", compute.min_nodes());
   out << YAML::EndMap;
 }
 

@@ -81,6 +81,30 @@ MaybeFieldError CheckCommand(const std::string& command) {
 
 // --- compute ----------------------------------------------------------------------------------
 
+// A run that accepts fewer nodes says how many it asks for, and is not pinned to named nodes.
+MaybeFieldError CheckMinNodes(const tessera::v1::ComputeSpec& compute) {
+  const FieldPath path = FieldPath("compute").Field("min_nodes");
+  if (compute.min_nodes() == 0) return std::nullopt;
+  if (compute.min_nodes() < 0) {
+    return Error(path, absl::StrCat("must be a positive integer, got ", compute.min_nodes()));
+  }
+  if (compute.nodes() <= 0) {
+    return Error(path,
+                 "needs compute.nodes: the number of nodes the run asks for, which "
+                 "compute.min_nodes may go below");
+  }
+  if (compute.min_nodes() > compute.nodes()) {
+    return Error(path, absl::StrCat("is ", compute.min_nodes(), " but compute.nodes is ",
+                                    compute.nodes(), "; it must be at most compute.nodes"));
+  }
+  if (compute.node_names_size() > 0) {
+    return Error(path,
+                 "cannot go with compute.node_names: a run pinned to its nodes "
+                 "cannot move to fewer of them");
+  }
+  return std::nullopt;
+}
+
 MaybeFieldError CheckCompute(const tessera::v1::ComputeSpec& compute) {
   const FieldPath path("compute");
   if (auto error = CheckText(path.Field("cluster"), compute.cluster())) return error;
@@ -105,6 +129,7 @@ MaybeFieldError CheckCompute(const tessera::v1::ComputeSpec& compute) {
                               " nodes (compute.gpus must be a multiple of "
                               "compute.nodes)"));
   }
+  if (auto error = CheckMinNodes(compute)) return error;
   absl::flat_hash_map<std::string_view, int> seen;
   for (int i = 0; i < compute.node_names_size(); ++i) {
     const std::string& node = compute.node_names(i);

@@ -183,7 +183,8 @@ class SchedulerComponent final : public Component {
                                        .stop_grace = o.stop_grace,
                                        .fair_share_half_life = o.fair_share_half_life,
                                        .max_clock_skew = o.max_clock_skew,
-                                       .require_node_terms = o.require_node_terms},
+                                       .require_node_terms = o.require_node_terms,
+                                       .shrink_after = o.shrink_after},
             health ? scheduler::MakeGrpcHealthClient(health, system_key,
                                                      f.CallOptions(scheduler::kHealthClientOptions))
                    : nullptr,

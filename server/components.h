@@ -100,6 +100,7 @@ struct SchedulerOptions {
   absl::Duration fair_share_half_life = absl::Hours(24 * 7);
   absl::Duration max_clock_skew = absl::Seconds(10);
   bool require_node_terms = false;
+  absl::Duration shrink_after = absl::Seconds(60);
   // Empty: this instance always leads (single instance without election).
   std::string database_url;
   std::string instance_id;

@@ -28,6 +28,11 @@ void AddSchedulerFlags(CLI::App& app, SchedulerFlags& f) {
                  "its pre-flight checks before a run starts there (0: not checked)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--shrink-after-seconds", f.shrink_after_seconds,
+                 "a requeued run that accepts fewer nodes (compute.min_nodes) waits this long "
+                 "for all of its nodes, then resumes on those it can have")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--require-node-terms", f.require_node_terms,
                "refuse a node whose join token or node key does not fix its cluster and GPU "
                "type (their terms): no node's own word decides the pool it is in");
@@ -61,6 +66,7 @@ absl::StatusOr<SchedulerOptions> FinishSchedulerFlags(const SchedulerFlags& f) {
   o.stop_grace = absl::Seconds(f.stop_grace_seconds);
   o.max_clock_skew = absl::Seconds(f.max_clock_skew_seconds);
   o.require_node_terms = f.require_node_terms;
+  o.shrink_after = absl::Seconds(f.shrink_after_seconds);
   (void)absl::ParseDuration(f.fair_share_half_life, &o.fair_share_half_life);  // checked
   return o;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The scheduler's flags (tessera-server and tessera-scheduler): leases, heartbeats, the stop
-// grace, pre-flight clock skew, node terms and fair share; registered on the command line, then
-// turned into SchedulerOptions.
+// grace, pre-flight clock skew, node terms, fair share and shrinking runs; registered on the
+// command line, then turned into SchedulerOptions.
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -13,7 +13,7 @@ namespace tessera::server {
 
 struct SchedulerFlags {
   double lease_seconds = 2.8, loss_seconds = 0, heartbeat_seconds = 1, stop_grace_seconds = 10,
-         max_clock_skew_seconds = 10;
+         max_clock_skew_seconds = 10, shrink_after_seconds = 60;
   std::string fair_share_half_life = "168h";
   bool require_node_terms = false;
 };

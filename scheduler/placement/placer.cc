@@ -207,6 +207,7 @@ bool Placer::PlaceRun(Cycle& cycle, const QueuedRun& run, Waiting* waiting) {
       if (TryPreempt(cycle, run, candidate, nullptr)) return true;
     }
   }
+  if (run.min_nodes > 0 && Shrink(cycle, run)) return true;
   bool could_fit = false;
   for (const Candidate& candidate : candidates_) {
     if (!candidate.within_quota) continue;
@@ -240,6 +241,44 @@ bool Placer::PlaceRun(Cycle& cycle, const QueuedRun& run, Waiting* waiting) {
     }
   }
   return false;
+}
+
+bool Placer::CanGrow(absl::string_view run_id, absl::string_view team,
+                     const ResourceRequest& request) const {
+  const uint32_t id = allocations_.Find(run_id);
+  if (id == kNoAllocation) return false;
+  const Allocation& allocation = allocations_.Get(id);
+  if (allocation.parts.empty()) return false;
+  const uint32_t pool = capacity_.PoolOf(allocation.parts.front().first);
+  Shape shape;
+  if (ShapeFor(request, capacity_.pool(pool).gpus_per_node, &shape) != ShapeError::kNone) {
+    return false;
+  }
+  const int held = static_cast<int>(allocation.parts.size());
+  if (held >= shape.nodes) return false;
+  if (capacity_.AvailableWithAtLeast(pool, shape.per_node) < shape.nodes - held) return false;
+  if (allocation.cpu_only || capacity_.pool(pool).gpus_per_node == 0) return true;
+  return (shape.nodes - held) * shape.per_node <= quotas_.Headroom(team, pool);
+}
+
+bool Placer::Shrink(Cycle& cycle, const QueuedRun& run) {
+  const Candidate* best = nullptr;
+  int best_nodes = 0;
+  for (const Candidate& candidate : candidates_) {
+    if (!candidate.within_quota) continue;
+    const int nodes =
+        std::min(capacity_.AvailableWithAtLeast(candidate.pool, candidate.shape.per_node),
+                 candidate.shape.nodes - 1);
+    if (nodes >= run.min_nodes && nodes > best_nodes) {
+      best = &candidate;
+      best_nodes = nodes;
+    }
+  }
+  if (best == nullptr) return false;
+  nodes_.clear();
+  if (!capacity_.SelectNodes(best->pool, best->shape.per_node, best_nodes, &nodes_)) return false;
+  Commit(cycle, run, *best, nodes_, false);
+  return true;
 }
 
 bool Placer::PlaceNamed(Cycle& cycle, const QueuedRun& run, Waiting* waiting) {

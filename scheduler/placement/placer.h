@@ -16,6 +16,9 @@
 //    and a run within its team's quota may also evict other teams' runs that hold borrowed GPUs
 //    (see preemption.h for how victims are chosen). The placement is reported with
 //    after_preemption set; the caller stops the victims and requeues them ("Run was preempted").
+//  - Shrinking: a run the caller lets shrink (QueuedRun::min_nodes) that can neither fit nor
+//    preempt starts on as many free nodes as there are, down to min_nodes, before it would
+//    reserve any.
 //  - Backfill (EASY, without run-time estimates): the first run of a pool that can neither fit
 //    nor preempt reserves the nodes it will start on (those with the most free GPUs); later runs
 //    may start only on the pool's other nodes, so they never delay it. There are no duration
@@ -83,6 +86,12 @@ class Placer {
   // running allocations stay; it receives nothing new while unschedulable.
   bool SetNodeSchedulable(absl::string_view node, bool schedulable);
 
+  // Whether a running run that holds fewer nodes than `request` asks for could have all of them
+  // now, after this cycle's placements: enough available nodes of its shape's size in its pool
+  // besides its own, and room in its team's quota for the GPUs it would add.
+  bool CanGrow(absl::string_view run_id, absl::string_view team,
+               const ResourceRequest& request) const;
+
   // Introspection (tests, the queue view): free units on a node (-1 when unknown), and
   // whether a run holds resources.
   int FreeUnits(absl::string_view node) const;
@@ -113,6 +122,9 @@ class Placer {
   void QuotaOnlyReason(const QueuedRun& run, Waiting* waiting);
   // The second pass for a run that may borrow: idle GPUs left once every run had its turn.
   bool Borrow(Cycle& cycle, const QueuedRun& run);
+  // For a run with min_nodes: the most nodes, fewer than it asks for and at least min_nodes,
+  // free where it stays within its quota.
+  bool Shrink(Cycle& cycle, const QueuedRun& run);
   bool TryPreempt(Cycle& cycle, const QueuedRun& run, const Candidate& candidate,
                   const std::vector<uint32_t>* explicit_nodes);
   void Commit(Cycle& cycle, const QueuedRun& run, const Candidate& candidate,

@@ -51,6 +51,10 @@ struct QueuedRun {
   std::string team;
   // Its owner's place in fair share (fair_share.h): within a priority, lower ranks go first.
   uint32_t share_rank = 0;
+  // Above 0: the run may start on as few as this many nodes (of its shape's size) when all of
+  // them cannot be had, neither free nor by preemption. The caller sets it only for a run that
+  // may shrink now (compute.min_nodes, resumed, waited long enough).
+  int min_nodes = 0;
 };
 
 // A team's GPU quota in one cluster, for one GPU type or (empty gpu_type) all of them. A cluster

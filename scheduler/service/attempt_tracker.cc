@@ -203,7 +203,8 @@ bool AttemptTracker::MarkStopping(const std::string& run_id, int resumption,
   auto& state = attempts_[{run_id, resumption}];
   if (state.stop_sent_at != absl::InfinitePast()) return false;
   state.stop_sent_at = clock_->Now();
-  if (why == v1::ATTEMPT_END_REASON_STOPPED || why == v1::ATTEMPT_END_REASON_PREEMPTED) {
+  if (why == v1::ATTEMPT_END_REASON_STOPPED || why == v1::ATTEMPT_END_REASON_PREEMPTED ||
+      why == v1::ATTEMPT_END_REASON_RESIZED) {
     state.stop_reason = why;
     state.stop_detail = detail;
   }

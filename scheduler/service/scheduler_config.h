@@ -61,6 +61,10 @@ struct SchedulerConfig {
   // Refuse a node whose credential (node key or join token) leaves its cluster or GPU type to
   // its own word (v1::NodeTerms): on a shared cluster a node never places itself in a pool.
   bool require_node_terms = false;
+  // A run that accepts fewer nodes (compute.min_nodes) and was requeued (a node lost, preempted)
+  // waits this long for all of its nodes before it resumes on those it can have; it grows back
+  // right after a checkpoint once all are free again.
+  absl::Duration shrink_after = absl::Seconds(60);
 
   absl::Duration LossLease() const {
     return loss_after > absl::ZeroDuration() ? std::min(loss_after, lease) : lease;

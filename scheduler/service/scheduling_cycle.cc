@@ -128,7 +128,8 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   // Attempts that ended above (lost nodes) hold nothing any more, and their runs may be back
   // in the queue: place against what is still active.
   std::erase_if(active, [&](const v1::Run& r) { return !attempts_->IsActive(r.id()); });
-  if (!queued.empty()) {
+  // A run on fewer nodes than it asks for is looked at each cycle: it may grow back.
+  if (!queued.empty() || std::any_of(active.begin(), active.end(), RunsShrunk)) {
     TESSERA_RETURN_IF_ERROR(Place(queued, active, nodes, std::move(suspects), stats));
   }
   if (summary) metrics_->Publish(*summary);
@@ -260,6 +261,7 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
   for (const auto& r : queued) {
     if (waiting_for_drain.count(r.id())) continue;  // its previous attempt is still exiting
     queue.push_back(QueuedRunFromProto(r));
+    queue.back().min_nodes = resizing_.MinNodesNow(r);
     queued_runs.push_back(&r);
     queued_by_id[r.id()] = &r;
   }
@@ -303,9 +305,25 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     attempt.set_resumption_index(run.resumption_index());
     attempt.set_status(v1::RUN_STATUS_STARTING);
     PlacementToAttemptNodes(p, attempt.mutable_nodes());
+    attempt.set_placement_note(resizing_.PlacementNote(run, attempt.nodes_size()));
     TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), by_name, drivers, ports, stats));
   }
+  Grow(active, placer, stats);
   return absl::OkStatus();
+}
+
+void SchedulingCycle::Grow(const std::vector<v1::Run>& active, const Placer& placer,
+                           CycleStats& stats) {
+  const auto can_grow = [&](const v1::Run& run) {
+    return !attempts_->StopSent(run.id(), run.resumption_index()) &&
+           placer.CanGrow(run.id(), run.team(), RequestFromProto(run.spec().compute()));
+  };
+  for (const RunResizing::Growth& growth : resizing_.DueToGrow(active, can_grow)) {
+    spdlog::info("run {} grows back to {} nodes: {}", growth.run->name(),
+                 growth.run->spec().compute().nodes(), growth.why);
+    control_->StopAttempt(*growth.run, v1::ATTEMPT_END_REASON_RESIZED, growth.why);
+    ++stats.resized;
+  }
 }
 
 absl::Status SchedulingCycle::Start(const v1::Run& run, v1::Attempt attempt,

@@ -14,12 +14,14 @@
 #include "absl/status/statusor.h"
 #include "base/clock.h"
 #include "scheduler/placement/capacity_index.h"
+#include "scheduler/placement/placer.h"
 #include "scheduler/service/attempt_control.h"
 #include "scheduler/service/attempt_tracker.h"
 #include "scheduler/service/cluster_metrics.h"
 #include "scheduler/service/desired_attempts.h"
 #include "scheduler/service/node_liveness.h"
 #include "scheduler/service/rendezvous_ports.h"
+#include "scheduler/service/run_resizing.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/scheduler_config.h"
 #include "scheduler/service/team_policy.h"
@@ -36,6 +38,7 @@ struct CycleStats {
   int preempted = 0;
   int stops_sent = 0;
   int suspected_nodes = 0;  // missed a beat, not yet lost: nothing placed on them
+  int resized = 0;          // runs on fewer nodes than they ask for, stopped to grow back
 };
 
 class SchedulingCycle {
@@ -78,6 +81,9 @@ class SchedulingCycle {
   // Records the placement of `run` on `attempt`'s nodes and starts its ranks there. `by_name`
   // is the cycle's node inventory by name; `drivers` each cluster's driver version; `ports`
   // the rendezvous ports in use on each node, to which the attempt's is added.
+  // Stops the runs running on fewer nodes than they ask for that can now have all of them, right
+  // after their next checkpoint (RunResizing::DueToGrow), as the placer left the cluster.
+  void Grow(const std::vector<v1::Run>& active, const Placer& placer, CycleStats& stats);
   absl::Status Start(const v1::Run& run, v1::Attempt attempt,
                      const std::map<std::string, const v1::Node*>& by_name,
                      const std::map<std::string, std::string>& drivers, RendezvousPorts& ports,
@@ -92,6 +98,8 @@ class SchedulingCycle {
   std::shared_ptr<DesiredAttempts> desired_;
   std::shared_ptr<Clock> clock_;
   const SchedulerConfig config_;
+  // Runs that accept fewer nodes: shrinking when requeued, growing back at a checkpoint.
+  RunResizing resizing_{clock_, config_.shrink_after};
   // The nodes as the last cycle left them, read again only when the change feed says a node's
   // state changed (or it is not listening): 10,000 nodes are not decoded 5 times a second.
   // Null feed: read every cycle.

@@ -424,8 +424,10 @@ absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::Att
     reason = failure;
   }
   std::string detail = update.detail();
-  if (reason == v1::ATTEMPT_END_REASON_PREEMPTED && !state.stop_detail.empty()) {
-    detail = state.stop_detail;  // why: for a higher-priority run, or to return borrowed GPUs
+  if ((reason == v1::ATTEMPT_END_REASON_PREEMPTED || reason == v1::ATTEMPT_END_REASON_RESIZED) &&
+      !state.stop_detail.empty()) {
+    // Why: for a higher-priority run, to return borrowed GPUs, to grow back to all its nodes.
+    detail = state.stop_detail;
   }
   if (reason == v1::ATTEMPT_END_REASON_CONTROL_PLANE && detail.empty()) {
     detail = absl::StrCat("rank ", state.first_failed_rank, " on ", state.first_failed_node,

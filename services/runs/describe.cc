@@ -19,7 +19,8 @@ absl::Time EndOf(const v1::Attempt& a, absl::Time now) {
 bool IsInterruption(v1::AttemptEndReason r) {
   return r == v1::ATTEMPT_END_REASON_NODE_FAILURE || r == v1::ATTEMPT_END_REASON_GPU_FAULT ||
          r == v1::ATTEMPT_END_REASON_HANG || r == v1::ATTEMPT_END_REASON_STRAGGLER ||
-         r == v1::ATTEMPT_END_REASON_PREEMPTED || r == v1::ATTEMPT_END_REASON_CONTROL_PLANE;
+         r == v1::ATTEMPT_END_REASON_PREEMPTED || r == v1::ATTEMPT_END_REASON_CONTROL_PLANE ||
+         r == v1::ATTEMPT_END_REASON_RESIZED;
 }
 
 double Seconds(absl::Duration d) { return std::max(0.0, absl::ToDoubleSeconds(d)); }

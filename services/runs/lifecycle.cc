@@ -215,6 +215,11 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
       r.set_master_port(update.master_port());  // the scheduler keeps it free on the head node
       t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_PLACED,
                                    absl::StrCat("Run placed on ", NodeList(a)), now));
+      if (!update.placement_note().empty()) {
+        // Fewer nodes than it asks for (compute.min_nodes): the scheduler says why.
+        a.set_placement_note(update.placement_note());
+        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_RESIZED, update.placement_note(), now));
+      }
       break;
     }
     case v1::RUN_STATUS_RUNNING: {
@@ -303,6 +308,15 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
             r, v1::RUN_EVENT_TYPE_PREEMPTED,
             absl::StrCat("Run was preempted", update.reason().empty() ? "" : " ", update.reason()),
             now));
+        Requeue(r, now, t.events);
+      } else if (reason == v1::ATTEMPT_END_REASON_RESIZED) {
+        // Stopped by the scheduler right after a checkpoint to resume on all of its nodes:
+        // nothing failed, so no retry is used.
+        t.events.push_back(
+            MakeEvent(r, v1::RUN_EVENT_TYPE_RESIZED,
+                      absl::StrCat("Run was stopped to resize", update.reason().empty() ? "" : ": ",
+                                   update.reason()),
+                      now));
         Requeue(r, now, t.events);
       } else if (reason == v1::ATTEMPT_END_REASON_CONTROL_PLANE) {
         // Not the run's fault nor its nodes': requeued without using a retry. The cap only

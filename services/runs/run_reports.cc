@@ -172,6 +172,9 @@ absl::Status RunReports::ReportProgress(const auth::Principal& who,
         *t.run.mutable_progress()->mutable_last_loss_rollback() = known.last_loss_rollback();
         t.run.mutable_progress()->set_loss_rollbacks(
             std::max(known.loss_rollbacks(), req.progress().loss_rollbacks()));
+        // Only the rank that commits checkpoints knows the newest: the others' reports say 0.
+        t.run.mutable_progress()->set_checkpoint_step(
+            std::max(known.checkpoint_step(), req.progress().checkpoint_step()));
         *t.run.mutable_progress()->mutable_node_compute_seconds() = std::move(node_compute);
         *t.run.mutable_progress()->mutable_reported_at() =
             ToProtoTime(ReportedAt(req, clock_->Now()));

@@ -2,7 +2,8 @@
 // with mcli to a local cluster (PostgreSQL, tessera-server, tessera-worker daemons), its loss
 // falling on real text, its progress in mcli; and a worker killed mid-training, after which the
 // requeued run resumes from its newest checkpoint on the remaining nodes, a dense model and a
-// mixture of experts (expert-parallel, FULL_SHARD) alike.
+// mixture of experts (expert-parallel, FULL_SHARD) alike; and a run that accepts fewer nodes
+// resuming on the one left, then growing back to two at a checkpoint once the node returns.
 #include <signal.h>
 
 #include <fstream>
@@ -22,6 +23,14 @@ namespace tessera::testing {
 namespace {
 
 ShellResult Mcli(LocalCluster& c, const std::string& args) { return c.Mcli(args); }
+
+// Replaces `from`, which the YAML file at `path` must hold, with `to`.
+void Edit(const std::string& path, const std::string& from, const std::string& to) {
+  std::ifstream in(path);
+  const std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(absl::StrContains(yaml, from));
+  std::ofstream(path) << absl::StrReplaceAll(yaml, {{from, to}});
+}
 
 TEST_CASE("examples/gpt-tiny.yaml trains on two nodes and its loss falls", "[e2e]") {
   LocalCluster c;
@@ -186,13 +195,7 @@ TEST_CASE(
   StartTrainingWorkers(c, 3);
   const int steps = KillableRunSteps();
   const std::string example = ExampleWith(c, steps, "moe.yaml");
-  {
-    std::ifstream in(example);
-    const std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    REQUIRE(absl::StrContains(yaml, "    preset: tiny\n"));
-    std::ofstream(example) << absl::StrReplaceAll(
-        yaml, {{"    preset: tiny\n", "    preset: moe-tiny\n    moe_world_size: 2\n"}});
-  }
+  Edit(example, "    preset: tiny\n", "    preset: moe-tiny\n    moe_world_size: 2\n");
   const KilledAndResumed killed = KillANodeAndFinish(c, example, steps);
   INFO(killed.logs);
   CHECK(absl::StrContains(killed.logs, "every block's MLP is 8 experts, each token routed to 2"));
@@ -200,6 +203,84 @@ TEST_CASE(
   CHECK(absl::StrContains(killed.logs, "FULL_SHARD"));
   CHECK(killed.resumed > 0);
   CHECK(absl::StrContains(killed.logs, "mixture of experts at the last step"));
+}
+
+TEST_CASE(
+    "a run that accepts one node of its two: a node killed, it resumes on the one left, then grows "
+    "back to both right after a checkpoint once the node returns",
+    "[e2e]") {
+  LocalCluster c({"--shrink-after-seconds", "3"});
+  StartTrainingWorkers(c, 2);
+  const std::string shared = c.marks_dir() + "/shared";
+  // Long enough to pass the kill (step 40), the shrunk attempt's checkpoint and the grown one's.
+  const int steps = KillableRunSteps() + 100;
+  const std::string example = ExampleWith(c, steps, "shrink.yaml");
+  Edit(example, "  nodes: 2\n", "  nodes: 2\n  min_nodes: 1\n");
+  ShellResult submitted = Mcli(c, "run -f " + example);
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string name(absl::StripAsciiWhitespace(submitted.output));
+  const std::string victim = KillANodeAfterACheckpoint(c, name);
+  const absl::Time killed = absl::Now();
+
+  // Lost, requeued, and after 3 s without another node, resumed on the one left.
+  v1::Run shrunk;
+  for (int i = 0; i < 1200; ++i) {
+    shrunk = c.client->Get(name);
+    if (shrunk.resumption_index() == 1 && shrunk.status() == v1::RUN_STATUS_RUNNING) break;
+    REQUIRE_FALSE(Ended(shrunk));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(c.Mcli("describe run " + name).output);
+  REQUIRE(shrunk.status() == v1::RUN_STATUS_RUNNING);
+  REQUIRE(shrunk.nodes_size() == 1);
+  CHECK(shrunk.nodes(0).node_name() != victim);
+
+  std::printf("shrink: running on 1 of 2 nodes %.1f s after the kill (lease 3 s, bound 3 s)\n",
+              absl::ToDoubleSeconds(absl::Now() - killed));
+
+  // The node returns: the run grows back at its next checkpoint and finishes on both.
+  StartTrainingWorker(c, victim, shared);
+  const v1::Run run = WaitForCompletion(c, name, steps);
+  ShellResult described = Mcli(c, "describe run " + name);
+  INFO(described.output);
+  CHECK(run.resumption_index() == 2);
+  CHECK(run.retries_used() == 1);  // the node failure's; shrinking and growing use none
+  CHECK(run.nodes_size() == 2);
+  CHECK(absl::StrContains(described.output,
+                          "Resumed on 1 of its 2 nodes (compute.min_nodes is 1): not all of them "
+                          "came free within 3s of its requeue"));
+  CHECK(absl::StrContains(described.output,
+                          "Run was stopped to resize: all 2 of its nodes are free again; stopped "
+                          "right after its checkpoint of step "));
+  ShellResult metrics = Mcli(c, "get metrics " + name + " -o json");
+  REQUIRE(metrics.exit_code == 0);
+  const auto history = nlohmann::json::parse(metrics.output);
+  REQUIRE(history["attempts"].size() == 3);
+  CHECK(history["attempts"][0]["end_reason"] == "ATTEMPT_END_REASON_NODE_FAILURE");
+  CHECK(history["attempts"][1]["end_reason"] == "ATTEMPT_END_REASON_RESIZED");
+  // Each resumption starts from a committed checkpoint (every 25 steps); the grown one from the
+  // very checkpoint the stop waited for (the shrunk attempt's own, or the one it resumed from
+  // when the node came back before it reported a newer one), so that only the steps after it
+  // are trained again.
+  const int64_t first = std::stoll(history["attempts"][1]["resumed_from_step"].get<std::string>());
+  const int64_t second = std::stoll(history["attempts"][2]["resumed_from_step"].get<std::string>());
+  CHECK(first % 25 == 0);
+  CHECK(second % 25 == 0);
+  CHECK(second >= first);
+  std::smatch waited;
+  REQUIRE(std::regex_search(described.output, waited,
+                            std::regex(R"(checkpoint of step (\d+) to resume on all of them)")));
+  CHECK(std::stoll(waited[1]) == second);
+  // Rank 0's log says the world each attempt trained in, the global batch the same in both.
+  const std::string on_one = Mcli(c, "logs " + name + " --rank 0 --resumption 1").output;
+  const std::string on_two = Mcli(c, "logs " + name + " --rank 0 --resumption 2").output;
+  INFO(on_one);
+  INFO(on_two);
+  CHECK(absl::StrContains(on_one, "2 ranks on cpu (FULL_SHARD"));
+  CHECK(absl::StrContains(on_two, "4 ranks on cpu (FULL_SHARD"));
+  CHECK(absl::StrContains(on_one, "global batch 16,"));
+  CHECK(absl::StrContains(on_two, "global batch 16,"));
 }
 
 }  // namespace

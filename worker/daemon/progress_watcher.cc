@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -149,6 +150,7 @@ void ProgressWatcher::Parse(File& f, const std::string& bytes) {
     p.set_compute_seconds(record->compute_seconds);
     p.set_checkpoint_save_seconds(record->checkpoint_save_seconds);
     p.set_checkpoint_interval_steps(record->checkpoint_interval_steps);
+    p.set_checkpoint_step(std::max<int64_t>(0, record->checkpoint_step));
     p.set_loss_rollbacks(record->loss_rollbacks);
     if (const auto& b = record->last_rollback; b.number > 0) {
       auto* out = p.mutable_last_loss_rollback();

@@ -27,6 +27,7 @@ std::string ProgressToJsonLine(const ProgressRecord& r) {
     j["checkpoint_interval_steps"] = r.checkpoint_interval_steps;
     j["checkpoint_save_seconds"] = r.checkpoint_save_seconds;
   }
+  if (r.checkpoint_step > 0) j["checkpoint_step"] = r.checkpoint_step;
   if (r.loss_rollbacks > 0) j["loss_rollbacks"] = r.loss_rollbacks;
   if (r.last_rollback.number > 0) {
     j["last_rollback"] = {{"number", r.last_rollback.number},
@@ -112,6 +113,7 @@ absl::StatusOr<ProgressRecord> ProgressFromJsonLine(const std::string& line) {
   TESSERA_RETURN_IF_ERROR(ReadNumber(j, "compute_seconds", r.compute_seconds));
   TESSERA_RETURN_IF_ERROR(ReadNumber(j, "checkpoint_save_seconds", r.checkpoint_save_seconds));
   TESSERA_RETURN_IF_ERROR(ReadInteger(j, "checkpoint_interval_steps", r.checkpoint_interval_steps));
+  TESSERA_RETURN_IF_ERROR(ReadInteger(j, "checkpoint_step", r.checkpoint_step));
   TESSERA_RETURN_IF_ERROR(ReadInteger(j, "loss_rollbacks", r.loss_rollbacks));
   TESSERA_RETURN_IF_ERROR(ReadRollback(j, r.last_rollback));
   return r;

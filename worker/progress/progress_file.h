@@ -38,6 +38,10 @@ struct ProgressRecord {
   // none): what the control plane's checkpoint interval advice weighs.
   double checkpoint_save_seconds = 0;
   int64_t checkpoint_interval_steps = 0;
+  // The newest checkpoint step the run has committed (the one it resumed from, or a later one
+  // this rank committed); 0: none, or unknown. A run on fewer nodes than it asks for grows back
+  // right after a new one.
+  int64_t checkpoint_step = 0;
   // The run's loss rollbacks so far (through its checkpoints), and the newest this process made.
   int loss_rollbacks = 0;
   LossRollbackRecord last_rollback;

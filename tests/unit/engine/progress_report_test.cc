@@ -120,6 +120,22 @@ TEST_CASE("every record after a loss rollback carries it, and the next step's is
   CHECK(Written(f.path).size() == 2);
 }
 
+TEST_CASE("every record says the newest committed checkpoint: the one resumed from, or later") {
+  Fixture f;
+  f.report.Start();
+  f.report.SetResumedFrom(10);
+  f.report.Committed(-1);  // nothing committed by this attempt yet
+  f.now += 1.5;
+  auto first = f.report.StepDone(11, Result(3.0, 0.1), 0.1);
+  REQUIRE(first.has_value());
+  CHECK(first->checkpoint_step == 10);
+  f.report.Committed(20);
+  f.now += 1.5;
+  auto later = f.report.StepDone(21, Result(2.9, 0.1), 0.1);
+  REQUIRE(later.has_value());
+  CHECK(later->checkpoint_step == 20);
+}
+
 TEST_CASE("a run with nothing left to train says where it stands once") {
   Fixture f;
   f.report.SetResumedFrom(10);

@@ -263,6 +263,7 @@ TEST_CASE("a progress record carries the run's loss rollbacks and checkpoint cos
   r.loss_rollbacks = 2;
   r.checkpoint_interval_steps = 25;
   r.checkpoint_save_seconds = 0.125;
+  r.checkpoint_step = 20;
   r.last_rollback = {
       .number = 2, .max = 3, .bad_step = 25, .checkpoint_step = 20, .reason = "the loss is nan"};
   const std::string line = progress::ProgressToJsonLine(r);
@@ -277,6 +278,7 @@ TEST_CASE("a progress record carries the run's loss rollbacks and checkpoint cos
   CHECK(back->last_rollback.reason == "the loss is nan");
   CHECK(back->checkpoint_interval_steps == 25);
   CHECK(back->checkpoint_save_seconds == 0.125);
+  CHECK(back->checkpoint_step == 20);
   // Without a rollback, the record does not mention one.
   CHECK(progress::ProgressToJsonLine(progress::ProgressRecord{}).find("rollback") ==
         std::string::npos);

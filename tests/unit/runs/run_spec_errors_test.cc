@@ -77,6 +77,15 @@ std::vector<BadSpec> BadSpecs() {
        "must be a positive integer"},
       {"negative procs_per_node", Head("compute:\n  procs_per_node: -2\n"),
        "compute.procs_per_node", 4, 19, "must be a positive integer"},
+      {"negative min_nodes", Head("compute:\n  nodes: 2\n  min_nodes: -1\n"), "compute.min_nodes",
+       5, 14, "must be a positive integer"},
+      {"min_nodes without nodes", Head("compute:\n  gpus: 16\n  min_nodes: 1\n"),
+       "compute.min_nodes", 5, 14, "needs compute.nodes"},
+      {"min_nodes above nodes", Head("compute:\n  nodes: 2\n  min_nodes: 3\n"), "compute.min_nodes",
+       5, 14, "is 3 but compute.nodes is 2; it must be at most compute.nodes"},
+      {"min_nodes with node_names",
+       Head("compute:\n  nodes: 2\n  node_names: [a, b]\n  min_nodes: 1\n"), "compute.min_nodes", 6,
+       14, "cannot go with compute.node_names"},
       {"node_names count mismatch", Head("compute:\n  nodes: 2\n  node_names: [n1]\n"),
        "compute.node_names", 5, 15, "has 1 node name(s) but compute.nodes is 2"},
       {"duplicate node name", Head("compute:\n  node_names:\n    - n1\n    - n1\n"),
@@ -240,7 +249,7 @@ TEST_CASE("the message format matches the documented examples", "[run_spec]") {
         "line 4, column 9: compute.gpus: must be a non-negative integer, got -4");
   CHECK(absl::StartsWith(message(Head("compute:\n  gpu: 8\n")),
                          "line 4, column 3: unknown field \"compute.gpu\" (known: cluster, gpus, "
-                         "gpu_type, nodes, node_names, instance, procs_per_node)"));
+                         "gpu_type, nodes, node_names, instance, procs_per_node, min_nodes)"));
   CHECK(message("command: x\n") == "line 1, column 1: name: required field is missing or empty");
 }
 

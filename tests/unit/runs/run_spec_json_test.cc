@@ -16,6 +16,15 @@ using tessera::spec::ParseRunSpec;
 using tessera::spec::ParseRunSpecJson;
 using tessera::spec::RunSpecToYaml;
 
+TEST_CASE("JSON takes compute.min_nodes in both spellings", "[run_spec][json]") {
+  CHECK(MustParseJson(R"({"name": "a", "command": "x", "compute": {"nodes": 4, "min_nodes": 2}})")
+            .spec.compute()
+            .min_nodes() == 2);
+  CHECK(MustParseJson(R"({"name": "a", "command": "x", "compute": {"nodes": 4, "minNodes": 3}})")
+            .spec.compute()
+            .min_nodes() == 3);
+}
+
 TEST_CASE("JSON takes the YAML's values and forms", "[run_spec][mcli][json]") {
   const Parsed p = MustParseJson(R"({"name": "My_Run", "command": "python train.py",
       "compute": {"gpus": 8, "gpu_type": "h100"},

@@ -175,6 +175,14 @@ TEST_CASE("a minimal run spec gets defaults", "[run_spec]") {
   CHECK_FALSE(spec.has_parameters());
 }
 
+TEST_CASE("a run that accepts fewer nodes says how few, and it round trips", "[run_spec]") {
+  const RunSpec spec =
+      MustParse("name: big\ncommand: x\ncompute:\n  gpus: 32\n  nodes: 4\n  min_nodes: 2\n");
+  CHECK(spec.compute().nodes() == 4);
+  CHECK(spec.compute().min_nodes() == 2);
+  RequireRoundTrip(spec);
+}
+
 TEST_CASE("fields written as null are absent", "[run_spec]") {
   const RunSpec spec = MustParse(
       "name: hello\ncommand: echo hi\nimage:\ncompute: ~\nscheduling: null\nparameters:\n");

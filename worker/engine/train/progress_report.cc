@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -23,6 +24,8 @@ progress::ProgressRecord ProgressReport::Standing(int64_t step) const {
   r.resumed_from_step = resumed_from_step_;
   r.checkpoint_interval_steps = checkpoint_interval_steps_;
   r.checkpoint_save_seconds = last_save_seconds_;
+  // The checkpoint it resumed from is committed too.
+  r.checkpoint_step = std::max(resumed_from_step_, committed_step_);
   r.loss_rollbacks = loss_rollbacks_;
   r.last_rollback = last_rollback_;
   return r;

@@ -47,6 +47,8 @@ class ProgressReport {
   void SetLossRollbacks(int count) { loss_rollbacks_ = count; }
   void SetCheckpointInterval(int64_t steps) { checkpoint_interval_steps_ = steps; }
   void Saved(double blocking_seconds) { last_save_seconds_ = blocking_seconds; }
+  // The newest checkpoint this rank committed (-1: none yet).
+  void Committed(int64_t step) { committed_step_ = step; }
   // A loss rollback: every record from now on carries it (the run manager makes it a run event),
   // and the next step's record is due at once.
   void RolledBack(progress::LossRollbackRecord rollback);
@@ -63,6 +65,7 @@ class ProgressReport {
   int loss_rollbacks_ = 0;
   int64_t checkpoint_interval_steps_ = 0;
   double last_save_seconds_ = 0;
+  int64_t committed_step_ = -1;
   progress::LossRollbackRecord last_rollback_;
   // The steps since the previous record.
   double window_seconds_ = 0;

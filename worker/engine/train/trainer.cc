@@ -444,6 +444,7 @@ absl::Status Trainer::Run() {
       continue;
     }
     rollback_.Record(result.loss);
+    if (saver_) report_->Committed(saver_->last_committed_step());
     report_->StepDone(step_, result, seconds);
     if (save_every > 0 && step_ % save_every == 0 && step_ < total_steps_) {
       const auto before = std::chrono::steady_clock::now();

@@ -1,0 +1,66 @@
+#include "scheduler/service/run_resizing.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/timestamps.h"
+
+namespace tessera::scheduler {
+
+RunResizing::RunResizing(std::shared_ptr<Clock> clock, absl::Duration shrink_after)
+    : clock_(std::move(clock)), shrink_after_(shrink_after) {}
+
+int RunResizing::MinNodesNow(const v1::Run& run) const {
+  const v1::ComputeSpec& compute = run.spec().compute();
+  if (compute.min_nodes() <= 0 || compute.min_nodes() >= compute.nodes()) return 0;
+  // Only a resumption: its checkpoint is resharded onto the nodes it gets. A first attempt
+  // waits for all of them, as any run does.
+  if (run.resumption_index() <= 0) return 0;
+  const absl::Time queued_since =
+      run.has_updated_at() ? FromProtoTime(run.updated_at()) : absl::InfinitePast();
+  if (clock_->Now() - queued_since < shrink_after_) return 0;
+  return compute.min_nodes();
+}
+
+std::string RunResizing::PlacementNote(const v1::Run& run, int placed_nodes) const {
+  const v1::ComputeSpec& compute = run.spec().compute();
+  if (compute.min_nodes() <= 0 || placed_nodes >= compute.nodes()) return "";
+  return absl::StrCat("Resumed on ", placed_nodes, " of its ", compute.nodes(),
+                      " nodes (compute.min_nodes is ", compute.min_nodes(),
+                      "): not all of them came free within ", absl::FormatDuration(shrink_after_),
+                      " of its requeue; it grows back after a checkpoint once they are");
+}
+
+std::vector<RunResizing::Growth> RunResizing::DueToGrow(
+    const std::vector<v1::Run>& active, const std::function<bool(const v1::Run&)>& can_grow) {
+  std::vector<Growth> due;
+  std::set<std::string> shrunk;
+  for (const v1::Run& run : active) {
+    if (run.status() != v1::RUN_STATUS_RUNNING || !RunsShrunk(run)) continue;
+    if (run.progress().checkpoint_step() <= 0 && run.progress().checkpoint_interval_steps() <= 0) {
+      continue;  // no checkpoints to grow at
+    }
+    if (!can_grow(run)) continue;
+    shrunk.insert(run.id());
+    const int64_t checkpoint = run.progress().checkpoint_step();
+    const auto [it, first] = waiting_for_checkpoint_.emplace(run.id(), checkpoint);
+    if (first || checkpoint <= it->second) continue;
+    due.push_back({&run, absl::StrCat("all ", run.spec().compute().nodes(),
+                                      " of its nodes are free again; stopped right after its "
+                                      "checkpoint of step ",
+                                      checkpoint, " to resume on all of them")});
+  }
+  // A run that stopped being shrunk, running or able to grow starts over.
+  std::erase_if(waiting_for_checkpoint_,
+                [&](const auto& entry) { return !shrunk.count(entry.first); });
+  for (const Growth& g : due) waiting_for_checkpoint_.erase(g.run->id());
+  return due;
+}
+
+bool RunsShrunk(const v1::Run& run) {
+  const v1::ComputeSpec& compute = run.spec().compute();
+  return compute.min_nodes() > 0 && run.nodes_size() > 0 && run.nodes_size() < compute.nodes();
+}
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,55 @@
+#pragma once
+// Runs that accept fewer nodes than they ask for (compute.min_nodes): when a requeued one may
+// start on fewer, the words its RESIZED event says why with, and when one running on fewer grows
+// back. Growing stops the run, so it waits for the run's next checkpoint once all of its nodes
+// are free: the steps lost are those between that checkpoint and the stop, not an interval's.
+// Used by the leader's cycle (SchedulingCycle), one cycle at a time: no locking.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "tessera/v1/runs.pb.h"
+
+namespace tessera::scheduler {
+
+class RunResizing {
+ public:
+  // `shrink_after`: how long a requeued run waits for all of its nodes before it may start on
+  // fewer (SchedulerConfig::shrink_after).
+  RunResizing(std::shared_ptr<Clock> clock, absl::Duration shrink_after);
+
+  // The fewest nodes the queued `run` may start on now; 0 while it must have all it asks for (it
+  // accepts no fewer, has never run, or has not waited `shrink_after` since it was requeued).
+  int MinNodesNow(const v1::Run& run) const;
+
+  // What the run's RESIZED event says when it is placed on `placed_nodes`, fewer than it asks
+  // for; empty when it has all of them.
+  std::string PlacementNote(const v1::Run& run, int placed_nodes) const;
+
+  struct Growth {
+    const v1::Run* run = nullptr;
+    std::string why;  // the stop's reason, in the RESIZED event
+  };
+  // The runs of `active` running on fewer nodes than they ask for that should be stopped now to
+  // resume on all of them: `can_grow(run)` says whether all could be had now, and the run has
+  // committed a checkpoint since they first could. A run whose trainer reports no checkpoints
+  // (RunProgress.checkpoint_step) never grows: a stop would lose all its work.
+  std::vector<Growth> DueToGrow(const std::vector<v1::Run>& active,
+                                const std::function<bool(const v1::Run&)>& can_grow);
+
+ private:
+  std::shared_ptr<Clock> clock_;
+  const absl::Duration shrink_after_;
+  // Run id -> its newest checkpoint step when all its nodes were first seen free (in a row).
+  std::map<std::string, int64_t> waiting_for_checkpoint_;
+};
+
+// Whether the run is running (or starting) on fewer nodes than it asks for.
+bool RunsShrunk(const v1::Run& run);
+
+}  // namespace tessera::scheduler
