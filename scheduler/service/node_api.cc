@@ -16,12 +16,13 @@ namespace tessera::scheduler {
 
 NodeApi::NodeApi(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                  std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<TeamPolicy> teams,
-                 std::shared_ptr<Clock> clock)
+                 std::shared_ptr<Clock> clock, absl::Duration shrink_after)
     : nodes_(std::move(nodes)),
       runs_(std::move(runs)),
       idem_(std::move(idem)),
       teams_(std::move(teams)),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      resizing_(clock_, shrink_after) {}
 
 absl::Status NodeApi::ListNodes(const Who&, const v1::ListNodesRequest& req,
                                 v1::ListNodesResponse* resp) {
@@ -131,6 +132,7 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
   for (const auto& r : *queued) {
     if (!req.cluster().empty() && r.spec().compute().cluster() != req.cluster()) continue;
     queue.push_back(QueuedRunFromProto(r));
+    queue.back().min_nodes = resizing_.MinNodesNow(r);  // as the cycle does
     runs.push_back(&r);
   }
   if (teams_) teams_->AssignShareRanks(runs, queue);
@@ -160,8 +162,15 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
     e->set_waiting_reason(why);
   };
   for (const auto& p : decision.placements) {
-    add(index_of[p.run_id],
-        p.borrowed ? "placed in the next cycle, on borrowed GPUs" : "placed in the next cycle");
+    const size_t i = index_of[p.run_id];
+    std::string why = "placed in the next cycle";
+    const v1::ComputeSpec& compute = runs[i]->spec().compute();
+    if (static_cast<int>(p.nodes.size()) < compute.nodes()) {
+      absl::StrAppend(&why, ", on ", p.nodes.size(), " of its ", compute.nodes(),
+                      " nodes (compute.min_nodes is ", compute.min_nodes(), ")");
+    }
+    if (p.borrowed) absl::StrAppend(&why, ", on borrowed GPUs");
+    add(i, why);
   }
   std::map<std::string, const v1::Run*> by_id;
   for (const v1::Run* r : runs) by_id[r->id()] = r;
@@ -175,7 +184,8 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
                         ? absl::StrCat("run ", holder->second->name())
                         : std::string("another user's run");
     }
-    add(w.queue_index, DescribeWaiting(w, queue[w.queue_index], placer, holder_name));
+    add(w.queue_index, DescribeWaiting(w, queue[w.queue_index], placer, holder_name) +
+                           resizing_.QueueNote(*runs[w.queue_index]));
   }
   return absl::OkStatus();
 }

@@ -6,7 +6,9 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "scheduler/service/run_resizing.h"
 #include "scheduler/service/runs_client.h"
+#include "scheduler/service/scheduler_config.h"
 #include "scheduler/service/team_policy.h"
 #include "services/common/auth/principal.h"
 #include "services/common/idempotency.h"
@@ -19,10 +21,13 @@ class NodeApi {
  public:
   using Who = auth::Principal;
   // `idem` makes the mutating calls (SetNodeLabels, RemoveNode) idempotent by their key.
-  // `teams` (null: no quotas) gives the queue view its quotas and the fit check a run's team.
+  // `teams` (null: no quotas) gives the queue view its quotas and the fit check a run's team;
+  // `shrink_after` is the cycle's (SchedulerConfig::shrink_after), so that the queue view places
+  // a run that accepts fewer nodes as the next cycle will.
   NodeApi(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
           std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<TeamPolicy> teams = nullptr,
-          std::shared_ptr<Clock> clock = SystemClock::Shared());
+          std::shared_ptr<Clock> clock = SystemClock::Shared(),
+          absl::Duration shrink_after = SchedulerConfig{}.shrink_after);
 
   absl::Status ListNodes(const Who& who, const v1::ListNodesRequest& req,
                          v1::ListNodesResponse* resp);
@@ -46,6 +51,7 @@ class NodeApi {
   std::shared_ptr<IdempotentCalls> idem_;
   std::shared_ptr<TeamPolicy> teams_;
   std::shared_ptr<Clock> clock_;
+  RunResizing resizing_;
 };
 
 }  // namespace tessera::scheduler

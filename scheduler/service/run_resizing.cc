@@ -1,5 +1,6 @@
 #include "scheduler/service/run_resizing.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -11,16 +12,32 @@ namespace tessera::scheduler {
 RunResizing::RunResizing(std::shared_ptr<Clock> clock, absl::Duration shrink_after)
     : clock_(std::move(clock)), shrink_after_(shrink_after) {}
 
-int RunResizing::MinNodesNow(const v1::Run& run) const {
+absl::Duration RunResizing::UntilShrinkable(const v1::Run& run) const {
   const v1::ComputeSpec& compute = run.spec().compute();
-  if (compute.min_nodes() <= 0 || compute.min_nodes() >= compute.nodes()) return 0;
+  if (compute.min_nodes() <= 0 || compute.min_nodes() >= compute.nodes()) {
+    return absl::InfiniteDuration();
+  }
   // Only a resumption: its checkpoint is resharded onto the nodes it gets. A first attempt
   // waits for all of them, as any run does.
-  if (run.resumption_index() <= 0) return 0;
+  if (run.resumption_index() <= 0) return absl::InfiniteDuration();
   const absl::Time queued_since =
       run.has_updated_at() ? FromProtoTime(run.updated_at()) : absl::InfinitePast();
-  if (clock_->Now() - queued_since < shrink_after_) return 0;
-  return compute.min_nodes();
+  return std::max(absl::ZeroDuration(), shrink_after_ - (clock_->Now() - queued_since));
+}
+
+int RunResizing::MinNodesNow(const v1::Run& run) const {
+  return UntilShrinkable(run) == absl::ZeroDuration() ? run.spec().compute().min_nodes() : 0;
+}
+
+std::string RunResizing::QueueNote(const v1::Run& run) const {
+  const absl::Duration until = UntilShrinkable(run);
+  if (until == absl::InfiniteDuration()) return "";
+  const v1::ComputeSpec& compute = run.spec().compute();
+  const std::string fewer = absl::StrCat("as few as ", compute.min_nodes(), " of its ",
+                                         compute.nodes(), " nodes (compute.min_nodes)");
+  if (until == absl::ZeroDuration()) return absl::StrCat("; it starts on ", fewer, " once free");
+  return absl::StrCat("; it may start on ", fewer, " in ",
+                      absl::FormatDuration(absl::Ceil(until, absl::Seconds(1))));
 }
 
 std::string RunResizing::PlacementNote(const v1::Run& run, int placed_nodes) const {

@@ -3,7 +3,8 @@
 // start on fewer, the words its RESIZED event says why with, and when one running on fewer grows
 // back. Growing stops the run, so it waits for the run's next checkpoint once all of its nodes
 // are free: the steps lost are those between that checkpoint and the stop, not an interval's.
-// Used by the leader's cycle (SchedulingCycle), one cycle at a time: no locking.
+// Used by the leader's cycle (SchedulingCycle), one cycle at a time: no locking; the queue view
+// (NodeApi) has its own, and calls only its const methods.
 
 #include <functional>
 #include <map>
@@ -27,9 +28,18 @@ class RunResizing {
   // accepts no fewer, has never run, or has not waited `shrink_after` since it was requeued).
   int MinNodesNow(const v1::Run& run) const;
 
+  // How long the queued `run` must still wait before it may start on fewer nodes: zero when it
+  // may now, infinite when it never may (MinNodesNow's conditions).
+  absl::Duration UntilShrinkable(const v1::Run& run) const;
+
   // What the run's RESIZED event says when it is placed on `placed_nodes`, fewer than it asks
   // for; empty when it has all of them.
   std::string PlacementNote(const v1::Run& run, int placed_nodes) const;
+
+  // For the queue view of a waiting run that accepts fewer nodes once requeued, what it may do
+  // ("; it may start on as few as 1 of its 2 nodes (compute.min_nodes) in 42s"); empty for any
+  // other run.
+  std::string QueueNote(const v1::Run& run) const;
 
   struct Growth {
     const v1::Run* run = nullptr;

@@ -27,7 +27,7 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   s.cycle = std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control,
                                               std::move(liveness), desired, clock, config,
                                               std::move(changes), std::move(metrics), policy);
-  s.node_api = std::make_shared<NodeApi>(nodes, runs, idem, policy, clock);
+  s.node_api = std::make_shared<NodeApi>(nodes, runs, idem, policy, clock, config.shrink_after);
   s.health_relay = std::make_shared<HealthRelay>(std::move(health), std::move(workers), s.attempts,
                                                  s.control, std::move(idem));
   return s;

@@ -260,9 +260,9 @@ TEST_CASE(
   CHECK(history["attempts"][0]["end_reason"] == "ATTEMPT_END_REASON_NODE_FAILURE");
   CHECK(history["attempts"][1]["end_reason"] == "ATTEMPT_END_REASON_RESIZED");
   // Each resumption starts from a committed checkpoint (every 25 steps); the grown one from the
-  // very checkpoint the stop waited for (the shrunk attempt's own, or the one it resumed from
-  // when the node came back before it reported a newer one), so that only the steps after it
-  // are trained again.
+  // checkpoint the stop waited for (the shrunk attempt's own, or the one it resumed from when
+  // the node came back before it reported a newer one), or from a newer one committed while the
+  // stop was on its way, never an older one: only the steps after it are trained again.
   const int64_t first = std::stoll(history["attempts"][1]["resumed_from_step"].get<std::string>());
   const int64_t second = std::stoll(history["attempts"][2]["resumed_from_step"].get<std::string>());
   CHECK(first % 25 == 0);
@@ -271,7 +271,10 @@ TEST_CASE(
   std::smatch waited;
   REQUIRE(std::regex_search(described.output, waited,
                             std::regex(R"(checkpoint of step (\d+) to resume on all of them)")));
-  CHECK(std::stoll(waited[1]) == second);
+  const int64_t waited_for = std::stoll(waited[1]);
+  std::printf("grow: stopped after the checkpoint of step %lld, resumed from step %lld\n",
+              static_cast<long long>(waited_for), static_cast<long long>(second));
+  CHECK(second >= waited_for);
   // Rank 0's log says the world each attempt trained in, the global batch the same in both.
   const std::string on_one = Mcli(c, "logs " + name + " --rank 0 --resumption 1").output;
   const std::string on_two = Mcli(c, "logs " + name + " --rank 0 --resumption 2").output;

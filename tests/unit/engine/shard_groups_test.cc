@@ -3,6 +3,8 @@
 // processes. What each group holds is read from the sums its all-reduces give.
 #include "worker/engine/train/shard_groups.h"
 
+#include <atomic>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -136,6 +138,150 @@ TEST_CASE("a world of one talks to no one") {
   torch::Tensor t = torch::ones({2});
   (*groups)->world().AllReduceSum(t);
   CHECK(t.sum().item<float>() == 2);
+}
+
+// Records, for each call, whether the rank was marked waiting on its peers during it.
+class WaitRecordingCommunicator final : public Communicator {
+ public:
+  explicit WaitRecordingCommunicator(PeerWaits& waits) : waits_(waits) {}
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string backend() const override { return "recording"; }
+  void AllReduceSum(torch::Tensor&) override { Record("AllReduceSum"); }
+  void AllReduceSumParts(std::vector<torch::Tensor>&) override { Record("AllReduceSumParts"); }
+  void AllGather(torch::Tensor&) override { Record("AllGather"); }
+  void ReduceScatterSum(torch::Tensor&, torch::Tensor&) override { Record("ReduceScatterSum"); }
+  void Broadcast(torch::Tensor&, int) override { Record("Broadcast"); }
+  void ReduceSum(torch::Tensor&, int) override { Record("ReduceSum"); }
+  void Barrier() override { Record("Barrier"); }
+  void AllToAll(torch::Tensor&, torch::Tensor&, const std::vector<int64_t>&,
+                const std::vector<int64_t>&) override {
+    Record("AllToAll");
+  }
+  std::unique_ptr<PendingCollective> StartBroadcast(torch::Tensor&, int) override {
+    Record("StartBroadcast");
+    return std::make_unique<RecordingPending>(*this, "Wait (broadcast)");
+  }
+  std::unique_ptr<PendingCollective> StartReduceSum(torch::Tensor&, int) override {
+    Record("StartReduceSum");
+    return std::make_unique<RecordingPending>(*this, "Wait (reduce)");
+  }
+  std::vector<std::pair<std::string, bool>> calls;
+
+ private:
+  class RecordingPending final : public PendingCollective {
+   public:
+    RecordingPending(WaitRecordingCommunicator& c, std::string what) : c_(c), what_(what) {}
+    void Wait() override { c_.Record(what_); }
+
+   private:
+    WaitRecordingCommunicator& c_;
+    std::string what_;
+  };
+  void Record(const std::string& what) { calls.emplace_back(what, waits_.waiting()); }
+  PeerWaits& waits_;
+};
+
+TEST_CASE("every call that may block on a peer is marked as a wait, and only while it runs") {
+  std::vector<bool> marks;
+  PeerWaits waits([&](bool waiting) { marks.push_back(waiting); });
+  auto recording = std::make_unique<WaitRecordingCommunicator>(waits);
+  WaitRecordingCommunicator& seen = *recording;
+  std::unique_ptr<Communicator> marked = MarkPeerWaits(std::move(recording), waits);
+  CHECK(marked->backend() == "recording");
+  CHECK(marked->size() == 2);
+  torch::Tensor t = torch::zeros({2}), part = torch::zeros({1});
+  std::vector<torch::Tensor> parts{t};
+  marked->AllReduceSum(t);
+  marked->AllReduceSumParts(parts);
+  marked->AllGather(t);
+  marked->ReduceScatterSum(t, part);
+  marked->Broadcast(t, 1);
+  marked->ReduceSum(t, 0);
+  marked->Barrier();
+  marked->AllToAll(t, t, {1, 1}, {1, 1});
+  auto broadcast = marked->StartBroadcast(t, 0);
+  auto reduce = marked->StartReduceSum(t, 0);
+  CHECK_FALSE(waits.waiting());  // computing between starting and waiting is no wait
+  broadcast->Wait();
+  reduce->Wait();
+  CHECK_FALSE(waits.waiting());
+  REQUIRE(seen.calls.size() == 12);
+  for (const auto& [what, waiting] : seen.calls) {
+    INFO(what);
+    CHECK(waiting);
+  }
+  // Each call a wait of its own: marked, then cleared.
+  REQUIRE(marks.size() == 24);
+  for (size_t i = 0; i < marks.size(); ++i) CHECK(marks[i] == (i % 2 == 0));
+}
+
+TEST_CASE("nested waits mark once: the outermost begins and ends it") {
+  std::vector<bool> marks;
+  PeerWaits waits([&](bool waiting) { marks.push_back(waiting); });
+  {
+    PeerWaits::Scope outer(waits);
+    {
+      PeerWaits::Scope inner(waits);
+      CHECK(waits.waiting());
+    }
+    CHECK(waits.waiting());
+  }
+  CHECK_FALSE(waits.waiting());
+  CHECK(marks == std::vector<bool>{true, false});
+}
+
+TEST_CASE(
+    "a rank blocked in a parameter gather for a peer that has not come is marked waiting until "
+    "the peer comes") {
+  const int port = testing::FreePort();
+  std::atomic<bool> rank0_waiting{false};
+  std::atomic<int> rank0_marks{0};
+  PeerWaits waits0([&](bool waiting) {
+    rank0_waiting = waiting;
+    ++rank0_marks;
+  });
+  std::promise<void> peer_may_go;
+  std::shared_future<void> go = peer_may_go.get_future().share();
+  std::vector<absl::Status> joined(2);
+  std::vector<torch::Tensor> gathered(2);
+  TrainConfig config;  // FULL_SHARD: one shard group of the world
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      RankContext ctx;
+      ctx.rank = r;
+      ctx.world_size = 2;
+      ctx.local_world_size = 1;
+      ctx.master_port = port;
+      auto groups = ShardGroups::Join(config, ctx, false, r == 0 ? &waits0 : nullptr);
+      joined[static_cast<size_t>(r)] = groups.status();
+      if (!groups.ok()) return;
+      if (r == 1) go.wait();  // a hung peer: it comes only when let
+      torch::Tensor full = torch::zeros({2});
+      full[r] = static_cast<float>(r + 1);
+      (*groups)->shard_group().AllGather(full);
+      gathered[static_cast<size_t>(r)] = full;
+      (*groups)->world().Barrier();  // rank 0 serves the store: it leaves last
+    });
+  }
+  // Rank 0 is in the gather once it is marked; it stays there, marked, until rank 1 comes.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!rank0_waiting && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(rank0_waiting);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(rank0_waiting);
+  CHECK(rank0_marks == 1);
+  peer_may_go.set_value();
+  for (auto& t : ranks) t.join();
+  REQUIRE(joined[0].ok());
+  REQUIRE(joined[1].ok());
+  CHECK(gathered[0].equal(torch::tensor({1.0f, 2.0f})));
+  CHECK(gathered[1].equal(torch::tensor({1.0f, 2.0f})));
+  CHECK_FALSE(rank0_waiting);
+  CHECK(rank0_marks == 4);  // the gather's wait and the barrier's, each marked and cleared
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
+#include "base/timestamps.h"
 #include "services/common/node_labels.h"
 #include "services/store/memory/memory_database.h"
 #include "tests/unit/scheduler_service/fake_scheduler_clients.h"
@@ -162,6 +164,38 @@ TEST_CASE("node api: the queue tells each run's place and reason, hiding others'
   CHECK(limited.entries_size() == 1);
   req.set_limit(-1);
   CHECK(absl::IsInvalidArgument(f.api.GetQueue(kAlice, req, &limited)));
+}
+
+TEST_CASE(
+    "node api: the queue places a requeued run that accepts fewer nodes as the cycle will, and "
+    "says when it may") {
+  Fixture f;
+  f.AddNode("n1", v1::NODE_LIVENESS_ONLINE, 8);
+  f.AddNode("n2", v1::NODE_LIVENESS_ONLINE, 8);
+  f.AddRun("holder", "bob", v1::RUN_STATUS_RUNNING, 8, "n2");  // n2 is taken
+  f.AddRun("big", "alice", v1::RUN_STATUS_QUEUED, 16);
+  v1::Run& run = f.runs->runs.back();  // the one the queue reads
+  run.mutable_spec()->mutable_compute()->set_nodes(2);
+  run.mutable_spec()->mutable_compute()->set_min_nodes(1);
+  run.set_resumption_index(1);
+  *run.mutable_updated_at() = ToProtoTime(f.clock->Now());
+  NodeApi api{
+      f.stores.nodes, f.runs,  std::make_shared<IdempotentCalls>(f.stores.idempotency, f.clock),
+      nullptr,        f.clock, absl::Seconds(60)};
+  v1::GetQueueRequest req;
+  v1::GetQueueResponse waiting;
+  REQUIRE(api.GetQueue(kAlice, req, &waiting).ok());
+  REQUIRE(waiting.entries_size() == 1);
+  INFO(waiting.entries(0).waiting_reason());
+  CHECK_FALSE(absl::StartsWith(waiting.entries(0).waiting_reason(), "placed"));
+  CHECK(absl::EndsWith(waiting.entries(0).waiting_reason(),
+                       "; it may start on as few as 1 of its 2 nodes (compute.min_nodes) in 1m"));
+  f.clock->Advance(absl::Seconds(60));
+  v1::GetQueueResponse shrunk;
+  REQUIRE(api.GetQueue(kAlice, req, &shrunk).ok());
+  REQUIRE(shrunk.entries_size() == 1);
+  CHECK(shrunk.entries(0).waiting_reason() ==
+        "placed in the next cycle, on 1 of its 2 nodes (compute.min_nodes is 1)");
 }
 
 TEST_CASE("node api: the fit check refuses what no node could ever hold") {

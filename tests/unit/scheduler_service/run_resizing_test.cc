@@ -1,11 +1,11 @@
 // Runs that accept fewer nodes (compute.min_nodes): RunResizing's rules on a fake clock, and the
 // scheduler's roles together resuming a run on the node it has left once no other comes within
 // --shrink-after-seconds, then growing it back to both right after its next checkpoint.
-#include "base/timestamps.h"
 #include "scheduler/service/run_resizing.h"
 
 #include <catch2/catch.hpp>
 
+#include "base/timestamps.h"
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
 
 namespace tessera::scheduler {
@@ -30,20 +30,32 @@ TEST_CASE("a requeued run may shrink only once it has waited shrink_after for al
   v1::Run run = Shrinkable(4, 2, 1);
   *run.mutable_updated_at() = ToProtoTime(clock->Now());
   CHECK(resizing.MinNodesNow(run) == 0);
-  clock->Advance(absl::Seconds(29));
+  CHECK(resizing.UntilShrinkable(run) == absl::Seconds(30));
+  CHECK(resizing.QueueNote(run) ==
+        "; it may start on as few as 2 of its 4 nodes (compute.min_nodes) in 30s");
+  clock->Advance(absl::Seconds(29) + absl::Milliseconds(100));
   CHECK(resizing.MinNodesNow(run) == 0);
-  clock->Advance(absl::Seconds(1));
+  CHECK(resizing.QueueNote(run) ==
+        "; it may start on as few as 2 of its 4 nodes (compute.min_nodes) in 1s");
+  clock->Advance(absl::Milliseconds(900));
   CHECK(resizing.MinNodesNow(run) == 2);
+  CHECK(resizing.UntilShrinkable(run) == absl::ZeroDuration());
+  CHECK(resizing.QueueNote(run) ==
+        "; it starts on as few as 2 of its 4 nodes (compute.min_nodes) once free");
   // A first attempt waits for all of its nodes, as every run does.
   v1::Run first = run;
   first.set_resumption_index(0);
   CHECK(resizing.MinNodesNow(first) == 0);
+  CHECK(resizing.UntilShrinkable(first) == absl::InfiniteDuration());
+  CHECK(resizing.QueueNote(first).empty());
   // A run that accepts no fewer.
   v1::Run fixed = run;
   fixed.mutable_spec()->mutable_compute()->set_min_nodes(0);
   CHECK(resizing.MinNodesNow(fixed) == 0);
+  CHECK(resizing.QueueNote(fixed).empty());
   fixed.mutable_spec()->mutable_compute()->set_min_nodes(4);
   CHECK(resizing.MinNodesNow(fixed) == 0);
+  CHECK(resizing.QueueNote(fixed).empty());
 
   CHECK(resizing.PlacementNote(run, 4).empty());
   CHECK(resizing.PlacementNote(run, 3) ==

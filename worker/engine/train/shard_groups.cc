@@ -30,7 +30,8 @@ int ShardGroupSize(const TrainConfig& config, const RankContext& ctx) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShardGroups>> ShardGroups::Join(const TrainConfig& config,
-                                                               const RankContext& ctx, bool cuda) {
+                                                               const RankContext& ctx, bool cuda,
+                                                               PeerWaits* waits) {
   std::unique_ptr<ShardGroups> g(new ShardGroups());
   g->shard_group_size_ = ShardGroupSize(config, ctx);
   if (g->shard_group_size_ <= 0 || ctx.world_size % g->shard_group_size_ != 0) {
@@ -78,6 +79,11 @@ absl::StatusOr<std::unique_ptr<ShardGroups>> ShardGroups::Join(const TrainConfig
         g->expert_group_,
         CreateCommunicator(backend, g->store_, absl::StrCat("experts-", expert_group, "/"),
                            Range(expert_group * experts, experts, 1), ctx.rank, host, rv.timeout));
+  }
+  if (waits != nullptr) {
+    for (auto* group : {&g->world_, &g->shard_group_, &g->replica_group_, &g->expert_group_}) {
+      if ((*group)->size() > 1) *group = MarkPeerWaits(std::move(*group), *waits);
+    }
   }
   return g;
 }

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "worker/engine/dist/communicator.h"
+#include "worker/engine/dist/peer_waits.h"
 #include "worker/engine/train/rank_context.h"
 #include "worker/engine/train/train_config.h"
 
@@ -23,9 +24,11 @@ class ShardGroups {
  public:
   // Joins the other ranks through the rendezvous store that rank 0 serves (NCCL on a CUDA
   // device, Gloo otherwise); a world of one talks to no one. An error where the shard group
-  // size does not divide the world, or the others cannot be reached.
+  // size does not divide the world, or the others cannot be reached. Every blocking call on
+  // the groups is a wait of `waits` when given (it must outlive the groups).
   static absl::StatusOr<std::unique_ptr<ShardGroups>> Join(const TrainConfig& config,
-                                                           const RankContext& ctx, bool cuda);
+                                                           const RankContext& ctx, bool cuda,
+                                                           PeerWaits* waits = nullptr);
 
   int shard_group_size() const { return shard_group_size_; }
   int shard_index() const { return shard_index_; }  // this rank's rank in its shard group

@@ -47,7 +47,11 @@ absl::Status Trainer::Setup() {
   TESSERA_RETURN_IF_ERROR(SetupData());
   // Before the model seeds the generator.
   const double peak_flops_per_rank = SetupFlops();
-  TESSERA_ASSIGN_OR_RETURN(groups_, ShardGroups::Join(config_, ctx_, device_.is_cuda()));
+  progress_ = std::make_unique<progress::ProgressReporter>(ctx_.progress_file);
+  peer_waits_ = std::make_unique<PeerWaits>(
+      [progress = progress_.get()](bool waiting) { progress->MarkWaiting(waiting); });
+  TESSERA_ASSIGN_OR_RETURN(groups_,
+                           ShardGroups::Join(config_, ctx_, device_.is_cuda(), peer_waits_.get()));
   SetupModel(peak_flops_per_rank);
   TESSERA_RETURN_IF_ERROR(SetupCheckpoints());
   if (ctx_.rank == 0) LogShape();
@@ -145,7 +149,6 @@ void Trainer::SetupModel(double peak_flops_per_rank) {
   parameters_ = MakeParameterSharding(config_.sharding, model_, *groups_);
   optimizer_ = std::make_unique<ShardedAdamW>(config_.optimizer, parameters_->ParamShard(),
                                               parameters_->DecayShard());
-  progress_ = std::make_unique<progress::ProgressReporter>(ctx_.progress_file);
   ReportShape shape;
   shape.total_steps = total_steps_;
   shape.tokens_per_step = config_.global_train_batch_size * seq_len_;
@@ -349,10 +352,8 @@ absl::StatusOr<StepResult> Trainer::Step() {
   }
   const double compute_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
-  progress_->MarkWaiting(true);
   groups_->world().AllReduceSum(loss_sum);
   torch::Tensor grad = parameters_->ReduceGradients();
-  progress_->MarkWaiting(false);
 
   torch::NoGradGuard no_grad;
   // Every rank's gradients harmed alike, so their sum is: harm the sum.
@@ -362,23 +363,25 @@ absl::StatusOr<StepResult> Trainer::Step() {
     grad.mul_(100);
   }
   auto norm_sq = grad.norm().to(torch::kFloat64).square().view({1});
-  progress_->MarkWaiting(true);
   groups_->shard_group().AllReduceSum(norm_sq);
-  progress_->MarkWaiting(false);
   StepResult result;
   result.compute_seconds = compute_seconds;
-  result.grad_norm = std::sqrt(norm_sq.to(torch::kCPU).item<double>());
+  {
+    // On a GPU the collectives were only queued: the rank blocks here, on its peers' part.
+    PeerWaits::Scope wait(*peer_waits_);
+    result.grad_norm = std::sqrt(norm_sq.to(torch::kCPU).item<double>());
+  }
   if (config_.gradient_clipping > 0) {
     const double coef = std::min(1.0, config_.gradient_clipping / (result.grad_norm + 1e-6));
     if (coef < 1.0) grad.mul_(coef);
   }
   result.learning_rate = LearningRate(config_.optimizer, config_.scheduler, step_, total_steps_);
   optimizer_->Step(grad, result.learning_rate, step_ + 1);
-  progress_->MarkWaiting(true);
   parameters_->ShardUpdated();
-  progress_->MarkWaiting(false);
-
-  result.loss = loss_sum.to(torch::kCPU).item<double>() / denominator;
+  {
+    PeerWaits::Scope wait(*peer_waits_);
+    result.loss = loss_sum.to(torch::kCPU).item<double>() / denominator;
+  }
   ++step_;
   tokens_seen_ += config_.global_train_batch_size * seq_len_;
   data_state_ = dataset_->Advance(data_state_);

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "worker/engine/checkpoint/checkpoint_saver.h"
 #include "worker/engine/data/streaming_dataset.h"
+#include "worker/engine/dist/peer_waits.h"
 #include "worker/engine/model/gpt.h"
 #include "worker/engine/train/loss_rollback.h"
 #include "worker/engine/train/parameter_sharding.h"
@@ -78,6 +79,9 @@ class Trainer {
   TrainConfig config_;
   RankContext ctx_;
   torch::Device device_{torch::kCPU};
+  // Before the groups, whose every blocking call marks a wait in the progress file's marker.
+  std::unique_ptr<progress::ProgressReporter> progress_;
+  std::unique_ptr<PeerWaits> peer_waits_;
   std::unique_ptr<ShardGroups> groups_;
   std::unique_ptr<StreamingDataset> dataset_;
   Gpt model_{nullptr};
@@ -85,7 +89,6 @@ class Trainer {
   std::unique_ptr<ShardedAdamW> optimizer_;
   std::unique_ptr<CommitChannel> commit_channel_;
   std::unique_ptr<CheckpointSaver> saver_;
-  std::unique_ptr<progress::ProgressReporter> progress_;
   std::unique_ptr<ProgressReport> report_;
   std::vector<int64_t> batch_buffer_;
 
