@@ -7,17 +7,17 @@ namespace tessera::engine {
 PeerWaits::PeerWaits(std::function<void(bool waiting)> mark) : mark_(std::move(mark)) {}
 
 void PeerWaits::Begin() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (depth_++ == 0) mark_(true);
 }
 
 void PeerWaits::End() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (--depth_ == 0) mark_(false);
 }
 
 bool PeerWaits::waiting() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return depth_ > 0;
 }
 

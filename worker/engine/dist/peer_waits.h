@@ -8,8 +8,8 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 
+#include "absl/synchronization/mutex.h"
 #include "worker/engine/dist/communicator.h"
 
 namespace tessera::engine {
@@ -36,8 +36,8 @@ class PeerWaits {
   };
 
  private:
-  mutable std::mutex mu_;
-  int depth_ = 0;
+  mutable absl::Mutex mu_;
+  int depth_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void(bool)> mark_;
 };
 
