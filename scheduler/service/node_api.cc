@@ -164,11 +164,8 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
   for (const auto& p : decision.placements) {
     const size_t i = index_of[p.run_id];
     std::string why = "placed in the next cycle";
-    const v1::ComputeSpec& compute = runs[i]->spec().compute();
-    if (static_cast<int>(p.nodes.size()) < compute.nodes()) {
-      absl::StrAppend(&why, ", on ", p.nodes.size(), " of its ", compute.nodes(),
-                      " nodes (compute.min_nodes is ", compute.min_nodes(), ")");
-    }
+    const std::string on = RunResizing::PlacedOn(*runs[i], static_cast<int>(p.nodes.size()));
+    if (!on.empty()) absl::StrAppend(&why, ", ", on);
     if (p.borrowed) absl::StrAppend(&why, ", on borrowed GPUs");
     add(i, why);
   }

@@ -41,12 +41,18 @@ std::string RunResizing::QueueNote(const v1::Run& run) const {
 }
 
 std::string RunResizing::PlacementNote(const v1::Run& run, int placed_nodes) const {
+  const std::string on = PlacedOn(run, placed_nodes);
+  if (on.empty()) return "";
+  return absl::StrCat("Resumed ", on, ": not all of them came free within ",
+                      absl::FormatDuration(shrink_after_),
+                      " of its requeue; it grows back after a checkpoint once they are");
+}
+
+std::string RunResizing::PlacedOn(const v1::Run& run, int placed_nodes) {
   const v1::ComputeSpec& compute = run.spec().compute();
   if (compute.min_nodes() <= 0 || placed_nodes >= compute.nodes()) return "";
-  return absl::StrCat("Resumed on ", placed_nodes, " of its ", compute.nodes(),
-                      " nodes (compute.min_nodes is ", compute.min_nodes(),
-                      "): not all of them came free within ", absl::FormatDuration(shrink_after_),
-                      " of its requeue; it grows back after a checkpoint once they are");
+  return absl::StrCat("on ", placed_nodes, " of its ", compute.nodes(),
+                      " nodes (compute.min_nodes is ", compute.min_nodes(), ")");
 }
 
 std::vector<RunResizing::Growth> RunResizing::DueToGrow(

@@ -35,6 +35,8 @@ class RunResizing {
   // What the run's RESIZED event says when it is placed on `placed_nodes`, fewer than it asks
   // for; empty when it has all of them.
   std::string PlacementNote(const v1::Run& run, int placed_nodes) const;
+  // Its words for where: "on 1 of its 2 nodes (compute.min_nodes is 1)"; empty when it has all.
+  static std::string PlacedOn(const v1::Run& run, int placed_nodes);
 
   // For the queue view of a waiting run that accepts fewer nodes once requeued, what it may do
   // ("; it may start on as few as 1 of its 2 nodes (compute.min_nodes) in 42s"); empty for any
