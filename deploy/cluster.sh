@@ -311,11 +311,19 @@ up() {
     fi
     local port=$((METRICS_PORT + 1 + i))
     echo "$port" >"$dir/metrics_port"
+    # Its /metrics is served with a server certificate for its name (Prometheus checks that
+    # name): the certificate it joins with is a client's, and serves nothing.
+    local metrics_tls=()
+    if [ "$PLAINTEXT" != 1 ]; then
+      [ -s "$TLS_DIR/metrics-$name.pem" ] || deploy/tls-certs.sh metrics "$TLS_DIR" "$name"
+      metrics_tls=(--metrics-tls-cert "$TLS_DIR/metrics-$name.pem" --metrics-tls-key "$TLS_DIR/metrics-$name.key")
+    fi
     # Ranks find tessera-train and tessera-data on PATH, and in TESSERA_SHARED_DIR their user's
     # folder of STATE/shared (datasets, checkpoints; the same on every node, and only that user's
     # ranks may enter it). The nodes share this machine's disk and /dev/shm, so their pre-flight
     # checks ask for less free space than a real node's defaults.
     PATH="$BIN:$PATH" nohup "$BIN/tessera-worker" "${join[@]}" "${worker_tls[@]}" \
+      ${metrics_tls[@]+"${metrics_tls[@]}"} \
       ${ranks[@]+"${ranks[@]}"} \
       --scheduler-endpoint "127.0.0.1:$GRPC_PORT" --node-name "$name" --cluster local \
       --address 127.0.0.1 --simulate-gpus "$gpus" --state-dir "$dir/state" \

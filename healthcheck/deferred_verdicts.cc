@@ -32,13 +32,19 @@ void DeferredVerdicts::Defer(v1::Sweep& sweep, const Anomaly& a,
   // Evicting every tenant on a node because of what one of them may have done to the
   // measurement is what a neighbour must not be able to cause: nothing new goes there, and it
   // is measured again once idle.
-  const std::string why = absl::StrCat(a.finding, "; measured while ", absl::StrJoin(others, ", "),
-                                       " ran on it: drained until it is measured idle");
+  constexpr char kDrained[] = " ran on it: drained until it is measured idle";
+  const std::string why =
+      absl::StrCat(a.finding, "; measured while ", absl::StrJoin(others, ", "), kDrained);
   sweep.add_findings(absl::StrCat(kDeferredPrefix, why));
   if (metrics_) metrics_->Deferred(a.verdict);
   spdlog::warn("health: sweep {}: {}", sweep.id(), why);
-  if (auto st = cordon_->Drain(a.node,
-                               absl::StrCat(kCordonReasonPrefix, "sweep ", sweep.id(), ": ", why));
+  // The node's reason is read by every user: it counts the runs, the sweep (operators') names
+  // them.
+  const std::string runs = others.size() == 1 ? std::string("another tenant's run")
+                                              : absl::StrCat(others.size(), " other tenants' runs");
+  if (auto st =
+          cordon_->Drain(a.node, absl::StrCat(kCordonReasonPrefix, "sweep ", sweep.id(), ": ",
+                                              a.finding, "; measured while ", runs, kDrained));
       !st.ok()) {
     spdlog::error("health: draining {} failed: {}", a.node, st.ToString());
   }

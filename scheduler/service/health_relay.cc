@@ -48,6 +48,15 @@ absl::Status HealthRelay::OnGpuFault(const std::string& node, const v1::GpuFault
 }
 
 absl::Status HealthRelay::OnRankHang(const std::string& node, const v1::RankHang& hang) {
+  // A node reports hangs of its own ranks only: one that names an attempt running elsewhere
+  // (an impostor, or whoever took the node) would end another tenant's run, and start a sweep.
+  const std::optional<v1::Run> run = attempts_->ActiveRun(hang.run_id(), hang.resumption_index());
+  if (run && !attempts_->PlacedOn(hang.run_id(), hang.resumption_index(), node)) {
+    return absl::PermissionDeniedError(
+        absl::StrFormat("%s reported a hang of rank %d of run %s (attempt %d), which is not "
+                        "placed on it: ignored",
+                        node, hang.rank(), run->name(), hang.resumption_index()));
+  }
   v1::ReportRankHangRequest req;
   req.set_idempotency_key(
       absl::StrCat("hang/", hang.run_id(), "/", hang.resumption_index(), "/", hang.rank()));
@@ -63,7 +72,6 @@ absl::Status HealthRelay::OnRankHang(const std::string& node, const v1::RankHang
   if (st.ok()) return st;
   spdlog::error("rank hang on {} not taken by the health API ({}): ending its attempt", node,
                 st.ToString());
-  const std::optional<v1::Run> run = attempts_->ActiveRun(hang.run_id(), hang.resumption_index());
   if (!run) return absl::OkStatus();  // already ended
   AttemptState state = attempts_->State(run->id(), run->resumption_index());
   state.first_failed_rank = hang.rank();

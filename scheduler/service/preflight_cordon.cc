@@ -12,9 +12,11 @@ namespace tessera::scheduler {
 absl::Status CordonAfterPreflight(store::NodeStore& nodes, const std::string& node,
                                   const v1::Run& run, const PreflightChecks& checks,
                                   absl::Time now) {
-  std::string reason =
-      absl::StrCat(kPreflightCordonPrefix, "failed its pre-flight checks before run ", run.name(),
-                   " could start: ", FailedPreflightChecks(checks));
+  // Everyone may read a node's reason: the run (another user's, to most) is named only in the
+  // event's evidence, which only operators see whole.
+  std::string reason = absl::StrCat(
+      kPreflightCordonPrefix,
+      "failed its pre-flight checks before a run could start: ", FailedPreflightChecks(checks));
   if (reason.size() > 2048) reason.resize(2048);  // what the cordon service allows a reason
   bool cordoned = false;
   auto updated = store::UpdateNodeWithRetry(

@@ -129,7 +129,10 @@ class PumpedStreamCall final : public AsyncWriterReactor<Req, Resp> {
     if (!guard.ok()) return End(admitted_->Answer(guard.status()));
     guard_.emplace(*std::move(guard));
     store::TrafficScope traffic(admitted_->traffic());
-    auto steps = m_->open(admitted_->who(), request_);
+    auto steps = [&] {
+      auto listening = admitted_->ListenForRunReads();
+      return m_->open(admitted_->who(), request_);
+    }();
     if (!steps.ok()) return End(admitted_->Answer(guard_->Outcome(steps.status())));
     steps_ = *std::move(steps);
     Step();

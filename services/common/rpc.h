@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/common/auth/api_keys.h"
 #include "services/common/auth/audit_log.h"
+#include "services/common/auth/others_run_reads.h"
 #include "services/common/auth/peer_identity.h"
 #include "services/common/auth/rpc_roles.h"
 #include "services/store/traffic_class.h"
@@ -78,11 +79,18 @@ class AdmittedCall {
   // What the call's reads are (a store::TrafficScope of it around them).
   store::TrafficClass traffic() const { return traffic_; }
 
+  // While it lives, the handler's reads of other users' runs on this thread are noted for the
+  // audit log (others_run_reads.h): around every step of the handler that may let one through.
+  [[nodiscard]] auth::OthersRunReads::Listening ListenForRunReads() {
+    return auth::OthersRunReads::Listening(run_reads_);
+  }
+
   // What the caller is told of `outcome`, audited when the call is (not when unauthenticated).
   grpc::Status Answer(const absl::Status& outcome) const {
     grpc::Status answered = ToGrpcStatus(outcome);
     auth::AuditLog* audit = authenticator_->audit_log();
-    if (who_ && audit != nullptr && rule_ != nullptr && auth::Audited(*rule_, *who_)) {
+    if (who_ && audit != nullptr && rule_ != nullptr &&
+        auth::Audited(*rule_, *who_, run_reads_.noted())) {
       audit->Record(*who_, method_, *context_, request_, FromGrpcStatus(answered));
     }
     return answered;
@@ -97,6 +105,7 @@ class AdmittedCall {
   std::optional<auth::Principal> who_;
   absl::Status refused_;
   store::TrafficClass traffic_ = store::TrafficClass::kUser;
+  auth::OthersRunReads run_reads_;
 };
 
 // Runs `fn(who)` for an admitted call (AdmittedCall) and answers with its status.
@@ -110,7 +119,11 @@ grpc::Status Serve(auth::Authenticator& authenticator, grpc::ServerContext* cont
     return call.Answer(call.refused());
   }
   store::TrafficScope traffic(call.traffic());
-  return call.Answer(fn(call.who()));
+  const auto outcome = [&] {
+    auto listening = call.ListenForRunReads();
+    return fn(call.who());
+  }();
+  return call.Answer(outcome);
 }
 
 // PERMISSION_DENIED unless the caller is an admin.

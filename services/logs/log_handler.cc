@@ -259,6 +259,7 @@ absl::StatusOr<LogTarget> LogHandler::Resolve(const Who& who, const v1::GetLogsR
   if (!who.may_see(run.user())) {
     return absl::NotFoundError(absl::StrCat("run ", req.run_name(), " not found"));
   }
+  auth::NoteRunRead(who, run.user());
   // Only a run that ended can have had its logs removed: a running one costs no lookup.
   std::optional<absl::Time> expired;
   if (IsTerminal(run.status())) {

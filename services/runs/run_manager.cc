@@ -215,6 +215,7 @@ absl::Status RunManager::DescribeRun(const Who& who, const v1::DescribeRunReques
     if (run.ok() && !who.may_see(run->user())) {
       return absl::NotFoundError(absl::StrCat("run ", req.run_id(), " not found"));
     }
+    if (run.ok()) auth::NoteRunRead(who, run->user());
   } else {
     run = writer_->ReadVisible(who, req.name());
   }

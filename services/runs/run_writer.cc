@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "services/common/auth/others_run_reads.h"
 #include "services/store/cas_retry.h"
 
 namespace tessera::runs {
@@ -29,6 +30,7 @@ absl::StatusOr<v1::Run> RunWriter::ReadVisible(const auth::Principal& who,
   if (!who.may_see(run->user())) {
     return absl::NotFoundError(absl::StrCat("run ", name, " not found"));
   }
+  auth::NoteRunRead(who, run->user());
   return run;
 }
 

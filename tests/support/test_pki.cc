@@ -32,6 +32,11 @@ std::pair<std::string, std::string> TestPki::NodeCertificate(const std::string& 
   return {dir_.path + "/node-" + name + ".pem", dir_.path + "/node-" + name + ".key"};
 }
 
+std::pair<std::string, std::string> TestPki::MetricsCertificate(const std::string& name) const {
+  Certs({"metrics", dir_.path, name});
+  return {dir_.path + "/metrics-" + name + ".pem", dir_.path + "/metrics-" + name + ".key"};
+}
+
 void TestPki::RenewServices() const { Certs({"services", dir_.path}); }
 
 std::vector<std::string> TestPki::ServerFlags(bool sign_nodes) const {

@@ -1,7 +1,8 @@
 #pragma once
 // A cluster's certificates for a test, made the way operators make them (deploy/tls-certs.sh,
-// real openssl) in a temporary folder: the CA, the services' certificate, and node certificates
-// on demand. Also the TLS flags that go with them, for tessera-server and tessera-worker.
+// real openssl) in a temporary folder: the CA, the services' certificate, and node and metrics
+// certificates on demand. Also the TLS flags that go with them, for tessera-server and
+// tessera-worker.
 
 #include <grpcpp/grpcpp.h>
 
@@ -25,6 +26,8 @@ class TestPki {
 
   // Makes (or renews) the certificate of node `name`: {cert, key}.
   std::pair<std::string, std::string> NodeCertificate(const std::string& name) const;
+  // Makes (or renews) the server certificate node `name`'s worker serves /metrics with.
+  std::pair<std::string, std::string> MetricsCertificate(const std::string& name) const;
   // Makes the services' certificate again (a renewal: new key, new serial).
   void RenewServices() const;
 

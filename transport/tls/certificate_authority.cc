@@ -185,7 +185,9 @@ absl::StatusOr<IssuedCertificate> CertificateAuthority::SignNodeCertificate(
   for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
            {"basicConstraints", "critical,CA:FALSE"},
            {"keyUsage", "critical,digitalSignature,keyEncipherment"},
-           {"extendedKeyUsage", "clientAuth,serverAuth"},
+           // A client certificate only: it proves the node to the control plane and can serve
+           // nothing, so a node (or whoever took it) cannot pose as a server to anyone.
+           {"extendedKeyUsage", "clientAuth"},
            {"subjectAltName", "DNS:" + node},
            {"subjectKeyIdentifier", "hash"},
            {"authorityKeyIdentifier", "keyid"}}) {

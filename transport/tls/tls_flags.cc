@@ -4,6 +4,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include <cstdio>
 #include <memory>
@@ -38,29 +39,53 @@ absl::StatusOr<File> OpenPem(const std::string& flag, const std::string& path) {
   return f;
 }
 
-absl::Status CheckCertificateAndKey(const TlsFlags& flags) {
-  auto cert_file = OpenPem("--tls-cert", flags.cert_file);
-  if (!cert_file.ok()) return cert_file.status();
-  std::unique_ptr<X509, decltype(&X509_free)> cert(
-      PEM_read_X509(cert_file->get(), nullptr, nullptr, nullptr), X509_free);
-  if (cert == nullptr) return Invalid("--tls-cert", flags.cert_file, "is not a PEM certificate");
+using X509Ptr = std::unique_ptr<X509, decltype(&X509_free)>;
 
-  auto key_file = OpenPem("--tls-key", flags.key_file);
+// The certificate of `cert_flag` and the key of `key_flag`, checked to be a pair.
+absl::StatusOr<X509Ptr> LoadCertificateAndKey(const std::string& cert_flag,
+                                              const std::string& cert_path,
+                                              const std::string& key_flag,
+                                              const std::string& key_path) {
+  auto cert_file = OpenPem(cert_flag, cert_path);
+  if (!cert_file.ok()) return cert_file.status();
+  X509Ptr cert(PEM_read_X509(cert_file->get(), nullptr, nullptr, nullptr), X509_free);
+  if (cert == nullptr) return Invalid(cert_flag, cert_path, "is not a PEM certificate");
+
+  auto key_file = OpenPem(key_flag, key_path);
   if (!key_file.ok()) return key_file.status();
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
       PEM_read_PrivateKey(key_file->get(), nullptr, nullptr, nullptr), EVP_PKEY_free);
   if (key == nullptr) {
-    return Invalid("--tls-key", flags.key_file, "is not a PEM private key (without a passphrase)");
+    return Invalid(key_flag, key_path, "is not a PEM private key (without a passphrase)");
   }
   if (X509_check_private_key(cert.get(), key.get()) != 1) {
     ERR_clear_error();
-    return Invalid("--tls-key", flags.key_file,
-                   absl::StrCat("is not the key of the certificate ", flags.cert_file));
+    return Invalid(key_flag, key_path,
+                   absl::StrCat("is not the key of the certificate ", cert_path));
   }
-  return absl::OkStatus();
+  return cert;
+}
+
+absl::Status CheckCertificateAndKey(const TlsFlags& flags) {
+  return LoadCertificateAndKey("--tls-cert", flags.cert_file, "--tls-key", flags.key_file).status();
 }
 
 }  // namespace
+
+absl::Status CheckServingCertificate(const std::string& cert_flag, const std::string& cert_path,
+                                     const std::string& key_flag, const std::string& key_path) {
+  auto cert = LoadCertificateAndKey(cert_flag, cert_path, key_flag, key_path);
+  if (!cert.ok()) return cert.status();
+  // 1: a server certificate; 0: its extended key usage leaves serverAuth out (a node's own).
+  if (X509_check_purpose(cert->get(), X509_PURPOSE_SSL_SERVER, 0) != 1) {
+    ERR_clear_error();
+    return Invalid(cert_flag, cert_path,
+                   "is not a server certificate (its extended key usage has no serverAuth): a "
+                   "node's own certificate is for calling the control plane only; make one with "
+                   "deploy/tls-certs.sh metrics");
+  }
+  return absl::OkStatus();
+}
 
 void AddTlsFlags(CLI::App& app, TlsFlags& flags) {
   app.add_option("--tls-cert", flags.cert_file,

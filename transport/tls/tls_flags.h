@@ -47,4 +47,11 @@ struct NamedAddress {
 // set and every address must be loopback. INVALID_ARGUMENT naming the flag or the address.
 absl::Status CheckTlsFlags(const TlsFlags& flags, const std::vector<NamedAddress>& addresses);
 
+// Checks the certificate a listener serves when it is not the process's own (a worker's
+// /metrics: a node's own certificate is a client certificate): readable PEM, the key the
+// certificate's, and a certificate a client accepts from a server. INVALID_ARGUMENT naming
+// the flag.
+absl::Status CheckServingCertificate(const std::string& cert_flag, const std::string& cert_path,
+                                     const std::string& key_flag, const std::string& key_path);
+
 }  // namespace tessera::tls

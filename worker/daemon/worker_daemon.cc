@@ -277,7 +277,11 @@ absl::Status WorkerDaemon::StartMetricsEndpoint() {
   if (o.metrics_listen.empty()) return absl::OkStatus();
   TESSERA_ASSIGN_OR_RETURN(const auto addr,
                            ParseListenAddress("--metrics-listen", o.metrics_listen));
-  TESSERA_ASSIGN_OR_RETURN(auto https, tls::ServerSslContext::ForListener(o.tls));
+  // Served with its own server certificate: the node's is a client certificate.
+  tls::TlsFlags served = o.tls;
+  served.cert_file = o.metrics_tls_cert;
+  served.key_file = o.metrics_tls_key;
+  TESSERA_ASSIGN_OR_RETURN(auto https, tls::ServerSslContext::ForListener(served));
   TESSERA_ASSIGN_OR_RETURN(auto scrape, metrics::ScrapeAccess::Load(o.scrape));
   TESSERA_ASSIGN_OR_RETURN(
       endpoint_, metrics::MetricsEndpoint::Start(addr.first, addr.second, std::move(scrape),

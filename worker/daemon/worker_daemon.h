@@ -59,13 +59,16 @@ struct WorkerOptions {
   absl::Duration finish_log_wait = absl::Seconds(5);
   bool fence_watchdog = true;
   std::string metrics_listen;  // host:port; empty: none
+  // The server certificate and key /metrics serves HTTPS with (TLS only). Not the node's own
+  // certificate, which is a client certificate: it identifies the node to the control plane.
+  std::string metrics_tls_cert, metrics_tls_key;
   // Walls around the ranks' network traffic (network_walls.h): "auto" (where the node can),
   // "on" (or the worker does not start), "off"; and what they wall off besides the cloud's
   // metadata address and the worker's own ports.
   std::string network_walls = "auto";
   std::vector<WalledDestination> walled;
   // The node's certificate (CN node:NAME) and key, and the cluster CA: every channel is mutual
-  // TLS and /metrics is HTTPS. Or plain text, loopback only.
+  // TLS, and /metrics is HTTPS (with metrics_tls_cert). Or plain text, loopback only.
   tls::TlsFlags tls{};
   // Who may read /metrics (scrape_access.h).
   metrics::ScrapeFlags scrape{};

@@ -45,6 +45,30 @@ absl::Status CheckTransport(const tls::TlsFlags& tls,
   return absl::OkStatus();
 }
 
+// The certificate /metrics serves: given with TLS and --metrics-listen, a server certificate,
+// never with --plaintext.
+absl::Status CheckMetricsCertificate(const WorkerOptions& o) {
+  const bool given = !o.metrics_tls_cert.empty() || !o.metrics_tls_key.empty();
+  if (!o.tls.enabled() || o.metrics_listen.empty()) {
+    if (!given) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        o.tls.enabled() ? "--metrics-tls-cert and --metrics-tls-key are for --metrics-listen, "
+                          "which is not given"
+                        : "--plaintext and --metrics-tls-cert contradict each other: choose one");
+  }
+  if (o.metrics_tls_cert.empty() || o.metrics_tls_key.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics-listen ", o.metrics_listen,
+        " over TLS needs --metrics-tls-cert and --metrics-tls-key: a server certificate for "
+        "this node's name (deploy/tls-certs.sh metrics DIR ",
+        o.node_name,
+        "); the node's own certificate is a client certificate, for the control plane only"));
+  }
+  TESSERA_RETURN_IF_ERROR(tls::CheckServingCertificate("--metrics-tls-cert", o.metrics_tls_cert,
+                                                       "--metrics-tls-key", o.metrics_tls_key));
+  return CheckPrivateFile("--metrics-tls-key", o.metrics_tls_key);
+}
+
 // The node's key into `setup.options.api_key`: from --api-key-file, or by joining once with
 // --join-token-file (its certificate too, where the control plane signs one).
 absl::Status LoadCredentials(const WorkerFlags& f, WorkerSetup& setup) {
@@ -157,6 +181,11 @@ void AddWorkerFlags(CLI::App& app, WorkerFlags& f) {
   app.add_flag("!--no-fence-watchdog", o.fence_watchdog,
                "do not start the separate fencing process");
   app.add_option("--metrics-listen", o.metrics_listen, "host:port for /metrics (empty: none)");
+  app.add_option("--metrics-tls-cert", o.metrics_tls_cert,
+                 "PEM server certificate /metrics serves HTTPS with (with TLS and "
+                 "--metrics-listen; deploy/tls-certs.sh metrics): the node's own certificate is "
+                 "a client certificate (reloaded when the file changes)");
+  app.add_option("--metrics-tls-key", o.metrics_tls_key, "PEM private key of --metrics-tls-cert");
   app.add_flag("--allow-fault-injection", o.allow_fault_injection,
                "let admins inject faults here (mcli admin inject-fault): for testing only");
   app.add_option("--canary-binary", o.canary_binary,
@@ -236,6 +265,7 @@ absl::StatusOr<WorkerSetup> FinishWorkerFlags(WorkerFlags f) {
                                                     {"--join-endpoint", setup.join_endpoint},
                                                     {"--metrics-listen", o.metrics_listen}};
   TESSERA_RETURN_IF_ERROR(CheckTransport(o.tls, addresses));
+  TESSERA_RETURN_IF_ERROR(CheckMetricsCertificate(o));
   TESSERA_RETURN_IF_ERROR(LoadCredentials(f, setup));
   if (o.tls.enabled()) {
     TESSERA_RETURN_IF_ERROR(tls::CheckTlsFlags(o.tls, addresses));

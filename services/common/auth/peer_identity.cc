@@ -14,6 +14,7 @@ namespace tessera::auth {
 
 PeerIdentity PeerOf(const grpc::ServerContextBase& context) {
   PeerIdentity peer;
+  peer.relayed = context.client_metadata().count(kClientAddressMetadata) > 0;
   const auto auth = context.auth_context();
   if (auth == nullptr) return peer;
   for (const auto& type : auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME)) {
@@ -30,6 +31,13 @@ PeerIdentity PeerOf(const grpc::ServerContextBase& context) {
 }
 
 absl::Status CheckPeerIdentity(const PeerIdentity& peer, const Principal& who) {
+  if (peer.relayed && (who.is_node() || who.is_system())) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "a ", who.is_node() ? "node" : "system", " key is not accepted through the REST gateway: ",
+        who.is_node() ? "a worker calls the control plane's gRPC services directly"
+                      : "Tessera's services call each other directly",
+        ", with their certificate"));
+  }
   if (!peer.tls) return absl::OkStatus();
   if (who.is_node() && peer.common_name != NodeCommonName(who.node)) {
     return absl::PermissionDeniedError(

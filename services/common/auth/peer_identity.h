@@ -23,6 +23,8 @@ struct PeerIdentity {
   bool tls = false;
   // The CN of the client certificate gRPC verified against the CA; empty when none was shown.
   std::string common_name;
+  // The call relays an HTTP client's request (the REST gateway names its client's address).
+  bool relayed = false;
 };
 
 PeerIdentity PeerOf(const grpc::ServerContextBase& context);
@@ -48,7 +50,9 @@ bool ForAPerson(const grpc::ServerContextBase& context);
 // "1.2.3.4" of "ipv4:1.2.3.4:5678", "1.2.3.4:5678"; "::1" of "ipv6:[::1]:5678".
 std::string HostOfPeer(const std::string& peer);
 
-// PERMISSION_DENIED when a node or system principal calls over TLS without its certificate.
+// PERMISSION_DENIED when a node or system principal calls over TLS without its certificate, or
+// through the REST gateway at all: machines call the services directly, so a machine's key in an
+// HTTP client's hands is refused whatever certificate the gateway shows.
 absl::Status CheckPeerIdentity(const PeerIdentity& peer, const Principal& who);
 
 }  // namespace tessera::auth

@@ -29,9 +29,10 @@ const std::vector<v1::Role> kOperators = {ROLE_OPERATOR, ROLE_ADMIN, ROLE_SYSTEM
 // Internal: Tessera's services only.
 const std::vector<v1::Role> kServices = {ROLE_SYSTEM};
 
-// Who is audited: every person, or operators and admins.
+// Who is audited: every person, operators and admins, or those who read another user's run.
 constexpr Audit kAuditPeople = Audit::kPeople;
 constexpr Audit kAuditPrivileged = Audit::kPrivileged;
+constexpr Audit kAuditReadsOfOthers = Audit::kReadsOfOthersRuns;
 
 }  // namespace
 
@@ -64,16 +65,16 @@ const std::vector<RpcRule>& RpcRoleTable() {
       {"tessera.v1.NodeJoin/RenewNodeCertificate", {ROLE_NODE}, Audit::kAllButServices},
       // Runs.
       {"tessera.v1.RunService/SubmitRun", kPeople},
-      {"tessera.v1.RunService/GetRun", kPeopleAndServices},
+      {"tessera.v1.RunService/GetRun", kPeopleAndServices, kAuditReadsOfOthers},
       {"tessera.v1.RunService/ListRuns", kPeopleAndServices},
-      {"tessera.v1.RunService/DescribeRun", kPeopleAndServices},
+      {"tessera.v1.RunService/DescribeRun", kPeopleAndServices, kAuditReadsOfOthers},
       {"tessera.v1.RunService/StopRun", kPeople, kAuditPrivileged},
       {"tessera.v1.RunService/DeleteRun", kPeople, kAuditPrivileged},
       {"tessera.v1.RunService/UpdateRun", kPeople, kAuditPrivileged},
       {"tessera.v1.RunService/RestartRun", kPeople, kAuditPrivileged},
-      {"tessera.v1.RunService/CloneRun", kPeople},
+      {"tessera.v1.RunService/CloneRun", kPeople, kAuditReadsOfOthers},
       {"tessera.v1.RunService/WatchRuns", kPeopleAndServices},
-      {"tessera.v1.RunMetricsService/GetRunMetrics", kPeopleAndServices},
+      {"tessera.v1.RunMetricsService/GetRunMetrics", kPeopleAndServices, kAuditReadsOfOthers},
       {"tessera.v1.RunService/RecordAttempt", kServices},
       {"tessera.v1.RunService/ReportProgress", kServices},
       // Secrets: each user their own; their values only to the scheduler starting a run.
@@ -89,8 +90,8 @@ const std::vector<RpcRule>& RpcRoleTable() {
       // Logs: workers push (only their node's attempts: LogHandler checks), people read their
       // own, the run manager deletes a deleted run's.
       {"tessera.v1.LogService/PushLogs", {ROLE_NODE, ROLE_SYSTEM}},
-      {"tessera.v1.LogService/GetLogs", kPeopleAndServices},
-      {"tessera.v1.LogService/StreamLogs", kPeopleAndServices},
+      {"tessera.v1.LogService/GetLogs", kPeopleAndServices, kAuditReadsOfOthers},
+      {"tessera.v1.LogService/StreamLogs", kPeopleAndServices, kAuditReadsOfOthers},
       {"tessera.v1.LogService/DeleteRunLogs", {ROLE_ADMIN, ROLE_SYSTEM}, kAuditPeople},
       // Nodes and the queue.
       {"tessera.v1.SchedulerService/ListNodes", kPeopleAndServices},
@@ -144,7 +145,7 @@ const RpcRule* FindRpcRule(std::string_view method) {
   return it == index->end() ? nullptr : it->second;
 }
 
-bool Audited(const RpcRule& rule, const Principal& who) {
+bool Audited(const RpcRule& rule, const Principal& who, bool read_others_run) {
   switch (rule.audit) {
     case Audit::kNever:
       return false;
@@ -154,6 +155,8 @@ bool Audited(const RpcRule& rule, const Principal& who) {
       return who.role == v1::ROLE_OPERATOR || who.role == v1::ROLE_ADMIN;
     case Audit::kAllButServices:
       return !who.is_system();
+    case Audit::kReadsOfOthersRuns:
+      return read_others_run && who.is_person();
   }
   return false;
 }

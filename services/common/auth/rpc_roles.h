@@ -24,6 +24,9 @@ enum class Audit {
   kPrivileged,
   // Every call but those of Tessera's own services: nodes renewing their credentials too.
   kAllButServices,
+  // Calls in which a person read another user's run (its spec, logs, metrics): an operator's or
+  // an admin's; the handler notes such a read (others_run_reads.h).
+  kReadsOfOthersRuns,
 };
 
 struct RpcRule {
@@ -42,8 +45,9 @@ const std::vector<RpcRule>& RpcRoleTable();
 // The method's row; null when it has none.
 const RpcRule* FindRpcRule(std::string_view method);
 
-// Whether a call of `rule`'s method by `who` goes to the audit log.
-bool Audited(const RpcRule& rule, const Principal& who);
+// Whether a call of `rule`'s method by `who` goes to the audit log; `read_others_run`: its
+// handler let `who` read another user's run.
+bool Audited(const RpcRule& rule, const Principal& who, bool read_others_run = false);
 
 // OK when `who` may call `method`; PERMISSION_DENIED naming the method and the roles that may,
 // or for a method with no row (a new RPC is closed until it is given one).

@@ -145,5 +145,89 @@ TEST_CASE("admins' and operators' actions are audited, with where they came from
   CHECK(absl::StrContains(as_user.output, "admin"));
 }
 
+TEST_CASE("an operator's reads of another user's run are audited, reads of one's own are not",
+          "[security]") {
+  LocalCluster c;
+  c.StartWorker("node-a", 2);
+  const std::string ops_key = CreateKey(c.database_url, "carol", "operator");
+  const std::string bob_key = CreateKey(c.database_url, "bob", "user");
+  Client bob(c.server.endpoint(), bob_key);
+  Client carol(c.server.endpoint(), ops_key);
+  // Runs are named NAME-XXXX (a random suffix, as mcli's).
+  const std::string bobs = bob.Submit("bobs-run", 1).name();
+  const std::string carols = carol.Submit("carols-run", 1).name();
+  // bob reads his own run, carol hers: nothing recorded.
+  bob.Describe(bobs);
+  carol.Get(carols);
+  const auto mcli_as = [&](const std::string& key, const std::string& args) {
+    return RunShell(
+        absl::StrCat("TESSERA_CONFIG=/nonexistent TESSERA_ENDPOINT=", c.server.endpoint(),
+                     " TESSERA_API_KEY=", key, " ", BinaryPath("mcli"), " ", args, " 2>&1"));
+  };
+  mcli_as(bob_key, "logs " + bobs);
+  // carol reads bob's: its spec, its description and its logs, each recorded; through REST too.
+  CHECK(carol.Get(bobs).user() == "bob");
+  carol.Describe(bobs);
+  ShellResult logs = mcli_as(ops_key, "logs " + bobs);
+  INFO(logs.output);
+  ShellResult rest =
+      RunShell(absl::StrCat("curl -sS -H 'Authorization: Bearer ", ops_key,
+                            "' http://127.0.0.1:", c.server.http_port, "/api/v1/runs/", bobs));
+  INFO(rest.output);
+  CHECK(absl::StrContains(rest.output, bobs));
+
+  ShellResult audit = c.Mcli("admin audit -o json");
+  INFO(audit.output);
+  REQUIRE(audit.exit_code == 0);
+  const auto count = [&](const std::string& what) {
+    int n = 0;
+    for (size_t at = audit.output.find(what); at != std::string::npos;
+         at = audit.output.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  // gRPC, REST, and mcli logs' own look at the run (how it was launched).
+  CHECK(count("\"action\": \"RunService/GetRun\"") >= 2);
+  CHECK(count("\"action\": \"RunService/DescribeRun\"") == 1);
+  CHECK(count("\"action\": \"LogService/StreamLogs\"") == 1);
+  CHECK(count("\"target\": \"run_name " + bobs + "\"") == 1);
+  CHECK(count("\"target\": \"name " + bobs + "\"") >= 3);
+  CHECK(count("via the REST gateway") == 1);
+  CHECK_FALSE(absl::StrContains(audit.output, carols));
+  CHECK_FALSE(absl::StrContains(audit.output, "\"actor\": \"bob\""));
+}
+
+TEST_CASE("attack: a node's or a service's key used through the REST gateway is refused",
+          "[security]") {
+  LocalCluster c;
+  c.StartWorker("node-a", 1);
+  const std::string http = absl::StrCat("http://127.0.0.1:", c.server.http_port);
+  const auto whoami = [&](const std::string& key) {
+    return RunShell(absl::StrCat("curl -sS -w ' %{http_code}' -H 'Authorization: Bearer ", key,
+                                 "' ", http, "/api/v1/whoami"))
+        .output;
+  };
+  // The machines' keys work where they are meant to: straight to the services.
+  Client service(c.server.endpoint(), c.system_key);
+  v1::WhoAmIResponse who;
+  REQUIRE(service.admin->WhoAmI(service.Ctx().get(), v1::WhoAmIRequest(), &who).ok());
+  for (const std::string& key : {c.system_key, NodeKey(c.database_url, "node-a")}) {
+    const std::string answer = whoami(key);
+    INFO(answer);
+    CHECK(absl::EndsWith(answer, " 403"));
+    CHECK(absl::StrContains(answer, "not accepted through the REST gateway"));
+  }
+  // And a node key cannot read runs, or the system key list them, through it either.
+  const std::string someones = c.client->Submit("someones-run", 1).name();
+  const std::string runs = RunShell(absl::StrCat("curl -sS -H 'Authorization: Bearer ",
+                                                 c.system_key, "' ", http, "/api/v1/runs"))
+                               .output;
+  INFO(runs);
+  CHECK_FALSE(absl::StrContains(runs, someones));
+  // A person's key is served.
+  CHECK(absl::StrContains(whoami(c.admin_key), " 200"));
+}
+
 }  // namespace
 }  // namespace tessera::testing

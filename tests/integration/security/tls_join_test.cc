@@ -57,6 +57,7 @@ struct TlsPlane {
     const std::string token_file = dir + "/join.token";
     std::ofstream(token_file) << token << "\n";
     ::chmod(token_file.c_str(), 0600);
+    const auto [metrics_cert, metrics_key] = pki.MetricsCertificate(node);
     auto p = Process::Start({BinaryPath("tessera-worker"),
                              "--scheduler-endpoint",
                              endpoint(),
@@ -77,7 +78,11 @@ struct TlsPlane {
                              "--rank-user",
                              rank_user.empty() ? (::geteuid() == 0 ? "root" : "") : rank_user,
                              "--metrics-listen",
-                             "127.0.0.1:0"},
+                             "127.0.0.1:0",
+                             "--metrics-tls-cert",
+                             metrics_cert,
+                             "--metrics-tls-key",
+                             metrics_key},
                             TempLog("worker-" + node));
     REQUIRE(p.ok());
     return *std::move(p);
@@ -197,6 +202,21 @@ TEST_CASE("a worker joins once with its token and runs over mutual TLS as its no
   CHECK((dir_st.st_mode & 077) == 0);
   const std::string node_key =
       std::string(absl::StripAsciiWhitespace(ReadFile(creds + "/node-api.key")));
+  // The certificate the CA gave it is a client's: whoever takes the node cannot pose as a
+  // server with it. Its /metrics is served with the server certificate made for its name.
+  ShellResult as_server = RunShell(absl::StrCat("openssl verify -CAfile ", p.pki.ca(),
+                                                " -purpose sslserver ", creds, "/node.pem 2>&1"));
+  INFO(as_server.output);
+  CHECK(as_server.exit_code != 0);
+  CHECK(RunShell(absl::StrCat("openssl verify -CAfile ", p.pki.ca(), " -purpose sslclient ", creds,
+                              "/node.pem"))
+            .exit_code == 0);
+  auto running = worker.WaitForLine("running; metrics=");
+  REQUIRE(running.ok());
+  const std::string metrics_port =
+      std::string(absl::StripAsciiWhitespace(running->substr(running->rfind('=') + 1)));
+  CHECK(p.Curl(absl::StrCat("--resolve node-a:", metrics_port,
+                            ":127.0.0.1 https://node-a:", metrics_port, "/healthz")) == "ok");
 
   // A run's output comes back over the worker's mutual-TLS log stream.
   v1::SubmitRunRequest submit;

@@ -198,10 +198,10 @@ TEST_CASE("a node failing its pre-flight checks is cordoned with them, the run s
   }
   const v1::Node a = c.Node("node-a");
   REQUIRE(a.admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
-  CHECK(a.status_reason() == "preflight: failed its pre-flight checks before run " + run.name() +
-                                 " could start: "
-                                 "script:ib-check.sh: " +
-                                 script + " exited with 3: ib0: link down on node-a");
+  CHECK(a.status_reason() ==
+        "preflight: failed its pre-flight checks before a run could start: "
+        "script:ib-check.sh: " +
+            script + " exited with 3: ib0: link down on node-a");
   v1::Run waiting = c.client->WaitForStatus(run.name(), v1::RUN_STATUS_QUEUED);
   CHECK(waiting.retries_used() == 0);
   CHECK(waiting.preflight_failures() == 1);

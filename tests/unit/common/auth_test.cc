@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/auth/api_keys.h"
+#include "services/common/auth/others_run_reads.h"
 #include "services/common/auth/rpc_roles.h"
 #include "services/store/stores.h"
 #include "tessera/v1/admin.grpc.pb.h"
@@ -128,7 +129,7 @@ TEST_CASE("least privilege: what each role may not call") {
   }
 }
 
-TEST_CASE("what admins and operators do is audited, what people read is not") {
+TEST_CASE("what admins and operators do is audited, and their reads of others' runs") {
   const auto audited = [](const char* method, v1::Role role) {
     const RpcRule* rule = FindRpcRule(method);
     REQUIRE(rule != nullptr);
@@ -154,10 +155,69 @@ TEST_CASE("what admins and operators do is audited, what people read is not") {
     CHECK_FALSE(audited(m, v1::ROLE_USER));
   }
   CHECK(audited("tessera.v1.NodeJoin/RenewNodeCertificate", v1::ROLE_NODE));
+  // Reading a run (spec, events, logs, metrics, or cloning it): audited when the handler let a
+  // person read another user's run, for whatever role; never for the services.
+  for (const char* m :
+       {"tessera.v1.RunService/GetRun", "tessera.v1.RunService/DescribeRun",
+        "tessera.v1.RunService/CloneRun", "tessera.v1.RunMetricsService/GetRunMetrics",
+        "tessera.v1.LogService/GetLogs", "tessera.v1.LogService/StreamLogs"}) {
+    INFO(m);
+    const RpcRule* rule = FindRpcRule(m);
+    REQUIRE(rule != nullptr);
+    for (v1::Role r : {v1::ROLE_USER, v1::ROLE_OPERATOR, v1::ROLE_ADMIN}) {
+      CHECK(Audited(*rule, Principal{"someone", r, ""}, /*read_others_run=*/true));
+      CHECK_FALSE(Audited(*rule, Principal{"someone", r, ""}, /*read_others_run=*/false));
+    }
+    CHECK_FALSE(Audited(*rule, Principal{"svc", v1::ROLE_SYSTEM, ""}, /*read_others_run=*/true));
+  }
   for (const char* m : {"tessera.v1.RunService/GetRun", "tessera.v1.AdminService/WhoAmI",
-                        "tessera.v1.SchedulerService/GetQueue", "tessera.v1.LogService/PushLogs"}) {
+                        "tessera.v1.SchedulerService/GetQueue", "tessera.v1.LogService/PushLogs",
+                        "tessera.v1.RunService/ListRuns", "tessera.v1.RunService/WatchRuns"}) {
     for (v1::Role r : {v1::ROLE_USER, v1::ROLE_ADMIN, v1::ROLE_NODE}) CHECK_FALSE(audited(m, r));
   }
+}
+
+TEST_CASE("a read of another user's run is noted by a person's call listening on its thread") {
+  const Principal ops{"ops", v1::ROLE_OPERATOR, ""};
+  OthersRunReads own_run, others_run, service, outer, inner;
+  {
+    OthersRunReads::Listening listening(own_run);
+    NoteRunRead(ops, "ops");
+  }
+  CHECK_FALSE(own_run.noted());
+  {
+    OthersRunReads::Listening listening(others_run);
+    NoteRunRead(ops, "bob");
+  }
+  CHECK(others_run.noted());
+  {
+    OthersRunReads::Listening listening(service);
+    NoteRunRead(Principal{"scheduler", v1::ROLE_SYSTEM, ""}, "bob");
+    NoteRunRead(Principal{"w", v1::ROLE_NODE, "n1"}, "bob");
+  }
+  CHECK_FALSE(service.noted());
+  // Nothing listens: nothing noted anywhere, and no crash.
+  NoteRunRead(ops, "bob");
+  // A call served inside another's handler (in process) is heard by the inner call only, and the
+  // outer listens again once it ends.
+  {
+    OthersRunReads::Listening a(outer);
+    {
+      OthersRunReads::Listening b(inner);
+      NoteRunRead(ops, "bob");
+    }
+    CHECK_FALSE(outer.noted());
+    NoteRunRead(ops, "carol");
+  }
+  CHECK(inner.noted());
+  CHECK(outer.noted());
+  // Another thread's reads are not this call's.
+  OthersRunReads elsewhere;
+  {
+    OthersRunReads::Listening listening(elsewhere);
+    std::thread([&] { NoteRunRead(ops, "bob"); }).join();
+  }
+  CHECK_FALSE(elsewhere.noted());
 }
 
 TEST_CASE("a refusal names the method, the roles that may call it and the caller's role") {

@@ -11,8 +11,10 @@
 // LibTorch brings glog, whose CHECK aborts instead of recording a failure: use Catch's.
 #undef CHECK
 #include <catch2/catch.hpp>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "tests/support/free_port.h"
+#include "worker/engine/dist/store_commit_channel.h"
 
 namespace tessera::engine {
 namespace {
@@ -282,6 +284,36 @@ TEST_CASE(
   CHECK(gathered[1].equal(torch::tensor({1.0f, 2.0f})));
   CHECK_FALSE(rank0_waiting);
   CHECK(rank0_marks == 4);  // the gather's wait and the barrier's, each marked and cleared
+}
+
+TEST_CASE("rank 0 awaiting a peer's checkpoint shard is marked waiting until the shard comes") {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  std::atomic<int> begun{0}, ended{0};
+  PeerWaits waits([&](bool waiting) { ++(waiting ? begun : ended); });
+  StoreCommitChannel channel(store, &waits);
+  ShardRecord record;
+  record.index = 1;
+  record.file = "shard-1-of-2.bin";
+  record.offset = 512;
+  record.count = 512;
+  record.bytes = 4096;
+  record.hash = "00112233445566778899aabbccddeeff";
+  // The peer's shard comes once rank 0 is seen waiting for it.
+  std::thread peer([&] {
+    while (!waits.waiting()) std::this_thread::yield();
+    CHECK(StoreCommitChannel(store).Publish(25, record).ok());
+  });
+  auto got = channel.Await(25, 1, absl::Minutes(1));
+  peer.join();
+  REQUIRE(got.ok());
+  CHECK(*got == record);
+  CHECK(begun == 1);
+  CHECK(ended == 1);
+  CHECK_FALSE(waits.waiting());
+  // A shard that never comes: waiting until the timeout, then not.
+  CHECK(absl::IsDeadlineExceeded(channel.Await(50, 1, absl::Milliseconds(20)).status()));
+  CHECK(begun == 2);
+  CHECK(ended == 2);
 }
 
 }  // namespace

@@ -116,6 +116,31 @@ TEST_CASE("health relay: a hang the health API cannot take ends the attempt, bla
   CHECK(f.health->hangs[0].node_name() == "n1");
 }
 
+TEST_CASE("health relay: a node's hang report of an attempt placed elsewhere changes nothing") {
+  Fixture f;
+  f.Running("victim", {"n2"});
+  v1::RankHang hang;
+  hang.set_run_id("victim");
+  hang.set_rank(0);
+  hang.set_seconds_without_progress(600);
+  for (bool with_health : {false, true}) {
+    INFO(with_health);
+    HealthRelay relay = f.Relay(with_health);
+    const absl::Status st = relay.OnRankHang("n1", hang);
+    CHECK(absl::IsPermissionDenied(st));
+    CHECK(st.message() ==
+          "n1 reported a hang of rank 0 of run run-victim (attempt 0), which is not placed on it: "
+          "ignored");
+  }
+  // Nothing reached the health API, nothing ended, no node was told to stop.
+  CHECK(f.health->hangs.empty());
+  CHECK(f.runs->recorded.empty());
+  CHECK(f.sent.empty());
+  // Its own node's report is taken.
+  REQUIRE(f.Relay().OnRankHang("n2", hang).ok());
+  CHECK(f.health->hangs.size() == 1);
+}
+
 TEST_CASE("health relay: evictions are the system's, need a reason, and are idempotent by key") {
   Fixture f;
   HealthRelay relay = f.Relay();

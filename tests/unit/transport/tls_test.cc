@@ -86,6 +86,45 @@ TEST_CASE("TLS needs a certificate, its key and the CA, each named when wrong") 
   CHECK(absl::StrContains(CheckTlsFlags(not_pem, {}).message(), "is not a PEM certificate"));
 }
 
+TEST_CASE("a listener's own server certificate: a node's is refused, a metrics one served") {
+  TestPki pki;
+  const auto [metrics_cert, metrics_key] = pki.MetricsCertificate("gpu-7");
+  CHECK(
+      CheckServingCertificate("--metrics-tls-cert", metrics_cert, "--metrics-tls-key", metrics_key)
+          .ok());
+  CHECK(
+      CheckServingCertificate("--x-cert", pki.services_cert(), "--x-key", pki.services_key()).ok());
+  // A node's own certificate proves the node and serves nothing.
+  const auto [node_cert, node_key] = pki.NodeCertificate("gpu-7");
+  const absl::Status node =
+      CheckServingCertificate("--metrics-tls-cert", node_cert, "--metrics-tls-key", node_key);
+  CHECK(absl::IsInvalidArgument(node));
+  CHECK(absl::StartsWith(node.message(),
+                         "--metrics-tls-cert: " + node_cert + ": is not a server certificate"));
+  // A key of another certificate, and a key that is no key, are named by their flag.
+  CHECK(absl::StrContains(
+      CheckServingCertificate("--metrics-tls-cert", metrics_cert, "--metrics-tls-key", node_key)
+          .message(),
+      "--metrics-tls-key: " + node_key + ": is not the key of the certificate"));
+  CHECK(absl::StrContains(
+      CheckServingCertificate("--metrics-tls-cert", metrics_cert, "--metrics-tls-key", metrics_cert)
+          .message(),
+      "--metrics-tls-key: " + metrics_cert + ": is not a PEM private key"));
+  // What the script made: a server certificate for the node's name only, never localhost.
+  auto text = RunShell("openssl x509 -noout -text -in " + metrics_cert);
+  REQUIRE(text.exit_code == 0);
+  CHECK(absl::StrContains(text.output, "DNS:gpu-7"));
+  CHECK_FALSE(absl::StrContains(text.output, "localhost"));
+  CHECK_FALSE(absl::StrContains(text.output, "127.0.0.1"));
+  CHECK(absl::StrContains(text.output, "TLS Web Server Authentication"));
+  CHECK_FALSE(absl::StrContains(text.output, "TLS Web Client Authentication"));
+  // And the script's node certificate, like the CA's, is a client's only.
+  CHECK(RunShell("openssl verify -CAfile " + pki.ca() + " -purpose sslserver " + node_cert)
+            .exit_code != 0);
+  CHECK(RunShell("openssl verify -CAfile " + pki.ca() + " -purpose sslclient " + node_cert)
+            .exit_code == 0);
+}
+
 TEST_CASE("the CA signs a node's request as that node, and nothing more") {
   TestPki pki;
   auto ca = CertificateAuthority::Load(pki.ca(), pki.ca_key());
@@ -104,16 +143,22 @@ TEST_CASE("the CA signs a node's request as that node, and nothing more") {
 
   testing::TempDir dir;
   const std::string cert_file = dir.Write("node.pem", cert->pem);
-  // It chains to the CA, for client and server use; it is no CA and names only its node.
+  // It chains to the CA as a client certificate, never a server's; it is no CA and names only
+  // its node.
   auto verified =
       RunShell("openssl verify -CAfile " + pki.ca() + " -purpose sslclient " + cert_file);
   CHECK(verified.exit_code == 0);
+  auto as_server =
+      RunShell("openssl verify -CAfile " + pki.ca() + " -purpose sslserver " + cert_file + " 2>&1");
+  INFO(as_server.output);
+  CHECK(as_server.exit_code != 0);
   auto text = RunShell("openssl x509 -noout -text -in " + cert_file);
   REQUIRE(text.exit_code == 0);
   CHECK(absl::StrContains(text.output, "CA:FALSE"));
   CHECK(absl::StrContains(text.output, "DNS:gpu-07"));
   CHECK_FALSE(absl::StrContains(text.output, "IP Address"));
   CHECK(absl::StrContains(text.output, "TLS Web Client Authentication"));
+  CHECK_FALSE(absl::StrContains(text.output, "TLS Web Server Authentication"));
   // The private key stayed with the caller: the certificate is for the request's key.
   const std::string key_file = dir.Write("node.key", pair->key_pem);
   CHECK(RunShell("test \"$(openssl x509 -noout -pubkey -in " + cert_file +

@@ -83,5 +83,38 @@ TEST_CASE("plain text goes only to loopback, and a key comes from one place") {
         "--credentials-dir)");
 }
 
+TEST_CASE("/metrics over TLS is served with a server certificate of its own, never the node's") {
+  for (const char* v : {"TESSERA_TLS_CA", "TESSERA_TLS_CERT", "TESSERA_TLS_KEY"}) {
+    ::unsetenv(v);
+  }
+  const auto finish = [](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--node-name", "gpu-7"});
+    return std::string(FinishWorkerFlags(Parse(args)).status().message());
+  };
+  // TLS and /metrics, no certificate for it: refused, saying what to give and how to make it.
+  const std::string missing = finish({"--scheduler-endpoint", "10.0.0.1:7000", "--tls-ca",
+                                      "/etc/tessera/ca.pem", "--metrics-listen", "0.0.0.0:9470"});
+  CHECK(missing.rfind("--metrics-listen 0.0.0.0:9470 over TLS needs --metrics-tls-cert and "
+                      "--metrics-tls-key",
+                      0) == 0);
+  CHECK(missing.find("deploy/tls-certs.sh metrics DIR gpu-7") != std::string::npos);
+  // One of the two is not enough.
+  CHECK(finish({"--scheduler-endpoint", "10.0.0.1:7000", "--tls-ca", "/etc/tessera/ca.pem",
+                "--metrics-listen", "0.0.0.0:9470", "--metrics-tls-cert", "/m.pem"})
+            .rfind("--metrics-listen", 0) == 0);
+  // A certificate that cannot be read is named.
+  CHECK(finish({"--scheduler-endpoint", "10.0.0.1:7000", "--tls-ca", "/etc/tessera/ca.pem",
+                "--metrics-listen", "0.0.0.0:9470", "--metrics-tls-cert", "/nonexistent/m.pem",
+                "--metrics-tls-key", "/nonexistent/m.key"}) ==
+        "--metrics-tls-cert: /nonexistent/m.pem: cannot be read");
+  // In plain text there is nothing to serve it with; without /metrics, nothing to serve.
+  CHECK(finish({"--scheduler-endpoint", "127.0.0.1:7000", "--plaintext", "--metrics-listen",
+                "127.0.0.1:9470", "--metrics-tls-cert", "/m.pem", "--metrics-tls-key", "/m.key"}) ==
+        "--plaintext and --metrics-tls-cert contradict each other: choose one");
+  CHECK(finish({"--scheduler-endpoint", "10.0.0.1:7000", "--tls-ca", "/etc/tessera/ca.pem",
+                "--metrics-tls-cert", "/m.pem", "--metrics-tls-key", "/m.key"})
+            .rfind("--metrics-tls-cert and --metrics-tls-key are for --metrics-listen", 0) == 0);
+}
+
 }  // namespace
 }  // namespace tessera::worker

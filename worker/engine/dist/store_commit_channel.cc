@@ -1,5 +1,6 @@
 #include "worker/engine/dist/store_commit_channel.h"
 
+#include <optional>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,8 @@ absl::Status StoreCommitChannel::Publish(int64_t step, const ShardRecord& record
 absl::StatusOr<ShardRecord> StoreCommitChannel::Await(int64_t step, int index,
                                                       absl::Duration timeout) {
   const std::string key = Key(step, index);
+  std::optional<PeerWaits::Scope> waiting;
+  if (waits_ != nullptr) waiting.emplace(*waits_);
   // On the monotonic clock: a step of the node's wall clock must not end the wait.
   MonotonicClock clock;
   const absl::Time deadline = clock.Now() + timeout;

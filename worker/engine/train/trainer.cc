@@ -170,7 +170,7 @@ absl::Status Trainer::SetupCheckpoints() {
   if (ctx_.world_size > 1) {
     Rendezvous rv{ctx_.rank, ctx_.world_size, ctx_.master_addr, ctx_.master_port};
     TESSERA_ASSIGN_OR_RETURN(auto client, ConnectExtraClient(rv));
-    commit_channel_ = std::make_unique<StoreCommitChannel>(std::move(client));
+    commit_channel_ = std::make_unique<StoreCommitChannel>(std::move(client), peer_waits_.get());
   } else {
     commit_channel_ = std::make_unique<InProcessCommitChannel>();
   }
