@@ -35,8 +35,29 @@ absl::StatusOr<std::vector<v1::Sweep>> SweepDriver::AdvanceRunning() {
     spdlog::warn("health: cannot read sweeps: {}", sweeps.status().ToString());
     return sweeps;
   }
+  // Two sweeps measuring a node at once would measure each other (their canaries compete for
+  // its cores and links) and could condemn it. Sweeps that started hold their nodes until they
+  // finish; one not started yet starts once none of its nodes is held, oldest first.
+  std::set<std::string> held;
+  std::vector<const v1::Sweep*> waiting;
   for (const auto& s : *sweeps) {
-    if (s.state() == v1::SWEEP_STATE_RUNNING) AdvanceSweep(s);
+    if (s.state() != v1::SWEEP_STATE_RUNNING) continue;
+    if (s.phase() == 0) {
+      waiting.push_back(&s);
+      continue;
+    }
+    held.insert(s.node_names().begin(), s.node_names().end());
+    AdvanceSweep(s);
+  }
+  std::stable_sort(waiting.begin(), waiting.end(), [](const v1::Sweep* a, const v1::Sweep* b) {
+    return FromProtoTime(a->created_at()) < FromProtoTime(b->created_at());
+  });
+  for (const v1::Sweep* s : waiting) {
+    const bool free = std::none_of(s->node_names().begin(), s->node_names().end(),
+                                   [&](const std::string& n) { return held.count(n) > 0; });
+    // A waiting sweep holds its nodes too: a newer one never starts ahead of it.
+    held.insert(s->node_names().begin(), s->node_names().end());
+    if (free) AdvanceSweep(*s);
   }
   return sweeps;
 }
