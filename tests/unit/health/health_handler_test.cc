@@ -489,7 +489,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("sweeps that share a node take turns, oldest first; disjoint ones run together") {
+TEST_CASE("sweeps that share a node take turns, oldest first, and disjoint ones run together") {
   Fixture f;
   for (const auto& n : {"a", "b", "c", "d", "e"}) f.scheduler->Add(n);
   const v1::Sweep older = f.Start({"a", "b"});
