@@ -12,7 +12,6 @@
 #include "absl/strings/str_split.h"
 #include "services/admin/admin_handler.h"
 #include "services/common/auth/api_keys.h"
-#include "services/common/auth/others_run_reads.h"
 #include "services/common/auth/rpc_roles.h"
 #include "services/store/stores.h"
 #include "tessera/v1/admin.grpc.pb.h"
@@ -175,49 +174,6 @@ TEST_CASE("what admins and operators do is audited, and their reads of others' r
                         "tessera.v1.RunService/ListRuns", "tessera.v1.RunService/WatchRuns"}) {
     for (v1::Role r : {v1::ROLE_USER, v1::ROLE_ADMIN, v1::ROLE_NODE}) CHECK_FALSE(audited(m, r));
   }
-}
-
-TEST_CASE("a read of another user's run is noted by a person's call listening on its thread") {
-  const Principal ops{"ops", v1::ROLE_OPERATOR, ""};
-  OthersRunReads own_run, others_run, service, outer, inner;
-  {
-    OthersRunReads::Listening listening(own_run);
-    NoteRunRead(ops, "ops");
-  }
-  CHECK_FALSE(own_run.noted());
-  {
-    OthersRunReads::Listening listening(others_run);
-    NoteRunRead(ops, "bob");
-  }
-  CHECK(others_run.noted());
-  {
-    OthersRunReads::Listening listening(service);
-    NoteRunRead(Principal{"scheduler", v1::ROLE_SYSTEM, ""}, "bob");
-    NoteRunRead(Principal{"w", v1::ROLE_NODE, "n1"}, "bob");
-  }
-  CHECK_FALSE(service.noted());
-  // Nothing listens: nothing noted anywhere, and no crash.
-  NoteRunRead(ops, "bob");
-  // A call served inside another's handler (in process) is heard by the inner call only, and the
-  // outer listens again once it ends.
-  {
-    OthersRunReads::Listening a(outer);
-    {
-      OthersRunReads::Listening b(inner);
-      NoteRunRead(ops, "bob");
-    }
-    CHECK_FALSE(outer.noted());
-    NoteRunRead(ops, "carol");
-  }
-  CHECK(inner.noted());
-  CHECK(outer.noted());
-  // Another thread's reads are not this call's.
-  OthersRunReads elsewhere;
-  {
-    OthersRunReads::Listening listening(elsewhere);
-    std::thread([&] { NoteRunRead(ops, "bob"); }).join();
-  }
-  CHECK_FALSE(elsewhere.noted());
 }
 
 TEST_CASE("a refusal names the method, the roles that may call it and the caller's role") {
