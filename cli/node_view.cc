@@ -43,7 +43,8 @@ void PrintNodeTable(std::ostream& out, const google::protobuf::RepeatedPtrField<
     table.AddRow({node.name(), OrDash(node.cluster()), OrDash(node.gpu_type()),
                   std::to_string(node.gpu_count()), ShortName(node.liveness()),
                   ShortName(node.admin_state()), ShortName(node.health()),
-                  OrDash(node.status_reason())});
+                  node.spare() ? "hot spare: " + OrDash(node.spare_status())
+                               : OrDash(node.status_reason())});
   }
   table.Print(out);
 }
@@ -91,6 +92,7 @@ void PrintNodeDescription(std::ostream& out, const tessera::v1::GetNodeResponse&
   fields.Add("State", ShortName(node.admin_state()));
   fields.Add("Health", ShortName(node.health()));
   fields.Add("Reason", OrDash(node.status_reason()));
+  if (node.spare()) fields.Add("Hot spare", OrDash(node.spare_status()));
   fields.Add("Registered", FormatTimestamp(node.registered_at()));
   fields.Add("Last heartbeat", FormatTimestamp(node.last_heartbeat_at()));
   fields.Add("Lease expires", FormatTimestamp(node.lease_expires_at()));

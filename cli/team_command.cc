@@ -182,12 +182,17 @@ int Utilization(CommandContext& context, const std::string& cluster) {
   connection.Unary(
       [&](grpc::ClientContext* c) { return stub->GetUtilization(c, request, &response); });
   if (PrintIfStructured(context, MessageToJson(response))) return kExitOk;
-  Table table({"CLUSTER", "GPU TYPES", "NODES", "GPUS", "IN USE", "FREE", "CORDONED", "LOST",
-               "RUNNING", "QUEUED"});
+  Table table({"CLUSTER", "GPU TYPES", "NODES", "GPUS", "IN USE", "FREE", "SPARE", "CORDONED",
+               "LOST", "RUNNING", "QUEUED"});
   for (const auto& c : response.clusters()) {
+    // A spare's GPUs wait for runs resuming after a node fault: not free to anything else.
+    const std::string spare = c.nodes_spare() == 0
+                                  ? "0"
+                                  : absl::StrCat(c.gpus_spare(), " (", c.nodes_spare(),
+                                                 c.nodes_spare() == 1 ? " node)" : " nodes)");
     table.AddRow({c.cluster(), absl::StrJoin(c.gpu_types(), ","), absl::StrCat(c.nodes()),
                   absl::StrCat(c.gpus_total()), absl::StrCat(c.gpus_in_use()),
-                  absl::StrCat(c.gpus_free()), absl::StrCat(c.gpus_cordoned()),
+                  absl::StrCat(c.gpus_free()), spare, absl::StrCat(c.gpus_cordoned()),
                   absl::StrCat(c.gpus_lost()), absl::StrCat(c.runs_running()),
                   absl::StrCat(c.runs_queued())});
   }
@@ -204,7 +209,9 @@ int Utilization(CommandContext& context, const std::string& cluster) {
 void AddUtilCommand(CLI::App& app, ActionSlot& slot) {
   auto cluster = std::make_shared<std::string>();
   CLI::App* util = app.add_subcommand(
-      "util", "Per cluster: GPUs total, in use, free and cordoned; runs running and queued");
+      "util",
+      "Per cluster: GPUs total, in use, free, held as hot spares and cordoned; runs running and "
+      "queued");
   util->add_option("--cluster", *cluster, "Only this cluster");
   OnParsed(util, slot,
            [cluster](CommandContext& context) { return Utilization(context, *cluster); });

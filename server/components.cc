@@ -184,7 +184,8 @@ class SchedulerComponent final : public Component {
                                        .fair_share_half_life = o.fair_share_half_life,
                                        .max_clock_skew = o.max_clock_skew,
                                        .require_node_terms = o.require_node_terms,
-                                       .shrink_after = o.shrink_after},
+                                       .shrink_after = o.shrink_after,
+                                       .spares_per_pool = o.spares_per_pool},
             health ? scheduler::MakeGrpcHealthClient(health, system_key,
                                                      f.CallOptions(scheduler::kHealthClientOptions))
                    : nullptr,

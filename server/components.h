@@ -101,6 +101,7 @@ struct SchedulerOptions {
   absl::Duration max_clock_skew = absl::Seconds(10);
   bool require_node_terms = false;
   absl::Duration shrink_after = absl::Seconds(60);
+  int spares_per_pool = 0;
   // Empty: this instance always leads (single instance without election).
   std::string database_url;
   std::string instance_id;

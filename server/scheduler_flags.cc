@@ -33,6 +33,12 @@ void AddSchedulerFlags(CLI::App& app, SchedulerFlags& f) {
                  "for all of its nodes, then resumes on those it can have")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--spare-nodes-per-pool", f.spare_nodes_per_pool,
+                 "idle nodes of each pool (cluster, GPU type, GPUs per node) kept as hot spares: "
+                 "warmed with the images of the pool's running runs and their pre-flight checks, "
+                 "nothing placed on them but a run resuming after a node fault (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
   app.add_flag("--require-node-terms", f.require_node_terms,
                "refuse a node whose join token or node key does not fix its cluster and GPU "
                "type (their terms): no node's own word decides the pool it is in");
@@ -67,6 +73,7 @@ absl::StatusOr<SchedulerOptions> FinishSchedulerFlags(const SchedulerFlags& f) {
   o.max_clock_skew = absl::Seconds(f.max_clock_skew_seconds);
   o.require_node_terms = f.require_node_terms;
   o.shrink_after = absl::Seconds(f.shrink_after_seconds);
+  o.spares_per_pool = f.spare_nodes_per_pool;
   (void)absl::ParseDuration(f.fair_share_half_life, &o.fair_share_half_life);  // checked
   return o;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The scheduler's flags (tessera-server and tessera-scheduler): leases, heartbeats, the stop
-// grace, pre-flight clock skew, node terms, fair share and shrinking runs; registered on the
-// command line, then turned into SchedulerOptions.
+// grace, pre-flight clock skew, node terms, fair share, shrinking runs and hot spares; registered
+// on the command line, then turned into SchedulerOptions.
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -16,6 +16,7 @@ struct SchedulerFlags {
          max_clock_skew_seconds = 10, shrink_after_seconds = 60;
   std::string fair_share_half_life = "168h";
   bool require_node_terms = false;
+  int spare_nodes_per_pool = 0;
 };
 
 void AddSchedulerFlags(CLI::App& app, SchedulerFlags& f);

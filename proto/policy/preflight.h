@@ -13,4 +13,8 @@ namespace tessera {
 std::string FailedPreflightChecks(
     const google::protobuf::RepeatedPtrField<v1::PreflightCheck>& checks);
 
+// How a hot spare's warm-up answer (WarmSpare's ack) starts when its pre-flight checks failed:
+// the scheduler then cordons the node, as it does one that fails them before a run.
+inline constexpr char kSpareChecksFailedPrefix[] = "pre-flight checks failed: ";
+
 }  // namespace tessera

@@ -25,4 +25,9 @@ absl::Status CordonAfterPreflight(store::NodeStore& nodes, const std::string& no
                                   const v1::Run& run, const PreflightChecks& checks,
                                   absl::Time now);
 
+// A hot spare whose warm-up found failed pre-flight checks (spare_nodes.h): cordoned the same
+// way, with the worker's account of the checks that failed as evidence.
+absl::Status CordonSpareAfterPreflight(store::NodeStore& nodes, const std::string& node,
+                                       const std::string& failed, absl::Time now);
+
 }  // namespace tessera::scheduler

@@ -24,9 +24,14 @@ Scheduler MakeScheduler(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr
   s.sessions = std::make_shared<WorkerSessions>(nodes, runs, s.attempts, s.control, leases, desired,
                                                 clock, config, metrics, std::move(join_tokens));
   auto liveness = std::make_shared<NodeLiveness>(nodes, leases, clock, config);
-  s.cycle = std::make_shared<SchedulingCycle>(nodes, runs, workers, s.attempts, s.control,
-                                              std::move(liveness), desired, clock, config,
-                                              std::move(changes), std::move(metrics), policy);
+  s.spares = std::make_shared<SpareNodes>(nodes, runs, workers, s.control, clock, config);
+  workers->SetAckListener(
+      [spares = std::weak_ptr<SpareNodes>(s.spares)](const v1::CommandAck& ack) {
+        if (auto held = spares.lock()) held->OnAck(ack);
+      });
+  s.cycle = std::make_shared<SchedulingCycle>(
+      nodes, runs, workers, s.attempts, s.control, std::move(liveness), desired, clock, config,
+      std::move(changes), std::move(metrics), policy, s.spares);
   s.node_api = std::make_shared<NodeApi>(nodes, runs, idem, policy, clock, config.shrink_after);
   s.health_relay = std::make_shared<HealthRelay>(std::move(health), std::move(workers), s.attempts,
                                                  s.control, std::move(idem));

@@ -44,6 +44,8 @@ struct Scheduler {
   std::shared_ptr<NodeApi> node_api;
   std::shared_ptr<HealthRelay> health_relay;
   std::shared_ptr<ProgressRelay> progress;
+  // The pools' hot spares (SchedulerConfig::spares_per_pool); the cycle keeps them.
+  std::shared_ptr<SpareNodes> spares;
   // The leader's leases: how soon the next one ends tells its cycle when to run at the latest.
   std::shared_ptr<LeaseTable> leases;
 };

@@ -65,6 +65,12 @@ struct SchedulerConfig {
   // waits this long for all of its nodes before it resumes on those it can have; it grows back
   // right after a checkpoint once all are free again.
   absl::Duration shrink_after = absl::Seconds(60);
+  // Hot spares (spare_nodes.h): this many idle nodes of each pool (cluster, GPU type, GPUs per
+  // node) are kept out of ordinary placement, warmed (pre-flight checks passed, the images of
+  // the pool's running runs pulled), for runs resuming after a node fault. 0: none.
+  int spares_per_pool = 0;
+  // A spare's warm-up not answered this long (its ack lost with a stream) is sent again.
+  absl::Duration spare_warm_timeout = absl::Minutes(10);
 
   absl::Duration LossLease() const {
     return loss_after > absl::ZeroDuration() ? std::min(loss_after, lease) : lease;

@@ -40,7 +40,7 @@ SchedulingCycle::SchedulingCycle(
     std::shared_ptr<AttemptControl> control, std::shared_ptr<NodeLiveness> liveness,
     std::shared_ptr<DesiredAttempts> desired, std::shared_ptr<Clock> clock, SchedulerConfig config,
     std::shared_ptr<store::ChangeFeed> changes, std::shared_ptr<SchedulerMetrics> metrics,
-    std::shared_ptr<TeamPolicy> teams)
+    std::shared_ptr<TeamPolicy> teams, std::shared_ptr<SpareNodes> spares)
     : nodes_(std::move(nodes)),
       runs_(std::move(runs)),
       workers_(std::move(workers)),
@@ -52,7 +52,8 @@ SchedulingCycle::SchedulingCycle(
       config_(config),
       changes_(std::move(changes)),
       metrics_(std::move(metrics)),
-      teams_(std::move(teams)) {}
+      teams_(std::move(teams)),
+      spares_(std::move(spares)) {}
 
 absl::StatusOr<CycleStats> SchedulingCycle::RunCycle() {
   // A cycle that fails part way reads the nodes afresh next time.
@@ -128,6 +129,19 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   // Attempts that ended above (lost nodes) hold nothing any more, and their runs may be back
   // in the queue: place against what is still active.
   std::erase_if(active, [&](const v1::Run& r) { return !attempts_->IsActive(r.id()); });
+  // The spares are kept before anything is placed: an operator's spares come before the queue.
+  if (spares_ && (spares_->enabled() || std::any_of(nodes.begin(), nodes.end(),
+                                                    [](const auto& n) { return n.spare(); }))) {
+    std::set<std::string> busy;
+    for (const auto& r : active) {
+      for (const auto& n : r.nodes()) busy.insert(n.node_name());
+    }
+    for (const auto& r : attempts_->Draining()) {
+      for (const auto& n : r.nodes()) busy.insert(n.node_name());
+    }
+    TESSERA_ASSIGN_OR_RETURN(const bool changed, spares_->Keep(nodes, active, busy, suspects));
+    if (changed) ++nodes_epoch_;  // the placement index leaves spares out
+  }
   // A run on fewer nodes than it asks for is looked at each cycle: it may grow back.
   if (!queued.empty() || std::any_of(active.begin(), active.end(), RunsShrunk)) {
     TESSERA_RETURN_IF_ERROR(Place(queued, active, nodes, std::move(suspects), stats));
@@ -228,7 +242,8 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     nodes_by_name_.clear();
     for (const auto& n : nodes) {
       infos.push_back(NodeInfoFromProto(n));
-      if (suspects.count(n.name())) infos.back().schedulable = false;
+      // Nothing ordinary goes to a suspect or a spare (PlaceResumptions places on spares).
+      if (suspects.count(n.name()) || n.spare()) infos.back().schedulable = false;
       nodes_by_name_[n.name()] = &n;
     }
     node_index_.emplace(std::move(infos));
@@ -265,10 +280,41 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     queued_runs.push_back(&r);
     queued_by_id[r.id()] = &r;
   }
+  const int64_t now_micros = absl::ToUnixMicros(clock_->Now());
+  // Resumptions after a node fault first, on the spares; the ordinary pass sees what they took.
+  const PlacementDecision on_spares = PlaceResumptions(queue, queued_runs, state, nodes);
+  std::vector<const Placement*> resumed;
+  std::set<std::string> resumed_ids;
+  for (const Placement& p : on_spares.placements) {
+    if (p.after_preemption) continue;
+    resumed.push_back(&p);
+    resumed_ids.insert(p.run_id);
+  }
+  if (!resumed.empty()) {
+    std::vector<QueuedRun> rest;
+    std::vector<const v1::Run*> rest_runs;
+    for (size_t i = 0; i < queue.size(); ++i) {
+      if (!resumed_ids.count(queue[i].run_id)) {
+        rest.push_back(std::move(queue[i]));
+        rest_runs.push_back(queued_runs[i]);
+        continue;
+      }
+      state.running.push_back({.run_id = queue[i].run_id,
+                               .priority = queue[i].priority,
+                               .preemptible = queue[i].preemptible,
+                               .started_at_micros = now_micros,
+                               .nodes = {},
+                               .team = queue[i].team});
+      for (const Placement* p : resumed) {
+        if (p->run_id == queue[i].run_id) state.running.back().nodes = p->nodes;
+      }
+    }
+    queue = std::move(rest);
+    queued_runs = std::move(rest_runs);
+  }
   if (teams_) teams_->AssignShareRanks(queued_runs, queue);
   Placer placer(*node_index_, state);
-  const PlacementDecision decision =
-      placer.PlaceQueue(queue, {.now_micros = absl::ToUnixMicros(clock_->Now())});
+  const PlacementDecision decision = placer.PlaceQueue(queue, {.now_micros = now_micros});
 
   std::map<std::string, const v1::Run*> active_by_id;
   for (const auto& r : active) active_by_id[r.id()] = &r;
@@ -294,22 +340,72 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     ++stats.preempted;
   }
   // Computed once per cycle, and only when something starts.
-  const auto drivers = decision.placements.empty() ? std::map<std::string, std::string>{}
-                                                   : ClusterDriverVersions(nodes);
+  const auto drivers = decision.placements.empty() && resumed.empty()
+                           ? std::map<std::string, std::string>{}
+                           : ClusterDriverVersions(nodes);
+  std::vector<const Placement*> starts = resumed;
   for (const auto& p : decision.placements) {
     // A placement that needs victims to leave first starts in a later cycle, once they have.
-    if (p.after_preemption) continue;
-    const v1::Run& run = *queued_by_id.at(p.run_id);
+    if (!p.after_preemption) starts.push_back(&p);
+  }
+  for (const Placement* p : starts) {
+    const v1::Run& run = *queued_by_id.at(p->run_id);
     v1::Attempt attempt;
     attempt.set_run_id(run.id());
     attempt.set_resumption_index(run.resumption_index());
     attempt.set_status(v1::RUN_STATUS_STARTING);
-    PlacementToAttemptNodes(p, attempt.mutable_nodes());
+    PlacementToAttemptNodes(*p, attempt.mutable_nodes());
     attempt.set_placement_note(resizing_.PlacementNote(run, attempt.nodes_size()));
+    for (const auto& n : attempt.nodes()) {
+      const auto node = by_name.find(n.node_name());
+      if (node != by_name.end() && node->second->spare()) attempt.add_spare_nodes(n.node_name());
+    }
     TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), by_name, drivers, ports, stats));
   }
   Grow(active, placer, stats);
   return absl::OkStatus();
+}
+
+PlacementDecision SchedulingCycle::PlaceResumptions(const std::vector<QueuedRun>& queue,
+                                                    const std::vector<const v1::Run*>& queued_runs,
+                                                    const ClusterState& state,
+                                                    const std::vector<v1::Node>& nodes) const {
+  std::vector<QueuedRun> resuming;
+  std::set<std::string> warm;  // the spares, and the nodes the resuming runs ran on
+  for (size_t i = 0; i < queue.size(); ++i) {
+    // A run that names its nodes gets those or none.
+    if (!ResumesAfterNodeFault(*queued_runs[i]) || !queue[i].request.node_names.empty()) continue;
+    resuming.push_back(queue[i]);
+    resuming.back().min_nodes = 0;  // all of its nodes here, or the ordinary pass decides
+    for (const auto& n : queued_runs[i]->requeued_from_nodes()) warm.insert(n);
+  }
+  if (resuming.empty()) return {};
+  ClusterState here;  // the spares and those nodes only; no quotas: these runs were admitted
+  for (const v1::Node& n : nodes) {
+    if (!n.spare()) continue;
+    warm.insert(n.name());
+    here.nodes.push_back(NodeInfoFromProto(n));
+  }
+  if (here.nodes.empty()) return {};
+  for (const v1::Node& n : nodes) {
+    if (n.spare() || !warm.count(n.name())) continue;
+    here.nodes.push_back(NodeInfoFromProto(n));
+    if (indexed_suspects_.count(n.name())) here.nodes.back().schedulable = false;
+  }
+  std::set<std::string> present;  // a node the run ran on may have been removed since
+  for (const NodeInfo& n : here.nodes) present.insert(n.name);
+  for (const RunningAllocation& running : state.running) {
+    RunningAllocation on_warm = running;
+    std::erase_if(on_warm.nodes, [&](const NodeAssignment& a) { return !present.count(a.node); });
+    if (!on_warm.nodes.empty()) here.running.push_back(std::move(on_warm));
+  }
+  Placer placer(here);
+  PlacementDecision decision =
+      placer.PlaceQueue(resuming, {.now_micros = absl::ToUnixMicros(clock_->Now())});
+  // No run is stopped for a resumption here: one that would need that waits for the ordinary
+  // pass, which weighs priorities over the whole pool.
+  decision.preemptions.clear();
+  return decision;
 }
 
 void SchedulingCycle::Grow(const std::vector<v1::Run>& active, const Placer& placer,

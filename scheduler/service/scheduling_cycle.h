@@ -24,6 +24,7 @@
 #include "scheduler/service/run_resizing.h"
 #include "scheduler/service/runs_client.h"
 #include "scheduler/service/scheduler_config.h"
+#include "scheduler/service/spare_nodes.h"
 #include "scheduler/service/team_policy.h"
 #include "scheduler/service/worker_registry.h"
 #include "services/store/change_feed.h"
@@ -49,7 +50,8 @@ class SchedulingCycle {
                   std::shared_ptr<DesiredAttempts> desired, std::shared_ptr<Clock> clock,
                   SchedulerConfig config, std::shared_ptr<store::ChangeFeed> changes = nullptr,
                   std::shared_ptr<SchedulerMetrics> metrics = nullptr,
-                  std::shared_ptr<TeamPolicy> teams = nullptr);
+                  std::shared_ptr<TeamPolicy> teams = nullptr,
+                  std::shared_ptr<SpareNodes> spares = nullptr);
 
   absl::StatusOr<CycleStats> RunCycle();
   // This instance begins a (new) term of leadership; called before the term's first cycle.
@@ -84,6 +86,14 @@ class SchedulingCycle {
   // Stops the runs running on fewer nodes than they ask for that can now have all of them, right
   // after their next checkpoint (RunResizing::DueToGrow), as the placer left the cluster.
   void Grow(const std::vector<v1::Run>& active, const Placer& placer, CycleStats& stats);
+  // The first pass, before the ordinary one: the queued runs resuming after a node fault, on the
+  // pool's spares and the nodes they ran on (which hold their image), with their whole size and
+  // no preemption. `state` is the cluster as the ordinary pass will see it. Empty when no node
+  // is a spare: such runs are then placed as any other.
+  PlacementDecision PlaceResumptions(const std::vector<QueuedRun>& queue,
+                                     const std::vector<const v1::Run*>& queued_runs,
+                                     const ClusterState& state,
+                                     const std::vector<v1::Node>& nodes) const;
   absl::Status Start(const v1::Run& run, v1::Attempt attempt,
                      const std::map<std::string, const v1::Node*>& by_name,
                      const std::map<std::string, std::string>& drivers, RendezvousPorts& ports,
@@ -118,6 +128,8 @@ class SchedulingCycle {
   // Null: no metrics (tests).
   std::shared_ptr<SchedulerMetrics> metrics_;
   std::shared_ptr<TeamPolicy> teams_;
+  // Null: no spares kept (tests of other roles).
+  std::shared_ptr<SpareNodes> spares_;
   // The cluster's gauges are summed up at most once a second (a scrape is seldom more often),
   // not every cycle: at 10,000 nodes that is 10,000 map updates a cycle.
   absl::Time summarized_at_ = absl::InfinitePast();

@@ -1,5 +1,6 @@
 #include "scheduler/service/utilization.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -31,6 +32,15 @@ v1::GetUtilizationResponse Utilization(const std::vector<v1::Run>& runs,
     if (key[2] == "free") c.set_gpus_free(c.gpus_free() + n);
     if (key[2] == "cordoned") c.set_gpus_cordoned(c.gpus_cordoned() + n);
     if (key[2] == "lost") c.set_gpus_lost(c.gpus_lost() + n);
+  }
+  // A spare holds nothing and is schedulable (else it would not be one), so its GPUs were
+  // counted free; they are kept for resumptions.
+  for (const v1::Node& node : nodes) {
+    if (!node.spare() || node.liveness() != v1::NODE_LIVENESS_ONLINE) continue;
+    v1::ClusterUtilization& c = clusters[node.cluster()];
+    c.set_nodes_spare(c.nodes_spare() + 1);
+    c.set_gpus_spare(c.gpus_spare() + node.gpu_count());
+    c.set_gpus_free(std::max(0, c.gpus_free() - node.gpu_count()));
   }
   v1::GetUtilizationResponse resp;
   for (const v1::Run& run : runs) {

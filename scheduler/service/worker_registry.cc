@@ -63,6 +63,12 @@ void WorkerRegistry::OnAck(const v1::CommandAck& ack) {
   absl::MutexLock lock(&acks_mu_);
   auto it = acks_.find(ack.command_id());
   if (it != acks_.end()) it->second = ack;
+  if (ack_listener_) ack_listener_(ack);
+}
+
+void WorkerRegistry::SetAckListener(std::function<void(const v1::CommandAck&)> listener) {
+  absl::MutexLock lock(&acks_mu_);
+  ack_listener_ = std::move(listener);
 }
 
 }  // namespace tessera::scheduler

@@ -33,6 +33,8 @@ class WorkerRegistry {
                            absl::Duration timeout);
   // A worker's acknowledgement, for whoever waits for it.
   void OnAck(const v1::CommandAck& ack);
+  // Also told every acknowledgement, for commands no one waits for (a spare's warm-up).
+  void SetAckListener(std::function<void(const v1::CommandAck&)> listener);
 
  private:
   struct Entry {
@@ -44,6 +46,7 @@ class WorkerRegistry {
   absl::Mutex acks_mu_;
   // Commands waited for, by id; set once their ack arrives.
   std::map<std::string, std::optional<v1::CommandAck>> acks_ ABSL_GUARDED_BY(acks_mu_);
+  std::function<void(const v1::CommandAck&)> ack_listener_ ABSL_GUARDED_BY(acks_mu_);
   uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

@@ -167,6 +167,9 @@ absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg,
   // What the worker says of its node, live from now on.
   auto offered = [&] {
     v1::Node node = reg.node();
+    // Whether it is a hot spare is the scheduler's word, never the node's own.
+    node.clear_spare();
+    node.clear_spare_status();
     node.set_liveness(v1::NODE_LIVENESS_ONLINE);
     *node.mutable_last_heartbeat_at() = ToProtoTime(now);
     *node.mutable_lease_expires_at() = ToProtoTime(now + config_.lease);
@@ -193,6 +196,8 @@ absl::Status WorkerSessions::SaveRegistration(const v1::RegisterWorker& reg,
     node.set_admin_state(existing.admin_state());
     node.set_health(existing.health());
     node.set_status_reason(existing.status_reason());
+    node.set_spare(existing.spare());
+    node.set_spare_status(existing.spare_status());
     *node.mutable_registered_at() = existing.registered_at();
     KeepLabelsOfPeople(existing.labels(), *node.mutable_labels());
     node.set_incarnation(existing.incarnation() + 1);

@@ -213,8 +213,14 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
       if (run.status() == v1::RUN_STATUS_QUEUED) r.set_status(v1::RUN_STATUS_STARTING);
       *r.mutable_nodes() = update.nodes();
       r.set_master_port(update.master_port());  // the scheduler keeps it free on the head node
-      t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_PLACED,
-                                   absl::StrCat("Run placed on ", NodeList(a)), now));
+      *a.mutable_spare_nodes() = update.spare_nodes();
+      std::string placed = absl::StrCat("Run placed on ", NodeList(a));
+      if (update.spare_nodes_size() > 0) {
+        absl::StrAppend(&placed, " (", absl::StrJoin(update.spare_nodes(), ", "),
+                        update.spare_nodes_size() == 1 ? " a hot spare" : " hot spares",
+                        " of its pool, the images of its running runs already pulled)");
+      }
+      t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_PLACED, placed, now));
       if (!update.placement_note().empty()) {
         // Fewer nodes than it asks for (compute.min_nodes): the scheduler says why.
         a.set_placement_note(update.placement_note());
@@ -373,7 +379,15 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
   }
   t.attempts.insert(t.attempts.begin(), a);
   if (r.status() == v1::RUN_STATUS_QUEUED && r.resumption_index() > run.resumption_index()) {
-    r.clear_nodes();  // requeued: the next attempt gets new nodes and a port
+    // Requeued: the next attempt gets new nodes and a port. Why, and where it ran, tell the
+    // scheduler whether it resumes on the pool's spares (after a node fault) and which nodes
+    // still hold its image.
+    r.set_requeued_after(a.end_reason());
+    r.clear_requeued_from_nodes();
+    for (const auto& n : r.nodes()) {
+      if (n.node_name() != a.first_failed_node()) r.add_requeued_from_nodes(n.node_name());
+    }
+    r.clear_nodes();
     r.clear_master_port();
     t.attempts.push_back(NextAttempt(r, r.resumption_index(), now));
   }

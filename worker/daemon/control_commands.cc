@@ -20,10 +20,25 @@ std::string ErrorOf(const absl::Status& status) {
 }  // namespace
 
 ControlCommands::ControlCommands(AttemptManager& attempts, CanaryRunner* canaries,
-                                 FaultInjector* faults, Send send)
-    : attempts_(attempts), canaries_(canaries), faults_(faults), send_(std::move(send)) {}
+                                 FaultInjector* faults, SpareWarmer* spares, Send send)
+    : attempts_(attempts),
+      canaries_(canaries),
+      faults_(faults),
+      spares_(spares),
+      send_(std::move(send)) {}
 
 void ControlCommands::Execute(const v1::ControlMessage& command) {
+  if (command.body_case() == v1::ControlMessage::kWarmSpare && spares_ != nullptr) {
+    // Pulls take minutes: the answer goes when they are done, from the warmer's thread.
+    spdlog::info("warming as a hot spare: {} image(s)", command.warm_spare().images_size());
+    spares_->Warm(command.warm_spare(),
+                  [this, command_id = command.command_id()](const std::string& error) {
+                    v1::ControlMessage answered;
+                    answered.set_command_id(command_id);
+                    Acknowledge(answered, error);
+                  });
+    return;
+  }
   if (command.body_case() == v1::ControlMessage::kInjectFault && faults_ != nullptr) {
     const v1::FaultKind kind = command.inject_fault().kind();
     if (kind == v1::FAULT_KIND_CRASH || kind == v1::FAULT_KIND_NETDROP) {
@@ -60,6 +75,8 @@ std::string ControlCommands::Carry(const v1::ControlMessage& command) {
     case v1::ControlMessage::kInjectFault:
       if (faults_ == nullptr) return "this worker does not allow fault injection";
       return ErrorOf(faults_->Inject(command.inject_fault()));
+    case v1::ControlMessage::kWarmSpare:
+      return "this worker cannot stand in as a hot spare";
     default:
       return absl::StrCat("this worker does not support command ",
                           static_cast<int>(command.body_case()));

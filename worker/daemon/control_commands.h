@@ -1,7 +1,7 @@
 // The commands the control plane sends a node, carried out: start and stop attempts, start
-// canaries, inject faults. Each command that carries an id is answered with one acknowledgement
-// (ok, or the reason it was refused); the control stream itself (registration, heartbeats, the
-// lease) is ControlSession's.
+// canaries, inject faults, warm a hot spare. Each command that carries an id is answered with one
+// acknowledgement (ok, or the reason it was refused); the control stream itself (registration,
+// heartbeats, the lease) is ControlSession's.
 #pragma once
 
 #include <functional>
@@ -10,6 +10,7 @@
 #include "worker/daemon/attempt_manager.h"
 #include "worker/daemon/canary_runner.h"
 #include "worker/daemon/fault_injector.h"
+#include "worker/daemon/spare_warmer.h"
 
 namespace tessera::worker {
 
@@ -18,13 +19,13 @@ class ControlCommands {
   // Sends a message on the control stream; false when the stream is broken.
   using Send = std::function<bool(const v1::WorkerMessage&)>;
 
-  // `canaries` and `faults` may be null: this worker then refuses those commands.
+  // `canaries`, `faults` and `spares` may be null: this worker then refuses those commands.
   ControlCommands(AttemptManager& attempts, CanaryRunner* canaries, FaultInjector* faults,
-                  Send send);
+                  SpareWarmer* spares, Send send);
 
   // Carries out one command and sends its acknowledgement when it has an id. A fault that ends
   // the stream (a crash, a cut network) is acknowledged before it is injected, since no
-  // acknowledgement could go out after it.
+  // acknowledgement could go out after it. A spare's warm-up is acknowledged once it is done.
   void Execute(const v1::ControlMessage& command);
 
  private:
@@ -35,6 +36,7 @@ class ControlCommands {
   AttemptManager& attempts_;
   CanaryRunner* const canaries_;
   FaultInjector* const faults_;
+  SpareWarmer* const spares_;
   const Send send_;
 };
 

@@ -29,7 +29,7 @@ ControlSession::ControlSession(ControlSessionOptions options, AttemptManager& at
       attempts_(attempts),
       clock_(std::move(clock)),
       backoff_({.first = absl::Milliseconds(100), .max = absl::Seconds(5)}, std::move(random)),
-      commands_(attempts, options_.canaries, options_.faults,
+      commands_(attempts, options_.canaries, options_.faults, options_.spares,
                 [this](const v1::WorkerMessage& m) { return Send(m); }) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   for (const std::string& e : SplitEndpoints(options_.endpoint)) {

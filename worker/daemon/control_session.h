@@ -57,6 +57,8 @@ struct ControlSessionOptions {
   CanaryRunner* canaries = nullptr;
   FaultInjector* faults = nullptr;
   GpuProbe* gpu_probe = nullptr;
+  // Warms the node as a hot spare when the scheduler asks (refused when null).
+  SpareWarmer* spares = nullptr;
   absl::Duration gpu_probe_interval = absl::Seconds(1);
   // Measures the node's wall clock against the control plane's on every heartbeat (none: null).
   ClockSkew* clock_skew = nullptr;

@@ -263,6 +263,11 @@ absl::Status WorkerDaemon::StartRanks(const GpuInventory& inventory,
       },
       [progress](const RankOutput& out) { progress->Watch(out); });
 
+  spare_warmer_ = std::make_unique<SpareWarmer>(SpareWarmerOptions{
+      .state_dir = o.state_dir,
+      .preflight = [checker](const v1::StartAttempt& s) { return checker->Run(s); },
+      .images = o.images});
+
   // What a previous incarnation left: kill its watchdog and its ranks, ship their output.
   StopPreviousWatchdog(o.state_dir);
   const int killed = attempts_->CleanUpPreviousIncarnation();
@@ -357,6 +362,7 @@ void WorkerDaemon::StartControlSession(const v1::Node& node) {
           .canaries = canaries_.get(),
           .faults = faults_.get(),
           .gpu_probe = gpu_probe_.get(),
+          .spares = spare_warmer_.get(),
           .clock_skew = clock_skew_.get(),
           .on_fence_deadline = [lease_file](absl::Time t) { lease_file->Write(t); }},
       // Leases and fencing on the monotonic clock: a step of the wall clock neither fences a
@@ -430,6 +436,7 @@ WorkerDaemon::~WorkerDaemon() {
   // away and the control plane ends its attempts when the lease lapses); their last lines are
   // shipped if the log service takes them within a few seconds.
   metrics_runner_.reset();
+  spare_warmer_.reset();  // its answer goes through the session
   session_.reset();
   shells_.reset();    // hangs up every shell before the ranks stop
   throttle_.reset();  // lets stopped ranks run again, so that they can be stopped

@@ -21,6 +21,7 @@
 #include "worker/daemon/rank_identity.h"
 #include "worker/daemon/rank_sandbox.h"
 #include "worker/daemon/shell_sessions.h"
+#include "worker/daemon/spare_warmer.h"
 #include "worker/gpu/gpu_discovery.h"
 #include "worker/logship/log_shipper.h"
 
@@ -119,6 +120,7 @@ class WorkerDaemon {
   std::unique_ptr<FaultInjector> faults_;
   std::unique_ptr<ClockSkew> clock_skew_;
   std::unique_ptr<PreflightChecker> preflight_;
+  std::unique_ptr<SpareWarmer> spare_warmer_;  // before session_, which its answers go through
   std::unique_ptr<ControlSession> session_;
   std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
   std::shared_ptr<image::ToolRunner> walls_runner_;

@@ -85,8 +85,13 @@ class OutageNodeStore final : public store::NodeStore {
 // The scheduler's RunsClient calling the run service's roles in-process.
 class DirectRuns final : public RunsClient {
  public:
-  DirectRuns(const runs::Runs& roles, std::shared_ptr<Outage> outage)
-      : m_(*roles.manager), reports_(*roles.reports), outage_(std::move(outage)) {}
+  // `secrets`: what RunSecrets answers for every run (null: none).
+  DirectRuns(const runs::Runs& roles, std::shared_ptr<Outage> outage,
+             std::shared_ptr<const std::vector<v1::SecretValue>> secrets = nullptr)
+      : m_(*roles.manager),
+        reports_(*roles.reports),
+        outage_(std::move(outage)),
+        secrets_(std::move(secrets)) {}
   absl::StatusOr<std::vector<v1::Run>> ListRuns(
       const std::vector<v1::RunStatus>& statuses) override {
     if (auto st = outage_->CheckRuns(); !st.ok()) return st;
@@ -112,7 +117,7 @@ class DirectRuns final : public RunsClient {
   }
   absl::StatusOr<std::vector<v1::SecretValue>> RunSecrets(const std::string&) override {
     if (auto st = outage_->CheckRuns(); !st.ok()) return st;
-    return std::vector<v1::SecretValue>{};
+    return secrets_ ? *secrets_ : std::vector<v1::SecretValue>{};
   }
   absl::Status RecordNote(const std::string& run_id, int resumption_index,
                           const std::string& note) override {
@@ -129,6 +134,7 @@ class DirectRuns final : public RunsClient {
   runs::RunManager& m_;
   runs::RunReports& reports_;
   std::shared_ptr<Outage> outage_;
+  std::shared_ptr<const std::vector<v1::SecretValue>> secrets_;
 };
 
 struct Fixture {
@@ -148,6 +154,9 @@ struct Fixture {
       std::make_shared<IdempotentCalls>(stores.idempotency, clock);
   std::shared_ptr<OutageNodeStore> node_store =
       std::make_shared<OutageNodeStore>(stores.nodes, outage);
+  // The run owners' secrets, as the run manager would give them with a start.
+  std::shared_ptr<std::vector<v1::SecretValue>> run_secrets =
+      std::make_shared<std::vector<v1::SecretValue>>();
   SchedulerConfig config{.lease = absl::Seconds(3), .heartbeat_interval = absl::Milliseconds(500)};
   std::unique_ptr<Scheduler> core = NewCore();
 
@@ -155,9 +164,10 @@ struct Fixture {
   // `registry`: where the leader's cluster metrics go (null: none).
   std::unique_ptr<Scheduler> NewCore(std::shared_ptr<store::ChangeFeed> changes = nullptr,
                                      metrics::Registry* registry = nullptr) {
-    return std::make_unique<Scheduler>(MakeScheduler(
-        node_store, std::make_shared<DirectRuns>(run_roles, outage), workers, idem, clock, config,
-        nullptr, nullptr, std::move(changes), registry, nullptr, nullptr, stores.join_tokens));
+    return std::make_unique<Scheduler>(
+        MakeScheduler(node_store, std::make_shared<DirectRuns>(run_roles, outage, run_secrets),
+                      workers, idem, clock, config, nullptr, nullptr, std::move(changes), registry,
+                      nullptr, nullptr, stores.join_tokens));
   }
   void Register(const std::string& name) {
     workers->Attach(name, [this, name](const v1::ControlMessage& m) {

@@ -27,8 +27,9 @@ struct Fixture {
         options, SystemClock::Shared(), [](const RankOutput&) {}, [](const RankOutput&) {});
   }
   ~Fixture() { attempts->KillAll(); }
-  ControlCommands Commands(CanaryRunner* canaries = nullptr, FaultInjector* faults = nullptr) {
-    return ControlCommands(*attempts, canaries, faults, [this](const v1::WorkerMessage& m) {
+  ControlCommands Commands(CanaryRunner* canaries = nullptr, FaultInjector* faults = nullptr,
+                           SpareWarmer* spares = nullptr) {
+    return ControlCommands(*attempts, canaries, faults, spares, [this](const v1::WorkerMessage& m) {
       sent.push_back(m);
       return true;
     });

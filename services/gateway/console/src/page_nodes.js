@@ -82,7 +82,8 @@ export async function mountNodes(container, ctx) {
     const gpuTotal = nodes.reduce((s, n) => s + num(n.gpu_count), 0);
     const gpuUsed = [...usage.values()].reduce((s, list) => s + list.reduce((t, u) => t + u.gpus.length, 0), 0);
     summary.textContent = `${nodes.length} nodes · ${count((n) => enumName(n.liveness, 'NODE_LIVENESS_') === 'ONLINE')} online · ` +
-      `${count((n) => enumName(n.admin_state, 'NODE_ADMIN_STATE_') === 'CORDONED')} cordoned · ${gpuUsed}/${gpuTotal} GPUs in use`;
+      `${count((n) => enumName(n.admin_state, 'NODE_ADMIN_STATE_') === 'CORDONED')} cordoned · ` +
+      `${count((n) => n.spare)} hot spare(s) · ${gpuUsed}/${gpuTotal} GPUs in use`;
   }
 
   async function load() {
@@ -153,7 +154,9 @@ export async function mountNodes(container, ctx) {
           const admin = enumName(n.admin_state, 'NODE_ADMIN_STATE_');
           return h('span', { class: 'badges' },
             badge(live.toLowerCase(), live === 'ONLINE' ? 'ok' : 'bad', { testid: 'node-liveness' }),
-            badge(admin.toLowerCase(), admin === 'SCHEDULABLE' ? 'ok' : admin === 'DRAINING' ? 'warn' : 'bad', { testid: 'node-admin-state' }));
+            badge(admin.toLowerCase(), admin === 'SCHEDULABLE' ? 'ok' : admin === 'DRAINING' ? 'warn' : 'bad', { testid: 'node-admin-state' }),
+            // A hot spare: kept for runs resuming after a node fault; its readiness on hover.
+            n.spare ? badge('spare', 'neutral', { testid: 'node-spare', title: n.spare_status || '' }) : null);
         },
       },
       {

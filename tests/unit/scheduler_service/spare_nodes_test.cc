@@ -1,0 +1,315 @@
+// Hot spares: which idle nodes each pool keeps, what they are sent to warm up and what their
+// answers do, and the scheduler's roles together placing a run that lost a node on the spare
+// (and the node it kept) while ordinary runs never go there.
+#include "scheduler/service/spare_nodes.h"
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "proto/policy/preflight.h"
+#include "scheduler/service/utilization.h"
+#include "tests/unit/scheduler_service/scheduler_fixture.h"
+
+namespace tessera::scheduler {
+namespace {
+
+v1::Node NodeIn(const std::string& name, const std::string& gpu_type, bool spare = false) {
+  v1::Node n;
+  n.set_name(name);
+  n.set_cluster("c");
+  n.set_gpu_type(gpu_type);
+  n.set_gpu_count(8);
+  n.set_liveness(v1::NODE_LIVENESS_ONLINE);
+  n.set_admin_state(v1::NODE_ADMIN_STATE_SCHEDULABLE);
+  n.set_spare(spare);
+  return n;
+}
+
+TEST_CASE(
+    "each pool keeps its spares among its idle, schedulable nodes, the same ones while it can") {
+  std::vector<v1::Node> nodes = {NodeIn("a1", "a100"), NodeIn("a2", "a100"),
+                                 NodeIn("a3", "a100", /*spare=*/true), NodeIn("h1", "h100"),
+                                 NodeIn("h2", "h100")};
+  // a3 was a spare: it stays one; h100's first by name.
+  CHECK(ChooseSpares(nodes, {}, {}, 1) == std::set<std::string>{"a3", "h1"});
+  CHECK(ChooseSpares(nodes, {}, {}, 2) == std::set<std::string>{"a1", "a3", "h1", "h2"});
+  CHECK(ChooseSpares(nodes, {}, {}, 0).empty());
+  // Busy, suspected, cordoned or lost nodes are never spares; a pool without idle ones has none.
+  nodes[3].set_admin_state(v1::NODE_ADMIN_STATE_CORDONED);
+  nodes[4].set_liveness(v1::NODE_LIVENESS_LOST);
+  CHECK(ChooseSpares(nodes, {"a3"}, {"a1"}, 1) == std::set<std::string>{"a2"});
+  // Another GPU count is another pool.
+  nodes.push_back(NodeIn("a4", "a100"));
+  nodes.back().set_gpu_count(4);
+  CHECK(ChooseSpares(nodes, {"a3"}, {"a1"}, 1) == std::set<std::string>{"a2", "a4"});
+}
+
+TEST_CASE("a spare holds the images of its pool's running runs, not the host's or other pools'") {
+  const std::vector<v1::Node> nodes = {NodeIn("a1", "a100"), NodeIn("h1", "h100")};
+  std::vector<v1::Run> active(4);
+  const char* images[] = {"reg/train:1", "host", "reg/eval:2", "reg/queued:3"};
+  const char* on[] = {"a1", "a1", "h1", "a1"};
+  for (size_t i = 0; i < active.size(); ++i) {
+    active[i].set_id("r" + std::to_string(i));
+    active[i].set_status(i == 3 ? v1::RUN_STATUS_TERMINATING : v1::RUN_STATUS_RUNNING);
+    active[i].mutable_spec()->set_image(images[i]);
+    active[i].set_image_digest("sha256:" + std::to_string(i));
+    active[i].add_nodes()->set_node_name(on[i]);
+  }
+  const auto by_pool = PoolImages(active, nodes);
+  const auto& a100 = by_pool.at(PoolOf(nodes[0]));
+  REQUIRE(a100.size() == 1);
+  CHECK(a100.begin()->image == "reg/train:1");
+  CHECK(a100.begin()->digest == "sha256:0");
+  CHECK(a100.begin()->run_id == "r0");
+  CHECK(by_pool.at(PoolOf(nodes[1])).begin()->image == "reg/eval:2");
+}
+
+TEST_CASE("only a run requeued after a node fault resumes on spares") {
+  v1::Run run;
+  run.set_status(v1::RUN_STATUS_QUEUED);
+  for (auto reason : {v1::ATTEMPT_END_REASON_NODE_FAILURE, v1::ATTEMPT_END_REASON_GPU_FAULT,
+                      v1::ATTEMPT_END_REASON_HANG, v1::ATTEMPT_END_REASON_STRAGGLER,
+                      v1::ATTEMPT_END_REASON_PREFLIGHT_FAILED}) {
+    run.set_requeued_after(reason);
+    CHECK(ResumesAfterNodeFault(run));
+  }
+  for (auto reason : {v1::ATTEMPT_END_REASON_UNSPECIFIED, v1::ATTEMPT_END_REASON_PREEMPTED,
+                      v1::ATTEMPT_END_REASON_RESIZED, v1::ATTEMPT_END_REASON_CONTROL_PLANE}) {
+    run.set_requeued_after(reason);
+    CHECK_FALSE(ResumesAfterNodeFault(run));
+  }
+  run.set_requeued_after(v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  run.set_status(v1::RUN_STATUS_RUNNING);
+  CHECK_FALSE(ResumesAfterNodeFault(run));
+}
+
+struct SpareFixture : Fixture {
+  SpareFixture() {
+    config.spares_per_pool = 1;
+    config.spare_warm_timeout = absl::Minutes(10);
+    core = NewCore();
+    for (const char* n : {"n1", "n2", "n3"}) Register(n);
+  }
+  v1::Run SubmitTwoNodes(const std::string& image) {
+    v1::SubmitRunRequest req;
+    req.mutable_spec()->set_name("big");
+    req.mutable_spec()->set_command("x");
+    req.mutable_spec()->set_image(image);
+    req.mutable_spec()->mutable_compute()->set_gpus(16);
+    req.mutable_spec()->mutable_compute()->set_nodes(2);
+    req.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(true);
+    v1::SubmitRunResponse resp;
+    REQUIRE(manager.SubmitRun({"alice", v1::ROLE_USER}, req, &resp).ok());
+    return resp.run();
+  }
+  // A second passes; the named nodes beat with nothing running; one cycle.
+  void Second(std::initializer_list<const char*> beating) {
+    clock->Advance(absl::Seconds(1));
+    for (const char* node : beating) REQUIRE(core->sessions->Heartbeat(node, {}).ok());
+    REQUIRE(core->cycle->RunCycle().ok());
+  }
+  // The warm-ups sent to `node`, in order.
+  std::vector<v1::ControlMessage> Warms(const std::string& node) const {
+    std::vector<v1::ControlMessage> out;
+    for (const auto& [to, m] : sent) {
+      if (to == node && m.has_warm_spare()) out.push_back(m);
+    }
+    return out;
+  }
+  void Answer(const v1::ControlMessage& warm, const std::string& error) {
+    v1::CommandAck ack;
+    ack.set_command_id(warm.command_id());
+    ack.set_ok(error.empty());
+    ack.set_error(error);
+    workers->OnAck(ack);
+  }
+  v1::Node Node(const std::string& name) { return *stores.nodes->GetNode(name); }
+};
+
+TEST_CASE("a spare is chosen, warmed with its pool's images, and ready once it answers") {
+  SpareFixture f;
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  CHECK(f.Node("n1").spare());
+  CHECK(absl::StartsWith(f.Node("n1").spare_status(), "warming: "));
+  CHECK_FALSE(f.Node("n2").spare());
+  auto warms = f.Warms("n1");
+  REQUIRE(warms.size() == 1);
+  CHECK(warms[0].warm_spare().images_size() == 0);  // nothing runs yet: its checks only
+  CHECK(warms[0].warm_spare().gpu_indices_size() == 8);
+
+  // A run starts on the two other nodes: the spare is sent its image, with only its owner's
+  // credentials for the image's registry.
+  for (const char* server : {"registry.example", "other.example"}) {
+    v1::SecretValue& s = f.run_secrets->emplace_back();
+    s.mutable_secret()->set_type(v1::SECRET_TYPE_DOCKER_REGISTRY);
+    s.mutable_secret()->set_server(server);
+    s.set_value(std::string("token-for-") + server);
+  }
+  v1::SecretValue& env = f.run_secrets->emplace_back();
+  env.mutable_secret()->set_type(v1::SECRET_TYPE_ENVIRONMENT);
+  env.set_value("never-to-a-spare");
+  const v1::Run run = f.SubmitTwoNodes("registry.example/team/train:1");
+  f.Second({"n1", "n2", "n3"});
+  f.Second({"n1", "n2", "n3"});
+  const v1::Run placed = f.Get(run);
+  REQUIRE(placed.status() == v1::RUN_STATUS_STARTING);
+  for (const auto& n : placed.nodes()) CHECK(n.node_name() != "n1");
+  warms = f.Warms("n1");
+  REQUIRE(warms.size() == 2);
+  REQUIRE(warms[1].warm_spare().images_size() == 1);
+  CHECK(warms[1].warm_spare().images(0).image() == "registry.example/team/train:1");
+  REQUIRE(warms[1].warm_spare().images(0).registry_credentials_size() == 1);
+  CHECK(warms[1].warm_spare().images(0).registry_credentials(0).value() ==
+        "token-for-registry.example");
+  // The first answer came too late to count: only the latest warm-up's does.
+  f.Answer(warms[0], "");
+  f.Second({"n1", "n2", "n3"});
+  CHECK(absl::StartsWith(f.Node("n1").spare_status(), "warming: "));
+  f.Answer(warms[1], "");
+  f.Second({"n1", "n2", "n3"});
+  CHECK(f.Node("n1").spare_status() ==
+        "ready: 1 image of its pool's running runs pulled, pre-flight checks passed");
+  CHECK(f.Warms("n1").size() == 2);  // nothing new to send
+
+  // Its worker registers again (a restart): warmed again.
+  f.Register("n1");
+  f.Second({"n1", "n2", "n3"});
+  CHECK(f.Warms("n1").size() == 3);
+
+  // mcli util: the spare's GPUs are not free to anything else.
+  const auto nodes = *f.stores.nodes->ListNodes({});
+  const v1::GetUtilizationResponse util = Utilization({f.Get(run)}, nodes, f.clock->Now(), "");
+  REQUIRE(util.clusters_size() == 1);
+  CHECK(util.clusters(0).nodes_spare() == 1);
+  CHECK(util.clusters(0).gpus_spare() == 8);
+  CHECK(util.clusters(0).gpus_free() == 0);
+}
+
+TEST_CASE("an unanswered warm-up is sent again after the timeout, a failed pull is not ready") {
+  SpareFixture f;
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  REQUIRE(f.Warms("n1").size() == 1);
+  f.clock->Advance(absl::Minutes(9));
+  for (const char* n : {"n1", "n2", "n3"}) REQUIRE(f.core->sessions->Heartbeat(n, {}).ok());
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  CHECK(f.Warms("n1").size() == 1);
+  f.clock->Advance(absl::Minutes(1));
+  for (const char* n : {"n1", "n2", "n3"}) REQUIRE(f.core->sessions->Heartbeat(n, {}).ok());
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  const auto warms = f.Warms("n1");
+  REQUIRE(warms.size() == 2);
+  f.Answer(warms[1], "images not pulled: reg/x:1: unauthorized");
+  f.Second({"n1", "n2", "n3"});
+  CHECK(f.Node("n1").spare());
+  CHECK(f.Node("n1").spare_status() == "not ready: images not pulled: reg/x:1: unauthorized");
+}
+
+TEST_CASE("a spare whose pre-flight checks fail is cordoned, and another node takes its place") {
+  SpareFixture f;
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  const auto warms = f.Warms("n1");
+  REQUIRE(warms.size() == 1);
+  f.Answer(warms[0], std::string(kSpareChecksFailedPrefix) + "shm: /dev/shm has 0.06 GiB free");
+  f.Second({"n1", "n2", "n3"});
+  const v1::Node n1 = f.Node("n1");
+  CHECK(n1.admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
+  CHECK(n1.status_reason() ==
+        "preflight: failed its pre-flight checks as a hot spare: shm: /dev/shm has 0.06 GiB free");
+  CHECK_FALSE(n1.spare());
+  f.Second({"n1", "n2", "n3"});
+  CHECK(f.Node("n2").spare());
+  CHECK(f.Warms("n2").size() == 1);
+}
+
+TEST_CASE("a node cannot make itself a spare: that is the scheduler's word, kept over a restart") {
+  Fixture plain;  // no spares kept
+  v1::RegisterWorker reg;
+  reg.mutable_node()->set_name("liar");
+  reg.mutable_node()->set_cluster("local");
+  reg.mutable_node()->set_gpu_count(8);
+  reg.mutable_node()->set_spare(true);
+  reg.mutable_node()->set_spare_status("ready: trust me");
+  REQUIRE(plain.core->sessions->RegisterWorker(reg).ok());
+  CHECK_FALSE(plain.stores.nodes->GetNode("liar")->spare());
+  CHECK(plain.stores.nodes->GetNode("liar")->spare_status().empty());
+
+  SpareFixture f;
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  REQUIRE(f.Node("n1").spare());
+  const std::string status = f.Node("n1").spare_status();
+  reg.mutable_node()->set_name("n1");
+  reg.mutable_node()->set_gpu_type("sim");
+  reg.mutable_node()->set_spare(false);
+  REQUIRE(f.core->sessions->RegisterWorker(reg).ok());
+  CHECK(f.Node("n1").spare());
+  CHECK(f.Node("n1").spare_status() == status);
+}
+
+TEST_CASE("an ordinary run never starts on a spare, even when it must wait") {
+  SpareFixture f;
+  REQUIRE(f.core->cycle->RunCycle().ok());  // n1 the spare
+  const v1::Run first = f.SubmitTwoNodes("host");
+  f.Second({"n1", "n2", "n3"});
+  f.Second({"n1", "n2", "n3"});
+  REQUIRE(f.Get(first).status() == v1::RUN_STATUS_STARTING);
+  const v1::Run second = f.Submit(8, /*retry=*/false);
+  for (int i = 0; i < 3; ++i) f.Second({"n1", "n2", "n3"});
+  CHECK(f.Get(second).status() == v1::RUN_STATUS_QUEUED);
+  CHECK(f.Node("n1").spare());
+}
+
+TEST_CASE("a run that lost a node resumes at once on the spare and the node it kept") {
+  SpareFixture f;
+  REQUIRE(f.core->cycle->RunCycle().ok());  // n1 the spare
+  const v1::Run run = f.SubmitTwoNodes("registry.example/team/train:1");
+  f.Second({"n1", "n2", "n3"});
+  f.Second({"n1", "n2", "n3"});
+  REQUIRE(f.Get(run).status() == v1::RUN_STATUS_STARTING);
+
+  // n3 goes silent: lost at the lease (3 s), the run requeued after a node failure.
+  for (int i = 0; i < 3; ++i) f.Second({"n1", "n2"});
+  REQUIRE(f.Node("n3").liveness() == v1::NODE_LIVENESS_LOST);
+  const size_t before = f.sent.size();
+  // Until n2 says its ranks of the first attempt have gone, nothing is placed there.
+  CHECK(f.Get(run).status() == v1::RUN_STATUS_QUEUED);
+  v1::Heartbeat drained;
+  auto* local = drained.add_attempts();
+  local->set_run_id(run.id());
+  local->set_resumption_index(0);
+  REQUIRE(f.core->sessions->Heartbeat("n2", drained).ok());
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  const v1::Run resumed = f.Get(run);
+  REQUIRE(resumed.status() == v1::RUN_STATUS_STARTING);
+  CHECK(resumed.resumption_index() == 1);
+  CHECK(resumed.requeued_after() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  REQUIRE(resumed.requeued_from_nodes_size() == 1);  // the lost node's left out
+  CHECK(resumed.requeued_from_nodes(0) == "n2");
+  std::set<std::string> on;
+  for (const auto& n : resumed.nodes()) on.insert(n.node_name());
+  CHECK(on == std::set<std::string>{"n1", "n2"});
+  auto attempts = f.stores.runs->ListAttempts(run.id());
+  REQUIRE(attempts.ok());
+  bool named = false;
+  for (const auto& a : *attempts) {
+    if (a.resumption_index() == 1) named = a.spare_nodes_size() == 1 && a.spare_nodes(0) == "n1";
+  }
+  CHECK(named);
+  auto events = f.stores.runs->ListEvents(run.id(), 0, 100);
+  REQUIRE(events.ok());
+  bool said = false;
+  for (const auto& e : *events) {
+    said = said || absl::StrContains(e.message(), "(n1 a hot spare of its pool");
+  }
+  CHECK(said);
+  size_t starts = 0;
+  for (size_t i = before; i < f.sent.size(); ++i) starts += f.sent[i].second.has_start_attempt();
+  CHECK(starts == 2);
+  // The spare now runs the resumption: no node is left idle to be one.
+  f.Second({"n1", "n2"});
+  CHECK_FALSE(f.Node("n1").spare());
+  CHECK_FALSE(f.Node("n2").spare());
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
