@@ -5,8 +5,8 @@
 // its nodes' workers killed. Printed: each round's crash-to-running time and the ratio
 // spare / no spare. A Catch2 binary (the local cluster's helpers assert with it), run by hand:
 //
-//   ninja -C build bench_spares mcli tessera-server tessera-worker tessera-sandbox-init \
-//     tessera-train tessera-data
+//   ninja -C build bench_spares mcli tessera-server tessera-worker tessera-sandbox-init
+//   ninja -C build tessera-train tessera-data
 //   build/bench/bench_spares
 #include <signal.h>
 
@@ -23,6 +23,12 @@
 
 namespace tessera::testing {
 namespace {
+
+int Pulls(const v1::RunDescription& described) {
+  int pulls = 0;
+  for (const auto& e : described.events()) pulls += absl::StartsWith(e.message(), "Pulling image");
+  return pulls;
+}
 
 struct Round {
   double crash_to_running = 0;  // seconds
@@ -55,13 +61,7 @@ Round CrashOnce(const std::string& image, const std::string& registry, int spare
         },
         absl::Minutes(10), absl::Milliseconds(200)));
   }
-  const int pulls_before = [&] {
-    int n = 0;
-    for (const auto& e : c.client->Describe(submitted.name()).events()) {
-      n += absl::StartsWith(e.message(), "Pulling image");
-    }
-    return n;
-  }();
+  const int pulls_before = Pulls(c.client->Describe(submitted.name()));
   const std::string victim = running.nodes(1).node_name();
   REQUIRE(c.worker(victim).process->Kill(SIGKILL).ok());
   const absl::Time killed = absl::Now();
@@ -73,10 +73,7 @@ Round CrashOnce(const std::string& image, const std::string& registry, int spare
       absl::Minutes(10), absl::Milliseconds(50)));
   Round round;
   round.crash_to_running = absl::ToDoubleSeconds(absl::Now() - killed);
-  for (const auto& e : c.client->Describe(submitted.name()).events()) {
-    round.pulls_after += absl::StartsWith(e.message(), "Pulling image");
-  }
-  round.pulls_after -= pulls_before;
+  round.pulls_after = Pulls(c.client->Describe(submitted.name())) - pulls_before;
   return round;
 }
 
