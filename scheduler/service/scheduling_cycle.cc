@@ -13,6 +13,7 @@
 #include "base/timestamps.h"
 #include "scheduler/placement/placer.h"
 #include "scheduler/placement/proto_convert.h"
+#include "scheduler/service/spare_placement.h"
 #include "scheduler/service/start_message.h"
 
 namespace tessera::scheduler {
@@ -132,8 +133,9 @@ absl::StatusOr<CycleStats> SchedulingCycle::Cycle(bool nodes_cached) {
   // The spares are kept before anything is placed: an operator's spares come before the queue.
   if (spares_ && (spares_->enabled() || std::any_of(nodes.begin(), nodes.end(),
                                                     [](const auto& n) { return n.spare(); }))) {
-    std::set<std::string> busy;
+    std::set<std::string> busy;  // preemptible work on a spare leaves it a spare
     for (const auto& r : active) {
+      if (r.spec().scheduling().preemptible()) continue;
       for (const auto& n : r.nodes()) busy.insert(n.node_name());
     }
     for (const auto& r : attempts_->Draining()) {
@@ -242,7 +244,7 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     nodes_by_name_.clear();
     for (const auto& n : nodes) {
       infos.push_back(NodeInfoFromProto(n));
-      // Nothing ordinary goes to a suspect or a spare (PlaceResumptions places on spares).
+      // Nothing ordinary goes to a suspect or a spare (SparePlacement places on spares).
       if (suspects.count(n.name()) || n.spare()) infos.back().schedulable = false;
       nodes_by_name_[n.name()] = &n;
     }
@@ -281,43 +283,82 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     queued_by_id[r.id()] = &r;
   }
   const int64_t now_micros = absl::ToUnixMicros(clock_->Now());
-  // Resumptions after a node fault first, on the spares; the ordinary pass sees what they took.
-  const PlacementDecision on_spares = PlaceResumptions(queue, queued_runs, state, nodes);
-  std::vector<const Placement*> resumed;
-  std::set<std::string> resumed_ids;
-  for (const Placement& p : on_spares.placements) {
-    if (p.after_preemption) continue;
-    resumed.push_back(&p);
-    resumed_ids.insert(p.run_id);
+  // Runs told to stop, or whose attempt has ended, that still hold their GPUs: they will leave.
+  std::set<std::string> stopping = waiting_for_drain;
+  for (const auto& run : active) {
+    if (attempts_->StopSent(run.id(), run.resumption_index())) stopping.insert(run.id());
   }
-  if (!resumed.empty()) {
+  // Resumptions after a node fault first, on the spares; the ordinary pass sees what they took.
+  // One that waits for preemptible work to leave a spare waits for that spare.
+  const SparePlacement spares(nodes, indexed_suspects_, now_micros);
+  const PlacementDecision on_spares = spares.Resumptions(queue, queued_runs, state, stopping);
+  std::vector<const Placement*> resumed;
+  std::set<std::string> on_spare_ids;
+  std::set<std::string> held_for_resumptions;  // nodes a resumption waits to start on
+  for (const Placement& p : on_spares.placements) {
+    on_spare_ids.insert(p.run_id);
+    if (!p.after_preemption) {
+      resumed.push_back(&p);
+      continue;
+    }
+    for (const auto& a : p.nodes) held_for_resumptions.insert(a.node);
+  }
+  if (!on_spare_ids.empty()) {
     std::vector<QueuedRun> rest;
     std::vector<const v1::Run*> rest_runs;
     for (size_t i = 0; i < queue.size(); ++i) {
-      if (!resumed_ids.count(queue[i].run_id)) {
+      if (!on_spare_ids.count(queue[i].run_id)) {
         rest.push_back(std::move(queue[i]));
         rest_runs.push_back(queued_runs[i]);
         continue;
       }
+      const auto placed = std::find_if(resumed.begin(), resumed.end(), [&](const Placement* p) {
+        return p->run_id == queue[i].run_id;
+      });
+      if (placed == resumed.end()) continue;
       state.running.push_back({.run_id = queue[i].run_id,
                                .priority = queue[i].priority,
                                .preemptible = queue[i].preemptible,
                                .started_at_micros = now_micros,
-                               .nodes = {},
+                               .nodes = (*placed)->nodes,
                                .team = queue[i].team});
-      for (const Placement* p : resumed) {
-        if (p->run_id == queue[i].run_id) state.running.back().nodes = p->nodes;
-      }
     }
     queue = std::move(rest);
     queued_runs = std::move(rest_runs);
   }
   if (teams_) teams_->AssignShareRanks(queued_runs, queue);
   Placer placer(*node_index_, state);
+  for (const auto& node : held_for_resumptions) placer.SetNodeSchedulable(node, false);
   const PlacementDecision decision = placer.PlaceQueue(queue, {.now_micros = now_micros});
+  // What is left of the preemptible work may use the spares' idle GPUs until a resumption needs
+  // them; not while one waits (a node it kept is suspected, its attempt still drains), which
+  // would otherwise see the spare lent again every cycle and stop its borrower every cycle.
+  std::set<std::string> placed_ids;
+  for (const Placement& p : decision.placements) placed_ids.insert(p.run_id);
+  for (const Placement* p : resumed) placed_ids.insert(p->run_id);
+  const bool resumption_waits = std::any_of(queued.begin(), queued.end(), [&](const v1::Run& r) {
+    return ResumesAfterNodeFault(r) && !placed_ids.count(r.id());
+  });
+  std::vector<QueuedRun> left_preemptible;
+  for (const QueuedRun& q : queue) {
+    if (!resumption_waits && q.preemptible && !placed_ids.count(q.run_id)) {
+      left_preemptible.push_back(q);
+    }
+  }
+  const PlacementDecision on_spares_preemptible =
+      spares.Preemptible(left_preemptible, state, decision, held_for_resumptions);
 
   std::map<std::string, const v1::Run*> active_by_id;
   for (const auto& r : active) active_by_id[r.id()] = &r;
+  for (const auto& p : on_spares.preemptions) {
+    auto it = active_by_id.find(p.victim_run_id);
+    if (it == active_by_id.end()) continue;
+    spdlog::info("preempting run {} on a hot spare for run {}, resuming after a node fault",
+                 it->second->name(), p.for_run_id);
+    control_->StopAttempt(*it->second, v1::ATTEMPT_END_REASON_PREEMPTED,
+                          "to free a hot spare for a run resuming after a node fault");
+    ++stats.preempted;
+  }
   for (const auto& p : decision.preemptions) {
     auto it = active_by_id.find(p.victim_run_id);
     if (it == active_by_id.end()) continue;
@@ -340,14 +381,15 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     ++stats.preempted;
   }
   // Computed once per cycle, and only when something starts.
-  const auto drivers = decision.placements.empty() && resumed.empty()
-                           ? std::map<std::string, std::string>{}
-                           : ClusterDriverVersions(nodes);
   std::vector<const Placement*> starts = resumed;
-  for (const auto& p : decision.placements) {
-    // A placement that needs victims to leave first starts in a later cycle, once they have.
-    if (!p.after_preemption) starts.push_back(&p);
+  for (const auto* placements : {&decision.placements, &on_spares_preemptible.placements}) {
+    for (const auto& p : *placements) {
+      // A placement that needs victims to leave first starts in a later cycle, once they have.
+      if (!p.after_preemption) starts.push_back(&p);
+    }
   }
+  const auto drivers =
+      starts.empty() ? std::map<std::string, std::string>{} : ClusterDriverVersions(nodes);
   for (const Placement* p : starts) {
     const v1::Run& run = *queued_by_id.at(p->run_id);
     v1::Attempt attempt;
@@ -356,56 +398,18 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     attempt.set_status(v1::RUN_STATUS_STARTING);
     PlacementToAttemptNodes(*p, attempt.mutable_nodes());
     attempt.set_placement_note(resizing_.PlacementNote(run, attempt.nodes_size()));
+    // A resumption names the spares it took (preemptible work on a spare is ordinary work).
+    const bool resumption = std::find(resumed.begin(), resumed.end(), p) != resumed.end();
     for (const auto& n : attempt.nodes()) {
       const auto node = by_name.find(n.node_name());
-      if (node != by_name.end() && node->second->spare()) attempt.add_spare_nodes(n.node_name());
+      if (resumption && node != by_name.end() && node->second->spare()) {
+        attempt.add_spare_nodes(n.node_name());
+      }
     }
     TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), by_name, drivers, ports, stats));
   }
   Grow(active, placer, stats);
   return absl::OkStatus();
-}
-
-PlacementDecision SchedulingCycle::PlaceResumptions(const std::vector<QueuedRun>& queue,
-                                                    const std::vector<const v1::Run*>& queued_runs,
-                                                    const ClusterState& state,
-                                                    const std::vector<v1::Node>& nodes) const {
-  std::vector<QueuedRun> resuming;
-  std::set<std::string> warm;  // the spares, and the nodes the resuming runs ran on
-  for (size_t i = 0; i < queue.size(); ++i) {
-    // A run that names its nodes gets those or none.
-    if (!ResumesAfterNodeFault(*queued_runs[i]) || !queue[i].request.node_names.empty()) continue;
-    resuming.push_back(queue[i]);
-    resuming.back().min_nodes = 0;  // all of its nodes here, or the ordinary pass decides
-    for (const auto& n : queued_runs[i]->requeued_from_nodes()) warm.insert(n);
-  }
-  if (resuming.empty()) return {};
-  ClusterState here;  // the spares and those nodes only; no quotas: these runs were admitted
-  for (const v1::Node& n : nodes) {
-    if (!n.spare()) continue;
-    warm.insert(n.name());
-    here.nodes.push_back(NodeInfoFromProto(n));
-  }
-  if (here.nodes.empty()) return {};
-  for (const v1::Node& n : nodes) {
-    if (n.spare() || !warm.count(n.name())) continue;
-    here.nodes.push_back(NodeInfoFromProto(n));
-    if (indexed_suspects_.count(n.name())) here.nodes.back().schedulable = false;
-  }
-  std::set<std::string> present;  // a node the run ran on may have been removed since
-  for (const NodeInfo& n : here.nodes) present.insert(n.name);
-  for (const RunningAllocation& running : state.running) {
-    RunningAllocation on_warm = running;
-    std::erase_if(on_warm.nodes, [&](const NodeAssignment& a) { return !present.count(a.node); });
-    if (!on_warm.nodes.empty()) here.running.push_back(std::move(on_warm));
-  }
-  Placer placer(here);
-  PlacementDecision decision =
-      placer.PlaceQueue(resuming, {.now_micros = absl::ToUnixMicros(clock_->Now())});
-  // No run is stopped for a resumption here: one that would need that waits for the ordinary
-  // pass, which weighs priorities over the whole pool.
-  decision.preemptions.clear();
-  return decision;
 }
 
 void SchedulingCycle::Grow(const std::vector<v1::Run>& active, const Placer& placer,

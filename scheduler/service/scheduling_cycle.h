@@ -86,14 +86,6 @@ class SchedulingCycle {
   // Stops the runs running on fewer nodes than they ask for that can now have all of them, right
   // after their next checkpoint (RunResizing::DueToGrow), as the placer left the cluster.
   void Grow(const std::vector<v1::Run>& active, const Placer& placer, CycleStats& stats);
-  // The first pass, before the ordinary one: the queued runs resuming after a node fault, on the
-  // pool's spares and the nodes they ran on (which hold their image), with their whole size and
-  // no preemption. `state` is the cluster as the ordinary pass will see it. Empty when no node
-  // is a spare: such runs are then placed as any other.
-  PlacementDecision PlaceResumptions(const std::vector<QueuedRun>& queue,
-                                     const std::vector<const v1::Run*>& queued_runs,
-                                     const ClusterState& state,
-                                     const std::vector<v1::Node>& nodes) const;
   absl::Status Start(const v1::Run& run, v1::Attempt attempt,
                      const std::map<std::string, const v1::Node*>& by_name,
                      const std::map<std::string, std::string>& drivers, RendezvousPorts& ports,

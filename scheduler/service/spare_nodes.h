@@ -5,10 +5,11 @@
 // warm standbys). The leader's cycle calls Keep before it places:
 //
 //  - Choosing: the spares of a pool are the nodes that were spares and still may be (online,
-//    schedulable, healthy, not suspected, holding no attempt), topped up with idle nodes in name
-//    order; a pool with more drops its last ones. A spare a resumption took holds an attempt, so
-//    the next cycle chooses another idle node. The choice is stored on the node (Node.spare), so
-//    that a new leader keeps the same spares and people see them (mcli util, the console).
+//    schedulable, healthy, not suspected, holding no attempt but preemptible work), topped up with
+//    idle nodes in name order; a pool with more drops its last ones. A spare a resumption took
+//    holds an attempt, so the next cycle chooses another idle node. The choice is stored on the
+//    node (Node.spare), so that a new leader keeps the same spares and people see them (mcli util,
+//    the console).
 //  - Warming: each spare is sent a WarmSpare with the images (and pinned digests) of its pool's
 //    running runs, and sent again when that set changes, when its worker registers again, or
 //    when no answer came within SchedulerConfig::spare_warm_timeout. Its answer becomes the
@@ -16,8 +17,9 @@
 //    evidence, as a node that fails them before a run is.
 //
 // What placement does with them is SchedulingCycle::Place's: resumptions after a node fault
-// (Run.requeued_after) are placed first on the spares and the nodes they ran on; everything else
-// sees spares as unschedulable.
+// (Run.requeued_after) are placed first on the spares and the nodes they ran on, stopping any
+// preemptible work there; preemptible runs left waiting may use a spare's idle GPUs (the node
+// stays a spare); everything else sees spares as unschedulable.
 
 #include <map>
 #include <memory>
@@ -82,10 +84,10 @@ class SpareNodes {
   bool enabled() const { return config_.spares_per_pool > 0; }
 
   // Once a cycle, before placement (see above). `nodes` is the cycle's copy, updated with what
-  // this writes; `busy` the nodes holding or draining an attempt, `suspects` those that missed a
-  // beat. Returns whether it changed any node's spare (the placement index is then built
-  // again). UNAVAILABLE when the store is away (the cycle tries again); a node another writer
-  // changed meanwhile is left for the next cycle.
+  // this writes; `busy` the nodes holding a non-preemptible attempt or draining one, `suspects`
+  // those that missed a beat. Returns whether it changed any node's spare (the placement index is
+  // then built again). UNAVAILABLE when the store is away (the cycle tries again); a node another
+  // writer changed meanwhile is left for the next cycle.
   absl::StatusOr<bool> Keep(std::vector<v1::Node>& nodes, const std::vector<v1::Run>& active,
                             const std::set<std::string>& busy,
                             const std::set<std::string>& suspects);

@@ -33,14 +33,23 @@ v1::GetUtilizationResponse Utilization(const std::vector<v1::Run>& runs,
     if (key[2] == "cordoned") c.set_gpus_cordoned(c.gpus_cordoned() + n);
     if (key[2] == "lost") c.set_gpus_lost(c.gpus_lost() + n);
   }
-  // A spare holds nothing and is schedulable (else it would not be one), so its GPUs were
-  // counted free; they are kept for resumptions.
+  // A spare is schedulable (else it would not be one), so its GPUs that no preemptible work
+  // holds were counted free; they are kept for resumptions.
+  std::map<std::string, int> held;  // GPUs of each node that active runs hold
+  for (const v1::Run& run : runs) {
+    if (run.status() != v1::RUN_STATUS_STARTING && run.status() != v1::RUN_STATUS_RUNNING &&
+        run.status() != v1::RUN_STATUS_TERMINATING) {
+      continue;  // as SummarizeCluster counts them
+    }
+    for (const auto& n : run.nodes()) held[n.node_name()] += n.gpu_indices_size();
+  }
   for (const v1::Node& node : nodes) {
     if (!node.spare() || node.liveness() != v1::NODE_LIVENESS_ONLINE) continue;
     v1::ClusterUtilization& c = clusters[node.cluster()];
+    const int idle = std::max(0, node.gpu_count() - held[node.name()]);
     c.set_nodes_spare(c.nodes_spare() + 1);
-    c.set_gpus_spare(c.gpus_spare() + node.gpu_count());
-    c.set_gpus_free(std::max(0, c.gpus_free() - node.gpu_count()));
+    c.set_gpus_spare(c.gpus_spare() + idle);
+    c.set_gpus_free(std::max(0, c.gpus_free() - idle));
   }
   v1::GetUtilizationResponse resp;
   for (const v1::Run& run : runs) {

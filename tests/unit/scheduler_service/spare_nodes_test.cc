@@ -103,6 +103,29 @@ struct SpareFixture : Fixture {
     REQUIRE(manager.SubmitRun({"alice", v1::ROLE_USER}, req, &resp).ok());
     return resp.run();
   }
+  // n1 becomes the spare, and a two-node run starts on n2 and n3.
+  v1::Run TwoNodesBesideTheSpare(const std::string& image = "host") {
+    REQUIRE(core->cycle->RunCycle().ok());
+    const v1::Run big = SubmitTwoNodes(image);
+    Second({"n1", "n2", "n3"});
+    Second({"n1", "n2", "n3"});
+    REQUIRE(Get(big).status() == v1::RUN_STATUS_STARTING);
+    return big;
+  }
+  // A preemptible run of one node, of a higher priority than any resumption.
+  v1::Run SubmitBorrower() {
+    v1::SubmitRunRequest req;
+    req.mutable_spec()->set_name("borrower");
+    req.mutable_spec()->set_command("x");
+    req.mutable_spec()->mutable_compute()->set_gpus(8);
+    req.mutable_spec()->mutable_scheduling()->set_preemptible(true);
+    req.mutable_spec()->mutable_scheduling()->set_priority(v1::PRIORITY_HIGH);
+    v1::SubmitRunResponse resp;
+    const auto accepted = manager.SubmitRun({"alice", v1::ROLE_OPERATOR}, req, &resp);
+    INFO(accepted.ToString());
+    REQUIRE(accepted.ok());
+    return resp.run();
+  }
   // A second passes; the named nodes beat with nothing running; one cycle.
   void Second(std::initializer_list<const char*> beating) {
     clock->Advance(absl::Seconds(1));
@@ -248,11 +271,7 @@ TEST_CASE("a node cannot make itself a spare: that is the scheduler's word, kept
 
 TEST_CASE("an ordinary run never starts on a spare, even when it must wait") {
   SpareFixture f;
-  REQUIRE(f.core->cycle->RunCycle().ok());  // n1 the spare
-  const v1::Run first = f.SubmitTwoNodes("host");
-  f.Second({"n1", "n2", "n3"});
-  f.Second({"n1", "n2", "n3"});
-  REQUIRE(f.Get(first).status() == v1::RUN_STATUS_STARTING);
+  const v1::Run first = f.TwoNodesBesideTheSpare();
   const v1::Run second = f.Submit(8, /*retry=*/false);
   for (int i = 0; i < 3; ++i) f.Second({"n1", "n2", "n3"});
   CHECK(f.Get(second).status() == v1::RUN_STATUS_QUEUED);
@@ -261,11 +280,7 @@ TEST_CASE("an ordinary run never starts on a spare, even when it must wait") {
 
 TEST_CASE("a run that lost a node resumes at once on the spare and the node it kept") {
   SpareFixture f;
-  REQUIRE(f.core->cycle->RunCycle().ok());  // n1 the spare
-  const v1::Run run = f.SubmitTwoNodes("registry.example/team/train:1");
-  f.Second({"n1", "n2", "n3"});
-  f.Second({"n1", "n2", "n3"});
-  REQUIRE(f.Get(run).status() == v1::RUN_STATUS_STARTING);
+  const v1::Run run = f.TwoNodesBesideTheSpare("registry.example/team/train:1");
 
   // n3 goes silent: lost at the lease (3 s), the run requeued after a node failure.
   for (int i = 0; i < 3; ++i) f.Second({"n1", "n2"});
@@ -309,6 +324,117 @@ TEST_CASE("a run that lost a node resumes at once on the spare and the node it k
   f.Second({"n1", "n2"});
   CHECK_FALSE(f.Node("n1").spare());
   CHECK_FALSE(f.Node("n2").spare());
+}
+
+TEST_CASE("preemptible work borrows a spare's idle GPUs and leaves them to a resumption") {
+  SpareFixture f;
+  const v1::Run big = f.TwoNodesBesideTheSpare();
+
+  // Ordinary work waits; preemptible work, of a higher priority than the resumption to come,
+  // runs on the spare, which stays one.
+  const v1::Run waiting = f.Submit(8, /*retry=*/false);
+  const v1::Run borrower = f.SubmitBorrower();
+  f.Second({"n1", "n2", "n3"});
+  f.Second({"n1", "n2", "n3"});
+  CHECK(f.Get(waiting).status() == v1::RUN_STATUS_QUEUED);
+  REQUIRE(f.Get(borrower).status() == v1::RUN_STATUS_STARTING);
+  REQUIRE(f.Get(borrower).nodes_size() == 1);
+  CHECK(f.Get(borrower).nodes(0).node_name() == "n1");
+  CHECK(f.Node("n1").spare());
+  auto attempts = f.stores.runs->ListAttempts(borrower.id());
+  REQUIRE(attempts.ok());
+  REQUIRE(attempts->size() == 1);
+  CHECK((*attempts)[0].spare_nodes_size() == 0);  // ordinary work, not a resumption
+  // Its GPUs are in use, not spare.
+  std::vector<v1::Run> runs = {f.Get(big), f.Get(borrower), f.Get(waiting)};
+  std::vector<v1::Node> nodes = {f.Node("n1"), f.Node("n2"), f.Node("n3")};
+  const auto util = Utilization(runs, nodes, f.clock->Now(), "");
+  REQUIRE(util.clusters_size() == 1);
+  CHECK(util.clusters(0).nodes_spare() == 1);
+  CHECK(util.clusters(0).gpus_spare() == 0);
+  CHECK(util.clusters(0).gpus_in_use() == 24);
+  CHECK(util.clusters(0).gpus_free() == 0);
+
+  // n3 goes silent and n2's ranks go: the resumption stops the borrower and waits for the spare.
+  const v1::Heartbeat borrowing = f.Beat(borrower, /*running=*/true);
+  const auto beat_all = [&](bool n2_drained) {
+    f.clock->Advance(absl::Seconds(1));
+    REQUIRE(f.core->sessions->Heartbeat("n1", borrowing).ok());
+    v1::Heartbeat n2;
+    if (n2_drained) {
+      auto* local = n2.add_attempts();
+      local->set_run_id(big.id());
+      local->set_resumption_index(0);
+    }
+    REQUIRE(f.core->sessions->Heartbeat("n2", n2).ok());
+    REQUIRE(f.core->cycle->RunCycle().ok());
+  };
+  for (int i = 0; i < 3; ++i) beat_all(false);
+  REQUIRE(f.Node("n3").liveness() == v1::NODE_LIVENESS_LOST);
+  const size_t before = f.sent.size();
+  beat_all(true);
+  bool stopped = false;
+  for (size_t i = before; i < f.sent.size(); ++i) {
+    const auto& [to, m] = f.sent[i];
+    stopped = stopped ||
+              (to == "n1" && m.has_stop_attempt() && m.stop_attempt().run_id() == borrower.id());
+  }
+  CHECK(stopped);
+  beat_all(true);
+  CHECK(f.Get(big).status() == v1::RUN_STATUS_QUEUED);  // the borrower has not left yet
+
+  // The borrower's rank exits: the resumption starts on the spare and the node it kept, and
+  // the borrower waits in the queue, told why.
+  f.clock->Advance(absl::Seconds(1));
+  REQUIRE(f.core->sessions->Heartbeat("n1", f.Beat(borrower, /*running=*/false, 143)).ok());
+  REQUIRE(f.core->sessions->Heartbeat("n2", v1::Heartbeat()).ok());
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  const v1::Run resumed = f.Get(big);
+  REQUIRE(resumed.status() == v1::RUN_STATUS_STARTING);
+  CHECK(resumed.resumption_index() == 1);
+  std::set<std::string> on;
+  for (const auto& n : resumed.nodes()) on.insert(n.node_name());
+  CHECK(on == std::set<std::string>{"n1", "n2"});
+  CHECK(f.Get(borrower).status() == v1::RUN_STATUS_QUEUED);
+  auto events = f.stores.runs->ListEvents(borrower.id(), 0, 100);
+  REQUIRE(events.ok());
+  bool told = false;
+  for (const auto& e : *events) {
+    told = told || absl::StrContains(e.message(), "to free a hot spare for a run resuming");
+  }
+  CHECK(told);
+  CHECK(f.Get(waiting).status() == v1::RUN_STATUS_QUEUED);
+}
+
+TEST_CASE("a spare is not lent while a resumption waits for it") {
+  SpareFixture f;
+  const v1::Run big = f.TwoNodesBesideTheSpare();
+  // n3 goes silent; big's attempt is stopped, and its ranks on n2 take a while to go.
+  for (int i = 0; i < 3; ++i) f.Second({"n1", "n2"});
+  REQUIRE(f.Node("n3").liveness() == v1::NODE_LIVENESS_LOST);
+  f.Second({"n1", "n2"});
+  REQUIRE(f.Get(big).status() == v1::RUN_STATUS_QUEUED);
+  const v1::Run borrower = f.SubmitBorrower();
+  f.Second({"n1", "n2"});
+  f.Second({"n1", "n2"});
+  CHECK(f.Get(borrower).status() == v1::RUN_STATUS_QUEUED);
+  CHECK(f.Get(big).status() == v1::RUN_STATUS_QUEUED);
+
+  // n2 is cleared: the resumption takes the spare, which was kept free for it.
+  f.clock->Advance(absl::Seconds(1));
+  v1::Heartbeat cleared;
+  auto* gone = cleared.add_attempts();
+  gone->set_run_id(big.id());
+  gone->set_resumption_index(0);
+  REQUIRE(f.core->sessions->Heartbeat("n2", cleared).ok());
+  REQUIRE(f.core->sessions->Heartbeat("n1", v1::Heartbeat()).ok());
+  REQUIRE(f.core->cycle->RunCycle().ok());
+  const v1::Run resumed = f.Get(big);
+  REQUIRE(resumed.status() == v1::RUN_STATUS_STARTING);
+  std::set<std::string> on;
+  for (const auto& n : resumed.nodes()) on.insert(n.node_name());
+  CHECK(on == std::set<std::string>{"n1", "n2"});
+  CHECK(f.Get(borrower).status() == v1::RUN_STATUS_QUEUED);
 }
 
 }  // namespace

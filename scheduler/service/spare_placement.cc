@@ -1,0 +1,108 @@
+#include "scheduler/service/spare_placement.h"
+
+#include <algorithm>
+
+#include "scheduler/placement/proto_convert.h"
+#include "scheduler/service/spare_nodes.h"
+
+namespace tessera::scheduler {
+
+SparePlacement::SparePlacement(const std::vector<v1::Node>& nodes,
+                               const std::set<std::string>& suspects, int64_t now_micros)
+    : nodes_(nodes), suspects_(suspects), now_micros_(now_micros) {}
+
+PlacementDecision SparePlacement::Resumptions(const std::vector<QueuedRun>& queue,
+                                              const std::vector<const v1::Run*>& queued_runs,
+                                              const ClusterState& state,
+                                              const std::set<std::string>& stopping) const {
+  std::vector<QueuedRun> resuming;
+  std::set<std::string> warm;  // the spares, and the nodes the resuming runs ran on
+  for (size_t i = 0; i < queue.size(); ++i) {
+    // A run that names its nodes gets those or none.
+    if (!ResumesAfterNodeFault(*queued_runs[i]) || !queue[i].request.node_names.empty()) continue;
+    resuming.push_back(queue[i]);
+    resuming.back().min_nodes = 0;  // all of its nodes here, or the ordinary pass decides
+    // A resumption outranks any preemptible work on a spare, whatever their priorities: the
+    // private placer below sees it high and that work lowest.
+    resuming.back().priority = Priority::kHigh;
+    for (const auto& n : queued_runs[i]->requeued_from_nodes()) warm.insert(n);
+  }
+  if (resuming.empty()) return {};
+  ClusterState here;  // the spares and those nodes only; no quotas: these runs were admitted
+  for (const v1::Node& n : nodes_) {
+    if (!n.spare()) continue;
+    warm.insert(n.name());
+    here.nodes.push_back(NodeInfoFromProto(n));
+  }
+  if (here.nodes.empty()) return {};
+  for (const v1::Node& n : nodes_) {
+    if (n.spare() || !warm.count(n.name())) continue;
+    here.nodes.push_back(NodeInfoFromProto(n));
+    if (suspects_.count(n.name())) here.nodes.back().schedulable = false;
+  }
+  std::set<std::string> present;  // a node the run ran on may have been removed since
+  std::set<std::string> spare_names;
+  for (const NodeInfo& n : here.nodes) present.insert(n.name);
+  for (const v1::Node& n : nodes_) {
+    if (n.spare()) spare_names.insert(n.name());
+  }
+  // Preemptible work told to stop is left out, as if gone: a resumption placed where it is
+  // waits for it to leave.
+  std::set<std::string> leaving_nodes;
+  for (const RunningAllocation& running : state.running) {
+    RunningAllocation on_warm = running;
+    std::erase_if(on_warm.nodes, [&](const NodeAssignment& a) { return !present.count(a.node); });
+    if (on_warm.nodes.empty()) continue;
+    const bool on_a_spare = std::any_of(on_warm.nodes.begin(), on_warm.nodes.end(),
+                                        [&](const auto& a) { return spare_names.count(a.node); });
+    if (on_a_spare && stopping.count(running.run_id)) {
+      for (const auto& a : on_warm.nodes) leaving_nodes.insert(a.node);
+      continue;
+    }
+    // Only preemptible work on a spare may be stopped for a resumption; nothing else is.
+    on_warm.preemptible = on_warm.preemptible && on_a_spare;
+    if (on_warm.preemptible) on_warm.priority = Priority::kLowest;
+    here.running.push_back(std::move(on_warm));
+  }
+  Placer placer(here);
+  PlacementDecision decision = placer.PlaceQueue(resuming, {.now_micros = now_micros_});
+  for (Placement& p : decision.placements) {
+    for (const auto& a : p.nodes)
+      p.after_preemption = p.after_preemption || leaving_nodes.count(a.node);
+  }
+  return decision;
+}
+
+PlacementDecision SparePlacement::Preemptible(const std::vector<QueuedRun>& preemptible,
+                                              const ClusterState& state,
+                                              const PlacementDecision& ordinary,
+                                              const std::set<std::string>& held) const {
+  if (preemptible.empty()) return {};
+  ClusterState here;  // the spares only; no quotas: preemptible work borrows idle GPUs anyway
+  for (const v1::Node& n : nodes_) {
+    if (!n.spare() || held.count(n.name())) continue;
+    here.nodes.push_back(NodeInfoFromProto(n));
+    if (suspects_.count(n.name())) here.nodes.back().schedulable = false;
+  }
+  if (here.nodes.empty()) return {};
+  std::set<std::string> spare_names;
+  for (const NodeInfo& n : here.nodes) spare_names.insert(n.name);
+  std::vector<RunningAllocation> holding = state.running;
+  for (const Placement& p : ordinary.placements)
+    holding.push_back({.run_id = p.run_id, .nodes = p.nodes});
+  for (RunningAllocation running : holding) {
+    std::erase_if(running.nodes, [&](const auto& a) { return !spare_names.count(a.node); });
+    if (running.nodes.empty()) continue;
+    running.preemptible = false;  // preemptible work never displaces other work here
+    here.running.push_back(std::move(running));
+  }
+  std::vector<QueuedRun> queue = preemptible;
+  for (QueuedRun& q : queue) q.min_nodes = 0;
+  Placer placer(here);
+  PlacementDecision decision = placer.PlaceQueue(queue, {.now_micros = now_micros_});
+  decision.preemptions.clear();
+  std::erase_if(decision.placements, [](const Placement& p) { return p.after_preemption; });
+  return decision;
+}
+
+}  // namespace tessera::scheduler

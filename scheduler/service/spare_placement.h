@@ -1,0 +1,50 @@
+#pragma once
+// The placement passes that use a pool's hot spares (SpareNodes keeps them), on either side of
+// SchedulingCycle::Place's ordinary pass, which sees spares as unschedulable. Made once a cycle
+// from the cycle's nodes; each pass places with a Placer of its own over the nodes it may use,
+// with no quotas.
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scheduler/placement/placer.h"
+#include "tessera/v1/nodes.pb.h"
+#include "tessera/v1/runs.pb.h"
+
+namespace tessera::scheduler {
+
+class SparePlacement {
+ public:
+  // `nodes` the cycle's copy (Node.spare says which are spares), `suspects` the nodes that
+  // missed a beat (nothing is placed there). Both outlive this.
+  SparePlacement(const std::vector<v1::Node>& nodes, const std::set<std::string>& suspects,
+                 int64_t now_micros);
+
+  // The first pass, before the ordinary one: the queued runs resuming after a node fault
+  // (queue[i] made from queued_runs[i]), on the pool's spares and the nodes they ran on (which
+  // hold their image), with their whole size; they were admitted, so no quota applies. Only
+  // preemptible work on a spare is stopped for one (a placement after_preemption, whatever the
+  // priorities); one placed where work is still leaving (`stopping`: told to stop, or ended and
+  // draining) waits for it (after_preemption too). `state` is the cluster as the ordinary pass
+  // will see it. Empty when no node is a spare: such runs are then placed as any other.
+  PlacementDecision Resumptions(const std::vector<QueuedRun>& queue,
+                                const std::vector<const v1::Run*>& queued_runs,
+                                const ClusterState& state,
+                                const std::set<std::string>& stopping) const;
+
+  // The last pass: the preemptible runs the ordinary pass left waiting, on the spares' idle GPUs
+  // (after what `state` holds and `ordinary` placed; not on the spares in `held`, which
+  // resumptions wait for), stopping nothing and starting nothing that would have to wait.
+  PlacementDecision Preemptible(const std::vector<QueuedRun>& preemptible,
+                                const ClusterState& state, const PlacementDecision& ordinary,
+                                const std::set<std::string>& held) const;
+
+ private:
+  const std::vector<v1::Node>& nodes_;
+  const std::set<std::string>& suspects_;
+  const int64_t now_micros_;
+};
+
+}  // namespace tessera::scheduler
