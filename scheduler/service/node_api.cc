@@ -7,12 +7,38 @@
 #include "scheduler/placement/quota_fit.h"
 #include "scheduler/placement/validate.h"
 #include "scheduler/placement/wait_text.h"
+#include "scheduler/service/spare_nodes.h"
+#include "scheduler/service/spare_placement.h"
 #include "scheduler/service/utilization.h"
 #include "services/common/node_labels.h"
 #include "services/common/rpc.h"
 #include "services/store/cas_retry.h"
 
 namespace tessera::scheduler {
+namespace {
+
+// Why a waiting run does not take the hot spares that could hold it (the queue's dry run, as
+// the cycle, sees spares as unschedulable); empty when no spare could.
+std::string SpareNote(const QueuedRun& run, const v1::Run& queued,
+                      const std::vector<v1::Node>& nodes) {
+  int gpus = 0;
+  int spares = 0;
+  for (const v1::Node& n : nodes) {
+    if (!n.spare()) continue;
+    if (!run.request.cluster.empty() && n.cluster() != run.request.cluster) continue;
+    if (!run.request.gpu_type.empty() && n.gpu_type() != run.request.gpu_type) continue;
+    gpus += n.gpu_count();
+    ++spares;
+  }
+  if (spares == 0) return "";
+  if (ResumesAfterNodeFault(queued)) {
+    return "; it resumes after a node fault, so the next cycle tries the hot spares first";
+  }
+  return absl::StrCat("; ", spares, spares == 1 ? " node" : " nodes", " (", gpus,
+                      " GPUs) kept as hot spares for runs resuming after a node fault");
+}
+
+}  // namespace
 
 NodeApi::NodeApi(std::shared_ptr<store::NodeStore> nodes, std::shared_ptr<RunsClient> runs,
                  std::shared_ptr<IdempotentCalls> idem, std::shared_ptr<TeamPolicy> teams,
@@ -119,7 +145,11 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
   // A dry run of the next cycle tells each queued run's position and why it waits.
   ClusterState state;
   if (teams_) state.quotas = teams_->Quotas();
-  for (const auto& n : *nodes) state.nodes.push_back(NodeInfoFromProto(n));
+  for (const auto& n : *nodes) {
+    state.nodes.push_back(NodeInfoFromProto(n));
+    // As in the cycle's ordinary pass: only resumptions go to a spare (SparePlacement).
+    if (n.spare()) state.nodes.back().schedulable = false;
+  }
   for (const auto& r : *active) {
     v1::Attempt a;
     a.set_run_id(r.id());
@@ -138,6 +168,13 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
   if (teams_) teams_->AssignShareRanks(runs, queue);
   Placer placer(state);
   const PlacementDecision decision = placer.PlaceQueue(queue);
+  // As the cycle's last pass: preemptible runs left waiting may borrow the spares' idle GPUs.
+  std::set<std::string> placed;
+  for (const auto& p : decision.placements) placed.insert(p.run_id);
+  const std::set<std::string> no_suspects;  // the cycle's; the dry run does not know them
+  const PlacementDecision on_spares =
+      SparePlacement(*nodes, no_suspects, absl::ToUnixMicros(clock_->Now()))
+          .Preemptible(MayBorrowSpares(queue, *queued, placed), state, decision, {});
   std::map<std::string, size_t> index_of;
   for (size_t i = 0; i < queue.size(); ++i) index_of[queue[i].run_id] = i;
   int position = 0;
@@ -169,9 +206,17 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
     if (p.borrowed) absl::StrAppend(&why, ", on borrowed GPUs");
     add(i, why);
   }
+  for (const auto& p : on_spares.placements) {
+    add(index_of[p.run_id],
+        "placed in the next cycle, on a hot spare's idle GPUs (stopped if a run resuming after a "
+        "node fault needs them)");
+  }
+  std::set<std::string> borrowing;
+  for (const auto& p : on_spares.placements) borrowing.insert(p.run_id);
   std::map<std::string, const v1::Run*> by_id;
   for (const v1::Run* r : runs) by_id[r->id()] = r;
   for (const Waiting& w : decision.waiting) {
+    if (borrowing.count(queue[w.queue_index].run_id)) continue;
     std::string holder_name;
     if (w.reservation >= 0) {
       // The run holding the reservation, by name when the caller may see it.
@@ -181,8 +226,12 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
                         ? absl::StrCat("run ", holder->second->name())
                         : std::string("another user's run");
     }
-    add(w.queue_index, DescribeWaiting(w, queue[w.queue_index], placer, holder_name) +
-                           resizing_.QueueNote(*runs[w.queue_index]));
+    const bool for_capacity = w.reason == WaitReason::kWaitingForCapacity ||
+                              w.reason == WaitReason::kNotEnoughSchedulableNodes;
+    add(w.queue_index,
+        DescribeWaiting(w, queue[w.queue_index], placer, holder_name) +
+            (for_capacity ? SpareNote(queue[w.queue_index], *runs[w.queue_index], *nodes) : "") +
+            resizing_.QueueNote(*runs[w.queue_index]));
   }
   return absl::OkStatus();
 }

@@ -237,22 +237,7 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
                                     std::set<std::string> suspects, CycleStats& stats) {
   ClusterState state;
   if (teams_) state.quotas = teams_->Quotas();
-  // A node that missed a beat may be dead: a run started there would be lost with it.
-  if (!node_index_ || index_epoch_ != nodes_epoch_ || suspects != indexed_suspects_) {
-    std::vector<NodeInfo> infos;
-    infos.reserve(nodes.size());
-    nodes_by_name_.clear();
-    for (const auto& n : nodes) {
-      infos.push_back(NodeInfoFromProto(n));
-      // Nothing ordinary goes to a suspect or a spare (SparePlacement places on spares).
-      if (suspects.count(n.name()) || n.spare()) infos.back().schedulable = false;
-      nodes_by_name_[n.name()] = &n;
-    }
-    node_index_.emplace(std::move(infos));
-    index_epoch_ = nodes_epoch_;
-    indexed_suspects_ = std::move(suspects);
-  }
-  const std::map<std::string, const v1::Node*>& by_name = nodes_by_name_;
+  IndexNodes(nodes, std::move(suspects));
   for (const auto& run : active) {
     if (run.nodes_size() == 0) continue;
     RunningAllocation alloc = AllocationFromProto(run, AttemptOf(run));
@@ -330,27 +315,48 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
   Placer placer(*node_index_, state);
   for (const auto& node : held_for_resumptions) placer.SetNodeSchedulable(node, false);
   const PlacementDecision decision = placer.PlaceQueue(queue, {.now_micros = now_micros});
-  // What is left of the preemptible work may use the spares' idle GPUs until a resumption needs
-  // them; not while one waits (a node it kept is suspected, its attempt still drains), which
-  // would otherwise see the spare lent again every cycle and stop its borrower every cycle.
+  // What is left of the preemptible work may use the spares' idle GPUs.
   std::set<std::string> placed_ids;
   for (const Placement& p : decision.placements) placed_ids.insert(p.run_id);
   for (const Placement* p : resumed) placed_ids.insert(p->run_id);
-  const bool resumption_waits = std::any_of(queued.begin(), queued.end(), [&](const v1::Run& r) {
-    return ResumesAfterNodeFault(r) && !placed_ids.count(r.id());
-  });
-  std::vector<QueuedRun> left_preemptible;
-  for (const QueuedRun& q : queue) {
-    if (!resumption_waits && q.preemptible && !placed_ids.count(q.run_id)) {
-      left_preemptible.push_back(q);
-    }
-  }
+  const std::vector<QueuedRun> left_preemptible = MayBorrowSpares(queue, queued, placed_ids);
   const PlacementDecision on_spares_preemptible =
       spares.Preemptible(left_preemptible, state, decision, held_for_resumptions);
 
+  StopVictims(on_spares, decision, active, queued_by_id, stats);
+  TESSERA_RETURN_IF_ERROR(StartPlacements(resumed, {&decision, &on_spares_preemptible},
+                                          queued_by_id, nodes, ports, stats));
+  Grow(active, placer, stats);
+  return absl::OkStatus();
+}
+
+void SchedulingCycle::IndexNodes(const std::vector<v1::Node>& nodes,
+                                 std::set<std::string> suspects) {
+  // A node that missed a beat may be dead: a run started there would be lost with it.
+  if (!node_index_ || index_epoch_ != nodes_epoch_ || suspects != indexed_suspects_) {
+    std::vector<NodeInfo> infos;
+    infos.reserve(nodes.size());
+    nodes_by_name_.clear();
+    for (const auto& n : nodes) {
+      infos.push_back(NodeInfoFromProto(n));
+      // Nothing ordinary goes to a suspect or a spare (SparePlacement places on spares).
+      if (suspects.count(n.name()) || n.spare()) infos.back().schedulable = false;
+      nodes_by_name_[n.name()] = &n;
+    }
+    node_index_.emplace(std::move(infos));
+    index_epoch_ = nodes_epoch_;
+    indexed_suspects_ = std::move(suspects);
+  }
+}
+
+void SchedulingCycle::StopVictims(const PlacementDecision& for_resumptions,
+                                  const PlacementDecision& ordinary,
+                                  const std::vector<v1::Run>& active,
+                                  const std::map<std::string, const v1::Run*>& queued_by_id,
+                                  CycleStats& stats) {
   std::map<std::string, const v1::Run*> active_by_id;
   for (const auto& r : active) active_by_id[r.id()] = &r;
-  for (const auto& p : on_spares.preemptions) {
+  for (const auto& p : for_resumptions.preemptions) {
     auto it = active_by_id.find(p.victim_run_id);
     if (it == active_by_id.end()) continue;
     spdlog::info("preempting run {} on a hot spare for run {}, resuming after a node fault",
@@ -359,7 +365,7 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
                           "to free a hot spare for a run resuming after a node fault");
     ++stats.preempted;
   }
-  for (const auto& p : decision.preemptions) {
+  for (const auto& p : ordinary.preemptions) {
     auto it = active_by_id.find(p.victim_run_id);
     if (it == active_by_id.end()) continue;
     spdlog::info("preempting run {} for run {}{}", it->second->name(), p.for_run_id,
@@ -380,10 +386,17 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     control_->StopAttempt(*it->second, v1::ATTEMPT_END_REASON_PREEMPTED, why);
     ++stats.preempted;
   }
+}
+
+absl::Status SchedulingCycle::StartPlacements(
+    const std::vector<const Placement*>& resumed,
+    std::initializer_list<const PlacementDecision*> others,
+    const std::map<std::string, const v1::Run*>& queued_by_id, const std::vector<v1::Node>& nodes,
+    RendezvousPorts& ports, CycleStats& stats) {
   // Computed once per cycle, and only when something starts.
   std::vector<const Placement*> starts = resumed;
-  for (const auto* placements : {&decision.placements, &on_spares_preemptible.placements}) {
-    for (const auto& p : *placements) {
+  for (const PlacementDecision* decision : others) {
+    for (const auto& p : decision->placements) {
       // A placement that needs victims to leave first starts in a later cycle, once they have.
       if (!p.after_preemption) starts.push_back(&p);
     }
@@ -401,14 +414,13 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     // A resumption names the spares it took (preemptible work on a spare is ordinary work).
     const bool resumption = std::find(resumed.begin(), resumed.end(), p) != resumed.end();
     for (const auto& n : attempt.nodes()) {
-      const auto node = by_name.find(n.node_name());
-      if (resumption && node != by_name.end() && node->second->spare()) {
+      const auto node = nodes_by_name_.find(n.node_name());
+      if (resumption && node != nodes_by_name_.end() && node->second->spare()) {
         attempt.add_spare_nodes(n.node_name());
       }
     }
-    TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), by_name, drivers, ports, stats));
+    TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), nodes_by_name_, drivers, ports, stats));
   }
-  Grow(active, placer, stats);
   return absl::OkStatus();
 }
 

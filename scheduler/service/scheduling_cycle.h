@@ -4,6 +4,7 @@
 // runs through the Placer, starting their ranks on the workers. Only the leader runs it
 // (SchedulerRunner), one cycle at a time.
 
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -86,6 +87,20 @@ class SchedulingCycle {
   // Stops the runs running on fewer nodes than they ask for that can now have all of them, right
   // after their next checkpoint (RunResizing::DueToGrow), as the placer left the cluster.
   void Grow(const std::vector<v1::Run>& active, const Placer& placer, CycleStats& stats);
+  // The node index of the ordinary pass, built again when the nodes or the suspects changed:
+  // nothing ordinary goes to a suspect (a node that missed a beat may be dead) or a spare.
+  void IndexNodes(const std::vector<v1::Node>& nodes, std::set<std::string> suspects);
+  // Tells the victims of this cycle's preemptions to stop, each with the reason its user reads.
+  void StopVictims(const PlacementDecision& for_resumptions, const PlacementDecision& ordinary,
+                   const std::vector<v1::Run>& active,
+                   const std::map<std::string, const v1::Run*>& queued_by_id, CycleStats& stats);
+  // Starts the placements that need no run to leave first: `resumed` (runs resuming after a
+  // node fault, which name the spares they took), then those of `others`.
+  absl::Status StartPlacements(const std::vector<const Placement*>& resumed,
+                               std::initializer_list<const PlacementDecision*> others,
+                               const std::map<std::string, const v1::Run*>& queued_by_id,
+                               const std::vector<v1::Node>& nodes, RendezvousPorts& ports,
+                               CycleStats& stats);
   absl::Status Start(const v1::Run& run, v1::Attempt attempt,
                      const std::map<std::string, const v1::Node*>& by_name,
                      const std::map<std::string, std::string>& drivers, RendezvousPorts& ports,

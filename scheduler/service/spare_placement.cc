@@ -7,6 +7,20 @@
 
 namespace tessera::scheduler {
 
+std::vector<QueuedRun> MayBorrowSpares(const std::vector<QueuedRun>& queue,
+                                       const std::vector<v1::Run>& queued,
+                                       const std::set<std::string>& placed) {
+  const bool resumption_waits = std::any_of(queued.begin(), queued.end(), [&](const v1::Run& r) {
+    return ResumesAfterNodeFault(r) && !placed.count(r.id());
+  });
+  std::vector<QueuedRun> borrowers;
+  if (resumption_waits) return borrowers;
+  for (const QueuedRun& q : queue) {
+    if (q.preemptible && !placed.count(q.run_id)) borrowers.push_back(q);
+  }
+  return borrowers;
+}
+
 SparePlacement::SparePlacement(const std::vector<v1::Node>& nodes,
                                const std::set<std::string>& suspects, int64_t now_micros)
     : nodes_(nodes), suspects_(suspects), now_micros_(now_micros) {}

@@ -15,6 +15,14 @@
 
 namespace tessera::scheduler {
 
+// The runs of `queue` that the last pass may place on spares: the preemptible ones not
+// `placed`, none while a run of `queued` resuming after a node fault waits (a node it kept is
+// suspected, its attempt still drains), which would otherwise see the spare lent again and its
+// borrower stopped every cycle.
+std::vector<QueuedRun> MayBorrowSpares(const std::vector<QueuedRun>& queue,
+                                       const std::vector<v1::Run>& queued,
+                                       const std::set<std::string>& placed);
+
 class SparePlacement {
  public:
   // `nodes` the cycle's copy (Node.spare says which are spares), `suspects` the nodes that

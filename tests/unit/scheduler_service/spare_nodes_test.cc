@@ -276,6 +276,14 @@ TEST_CASE("an ordinary run never starts on a spare, even when it must wait") {
   for (int i = 0; i < 3; ++i) f.Second({"n1", "n2", "n3"});
   CHECK(f.Get(second).status() == v1::RUN_STATUS_QUEUED);
   CHECK(f.Node("n1").spare());
+  // The queue says why, as the cycle decides it: not "placed in the next cycle".
+  v1::GetQueueResponse queue;
+  REQUIRE(f.core->node_api->GetQueue({"alice", v1::ROLE_USER}, {}, &queue).ok());
+  REQUIRE(queue.entries_size() == 1);
+  INFO(queue.entries(0).waiting_reason());
+  CHECK(
+      absl::StrContains(queue.entries(0).waiting_reason(),
+                        "1 node (8 GPUs) kept as hot spares for runs resuming after a node fault"));
 }
 
 TEST_CASE("a run that lost a node resumes at once on the spare and the node it kept") {
@@ -334,6 +342,12 @@ TEST_CASE("preemptible work borrows a spare's idle GPUs and leaves them to a res
   // runs on the spare, which stays one.
   const v1::Run waiting = f.Submit(8, /*retry=*/false);
   const v1::Run borrower = f.SubmitBorrower();
+  v1::GetQueueResponse queue;
+  REQUIRE(f.core->node_api->GetQueue({"alice", v1::ROLE_USER}, {}, &queue).ok());
+  std::map<std::string, std::string> why;
+  for (const auto& e : queue.entries()) why[e.run().id()] = e.waiting_reason();
+  CHECK(absl::StrContains(why[borrower.id()], "placed in the next cycle, on a hot spare's"));
+  CHECK(absl::StrContains(why[waiting.id()], "kept as hot spares"));
   f.Second({"n1", "n2", "n3"});
   f.Second({"n1", "n2", "n3"});
   CHECK(f.Get(waiting).status() == v1::RUN_STATUS_QUEUED);
