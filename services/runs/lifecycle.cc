@@ -150,6 +150,202 @@ void FailForGood(v1::Run& r, const std::string& why, absl::Time now,
   events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED, absl::StrCat("Run failed: ", why), now));
 }
 
+// The attempt placed: its nodes, and the PLACED (and RESIZED) events.
+void Placed(const v1::Run& run, const v1::Attempt& current, const v1::Attempt& update,
+            absl::Time now, v1::Attempt& a, Transition& t) {
+  v1::Run& r = t.run;
+  *a.mutable_nodes() = update.nodes();
+  a.set_cluster(update.cluster());
+  a.set_gpu_type(update.gpu_type());
+  a.set_master_addr(update.master_addr());
+  a.set_master_port(update.master_port());
+  r.set_pending_seconds(r.pending_seconds() +
+                        absl::ToDoubleSeconds(now - FromProtoTime(current.created_at())));
+  if (run.status() == v1::RUN_STATUS_QUEUED) r.set_status(v1::RUN_STATUS_STARTING);
+  *r.mutable_nodes() = update.nodes();
+  r.set_master_port(update.master_port());  // the scheduler keeps it free on the head node
+  *a.mutable_spare_nodes() = update.spare_nodes();
+  std::string placed = absl::StrCat("Run placed on ", NodeList(a));
+  if (update.spare_nodes_size() > 0) {
+    absl::StrAppend(&placed, " (", absl::StrJoin(update.spare_nodes(), ", "),
+                    update.spare_nodes_size() == 1 ? " a hot spare" : " hot spares",
+                    " of its pool, the images of its running runs already pulled)");
+  }
+  t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_PLACED, placed, now));
+  if (!update.placement_note().empty()) {
+    // Fewer nodes than it asks for (compute.min_nodes): the scheduler says why.
+    a.set_placement_note(update.placement_note());
+    t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_RESIZED, update.placement_note(), now));
+  }
+}
+
+// The attempt's ranks started: the image digest pinned, the STARTED event.
+void Started(const v1::Run& run, const v1::Attempt& update, absl::Time now, v1::Attempt& a,
+             Transition& t) {
+  v1::Run& r = t.run;
+  *a.mutable_started_at() = ToProtoTime(now);
+  if (!update.image_digest().empty()) {
+    a.set_image_digest(update.image_digest());
+    if (r.image_digest().empty()) {
+      // Pinned: resumptions run exactly this image, whatever its tag points to later.
+      r.set_image_digest(update.image_digest());
+      t.events.push_back(MakeEvent(
+          r, v1::RUN_EVENT_TYPE_SETUP,
+          absl::StrCat("Running image ", run.spec().image(), " (", update.image_digest(), ")"),
+          now));
+    }
+  }
+  a.set_resumed_from_step(update.resumed_from_step());
+  if (!r.has_started_at()) *r.mutable_started_at() = ToProtoTime(now);
+  if (run.status() == v1::RUN_STATUS_STARTING) r.set_status(v1::RUN_STATUS_RUNNING);
+  t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_STARTED, "Run started", now));
+}
+
+// A user's command exited: retried when the run asked for it (retry_on_exit_codes), failed
+// otherwise.
+void AfterExit(const v1::Run& run, const v1::Attempt& update, absl::Time now, Transition& t) {
+  v1::Run& r = t.run;
+  const int code = FirstExitCode(update);
+  const std::string where = update.first_failed_node().empty()
+                                ? ""
+                                : absl::StrCat(" (rank ", update.first_failed_rank(), " on ",
+                                               update.first_failed_node(), ")");
+  const int limit = ExitCodeRetryLimit(run.spec(), code);
+  if (limit > 0 && run.retries_used() < limit) {
+    // A transient error the run asked to be retried on: requeued, from its checkpoint.
+    r.set_retries_used(run.retries_used() + 1);
+    t.events.push_back(
+        MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED,
+                  absl::StrCat("Attempt failed with exit code ", code, where,
+                               ", which scheduling.retry_on_exit_codes retries (retry ",
+                               r.retries_used(), " of ", limit, ")"),
+                  now));
+    Requeue(r, now, t.events);
+  } else {
+    Finish(r, v1::RUN_STATUS_FAILED, absl::StrCat("exit code ", code), now);
+    t.events.push_back(
+        MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED,
+                  absl::StrCat("Run failed with exit code ", code, where,
+                               limit > 0 ? absl::StrCat(" after all ", limit, " retries") : ""),
+                  now));
+  }
+}
+
+// Interrupted by a fault of Tessera, or its node failed its pre-flight checks: requeued without
+// using a retry, up to a cap.
+void AfterNoFaultOfTheRun(const v1::Run& run, const v1::Attempt& update, absl::Time now,
+                          Transition& t) {
+  v1::Run& r = t.run;
+  if (update.end_reason() == v1::ATTEMPT_END_REASON_CONTROL_PLANE) {
+    // Not the run's fault nor its nodes': requeued without using a retry. The cap only
+    // stops a control plane that fails the same way forever from looping the run.
+    r.set_control_plane_interruptions(run.control_plane_interruptions() + 1);
+    t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_CONTROL_PLANE_FAULT,
+                                 absl::StrCat("Run was interrupted by a fault of Tessera",
+                                              update.reason().empty() ? "" : ": ", update.reason(),
+                                              " (not counted against max_retries)"),
+                                 now));
+    if (r.control_plane_interruptions() <= kMaxControlPlaneInterruptions) {
+      Requeue(r, now, t.events);
+    } else {
+      FailForGood(
+          r,
+          absl::StrCat(kMaxControlPlaneInterruptions, " interruptions by faults of Tessera itself"),
+          now, t.events);
+    }
+  } else {
+    // Nothing ran and the node is out of service: requeued without using a retry. The cap
+    // only stops a run that no node can start from looping forever.
+    r.set_preflight_failures(run.preflight_failures() + 1);
+    t.events.push_back(
+        MakeEvent(r, v1::RUN_EVENT_TYPE_NODE_FAILURE,
+                  absl::StrCat("Attempt did not start: ", update.reason(),
+                               "; the node is cordoned and the run placed elsewhere (not counted "
+                               "against max_retries)"),
+                  now));
+    if (r.preflight_failures() <= kMaxPreflightFailures) {
+      Requeue(r, now, t.events);
+    } else {
+      FailForGood(r,
+                  absl::StrCat(kMaxPreflightFailures,
+                               " attempts whose nodes failed their pre-flight checks"),
+                  now, t.events);
+    }
+  }
+}
+
+// The attempt ended: what it ended with recorded, and the run finished or requeued.
+void Ended(const v1::Run& run, const v1::Attempt& update, absl::Time now, v1::Attempt& a,
+           Transition& t) {
+  v1::Run& r = t.run;
+  *a.mutable_ended_at() = ToProtoTime(now);
+  a.set_end_reason(update.end_reason());
+  a.set_detection_method(update.detection_method());
+  a.set_reason(update.reason());
+  *a.mutable_rank_exits() = update.rank_exits();
+  a.set_first_failed_rank(update.first_failed_rank());
+  a.set_first_failed_node(update.first_failed_node());
+  a.set_last_step(std::max(a.last_step(), update.last_step()));
+  if (a.has_started_at()) {
+    r.set_running_seconds(r.running_seconds() +
+                          absl::ToDoubleSeconds(now - FromProtoTime(a.started_at())));
+  }
+  const auto reason = update.end_reason();
+  if (reason == v1::ATTEMPT_END_REASON_SUCCEEDED) {
+    Finish(r, v1::RUN_STATUS_COMPLETED, "", now);
+    t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_COMPLETED, "Run completed", now));
+  } else if (run.stop_requested() || reason == v1::ATTEMPT_END_REASON_STOPPED ||
+             reason == v1::ATTEMPT_END_REASON_MAX_DURATION) {
+    std::string why = r.status_reason().empty() ? update.reason() : r.status_reason();
+    if (reason == v1::ATTEMPT_END_REASON_MAX_DURATION && why.empty()) {
+      why = "it exceeded its max_duration";
+    }
+    Finish(r, v1::RUN_STATUS_STOPPED, why, now);
+    t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_STOPPED,
+                                 why.empty() ? "Run stopped" : absl::StrCat("Run stopped: ", why),
+                                 now));
+  } else if (reason == v1::ATTEMPT_END_REASON_SETUP_FAILED) {
+    // The run's own doing (an image that does not exist, or that it may not pull): trying
+    // again elsewhere would fail the same way.
+    Finish(r, v1::RUN_STATUS_FAILED, update.reason(), now);
+    t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED,
+                                 absl::StrCat("Run failed: ", update.reason()), now));
+  } else if (reason == v1::ATTEMPT_END_REASON_USER_EXIT ||
+             reason == v1::ATTEMPT_END_REASON_UNSPECIFIED) {
+    AfterExit(run, update, now, t);
+  } else if (reason == v1::ATTEMPT_END_REASON_PREEMPTED) {
+    // "Run was preempted for a higher-priority run", "... to return borrowed GPUs (...)".
+    t.events.push_back(MakeEvent(
+        r, v1::RUN_EVENT_TYPE_PREEMPTED,
+        absl::StrCat("Run was preempted", update.reason().empty() ? "" : " ", update.reason()),
+        now));
+    Requeue(r, now, t.events);
+  } else if (reason == v1::ATTEMPT_END_REASON_RESIZED) {
+    // Stopped by the scheduler right after a checkpoint to resume on all of its nodes:
+    // nothing failed, so no retry is used.
+    t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_RESIZED,
+                                 absl::StrCat("Run was stopped to resize",
+                                              update.reason().empty() ? "" : ": ", update.reason()),
+                                 now));
+    Requeue(r, now, t.events);
+  } else if (reason == v1::ATTEMPT_END_REASON_CONTROL_PLANE ||
+             reason == v1::ATTEMPT_END_REASON_PREFLIGHT_FAILED) {
+    AfterNoFaultOfTheRun(run, update, now, t);
+  } else if (IsSystemFailure(reason)) {
+    t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_NODE_FAILURE, FailureMessage(update), now));
+    const int limit = RetryLimit(run.spec());
+    if (run.retries_used() < limit) {
+      r.set_retries_used(run.retries_used() + 1);
+      Requeue(r, now, t.events);
+    } else {
+      FailForGood(r,
+                  limit == 0 ? "a system failure and retry_on_system_failure is off"
+                             : absl::StrCat("a system failure after all ", limit, " retries"),
+                  now, t.events);
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
@@ -202,180 +398,17 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
   v1::Attempt a = *current;
   a.set_status(update.status());
   switch (update.status()) {
-    case v1::RUN_STATUS_STARTING: {
-      *a.mutable_nodes() = update.nodes();
-      a.set_cluster(update.cluster());
-      a.set_gpu_type(update.gpu_type());
-      a.set_master_addr(update.master_addr());
-      a.set_master_port(update.master_port());
-      r.set_pending_seconds(r.pending_seconds() +
-                            absl::ToDoubleSeconds(now - FromProtoTime(current->created_at())));
-      if (run.status() == v1::RUN_STATUS_QUEUED) r.set_status(v1::RUN_STATUS_STARTING);
-      *r.mutable_nodes() = update.nodes();
-      r.set_master_port(update.master_port());  // the scheduler keeps it free on the head node
-      *a.mutable_spare_nodes() = update.spare_nodes();
-      std::string placed = absl::StrCat("Run placed on ", NodeList(a));
-      if (update.spare_nodes_size() > 0) {
-        absl::StrAppend(&placed, " (", absl::StrJoin(update.spare_nodes(), ", "),
-                        update.spare_nodes_size() == 1 ? " a hot spare" : " hot spares",
-                        " of its pool, the images of its running runs already pulled)");
-      }
-      t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_PLACED, placed, now));
-      if (!update.placement_note().empty()) {
-        // Fewer nodes than it asks for (compute.min_nodes): the scheduler says why.
-        a.set_placement_note(update.placement_note());
-        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_RESIZED, update.placement_note(), now));
-      }
+    case v1::RUN_STATUS_STARTING:
+      Placed(run, *current, update, now, a, t);
       break;
-    }
-    case v1::RUN_STATUS_RUNNING: {
-      *a.mutable_started_at() = ToProtoTime(now);
-      if (!update.image_digest().empty()) {
-        a.set_image_digest(update.image_digest());
-        if (r.image_digest().empty()) {
-          // Pinned: resumptions run exactly this image, whatever its tag points to later.
-          r.set_image_digest(update.image_digest());
-          t.events.push_back(MakeEvent(
-              r, v1::RUN_EVENT_TYPE_SETUP,
-              absl::StrCat("Running image ", run.spec().image(), " (", update.image_digest(), ")"),
-              now));
-        }
-      }
-      a.set_resumed_from_step(update.resumed_from_step());
-      if (!r.has_started_at()) *r.mutable_started_at() = ToProtoTime(now);
-      if (run.status() == v1::RUN_STATUS_STARTING) r.set_status(v1::RUN_STATUS_RUNNING);
-      t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_STARTED, "Run started", now));
+    case v1::RUN_STATUS_RUNNING:
+      Started(run, update, now, a, t);
       break;
-    }
     case v1::RUN_STATUS_TERMINATING:
-      break;    // the run is already TERMINATING (stop) or the scheduler is ending the attempt
-    default: {  // the attempt ended
-      *a.mutable_ended_at() = ToProtoTime(now);
-      a.set_end_reason(update.end_reason());
-      a.set_detection_method(update.detection_method());
-      a.set_reason(update.reason());
-      *a.mutable_rank_exits() = update.rank_exits();
-      a.set_first_failed_rank(update.first_failed_rank());
-      a.set_first_failed_node(update.first_failed_node());
-      a.set_last_step(std::max(a.last_step(), update.last_step()));
-      if (a.has_started_at()) {
-        r.set_running_seconds(r.running_seconds() +
-                              absl::ToDoubleSeconds(now - FromProtoTime(a.started_at())));
-      }
-      const auto reason = update.end_reason();
-      if (reason == v1::ATTEMPT_END_REASON_SUCCEEDED) {
-        Finish(r, v1::RUN_STATUS_COMPLETED, "", now);
-        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_COMPLETED, "Run completed", now));
-      } else if (run.stop_requested() || reason == v1::ATTEMPT_END_REASON_STOPPED ||
-                 reason == v1::ATTEMPT_END_REASON_MAX_DURATION) {
-        std::string why = r.status_reason().empty() ? update.reason() : r.status_reason();
-        if (reason == v1::ATTEMPT_END_REASON_MAX_DURATION && why.empty()) {
-          why = "it exceeded its max_duration";
-        }
-        Finish(r, v1::RUN_STATUS_STOPPED, why, now);
-        t.events.push_back(
-            MakeEvent(r, v1::RUN_EVENT_TYPE_STOPPED,
-                      why.empty() ? "Run stopped" : absl::StrCat("Run stopped: ", why), now));
-      } else if (reason == v1::ATTEMPT_END_REASON_SETUP_FAILED) {
-        // The run's own doing (an image that does not exist, or that it may not pull): trying
-        // again elsewhere would fail the same way.
-        Finish(r, v1::RUN_STATUS_FAILED, update.reason(), now);
-        t.events.push_back(MakeEvent(r, v1::RUN_EVENT_TYPE_FAILED,
-                                     absl::StrCat("Run failed: ", update.reason()), now));
-      } else if (reason == v1::ATTEMPT_END_REASON_USER_EXIT ||
-                 reason == v1::ATTEMPT_END_REASON_UNSPECIFIED) {
-        const int code = FirstExitCode(update);
-        const std::string where = update.first_failed_node().empty()
-                                      ? ""
-                                      : absl::StrCat(" (rank ", update.first_failed_rank(), " on ",
-                                                     update.first_failed_node(), ")");
-        const int limit = ExitCodeRetryLimit(run.spec(), code);
-        if (limit > 0 && run.retries_used() < limit) {
-          // A transient error the run asked to be retried on: requeued, from its checkpoint.
-          r.set_retries_used(run.retries_used() + 1);
-          t.events.push_back(
-              MakeEvent(r, v1::RUN_EVENT_TYPE_REQUEUED,
-                        absl::StrCat("Attempt failed with exit code ", code, where,
-                                     ", which scheduling.retry_on_exit_codes retries (retry ",
-                                     r.retries_used(), " of ", limit, ")"),
-                        now));
-          Requeue(r, now, t.events);
-        } else {
-          Finish(r, v1::RUN_STATUS_FAILED, absl::StrCat("exit code ", code), now);
-          t.events.push_back(MakeEvent(
-              r, v1::RUN_EVENT_TYPE_FAILED,
-              absl::StrCat("Run failed with exit code ", code, where,
-                           limit > 0 ? absl::StrCat(" after all ", limit, " retries") : ""),
-              now));
-        }
-      } else if (reason == v1::ATTEMPT_END_REASON_PREEMPTED) {
-        // "Run was preempted for a higher-priority run", "... to return borrowed GPUs (...)".
-        t.events.push_back(MakeEvent(
-            r, v1::RUN_EVENT_TYPE_PREEMPTED,
-            absl::StrCat("Run was preempted", update.reason().empty() ? "" : " ", update.reason()),
-            now));
-        Requeue(r, now, t.events);
-      } else if (reason == v1::ATTEMPT_END_REASON_RESIZED) {
-        // Stopped by the scheduler right after a checkpoint to resume on all of its nodes:
-        // nothing failed, so no retry is used.
-        t.events.push_back(
-            MakeEvent(r, v1::RUN_EVENT_TYPE_RESIZED,
-                      absl::StrCat("Run was stopped to resize", update.reason().empty() ? "" : ": ",
-                                   update.reason()),
-                      now));
-        Requeue(r, now, t.events);
-      } else if (reason == v1::ATTEMPT_END_REASON_CONTROL_PLANE) {
-        // Not the run's fault nor its nodes': requeued without using a retry. The cap only
-        // stops a control plane that fails the same way forever from looping the run.
-        r.set_control_plane_interruptions(run.control_plane_interruptions() + 1);
-        t.events.push_back(
-            MakeEvent(r, v1::RUN_EVENT_TYPE_CONTROL_PLANE_FAULT,
-                      absl::StrCat("Run was interrupted by a fault of Tessera",
-                                   update.reason().empty() ? "" : ": ", update.reason(),
-                                   " (not counted against max_retries)"),
-                      now));
-        if (r.control_plane_interruptions() <= kMaxControlPlaneInterruptions) {
-          Requeue(r, now, t.events);
-        } else {
-          FailForGood(r,
-                      absl::StrCat(kMaxControlPlaneInterruptions,
-                                   " interruptions by faults of Tessera itself"),
-                      now, t.events);
-        }
-      } else if (reason == v1::ATTEMPT_END_REASON_PREFLIGHT_FAILED) {
-        // Nothing ran and the node is out of service: requeued without using a retry. The cap
-        // only stops a run that no node can start from looping forever.
-        r.set_preflight_failures(run.preflight_failures() + 1);
-        t.events.push_back(MakeEvent(
-            r, v1::RUN_EVENT_TYPE_NODE_FAILURE,
-            absl::StrCat("Attempt did not start: ", update.reason(),
-                         "; the node is cordoned and the run placed elsewhere (not counted "
-                         "against max_retries)"),
-            now));
-        if (r.preflight_failures() <= kMaxPreflightFailures) {
-          Requeue(r, now, t.events);
-        } else {
-          FailForGood(r,
-                      absl::StrCat(kMaxPreflightFailures,
-                                   " attempts whose nodes failed their pre-flight checks"),
-                      now, t.events);
-        }
-      } else if (IsSystemFailure(reason)) {
-        t.events.push_back(
-            MakeEvent(r, v1::RUN_EVENT_TYPE_NODE_FAILURE, FailureMessage(update), now));
-        const int limit = RetryLimit(run.spec());
-        if (run.retries_used() < limit) {
-          r.set_retries_used(run.retries_used() + 1);
-          Requeue(r, now, t.events);
-        } else {
-          FailForGood(r,
-                      limit == 0 ? "a system failure and retry_on_system_failure is off"
-                                 : absl::StrCat("a system failure after all ", limit, " retries"),
-                      now, t.events);
-        }
-      }
+      break;  // the run is already TERMINATING (stop) or the scheduler is ending the attempt
+    default:
+      Ended(run, update, now, a, t);
       break;
-    }
   }
   t.attempts.insert(t.attempts.begin(), a);
   if (r.status() == v1::RUN_STATUS_QUEUED && r.resumption_index() > run.resumption_index()) {

@@ -14,6 +14,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "transport/endpoints.h"
@@ -35,6 +38,63 @@ bool WriteAll(int fd, const std::string& bytes, bool tty) {
     done += static_cast<size_t>(n);
   }
   return true;
+}
+
+// The caller's terminal: a PTY of its size (its secondary end, `theirs`, the shell's
+// controlling terminal). Without one, a socket pair: bytes in and out as they are, and the end
+// of the caller's input is the end of the shell's (a PTY could only say so with a ^D, which a
+// shell that set its terminal's modes may never read).
+absl::Status OpenTerminal(const v1::ShellOpen& open, int* ours, int* theirs) {
+  if (open.tty()) {
+    winsize size{};
+    size.ws_row = static_cast<unsigned short>(open.rows() > 0 ? open.rows() : 24);
+    size.ws_col = static_cast<unsigned short>(open.cols() > 0 ? open.cols() : 80);
+    if (::openpty(ours, theirs, nullptr, nullptr, &size) != 0) {
+      return absl::InternalError(absl::StrCat("openpty: ", std::strerror(errno)));
+    }
+    ::fcntl(*ours, F_SETFD, FD_CLOEXEC);
+    return absl::OkStatus();
+  }
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return absl::InternalError(absl::StrCat("socketpair: ", std::strerror(errno)));
+  }
+  *ours = pair[0];
+  *theirs = pair[1];
+  return absl::OkStatus();
+}
+
+// Forwards what the shell writes to `master` until `shell` exits, then what it printed last;
+// returns its exit code (128 + the signal that ended it).
+int PumpOutput(int master, pid_t shell, const std::function<void(const char*, size_t)>& forward) {
+  int exit_code = 255;
+  std::string chunk(16384, '\0');
+  for (;;) {
+    pollfd p{master, POLLIN, 0};
+    const int ready = ::poll(&p, 1, 200);
+    ssize_t n = 0;
+    if (ready > 0) {
+      n = ::read(master, chunk.data(), chunk.size());
+      if (n > 0) {
+        forward(chunk.data(), static_cast<size_t>(n));
+        continue;
+      }
+    }
+    int status = 0;
+    if (::waitpid(shell, &status, WNOHANG) == shell) {
+      exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    // The terminal hung up while the keeper still waits: do not spin.
+    if (ready > 0 && n <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ReleaseOwnedChild(shell);
+  // What the shell printed last, still in the terminal.
+  ::fcntl(master, F_SETFL, O_NONBLOCK);
+  for (ssize_t n; (n = ::read(master, chunk.data(), chunk.size())) > 0;) {
+    forward(chunk.data(), static_cast<size_t>(n));
+  }
+  return exit_code;
 }
 
 }  // namespace
@@ -151,27 +211,10 @@ void ShellSessions::Serve(const v1::ShellSessionStart& start, grpc::ClientContex
   if (!outer.ok()) return refuse(std::string(outer.status().message()));
   auto inside = sandbox::ProcessInsideSandbox(*outer);
   if (!inside.ok()) return refuse(std::string(inside.status().message()));
-  // The caller's terminal: a PTY of its size (its secondary end the shell's controlling
-  // terminal). Without one, a socket pair: bytes in and out as they are, and the end of the
-  // caller's input is the end of the shell's (a PTY could only say so with a ^D, which a shell
-  // that set its terminal's modes may never read).
   const bool tty = open.tty();
   int ours = -1, theirs = -1;
-  if (tty) {
-    winsize size{};
-    size.ws_row = static_cast<unsigned short>(open.rows() > 0 ? open.rows() : 24);
-    size.ws_col = static_cast<unsigned short>(open.cols() > 0 ? open.cols() : 80);
-    if (::openpty(&ours, &theirs, nullptr, nullptr, &size) != 0) {
-      return refuse(absl::StrCat("openpty: ", std::strerror(errno)));
-    }
-    ::fcntl(ours, F_SETFD, FD_CLOEXEC);
-  } else {
-    int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-      return refuse(absl::StrCat("socketpair: ", std::strerror(errno)));
-    }
-    ours = pair[0];
-    theirs = pair[1];
+  if (absl::Status st = OpenTerminal(open, &ours, &theirs); !st.ok()) {
+    return refuse(std::string(st.message()));
   }
   auto keeper = sandbox::StartContainerShell({.inside = *inside,
                                               .input = theirs,
@@ -212,36 +255,11 @@ void ShellSessions::Serve(const v1::ShellSessionStart& start, grpc::ClientContex
     // The caller went, or the session was cut: the shell goes too (the run does not).
     if (!ended) ::kill(shell, SIGTERM);
   });
-  int exit_code = 255;
-  std::string chunk(16384, '\0');
-  auto forward = [&](ssize_t n) {
+  const int exit_code = PumpOutput(master, shell, [&](const char* data, size_t size) {
     v1::ShellNodeMessage m;
-    m.mutable_output()->set_output(chunk.data(), static_cast<size_t>(n));
+    m.mutable_output()->set_output(data, size);
     send(m);
-  };
-  for (;;) {
-    pollfd p{master, POLLIN, 0};
-    const int ready = ::poll(&p, 1, 200);
-    ssize_t n = 0;
-    if (ready > 0) {
-      n = ::read(master, chunk.data(), chunk.size());
-      if (n > 0) {
-        forward(n);
-        continue;
-      }
-    }
-    int status = 0;
-    if (::waitpid(shell, &status, WNOHANG) == shell) {
-      exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      break;
-    }
-    // The terminal hung up while the keeper still waits: do not spin.
-    if (ready > 0 && n <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ReleaseOwnedChild(shell);
-  // What the shell printed last, still in the terminal.
-  ::fcntl(master, F_SETFL, O_NONBLOCK);
-  for (ssize_t n; (n = ::read(master, chunk.data(), chunk.size())) > 0;) forward(n);
+  });
   ended = true;
   v1::ShellNodeMessage exit;
   exit.mutable_output()->set_exit_code(exit_code);

@@ -12,8 +12,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/clock.h"
+#include "worker/image/image_config.h"
+#include "worker/image/image_manifest.h"
 #include "worker/image/image_pull.h"
 #include "worker/image/registry_auth.h"
+#include "worker/image/registry_client.h"
 
 namespace tessera::worker::image {
 
@@ -29,6 +32,12 @@ class HttpImagePuller {
   // The credentials `auth_file` holds for `ref`'s registry (none without a file).
   static absl::StatusOr<RegistryCredentials> CredentialsOf(const ImageReference& ref,
                                                            const std::string& auth_file);
+  // The layers of `manifest` downloaded (three at a time), checked against `config`'s
+  // diff ids and applied in order to the bundle's root, within the cache's size; `stop` ends
+  // the downloads ahead once one fails.
+  absl::Status ApplyLayers(RegistryClient& client, const ImagePull& pull,
+                           const ParsedManifest& manifest, const ImageConfig& config,
+                           std::atomic<bool>& stop) const;
 
   const PullSettings settings_;
   const std::shared_ptr<Clock> clock_;

@@ -83,14 +83,8 @@ std::string LastLine(const std::string& output) {
       newline == absl::string_view::npos ? rest : rest.substr(newline + 1)));
 }
 
-absl::StatusOr<ToolResult> ProcessToolRunner::RunWatched(
-    const std::vector<std::string>& argv, absl::Duration timeout,
-    const std::function<absl::Status()>& keep_going) {
-  if (argv.empty() || argv[0].empty()) return absl::InvalidArgumentError("no tool to run");
-  const std::string tool = ToolName(argv[0]);
-  if (cancelled_) {
-    return absl::CancelledError(absl::StrCat(tool, " was not run: the worker is shutting down"));
-  }
+absl::StatusOr<ProcessToolRunner::Spawned> ProcessToolRunner::Spawn(
+    const std::vector<std::string>& argv, const std::string& tool) {
   std::vector<char*> args;  // built before the fork: the child must not allocate
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -128,9 +122,6 @@ absl::StatusOr<ToolResult> ProcessToolRunner::RunWatched(
     close_all();
     return st;
   }
-  const auto reaped = [&](pid_t p) {
-    if (hooks_.reaped) hooks_.reaped(p);
-  };
   // The parent sets the group too: whichever of the two runs first, the group exists before a
   // timeout could kill it. EACCES once the child has exec'd is fine: it set the group itself.
   ::setpgid(pid, pid);
@@ -145,13 +136,30 @@ absl::StatusOr<ToolResult> ProcessToolRunner::RunWatched(
   CloseFd(err[0]);
   if (n == static_cast<ssize_t>(sizeof child_errno)) {
     WaitStatus(pid);
-    reaped(pid);
+    if (hooks_.reaped) hooks_.reaped(pid);
     CloseFd(out[0]);
     return absl::FailedPreconditionError(
         absl::StrCat("cannot run ", tool, ": ", std::strerror(child_errno)));
   }
+  return Spawned{pid, out[0]};
+}
 
-  ::fcntl(out[0], F_SETFL, O_NONBLOCK);
+absl::StatusOr<ToolResult> ProcessToolRunner::RunWatched(
+    const std::vector<std::string>& argv, absl::Duration timeout,
+    const std::function<absl::Status()>& keep_going) {
+  if (argv.empty() || argv[0].empty()) return absl::InvalidArgumentError("no tool to run");
+  const std::string tool = ToolName(argv[0]);
+  if (cancelled_) {
+    return absl::CancelledError(absl::StrCat(tool, " was not run: the worker is shutting down"));
+  }
+  auto spawned = Spawn(argv, tool);
+  if (!spawned.ok()) return spawned.status();
+  const pid_t pid = spawned->pid;
+  int output = spawned->output;
+  const auto reaped = [&](pid_t p) {
+    if (hooks_.reaped) hooks_.reaped(p);
+  };
+  ::fcntl(output, F_SETFL, O_NONBLOCK);
   MonotonicClock clock;
   const absl::Time deadline = clock.Now() + timeout;
   ToolResult result;
@@ -164,14 +172,14 @@ absl::StatusOr<ToolResult> ProcessToolRunner::RunWatched(
     if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
         info.si_pid == pid) {
       ::killpg(pid, SIGKILL);
-      if (open) ReadAvailable(out[0], &result.output);
+      if (open) ReadAvailable(output, &result.output);
       break;
     }
     if (cancelled_) {
       ::killpg(pid, SIGKILL);
       WaitStatus(pid);
       reaped(pid);
-      CloseFd(out[0]);
+      CloseFd(output);
       return absl::CancelledError(absl::StrCat(tool, " was stopped: the worker is shutting down"));
     }
     if (keep_going) {
@@ -179,7 +187,7 @@ absl::StatusOr<ToolResult> ProcessToolRunner::RunWatched(
         ::killpg(pid, SIGKILL);
         WaitStatus(pid);
         reaped(pid);
-        CloseFd(out[0]);
+        CloseFd(output);
         return st;
       }
     }
@@ -188,8 +196,8 @@ absl::StatusOr<ToolResult> ProcessToolRunner::RunWatched(
       ::killpg(pid, SIGKILL);
       WaitStatus(pid);
       reaped(pid);
-      if (open) ReadAvailable(out[0], &result.output);
-      CloseFd(out[0]);
+      if (open) ReadAvailable(output, &result.output);
+      CloseFd(output);
       const std::string last = LastLine(result.output);
       return absl::DeadlineExceededError(absl::StrCat(
           tool, " did not finish within ", absl::FormatDuration(timeout), " and was killed",
@@ -198,16 +206,16 @@ absl::StatusOr<ToolResult> ProcessToolRunner::RunWatched(
     const int wait_ms =
         static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(left), 1, open ? 50 : 10));
     if (open) {
-      pollfd p{out[0], POLLIN, 0};
+      pollfd p{output, POLLIN, 0};
       ::poll(&p, 1, wait_ms);
-      open = ReadAvailable(out[0], &result.output);
+      open = ReadAvailable(output, &result.output);
     } else {
       ::poll(nullptr, 0, wait_ms);  // output closed, the tool still running: a short sleep
     }
   }
   const int status = WaitStatus(pid);
   reaped(pid);
-  CloseFd(out[0]);
+  CloseFd(output);
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {

@@ -71,6 +71,14 @@ class ProcessToolRunner final : public ToolRunner {
   void CancelAll() override { cancelled_ = true; }
 
  private:
+  struct Spawned {
+    pid_t pid = -1;   // the tool, leading its own process group
+    int output = -1;  // the read end of its output (stdout and stderr)
+  };
+  // Forks `argv` with its output on a pipe and its input /dev/null; FAILED_PRECONDITION, naming
+  // `tool`, when it cannot be run.
+  absl::StatusOr<Spawned> Spawn(const std::vector<std::string>& argv, const std::string& tool);
+
   ForkHooks hooks_;
   std::atomic<bool> cancelled_{false};
 };
