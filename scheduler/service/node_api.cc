@@ -227,6 +227,7 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
                         : std::string("another user's run");
     }
     const bool for_capacity = w.reason == WaitReason::kWaitingForCapacity ||
+                              w.reason == WaitReason::kHoldsReservation ||
                               w.reason == WaitReason::kNotEnoughSchedulableNodes;
     add(w.queue_index,
         DescribeWaiting(w, queue[w.queue_index], placer, holder_name) +

@@ -2,6 +2,8 @@
 #include "scheduler/service/node_api.h"
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "base/timestamps.h"
@@ -164,6 +166,43 @@ TEST_CASE("node api: the queue tells each run's place and reason, hiding others'
   CHECK(limited.entries_size() == 1);
   req.set_limit(-1);
   CHECK(absl::IsInvalidArgument(f.api.GetQueue(kAlice, req, &limited)));
+}
+
+TEST_CASE("node api: the queue sees hot spares as the cycle does") {
+  Fixture f;
+  v1::Node spare = f.AddNode("n1", v1::NODE_LIVENESS_ONLINE, 8);
+  spare.set_spare(true);
+  REQUIRE(f.stores.nodes->UpdateNode(spare, spare.version(), {}).ok());
+  REQUIRE(f.stores.nodes->GetNode("n1")->spare());
+  f.AddNode("n2", v1::NODE_LIVENESS_ONLINE, 8);
+  f.AddRun("holder", "bob", v1::RUN_STATUS_RUNNING, 8, "n2");
+  f.AddRun("plain", "alice", v1::RUN_STATUS_QUEUED, 8);
+  f.AddRun("borrower", "alice", v1::RUN_STATUS_QUEUED, 8);
+  f.runs->runs.back().mutable_spec()->mutable_scheduling()->set_preemptible(true);
+  v1::GetQueueResponse resp;
+  REQUIRE(f.api.GetQueue(kAlice, {}, &resp).ok());
+  std::map<std::string, std::string> why;
+  for (const auto& e : resp.entries()) why[e.run().name()] = e.waiting_reason();
+  REQUIRE(why.size() == 2);
+  INFO(why["plain"]);
+  INFO(why["borrower"]);
+  // Not "placed in the next cycle": only resumptions and preemptible work go to a spare.
+  CHECK(absl::StrContains(why["plain"],
+                          "; 1 node (8 GPUs) kept as hot spares for runs resuming "
+                          "after a node fault"));
+  CHECK(why["borrower"] ==
+        "placed in the next cycle, on a hot spare's idle GPUs (stopped if a run resuming after a "
+        "node fault needs them)");
+
+  // While a run resuming after a node fault waits, nothing is lent.
+  f.AddRun("resuming", "bob", v1::RUN_STATUS_QUEUED, 16);
+  f.runs->runs.back().set_requeued_after(v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  v1::GetQueueResponse waits;
+  REQUIRE(f.api.GetQueue(kAlice, {}, &waits).ok());
+  for (const auto& e : waits.entries()) {
+    INFO(e.waiting_reason());
+    CHECK_FALSE(absl::StrContains(e.waiting_reason(), "placed in the next cycle"));
+  }
 }
 
 TEST_CASE(
