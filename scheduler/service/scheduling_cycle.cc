@@ -393,7 +393,6 @@ absl::Status SchedulingCycle::StartPlacements(
     std::initializer_list<const PlacementDecision*> others,
     const std::map<std::string, const v1::Run*>& queued_by_id, const std::vector<v1::Node>& nodes,
     RendezvousPorts& ports, CycleStats& stats) {
-  // Computed once per cycle, and only when something starts.
   std::vector<const Placement*> starts = resumed;
   for (const PlacementDecision* decision : others) {
     for (const auto& p : decision->placements) {
@@ -401,6 +400,7 @@ absl::Status SchedulingCycle::StartPlacements(
       if (!p.after_preemption) starts.push_back(&p);
     }
   }
+  // Computed once per cycle, and only when something starts.
   const auto drivers =
       starts.empty() ? std::map<std::string, std::string>{} : ClusterDriverVersions(nodes);
   for (const Placement* p : starts) {

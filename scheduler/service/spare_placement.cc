@@ -43,9 +43,11 @@ PlacementDecision SparePlacement::Resumptions(const std::vector<QueuedRun>& queu
   }
   if (resuming.empty()) return {};
   ClusterState here;  // the spares and those nodes only; no quotas: these runs were admitted
+  std::set<std::string> spare_names;
   for (const v1::Node& n : nodes_) {
     if (!n.spare()) continue;
     warm.insert(n.name());
+    spare_names.insert(n.name());
     here.nodes.push_back(NodeInfoFromProto(n));
   }
   if (here.nodes.empty()) return {};
@@ -55,11 +57,7 @@ PlacementDecision SparePlacement::Resumptions(const std::vector<QueuedRun>& queu
     if (suspects_.count(n.name())) here.nodes.back().schedulable = false;
   }
   std::set<std::string> present;  // a node the run ran on may have been removed since
-  std::set<std::string> spare_names;
   for (const NodeInfo& n : here.nodes) present.insert(n.name);
-  for (const v1::Node& n : nodes_) {
-    if (n.spare()) spare_names.insert(n.name());
-  }
   // Preemptible work told to stop is left out, as if gone: a resumption placed where it is
   // waits for it to leave.
   std::set<std::string> leaving_nodes;

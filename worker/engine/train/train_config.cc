@@ -13,102 +13,10 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "worker/engine/common/content_hash.h"
+#include "worker/engine/train/config_field_reader.h"
 
 namespace tessera::engine {
 namespace {
-
-// Reads typed fields out of YAML mappings; every error names the source, line and field.
-class FieldReader {
- public:
-  FieldReader(std::string source, const std::map<std::string, std::string>& env)
-      : source_(std::move(source)), env_(env) {}
-
-  absl::Status Error(const YAML::Node& at, const std::string& path, const std::string& what) const {
-    const int line = at.IsDefined() && at.Mark().line >= 0 ? at.Mark().line + 1 : 0;
-    return absl::InvalidArgumentError(
-        absl::StrCat(source_, line > 0 ? absl::StrCat(":", line) : "", ": ", path, ": ", what));
-  }
-
-  // Every key of `map` must be one of `known`.
-  absl::Status OnlyKnown(const YAML::Node& map, const std::string& prefix,
-                         const std::set<std::string>& known) const {
-    if (!map.IsMap())
-      return Error(map, prefix.empty() ? "(top level)" : prefix, "must be a mapping");
-    for (const auto& kv : map) {
-      const std::string key = kv.first.as<std::string>("");
-      if (!known.count(key)) {
-        return Error(kv.first, prefix.empty() ? key : prefix + "." + key,
-                     absl::StrCat("unknown field (known: ", absl::StrJoin(known, ", "), ")"));
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  template <typename T>
-  absl::Status Read(const YAML::Node& map, const std::string& key, const std::string& prefix,
-                    T* out) const {
-    const YAML::Node node = map[key];
-    if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();  // keep the default
-    const std::string path = prefix.empty() ? key : prefix + "." + key;
-    if (!node.IsScalar()) return Error(node, path, "must be a single value");
-    if constexpr (std::is_same_v<T, std::string>) {
-      auto expanded = ExpandVariables(node.Scalar(), env_);
-      if (!expanded.ok()) return Error(node, path, std::string(expanded.status().message()));
-      *out = *expanded;
-      return absl::OkStatus();
-    } else if constexpr (std::is_same_v<T, bool>) {
-      const std::string v = absl::AsciiStrToLower(node.Scalar());
-      if (v == "true" || v == "yes" || v == "on")
-        *out = true;
-      else if (v == "false" || v == "no" || v == "off")
-        *out = false;
-      else
-        return Error(node, path,
-                     absl::StrCat("must be true or false, not \"", node.Scalar(), "\""));
-      return absl::OkStatus();
-    } else if constexpr (std::is_floating_point_v<T>) {
-      double v = 0;
-      if (!absl::SimpleAtod(node.Scalar(), &v) || !std::isfinite(v)) {
-        return Error(node, path, absl::StrCat("must be a number, not \"", node.Scalar(), "\""));
-      }
-      *out = v;
-      return absl::OkStatus();
-    } else {
-      int64_t v = 0;
-      if (!absl::SimpleAtoi(node.Scalar(), &v)) {
-        return Error(node, path, absl::StrCat("must be an integer, not \"", node.Scalar(), "\""));
-      }
-      *out = static_cast<T>(v);
-      return absl::OkStatus();
-    }
-  }
-
-  absl::Status ReadDuration(const YAML::Node& map, const std::string& key, TrainDuration* out,
-                            bool batches_only = false) const {
-    const YAML::Node node = map[key];
-    if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
-    if (!node.IsScalar()) return Error(node, key, "must be a duration like 50ba or 2ep");
-    auto d = ParseTrainDuration(node.Scalar());
-    if (!d.ok()) return Error(node, key, std::string(d.status().message()));
-    if (batches_only && d->unit != TrainDuration::Unit::kBatches) {
-      return Error(node, key, "must be in batches (like 10ba)");
-    }
-    *out = *d;
-    return absl::OkStatus();
-  }
-
-  absl::Status Positive(const YAML::Node& map, const std::string& key, const std::string& prefix,
-                        double value, bool allow_zero) const {
-    if (value > 0 || (allow_zero && value == 0)) return absl::OkStatus();
-    const YAML::Node node = map[key];
-    return Error(node.IsDefined() ? node : map, prefix.empty() ? key : prefix + "." + key,
-                 allow_zero ? "must not be negative" : "must be positive");
-  }
-
- private:
-  std::string source_;
-  const std::map<std::string, std::string>& env_;
-};
 
 struct Preset {
   const char* name;
@@ -126,7 +34,7 @@ constexpr Preset kPresets[] = {{"tiny", 64, 4, 2, 64},
                                {"dbrx-small", 256, 8, 4, 512, 16, 4}};
 
 // model: its preset, sizes and mixture of experts, checked together.
-absl::Status ReadModel(const YAML::Node& root, FieldReader& r, TrainConfig& c) {
+absl::Status ReadModel(const YAML::Node& root, const FieldReader& r, TrainConfig& c) {
   if (const YAML::Node m = root["model"]; m.IsDefined() && !m.IsNull()) {
     TESSERA_RETURN_IF_ERROR(
         r.OnlyKnown(m, "model",
@@ -200,7 +108,7 @@ absl::Status ReadModel(const YAML::Node& root, FieldReader& r, TrainConfig& c) {
 }
 
 // data: the converted dataset and how it is shuffled (as Streaming).
-absl::Status ReadData(const YAML::Node& root, FieldReader& r, TrainConfig& c) {
+absl::Status ReadData(const YAML::Node& root, const FieldReader& r, TrainConfig& c) {
   const YAML::Node d = root["data"];
   if (!d.IsDefined() || d.IsNull()) {
     return r.Error(root, "data", "required (data.path: a folder written by tessera-data convert)");
@@ -221,7 +129,7 @@ absl::Status ReadData(const YAML::Node& root, FieldReader& r, TrainConfig& c) {
 }
 
 // optimizer and scheduler: AdamW and cosine with warmup, as Composer names them.
-absl::Status ReadOptimization(const YAML::Node& root, FieldReader& r, TrainConfig& c) {
+absl::Status ReadOptimization(const YAML::Node& root, const FieldReader& r, TrainConfig& c) {
   if (const YAML::Node o = root["optimizer"]; o.IsDefined() && !o.IsNull()) {
     TESSERA_RETURN_IF_ERROR(
         r.OnlyKnown(o, "optimizer", {"name", "lr", "betas", "eps", "weight_decay"}));
@@ -267,7 +175,7 @@ absl::Status ReadOptimization(const YAML::Node& root, FieldReader& r, TrainConfi
 }
 
 // loss_rollback: when a NaN or a spike sends the run back to a checkpoint.
-absl::Status ReadLossRollback(const YAML::Node& root, FieldReader& r, TrainConfig& c) {
+absl::Status ReadLossRollback(const YAML::Node& root, const FieldReader& r, TrainConfig& c) {
   if (const YAML::Node b = root["loss_rollback"]; b.IsDefined() && !b.IsNull()) {
     if (!b.IsMap()) return r.Error(b, "loss_rollback", "must be a map");
     TESSERA_RETURN_IF_ERROR(
@@ -289,7 +197,7 @@ absl::Status ReadLossRollback(const YAML::Node& root, FieldReader& r, TrainConfi
 }
 
 // fsdp: the sharding strategy and activation checkpointing (as Composer's fsdp_config).
-absl::Status ReadFsdp(const YAML::Node& root, FieldReader& r, TrainConfig& c) {
+absl::Status ReadFsdp(const YAML::Node& root, const FieldReader& r, TrainConfig& c) {
   if (const YAML::Node f = root["fsdp"]; f.IsDefined() && !f.IsNull()) {
     TESSERA_RETURN_IF_ERROR(
         r.OnlyKnown(f, "fsdp",
@@ -330,7 +238,7 @@ absl::Status ReadFsdp(const YAML::Node& root, FieldReader& r, TrainConfig& c) {
 }
 
 // save_*, autoresume: where, how often and how many checkpoints.
-absl::Status ReadCheckpointing(const YAML::Node& root, FieldReader& r, TrainConfig& c) {
+absl::Status ReadCheckpointing(const YAML::Node& root, const FieldReader& r, TrainConfig& c) {
   TESSERA_RETURN_IF_ERROR(r.Read(root, "save_folder", "", &c.save_folder));
   TESSERA_RETURN_IF_ERROR(r.ReadDuration(root, "save_interval", &c.save_interval));
   TESSERA_RETURN_IF_ERROR(r.Read(root, "num_checkpoints_to_keep", "", &c.num_checkpoints_to_keep));
