@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include "tessera/v1/cordon.grpc.pb.h"
+#include "tessera/v1/runs.grpc.pb.h"
+#include "tessera/v1/scheduler.grpc.pb.h"
+
 namespace tessera::health {
 namespace {
 

@@ -12,9 +12,9 @@
 #include "absl/status/statusor.h"
 #include "services/common/system_client.h"
 #include "services/common/system_credential.h"
-#include "tessera/v1/cordon.grpc.pb.h"
-#include "tessera/v1/runs.grpc.pb.h"
-#include "tessera/v1/scheduler.grpc.pb.h"
+#include "tessera/v1/cordon.pb.h"
+#include "tessera/v1/runs.pb.h"
+#include "tessera/v1/scheduler.pb.h"
 #include "transport/channel_ref.h"
 
 namespace tessera::health {

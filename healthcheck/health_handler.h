@@ -15,7 +15,7 @@
 #include "services/common/auth/principal.h"
 #include "services/common/idempotency.h"
 #include "services/store/health_store.h"
-#include "tessera/v1/health.grpc.pb.h"
+#include "tessera/v1/health.pb.h"
 
 namespace tessera::health {
 

@@ -3,6 +3,7 @@
 
 #include "healthcheck/health_handler.h"
 #include "services/common/rpc.h"
+#include "tessera/v1/health.grpc.pb.h"
 
 namespace tessera::health {
 

@@ -1,6 +1,7 @@
 #include "scheduler/service/health_client.h"
 
 #include "absl/strings/str_cat.h"
+#include "tessera/v1/health.grpc.pb.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "services/common/system_client.h"
 #include "services/common/system_credential.h"
-#include "tessera/v1/health.grpc.pb.h"
+#include "tessera/v1/health.pb.h"
 #include "tessera/v1/worker.pb.h"
 #include "transport/channel_ref.h"
 

@@ -276,7 +276,8 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
   // Resumptions after a node fault first, on the spares; the ordinary pass sees what they took.
   // One that waits for preemptible work to leave a spare waits for that spare.
   const SparePlacement spares(nodes, indexed_suspects_, now_micros);
-  const PlacementDecision on_spares = spares.Resumptions(queue, queued_runs, state, stopping);
+  const PlacementDecision on_spares =
+      spares.Resumptions(*node_index_, queue, queued_runs, state, stopping);
   std::vector<const Placement*> resumed;
   std::set<std::string> on_spare_ids;
   std::set<std::string> held_for_resumptions;  // nodes a resumption waits to start on
@@ -410,7 +411,7 @@ absl::Status SchedulingCycle::StartPlacements(
     attempt.set_resumption_index(run.resumption_index());
     attempt.set_status(v1::RUN_STATUS_STARTING);
     PlacementToAttemptNodes(*p, attempt.mutable_nodes());
-    attempt.set_placement_note(resizing_.PlacementNote(run, attempt.nodes_size()));
+    attempt.set_placement_note(resizing_.Placed(run, attempt.nodes_size()));
     // A resumption names the spares it took (preemptible work on a spare is ordinary work).
     const bool resumption = std::find(resumed.begin(), resumed.end(), p) != resumed.end();
     for (const auto& n : attempt.nodes()) {

@@ -1,11 +1,61 @@
 #include "scheduler/service/spare_placement.h"
 
 #include <algorithm>
+#include <map>
 
 #include "scheduler/placement/proto_convert.h"
+#include "scheduler/placement/quota_ledger.h"
 #include "scheduler/service/spare_nodes.h"
 
 namespace tessera::scheduler {
+namespace {
+
+// The GPUs each team holds against its quotas now, over the whole cluster.
+QuotaLedger HeldAgainstQuotas(const CapacityIndex& index, const ClusterState& state) {
+  QuotaLedger ledger(state.quotas, index);
+  std::set<std::string> counted;
+  for (const RunningAllocation& running : state.running) {
+    if (!counted.insert(running.run_id).second) continue;  // listed twice (active and draining)
+    for (const NodeAssignment& part : running.nodes) {
+      const uint32_t node = index.FindNode(part.node);
+      if (node == kNoNode) continue;  // the node left the inventory
+      ledger.Charge(running.team, index.PoolOf(node), static_cast<int>(part.gpu_indices.size()), 1);
+    }
+  }
+  return ledger;
+}
+
+// Drops, in placement order, each placement of `decision` that would take its run's team past a
+// quota after the ones kept, with the preemptions made for it.
+void KeepWithinQuotas(const CapacityIndex& index, const ClusterState& state,
+                      const std::vector<QueuedRun>& resuming, PlacementDecision& decision) {
+  if (state.quotas.empty()) return;
+  QuotaLedger ledger = HeldAgainstQuotas(index, state);
+  std::map<std::string, std::string> team_of;
+  for (const QueuedRun& q : resuming) team_of[q.run_id] = q.team;
+  std::set<std::string> dropped;
+  std::erase_if(decision.placements, [&](const Placement& p) {
+    const std::string& team = team_of[p.run_id];
+    std::map<uint32_t, int> gpus_by_pool;
+    for (const NodeAssignment& a : p.nodes) {
+      const uint32_t node = index.FindNode(a.node);
+      if (node != kNoNode)
+        gpus_by_pool[index.PoolOf(node)] += static_cast<int>(a.gpu_indices.size());
+    }
+    for (const auto& [pool, gpus] : gpus_by_pool) {
+      if (gpus > ledger.Headroom(team, pool)) {
+        dropped.insert(p.run_id);
+        return true;
+      }
+    }
+    for (const auto& [pool, gpus] : gpus_by_pool) ledger.Charge(team, pool, gpus, 1);
+    return false;
+  });
+  std::erase_if(decision.preemptions,
+                [&](const Preemption& p) { return dropped.count(p.for_run_id) > 0; });
+}
+
+}  // namespace
 
 std::vector<QueuedRun> MayBorrowSpares(const std::vector<QueuedRun>& queue,
                                        const std::vector<v1::Run>& queued,
@@ -25,7 +75,8 @@ SparePlacement::SparePlacement(const std::vector<v1::Node>& nodes,
                                const std::set<std::string>& suspects, int64_t now_micros)
     : nodes_(nodes), suspects_(suspects), now_micros_(now_micros) {}
 
-PlacementDecision SparePlacement::Resumptions(const std::vector<QueuedRun>& queue,
+PlacementDecision SparePlacement::Resumptions(const CapacityIndex& index,
+                                              const std::vector<QueuedRun>& queue,
                                               const std::vector<const v1::Run*>& queued_runs,
                                               const ClusterState& state,
                                               const std::set<std::string>& stopping) const {
@@ -42,7 +93,7 @@ PlacementDecision SparePlacement::Resumptions(const std::vector<QueuedRun>& queu
     for (const auto& n : queued_runs[i]->requeued_from_nodes()) warm.insert(n);
   }
   if (resuming.empty()) return {};
-  ClusterState here;  // the spares and those nodes only; no quotas: these runs were admitted
+  ClusterState here;  // the spares and those nodes only; quotas are checked over the cluster
   std::set<std::string> spare_names;
   for (const v1::Node& n : nodes_) {
     if (!n.spare()) continue;
@@ -78,6 +129,7 @@ PlacementDecision SparePlacement::Resumptions(const std::vector<QueuedRun>& queu
   }
   Placer placer(here);
   PlacementDecision decision = placer.PlaceQueue(resuming, {.now_micros = now_micros_});
+  KeepWithinQuotas(index, state, resuming, decision);
   for (Placement& p : decision.placements) {
     for (const auto& a : p.nodes)
       p.after_preemption = p.after_preemption || leaving_nodes.count(a.node);

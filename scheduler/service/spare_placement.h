@@ -1,14 +1,16 @@
 #pragma once
 // The placement passes that use a pool's hot spares (SpareNodes keeps them), on either side of
 // SchedulingCycle::Place's ordinary pass, which sees spares as unschedulable. Made once a cycle
-// from the cycle's nodes; each pass places with a Placer of its own over the nodes it may use,
-// with no quotas.
+// from the cycle's nodes; each pass places with a Placer of its own over the nodes it may use.
+// Resumptions keep their teams within their quotas over the whole cluster; preemptible work
+// borrows, as it may anywhere.
 
 #include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "scheduler/placement/capacity_index.h"
 #include "scheduler/placement/placer.h"
 #include "tessera/v1/nodes.pb.h"
 #include "tessera/v1/runs.pb.h"
@@ -32,12 +34,16 @@ class SparePlacement {
 
   // The first pass, before the ordinary one: the queued runs resuming after a node fault
   // (queue[i] made from queued_runs[i]), on the pool's spares and the nodes they ran on (which
-  // hold their image), with their whole size; they were admitted, so no quota applies. Only
-  // preemptible work on a spare is stopped for one (a placement after_preemption, whatever the
-  // priorities); one placed where work is still leaving (`stopping`: told to stop, or ended and
-  // draining) waits for it (after_preemption too). `state` is the cluster as the ordinary pass
-  // will see it. Empty when no node is a spare: such runs are then placed as any other.
-  PlacementDecision Resumptions(const std::vector<QueuedRun>& queue,
+  // hold their image), with their whole size. Only preemptible work on a spare is stopped for
+  // one (a placement after_preemption, whatever the priorities); one placed where work is still
+  // leaving (`stopping`: told to stop, or ended and draining) waits for it (after_preemption
+  // too). `state` is the cluster as the ordinary pass will see it, its quotas included, and
+  // `index` its nodes (the cycle's CapacityIndex): a resumption that would take its team past
+  // a quota, counting what the team holds anywhere (teammates may have taken the GPUs it gave
+  // up), is not placed here but left to the ordinary pass, which applies the quota as to any
+  // run (it borrows idle GPUs if preemptible, or waits saying so). Empty when no node is a
+  // spare: such runs are then placed as any other.
+  PlacementDecision Resumptions(const CapacityIndex& index, const std::vector<QueuedRun>& queue,
                                 const std::vector<const v1::Run*>& queued_runs,
                                 const ClusterState& state,
                                 const std::set<std::string>& stopping) const;

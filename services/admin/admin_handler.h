@@ -14,7 +14,7 @@
 #include "services/store/api_key_store.h"
 #include "services/store/audit_store.h"
 #include "services/store/join_token_store.h"
-#include "tessera/v1/admin.grpc.pb.h"
+#include "tessera/v1/admin.pb.h"
 
 namespace tessera::admin {
 

@@ -3,6 +3,7 @@
 
 #include "services/admin/admin_handler.h"
 #include "services/common/rpc.h"
+#include "tessera/v1/admin.grpc.pb.h"
 
 namespace tessera::admin {
 

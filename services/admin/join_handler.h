@@ -12,7 +12,7 @@
 #include "services/common/auth/principal.h"
 #include "services/store/api_key_store.h"
 #include "services/store/join_token_store.h"
-#include "tessera/v1/admin.grpc.pb.h"
+#include "tessera/v1/admin.pb.h"
 #include "transport/tls/certificate_authority.h"
 
 namespace tessera::admin {

@@ -4,6 +4,7 @@
 
 #include "services/admin/join_handler.h"
 #include "services/common/rpc.h"
+#include "tessera/v1/admin.grpc.pb.h"
 
 namespace tessera::admin {
 

@@ -10,7 +10,7 @@
 #include "services/common/auth/principal.h"
 #include "services/store/team_store.h"
 #include "services/store/usage_store.h"
-#include "tessera/v1/teams.grpc.pb.h"
+#include "tessera/v1/teams.pb.h"
 
 namespace tessera::admin {
 

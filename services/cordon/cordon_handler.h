@@ -13,7 +13,7 @@
 #include "services/store/change_feed.h"
 #include "services/store/node_event_store.h"
 #include "services/store/node_store.h"
-#include "tessera/v1/cordon.grpc.pb.h"
+#include "tessera/v1/cordon.pb.h"
 
 namespace tessera::cordon {
 

@@ -9,6 +9,7 @@
 #include "services/common/pumped_stream.h"
 #include "services/common/rpc.h"
 #include "services/cordon/cordon_handler.h"
+#include "tessera/v1/cordon.grpc.pb.h"
 
 namespace tessera::cordon {
 

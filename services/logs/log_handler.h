@@ -17,7 +17,7 @@
 #include "services/logs/run_lookup.h"
 #include "services/store/change_feed.h"
 #include "services/store/log_store.h"
-#include "tessera/v1/logs.grpc.pb.h"
+#include "tessera/v1/logs.pb.h"
 #include "transport/metrics/registry.h"
 
 namespace tessera::logs {

@@ -11,6 +11,7 @@
 #include "services/common/rpc.h"
 #include "services/common/stream_pump.h"
 #include "services/logs/log_handler.h"
+#include "tessera/v1/logs.grpc.pb.h"
 
 namespace tessera::logs {
 

@@ -1,5 +1,7 @@
 #include "services/logs/run_lookup.h"
 
+#include "tessera/v1/runs.grpc.pb.h"
+
 namespace tessera::logs {
 namespace {
 

@@ -13,7 +13,7 @@
 #include "base/clock.h"
 #include "services/common/system_client.h"
 #include "services/common/system_credential.h"
-#include "tessera/v1/runs.grpc.pb.h"
+#include "tessera/v1/runs.pb.h"
 #include "transport/channel_ref.h"
 
 namespace tessera::logs {

@@ -27,8 +27,8 @@
 #include "services/store/change_feed.h"
 #include "services/store/leader_lock_store.h"
 #include "services/store/run_store.h"
-#include "tessera/v1/run_metrics.grpc.pb.h"
-#include "tessera/v1/runs.grpc.pb.h"
+#include "tessera/v1/run_metrics.pb.h"
+#include "tessera/v1/runs.pb.h"
 
 namespace tessera::runs {
 

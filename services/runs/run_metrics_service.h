@@ -4,6 +4,7 @@
 
 #include "services/common/rpc.h"
 #include "services/runs/run_manager.h"
+#include "tessera/v1/run_metrics.grpc.pb.h"
 
 namespace tessera::runs {
 

@@ -9,6 +9,7 @@
 #include "services/common/rpc.h"
 #include "services/runs/run_manager.h"
 #include "services/runs/run_reports.h"
+#include "tessera/v1/runs.grpc.pb.h"
 
 namespace tessera::runs {
 

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "base/timestamps.h"
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
 
@@ -57,8 +58,8 @@ TEST_CASE("a requeued run may shrink only once it has waited shrink_after for al
   CHECK(resizing.MinNodesNow(fixed) == 0);
   CHECK(resizing.QueueNote(fixed).empty());
 
-  CHECK(resizing.PlacementNote(run, 4).empty());
-  CHECK(resizing.PlacementNote(run, 3) ==
+  CHECK(resizing.Placed(run, 4).empty());
+  CHECK(resizing.Placed(run, 3) ==
         "Resumed on 3 of its 4 nodes (compute.min_nodes is 2): not all of them came free within "
         "30s of its requeue; it grows back after a checkpoint once they are");
 }
@@ -107,6 +108,83 @@ TEST_CASE("a shrunk run grows only after a checkpoint committed since all its no
     CHECK(again.DueToGrow(others, can_grow).empty());
     for (auto& r : others) r.mutable_progress()->set_checkpoint_step(20);
     CHECK(again.DueToGrow(others, can_grow).empty());
+  }
+}
+
+TEST_CASE("a run that loses a node soon after growing back waits longer before it grows again") {
+  auto clock = std::make_shared<FakeClock>();
+  RunResizing resizing(clock, absl::Seconds(30));
+  std::vector<v1::Run> active{Shrinkable(2, 1, 1, /*running_on=*/1)};
+  v1::Run& run = active[0];
+  int64_t checkpoint = 10;
+  const auto free = [](const v1::Run&) { return true; };
+  // Checkpoints come every `every` while all its nodes are free, until the run is due to grow;
+  // returns how long that took, and the stop's reason.
+  const auto grow = [&](absl::Duration every, std::string* why = nullptr) {
+    absl::Duration waited;
+    for (int i = 0; i < 1000; ++i) {
+      run.mutable_progress()->set_checkpoint_step(checkpoint += 10);
+      auto due = resizing.DueToGrow(active, free);
+      if (!due.empty()) {
+        if (why) *why = due[0].why;
+        return waited;
+      }
+      clock->Advance(every);
+      waited += every;
+    }
+    FAIL("never grew");
+    return waited;
+  };
+  CHECK(grow(absl::Seconds(1)) == absl::Seconds(1));  // one checkpoint after they came free
+  CHECK(resizing.RegrowDelay(run.id()) == absl::ZeroDuration());
+
+  // It loses a node 5 minutes after growing back: a flap.
+  clock->Advance(absl::Minutes(5));
+  CHECK(resizing.Placed(run, 1) ==
+        "Resumed on 1 of its 2 nodes (compute.min_nodes is 1): not all of them came free within "
+        "30s of its requeue; it lost a node within 1h of growing back 1 time, so it grows back "
+        "after a checkpoint once they have stayed free for 1m");
+  CHECK(resizing.RegrowDelay(run.id()) == absl::Minutes(1));
+  std::string why;
+  // Free for a minute, then the next checkpoint.
+  CHECK(grow(absl::Seconds(10), &why) == absl::Seconds(60));
+  CHECK(why ==
+        "all 2 of its nodes are free again (and stayed free for 1m: it lost a node soon after "
+        "growing back before); stopped right after its checkpoint of step " +
+            std::to_string(checkpoint) + " to resume on all of them");
+
+  SECTION("each flap in a row doubles the wait, up to an hour") {
+    std::vector<absl::Duration> delays;
+    for (int flap = 2; flap <= 9; ++flap) {
+      clock->Advance(absl::Minutes(1));
+      resizing.Placed(run, 1);
+      delays.push_back(resizing.RegrowDelay(run.id()));
+      CHECK(grow(absl::Seconds(10)) == delays.back());
+    }
+    CHECK(delays == std::vector<absl::Duration>{
+                        absl::Minutes(2), absl::Minutes(4), absl::Minutes(8), absl::Minutes(16),
+                        absl::Minutes(32), absl::Hours(1), absl::Hours(1), absl::Hours(1)});
+  }
+  SECTION("a loss more than an hour after growing back starts the count over") {
+    clock->Advance(absl::Minutes(61));
+    CHECK(
+        absl::EndsWith(resizing.Placed(run, 1), "it grows back after a checkpoint once they are"));
+    CHECK(resizing.RegrowDelay(run.id()) == absl::ZeroDuration());
+  }
+  SECTION("a shrunk run losing another node is no flap") {
+    clock->Advance(absl::Minutes(1));
+    resizing.Placed(run, 1);
+    CHECK(resizing.RegrowDelay(run.id()) == absl::Minutes(2));
+    clock->Advance(absl::Minutes(1));
+    resizing.Placed(run, 1);  // never grew in between
+    CHECK(resizing.RegrowDelay(run.id()) == absl::Minutes(2));
+  }
+  SECTION("what is remembered goes an hour after the run is no longer shrunk") {
+    run.clear_nodes();
+    run.set_status(v1::RUN_STATUS_COMPLETED);
+    clock->Advance(absl::Minutes(61));
+    CHECK(resizing.DueToGrow(active, free).empty());
+    CHECK(resizing.RegrowDelay(run.id()) == absl::ZeroDuration());
   }
 }
 
