@@ -14,8 +14,6 @@ namespace {
 using tessera::v1::Node;
 using tessera::v1::NodeEvent;
 
-std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
-
 std::string Actor(const tessera::v1::Actor& actor) {
   if (!actor.name().empty()) return actor.name();
   return ShortName(actor.kind());

@@ -31,8 +31,6 @@ std::string Join(const std::vector<std::string>& parts, const std::string& separ
   return text;
 }
 
-std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
-
 std::string ComputeSummary(const tessera::v1::ComputeSpec& compute) {
   std::string text = compute.gpus() > 0 ? std::to_string(compute.gpus()) + " GPUs" : "CPU only";
   if (!compute.gpu_type().empty()) text += " (" + compute.gpu_type() + ")";

@@ -61,6 +61,8 @@ std::string FitCell(const std::string& text, size_t width) {
   return line.substr(0, PrefixBytes(line, width - 3)) + "...";
 }
 
+std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
+
 std::string PadRight(const std::string& text, size_t width) {
   std::string cell = FitCell(text, width);
   return cell + std::string(width - std::min(width, DisplayWidth(cell)), ' ');

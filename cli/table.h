@@ -46,6 +46,9 @@ std::string FitCell(const std::string& text, size_t width);
 // printed one at a time (follow) where a whole table cannot be measured first.
 std::string PadRight(const std::string& text, size_t width);
 
+// "-" for an empty cell, `text` otherwise.
+std::string OrDash(const std::string& text);
+
 // Key/value lines ("Status:      RUNNING") with the values aligned, as describe prints them.
 class Fields {
  public:
