@@ -57,7 +57,7 @@ std::string RunResizing::Placed(const v1::Run& run, int placed_nodes) {
   if (delay == absl::ZeroDuration()) {
     return absl::StrCat(note, "; it grows back after a checkpoint once they are");
   }
-  const int flaps = growths_.at(run.id()).flaps;
+  const int flaps = grown->second.flaps;  // a delay means it has grown
   return absl::StrCat(note, "; it lost a node within ", absl::FormatDuration(kFlapWindow),
                       " of growing back ", flaps, flaps == 1 ? " time" : " times",
                       ", so it grows back after a checkpoint once they have stayed free for ",

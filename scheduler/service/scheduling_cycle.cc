@@ -237,7 +237,7 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
                                     std::set<std::string> suspects, CycleStats& stats) {
   ClusterState state;
   if (teams_) state.quotas = teams_->Quotas();
-  IndexNodes(nodes, std::move(suspects));
+  index_.Refresh(nodes, nodes_epoch_, std::move(suspects));
   for (const auto& run : active) {
     if (run.nodes_size() == 0) continue;
     RunningAllocation alloc = AllocationFromProto(run, AttemptOf(run));
@@ -275,9 +275,9 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
   }
   // Resumptions after a node fault first, on the spares; the ordinary pass sees what they took.
   // One that waits for preemptible work to leave a spare waits for that spare.
-  const SparePlacement spares(nodes, indexed_suspects_, now_micros);
+  const SparePlacement spares(nodes, index_.suspects(), now_micros);
   const PlacementDecision on_spares =
-      spares.Resumptions(*node_index_, queue, queued_runs, state, stopping);
+      spares.Resumptions(index_.index(), queue, queued_runs, state, stopping);
   std::vector<const Placement*> resumed;
   std::set<std::string> on_spare_ids;
   std::set<std::string> held_for_resumptions;  // nodes a resumption waits to start on
@@ -313,7 +313,7 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     queued_runs = std::move(rest_runs);
   }
   if (teams_) teams_->AssignShareRanks(queued_runs, queue);
-  Placer placer(*node_index_, state);
+  Placer placer(index_.index(), state);
   for (const auto& node : held_for_resumptions) placer.SetNodeSchedulable(node, false);
   const PlacementDecision decision = placer.PlaceQueue(queue, {.now_micros = now_micros});
   // What is left of the preemptible work may use the spares' idle GPUs.
@@ -329,25 +329,6 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
                                           queued_by_id, nodes, ports, stats));
   Grow(active, placer, stats);
   return absl::OkStatus();
-}
-
-void SchedulingCycle::IndexNodes(const std::vector<v1::Node>& nodes,
-                                 std::set<std::string> suspects) {
-  // A node that missed a beat may be dead: a run started there would be lost with it.
-  if (!node_index_ || index_epoch_ != nodes_epoch_ || suspects != indexed_suspects_) {
-    std::vector<NodeInfo> infos;
-    infos.reserve(nodes.size());
-    nodes_by_name_.clear();
-    for (const auto& n : nodes) {
-      infos.push_back(NodeInfoFromProto(n));
-      // Nothing ordinary goes to a suspect or a spare (SparePlacement places on spares).
-      if (suspects.count(n.name()) || n.spare()) infos.back().schedulable = false;
-      nodes_by_name_[n.name()] = &n;
-    }
-    node_index_.emplace(std::move(infos));
-    index_epoch_ = nodes_epoch_;
-    indexed_suspects_ = std::move(suspects);
-  }
 }
 
 void SchedulingCycle::StopVictims(const PlacementDecision& for_resumptions,
@@ -415,12 +396,13 @@ absl::Status SchedulingCycle::StartPlacements(
     // A resumption names the spares it took (preemptible work on a spare is ordinary work).
     const bool resumption = std::find(resumed.begin(), resumed.end(), p) != resumed.end();
     for (const auto& n : attempt.nodes()) {
-      const auto node = nodes_by_name_.find(n.node_name());
-      if (resumption && node != nodes_by_name_.end() && node->second->spare()) {
+      const auto node = index_.by_name().find(n.node_name());
+      if (resumption && node != index_.by_name().end() && node->second->spare()) {
         attempt.add_spare_nodes(n.node_name());
       }
     }
-    TESSERA_RETURN_IF_ERROR(Start(run, std::move(attempt), nodes_by_name_, drivers, ports, stats));
+    TESSERA_RETURN_IF_ERROR(
+        Start(run, std::move(attempt), index_.by_name(), drivers, ports, stats));
   }
   return absl::OkStatus();
 }

@@ -7,20 +7,19 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/clock.h"
-#include "scheduler/placement/capacity_index.h"
 #include "scheduler/placement/placer.h"
 #include "scheduler/service/attempt_control.h"
 #include "scheduler/service/attempt_tracker.h"
 #include "scheduler/service/cluster_metrics.h"
 #include "scheduler/service/desired_attempts.h"
 #include "scheduler/service/node_liveness.h"
+#include "scheduler/service/placement_index.h"
 #include "scheduler/service/rendezvous_ports.h"
 #include "scheduler/service/run_resizing.h"
 #include "scheduler/service/runs_client.h"
@@ -87,9 +86,6 @@ class SchedulingCycle {
   // Stops the runs running on fewer nodes than they ask for that can now have all of them, right
   // after their next checkpoint (RunResizing::DueToGrow), as the placer left the cluster.
   void Grow(const std::vector<v1::Run>& active, const Placer& placer, CycleStats& stats);
-  // The node index of the ordinary pass, built again when the nodes or the suspects changed:
-  // nothing ordinary goes to a suspect (a node that missed a beat may be dead) or a spare.
-  void IndexNodes(const std::vector<v1::Node>& nodes, std::set<std::string> suspects);
   // Tells the victims of this cycle's preemptions to stop, each with the reason its user reads.
   void StopVictims(const PlacementDecision& for_resumptions, const PlacementDecision& ordinary,
                    const std::vector<v1::Run>& active,
@@ -123,15 +119,8 @@ class SchedulingCycle {
   std::shared_ptr<store::ChangeFeed> changes_;
   // Changes whenever nodes_cache_ may have: read again, or a node declared lost in it.
   uint64_t nodes_epoch_ = 0;
-  // The placement index of the nodes with nothing allocated, and the nodes by name (pointing
-  // into nodes_cache_), as of index_epoch_: each cycle that places copies the index rather than
-  // sorting and hashing 10,000 nodes again.
-  std::optional<CapacityIndex> node_index_;
-  std::map<std::string, const v1::Node*> nodes_by_name_;
-  uint64_t index_epoch_ = 0;
-  // The suspected nodes (NodeLiveness::Suspects) the index holds as unschedulable: it is built
-  // again when they change, which is seldom.
-  std::set<std::string> indexed_suspects_;
+  // The nodes of nodes_cache_ as placement sees them, as of nodes_epoch_.
+  PlacementIndex index_;
   // Null: no metrics (tests).
   std::shared_ptr<SchedulerMetrics> metrics_;
   std::shared_ptr<TeamPolicy> teams_;

@@ -10,27 +10,15 @@
 namespace tessera::scheduler {
 namespace {
 
-// The GPUs each team holds against its quotas now, over the whole cluster.
-QuotaLedger HeldAgainstQuotas(const CapacityIndex& index, const ClusterState& state) {
-  QuotaLedger ledger(state.quotas, index);
-  std::set<std::string> counted;
-  for (const RunningAllocation& running : state.running) {
-    if (!counted.insert(running.run_id).second) continue;  // listed twice (active and draining)
-    for (const NodeAssignment& part : running.nodes) {
-      const uint32_t node = index.FindNode(part.node);
-      if (node == kNoNode) continue;  // the node left the inventory
-      ledger.Charge(running.team, index.PoolOf(node), static_cast<int>(part.gpu_indices.size()), 1);
-    }
-  }
-  return ledger;
-}
-
 // Drops, in placement order, each placement of `decision` that would take its run's team past a
 // quota after the ones kept, with the preemptions made for it.
 void KeepWithinQuotas(const CapacityIndex& index, const ClusterState& state,
                       const std::vector<QueuedRun>& resuming, PlacementDecision& decision) {
-  if (state.quotas.empty()) return;
-  QuotaLedger ledger = HeldAgainstQuotas(index, state);
+  if (state.quotas.empty() || decision.placements.empty()) return;
+  // What each team holds now, over the whole cluster, as the ordinary pass's Placer counts it;
+  // charged here as resumptions are kept.
+  const Placer whole(index, state);
+  QuotaLedger ledger = whole.quotas();
   std::map<std::string, std::string> team_of;
   for (const QueuedRun& q : resuming) team_of[q.run_id] = q.team;
   std::set<std::string> dropped;
@@ -38,9 +26,9 @@ void KeepWithinQuotas(const CapacityIndex& index, const ClusterState& state,
     const std::string& team = team_of[p.run_id];
     std::map<uint32_t, int> gpus_by_pool;
     for (const NodeAssignment& a : p.nodes) {
-      const uint32_t node = index.FindNode(a.node);
+      const uint32_t node = whole.capacity().FindNode(a.node);
       if (node != kNoNode)
-        gpus_by_pool[index.PoolOf(node)] += static_cast<int>(a.gpu_indices.size());
+        gpus_by_pool[whole.capacity().PoolOf(node)] += static_cast<int>(a.gpu_indices.size());
     }
     for (const auto& [pool, gpus] : gpus_by_pool) {
       if (gpus > ledger.Headroom(team, pool)) {

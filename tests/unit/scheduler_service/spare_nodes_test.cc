@@ -9,27 +9,16 @@
 #include "proto/policy/preflight.h"
 #include "scheduler/service/utilization.h"
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
+#include "tests/unit/scheduler_service/spare_test_nodes.h"
 
 namespace tessera::scheduler {
 namespace {
 
-v1::Node NodeIn(const std::string& name, const std::string& gpu_type, bool spare = false) {
-  v1::Node n;
-  n.set_name(name);
-  n.set_cluster("c");
-  n.set_gpu_type(gpu_type);
-  n.set_gpu_count(8);
-  n.set_liveness(v1::NODE_LIVENESS_ONLINE);
-  n.set_admin_state(v1::NODE_ADMIN_STATE_SCHEDULABLE);
-  n.set_spare(spare);
-  return n;
-}
-
 TEST_CASE(
     "each pool keeps its spares among its idle, schedulable nodes, the same ones while it can") {
-  std::vector<v1::Node> nodes = {NodeIn("a1", "a100"), NodeIn("a2", "a100"),
-                                 NodeIn("a3", "a100", /*spare=*/true), NodeIn("h1", "h100"),
-                                 NodeIn("h2", "h100")};
+  std::vector<v1::Node> nodes = {SpareTestNode("a1", "a100"), SpareTestNode("a2", "a100"),
+                                 SpareTestNode("a3", "a100", /*spare=*/true),
+                                 SpareTestNode("h1", "h100"), SpareTestNode("h2", "h100")};
   // a3 was a spare: it stays one; h100's first by name.
   CHECK(ChooseSpares(nodes, {}, {}, 1) == std::set<std::string>{"a3", "h1"});
   CHECK(ChooseSpares(nodes, {}, {}, 2) == std::set<std::string>{"a1", "a3", "h1", "h2"});
@@ -39,13 +28,13 @@ TEST_CASE(
   nodes[4].set_liveness(v1::NODE_LIVENESS_LOST);
   CHECK(ChooseSpares(nodes, {"a3"}, {"a1"}, 1) == std::set<std::string>{"a2"});
   // Another GPU count is another pool.
-  nodes.push_back(NodeIn("a4", "a100"));
+  nodes.push_back(SpareTestNode("a4", "a100"));
   nodes.back().set_gpu_count(4);
   CHECK(ChooseSpares(nodes, {"a3"}, {"a1"}, 1) == std::set<std::string>{"a2", "a4"});
 }
 
 TEST_CASE("a spare holds the images of its pool's running runs, not the host's or other pools'") {
-  const std::vector<v1::Node> nodes = {NodeIn("a1", "a100"), NodeIn("h1", "h100")};
+  const std::vector<v1::Node> nodes = {SpareTestNode("a1", "a100"), SpareTestNode("h1", "h100")};
   std::vector<v1::Run> active(4);
   const char* images[] = {"reg/train:1", "host", "reg/eval:2", "reg/queued:3"};
   const char* on[] = {"a1", "a1", "h1", "a1"};

@@ -6,20 +6,13 @@
 #include <catch2/catch.hpp>
 
 #include "scheduler/placement/proto_convert.h"
+#include "tests/unit/scheduler_service/spare_test_nodes.h"
 
 namespace tessera::scheduler {
 namespace {
 
 v1::Node Node(const std::string& name, bool spare = false) {
-  v1::Node n;
-  n.set_name(name);
-  n.set_cluster("c");
-  n.set_gpu_type("h100");
-  n.set_gpu_count(8);
-  n.set_liveness(v1::NODE_LIVENESS_ONLINE);
-  n.set_admin_state(v1::NODE_ADMIN_STATE_SCHEDULABLE);
-  n.set_spare(spare);
-  return n;
+  return SpareTestNode(name, "h100", spare);
 }
 
 // A run of `team` with two nodes' worth of GPUs, requeued after losing a node; it kept `kept`.
