@@ -1,4 +1,4 @@
-# tessera_add_test(NAME LABEL unit|integration|e2e SOURCES ... [LIBS ...] [WHOLE] [SERIAL]
+# tessera_add_test(NAME LABEL unit|integration|e2e SOURCES ... [LIBS ...] [WHOLE] [SERIAL] [NO_UNITY]
 #                  [TIMEOUT s] [FIXTURES_SETUP f] [FIXTURES_REQUIRED f])
 #
 # Builds a Catch2 test binary into build/tests. Test cases are registered one CTest test each,
@@ -9,6 +9,11 @@
 # ctest -R). SERIAL runs each of its tests alone on the machine (RUN_SERIAL), for tests that
 # measure the machine's speed or hold it to a time.
 #
+# A test binary's files are compiled in unity batches as the production code's are
+# (TesseraUnity.cmake): no two of its files may define the same name at file scope. NO_UNITY
+# compiles each alone, for files that must see a header first themselves (LibTorch's tests
+# #undef glog's CHECK before including Catch, which one batch would include only once).
+#
 # A test's own units are compiled with -O1 -g1, not the build's -O2 -g: the optimiser and full
 # debug info were about a third of their compile time (a test's speed is its subject's, built at
 # -O2 in the libraries it links; -g1 keeps file and line in a backtrace).
@@ -17,7 +22,7 @@
 # tessera_add_unit_tests_target, after the tests' folders), which `deploy/test.sh --fast` builds
 # alone: the fast tier needs neither the servers nor the integration suites built.
 function(tessera_add_test name)
-  cmake_parse_arguments(ARG "WHOLE;SERIAL" "LABEL;TIMEOUT;FIXTURES_SETUP;FIXTURES_REQUIRED"
+  cmake_parse_arguments(ARG "WHOLE;SERIAL;NO_UNITY" "LABEL;TIMEOUT;FIXTURES_SETUP;FIXTURES_REQUIRED"
     "SOURCES;LIBS" ${ARGN})
   if(NOT ARG_LABEL)
     message(FATAL_ERROR "tessera_add_test(${name}): LABEL is required")
@@ -26,6 +31,9 @@ function(tessera_add_test name)
     set(ARG_TIMEOUT 300)
   endif()
   add_executable(${name} ${ARG_SOURCES})
+  if(NOT ARG_NO_UNITY)
+    tessera_unity_batch_target(${name})
+  endif()
   if(ARG_LABEL STREQUAL "unit")
     set_property(GLOBAL APPEND PROPERTY TESSERA_UNIT_TEST_TARGETS ${name})
   endif()

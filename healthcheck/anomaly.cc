@@ -111,6 +111,14 @@ ConfirmationVerdicts JudgeConfirmation(const ConfirmationPlan& plan,
       out.inconclusive.push_back(node);
     }
   }
+  for (const auto& [node, failure] : plan.failed_peers) {
+    out.anomalies.push_back(
+        Anomaly{node,
+                failure.first,
+                absl::StrFormat("%s: compute stress %s when measured as a peer of the suspects: %s",
+                                node, v1::HealthVerdict_Name(failure.first), failure.second),
+                {}});
+  }
   return out;
 }
 

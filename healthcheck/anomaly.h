@@ -99,8 +99,8 @@ std::optional<Anomaly> ConfirmedAnomaly(const std::string& node, const SuspectOu
 
 // What a finished sweep's confirmation does with each suspect.
 struct ConfirmationVerdicts {
-  // To remediate: clear faults, slowness beyond repeat_above, and slowness found again by a
-  // follow-up sweep (with the earlier sweep's figures in its finding and evidence).
+  // To remediate: clear faults (a peer's too), slowness beyond repeat_above, and slowness found
+  // again by a follow-up sweep (with the earlier sweep's figures in its finding and evidence).
   std::vector<Anomaly> anomalies;
   // Found slow for speed alone by this sweep only: measured again by a follow-up sweep.
   std::vector<std::string> repeat;

@@ -162,11 +162,31 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
   for (const auto& r : results) {
     if (IsCompute(r) && r.step() >= 1) by_step.emplace(r.step(), &r);  // the first one counts
   }
+  // The step at which each peer's measurement first failed outright.
+  std::map<std::string, int> peer_failed_at;
+  for (const auto& [step, r] : by_step) {
+    if (!Contains(peers, r->node_name()) || Usable(*r) || NotMeasured(*r)) continue;
+    if (peer_failed_at.emplace(r->node_name(), step).second) {
+      plan.failed_peers[r->node_name()] = {
+          r->verdict(), r->error().empty() ? std::string("no compute figure") : r->error()};
+    }
+  }
   // The time line of steps: node by step number (1-based; index 0 unused).
   std::vector<std::string> line = {""};
   size_t peer_turn = 0;
   auto add = [&](const std::string& node) { line.push_back(node); };
-  auto next_peer = [&] { return peers[peer_turn++ % peers.size()]; };
+  // The next peer in turn for the step about to be added, skipping those that failed at an
+  // earlier step (known when that step was planned, so a replay plans it alike); empty when none
+  // is left.
+  auto next_peer = [&]() -> std::string {
+    const int step = static_cast<int>(line.size());
+    for (size_t tried = 0; tried < peers.size(); ++tried) {
+      const std::string& p = peers[peer_turn++ % peers.size()];
+      const auto failed = peer_failed_at.find(p);
+      if (failed == peer_failed_at.end() || failed->second >= step) return p;
+    }
+    return "";
+  };
   add(next_peer());
   std::vector<std::string> undecided = suspects;
   // How far the two peers around each pair so far disagreed (log of before over after), in
@@ -186,11 +206,21 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
     return std::abs(d - center) > config.peer_disagreement_sigmas * spread;
   };
   // A pair measured again (peers that disagreed, one impossible on its face): a round more each.
-  for (int round = 0; round < rounds + config.max_measured_again && !undecided.empty(); ++round) {
+  bool out_of_peers = false;
+  for (int round = 0;
+       round < rounds + config.max_measured_again && !undecided.empty() && !out_of_peers; ++round) {
     const int first = static_cast<int>(line.size());  // the round's first suspect step
+    std::vector<std::string> measured;  // this round's suspects, each between two peers
     for (const auto& s : undecided) {
       add(s);
-      add(next_peer());
+      const std::string peer = next_peer();
+      if (peer.empty()) {
+        line.pop_back();
+        out_of_peers = true;
+        break;
+      }
+      add(peer);
+      measured.push_back(s);
     }
     for (int step = first - 1; step < static_cast<int>(line.size()); ++step) {
       if (!by_step.count(step)) {
@@ -200,9 +230,10 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
         return plan;
       }
     }
-    std::vector<std::string> still;
-    for (size_t k = 0; k < undecided.size(); ++k) {
-      const std::string& s = undecided[k];
+    std::vector<std::string> still(undecided.begin() + static_cast<ptrdiff_t>(measured.size()),
+                                   undecided.end());
+    for (size_t k = 0; k < measured.size(); ++k) {
+      const std::string& s = measured[k];
       SuspectOutcome& o = plan.outcomes[s];
       const int step = first + 2 * static_cast<int>(k);
       const v1::HealthCheckResult& mine = *by_step.at(step);
@@ -240,7 +271,8 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
     }
     undecided = std::move(still);
   }
-  for (const auto& s : undecided) {  // out of rounds (pairs without a usable peer count too)
+  // Out of rounds (pairs without a usable peer count too) or of peers.
+  for (const auto& s : undecided) {
     plan.outcomes[s].test.decision = SequentialDecision::kInconclusive;
   }
   plan.steps_done = static_cast<int>(line.size()) - 1;

@@ -8,12 +8,15 @@
 // mean cancels a drift of the shared machine's speed. After each round the sequential test
 // (sequential_test.h) decides each suspect still undecided: slow, healthy, or (after its bound of
 // pairs) inconclusive. A suspect whose re-measurement fails outright (an error, a timeout, wrong
-// data) is a clear fault; one that could not be reached for it (NotMeasured) is inconclusive. The
-// plan is a pure function of the results so far, so that the sweep driver recomputes it on every
-// tick and after a restart, and a benchmark runs the same steps.
+// data) is a clear fault; one that could not be reached for it (NotMeasured) is inconclusive. A
+// peer whose own measurement fails outright is a clear fault too: it leaves the rotation, and with
+// no peer left the suspects still undecided are inconclusive. The plan is a pure function of the
+// results so far, so that the sweep driver recomputes it on every tick and after a restart, and a
+// benchmark runs the same steps.
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "healthcheck/sequential_test.h"
@@ -92,6 +95,11 @@ struct ConfirmationPlan {
   // SweepNoiseSigma of the first measurements: every suspect's test pools its sigma with it.
   double noise_sigma = 0;
   std::map<std::string, SuspectOutcome> outcomes;
+  // Peers whose own measurement failed outright (an error, a timeout: a node that hung after its
+  // first figures) with that result's verdict and error: they are out of the rotation from the
+  // next step on, so that one hung peer costs one timeout, not one per round, and a clear fault
+  // whoever shows it.
+  std::map<std::string, std::pair<v1::HealthVerdict, std::string>> failed_peers;
 };
 
 // Whether a suspect found slow must be found slow again by a follow-up sweep before it is

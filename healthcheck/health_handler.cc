@@ -124,9 +124,11 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
   if (req.node_name().empty()) return absl::InvalidArgumentError("node_name: required");
   if (req.run_id().empty()) return absl::InvalidArgumentError("run_id: required");
   const std::string what = absl::StrFormat(
-      "rank %d of run %s (attempt %d) on %s made no progress for %.1f s (last step %d)", req.rank(),
+      "rank %d of run %s (attempt %d) on %s made no progress for %.1f s (%s)", req.rank(),
       req.run_id(), req.resumption_index(), req.node_name(), req.seconds_without_progress(),
-      req.last_step());
+      req.before_first_report()
+          ? std::string("before its first report: stopped or stuck in the kernel, no CPU used")
+          : absl::StrCat("last step ", req.last_step()));
   // A hang is the run's own signal, which its command controls: it ends and requeues that run
   // only. The node is cordoned (and other tenants' runs evicted) only if an independent check,
   // a sweep of the node, finds it at fault (Remediate); a rank waiting in a collective does not
@@ -144,8 +146,9 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
   std::vector<std::string> sweep_nodes = {req.node_name()};
   auto nodes = NodesByName(*scheduler_);
   auto running = runs_->ListRunning();
-  // The sweep is for the hung run: its next attempt, which may start on the node before the
-  // verdict, is no neighbour whose presence defers it (sweep_neighbours.h).
+  // The sweep is for the hung run: its next attempt (kept off the node for a while,
+  // Run.avoid_node, unless it names its nodes) is no neighbour whose presence defers it
+  // (sweep_neighbours.h).
   std::string run_name;
   if (running.ok()) {
     for (const auto& r : *running) {

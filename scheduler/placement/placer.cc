@@ -11,6 +11,33 @@
 #include "scheduler/placement/queue_order.h"
 
 namespace tessera::scheduler {
+namespace {
+
+// Keeps the nodes a run avoids unschedulable while it is placed, then gives them back: nothing
+// of the run's placement (a selection, a preemption, a reservation) can fall on them.
+class AvoidedNodes {
+ public:
+  AvoidedNodes(CapacityIndex& capacity, const std::vector<std::string>& names)
+      : capacity_(capacity) {
+    for (const std::string& name : names) {
+      const uint32_t id = capacity_.FindNode(name);
+      if (id == kNoNode || !capacity_.Schedulable(id)) continue;
+      capacity_.SetSchedulable(id, false);
+      hidden_.push_back(id);
+    }
+  }
+  ~AvoidedNodes() {
+    for (uint32_t id : hidden_) capacity_.SetSchedulable(id, true);
+  }
+  AvoidedNodes(const AvoidedNodes&) = delete;
+  AvoidedNodes& operator=(const AvoidedNodes&) = delete;
+
+ private:
+  CapacityIndex& capacity_;
+  std::vector<uint32_t> hidden_;
+};
+
+}  // namespace
 
 // Preemption searches that failed this cycle, valid while the pool's epoch holds:
 // [per_node * kPriorityLevels + priority] -> the fewest nodes that could not be cleared. With
@@ -165,6 +192,7 @@ bool Placer::PlaceRun(Cycle& cycle, const QueuedRun& run, Waiting* waiting) {
     return false;
   }
   if (!run.request.node_names.empty()) return PlaceNamed(cycle, run, waiting);
+  const AvoidedNodes avoided(capacity_, run.avoid_nodes);
   CollectCandidates(run.request);
   if (candidates_.empty()) {
     waiting->reason = WaitReason::kNoMatchingNodes;

@@ -53,8 +53,11 @@ int64_t TimestampToMicros(const google::protobuf::Timestamp& timestamp) {
   return timestamp.seconds() * 1000000 + timestamp.nanos() / 1000;
 }
 
-QueuedRun QueuedRunFromProto(const tessera::v1::Run& run) {
+QueuedRun QueuedRunFromProto(const tessera::v1::Run& run, int64_t now_micros) {
   QueuedRun queued;
+  if (!run.avoid_node().empty() && TimestampToMicros(run.avoid_node_until()) > now_micros) {
+    queued.avoid_nodes.push_back(run.avoid_node());
+  }
   queued.run_id = run.id();
   queued.created_at_micros = TimestampToMicros(run.created_at());
   queued.priority = PriorityFromProto(run.spec().scheduling().priority());

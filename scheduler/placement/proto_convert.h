@@ -27,8 +27,9 @@ ResourceRequest RequestFromProto(const tessera::v1::ComputeSpec& compute);
 
 int64_t TimestampToMicros(const google::protobuf::Timestamp& timestamp);
 
-// A queued run: its id, creation time, compute request and scheduling settings.
-QueuedRun QueuedRunFromProto(const tessera::v1::Run& run);
+// A queued run: its id, creation time, compute request and scheduling settings, and the node it
+// keeps off at `now_micros` (Run.avoid_node).
+QueuedRun QueuedRunFromProto(const tessera::v1::Run& run, int64_t now_micros);
 
 // A running attempt of `run`, as an allocation (its nodes and GPU indices).
 RunningAllocation AllocationFromProto(const tessera::v1::Run& run,

@@ -55,6 +55,8 @@ struct QueuedRun {
   // them cannot be had, neither free nor by preemption. The caller sets it only for a run that
   // may shrink now (compute.min_nodes, resumed, waited long enough).
   int min_nodes = 0;
+  // Nodes it is not placed on (the node a hang of its last attempt was blamed on, for a while).
+  std::vector<std::string> avoid_nodes = {};
 };
 
 // A team's GPU quota in one cluster, for one GPU type or (empty gpu_type) all of them. A cluster

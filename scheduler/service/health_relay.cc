@@ -67,6 +67,7 @@ absl::Status HealthRelay::OnRankHang(const std::string& node, const v1::RankHang
   req.set_last_step(hang.last_step());
   req.set_seconds_without_progress(hang.seconds_without_progress());
   req.set_in_collective(hang.in_collective());
+  req.set_before_first_report(hang.before_first_report());
   absl::Status st = health_ ? health_->ReportRankHang(req)
                             : absl::UnavailableError("no health API is configured");
   if (st.ok()) return st;
@@ -76,9 +77,12 @@ absl::Status HealthRelay::OnRankHang(const std::string& node, const v1::RankHang
   AttemptState state = attempts_->State(run->id(), run->resumption_index());
   state.first_failed_rank = hang.rank();
   state.first_failed_node = node;
-  const std::string detail =
-      absl::StrFormat("rank %d on %s made no progress for %.1f s (last step %d)", hang.rank(), node,
-                      hang.seconds_without_progress(), hang.last_step());
+  const std::string detail = absl::StrFormat(
+      "rank %d on %s made no progress for %.1f s (%s)", hang.rank(), node,
+      hang.seconds_without_progress(),
+      hang.before_first_report()
+          ? std::string("before its first report: stopped or stuck in the kernel, no CPU used")
+          : absl::StrCat("last step ", hang.last_step()));
   control_->StopAttempt(*run, v1::ATTEMPT_END_REASON_HANG, detail);
   return control_->EndAttempt(run->id(), run->resumption_index(), state,
                               v1::ATTEMPT_END_REASON_HANG, v1::DETECTION_METHOD_HANG_TIMEOUT,

@@ -161,7 +161,7 @@ absl::Status NodeApi::GetQueue(const Who& who, const v1::GetQueueRequest& req,
   std::vector<const v1::Run*> runs;
   for (const auto& r : *queued) {
     if (!req.cluster().empty() && r.spec().compute().cluster() != req.cluster()) continue;
-    queue.push_back(QueuedRunFromProto(r));
+    queue.push_back(QueuedRunFromProto(r, absl::ToUnixMicros(clock_->Now())));
     queue.back().min_nodes = resizing_.MinNodesNow(r);  // as the cycle does
     runs.push_back(&r);
   }

@@ -257,17 +257,17 @@ absl::Status SchedulingCycle::Place(const std::vector<v1::Run>& queued,
     state.running.push_back(std::move(alloc));
     waiting_for_drain.insert(draining.id());
   }
+  const int64_t now_micros = absl::ToUnixMicros(clock_->Now());
   std::vector<QueuedRun> queue;
   std::map<std::string, const v1::Run*> queued_by_id;
   std::vector<const v1::Run*> queued_runs;  // queue[i] is made from queued_runs[i]
   for (const auto& r : queued) {
     if (waiting_for_drain.count(r.id())) continue;  // its previous attempt is still exiting
-    queue.push_back(QueuedRunFromProto(r));
+    queue.push_back(QueuedRunFromProto(r, now_micros));
     queue.back().min_nodes = resizing_.MinNodesNow(r);
     queued_runs.push_back(&r);
     queued_by_id[r.id()] = &r;
   }
-  const int64_t now_micros = absl::ToUnixMicros(clock_->Now());
   // Runs told to stop, or whose attempt has ended, that still hold their GPUs: they will leave.
   std::set<std::string> stopping = waiting_for_drain;
   for (const auto& run : active) {

@@ -420,6 +420,12 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
     for (const auto& n : r.nodes()) {
       if (n.node_name() != a.first_failed_node()) r.add_requeued_from_nodes(n.node_name());
     }
+    r.clear_avoid_node();
+    r.clear_avoid_node_until();
+    if (a.end_reason() == v1::ATTEMPT_END_REASON_HANG && !a.first_failed_node().empty()) {
+      r.set_avoid_node(a.first_failed_node());
+      *r.mutable_avoid_node_until() = ToProtoTime(now + kAvoidHungNodeFor);
+    }
     r.clear_nodes();
     r.clear_master_port();
     t.attempts.push_back(NextAttempt(r, r.resumption_index(), now));

@@ -12,7 +12,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
-namespace {
+namespace connect_e2e_test {
 
 TEST_CASE("mcli connect opens a shell in a running run's container, for its owner and admins",
           "[e2e]") {
@@ -113,5 +113,5 @@ TEST_CASE("mcli connect opens a shell in a running run's container, for its owne
   CHECK(after.resumption_index() == 0);
 }
 
-}  // namespace
+}  // namespace connect_e2e_test
 }  // namespace tessera::testing

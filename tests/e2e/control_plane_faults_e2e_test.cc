@@ -17,7 +17,7 @@
 #include "tests/support/tcp_proxy.h"
 
 namespace tessera::testing {
-namespace {
+namespace control_plane_faults_e2e_test {
 
 // Every case trains the fixture's baseline length (about kBaselineTraining at this machine's
 // rate) under its fault and compares the losses with the baseline's, step for step.
@@ -359,5 +359,5 @@ TEST_CASE(
   CheckCostNothing(c, name);
 }
 
-}  // namespace
+}  // namespace control_plane_faults_e2e_test
 }  // namespace tessera::testing

@@ -15,7 +15,7 @@
 #include "tests/support/local_cluster.h"
 
 namespace tessera::testing {
-namespace {
+namespace fabric_e2e_test {
 
 // Short canaries on one thread (the nodes share this machine); a partner that never comes is a
 // timeout after 10 s; one passing sweep returns a node the health API took out.
@@ -124,5 +124,5 @@ TEST_CASE("a fault by label names no node when none carries it") {
   CHECK(absl::StrContains(r.output, "--label: expected KEY=VALUE"));
 }
 
-}  // namespace
+}  // namespace fabric_e2e_test
 }  // namespace tessera::testing

@@ -17,7 +17,7 @@
 #include "tests/support/local_cluster.h"
 
 namespace tessera::testing {
-namespace {
+namespace health_e2e_test {
 
 // Test intervals: a 2.8 s lease (the default), a 2 s stop grace, short canaries (on one thread: the
 // nodes share this machine, as in deploy/cluster.sh), two low-MFU reports. Runs here may set a
@@ -145,20 +145,19 @@ struct Pace {
 // measured again; a hung node's canary never answers, so its stage lasts to its deadline; three
 // times for a slow node, which is convicted only by its pairs with peers after the all-reduce
 // rounds: at least 6 pairs, 13 measurements against an idle sweep's 8), the
-// stop grace and a restart (two for a hang: the run is requeued at once and may start on the hung
-// node again before the sweep takes it out), all doubled for the noise of a shared 2-core
-// machine.
+// stop grace and a restart, all doubled for the noise of a shared 2-core machine. A hang's run
+// is requeued at once and keeps off the hung node (Run.avoid_node) without waiting for the
+// sweep; the sweep's terms bound the cordon that follows.
 double RecoveryBound(const std::string& kind, const Pace& pace) {
   constexpr double kLease = 2.8, kStopGrace = 2, kHangTimeout = 4, kProbeInterval = 1;
   constexpr double kCanaryTimeout = 10, kStageDeadlineSlack = 5;  // kServerFlags; sweep_driver.cc
   constexpr double kSlowFactor = 0.3, kStragglerReports = 3;
   double detect = pace.report;
-  double starts = 1;
+  const double starts = 1;
   if (kind == "crash") detect += kLease;
   if (kind == "xid") detect += kProbeInterval;
   if (kind == "hang") {
     detect += kHangTimeout + kCanaryTimeout + kStageDeadlineSlack;
-    starts = 2;
   }
   double sweeps = 2;
   if (absl::StartsWith(kind, "slow")) {
@@ -173,6 +172,7 @@ struct Outcome {
   std::string victim;
   double seconds_to_resume = 0;
   std::string described;
+  double bound = 0;  // RecoveryBound's
 };
 
 // Trains until a checkpoint is committed, injects `kind` into the run's second node, and waits
@@ -195,13 +195,12 @@ Outcome InjectAndResume(Scenario& s, const std::string& name, const std::string&
   ShellResult r = s.Mcli("admin inject-fault " + out.victim + " --kind " + kind);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  // A hang is the run's own signal: its run is requeued at once, but its node is taken out only
-  // once a sweep finds it at fault, so the next attempt may start on the hung node before that
-  // and be moved again: one more attempt.
-  const int max_resumption = kind == "hang" ? 2 : 1;
+  // One resumption, on the two healthy nodes. A hang is the run's own signal: its node is taken
+  // out only once a sweep finds it at fault, but the next attempt keeps off it meanwhile.
+  out.bound = bound;
   const auto resumed_elsewhere = [&](const v1::Run& r) {
-    if (r.resumption_index() < 1 || r.resumption_index() > max_resumption ||
-        r.status() != v1::RUN_STATUS_RUNNING || r.progress().resumed_from_step() <= 0 ||
+    if (r.resumption_index() != 1 || r.status() != v1::RUN_STATUS_RUNNING ||
+        r.progress().resumed_from_step() <= 0 ||
         r.progress().step() <= r.progress().resumed_from_step()) {
       return false;
     }
@@ -282,7 +281,14 @@ TEST_CASE("a hung node: its rank is named, a sweep confirms the node, it is cord
   const Pace pace{.sweep = s.ComputeStagesSeconds()};
   const std::string name = s.Submit(0);
   Outcome o = InjectAndResume(s, name, "hang", pace);
-  // Cordoned by the sweep the hang started (its canaries hang too), not by the hang itself.
+  // Cordoned by a sweep (its canaries hang too), not by the hang itself: the sweep the hang
+  // started, or one that was measuring the node already. The run resumed without waiting for it.
+  const absl::Time resumed = absl::Now();
+  while (s.c.Node(o.victim).admin_state() != v1::NODE_ADMIN_STATE_CORDONED &&
+         absl::Now() - resumed < absl::Seconds(o.bound)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(s.Mcli("get sweeps").output);
   CHECK(s.c.Node(o.victim).admin_state() == v1::NODE_ADMIN_STATE_CORDONED);
   CHECK(absl::StrContains(s.c.Node(o.victim).status_reason(), "health: sweep "));
   CHECK(std::regex_search(o.described, std::regex("HANG +HANG_TIMEOUT")));
@@ -294,5 +300,5 @@ TEST_CASE("a hung node: its rank is named, a sweep confirms the node, it is cord
   CHECK(absl::StrContains(sweeps.output, "HANG"));
 }
 
-}  // namespace
+}  // namespace health_e2e_test
 }  // namespace tessera::testing

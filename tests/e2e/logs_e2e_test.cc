@@ -16,7 +16,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
-namespace {
+namespace logs_e2e_test {
 
 ShellResult Mcli(LocalCluster& c, const std::string& args) { return c.Mcli(args); }
 
@@ -195,5 +195,5 @@ compute:
   }
 }
 
-}  // namespace
+}  // namespace logs_e2e_test
 }  // namespace tessera::testing

@@ -14,7 +14,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
-namespace {
+namespace mcli_e2e_test {
 
 using Result = ShellResult;
 
@@ -281,5 +281,5 @@ metadata:
   CHECK(running_again.output.find("only an ended run can be restarted") != std::string::npos);
 }
 
-}  // namespace
+}  // namespace mcli_e2e_test
 }  // namespace tessera::testing

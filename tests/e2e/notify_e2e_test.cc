@@ -12,7 +12,7 @@
 #include "tests/support/poll_until.h"
 
 namespace tessera::testing {
-namespace {
+namespace notify_e2e_test {
 
 struct Receiver {
   absl::Mutex mu;
@@ -103,5 +103,5 @@ TEST_CASE("a failed run and a cordoned node reach their webhooks, and mcli shows
   CHECK_FALSE(absl::StrContains(c.Mcli("get webhooks").output, id));
 }
 
-}  // namespace
+}  // namespace notify_e2e_test
 }  // namespace tessera::testing

@@ -5,7 +5,7 @@
 #include "tests/support/control_plane.h"
 
 namespace tessera::testing {
-namespace {
+namespace rest_e2e_test {
 
 struct Http {
   int status;
@@ -93,5 +93,5 @@ TEST_CASE("CI submits and follows runs over REST, every route demands a key", "[
   CHECK(walked >= 20);
 }
 
-}  // namespace
+}  // namespace rest_e2e_test
 }  // namespace tessera::testing

@@ -11,7 +11,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
-namespace {
+namespace secrets_e2e_test {
 
 TEST_CASE("secrets and the API key reach mcli from stdin, a file or the environment", "[e2e]") {
   const TempDir dir("tessera-secrets-e2e");
@@ -95,5 +95,5 @@ TEST_CASE("secrets and the API key reach mcli from stdin, a file or the environm
   CHECK(absl::StrContains(who.output, "admin"));
 }
 
-}  // namespace
+}  // namespace secrets_e2e_test
 }  // namespace tessera::testing

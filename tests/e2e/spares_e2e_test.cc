@@ -15,7 +15,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
-namespace {
+namespace spares_e2e_test {
 
 int Pulls(const v1::RunDescription& described) {
   int pulls = 0;
@@ -103,5 +103,5 @@ TEST_CASE("a crashed node's run resumes at once on the pool's hot spare, without
   CHECK(c.client->Get(submitted.name()).status() == v1::RUN_STATUS_RUNNING);
 }
 
-}  // namespace
+}  // namespace spares_e2e_test
 }  // namespace tessera::testing

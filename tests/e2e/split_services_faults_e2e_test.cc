@@ -15,7 +15,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
-namespace {
+namespace split_services_faults_e2e_test {
 
 std::string Loopback(int port) { return absl::StrCat("127.0.0.1:", port); }
 
@@ -149,5 +149,5 @@ TEST_CASE(
   CheckLossesEqualBaseline(p.Losses(name), Baseline());
 }
 
-}  // namespace
+}  // namespace split_services_faults_e2e_test
 }  // namespace tessera::testing

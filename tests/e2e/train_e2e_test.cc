@@ -20,7 +20,7 @@
 #include "tests/e2e/training_helpers.h"
 
 namespace tessera::testing {
-namespace {
+namespace train_e2e_test {
 
 ShellResult Mcli(LocalCluster& c, const std::string& args) { return c.Mcli(args); }
 
@@ -286,5 +286,5 @@ TEST_CASE(
   CHECK(absl::StrContains(on_two, "global batch 16,"));
 }
 
-}  // namespace
+}  // namespace train_e2e_test
 }  // namespace tessera::testing

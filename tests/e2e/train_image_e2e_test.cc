@@ -13,7 +13,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
-namespace {
+namespace train_image_e2e_test {
 
 TEST_CASE("gpt-tiny in its image: a node killed, the run resumes on the same digest", "[e2e]") {
   TempDir registry_dir("tessera-registry");
@@ -68,5 +68,5 @@ TEST_CASE("gpt-tiny in its image: a node killed, the run resumes on the same dig
   CHECK(absl::StrContains(logs.output, absl::StrCat("training finished: ", steps, " steps")));
 }
 
-}  // namespace
+}  // namespace train_image_e2e_test
 }  // namespace tessera::testing

@@ -9,7 +9,7 @@
 #include "tests/e2e/training_helpers.h"
 
 namespace tessera::testing {
-namespace {
+namespace training_baseline_test {
 
 std::string Submit(LocalCluster& c, int steps, const std::string& file) {
   ShellResult submitted = c.Mcli("run -f " + ExampleWith(c, steps, file));
@@ -71,5 +71,5 @@ TEST_CASE("An undisturbed 2-node gpt-tiny run: the rate and losses the fault sui
   REQUIRE(baseline.Write(file));
 }
 
-}  // namespace
+}  // namespace training_baseline_test
 }  // namespace tessera::testing

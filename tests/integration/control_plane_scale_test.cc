@@ -9,7 +9,7 @@
 #include "tests/support/scale_harness.h"
 
 namespace tessera::testing {
-namespace {
+namespace control_plane_scale_test {
 
 TEST_CASE("200 simulated nodes for a minute: nothing falsely lost, every run and line kept") {
   ScaleOptions o;
@@ -69,5 +69,5 @@ TEST_CASE("the retention deletes ended runs with their logs while new runs go on
   CHECK(last.log_chunks > 0);
 }
 
-}  // namespace
+}  // namespace control_plane_scale_test
 }  // namespace tessera::testing

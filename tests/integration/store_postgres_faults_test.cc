@@ -16,7 +16,7 @@
 #include "tests/support/postgres_server.h"
 
 namespace tessera::store {
-namespace {
+namespace store_postgres_faults_test {
 
 v1::Run MakeRun(const std::string& name) {
   v1::Run run;
@@ -312,5 +312,5 @@ TEST_CASE("restarting PostgreSQL ends the leader's session, the role is taken ag
   CHECK_FALSE(locks.TryAcquire(kSchedulerLeaderRole, "a")->has_value());
 }
 
-}  // namespace
+}  // namespace store_postgres_faults_test
 }  // namespace tessera::store

@@ -72,6 +72,22 @@ std::optional<unsigned long long> ProcessStartTicks(pid_t pid) {
   return std::stoull(fields[19]);
 }
 
+std::map<pid_t, GroupSample> SampleGroups(const std::set<pid_t>& pgids) {
+  std::map<pid_t, GroupSample> out;
+  if (pgids.empty()) return out;
+  ForEachProcess([&](pid_t, const std::vector<std::string>& f) {
+    // Field 3 (state) is f[0], 5 (pgrp) f[2], 14 and 15 (utime, stime) f[11] and f[12].
+    if (f.size() < 13 || f[0] == "Z" || f[0] == "X") return;
+    const auto pgid = static_cast<pid_t>(std::stol(f[2]));
+    if (!pgids.count(pgid)) return;
+    GroupSample& g = out[pgid];
+    ++g.members;
+    g.cpu_ticks += std::stoull(f[11]) + std::stoull(f[12]);
+    g.stuck_member = g.stuck_member || f[0] == "T" || f[0] == "t" || f[0] == "D";
+  });
+  return out;
+}
+
 bool ProcessAlive(pid_t pid) {
   auto stat = ReadStat(pid);
   if (!stat) return false;

@@ -6,7 +6,9 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,18 @@ std::optional<unsigned long long> ProcessStartTicks(pid_t pid);
 std::vector<pid_t> LiveGroupMembers(pid_t pgid, unsigned long long since = 0);
 // True while `pid` exists and is not a zombie.
 bool ProcessAlive(pid_t pid);
+
+// What the live members of process group `pgid` are doing, from /proc.
+struct GroupSample {
+  int members = 0;
+  // Their CPU time so far (user and system, clock ticks): it stays put while none of them runs.
+  unsigned long long cpu_ticks = 0;
+  // Some member is stopped (T: a signal, a tracer) or in uninterruptible sleep (D: stuck in the
+  // kernel, a hung disk or driver): it cannot be making progress of its own.
+  bool stuck_member = false;
+};
+// Each of `pgids`, from one pass over /proc (a group with no live member is left out).
+std::map<pid_t, GroupSample> SampleGroups(const std::set<pid_t>& pgids);
 
 class AttemptRecords {
  public:

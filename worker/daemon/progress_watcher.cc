@@ -121,6 +121,7 @@ void ProgressWatcher::Watch(const RankOutput& rank) {
   f.state.last_change = f.state.watched_since;
   f.state.hang_timeout = rank.hang_timeout;
   f.state.pid = rank.pid;
+  f.state.cpu_still_since = f.state.watched_since;
 }
 
 void ProgressWatcher::RankDone(const RankOutput& rank) {
@@ -229,9 +230,31 @@ std::vector<v1::RankHang> ProgressWatcher::TakeHangs() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
   std::vector<v1::RankHang> hangs;
-  for (auto& [key, f] : files_) {
+  // The process groups of the ranks that have not reported yet, looked at in one pass.
+  std::set<pid_t> silent;
+  for (const auto& [key, f] : files_) {
     const RankState& s = f.state;
-    if (s.done || !s.latest || s.hang_timeout <= absl::ZeroDuration()) continue;
+    if (!s.done && !s.latest && s.hang_timeout > absl::ZeroDuration() && s.pid > 0) {
+      silent.insert(s.pid);
+    }
+  }
+  const std::map<pid_t, GroupSample> groups = SampleGroups(silent);
+  for (auto& [key, f] : files_) {
+    RankState& s = f.state;
+    if (s.done || s.hang_timeout <= absl::ZeroDuration()) continue;
+    if (!s.latest) {
+      const auto group = groups.find(s.pid);
+      if (group == groups.end() || !StuckBeforeFirstReport(s, group->second, now)) continue;
+      if (!hang_reported_.insert({s.run_id, s.resumption_index}).second) continue;
+      v1::RankHang h;
+      h.set_run_id(s.run_id);
+      h.set_resumption_index(s.resumption_index);
+      h.set_rank(s.rank);
+      h.set_seconds_without_progress(absl::ToDoubleSeconds(now - s.watched_since));
+      h.set_before_first_report(true);
+      hangs.push_back(std::move(h));
+      continue;
+    }
     if (now - s.last_change < s.hang_timeout) continue;
     const bool waiting = progress::ReadWaitingMarker(f.path) && !ProcessStopped(s.pid);
     if (waiting && now - s.last_change < 2 * s.hang_timeout) continue;
@@ -246,6 +269,16 @@ std::vector<v1::RankHang> ProgressWatcher::TakeHangs() {
     hangs.push_back(std::move(h));
   }
   return hangs;
+}
+
+bool ProgressWatcher::StuckBeforeFirstReport(RankState& s, const GroupSample& group,
+                                             absl::Time now) {
+  if (group.cpu_ticks != s.cpu_ticks) {
+    s.cpu_ticks = group.cpu_ticks;
+    s.cpu_still_since = now;
+    return false;
+  }
+  return group.stuck_member && now - s.cpu_still_since >= s.hang_timeout;
 }
 
 std::vector<ProgressWatcher::RankState> ProgressWatcher::Ranks() {

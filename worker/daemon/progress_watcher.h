@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "tessera/v1/worker.pb.h"
 #include "worker/daemon/attempt_manager.h"
+#include "worker/daemon/attempt_record.h"
 
 namespace tessera::worker {
 
@@ -47,6 +48,10 @@ class ProgressWatcher {
   // still running; each attempt is reported once. A rank waiting in a collective (and not
   // stopped) is more likely waiting for a hung peer than hung itself: it is reported only after
   // twice the timeout, marked in_collective, so that the peer's node is blamed first.
+  // A rank that has not reported yet may be starting (loading data, a checkpoint), which takes
+  // any time: it is hung only when, for its hang_timeout, its process group used no CPU while one
+  // of its processes was stopped or stuck in the kernel (before_first_report), so that an
+  // attempt started on a node that is already hung is not left waiting for good.
   std::vector<v1::RankHang> TakeHangs();
 
   // A rank's newest record and when it last changed.
@@ -59,7 +64,10 @@ class ProgressWatcher {
     absl::Time last_change;
     bool done = false;
     absl::Duration hang_timeout = absl::ZeroDuration();
-    pid_t pid = 0;
+    pid_t pid = 0;  // the rank's process group
+    // Its group's CPU time at the last look, and since when it has not moved.
+    unsigned long long cpu_ticks = 0;
+    absl::Time cpu_still_since;
   };
   std::vector<RankState> Ranks();
 
@@ -80,6 +88,9 @@ class ProgressWatcher {
   // Reads one file (or all when `only` is null) outside mu_, then parses under it.
   void Read(const FileKey* only);
   void Parse(File& f, const std::string& bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a rank that never reported is stuck (TakeHangs), from a look at its process group
+  // (a group with no live member is gone: its exit is reported, not a hang).
+  static bool StuckBeforeFirstReport(RankState& s, const GroupSample& group, absl::Time now);
   // The reader's wake-up (the destructor sets stopping_ under mu_, so that it sees it).
   bool StoppingOrFollowing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || !files_.empty();

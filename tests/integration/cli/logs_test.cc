@@ -10,7 +10,7 @@
 
 using namespace mcli_test;  // NOLINT: the fakes and the runner are this test's vocabulary
 
-namespace {
+namespace logs_test {
 
 v1::GetLogsRequest OnlyRequest(FakeServer& server) {
   const std::vector<v1::GetLogsRequest> requests = server.logs.Requests();
@@ -24,8 +24,6 @@ Result SubmitFollow(const TempDir& dir, const std::string& name) {
   yaml.replace(yaml.find("name: train"), 11, "name: " + name);
   return Mcli({"run", "submit", "-f", dir.Write("run.yaml", yaml), "--follow"});
 }
-
-}  // namespace
 
 TEST_CASE("logs without flags asks for the latest attempt of every rank", "[cli][logs]") {
   FakeServer& server = Server();
@@ -316,3 +314,5 @@ TEST_CASE("run submit --follow prints status changes, then logs, until the run e
                                Catch::Contains("does not support this command"));
   }
 }
+
+}  // namespace logs_test

@@ -14,7 +14,7 @@
 #include "tests/support/control_plane.h"
 
 namespace tessera::testing {
-namespace {
+namespace auth_and_faults_test {
 
 // Calls `method` with an empty request over the generic API (works for unary and streaming
 // methods alike) and returns the final status.
@@ -293,5 +293,5 @@ TEST_CASE("a loss lease longer than the lease, or within one heartbeat, is one c
                           "--loss-seconds 1 is not longer than --heartbeat-seconds 1"));
 }
 
-}  // namespace
+}  // namespace auth_and_faults_test
 }  // namespace tessera::testing

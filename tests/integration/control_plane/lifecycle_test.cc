@@ -7,7 +7,7 @@
 #include "tests/support/control_plane.h"
 
 namespace tessera::testing {
-namespace {
+namespace lifecycle_test {
 
 struct Plane {
   std::unique_ptr<PostgresServer> pg;
@@ -285,5 +285,5 @@ TEST_CASE(
   }
 }
 
-}  // namespace
+}  // namespace lifecycle_test
 }  // namespace tessera::testing

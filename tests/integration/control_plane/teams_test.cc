@@ -12,7 +12,7 @@
 #include "tests/support/process.h"
 
 namespace tessera::testing {
-namespace {
+namespace teams_test {
 
 struct Plane {
   std::unique_ptr<PostgresServer> pg;
@@ -168,5 +168,5 @@ TEST_CASE("two teams: quotas, borrowing idle GPUs, reclaiming them, and why runs
   CHECK_THAT(mine.output, Catch::Contains("bob") && !Catch::Contains("ann"));
 }
 
-}  // namespace
+}  // namespace teams_test
 }  // namespace tessera::testing

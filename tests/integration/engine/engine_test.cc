@@ -13,7 +13,7 @@
 #include "worker/engine/checkpoint/shard_file.h"
 
 namespace tessera::testing {
-namespace {
+namespace engine_test {
 namespace fs = std::filesystem;
 
 TEST_CASE(
@@ -249,5 +249,5 @@ TEST_CASE("a bad configuration fails every rank at once with the field named") {
         std::string::npos);
 }
 
-}  // namespace
+}  // namespace engine_test
 }  // namespace tessera::testing

@@ -12,7 +12,7 @@
 #include "worker/engine/checkpoint/checkpoint_folder.h"
 
 namespace tessera::testing {
-namespace {
+namespace sharding_test {
 namespace fs = std::filesystem;
 
 // Rank 0's account of the parameters it held (trainer.cc), in bytes.
@@ -297,5 +297,5 @@ TEST_CASE(
   }
 }
 
-}  // namespace
+}  // namespace sharding_test
 }  // namespace tessera::testing

@@ -19,7 +19,7 @@
 #include "worker/daemon/canary_runner.h"
 
 namespace tessera::testing {
-namespace {
+namespace canary_server_test {
 
 // Patience for a check of a fraction of a second on a loaded machine: a guard against a hang.
 constexpr absl::Duration kPatience = absl::Seconds(120);
@@ -251,5 +251,5 @@ TEST_CASE("behind a downed link an all-reduce reaches no peer, compute checks st
   CHECK(AwaitResult(runner).verdict() == v1::HEALTH_VERDICT_PASSED);
 }
 
-}  // namespace
+}  // namespace canary_server_test
 }  // namespace tessera::testing

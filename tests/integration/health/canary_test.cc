@@ -10,7 +10,7 @@
 #include "worker/canary/canary_result.h"
 
 namespace tessera::testing {
-namespace {
+namespace canary_test {
 
 struct Ran {
   int exit_code = -1;
@@ -103,5 +103,5 @@ TEST_CASE("the compute stress test measures and compares with the expected rate"
             .exit_code == canary::kExitUsage);
 }
 
-}  // namespace
+}  // namespace canary_test
 }  // namespace tessera::testing

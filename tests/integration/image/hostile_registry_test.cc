@@ -15,7 +15,7 @@
 #include "worker/image/image_cache.h"
 
 namespace tessera::worker::image {
-namespace {
+namespace hostile_registry_test {
 namespace fs = std::filesystem;
 using tessera::testing::HttpTestRequest;
 using tessera::testing::HttpTestResponse;
@@ -156,5 +156,5 @@ TEST_CASE("a lying registry cannot fill a node's disk", "[security]") {
   if (fs::exists(options.dir + "/tmp")) CHECK(fs::is_empty(options.dir + "/tmp"));
 }
 
-}  // namespace
+}  // namespace hostile_registry_test
 }  // namespace tessera::worker::image

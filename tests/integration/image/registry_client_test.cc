@@ -18,7 +18,7 @@
 #include "worker/image/blob_stream.h"
 
 namespace tessera::worker::image {
-namespace {
+namespace registry_client_test {
 namespace fs = std::filesystem;
 using tessera::testing::HttpTestRequest;
 using tessera::testing::HttpTestResponse;
@@ -286,5 +286,5 @@ TEST_CASE("a registry's TLS certificate is trusted from certs.d, or not checked 
   CHECK(unchecked.GetManifest(digest).status().code() == absl::StatusCode::kNotFound);
 }
 
-}  // namespace
+}  // namespace registry_client_test
 }  // namespace tessera::worker::image

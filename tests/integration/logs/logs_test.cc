@@ -15,7 +15,7 @@
 #include "tests/support/control_plane.h"
 
 namespace tessera::testing {
-namespace {
+namespace logs_test {
 
 constexpr int kLinesPerBatch = 100;
 
@@ -303,5 +303,5 @@ TEST_CASE("logs: a logs database that cannot be opened is refused at start with 
   CHECK_FALSE(p->Running());  // it stops, serving nothing
 }
 
-}  // namespace
+}  // namespace logs_test
 }  // namespace tessera::testing

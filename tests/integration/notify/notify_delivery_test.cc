@@ -18,7 +18,7 @@
 #include "tests/support/postgres_server.h"
 
 namespace tessera::notify {
-namespace {
+namespace notify_delivery_test {
 
 constexpr char kSecret[] = "a-signing-secret-of-32-bytes-...";
 
@@ -185,5 +185,5 @@ TEST_CASE(
   CHECK(retried > 0);
 }
 
-}  // namespace
+}  // namespace notify_delivery_test
 }  // namespace tessera::notify

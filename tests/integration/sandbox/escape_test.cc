@@ -16,7 +16,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
-namespace {
+namespace escape_test {
 
 namespace fs = std::filesystem;
 
@@ -125,5 +125,5 @@ TEST_CASE("a command of 1 MB runs in its sandbox, as the run's command, not a no
   CHECK(c.Node("node-a").admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE);
 }
 
-}  // namespace
+}  // namespace escape_test
 }  // namespace tessera::testing

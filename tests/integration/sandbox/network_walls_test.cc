@@ -20,7 +20,7 @@
 #include "tests/support/process.h"
 
 namespace tessera::testing {
-namespace {
+namespace network_walls_test {
 
 // Tries each NAME=PORT (or NAME=HOST:PORT) and prints "NAME open" or "NAME refused" (or the
 // error), each within 5 s.
@@ -164,5 +164,5 @@ TEST_CASE("a run cannot hold the health canaries' rendezvous ports", "[sandbox][
   CHECK(absl::StrContains(said, "port 0 held"));  // the rank may bind, just not those
 }
 
-}  // namespace
+}  // namespace network_walls_test
 }  // namespace tessera::testing

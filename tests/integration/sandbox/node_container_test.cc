@@ -17,7 +17,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
-namespace {
+namespace node_container_test {
 
 // A folder of simulated GPU device nodes (nvidia0..N-1, nvidiactl), open to every rank's uid.
 struct SimulatedGpus {
@@ -229,5 +229,5 @@ TEST_CASE("a fork bomb stops at its run's process limit, and the node's other ru
   CHECK(c.Node("node-a").liveness() == v1::NODE_LIVENESS_ONLINE);
 }
 
-}  // namespace
+}  // namespace node_container_test
 }  // namespace tessera::testing

@@ -24,7 +24,7 @@
 #include "worker/daemon/rank_sandbox.h"
 
 namespace tessera::testing {
-namespace {
+namespace sandbox_test {
 
 namespace fs = std::filesystem;
 
@@ -445,5 +445,5 @@ TEST_CASE("a local integration brings the submitter's files into the working fol
                                               "/code: its files pack to more than the 524288"));
 }
 
-}  // namespace
+}  // namespace sandbox_test
 }  // namespace tessera::testing

@@ -10,7 +10,7 @@
 #include "tests/support/local_cluster.h"
 
 namespace tessera::testing {
-namespace {
+namespace audit_quota_test {
 
 TEST_CASE("a run that goes quiet under a tiny hang_timeout gets no node cordoned", "[security]") {
   LocalCluster c({"--min-hang-timeout-seconds", "1", "--canary-compute-seconds", "0.2",
@@ -229,5 +229,5 @@ TEST_CASE("attack: a node's or a service's key used through the REST gateway is 
   CHECK(absl::StrContains(whoami(c.admin_key), " 200"));
 }
 
-}  // namespace
+}  // namespace audit_quota_test
 }  // namespace tessera::testing

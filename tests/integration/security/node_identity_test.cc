@@ -15,7 +15,7 @@
 #include "tests/support/postgres_server.h"
 
 namespace tessera::testing {
-namespace {
+namespace node_identity_test {
 
 std::unique_ptr<grpc::ClientContext> WithKey(const std::string& key) {
   auto ctx = std::make_unique<grpc::ClientContext>();
@@ -257,5 +257,5 @@ TEST_CASE("a node key acts only as its node, for its attempts, and is not admin"
   }
 }
 
-}  // namespace
+}  // namespace node_identity_test
 }  // namespace tessera::testing

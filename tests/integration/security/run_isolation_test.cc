@@ -16,7 +16,7 @@
 #include "tests/support/local_cluster.h"
 
 namespace tessera::testing {
-namespace {
+namespace run_isolation_test {
 
 namespace fs = std::filesystem;
 
@@ -175,5 +175,5 @@ TEST_CASE("another user's runs stay private: queue, runs, logs, nodes", "[securi
         grpc::StatusCode::PERMISSION_DENIED);
 }
 
-}  // namespace
+}  // namespace run_isolation_test
 }  // namespace tessera::testing

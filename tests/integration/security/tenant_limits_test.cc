@@ -18,7 +18,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::testing {
-namespace {
+namespace tenant_limits_test {
 
 v1::RunSpec SpecOf(const std::string& name, const std::string& command, int gpus) {
   v1::RunSpec spec;
@@ -329,5 +329,5 @@ TEST_CASE(
   }
 }
 
-}  // namespace
+}  // namespace tenant_limits_test
 }  // namespace tessera::testing

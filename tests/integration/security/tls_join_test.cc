@@ -21,7 +21,7 @@
 #include "tests/support/test_pki.h"
 
 namespace tessera::testing {
-namespace {
+namespace tls_join_test {
 
 constexpr const char* kScrapeToken = "tls-plane-scrape-token-0123456789";
 
@@ -422,5 +422,5 @@ TEST_CASE("the HTTPS gateway cuts off slow clients and refuses oversized bodies"
                           "\"user\":\"ops\""));
 }
 
-}  // namespace
+}  // namespace tls_join_test
 }  // namespace tessera::testing

@@ -17,7 +17,7 @@
 #include "tests/support/tcp_proxy.h"
 
 namespace tessera::testing {
-namespace {
+namespace worker_test {
 
 // Polls until no process of the group is alive; returns when that was seen (unix nanos).
 std::optional<int64_t> WaitForGroupDeath(pid_t pgid, absl::Duration timeout) {
@@ -346,11 +346,11 @@ TEST_CASE("a failing rank fails the run with its exit code, and the other ranks 
   CHECK(absl::StrContains(failed.status_reason() + d.attempts(0).reason(), "7"));
 }
 
-}  // namespace
+}  // namespace worker_test
 }  // namespace tessera::testing
 
 namespace tessera::testing {
-namespace {
+namespace worker_test {
 
 TEST_CASE("a run seen to end has its logs complete: its ranks' last lines are stored before",
           "[worker]") {
@@ -409,11 +409,11 @@ TEST_CASE("a log service killed and restarted during a run loses no line and sto
   }
 }
 
-}  // namespace
+}  // namespace worker_test
 }  // namespace tessera::testing
 
 namespace tessera::testing {
-namespace {
+namespace worker_test {
 
 TEST_CASE("a worker cut off from the network kills its ranks before the replacement starts",
           "[worker]") {
@@ -474,5 +474,5 @@ TEST_CASE("a loss lease shorter than the fence: the run moves at once, the node 
   CHECK(absl::StrContains(log, "was declared lost and still runs"));
 }
 
-}  // namespace
+}  // namespace worker_test
 }  // namespace tessera::testing

@@ -11,7 +11,7 @@
 #include "services/store/memory/memory_database.h"
 
 namespace tessera::admin {
-namespace {
+namespace team_handler_test {
 
 const absl::Time kMidnight = absl::FromCivil(absl::CivilDay(2026, 11, 20), absl::UTCTimeZone());
 
@@ -152,5 +152,5 @@ TEST_CASE("Usage: GPU-hours split at UTC midnights, by outcome, within the windo
                              v1::ATTEMPT_END_REASON_NODE_FAILURE)) == "node failure");
 }
 
-}  // namespace
+}  // namespace team_handler_test
 }  // namespace tessera::admin

@@ -5,7 +5,7 @@
 #include <memory>
 
 namespace tessera {
-namespace {
+namespace backoff_test {
 
 // Draws the Uniform01() it is set to (0 and 1 - 2^-53 are exact; 0.5 too).
 class SetRandom final : public Random {
@@ -46,5 +46,5 @@ TEST_CASE("backoff delays by retry number: the jitter's range, and no overflow f
   CHECK(highest < absl::Seconds(360));
 }
 
-}  // namespace
+}  // namespace backoff_test
 }  // namespace tessera

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera {
-namespace {
+namespace byte_size_test {
 
 TEST_CASE("byte sizes take binary and decimal units, any case") {
   CHECK(*ParseByteSize("4096") == 4096);
@@ -31,5 +31,5 @@ TEST_CASE("byte size lists are comma separated and not empty") {
   CHECK_FALSE(ParseByteSizes("1MiB,nope").ok());
 }
 
-}  // namespace
+}  // namespace byte_size_test
 }  // namespace tessera

@@ -10,7 +10,7 @@
 #include "absl/synchronization/notification.h"
 
 namespace tessera {
-namespace {
+namespace clock_test {
 
 // One AwaitWithDeadline on its own thread, with a flag the test can set as its condition.
 class Waiter {
@@ -194,5 +194,5 @@ TEST_CASE("a grid of moments: the tick at or before a time, and the one after it
   CHECK(TickAfter(now, 10 * ms) == absl::FromUnixNanos(1'764'500'000'130'000'000));
 }
 
-}  // namespace
+}  // namespace clock_test
 }  // namespace tessera

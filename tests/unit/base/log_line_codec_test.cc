@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace tessera {
-namespace {
+namespace log_line_codec_test {
 
 std::vector<ChunkLine> Decode(const std::string& chunk, absl::Status* status) {
   std::vector<ChunkLine> out;
@@ -72,5 +72,5 @@ TEST_CASE("a chunk cut short or with a length past its end is data loss, not a c
   }
 }
 
-}  // namespace
+}  // namespace log_line_codec_test
 }  // namespace tessera

@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace tessera {
-namespace {
+namespace random_test {
 
 std::vector<uint64_t> Draws(Random& r, int n) {
   std::vector<uint64_t> out;
@@ -62,5 +62,5 @@ TEST_CASE("the system random is shared and draws differing numbers") {
   CHECK(Draws(*r, 4) != Draws(*r, 4));
 }
 
-}  // namespace
+}  // namespace random_test
 }  // namespace tessera

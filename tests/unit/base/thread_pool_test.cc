@@ -9,7 +9,7 @@
 #include "absl/synchronization/notification.h"
 
 namespace tessera {
-namespace {
+namespace thread_pool_test {
 
 TEST_CASE("a thread pool runs everything submitted, several at once, before it goes") {
   std::atomic<int> ran{0};
@@ -50,5 +50,5 @@ TEST_CASE("a thread pool with one thread runs work in submission order") {
   for (int i = 0; i < 50; ++i) CHECK(order[i] == i);
 }
 
-}  // namespace
+}  // namespace thread_pool_test
 }  // namespace tessera

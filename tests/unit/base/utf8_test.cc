@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera {
-namespace {
+namespace utf8_test {
 
 TEST_CASE("ToValidUtf8 keeps valid text and replaces each bad byte by U+FFFD", "[utf8]") {
   const std::string kBad = "\xEF\xBF\xBD";
@@ -31,5 +31,5 @@ TEST_CASE("IsValidUtf8 and Utf8SequenceLength agree", "[utf8]") {
   CHECK(Utf8SequenceLength("\xF0\x9F\x98", 0) == 0);
 }
 
-}  // namespace
+}  // namespace utf8_test
 }  // namespace tessera

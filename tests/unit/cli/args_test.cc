@@ -16,7 +16,7 @@
 #include "cli/client.h"
 #include "tests/support/temp_dir.h"
 
-namespace {
+namespace args_test {
 
 struct Result {
   int exit_code;
@@ -54,8 +54,6 @@ void CheckUsageError(const Result& result, const std::string& fragment) {
   // One line.
   CHECK(result.err.find('\n') == result.err.size() - 1);
 }
-
-}  // namespace
 
 TEST_CASE("argument errors exit 2 with one line", "[cli][args]") {
   CheckUsageError(Mcli({}), "subcommand is required");
@@ -203,3 +201,5 @@ TEST_CASE("idempotency keys are random UUIDs", "[cli][args]") {
   CHECK(a[14] == '4');
   CHECK(std::string("89ab").find(a[19]) != std::string::npos);
 }
+
+}  // namespace args_test

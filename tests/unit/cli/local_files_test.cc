@@ -15,7 +15,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::cli {
-namespace {
+namespace local_files_test {
 namespace fs = std::filesystem;
 
 std::string Read(const std::string& path) {
@@ -121,5 +121,5 @@ TEST_CASE("PackLocalIntegrations fills archive, and leaves one given as it is") 
   CHECK(spec::IntegrationText(spec.integrations(1), "archive") == "H4sI");
 }
 
-}  // namespace
+}  // namespace local_files_test
 }  // namespace tessera::cli

@@ -11,7 +11,7 @@
 #include "cli/names.h"
 #include "tessera/v1/runs.pb.h"
 
-namespace {
+namespace output_test {
 
 using tessera::cli::CliError;
 using tessera::cli::Json;
@@ -31,8 +31,6 @@ tessera::v1::Run SampleRun() {
   run.mutable_created_at()->set_seconds(1'700'000'000);
   return run;
 }
-
-}  // namespace
 
 TEST_CASE("JSON uses proto field names and keeps default values", "[cli][output]") {
   const Json json = tessera::cli::MessageToJson(SampleRun());
@@ -114,3 +112,5 @@ TEST_CASE("enum names are short in output and lenient on input", "[cli][output]"
                              !Catch::Contains("unspecified"));
   }
 }
+
+}  // namespace output_test

@@ -15,7 +15,7 @@
 #include "cli/status_line.h"
 
 namespace tessera::cli {
-namespace {
+namespace progress_test {
 
 const absl::Time kStart = absl::FromUnixSeconds(1'700'000'000);
 
@@ -170,5 +170,5 @@ TEST_CASE("without a terminal the ticker prints a line when the step moved and n
   CHECK(std::count(text.begin(), text.end(), '\n') == 1);
 }
 
-}  // namespace
+}  // namespace progress_test
 }  // namespace tessera::cli

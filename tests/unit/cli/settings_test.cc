@@ -16,7 +16,7 @@
 #include "cli/errors.h"
 #include "tests/support/temp_dir.h"
 
-namespace {
+namespace settings_test {
 
 using tessera::cli::CheckApiKey;
 using tessera::cli::CliError;
@@ -81,8 +81,6 @@ class ScopedEnv {
   std::string name_;
   std::optional<std::string> old_;
 };
-
-}  // namespace
 
 TEST_CASE("settings default to the local endpoint and no key", "[cli][settings]") {
   TempDir home;
@@ -292,3 +290,5 @@ TEST_CASE("an API key that is not one word of visible ASCII is refused, naming i
   CHECK(message(pasted).find("0123456789abcdef") == std::string::npos);  // never repeated
   CHECK(message("Secret:  tsk_0123456789abcdef").find("0123456789abcdef") == std::string::npos);
 }
+
+}  // namespace settings_test

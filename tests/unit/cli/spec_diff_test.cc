@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::cli {
-namespace {
+namespace spec_diff_test {
 
 std::string Numbered(int from, int to) {
   std::string text;
@@ -83,5 +83,5 @@ TEST_CASE("texts too large to compare line by line still give a correct diff", "
   CHECK(lines.back().text == "tail");
 }
 
-}  // namespace
+}  // namespace spec_diff_test
 }  // namespace tessera::cli

@@ -7,7 +7,7 @@
 #include "cli/errors.h"
 #include "tests/support/temp_dir.h"
 
-namespace {
+namespace spec_overrides_test {
 
 using tessera::cli::ApplyOverrides;
 using tessera::cli::CliError;
@@ -30,8 +30,6 @@ struct TempFile {
   tessera::testing::TempDir dir{"mcli-spec"};
   const std::string path;
 };
-
-}  // namespace
 
 TEST_CASE("a run YAML file is parsed locally", "[cli][spec]") {
   TempFile file(kSpec);
@@ -143,3 +141,5 @@ TEST_CASE("a missing file is a usage error", "[cli][spec]") {
     CHECK_THAT(e.what(), Catch::Contains("/nonexistent/run.yaml"));
   }
 }
+
+}  // namespace spec_overrides_test

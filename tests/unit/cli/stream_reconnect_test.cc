@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
-namespace {
+namespace stream_reconnect_test {
 
 using tessera::FakeClock;
 using tessera::cli::StreamReconnects;
@@ -68,4 +68,4 @@ TEST_CASE("a quiet stream that stayed open ends at its lifetime for ever, never 
   CHECK(err.str().empty());
 }
 
-}  // namespace
+}  // namespace stream_reconnect_test

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-namespace {
+namespace table_test {
 
 using tessera::cli::DisplayWidth;
 using tessera::cli::Fields;
@@ -22,8 +22,6 @@ std::vector<std::string> Lines(const std::string& text) {
   while (std::getline(in, line)) lines.push_back(line);
   return lines;
 }
-
-}  // namespace
 
 TEST_CASE("table columns are aligned two blanks apart", "[cli][table]") {
   Table table({"NAME", "STATUS", "GPUS"});
@@ -113,3 +111,5 @@ TEST_CASE("fields align their values", "[cli][table]") {
   CHECK(lines[1] == "  Status:  RUNNING");
   CHECK(lines[2] == "  Empty:");
 }
+
+}  // namespace table_test

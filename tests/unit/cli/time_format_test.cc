@@ -6,7 +6,7 @@
 
 #include "cli/errors.h"
 
-namespace {
+namespace time_format_test {
 
 using tessera::cli::CliError;
 using tessera::cli::FormatSeconds;
@@ -14,8 +14,6 @@ using tessera::cli::FormatTimestamp;
 using tessera::cli::ParseTimeArg;
 
 const absl::Time kNow = absl::FromUnixSeconds(1'700'000'000);
-
-}  // namespace
 
 TEST_CASE("relative times count back from now", "[cli][time]") {
   CHECK(ParseTimeArg("--after", "90s", kNow) == kNow - absl::Seconds(90));
@@ -65,3 +63,5 @@ TEST_CASE("unset timestamps show as a dash", "[cli][time]") {
   CHECK(text.size() == 19);  // YYYY-MM-DD HH:MM:SS in the local zone
   CHECK(text.substr(0, 8) == "2023-11-");
 }
+
+}  // namespace time_format_test

@@ -6,7 +6,7 @@
 #include "cli/node_view.h"
 #include "cli/run_view.h"
 
-namespace {
+namespace views_test {
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -29,8 +29,6 @@ tessera::v1::Run MakeRun(const std::string& name, tessera::v1::RunStatus status)
   run.mutable_spec()->mutable_scheduling()->set_priority(tessera::v1::PRIORITY_MEDIUM);
   return run;
 }
-
-}  // namespace
 
 TEST_CASE("progress shows steps and percent", "[cli][views]") {
   tessera::v1::RunProgress progress;
@@ -179,3 +177,5 @@ TEST_CASE("the nodes table", "[cli][views]") {
   CHECK(lines[0] == "NAME    CLUSTER  GPU TYPE  GPUS  LIVENESS  STATE     HEALTH     REASON");
   CHECK(lines[1] == "node-a  c1       h100      8     ONLINE    CORDONED  UNHEALTHY  XID 79");
 }
+
+}  // namespace views_test

@@ -18,7 +18,7 @@
 #include "transport/client_address.h"
 
 namespace tessera::auth {
-namespace {
+namespace audit_log_test {
 
 struct Fixture {
   Fixture() {
@@ -281,5 +281,5 @@ TEST_CASE("a target names every field that says what a request acts on") {
   CHECK(AuditLog::TargetOf(v1::WhoAmIRequest()).empty());
 }
 
-}  // namespace
+}  // namespace audit_log_test
 }  // namespace tessera::auth

@@ -25,7 +25,7 @@
 #include "tessera/v1/worker.grpc.pb.h"
 
 namespace tessera::auth {
-namespace {
+namespace auth_test {
 
 using google::protobuf::DescriptorPool;
 
@@ -464,5 +464,5 @@ TEST_CASE("the stale keys of many open streams are re-read together, revocations
   CHECK(counting->batch_reads <= 10);  // 200 keys in a few statements, not 200
 }
 
-}  // namespace
+}  // namespace auth_test
 }  // namespace tessera::auth

@@ -8,7 +8,7 @@
 #include "services/store/stores.h"
 
 namespace tessera {
-namespace {
+namespace history_retention_test {
 
 const absl::Time kStart = absl::FromUnixSeconds(1'750'000'000);
 
@@ -89,5 +89,5 @@ TEST_CASE("a retention pass reports the store's failure") {
   CHECK(absl::IsUnavailable(removed.status()));
 }
 
-}  // namespace
+}  // namespace history_retention_test
 }  // namespace tessera

@@ -11,7 +11,7 @@
 #include "tests/support/test_pki.h"
 
 namespace tessera::admin {
-namespace {
+namespace join_test {
 
 struct Fixture {
   explicit Fixture(bool with_ca = true) {
@@ -253,5 +253,5 @@ TEST_CASE("the node key a join makes carries its token's terms to whoever checks
   CHECK(open_who->node_terms.ByteSizeLong() == 0);
 }
 
-}  // namespace
+}  // namespace join_test
 }  // namespace tessera::admin

@@ -9,7 +9,7 @@
 #include "services/store/memory/memory_database.h"
 
 namespace tessera {
-namespace {
+namespace leader_election_test {
 
 constexpr char kRole[] = "scheduler";
 
@@ -162,5 +162,5 @@ TEST_CASE("leader election: without a lock store the single instance always lead
   CHECK_FALSE(fence->has_value());
 }
 
-}  // namespace
+}  // namespace leader_election_test
 }  // namespace tessera

@@ -6,7 +6,7 @@
 #include <thread>
 
 namespace tessera::auth {
-namespace {
+namespace others_run_reads_test {
 
 TEST_CASE("a read of another user's run is noted by a person's call listening on its thread") {
   const Principal ops{"ops", v1::ROLE_OPERATOR, ""};
@@ -51,5 +51,5 @@ TEST_CASE("a read of another user's run is noted by a person's call listening on
   CHECK_FALSE(elsewhere.noted());
 }
 
-}  // namespace
+}  // namespace others_run_reads_test
 }  // namespace tessera::auth

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera {
-namespace {
+namespace stream_pump_test {
 
 using store::ChangeTopic;
 
@@ -164,5 +164,5 @@ TEST_CASE("a pump goes with streams still waiting: their work is dropped, not ru
   CHECK(ran.load() == 0);
 }
 
-}  // namespace
+}  // namespace stream_pump_test
 }  // namespace tessera

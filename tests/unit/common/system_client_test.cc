@@ -20,7 +20,7 @@
 #include "tessera/v1/admin.grpc.pb.h"
 
 namespace tessera {
-namespace {
+namespace system_client_test {
 
 constexpr char kSystemSecret[] = "tsk_system0000000000000000000000000000000000";
 constexpr char kUserSecret[] = "tsk_user000000000000000000000000000000000000";
@@ -407,5 +407,5 @@ TEST_CASE("a leader's own UNAVAILABLE is returned rather than a standby's refusa
   CHECK(b.handler->calls == before);
 }
 
-}  // namespace
+}  // namespace system_client_test
 }  // namespace tessera

@@ -9,7 +9,7 @@
 #include "services/store/stores.h"
 
 namespace tessera::auth {
-namespace {
+namespace system_keys_test {
 
 struct Fixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
@@ -78,5 +78,5 @@ TEST_CASE("a rotation that fails is tried again at the next tick, the current ke
   CHECK(auth.Authenticate("Bearer " + (*keys)->credential().secret()).ok());
 }
 
-}  // namespace
+}  // namespace system_keys_test
 }  // namespace tessera::auth

@@ -5,7 +5,7 @@
 #include "services/store/memory/memory_database.h"
 
 namespace tessera::cordon {
-namespace {
+namespace cordon_handler_test {
 
 struct Fixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
@@ -142,5 +142,5 @@ TEST_CASE("watch sends the newest past events, then new ones") {
   CHECK(seen == std::vector<std::string>{"past 1", "past 2", "live"});
 }
 
-}  // namespace
+}  // namespace cordon_handler_test
 }  // namespace tessera::cordon

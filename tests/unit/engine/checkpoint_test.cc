@@ -10,7 +10,7 @@
 #include "worker/engine/checkpoint/shard_file.h"
 
 namespace tessera::engine {
-namespace {
+namespace checkpoint_test {
 using tessera::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -327,5 +327,5 @@ TEST_CASE("a damaged owner file is an error that names it, not a silent claim") 
   CHECK(st.message().find("RUN_ID ATTEMPT") != std::string::npos);
 }
 
-}  // namespace
+}  // namespace checkpoint_test
 }  // namespace tessera::engine

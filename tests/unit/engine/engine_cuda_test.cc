@@ -16,7 +16,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::engine {
-namespace {
+namespace engine_cuda_test {
 
 ModelConfig Shape(int64_t experts = 0) {
   ModelConfig c;
@@ -145,5 +145,5 @@ TEST_CASE("FULL_SHARD's per-block gathers on one GPU give SHARD_GRAD_OP's gradie
   CHECK(Relative(grads[1], grads[0]) < 1e-5);
 }
 
-}  // namespace
+}  // namespace engine_cuda_test
 }  // namespace tessera::engine

@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::engine {
-namespace {
+namespace engine_torch_test {
 
 ModelConfig Tiny() {
   ModelConfig c;
@@ -185,5 +185,5 @@ TEST_CASE("activation checkpointing keeps a block's input, not its activations")
   CHECK(second.peak_bytes < plain.peak_bytes);
 }
 
-}  // namespace
+}  // namespace engine_torch_test
 }  // namespace tessera::engine

@@ -10,7 +10,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::engine {
-namespace {
+namespace local_ranks_test {
 
 using testing::TempDir;
 
@@ -103,5 +103,5 @@ TEST_CASE("a rank that ignores the stop is killed after the grace", "[engine]") 
   CHECK(code == 128 + 9);  // rank 1's end, not rank 0's
 }
 
-}  // namespace
+}  // namespace local_ranks_test
 }  // namespace tessera::engine

@@ -19,7 +19,7 @@
 #include "tests/support/free_port.h"
 
 namespace tessera::engine {
-namespace {
+namespace moe_test {
 
 constexpr int64_t kDModel = 16, kHidden = 24, kExperts = 4;
 
@@ -203,5 +203,5 @@ TEST_CASE(
   }
 }
 
-}  // namespace
+}  // namespace moe_test
 }  // namespace tessera::engine

@@ -17,7 +17,7 @@
 #include "tests/support/free_port.h"
 
 namespace tessera::engine {
-namespace {
+namespace parameter_sharding_test {
 
 ModelConfig Small() {
   ModelConfig c;
@@ -239,5 +239,5 @@ TEST_CASE(
   }
 }
 
-}  // namespace
+}  // namespace parameter_sharding_test
 }  // namespace tessera::engine

@@ -9,7 +9,7 @@
 #include "worker/engine/train/loss_rollback.h"
 
 namespace tessera::engine {
-namespace {
+namespace progress_report_test {
 using tessera::testing::TempDir;
 
 // The records a rank wrote, as the worker reads them.
@@ -164,5 +164,5 @@ TEST_CASE("the debug hooks' bad batch is bad wherever it is trained again, and n
   CHECK(none.HarmTo(3, b3) == DebugBadBatches::Harm::kNone);
 }
 
-}  // namespace
+}  // namespace progress_report_test
 }  // namespace tessera::engine

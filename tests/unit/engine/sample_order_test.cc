@@ -9,7 +9,7 @@
 #include "worker/engine/data/tokenizer.h"
 
 namespace tessera::engine {
-namespace {
+namespace sample_order_test {
 using tessera::testing::TempDir;
 
 bool IsPermutation(std::vector<int64_t> order, int64_t n) {
@@ -147,5 +147,5 @@ TEST_CASE("a dataset smaller than one global batch is refused") {
         std::string::npos);
 }
 
-}  // namespace
+}  // namespace sample_order_test
 }  // namespace tessera::engine

@@ -17,7 +17,7 @@
 #include "worker/engine/dist/store_commit_channel.h"
 
 namespace tessera::engine {
-namespace {
+namespace shard_groups_test {
 
 struct Joined {
   absl::Status status;
@@ -316,5 +316,5 @@ TEST_CASE("rank 0 awaiting a peer's checkpoint shard is marked waiting until the
   CHECK(ended == 2);
 }
 
-}  // namespace
+}  // namespace shard_groups_test
 }  // namespace tessera::engine

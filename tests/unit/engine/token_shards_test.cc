@@ -9,7 +9,7 @@
 #include "worker/engine/data/tokenizer.h"
 
 namespace tessera::engine {
-namespace {
+namespace token_shards_test {
 using tessera::testing::TempDir;
 
 // 10 samples of 4 tokens, 3 per shard: sample i holds i*10 + t.
@@ -165,5 +165,5 @@ TEST_CASE("convert refuses bad options with one clear error") {
         std::string::npos);
 }
 
-}  // namespace
+}  // namespace token_shards_test
 }  // namespace tessera::engine

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::engine {
-namespace {
+namespace tokenizer_test {
 
 const char* kText =
     "The licence grants you the right to copy, modify and distribute the software. "
@@ -73,5 +73,5 @@ TEST_CASE("bad tokenizer files and sizes are refused with the field named") {
   CHECK(TokenizerFromJson(forward).status().message().find("tokenizer.merges[1]") == 0);
 }
 
-}  // namespace
+}  // namespace tokenizer_test
 }  // namespace tessera::engine

@@ -9,7 +9,7 @@
 #include "worker/progress/progress_file.h"
 
 namespace tessera::engine {
-namespace {
+namespace train_config_test {
 
 const std::map<std::string, std::string> kEnv = {{"SHARED", "/mnt/shared"}, {"RUN_NAME", "gpt-x1"}};
 
@@ -320,5 +320,5 @@ TEST_CASE("the rank's place in the job comes from the worker's variables") {
         "WORLD_SIZE=zero: must be an integer of at least 1");
 }
 
-}  // namespace
+}  // namespace train_config_test
 }  // namespace tessera::engine

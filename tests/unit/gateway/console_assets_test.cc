@@ -11,7 +11,7 @@
 #include "services/gateway/route_table.h"
 
 namespace tessera::gateway {
-namespace {
+namespace console_assets_test {
 
 namespace fs = std::filesystem;
 
@@ -178,5 +178,5 @@ TEST_CASE("the gateway serves the console outside /api/ only", "[gateway][consol
   CHECK(get("/", "POST").status == 404);
 }
 
-}  // namespace
+}  // namespace console_assets_test
 }  // namespace tessera::gateway

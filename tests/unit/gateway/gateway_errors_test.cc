@@ -7,7 +7,7 @@
 #include "tests/unit/gateway/gateway_fixture.h"
 
 namespace tessera::gateway::testing {
-namespace {
+namespace gateway_errors_test {
 
 // Writes raw bytes and reads until the server closes the connection.
 std::string RawExchange(std::uint16_t port, const std::string& bytes) {
@@ -346,5 +346,5 @@ TEST_CASE("shutting down with idle and busy connections does not hang", "[gatewa
   CHECK(f.gateway().active_connections() == 0);
 }
 
-}  // namespace
+}  // namespace gateway_errors_test
 }  // namespace tessera::gateway::testing

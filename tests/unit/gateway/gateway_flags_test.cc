@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace tessera::gateway {
-namespace {
+namespace gateway_flags_test {
 
 // tessera-gateway's flags as its command line gives them, checked and resolved.
 absl::StatusOr<GatewaySetup> Resolve(std::vector<std::string> args) {
@@ -73,5 +73,5 @@ TEST_CASE("a bad gateway flag is one error that names it") {
   }
 }
 
-}  // namespace
+}  // namespace gateway_flags_test
 }  // namespace tessera::gateway

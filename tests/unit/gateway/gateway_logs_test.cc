@@ -6,7 +6,7 @@
 #include "tests/unit/gateway/gateway_fixture.h"
 
 namespace tessera::gateway::testing {
-namespace {
+namespace gateway_logs_test {
 
 using nlohmann::json;
 
@@ -386,5 +386,5 @@ TEST_CASE("logs: Last-Event-ID or resume= goes on from the cursor, whatever chos
   }
 }
 
-}  // namespace
+}  // namespace gateway_logs_test
 }  // namespace tessera::gateway::testing

@@ -3,7 +3,7 @@
 #include "tests/unit/gateway/gateway_fixture.h"
 
 namespace tessera::gateway::testing {
-namespace {
+namespace gateway_routes_test {
 
 TEST_CASE("POST /api/v1/runs submits the body with the Idempotency-Key header", "[gateway]") {
   GatewayFixture f;
@@ -379,5 +379,5 @@ TEST_CASE("a kept-alive connection serves several requests", "[gateway]") {
   CHECK(f.rec.LastAs<v1::GetRunRequest>("GetRun").name() == "b");
 }
 
-}  // namespace
+}  // namespace gateway_routes_test
 }  // namespace tessera::gateway::testing

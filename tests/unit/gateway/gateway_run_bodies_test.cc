@@ -5,7 +5,7 @@
 #include "tests/unit/gateway/gateway_fixture.h"
 
 namespace tessera::gateway::testing {
-namespace {
+namespace gateway_run_bodies_test {
 
 const char kYaml[] = R"(# an llm-foundry style run YAML
 run_name: Mosaic_GPT-1b
@@ -178,5 +178,5 @@ TEST_CASE("notes become one Warning header value", "[gateway][run_spec]") {
   CHECK_THAT(header, Catch::EndsWith("299 - \"and 5 more notes about the spec\""));
 }
 
-}  // namespace
+}  // namespace gateway_run_bodies_test
 }  // namespace tessera::gateway::testing

@@ -2,7 +2,7 @@
 #include "tests/unit/gateway/gateway_fixture.h"
 
 namespace tessera::gateway::testing {
-namespace {
+namespace gateway_sse_test {
 
 TEST_CASE("watch delivers events in order and ends when the client disconnects", "[gateway][sse]") {
   GatewayFixture f;
@@ -192,5 +192,5 @@ TEST_CASE("a reader slower than the upstream gets every event, in order", "[gate
   }
 }
 
-}  // namespace
+}  // namespace gateway_sse_test
 }  // namespace tessera::gateway::testing

@@ -8,7 +8,7 @@
 #include "tests/unit/gateway/gateway_fixture.h"
 
 namespace tessera::gateway::testing {
-namespace {
+namespace openapi_test {
 
 using nlohmann::json;
 
@@ -190,5 +190,5 @@ TEST_CASE("the document is the same one BuildOpenApi renders", "[gateway][openap
   CHECK(FetchDocument(f) == BuildOpenApi(f.gateway().routes()));
 }
 
-}  // namespace
+}  // namespace openapi_test
 }  // namespace tessera::gateway::testing

@@ -6,7 +6,7 @@
 #include "tessera/v1/runs.pb.h"
 
 namespace tessera::gateway {
-namespace {
+namespace params_test {
 
 TEST_CASE("query strings split and decode in order", "[gateway][params]") {
   auto pairs = ParseQueryString("a=1&b=x%20y&b=z+w&flag&&c=%E2%9C%93&=v");
@@ -163,5 +163,5 @@ TEST_CASE("binding a query against a route's parameters", "[gateway][params]") {
   CHECK_THAT(std::string(st.message()), Catch::Contains("takes none"));
 }
 
-}  // namespace
+}  // namespace params_test
 }  // namespace tessera::gateway

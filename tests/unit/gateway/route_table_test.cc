@@ -5,7 +5,7 @@
 #include "services/gateway/routes.h"
 
 namespace tessera::gateway {
-namespace {
+namespace route_table_test {
 
 Handler Noop() {
   return [](const Request&) -> HandlerResult { return Response{}; };
@@ -115,5 +115,5 @@ TEST_CASE("the table refuses malformed routes", "[gateway][routes]") {
             .ok());
 }
 
-}  // namespace
+}  // namespace route_table_test
 }  // namespace tessera::gateway

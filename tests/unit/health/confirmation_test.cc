@@ -4,6 +4,7 @@
 // confirmation_verdict_test.cc).
 #include "healthcheck/confirmation.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
@@ -13,7 +14,7 @@
 #include "tests/unit/health/confirmation_results.h"
 
 namespace tessera::health {
-namespace {
+namespace confirmation_test {
 using testing::Measured;
 
 TEST_CASE("suspects are below the screen, peers nearest the median first") {
@@ -182,10 +183,11 @@ TEST_CASE("a suspect never decided within the bound is inconclusive, with its fi
 TEST_CASE("a suspect failing its re-measurement is a clear fault, a failed peer is left out") {
   std::vector<v1::HealthCheckResult> results = {
       Measured("p", 1.0, 1), Measured("s", 0.8, 2),
-      Measured("p", 0, 3, v1::HEALTH_VERDICT_TIMEOUT),  // the peer after it: left out
+      Measured("q", 0, 3, v1::HEALTH_VERDICT_TIMEOUT),  // the peer after it: left out
       Measured("t", 0.0, 4, v1::HEALTH_VERDICT_WRONG_DATA), Measured("p", 1.0, 5)};
+  results[2].set_error("no result before the sweep's deadline");
   results[3].set_error("checksum mismatch");
-  const auto plan = PlanConfirmation({"s", "t"}, {"p"}, results, ConfirmationConfig{});
+  const auto plan = PlanConfirmation({"s", "t"}, {"p", "q"}, results, ConfirmationConfig{});
   const auto& s = plan.outcomes.at("s");
   REQUIRE(s.suspect_tflops.size() == 1);
   CHECK(s.peer_tflops[0] == 1.0);  // the one usable peer
@@ -200,6 +202,54 @@ TEST_CASE("a suspect failing its re-measurement is a clear fault, a failed peer 
   // The next round measures s only.
   CHECK(plan.next_step == 6);
   CHECK(plan.next_node == "s");
+  // The peer that timed out is a clear fault too, and out of the rotation: the peer after s is p
+  // again, not q's turn.
+  REQUIRE(plan.failed_peers.count("q") == 1);
+  CHECK(plan.failed_peers.at("q").first == v1::HEALTH_VERDICT_TIMEOUT);
+  results.push_back(Measured("s", 0.8, 6));
+  CHECK(PlanConfirmation({"s", "t"}, {"p", "q"}, results, ConfirmationConfig{}).next_node == "p");
+  const ConfirmationVerdicts verdicts = JudgeConfirmation(plan, nullptr, ConfirmationConfig{});
+  const auto q = std::find_if(verdicts.anomalies.begin(), verdicts.anomalies.end(),
+                              [](const Anomaly& x) { return x.node == "q"; });
+  REQUIRE(q != verdicts.anomalies.end());
+  CHECK(q->verdict == v1::HEALTH_VERDICT_TIMEOUT);
+  CHECK(q->finding ==
+        "q: compute stress HEALTH_VERDICT_TIMEOUT when measured as a peer of the suspects: no "
+        "result before the sweep's deadline");
+}
+
+TEST_CASE("a peer that hangs costs the confirmation one step, with none left it ends") {
+  // q hangs after the sweep's first figures: each of its measurements would wait for the
+  // step's deadline. It is measured once, then the suspects go on beside p alone.
+  std::vector<v1::HealthCheckResult> results;
+  std::vector<std::string> line;
+  ConfirmationPlan plan;
+  for (int guard = 0; guard < 1000; ++guard) {
+    plan = PlanConfirmation({"slow", "fine"}, {"q", "p"}, results, ConfirmationConfig{});
+    if (plan.next_node.empty()) break;
+    line.push_back(plan.next_node);
+    const bool hung = plan.next_node == "q" && plan.next_step > 1;
+    results.push_back(Measured(plan.next_node, plan.next_node == "slow" ? 0.75 : 1.0,
+                               plan.next_step,
+                               hung ? v1::HEALTH_VERDICT_TIMEOUT : v1::HEALTH_VERDICT_PASSED));
+  }
+  REQUIRE(plan.next_node.empty());
+  CHECK(std::count(line.begin(), line.end(), "q") == 2);  // the first step, then its timeout
+  CHECK(plan.outcomes.at("slow").test.decision == SequentialDecision::kSlow);
+  CHECK(plan.outcomes.at("fine").test.decision == SequentialDecision::kHealthy);
+  CHECK(plan.failed_peers.count("q") == 1);
+  CHECK(plan.failed_peers.count("p") == 0);
+
+  // Every peer failed: the suspects still undecided are inconclusive, the plan ends at once.
+  const std::vector<v1::HealthCheckResult> all_failed = {
+      Measured("q", 1.0, 1), Measured("slow", 0.75, 2),
+      Measured("q", 0, 3, v1::HEALTH_VERDICT_ERROR)};
+  plan = PlanConfirmation({"slow", "fine"}, {"q"}, all_failed, ConfirmationConfig{});
+  CHECK(plan.next_node.empty());
+  CHECK(plan.outcomes.at("slow").test.decision == SequentialDecision::kInconclusive);
+  CHECK(plan.outcomes.at("fine").test.decision == SequentialDecision::kInconclusive);
+  CHECK(plan.failed_peers.at("q").first == v1::HEALTH_VERDICT_ERROR);
+  CHECK(plan.failed_peers.at("q").second == "no compute figure");
 }
 
 TEST_CASE("a slow verdict keeps every pair and the test's figures as evidence") {
@@ -411,5 +461,5 @@ TEST_CASE("the test's sigma is pooled with the machine's noise in the sweep's fi
   CHECK(sixteen.decision == SequentialDecision::kSlow);
 }
 
-}  // namespace
+}  // namespace confirmation_test
 }  // namespace tessera::health

@@ -10,7 +10,7 @@
 #include "tests/unit/health/confirmation_results.h"
 
 namespace tessera::health {
-namespace {
+namespace confirmation_verdict_test {
 using testing::Measured;
 
 TEST_CASE("a follow-up carries on with the pairs of what the sweep before left inconclusive") {
@@ -200,5 +200,5 @@ TEST_CASE("a sweep's verdicts: slowness alone is condemned only when a follow-up
   }
 }
 
-}  // namespace
+}  // namespace confirmation_verdict_test
 }  // namespace tessera::health

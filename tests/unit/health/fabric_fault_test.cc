@@ -12,7 +12,7 @@
 #include "healthcheck/sweep_plan.h"
 
 namespace tessera::health {
-namespace {
+namespace fabric_fault_test {
 
 struct Fabric {
   std::map<std::string, v1::Node> known;
@@ -189,5 +189,5 @@ TEST_CASE("a node's port is named with it, and a big switch's nodes are counted 
   CHECK(absl::StrContains(faults[0].fault.finding(), "n25, and 4 more): all 21"));
 }
 
-}  // namespace
+}  // namespace fabric_fault_test
 }  // namespace tessera::health

@@ -8,7 +8,7 @@
 #include "tests/unit/health/handler_fixture.h"
 
 namespace tessera::health {
-namespace {
+namespace fabric_remediation_test {
 using namespace handler_test;  // NOLINT: the fixture is this test's vocabulary
 
 // Answers the all-reduce canaries dispatched so far as a fabric with `down` nodes would: each of
@@ -129,5 +129,5 @@ TEST_CASE("a switch whose node another tenant shared is judged node by node") {
         done.anomalous_nodes().end());
 }
 
-}  // namespace
+}  // namespace fabric_remediation_test
 }  // namespace tessera::health

@@ -5,7 +5,7 @@
 #include "tests/unit/health/handler_fixture.h"
 
 namespace tessera::health {
-namespace {
+namespace health_confirmation_test {
 using namespace handler_test;  // NOLINT: the fixture is this test's vocabulary
 
 TEST_CASE(
@@ -198,5 +198,5 @@ TEST_CASE("a suspect that does not answer its re-measurement times out and is ta
   CHECK(f.cordon->cordoned.size() == 1);
 }
 
-}  // namespace
+}  // namespace health_confirmation_test
 }  // namespace tessera::health

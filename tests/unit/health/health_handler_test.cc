@@ -11,7 +11,7 @@
 #include "tests/unit/health/handler_fixture.h"
 
 namespace tessera::health {
-namespace {
+namespace health_handler_test {
 using namespace handler_test;  // NOLINT: the fixture is this test's vocabulary
 TEST_CASE("a sweep runs compute stress, then all-reduce rounds, and passes healthy nodes") {
   Fixture f;
@@ -489,5 +489,5 @@ TEST_CASE(
   }
 }
 
-}  // namespace
+}  // namespace health_handler_test
 }  // namespace tessera::health

@@ -9,7 +9,7 @@
 #include "tests/unit/health/confirmation_results.h"
 
 namespace tessera::health {
-namespace {
+namespace health_logic_test {
 
 v1::HealthCheckResult Compute(const std::string& node, double tflops,
                               v1::HealthVerdict verdict = v1::HEALTH_VERDICT_PASSED) {
@@ -318,5 +318,5 @@ TEST_CASE("fatal GPU faults: memory, bus, NVLink and GSP errors, not application
   CHECK_FALSE(IsFatalGpuFault(f));
 }
 
-}  // namespace
+}  // namespace health_logic_test
 }  // namespace tessera::health

@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace tessera::health {
-namespace {
+namespace sequential_test_test {
 
 // The LLR as the header defines it, computed here independently.
 double Llr(const std::vector<double>& ratios, double sigma, double slow_ratio) {
@@ -140,5 +140,5 @@ TEST_CASE("sequential test settings are checked") {
   CHECK(ValidateSequentialTest(c) == "max_set_aside: must not be negative");
 }
 
-}  // namespace
+}  // namespace sequential_test_test
 }  // namespace tessera::health

@@ -6,7 +6,7 @@
 #include "tests/unit/health/handler_fixture.h"
 
 namespace tessera::health {
-namespace {
+namespace sweep_driver_test {
 using handler_test::Fixture;
 
 TEST_CASE("sweeps that share a node take turns, oldest first, and disjoint ones run together") {
@@ -43,5 +43,5 @@ TEST_CASE("sweeps that share a node take turns, oldest first, and disjoint ones 
   CHECK(f.RunToEnd(apart.id()).state() == v1::SWEEP_STATE_FINISHED);
 }
 
-}  // namespace
+}  // namespace sweep_driver_test
 }  // namespace tessera::health

@@ -11,7 +11,7 @@
 #include "tests/unit/health/handler_fixture.h"
 
 namespace tessera::health {
-namespace {
+namespace unreached_node_test {
 using handler_test::Fixture;
 using testing::Measured;
 
@@ -201,5 +201,5 @@ TEST_CASE("a canary acknowledged late is not a failure: its result still counts"
   CHECK(f.cordon->cordoned.empty());
 }
 
-}  // namespace
+}  // namespace unreached_node_test
 }  // namespace tessera::health

@@ -10,7 +10,7 @@
 #include "worker/image/image_cache.h"
 
 namespace tessera::worker::image {
-namespace {
+namespace image_cache_errors_test {
 namespace fs = std::filesystem;
 using testing::Digest;
 using testing::FakeTools;
@@ -186,5 +186,5 @@ TEST_CASE("a failed pull fails the calls waiting for it too, the next Acquire tr
   CHECK(f.tools->Calls("skopeo copy").size() == 2);
 }
 
-}  // namespace
+}  // namespace image_cache_errors_test
 }  // namespace tessera::worker::image

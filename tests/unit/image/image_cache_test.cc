@@ -10,7 +10,7 @@
 #include "worker/image/cache_files.h"
 
 namespace tessera::worker::image {
-namespace {
+namespace image_cache_test {
 namespace fs = std::filesystem;
 using testing::Digest;
 using testing::FakeTools;
@@ -266,5 +266,5 @@ TEST_CASE("a cache folder that cannot be used fails every Acquire with the reaso
   CHECK(c.Get().Evict() == 0);
 }
 
-}  // namespace
+}  // namespace image_cache_test
 }  // namespace tessera::worker::image

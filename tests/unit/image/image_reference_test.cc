@@ -4,7 +4,7 @@
 #include <string>
 
 namespace tessera::worker::image {
-namespace {
+namespace image_reference_test {
 
 const std::string kDigest = "sha256:" + std::string(64, 'a');
 
@@ -129,5 +129,5 @@ TEST_CASE("IsValidDigest accepts sha256 and 64 lower-case hex digits only") {
   CHECK_FALSE(IsValidDigest("sha512:" + std::string(64, 'a')));
 }
 
-}  // namespace
+}  // namespace image_reference_test
 }  // namespace tessera::worker::image

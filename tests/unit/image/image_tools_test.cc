@@ -17,7 +17,7 @@
 #include "worker/image/image_cache.h"
 
 namespace tessera::worker::image {
-namespace {
+namespace image_tools_test {
 namespace fs = std::filesystem;
 
 // The real tools, with every command they were asked to run recorded.
@@ -218,5 +218,5 @@ TEST_CASE("an image of layers made by umoci is streamed from a real registry int
   for (int i = 0; i < 3; ++i) cache.Release(image->digest);
 }
 
-}  // namespace
+}  // namespace image_tools_test
 }  // namespace tessera::worker::image

@@ -16,7 +16,7 @@
 #include "worker/image/tar_stream.h"
 
 namespace tessera::worker::image {
-namespace {
+namespace layer_unpack_test {
 
 namespace fs = std::filesystem;
 using tessera::testing::TempDir;
@@ -225,5 +225,5 @@ TEST_CASE("an archive without one of the image's layers is refused, naming it", 
   CHECK(unpacker.Finish().message() == "the image archive lacks layer 1 (sha256:" + Hex('b') + ")");
 }
 
-}  // namespace
+}  // namespace layer_unpack_test
 }  // namespace tessera::worker::image

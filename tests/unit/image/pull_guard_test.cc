@@ -14,7 +14,7 @@
 #include "worker/image/layer_applier.h"
 
 namespace tessera::worker::image {
-namespace {
+namespace pull_guard_test {
 
 // A disk whose free space the test sets; counts how often it was asked.
 struct ScriptedDisk {
@@ -141,5 +141,5 @@ TEST_CASE("the real disk is read: free bytes and inodes of the folder's file sys
   CHECK(StatDiskSpace(tmp.path + "/missing").status().code() == absl::StatusCode::kInternal);
 }
 
-}  // namespace
+}  // namespace pull_guard_test
 }  // namespace tessera::worker::image

@@ -17,7 +17,7 @@
 #include "worker/image/registry_auth.h"
 
 namespace tessera::worker::image {
-namespace {
+namespace registry_parts_test {
 namespace fs = std::filesystem;
 using testing::TarBuilder;
 
@@ -241,5 +241,5 @@ TEST_CASE("a layer that unpacks to more than its budget is stopped there") {
   CHECK(applier.bytes() < 60'000 + (256 << 10));
 }
 
-}  // namespace
+}  // namespace registry_parts_test
 }  // namespace tessera::worker::image

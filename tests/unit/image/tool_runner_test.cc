@@ -13,7 +13,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker::image {
-namespace {
+namespace tool_runner_test {
 
 absl::StatusOr<ToolResult> Shell(const std::string& script,
                                  absl::Duration timeout = absl::Seconds(20)) {
@@ -162,5 +162,5 @@ TEST_CASE("fork hooks are used when given, and told when the child was reaped") 
   CHECK(reaped.size() == 1);
 }
 
-}  // namespace
+}  // namespace tool_runner_test
 }  // namespace tessera::worker::image

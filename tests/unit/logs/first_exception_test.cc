@@ -4,7 +4,7 @@
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs::testing {
-namespace {
+namespace first_exception_test {
 
 TEST_CASE("first_exception finds the first Python traceback with context before it") {
   Fixture f;
@@ -82,5 +82,5 @@ TEST_CASE("a traceback cut short by the end of the log is shown as far as it goe
   CHECK(finder.Result().size() == 4);
 }
 
-}  // namespace
+}  // namespace first_exception_test
 }  // namespace tessera::logs::testing

@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace tessera::logs {
-namespace {
+namespace line_batcher_test {
 
 struct RecordingWriter {
   std::vector<v1::LogLines> written;
@@ -62,5 +62,5 @@ TEST_CASE("a reader gone is reported by the write that found it") {
   CHECK_FALSE(batch.Flush());
 }
 
-}  // namespace
+}  // namespace line_batcher_test
 }  // namespace tessera::logs

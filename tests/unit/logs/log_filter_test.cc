@@ -7,7 +7,7 @@
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs::testing {
-namespace {
+namespace log_filter_test {
 
 google::protobuf::Timestamp At(int64_t millis) {
   return ToProtoTime(absl::FromUnixSeconds(1'700'000'000) + absl::Milliseconds(millis));
@@ -107,5 +107,5 @@ TEST_CASE("a malformed filter is refused naming its field") {
   CHECK(out.empty());
 }
 
-}  // namespace
+}  // namespace log_filter_test
 }  // namespace tessera::logs::testing

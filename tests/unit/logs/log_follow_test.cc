@@ -8,7 +8,7 @@
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs::testing {
-namespace {
+namespace log_follow_test {
 
 // GetLogs on a thread, collecting what it sends. A `gathering` follower sees lines only when
 // the handler flushes them (as StreamLogs writes its batches).
@@ -309,5 +309,5 @@ TEST_CASE("the follows of one run share the run manager's answer for half a chec
   CHECK(runs->calls() == 5);
 }
 
-}  // namespace
+}  // namespace log_follow_test
 }  // namespace tessera::logs::testing

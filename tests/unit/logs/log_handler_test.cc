@@ -3,7 +3,7 @@
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs::testing {
-namespace {
+namespace log_handler_test {
 
 double Value(metrics::Registry& registry, const std::string& name) {
   for (const auto& family : registry.Collect()) {
@@ -327,5 +327,5 @@ TEST_CASE("delete-run-logs is for admins and system keys and may be repeated") {
   CHECK(absl::IsInvalidArgument(f.handler.DeleteRunLogs(f.admin, {}, &resp)));
 }
 
-}  // namespace
+}  // namespace log_handler_test
 }  // namespace tessera::logs::testing

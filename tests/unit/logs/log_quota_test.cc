@@ -11,7 +11,7 @@
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs::testing {
-namespace {
+namespace log_quota_test {
 
 LogHandlerOptions Quota(int64_t per_second, int64_t total) {
   LogHandlerOptions o;
@@ -178,5 +178,5 @@ TEST_CASE("the logs of a run that ended long ago are removed, and readers told w
   CHECK(f.Texts(Req("recent")) == Texts{"recent line"});
 }
 
-}  // namespace
+}  // namespace log_quota_test
 }  // namespace tessera::logs::testing

@@ -4,7 +4,7 @@
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs::testing {
-namespace {
+namespace log_reader_live_test {
 
 std::vector<int64_t> Sequences(const std::vector<const v1::LogLine*>& lines) {
   std::vector<int64_t> out;
@@ -194,5 +194,5 @@ TEST_CASE("a read takes up to 16 pages in all shared out over the attempt stream
   }
 }
 
-}  // namespace
+}  // namespace log_reader_live_test
 }  // namespace tessera::logs::testing

@@ -13,7 +13,7 @@
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs::testing {
-namespace {
+namespace log_resume_test {
 
 // What a client receives: the lines' texts, and its cursor.
 struct Received {
@@ -292,5 +292,5 @@ TEST_CASE("a token that is not a cursor is refused, saying why") {
   }
 }
 
-}  // namespace
+}  // namespace log_resume_test
 }  // namespace tessera::logs::testing

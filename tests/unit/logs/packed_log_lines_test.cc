@@ -10,7 +10,7 @@
 #include "services/logs/line_batcher.h"
 
 namespace tessera::logs {
-namespace {
+namespace packed_log_lines_test {
 
 struct RecordingWriter {
   std::vector<v1::LogLines> written;
@@ -140,5 +140,5 @@ TEST_CASE("packed bytes that are not whole lines are DataLoss naming where") {
   CHECK(absl::IsDataLoss(LinesInDisplayOrder(batch).status()));
 }
 
-}  // namespace
+}  // namespace packed_log_lines_test
 }  // namespace tessera::logs

@@ -14,7 +14,7 @@
 #include "tests/unit/logs/log_test_fixture.h"
 
 namespace tessera::logs {
-namespace {
+namespace stream_logs_service_test {
 
 using testing::FakeRuns;
 using testing::kOut;
@@ -283,5 +283,5 @@ TEST_CASE("the server shuts down with follows open: they end, and the shutdown d
   s.reset();
 }
 
-}  // namespace
+}  // namespace stream_logs_service_test
 }  // namespace tessera::logs

@@ -3,7 +3,7 @@
 #include "tests/unit/notify/notify_fixture.h"
 
 namespace tessera::notify {
-namespace {
+namespace deliverer_test {
 using namespace notify_test;  // NOLINT: the fixture is these tests' vocabulary
 
 TEST_CASE("deliveries keep each run's order, retry with backoff, and give up on a refusal") {
@@ -172,5 +172,5 @@ TEST_CASE("a signed subscription's secret is sealed in the store and signs each 
         WebhookSignature("sixteen-bytes-ok", h.at("X-Tessera-Timestamp"), sent.body));
 }
 
-}  // namespace
+}  // namespace deliverer_test
 }  // namespace tessera::notify

@@ -2,7 +2,7 @@
 #include "tests/unit/notify/notify_fixture.h"
 
 namespace tessera::notify {
-namespace {
+namespace handler_test {
 using namespace notify_test;  // NOLINT: the fixture is these tests' vocabulary
 
 TEST_CASE("subscriptions are checked: fields, who may ask for a scope, how many") {
@@ -108,5 +108,5 @@ TEST_CASE("people see and delete their own subscriptions and notifications, admi
         "limit: between 1 and 1000 (0: 50)");
 }
 
-}  // namespace
+}  // namespace handler_test
 }  // namespace tessera::notify

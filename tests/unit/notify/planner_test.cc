@@ -3,7 +3,7 @@
 #include "tests/unit/notify/notify_fixture.h"
 
 namespace tessera::notify {
-namespace {
+namespace planner_test {
 using namespace notify_test;  // NOLINT: the fixture is these tests' vocabulary
 
 TEST_CASE("run events become notifications for the owner's and the team's subscriptions") {
@@ -115,5 +115,5 @@ TEST_CASE("an event id that shows up late is planned, one that never does is wai
   CHECK(stored == 8);
 }
 
-}  // namespace
+}  // namespace planner_test
 }  // namespace tessera::notify

@@ -8,7 +8,7 @@
 #include "base/timestamps.h"
 
 namespace tessera::notify {
-namespace {
+namespace webhook_message_test {
 
 std::map<std::string, std::string> Headers(const WebhookRequest& r) {
   return {r.headers.begin(), r.headers.end()};
@@ -122,5 +122,5 @@ TEST_CASE("chat text quoting a stranger can neither link nor mention everyone") 
         n.text());
 }
 
-}  // namespace
+}  // namespace webhook_message_test
 }  // namespace tessera::notify

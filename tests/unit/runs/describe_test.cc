@@ -9,7 +9,7 @@
 #include "services/runs/cluster_reliability.h"
 
 namespace tessera::runs {
-namespace {
+namespace describe_test {
 
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
@@ -146,11 +146,11 @@ TEST_CASE("a slow stretch lowers goodput though nothing was interrupted") {
   CHECK(d.goodput() == Approx(0.75));
 }
 
-}  // namespace
+}  // namespace describe_test
 }  // namespace tessera::runs
 
 namespace tessera::runs {
-namespace {
+namespace describe_test {
 
 v1::RunProgress Saving(int64_t interval_steps, double save_seconds) {
   v1::RunProgress p;
@@ -260,5 +260,5 @@ TEST_CASE("the cluster's figures are read at most once a minute, and kept throug
   CHECK_FALSE(fresh.running_goodput().has_value());
 }
 
-}  // namespace
+}  // namespace describe_test
 }  // namespace tessera::runs

@@ -6,7 +6,7 @@
 #include "base/timestamps.h"
 
 namespace tessera::runs {
-namespace {
+namespace lifecycle_test {
 
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
@@ -143,6 +143,26 @@ TEST_CASE("a node failure requeues while retries are left, then fails") {
   CHECK(d.messages.back() == "Run failed: a system failure after all 1 retries");
 }
 
+TEST_CASE("after a hang the next attempt keeps off the hung rank's node for a while") {
+  Driver d;
+  d.run.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(true);
+  d.StartAttempt(0);
+  v1::Attempt hung = Update(0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_HANG);
+  hung.set_first_failed_node("node-a");
+  d.Apply(hung);
+  REQUIRE(d.run.status() == v1::RUN_STATUS_QUEUED);
+  CHECK(d.run.avoid_node() == "node-a");
+  CHECK(FromProtoTime(d.run.avoid_node_until()) == d.now + kAvoidHungNodeFor);
+  // A node failure takes its node out of service by itself: nothing to avoid.
+  d.StartAttempt(1);
+  v1::Attempt lost = Update(1, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  lost.set_first_failed_node("node-a");
+  d.Apply(lost);
+  REQUIRE(d.run.status() == v1::RUN_STATUS_QUEUED);
+  CHECK(d.run.avoid_node().empty());
+  CHECK_FALSE(d.run.has_avoid_node_until());
+}
+
 TEST_CASE("retry limits: off by default, 10 when on, max_retries overrides") {
   v1::RunSpec spec;
   CHECK(RetryLimit(spec) == 0);
@@ -231,5 +251,5 @@ TEST_CASE("stop: queued runs stop at once, running ones go TERMINATING then STOP
   CHECK_FALSE(RequestStop(running.run, running.current, "alice", "", kT0).changed);
 }
 
-}  // namespace
+}  // namespace lifecycle_test
 }  // namespace tessera::runs

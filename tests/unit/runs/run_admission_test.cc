@@ -8,7 +8,7 @@
 #include "tests/unit/runs/run_manager_fixture.h"
 
 namespace tessera::runs {
-namespace {
+namespace run_admission_test {
 
 using testing::Fixture;
 
@@ -211,5 +211,5 @@ TEST_CASE("a run stops being preemptible only where that cannot turn borrowing i
   CHECK(f.manager.UpdateRun(f.bob, off, &updated).ok());
 }
 
-}  // namespace
+}  // namespace run_admission_test
 }  // namespace tessera::runs

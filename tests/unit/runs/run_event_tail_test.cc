@@ -13,7 +13,7 @@
 #include "tests/unit/runs/run_manager_fixture.h"
 
 namespace tessera::runs {
-namespace {
+namespace run_event_tail_test {
 
 using testing::Fixture;
 
@@ -216,11 +216,11 @@ TEST_CASE("a watch is sent a run's summary and its event, filtered on its metada
   CHECK(change.run().spec().metadata().empty());  // as lists carry runs
 }
 
-}  // namespace
+}  // namespace run_event_tail_test
 }  // namespace tessera::runs
 
 namespace tessera::runs {
-namespace {
+namespace run_event_tail_test {
 
 TEST_CASE("idle watches step at moments of their own, spread over the check interval") {
   testing::Fixture f;
@@ -257,5 +257,5 @@ TEST_CASE("idle watches step at moments of their own, spread over the check inte
   CHECK(on_its_moment);
 }
 
-}  // namespace
+}  // namespace run_event_tail_test
 }  // namespace tessera::runs

@@ -9,7 +9,7 @@
 #include "tests/unit/runs/forwarding_run_store.h"
 
 namespace tessera::runs {
-namespace {
+namespace run_manager_idempotency_test {
 
 class AnyFit final : public FitChecker {
  public:
@@ -145,5 +145,5 @@ TEST_CASE("a key taken by another call with a different request is refused, acti
   CHECK(f.RunCount() == 2);
 }
 
-}  // namespace
+}  // namespace run_manager_idempotency_test
 }  // namespace tessera::runs

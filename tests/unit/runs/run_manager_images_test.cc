@@ -11,7 +11,7 @@
 #include "tests/unit/runs/run_manager_fixture.h"
 
 namespace tessera::runs {
-namespace {
+namespace run_manager_images_test {
 
 using testing::Fixture;
 
@@ -181,5 +181,5 @@ TEST_CASE("a local integration must carry its files, packed, within the working 
   }
 }
 
-}  // namespace
+}  // namespace run_manager_images_test
 }  // namespace tessera::runs

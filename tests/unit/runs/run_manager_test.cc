@@ -9,7 +9,7 @@
 #include "tests/unit/runs/run_manager_fixture.h"
 
 namespace tessera::runs {
-namespace {
+namespace run_manager_test {
 
 using testing::Fixture;
 
@@ -354,11 +354,11 @@ TEST_CASE("watch streams later changes of visible runs only") {
   CHECK(seen[0].event().message() == "Run created");
 }
 
-}  // namespace
+}  // namespace run_manager_test
 }  // namespace tessera::runs
 
 namespace tessera::runs {
-namespace {
+namespace run_manager_test {
 
 TEST_CASE("a spec over 1 MiB however it arrives is refused with one clear error") {
   Fixture f;
@@ -438,5 +438,5 @@ TEST_CASE("a list's page ends at its size in bytes, and paging still gives every
   CHECK(seen == submitted);
 }
 
-}  // namespace
+}  // namespace run_manager_test
 }  // namespace tessera::runs

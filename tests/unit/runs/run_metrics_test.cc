@@ -12,7 +12,7 @@
 #include "tests/unit/runs/run_manager_fixture.h"
 
 namespace tessera::runs::testing {
-namespace {
+namespace run_metrics_test {
 
 TEST_CASE("the stride doubles with the attempt's steps and late reports are not kept") {
   CHECK(ProgressStride(0) == 1);
@@ -357,5 +357,5 @@ TEST_CASE("each running run has goodput and resumption gauges, dropped once it s
   CHECK_FALSE(MetricValue(f.registry, "tessera_cluster_goodput_ratio", {}));
 }
 
-}  // namespace
+}  // namespace run_metrics_test
 }  // namespace tessera::runs::testing

@@ -7,7 +7,7 @@
 #include "services/runs/lifecycle.h"
 
 namespace tessera::runs {
-namespace {
+namespace run_requests_test {
 
 std::string FilterError(const v1::RunFilter& filter) {
   return std::string(CheckRunFilter(filter).message());
@@ -92,5 +92,5 @@ TEST_CASE("the watchdog turns system-failure retries on and off", "[runs][reques
   CHECK(RetryLimit(spec) == 10);
 }
 
-}  // namespace
+}  // namespace run_requests_test
 }  // namespace tessera::runs

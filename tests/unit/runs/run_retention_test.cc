@@ -7,7 +7,7 @@
 #include "tests/unit/runs/run_manager_fixture.h"
 
 namespace tessera::runs::testing {
-namespace {
+namespace run_retention_test {
 
 struct RetentionFixture : Fixture {
   // The upkeep over `runs` that deletes runs a day after they ended.
@@ -161,5 +161,5 @@ TEST_CASE("the database away fails the pass and deletes nothing") {
   CHECK(*retaining.ExpireFinishedRuns() == 1);
 }
 
-}  // namespace
+}  // namespace run_retention_test
 }  // namespace tessera::runs::testing

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "runspec/run_spec_parser.h"
 
-namespace {
+namespace run_spec_errors_test {
 
 using tessera::spec::ParseRunSpec;
 
@@ -308,4 +308,4 @@ TEST_CASE("garbage never throws and always reports a position", "[run_spec]") {
   }
 }
 
-}  // namespace
+}  // namespace run_spec_errors_test

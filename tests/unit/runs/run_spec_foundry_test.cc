@@ -7,7 +7,7 @@
 #include "runspec/run_spec_parser.h"
 #include "tests/unit/runs/run_spec_test_helpers.h"
 
-namespace {
+namespace run_spec_foundry_test {
 
 using namespace tessera::spec::testing;  // NOLINT: the helpers of these tests
 
@@ -202,4 +202,4 @@ TEST_CASE("llm-foundry's mcli YAMLs parse", "[run_spec][mcli]") {
 
 // --- The same spec as JSON ---------------------------------------------------------------------
 
-}  // namespace
+}  // namespace run_spec_foundry_test

@@ -9,7 +9,7 @@
 #include "runspec/run_spec_parser.h"
 #include "tests/unit/runs/run_spec_test_helpers.h"
 
-namespace {
+namespace run_spec_json_test {
 
 using namespace tessera::spec::testing;  // NOLINT: the helpers of these tests
 using tessera::spec::ParseRunSpec;
@@ -136,4 +136,4 @@ TEST_CASE("JSON errors name the field, without a position", "[run_spec][json]") 
 
 // --- Specs from gRPC ---------------------------------------------------------------------------
 
-}  // namespace
+}  // namespace run_spec_json_test

@@ -16,7 +16,7 @@
 #include "runspec/run_spec_parser.h"
 #include "tests/unit/runs/run_spec_test_helpers.h"
 
-namespace {
+namespace run_spec_mcli_test {
 
 using namespace tessera::spec::testing;  // NOLINT: the helpers of these tests
 using tessera::spec::IsValidRunName;
@@ -325,4 +325,4 @@ TEST_CASE("NormalizeRunSpec makes a gRPC spec's name valid and validates it", "[
   CHECK(absl::StrContains(NormalizeRunSpec(&spec, nullptr).message(), "57 characters long"));
 }
 
-}  // namespace
+}  // namespace run_spec_mcli_test

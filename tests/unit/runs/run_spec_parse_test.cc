@@ -8,7 +8,7 @@
 
 #include "runspec/run_spec_parser.h"
 
-namespace {
+namespace run_spec_parse_test {
 
 using google::protobuf::util::MessageDifferencer;
 using tessera::spec::ParseRunSpec;
@@ -378,4 +378,4 @@ integrations:
   RequireRoundTrip(spec);
 }
 
-}  // namespace
+}  // namespace run_spec_parse_test

@@ -11,7 +11,7 @@
 #include "absl/strings/match.h"
 #include "runspec/run_spec_parser.h"
 
-namespace {
+namespace run_spec_validate_test {
 
 using tessera::spec::ParseRunSpec;
 using tessera::spec::RunSpecToYaml;
@@ -184,4 +184,4 @@ TEST_CASE("a rule broken in YAML and in code gives the same message", "[run_spec
   CHECK(absl::EndsWith(from_yaml, ": " + from_code));
 }
 
-}  // namespace
+}  // namespace run_spec_validate_test

@@ -10,7 +10,7 @@
 #include "tests/unit/runs/forwarding_run_store.h"
 
 namespace tessera::runs {
-namespace {
+namespace run_writer_test {
 
 // Another writer changes the run between this writer's read and its write, `races` times.
 class RacingRunStore final : public testing::ForwardingRunStore {
@@ -111,5 +111,5 @@ TEST_CASE("reads answer only what the caller may see, and changes only what they
   CHECK(f.writer.ReadVisible(alice, "").status().message() == "name: required");
 }
 
-}  // namespace
+}  // namespace run_writer_test
 }  // namespace tessera::runs

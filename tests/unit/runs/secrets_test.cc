@@ -10,9 +10,9 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::runs {
-namespace {
+namespace secrets_test {
 
-using testing::TempDir;
+using tessera::testing::TempDir;
 
 SecretBox TestBox(unsigned char fill = 7) {
   std::array<unsigned char, SecretBox::kKeyBytes> key;
@@ -286,5 +286,5 @@ TEST_CASE("a cluster without a key keeps no secrets, and says how to give one") 
   CHECK(absl::StrContains(st.message(), "--secrets-key-file"));
 }
 
-}  // namespace
+}  // namespace secrets_test
 }  // namespace tessera::runs

@@ -15,7 +15,7 @@
 #include "tests/unit/runs/run_manager_fixture.h"
 
 namespace tessera::runs {
-namespace {
+namespace watch_runs_service_test {
 
 using Watcher = tessera::testing::StreamReader<v1::WatchRunsRequest, v1::RunChange>;
 
@@ -134,5 +134,5 @@ TEST_CASE("open run watches hold no thread each, and each is woken by its own us
   CHECK(reads < static_cast<uint64_t>(kWatches));
 }
 
-}  // namespace
+}  // namespace watch_runs_service_test
 }  // namespace tessera::runs

@@ -9,7 +9,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker::sandbox {
-namespace {
+namespace cgroup_limits_test {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
@@ -94,5 +94,5 @@ TEST_CASE("no controllers: limits are not offered, and the node is told why", "[
   CHECK(Cgroups::Detect(v2.path).why_not() == "cgroup v2 without the memory and cpu controllers");
 }
 
-}  // namespace
+}  // namespace cgroup_limits_test
 }  // namespace tessera::worker::sandbox

@@ -10,7 +10,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker::sandbox {
-namespace {
+namespace gpu_access_test {
 
 using testing::TempDir;
 
@@ -161,5 +161,5 @@ TEST_CASE("the dynamic linker's folders are read from ld.so.conf and what it inc
   CHECK(LinkerConfigDirs(etc.path + "/missing").empty());
 }
 
-}  // namespace
+}  // namespace gpu_access_test
 }  // namespace tessera::worker::sandbox

@@ -10,7 +10,7 @@
 #include "worker/sandbox/gpu_devices.h"
 
 namespace tessera::worker::sandbox {
-namespace {
+namespace sandbox_spec_test {
 
 using Kind = RootEntry::Kind;
 using testing::TempDir;
@@ -215,5 +215,5 @@ TEST_CASE("a root's top-level entries are listed with their kinds", "[sandbox]")
         absl::StatusCode::kFailedPrecondition);
 }
 
-}  // namespace
+}  // namespace sandbox_spec_test
 }  // namespace tessera::worker::sandbox

@@ -14,7 +14,7 @@
 #include "scheduler/placement/placer.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace determinism_test {
 
 std::vector<NodeInfo> RandomNodes(std::mt19937& random, int count) {
   std::vector<NodeInfo> nodes;
@@ -229,5 +229,5 @@ TEST_CASE("Invariants: random cycles never double-book, and preempt only what th
   CHECK(preempted > 0);
 }
 
-}  // namespace
+}  // namespace determinism_test
 }  // namespace tessera::scheduler

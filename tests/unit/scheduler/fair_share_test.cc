@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace tessera::scheduler {
-namespace {
+namespace fair_share_test {
 
 constexpr int64_t kHour = int64_t{3600} * 1000000;
 constexpr double kHalfLife = 24 * 3600.0;  // a day
@@ -85,5 +85,5 @@ TEST_CASE("Fair share: yesterday's heavy user yields to today's light one, and r
   CHECK(later.Ranks({{"a", "u"}, {"b", "v"}}) == std::vector<uint32_t>{0, 1});
 }
 
-}  // namespace
+}  // namespace fair_share_test
 }  // namespace tessera::scheduler

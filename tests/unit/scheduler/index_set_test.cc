@@ -5,7 +5,7 @@
 #include <set>
 
 namespace tessera::scheduler {
-namespace {
+namespace index_set_test {
 
 TEST_CASE("IndexSet: insert, erase and ordered iteration", "[placement][index_set]") {
   IndexSet set(300);
@@ -54,5 +54,5 @@ TEST_CASE("IndexSet: agrees with std::set over random operations", "[placement][
   }
 }
 
-}  // namespace
+}  // namespace index_set_test
 }  // namespace tessera::scheduler

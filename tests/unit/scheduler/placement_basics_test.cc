@@ -1,5 +1,6 @@
 // Gang placement, packing, node filters and the Placer's state between cycles.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -7,7 +8,7 @@
 #include "scheduler/placement/placer.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace placement_basics_test {
 
 NodeInfo Node(const std::string& name, int gpus = 8, const std::string& cluster = "c1",
               const std::string& gpu_type = "h100") {
@@ -61,6 +62,40 @@ TEST_CASE("Placement: a run of whole nodes takes them entirely, ranked", "[place
   CHECK(placer.FreeUnits("n1") == 0);
   CHECK(placer.FreeUnits("n3") == 8);
   CHECK(placer.IsPlaced("big"));
+}
+
+TEST_CASE("Placement: a run keeps off the nodes it avoids, others may use them", "[placement]") {
+  Placer placer(ClusterState{{Node("n1"), Node("n2"), Node("n3")}, {}});
+  QueuedRun resumed = Run("resumed", 16, 0, 1);
+  resumed.avoid_nodes = {"n1", "unknown-node"};
+  const PlacementDecision decision = placer.PlaceQueue({resumed, Run("next", 8, 0, 2)});
+  REQUIRE(decision.placements.size() == 2);
+  CHECK(NodesOf(decision.placements[0]) == std::vector<std::string>{"n2", "n3"});
+  // Given back at once: the next run in the same cycle is placed on it.
+  CHECK(NodesOf(decision.placements[1]) == std::vector<std::string>{"n1"});
+
+  // When only the avoided node fits, the run waits (it reserves nothing there either).
+  Placer small(ClusterState{{Node("n1"), Node("n2")}, {Holding("x", "n2", kAllGpus)}});
+  QueuedRun alone = Run("alone", 8);
+  alone.avoid_nodes = {"n1"};
+  const PlacementDecision waits = small.PlaceQueue({alone});
+  CHECK(waits.placements.empty());
+  REQUIRE(waits.waiting.size() == 1);
+  for (const auto& r : waits.reservations) {
+    CHECK(std::find(r.nodes.begin(), r.nodes.end(), "n1") == r.nodes.end());
+  }
+  CHECK(small.FreeUnits("n1") == 8);
+  alone.avoid_nodes.clear();
+  REQUIRE(small.PlaceQueue({alone}).placements.size() == 1);
+
+  // A run that names its nodes keeps them.
+  Placer named(ClusterState{{Node("n1"), Node("n2")}, {}});
+  QueuedRun pinned = Run("pinned", 8);
+  pinned.request.node_names = {"n1"};
+  pinned.avoid_nodes = {"n1"};
+  const PlacementDecision on_named = named.PlaceQueue({pinned});
+  REQUIRE(on_named.placements.size() == 1);
+  CHECK(NodesOf(on_named.placements[0]) == std::vector<std::string>{"n1"});
 }
 
 TEST_CASE("Placement: small runs pack onto the fullest node that fits (best fit)", "[placement]") {
@@ -221,5 +256,5 @@ TEST_CASE("Placement: the snapshot's running allocations are honoured", "[placem
   CHECK(placer.FreeUnits("n1") == 8);
 }
 
-}  // namespace
+}  // namespace placement_basics_test
 }  // namespace tessera::scheduler

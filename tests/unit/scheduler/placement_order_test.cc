@@ -7,7 +7,7 @@
 #include "scheduler/placement/placer.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace placement_order_test {
 
 NodeInfo Node(const std::string& name, const std::string& cluster = "c1") {
   NodeInfo node;
@@ -125,5 +125,5 @@ TEST_CASE("Backfill: a reservation holds only in its own pool", "[placement]") {
   CHECK(decision.waiting[1].reason == WaitReason::kBlockedByReservation);
 }
 
-}  // namespace
+}  // namespace placement_order_test
 }  // namespace tessera::scheduler

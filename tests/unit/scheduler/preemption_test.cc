@@ -8,7 +8,7 @@
 #include "scheduler/placement/placer.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace preemption_test {
 
 NodeInfo Node(const std::string& name) {
   NodeInfo node;
@@ -210,5 +210,5 @@ TEST_CASE("Preemption: a victim can be preempted once, lower priorities wait the
   CHECK(decision.waiting[0].queue_index == 1);
 }
 
-}  // namespace
+}  // namespace preemption_test
 }  // namespace tessera::scheduler

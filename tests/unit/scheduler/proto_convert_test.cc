@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::scheduler {
-namespace {
+namespace proto_convert_test {
 
 tessera::v1::Node ProtoNode(tessera::v1::NodeLiveness liveness,
                             tessera::v1::NodeAdminState admin_state,
@@ -67,7 +67,7 @@ TEST_CASE("Proto: a queued run and a placement as attempt nodes", "[placement][p
   compute->add_node_names("n2");
   run.mutable_spec()->mutable_scheduling()->set_priority(tessera::v1::PRIORITY_HIGH);
   run.mutable_spec()->mutable_scheduling()->set_preemptible(true);
-  const QueuedRun queued = QueuedRunFromProto(run);
+  const QueuedRun queued = QueuedRunFromProto(run, 0);
   CHECK(queued.run_id == "run-1");
   CHECK(queued.created_at_micros == 100000005);
   CHECK(queued.priority == Priority::kHigh);
@@ -76,7 +76,13 @@ TEST_CASE("Proto: a queued run and a placement as attempt nodes", "[placement][p
   CHECK(queued.request.gpus == 16);
   CHECK(queued.request.node_names == std::vector<std::string>{"n1", "n2"});
   run.mutable_spec()->mutable_scheduling()->set_priority(tessera::v1::PRIORITY_UNSPECIFIED);
-  CHECK(QueuedRunFromProto(run).priority == Priority::kMedium);
+  CHECK(QueuedRunFromProto(run, 0).priority == Priority::kMedium);
+  CHECK(queued.avoid_nodes.empty());
+  // The node a hang was blamed on is avoided until the time the run manager set, then no longer.
+  run.set_avoid_node("n2");
+  run.mutable_avoid_node_until()->set_seconds(200);
+  CHECK(QueuedRunFromProto(run, 199999999).avoid_nodes == std::vector<std::string>{"n2"});
+  CHECK(QueuedRunFromProto(run, 200000000).avoid_nodes.empty());
   CHECK(PriorityToProto(Priority::kLowest) == tessera::v1::PRIORITY_LOWEST);
 
   Placement placement{"run-1", {{"n1", 0, {0, 1}}, {"n2", 1, {2, 3}}}, false};
@@ -92,5 +98,5 @@ TEST_CASE("Proto: a queued run and a placement as attempt nodes", "[placement][p
   CHECK(allocation.nodes[1].gpu_indices == std::vector<int>{2, 3});
 }
 
-}  // namespace
+}  // namespace proto_convert_test
 }  // namespace tessera::scheduler

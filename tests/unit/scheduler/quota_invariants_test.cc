@@ -14,7 +14,7 @@
 #include "scheduler/placement/placer.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace quota_invariants_test {
 
 const std::vector<std::string> kTeams = {"a", "b", "c", "d", ""};
 
@@ -188,5 +188,5 @@ TEST_CASE("Quotas: randomized cycles keep placement's invariants", "[placement][
   }
 }
 
-}  // namespace
+}  // namespace quota_invariants_test
 }  // namespace tessera::scheduler

@@ -8,7 +8,7 @@
 #include "scheduler/placement/placer.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace quota_test {
 
 NodeInfo Node(const std::string& name, const std::string& cluster = "c1",
               const std::string& gpu_type = "h100") {
@@ -209,5 +209,5 @@ TEST_CASE("Fair share: within a priority, the lower share rank goes first", "[pl
   CHECK(decision.placements[0].run_id == "light-user");
 }
 
-}  // namespace
+}  // namespace quota_test
 }  // namespace tessera::scheduler

@@ -5,7 +5,7 @@
 #include "scheduler/placement/gpu_pick.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace request_shape_test {
 
 ResourceRequest Request(int gpus, int nodes = 0, std::vector<std::string> names = {}) {
   ResourceRequest request;
@@ -81,5 +81,5 @@ TEST_CASE("GPU choice: aligned blocks, best fit among them", "[placement][gpus]"
   CHECK(MaskToIndices(PickUnits(all, 8, 8)) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
 }
 
-}  // namespace
+}  // namespace request_shape_test
 }  // namespace tessera::scheduler

@@ -8,7 +8,7 @@
 #include "scheduler/placement/placer.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace shrink_test {
 
 NodeInfo Node(const std::string& name, bool schedulable = true) {
   NodeInfo node;
@@ -150,5 +150,5 @@ TEST_CASE("Growing: a run on fewer nodes can grow once enough others are free",
   }
 }
 
-}  // namespace
+}  // namespace shrink_test
 }  // namespace tessera::scheduler

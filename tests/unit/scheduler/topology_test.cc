@@ -7,7 +7,7 @@
 #include "scheduler/placement/placer.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace topology_test {
 
 NodeInfo Node(const std::string& name, const std::string& network_switch,
               const std::string& rack = "") {
@@ -102,5 +102,5 @@ TEST_CASE("Topology: partial nodes of a gang also stay under one switch", "[plac
   CHECK(NodesOf(decision.placements[0]) == std::vector<std::string>{"b1", "b2"});
 }
 
-}  // namespace
+}  // namespace topology_test
 }  // namespace tessera::scheduler

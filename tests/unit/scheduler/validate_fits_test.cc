@@ -5,7 +5,7 @@
 #include "scheduler/placement/validate.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace validate_fits_test {
 
 NodeInfo Node(const std::string& name, const std::string& cluster, const std::string& gpu_type,
               int gpus, bool schedulable = true) {
@@ -129,5 +129,5 @@ TEST_CASE("ValidateFits: explicit node names", "[placement][validate]") {
         "compute.gpus: 1 GPU requested but node cpu1 has no GPUs");
 }
 
-}  // namespace
+}  // namespace validate_fits_test
 }  // namespace tessera::scheduler

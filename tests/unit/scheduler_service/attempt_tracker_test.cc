@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::scheduler {
-namespace {
+namespace attempt_tracker_test {
 
 v1::Run RunOn(const std::string& id, int resumption, std::vector<std::string> nodes) {
   v1::Run run;
@@ -157,5 +157,5 @@ TEST_CASE("attempt tracker: a new active set forgets the books of attempts that 
   CHECK_FALSE(f.tracker.IsActive("s"));
 }
 
-}  // namespace
+}  // namespace attempt_tracker_test
 }  // namespace tessera::scheduler

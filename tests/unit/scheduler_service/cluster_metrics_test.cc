@@ -13,7 +13,7 @@
 #include "transport/metrics/registry.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace cluster_metrics_test {
 
 const absl::Time kNow = absl::FromUnixSeconds(1'700'000'000);
 
@@ -148,5 +148,5 @@ TEST_CASE("a scheduler's cycles report placements and lost nodes and the GPUs th
   CHECK(Value(r, "tessera_runs", {"STARTING"}) == 0);
 }
 
-}  // namespace
+}  // namespace cluster_metrics_test
 }  // namespace tessera::scheduler

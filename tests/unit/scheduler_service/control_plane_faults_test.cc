@@ -9,7 +9,7 @@
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace control_plane_faults_test {
 
 // Places `run` and reports it started on its node; returns that node.
 std::string StartRun(Fixture& f, const v1::Run& run) {
@@ -307,11 +307,11 @@ TEST_CASE("the same exit without Tessera's mark is the user's failure") {
   CHECK(f.Get(run).status() == v1::RUN_STATUS_FAILED);
 }
 
-}  // namespace
+}  // namespace control_plane_faults_test
 }  // namespace tessera::scheduler
 
 namespace tessera::scheduler {
-namespace {
+namespace control_plane_faults_test {
 
 int CountSent(const Fixture& f, v1::ControlMessage::BodyCase body) {
   int n = 0;
@@ -390,11 +390,11 @@ TEST_CASE("a stop lost on the wire is sent again while the ranks still run") {
   CHECK(f.Get(run).status() == v1::RUN_STATUS_STOPPED);
 }
 
-}  // namespace
+}  // namespace control_plane_faults_test
 }  // namespace tessera::scheduler
 
 namespace tessera::scheduler {
-namespace {
+namespace control_plane_faults_test {
 
 TEST_CASE("the cycle lists runs without their parameters, and the start still carries them") {
   Fixture f;
@@ -416,5 +416,5 @@ TEST_CASE("the cycle lists runs without their parameters, and the start still ca
   CHECK(start.parameters_json().find("pppp") != std::string::npos);
 }
 
-}  // namespace
+}  // namespace control_plane_faults_test
 }  // namespace tessera::scheduler

@@ -8,7 +8,7 @@
 #include "tests/unit/scheduler_service/fake_scheduler_clients.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace health_relay_test {
 
 const auth::Principal kSystem{"tessera", v1::ROLE_SYSTEM};
 const auth::Principal kAdmin{"root", v1::ROLE_ADMIN};
@@ -175,5 +175,5 @@ TEST_CASE("health relay: commands reach only connected workers, and need a comma
   CHECK(absl::IsUnavailable(relay.DispatchToWorker(kSystem, req, &resp)));
 }
 
-}  // namespace
+}  // namespace health_relay_test
 }  // namespace tessera::scheduler

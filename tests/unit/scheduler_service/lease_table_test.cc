@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::scheduler {
-namespace {
+namespace lease_table_test {
 
 TEST_CASE("a lease lasts exactly its duration from the last renewal") {
   auto clock = std::make_shared<FakeClock>();
@@ -142,5 +142,5 @@ TEST_CASE("a node that missed one beat is suspected until it is heard again or l
   CHECK(leases.Suspected() == std::vector<std::string>{"adopted"});  // its fence lease ended
 }
 
-}  // namespace
+}  // namespace lease_table_test
 }  // namespace tessera::scheduler

@@ -12,7 +12,7 @@
 #include "tests/unit/scheduler_service/fake_scheduler_clients.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace node_api_test {
 
 const auth::Principal kAdmin{"root", v1::ROLE_ADMIN};
 const auth::Principal kAlice{"alice", v1::ROLE_USER};
@@ -248,5 +248,5 @@ TEST_CASE("node api: the fit check refuses what no node could ever hold") {
   CHECK_FALSE(f.api.CheckFit(kAlice, req, &resp).ok());
 }
 
-}  // namespace
+}  // namespace node_api_test
 }  // namespace tessera::scheduler

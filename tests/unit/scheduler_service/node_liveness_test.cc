@@ -7,7 +7,7 @@
 #include "services/store/stores.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace node_liveness_test {
 
 struct Liveness {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
@@ -79,5 +79,5 @@ TEST_CASE("a node another writer changed since the copy was read is declared los
   CHECK(stored.admin_state() == v1::NODE_ADMIN_STATE_CORDONED);  // the operator's change kept
 }
 
-}  // namespace
+}  // namespace node_liveness_test
 }  // namespace tessera::scheduler

@@ -7,7 +7,7 @@
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace node_loss_test {
 
 v1::RegisterWorker Registration(const std::string& node, const v1::Run* running) {
   v1::RegisterWorker reg;
@@ -122,5 +122,5 @@ TEST_CASE("without a loss lease the fence lease is the loss lease, as before") {
   CHECK(config.SuspectAfter() == absl::Milliseconds(1500));
 }
 
-}  // namespace
+}  // namespace node_loss_test
 }  // namespace tessera::scheduler

@@ -7,7 +7,7 @@
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace node_terms_test {
 
 // n1 joins with a token `id` whose terms are `terms` (made and used now); the scheduler then
 // holds it to them.
@@ -178,5 +178,5 @@ TEST_CASE("a node without terms stays in the cluster and GPU type it first regis
   CHECK(f.stores.nodes->GetNode("n1")->cluster() == "premium");
 }
 
-}  // namespace
+}  // namespace node_terms_test
 }  // namespace tessera::scheduler

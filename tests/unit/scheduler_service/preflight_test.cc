@@ -13,7 +13,7 @@
 #include "transport/metrics/registry.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace preflight_test {
 
 void RegisterWithGpus(Fixture& f, const std::string& name, const std::string& driver) {
   f.workers->Attach(name, [&f, name](const v1::ControlMessage& m) {
@@ -175,5 +175,5 @@ TEST_CASE("a node that is already out of service keeps its cordon and reason") {
   CHECK(FailedPreflightChecks(checks) == "shm: ");
 }
 
-}  // namespace
+}  // namespace preflight_test
 }  // namespace tessera::scheduler

@@ -9,7 +9,7 @@
 #include "tests/unit/scheduler_service/fake_scheduler_clients.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace progress_relay_test {
 
 struct Fixture {
   std::shared_ptr<ListedRuns> runs = std::make_shared<ListedRuns>();
@@ -167,5 +167,5 @@ TEST_CASE("a run that ended while the run manager was away ends at its last repo
   CHECK(relay->pending() == 0);
 }
 
-}  // namespace
+}  // namespace progress_relay_test
 }  // namespace tessera::scheduler

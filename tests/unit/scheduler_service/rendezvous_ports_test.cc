@@ -11,7 +11,7 @@
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace rendezvous_ports_test {
 
 v1::Run RunOn(const std::string& head, int port) {
   v1::Run run;
@@ -107,5 +107,5 @@ TEST_CASE("runs sharing a head node get distinct MASTER_PORTs, also after a sche
   CHECK(place(next) == freed);
 }
 
-}  // namespace
+}  // namespace rendezvous_ports_test
 }  // namespace tessera::scheduler

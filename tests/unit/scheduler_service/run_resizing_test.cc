@@ -10,7 +10,7 @@
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace run_resizing_test {
 
 v1::Run Shrinkable(int nodes, int min_nodes, int resumption, int running_on = 0) {
   v1::Run run;
@@ -367,5 +367,5 @@ TEST_CASE("a run that accepts no fewer nodes keeps waiting for all of them") {
   CHECK(f.Events(run, v1::RUN_EVENT_TYPE_RESIZED).empty());
 }
 
-}  // namespace
+}  // namespace run_resizing_test
 }  // namespace tessera::scheduler

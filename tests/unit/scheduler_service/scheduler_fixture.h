@@ -14,7 +14,9 @@
 #include "services/store/memory/memory_database.h"
 
 namespace tessera::scheduler {
-namespace {
+// Named, not anonymous: the test files that derive their fixtures from it keep theirs in
+// namespaces of their own (docs/style.md), and a base from an anonymous namespace is refused.
+namespace scheduler_fixture {
 
 const auth::Principal kSystem{"tessera", v1::ROLE_SYSTEM};
 
@@ -218,5 +220,6 @@ struct Fixture {
   }
 };
 
-}  // namespace
+}  // namespace scheduler_fixture
+using namespace scheduler_fixture;  // NOLINT: the tests name its parts unqualified
 }  // namespace tessera::scheduler

@@ -11,7 +11,7 @@
 #include "tests/unit/scheduler_service/fake_scheduler_clients.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace scheduler_runner_test {
 
 struct Fixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
@@ -163,5 +163,5 @@ TEST_CASE("scheduler runner: a dead node is declared lost at its lease's end, no
   }
 }
 
-}  // namespace
+}  // namespace scheduler_runner_test
 }  // namespace tessera::scheduler

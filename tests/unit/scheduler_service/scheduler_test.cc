@@ -12,7 +12,7 @@
 #include "tests/unit/scheduler_service/scheduler_fixture.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace scheduler_test {
 
 TEST_CASE("a node whose lease expires is lost at exactly the lease, and its run requeued") {
   Fixture f;
@@ -139,11 +139,11 @@ TEST_CASE("a re-registering node cannot change the labels a person set, only its
   CHECK(f.stores.nodes->GetNode("n1")->labels().at("pool") == "team-a");
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace tessera::scheduler
 
 namespace tessera::scheduler {
-namespace {
+namespace scheduler_test {
 
 TEST_CASE("ranks lost with a restarted worker end the attempt as a node failure, not the user's") {
   Fixture f;
@@ -193,11 +193,11 @@ TEST_CASE("a heartbeat that says an attempt was lost is enough when the update w
   CHECK((*attempts)[0].end_reason() == v1::ATTEMPT_END_REASON_NODE_FAILURE);
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace tessera::scheduler
 
 namespace tessera::scheduler {
-namespace {
+namespace scheduler_test {
 
 // Places a 16-GPU run on two of three 8-GPU nodes and lets one of its nodes go silent; returns
 // the run and the name of the surviving node of attempt 0.
@@ -274,11 +274,11 @@ TEST_CASE("a node that never confirms is waited for one stop grace and one lease
   CHECK(f.Get(run).status() == v1::RUN_STATUS_STARTING);
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace tessera::scheduler
 
 namespace tessera::scheduler {
-namespace {
+namespace scheduler_test {
 
 TEST_CASE("ranks per node: one per GPU, else the run's procs_per_node, else the node's label") {
   Fixture f;
@@ -345,11 +345,11 @@ TEST_CASE("the run's parameters reach the ranks as exactly their JSON") {
   CHECK(got.fields().at("max_duration").string_value() == "60ba");
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace tessera::scheduler
 
 namespace tessera::scheduler {
-namespace {
+namespace scheduler_test {
 
 TEST_CASE("a node's notes reach only the attempts placed on it now") {
   Fixture f;
@@ -386,5 +386,5 @@ TEST_CASE("a node's notes reach only the attempts placed on it now") {
   CHECK(pulled);
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace tessera::scheduler

@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace shell_hub_test {
 
 // A queue one side writes and the other reads; Close ends the reads.
 template <typename T>
@@ -261,5 +261,5 @@ TEST_CASE("shell hub: sessions beyond the limit are refused, saying the limit") 
   CHECK(absl::IsUnavailable(second.get()));
 }
 
-}  // namespace
+}  // namespace shell_hub_test
 }  // namespace tessera::scheduler

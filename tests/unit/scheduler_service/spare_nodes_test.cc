@@ -12,7 +12,7 @@
 #include "tests/unit/scheduler_service/spare_test_nodes.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace spare_nodes_test {
 
 TEST_CASE(
     "each pool keeps its spares among its idle, schedulable nodes, the same ones while it can") {
@@ -434,5 +434,5 @@ TEST_CASE("a spare is not lent while a resumption waits for it") {
   CHECK(f.Get(borrower).status() == v1::RUN_STATUS_QUEUED);
 }
 
-}  // namespace
+}  // namespace spare_nodes_test
 }  // namespace tessera::scheduler

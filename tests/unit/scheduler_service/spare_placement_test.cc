@@ -9,7 +9,7 @@
 #include "tests/unit/scheduler_service/spare_test_nodes.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace spare_placement_test {
 
 v1::Node Node(const std::string& name, bool spare = false) {
   return SpareTestNode(name, "h100", spare);
@@ -52,7 +52,7 @@ struct Cluster {
     std::vector<QueuedRun> queue;
     std::vector<const v1::Run*> queued;
     for (const v1::Run& r : runs) {
-      queue.push_back(QueuedRunFromProto(r));
+      queue.push_back(QueuedRunFromProto(r, 0));
       queued.push_back(&r);
     }
     const CapacityIndex index(state.nodes);
@@ -125,5 +125,5 @@ TEST_CASE("without quotas a resumption takes the spare whatever its team holds")
   CHECK(PlacedIds(c.Resume()) == std::set<std::string>{"r"});
 }
 
-}  // namespace
+}  // namespace spare_placement_test
 }  // namespace tessera::scheduler

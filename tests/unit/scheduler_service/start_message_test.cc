@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::scheduler {
-namespace {
+namespace start_message_test {
 
 TEST_CASE("ranks on a node: one per GPU, else the run's procs_per_node, else the node's label") {
   v1::Run run;
@@ -80,5 +80,5 @@ TEST_CASE("start command: parameters travel as JSON with the user's field names"
   CHECK(s.parameters_json() == "{\"max_steps\":10}");
 }
 
-}  // namespace
+}  // namespace start_message_test
 }  // namespace tessera::scheduler

@@ -8,7 +8,7 @@
 #include "tests/unit/scheduler_service/fake_scheduler_clients.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace team_queue_test {
 
 const auth::Principal kAnn{"ann", v1::ROLE_USER};
 const auth::Principal kBob{"bob", v1::ROLE_USER};
@@ -173,11 +173,11 @@ TEST_CASE("teams: utilization per cluster, as mcli util shows it") {
   CHECK(c.gpu_types(0) == "h100");
 }
 
-}  // namespace
+}  // namespace team_queue_test
 }  // namespace tessera::scheduler
 
 namespace tessera::scheduler {
-namespace {
+namespace team_queue_test {
 
 TEST_CASE("teams: quotas are read at most every refresh, and kept while the store is down") {
   auto clock = std::make_shared<FakeClock>();
@@ -205,5 +205,5 @@ TEST_CASE("teams: quotas are read at most every refresh, and kept while the stor
   CHECK_FALSE(policy.TeamOfUser("ann").ok());
 }
 
-}  // namespace
+}  // namespace team_queue_test
 }  // namespace tessera::scheduler

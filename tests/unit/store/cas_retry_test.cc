@@ -5,7 +5,7 @@
 #include "services/store/memory/memory_database.h"
 
 namespace tessera::store {
-namespace {
+namespace cas_retry_test {
 
 v1::Node MakeNode(const std::string& name) {
   v1::Node node;
@@ -285,5 +285,5 @@ TEST_CASE("an upsert's creation events survive a writer in between", "[cas]") {
       UpsertNodeWithRetry(f.nodes, "n4", Fresh("n4", "me"), Cordon("unused")).status()));
 }
 
-}  // namespace
+}  // namespace cas_retry_test
 }  // namespace tessera::store

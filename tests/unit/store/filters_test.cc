@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::store {
-namespace {
+namespace filters_test {
 
 TEST_CASE("globs match like a shell", "[filters]") {
   CHECK(GlobMatches("train-*", "train-abc"));
@@ -31,5 +31,5 @@ TEST_CASE("globs translate to SQL LIKE with escapes", "[filters]") {
   CHECK(GlobToSqlLike("back\\\\slash") == "back\\\\slash");
 }
 
-}  // namespace
+}  // namespace filters_test
 }  // namespace tessera::store

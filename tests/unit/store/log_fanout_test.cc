@@ -6,7 +6,7 @@
 #include "base/log_line_codec.h"
 
 namespace tessera::store {
-namespace {
+namespace log_fanout_test {
 
 v1::LogLine Line(const std::string& run, int resumption, int64_t seq, int nanos = 0) {
   v1::LogLine l;
@@ -174,5 +174,5 @@ TEST_CASE("packed groups go to their attempt's followers still packed, and count
   CHECK(behind.batches.empty());
 }
 
-}  // namespace
+}  // namespace log_fanout_test
 }  // namespace tessera::store

@@ -3,7 +3,7 @@
 #include "services/store/memory/memory_database.h"
 
 namespace tessera::store {
-namespace {
+namespace memory_unavailable_test {
 
 TEST_CASE("the memory store can play an unavailable database", "[memory]") {
   auto db = std::make_shared<MemoryDatabase>();
@@ -31,5 +31,5 @@ TEST_CASE("the memory store can play an unavailable database", "[memory]") {
   CHECK(s.leader_locks->TryAcquire("scheduler", "b")->has_value());
 }
 
-}  // namespace
+}  // namespace memory_unavailable_test
 }  // namespace tessera::store

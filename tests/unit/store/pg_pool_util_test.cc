@@ -5,7 +5,7 @@
 #include "services/store/stores.h"
 
 namespace tessera::store {
-namespace {
+namespace pg_pool_util_test {
 
 TEST_CASE("connect_timeout is added once to URLs and key=value strings", "[postgres]") {
   CHECK(WithConnectTimeout("postgresql://u@h:1/db", 3) ==
@@ -42,5 +42,5 @@ TEST_CASE("an unreachable server is UNAVAILABLE, promptly, not a crash", "[postg
   CHECK(absl::Now() - start < absl::Seconds(5));
 }
 
-}  // namespace
+}  // namespace pg_pool_util_test
 }  // namespace tessera::store

@@ -10,7 +10,7 @@
 #include "tessera/v1/worker.grpc.pb.h"
 
 namespace tessera {
-namespace {
+namespace async_bidi_test {
 
 using Reactor = AsyncBidiReactor<v1::WorkerMessage, v1::ControlMessage>;
 
@@ -187,5 +187,5 @@ TEST_CASE("shutting down with streams open ends them all and returns") {
   }
 }
 
-}  // namespace
+}  // namespace async_bidi_test
 }  // namespace tessera

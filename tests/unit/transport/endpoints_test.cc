@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 
 namespace tessera {
-namespace {
+namespace endpoints_test {
 
 TEST_CASE("endpoints: lists split on commas, trimmed, empty entries skipped") {
   CHECK(SplitEndpoints("a:1") == std::vector<std::string>{"a:1"});
@@ -34,5 +34,5 @@ TEST_CASE("endpoints: names or mixed families in a list, and empty lists, are re
   CHECK(absl::StrContains(empty.status().message(), "--scheduler-endpoint: no endpoint"));
 }
 
-}  // namespace
+}  // namespace endpoints_test
 }  // namespace tessera

@@ -7,7 +7,7 @@
 #include "services/store/store_error.h"
 
 namespace tessera {
-namespace {
+namespace grpc_status_test {
 
 TEST_CASE("a database's error text reaches the log, the caller a clean status with a reference") {
   const absl::Status from_store = store::StoreError(absl::UnavailableError(
@@ -44,5 +44,5 @@ TEST_CASE("the caller's own mistakes keep their message") {
             .error_message() == "this scheduler instance is a standby");
 }
 
-}  // namespace
+}  // namespace grpc_status_test
 }  // namespace tessera

@@ -13,7 +13,7 @@
 #include "transport/metrics/text_format.h"
 
 namespace tessera::metrics {
-namespace {
+namespace metrics_grpc_interceptor_test {
 
 class FakeAdmin final : public tessera::v1::AdminService::Service {
  public:
@@ -196,5 +196,5 @@ TEST_CASE("grpc interceptor: canonical code names", "[metrics][grpc]") {
   CHECK(GrpcCodeName(static_cast<grpc::StatusCode>(99)) == "UNKNOWN");
 }
 
-}  // namespace
+}  // namespace metrics_grpc_interceptor_test
 }  // namespace tessera::metrics

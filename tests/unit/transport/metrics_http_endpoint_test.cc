@@ -22,7 +22,7 @@
 #include "transport/metrics/scrape_access.h"
 
 namespace tessera::metrics {
-namespace {
+namespace metrics_http_endpoint_test {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -348,5 +348,5 @@ TEST_CASE("metrics endpoint: stops promptly with connections open", "[metrics][h
   CHECK(ec);
 }
 
-}  // namespace
+}  // namespace metrics_http_endpoint_test
 }  // namespace tessera::metrics

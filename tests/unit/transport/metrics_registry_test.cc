@@ -10,7 +10,7 @@
 #include "transport/metrics/text_format.h"
 
 namespace tessera::metrics {
-namespace {
+namespace metrics_registry_test {
 
 TEST_CASE("metrics: invalid metric names are errors", "[metrics]") {
   Registry r;
@@ -225,5 +225,5 @@ TEST_CASE("metrics: series whose subject is gone are dropped from the export", "
   CHECK(RenderText(r).find("tessera_test_ratio{") == std::string::npos);
 }
 
-}  // namespace
+}  // namespace metrics_registry_test
 }  // namespace tessera::metrics

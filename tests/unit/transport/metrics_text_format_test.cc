@@ -7,7 +7,7 @@
 #include "transport/metrics/text_format.h"
 
 namespace tessera::metrics {
-namespace {
+namespace metrics_text_format_test {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -124,5 +124,5 @@ TEST_CASE("metrics text: escaping helpers", "[metrics]") {
   CHECK(kTextContentType == "text/plain; version=0.0.4; charset=utf-8");
 }
 
-}  // namespace
+}  // namespace metrics_text_format_test
 }  // namespace tessera::metrics

@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace tessera {
-namespace {
+namespace periodic_runner_test {
 
 // Records the clock's time at each run; a run may take time on the clock.
 struct Runs {
@@ -122,5 +122,5 @@ TEST_CASE("destroying a periodic runner stops it without moving the clock") {
   CHECK(runs.Times().empty());
 }
 
-}  // namespace
+}  // namespace periodic_runner_test
 }  // namespace tessera

@@ -14,7 +14,7 @@
 #include "tessera/v1/logs.grpc.pb.h"
 
 namespace tessera {
-namespace {
+namespace service_host_test {
 
 grpc::ByteBuffer Bytes(const std::string& bytes) {
   grpc::Slice slice(bytes);
@@ -97,5 +97,5 @@ TEST_CASE("a server lists its services through server reflection") {
   CHECK(stream->Finish().ok());
 }
 
-}  // namespace
+}  // namespace service_host_test
 }  // namespace tessera

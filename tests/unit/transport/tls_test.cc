@@ -14,7 +14,7 @@
 #include "transport/tls/tls_flags.h"
 
 namespace tessera::tls {
-namespace {
+namespace tls_test {
 
 using testing::RunShell;
 using testing::TestPki;
@@ -228,5 +228,5 @@ TEST_CASE("an HTTPS listener's renewed certificate is used for new connections")
   CHECK_FALSE(ServerSslContext::Create(broken).ok());
 }
 
-}  // namespace
+}  // namespace tls_test
 }  // namespace tessera::tls

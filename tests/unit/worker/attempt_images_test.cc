@@ -14,7 +14,7 @@
 #include "worker/daemon/attempt_manager.h"
 
 namespace tessera::worker {
-namespace {
+namespace attempt_images_test {
 
 using image::testing::Digest;
 using image::testing::FakeTools;
@@ -152,5 +152,5 @@ TEST_CASE("a node without a sandbox refuses image runs as its own failure", "[at
   CHECK(absl::StrContains(updates[0].detail(), "--sandbox off"));
 }
 
-}  // namespace
+}  // namespace attempt_images_test
 }  // namespace tessera::worker

@@ -18,7 +18,7 @@
 #include "tests/unit/worker/attempt_polling.h"
 
 namespace tessera::worker {
-namespace {
+namespace attempt_manager_test {
 namespace fs = std::filesystem;
 
 struct Fixture {
@@ -166,11 +166,11 @@ TEST_CASE("a recycled pid is never signalled") {
   CHECK(KillRecordedRanks(r).empty());
 }
 
-}  // namespace
+}  // namespace attempt_manager_test
 }  // namespace tessera::worker
 
 namespace tessera::worker {
-namespace {
+namespace attempt_manager_test {
 
 TEST_CASE("a newer attempt of a run kills what is left of an older one on the node first") {
   Fixture f;
@@ -288,5 +288,5 @@ TEST_CASE("an attempt whose output cannot be shipped is reported finished after 
   CHECK_FALSE(f.manager->LocalAttempts()[0].logs_pending());
 }
 
-}  // namespace
+}  // namespace attempt_manager_test
 }  // namespace tessera::worker

@@ -15,7 +15,7 @@
 #include "worker/daemon/integration_script.h"
 
 namespace tessera::worker {
-namespace {
+namespace attempt_preparer_test {
 
 using testing::RunShell;
 using testing::TempDir;
@@ -185,5 +185,5 @@ TEST_CASE("a stop while the integrations run stops their script", "[attempts][in
   CHECK(f.ends == 0);
 }
 
-}  // namespace
+}  // namespace attempt_preparer_test
 }  // namespace tessera::worker

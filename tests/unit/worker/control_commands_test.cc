@@ -13,7 +13,7 @@
 #include "tests/unit/worker/attempt_polling.h"
 
 namespace tessera::worker {
-namespace {
+namespace control_commands_test {
 
 struct Fixture {
   testing::TempDir tmp{"control_commands_test"};  // removed after the manager is gone
@@ -170,5 +170,5 @@ TEST_CASE("A command this worker does not know is refused, naming it") {
   CHECK(ack.error() == "this worker does not support command 0");
 }
 
-}  // namespace
+}  // namespace control_commands_test
 }  // namespace tessera::worker

@@ -16,7 +16,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
-namespace {
+namespace fence_watchdog_test {
 
 // A process standing for the worker, until Kill.
 struct FakeWorker {
@@ -88,5 +88,5 @@ TEST_CASE("with no deadline yet, the fence watchdog exits as soon as the worker 
   REQUIRE(ReturnsWithin(done, absl::Seconds(2)));
 }
 
-}  // namespace
+}  // namespace fence_watchdog_test
 }  // namespace tessera::worker

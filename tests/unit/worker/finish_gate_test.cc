@@ -4,7 +4,7 @@
 #include <set>
 
 namespace tessera::worker {
-namespace {
+namespace finish_gate_test {
 
 const absl::Time kEnded = absl::FromUnixSeconds(1'000'000);
 
@@ -86,5 +86,5 @@ TEST_CASE("without a way to ask the log service nothing is held") {
   CHECK_FALSE(gate.holds_updates());
 }
 
-}  // namespace
+}  // namespace finish_gate_test
 }  // namespace tessera::worker

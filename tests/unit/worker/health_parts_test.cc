@@ -22,7 +22,7 @@
 #include "worker/progress/progress_file.h"
 
 namespace tessera::worker {
-namespace {
+namespace health_parts_test {
 namespace fs = std::filesystem;
 
 // A child in its own process group that burns CPU until killed.
@@ -308,5 +308,107 @@ TEST_CASE("when every rank waits in a collective, the hang is reported at twice 
   CHECK(hangs[0].in_collective());
 }
 
-}  // namespace
+// A rank that never reported, whose real process group is `pid`, watched with a 5 s timeout.
+RankOutput SilentRank(const std::string& dir, pid_t pid) {
+  RankOutput o;
+  o.run_id = "run-s";
+  o.resumption_index = 1;
+  o.rank = 2;
+  o.progress_path = dir + "/rank-2.progress";
+  o.hang_timeout = absl::Seconds(5);
+  o.pid = pid;
+  return o;
+}
+
+// Waits until `pid` has used another clock tick of CPU (a loaded machine may take a while).
+bool UsesCpu(pid_t pid) {
+  const double before = CpuSeconds(pid);
+  for (int i = 0; i < 6000; ++i) {
+    if (CpuSeconds(pid) >= before + 0.02) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+void Reap(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGCONT);
+  ::waitpid(pid, nullptr, 0);
+}
+
+TEST_CASE("a rank that never reported is hung only when it is stuck and uses no CPU") {
+  const testing::TempDir tmp("silent_hang_test");
+  auto clock = std::make_shared<FakeClock>();
+
+  SECTION("waiting idle (starting up, or in a rendezvous) is never a hang") {
+    const pid_t idle = fork();
+    if (idle == 0) {
+      setpgid(0, 0);
+      pause();
+      _exit(0);
+    }
+    setpgid(idle, idle);
+    ProgressWatcher watcher(clock);
+    watcher.Watch(SilentRank(tmp.path, idle));
+    for (int i = 0; i < 10; ++i) {
+      CHECK(watcher.TakeHangs().empty());
+      clock->Advance(absl::Seconds(30));
+    }
+    Reap(idle);
+  }
+
+  SECTION("stopped with its CPU time still for the timeout: hung, reported once") {
+    const pid_t spinner = Spinner();
+    ProgressWatcher watcher(clock);
+    watcher.Watch(SilentRank(tmp.path, spinner));
+    CHECK(watcher.TakeHangs().empty());
+    // Running, it uses CPU: whatever the clock says, the look that sees its time move resets.
+    REQUIRE(UsesCpu(spinner));
+    ::kill(spinner, SIGSTOP);
+    REQUIRE(::waitpid(spinner, nullptr, WUNTRACED) == spinner);
+    clock->Advance(absl::Seconds(60));
+    CHECK(watcher.TakeHangs().empty());
+    clock->Advance(absl::Seconds(4));
+    CHECK(watcher.TakeHangs().empty());
+    clock->Advance(absl::Seconds(1));
+    auto hangs = watcher.TakeHangs();
+    REQUIRE(hangs.size() == 1);
+    CHECK(hangs[0].before_first_report());
+    CHECK(hangs[0].run_id() == "run-s");
+    CHECK(hangs[0].resumption_index() == 1);
+    CHECK(hangs[0].rank() == 2);
+    CHECK(hangs[0].last_step() == 0);
+    CHECK_FALSE(hangs[0].in_collective());
+    CHECK(hangs[0].seconds_without_progress() == Approx(65));
+    clock->Advance(absl::Seconds(60));
+    CHECK(watcher.TakeHangs().empty());  // once per attempt
+    Reap(spinner);
+  }
+
+  SECTION("throttled (stopped part of the time) it still uses CPU: slow, not hung") {
+    const pid_t spinner = Spinner();
+    ProcessThrottle throttle([&] { return std::vector<pid_t>{spinner}; });
+    throttle.SetFactor(0.3);
+    ProgressWatcher watcher(clock);
+    watcher.Watch(SilentRank(tmp.path, spinner));
+    for (int i = 0; i < 5; ++i) {
+      REQUIRE(UsesCpu(spinner));
+      clock->Advance(absl::Seconds(10));
+      CHECK(watcher.TakeHangs().empty());
+    }
+    throttle.SetFactor(1);
+    Reap(spinner);
+  }
+
+  SECTION("a rank whose processes are gone is not a hang (its exit is reported)") {
+    const pid_t spinner = Spinner();
+    Reap(spinner);
+    ProgressWatcher watcher(clock);
+    watcher.Watch(SilentRank(tmp.path, spinner));
+    clock->Advance(absl::Seconds(60));
+    CHECK(watcher.TakeHangs().empty());
+  }
+}
+
+}  // namespace health_parts_test
 }  // namespace tessera::worker

@@ -10,7 +10,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
-namespace {
+namespace integration_script_test {
 
 using testing::RunShell;
 using testing::TempDir;
@@ -142,5 +142,5 @@ TEST_CASE(
   CHECK(absl::StrContains(failed.output, "integration 1 (local ./code) failed"));
 }
 
-}  // namespace
+}  // namespace integration_script_test
 }  // namespace tessera::worker

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::worker {
-namespace {
+namespace lease_tracker_test {
 
 const absl::Time t0 = absl::FromUnixSeconds(1000);
 
@@ -40,5 +40,5 @@ TEST_CASE("fencing starts exactly the margin before the lease ends") {
   CHECK(lease.MustFence(t0 + absl::Milliseconds(4900), margin));
 }
 
-}  // namespace
+}  // namespace lease_tracker_test
 }  // namespace tessera::worker

@@ -16,7 +16,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
-namespace {
+namespace log_shipper_test {
 namespace fs = std::filesystem;
 
 // Stores lines by (rank, stream, sequence) like the real service, and counts every receipt.
@@ -296,5 +296,5 @@ TEST_CASE("a rank's output is shipped only once its files are complete and all a
   REQUIRE(WaitFor([&] { return shipper->Shipped(folder.Rank(1)); }));
 }
 
-}  // namespace
+}  // namespace log_shipper_test
 }  // namespace tessera::worker

@@ -10,7 +10,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
-namespace {
+namespace network_walls_test {
 
 // Records every command; answers `-S OUTPUT` with `listing`, and fails the programs in `broken`.
 struct RecordingIptables final : image::ToolRunner {
@@ -137,5 +137,5 @@ TEST_CASE("walls: IPv4 alone where ip6tables fails, none (said why) where iptabl
   CHECK(absl::StrContains(no_uids.Install().message(), "no uid to wall"));
 }
 
-}  // namespace
+}  // namespace network_walls_test
 }  // namespace tessera::worker

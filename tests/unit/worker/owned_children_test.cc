@@ -14,7 +14,7 @@
 #include "worker/daemon/rank_launcher.h"
 
 namespace tessera::worker {
-namespace {
+namespace owned_children_test {
 
 // Waits until `pid` is a zombie (ended, not yet reaped).
 bool BecomesZombie(pid_t pid) {
@@ -84,5 +84,5 @@ TEST_CASE("ranks that exit at once keep their exit status while zombies are reap
   scanner.join();
 }
 
-}  // namespace
+}  // namespace owned_children_test
 }  // namespace tessera::worker

@@ -11,7 +11,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
-namespace {
+namespace preflight_test {
 
 GpuInventory Simulated(int n, const std::string& driver = "") {
   GpuInventory inv;
@@ -201,5 +201,5 @@ TEST_CASE("pre-flight settings are checked, naming the flag") {
   CHECK(ValidatePreflightConfig(f.config).message() == "--preflight-min-shm: must not be negative");
 }
 
-}  // namespace
+}  // namespace preflight_test
 }  // namespace tessera::worker

@@ -7,7 +7,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
-namespace {
+namespace progress_watcher_test {
 namespace fs = std::filesystem;
 
 struct Fixture {
@@ -145,5 +145,5 @@ TEST_CASE("each rank's state says when its progress last moved") {
   CHECK(ranks[1].last_change == start + absl::Seconds(3));
 }
 
-}  // namespace
+}  // namespace progress_watcher_test
 }  // namespace tessera::worker

@@ -5,7 +5,7 @@
 #include "yaml-cpp/yaml.h"
 
 namespace tessera::worker {
-namespace {
+namespace rank_environment_test {
 
 v1::StartAttempt Start() {
   v1::StartAttempt s;
@@ -167,5 +167,5 @@ TEST_CASE("the parameters as YAML for /mnt/config/parameters.yaml read back as t
   CHECK(absl::IsInvalidArgument(bad.status()));
 }
 
-}  // namespace
+}  // namespace rank_environment_test
 }  // namespace tessera::worker

@@ -21,7 +21,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
-namespace {
+namespace rank_launcher_test {
 
 namespace fs = std::filesystem;
 
@@ -338,5 +338,5 @@ TEST_CASE("StopAll stops several ranks together and reports each one") {
   CHECK((*p1)->exit() == exits[1]);
 }
 
-}  // namespace
+}  // namespace rank_launcher_test
 }  // namespace tessera::worker

@@ -17,7 +17,7 @@
 #include "worker/daemon/rank_sandbox.h"
 
 namespace tessera::worker {
-namespace {
+namespace sealed_sandbox_test {
 namespace fs = std::filesystem;
 
 std::string MountNamespace() {
@@ -240,5 +240,5 @@ TEST_CASE("unsandboxed: a command over the kernel's argument limit is the run's 
   CHECK(absl::StrContains(proc.status().message(), "over the kernel's limits"));
 }
 
-}  // namespace
+}  // namespace sealed_sandbox_test
 }  // namespace tessera::worker

@@ -19,7 +19,7 @@
 #include "worker/daemon/control_commands.h"
 
 namespace tessera::worker {
-namespace {
+namespace spare_warmer_test {
 
 using image::testing::Digest;
 using image::testing::FakeTools;
@@ -219,5 +219,5 @@ TEST_CASE("a warm-up command is acknowledged once it is done, and refused withou
   CHECK(absl::StartsWith(acks[0].error(), kSpareChecksFailedPrefix));
 }
 
-}  // namespace
+}  // namespace spare_warmer_test
 }  // namespace tessera::worker

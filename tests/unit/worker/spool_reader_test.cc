@@ -7,7 +7,7 @@
 #include "tests/support/temp_dir.h"
 
 namespace tessera::worker {
-namespace {
+namespace spool_reader_test {
 namespace fs = std::filesystem;
 
 struct Spool {
@@ -112,5 +112,5 @@ TEST_CASE("the acknowledged position survives in <spool>.acked") {
   CHECK(LoadAckState(s.path).acked.offset == 0);
 }
 
-}  // namespace
+}  // namespace spool_reader_test
 }  // namespace tessera::worker

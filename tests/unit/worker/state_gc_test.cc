@@ -8,7 +8,7 @@
 #include "worker/logship/spool_reader.h"
 
 namespace tessera::worker {
-namespace {
+namespace state_gc_test {
 namespace fs = std::filesystem;
 
 struct State {
@@ -41,5 +41,5 @@ TEST_CASE("finished, shipped, old attempt folders are removed, nothing else is")
   CHECK(fs::exists(running));                      // still tracked by the worker
 }
 
-}  // namespace
+}  // namespace state_gc_test
 }  // namespace tessera::worker

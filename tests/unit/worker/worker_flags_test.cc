@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 namespace tessera::worker {
-namespace {
+namespace worker_flags_test {
 
 // Parses `args` (after the program's name) into fresh flags.
 WorkerFlags Parse(std::vector<std::string> args) {
@@ -116,5 +116,5 @@ TEST_CASE("/metrics over TLS is served with a server certificate of its own, nev
             .rfind("--metrics-tls-cert and --metrics-tls-key are for --metrics-listen", 0) == 0);
 }
 
-}  // namespace
+}  // namespace worker_flags_test
 }  // namespace tessera::worker

@@ -9,7 +9,7 @@
 #include "tests/support/metric_values.h"
 
 namespace tessera::worker {
-namespace {
+namespace worker_metrics_test {
 
 ExitInfo Exited(int code) { return ExitInfo{.exit_code = code, .signal = 0, .status_lost = false}; }
 ExitInfo Killed(int signal) {
@@ -60,5 +60,5 @@ TEST_CASE("rank and GPU probe counters", "[worker][metrics]") {
   CHECK(MetricValue(registry, "tessera_worker_gpu_faults_total", {"FELL_OFF_BUS"}) == 1);
 }
 
-}  // namespace
+}  // namespace worker_metrics_test
 }  // namespace tessera::worker

@@ -5,7 +5,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace admin_conformance {
 
 JoinTokenRecord MakeToken(const std::string& id, const std::string& node, int64_t created,
                           int64_t expires) {
@@ -208,11 +208,11 @@ CONFORMANCE_CASE("audit: appended with increasing ids, read newest first with fi
   CHECK(next->front().id() == ids[1]);
 }
 
-}  // namespace
+}  // namespace admin_conformance
 }  // namespace tessera::store::conformance
 
 namespace tessera::store::conformance {
-namespace {
+namespace admin_conformance {
 
 SecretRecord Sealed(const std::string& user, const std::string& name, const std::string& sealed) {
   SecretRecord r;
@@ -250,5 +250,5 @@ CONFORMANCE_CASE("secrets: named within their user, listed by name, deleted once
   CHECK(stores.secrets->ListSecrets("carol")->empty());
 }
 
-}  // namespace
+}  // namespace admin_conformance
 }  // namespace tessera::store::conformance

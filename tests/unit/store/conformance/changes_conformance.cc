@@ -3,7 +3,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace changes_conformance {
 
 // Waits (up to 10 s) for `topic` to move past `seen`; the time it took.
 absl::Duration WaitFor(ChangeFeed& feed, ChangeTopic topic, uint64_t seen) {
@@ -54,5 +54,5 @@ CONFORMANCE_CASE("changes: each topic's writes wake its watchers, from this or a
   CHECK(s.changes->live());
 }
 
-}  // namespace
+}  // namespace changes_conformance
 }  // namespace tessera::store::conformance

@@ -2,7 +2,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace health_keys_conformance {
 
 v1::Sweep MakeSweep(const std::string& id, int64_t second) {
   v1::Sweep sweep;
@@ -137,5 +137,5 @@ CONFORMANCE_CASE("idempotency: the first response is kept per scope and key; pur
   CHECK(s.idempotency->Lookup("StopRun", "req-1")->has_value());
 }
 
-}  // namespace
+}  // namespace health_keys_conformance
 }  // namespace tessera::store::conformance

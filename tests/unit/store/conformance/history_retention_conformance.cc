@@ -5,7 +5,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace history_retention_conformance {
 
 std::vector<std::string> Reasons(const std::vector<v1::NodeEvent>& events) {
   std::vector<std::string> out;
@@ -87,5 +87,5 @@ CONFORMANCE_CASE("retention: old sweeps that are over go with their results; run
   CHECK(of == std::vector<std::string>{"s-new", "s-old-running"});
 }
 
-}  // namespace
+}  // namespace history_retention_conformance
 }  // namespace tessera::store::conformance

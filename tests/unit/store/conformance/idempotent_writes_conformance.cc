@@ -6,7 +6,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace idempotent_writes_conformance {
 
 IdempotentRunWrite WriteFor(const std::string& key) {
   return IdempotentRunWrite{IdempotencyKey{"SubmitRun/alice", key, "fingerprint-1", T(5)},
@@ -81,5 +81,5 @@ CONFORMANCE_CASE("idempotent writes: concurrent writes with one key act once") {
         "response for " + (*runs)[0].name());
 }
 
-}  // namespace
+}  // namespace idempotent_writes_conformance
 }  // namespace tessera::store::conformance

@@ -6,7 +6,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace leader_locks_conformance {
 
 constexpr std::string_view kRole = kSchedulerLeaderRole;
 
@@ -179,5 +179,5 @@ CONFORMANCE_CASE("fenced writes: the current term's land, an ended term's change
   CHECK(IsStaleTerm(s.nodes->CreateNode(MakeNode("n3"), WriteFence{"never-led-role", 1}).status()));
 }
 
-}  // namespace
+}  // namespace leader_locks_conformance
 }  // namespace tessera::store::conformance

@@ -5,7 +5,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace logs_conformance {
 
 v1::LogLine Line(const std::string& run, int resumption, int rank, v1::LogStream stream,
                  int64_t seq, int64_t micros, const std::string& text, int node_rank = 0) {
@@ -321,5 +321,5 @@ CONFORMANCE_CASE("logs: concurrent writers of the same streams store each line o
   for (const auto& w : again->watermarks) CHECK(w.durable_sequence == 249);
 }
 
-}  // namespace
+}  // namespace logs_conformance
 }  // namespace tessera::store::conformance

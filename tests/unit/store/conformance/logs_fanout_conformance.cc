@@ -9,7 +9,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace logs_fanout_conformance {
 
 v1::LogLine FanoutLine(const std::string& run, int resumption, int rank, int64_t seq,
                        int64_t nanos) {
@@ -122,5 +122,5 @@ CONFORMANCE_CASE("logs fan-out: a waiting follower is woken by its attempt's lin
   CHECK(woken.load() == 2);
 }
 
-}  // namespace
+}  // namespace logs_fanout_conformance
 }  // namespace tessera::store::conformance

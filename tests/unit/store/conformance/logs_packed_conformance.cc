@@ -6,7 +6,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace logs_packed_conformance {
 
 constexpr auto kOut = v1::LOG_STREAM_STDOUT;
 constexpr auto kErr = v1::LOG_STREAM_STDERR;
@@ -126,5 +126,5 @@ CONFORMANCE_CASE("logs packed: a follower is handed packed lines as a read retur
   CHECK(Described(handed) == Described(*read));
 }
 
-}  // namespace
+}  // namespace logs_packed_conformance
 }  // namespace tessera::store::conformance

@@ -2,7 +2,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace nodes_conformance {
 
 CONFORMANCE_CASE("nodes: create, get, list sorted with filters") {
   Stores s = FreshStores();
@@ -176,5 +176,5 @@ CONFORMANCE_CASE("node events: ids increase; filter by node, type, after id and 
   CHECK((*all)[3].time().seconds() == absl::ToUnixSeconds(T(3)));
 }
 
-}  // namespace
+}  // namespace nodes_conformance
 }  // namespace tessera::store::conformance

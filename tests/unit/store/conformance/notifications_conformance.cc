@@ -3,7 +3,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace notifications_conformance {
 
 SubscriptionRecord Subscription(const std::string& id, const std::string& owner, int64_t second,
                                 const std::string& sealed = "") {
@@ -183,5 +183,5 @@ CONFORMANCE_CASE("nothing pending: no next due, and retention keeps what is pend
   CHECK(*store.NextDue() == absl::InfiniteFuture());
 }
 
-}  // namespace
+}  // namespace notifications_conformance
 }  // namespace tessera::store::conformance

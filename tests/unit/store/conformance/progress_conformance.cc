@@ -5,7 +5,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace progress_conformance {
 
 ProgressPoint Point(int32_t resumption, int64_t step, double loss = 1.5) {
   ProgressPoint p;
@@ -94,5 +94,5 @@ CONFORMANCE_CASE("progress: a point of a missing run is NOT_FOUND and the points
   CHECK(s.runs->ListProgress("id-r")->empty());
 }
 
-}  // namespace
+}  // namespace progress_conformance
 }  // namespace tessera::store::conformance

@@ -5,7 +5,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace runs_conformance {
 
 using v1::RunStatus;
 
@@ -447,11 +447,11 @@ CONFORMANCE_CASE("runs: runs that ended before a time list earliest ended first"
   CHECK(names(50, 10) == V{"failed-10", "stopped-20", "done-30"});
 }
 
-}  // namespace
+}  // namespace runs_conformance
 }  // namespace tessera::store::conformance
 
 namespace tessera::store::conformance {
-namespace {
+namespace runs_conformance {
 
 CONFORMANCE_CASE("runs: each user gets one uid of their own, the same every time and everywhere") {
   Stores stores = FreshStores();
@@ -469,5 +469,5 @@ CONFORMANCE_CASE("runs: each user gets one uid of their own, the same every time
   CHECK(stores.runs->UserUid("").status().code() == absl::StatusCode::kInvalidArgument);
 }
 
-}  // namespace
+}  // namespace runs_conformance
 }  // namespace tessera::store::conformance

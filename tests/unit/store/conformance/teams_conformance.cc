@@ -3,7 +3,7 @@
 #include "tests/unit/store/conformance/conformance.h"
 
 namespace tessera::store::conformance {
-namespace {
+namespace teams_conformance {
 
 v1::Team NewTeam(const std::string& name) {
   v1::Team team;
@@ -90,11 +90,11 @@ CONFORMANCE_CASE("teams: quotas per cluster and GPU type are set, replaced and r
   CHECK(stores.teams->SetShare("nope", 1).status().code() == absl::StatusCode::kNotFound);
 }
 
-}  // namespace
+}  // namespace teams_conformance
 }  // namespace tessera::store::conformance
 
 namespace tessera::store::conformance {
-namespace {
+namespace teams_conformance {
 
 v1::Attempt Ran(const std::string& run_id, int resumption, int64_t start, int64_t end, int gpus) {
   v1::Attempt a;
@@ -148,5 +148,5 @@ CONFORMANCE_CASE("usage: attempts that ran in the window, with their run's owner
   CHECK(early->front().resumption_index == 0);
 }
 
-}  // namespace
+}  // namespace teams_conformance
 }  // namespace tessera::store::conformance
