@@ -6,6 +6,7 @@
 // resuming on the one left, then growing back to two at a checkpoint once the node returns.
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -185,6 +186,95 @@ TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on th
   INFO(table.output);
   CHECK(absl::StrContains(table.output, "attempt 1 resumed from step " + std::to_string(resumed)));
   CHECK(absl::StrContains(table.output, "attempt 0 ended: NODE_FAILURE"));
+}
+
+TEST_CASE(
+    "in-memory checkpoints: a node killed between disk checkpoints, the run resumes from a step "
+    "its buddy node still holds in memory, and its losses equal the undisturbed run's",
+    "[e2e]") {
+  LocalCluster c;
+  StartTrainingWorkers(c, 3);
+  // The baseline's length and schedule, a snapshot in memory every 4 steps and no disk
+  // checkpoint before the end: whatever the run resumes from came from the nodes' memory.
+  const TrainingBaseline& baseline = Baseline();
+  const std::string example = ExampleWith(c, baseline.steps, "memory.yaml");
+  Edit(example, "  save_interval: 25ba\n",
+       "  save_interval: 100000ba\n  memory_checkpoint_interval: 4ba\n");
+  ShellResult submitted = Mcli(c, "run -f " + example);
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string name(absl::StripAsciiWhitespace(submitted.output));
+  const v1::Run running = WaitForStep(c, name, 40);
+  REQUIRE(running.nodes_size() == 2);
+  const std::string survivor = running.nodes(0).node_name(), victim = running.nodes(1).node_name();
+
+  // Once the survivor's memory holds a step from 44 on whole (its 2 shards and the victim's 2
+  // copies), the victim is killed with everything it held.
+  const std::string memory = absl::StrCat(c.worker(survivor).state_dir, "-memory/", running.id());
+  auto whole = [&] {
+    std::error_code ec;
+    for (const auto& step : std::filesystem::directory_iterator(memory, ec)) {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(absl::StripPrefix(step.path().filename().string(), "step-"), &n) ||
+          n < 44) {
+        continue;
+      }
+      int described = 0;
+      std::error_code inner;
+      for (const auto& e : std::filesystem::directory_iterator(step.path(), inner)) {
+        described += absl::EndsWith(e.path().string(), ".bin.json") ? 1 : 0;
+      }
+      if (described == 4) return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < 600 && !whole(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(whole());
+  const int64_t at_kill = c.client->Get(name).progress().step();
+  REQUIRE(c.worker(victim).process->Kill(SIGKILL).ok());
+
+  const v1::Run run = WaitForCompletion(c, name, baseline.steps);
+  CHECK(run.resumption_index() == 1);
+  for (const auto& node : run.nodes()) CHECK(node.node_name() != victim);
+  const std::string logs = Rank0LogThrough(c, name, baseline.steps);
+  INFO(logs);
+  std::smatch m;
+  REQUIRE(
+      std::regex_search(logs, m, std::regex(R"(recovered step (\d+) from the memory of node)")));
+  const int recovered = std::stoi(m[1]);
+  CHECK(recovered >= 44);
+  CHECK(recovered % 4 == 0);
+  CHECK(recovered >= at_kill - at_kill % 4);
+  CHECK(absl::StrContains(logs, absl::StrCat("resumed from step ", recovered)));
+  CHECK(run.progress().resumed_from_step() == recovered);
+  // The steps trained again: from the snapshot to the last step reported before the kill, at
+  // most a snapshot interval (two, where the kill came during a snapshot).
+  const ShellResult described = Mcli(c, "describe run " + name + " -o json");
+  REQUIRE(described.exit_code == 0);
+  const auto description = nlohmann::json::parse(described.output);
+  REQUIRE(description["interruptions"].size() == 1);
+  const auto& lost = description["interruptions"][0];
+  const int64_t rework = std::stoll(lost.value("rework_steps", std::string("0")));
+  CHECK(rework <= 8);
+  std::printf(
+      "in-memory checkpoints: killed at step %lld or later, resumed from step %d: %lld steps "
+      "trained again; detection %.1f s, downtime %.1f s, restart %.1f s\n",
+      static_cast<long long>(at_kill), recovered, static_cast<long long>(rework),
+      lost.value("detection_seconds", 0.0), lost.value("downtime_seconds", 0.0),
+      lost.value("restart_seconds", 0.0));
+  // The first attempt's losses up to the kill, the second's from its resumption on: together,
+  // the undisturbed run's, and where both trained a step (recomputed), both equal it.
+  const ShellResult first = Mcli(c, "logs " + name + " --rank 0 --resumption 0");
+  REQUIRE(first.exit_code == 0);
+  std::map<int, double> losses = LossesIn(first.output);
+  for (const auto& [step, loss] : losses) {
+    INFO("attempt 0, step " << step);
+    CHECK(loss == Approx(baseline.losses.at(step)).epsilon(1e-6));
+  }
+  for (const auto& [step, loss] : LossesIn(logs)) losses[step] = loss;
+  CheckLossesEqualBaseline(losses, baseline);
 }
 
 TEST_CASE(

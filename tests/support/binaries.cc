@@ -29,7 +29,10 @@ std::vector<std::string> WorkerArgv(const std::string& name, const std::string& 
           // Every test's workers share this machine's disk, which CI machines sometimes have
           // little of: the pre-flight thresholds a real node gets (1 GiB, 64 MiB) would fail
           // them all. The checks themselves are tested in preflight_test and control_plane_test.
-          "--preflight-min-free-disk", "16MiB", "--preflight-min-shm", "1MiB"};
+          "--preflight-min-free-disk", "16MiB", "--preflight-min-shm", "1MiB",
+          // The node's memory for in-memory checkpoints, the test's own (beside its state
+          // folder, removed with it): test clusters share node names.
+          "--memory-checkpoint-dir", state_dir + "-memory"};
 }
 
 std::vector<std::string> TrainingRankEnv(const std::string& shared) {

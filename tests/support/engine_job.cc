@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "tests/support/control_plane.h"
 #include "tests/support/free_port.h"
 #include "tests/support/temp_dir.h"
@@ -30,7 +31,8 @@ const std::string& LicenceDataset() {
 }
 
 EngineJob::EngineJob(const std::string& folder, const std::string& config_path, int world,
-                     std::map<std::string, std::string> extra_env, int ranks_per_node)
+                     std::map<std::string, std::string> extra_env, int ranks_per_node,
+                     int simulated_node_size)
     : folder_(folder), ranks_per_node_(ranks_per_node) {
   std::filesystem::create_directories(folder);
   const int port = FreePort();
@@ -58,11 +60,17 @@ EngineJob::EngineJob(const std::string& folder, const std::string& config_path, 
                                absl::StrCat("LOCAL_WORLD_SIZE=", ranks_per_node),
                                "TESSERA_PROGRESS_DIR=" + progress_dir});
     } else {
-      argv.insert(argv.end(), {absl::StrCat("RANK=", first), absl::StrCat("LOCAL_RANK=", first),
-                               absl::StrCat("LOCAL_WORLD_SIZE=", world),
-                               "TESSERA_PROGRESS_FILE=" + progress_files_[first]});
+      const int node_size = simulated_node_size > 0 ? simulated_node_size : world;
+      argv.insert(argv.end(),
+                  {absl::StrCat("RANK=", first), absl::StrCat("LOCAL_RANK=", first % node_size),
+                   absl::StrCat("LOCAL_WORLD_SIZE=", node_size),
+                   absl::StrCat("NODE_RANK=", first / node_size),
+                   "TESSERA_PROGRESS_FILE=" + progress_files_[first]});
     }
-    for (const auto& [k, v] : extra_env) argv.push_back(k + "=" + v);
+    const int node_index = simulated_node_size > 0 ? first / simulated_node_size : node;
+    for (const auto& [k, v] : extra_env) {
+      argv.push_back(k + "=" + absl::StrReplaceAll(v, {{"{node}", absl::StrCat(node_index)}}));
+    }
     argv.push_back(BinaryPath("tessera-train"));
     argv.push_back("--config");
     argv.push_back(config_path);

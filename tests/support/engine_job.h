@@ -20,8 +20,12 @@ class EngineJob {
   // Starts `world` ranks of tessera-train with `config_path`; `extra_env` goes to every rank.
   // `ranks_per_node` over 1: tessera-train is started once per node of that many ranks, as
   // mcli launches a command (NODE_RANK, LOCAL_WORLD_SIZE, no RANK), and starts them itself.
+  // `simulated_node_size` over 0 (with a process per rank): the ranks are told they sit on
+  // nodes of that many (LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK). Under either, "{node}" in
+  // an `extra_env` value becomes the process's node index (a folder per node, say).
   EngineJob(const std::string& folder, const std::string& config_path, int world,
-            std::map<std::string, std::string> extra_env = {}, int ranks_per_node = 1);
+            std::map<std::string, std::string> extra_env = {}, int ranks_per_node = 1,
+            int simulated_node_size = 0);
   // Waits for every process started to exit (a rank each, or a node's launcher each); returns
   // their exit codes.
   std::vector<int> Wait(absl::Duration timeout = absl::Seconds(240));

@@ -62,6 +62,8 @@ struct AttemptManagerOptions {
   // The cluster's shared folder (--shared-dir): each user gets PATH/<user>, theirs alone,
   // bound into their ranks' sandboxes and named by TESSERA_SHARED_DIR.
   std::string shared_dir;
+  // The node's memory for the runs' in-memory checkpoints (--memory-checkpoint-dir and -bytes).
+  MemoryCheckpointSettings memory_checkpoints;
   // The node's pre-flight checks (preflight.h), run before each attempt's ranks start, off the
   // control stream's thread; an attempt whose checks fail does not start and reports them all.
   // Null: none.

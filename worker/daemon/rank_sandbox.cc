@@ -129,7 +129,7 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
     s.hidden.push_back(options_.state_dir);
   }
   for (const auto& m : extra) {
-    if (m.writable && in_image) {
+    if (m.writable && in_image && m.target == m.source) {
       own.push_back({m.source, absl::StrCat(kInImageRoot, "/user-shared"), true, false});
     } else {
       own.push_back(m);  // a secret's file, where its owner said

@@ -1,5 +1,6 @@
 #include "worker/daemon/rank_spec_builder.h"
 
+#include "absl/strings/str_cat.h"
 #include "worker/daemon/attempt_folders.h"
 #include "worker/daemon/rank_secrets.h"
 
@@ -32,6 +33,18 @@ absl::StatusOr<std::vector<RankSpec>> RankSpecBuilder::Build(
     user_shared = *folder;
     for (auto& spec : *specs) spec.env["TESSERA_SHARED_DIR"] = user_shared;
   }
+  std::optional<RunMemoryFolder> memory;
+  if (settings_.memory_checkpoints) {
+    auto folder = settings_.memory_checkpoints->Prepare(start.run_id(), identity);
+    if (!folder.ok()) return folder.status();
+    memory = *folder;
+  }
+  if (memory) {
+    for (auto& spec : *specs) {
+      spec.env["TESSERA_MEMORY_CHECKPOINT_DIR"] = memory->path;
+      spec.env["TESSERA_MEMORY_CHECKPOINT_BYTES"] = absl::StrCat(memory->bytes);
+    }
+  }
   for (auto& spec : *specs) {
     spec.identity = identity;
     spec.nice = settings_.rank_nice;
@@ -47,6 +60,13 @@ absl::StatusOr<std::vector<RankSpec>> RankSpecBuilder::Build(
   if (settings_.sandbox) {
     std::vector<sandbox::BindMount> extra = *secret_mounts;
     if (!user_shared.empty()) extra.push_back({user_shared, user_shared, true, false});
+    if (memory) {
+      // In an image, under /tessera (the variable is rewritten to match).
+      extra.push_back(
+          {memory->path,
+           root.rootfs == "/" ? memory->path : absl::StrCat(kInImageRoot, "/memory-checkpoints"),
+           true, false});
+    }
     for (auto& spec : *specs) {
       std::vector<int> gpus;
       if (LaunchesPerNode(start)) {

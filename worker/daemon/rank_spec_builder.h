@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "tessera/v1/worker.pb.h"
+#include "worker/daemon/memory_checkpoint_folders.h"
 #include "worker/daemon/rank_environment.h"
 #include "worker/daemon/rank_identity.h"
 #include "worker/daemon/rank_launcher.h"
@@ -25,6 +26,8 @@ struct RankSpecSettings {
   std::string gpu_model;                        // TESSERA_GPU_NAME where GPUs are given
   std::map<std::string, std::string> rank_env;  // a run's own variables win
   std::string shared_dir;                       // empty: no shared folder
+  // The node's memory for in-memory checkpoints; null: none.
+  std::shared_ptr<const MemoryCheckpointFolders> memory_checkpoints;
   int rank_nice = 0;
   std::shared_ptr<const RankSandbox> sandbox;  // null: ranks run on the node itself
   // Who ranks run as (worker --rank-user); nullopt: the worker's own user.

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/byte_size.h"
+#include "base/status_macros.h"
 #include "worker/daemon/owned_children.h"
 
 namespace tessera::worker {
@@ -88,7 +89,44 @@ void AddSandboxFlags(CLI::App& app, SandboxFlags& f) {
   app.add_option("--shared-dir", f.shared_dir,
                  "the cluster's shared folder (datasets, checkpoints): each user's ranks get "
                  "DIR/<user>, theirs alone, as TESSERA_SHARED_DIR");
+  app.add_option("--memory-checkpoint-dir", f.memory_checkpoint_dir,
+                 "a folder in memory (tmpfs) where runs keep in-memory checkpoints: their own "
+                 "shards and their buddies' from other nodes (memory_checkpoint_interval)")
+      ->capture_default_str();
+  app.add_option("--memory-checkpoint-bytes", f.memory_checkpoint_bytes,
+                 "what in-memory checkpoints may take in --memory-checkpoint-dir, all runs "
+                 "together (0: none kept on this node)")
+      ->capture_default_str();
 }
+
+namespace {
+
+absl::Status ApplyMemoryCheckpointFlags(const SandboxFlags& f, WorkerOptions& o) {
+  auto bytes = f.memory_checkpoint_bytes == "0" ? absl::StatusOr<int64_t>(0)
+                                                : ParseByteSize(f.memory_checkpoint_bytes);
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--memory-checkpoint-bytes: ", bytes.status().message()));
+  }
+  if (*bytes > 0 && !fs::path(f.memory_checkpoint_dir).is_absolute()) {
+    return absl::InvalidArgumentError("--memory-checkpoint-dir: an absolute path, please");
+  }
+  if (*bytes > 0) {
+    std::error_code ec;
+    fs::create_directories(f.memory_checkpoint_dir, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--memory-checkpoint-dir: ", f.memory_checkpoint_dir, ": ", ec.message()));
+    }
+    // Runs pass through to their own folder; none lists the others'.
+    fs::permissions(f.memory_checkpoint_dir, fs::perms(0711), ec);
+    o.memory_checkpoints.root = f.memory_checkpoint_dir;
+  }
+  o.memory_checkpoints.bytes = *bytes;
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_user,
                                WorkerOptions& o) {
@@ -114,6 +152,7 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
     fs::permissions(f.shared_dir, fs::perms(0711), ec);
     o.shared_dir = f.shared_dir;
   }
+  TESSERA_RETURN_IF_ERROR(ApplyMemoryCheckpointFlags(f, o));
   if (f.mode == "off") {
     spdlog::warn("--sandbox off: ranks run directly on this node, and image runs are refused");
     return absl::OkStatus();

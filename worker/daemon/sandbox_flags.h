@@ -35,12 +35,14 @@ struct SandboxFlags {
   // Processes and threads per rank: a fork bomb stops at its run's share, not the node's.
   int64_t rank_process_limit = 4096;
   std::string shared_dir;
+  std::string memory_checkpoint_dir = "/dev/shm/tessera-memory-checkpoints";
+  std::string memory_checkpoint_bytes = "4GiB";
 };
 
 void AddSandboxFlags(CLI::App& app, SandboxFlags& flags);
 
-// Fills o.sandbox, o.images, o.per_user_uids and o.shared_dir; `rank_user` is --rank-user as
-// given. One error naming the flag that is wrong.
+// Fills o.sandbox, o.images, o.per_user_uids, o.shared_dir and o.memory_checkpoints; `rank_user` is
+// --rank-user as given. One error naming the flag that is wrong.
 absl::Status ApplySandboxFlags(const SandboxFlags& flags, const std::string& rank_user,
                                WorkerOptions& o);
 

@@ -39,6 +39,7 @@ struct WorkerOptions {
   std::shared_ptr<image::ImageCache> images;
   bool per_user_uids = false;
   std::string shared_dir;
+  MemoryCheckpointSettings memory_checkpoints;  // --memory-checkpoint-dir, -bytes
   std::optional<RankIdentity> rank_identity;
   std::string node_name;
   std::string cluster = "local";

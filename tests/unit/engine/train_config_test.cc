@@ -52,6 +52,7 @@ fsdp:
   activation_checkpointing_interval: 2
 save_folder: ${SHARED}/ckpt/${RUN_NAME}
 save_interval: 50ba
+memory_checkpoint_interval: 5ba
 num_checkpoints_to_keep: 3
 save_in_background: false
 log_interval: 10ba
@@ -77,6 +78,7 @@ log_interval: 10ba
   CHECK(c->loss_rollback.max_rollbacks == 2);
   CHECK(c->save_folder == "/mnt/shared/ckpt/gpt-x1");
   CHECK(c->save_interval.Batches(1000) == 50);
+  CHECK(c->memory_checkpoint_interval.Batches(1000) == 5);
   CHECK(c->num_checkpoints_to_keep == 3);
   CHECK_FALSE(c->save_in_background);
   CHECK(c->log_interval == 10);
@@ -184,6 +186,9 @@ TEST_CASE("errors name the field and its line") {
         "train.yaml:3: loss_rollback.window: must be positive");
   CHECK(ErrorOf("data: {path: /d}\nsave_interval: 5ba\n") ==
         "train.yaml:2: save_interval: needs a save_folder");
+  CHECK(ErrorOf("data: {path: /d}\nmemory_checkpoint_interval: 5ba\n") ==
+        "train.yaml:2: memory_checkpoint_interval: needs a save_folder (a snapshot recovered "
+        "from memory is committed there)");
   CHECK(ErrorOf("data: {path: /d}\noptimizer: {betas: [0.9]}\n")
             .find("optimizer.betas: must be two numbers") != std::string::npos);
   CHECK(ErrorOf("data: [1, 2\n").find("train.yaml:") == 0);
@@ -306,9 +311,13 @@ TEST_CASE("the rank's place in the job comes from the worker's variables") {
                                {"LOCAL_WORLD_SIZE", "2"},
                                {"MASTER_ADDR", "10.0.0.1"},
                                {"MASTER_PORT", "29400"},
-                               {"PARAMETERS", "/p.json"}});
+                               {"PARAMETERS", "/p.json"},
+                               {"TESSERA_MEMORY_CHECKPOINT_DIR", "/dev/shm/m/run-1"},
+                               {"TESSERA_MEMORY_CHECKPOINT_BYTES", "1048576"}});
   REQUIRE(c.ok());
   CHECK(c->rank == 3);
+  CHECK(c->memory_checkpoint_dir == "/dev/shm/m/run-1");
+  CHECK(c->memory_checkpoint_bytes == 1048576);
   CHECK(c->master_addr == "10.0.0.1");
   CHECK(c->parameters_path == "/p.json");
   auto solo = RankContextFromEnv({});
@@ -318,6 +327,8 @@ TEST_CASE("the rank's place in the job comes from the worker's variables") {
         "RANK=4 is not below WORLD_SIZE=4");
   CHECK(RankContextFromEnv({{"WORLD_SIZE", "zero"}}).status().message() ==
         "WORLD_SIZE=zero: must be an integer of at least 1");
+  CHECK(RankContextFromEnv({{"TESSERA_MEMORY_CHECKPOINT_BYTES", "4GiB"}}).status().message() ==
+        "TESSERA_MEMORY_CHECKPOINT_BYTES=4GiB: a number of bytes, please");
 }
 
 }  // namespace train_config_test

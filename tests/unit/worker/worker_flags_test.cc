@@ -61,6 +61,10 @@ TEST_CASE("a malformed node flag is refused with the flag and the value named") 
         0);
   CHECK(refused({"--preflight-min-shm", "3 cups"}).rfind("--preflight-min-shm: ", 0) == 0);
   CHECK(refused({"--network-wall", "not an address"}).rfind("--network-wall: ", 0) == 0);
+  CHECK(refused({"--memory-checkpoint-bytes", "lots"}).rfind("--memory-checkpoint-bytes: ", 0) ==
+        0);
+  CHECK(refused({"--memory-checkpoint-dir", "shm/m"}) ==
+        "--memory-checkpoint-dir: an absolute path, please");
 }
 
 TEST_CASE("plain text goes only to loopback, and a key comes from one place") {

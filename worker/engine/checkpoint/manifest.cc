@@ -60,6 +60,14 @@ nlohmann::json CheckpointManifest::ToJson() const {
 
 absl::StatusOr<CheckpointManifest> CheckpointManifest::FromJson(const nlohmann::json& j,
                                                                 const std::string& source) {
+  TESSERA_ASSIGN_OR_RETURN(CheckpointManifest m, PartFromJson(j, source));
+  if (auto st = m.CheckCoverage(); !st.ok())
+    return Bad(source, "shards", std::string(st.message()));
+  return m;
+}
+
+absl::StatusOr<CheckpointManifest> CheckpointManifest::PartFromJson(const nlohmann::json& j,
+                                                                    const std::string& source) {
   if (!j.is_object() || j.value("format", "") != "tessera-checkpoint") {
     return Bad(source, "format", "must be \"tessera-checkpoint\"");
   }
@@ -119,8 +127,6 @@ absl::StatusOr<CheckpointManifest> CheckpointManifest::FromJson(const nlohmann::
   if (m.step < 0 || m.world_size < 1 || m.shard_group_size < 1 || m.numel < 1 || m.arrays.empty()) {
     return Bad(source, "step/world_size/shard_group_size/numel/arrays", "out of range");
   }
-  if (auto st = m.CheckCoverage(); !st.ok())
-    return Bad(source, "shards", std::string(st.message()));
   return m;
 }
 

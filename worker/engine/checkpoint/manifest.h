@@ -49,6 +49,10 @@ struct CheckpointManifest {
   nlohmann::json ToJson() const;
   static absl::StatusOr<CheckpointManifest> FromJson(const nlohmann::json& json,
                                                      const std::string& source);
+  // The same for one shard's view of a step (an in-memory checkpoint's): `shards` need not
+  // cover the buffer.
+  static absl::StatusOr<CheckpointManifest> PartFromJson(const nlohmann::json& json,
+                                                         const std::string& source);
   // The shards tile [0, numel) without gaps or overlaps.
   absl::Status CheckCoverage() const;
 };

@@ -71,6 +71,13 @@ absl::StatusOr<RankContext> RankContextFromEnv(const std::map<std::string, std::
   }
   c.parameters_path = get("PARAMETERS");
   c.progress_file = get("TESSERA_PROGRESS_FILE");
+  c.memory_checkpoint_dir = get("TESSERA_MEMORY_CHECKPOINT_DIR");
+  if (const std::string bytes = get("TESSERA_MEMORY_CHECKPOINT_BYTES");
+      !bytes.empty() &&
+      (!absl::SimpleAtoi(bytes, &c.memory_checkpoint_bytes) || c.memory_checkpoint_bytes < 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TESSERA_MEMORY_CHECKPOINT_BYTES=", bytes, ": a number of bytes, please"));
+  }
   return c;
 }
 

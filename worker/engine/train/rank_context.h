@@ -3,6 +3,7 @@
 // (RANK, WORLD_SIZE, LOCAL_RANK, ...). Without them tessera-train runs as a single rank, so it
 // also works standalone.
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -23,6 +24,10 @@ struct RankContext {
   int resumption_index = 0;
   std::string parameters_path;  // PARAMETERS
   std::string progress_file;    // TESSERA_PROGRESS_FILE
+  // The node's memory folder for this run's in-memory checkpoints and the bytes they may take
+  // there (TESSERA_MEMORY_CHECKPOINT_DIR, _BYTES; 0: no limit); empty: the worker gives none.
+  std::string memory_checkpoint_dir;
+  int64_t memory_checkpoint_bytes = 0;
 };
 
 // Reads the variables from `env`; a malformed or inconsistent one is an error naming it.

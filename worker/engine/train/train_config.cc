@@ -241,6 +241,8 @@ absl::Status ReadFsdp(const YAML::Node& root, const FieldReader& r, TrainConfig&
 absl::Status ReadCheckpointing(const YAML::Node& root, const FieldReader& r, TrainConfig& c) {
   TESSERA_RETURN_IF_ERROR(r.Read(root, "save_folder", "", &c.save_folder));
   TESSERA_RETURN_IF_ERROR(r.ReadDuration(root, "save_interval", &c.save_interval));
+  TESSERA_RETURN_IF_ERROR(
+      r.ReadDuration(root, "memory_checkpoint_interval", &c.memory_checkpoint_interval));
   TESSERA_RETURN_IF_ERROR(r.Read(root, "num_checkpoints_to_keep", "", &c.num_checkpoints_to_keep));
   TESSERA_RETURN_IF_ERROR(
       r.Read(root, "save_num_checkpoints_to_keep", "", &c.num_checkpoints_to_keep));
@@ -259,6 +261,10 @@ absl::Status ReadCheckpointing(const YAML::Node& root, const FieldReader& r, Tra
   }
   if (c.save_interval.value > 0 && c.save_folder.empty()) {
     return r.Error(root["save_interval"], "save_interval", "needs a save_folder");
+  }
+  if (c.memory_checkpoint_interval.value > 0 && c.save_folder.empty()) {
+    return r.Error(root["memory_checkpoint_interval"], "memory_checkpoint_interval",
+                   "needs a save_folder (a snapshot recovered from memory is committed there)");
   }
   return absl::OkStatus();
 }
@@ -389,6 +395,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
                                        "fsdp",
                                        "save_folder",
                                        "save_interval",
+                                       "memory_checkpoint_interval",
                                        "num_checkpoints_to_keep",
                                        "save_num_checkpoints_to_keep",
                                        "save_in_background",

@@ -109,6 +109,10 @@ struct TrainConfig {
   int activation_checkpointing_interval = 0;
   std::string save_folder;  // empty: no checkpoints
   TrainDuration save_interval{0, TrainDuration::Unit::kBatches};
+  // Between disk checkpoints, a snapshot every this often in the nodes' memory, each rank's
+  // shard also on a buddy node (memory_checkpointer.h); 0: none. Needs a save_folder (a
+  // recovered snapshot is committed there) and a worker that gives the node a memory folder.
+  TrainDuration memory_checkpoint_interval{0, TrainDuration::Unit::kBatches};
   int num_checkpoints_to_keep = 0;  // 0: keep all
   bool save_in_background = true;
   bool autoresume = true;

@@ -180,10 +180,21 @@ absl::Status Trainer::SetupCheckpoints() {
   if (!ctx_.run_id.empty()) owner = FolderOwner{ctx_.run_id, ctx_.resumption_index};
   CheckpointFolder folder(config_.save_folder, owner);
   if (role.commits) TESSERA_RETURN_IF_ERROR(folder.Claim());
-  saver_ = std::make_unique<CheckpointSaver>(std::move(folder), commit_channel_.get(), role,
+  saver_ = std::make_unique<CheckpointSaver>(folder, commit_channel_.get(), role,
                                              config_.num_checkpoints_to_keep,
                                              absl::Seconds(config_.save_commit_timeout_seconds));
-  return config_.autoresume ? Resume() : absl::OkStatus();
+  if (config_.memory_checkpoint_interval.value > 0) {
+    if (!ctx_.memory_checkpoint_dir.empty()) {
+      memory_ = std::make_unique<MemoryCheckpointer>(
+          MemoryCheckpointStore(ctx_.memory_checkpoint_dir, ctx_.memory_checkpoint_bytes),
+          groups_->world(), ctx_, role, device_);
+    } else if (ctx_.rank == 0) {
+      spdlog::warn(
+          "memory_checkpoint_interval is set, but this node's worker gives the run no memory "
+          "folder (TESSERA_MEMORY_CHECKPOINT_DIR): checkpoints on disk only");
+    }
+  }
+  return config_.autoresume ? Resume(folder) : absl::OkStatus();
 }
 
 void Trainer::LogShape() const {
@@ -220,32 +231,44 @@ void Trainer::LogShape() const {
   }
 }
 
-absl::Status Trainer::Resume() { return LoadNewestCheckpoint().status(); }
+absl::Status Trainer::Resume(const CheckpointFolder& folder) {
+  if (memory_) {
+    // Memory is a shortcut: whatever goes wrong there, the disk's checkpoints remain.
+    const auto recovered = memory_->Recover(folder, CompatibleCheckpoint(INT64_MAX));
+    if (!recovered.ok() && ctx_.rank == 0) {
+      spdlog::warn("in-memory checkpoints passed over: {}",
+                   std::string(recovered.status().message()));
+    }
+  }
+  return LoadNewestCheckpoint().status();
+}
+
+CheckpointFolder::Compatible Trainer::CompatibleCheckpoint(int64_t max_step) const {
+  return [this, max_step,
+          shape = config_.model.ShapeHash()](const CheckpointManifest& m) -> absl::Status {
+    if (m.step > max_step) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("it is later than step ", max_step, ", rolled back from"));
+    }
+    if (m.config_hash != shape || m.numel != parameters_->numel()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("it holds a model of another shape (", m.model.dump(), ")"));
+    }
+    if (m.arrays != std::vector<std::string>(std::begin(kArrays), std::end(kArrays))) {
+      return absl::FailedPreconditionError("it holds other arrays than this trainer's");
+    }
+    return absl::OkStatus();
+  };
+}
 
 absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
   CheckpointFolder folder(config_.save_folder);
-  const std::string shape = config_.model.ShapeHash();
   // Rank 0 chooses (reading every shard once to check its hash); everyone loads its choice.
   auto chosen =
       torch::full({1}, int64_t{-1}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
   if (ctx_.rank == 0) {
     std::vector<std::string> refused;
-    auto latest = folder.LatestValid(
-        [&](const CheckpointManifest& m) -> absl::Status {
-          if (m.step > max_step) {
-            return absl::FailedPreconditionError(
-                absl::StrCat("it is later than step ", max_step, ", rolled back from"));
-          }
-          if (m.config_hash != shape || m.numel != parameters_->numel()) {
-            return absl::FailedPreconditionError(
-                absl::StrCat("it holds a model of another shape (", m.model.dump(), ")"));
-          }
-          if (m.arrays != std::vector<std::string>(std::begin(kArrays), std::end(kArrays))) {
-            return absl::FailedPreconditionError("it holds other arrays than this trainer's");
-          }
-          return absl::OkStatus();
-        },
-        &refused);
+    auto latest = folder.LatestValid(CompatibleCheckpoint(max_step), &refused);
     for (const auto& why : refused) spdlog::warn("checkpoint refused: {}", why);
     if (latest) chosen.fill_(latest->step);
   }
@@ -388,8 +411,7 @@ absl::StatusOr<StepResult> Trainer::Step() {
   return result;
 }
 
-absl::Status Trainer::Save(bool background) {
-  if (!saver_) return absl::OkStatus();
+CheckpointManifest Trainer::ManifestNow() const {
   CheckpointManifest m;
   m.step = step_;
   m.world_size = ctx_.world_size;
@@ -405,14 +427,36 @@ absl::Status Trainer::Save(bool background) {
   m.config_hash = config_.model.ShapeHash();
   m.model = config_.model.ToJson();
   m.saved_at = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+  return m;
+}
+
+std::vector<torch::Tensor> Trainer::ShardArrays() const {
+  std::vector<torch::Tensor> arrays;
+  for (const torch::Tensor& t :
+       {parameters_->ParamShard(), optimizer_->exp_avg(), optimizer_->exp_avg_sq()}) {
+    arrays.push_back(t.narrow(0, 0, parameters_->shard_count()));
+  }
+  return arrays;
+}
+
+void Trainer::SnapshotInMemory() {
+  const absl::Status st =
+      memory_->Snapshot(ManifestNow(), ShardArrays(), parameters_->shard_begin());
+  if (!st.ok() && !memory_failed_once_) {
+    memory_failed_once_ = true;
+    spdlog::warn("in-memory checkpoint of step {} incomplete (said once): {}", step_,
+                 std::string(st.message()));
+  }
+}
+
+absl::Status Trainer::Save(bool background) {
+  if (!saver_) return absl::OkStatus();
   SaveJob job;
-  job.manifest = std::move(m);
+  job.manifest = ManifestNow();
   job.payload.offset = parameters_->shard_begin();
   job.payload.count = parameters_->shard_count();
   std::vector<torch::Tensor> host;  // GPU shards are copied to host memory first
-  for (torch::Tensor t :
-       {parameters_->ParamShard(), optimizer_->exp_avg(), optimizer_->exp_avg_sq()}) {
-    t = t.narrow(0, 0, job.payload.count);
+  for (torch::Tensor t : ShardArrays()) {
     if (!t.is_cpu()) t = t.to(torch::kCPU);
     host.push_back(t.contiguous());
     job.payload.arrays.push_back(host.back().data_ptr<float>());
@@ -430,6 +474,8 @@ absl::Status Trainer::Run() {
     return absl::OkStatus();
   }
   const int64_t save_every = config_.save_interval.Batches(dataset_->batches_per_epoch());
+  const int64_t memory_every =
+      memory_ ? config_.memory_checkpoint_interval.Batches(dataset_->batches_per_epoch()) : 0;
   report_->SetCheckpointInterval(saver_ ? std::max<int64_t>(0, save_every) : 0);
   // A test hook: stop (SIGSTOP) right after this step, once its save is durable, so that a test
   // can SIGKILL every rank at a known step.
@@ -455,6 +501,7 @@ absl::Status Trainer::Run() {
       report_->Saved(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count());
     }
+    if (memory_every > 0 && step_ % memory_every == 0 && step_ < total_steps_) SnapshotInMemory();
     if (step_ == stop_after) {
       if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
       std::fflush(nullptr);

@@ -23,6 +23,7 @@
 #include "worker/engine/dist/peer_waits.h"
 #include "worker/engine/model/gpt.h"
 #include "worker/engine/train/loss_rollback.h"
+#include "worker/engine/train/memory_checkpointer.h"
 #include "worker/engine/train/parameter_sharding.h"
 #include "worker/engine/train/progress_report.h"
 #include "worker/engine/train/rank_context.h"
@@ -68,7 +69,16 @@ class Trainer {
   void SetupModel(double peak_flops_per_rank);
   absl::Status SetupCheckpoints();
   void LogShape() const;
-  absl::Status Resume();
+  // From the nodes' memory where a newer step survives there (memory_checkpointer.h), else
+  // from the newest checkpoint on disk.
+  absl::Status Resume(const CheckpointFolder& folder);
+  // What a checkpoint must be for this trainer to load it, no later than `max_step`.
+  CheckpointFolder::Compatible CompatibleCheckpoint(int64_t max_step) const;
+  // The manifest of the current step, but its shards.
+  CheckpointManifest ManifestNow() const;
+  // This rank's shard of each array, [0, shard_count) of the flat buffer's shard.
+  std::vector<torch::Tensor> ShardArrays() const;
+  void SnapshotInMemory();
   // Loads the newest committed checkpoint (every rank the one rank 0 chose) of a step no later
   // than `max_step` (a rollback goes back, never to another run's later steps); false: none.
   absl::StatusOr<bool> LoadNewestCheckpoint(int64_t max_step = INT64_MAX);
@@ -89,6 +99,8 @@ class Trainer {
   std::unique_ptr<ShardedAdamW> optimizer_;
   std::unique_ptr<CommitChannel> commit_channel_;
   std::unique_ptr<CheckpointSaver> saver_;
+  std::unique_ptr<MemoryCheckpointer> memory_;  // none without memory checkpoints
+  bool memory_failed_once_ = false;             // a failed snapshot warns once per attempt
   std::unique_ptr<ProgressReport> report_;
   std::vector<int64_t> batch_buffer_;
 

@@ -1,0 +1,116 @@
+// In-memory checkpoints in real multi-process jobs: 4 ranks told they sit on 2 nodes of 2, each
+// node with its own memory folder. A node lost between disk checkpoints takes its memory with
+// it, and the run resumes from the newer step that the other node's memory still holds whole
+// (its own shards and its buddy copies of the lost node's), bit for bit.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "tests/integration/engine/scratch.h"
+#include "tests/support/engine_job.h"
+#include "worker/engine/checkpoint/checkpoint_folder.h"
+#include "worker/engine/checkpoint/memory_checkpoints.h"
+#include "worker/engine/checkpoint/shard_file.h"
+
+namespace tessera::testing {
+namespace memory_checkpoint_test {
+namespace fs = std::filesystem;
+
+constexpr char kEveryFour[] = "memory_checkpoint_interval: 4ba\n";
+
+// The losses of `resumed` from its first step on equal the reference's, bit for bit.
+void CheckSameLosses(const std::map<int64_t, progress::ProgressRecord>& resumed,
+                     const std::map<int64_t, progress::ProgressRecord>& reference, int64_t first) {
+  REQUIRE(!resumed.empty());
+  CHECK(resumed.begin()->first == first);
+  CHECK(resumed.rbegin()->first == 60);
+  for (const auto& [step, record] : resumed) {
+    INFO("step " << step);
+    CHECK(record.loss == reference.at(step).loss);
+    CHECK(record.resumed_from_step == first - 1);
+  }
+}
+
+TEST_CASE(
+    "in-memory checkpoints: a node lost after step 37 resumes from step 36 in the other node's "
+    "memory instead of step 30 on disk, bit for bit; with a shard of 36 gone, from step 32") {
+  Scratch s;
+  EngineJob a(s.path + "/a", s.Config("a", s.path + "/ckpt-a", kEveryFour), 4,
+              {{"TESSERA_MEMORY_CHECKPOINT_DIR", s.path + "/memory-a-{node}"}}, 1, 2);
+  RequireAllExitedZero(a, 4);
+  const auto reference = a.Progress(0);
+  REQUIRE(reference.size() == 60);
+
+  // Stopped once step 37 is done and killed: on disk step 30, in memory 36 (and 32 before it).
+  const std::string ckpt = s.path + "/ckpt-b", config = s.Config("b", ckpt, kEveryFour);
+  const std::map<std::string, std::string> memory = {
+      {"TESSERA_MEMORY_CHECKPOINT_DIR", s.path + "/memory-b-{node}"}};
+  {
+    auto stop = memory;
+    stop["TESSERA_DEBUG_STOP_AFTER_STEP"] = "37";
+    EngineJob b(s.path + "/b", config, 4, stop, 1, 2);
+    b.KillWhenStopped();
+  }
+  REQUIRE(engine::CheckpointFolder(ckpt).CommittedSteps() == std::vector<int64_t>{30, 20, 10});
+  // Node 0 holds every shard of 36 and of 32: two of its own and two of node 1's.
+  const engine::MemoryCheckpointStore node0(s.path + "/memory-b-0", 0);
+  std::map<int64_t, std::vector<int>> held;
+  for (const auto& shard : node0.Inventory()) {
+    CHECK(shard.shard_count == 4);
+    held[shard.manifest.step].push_back(shard.manifest.shards[0].index);
+  }
+  CHECK(held == std::map<int64_t, std::vector<int>>{{32, {0, 1, 2, 3}}, {36, {0, 1, 2, 3}}});
+  // For the second resumption: the same state, but node 0 lost its copy of shard 2 of 36.
+  fs::copy(ckpt, s.path + "/ckpt-c", fs::copy_options::recursive);
+  fs::copy(s.path + "/memory-b-0", s.path + "/memory-c-0", fs::copy_options::recursive);
+  fs::remove(engine::MemoryCheckpointStore(s.path + "/memory-c-0", 0)
+                 .ShardPath(36, engine::ShardFileName(2, 4) + ".json"));
+
+  // Node 1 is lost with its memory; its replacement's is empty.
+  fs::remove_all(s.path + "/memory-b-1");
+  EngineJob b2(s.path + "/b2", config, 4, memory, 1, 2);
+  RequireAllExitedZero(b2, 4);
+  const std::string log = b2.Log(0);
+  INFO(log);
+  CHECK(log.find("recovered step 36 from the memory of node 0 of this attempt (4 shards)") !=
+        std::string::npos);
+  CHECK(log.find("resumed from step 36") != std::string::npos);
+  CheckSameLosses(b2.Progress(0), reference, 37);
+  // It is a disk checkpoint now, for any later resumption.
+  const auto steps = engine::CheckpointFolder(ckpt).CommittedSteps();
+  CHECK(std::find(steps.begin(), steps.end(), 36) != steps.end());
+
+  EngineJob c(s.path + "/c", s.Config("c", s.path + "/ckpt-c", kEveryFour), 4,
+              {{"TESSERA_MEMORY_CHECKPOINT_DIR", s.path + "/memory-c-{node}"}}, 1, 2);
+  RequireAllExitedZero(c, 4);
+  const std::string c_log = c.Log(0);
+  INFO(c_log);
+  CHECK(c_log.find("in-memory checkpoint refused: step 36 in memory: shard 2 of 4 on no node") !=
+        std::string::npos);
+  CHECK(c_log.find("recovered step 32 from the memory of node 0") != std::string::npos);
+  CheckSameLosses(c.Progress(0), reference, 33);
+}
+
+TEST_CASE("in-memory checkpoints older than the disk's newest are passed over") {
+  Scratch s;
+  const std::string ckpt = s.path + "/ckpt";
+  const std::map<std::string, std::string> memory = {
+      {"TESSERA_MEMORY_CHECKPOINT_DIR", s.path + "/memory-{node}"},
+      {"TESSERA_DEBUG_STOP_AFTER_STEP", "20"}};
+  {
+    // Snapshots every 8: the newest in memory is 16, on disk 20.
+    EngineJob b(s.path + "/b", s.Config("b", ckpt, "memory_checkpoint_interval: 8ba\n"), 4, memory,
+                1, 2);
+    b.KillWhenStopped();
+  }
+  EngineJob b2(s.path + "/b2", s.Config("b2", ckpt, "memory_checkpoint_interval: 8ba\n"), 4,
+               {{"TESSERA_MEMORY_CHECKPOINT_DIR", s.path + "/memory-{node}"}}, 1, 2);
+  RequireAllExitedZero(b2, 4);
+  const std::string log = b2.Log(0);
+  INFO(log);
+  CHECK(log.find("in-memory checkpoint of step 16 not used: the save folder has step 20") !=
+        std::string::npos);
+  CHECK(log.find("resumed from step 20") != std::string::npos);
+}
+
+}  // namespace memory_checkpoint_test
+}  // namespace tessera::testing
