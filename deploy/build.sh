@@ -8,9 +8,10 @@
 #
 # Before building it prints how long the build should take: the Ninja steps left to run, times
 # the mean step of earlier builds in this build folder (its .ninja_log), or on a fresh folder
-# TESSERA_STEP_SECONDS (5.3 s: a full build from an empty compiler cache, 562 steps, took about
-# 25 minutes on 2 cores on 2026-12-06 with the production code in unity batches; 848 steps took
-# 44 without them, the same day), shared among the cores.
+# TESSERA_STEP_SECONDS (4.0 s: a full build from an empty compiler cache, 394 steps, took 13
+# minutes on a fresh 2-core machine on 2026-12-06 with the production code and every test binary
+# in unity batches; 562 steps, tests not batched, took 25, and 848 with nothing batched 44),
+# shared among the cores.
 # Incremental: a second run rebuilds only what changed. CI=true turns warnings into errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,7 +69,7 @@ estimate() {
   if [ -z "$per_step" ] && [ -n "${TESSERA_STEP_SECONDS:-}" ]; then
     per_step="$TESSERA_STEP_SECONDS" basis="TESSERA_STEP_SECONDS"
   elif [ -z "$per_step" ]; then
-    per_step=5.3 basis="a full build from an empty cache: 562 steps in about 25 minutes on 2 cores"
+    per_step=4.0 basis="a full build from an empty cache: 394 steps in 13 minutes on 2 cores"
   fi
   awk -v n="$steps" -v s="$per_step" -v j="$jobs" -v what="${targets[*]:-everything}" \
       -v basis="$basis" 'BEGIN {

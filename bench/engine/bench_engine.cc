@@ -18,7 +18,16 @@
 //  6. Mixture of experts (8 experts, top 2, every block) against a dense model with the same
 //     active parameters (an MLP twice as wide), steps alternated. Target: ratio at most 1.5.
 //
+//  7. In-memory checkpoints on 4 ranks as 2 nodes of 2 (tessera-train processes, the sharded
+//     model of 5., each node's memory a folder in /dev/shm): a snapshot every step
+//     (memory_checkpoint_interval: 1ba, each shard kept on its node and sent to its buddy's)
+//     against none, jobs alternated: the median step time, whose excess is one snapshot's cost;
+//     reported as that cost over a step, the fraction of training it takes at intervals of 10
+//     and 50 steps (target at most 0.05 at 10), and against a foreground disk save of the same
+//     job's shards.
+//
 //   bench_engine [--threads N] [--steps N] [--save-layers N] [--shard-layers N] [--folder DIR]
+//                [--only memory]
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -139,8 +148,11 @@ struct ShardedJob {
   double between = 0, peak = 0;
 };
 
+// `extra` is appended to the config; with `memory_root`, the ranks sit on nodes of 2, each node
+// keeping its in-memory checkpoints in memory_root/node-N.
 ShardedJob RunShardedJob(const std::string& folder, const Shape& s, const std::string& data,
-                         const std::string& fsdp, int world, int steps) {
+                         const std::string& fsdp, int world, int steps,
+                         const std::string& extra = "", const std::string& memory_root = "") {
   fs::remove_all(folder);
   fs::create_directories(folder);
   const std::string config = folder + "/train.yaml";
@@ -149,14 +161,21 @@ ShardedJob RunShardedJob(const std::string& folder, const Shape& s, const std::s
                         << ", max_seq_len: " << s.seq << ", vocab_size: " << s.vocab
                         << "}\ndata: {path: " << data << "}\nmax_duration: " << steps + 3
                         << "ba\nglobal_train_batch_size: " << s.batch
-                        << "\nlog_interval: 1\nthreads: 1\nfsdp: " << fsdp << "\n";
+                        << "\nlog_interval: 1\nthreads: 1\nfsdp: " << fsdp << "\n"
+                        << extra;
   std::string command;
   const int port = 20000 + static_cast<int>(::getpid() % 20000);
   for (int r = 0; r < world; ++r) {
-    absl::StrAppend(&command, "env WORLD_SIZE=", world, " RANK=", r, " LOCAL_RANK=", r,
-                    " LOCAL_WORLD_SIZE=", world, " MASTER_ADDR=127.0.0.1 MASTER_PORT=", port,
-                    " TESSERA_PROGRESS_FILE=", folder, "/progress-", r, " ", TESSERA_BIN_DIR,
-                    "/tessera-train --config ", config, " >", folder, "/log-", r, " 2>&1 & ");
+    const int per_node = memory_root.empty() ? world : 2;
+    if (!memory_root.empty()) {
+      absl::StrAppend(&command, "TESSERA_MEMORY_CHECKPOINT_DIR=", memory_root, "/node-",
+                      r / per_node, " ");
+    }
+    absl::StrAppend(&command, "env WORLD_SIZE=", world, " RANK=", r, " LOCAL_RANK=", r % per_node,
+                    " LOCAL_WORLD_SIZE=", per_node, " NODE_RANK=", r / per_node,
+                    " MASTER_ADDR=127.0.0.1 MASTER_PORT=", port, " TESSERA_PROGRESS_FILE=", folder,
+                    "/progress-", r, " ", TESSERA_BIN_DIR, "/tessera-train --config ", config, " >",
+                    folder, "/log-", r, " 2>&1 & ");
   }
   command += "wait";
   if (std::system(command.c_str()) != 0) std::abort();
@@ -179,17 +198,73 @@ ShardedJob RunShardedJob(const std::string& folder, const Shape& s, const std::s
   return job;
 }
 
+// 7. In-memory checkpoints: a snapshot every step against none, on 2 nodes of 2 ranks.
+int MemoryCheckpointCost(const std::string& folder, const Shape& s, const std::string& data,
+                         int steps, int shard_layers) {
+  Shape sharded = s;
+  sharded.layers = shard_layers;
+  const std::string memory = absl::StrCat("/dev/shm/tessera-bench-engine-", ::getpid());
+  const std::string fsdp = "{sharding_strategy: FULL_SHARD}";
+  std::vector<double> times[2];
+  for (int round = 0; round < 4; ++round) {
+    const bool snapshots = round % 2 == 1;
+    fs::remove_all(memory);
+    ShardedJob job = RunShardedJob(
+        folder + "/memory", sharded, data, fsdp, 4, steps,
+        absl::StrCat("autoresume: false\nsave_folder: ", folder, "/memory-ckpt-", round, "\n",
+                     snapshots ? "memory_checkpoint_interval: 1ba\n" : ""),
+        memory);
+    times[snapshots].insert(times[snapshots].end(), job.step_seconds.begin(),
+                            job.step_seconds.end());
+  }
+  // The memory after the last job with snapshots: its newest two, 2 nodes' worth of shards.
+  int64_t held = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(memory, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file()) held += static_cast<int64_t>(it->file_size());
+  }
+  fs::remove_all(memory);
+  // A foreground disk save of the same job's shards, from its end (a save every step's cost).
+  std::vector<double> saves;
+  for (int round = 0; round < 2; ++round) {
+    ShardedJob job =
+        RunShardedJob(folder + "/memory", sharded, data, fsdp, 4, steps,
+                      absl::StrCat("autoresume: false\nsave_folder: ", folder, "/save-ckpt-", round,
+                                   "\nsave_interval: 1ba\nsave_in_background: false\n"));
+    saves.insert(saves.end(), job.step_seconds.begin(), job.step_seconds.end());
+  }
+  const double plain = Median(times[0]), with = Median(times[1]), saved = Median(saves);
+  const double snapshot = std::max(0.0, with - plain), save = std::max(0.0, saved - plain);
+  std::printf(
+      "in-memory checkpoints on 2 nodes x 2 ranks (%lld layers; %.1f MB in memory, both "
+      "nodes, 2 snapshots):\n",
+      (long long)sharded.layers, held / 1e6);
+  std::printf(
+      "  step %.1f ms, with a snapshot every step %.1f ms: a snapshot costs %.1f ms, %.3f "
+      "of a step\n",
+      plain * 1e3, with * 1e3, snapshot * 1e3, snapshot / plain);
+  std::printf("  at every 10 steps %.4f of training (target <= 0.05), at every 50 %.4f\n",
+              snapshot / (10 * plain + snapshot), snapshot / (50 * plain + snapshot));
+  std::printf("  a foreground disk save of the same shards costs %.1f ms: snapshot / save %.2f\n",
+              save * 1e3, save > 0 ? snapshot / save : 0.0);
+  fs::remove_all(folder);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   EnsurePassiveOpenMpWait(argv);  // as tessera-train does; Python inherits it
   int threads = 2, steps = 20, save_layers = 8, shard_layers = 8;
-  std::string folder = "/tmp/tessera-bench-engine";
+  std::string folder = "/tmp/tessera-bench-engine", only;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     int v = 0;
     if (flag == "--folder")
       folder = argv[i + 1];
+    else if (flag == "--only")
+      only = argv[i + 1];
     else if (!absl::SimpleAtoi(argv[i + 1], &v)) {
       std::cerr << "bad value for " << flag << "\n";
       return 2;
@@ -210,6 +285,11 @@ int main(int argc, char** argv) {
   TuneAllocatorForTraining();  // as tessera-train does
   Shape s;
   const std::string data = MakeDataset(folder + "/data", s, (steps + 5) * s.batch);
+  if (only == "memory") return MemoryCheckpointCost(folder, s, data, steps, shard_layers);
+  if (!only.empty()) {
+    std::cerr << "--only: memory or nothing\n";
+    return 2;
+  }
 
   // 1. Step time against Python PyTorch.
   double engine_step = 0;

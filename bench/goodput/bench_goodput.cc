@@ -15,6 +15,8 @@
 //
 //   bench_goodput [--steps N] [--rounds R] [--seed S] [--min-gap S] [--max-gap S] [--kinds a,b]
 //                 [--loss-seconds S]   (the schedulers' loss lease; 0: their 10 s lease)
+//                 [--save-interval N] [--memory-checkpoint-interval N]   (the run's, in steps;
+//                 25 and 0, none, as the example)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -46,6 +48,8 @@ struct Options {
   double min_gap = 30, max_gap = 60;
   SplitClusterOptions cluster;  // --loss-seconds; its defaults otherwise
   std::vector<std::string> kinds = AllFaultKinds();
+  int save_interval = 25;              // the example's
+  int memory_checkpoint_interval = 0;  // 0: none, as the example
 };
 
 bool ParseArgs(int argc, char** argv, Options* o) {
@@ -67,6 +71,11 @@ bool ParseArgs(int argc, char** argv, Options* o) {
     } else if (flag == "--loss-seconds") {
       double& loss = o->cluster.loss_seconds;
       ok = absl::SimpleAtod(value, &loss) && (loss == 0 || (loss > 1 && loss <= 10));
+    } else if (flag == "--save-interval") {
+      ok = absl::SimpleAtoi(value, &o->save_interval) && o->save_interval >= 1;
+    } else if (flag == "--memory-checkpoint-interval") {
+      ok = absl::SimpleAtoi(value, &o->memory_checkpoint_interval) &&
+           o->memory_checkpoint_interval >= 0;
     } else if (flag == "--kinds") {
       o->kinds = absl::StrSplit(value, ',', absl::SkipEmpty());
       for (const auto& k : o->kinds) {
@@ -86,8 +95,10 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   return true;
 }
 
-// The example GPT with `steps` steps, hang detection and retries for a long chaos schedule.
-std::string WriteConfig(const std::string& dir, int steps, const std::string& name) {
+// The example GPT with `steps` steps, hang detection and retries for a long chaos schedule, and
+// the options' checkpoint intervals.
+std::string WriteConfig(const std::string& dir, const Options& o, const std::string& name) {
+  const int steps = o.steps;
   std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/gpt-tiny.yaml");
   std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   yaml = absl::StrReplaceAll(yaml,
@@ -95,7 +106,13 @@ std::string WriteConfig(const std::string& dir, int steps, const std::string& na
                               // its workers run ranks on the host (--sandbox off)
                               {"\nimage: tessera/train:latest\n", "\nimage: host\n"},
                               {"max_duration: 150ba", absl::StrCat("max_duration: ", steps, "ba")},
-                              {"  max_retries: 5", "  max_retries: 100\n  hang_timeout: 8"}});
+                              {"  max_retries: 5", "  max_retries: 100\n  hang_timeout: 8"},
+                              {"  save_interval: 25ba\n",
+                               absl::StrCat("  save_interval: ", o.save_interval, "ba\n",
+                                            o.memory_checkpoint_interval > 0
+                                                ? absl::StrCat("  memory_checkpoint_interval: ",
+                                                               o.memory_checkpoint_interval, "ba\n")
+                                                : "")}});
   const std::string path = dir + "/" + name + ".yaml";
   std::ofstream(path) << yaml;
   return path;
@@ -157,7 +174,7 @@ int Main(const Options& o) {
   SplitCluster& c = **started;
 
   // 1. Undisturbed.
-  auto baseline = Submit(c, WriteConfig(root, o.steps, "undisturbed"));
+  auto baseline = Submit(c, WriteConfig(root, o, "undisturbed"));
   if (!baseline.ok()) {
     std::fprintf(stderr, "%s\n", baseline.status().ToString().c_str());
     return 1;
@@ -180,7 +197,7 @@ int Main(const Options& o) {
     schedule.insert(schedule.end(), round.begin(), round.end());
   }
   std::uniform_real_distribution<double> gap(o.min_gap, o.max_gap);
-  auto disturbed = Submit(c, WriteConfig(root, o.steps, "chaos"));
+  auto disturbed = Submit(c, WriteConfig(root, o, "chaos"));
   if (!disturbed.ok()) {
     std::fprintf(stderr, "%s\n", disturbed.status().ToString().c_str());
     return 1;
