@@ -26,17 +26,17 @@ AttemptManager::AttemptManager(AttemptManagerOptions options, std::shared_ptr<Cl
       on_rank_done_(std::move(on_rank_done)),
       on_started_(std::move(on_started)),
       records_(options_.state_dir),
-      spec_builder_(RankSpecSettings{
-          .simulated_gpus = options_.simulated_gpus,
-          .gpu_model = options_.gpu_model,
-          .rank_env = options_.rank_env,
-          .shared_dir = options_.shared_dir,
-          .memory_checkpoints =
-              std::make_shared<const MemoryCheckpointFolders>(options_.memory_checkpoints, clock_),
-          .rank_nice = options_.rank_nice,
-          .sandbox = options_.sandbox,
-          .rank_identity = options_.rank_identity,
-          .per_user_uids = options_.per_user_uids}),
+      memory_folders_(
+          std::make_shared<const MemoryCheckpointFolders>(options_.memory_checkpoints, clock_)),
+      spec_builder_(RankSpecSettings{.simulated_gpus = options_.simulated_gpus,
+                                     .gpu_model = options_.gpu_model,
+                                     .rank_env = options_.rank_env,
+                                     .shared_dir = options_.shared_dir,
+                                     .memory_checkpoints = memory_folders_,
+                                     .rank_nice = options_.rank_nice,
+                                     .sandbox = options_.sandbox,
+                                     .rank_identity = options_.rank_identity,
+                                     .per_user_uids = options_.per_user_uids}),
       preparer_(AttemptPreparerOptions{.state_dir = options_.state_dir,
                                        .preflight = options_.preflight,
                                        .images = options_.images,
@@ -337,6 +337,7 @@ void AttemptManager::Poll() {
   std::vector<std::string> release;
   std::vector<std::string> cgroups;
   std::vector<std::pair<int, uid_t>> walled;  // rendezvous ports to release
+  std::vector<std::string> trained;           // runs whose ranks here all finished cleanly
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
@@ -401,6 +402,14 @@ void AttemptManager::Poll() {
         for (const auto& p : a.procs) {
           cgroups.push_back(RankSandbox::CgroupName(a.start, p->rank()));
         }
+        // Every rank here done with exit 0, not stopped: the run trained to its end, and its
+        // in-memory checkpoints have nothing left to resume.
+        if (!a.stopped && !a.fenced &&
+            std::all_of(a.procs.begin(), a.procs.end(), [](const auto& p) {
+              return !p->exit()->signaled() && !p->exit()->status_lost && p->exit()->exit_code == 0;
+            })) {
+          trained.push_back(a.start.run_id());
+        }
       }
       ++it;
     }
@@ -416,6 +425,7 @@ void AttemptManager::Poll() {
   for (const auto& name : cgroups) {
     if (options_.sandbox) options_.sandbox->cgroups().Remove(name);
   }
+  for (const auto& run_id : trained) memory_folders_->Release(run_id);
   // Outside mu_: iptables takes a while.
   for (const auto& [port, owner] : walled) options_.walls->ReleasePort(port, owner);
 }

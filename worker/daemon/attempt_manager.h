@@ -147,6 +147,8 @@ class AttemptManager {
   const std::shared_ptr<Clock> clock_;
   const std::function<void(const RankOutput&)> on_output_, on_rank_done_, on_started_;
   AttemptRecords records_;
+  // Before the spec builder, which prepares the runs' folders in it.
+  const std::shared_ptr<const MemoryCheckpointFolders> memory_folders_;
   const RankSpecBuilder spec_builder_;
   const AttemptPreparer preparer_;
   absl::Mutex mu_;

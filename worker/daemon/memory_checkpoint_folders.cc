@@ -99,4 +99,13 @@ absl::StatusOr<std::optional<RunMemoryFolder>> MemoryCheckpointFolders::Prepare(
   return RunMemoryFolder{mine.string(), left};
 }
 
+void MemoryCheckpointFolders::Release(const std::string& run_id) const {
+  if (settings_.root.empty() || !RunIdIsFolderName(run_id)) return;
+  const fs::path folder = fs::path(settings_.root) / run_id;
+  std::error_code ec;
+  if (fs::remove_all(folder, ec) > 0) {
+    spdlog::info("memory checkpoints of run {} removed: it finished training here", run_id);
+  }
+}
+
 }  // namespace tessera::worker

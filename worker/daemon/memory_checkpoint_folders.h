@@ -4,7 +4,8 @@
 // default), given to the run's ranks' uid, bound into their sandboxes and named by
 // TESSERA_MEMORY_CHECKPOINT_DIR, with the bytes it may hold in TESSERA_MEMORY_CHECKPOINT_BYTES.
 // A run's folder outlives its attempts: what the node holds is what the run's next attempt
-// resumes from after another node is lost. All runs' folders together stay within
+// resumes from after another node is lost; it goes when the run's ranks here all end with exit
+// 0 (trained to the end). All runs' folders together stay within
 // --memory-checkpoint-bytes, checked as each attempt starts: folders nobody wrote for
 // `idle_limit` go first, then, while the others leave the starting run less than an equal share
 // of the bound, the longest idle; the run may fill what is left.
@@ -41,6 +42,8 @@ class MemoryCheckpointFolders {
   // or no byte is left for it (said in the log). An error is the node's (a folder not made).
   absl::StatusOr<std::optional<RunMemoryFolder>> Prepare(
       const std::string& run_id, const std::optional<RankIdentity>& identity) const;
+  // Removes the run's folder: it trained to its end here, nothing left to resume.
+  void Release(const std::string& run_id) const;
 
  private:
   MemoryCheckpointSettings settings_;

@@ -25,12 +25,14 @@ struct Fixture {
   testing::TempDir tmp{"attempt_manager_test"};  // removed after the manager is gone
   const std::string state = tmp.path;
   std::vector<RankOutput> watched, done;
+  const std::string memory = tmp.path + "/memory";  // the node's memory for checkpoints
   std::unique_ptr<AttemptManager> manager;
   Fixture() { manager = New(); }
   std::unique_ptr<AttemptManager> New() {
     AttemptManagerOptions options;
     options.state_dir = state;
     options.node_name = "n1";
+    options.memory_checkpoints = {memory, 1 << 20};
     return std::make_unique<AttemptManager>(
         options, SystemClock::Shared(), [this](const RankOutput& o) { watched.push_back(o); },
         [this](const RankOutput& o) { done.push_back(o); });
@@ -239,6 +241,32 @@ struct ShippingFixture {
     return false;
   }
 };
+
+TEST_CASE(
+    "a run's memory checkpoints stay on the node while it may resume, and go once it trained to "
+    "its end") {
+  Fixture f;
+  // The first attempt keeps a snapshot in the folder it is given, and fails.
+  REQUIRE(f.manager
+              ->Start(Start("test \"$TESSERA_MEMORY_CHECKPOINT_BYTES\" = 1048576 && "
+                            "echo $RANK > \"$TESSERA_MEMORY_CHECKPOINT_DIR/snapshot-$RANK\" && "
+                            "exit 3"))
+              .ok());
+  f.PollFor(v1::ATTEMPT_PHASE_FINISHED);
+  CHECK(Read(f.memory + "/run-1/snapshot-0") == "0\n");
+  CHECK(Read(f.memory + "/run-1/snapshot-1") == "1\n");
+  // The next finds it there and trains to the end: the folder goes.
+  v1::StartAttempt next =
+      Start("test -f \"$TESSERA_MEMORY_CHECKPOINT_DIR/snapshot-$RANK\" || exit 4");
+  next.set_resumption_index(1);
+  REQUIRE(f.manager->Start(next).ok());
+  std::map<int, int> codes;
+  for (const auto& u : f.PollFor(v1::ATTEMPT_PHASE_FINISHED)) {
+    for (const auto& e : u.rank_exits()) codes[e.rank()] = e.exit_code();
+  }
+  CHECK(codes == std::map<int, int>{{0, 0}, {1, 0}});
+  CHECK_FALSE(fs::exists(f.memory + "/run-1"));
+}
 
 TEST_CASE("an attempt is reported finished once its ranks' output is shipped, not before") {
   ShippingFixture f;

@@ -50,6 +50,11 @@ TEST_CASE("a run's memory folder is its own, kept across attempts, and refused f
     INFO(bad);
     CHECK(folders.Prepare(bad, std::nullopt).status().code() == absl::StatusCode::kInvalidArgument);
   }
+  folders.Release("run-1");  // it trained to its end here
+  CHECK_FALSE(fs::exists((*first)->path));
+  folders.Release("../memory");  // not a run's folder: nothing happens
+  CHECK(fs::exists(tmp.path + "/memory"));
+
   const MemoryCheckpointFolders off({tmp.path + "/memory", 0}, clock);
   auto none = off.Prepare("run-1", std::nullopt);
   REQUIRE(none.ok());
