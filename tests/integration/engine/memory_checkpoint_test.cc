@@ -32,7 +32,7 @@ void CheckSameLosses(const std::map<int64_t, progress::ProgressRecord>& resumed,
 
 TEST_CASE(
     "in-memory checkpoints: a node lost after step 37 resumes from step 36 in the other node's "
-    "memory instead of step 30 on disk, bit for bit; with a shard of 36 gone, from step 32") {
+    "memory instead of step 30 on disk, bit for bit, and with a shard of 36 gone from step 32") {
   Scratch s;
   EngineJob a(s.path + "/a", s.Config("a", s.path + "/ckpt-a", kEveryFour), 4,
               {{"TESSERA_MEMORY_CHECKPOINT_DIR", s.path + "/memory-a-{node}"}}, 1, 2);

@@ -202,7 +202,7 @@ TEST_CASE("shards of one step that disagree, or a step of another shape, are ref
         "attempts)");
 }
 
-TEST_CASE("inventories travel as text; a damaged one is an error, an empty one holds nothing") {
+TEST_CASE("inventories travel as text: a damaged one is an error, an empty one holds nothing") {
   TempDir tmp;
   const MemoryCheckpointStore node(tmp.path + "/n", 0);
   REQUIRE(PutShard(node, 8, 1).ok());
