@@ -90,6 +90,50 @@ TEST_CASE(
   CheckSameLosses(c.Progress(0), reference, 33);
 }
 
+TEST_CASE(
+    "in-memory checkpoints under hybrid sharding: the first replica's node keeps its shards, the "
+    "other node the copies, and either alone resumes the run") {
+  Scratch s;
+  const std::string hybrid =
+      "memory_checkpoint_interval: 4ba\nfsdp: {sharding_strategy: HYBRID_SHARD, "
+      "shard_group_size: 2}\n";
+  EngineJob a(s.path + "/a", s.Config("a", s.path + "/ckpt-a", hybrid), 4,
+              {{"TESSERA_MEMORY_CHECKPOINT_DIR", s.path + "/memory-a-{node}"}}, 1, 2);
+  RequireAllExitedZero(a, 4);
+  const auto reference = a.Progress(0);
+  REQUIRE(reference.size() == 60);
+
+  const std::string ckpt = s.path + "/ckpt-b", config = s.Config("b", ckpt, hybrid);
+  {
+    EngineJob b(s.path + "/b", config, 4,
+                {{"TESSERA_MEMORY_CHECKPOINT_DIR", s.path + "/memory-b-{node}"},
+                 {"TESSERA_DEBUG_STOP_AFTER_STEP", "37"}},
+                1, 2);
+    b.KillWhenStopped();
+  }
+  // Node 0 (the first replica: ranks 0 and 1 write shards 0 and 1) kept its own; node 1's ranks
+  // write none and hold node 0's copies. Node 0 is lost.
+  for (const int node : {0, 1}) {
+    std::vector<int> held;
+    for (const auto& shard :
+         engine::MemoryCheckpointStore(s.path + "/memory-b-" + std::to_string(node), 0)
+             .Inventory()) {
+      if (shard.manifest.step == 36) held.push_back(shard.manifest.shards[0].index);
+    }
+    INFO("node " << node);
+    CHECK(held == std::vector<int>{0, 1});
+  }
+  fs::remove_all(s.path + "/memory-b-0");
+  EngineJob b2(s.path + "/b2", config, 4,
+               {{"TESSERA_MEMORY_CHECKPOINT_DIR", s.path + "/memory-b-{node}"}}, 1, 2);
+  RequireAllExitedZero(b2, 4);
+  const std::string log = b2.Log(0);
+  INFO(log);
+  CHECK(log.find("recovered step 36 from the memory of node 1 of this attempt (2 shards)") !=
+        std::string::npos);
+  CheckSameLosses(b2.Progress(0), reference, 37);
+}
+
 TEST_CASE("in-memory checkpoints older than the disk's newest are passed over") {
   Scratch s;
   const std::string ckpt = s.path + "/ckpt";
