@@ -101,6 +101,19 @@ void AddSandboxFlags(CLI::App& app, SandboxFlags& f) {
 
 namespace {
 
+// Makes `dir` (flag `flag`'s absolute folder) one that users pass through to their own folder
+// in, and none lists the others'.
+absl::Status MakePassThroughRoot(const std::string& flag, const std::string& dir) {
+  if (!fs::path(dir).is_absolute()) {
+    return absl::InvalidArgumentError(flag + ": an absolute path, please");
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", dir, ": ", ec.message()));
+  fs::permissions(dir, fs::perms(0711), ec);
+  return absl::OkStatus();
+}
+
 absl::Status ApplyMemoryCheckpointFlags(const SandboxFlags& f, WorkerOptions& o) {
   auto bytes = f.memory_checkpoint_bytes == "0" ? absl::StatusOr<int64_t>(0)
                                                 : ParseByteSize(f.memory_checkpoint_bytes);
@@ -108,18 +121,9 @@ absl::Status ApplyMemoryCheckpointFlags(const SandboxFlags& f, WorkerOptions& o)
     return absl::InvalidArgumentError(
         absl::StrCat("--memory-checkpoint-bytes: ", bytes.status().message()));
   }
-  if (*bytes > 0 && !fs::path(f.memory_checkpoint_dir).is_absolute()) {
-    return absl::InvalidArgumentError("--memory-checkpoint-dir: an absolute path, please");
-  }
   if (*bytes > 0) {
-    std::error_code ec;
-    fs::create_directories(f.memory_checkpoint_dir, ec);
-    if (ec) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--memory-checkpoint-dir: ", f.memory_checkpoint_dir, ": ", ec.message()));
-    }
-    // Runs pass through to their own folder; none lists the others'.
-    fs::permissions(f.memory_checkpoint_dir, fs::perms(0711), ec);
+    TESSERA_RETURN_IF_ERROR(
+        MakePassThroughRoot("--memory-checkpoint-dir", f.memory_checkpoint_dir));
     o.memory_checkpoints.root = f.memory_checkpoint_dir;
   }
   o.memory_checkpoints.bytes = *bytes;
@@ -142,14 +146,7 @@ absl::Status ApplySandboxFlags(const SandboxFlags& f, const std::string& rank_us
     o.rank_identity = RankIdentity{"nobody", 65534, 65534};
   }
   if (!f.shared_dir.empty()) {
-    if (!fs::path(f.shared_dir).is_absolute()) {
-      return absl::InvalidArgumentError("--shared-dir: an absolute path, please");
-    }
-    std::error_code ec;
-    fs::create_directories(f.shared_dir, ec);
-    if (ec) return absl::InvalidArgumentError(absl::StrCat("--shared-dir: ", ec.message()));
-    // Users pass through to their own folder; none lists the others'.
-    fs::permissions(f.shared_dir, fs::perms(0711), ec);
+    TESSERA_RETURN_IF_ERROR(MakePassThroughRoot("--shared-dir", f.shared_dir));
     o.shared_dir = f.shared_dir;
   }
   TESSERA_RETURN_IF_ERROR(ApplyMemoryCheckpointFlags(f, o));

@@ -35,6 +35,18 @@ absl::Status MemoryCheckpointer::Keep(const CheckpointManifest& manifest, int in
 absl::Status MemoryCheckpointer::Snapshot(const CheckpointManifest& manifest,
                                           const std::vector<torch::Tensor>& arrays,
                                           int64_t offset) {
+  absl::Status status = KeepEverywhere(manifest, arrays, offset);
+  if (!status.ok() && !warned_) {
+    warned_ = true;
+    spdlog::warn("in-memory checkpoint of step {} incomplete (said once): {}", manifest.step,
+                 std::string(status.message()));
+  }
+  return status;
+}
+
+absl::Status MemoryCheckpointer::KeepEverywhere(const CheckpointManifest& manifest,
+                                                const std::vector<torch::Tensor>& arrays,
+                                                int64_t offset) {
   const int64_t count = arrays.front().numel();
   // The snapshot before stays until this one is whole on every node; older ones go.
   if (ctx_.local_rank == 0) store_.DropAllBut({last_step_, manifest.step});

@@ -34,8 +34,8 @@ class MemoryCheckpointer {
 
   // Keeps this rank's shard of `manifest.step` (`arrays`: elements [offset, offset + count) of
   // each flat array, on the training device) here and on the buddy's node. Every rank calls it
-  // at the same step. An error (a node's memory full, say) loses this snapshot only; training
-  // goes on.
+  // at the same step. A failure (a node's memory full, say) loses this snapshot only, is
+  // logged once per attempt, and training goes on; the status is the snapshot's.
   absl::Status Snapshot(const CheckpointManifest& manifest,
                         const std::vector<torch::Tensor>& arrays, int64_t offset);
 
@@ -49,6 +49,9 @@ class MemoryCheckpointer {
   int buddy() const;
 
  private:
+  // Snapshot's work: here, then by the all-to-all on the buddy's node.
+  absl::Status KeepEverywhere(const CheckpointManifest& manifest,
+                              const std::vector<torch::Tensor>& arrays, int64_t offset);
   // Every rank's `mine`, in rank order.
   std::vector<std::string> AllGatherText(const std::string& mine);
   absl::Status Keep(const CheckpointManifest& manifest, int index, const torch::Tensor& flat,
@@ -60,6 +63,7 @@ class MemoryCheckpointer {
   SaveRole role_;
   torch::Device device_;
   int64_t last_step_ = -1;  // this attempt's previous snapshot
+  bool warned_ = false;     // a failed snapshot is said once per attempt
 };
 
 }  // namespace tessera::engine

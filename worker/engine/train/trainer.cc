@@ -439,16 +439,6 @@ std::vector<torch::Tensor> Trainer::ShardArrays() const {
   return arrays;
 }
 
-void Trainer::SnapshotInMemory() {
-  const absl::Status st =
-      memory_->Snapshot(ManifestNow(), ShardArrays(), parameters_->shard_begin());
-  if (!st.ok() && !memory_failed_once_) {
-    memory_failed_once_ = true;
-    spdlog::warn("in-memory checkpoint of step {} incomplete (said once): {}", step_,
-                 std::string(st.message()));
-  }
-}
-
 absl::Status Trainer::Save(bool background) {
   if (!saver_) return absl::OkStatus();
   SaveJob job;
@@ -501,7 +491,10 @@ absl::Status Trainer::Run() {
       report_->Saved(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count());
     }
-    if (memory_every > 0 && step_ % memory_every == 0 && step_ < total_steps_) SnapshotInMemory();
+    if (memory_every > 0 && step_ % memory_every == 0 && step_ < total_steps_) {
+      // A failed snapshot is logged by the checkpointer and costs only itself.
+      memory_->Snapshot(ManifestNow(), ShardArrays(), parameters_->shard_begin()).IgnoreError();
+    }
     if (step_ == stop_after) {
       if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
       std::fflush(nullptr);

@@ -78,7 +78,6 @@ class Trainer {
   CheckpointManifest ManifestNow() const;
   // This rank's shard of each array, [0, shard_count) of the flat buffer's shard.
   std::vector<torch::Tensor> ShardArrays() const;
-  void SnapshotInMemory();
   // Loads the newest committed checkpoint (every rank the one rank 0 chose) of a step no later
   // than `max_step` (a rollback goes back, never to another run's later steps); false: none.
   absl::StatusOr<bool> LoadNewestCheckpoint(int64_t max_step = INT64_MAX);
@@ -100,7 +99,6 @@ class Trainer {
   std::unique_ptr<CommitChannel> commit_channel_;
   std::unique_ptr<CheckpointSaver> saver_;
   std::unique_ptr<MemoryCheckpointer> memory_;  // none without memory checkpoints
-  bool memory_failed_once_ = false;             // a failed snapshot warns once per attempt
   std::unique_ptr<ProgressReport> report_;
   std::vector<int64_t> batch_buffer_;
 
