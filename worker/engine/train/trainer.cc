@@ -10,31 +10,20 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "worker/engine/data/deterministic_random.h"
 #include "worker/engine/data/tokenizer.h"
-#include "worker/engine/dist/store_commit_channel.h"
 #include "worker/engine/model/cuda_autocast.h"
 #include "worker/engine/train/device_peak.h"
 #include "worker/engine/train/lr_schedule.h"
 #include "worker/engine/train/model_flops.h"
 
 namespace tessera::engine {
-namespace {
-
-constexpr const char* kArrays[] = {"params", "exp_avg", "exp_avg_sq"};
-
-}  // namespace
-
 Trainer::Trainer(TrainConfig config, RankContext context)
     : config_(std::move(config)), ctx_(std::move(context)) {}
 
-Trainer::~Trainer() {
-  if (saver_) saver_->Wait().IgnoreError();
-}
+Trainer::~Trainer() = default;
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainConfig config, RankContext context) {
   std::unique_ptr<Trainer> t(new Trainer(std::move(config), std::move(context)));
@@ -162,39 +151,13 @@ void Trainer::SetupModel(double peak_flops_per_rank) {
 
 absl::Status Trainer::SetupCheckpoints() {
   if (config_.save_folder.empty()) return absl::OkStatus();
-  SaveRole role;
-  role.shard_index = groups_->shard_index();
-  role.shard_count = groups_->shard_group_size();
-  role.writes_shard = groups_->writes_shard();
-  role.commits = ctx_.rank == 0;
-  if (ctx_.world_size > 1) {
-    Rendezvous rv{ctx_.rank, ctx_.world_size, ctx_.master_addr, ctx_.master_port};
-    TESSERA_ASSIGN_OR_RETURN(auto client, ConnectExtraClient(rv));
-    commit_channel_ = std::make_unique<StoreCommitChannel>(std::move(client), peer_waits_.get());
-  } else {
-    commit_channel_ = std::make_unique<InProcessCommitChannel>();
-  }
-  // Started by a worker: this attempt owns the folder from now, so that one before it, whose
-  // ranks may still run on a node lost a moment ago, commits nothing more there.
-  std::optional<FolderOwner> owner;
-  if (!ctx_.run_id.empty()) owner = FolderOwner{ctx_.run_id, ctx_.resumption_index};
-  CheckpointFolder folder(config_.save_folder, owner);
-  if (role.commits) TESSERA_RETURN_IF_ERROR(folder.Claim());
-  saver_ = std::make_unique<CheckpointSaver>(folder, commit_channel_.get(), role,
-                                             config_.num_checkpoints_to_keep,
-                                             absl::Seconds(config_.save_commit_timeout_seconds));
-  if (config_.memory_checkpoint_interval.value > 0) {
-    if (!ctx_.memory_checkpoint_dir.empty()) {
-      memory_ = std::make_unique<MemoryCheckpointer>(
-          MemoryCheckpointStore(ctx_.memory_checkpoint_dir, ctx_.memory_checkpoint_bytes),
-          groups_->world(), ctx_, role, device_);
-    } else if (ctx_.rank == 0) {
-      spdlog::warn(
-          "memory_checkpoint_interval is set, but this node's worker gives the run no memory "
-          "folder (TESSERA_MEMORY_CHECKPOINT_DIR): checkpoints on disk only");
-    }
-  }
-  return config_.autoresume ? Resume(folder) : absl::OkStatus();
+  TESSERA_ASSIGN_OR_RETURN(
+      checkpoints_, TrainerCheckpoints::Create(config_, ctx_, *groups_, peer_waits_.get(), device_,
+                                               *parameters_, *optimizer_));
+  if (!config_.autoresume) return absl::OkStatus();
+  TESSERA_ASSIGN_OR_RETURN(const std::optional<CheckpointManifest> loaded, checkpoints_->Resume());
+  if (loaded) ContinueFrom(*loaded);
+  return absl::OkStatus();
 }
 
 void Trainer::LogShape() const {
@@ -231,95 +194,50 @@ void Trainer::LogShape() const {
   }
 }
 
-absl::Status Trainer::Resume(const CheckpointFolder& folder) {
-  if (memory_) {
-    // Memory is a shortcut: whatever goes wrong there, the disk's checkpoints remain.
-    const auto recovered = memory_->Recover(folder, CompatibleCheckpoint(INT64_MAX));
-    if (!recovered.ok() && ctx_.rank == 0) {
-      spdlog::warn("in-memory checkpoints passed over: {}",
-                   std::string(recovered.status().message()));
-    }
-  }
-  return LoadNewestCheckpoint().status();
+TrainingPosition Trainer::Position() const {
+  TrainingPosition now;
+  now.step = step_;
+  now.tokens_seen = tokens_seen_;
+  now.data = data_state_;
+  now.loss_rollbacks = rollback_.count();
+  now.skipped_batches = rollback_.skipped();
+  return now;
 }
 
-CheckpointFolder::Compatible Trainer::CompatibleCheckpoint(int64_t max_step) const {
-  return [this, max_step,
-          shape = config_.model.ShapeHash()](const CheckpointManifest& m) -> absl::Status {
-    if (m.step > max_step) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("it is later than step ", max_step, ", rolled back from"));
-    }
-    if (m.config_hash != shape || m.numel != parameters_->numel()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("it holds a model of another shape (", m.model.dump(), ")"));
-    }
-    if (m.arrays != std::vector<std::string>(std::begin(kArrays), std::end(kArrays))) {
-      return absl::FailedPreconditionError("it holds other arrays than this trainer's");
-    }
-    return absl::OkStatus();
-  };
-}
-
-absl::StatusOr<bool> Trainer::LoadNewestCheckpoint(int64_t max_step) {
-  CheckpointFolder folder(config_.save_folder);
-  // Rank 0 chooses (reading every shard once to check its hash); everyone loads its choice.
-  auto chosen =
-      torch::full({1}, int64_t{-1}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
-  if (ctx_.rank == 0) {
-    std::vector<std::string> refused;
-    auto latest = folder.LatestValid(CompatibleCheckpoint(max_step), &refused);
-    for (const auto& why : refused) spdlog::warn("checkpoint refused: {}", why);
-    if (latest) chosen.fill_(latest->step);
-  }
-  groups_->world().Broadcast(chosen, 0);
-  const int64_t step = chosen.to(torch::kCPU).item<int64_t>();
-  if (step < 0) {
-    if (ctx_.rank == 0) spdlog::info("no checkpoint in {}: starting from scratch", folder.root());
-    return false;
-  }
-  TESSERA_ASSIGN_OR_RETURN(const CheckpointManifest manifest, folder.ReadManifest(step));
-  const int64_t begin = parameters_->shard_begin(), count = parameters_->shard_count();
-  torch::Tensor targets[] = {parameters_->ParamShard(), optimizer_->exp_avg(),
-                             optimizer_->exp_avg_sq()};
-  auto staging = torch::empty({count}, torch::kFloat32);
-  for (int a = 0; a < 3; ++a) {
-    TESSERA_RETURN_IF_ERROR(ReadFlatRange(folder.StepFolder(step), manifest, a, begin,
-                                          begin + count, staging.data_ptr<float>()));
-    torch::NoGradGuard no_grad;
-    targets[a].narrow(0, 0, count).copy_(staging);
-  }
-  parameters_->ShardUpdated();
-  step_ = manifest.step;
-  resumed_from_step_ = manifest.step;
-  last_saved_step_ = manifest.step;
-  tokens_seen_ = manifest.tokens_seen;
+void Trainer::ContinueFrom(const CheckpointManifest& loaded) {
+  step_ = loaded.step;
+  resumed_from_step_ = loaded.step;
+  tokens_seen_ = loaded.tokens_seen;
   // A resumption skips what the saving run skipped; a rollback (to an older step) keeps what
   // this run has skipped since.
-  rollback_.Merge(manifest.loss_rollbacks, manifest.skipped_batches);
+  rollback_.Merge(loaded.loss_rollbacks, loaded.skipped_batches);
   report_->SetResumedFrom(resumed_from_step_);
   report_->SetLossRollbacks(rollback_.count());
-  data_state_ = manifest.data;
+  data_state_ = loaded.data;
   if (data_state_.sample_in_epoch + config_.global_train_batch_size > dataset_->samples()) {
     data_state_ = DataState{data_state_.epoch + 1, 0};  // a larger global batch than before
   }
   if (ctx_.rank == 0) {
     spdlog::info("resumed from step {} in {} (saved by {} ranks, {}); data at epoch {}, sample {}",
-                 step, folder.StepFolder(step), manifest.world_size, manifest.sharding,
-                 data_state_.epoch, data_state_.sample_in_epoch);
+                 loaded.step, CheckpointFolder(config_.save_folder).StepFolder(loaded.step),
+                 loaded.world_size, loaded.sharding, data_state_.epoch,
+                 data_state_.sample_in_epoch);
   }
-  return true;
 }
 
 absl::Status Trainer::RollBack(const DataState& batch, double loss, const std::string& why) {
   const int64_t bad_step = step_;
   TESSERA_RETURN_IF_ERROR(rollback_.MayRollBack(loss, why, bad_step));
-  if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
-  TESSERA_ASSIGN_OR_RETURN(const bool loaded, LoadNewestCheckpoint(bad_step - 1));
+  std::optional<CheckpointManifest> loaded;
+  if (checkpoints_) {
+    TESSERA_RETURN_IF_ERROR(checkpoints_->Wait());
+    TESSERA_ASSIGN_OR_RETURN(loaded, checkpoints_->LoadNewest(bad_step - 1));
+  }
   if (!loaded) {
     return absl::InternalError(
         absl::StrCat(why, " at step ", bad_step, ", and no checkpoint to roll back to"));
   }
+  ContinueFrom(*loaded);
   rollback_.RolledBack(batch);
   progress::LossRollbackRecord told;
   told.number = rollback_.count();
@@ -411,48 +329,9 @@ absl::StatusOr<StepResult> Trainer::Step() {
   return result;
 }
 
-CheckpointManifest Trainer::ManifestNow() const {
-  CheckpointManifest m;
-  m.step = step_;
-  m.world_size = ctx_.world_size;
-  m.sharding = ShardingName(config_.sharding);
-  m.shard_group_size = groups_->shard_group_size();
-  m.numel = parameters_->numel();
-  m.arrays.assign(std::begin(kArrays), std::end(kArrays));
-  m.data = data_state_;
-  m.tokens_seen = tokens_seen_;
-  m.loss_rollbacks = rollback_.count();
-  m.skipped_batches = rollback_.skipped();
-  m.seed = config_.seed;
-  m.config_hash = config_.model.ShapeHash();
-  m.model = config_.model.ToJson();
-  m.saved_at = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
-  return m;
-}
-
-std::vector<torch::Tensor> Trainer::ShardArrays() const {
-  std::vector<torch::Tensor> arrays;
-  for (const torch::Tensor& t :
-       {parameters_->ParamShard(), optimizer_->exp_avg(), optimizer_->exp_avg_sq()}) {
-    arrays.push_back(t.narrow(0, 0, parameters_->shard_count()));
-  }
-  return arrays;
-}
-
 absl::Status Trainer::Save(bool background) {
-  if (!saver_) return absl::OkStatus();
-  SaveJob job;
-  job.manifest = ManifestNow();
-  job.payload.offset = parameters_->shard_begin();
-  job.payload.count = parameters_->shard_count();
-  std::vector<torch::Tensor> host;  // GPU shards are copied to host memory first
-  for (torch::Tensor t : ShardArrays()) {
-    if (!t.is_cpu()) t = t.to(torch::kCPU);
-    host.push_back(t.contiguous());
-    job.payload.arrays.push_back(host.back().data_ptr<float>());
-  }
-  last_saved_step_ = step_;
-  return saver_->Save(job, background && config_.save_in_background);
+  if (!checkpoints_) return absl::OkStatus();
+  return checkpoints_->Save(Position(), background);
 }
 
 absl::Status Trainer::Run() {
@@ -465,8 +344,10 @@ absl::Status Trainer::Run() {
   }
   const int64_t save_every = config_.save_interval.Batches(dataset_->batches_per_epoch());
   const int64_t memory_every =
-      memory_ ? config_.memory_checkpoint_interval.Batches(dataset_->batches_per_epoch()) : 0;
-  report_->SetCheckpointInterval(saver_ ? std::max<int64_t>(0, save_every) : 0);
+      checkpoints_ && checkpoints_->keeps_memory()
+          ? config_.memory_checkpoint_interval.Batches(dataset_->batches_per_epoch())
+          : 0;
+  report_->SetCheckpointInterval(checkpoints_ ? std::max<int64_t>(0, save_every) : 0);
   // A test hook: stop (SIGSTOP) right after this step, once its save is durable, so that a test
   // can SIGKILL every rank at a known step.
   const int64_t stop_after = DebugStep("TESSERA_DEBUG_STOP_AFTER_STEP");
@@ -483,7 +364,7 @@ absl::Status Trainer::Run() {
       continue;
     }
     rollback_.Record(result.loss);
-    if (saver_) report_->Committed(saver_->last_committed_step());
+    if (checkpoints_) report_->Committed(checkpoints_->last_committed_step());
     report_->StepDone(step_, result, seconds);
     if (save_every > 0 && step_ % save_every == 0 && step_ < total_steps_) {
       const auto before = std::chrono::steady_clock::now();
@@ -492,49 +373,54 @@ absl::Status Trainer::Run() {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count());
     }
     if (memory_every > 0 && step_ % memory_every == 0 && step_ < total_steps_) {
-      // A failed snapshot is logged by the checkpointer and costs only itself.
-      memory_->Snapshot(ManifestNow(), ShardArrays(), parameters_->shard_begin()).IgnoreError();
+      checkpoints_->SnapshotInMemory(Position());
     }
     if (step_ == stop_after) {
-      if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
+      if (checkpoints_) TESSERA_RETURN_IF_ERROR(checkpoints_->Wait());
       std::fflush(nullptr);
       ::raise(SIGSTOP);
     }
   }
-  if (saver_ && last_saved_step_ != step_) TESSERA_RETURN_IF_ERROR(Save(/*background=*/false));
-  if (saver_) TESSERA_RETURN_IF_ERROR(saver_->Wait());
-  groups_->world().Barrier();  // rank 0 serves the store: it leaves last
-  if (ctx_.rank == 0) {
-    spdlog::info("training finished: {} steps, {} tokens", step_, tokens_seen_);
-    if (const torch::Tensor balance = model_->LoadBalancingLoss(); balance.defined()) {
-      // How rank 0's last micro-batch spread over the experts: a collapsed router shows here.
-      std::vector<std::string> blocks;
-      for (int64_t b = 0; b < model_->block_count(); ++b) {
-        const torch::Tensor counts = model_->block(b).tokens_per_expert().to(torch::kCPU);
-        const int64_t* n = counts.data_ptr<int64_t>();
-        blocks.push_back(absl::StrJoin(n, n + counts.numel(), " "));
-      }
-      spdlog::info(
-          "mixture of experts at the last step: load-balancing loss {:.4f}; tokens per expert of "
-          "rank 0's last micro-batch, block by block: {}",
-          balance.item<double>(), absl::StrJoin(blocks, "; "));
+  if (checkpoints_) {
+    if (checkpoints_->last_saved_step() != step_) {
+      TESSERA_RETURN_IF_ERROR(Save(/*background=*/false));
     }
-    // What a step gathers at most, to judge the peak by: the rest (embedding and final norm)
-    // and the largest block.
-    int64_t rest = 0, largest_block = 0;
-    for (const ParameterUnit& unit : model_->ParameterUnits()) {
-      int64_t bytes = 0;
-      for (const auto& p : unit.parameters) bytes += p.numel() * p.element_size();
-      (unit.block < 0 ? rest : largest_block) =
-          std::max(unit.block < 0 ? rest : largest_block, bytes);
+    TESSERA_RETURN_IF_ERROR(checkpoints_->Wait());
+  }
+  groups_->world().Barrier();  // rank 0 serves the store: it leaves last
+  if (ctx_.rank == 0) LogFinish();
+  return absl::OkStatus();
+}
+
+void Trainer::LogFinish() {
+  spdlog::info("training finished: {} steps, {} tokens", step_, tokens_seen_);
+  if (const torch::Tensor balance = model_->LoadBalancingLoss(); balance.defined()) {
+    // How rank 0's last micro-batch spread over the experts: a collapsed router shows here.
+    std::vector<std::string> blocks;
+    for (int64_t b = 0; b < model_->block_count(); ++b) {
+      const torch::Tensor counts = model_->block(b).tokens_per_expert().to(torch::kCPU);
+      const int64_t* n = counts.data_ptr<int64_t>();
+      blocks.push_back(absl::StrJoin(n, n + counts.numel(), " "));
     }
     spdlog::info(
-        "parameters held by rank 0 ({}): {} bytes between steps, at most {} during a step, of "
-        "the model's {} (embedding and final norm {}, largest block {})",
-        ShardingName(config_.sharding), parameters_->held_bytes(), parameters_->peak_held_bytes(),
-        parameters_->numel() * 4, rest, largest_block);
+        "mixture of experts at the last step: load-balancing loss {:.4f}; tokens per expert of "
+        "rank 0's last micro-batch, block by block: {}",
+        balance.item<double>(), absl::StrJoin(blocks, "; "));
   }
-  return absl::OkStatus();
+  // What a step gathers at most, to judge the peak by: the rest (embedding and final norm)
+  // and the largest block.
+  int64_t rest = 0, largest_block = 0;
+  for (const ParameterUnit& unit : model_->ParameterUnits()) {
+    int64_t bytes = 0;
+    for (const auto& p : unit.parameters) bytes += p.numel() * p.element_size();
+    (unit.block < 0 ? rest : largest_block) =
+        std::max(unit.block < 0 ? rest : largest_block, bytes);
+  }
+  spdlog::info(
+      "parameters held by rank 0 ({}): {} bytes between steps, at most {} during a step, of "
+      "the model's {} (embedding and final norm {}, largest block {})",
+      ShardingName(config_.sharding), parameters_->held_bytes(), parameters_->peak_held_bytes(),
+      parameters_->numel() * 4, rest, largest_block);
 }
 
 }  // namespace tessera::engine

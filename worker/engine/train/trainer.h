@@ -18,18 +18,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/engine/checkpoint/checkpoint_saver.h"
 #include "worker/engine/data/streaming_dataset.h"
 #include "worker/engine/dist/peer_waits.h"
 #include "worker/engine/model/gpt.h"
 #include "worker/engine/train/loss_rollback.h"
-#include "worker/engine/train/memory_checkpointer.h"
 #include "worker/engine/train/parameter_sharding.h"
 #include "worker/engine/train/progress_report.h"
 #include "worker/engine/train/rank_context.h"
 #include "worker/engine/train/shard_groups.h"
 #include "worker/engine/train/sharded_adamw.h"
 #include "worker/engine/train/train_config.h"
+#include "worker/engine/train/trainer_checkpoints.h"
 #include "worker/progress/progress_file.h"
 
 namespace tessera::engine {
@@ -52,15 +51,16 @@ class Trainer {
   int64_t total_steps() const { return total_steps_; }
   int64_t resumed_from_step() const { return resumed_from_step_; }
   const DataState& data_state() const { return data_state_; }
-  CheckpointSaver* saver() { return saver_.get(); }
+  // None without a save_folder.
+  CheckpointSaver* saver() { return checkpoints_ ? checkpoints_->saver() : nullptr; }
   const ParameterSharding& parameters() const { return *parameters_; }
   double flops_per_token() const { return flops_per_token_; }
 
  private:
   Trainer(TrainConfig config, RankContext context);
   // Setup's steps, in its order: threads, device and precision; the data and the batch shape;
-  // the shard groups (ShardGroups::Join); the model, optimizer and progress report; the checkpoint
-  // saver (and the resumption); the shape logged by rank 0.
+  // the shard groups (ShardGroups::Join); the model, optimizer and progress report; the
+  // checkpoints (and the resumption); the shape logged by rank 0.
   absl::Status Setup();
   absl::Status SetupDevice();
   absl::Status SetupData();
@@ -69,18 +69,12 @@ class Trainer {
   void SetupModel(double peak_flops_per_rank);
   absl::Status SetupCheckpoints();
   void LogShape() const;
-  // From the nodes' memory where a newer step survives there (memory_checkpointer.h), else
-  // from the newest checkpoint on disk.
-  absl::Status Resume(const CheckpointFolder& folder);
-  // What a checkpoint must be for this trainer to load it, no later than `max_step`.
-  CheckpointFolder::Compatible CompatibleCheckpoint(int64_t max_step) const;
-  // The manifest of the current step, but its shards.
-  CheckpointManifest ManifestNow() const;
-  // This rank's shard of each array, [0, shard_count) of the flat buffer's shard.
-  std::vector<torch::Tensor> ShardArrays() const;
-  // Loads the newest committed checkpoint (every rank the one rank 0 chose) of a step no later
-  // than `max_step` (a rollback goes back, never to another run's later steps); false: none.
-  absl::StatusOr<bool> LoadNewestCheckpoint(int64_t max_step = INT64_MAX);
+  // What rank 0 says at the end: MoE routing, and the parameters it held.
+  void LogFinish();
+  // Where training stands, for a checkpoint.
+  TrainingPosition Position() const;
+  // Continues from a loaded checkpoint's position.
+  void ContinueFrom(const CheckpointManifest& loaded);
   // Back to the newest checkpoint, `batch` (the bad step's, whose `loss` is bad for `why`) to
   // be skipped; an error (the bad loss named) where no rollback is allowed or possible.
   absl::Status RollBack(const DataState& batch, double loss, const std::string& why);
@@ -96,10 +90,8 @@ class Trainer {
   Gpt model_{nullptr};
   std::unique_ptr<ParameterSharding> parameters_;
   std::unique_ptr<ShardedAdamW> optimizer_;
-  std::unique_ptr<CommitChannel> commit_channel_;
-  std::unique_ptr<CheckpointSaver> saver_;
-  std::unique_ptr<MemoryCheckpointer> memory_;  // none without memory checkpoints
   std::unique_ptr<ProgressReport> report_;
+  std::unique_ptr<TrainerCheckpoints> checkpoints_;  // none without a save_folder
   std::vector<int64_t> batch_buffer_;
 
   int64_t step_ = 0;
@@ -108,7 +100,6 @@ class Trainer {
   int64_t total_steps_ = 0;
   int64_t resumed_from_step_ = 0;
   int64_t tokens_seen_ = 0;
-  int64_t last_saved_step_ = -1;
   DataState data_state_;
   int64_t seq_len_ = 0;
   double flops_per_token_ = 0;
