@@ -15,13 +15,6 @@
 namespace tessera::scheduler {
 namespace {
 
-google::protobuf::Duration ToProtoDuration(absl::Duration d) {
-  google::protobuf::Duration out;
-  out.set_seconds(absl::ToInt64Seconds(d));
-  out.set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d % absl::Seconds(1))));
-  return out;
-}
-
 // A node's cluster and GPU type are what its first registration said, unless the terms of its
 // key or join token fix them (HoldToTerms held it to those): a node cannot move itself into another
 // pool at its next registration. An operator moves one by removing it while it is offline

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/timestamps.h"
 #include "tests/support/sim_fleet.h"
 #include "tests/support/sim_fleet_node.h"
 
@@ -27,8 +28,7 @@ void SimFleet::Stream::OnReadDone(bool ok) {
         first = !n.registered;
         n.registered = true;
         if (in_.registered().has_heartbeat_interval()) {
-          const auto& d = in_.registered().heartbeat_interval();
-          n.heartbeat_interval = absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+          n.heartbeat_interval = FromProtoDuration(in_.registered().heartbeat_interval());
         }
       }
       // A node that registers again keeps its heartbeat timer.

@@ -3,8 +3,6 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
-#include <fstream>
-
 #include "absl/strings/str_cat.h"
 #include "base/timestamps.h"
 #include "proto/policy/images.h"
@@ -41,6 +39,7 @@ AttemptManager::AttemptManager(AttemptManagerOptions options, std::shared_ptr<Cl
                                        .preflight = options_.preflight,
                                        .images = options_.images,
                                        .clock = clock_}),
+      reaper_(options_.node_name, options_.sandbox),
       finish_gate_(options_.output_shipped, options_.finish_waits_for_logs) {}
 
 AttemptManager::~AttemptManager() {
@@ -334,10 +333,7 @@ int AttemptManager::KillAll() {
 
 void AttemptManager::Poll() {
   std::vector<RankOutput> done;
-  std::vector<std::string> release;
-  std::vector<std::string> cgroups;
-  std::vector<std::pair<int, uid_t>> walled;  // rendezvous ports to release
-  std::vector<std::string> trained;           // runs whose ranks here all finished cleanly
+  AttemptReaper::Leftovers leftovers;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
@@ -357,59 +353,22 @@ void AttemptManager::Poll() {
         ++it;
         continue;
       }
-      v1::AttemptUpdate u;
-      bool all_exited = true;
-      for (auto& p : a.procs) {
-        if (!p->Poll()) {
-          all_exited = false;
-          continue;
-        }
-        if (a.reported[p->rank()]) continue;
-        a.reported[p->rank()] = true;
-        const auto note =
-            options_.sandbox ? options_.sandbox->OutOfMemoryNote(a.start, p->rank()) : std::nullopt;
-        if (note) std::ofstream(RankLogPath(a.paths, p->rank(), "stderr"), std::ios::app) << *note;
-        WorkerEventMetrics::Default().RankExited(
-            ClassifyRankExit(*p->exit(), a.stopped, a.fenced, note.has_value()));
-        *u.add_rank_exits() = ExitOf(a, options_.node_name, p->rank(), *p->exit());
-        a.exits.push_back(u.rank_exits(u.rank_exits_size() - 1));
-        for (const int rank : RanksOf(a, p->rank())) done.push_back(OutputOf(a, rank));
-        spdlog::info("run {} attempt {}: rank {} {}", a.start.run_id(), a.start.resumption_index(),
-                     p->rank(), p->exit()->ToString());
-      }
-      if (u.rank_exits_size() > 0 || (all_exited && !a.procs.empty())) {
-        u.set_run_id(a.start.run_id());
-        u.set_resumption_index(a.start.resumption_index());
-        u.set_phase(all_exited ? v1::ATTEMPT_PHASE_FINISHED : v1::ATTEMPT_PHASE_RANK_EXITED);
+      AttemptReaper::Reaped reaped = reaper_.Reap(a);
+      done.insert(done.end(), reaped.done.begin(), reaped.done.end());
+      if (reaped.update) {
         // The ranks' last lines are still on their way (on_rank_done_ below marks their files
         // complete): FINISHED waits for them in the next polls.
-        if (all_exited && finish_gate_.holds_updates()) {
-          std::vector<RankOutput> outputs;
-          for (const auto& p : a.procs) {
-            for (const int rank : RanksOf(a, p->rank())) outputs.push_back(OutputOf(a, rank));
-          }
-          finish_gate_.Hold(std::move(u), std::move(outputs), now);
+        if (reaped.ended && finish_gate_.holds_updates()) {
+          finish_gate_.Hold(*std::move(reaped.update), std::move(reaped.outputs), now);
         } else {
-          Queue(std::move(u));
+          Queue(*std::move(reaped.update));
         }
       }
-      if (all_exited) {
+      if (reaped.ended) {
         a.ended_at = now;
         (void)records_.Remove(it->first.first, it->first.second);
         RemoveSecretFiles(a.paths);
-        if (!a.image_digest.empty()) release.push_back(a.image_digest);
-        if (a.rendezvous_owner) walled.emplace_back(a.start.master_port(), *a.rendezvous_owner);
-        for (const auto& p : a.procs) {
-          cgroups.push_back(RankSandbox::CgroupName(a.start, p->rank()));
-        }
-        // Every rank here done with exit 0, not stopped: the run trained to its end, and its
-        // in-memory checkpoints have nothing left to resume.
-        if (!a.stopped && !a.fenced &&
-            std::all_of(a.procs.begin(), a.procs.end(), [](const auto& p) {
-              return !p->exit()->signaled() && !p->exit()->status_lost && p->exit()->exit_code == 0;
-            })) {
-          trained.push_back(a.start.run_id());
-        }
+        reaper_.Gather(a, leftovers);
       }
       ++it;
     }
@@ -419,15 +378,17 @@ void AttemptManager::Poll() {
   }
   for (const auto& d : done) on_rank_done_(d);
   // Outside mu_: the cache takes its own lock, and calls back (progress) under it.
-  for (const auto& digest : release) {
+  for (const auto& digest : leftovers.image_digests) {
     if (options_.images) options_.images->Release(digest);
   }
-  for (const auto& name : cgroups) {
+  for (const auto& name : leftovers.cgroups) {
     if (options_.sandbox) options_.sandbox->cgroups().Remove(name);
   }
-  for (const auto& run_id : trained) memory_folders_->Release(run_id);
+  for (const auto& run_id : leftovers.trained_runs) memory_folders_->Release(run_id);
   // Outside mu_: iptables takes a while.
-  for (const auto& [port, owner] : walled) options_.walls->ReleasePort(port, owner);
+  for (const auto& [port, owner] : leftovers.rendezvous_walls) {
+    options_.walls->ReleasePort(port, owner);
+  }
 }
 
 std::vector<v1::AttemptUpdate> AttemptManager::TakeUpdates() {

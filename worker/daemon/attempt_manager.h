@@ -1,9 +1,10 @@
-// The worker's ranks: starts an attempt's local ranks, watches them exit, stops them on
-// command or when the worker fences itself, and reports as lost what a previous incarnation of
-// the worker left behind (previous_incarnation.h). An attempt with an image, integrations or
-// pre-flight checks is first made ready by an AttemptPreparer (attempt_preparer.h) on a thread
-// of its own. The control session (control_session.h) turns what happens here into
-// AttemptUpdates and heartbeats; the log shipper is told about every rank's output files.
+// The worker's ranks: starts an attempt's local ranks, watches them exit (reaped by an
+// AttemptReaper, attempt_reaper.h), stops them on command or when the worker fences itself, and
+// reports as lost what a previous incarnation of the worker left behind (previous_incarnation.h).
+// An attempt with an image, integrations or pre-flight checks is first made ready by an
+// AttemptPreparer (attempt_preparer.h) on a thread of its own. The control session
+// (control_session.h) turns what happens here into AttemptUpdates and heartbeats; the log shipper
+// is told about every rank's output files.
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include "tessera/v1/worker.pb.h"
 #include "worker/common/rank_output.h"
 #include "worker/daemon/attempt_preparer.h"
+#include "worker/daemon/attempt_reaper.h"
 #include "worker/daemon/attempt_record.h"
 #include "worker/daemon/attempt_state.h"
 #include "worker/daemon/finish_gate.h"
@@ -151,6 +153,7 @@ class AttemptManager {
   const std::shared_ptr<const MemoryCheckpointFolders> memory_folders_;
   const RankSpecBuilder spec_builder_;
   const AttemptPreparer preparer_;
+  const AttemptReaper reaper_;
   absl::Mutex mu_;
   std::map<Key, AttemptState> attempts_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::AttemptUpdate> pending_ ABSL_GUARDED_BY(mu_);

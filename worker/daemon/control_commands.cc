@@ -5,13 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/timestamps.h"
 
 namespace tessera::worker {
 namespace {
-
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
-}
 
 std::string ErrorOf(const absl::Status& status) {
   return status.ok() ? std::string() : std::string(status.message());
@@ -66,7 +63,8 @@ std::string ControlCommands::Carry(const v1::ControlMessage& command) {
       const v1::StopAttempt& stop = command.stop_attempt();
       spdlog::info("stop run {} attempt {}: {}", stop.run_id(), stop.resumption_index(),
                    stop.reason());
-      attempts_.Stop(stop.run_id(), stop.resumption_index(), FromProto(stop.grace_period()));
+      attempts_.Stop(stop.run_id(), stop.resumption_index(),
+                     FromProtoDuration(stop.grace_period()));
       return "";
     }
     case v1::ControlMessage::kStartCanary:

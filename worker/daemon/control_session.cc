@@ -15,14 +15,6 @@
 #include "worker/daemon/worker_metrics.h"
 
 namespace tessera::worker {
-namespace {
-
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
-}
-
-}  // namespace
-
 ControlSession::ControlSession(ControlSessionOptions options, AttemptManager& attempts,
                                std::shared_ptr<Clock> clock, std::shared_ptr<Random> random)
     : options_(std::move(options)),
@@ -285,14 +277,14 @@ bool ControlSession::RunStream() {
   const v1::Registered& r = *registered;
   {
     absl::MutexLock lock(&mu_);
-    lease_duration_ = FromProto(r.lease_duration());
+    lease_duration_ = FromProtoDuration(r.lease_duration());
     lease_.Registered(sent, lease_duration_);
     PublishDeadline();
     ++stats_.registrations;
     stats_.connected = true;
   }
   spdlog::info("registered node {} (incarnation {}, lease {})", options_.node.name(),
-               r.incarnation(), absl::FormatDuration(FromProto(r.lease_duration())));
+               r.incarnation(), absl::FormatDuration(FromProtoDuration(r.lease_duration())));
 
   std::atomic<bool> read_ended{false};
   std::thread reader([&] {
@@ -302,7 +294,7 @@ bool ControlSession::RunStream() {
   });
   // The interval the scheduler gave at this registration.
   const absl::Duration beat_interval =
-      std::max(absl::Milliseconds(50), FromProto(r.heartbeat_interval()));
+      std::max(absl::Milliseconds(50), FromProtoDuration(r.heartbeat_interval()));
   int64_t sequence = 0;
   absl::Time next_heartbeat = clock_->Now();
   bool broken = false;
