@@ -128,13 +128,7 @@ absl::Status RankSandbox::Apply(const v1::StartAttempt& start, const AttemptPath
   } else {
     s.hidden.push_back(options_.state_dir);
   }
-  for (const auto& m : extra) {
-    if (m.writable && in_image && m.target == m.source) {
-      own.push_back({m.source, absl::StrCat(kInImageRoot, "/user-shared"), true, false});
-    } else {
-      own.push_back(m);  // a secret's file, where its owner said
-    }
-  }
+  own.insert(own.end(), extra.begin(), extra.end());  // at the targets the builder gave
   for (const auto& m : own) s.mounts.push_back(m);
   if (LaunchesPerNode(start)) {
     // mcli's place for the parameters. A root whose /mnt is a folder has it rebuilt so that

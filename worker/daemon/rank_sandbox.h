@@ -83,8 +83,9 @@ class RankSandbox {
   // environment (the run's own and Tessera's variables win). `gpus` are the GPUs the sandbox
   // holds: a rank's one, or a node container's every GPU of the run in local-rank order. A node
   // container (LaunchesPerNode) also has the parameters at kMcliParametersPath, and a /dev/shm
-  // and cgroup limits of its local ranks' shares added. `extra` are more binds: the user's
-  // shared folder, the run's secret files.
+  // and cgroup limits of its local ranks' shares added. `extra` are more binds, each at its
+  // target for this root (RankSpecBuilder chooses): the user's shared folder, the run's memory
+  // folder, the run's secret files.
   absl::Status Apply(const v1::StartAttempt& start, const AttemptPaths& paths, const RankRoot& root,
                      const std::vector<int>& gpus, const std::vector<sandbox::BindMount>& extra,
                      RankSpec& spec) const;

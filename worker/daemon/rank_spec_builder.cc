@@ -58,15 +58,17 @@ absl::StatusOr<std::vector<RankSpec>> RankSpecBuilder::Build(
   auto secret_mounts = PlaceSecrets(start, paths, identity, settings_.sandbox != nullptr, *specs);
   if (!secret_mounts.ok()) return secret_mounts.status();
   if (settings_.sandbox) {
+    // Each writable folder at its host path on the host's root; in an image under /tessera (the
+    // sandbox rewrites the variables that name it to match). Secrets go where their owner said.
+    const auto folder_bind = [in_image = root.rootfs != "/"](const std::string& host_path,
+                                                             const std::string& in_image_name) {
+      return sandbox::BindMount{
+          host_path, in_image ? absl::StrCat(kInImageRoot, "/", in_image_name) : host_path, true,
+          false};
+    };
     std::vector<sandbox::BindMount> extra = *secret_mounts;
-    if (!user_shared.empty()) extra.push_back({user_shared, user_shared, true, false});
-    if (memory) {
-      // In an image, under /tessera (the variable is rewritten to match).
-      extra.push_back(
-          {memory->path,
-           root.rootfs == "/" ? memory->path : absl::StrCat(kInImageRoot, "/memory-checkpoints"),
-           true, false});
-    }
+    if (!user_shared.empty()) extra.push_back(folder_bind(user_shared, "user-shared"));
+    if (memory) extra.push_back(folder_bind(memory->path, "memory-checkpoints"));
     for (auto& spec : *specs) {
       std::vector<int> gpus;
       if (LaunchesPerNode(start)) {
