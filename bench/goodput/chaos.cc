@@ -135,8 +135,16 @@ void Chaos::RepairNodes(const std::vector<std::string>& run_nodes) {
       continue;
     }
     if (auto st = RepairNode(*it); !st.ok()) {
-      std::fprintf(stderr, "repairing %s: %s\n", it->c_str(), st.ToString().c_str());
+      // Its worker is away (a netdrop on a slowed node, say): tried again at the next call, so
+      // that a fault is never left on a node for the rest of the run. Said once.
+      if (repair_failing_.insert(*it).second) {
+        std::fprintf(stderr, "repairing %s: %s (trying again until it works)\n", it->c_str(),
+                     st.ToString().c_str());
+      }
+      ++it;
+      continue;
     }
+    repair_failing_.erase(*it);
     it = broken_nodes_.erase(it);
   }
 }
@@ -144,8 +152,8 @@ void Chaos::RepairNodes(const std::vector<std::string>& run_nodes) {
 absl::Status Chaos::RepairNode(const std::string& node) {
   const bool crashed = Contains(crashed_nodes_, node);
   if (crashed) {
-    crashed_nodes_.erase(std::find(crashed_nodes_.begin(), crashed_nodes_.end(), node));
     if (auto st = cluster_.StartWorker(node); !st.ok()) return st;
+    crashed_nodes_.erase(std::find(crashed_nodes_.begin(), crashed_nodes_.end(), node));
   }
   // Lifts slow and hang (a restarted worker has neither). A node still finding the leader after
   // netdrop cannot take it, and is uncordoned all the same.

@@ -8,6 +8,7 @@
 // the next fault finds the cluster whole.
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,7 @@ class Chaos {
   std::vector<Repair> repairs_;
   std::vector<std::string> broken_nodes_;
   std::vector<std::string> crashed_nodes_;
+  std::set<std::string> repair_failing_;  // said once until a repair works
 };
 
 }  // namespace tessera::bench

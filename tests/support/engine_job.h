@@ -35,6 +35,8 @@ class EngineJob {
   std::map<int64_t, progress::ProgressRecord> Progress(int rank) const;
   // Rank `rank`'s output: its node's, under a node's launch.
   std::string Log(int rank) const;
+  // The process of rank `rank` (its node's launcher, under a node's launch).
+  pid_t Pid(int rank) const { return ranks_[static_cast<size_t>(rank / ranks_per_node_)].pid(); }
 
  private:
   std::string folder_;

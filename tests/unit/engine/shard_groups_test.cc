@@ -233,6 +233,29 @@ TEST_CASE("nested waits mark once: the outermost begins and ends it") {
   CHECK(marks == std::vector<bool>{true, false});
 }
 
+TEST_CASE("the time spent waiting is summed once however the waits nest, the open one included") {
+  double now = 100;
+  PeerWaits waits([](bool) {}, [&] { return now; });
+  CHECK(waits.waited_seconds() == 0);
+  {
+    PeerWaits::Scope outer(waits);
+    now += 2;
+    {
+      PeerWaits::Scope inner(waits);  // another thread's, say: the same wall time, once
+      now += 1;
+    }
+    CHECK(waits.waited_seconds() == 3);  // in progress
+    now += 0.5;
+  }
+  now += 10;  // computing: no wait
+  CHECK(waits.waited_seconds() == 3.5);
+  {
+    PeerWaits::Scope again(waits);
+    now += 0.25;
+  }
+  CHECK(waits.waited_seconds() == 3.75);
+}
+
 TEST_CASE(
     "a rank blocked in a parameter gather for a peer that has not come is marked waiting until "
     "the peer comes") {

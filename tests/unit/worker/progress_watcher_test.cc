@@ -1,6 +1,7 @@
 #include "worker/daemon/progress_watcher.h"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -61,6 +62,41 @@ TEST_CASE("the lowest rank's newest record goes out, at most once per interval")
   CHECK(updates[0].progress().step() == 43);
   f.clock->Advance(absl::Seconds(5));
   CHECK(f.watcher.Poll().empty());  // nothing new
+}
+
+TEST_CASE(
+    "a user's own Python script reporting through tessera_sdk.progress is read as tessera-train's "
+    "ranks are: step, checkpoint, resumption") {
+  Fixture f;
+  f.watcher.Watch(f.Rank(4));
+  // As a rank of a node's launcher sees it: TESSERA_PROGRESS_DIR and the RANK torchrun sets. The
+  // SDK's sources alone, no grpcio: what a run's image has.
+  const std::string script =
+      "from tessera_sdk.progress import ProgressReporter\n"
+      "p = ProgressReporter()\n"
+      "p.resumed_from(40)\n"
+      "p.report(41, total_steps=100, loss=2.5, learning_rate=1e-3, tokens_per_second=5000,\n"
+      "         mfu=0.25, compute_seconds=0.125)\n"
+      "p.checkpoint_committed(50)\n"
+      "p.report(52, total_steps=100, loss=2.25, checkpoint_interval_steps=25,\n"
+      "         checkpoint_save_seconds=0.5)\n";
+  const std::string script_path = f.dir + "/train.py";
+  std::ofstream(script_path) << script;
+  const std::string command =
+      "env -i PYTHONPATH=" TESSERA_SOURCE_DIR "/sdk/python TESSERA_PROGRESS_DIR=" + f.dir +
+      " RANK=4 /usr/bin/python3 " + script_path;
+  REQUIRE(std::system(command.c_str()) == 0);
+  auto updates = f.watcher.Poll();
+  REQUIRE(updates.size() == 1);
+  const auto& p = updates[0].progress();
+  CHECK(updates[0].rank() == 4);
+  CHECK(p.step() == 52);
+  CHECK(p.total_steps() == 100);
+  CHECK(p.loss() == 2.25);
+  CHECK(p.resumed_from_step() == 40);
+  CHECK(p.checkpoint_step() == 50);  // what lets a shrunk run grow back
+  CHECK(p.checkpoint_interval_steps() == 25);
+  CHECK(p.checkpoint_save_seconds() == 0.5);
 }
 
 TEST_CASE("a loss rollback goes out with the progress, its reason bounded and valid UTF-8") {

@@ -1,19 +1,36 @@
 #include "worker/engine/dist/peer_waits.h"
 
+#include <chrono>
 #include <utility>
 
 namespace tessera::engine {
 
-PeerWaits::PeerWaits(std::function<void(bool waiting)> mark) : mark_(std::move(mark)) {}
+PeerWaits::PeerWaits(std::function<void(bool waiting)> mark, std::function<double()> seconds)
+    : mark_(std::move(mark)), seconds_(std::move(seconds)) {}
+
+double PeerWaits::MonotonicSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 void PeerWaits::Begin() {
   absl::MutexLock lock(&mu_);
-  if (depth_++ == 0) mark_(true);
+  if (depth_++ == 0) {
+    began_ = seconds_();
+    mark_(true);
+  }
 }
 
 void PeerWaits::End() {
   absl::MutexLock lock(&mu_);
-  if (--depth_ == 0) mark_(false);
+  if (--depth_ == 0) {
+    waited_ += seconds_() - began_;
+    mark_(false);
+  }
+}
+
+double PeerWaits::waited_seconds() const {
+  absl::MutexLock lock(&mu_);
+  return depth_ > 0 ? waited_ + (seconds_() - began_) : waited_;
 }
 
 bool PeerWaits::waiting() const {

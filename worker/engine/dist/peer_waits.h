@@ -15,13 +15,22 @@
 namespace tessera::engine {
 
 // Counts the waits in progress on any thread; `mark` is called with true when the first begins
-// and with false when the last ends, never out of order.
+// and with false when the last ends, never out of order. It also sums the time during which any
+// wait was in progress (`seconds`: a monotonic clock, in seconds), so that a step's compute time
+// can leave out its waits for the peers: under FULL_SHARD the forward and backward passes gather
+// and reduce inside, and a fast rank waiting there for a slow node's would otherwise look as
+// slow as it (the straggler watch compares the nodes' compute times).
 class PeerWaits {
  public:
-  explicit PeerWaits(std::function<void(bool waiting)> mark);
+  explicit PeerWaits(std::function<void(bool waiting)> mark,
+                     std::function<double()> seconds = MonotonicSeconds);
   void Begin();
   void End();
   bool waiting() const;
+  // Seconds spent waiting so far, the wait in progress included.
+  double waited_seconds() const;
+
+  static double MonotonicSeconds();
 
   // Begin now, End when it goes out of scope.
   class Scope {
@@ -38,7 +47,10 @@ class PeerWaits {
  private:
   mutable absl::Mutex mu_;
   int depth_ ABSL_GUARDED_BY(mu_) = 0;
+  double waited_ ABSL_GUARDED_BY(mu_) = 0;  // ended waits
+  double began_ ABSL_GUARDED_BY(mu_) = 0;   // the one in progress, when depth_ > 0
   std::function<void(bool)> mark_;
+  std::function<double()> seconds_;
 };
 
 // `inner` with each of its blocking calls (every collective, and the Wait of one started

@@ -17,7 +17,7 @@ struct StepResult {
   double loss = 0;  // mean over the global batch
   double grad_norm = 0;
   double learning_rate = 0;
-  double compute_seconds = 0;  // forward and backward on this rank
+  double compute_seconds = 0;  // forward and backward on this rank, less its waits for peers
 };
 
 // What does not change during a run.

@@ -267,6 +267,7 @@ absl::StatusOr<StepResult> Trainer::Step() {
   const double denominator = static_cast<double>(config_.global_train_batch_size * seq_len_);
 
   const auto compute_start = std::chrono::steady_clock::now();
+  const double waited_before = peer_waits_->waited_seconds();
   parameters_->BeginStep();
   auto loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   for (int64_t m = 0; m < per_rank / micro; ++m) {
@@ -291,8 +292,11 @@ absl::StatusOr<StepResult> Trainer::Step() {
   } else if (harm == DebugBadBatches::Harm::kSpike) {
     loss_sum.mul_(100);
   }
-  const double compute_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
+  // Less the waits for peers inside (FULL_SHARD's gathers and reductions): what this rank
+  // computed, so that a slow node stands out against the ranks that wait for it.
+  const double compute_seconds = std::max(
+      0.0, std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count() -
+               (peer_waits_->waited_seconds() - waited_before));
   groups_->world().AllReduceSum(loss_sum);
   torch::Tensor grad = parameters_->ReduceGradients();
 
