@@ -143,7 +143,9 @@ TEST_CASE("a node failure requeues while retries are left, then fails") {
   CHECK(d.messages.back() == "Run failed: a system failure after all 1 retries");
 }
 
-TEST_CASE("after a hang the next attempt keeps off the hung rank's node for a while") {
+TEST_CASE(
+    "after a hang the run keeps off the hung rank's node for a while, whatever ends its attempts "
+    "meanwhile") {
   Driver d;
   d.run.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(true);
   d.StartAttempt(0);
@@ -153,11 +155,21 @@ TEST_CASE("after a hang the next attempt keeps off the hung rank's node for a wh
   REQUIRE(d.run.status() == v1::RUN_STATUS_QUEUED);
   CHECK(d.run.avoid_node() == "node-a");
   CHECK(FromProtoTime(d.run.avoid_node_until()) == d.now + kAvoidHungNodeFor);
-  // A node failure takes its node out of service by itself: nothing to avoid.
+  const absl::Time until = d.now + kAvoidHungNodeFor;
+  // Another node lost meanwhile: the hung node is still being checked, and still avoided.
   d.StartAttempt(1);
   v1::Attempt lost = Update(1, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
-  lost.set_first_failed_node("node-a");
+  lost.set_first_failed_node("node-b");
   d.Apply(lost);
+  REQUIRE(d.run.status() == v1::RUN_STATUS_QUEUED);
+  CHECK(d.run.avoid_node() == "node-a");
+  CHECK(FromProtoTime(d.run.avoid_node_until()) == until);
+  // Past its while, the next requeue forgets it.
+  d.StartAttempt(2);
+  d.now = until;
+  v1::Attempt again = Update(2, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  again.set_first_failed_node("node-c");
+  d.Apply(again);
   REQUIRE(d.run.status() == v1::RUN_STATUS_QUEUED);
   CHECK(d.run.avoid_node().empty());
   CHECK_FALSE(d.run.has_avoid_node_until());
