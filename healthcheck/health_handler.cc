@@ -23,8 +23,9 @@ absl::Status HealthHandler::StartSweep(const Who& who, const v1::StartSweepReque
   return idem_->Run(absl::StrCat("StartSweep/", who.user), req.idempotency_key(), req, resp, [&] {
     TESSERA_ASSIGN_OR_RETURN(
         *resp->mutable_sweep(),
-        launcher_->CreateSweep(trigger, {req.node_names().begin(), req.node_names().end()},
-                               who.user, "", ""));
+        launcher_->CreateSweep({.trigger = trigger,
+                                .nodes = {req.node_names().begin(), req.node_names().end()},
+                                .requested_by = who.user}));
     return absl::OkStatus();
   });
 }
@@ -146,13 +147,18 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
   std::vector<std::string> sweep_nodes = {req.node_name()};
   auto nodes = NodesByName(*scheduler_);
   auto running = runs_->ListRunning();
-  // The sweep is for the hung run: its next attempt (kept off the node for a while,
-  // Run.avoid_node, unless it names its nodes) is no neighbour whose presence defers it
-  // (sweep_neighbours.h).
+  // The sweep is for the hung run: on the nodes it held, its next attempt (kept off the hung
+  // node for a while, Run.avoid_node, unless it names its nodes) is no neighbour whose presence
+  // defers a verdict; on a peer it is one (sweep_neighbours.h).
   std::string run_name;
+  std::vector<std::string> run_nodes = {req.node_name()};
   if (running.ok()) {
     for (const auto& r : *running) {
-      if (r.id() == req.run_id()) run_name = r.name();
+      if (r.id() != req.run_id()) continue;
+      run_name = r.name();
+      for (const auto& n : r.nodes()) {
+        if (n.node_name() != req.node_name()) run_nodes.push_back(n.node_name());
+      }
     }
   }
   if (nodes.ok() && running.ok()) {
@@ -164,8 +170,13 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
       sweep_nodes.push_back(std::move(peer));
     }
   }
-  auto sweep = launcher_->CreateSweep(v1::SWEEP_TRIGGER_HANG, sweep_nodes, "tessera-health",
-                                      run_name, req.node_name(), what);
+  auto sweep = launcher_->CreateSweep({.trigger = v1::SWEEP_TRIGGER_HANG,
+                                       .nodes = sweep_nodes,
+                                       .requested_by = "tessera-health",
+                                       .run_name = run_name,
+                                       .run_nodes = run_nodes,
+                                       .suspect_node = req.node_name(),
+                                       .trigger_detail = what});
   evict.set_detail(sweep.ok() ? absl::StrCat(what, "; node checked by sweep ", sweep->id()) : what);
   if (!sweep.ok()) {
     spdlog::warn("no sweep of {} after its hang: {}", req.node_name(), sweep.status().ToString());

@@ -408,10 +408,15 @@ void SweepDriver::FollowUp(v1::Sweep& finished) {
     what.push_back(absl::StrCat("left inconclusive (",
                                 absl::StrJoin(finished.inconclusive_nodes(), ", "), ")"));
   }
-  auto next = launcher_->CreateSweep(finished.trigger(), online, finished.requested_by(),
-                                     finished.run_name(), finished.suspect_node(),
-                                     absl::StrCat("measuring again what sweep ", finished.id(), " ",
-                                                  absl::StrJoin(what, " and ")));
+  auto next = launcher_->CreateSweep(
+      {.trigger = finished.trigger(),
+       .nodes = online,
+       .requested_by = finished.requested_by(),
+       .run_name = finished.run_name(),
+       .run_nodes = {finished.run_nodes().begin(), finished.run_nodes().end()},
+       .suspect_node = finished.suspect_node(),
+       .trigger_detail = absl::StrCat("measuring again what sweep ", finished.id(), " ",
+                                      absl::StrJoin(what, " and "))});
   if (!next.ok()) {
     spdlog::warn("health: no follow-up of sweep {}: {}", finished.id(), next.status().ToString());
     return;

@@ -32,13 +32,9 @@ std::string SweepLauncher::NewSweepId() {
   return id;
 }
 
-absl::StatusOr<v1::Sweep> SweepLauncher::CreateSweep(v1::SweepTrigger trigger,
-                                                     std::vector<std::string> nodes,
-                                                     const std::string& requested_by,
-                                                     const std::string& run_name,
-                                                     const std::string& suspect_node,
-                                                     const std::string& trigger_detail) {
+absl::StatusOr<v1::Sweep> SweepLauncher::CreateSweep(SweepRequest request) {
   TESSERA_ASSIGN_OR_RETURN(auto known, NodesByName(*scheduler_));
+  std::vector<std::string>& nodes = request.nodes;
   if (nodes.empty()) {
     for (const auto& [name, n] : known) {
       if (ReadyForChecking(n)) nodes.push_back(name);
@@ -62,19 +58,21 @@ absl::StatusOr<v1::Sweep> SweepLauncher::CreateSweep(v1::SweepTrigger trigger,
   }
   v1::Sweep sweep;
   sweep.set_id(NewSweepId());
-  sweep.set_trigger(trigger);
+  sweep.set_trigger(request.trigger);
   sweep.set_state(v1::SWEEP_STATE_RUNNING);
   for (const auto& n : NeighbourOrder(chosen)) sweep.add_node_names(n.name());
   *sweep.mutable_created_at() = ToProtoTime(clock_->Now());
-  sweep.set_requested_by(requested_by);
-  sweep.set_run_name(run_name);
-  sweep.set_suspect_node(suspect_node);
-  sweep.set_trigger_detail(trigger_detail);
+  sweep.set_requested_by(request.requested_by);
+  sweep.set_run_name(request.run_name);
+  for (auto& n : request.run_nodes) sweep.add_run_nodes(std::move(n));
+  sweep.set_suspect_node(request.suspect_node);
+  sweep.set_trigger_detail(request.trigger_detail);
   sweep.set_expected_results(
       ExpectedResults({sweep.node_names().begin(), sweep.node_names().end()}));
   TESSERA_RETURN_IF_ERROR(store_->CreateSweep(sweep));
-  spdlog::info("sweep {} ({}) of {} node(s){}", sweep.id(), v1::SweepTrigger_Name(trigger),
-               sweep.node_names_size(), run_name.empty() ? "" : " for run " + run_name);
+  spdlog::info("sweep {} ({}) of {} node(s){}", sweep.id(), v1::SweepTrigger_Name(request.trigger),
+               sweep.node_names_size(),
+               request.run_name.empty() ? "" : " for run " + request.run_name);
   return sweep;
 }
 

@@ -17,6 +17,21 @@
 
 namespace tessera::health {
 
+// What a sweep is made of and for.
+struct SweepRequest {
+  v1::SweepTrigger trigger = v1::SWEEP_TRIGGER_ON_DEMAND;
+  // The nodes to measure; all ready nodes when empty (online, and schedulable or cordoned by
+  // the health API itself).
+  std::vector<std::string> nodes{};
+  std::string requested_by{};
+  // The run the sweep is for (an MFU drop, a straggler, a hang), if any, and the nodes it held
+  // when the sweep was made (v1::Sweep.run_nodes).
+  std::string run_name{};
+  std::vector<std::string> run_nodes{};
+  std::string suspect_node{};
+  std::string trigger_detail{};
+};
+
 class SweepLauncher {
  public:
   SweepLauncher(std::shared_ptr<store::HealthStore> store, std::shared_ptr<SchedulerApi> scheduler,
@@ -26,14 +41,9 @@ class SweepLauncher {
         clock_(std::move(clock)),
         random_(std::move(random)) {}
 
-  // A sweep of `nodes` (all ready nodes when empty: online, and schedulable or cordoned by the
-  // health API itself), RUNNING and not yet dispatched. INVALID_ARGUMENT names a node that is
-  // unknown or not online.
-  absl::StatusOr<v1::Sweep> CreateSweep(v1::SweepTrigger trigger, std::vector<std::string> nodes,
-                                        const std::string& requested_by,
-                                        const std::string& run_name,
-                                        const std::string& suspect_node,
-                                        const std::string& trigger_detail = "");
+  // A sweep as `request` says, RUNNING and not yet dispatched. INVALID_ARGUMENT names a node
+  // that is unknown or not online.
+  absl::StatusOr<v1::Sweep> CreateSweep(SweepRequest request);
 
  private:
   std::string NewSweepId();

@@ -2,10 +2,12 @@
 // Which runs of other tenants shared a sweep's nodes while it measured them. A verdict on such a
 // node could be a neighbour's doing (a run that takes every core, or holds the canary's port),
 // and acting on it would evict every tenant there: the node is drained instead, and measured
-// again once idle (deferred_verdicts.h). "Other tenants" are the users
-// other than that of the run that triggered the sweep (its own runs are what it measures); for
-// a sweep of no run, every run. Runs are looked at when each stage is dispatched and at each
-// verdict; what a run that came and went between two looks did goes unseen.
+// again once idle (deferred_verdicts.h). "Other tenants" are the users other than that of the
+// run that triggered the sweep on the nodes that run held then (v1::Sweep.run_nodes: its runs
+// there are what it measures), and every user on the other nodes (idle peers when the sweep was
+// made: the run resumed on one after a hang or a straggler competes with its canaries like
+// anyone's); for a sweep of no run, every run. Runs are looked at when each stage is dispatched and
+// at each verdict; what a run that came and went between two looks did goes unseen.
 
 #include <map>
 #include <memory>

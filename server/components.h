@@ -138,6 +138,7 @@ struct HealthOptions {
   absl::Duration canary_timeout = absl::Seconds(60);
   int mfu_reports = 3;
   double straggler_factor = 1.5;
+  bool move_off_stragglers = true;
   absl::Duration tick = absl::Milliseconds(200);
   // All-reduce payloads between CPU nodes (empty: 1, 4, 16 and 64 MiB).
   std::vector<int64_t> cpu_payload_bytes;

@@ -64,6 +64,11 @@ void AddHealthFlags(CLI::App& app, HealthFlags& f) {
                  "a node whose compute time per step is this many times its peers' is swept")
       ->capture_default_str()
       ->check(CLI::Range(1.05, 100.0));
+  app.add_option("--move-off-stragglers", f.options.move_off_stragglers,
+                 "move a straggler's run off it at once when an idle node of its pool is free or "
+                 "the run accepts fewer nodes (false: the run stays until a sweep condemns the "
+                 "node)")
+      ->capture_default_str();
 }
 
 absl::StatusOr<HealthOptions> FinishHealthFlags(HealthFlags f) {

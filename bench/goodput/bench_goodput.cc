@@ -76,6 +76,9 @@ bool ParseArgs(int argc, char** argv, Options* o) {
     } else if (flag == "--memory-checkpoint-interval") {
       ok = absl::SimpleAtoi(value, &o->memory_checkpoint_interval) &&
            o->memory_checkpoint_interval >= 0;
+    } else if (flag == "--move-off-stragglers") {
+      ok = value == "true" || value == "false";
+      o->cluster.move_off_stragglers = value == "true";
     } else if (flag == "--kinds") {
       o->kinds = absl::StrSplit(value, ',', absl::SkipEmpty());
       for (const auto& k : o->kinds) {
@@ -280,7 +283,8 @@ int main(int argc, char** argv) {
   if (!tessera::bench::ParseArgs(argc, argv, &o)) {
     std::fprintf(stderr,
                  "usage: bench_goodput [--steps N] [--rounds R] [--seed S] [--min-gap S] "
-                 "[--max-gap S] [--kinds xid,crash,...] [--loss-seconds S]\n");
+                 "[--max-gap S] [--kinds xid,crash,...] [--loss-seconds S] [--save-interval N] "
+                 "[--memory-checkpoint-interval N] [--move-off-stragglers true|false]\n");
     return 64;
   }
   return tessera::bench::Main(o);

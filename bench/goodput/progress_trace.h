@@ -45,9 +45,7 @@ class ProgressTrace {
   // The step the run had reached at `t` (the latest sample at or before it).
   int64_t StepAt(absl::Time t) const;
   // Whether the step moved in the last `d`: an attempt is training.
-  bool AdvancedWithin(absl::Duration d) const {
-    return Latest().step > StepAt(absl::Now() - d);
-  }
+  bool AdvancedWithin(absl::Duration d) const { return Latest().step > StepAt(absl::Now() - d); }
 
  private:
   void Poll();

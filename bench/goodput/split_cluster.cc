@@ -81,8 +81,10 @@ absl::Status SplitCluster::StartService(const std::string& role) {
     flags = {"--runs-endpoint", endpoints_["runs"]};
   } else if (role == "health") {
     binary = "tessera-health";
-    flags = {"--scheduler-endpoint", schedulers,        "--cordon-endpoint",
-             endpoints_["cordon"],   "--runs-endpoint", endpoints_["runs"]};
+    flags = {"--scheduler-endpoint",  schedulers,
+             "--cordon-endpoint",     endpoints_["cordon"],
+             "--runs-endpoint",       endpoints_["runs"],
+             "--move-off-stragglers", options_.move_off_stragglers ? "true" : "false"};
   } else {
     return absl::InvalidArgumentError("no service role " + role);
   }

@@ -35,6 +35,8 @@ struct SplitClusterOptions {
   // A node heard from is lost once silent this long (0: the lease): a dead node costs its run
   // this, not the whole lease.
   double loss_seconds = 2.8;
+  // tessera-health --move-off-stragglers (its default: true).
+  bool move_off_stragglers = true;
   std::string root;  // state folders, the shared folder, process logs
 };
 

@@ -420,14 +420,16 @@ absl::StatusOr<Transition> ApplyAttemptUpdate(const v1::Run& run,
     for (const auto& n : r.nodes()) {
       if (n.node_name() != a.first_failed_node()) r.add_requeued_from_nodes(n.node_name());
     }
-    if (a.end_reason() == v1::ATTEMPT_END_REASON_HANG && !a.first_failed_node().empty()) {
+    const bool node_suspected = a.end_reason() == v1::ATTEMPT_END_REASON_HANG ||
+                                a.end_reason() == v1::ATTEMPT_END_REASON_STRAGGLER;
+    if (node_suspected && !a.first_failed_node().empty()) {
       r.set_avoid_node(a.first_failed_node());
-      *r.mutable_avoid_node_until() = ToProtoTime(now + kAvoidHungNodeFor);
+      *r.mutable_avoid_node_until() = ToProtoTime(now + kAvoidSuspectNodeFor);
     } else if (r.has_avoid_node_until() && FromProtoTime(r.avoid_node_until()) <= now) {
       r.clear_avoid_node();
       r.clear_avoid_node_until();
     }
-    // Otherwise a hung node stays avoided for its while whatever ended the attempts since:
+    // Otherwise a suspected node stays avoided for its while whatever ended the attempts since:
     // its sweep (and the follow-up) may still be measuring it, and a run placed there competes
     // with the canaries, so that a check that times out condemns a healthy node and evicts the
     // run (bench_goodput: a netdrop's resumption landed on the hung node mid-sweep).

@@ -39,10 +39,11 @@ int RetryLimit(const v1::RunSpec& spec);
 inline constexpr int kMaxControlPlaneInterruptions = 100;
 // Attempts whose nodes failed their pre-flight checks a run may have before it fails.
 inline constexpr int kMaxPreflightFailures = 20;
-// How long a run's next attempt keeps off the node its hang was blamed on (Run.avoid_node): long
-// enough for the node's sweep to decide (tens of seconds, minutes behind other sweeps), short
-// enough that a run whose only fitting node that is waits no longer than this.
-inline constexpr absl::Duration kAvoidHungNodeFor = absl::Minutes(5);
+// How long a run's next attempt keeps off the node its hang was blamed on, or that it was moved
+// off as a straggler (Run.avoid_node): long enough for the node's sweep to decide (tens of
+// seconds, minutes behind other sweeps), short enough that a run whose only fitting node that
+// is waits no longer than this.
+inline constexpr absl::Duration kAvoidSuspectNodeFor = absl::Minutes(5);
 
 // The run's current attempt among `attempts` (the one of its resumption_index), if recorded.
 std::optional<v1::Attempt> CurrentAttempt(const v1::Run& run,

@@ -154,8 +154,8 @@ TEST_CASE(
   d.Apply(hung);
   REQUIRE(d.run.status() == v1::RUN_STATUS_QUEUED);
   CHECK(d.run.avoid_node() == "node-a");
-  CHECK(FromProtoTime(d.run.avoid_node_until()) == d.now + kAvoidHungNodeFor);
-  const absl::Time until = d.now + kAvoidHungNodeFor;
+  CHECK(FromProtoTime(d.run.avoid_node_until()) == d.now + kAvoidSuspectNodeFor);
+  const absl::Time until = d.now + kAvoidSuspectNodeFor;
   // Another node lost meanwhile: the hung node is still being checked, and still avoided.
   d.StartAttempt(1);
   v1::Attempt lost = Update(1, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
@@ -173,6 +173,26 @@ TEST_CASE(
   REQUIRE(d.run.status() == v1::RUN_STATUS_QUEUED);
   CHECK(d.run.avoid_node().empty());
   CHECK_FALSE(d.run.has_avoid_node_until());
+}
+
+TEST_CASE("a run moved off a straggler keeps off it for a while; a node failure is not avoided") {
+  Driver d;
+  d.run.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(true);
+  d.StartAttempt(0);
+  v1::Attempt moved = Update(0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_STRAGGLER);
+  moved.set_first_failed_node("node-b");
+  d.Apply(moved);
+  REQUIRE(d.run.status() == v1::RUN_STATUS_QUEUED);
+  CHECK(d.run.avoid_node() == "node-b");
+  CHECK(FromProtoTime(d.run.avoid_node_until()) == d.now + kAvoidSuspectNodeFor);
+  Driver other;
+  other.run.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(true);
+  other.StartAttempt(0);
+  v1::Attempt lost = Update(0, v1::RUN_STATUS_FAILED, v1::ATTEMPT_END_REASON_NODE_FAILURE);
+  lost.set_first_failed_node("node-b");
+  other.Apply(lost);
+  REQUIRE(other.run.status() == v1::RUN_STATUS_QUEUED);
+  CHECK(other.run.avoid_node().empty());
 }
 
 TEST_CASE("retry limits: off by default, 10 when on, max_retries overrides") {
