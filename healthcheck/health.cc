@@ -23,8 +23,10 @@ Health MakeHealth(std::shared_ptr<store::HealthStore> store,
                                                 metrics, config.uncordon_after_passes);
   h.driver = std::make_shared<SweepDriver>(store, scheduler, clock, random, config, neighbours,
                                            h.launcher, h.remediation, metrics);
-  h.triggers = std::make_shared<SweepTriggers>(scheduler, runs, h.launcher, deferred, clock,
-                                               config.triggers);
+  auto moves = std::make_shared<StragglerMoves>(scheduler, clock, config.triggers.moves,
+                                                config.triggers.watch.straggler_factor);
+  h.triggers = std::make_shared<SweepTriggers>(scheduler, runs, h.launcher, deferred,
+                                               std::move(moves), clock, config.triggers);
   h.handler = std::make_shared<HealthHandler>(store, scheduler, runs, idem, clock, h.launcher,
                                               h.remediation, std::move(config));
   return h;

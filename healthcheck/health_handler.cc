@@ -10,6 +10,7 @@
 #include "base/timestamps.h"
 #include "healthcheck/sweep_plan.h"
 #include "proto/policy/gpu_faults.h"
+#include "proto/policy/rank_hang.h"
 #include "services/common/rpc.h"
 
 namespace tessera::health {
@@ -127,9 +128,7 @@ absl::Status HealthHandler::ReportRankHang(const Who& who, const v1::ReportRankH
   const std::string what = absl::StrFormat(
       "rank %d of run %s (attempt %d) on %s made no progress for %.1f s (%s)", req.rank(),
       req.run_id(), req.resumption_index(), req.node_name(), req.seconds_without_progress(),
-      req.before_first_report()
-          ? std::string("before its first report: stopped or stuck in the kernel, no CPU used")
-          : absl::StrCat("last step ", req.last_step()));
+      HangCircumstance(req.before_first_report(), req.before_first_step(), req.last_step()));
   // A hang is the run's own signal, which its command controls: it ends and requeues that run
   // only. The node is cordoned (and other tenants' runs evicted) only if an independent check,
   // a sweep of the node, finds it at fault (Remediate); a rank waiting in a collective does not

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -11,7 +12,7 @@ namespace tessera::health {
 
 void SweepTriggers::Tick(const absl::StatusOr<std::vector<v1::Sweep>>& sweeps) {
   ScheduleSweeps();
-  WatchRuns();
+  WatchRuns(sweeps);
   if (sweeps.ok()) RemeasureDrained(*sweeps);
 }
 
@@ -61,7 +62,7 @@ void SweepTriggers::ScheduleSweeps() {
                                 .requested_by = "tessera-health"});
 }
 
-void SweepTriggers::WatchRuns() {
+void SweepTriggers::WatchRuns(const absl::StatusOr<std::vector<v1::Sweep>>& sweeps) {
   if (!Due(next_watch_, config_.run_watch_interval)) return;
   auto running = runs_->ListRunning();
   if (!running.ok()) return;
@@ -75,89 +76,61 @@ void SweepTriggers::WatchRuns() {
       if (auto t = watch_.Observe(run)) triggers.push_back(*t);
     }
     watch_.Retain(ids);
-    const absl::Time now = clock_->Now();
-    for (auto it = moved_at_.begin(); it != moved_at_.end();) {
-      it = now - it->second >= config_.straggler_move_rest ? moved_at_.erase(it) : std::next(it);
-    }
   }
-  if (triggers.empty()) return;
+  if (triggers.empty() && !moves_->AnyPending()) return;
   auto nodes = NodesByName(*scheduler_);
   if (!nodes.ok()) return;
+  moves_->Tick(*running, *nodes, busy);
   for (const auto& t : triggers) {
     const v1::Run* run = nullptr;
     for (const auto& r : *running) {
       if (r.name() == t.run_name) run = &r;
     }
     if (run == nullptr) continue;
-    const bool move =
-        t.trigger == v1::SWEEP_TRIGGER_STRAGGLER && MayMoveOff(*run, t.suspect_node, *nodes, busy);
-    spdlog::warn("health: run {}: {}; {}sweeping its nodes", t.run_name, t.reason,
-                 move ? "moving it off " + t.suspect_node + " and " : "");
-    std::vector<std::string> run_nodes;
-    for (const auto& n : run->nodes()) run_nodes.push_back(n.node_name());
-    std::vector<std::string> sweep_nodes = run_nodes;
-    for (auto& peer : IdlePeers(*nodes, busy, config_.max_peers)) {
-      sweep_nodes.push_back(std::move(peer));
-    }
-    auto sweep = launcher_->CreateSweep({.trigger = t.trigger,
-                                         .nodes = std::move(sweep_nodes),
-                                         .requested_by = "tessera-health",
-                                         .run_name = t.run_name,
-                                         .run_nodes = std::move(run_nodes),
-                                         .suspect_node = t.suspect_node,
-                                         .trigger_detail = t.reason});
+    // A sweep for the run still measuring the suspect (or, for an MFU drop, its nodes) gives
+    // its verdict: another of the same nodes would only compete with it, and with the run, for
+    // the machines' time.
+    absl::StatusOr<v1::Sweep> sweep = RunningSweepFor(sweeps, t);
+    spdlog::warn("health: run {}: {}; {}", t.run_name, t.reason,
+                 sweep.ok() ? "sweep " + sweep->id() + " is measuring it already"
+                            : std::string("sweeping its nodes"));
     if (!sweep.ok()) {
-      spdlog::warn("health: no sweep for run {}: {}", t.run_name, sweep.status().ToString());
+      std::vector<std::string> run_nodes;
+      for (const auto& n : run->nodes()) run_nodes.push_back(n.node_name());
+      std::vector<std::string> sweep_nodes = run_nodes;
+      for (auto& peer : IdlePeers(*nodes, busy, config_.max_peers)) {
+        sweep_nodes.push_back(std::move(peer));
+      }
+      sweep = launcher_->CreateSweep({.trigger = t.trigger,
+                                      .nodes = std::move(sweep_nodes),
+                                      .requested_by = "tessera-health",
+                                      .run_name = t.run_name,
+                                      .run_nodes = std::move(run_nodes),
+                                      .suspect_node = t.suspect_node,
+                                      .trigger_detail = t.reason});
+      if (!sweep.ok()) {
+        spdlog::warn("health: no sweep for run {}: {}", t.run_name, sweep.status().ToString());
+      }
     }
-    if (move) MoveOff(*run, t, sweep);
+    if (t.trigger == v1::SWEEP_TRIGGER_STRAGGLER) {
+      moves_->OnStraggler(*run, t, *nodes, busy, sweep.ok() ? sweep->id() : "");
+    }
   }
 }
 
-bool SweepTriggers::MayMoveOff(const v1::Run& run, const std::string& straggler,
-                               const std::map<std::string, v1::Node>& nodes,
-                               const std::set<std::string>& busy) {
-  if (!config_.move_off_stragglers || straggler.empty()) return false;
-  const v1::ComputeSpec& compute = run.spec().compute();
-  if (compute.node_names_size() > 0) return false;  // it keeps the nodes it names
-  {
-    absl::MutexLock lock(&mu_);
-    if (moved_at_.count(run.id())) return false;
-  }
-  if (compute.min_nodes() > 0 && compute.min_nodes() < run.nodes_size()) return true;
-  auto it = nodes.find(straggler);
-  if (it == nodes.end()) return false;
-  const v1::Node& slow = it->second;
-  // A node the scheduler could place the run's next attempt on instead: online, schedulable,
-  // idle, of the same pool (cluster, GPU type and count).
-  for (const auto& [name, n] : nodes) {
-    if (name != straggler && !busy.count(name) && n.liveness() == v1::NODE_LIVENESS_ONLINE &&
-        n.admin_state() == v1::NODE_ADMIN_STATE_SCHEDULABLE &&
-        n.health() != v1::NODE_HEALTH_UNHEALTHY && n.cluster() == slow.cluster() &&
-        n.gpu_type() == slow.gpu_type() && n.gpu_count() == slow.gpu_count()) {
-      return true;
+absl::StatusOr<v1::Sweep> SweepTriggers::RunningSweepFor(
+    const absl::StatusOr<std::vector<v1::Sweep>>& sweeps, const SweepTriggerEvent& t) {
+  if (sweeps.ok()) {
+    for (const auto& s : *sweeps) {
+      if (s.state() != v1::SWEEP_STATE_RUNNING || s.run_name() != t.run_name) continue;
+      const auto& nodes = s.node_names();
+      if (t.suspect_node.empty() ||
+          std::find(nodes.begin(), nodes.end(), t.suspect_node) != nodes.end()) {
+        return s;
+      }
     }
   }
-  return false;
-}
-
-void SweepTriggers::MoveOff(const v1::Run& run, const SweepTriggerEvent& t,
-                            const absl::StatusOr<v1::Sweep>& sweep) {
-  v1::EvictNodeRequest evict;
-  evict.set_idempotency_key(
-      absl::StrCat("straggler/", run.id(), "/", run.resumption_index(), "/", t.suspect_node));
-  evict.set_node_name(t.suspect_node);
-  evict.set_reason(v1::ATTEMPT_END_REASON_STRAGGLER);
-  evict.set_detection_method(v1::DETECTION_METHOD_STRAGGLER_WATCH);
-  evict.set_run_id(run.id());
-  evict.set_detail(absl::StrCat(t.reason, "; the run moved off it",
-                                sweep.ok() ? "; the node is checked by sweep " + sweep->id() : ""));
-  if (auto moved = scheduler_->EvictNode(evict); !moved.ok()) {
-    spdlog::warn("health: run {} not moved off {}: {}", t.run_name, t.suspect_node,
-                 moved.status().ToString());
-    return;
-  }
-  absl::MutexLock lock(&mu_);
-  moved_at_[run.id()] = clock_->Now();
+  return absl::NotFoundError("no sweep of the run's suspect is running");
 }
 
 }  // namespace tessera::health

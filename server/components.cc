@@ -286,7 +286,7 @@ class HealthComponent final : public Component {
     c.canary.allreduce_timeout = o.canary_timeout;
     c.triggers.watch.mfu_reports = o.mfu_reports;
     c.triggers.watch.straggler_factor = o.straggler_factor;
-    c.triggers.move_off_stragglers = o.move_off_stragglers;
+    c.triggers.moves.enabled = o.move_off_stragglers;
     if (!o.cpu_payload_bytes.empty()) c.canary.cpu_payload_bytes = o.cpu_payload_bytes;
     if (o.canary_port_first > 0) {
       c.port_base = o.canary_port_first;

@@ -4,9 +4,10 @@ torchrun starts it once per rank (the run's command runs torchrun once per node,
 command); it trains a small regression model with DistributedDataParallel over Gloo (NCCL on GPU
 nodes), saves a checkpoint to the cluster's shared folder every --save-every steps, resumes from
 the newest one on whatever number of nodes the run has now, and tells Tessera its progress
-through tessera_sdk.progress: steps and loss for `mcli get runs`, waits for the other ranks for
-hang detection, and each committed checkpoint, after which a run that lost a node and resumed on
-fewer (compute.min_nodes) grows back onto all of them.
+through tessera_sdk.progress: when it is ready to take its first step, steps and loss for `mcli
+get runs`, waits for the other ranks for hang detection, and each committed checkpoint, after
+which a run that lost a node and resumed on fewer (compute.min_nodes) grows back onto all of
+them.
 
 The global batch is the same on any world size (each rank takes its slice of it), so the loss
 curve does not depend on how many nodes an attempt had.
@@ -70,8 +71,9 @@ def main():
     if rank == 0:
         print("%s from step %d on %d ranks" % ("resumed" if path else "starting", start, world),
               flush=True)
-    ddp = DistributedDataParallel(model)
+    ddp = DistributedDataParallel(model)  # meets the other ranks: start-up, however long
     per_rank = args.global_batch // world
+    progress.ready(start)  # from here a step that never ends is a hang (the run's hang_timeout)
     for step in range(start, args.steps):
         began = time.monotonic()
         x, y = batch(step, args.global_batch)

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "proto/policy/gpu_faults.h"
+#include "proto/policy/rank_hang.h"
 #include "services/common/rpc.h"
 
 namespace tessera::scheduler {
@@ -68,6 +69,7 @@ absl::Status HealthRelay::OnRankHang(const std::string& node, const v1::RankHang
   req.set_seconds_without_progress(hang.seconds_without_progress());
   req.set_in_collective(hang.in_collective());
   req.set_before_first_report(hang.before_first_report());
+  req.set_before_first_step(hang.before_first_step());
   absl::Status st = health_ ? health_->ReportRankHang(req)
                             : absl::UnavailableError("no health API is configured");
   if (st.ok()) return st;
@@ -80,9 +82,7 @@ absl::Status HealthRelay::OnRankHang(const std::string& node, const v1::RankHang
   const std::string detail = absl::StrFormat(
       "rank %d on %s made no progress for %.1f s (%s)", hang.rank(), node,
       hang.seconds_without_progress(),
-      hang.before_first_report()
-          ? std::string("before its first report: stopped or stuck in the kernel, no CPU used")
-          : absl::StrCat("last step ", hang.last_step()));
+      HangCircumstance(hang.before_first_report(), hang.before_first_step(), hang.last_step()));
   control_->StopAttempt(*run, v1::ATTEMPT_END_REASON_HANG, detail);
   return control_->EndAttempt(run->id(), run->resumption_index(), state,
                               v1::ATTEMPT_END_REASON_HANG, v1::DETECTION_METHOD_HANG_TIMEOUT,

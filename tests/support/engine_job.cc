@@ -118,9 +118,19 @@ std::map<int64_t, progress::ProgressRecord> EngineJob::Progress(int rank) const 
   std::string line;
   while (std::getline(in, line)) {
     auto r = progress::ProgressFromJsonLine(line);
-    if (r.ok()) by_step[r->step] = *r;
+    if (r.ok() && !r->ready) by_step[r->step] = *r;  // the ready record is no step's
   }
   return by_step;
+}
+
+std::optional<int64_t> EngineJob::ReadyStep(int rank) const {
+  std::optional<int64_t> step;
+  std::ifstream in(progress_files_[static_cast<size_t>(rank)]);
+  for (std::string line; std::getline(in, line);) {
+    auto r = progress::ProgressFromJsonLine(line);
+    if (r.ok() && r->ready) step = r->step;
+  }
+  return step;
 }
 
 std::string EngineJob::Log(int rank) const {

@@ -3,6 +3,7 @@
 // variables (RANK, WORLD_SIZE, MASTER_ADDR ...), each with its own progress file and log.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,12 @@ class EngineJob {
   std::vector<int> Wait(absl::Duration timeout = absl::Seconds(240));
   // Waits until every rank has stopped itself (SIGSTOP), then SIGKILLs them all.
   void KillWhenStopped(absl::Duration timeout = absl::Seconds(120));
-  // The progress rank `rank` reported, by step (the newest record of each step).
+  // The progress rank `rank` reported, by step (the newest record of each step; the ready
+  // record before the first step left out).
   std::map<int64_t, progress::ProgressRecord> Progress(int rank) const;
+  // The step rank `rank`'s ready record said it starts from (the record before its first step),
+  // if it wrote one.
+  std::optional<int64_t> ReadyStep(int rank) const;
   // Rank `rank`'s output: its node's, under a node's launch.
   std::string Log(int rank) const;
   // The process of rank `rank` (its node's launcher, under a node's launch).

@@ -140,6 +140,12 @@ void ProgressWatcher::Parse(File& f, const std::string& bytes) {
   for (size_t nl; (nl = f.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
     auto record = progress::ProgressFromJsonLine(f.partial.substr(start, nl - start));
     if (!record.ok()) continue;  // not ours to judge: skip what is not a record
+    if (record->ready) {
+      // No step's progress to pass on: the hang watch's start.
+      f.state.ready_step = record->step;
+      f.state.last_change = clock_->Now();
+      continue;
+    }
     v1::RunProgress p;
     p.set_step(record->step);
     p.set_total_steps(record->total_steps);
@@ -234,7 +240,8 @@ std::vector<v1::RankHang> ProgressWatcher::TakeHangs() {
   std::set<pid_t> silent;
   for (const auto& [key, f] : files_) {
     const RankState& s = f.state;
-    if (!s.done && !s.latest && s.hang_timeout > absl::ZeroDuration() && s.pid > 0) {
+    if (!s.done && !s.latest && !s.ready_step && s.hang_timeout > absl::ZeroDuration() &&
+        s.pid > 0) {
       silent.insert(s.pid);
     }
   }
@@ -242,7 +249,7 @@ std::vector<v1::RankHang> ProgressWatcher::TakeHangs() {
   for (auto& [key, f] : files_) {
     RankState& s = f.state;
     if (s.done || s.hang_timeout <= absl::ZeroDuration()) continue;
-    if (!s.latest) {
+    if (!s.latest && !s.ready_step) {
       const auto group = groups.find(s.pid);
       if (group == groups.end() || !StuckBeforeFirstReport(s, group->second, now)) continue;
       if (!hang_reported_.insert({s.run_id, s.resumption_index}).second) continue;
@@ -263,7 +270,8 @@ std::vector<v1::RankHang> ProgressWatcher::TakeHangs() {
     h.set_run_id(s.run_id);
     h.set_resumption_index(s.resumption_index);
     h.set_rank(s.rank);
-    h.set_last_step(s.latest->step());
+    h.set_last_step(s.latest ? s.latest->step() : *s.ready_step);
+    h.set_before_first_step(!s.latest);
     h.set_seconds_without_progress(absl::ToDoubleSeconds(now - s.last_change));
     h.set_in_collective(waiting);
     hangs.push_back(std::move(h));

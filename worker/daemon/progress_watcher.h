@@ -44,8 +44,9 @@ class ProgressWatcher {
   // The updates due now; reads the files first unless the reader thread does.
   std::vector<v1::ProgressUpdate> Poll();
 
-  // Ranks that reported progress at least once and then none for their hang_timeout, while
-  // still running; each attempt is reported once. A rank waiting in a collective (and not
+  // Ranks that reported progress at least once (a step, or that they are ready to take their
+  // first: a ready record) and then none for their hang_timeout, while still running; each
+  // attempt is reported once. A rank waiting in a collective (and not
   // stopped) is more likely waiting for a hung peer than hung itself: it is reported only after
   // twice the timeout, marked in_collective, so that the peer's node is blamed first.
   // A rank that has not reported yet may be starting (loading data, a checkpoint), which takes
@@ -60,6 +61,9 @@ class ProgressWatcher {
     int resumption_index = 0;
     int rank = 0;
     std::optional<v1::RunProgress> latest;
+    // The step its ready record said it starts from (the record before its first step): from
+    // then on its silence counts as for a rank that reported.
+    std::optional<int64_t> ready_step;
     absl::Time watched_since;
     absl::Time last_change;
     bool done = false;

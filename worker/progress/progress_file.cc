@@ -27,6 +27,7 @@ std::string ProgressToJsonLine(const ProgressRecord& r) {
     j["checkpoint_interval_steps"] = r.checkpoint_interval_steps;
     j["checkpoint_save_seconds"] = r.checkpoint_save_seconds;
   }
+  if (r.ready) j["ready"] = true;
   if (r.checkpoint_step > 0) j["checkpoint_step"] = r.checkpoint_step;
   if (r.loss_rollbacks > 0) j["loss_rollbacks"] = r.loss_rollbacks;
   if (r.last_rollback.number > 0) {
@@ -116,6 +117,13 @@ absl::StatusOr<ProgressRecord> ProgressFromJsonLine(const std::string& line) {
   TESSERA_RETURN_IF_ERROR(ReadInteger(j, "checkpoint_step", r.checkpoint_step));
   TESSERA_RETURN_IF_ERROR(ReadInteger(j, "loss_rollbacks", r.loss_rollbacks));
   TESSERA_RETURN_IF_ERROR(ReadRollback(j, r.last_rollback));
+  if (auto ready = j.find("ready"); ready != j.end()) {
+    if (!ready->is_boolean()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "not a progress record: ready is ", ready->dump().substr(0, 40), ", not true or false"));
+    }
+    r.ready = ready->get<bool>();
+  }
   return r;
 }
 

@@ -24,6 +24,11 @@ struct LossRollbackRecord {
 
 struct ProgressRecord {
   int64_t step = 0;
+  // A record of no step: the rank is set up (its checkpoint loaded, its peers met) and takes its
+  // first step, from `step`, now. The worker's hang watch runs from here, so that a first step
+  // that never ends (a GPU kernel that never returns, a first collective that never completes)
+  // is a hang like any later one; silence before it is start-up, which may take any time.
+  bool ready = false;
   int64_t total_steps = 0;
   double loss = 0;
   double learning_rate = 0;

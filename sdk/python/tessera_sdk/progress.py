@@ -9,6 +9,7 @@ are free. Outside Tessera (no progress file in the environment) every call does 
     from tessera_sdk.progress import ProgressReporter
 
     progress = ProgressReporter()          # this rank's file, from the environment
+    progress.ready(start)                  # set up: the hang watch runs from here
     for step in range(start, total):
         loss = train_step()
         if saved_checkpoint_now:
@@ -95,6 +96,23 @@ class ProgressReporter:
         it is also the newest committed checkpoint until checkpoint_committed says a later one."""
         self._resumed_from_step = _integer("step", step)
         self._checkpoint_step = max(self._checkpoint_step, self._resumed_from_step)
+
+    def ready(self, step=None):
+        """This rank is set up (its checkpoint loaded, its peers met) and takes its first step,
+        from `step` (by default the step it resumed from), now. From here the worker's hang
+        watch (the run's hang_timeout) runs: a first step that never ends, a GPU kernel that
+        never returns or a first collective that never completes, is a hang like any later one,
+        while silence before this call is start-up, which may take as long as it takes. Call it
+        right before the training loop; a first step that legitimately runs longer than the
+        hang_timeout (compiling the model, say) belongs before it."""
+        start = self._resumed_from_step if step is None else _integer("step", step)
+        record = {"step": start, "ready": True, "resumed_from_step": self._resumed_from_step,
+                  "time": float(self._clock())}
+        if self._checkpoint_step > 0:
+            record["checkpoint_step"] = self._checkpoint_step
+        if self._file is not None:
+            self._file.write(json.dumps(record, allow_nan=False) + "\n")
+        return record
 
     def checkpoint_committed(self, step):
         """A checkpoint of `step` is committed (whole and durable, every rank's part): a run on

@@ -38,6 +38,7 @@ std::unique_ptr<EngineJob> NodesJob(const Scratch& s, const std::string& name,
 std::map<int64_t, progress::ProgressRecord> Reference(const Scratch& s, const std::string& extra) {
   auto a = NodesJob(s, "a", s.Config("a", s.path + "/ckpt-a", extra), "a");
   RequireAllExitedZero(*a, 4);
+  CHECK(a->ReadyStep(0) == std::optional<int64_t>(0));  // a fresh start's ready record
   auto reference = a->Progress(0);
   REQUIRE(reference.size() == 60);
   return reference;
@@ -95,6 +96,8 @@ TEST_CASE(
         std::string::npos);
   CHECK(log.find("resumed from step 36") != std::string::npos);
   CheckSameLosses(b2->Progress(0), reference, 37);
+  // Set up, each rank said so before its first step: the worker's hang watch starts there.
+  for (int rank = 0; rank < 4; ++rank) CHECK(b2->ReadyStep(rank) == std::optional<int64_t>(36));
   // It is a disk checkpoint now, for any later resumption.
   const auto steps = engine::CheckpointFolder(ckpt).CommittedSteps();
   CHECK(std::find(steps.begin(), steps.end(), 36) != steps.end());

@@ -12,14 +12,15 @@ namespace tessera::engine {
 namespace progress_report_test {
 using tessera::testing::TempDir;
 
-// The records a rank wrote, as the worker reads them.
-std::vector<progress::ProgressRecord> Written(const std::string& path) {
+// The records a rank wrote, as the worker reads them: its steps' (`ready` too: the one before
+// the first step as well).
+std::vector<progress::ProgressRecord> Written(const std::string& path, bool ready = false) {
   std::vector<progress::ProgressRecord> records;
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
     auto r = progress::ProgressFromJsonLine(line);
     REQUIRE(r.ok());
-    records.push_back(*r);
+    if (ready || !r->ready) records.push_back(*r);
   }
   return records;
 }
@@ -52,7 +53,7 @@ struct Fixture {
 
 TEST_CASE("a record is due each log_interval steps, at the last step and once a second") {
   Fixture f;
-  f.report.Start();
+  f.report.Start(0);
   for (int64_t step = 1; step <= 10; ++step) {
     f.now += 0.25;
     const bool sent = f.report.StepDone(step, Result(3.0, 0.1), 0.25).has_value();
@@ -66,9 +67,26 @@ TEST_CASE("a record is due each log_interval steps, at the last step and once a 
   CHECK(written[3].total_steps == 10);
 }
 
+TEST_CASE("a ready record before the first step: where the run starts from, no step's figures") {
+  Fixture f;
+  f.report.SetResumedFrom(30);
+  f.report.Start(30);
+  f.now += 0.25;
+  f.report.StepDone(31, Result(3.0, 0.1), 0.25);
+  const auto written = Written(f.path, true);
+  REQUIRE(written.size() == 1);  // step 31's is not due yet
+  CHECK(written[0].ready);
+  CHECK(written[0].step == 30);
+  CHECK(written[0].resumed_from_step == 30);
+  CHECK(written[0].checkpoint_step == 30);
+  CHECK(written[0].time == Approx(1000));
+  CHECK(written[0].loss == 0);
+  CHECK(written[0].tokens_per_second == 0);
+}
+
 TEST_CASE("a record's rates are over the steps since the previous record") {
   Fixture f;
-  f.report.Start();
+  f.report.Start(0);
   // Four fast steps, then one slow one: the slow window shows as slow.
   for (int64_t step = 1; step <= 4; ++step) {
     f.now += 0.1;
@@ -94,7 +112,7 @@ TEST_CASE("a record's rates are over the steps since the previous record") {
 
 TEST_CASE("every record after a loss rollback carries it, and the next step's is due at once") {
   Fixture f;
-  f.report.Start();
+  f.report.Start(0);
   f.report.SetCheckpointInterval(3);
   f.report.Saved(0.7);
   CHECK(f.report.StepDone(1, Result(3.0, 0.1), 0.1) == std::nullopt);
@@ -122,7 +140,7 @@ TEST_CASE("every record after a loss rollback carries it, and the next step's is
 
 TEST_CASE("every record says the newest committed checkpoint: the one resumed from, or later") {
   Fixture f;
-  f.report.Start();
+  f.report.Start(0);
   f.report.SetResumedFrom(10);
   f.report.Committed(-1);  // nothing committed by this attempt yet
   f.now += 1.5;

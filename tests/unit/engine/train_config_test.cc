@@ -260,6 +260,12 @@ TEST_CASE("progress records round-trip with full precision") {
   CHECK_FALSE(progress::ProgressFromJsonLine("step 3").ok());
   CHECK(back->loss_rollbacks == 0);
   CHECK(back->last_rollback.number == 0);
+  CHECK_FALSE(back->ready);
+  CHECK(progress::ProgressToJsonLine(r).find("ready") == std::string::npos);
+  r.ready = true;
+  auto ready = progress::ProgressFromJsonLine(progress::ProgressToJsonLine(r));
+  REQUIRE(ready.ok());
+  CHECK(ready->ready);
 }
 
 TEST_CASE("a progress record carries the run's loss rollbacks and checkpoint costs") {
@@ -296,7 +302,7 @@ TEST_CASE("a progress line of the wrong types is an error, never an exception") 
         R"({"step": 3, "total_steps": -1e30})", R"({"step": 3, "loss": null})",
         R"({"step": 3, "last_rollback": 7})", R"({"step": 3, "last_rollback": {"number": "one"}})",
         R"({"step": 3, "last_rollback": {"reason": ["a"]}})",
-        R"({"step": 3, "loss_rollbacks": 99999999999})"}) {
+        R"({"step": 3, "loss_rollbacks": 99999999999})", R"({"step": 3, "ready": 1})"}) {
     INFO(line);
     auto r = progress::ProgressFromJsonLine(line);
     CHECK_FALSE(r.ok());

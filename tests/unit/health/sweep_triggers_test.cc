@@ -102,14 +102,14 @@ TEST_CASE("a run that accepts fewer nodes is moved off its straggler with no idl
   CHECK(f.scheduler->evicted[0].node_name() == "b");
 }
 
-TEST_CASE("a run that names its nodes keeps them; the flag turns moves off") {
+TEST_CASE("a run that names its nodes keeps them, and the flag turns moves off") {
   HealthConfig config;
   v1::Run run = RunOn({"a", "b"});
   SECTION("named nodes") {
     run.mutable_spec()->mutable_compute()->add_node_names("a");
     run.mutable_spec()->mutable_compute()->add_node_names("b");
   }
-  SECTION("--move-off-stragglers=false") { config.triggers.move_off_stragglers = false; }
+  SECTION("--move-off-stragglers=false") { config.triggers.moves.enabled = false; }
   Fixture f(config);
   for (const auto& n : {"a", "b", "c"}) f.scheduler->Add(n);
   Straggle(f, run, "b");
@@ -135,21 +135,85 @@ void FinishSweeps(Fixture& f) {
   }
 }
 
-TEST_CASE("a run is moved off stragglers at most once in its rest; later ones are only swept") {
+TEST_CASE(
+    "a run moved off a straggler rests before it is moved again, twice as long after each move, "
+    "its stragglers meanwhile only swept") {
+  Fixture f;
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  const absl::Duration rest = HealthConfig{}.triggers.moves.rest;
+  int resumption = 0;
+  // The run, on a and a second node that straggles: moved off it or not, its sweep finished.
+  const auto straggles_on = [&](const std::string& node) {
+    Straggle(f, RunOn({"a", node}, resumption++), node);
+    FinishSweeps(f);
+  };
+  straggles_on("b");
+  REQUIRE(MovedOff(f) == std::vector<std::string>{"b"});
+  f.clock->Advance(rest / 2);
+  straggles_on("c");  // within its rest: swept, not moved
+  CHECK(Sweeps(f).size() == 2);
+  CHECK(MovedOff(f) == std::vector<std::string>{"b"});
+  f.clock->Advance(rest / 2);
+  straggles_on("c");  // past it
+  CHECK(MovedOff(f) == std::vector<std::string>{"b", "c"});
+  f.clock->Advance(rest);
+  straggles_on("d");  // the second rest is twice as long
+  CHECK(MovedOff(f) == std::vector<std::string>{"b", "c"});
+  f.clock->Advance(rest);
+  straggles_on("d");
+  CHECK(MovedOff(f) == std::vector<std::string>{"b", "c", "d"});
+}
+
+TEST_CASE(
+    "a straggler seen during the run's rest moves it once the rest is over, if it still "
+    "straggles then") {
   Fixture f;
   for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
   Straggle(f, RunOn({"a", "b"}), "b");
+  FinishSweeps(f);
+  Straggle(f, RunOn({"a", "c"}, 1), "c");  // in its rest: noted, swept
+  FinishSweeps(f);
   REQUIRE(MovedOff(f) == std::vector<std::string>{"b"});
-  FinishSweeps(f);
-  // Its next attempt, on a and c, finds c uneven too: swept, not moved again.
+  SECTION("still straggling in its newest report: moved then") {
+    f.clock->Advance(HealthConfig{}.triggers.moves.rest);
+    f.health.Tick();
+    REQUIRE(MovedOff(f) == std::vector<std::string>{"b", "c"});
+    CHECK(absl::StrContains(f.scheduler->evicted.back().detail(),
+                            "seen during the run's rest after its last move; 3.0 x at its end"));
+  }
+  SECTION("even again by then: it stays") {
+    v1::Run even = RunOn({"a", "c"}, 1);
+    (*even.mutable_progress()->mutable_node_compute_seconds())["a"] = 1.0;
+    (*even.mutable_progress()->mutable_node_compute_seconds())["c"] = 1.1;
+    even.mutable_progress()->mutable_reported_at()->set_seconds(100000);
+    f.runs->running = {even};
+    f.clock->Advance(HealthConfig{}.triggers.moves.rest);
+    f.health.Tick();
+    CHECK(MovedOff(f) == std::vector<std::string>{"b"});
+  }
+}
+
+TEST_CASE(
+    "a straggler whose run has a sweep measuring it gets no second sweep, and the move stands") {
+  HealthConfig config;
+  config.canary.compute_timeout = absl::Hours(1);  // the first sweep's canaries stay unanswered
+  Fixture f(config);
+  for (const auto& n : {"a", "b", "c", "d"}) f.scheduler->Add(n);
+  Straggle(f, RunOn({"a", "b"}), "b");
+  REQUIRE(Sweeps(f).size() == 1);
+  const std::string first = Sweeps(f)[0].id();
+  // Resumed on a and c, the run finds c slow too while the first sweep (of a, b, c, d) is still
+  // measuring: no other sweep of the same nodes; the rest holds the run where it is.
   Straggle(f, RunOn({"a", "c"}, 1), "c");
-  CHECK(Sweeps(f).size() == 2);
+  REQUIRE(Sweeps(f).size() == 1);
+  CHECK(Sweeps(f)[0].state() == v1::SWEEP_STATE_RUNNING);
   CHECK(MovedOff(f) == std::vector<std::string>{"b"});
-  FinishSweeps(f);
-  // Past the rest, a straggler moves it again.
-  f.clock->Advance(HealthConfig{}.triggers.straggler_move_rest);
+  // Past its rest, it is moved again, the running sweep named as the node's judge.
+  f.clock->Advance(config.triggers.moves.rest);
   Straggle(f, RunOn({"a", "c"}, 2), "c");
-  CHECK(MovedOff(f) == std::vector<std::string>{"b", "c"});
+  REQUIRE(Sweeps(f).size() == 1);
+  REQUIRE(MovedOff(f) == std::vector<std::string>{"b", "c"});
+  CHECK(absl::StrContains(f.scheduler->evicted.back().detail(), "checked by sweep " + first));
 }
 
 TEST_CASE(

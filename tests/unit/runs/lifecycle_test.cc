@@ -175,7 +175,8 @@ TEST_CASE(
   CHECK_FALSE(d.run.has_avoid_node_until());
 }
 
-TEST_CASE("a run moved off a straggler keeps off it for a while; a node failure is not avoided") {
+TEST_CASE(
+    "a run moved off a straggler keeps off it for a while, and a failed node is not avoided") {
   Driver d;
   d.run.mutable_spec()->mutable_scheduling()->set_retry_on_system_failure(true);
   d.StartAttempt(0);

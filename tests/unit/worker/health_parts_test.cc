@@ -308,6 +308,66 @@ TEST_CASE("when every rank waits in a collective, the hang is reported at twice 
   CHECK(hangs[0].in_collective());
 }
 
+TEST_CASE(
+    "a rank that said it is ready and finished no step within the timeout hung in its first "
+    "step, whatever CPU it uses, and one waiting in a collective at twice the timeout") {
+  const testing::TempDir tmp("ready_hang_test");
+  auto clock = std::make_shared<FakeClock>();
+  ProgressWatcher watcher(clock);
+  RankOutput o;
+  o.run_id = "run-r";
+  o.rank = 0;
+  o.progress_path = tmp.path + "/rank-0.progress";
+  o.hang_timeout = absl::Seconds(10);
+  progress::ProgressReporter reporter(o.progress_path);
+  watcher.Watch(o);
+  // Starting up (loading its checkpoint, meeting its peers): silence is no hang, however long.
+  clock->Advance(absl::Minutes(5));
+  CHECK(watcher.TakeHangs().empty());
+  progress::ProgressRecord ready;
+  ready.step = 36;
+  ready.resumed_from_step = 36;
+  ready.ready = true;
+  reporter.Report(ready);
+  CHECK(watcher.Poll().empty());  // no step's progress to pass on
+  SECTION("spinning outside a collective (a GPU kernel that never returns)") {
+    clock->Advance(absl::Seconds(9));
+    CHECK(watcher.TakeHangs().empty());
+    clock->Advance(absl::Seconds(2));
+    auto hangs = watcher.TakeHangs();
+    REQUIRE(hangs.size() == 1);
+    CHECK(hangs[0].before_first_step());
+    CHECK_FALSE(hangs[0].before_first_report());
+    CHECK_FALSE(hangs[0].in_collective());
+    CHECK(hangs[0].last_step() == 36);
+    CHECK(hangs[0].seconds_without_progress() == Approx(11));
+  }
+  SECTION("in its first collective (a communicator that never forms)") {
+    reporter.MarkWaiting(true);
+    clock->Advance(absl::Seconds(11));
+    CHECK(watcher.TakeHangs().empty());
+    clock->Advance(absl::Seconds(10));
+    auto hangs = watcher.TakeHangs();
+    REQUIRE(hangs.size() == 1);
+    CHECK(hangs[0].in_collective());
+    CHECK(hangs[0].before_first_step());
+  }
+  SECTION("its first step done in time: a step like any other from then on") {
+    clock->Advance(absl::Seconds(8));
+    progress::ProgressRecord step;
+    step.step = 37;
+    reporter.Report(step);
+    REQUIRE(watcher.Poll().size() == 1);
+    clock->Advance(absl::Seconds(9));
+    CHECK(watcher.TakeHangs().empty());
+    clock->Advance(absl::Seconds(2));
+    auto hangs = watcher.TakeHangs();
+    REQUIRE(hangs.size() == 1);
+    CHECK_FALSE(hangs[0].before_first_step());
+    CHECK(hangs[0].last_step() == 37);
+  }
+}
+
 // A rank that never reported, whose real process group is `pid`, watched with a 5 s timeout.
 RankOutput SilentRank(const std::string& dir, pid_t pid) {
   RankOutput o;

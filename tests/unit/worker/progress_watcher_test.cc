@@ -66,7 +66,7 @@ TEST_CASE("the lowest rank's newest record goes out, at most once per interval")
 
 TEST_CASE(
     "a user's own Python script reporting through tessera_sdk.progress is read as tessera-train's "
-    "ranks are: step, checkpoint, resumption") {
+    "ranks are: ready, step, checkpoint, resumption") {
   Fixture f;
   f.watcher.Watch(f.Rank(4));
   // As a rank of a node's launcher sees it: TESSERA_PROGRESS_DIR and the RANK torchrun sets. The
@@ -75,6 +75,7 @@ TEST_CASE(
       "from tessera_sdk.progress import ProgressReporter\n"
       "p = ProgressReporter()\n"
       "p.resumed_from(40)\n"
+      "p.ready()\n"
       "p.report(41, total_steps=100, loss=2.5, learning_rate=1e-3, tokens_per_second=5000,\n"
       "         mfu=0.25, compute_seconds=0.125)\n"
       "p.checkpoint_committed(50)\n"
@@ -97,6 +98,9 @@ TEST_CASE(
   CHECK(p.checkpoint_step() == 50);  // what lets a shrunk run grow back
   CHECK(p.checkpoint_interval_steps() == 25);
   CHECK(p.checkpoint_save_seconds() == 0.5);
+  const auto ranks = f.watcher.Ranks();
+  REQUIRE(ranks.size() == 1);
+  CHECK(ranks[0].ready_step == std::optional<int64_t>(40));  // the hang watch's start
 }
 
 TEST_CASE("a loss rollback goes out with the progress, its reason bounded and valid UTF-8") {

@@ -15,7 +15,13 @@ double UnixSecondsNow() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixE
 ProgressReport::ProgressReport(progress::ProgressReporter* reporter, ReportShape shape, Clock clock)
     : reporter_(reporter), shape_(shape), clock_(std::move(clock)) {}
 
-void ProgressReport::Start() { last_report_time_ = clock_(); }
+void ProgressReport::Start(int64_t step) {
+  last_report_time_ = clock_();
+  progress::ProgressRecord r = Standing(step);
+  r.ready = true;
+  r.time = last_report_time_;
+  reporter_->Report(r);
+}
 
 progress::ProgressRecord ProgressReport::Standing(int64_t step) const {
   progress::ProgressRecord r;

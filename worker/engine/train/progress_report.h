@@ -37,8 +37,9 @@ class ProgressReport {
   using Clock = std::function<double()>;
   ProgressReport(progress::ProgressReporter* reporter, ReportShape shape, Clock clock);
 
-  // The first window starts now (the set-up before the first step is not a step's time).
-  void Start();
+  // The first step, `step` + 1, starts now: a ready record says so to the worker (whose hang
+  // watch runs from it), and the first window starts (the set-up before it is no step's time).
+  void Start(int64_t step);
   // Step `step` is trained (`step_seconds` end to end); the record sent, where one was due.
   std::optional<progress::ProgressRecord> StepDone(int64_t step, const StepResult& result,
                                                    double step_seconds);

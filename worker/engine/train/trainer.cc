@@ -355,7 +355,7 @@ absl::Status Trainer::Run() {
   // A test hook: stop (SIGSTOP) right after this step, once its save is durable, so that a test
   // can SIGKILL every rank at a known step.
   const int64_t stop_after = DebugStep("TESSERA_DEBUG_STOP_AFTER_STEP");
-  report_->Start();
+  report_->Start(step_);
   while (step_ < total_steps_) {
     const auto start = std::chrono::steady_clock::now();
     data_state_ = rollback_.SkipFrom(data_state_, *dataset_);

@@ -54,6 +54,21 @@ def test_records_carry_the_step_the_checkpoint_and_where_the_attempt_resumed(tmp
     assert committed["step"] == 52
 
 
+def test_ready_says_where_the_first_step_starts_from_with_no_step_of_its_own(tmp_path):
+    path = str(tmp_path / "rank-0.progress")
+    with ProgressReporter(path, clock=lambda: 1700000000.5) as p:
+        p.resumed_from(40)
+        p.ready()
+        p.ready(0)
+        with pytest.raises(ValueError, match="step"):
+            p.ready(-3)
+    resumed, fresh = records(path)
+    assert resumed == {"step": 40, "ready": True, "resumed_from_step": 40,
+                       "time": 1700000000.5, "checkpoint_step": 40}
+    assert fresh["step"] == 0 and fresh["ready"] is True
+    assert ProgressReporter("").ready(5)["step"] == 5  # no file: nothing written
+
+
 def test_a_field_of_the_wrong_type_is_named_and_nothing_is_written(tmp_path):
     path = str(tmp_path / "rank-0.progress")
     p = ProgressReporter(path)
