@@ -62,20 +62,7 @@ TEST_CASE(
   CHECK(early.progress().loss() > 0);
 
   const std::string victim = KillANodeAfterACheckpoint(c, name);
-  const absl::Time killed = absl::Now();
-  v1::Run shrunk;
-  for (int i = 0; i < 1200; ++i) {
-    shrunk = c.client->Get(name);
-    if (shrunk.resumption_index() == 1 && shrunk.status() == v1::RUN_STATUS_RUNNING) break;
-    REQUIRE_FALSE(Ended(shrunk));
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  INFO(c.Mcli("describe run " + name).output);
-  REQUIRE(shrunk.status() == v1::RUN_STATUS_RUNNING);
-  REQUIRE(shrunk.nodes_size() == 1);
-  CHECK(shrunk.nodes(0).node_name() != victim);
-  std::printf("torchrun: running on 1 of 2 nodes %.1f s after the kill\n",
-              absl::ToDoubleSeconds(absl::Now() - killed));
+  WaitForShrunk(c, name, victim, absl::Now());
 
   StartTrainingWorker(c, victim, shared);
   const v1::Run run = WaitForCompletion(c, name, kSteps);

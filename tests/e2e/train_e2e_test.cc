@@ -314,20 +314,7 @@ TEST_CASE(
   const absl::Time killed = absl::Now();
 
   // Lost, requeued, and after 3 s without another node, resumed on the one left.
-  v1::Run shrunk;
-  for (int i = 0; i < 1200; ++i) {
-    shrunk = c.client->Get(name);
-    if (shrunk.resumption_index() == 1 && shrunk.status() == v1::RUN_STATUS_RUNNING) break;
-    REQUIRE_FALSE(Ended(shrunk));
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  INFO(c.Mcli("describe run " + name).output);
-  REQUIRE(shrunk.status() == v1::RUN_STATUS_RUNNING);
-  REQUIRE(shrunk.nodes_size() == 1);
-  CHECK(shrunk.nodes(0).node_name() != victim);
-
-  std::printf("shrink: running on 1 of 2 nodes %.1f s after the kill (lease 3 s, bound 3 s)\n",
-              absl::ToDoubleSeconds(absl::Now() - killed));
+  WaitForShrunk(c, name, victim, killed);
 
   // The node returns: the run grows back at its next checkpoint and finishes on both.
   StartTrainingWorker(c, victim, shared);

@@ -177,6 +177,27 @@ inline std::string KillANodeAfterACheckpoint(LocalCluster& c, const std::string&
   return victim;
 }
 
+// After KillANodeAfterACheckpoint killed `victim` under a run of two nodes that accepts one:
+// waits until its next attempt runs on the node left (lost, requeued, and shrunk once no node
+// came free in time), fails if it ended instead; returns the run and prints how long it took.
+inline v1::Run WaitForShrunk(LocalCluster& c, const std::string& name, const std::string& victim,
+                             absl::Time killed) {
+  v1::Run shrunk;
+  for (int i = 0; i < 1200; ++i) {
+    shrunk = c.client->Get(name);
+    if (shrunk.resumption_index() == 1 && shrunk.status() == v1::RUN_STATUS_RUNNING) break;
+    REQUIRE_FALSE(Ended(shrunk));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(c.Mcli("describe run " + name).output);
+  REQUIRE(shrunk.status() == v1::RUN_STATUS_RUNNING);
+  REQUIRE(shrunk.nodes_size() == 1);
+  CHECK(shrunk.nodes(0).node_name() != victim);
+  std::printf("%s: running on 1 of 2 nodes %.1f s after the kill\n", name.c_str(),
+              absl::ToDoubleSeconds(absl::Now() - killed));
+  return shrunk;
+}
+
 // The step rank 0's log says the run resumed from: a committed checkpoint (a multiple of 25).
 inline int ResumedFromStep(const std::string& logs) {
   std::smatch m;
