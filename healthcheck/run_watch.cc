@@ -8,6 +8,19 @@
 
 namespace tessera::health {
 
+double StragglerRatio(const v1::Run& run, const std::string& node) {
+  const auto& compute = run.progress().node_compute_seconds();
+  auto mine = compute.find(node);
+  if (mine == compute.end()) return 0;
+  std::vector<double> others;
+  for (const auto& [other, seconds] : compute) {
+    if (other != node) others.push_back(seconds);
+  }
+  if (others.empty()) return 0;
+  const double median = Median(others);
+  return median > 0 ? mine->second / median : 0;
+}
+
 std::optional<SweepTriggerEvent> RunWatch::Observe(const v1::Run& run) {
   State& s = runs_[run.id()];
   if (s.resumption != run.resumption_index()) {
@@ -40,14 +53,9 @@ std::optional<SweepTriggerEvent> RunWatch::Observe(const v1::Run& run) {
   const auto& compute = p.node_compute_seconds();
   if (compute.size() >= 2) {
     for (const auto& [node, seconds] : compute) {
-      std::vector<double> others;
-      for (const auto& [other, t] : compute) {
-        if (other != node) others.push_back(t);
-      }
-      const double median = Median(others);
-      const bool slow = median > 0 && seconds > config_.straggler_factor * median;
+      const double ratio = StragglerRatio(run, node);
       int& count = s.straggling[node];
-      count = slow ? count + 1 : 0;
+      count = ratio > config_.straggler_factor ? count + 1 : 0;
       if (count >= config_.straggler_reports) {
         s.quiet_reports = config_.rearm_reports;
         s.straggling.clear();
@@ -55,7 +63,7 @@ std::optional<SweepTriggerEvent> RunWatch::Observe(const v1::Run& run) {
             v1::SWEEP_TRIGGER_STRAGGLER, run.name(), node,
             absl::StrFormat("node %s computes a step in %.3f s, %.1f x the median %.3f s of the "
                             "run's other nodes, for %d reports",
-                            node, seconds, seconds / median, median, count)};
+                            node, seconds, ratio, seconds / ratio, count)};
       }
     }
   }

@@ -37,6 +37,10 @@ struct SweepTriggerEvent {
   std::string reason;        // "MFU 3.1% under its threshold 6.0% for 3 reports"
 };
 
+// `node`'s compute time per step in `run`'s newest report over the median of the run's other
+// nodes'; 0 when the report has no figure for it or for the others.
+double StragglerRatio(const v1::Run& run, const std::string& node);
+
 class RunWatch {
  public:
   explicit RunWatch(RunWatchConfig config) : config_(config) {}

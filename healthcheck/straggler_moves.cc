@@ -6,22 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "healthcheck/anomaly.h"
 
 namespace tessera::health {
-
-double StragglerRatio(const v1::Run& run, const std::string& node) {
-  const auto& compute = run.progress().node_compute_seconds();
-  auto mine = compute.find(node);
-  if (mine == compute.end()) return 0;
-  std::vector<double> others;
-  for (const auto& [other, seconds] : compute) {
-    if (other != node) others.push_back(seconds);
-  }
-  if (others.empty()) return 0;
-  const double median = Median(others);
-  return median > 0 ? mine->second / median : 0;
-}
 
 bool StragglerMoves::CanGoOn(const v1::Run& run, const std::string& straggler,
                              const std::map<std::string, v1::Node>& nodes,
@@ -69,9 +55,12 @@ bool StragglerMoves::OnStraggler(const v1::Run& run, const SweepTriggerEvent& t,
   return Move(run, t, sweep_id, "");
 }
 
-bool StragglerMoves::AnyPending() {
+bool StragglerMoves::AnyDue() {
   absl::MutexLock lock(&mu_);
-  return !pending_.empty();
+  for (const auto& [run_id, pending] : pending_) {
+    if (!Resting(run_id)) return true;
+  }
+  return false;
 }
 
 void StragglerMoves::Tick(const std::vector<v1::Run>& running,

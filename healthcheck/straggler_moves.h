@@ -57,8 +57,9 @@ class StragglerMoves {
   // still straggles once it is over; forgets runs that ended and rests long past.
   void Tick(const std::vector<v1::Run>& running, const std::map<std::string, v1::Node>& nodes,
             const std::set<std::string>& busy);
-  // Whether any run waits for its rest to end with a straggler seen (Tick has work).
-  bool AnyPending();
+  // Whether a straggler seen during a run's rest waits to be looked at again, the rest being
+  // over (Tick has work; until then the run watch lists no nodes for it).
+  bool AnyDue();
 
  private:
   struct Moves {
@@ -88,9 +89,5 @@ class StragglerMoves {
   std::map<std::string, Moves> moves_ ABSL_GUARDED_BY(mu_);      // by run id
   std::map<std::string, Pending> pending_ ABSL_GUARDED_BY(mu_);  // by run id
 };
-
-// `node`'s compute time per step in `run`'s newest report over the median of the run's other
-// nodes'; 0 when the report has no figure for it or for the others.
-double StragglerRatio(const v1::Run& run, const std::string& node);
 
 }  // namespace tessera::health

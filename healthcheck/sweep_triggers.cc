@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <set>
 
-#include "absl/strings/str_cat.h"
 #include "healthcheck/sweep_plan.h"
 
 namespace tessera::health {
@@ -77,7 +76,7 @@ void SweepTriggers::WatchRuns(const absl::StatusOr<std::vector<v1::Sweep>>& swee
     }
     watch_.Retain(ids);
   }
-  if (triggers.empty() && !moves_->AnyPending()) return;
+  if (triggers.empty() && !moves_->AnyDue()) return;
   auto nodes = NodesByName(*scheduler_);
   if (!nodes.ok()) return;
   moves_->Tick(*running, *nodes, busy);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "tests/integration/sandbox/sandbox_helpers.h"
 #include "tests/support/local_cluster.h"
 
 namespace tessera::testing {
@@ -16,19 +17,15 @@ TEST_CASE("a rank that spins in its first step after its ready record is hung at
   LocalCluster c({"--min-hang-timeout-seconds", "1", "--canary-compute-seconds", "0.2",
                   "--canary-timeout-seconds", "20"});
   c.StartWorker("node-a", 2);
-  v1::SubmitRunRequest req;
-  auto* spec = req.mutable_spec();
-  spec->set_name("spins");
+  v1::RunSpec spec;
+  spec.set_name("spins");
   // Ready at step 0, then a busy loop: the CPU polling a GPU kernel that never returns.
-  spec->set_command(
+  spec.set_command(
       "echo '{\"step\":0,\"ready\":true,\"time\":'$(date +%s)'}' >> "
       "\"$TESSERA_PROGRESS_DIR/rank-$TESSERA_FIRST_RANK.progress\"; while :; do :; done");
-  spec->mutable_compute()->set_gpus(1);
-  spec->mutable_compute()->set_cluster("local");
-  spec->mutable_scheduling()->set_hang_timeout_seconds(2);
-  v1::SubmitRunResponse resp;
-  REQUIRE(c.client->runs->SubmitRun(c.client->Ctx().get(), req, &resp).ok());
-  const std::string name = resp.run().name();
+  spec.mutable_compute()->set_gpus(1);
+  spec.mutable_scheduling()->set_hang_timeout_seconds(2);
+  const std::string name = SubmitSpec(*c.client, spec).name();
   c.client->WaitForStatus(name, v1::RUN_STATUS_RUNNING);
   const absl::Time running = absl::Now();
 
