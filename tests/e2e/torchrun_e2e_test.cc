@@ -48,7 +48,7 @@ TEST_CASE(
     "a node killed it resumes on the one left, then grows back to both right after its next "
     "checkpoint once the node returns",
     "[e2e]") {
-  LocalCluster c({"--shrink-after-seconds", "3"});
+  LocalCluster c(AttemptCountingFlags({"--shrink-after-seconds", "3"}));
   StartTrainingWorkers(c, 2);
   const std::string shared = c.marks_dir() + "/shared";
   ShellResult submitted = c.Mcli("run -f " + ExampleCopy(c));

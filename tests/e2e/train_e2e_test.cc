@@ -153,7 +153,7 @@ KilledAndResumed KillANodeAndFinish(LocalCluster& c, const std::string& example,
 
 TEST_CASE("a node killed mid-training: the run resumes from its checkpoint on the others",
           "[e2e]") {
-  LocalCluster c;
+  LocalCluster c(AttemptCountingFlags());
   StartTrainingWorkers(c, 3);
   const int steps = KillableRunSteps();
   const KilledAndResumed killed = KillANodeAndFinish(c, ExampleWith(c, steps), steps);
@@ -192,7 +192,7 @@ TEST_CASE(
     "in-memory checkpoints: a node killed between disk checkpoints, the run resumes from a step "
     "its buddy node still holds in memory, and its losses equal the undisturbed run's",
     "[e2e]") {
-  LocalCluster c;
+  LocalCluster c(AttemptCountingFlags());
   StartTrainingWorkers(c, 3);
   // The baseline's length and schedule, a snapshot in memory every 4 steps and no disk
   // checkpoint before the end: whatever the run resumes from came from the nodes' memory.
@@ -281,7 +281,7 @@ TEST_CASE(
     "a mixture of experts under FULL_SHARD, expert-parallel across each node's ranks: a node "
     "killed mid-training, the run resumes from its checkpoint on the others",
     "[e2e]") {
-  LocalCluster c;
+  LocalCluster c(AttemptCountingFlags());
   StartTrainingWorkers(c, 3);
   const int steps = KillableRunSteps();
   const std::string example = ExampleWith(c, steps, "moe.yaml");
@@ -299,7 +299,7 @@ TEST_CASE(
     "a run that accepts one node of its two: a node killed, it resumes on the one left, then grows "
     "back to both right after a checkpoint once the node returns",
     "[e2e]") {
-  LocalCluster c({"--shrink-after-seconds", "3"});
+  LocalCluster c(AttemptCountingFlags({"--shrink-after-seconds", "3"}));
   StartTrainingWorkers(c, 2);
   const std::string shared = c.marks_dir() + "/shared";
   // Long enough to pass the kill (step 40), the shrunk attempt's checkpoint and the grown one's.
