@@ -141,6 +141,10 @@ ConfirmationPlan PlanConfirmation(const std::vector<std::string>& suspects,
     tests[s] = test;
     if (const auto it = carried.find(s); it != carried.end() && NeedsRepeat(it->second, config)) {
       tests[s].max_pairs *= kRepeatPairsFactor;  // afresh: none of its pairs count here
+      // Clearing it overturns the slow verdict it repeats: not on less evidence than that had.
+      tests[s].min_pairs_healthy = std::min(
+          tests[s].max_pairs,
+          std::max({tests[s].min_pairs_healthy, tests[s].min_pairs_slow, it->second.test.pairs}));
     } else if (it != carried.end()) {
       o.suspect_tflops = it->second.suspect_tflops;
       o.peer_tflops = it->second.peer_tflops;

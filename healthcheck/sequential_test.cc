@@ -60,7 +60,7 @@ SequentialOutcome DecideSequentially(const std::vector<double>& ratios,
   if (out.pairs >= config.min_pairs) {
     if (out.llr >= out.slow_bound) {
       if (out.pairs >= config.min_pairs_slow) out.decision = SequentialDecision::kSlow;
-    } else if (out.llr <= out.healthy_bound) {
+    } else if (out.llr <= out.healthy_bound && out.pairs >= config.min_pairs_healthy) {
       out.decision = SequentialDecision::kHealthy;
     }
   }
@@ -90,7 +90,10 @@ std::string ValidateSequentialTest(const SequentialTestConfig& c) {
   if (!(c.beta > 0 && c.beta < 0.5)) return "beta: must be between 0 and 0.5";
   if (c.min_pairs < 2) return "min_pairs: must be at least 2";
   if (c.min_pairs_slow < c.min_pairs) return "min_pairs_slow: must be at least min_pairs";
-  if (c.max_pairs < c.min_pairs_slow) return "max_pairs: must be at least min_pairs_slow";
+  if (c.min_pairs_healthy < c.min_pairs) return "min_pairs_healthy: must be at least min_pairs";
+  if (c.max_pairs < std::max(c.min_pairs_slow, c.min_pairs_healthy)) {
+    return "max_pairs: must be at least min_pairs_slow and min_pairs_healthy";
+  }
   if (!(c.min_sigma > 0)) return "min_sigma: must be more than 0";
   if (c.prior_sigma < 0 || c.prior_weight < 0) return "prior: must not be negative";
   if (!(c.outlier_factor > 1)) return "outlier_factor: must be more than 1";

@@ -22,7 +22,9 @@
 // A slow decision also waits for min_pairs_slow pairs: with sigma estimated from a handful of
 // pairs, a healthy node's unlucky few can cross the bound far more often than alpha says (a
 // 2-core machine condemned one at 0.72 over 4 pairs), while clearing a node early costs nothing
-// but a missed chance, which the next sweep takes.
+// but a missed chance, which the next sweep takes. Not so when the test repeats a slow verdict
+// (a follow-up sweep's): clearing the node there discards the first finding, so a healthy
+// decision waits for min_pairs_healthy pairs (confirmation.h sets it).
 //
 // A pair impossible on its face (its ratio more than outlier_factor times above or below the
 // median of the node's pairs: a measurement that hardly ran because the machine stalled under it,
@@ -46,9 +48,10 @@ struct SequentialTestConfig {
   double alpha = 0.001;
   double beta = 0.001;
   // No decision from fewer pairs (sigma needs a few), no slow one from fewer than min_pairs_slow,
-  // and none later than max_pairs.
+  // no healthy one from fewer than min_pairs_healthy, and none later than max_pairs.
   int min_pairs = 4;
   int min_pairs_slow = 6;
+  int min_pairs_healthy = 4;
   int max_pairs = 16;
   // A floor on the log ratios' standard deviation: identical figures must not make any
   // difference from 1 decisive.

@@ -321,6 +321,14 @@ TEST_CASE(
   const v1::Run run = WaitForCompletion(c, name, steps);
   ShellResult described = Mcli(c, "describe run " + name);
   INFO(described.output);
+  ShellResult metrics = Mcli(c, "get metrics " + name + " -o json");
+  REQUIRE(metrics.exit_code == 0);
+  const auto history = nlohmann::json::parse(metrics.output);
+  // Printed before the checks: a CI log cut after a failure's first lines still shows why.
+  for (const auto& attempt : history["attempts"]) {
+    std::printf("%s: attempt ended %s\n", name.c_str(),
+                attempt.value("end_reason", std::string("(running)")).c_str());
+  }
   CHECK(run.resumption_index() == 2);
   CHECK(run.retries_used() == 1);  // the node failure's; shrinking and growing use none
   CHECK(run.nodes_size() == 2);
@@ -330,9 +338,6 @@ TEST_CASE(
   CHECK(absl::StrContains(described.output,
                           "Run was stopped to resize: all 2 of its nodes are free again; stopped "
                           "right after its checkpoint of step "));
-  ShellResult metrics = Mcli(c, "get metrics " + name + " -o json");
-  REQUIRE(metrics.exit_code == 0);
-  const auto history = nlohmann::json::parse(metrics.output);
   REQUIRE(history["attempts"].size() == 3);
   CHECK(history["attempts"][0]["end_reason"] == "ATTEMPT_END_REASON_NODE_FAILURE");
   CHECK(history["attempts"][1]["end_reason"] == "ATTEMPT_END_REASON_RESIZED");

@@ -138,6 +138,43 @@ TEST_CASE("a node found slow for speed alone is measured again afresh, never on 
   CHECK(repeat.pairs == kRepeatPairsFactor * config.test.max_pairs);
 }
 
+TEST_CASE("a repeat clears a node found slow on no fewer pairs than found it slow") {
+  const ConfirmationConfig config;  // 4 pairs clear a first suspect, 6 condemn it
+  // The follow-up's pairs of s: 1.05 for its first `lucky` measurements (a loaded machine's
+  // burst beside its peers), then `after`.
+  const auto follow_up = [&](const std::map<std::string, SuspectOutcome>& carried, int lucky,
+                             double after) {
+    std::vector<v1::HealthCheckResult> results;
+    ConfirmationPlan plan;
+    int s_measured = 0;
+    for (int guard = 0; guard < 400; ++guard) {
+      plan = PlanConfirmation({"s"}, {"p1", "p2"}, results, config, carried);
+      if (plan.next_node.empty()) break;
+      const double rate = plan.next_node != "s" ? 1.0 : s_measured++ < lucky ? 1.05 : after;
+      results.push_back(Measured(plan.next_node, rate, plan.next_step));
+    }
+    return plan.outcomes.at("s").test;
+  };
+  // A first suspect is cleared on 4 such pairs.
+  const SequentialOutcome first = follow_up({}, 4, 0.8);
+  CHECK(first.decision == SequentialDecision::kHealthy);
+  CHECK(first.pairs == 4);
+  // Repeating a slow verdict of 6 pairs, they are not enough: the pairs after them, at the
+  // node's real 0.8, condemn it.
+  const std::map<std::string, SuspectOutcome> slow_on_six = {
+      {"s", Outcome(SequentialDecision::kSlow, 0.84, 6)}};
+  const SequentialOutcome repeat = follow_up(slow_on_six, 4, 0.8);
+  CHECK(repeat.decision == SequentialDecision::kSlow);
+  CHECK(repeat.pairs > 6);
+  // Level with its peers all along, it is cleared on 6 pairs, or on 10 after a verdict of 10.
+  CHECK(follow_up(slow_on_six, 100, 1.05).pairs == 6);
+  CHECK(follow_up(slow_on_six, 100, 1.05).decision == SequentialDecision::kHealthy);
+  const SequentialOutcome after_ten =
+      follow_up({{"s", Outcome(SequentialDecision::kSlow, 0.84, 10)}}, 100, 1.05);
+  CHECK(after_ten.decision == SequentialDecision::kHealthy);
+  CHECK(after_ten.pairs == 10);
+}
+
 TEST_CASE("a sweep's verdicts: slowness alone is condemned only when a follow-up finds it too") {
   const ConfirmationConfig config;
   ConfirmationPlan plan;

@@ -26,6 +26,7 @@ TEST_CASE("the sequential test: Wald's bounds, the LLR, and decisions only from 
   c.beta = 0.01;
   c.min_pairs = 3;
   c.min_pairs_slow = 3;
+  c.min_pairs_healthy = 3;
   c.max_pairs = 10;
   const auto none = DecideSequentially({}, c);
   CHECK(none.decision == SequentialDecision::kContinue);
@@ -84,6 +85,21 @@ TEST_CASE("the sequential test: a slow verdict waits for min_pairs_slow, a clear
         SequentialDecision::kContinue);
 }
 
+TEST_CASE("the sequential test: a clearing waits for min_pairs_healthy where it is raised") {
+  SequentialTestConfig c;
+  c.min_pairs_healthy = 6;  // a follow-up repeating a slow verdict of 6 pairs
+  const std::vector<double> four = {1.05, 1.05, 1.04, 1.06};
+  const auto early = DecideSequentially(four, c);
+  CHECK(early.llr < early.healthy_bound);
+  CHECK(early.decision == SequentialDecision::kContinue);
+  std::vector<double> six = four;
+  six.insert(six.end(), {1.05, 1.05});
+  CHECK(DecideSequentially(six, c).decision == SequentialDecision::kHealthy);
+  // A slow verdict is not held back by it.
+  CHECK(DecideSequentially({0.72, 0.72, 0.73, 0.71, 0.72, 0.72}, c).decision ==
+        SequentialDecision::kSlow);
+}
+
 TEST_CASE("the sequential test sets aside a pair impossible on its face, a few at most") {
   const SequentialTestConfig c;  // a factor of 4 from the median, two at most
   // The 2-core machine's miss: a slow node's pairs at 0.62-0.93 and one at 0.015 (a measurement
@@ -125,7 +141,15 @@ TEST_CASE("sequential test settings are checked") {
   CHECK(ValidateSequentialTest(c) == "alpha: must be between 0 and 0.5");
   c = {};
   c.max_pairs = 5;
-  CHECK(ValidateSequentialTest(c) == "max_pairs: must be at least min_pairs_slow");
+  CHECK(ValidateSequentialTest(c) ==
+        "max_pairs: must be at least min_pairs_slow and min_pairs_healthy");
+  c = {};
+  c.min_pairs_healthy = 20;
+  CHECK(ValidateSequentialTest(c) ==
+        "max_pairs: must be at least min_pairs_slow and min_pairs_healthy");
+  c = {};
+  c.min_pairs_healthy = 3;
+  CHECK(ValidateSequentialTest(c) == "min_pairs_healthy: must be at least min_pairs");
   c = {};
   c.min_pairs_slow = 3;
   CHECK(ValidateSequentialTest(c) == "min_pairs_slow: must be at least min_pairs");
