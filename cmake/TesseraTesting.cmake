@@ -14,9 +14,10 @@
 # compiles each alone, for files that must see a header first themselves (LibTorch's tests
 # #undef glog's CHECK before including Catch, which one batch would include only once).
 #
-# A test's own units are compiled with -O1 -g1, not the build's -O2 -g: the optimiser and full
+# A test's own units are compiled with -O1 -g1, not the build's -O2: the optimiser and full
 # debug info were about a third of their compile time (a test's speed is its subject's, built at
-# -O2 in the libraries it links; -g1 keeps file and line in a backtrace).
+# -O2 in the libraries it links; -g1 keeps file and line in a backtrace, and holds also where
+# TESSERA_DEBUG_INFO=full gives the production code -g).
 #
 # Every LABEL unit binary is also a dependency of the target `unit-tests` (made by
 # tessera_add_unit_tests_target, after the tests' folders), which `deploy/test.sh --fast` builds
