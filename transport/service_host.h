@@ -6,7 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/server_interceptor.h>
 
-#include <CLI/CLI.hpp>
+#include "base/cli_app_fwd.h"
 #include <memory>
 #include <string>
 #include <vector>

@@ -1,5 +1,7 @@
 #include "services/gateway/gateway_flags.h"
 
+#include <CLI/CLI.hpp>
+
 #include "services/gateway/console_assets.h"
 #include "transport/endpoints.h"
 #include "transport/service_host.h"

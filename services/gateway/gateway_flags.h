@@ -3,7 +3,7 @@
 // server/gateway_flags.h): its flags, registered on the app, then checked and resolved
 // by FinishGatewayFlags into what main starts, so that main only composes.
 
-#include <CLI/CLI.hpp>
+#include "base/cli_app_fwd.h"
 #include <cstddef>
 #include <cstdint>
 #include <memory>

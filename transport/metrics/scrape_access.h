@@ -10,7 +10,7 @@
 //   if (!access.ok()) return access.status();
 //   absl::Status ok = access->Check(authorization_header);
 
-#include <CLI/CLI.hpp>
+#include "base/cli_app_fwd.h"
 #include <string>
 #include <string_view>
 

@@ -6,6 +6,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 

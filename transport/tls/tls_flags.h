@@ -4,7 +4,7 @@
 // cluster CA that every peer's certificate must chain to. Plain text is an explicit choice
 // (--plaintext), allowed only on loopback addresses, where nothing crosses a network.
 
-#include <CLI/CLI.hpp>
+#include "base/cli_app_fwd.h"
 #include <optional>
 #include <string>
 #include <string_view>

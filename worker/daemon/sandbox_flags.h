@@ -2,7 +2,7 @@
 // tessera-worker's flags for the rank sandbox and the image cache, and how they become the
 // worker's options (kept apart from main.cc, which has the control plane's flags).
 
-#include <CLI/CLI.hpp>
+#include "base/cli_app_fwd.h"
 #include <string>
 #include <vector>
 

@@ -4,7 +4,7 @@
 // (FinishWorkerFlags: transport, credentials (joining with a token where asked), the node's
 // labels and limits, the ranks' identity, environment and sandbox). main.cc only composes them.
 
-#include <CLI/CLI.hpp>
+#include "base/cli_app_fwd.h"
 #include <optional>
 #include <string>
 #include <vector>

@@ -1,5 +1,6 @@
 #include "services/gateway/gateway_flags.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>

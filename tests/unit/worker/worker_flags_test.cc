@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include <CLI/CLI.hpp>
 #include <catch2/catch.hpp>
 
 namespace tessera::worker {
