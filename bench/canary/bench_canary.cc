@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,7 +27,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/clock.h"
 #include "worker/daemon/canary_runner.h"
@@ -154,28 +154,16 @@ double CanaryBusbw(std::vector<std::unique_ptr<worker::CanaryRunner>>& runners, 
 
 int main(int argc, char** argv) {
   int rounds = 5;
-  double size = 64 << 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    double v = 0;
-    if (!absl::SimpleAtod(argv[i + 1], &v)) {
-      std::cerr << "bad value for " << flag << "\n";
-      return 2;
-    }
-    if (flag == "--rounds") {
-      rounds = static_cast<int>(v);
-    } else if (flag == "--size") {
-      size = v;
-    } else {
-      std::cerr << "unknown flag " << flag << "\n";
-      return 2;
-    }
-  }
-  if (rounds < 1 || size < 4096) {
+  int64_t bytes = 64 << 20;
+  CLI::App app{"bench_canary: the all-reduce canary's bandwidth against the loopback TCP bound"};
+  app.add_option("--rounds", rounds, "rounds, each measuring the bound and the canary in turn")
+      ->capture_default_str();
+  app.add_option("--size", bytes, "the all-reduce's payload in bytes")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (rounds < 1 || bytes < 4096) {
     std::cerr << "need --rounds >= 1 and --size >= 4096\n";
     return 2;
   }
-  const int64_t bytes = static_cast<int64_t>(size);
   const std::string canary = std::string(TESSERA_BIN_DIR) + "/tessera-canary";
   std::vector<std::unique_ptr<worker::CanaryRunner>> runners;
   for (int n = 0; n < 2; ++n) {

@@ -21,22 +21,20 @@
 // size each minute while runs older than about three minutes are deleted.
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "tests/support/scale_harness.h"
 
 namespace {
 
-int Usage(const std::string& why) {
-  std::cerr << "bench_control_plane: " << why
-            << "\nusage: bench_control_plane [--nodes N[,N...]] [--seconds S] [--rate RUNS_PER_S]"
-               " [--kill K] [--channels C] [--lines LINES_PER_RANK] [--size-every SECONDS]"
-               " [--logs-database] [--flood] [--follows F] [--watches W] [-- SERVER FLAGS...]\n";
+int BadFlags(const std::string& why) {
+  std::cerr << "bench_control_plane: " << why << "\n";
   return 2;
 }
 
@@ -48,61 +46,58 @@ int main(int argc, char** argv) {
   int follows = 0, watches = 0;
   tessera::testing::ScaleOptions base;
   base.durable_database = true;
-  base.measure = absl::Seconds(30);
-  base.submit_rate = 20;
-  base.kill_nodes = 3;
   base.check_logs_of = 200;
   base.fleet.channels = 32;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--") {
-      for (++i; i < argc; ++i) base.server_flags.push_back(argv[i]);
-      break;
-    }
-    if (flag == "--flood") {
-      flood = true;
-      continue;
-    }
-    if (flag == "--logs-database") {
-      base.logs_database = true;
-      continue;
-    }
-    if (i + 1 >= argc) return Usage(flag + " needs a value");
-    const std::string value = argv[++i];
-    int n = 0;
-    if (flag == "--nodes") {
-      sizes.clear();
-      for (absl::string_view part : absl::StrSplit(value, ',')) {
-        if (!absl::SimpleAtoi(part, &n) || n < 10) return Usage("--nodes: numbers of at least 10");
-        sizes.push_back(n);
-      }
-    } else if (!absl::SimpleAtoi(value, &n) || n < 0) {
-      return Usage(flag + ": a whole number, not \"" + value + "\"");
-    } else if (flag == "--seconds") {
-      base.measure = absl::Seconds(n);
-    } else if (flag == "--rate") {
-      base.submit_rate = n;
-    } else if (flag == "--follows") {
-      follows = n;
-    } else if (flag == "--watches") {
-      watches = n;
-    } else if (flag == "--kill") {
-      base.kill_nodes = n;
-    } else if (flag == "--channels") {
-      base.fleet.channels = std::max(n, 1);
-    } else if (flag == "--lines") {
-      base.fleet.log_lines_per_rank = n;
-    } else if (flag == "--size-every") {
-      // A soak: the database's size sampled every N seconds; logs not read back at the end
-      // (the retention, set with the server flags, deletes runs while it goes).
-      base.database_size_every = absl::Seconds(std::max(n, 1));
-      base.check_logs_of = -1;
-    } else {
-      return Usage("unknown flag " + flag);
-    }
+  base.kill_nodes = 3;
+  int seconds = 30, rate = 20, size_every = 0;
+  CLI::App app{"bench_control_plane: the control plane at cluster scale"};
+  app.add_option("--nodes", sizes, "cluster sizes, comma-separated (default 1000,5000,10000)")
+      ->delimiter(',');
+  app.add_option("--seconds", seconds, "the measured window of each size")->capture_default_str();
+  app.add_option("--rate", rate, "runs submitted per second")->capture_default_str();
+  app.add_option("--kill", base.kill_nodes, "nodes killed halfway")->capture_default_str();
+  app.add_flag("--flood", flood, "each size twice: quiet, then while one user floods");
+  app.add_option("--follows", follows,
+                 "each size twice: quiet, then with this many log follows open through the REST "
+                 "gateway")
+      ->capture_default_str();
+  app.add_option("--watches", watches, "and this many run watches")->capture_default_str();
+  app.add_option("--channels", base.fleet.channels,
+                 "gRPC channels the simulated nodes' streams share (0: 1)")
+      ->capture_default_str();
+  app.add_option("--lines", base.fleet.log_lines_per_rank, "log lines each simulated rank pushes")
+      ->capture_default_str();
+  auto* size_every_flag =
+      app.add_option("--size-every", size_every,
+                     "a soak: sample the database's size every this many seconds, and read no "
+                     "logs back (0: 1)");
+  app.add_flag("--logs-database", base.logs_database,
+               "rank output in a second database of the same PostgreSQL (--logs-database-url)");
+  app.footer("-- SERVER FLAGS...: the rest of the command line is tessera-server's");
+  // What follows "--" is passed on unread, so CLI11 sees only what comes before it.
+  char** const separator = std::find(argv + 1, argv + argc, std::string_view("--"));
+  base.server_flags.assign(separator == argv + argc ? separator : separator + 1, argv + argc);
+  CLI11_PARSE(app, static_cast<int>(separator - argv), argv);
+  for (int n : sizes) {
+    if (n < 10) return BadFlags("--nodes: numbers of at least 10");
+  }
+  if (seconds < 0 || rate < 0 || base.kill_nodes < 0 || follows < 0 || watches < 0 ||
+      base.fleet.channels < 0 || base.fleet.log_lines_per_rank < 0 || size_every < 0) {
+    return BadFlags(
+        "need --seconds, --rate, --kill, --follows, --watches, --channels, --lines and "
+        "--size-every >= 0");
+  }
+  base.measure = absl::Seconds(seconds);
+  base.submit_rate = rate;
+  base.fleet.channels = std::max(base.fleet.channels, 1);
+  if (size_every_flag->count() > 0) {
+    // Logs are not read back at the end: the retention, set with the server flags, deletes
+    // runs while it goes.
+    base.database_size_every = absl::Seconds(std::max(size_every, 1));
+    base.check_logs_of = -1;
   }
   if (base.logs_database && base.database_size_every > absl::ZeroDuration()) {
-    return Usage("--size-every samples one database: not with --logs-database");
+    return BadFlags("--size-every samples one database: not with --logs-database");
   }
   // Every node is a stream at the server: leave room for the files and threads.
   const auto streams = static_cast<rlim_t>(follows + watches);

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,7 +44,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "worker/engine/common/cpu_allocation_meter.h"
 #include "worker/engine/data/token_shards.h"
@@ -430,38 +430,30 @@ int main(int argc, char** argv) {
   EnsurePassiveOpenMpWait(argv);  // as tessera-train does; Python inherits it
   int threads = 2, steps = 20, save_layers = 8, shard_layers = 8;
   std::string folder = "/tmp/tessera-bench-engine", only;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    int v = 0;
-    if (flag == "--folder")
-      folder = argv[i + 1];
-    else if (flag == "--only")
-      only = argv[i + 1];
-    else if (!absl::SimpleAtoi(argv[i + 1], &v)) {
-      std::cerr << "bad value for " << flag << "\n";
-      return 2;
-    } else if (flag == "--threads")
-      threads = v;
-    else if (flag == "--steps")
-      steps = v;
-    else if (flag == "--save-layers")
-      save_layers = v;
-    else if (flag == "--shard-layers")
-      shard_layers = v;
-    else {
-      std::cerr << "unknown flag " << flag << "\n";
-      return 2;
-    }
+  CLI::App app{"bench_engine: tessera-train's speed against bounds measured in the same run"};
+  app.add_option("--threads", threads, "CPU threads of the engine and of Python PyTorch")
+      ->capture_default_str();
+  app.add_option("--steps", steps, "steps measured of each configuration")->capture_default_str();
+  app.add_option("--save-layers", save_layers, "blocks of the model whose shard is saved")
+      ->capture_default_str();
+  app.add_option("--shard-layers", shard_layers,
+                 "blocks of the model sharded on 4 ranks (and snapshotted in memory)")
+      ->capture_default_str();
+  app.add_option("--folder", folder, "where the data, checkpoints and jobs are written")
+      ->capture_default_str();
+  app.add_option("--only", only, "memory: the in-memory checkpoints' figure alone")
+      ->check(CLI::IsMember({"memory"}));
+  CLI11_PARSE(app, argc, argv);
+  // A figure of no steps is a median of nothing, and Python's threads must be at least one.
+  if (threads < 1 || steps < 1 || save_layers < 1 || shard_layers < 1) {
+    std::cerr << "need --threads, --steps, --save-layers and --shard-layers >= 1\n";
+    return 2;
   }
   setenv("TESSERA_CACHE_DIR", (folder + "/cache").c_str(), 1);
   TuneAllocatorForTraining();  // as tessera-train does
   Shape s;
   const std::string data = MakeDataset(folder + "/data", s, (steps + 5) * s.batch);
   if (only == "memory") return MemoryCheckpointCost(folder, s, data, steps, shard_layers);
-  if (!only.empty()) {
-    std::cerr << "--only: memory or nothing\n";
-    return 2;
-  }
 
   // Each alternates what it compares where it can (these machines are noisy).
   for (const auto& item : std::vector<std::function<int()>>{

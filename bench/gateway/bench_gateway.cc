@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
@@ -382,23 +383,16 @@ int AgainstControlPlane(int clients, int seconds) {
 int main(int argc, char** argv) {
   int followers = 2000, seconds = 10, submitters = 8;
   double lines_per_second = 10000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--followers") {
-      followers = std::atoi(argv[i + 1]);
-    } else if (flag == "--lines-per-second") {
-      lines_per_second = std::atof(argv[i + 1]);
-    } else if (flag == "--seconds") {
-      seconds = std::atoi(argv[i + 1]);
-    } else if (flag == "--submitters") {
-      submitters = std::atoi(argv[i + 1]);
-    } else {
-      std::fprintf(stderr,
-                   "usage: bench_gateway [--followers F] [--lines-per-second L] [--seconds S] "
-                   "[--submitters C]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"bench_gateway: the REST gateway in front of many watchers and many submitters"};
+  app.add_option("--followers", followers, "clients each following a run's logs over SSE")
+      ->capture_default_str();
+  app.add_option("--lines-per-second", lines_per_second, "log lines sent to the followers in all")
+      ->capture_default_str();
+  app.add_option("--seconds", seconds, "how long the followers and each submission path run")
+      ->capture_default_str();
+  app.add_option("--submitters", submitters, "concurrent clients submitting runs")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   if (followers < 1 || seconds < 1 || submitters < 1 || lines_per_second <= 0) {
     std::fprintf(stderr, "bench_gateway: every figure must be positive\n");
     return 2;

@@ -17,6 +17,7 @@
 //                 [--loss-seconds S]   (the schedulers' loss lease; 0: their 10 s lease)
 //                 [--save-interval N] [--memory-checkpoint-interval N]   (the run's, in steps;
 //                 25 and 0, none, as the example)
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -28,10 +29,8 @@
 #include <regex>
 #include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "bench/goodput/chaos.h"
 #include "bench/goodput/progress_trace.h"
@@ -51,52 +50,6 @@ struct Options {
   int save_interval = 25;              // the example's
   int memory_checkpoint_interval = 0;  // 0: none, as the example
 };
-
-bool ParseArgs(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) return false;
-    const std::string value = argv[++i];
-    bool ok = true;
-    if (flag == "--steps") {
-      ok = absl::SimpleAtoi(value, &o->steps) && o->steps >= 100;
-    } else if (flag == "--rounds") {
-      ok = absl::SimpleAtoi(value, &o->rounds) && o->rounds >= 1;
-    } else if (flag == "--seed") {
-      ok = absl::SimpleAtoi(value, &o->seed);
-    } else if (flag == "--min-gap") {
-      ok = absl::SimpleAtod(value, &o->min_gap) && o->min_gap >= 5;
-    } else if (flag == "--max-gap") {
-      ok = absl::SimpleAtod(value, &o->max_gap) && o->max_gap >= o->min_gap;
-    } else if (flag == "--loss-seconds") {
-      double& loss = o->cluster.loss_seconds;
-      ok = absl::SimpleAtod(value, &loss) && (loss == 0 || (loss > 1 && loss <= 10));
-    } else if (flag == "--save-interval") {
-      ok = absl::SimpleAtoi(value, &o->save_interval) && o->save_interval >= 1;
-    } else if (flag == "--memory-checkpoint-interval") {
-      ok = absl::SimpleAtoi(value, &o->memory_checkpoint_interval) &&
-           o->memory_checkpoint_interval >= 0;
-    } else if (flag == "--move-off-stragglers") {
-      ok = value == "true" || value == "false";
-      o->cluster.move_off_stragglers = value == "true";
-    } else if (flag == "--kinds") {
-      o->kinds = absl::StrSplit(value, ',', absl::SkipEmpty());
-      for (const auto& k : o->kinds) {
-        if (std::find(AllFaultKinds().begin(), AllFaultKinds().end(), k) == AllFaultKinds().end()) {
-          std::fprintf(stderr, "--kinds: no fault kind %s\n", k.c_str());
-          return false;
-        }
-      }
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "bad value for %s: %s\n", flag.c_str(), value.c_str());
-      return false;
-    }
-  }
-  return true;
-}
 
 // The example GPT with `steps` steps, hang detection and retries for a long chaos schedule, and
 // the options' checkpoint intervals.
@@ -280,12 +233,43 @@ int Main(const Options& o) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines as they happen, even into a file
   tessera::bench::Options o;
-  if (!tessera::bench::ParseArgs(argc, argv, &o)) {
-    std::fprintf(stderr,
-                 "usage: bench_goodput [--steps N] [--rounds R] [--seed S] [--min-gap S] "
-                 "[--max-gap S] [--kinds xid,crash,...] [--loss-seconds S] [--save-interval N] "
-                 "[--memory-checkpoint-interval N] [--move-off-stragglers true|false]\n");
+  CLI::App app{"bench_goodput: goodput under chaos"};
+  app.add_option("--steps", o.steps, "steps of each run")->capture_default_str();
+  app.add_option("--rounds", o.rounds, "rounds of faults, each kind once a round")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "of the faults' order and gaps")->capture_default_str();
+  app.add_option("--min-gap", o.min_gap, "seconds from one fault to the next, at least")
+      ->capture_default_str();
+  app.add_option("--max-gap", o.max_gap, "seconds from one fault to the next, at most")
+      ->capture_default_str();
+  app.add_option("--kinds", o.kinds, "the fault kinds injected, comma-separated (default: all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(tessera::bench::AllFaultKinds()));
+  app.add_option("--loss-seconds", o.cluster.loss_seconds,
+                 "the schedulers' loss lease (0: their 10 s lease)")
+      ->capture_default_str();
+  app.add_option("--save-interval", o.save_interval, "the run's checkpoint interval, in steps")
+      ->capture_default_str();
+  app.add_option("--memory-checkpoint-interval", o.memory_checkpoint_interval,
+                 "the run's in-memory checkpoint interval, in steps (0: none)")
+      ->capture_default_str();
+  app.add_option("--move-off-stragglers", o.cluster.move_off_stragglers,
+                 "tessera-health's flag of that name (default: true)")
+      ->check(CLI::IsMember({"true", "false"}));
+  CLI11_PARSE(app, argc, argv);
+  // Exit 64 for a bad value, as before: 2 is Main's, for loss curves that differ.
+  const auto bad_value = [](const char* what) {
+    std::fprintf(stderr, "bench_goodput: %s\n", what);
     return 64;
-  }
+  };
+  const double loss = o.cluster.loss_seconds;
+  if (o.steps < 100) return bad_value("need --steps >= 100");
+  if (o.rounds < 1) return bad_value("need --rounds >= 1");
+  if (o.min_gap < 5) return bad_value("need --min-gap >= 5");
+  if (o.max_gap < o.min_gap) return bad_value("need --max-gap >= --min-gap");
+  if (loss != 0 && (loss <= 1 || loss > 10))
+    return bad_value("need --loss-seconds 0 or in (1, 10]");
+  if (o.save_interval < 1) return bad_value("need --save-interval >= 1");
+  if (o.memory_checkpoint_interval < 0) return bad_value("need --memory-checkpoint-interval >= 0");
   return tessera::bench::Main(o);
 }

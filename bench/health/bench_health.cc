@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -40,7 +41,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/clock.h"
 #include "healthcheck/anomaly.h"
@@ -281,30 +281,21 @@ int main(int argc, char** argv) {
   Bench b;  // its seconds and threads come from the flags
   int load = 0;
   double slow = 0.8;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    double v = 0;
-    if (!absl::SimpleAtod(argv[i + 1], &v)) {
-      std::cerr << "bad value for " << flag << "\n";
-      return 2;
-    }
-    if (flag == "--sweeps")
-      sweeps = static_cast<int>(v);
-    else if (flag == "--nodes")
-      nodes = static_cast<int>(v);
-    else if (flag == "--slow")
-      slow = v;
-    else if (flag == "--seconds")
-      b.seconds = v;
-    else if (flag == "--threads")
-      b.threads = static_cast<int>(v);
-    else if (flag == "--load")
-      load = static_cast<int>(v);
-    else {
-      std::cerr << "unknown flag " << flag << "\n";
-      return 2;
-    }
-  }
+  CLI::App app{"bench_health: detection quality of the health sweep, and what its evidence costs"};
+  app.add_option("--sweeps", sweeps, "sweeps to run (each followed by one more where needed)")
+      ->capture_default_str();
+  app.add_option("--nodes", nodes, "simulated nodes, one of them slow")->capture_default_str();
+  app.add_option("--slow", slow, "the slow node's speed, a fraction of a healthy node's")
+      ->capture_default_str();
+  app.add_option("--seconds", b.seconds, "how long each compute stress test measures")
+      ->capture_default_str();
+  app.add_option("--threads", b.threads,
+                 "CPU threads of each compute stress test (0: all the cores)")
+      ->capture_default_str();
+  app.add_option("--load", load,
+                 "threads of a neighbour that each spin and rest for random spans of 0.2-2 s")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   if (sweeps < 1 || nodes < 3 || slow <= 0 || slow > 1 || b.seconds <= 0 || b.threads < 0 ||
       load < 0) {
     std::cerr << "need --sweeps >= 1, --nodes >= 3, 0 < --slow <= 1, --seconds > 0, "

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -287,21 +288,16 @@ int main(int argc, char** argv) {
     return Print(std::atol(argv[2]), std::atol(argv[3]), std::atol(argv[4]));
   int ranks = 2;
   long lines = 200000, bytes = 100, rate = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--ranks")
-      ranks = std::atoi(argv[i + 1]);
-    else if (flag == "--lines")
-      lines = std::atol(argv[i + 1]);
-    else if (flag == "--line-bytes")
-      bytes = std::atol(argv[i + 1]);
-    else if (flag == "--rate")
-      rate = std::atol(argv[i + 1]);
-    else {
-      std::cerr << "bench_logs: unknown flag " << flag
-                << " (--ranks, --lines, --line-bytes, --rate LINES_PER_S_PER_RANK)\n";
-      return 2;
-    }
+  CLI::App app{"bench_logs: ranks printing as fast as they can, through the whole log path"};
+  app.add_option("--ranks", ranks, "ranks printing (the run's GPUs)")->capture_default_str();
+  app.add_option("--lines", lines, "lines each rank prints")->capture_default_str();
+  app.add_option("--line-bytes", bytes, "bytes of each line")->capture_default_str();
+  app.add_option("--rate", rate, "lines per second of each rank (0: as fast as it can)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (ranks < 1 || lines < 1 || bytes < 1 || rate < 0) {
+    std::cerr << "need --ranks, --lines and --line-bytes >= 1, and --rate >= 0\n";
+    return 2;
   }
   const std::string self = std::filesystem::canonical("/proc/self/exe");
   std::printf("bench_logs: %d rank(s) x %ld lines of %ld bytes, %s\n", ranks, lines, bytes,

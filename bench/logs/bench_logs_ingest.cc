@@ -9,6 +9,7 @@
 // Without --database-url it starts a private PostgreSQL server (as the integration tests do).
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -222,21 +223,16 @@ int Main(const Options& o) {
 
 int main(int argc, char** argv) {
   tessera::Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--database-url")
-      o.database_url = argv[i + 1];
-    else if (flag == "--lines")
-      o.lines = std::atoi(argv[i + 1]);
-    else if (flag == "--batch")
-      o.batch = std::atoi(argv[i + 1]);
-    else if (flag == "--workers")
-      o.workers = std::atoi(argv[i + 1]);
-  }
+  CLI::App app{"bench_logs_ingest: log ingest end to end, against raw gRPC streaming"};
+  app.add_option("--database-url", o.database_url,
+                 "PostgreSQL to store in (none: a private server, started here)");
+  app.add_option("--lines", o.lines, "lines pushed in all")->capture_default_str();
+  app.add_option("--batch", o.batch, "lines per batch")->capture_default_str();
+  app.add_option("--workers", o.workers, "threads pushing, each on a stream of its own")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   if (o.lines <= 0 || o.batch <= 0 || o.workers <= 0) {
-    std::fprintf(stderr,
-                 "usage: bench_logs_ingest [--database-url URL] [--lines N] [--batch B] "
-                 "[--workers W]\n");
+    std::fprintf(stderr, "need --lines, --batch and --workers >= 1\n");
     return 2;
   }
   spdlog::set_level(spdlog::level::warn);

@@ -8,6 +8,7 @@
 // 2 s at p99 and against the bound measured in the same run: one plain POST to the same receiver.
 //
 //   build/bench/bench_notify [--events 1000] [--runs 100] [--no-stall]
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -37,19 +38,17 @@ double Percentile(std::vector<double> v, double p) {
 
 int Main(int argc, char** argv) {
   int events = 1000, runs = 100;
-  bool stall = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--events" && i + 1 < argc) {
-      (void)absl::SimpleAtoi(argv[++i], &events);
-    } else if (a == "--runs" && i + 1 < argc) {
-      (void)absl::SimpleAtoi(argv[++i], &runs);
-    } else if (a == "--no-stall") {
-      stall = false;
-    } else {
-      std::fprintf(stderr, "usage: bench_notify [--events N] [--runs N] [--no-stall]\n");
-      return 2;
-    }
+  bool no_stall = false;
+  CLI::App app{"bench_notify: webhook delivery under a burst of run events"};
+  app.add_option("--events", events, "run events appended in the burst")->capture_default_str();
+  app.add_option("--runs", runs, "runs the events are spread over")->capture_default_str();
+  app.add_flag("--no-stall", no_stall,
+               "without the second subscription, whose receiver stalls every request");
+  CLI11_PARSE(app, argc, argv);
+  const bool stall = !no_stall;
+  if (events < 1 || runs < 1) {  // event i is of run i % runs
+    std::fprintf(stderr, "need --events >= 1 and --runs >= 1\n");
+    return 2;
   }
   auto pg = testing::PostgresServer::Start();
   if (!pg.ok()) {

@@ -26,6 +26,7 @@
 //                             [--walls-mb 64] [--only walls]
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -223,22 +224,21 @@ void WallsFigure(const Options& o, const std::string& dir) {
 
 int Main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--only" && std::string(argv[i + 1]) == "walls") {
-      o.only = argv[i + 1];
-      continue;
-    }
-    int* into = flag == "--runs"       ? &o.runs
-                : flag == "--image-mb" ? &o.image_mb
-                : flag == "--steps"    ? &o.steps
-                : flag == "--shm-mb"   ? &o.shm_mb
-                : flag == "--walls-mb" ? &o.walls_mb
-                                       : nullptr;
-    if (into == nullptr || !absl::SimpleAtoi(argv[i + 1], into) || *into <= 0) {
-      Die("usage: bench_sandbox [--runs N] [--image-mb MB] [--steps N] [--shm-mb MB] "
-          "[--walls-mb MB] [--only walls]");
-    }
+  CLI::App app{"bench_sandbox: what the rank sandbox costs, each figure against a bound"};
+  app.add_option("--runs", o.runs, "starts timed of each kind (the start and node figures)")
+      ->capture_default_str();
+  app.add_option("--image-mb", o.image_mb, "the pulled image's size in MiB")->capture_default_str();
+  app.add_option("--steps", o.steps, "matmul steps of the step figure")->capture_default_str();
+  app.add_option("--shm-mb", o.shm_mb, "MiB written to /dev/shm and read back")
+      ->capture_default_str();
+  app.add_option("--walls-mb", o.walls_mb, "MiB of the all-reduce behind the network walls")
+      ->capture_default_str();
+  app.add_option("--only", o.only, "walls: the network walls' figure alone (needs root)")
+      ->check(CLI::IsMember({"walls"}));
+  CLI11_PARSE(app, argc, argv);
+  if (o.runs < 1 || o.image_mb < 1 || o.steps < 1 || o.shm_mb < 1 || o.walls_mb < 1) {
+    std::cerr << "need --runs, --image-mb, --steps, --shm-mb and --walls-mb >= 1\n";
+    return 2;
   }
   char pattern[] = "/var/tmp/tessera-bench-sandbox-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) Die("mkdtemp");

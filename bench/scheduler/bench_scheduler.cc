@@ -18,12 +18,11 @@
 //
 // Usage: bench_scheduler [--quick] [--cycles N] [--seed S]
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -309,19 +308,17 @@ int Main(int argc, char** argv) {
   bool quick = false;
   int cycles = 0;
   uint64_t seed = 2024;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--cycles") == 0 && i + 1 < argc) {
-      cycles = std::atoi(argv[++i]);
-    } else if (std::strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-      seed = std::strtoull(argv[++i], nullptr, 10);
-    } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--cycles N] [--seed S]\n", argv[0]);
-      return 2;
-    }
+  CLI::App app{"bench_scheduler: the placement cycle on simulated clusters"};
+  app.add_flag("--quick", quick, "fewer cycles (4 at 10,000 nodes)");
+  app.add_option("--cycles", cycles, "cycles at 10,000 nodes (0: 12, or 4 with --quick)")
+      ->capture_default_str();
+  app.add_option("--seed", seed, "of the simulated clusters and queues")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (cycles < 0) {
+    std::fprintf(stderr, "need --cycles >= 0\n");
+    return 2;
   }
-  if (cycles <= 0) cycles = quick ? 4 : 12;
+  if (cycles == 0) cycles = quick ? 4 : 12;
   std::printf(
       "bench_scheduler: nodes of 8 GPUs, queue = 10 x nodes, %d cycles at 10000 nodes (more "
       "at smaller sizes, for the same number of queued runs)%s\n",

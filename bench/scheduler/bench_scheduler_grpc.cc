@@ -24,6 +24,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -435,33 +436,25 @@ int Main(const Options& o) {
 int main(int argc, char** argv) {
   tessera::scheduler::Options o;
   std::string load, endpoint, ca, credentials;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--workers") {
-      o.workers = std::atoi(argv[i + 1]);
-    } else if (flag == "--readers") {
-      o.readers = std::atoi(argv[i + 1]);
-    } else if (flag == "--seconds") {
-      o.seconds = std::atof(argv[i + 1]);
-    } else if (flag == "--rounds") {
-      o.rounds = std::atoi(argv[i + 1]);
-    } else if (flag == "--load") {  // the child's flags
-      load = argv[i + 1];
-    } else if (flag == "--endpoint") {
-      endpoint = argv[i + 1];
-    } else if (flag == "--ca") {
-      ca = argv[i + 1];
-    } else if (flag == "--credentials") {
-      credentials = argv[i + 1];
-    } else {
-      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
+  CLI::App app{"bench_scheduler_grpc: the scheduler's gRPC traffic in plain text and over TLS"};
+  app.add_option("--workers", o.workers, "workers heartbeating back to back")
+      ->capture_default_str();
+  app.add_option("--readers", o.readers, "clients calling GetQueue back to back")
+      ->capture_default_str();
+  app.add_option("--seconds", o.seconds, "how long each load runs")->capture_default_str();
+  app.add_option("--rounds", o.rounds, "rounds of plain text and TLS in turn")
+      ->capture_default_str();
+  // The child's flags, which this binary passes to itself (LoadFromChild): not for people, so
+  // left out of --help.
+  app.add_option("--load", load, "heartbeats or queue: run this load alone")
+      ->check(CLI::IsMember({"heartbeats", "queue"}))
+      ->group("");
+  app.add_option("--endpoint", endpoint, "the server the load calls")->group("");
+  app.add_option("--ca", ca, "the CA file of a TLS server (none: plain text)")->group("");
+  app.add_option("--credentials", credentials, "the nodes' and user's keys, as JSON")->group("");
+  CLI11_PARSE(app, argc, argv);
   if (o.workers <= 0 || o.readers <= 0 || o.seconds <= 0 || o.rounds <= 0) {
-    std::fprintf(stderr,
-                 "usage: bench_scheduler_grpc [--workers N] [--readers U] [--seconds S] "
-                 "[--rounds R]\n");
+    std::fprintf(stderr, "need --workers, --readers and --rounds >= 1, and --seconds > 0\n");
     return 2;
   }
   spdlog::set_level(spdlog::level::warn);
