@@ -17,6 +17,7 @@
 //                 [--loss-seconds S]   (the schedulers' loss lease; 0: their 10 s lease)
 //                 [--save-interval N] [--memory-checkpoint-interval N]   (the run's, in steps;
 //                 25 and 0, none, as the example)
+//                 [--move-off-stragglers true|false]   (the run's; true)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>

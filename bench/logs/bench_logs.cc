@@ -5,8 +5,8 @@
 // raw gRPC streaming of the same lines over loopback measured in the same run. Prints lines per
 // second and line latency (print to follower) for both, and their ratio.
 //
-//   bench_logs [--ranks R] [--lines N] [--line-bytes B]
-//   bench_logs print N B      (what each rank runs)
+//   bench_logs [--ranks R] [--lines N] [--line-bytes B] [--rate LINES_PER_S]
+//   bench_logs print N B RATE      (what each rank runs)
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <unistd.h>
