@@ -26,7 +26,12 @@ TEST_CASE("gpt-tiny in its image: a node killed, the run resumes on the same dig
   INFO(image.status().ToString());
   REQUIRE(image.ok());
 
-  LocalCluster c;
+  // What is measured is a run in its image resuming on the same digest. Three simulated nodes
+  // share this machine's cores with the training: a step that lags can make the straggler watch
+  // move the run off a healthy node and leave it queued behind that node's sweep (seen once in a
+  // fresh-clone test run, 2026-12-07; issue 47's subject, not this test's). Straggler moves are
+  // kept out of it, as in the control-plane fault cases.
+  LocalCluster c({"--straggler-factor", "100"});
   const std::string shared = c.marks_dir() + "/shared";
   std::filesystem::create_directories(shared);
   OpenToPassThrough(shared);
