@@ -39,6 +39,11 @@ std::map<std::string, double> BestFirstMeasurements(
   return best;
 }
 
+double NeighbourScreen(const ConfirmationConfig& config, double noise_sigma) {
+  return std::max(config.suspect_fraction,
+                  config.test.slow_ratio * std::exp(config.screen_noise_sigmas * noise_sigma));
+}
+
 std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
                                       const std::vector<v1::HealthCheckResult>& results,
                                       const ConfirmationConfig& config,
@@ -50,23 +55,40 @@ std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
   for (const auto& [node, rate] : best) rates.push_back(rate);
   if (rates.size() < 2) return {};
   const double median = Median(rates);
-  // The nodes lowest beside their neighbours, if under suspect_fraction of them: a few at most,
-  // so that the noise of a shared machine does not make half the nodes suspects every sweep.
+  // The nodes to judge, and those under the median's screen among them.
+  std::vector<std::string> judged, below_median, others;
+  size_t judged_below_median = 0;
+  for (const auto& node : nodes) {
+    const auto it = best.find(node);
+    if (it == best.end()) continue;
+    const bool below = it->second / median < config.suspect_fraction;
+    (below || Contains(excluded, node) ? below_median : others).push_back(node);
+    if (Contains(excluded, node)) continue;
+    judged.push_back(node);
+    if (below) ++judged_below_median;
+  }
+  // The nodes lowest beside their neighbours, if under the screen: a few at most, so that the
+  // noise of a shared machine does not make half the nodes suspects every sweep, and never so
+  // many that under half of the nodes are left as peers to measure them beside. The noise is
+  // that of the nodes not already suspect or condemned: a node at 0.3 would swell it.
+  const double screen = NeighbourScreen(config, SweepNoiseSigma(below_median, others, results));
   std::vector<std::pair<double, std::string>> beside;
   for (const auto& [node, ratios] : NeighbourRatios(results, nodes)) {
     const double relative = GeometricMean(ratios);
-    if (relative < config.suspect_fraction && best.count(node) && !Contains(excluded, node)) {
-      beside.emplace_back(relative, node);
-    }
+    if (relative < screen && Contains(judged, node)) beside.emplace_back(relative, node);
   }
   std::sort(beside.begin(), beside.end());
-  if (beside.size() > static_cast<size_t>(std::max(config.neighbour_suspects, 0))) {
-    beside.resize(static_cast<size_t>(std::max(config.neighbour_suspects, 0)));
+  const size_t half = judged.size() / 2;
+  size_t room = half > judged_below_median ? half - judged_below_median : 0;
+  std::vector<std::string> lowest_beside;
+  for (size_t i = 0; i < beside.size() && i < static_cast<size_t>(config.neighbour_suspects); ++i) {
+    const std::string& node = beside[i].second;
+    if (!Contains(others, node)) continue;  // a suspect already: it takes its slot
+    if (room == 0) break;
+    lowest_beside.push_back(node);
+    --room;
   }
-  auto lowest = [&](const std::string& node) {
-    return std::any_of(beside.begin(), beside.end(),
-                       [&](const auto& b) { return b.second == node; });
-  };
+  auto lowest = [&](const std::string& node) { return Contains(lowest_beside, node); };
   std::vector<std::string> suspects;
   std::vector<std::pair<double, std::string>> by_distance;
   for (const auto& node : nodes) {

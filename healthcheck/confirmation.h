@@ -35,9 +35,17 @@ struct ConfirmationConfig {
   // healthy node with chance about alpha squared, whatever one machine's noise did to one sweep.
   // Slower than this is beyond what a machine's noise does beside interleaved peers: at once.
   double repeat_above = 0.5;
-  // The nodes lowest beside their neighbours that become suspects (if under suspect_fraction of
-  // them): more than one, so that one healthy node's unlucky moment cannot hide a slow one.
-  int neighbour_suspects = 2;
+  // The nodes lowest beside their neighbours that become suspects (if under NeighbourScreen):
+  // more than one, so that healthy nodes' unlucky moments cannot hide a slow one. On a loaded
+  // 2-core machine a slow node's first figures fell in fast moments, beside its neighbours, once
+  // in about a hundred sweeps, and then two healthy nodes below it were often enough to hide it.
+  int neighbour_suspects = 3;
+  // The screen beside the neighbours follows the sweep's noise: a node is taken as one of the
+  // lowest if its figure could still be a node at the test's slow_ratio that ran this many of
+  // the noise's sigmas fast, never under suspect_fraction. A quiet sweep (sigma 0.02-0.05) keeps
+  // about suspect_fraction; under load (0.06-0.19) the lowest neighbour_suspects nodes are
+  // measured again whatever their figures: a suspect costs measurements, never a verdict.
+  double screen_noise_sigmas = 2;
   // A pair whose two peers disagree with each other by more than this many of their expected
   // spread (the sweep's noise, never under the test's min_sigma) fell in a moment the machine
   // stalled: it is measured again, not counted. Which pairs go depends on the peers alone, never
@@ -53,11 +61,17 @@ struct ConfirmationConfig {
 std::map<std::string, double> BestFirstMeasurements(
     const std::vector<std::string>& nodes, const std::vector<v1::HealthCheckResult>& results);
 
+// The cut of the screen beside the neighbours for a sweep whose first measurements' noise is
+// `noise_sigma` (SweepNoiseSigma of every measured node): max(suspect_fraction, the test's
+// slow_ratio x exp(screen_noise_sigmas x noise_sigma)).
+double NeighbourScreen(const ConfirmationConfig& config, double noise_sigma);
+
 // Suspects, in the sweep's node order: nodes whose best first figure is under suspect_fraction of
 // the median and, measured in turn with the others (NeighbourRatios), the neighbour_suspects nodes
 // whose first figures are lowest beside the nodes measured next to them (geometric mean of their
-// ratios) if under that fraction: a slow node whose first measurements both fell in fast moments
-// of the machine still shows beside its neighbours. `peers` receives the other measured nodes,
+// ratios) if under NeighbourScreen (with the noise of the nodes not under the median's screen),
+// as long as half of the nodes are left as peers: a slow node whose first measurements both fell
+// in fast moments of the machine still shows beside its neighbours. `peers` receives the others,
 // nearest the median first. Neither holds a node of `excluded` (the nodes already condemned).
 std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
                                       const std::vector<v1::HealthCheckResult>& results,
