@@ -2,6 +2,8 @@
 // A node's compute stress result, as the health tests feed it to the screens and the plans.
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tessera/v1/health.pb.h"
 
@@ -16,6 +18,17 @@ inline v1::HealthCheckResult Measured(const std::string& node, double tflops, in
   r.set_compute_tflops(tflops);
   r.set_step(step);
   return r;
+}
+
+// First (step 0) measurements taken one after another, a second apart, in this order.
+inline std::vector<v1::HealthCheckResult> InTurn(
+    const std::vector<std::pair<std::string, double>>& figures) {
+  std::vector<v1::HealthCheckResult> results;
+  for (size_t i = 0; i < figures.size(); ++i) {
+    results.push_back(Measured(figures[i].first, figures[i].second));
+    results.back().mutable_finished_at()->set_seconds(static_cast<int64_t>(100 + i));
+  }
+  return results;
 }
 
 }  // namespace tessera::health::testing
