@@ -55,14 +55,14 @@ std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
   for (const auto& [node, rate] : best) rates.push_back(rate);
   if (rates.size() < 2) return {};
   const double median = Median(rates);
-  // The nodes to judge, and those under the median's screen among them.
-  std::vector<std::string> judged, below_median, others;
+  // The nodes to judge; those under the median's screen or condemned, and the others.
+  std::vector<std::string> judged, suspect_or_condemned, others;
   size_t judged_below_median = 0;
   for (const auto& node : nodes) {
     const auto it = best.find(node);
     if (it == best.end()) continue;
     const bool below = it->second / median < config.suspect_fraction;
-    (below || Contains(excluded, node) ? below_median : others).push_back(node);
+    (below || Contains(excluded, node) ? suspect_or_condemned : others).push_back(node);
     if (Contains(excluded, node)) continue;
     judged.push_back(node);
     if (below) ++judged_below_median;
@@ -71,7 +71,8 @@ std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
   // noise of a shared machine does not make half the nodes suspects every sweep, and never so
   // many that under half of the nodes are left as peers to measure them beside. The noise is
   // that of the nodes not already suspect or condemned: a node at 0.3 would swell it.
-  const double screen = NeighbourScreen(config, SweepNoiseSigma(below_median, others, results));
+  const double screen =
+      NeighbourScreen(config, SweepNoiseSigma(suspect_or_condemned, others, results));
   std::vector<std::pair<double, std::string>> beside;
   for (const auto& [node, ratios] : NeighbourRatios(results, nodes)) {
     const double relative = GeometricMean(ratios);
@@ -88,17 +89,13 @@ std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
     lowest_beside.push_back(node);
     --room;
   }
-  auto lowest = [&](const std::string& node) { return Contains(lowest_beside, node); };
   std::vector<std::string> suspects;
   std::vector<std::pair<double, std::string>> by_distance;
-  for (const auto& node : nodes) {
-    const auto it = best.find(node);
-    if (it == best.end() || Contains(excluded, node)) continue;
-    const double fraction = it->second / median;
-    if (fraction < config.suspect_fraction || lowest(node)) {
+  for (const auto& node : judged) {
+    if (!Contains(others, node) || Contains(lowest_beside, node)) {
       suspects.push_back(node);
     } else {
-      by_distance.emplace_back(std::abs(fraction - 1), node);
+      by_distance.emplace_back(std::abs(best.at(node) / median - 1), node);
     }
   }
   std::stable_sort(by_distance.begin(), by_distance.end(),
