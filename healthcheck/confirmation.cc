@@ -44,35 +44,88 @@ double NeighbourScreen(const ConfirmationConfig& config, double noise_sigma) {
                   config.test.slow_ratio * std::exp(config.screen_noise_sigmas * noise_sigma));
 }
 
+std::map<std::string, double> ScreenFigures(const std::vector<std::string>& nodes,
+                                            const std::vector<v1::HealthCheckResult>& results) {
+  std::map<std::string, std::vector<double>> figures;
+  for (const auto& r : results) {
+    if (!IsCompute(r) || r.step() != 0 || !Usable(r) || !Contains(nodes, r.node_name())) continue;
+    figures[r.node_name()].push_back(r.compute_tflops());
+  }
+  std::map<std::string, double> out;
+  for (const auto& [node, values] : figures) {
+    out[node] =
+        values.size() > 2 ? Median(values) : *std::max_element(values.begin(), values.end());
+  }
+  return out;
+}
+
+namespace {
+
+// The sweep's measured nodes split by the median's screen (ScreenFigures): `judged` (not
+// excluded), `suspect_or_condemned` (under suspect_fraction of the median, or excluded) and
+// `others`. Empty when fewer than two nodes were measured.
+struct MedianScreen {
+  std::map<std::string, double> figures;
+  double median = 0;
+  std::vector<std::string> judged, suspect_or_condemned, others;
+  size_t judged_below_median = 0;
+};
+
+MedianScreen ScreenByMedian(const std::vector<std::string>& nodes,
+                            const std::vector<v1::HealthCheckResult>& results,
+                            const ConfirmationConfig& config,
+                            const std::vector<std::string>& excluded) {
+  MedianScreen screen;
+  screen.figures = ScreenFigures(nodes, results);
+  std::vector<double> rates;
+  for (const auto& [node, rate] : screen.figures) rates.push_back(rate);
+  if (rates.size() < 2) return {};
+  screen.median = Median(rates);
+  for (const auto& node : nodes) {
+    const auto it = screen.figures.find(node);
+    if (it == screen.figures.end()) continue;
+    const bool below = it->second / screen.median < config.suspect_fraction;
+    (below || Contains(excluded, node) ? screen.suspect_or_condemned : screen.others)
+        .push_back(node);
+    if (Contains(excluded, node)) continue;
+    screen.judged.push_back(node);
+    if (below) ++screen.judged_below_median;
+  }
+  return screen;
+}
+
+}  // namespace
+
+double ScreenNoiseSigma(const std::vector<std::string>& nodes,
+                        const std::vector<v1::HealthCheckResult>& results,
+                        const ConfirmationConfig& config,
+                        const std::vector<std::string>& excluded) {
+  const MedianScreen screen = ScreenByMedian(nodes, results, config, excluded);
+  return SweepNoiseSigma(screen.suspect_or_condemned, screen.others, results);
+}
+
+int ComputePassesAfter(const std::vector<std::string>& nodes,
+                       const std::vector<v1::HealthCheckResult>& two_passes,
+                       const ConfirmationConfig& config, const std::vector<std::string>& excluded) {
+  return ScreenNoiseSigma(nodes, two_passes, config, excluded) > config.third_pass_noise_sigma ? 3
+                                                                                               : 2;
+}
+
 std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
                                       const std::vector<v1::HealthCheckResult>& results,
                                       const ConfirmationConfig& config,
                                       const std::vector<std::string>& excluded,
                                       std::vector<std::string>* peers) {
   peers->clear();
-  const auto best = BestFirstMeasurements(nodes, results);
-  std::vector<double> rates;
-  for (const auto& [node, rate] : best) rates.push_back(rate);
-  if (rates.size() < 2) return {};
-  const double median = Median(rates);
-  // The nodes to judge; those under the median's screen or condemned, and the others.
-  std::vector<std::string> judged, suspect_or_condemned, others;
-  size_t judged_below_median = 0;
-  for (const auto& node : nodes) {
-    const auto it = best.find(node);
-    if (it == best.end()) continue;
-    const bool below = it->second / median < config.suspect_fraction;
-    (below || Contains(excluded, node) ? suspect_or_condemned : others).push_back(node);
-    if (Contains(excluded, node)) continue;
-    judged.push_back(node);
-    if (below) ++judged_below_median;
-  }
+  const MedianScreen split = ScreenByMedian(nodes, results, config, excluded);
+  if (split.judged.empty()) return {};
+  const auto& judged = split.judged;
+  const auto& others = split.others;
   // The nodes lowest beside their neighbours, if under the screen: a few at most, so that the
   // noise of a shared machine does not make half the nodes suspects every sweep, and never so
-  // many that under half of the nodes are left as peers to measure them beside. The noise is
-  // that of the nodes not already suspect or condemned: a node at 0.3 would swell it.
+  // many that under half of the nodes are left as peers to measure them beside.
   const double screen =
-      NeighbourScreen(config, SweepNoiseSigma(suspect_or_condemned, others, results));
+      NeighbourScreen(config, SweepNoiseSigma(split.suspect_or_condemned, others, results));
   std::vector<std::pair<double, std::string>> beside;
   for (const auto& [node, ratios] : NeighbourRatios(results, nodes)) {
     const double relative = GeometricMean(ratios);
@@ -80,7 +133,7 @@ std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
   }
   std::sort(beside.begin(), beside.end());
   const size_t half = judged.size() / 2;
-  size_t room = half > judged_below_median ? half - judged_below_median : 0;
+  size_t room = half > split.judged_below_median ? half - split.judged_below_median : 0;
   std::vector<std::string> lowest_beside;
   for (size_t i = 0; i < beside.size() && i < static_cast<size_t>(config.neighbour_suspects); ++i) {
     const std::string& node = beside[i].second;
@@ -95,7 +148,7 @@ std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
     if (!Contains(others, node) || Contains(lowest_beside, node)) {
       suspects.push_back(node);
     } else {
-      by_distance.emplace_back(std::abs(best.at(node) / median - 1), node);
+      by_distance.emplace_back(std::abs(split.figures.at(node) / split.median - 1), node);
     }
   }
   std::stable_sort(by_distance.begin(), by_distance.end(),

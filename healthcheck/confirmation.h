@@ -46,6 +46,13 @@ struct ConfirmationConfig {
   // about suspect_fraction; under load (0.06-0.19) the lowest neighbour_suspects nodes are
   // measured again whatever their figures: a suspect costs measurements, never a verdict.
   double screen_noise_sigmas = 2;
+  // Nodes sharing a machine take turns twice; a third time when the first two turns' noise (the
+  // sigma of ScreenNoiseSigma) is above this. Under load (sigma 0.06-0.19) a node slowed to 0.8
+  // whose two first figures both fell in fast moments read 0.95 of the median and of its
+  // neighbours once in about a hundred sweeps, and was then not among the lowest: a third figure
+  // and screening on the median of three (ScreenFigures) take the lucky moment out. A quiet
+  // machine (0.02-0.05) pays nothing.
+  double third_pass_noise_sigma = 0.05;
   // A pair whose two peers disagree with each other by more than this many of their expected
   // spread (the sweep's noise, never under the test's min_sigma) fell in a moment the machine
   // stalled: it is measured again, not counted. Which pairs go depends on the peers alone, never
@@ -61,18 +68,38 @@ struct ConfirmationConfig {
 std::map<std::string, double> BestFirstMeasurements(
     const std::vector<std::string>& nodes, const std::vector<v1::HealthCheckResult>& results);
 
+// The figures the median's screen compares: each measured node's best first figure when it has
+// two or fewer (passing checks only), the median of them when it has more (a third pass was
+// made because the machine is noisy: one lucky moment no longer lifts a slow node).
+std::map<std::string, double> ScreenFigures(const std::vector<std::string>& nodes,
+                                            const std::vector<v1::HealthCheckResult>& results);
+
+// The noise the screens follow: SweepNoiseSigma of the nodes neither in `excluded` (condemned)
+// nor under suspect_fraction of the median of ScreenFigures (a node at 0.3 would swell it).
+double ScreenNoiseSigma(const std::vector<std::string>& nodes,
+                        const std::vector<v1::HealthCheckResult>& results,
+                        const ConfirmationConfig& config, const std::vector<std::string>& excluded);
+
+// How many times nodes that share a machine take their turns at compute stress, once
+// `two_passes` (the results of both turns, or what the stage deadlines left of them) are in:
+// 3 when ScreenNoiseSigma is above third_pass_noise_sigma, else 2.
+int ComputePassesAfter(const std::vector<std::string>& nodes,
+                       const std::vector<v1::HealthCheckResult>& two_passes,
+                       const ConfirmationConfig& config, const std::vector<std::string>& excluded);
+
 // The cut of the screen beside the neighbours for a sweep whose first measurements' noise is
 // `noise_sigma` (SweepNoiseSigma of every measured node): max(suspect_fraction, the test's
 // slow_ratio x exp(screen_noise_sigmas x noise_sigma)).
 double NeighbourScreen(const ConfirmationConfig& config, double noise_sigma);
 
-// Suspects, in the sweep's node order: nodes whose best first figure is under suspect_fraction of
-// the median and, measured in turn with the others (NeighbourRatios), the neighbour_suspects nodes
-// whose first figures are lowest beside the nodes measured next to them (geometric mean of their
-// ratios) if under NeighbourScreen (with the noise of the nodes not under the median's screen),
-// as long as half of the nodes are left as peers: a slow node whose first measurements both fell
-// in fast moments of the machine still shows beside its neighbours. `peers` receives the others,
-// nearest the median first. Neither holds a node of `excluded` (the nodes already condemned).
+// Suspects, in the sweep's node order: nodes whose ScreenFigures figure is under suspect_fraction
+// of the median and, measured in turn with the others (NeighbourRatios), the neighbour_suspects
+// nodes whose first figures are lowest beside the nodes measured next to them (geometric mean of
+// their ratios) if under NeighbourScreen (with the noise of the nodes not under the median's
+// screen), as long as half of the nodes are left as peers: a slow node whose first measurements
+// both fell in fast moments of the machine still shows beside its neighbours. `peers` receives the
+// others, nearest the median first. Neither holds a node of `excluded` (the nodes already
+// condemned).
 std::vector<std::string> FindSuspects(const std::vector<std::string>& nodes,
                                       const std::vector<v1::HealthCheckResult>& results,
                                       const ConfirmationConfig& config,

@@ -136,24 +136,30 @@ void SweepDriver::AdvanceSweep(v1::Sweep sweep) {
     std::vector<std::vector<std::string>> groups;  // compute: single-node groups
     int pass = 1;  // the results each member has once the stage is done
   };
-  std::vector<Stage> stages;
   // Nodes that share a machine take turns — twice, the second time starting halfway, each node
   // keeping its better figure, so that a dip of the machine's own speed during the sweep does not
-  // fall on one node's every measurement.
+  // fall on one node's every measurement; a third time, starting a quarter of the way, when the
+  // first two turns were noisy (decided once they ended, and kept in the sweep).
   const auto compute_rounds = ComputeRounds(nodes, *known);
   const size_t n_rounds = compute_rounds.size();
-  const int passes = n_rounds > 1 ? 2 : 1;
-  for (int pass = 1; pass <= passes; ++pass) {
-    for (size_t i = 0; i < n_rounds; ++i) {
-      const auto& round = compute_rounds[pass == 1 ? i : (i + n_rounds / 2) % n_rounds];
-      Stage s{v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {}, pass};
-      for (const auto& n : round) s.groups.push_back({n});
-      stages.push_back(std::move(s));
+  const int two_passes = n_rounds > 1 ? 2 : 1;
+  const auto stages_of = [&](int passes) {
+    std::vector<Stage> stages;
+    for (int pass = 1; pass <= passes; ++pass) {
+      const size_t offset = pass == 1 ? 0 : pass == 2 ? n_rounds / 2 : n_rounds / 4;
+      for (size_t i = 0; i < n_rounds; ++i) {
+        Stage s{v1::HEALTH_CHECK_KIND_COMPUTE_STRESS, {}, pass};
+        for (const auto& n : compute_rounds[(i + offset) % n_rounds]) s.groups.push_back({n});
+        stages.push_back(std::move(s));
+      }
     }
-  }
-  for (auto& round : Rounds(RingPairs(nodes))) {
-    stages.push_back({v1::HEALTH_CHECK_KIND_ALLREDUCE, std::move(round), 1});
-  }
+    for (auto& round : Rounds(RingPairs(nodes))) {
+      stages.push_back({v1::HEALTH_CHECK_KIND_ALLREDUCE, std::move(round), 1});
+    }
+    return stages;
+  };
+  std::vector<Stage> stages =
+      stages_of(two_passes == 2 && sweep.compute_passes() == 3 ? 3 : two_passes);
   auto dispatch = [&](size_t index) {
     const Stage& stage = stages[index];
     neighbours_->Observe(sweep);
@@ -184,8 +190,8 @@ void SweepDriver::AdvanceSweep(v1::Sweep sweep) {
                         static_cast<int>(stages.size()));
     return;
   }
-  const Stage& stage = stages[index];
   bool complete = true;
+  const Stage& stage = stages[index];
   for (const auto& g : stage.groups) {
     for (const auto& m : g) {
       const std::vector<std::string> match =
@@ -196,9 +202,21 @@ void SweepDriver::AdvanceSweep(v1::Sweep sweep) {
   const bool due = sweep.has_deadline() && clock_->Now() >= FromProtoTime(sweep.deadline());
   if (!complete && !due) return;
   RecordTimeouts(sweep, stage.kind, stage.groups, stage.pass, *results);
-  const bool last_compute = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS &&
-                            (index + 1 == stages.size() ||
-                             stages[index + 1].kind != v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
+  const bool compute = stage.kind == v1::HEALTH_CHECK_KIND_COMPUTE_STRESS;
+  if (two_passes == 2 && sweep.compute_passes() == 0 &&
+      index + 1 == 2 * n_rounds) {  // the second turn ended: is a third one needed?
+    const auto anomalies = FindAnomalies(nodes, {}, *results, config_.anomaly);
+    std::vector<std::string> condemned;
+    for (const auto& a : anomalies) condemned.push_back(a.node);
+    sweep.set_compute_passes(
+        ComputePassesAfter(nodes, *results, config_.anomaly.confirmation, condemned));
+    stages = stages_of(sweep.compute_passes());  // `stage` is gone from here on
+    // A node already condemned (an error, a hang) is taken out before the third turn, not after.
+    if (sweep.compute_passes() == 3) remediation_->Remediate(sweep, anomalies);
+  }
+  const bool last_compute =
+      compute && (index + 1 == stages.size() ||
+                  stages[index + 1].kind != v1::HEALTH_CHECK_KIND_COMPUTE_STRESS);
   if (last_compute && index + 1 < stages.size()) {
     // A node the compute stress test already condemns is taken out now, while the all-reduce
     // rounds go on: a run waiting on it resumes elsewhere sooner.

@@ -4,7 +4,8 @@
 // runner keeps its `tessera-canary serve` up through the sweeps, as a worker does), and the
 // slow node's is really slowed by the worker's ProcessThrottle (the code behind `inject-fault
 // --kind slow:0.8`). The nodes share this machine, so they are measured as a sweep measures such
-// nodes: one at a time, twice, the second pass starting halfway, each on one CPU thread as the
+// nodes: one at a time, twice, the second pass starting halfway (a third time, starting a quarter
+// of the way, when the first two were noisy), each on one CPU thread as the
 // health API's `--canary-compute-threads 1` has it (deploy/cluster.sh sets it; --threads 0: all
 // the cores, whose figures swing with every other process on the machine). Then, as the health API
 // does, the suspects (confirmation.h) are measured again in turn with peers until the sequential
@@ -118,8 +119,9 @@ struct SweepOutcome {
   std::map<std::string, std::string> findings;  // why each condemned node was
   std::vector<std::string> single_sweep;        // what the first measurements alone condemn
   int measurements = 0;
+  int passes = 2;  // the first measurements' turns: 3 when the first two were noisy
   double seconds = 0;
-  double slow_fraction = 0;       // the slow node's best first figure over the median
+  double slow_fraction = 0;       // the slow node's screen figure over the median
   double slow_beside = 1;         // its first figures over the nodes measured beside them (mean)
   health::ConfirmationPlan plan;  // as the sweep ended
   std::string id;                 // "b7", or "b7-again" for its follow-up
@@ -150,18 +152,27 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node,
   const auto start = std::chrono::steady_clock::now();
   const int nodes = static_cast<int>(b.names.size());
   std::vector<v1::HealthCheckResult> results;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int i = 0; i < nodes; ++i) {
-      results.push_back(b.Measure(pass == 0 ? i : (i + nodes / 2) % nodes, id, 0));
-    }
-  }
+  const auto measure_pass = [&](int offset) {
+    for (int i = 0; i < nodes; ++i) results.push_back(b.Measure((i + offset) % nodes, id, 0));
+  };
+  measure_pass(0);
+  measure_pass(nodes / 2);
   SweepOutcome out;
+  {  // a third turn when the first two were noisy, as the sweep driver decides it
+    std::vector<std::string> condemned;
+    for (const auto& a : health::FindAnomalies(b.names, {}, results, health::AnomalyConfig{})) {
+      condemned.push_back(a.node);
+    }
+    const health::ConfirmationConfig confirmation;
+    out.passes = health::ComputePassesAfter(b.names, results, confirmation, condemned);
+    if (out.passes == 3) measure_pass(nodes / 4);
+  }
   health::AnomalyConfig single;
   single.confirmation.enabled = false;
   for (const auto& a : health::FindAnomalies(b.names, {}, results, single)) {
     out.single_sweep.push_back(a.node);
   }
-  const auto best = health::BestFirstMeasurements(b.names, results);
+  const auto best = health::ScreenFigures(b.names, results);
   std::vector<double> rates;
   for (const auto& [n, r] : best) rates.push_back(r);
   out.slow_fraction = best.at(b.names[static_cast<size_t>(slow_node)]) / health::Median(rates);
@@ -190,8 +201,8 @@ SweepOutcome Sweep(Bench& b, const std::string& id, int slow_node,
     results.push_back(b.Measure(b.Index(plan.next_node), id, plan.next_step));
   }
   if (std::getenv("BENCH_HEALTH_VERBOSE") != nullptr) {
-    std::printf("  %s: %zu suspect(s), the first measurements' noise sigma %.3f\n", id.c_str(),
-                suspects.size(), plan.noise_sigma);
+    std::printf("  %s: %d turns, %zu suspect(s), the first measurements' noise sigma %.3f\n",
+                id.c_str(), out.passes, suspects.size(), plan.noise_sigma);
   }
   // As the health API's FinishSweep judges them: a node found slow only here is measured again
   // by the follow-up, like an inconclusive one.
@@ -229,6 +240,7 @@ struct Tally {
   int sweeps_done = 0, follow_ups = 0;
   int found_first = 0, found_within_two = 0, false_condemnations = 0;
   int single_found = 0, single_false = 0, healthy_inconclusive = 0;
+  int third_passes = 0;  // sweeps (and follow-ups) whose first measurements took three turns
   std::vector<double> measurements, durations, fractions;
 
   void Print(int nodes, int slow_node, double slow, const Bench& b, int load,
@@ -252,8 +264,11 @@ struct Tally {
     std::printf("  healthy nodes condemned: %d of %d = %.2f%% (target 0); left inconclusive: %d\n",
                 false_condemnations, healthy, 100.0 * false_condemnations / healthy,
                 healthy_inconclusive);
-    std::printf("  measurements per sweep: median %.0f, max %.0f (%d without confirmation)\n",
-                At(measurements, 0.5), At(measurements, 1.0), 2 * nodes);
+    std::printf(
+        "  measurements per sweep: median %.0f, max %.0f (%d without confirmation, %d with a "
+        "third turn: %d of %d sweeps and follow-ups took one)\n",
+        At(measurements, 0.5), At(measurements, 1.0), 2 * nodes, 3 * nodes, third_passes,
+        sweeps_done + follow_ups);
     std::printf(
         "  sweep duration: median %.1f s, max %.1f s (%.1f s of measuring without "
         "confirmation)\n",
@@ -350,6 +365,7 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < chain.size(); ++k) {
       const auto& c = chain[k];
       t.measurements.push_back(c.measurements);
+      t.third_passes += c.passes == 3 ? 1 : 0;
       t.durations.push_back(c.seconds);
       for (const auto& n : c.inconclusive) t.healthy_inconclusive += n == slow_name ? 0 : 1;
       for (const auto& n : c.condemned) {
