@@ -39,8 +39,9 @@ void AttemptControl::SendStop(const std::string& node, const std::string& run_id
 }
 
 void AttemptControl::StopAttempt(const v1::Run& run, v1::AttemptEndReason why,
-                                 const std::string& reason) {
-  if (!attempts_->MarkStopping(run.id(), run.resumption_index(), why, reason)) return;
+                                 const std::string& reason, const std::string& node,
+                                 v1::DetectionMethod how) {
+  if (!attempts_->MarkStopping(run.id(), run.resumption_index(), why, reason, node, how)) return;
   spdlog::info("stopping run {} (attempt {}) on {} node(s): {}", run.name(), run.resumption_index(),
                run.nodes_size(), reason);
   for (const auto& n : run.nodes())
@@ -94,8 +95,9 @@ absl::StatusOr<std::vector<std::string>> AttemptControl::EndAttemptsOnNode(
     if (!on_node) continue;
     AttemptState state = attempts_->State(run.id(), run.resumption_index());
     state.first_failed_node = node;
-    StopAttempt(run, reason, detail);
     const v1::AttemptEndReason why = run.stop_requested() ? v1::ATTEMPT_END_REASON_STOPPED : reason;
+    // A stop the user asked for blames no node.
+    StopAttempt(run, why, detail, why == v1::ATTEMPT_END_REASON_STOPPED ? "" : node, how);
     auto st = EndAttempt(run.id(), run.resumption_index(), state, why, how, detail);
     if (!st.ok() && !absl::IsFailedPrecondition(st)) return st;
     spdlog::warn("run {} attempt {} ended: {}", run.name(), run.resumption_index(), detail);

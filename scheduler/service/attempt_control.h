@@ -33,8 +33,12 @@ class AttemptControl {
   // Tells `node`'s worker to stop the attempt's ranks (SIGTERM, then SIGKILL after the grace).
   void SendStop(const std::string& node, const std::string& run_id, int resumption,
                 const std::string& reason);
-  // Tells every node of the run's attempt to stop it, once: later calls do nothing.
-  void StopAttempt(const v1::Run& run, v1::AttemptEndReason why, const std::string& reason);
+  // Tells every node of the run's attempt to stop it, once: later calls do nothing. A stop that
+  // blames `node`, found by `how`, is the attempt's end whoever records it first (its caller, or
+  // the ranks' exits: AttemptState.stop_node).
+  void StopAttempt(const v1::Run& run, v1::AttemptEndReason why, const std::string& reason,
+                   const std::string& node = "",
+                   v1::DetectionMethod how = v1::DETECTION_METHOD_UNSPECIFIED);
   // Records the attempt's end with the run manager, after the progress kept for it; `state`
   // gives its rank exits and first failure. `result`, when set, receives the run as recorded. An
   // end recorded already is not an error.

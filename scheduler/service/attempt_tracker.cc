@@ -198,15 +198,21 @@ absl::StatusOr<AttemptReport> AttemptTracker::Record(const std::string& node,
 }
 
 bool AttemptTracker::MarkStopping(const std::string& run_id, int resumption,
-                                  v1::AttemptEndReason why, const std::string& detail) {
+                                  v1::AttemptEndReason why, const std::string& detail,
+                                  const std::string& node, v1::DetectionMethod how) {
   absl::MutexLock lock(&mu_);
   auto& state = attempts_[{run_id, resumption}];
   if (state.stop_sent_at != absl::InfinitePast()) return false;
   state.stop_sent_at = clock_->Now();
+  const bool blames_node = !node.empty() && how != v1::DETECTION_METHOD_UNSPECIFIED;
   if (why == v1::ATTEMPT_END_REASON_STOPPED || why == v1::ATTEMPT_END_REASON_PREEMPTED ||
-      why == v1::ATTEMPT_END_REASON_RESIZED) {
+      why == v1::ATTEMPT_END_REASON_RESIZED || blames_node) {
     state.stop_reason = why;
     state.stop_detail = detail;
+  }
+  if (blames_node) {
+    state.stop_node = node;
+    state.stop_detection = how;
   }
   return true;
 }

@@ -33,10 +33,16 @@ struct AttemptState {
   std::string first_failed_node;
   // The first failure was Tessera's (a fenced rank, a lost exit status), not the user's.
   bool control_plane_fault = false;
-  // Why the control plane stopped it (STOPPED, PREEMPTED); UNSPECIFIED when it did not.
+  // Why the control plane stopped it (STOPPED, PREEMPTED, RESIZED, or a stop that blames a node:
+  // a hang, a straggler, a node taken out of service); UNSPECIFIED when it did not.
   v1::AttemptEndReason stop_reason = v1::ATTEMPT_END_REASON_UNSPECIFIED;
   // What the stop said (e.g. why a run was preempted), for the attempt's end.
   std::string stop_detail;
+  // A stop that blames a node: the node and how it was found. Its caller records the end, but
+  // the ranks' exits (SIGTERM's 143) may reach this instance first: the end they make is the
+  // same, never the user's failure.
+  std::string stop_node;
+  v1::DetectionMethod stop_detection = v1::DETECTION_METHOD_UNSPECIFIED;
   absl::Time stop_sent_at = absl::InfinitePast();
 };
 
@@ -105,10 +111,12 @@ class AttemptTracker {
   absl::StatusOr<AttemptReport> Record(const std::string& node, const v1::AttemptUpdate& update);
 
   // --- stopping and ending ---
-  // Notes that the attempt's ranks were told to stop, for `why` (STOPPED and PREEMPTED are
-  // remembered as the attempt's end reason). False when a stop was sent already.
+  // Notes that the attempt's ranks were told to stop, for `why` (STOPPED, PREEMPTED, RESIZED and
+  // a stop that blames `node`, found by `how`, are remembered as the attempt's end). False when
+  // a stop was sent already.
   bool MarkStopping(const std::string& run_id, int resumption, v1::AttemptEndReason why,
-                    const std::string& detail = "");
+                    const std::string& detail = "", const std::string& node = "",
+                    v1::DetectionMethod how = v1::DETECTION_METHOD_UNSPECIFIED);
   // The attempt ended (recorded with the run manager). Unless it succeeded, the nodes that have
   // not finished (neither in `finished` nor in the books) keep draining it.
   void Ended(const std::string& run_id, int resumption, const std::set<std::string>& finished,

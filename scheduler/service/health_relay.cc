@@ -83,7 +83,8 @@ absl::Status HealthRelay::OnRankHang(const std::string& node, const v1::RankHang
       "rank %d on %s made no progress for %.1f s (%s)", hang.rank(), node,
       hang.seconds_without_progress(),
       HangCircumstance(hang.before_first_report(), hang.before_first_step(), hang.last_step()));
-  control_->StopAttempt(*run, v1::ATTEMPT_END_REASON_HANG, detail);
+  control_->StopAttempt(*run, v1::ATTEMPT_END_REASON_HANG, detail, node,
+                        v1::DETECTION_METHOD_HANG_TIMEOUT);
   return control_->EndAttempt(run->id(), run->resumption_index(), state,
                               v1::ATTEMPT_END_REASON_HANG, v1::DETECTION_METHOD_HANG_TIMEOUT,
                               detail);

@@ -421,6 +421,14 @@ absl::Status WorkerSessions::FinishIfDone(const std::string& node, const v1::Att
   } else if (state.first_failed_rank >= 0) {
     reason = failure;
   }
+  if (!state.stop_node.empty()) {
+    // A stop that blamed a node (a hang, a straggler, a node taken out of service), whose ranks
+    // exited before its caller recorded the end: the same end, whoever records it first.
+    AttemptState blamed = state;
+    blamed.first_failed_node = state.stop_node;
+    return control_->EndAttempt(run.id(), run.resumption_index(), blamed, reason,
+                                state.stop_detection, state.stop_detail);
+  }
   std::string detail = update.detail();
   if ((reason == v1::ATTEMPT_END_REASON_PREEMPTED || reason == v1::ATTEMPT_END_REASON_RESIZED) &&
       !state.stop_detail.empty()) {

@@ -87,6 +87,22 @@ TEST_CASE("attempt tracker: a failure after the control plane's stop is not the 
   CHECK_FALSE(exited->newly_failed);
   CHECK(exited->state.stop_reason == v1::ATTEMPT_END_REASON_PREEMPTED);
   CHECK(exited->state.stop_sent_at == f.clock->Now());
+  CHECK(exited->state.stop_node.empty());
+  // A stop that blames a node, with how it was found, is remembered as the attempt's end; one
+  // whose caller names neither (a node's worker restarted, say) is not.
+  f.tracker.SetActive({RunOn("s", 0, {"a"}), RunOn("t", 0, {"a"})});
+  REQUIRE(f.tracker.MarkStopping("s", 0, v1::ATTEMPT_END_REASON_STRAGGLER, "2.0 x", "a",
+                                 v1::DETECTION_METHOD_STRAGGLER_WATCH));
+  auto moved = f.tracker.Record("a", Update("s", v1::ATTEMPT_PHASE_FINISHED, 0, 143));
+  CHECK_FALSE(moved->newly_failed);
+  CHECK(moved->state.stop_reason == v1::ATTEMPT_END_REASON_STRAGGLER);
+  CHECK(moved->state.stop_detail == "2.0 x");
+  CHECK(moved->state.stop_node == "a");
+  CHECK(moved->state.stop_detection == v1::DETECTION_METHOD_STRAGGLER_WATCH);
+  REQUIRE(f.tracker.MarkStopping("t", 0, v1::ATTEMPT_END_REASON_NODE_FAILURE, "restarted"));
+  auto restarted = f.tracker.Record("a", Update("t", v1::ATTEMPT_PHASE_FINISHED, 0, 143));
+  CHECK(restarted->newly_failed);
+  CHECK(restarted->state.stop_reason == v1::ATTEMPT_END_REASON_UNSPECIFIED);
 }
 
 TEST_CASE("attempt tracker: reports on attempts that are not active change nothing") {

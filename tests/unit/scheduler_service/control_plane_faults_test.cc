@@ -307,6 +307,40 @@ TEST_CASE("the same exit without Tessera's mark is the user's failure") {
   CHECK(f.Get(run).status() == v1::RUN_STATUS_FAILED);
 }
 
+TEST_CASE(
+    "ranks that exit at a straggler move's stop before the move records its end: the move's") {
+  Fixture f;
+  f.Register("n1");
+  v1::Run run = f.Submit(8, /*retry=*/true);
+  const std::string node = StartRun(f, run);
+  // The health API moves the run off its straggler: the stop goes out first, and the worker's
+  // report of SIGTERM's exit arrives before the move's own end is recorded.
+  f.core->control->StopAttempt(f.Get(run), v1::ATTEMPT_END_REASON_STRAGGLER,
+                               "2.0 x the median step time of the run's other nodes", node,
+                               v1::DETECTION_METHOD_STRAGGLER_WATCH);
+  v1::RankExit exit;
+  exit.set_exit_code(143);
+  exit.set_signal(15);
+  REQUIRE(f.core->sessions->OnAttemptUpdate(node, Finished(run, exit)).ok());
+  const v1::Run after = f.Get(run);
+  CHECK(after.status() == v1::RUN_STATUS_QUEUED);  // not FAILED with exit code 143
+  CHECK(after.resumption_index() == 1);
+  CHECK(after.avoid_node() == node);
+  auto attempts = f.stores.runs->ListAttempts(run.id());
+  REQUIRE(attempts.ok());
+  REQUIRE(!attempts->empty());
+  CHECK(attempts->front().end_reason() == v1::ATTEMPT_END_REASON_STRAGGLER);
+  CHECK(attempts->front().detection_method() == v1::DETECTION_METHOD_STRAGGLER_WATCH);
+  CHECK(attempts->front().reason() == "2.0 x the median step time of the run's other nodes");
+  CHECK(attempts->front().first_failed_node() == node);
+  // The move's own record, arriving second, is no news.
+  REQUIRE(f.core->control
+              ->EndAttempt(run.id(), 0, AttemptState{}, v1::ATTEMPT_END_REASON_STRAGGLER,
+                           v1::DETECTION_METHOD_STRAGGLER_WATCH, "again")
+              .ok());
+  CHECK(f.Get(run).resumption_index() == 1);
+}
+
 }  // namespace control_plane_faults_test
 }  // namespace tessera::scheduler
 
