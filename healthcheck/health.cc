@@ -19,8 +19,8 @@ Health MakeHealth(std::shared_ptr<store::HealthStore> store,
   auto deferred = std::make_shared<DeferredVerdicts>(cordon, metrics);
   Health h;
   h.launcher = std::make_shared<SweepLauncher>(store, scheduler, clock, random);
-  h.remediation = std::make_shared<Remediation>(store, scheduler, cordon, neighbours, deferred,
-                                                metrics, config.uncordon_after_passes);
+  h.remediation = std::make_shared<Remediation>(store, scheduler, cordon, runs, neighbours,
+                                                deferred, metrics, config.uncordon_after_passes);
   h.driver = std::make_shared<SweepDriver>(store, scheduler, clock, random, config, neighbours,
                                            h.launcher, h.remediation, metrics);
   auto moves = std::make_shared<StragglerMoves>(scheduler, clock, config.triggers.moves,

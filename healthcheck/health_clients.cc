@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/timestamps.h"
 #include "tessera/v1/cordon.grpc.pb.h"
 #include "tessera/v1/runs.grpc.pb.h"
 #include "tessera/v1/scheduler.grpc.pb.h"
@@ -82,6 +83,18 @@ class GrpcRunsApi final : public RunsApi {
     auto st = runs_.Call(&v1::RunService::Stub::ListRuns, req, &resp);
     if (!st.ok()) return st;
     return std::vector<v1::Run>(resp.runs().begin(), resp.runs().end());
+  }
+  absl::StatusOr<std::vector<std::string>> ClearNodeAvoidance(const std::vector<std::string>& nodes,
+                                                              const std::string& sweep_id,
+                                                              absl::Time passed_at) override {
+    v1::ClearNodeAvoidanceRequest req;
+    for (const auto& n : nodes) req.add_node_names(n);
+    req.set_sweep_id(sweep_id);
+    *req.mutable_passed_at() = ToProtoTime(passed_at);
+    v1::ClearNodeAvoidanceResponse resp;
+    auto st = runs_.Call(&v1::RunService::Stub::ClearNodeAvoidance, req, &resp);
+    if (!st.ok()) return st;
+    return std::vector<std::string>(resp.run_names().begin(), resp.run_names().end());
   }
 
  private:

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "services/common/system_client.h"
 #include "services/common/system_credential.h"
 #include "tessera/v1/cordon.pb.h"
@@ -42,6 +43,10 @@ class RunsApi {
  public:
   virtual ~RunsApi() = default;
   virtual absl::StatusOr<std::vector<v1::Run>> ListRunning() = 0;
+  // Sweep `sweep_id`, finished at `passed_at`, passed `nodes`: runs that keep off one of them
+  // may go there again (RunService.ClearNodeAvoidance). Returns those runs' names.
+  virtual absl::StatusOr<std::vector<std::string>> ClearNodeAvoidance(
+      const std::vector<std::string>& nodes, const std::string& sweep_id, absl::Time passed_at) = 0;
 };
 
 // The health API's calls wait 15 s, but an eviction at least 30 s (it ends every attempt on the

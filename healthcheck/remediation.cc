@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/timestamps.h"
 #include "healthcheck/sweep_launcher.h"
 
 namespace tessera::health {
@@ -141,7 +142,31 @@ void Remediation::TakeOutOfService(const std::string& node, const std::string& r
   }
 }
 
+std::vector<std::string> Remediation::PassedBy(const v1::Sweep& finished) {
+  std::vector<std::string> passed;
+  for (const auto& node : finished.node_names()) {
+    if (Named(finished.anomalous_nodes(), node) || Named(finished.repeat_nodes(), node) ||
+        Named(finished.inconclusive_nodes(), node) || NotMeasuredIn(finished, node) ||
+        DeferredVerdicts::DeferredIn(finished, node)) {
+      continue;
+    }
+    passed.push_back(node);
+  }
+  return passed;
+}
+
 void Remediation::ReturnToService(const v1::Sweep& finished) {
+  if (const auto passed = PassedBy(finished); !passed.empty()) {
+    auto cleared =
+        runs_->ClearNodeAvoidance(passed, finished.id(), FromProtoTime(finished.finished_at()));
+    if (!cleared.ok()) {  // they keep off the nodes for the avoidance's while instead
+      spdlog::warn("health: runs keeping off nodes sweep {} passed still do: {}", finished.id(),
+                   cleared.status().ToString());
+    } else if (!cleared->empty()) {
+      spdlog::info("health: sweep {} passed the nodes {} kept off: {}", finished.id(),
+                   absl::StrJoin(*cleared, ", "), absl::StrJoin(passed, ", "));
+    }
+  }
   auto nodes = NodesByName(*scheduler_);
   if (!nodes.ok()) return;
   deferred_->ReturnPassed(finished, *nodes);

@@ -6,7 +6,8 @@
 // API took out return after passing `uncordon_after_passes` sweeps in a row (0: an operator
 // uncordons them), and drained ones after passing their re-measurement. The nodes behind a
 // switch a sweep named at fault (fabric_fault.h) are taken out together, with one reason, and
-// return together: when every one of them still held by that cordon has passed.
+// return together: when every one of them still held by that cordon has passed. Runs that keep
+// off a node a sweep passed (after a hang or a straggler move) may go there again at once.
 
 #include <memory>
 #include <string>
@@ -27,12 +28,14 @@ class Remediation {
  public:
   // `metrics` may be null.
   Remediation(std::shared_ptr<store::HealthStore> store, std::shared_ptr<SchedulerApi> scheduler,
-              std::shared_ptr<CordonApi> cordon, std::shared_ptr<SweepNeighbours> neighbours,
+              std::shared_ptr<CordonApi> cordon, std::shared_ptr<RunsApi> runs,
+              std::shared_ptr<SweepNeighbours> neighbours,
               std::shared_ptr<DeferredVerdicts> deferred, std::shared_ptr<HealthMetrics> metrics,
               int uncordon_after_passes)
       : store_(std::move(store)),
         scheduler_(std::move(scheduler)),
         cordon_(std::move(cordon)),
+        runs_(std::move(runs)),
         neighbours_(std::move(neighbours)),
         deferred_(std::move(deferred)),
         metrics_(std::move(metrics)),
@@ -52,17 +55,22 @@ class Remediation {
                         v1::DetectionMethod how);
   // Returns the nodes `finished` passed that the health API took out and that have now passed
   // enough sweeps in a row (or their re-measurement, for drained ones); the nodes of a fabric
-  // fault only all together.
+  // fault only all together. Runs that keep off a node it passed may go there again
+  // (RunsApi::ClearNodeAvoidance): the sweep has decided, sooner than the avoidance's while.
   void ReturnToService(const v1::Sweep& finished);
 
  private:
   // Takes out a fabric fault's nodes together; false (nothing done) when it is not for this
   // rule (see Remediate).
   bool TakeOutFabric(v1::Sweep& sweep, const NamedFabricFault& fault);
+  // The nodes `finished` measured and found nothing on: not condemned, to be measured again,
+  // left inconclusive, unmeasured or deferred.
+  static std::vector<std::string> PassedBy(const v1::Sweep& finished);
 
   std::shared_ptr<store::HealthStore> store_;
   std::shared_ptr<SchedulerApi> scheduler_;
   std::shared_ptr<CordonApi> cordon_;
+  std::shared_ptr<RunsApi> runs_;
   std::shared_ptr<SweepNeighbours> neighbours_;
   std::shared_ptr<DeferredVerdicts> deferred_;
   std::shared_ptr<HealthMetrics> metrics_;

@@ -42,7 +42,8 @@ inline constexpr int kMaxPreflightFailures = 20;
 // How long a run's next attempt keeps off the node its hang was blamed on, or that it was moved
 // off as a straggler (Run.avoid_node): long enough for the node's sweep to decide (tens of
 // seconds, minutes behind other sweeps), short enough that a run whose only fitting node that
-// is waits no longer than this.
+// is waits no longer than this. A sweep that passes the node sooner ends it then
+// (RunReports::ClearNodeAvoidance).
 inline constexpr absl::Duration kAvoidSuspectNodeFor = absl::Minutes(5);
 
 // The run's current attempt among `attempts` (the one of its resumption_index), if recorded.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -209,6 +211,65 @@ absl::Status RunReports::KeepProgressPoint(const v1::Run& run, const v1::ReportP
   auto st = runs_->AddProgressPoint(run.id(), point, keep->stride, keep->thin_from);
   // A run deleted since the report was applied has no history to keep.
   return absl::IsNotFound(st) ? absl::OkStatus() : st;
+}
+
+absl::Status RunReports::ClearNodeAvoidance(const auth::Principal& who,
+                                            const v1::ClearNodeAvoidanceRequest& req,
+                                            v1::ClearNodeAvoidanceResponse* resp) {
+  TESSERA_RETURN_IF_ERROR(RequireSystem(who, "ClearNodeAvoidance"));
+  if (req.node_names().empty()) return absl::InvalidArgumentError("node_names: required");
+  if (req.node_names_size() > 100000) {
+    return absl::InvalidArgumentError("node_names: at most 100000");
+  }
+  for (const auto& n : req.node_names()) {
+    if (n.empty() || n.size() > 253) {
+      return absl::InvalidArgumentError("node_names: each 1-253 bytes");
+    }
+  }
+  if (req.sweep_id().empty() || req.sweep_id().size() > 128) {
+    return absl::InvalidArgumentError("sweep_id: 1-128 bytes required");
+  }
+  if (!req.has_passed_at()) return absl::InvalidArgumentError("passed_at: required");
+  const absl::Time passed_at = FromProtoTime(req.passed_at());
+  const std::set<std::string> passed(req.node_names().begin(), req.node_names().end());
+  // Kept off one of the nodes now, since before the sweep passed it: a pass the suspicion came
+  // after says nothing of it.
+  const auto kept_off = [&](const v1::Run& r, absl::Time now) {
+    if (r.avoid_node().empty() || !passed.count(r.avoid_node()) || !r.has_avoid_node_until()) {
+      return false;
+    }
+    const absl::Time until = FromProtoTime(r.avoid_node_until());
+    return until > now && until - kAvoidSuspectNodeFor <= passed_at && !IsTerminal(r.status());
+  };
+  v1::RunFilter filter;
+  for (auto status : {v1::RUN_STATUS_QUEUED, v1::RUN_STATUS_PENDING, v1::RUN_STATUS_STARTING,
+                      v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_TERMINATING}) {
+    filter.add_statuses(status);
+  }
+  auto runs = runs_->ListRuns(filter);
+  if (!runs.ok()) return runs.status();
+  for (const auto& listed : *runs) {
+    if (!kept_off(listed, clock_->Now())) continue;
+    bool cleared = false;
+    auto run = writer_->Mutate(
+        listed.id(), [&](const v1::Run& r, const auto&) -> absl::StatusOr<Transition> {
+          Transition t{r, {}, {}, kept_off(r, clock_->Now())};
+          cleared = t.changed;
+          if (!t.changed) return t;
+          t.events.push_back(
+              MakeEvent(r, v1::RUN_EVENT_TYPE_NODE_CLEARED,
+                        absl::StrCat("node ", r.avoid_node(), " passed health sweep ",
+                                     req.sweep_id(), ": the run may be placed there again"),
+                        clock_->Now()));
+          t.run.clear_avoid_node();
+          t.run.clear_avoid_node_until();
+          return t;
+        });
+    if (absl::IsNotFound(run.status())) continue;  // deleted since it was listed
+    if (!run.ok()) return run.status();
+    if (cleared) resp->add_run_names(run->name());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tessera::runs

@@ -1,8 +1,9 @@
 #pragma once
 // What Tessera's own components report about runs: the scheduler's attempt phases and notes
-// (RecordAttempt) and the workers' progress, relayed by the scheduler (ReportProgress), kept as
-// the run's progress and as points of its history (progress_history.h). Only the system role
-// reports. People's calls are RunManager's; both write through one RunWriter.
+// (RecordAttempt), the workers' progress, relayed by the scheduler (ReportProgress), kept as
+// the run's progress and as points of its history (progress_history.h), and the health API's
+// sweeps that passed a node runs keep off (ClearNodeAvoidance). Only the system role reports.
+// People's calls are RunManager's; both write through one RunWriter.
 
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,11 @@ class RunReports {
                              v1::RecordAttemptResponse* resp);
   absl::Status ReportProgress(const auth::Principal& who, const v1::ReportProgressRequest& req,
                               v1::ReportProgressResponse* resp);
+  // Runs not over that keep off one of the nodes since before the sweep passed it may go there
+  // again: avoid_node is cleared, with a NODE_CLEARED event naming the sweep.
+  absl::Status ClearNodeAvoidance(const auth::Principal& who,
+                                  const v1::ClearNodeAvoidanceRequest& req,
+                                  v1::ClearNodeAvoidanceResponse* resp);
 
  private:
   // A setup note of the run's current attempt, as a SETUP event.

@@ -64,6 +64,7 @@ class RunService final : public v1::RunService::WithAsyncMethod_WatchRuns<v1::Ru
   TESSERA_UNARY_RPC(m_, CloneRun)
   TESSERA_UNARY_RPC(reports_, RecordAttempt)
   TESSERA_UNARY_RPC(reports_, ReportProgress)
+  TESSERA_UNARY_RPC(reports_, ClearNodeAvoidance)
 
   void AddCompletionQueues(grpc::ServerBuilder& builder) override {
     watches_.AddCompletionQueues(builder);

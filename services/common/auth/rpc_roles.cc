@@ -77,6 +77,7 @@ const std::vector<RpcRule>& RpcRoleTable() {
       {"tessera.v1.RunMetricsService/GetRunMetrics", kPeopleAndServices, kAuditReadsOfOthers},
       {"tessera.v1.RunService/RecordAttempt", kServices},
       {"tessera.v1.RunService/ReportProgress", kServices},
+      {"tessera.v1.RunService/ClearNodeAvoidance", kServices},
       // Secrets: each user their own; their values only to the scheduler starting a run.
       {"tessera.v1.SecretService/CreateSecret", kPeople, kAuditPeople},
       {"tessera.v1.SecretService/ListSecrets", kPeople},

@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "base/timestamps.h"
+#include "healthcheck/health_clients.h"
 #include "tests/support/control_plane.h"
 
 namespace tessera::testing {
@@ -134,6 +136,60 @@ TEST_CASE("a lost node requeues the run, which completes on the other nodes", "[
   v1::GetNodeResponse node;
   REQUIRE(ops.scheduler->GetNode(ops.Ctx().get(), get, &node).ok());
   CHECK(node.node().liveness() == v1::NODE_LIVENESS_LOST);
+}
+
+TEST_CASE("a run moved off a straggler keeps off it until a sweep passes the node",
+          "[control-plane]") {
+  Plane p;
+  auto w1 = p.Worker("node-1");
+  auto w2 = p.Worker("node-2");
+  Client alice(p.server.endpoint(), p.user_key);
+  v1::Run run = alice.Submit("mover", 8, /*retry=*/true);
+  const v1::Run running = alice.WaitForStatus(run.name(), v1::RUN_STATUS_RUNNING);
+  REQUIRE(running.nodes_size() == 1);
+  FakeWorker* slow = running.nodes(0).node_name() == w1->name() ? w1.get() : w2.get();
+  FakeWorker* other = slow == w1.get() ? w2.get() : w1.get();
+  // The health API moves it off its straggler, with a system key as it does.
+  const std::string system_key = CreateKey(p.pg->url(), "tessera-health", "system");
+  Client health(p.server.endpoint(), system_key);
+  v1::EvictNodeRequest evict;
+  evict.set_node_name(slow->name());
+  evict.set_reason(v1::ATTEMPT_END_REASON_STRAGGLER);
+  evict.set_detection_method(v1::DETECTION_METHOD_STRAGGLER_WATCH);
+  evict.set_run_id(run.id());
+  evict.set_detail("2.0 x the median step time of the run's other nodes");
+  v1::EvictNodeResponse evicted;
+  REQUIRE(health.scheduler->EvictNode(health.Ctx().get(), evict, &evicted).ok());
+  REQUIRE(other->WaitForStart(run.id(), 1, absl::Seconds(10)));
+  CHECK(alice.Get(run.name()).avoid_node() == slow->name());
+  // A user may not lift it; the health API's own client, once a sweep passed the node, does.
+  v1::ClearNodeAvoidanceRequest req;
+  req.add_node_names(slow->name());
+  req.set_sweep_id("sw-1");
+  *req.mutable_passed_at() = ToProtoTime(absl::Now());
+  v1::ClearNodeAvoidanceResponse resp;
+  CHECK(alice.runs->ClearNodeAvoidance(alice.Ctx().get(), req, &resp).error_code() ==
+        grpc::StatusCode::PERMISSION_DENIED);
+  auto runs_api =
+      health::MakeGrpcRunsApi(std::make_shared<ChannelRef>(grpc::CreateChannel(
+                                  p.server.endpoint(), grpc::InsecureChannelCredentials())),
+                              system_key, health::kHealthClientOptions);
+  auto cleared = runs_api->ClearNodeAvoidance({slow->name()}, "sw-1", absl::Now());
+  REQUIRE(cleared.ok());
+  CHECK(*cleared == std::vector<std::string>{run.name()});
+  CHECK(alice.Get(run.name()).avoid_node().empty());
+  bool told = false;
+  const v1::RunDescription described = alice.Describe(run.name());
+  for (const auto& e : described.events()) {
+    told |= e.type() == v1::RUN_EVENT_TYPE_NODE_CLEARED &&
+            e.message() == "node " + slow->name() +
+                               " passed health sweep sw-1: the run may be "
+                               "placed there again";
+  }
+  CHECK(told);
+  // Its other node lost, the run goes back to the node at once, not after the avoidance's while.
+  other->Disconnect();
+  CHECK(slow->WaitForStart(run.id(), 2, absl::Seconds(10)));
 }
 
 TEST_CASE("a cordoned node receives nothing, cordoning is for admins and is recorded",

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "healthcheck/health_clients.h"
@@ -94,7 +95,17 @@ class FakeCordon final : public CordonApi {
 class FakeRuns final : public RunsApi {
  public:
   std::vector<v1::Run> running;
+  // Each ClearNodeAvoidance call: the nodes and the sweep; `clear_status` is what it returns.
+  std::vector<std::pair<std::vector<std::string>, std::string>> cleared;
+  absl::Status clear_status = absl::OkStatus();
   absl::StatusOr<std::vector<v1::Run>> ListRunning() override { return running; }
+  absl::StatusOr<std::vector<std::string>> ClearNodeAvoidance(const std::vector<std::string>& nodes,
+                                                              const std::string& sweep_id,
+                                                              absl::Time) override {
+    cleared.emplace_back(nodes, sweep_id);
+    if (!clear_status.ok()) return clear_status;
+    return std::vector<std::string>{};
+  }
 };
 
 }  // namespace tessera::health::testing

@@ -164,6 +164,54 @@ TEST_CASE("the screen beside the neighbours follows the sweep's noise") {
   CHECK(peers.size() >= 2);
 }
 
+TEST_CASE("a noisy sweep takes a third turn, and the median's screen the median of three") {
+  // The best of two first figures, the median of three or more; failed checks and later steps
+  // do not count.
+  const auto figures = ScreenFigures(
+      {"a", "b", "c"}, {Measured("a", 0.9), Measured("a", 1.1), Measured("b", 1.2),
+                        Measured("b", 0.8), Measured("b", 0.9), Measured("b", 0.1, 2),
+                        Measured("c", 2.0, 0, v1::HEALTH_VERDICT_ERROR), Measured("c", 1.0)});
+  CHECK(figures.at("a") == 1.1);
+  CHECK(figures.at("b") == 0.9);
+  CHECK(figures.at("c") == 1.0);
+  // Eight nodes in turn, twice (the second turn halfway), a third time a quarter of the way when
+  // the first two were noisy, as the sweep driver makes them; s runs at 0.8 of the others.
+  const std::vector<std::string> nodes = {"a", "b", "c", "d", "s", "e", "f", "g"};
+  auto sweep = [&](int passes, const std::vector<double>& moments) {
+    std::vector<std::pair<std::string, double>> first;
+    const size_t offsets[] = {0, nodes.size() / 2, nodes.size() / 4};
+    for (size_t pass = 0; pass < static_cast<size_t>(passes); ++pass) {
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        const std::string& n = nodes[(i + offsets[pass]) % nodes.size()];
+        first.push_back(
+            {n, (n == "s" ? 0.8 : 1.0) * moments[(pass * nodes.size() + i) % moments.size()]});
+      }
+    }
+    return InTurn(first);
+  };
+  const ConfirmationConfig config;
+  const auto quiet = sweep(2, {1.0, 1.01, 0.99, 1.0, 1.005, 0.995});
+  CHECK(ComputePassesAfter(nodes, quiet, config, {}) == 2);
+  // s's first measurement fell in a moment 18% fast, the others' in ordinary ones of a loaded
+  // machine: the best of its two figures is 0.944 of the median, over the median's screen.
+  const std::vector<double> loaded = {1.0,  0.9, 1.1, 0.92, 1.18, 1.05, 0.95, 1.0,
+                                      0.97, 1.1, 0.9, 1.04, 1.0,  0.93, 1.08, 1.0,
+                                      1.0,  0.9, 1.1, 0.95, 1.05, 1.0,  0.92, 1.07};
+  const auto two = sweep(2, loaded);
+  CHECK(ComputePassesAfter(nodes, two, config, {}) == 3);
+  CHECK(ScreenNoiseSigma(nodes, two, config, {}) > config.third_pass_noise_sigma);
+  ConfirmationConfig by_median = config;
+  by_median.neighbour_suspects = 0;
+  std::vector<std::string> peers;
+  CHECK(FindSuspects(nodes, two, by_median, {}, &peers).empty());
+  // The third turn measures it at an ordinary moment: the median of its three figures is under
+  // the screen.
+  const auto three = sweep(3, loaded);
+  CHECK(ScreenFigures(nodes, three).at("s") == Approx(0.88));  // 0.944, 0.776, 0.88
+  CHECK(FindSuspects(nodes, three, by_median, {}, &peers) == std::vector<std::string>{"s"});
+  CHECK(peers.size() == 7);
+}
+
 TEST_CASE("measured in turn, under half the median is a suspect, condemned alone only beside") {
   const std::vector<std::string> nodes = {"a", "b", "c", "d", "e", "f", "g", "h"};
   AnomalyConfig alone;  // one sweep's figures decide
